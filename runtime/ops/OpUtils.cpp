@@ -1,0 +1,73 @@
+#include "runtime/ops/OpUtils.h"
+
+#include <cmath>
+
+#include "runtime/common/Error.h"
+#include "runtime/tensor/FloatLayout.h"
+
+namespace vkd::ops {
+
+void check_quant_params(const std::string& op, const QuantParams& q) {
+  VKD_CHECK(std::isfinite(q.scale) && q.scale > 0.0f, ErrorCode::InvalidArgument, op,
+            ": scale must be finite and > 0, got ", q.scale);
+  VKD_CHECK(-128 <= q.quant_min && q.quant_min <= q.quant_max && q.quant_max <= 127,
+            ErrorCode::InvalidArgument, op, ": need -128 <= quant_min <= quant_max <= 127, got [",
+            q.quant_min, ", ", q.quant_max, "]");
+  VKD_CHECK(q.quant_min <= q.zero_point && q.zero_point <= q.quant_max,
+            ErrorCode::InvalidArgument, op, ": zero_point ", q.zero_point,
+            " outside [quant_min, quant_max] = [", q.quant_min, ", ", q.quant_max, "]");
+  VKD_CHECK(std::isfinite(inverse_scale(q.scale)), ErrorCode::InvalidArgument, op, ": scale ",
+            q.scale, " is too small (1/scale overflows float32)");
+}
+
+float inverse_scale(float scale) { return static_cast<float>(1.0 / static_cast<double>(scale)); }
+
+void check_float_tensor(const std::string& op, const graph::GpuTensor& t) {
+  VKD_CHECK(t.spec().dtype == DType::Float32, ErrorCode::InvalidArgument, op, ": tensor '",
+            t.name(), "' ", t.spec().describe(), " must be float32");
+}
+
+void check_int8x4_tensor(const std::string& op, const graph::GpuTensor& t) {
+  VKD_CHECK(t.spec().dtype == DType::Int8x4 && is_packed_int8(t.spec().layout),
+            ErrorCode::InvalidArgument, op, ": tensor '", t.name(), "' ", t.spec().describe(),
+            " must be int8x4 in a packed int8 layout");
+}
+
+void check_same_sizes(const std::string& op, const graph::GpuTensor& a,
+                      const graph::GpuTensor& b) {
+  VKD_CHECK(a.spec().dims4() == b.spec().dims4(), ErrorCode::InvalidArgument, op,
+            ": sizes differ between '", a.name(), "' ", a.spec().describe(), " and '", b.name(),
+            "' ", b.spec().describe());
+}
+
+int64_t tile_count(const Dims4& d) {
+  return d.n * div_up(d.c, 4) * div_up(d.h, 4) * div_up(d.w, 4);
+}
+
+std::array<int32_t, 4> nchw_sizes(const Dims4& d) {
+  return {static_cast<int32_t>(d.n), static_cast<int32_t>(d.c), static_cast<int32_t>(d.h),
+          static_cast<int32_t>(d.w)};
+}
+
+std::array<int32_t, 4> float_tile_meta(const TensorSpec& spec) {
+  if (spec.storage == StorageType::Texture3D) {
+    return {packed_dim_nchw(spec.layout), 0, 0, 0};
+  }
+  const auto s = buffer_strides(spec.layout, spec.dims4());
+  return {static_cast<int32_t>(s[0]), static_cast<int32_t>(s[1]), static_cast<int32_t>(s[2]),
+          static_cast<int32_t>(s[3])};
+}
+
+int int8_layout_index(MemoryLayout layout) {
+  switch (layout) {
+    case MemoryLayout::PackedInt8_4W4C: return 0;
+    case MemoryLayout::PackedInt8_4H4W: return 1;
+    case MemoryLayout::PackedInt8_4C1W: return 2;
+    default: break;
+  }
+  VKD_THROW(ErrorCode::Internal, "layout ", to_string(layout), " is not a packed int8 layout");
+}
+
+int storage_index(StorageType storage) { return storage == StorageType::Buffer ? 0 : 1; }
+
+}  // namespace vkd::ops

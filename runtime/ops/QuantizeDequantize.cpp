@@ -1,0 +1,78 @@
+// Op family: per-tensor quantize / dequantize between float32 tensors and packed int8x4.
+// Anatomy: push-constant structs (mirroring the shaders), workgroup choice, add_*_node.
+#include "runtime/ops/QuantizeDequantize.h"
+
+#include "runtime/vk/WorkgroupChooser.h"
+
+namespace vkd::ops {
+namespace {
+
+// Mirrors `Params` in shaders/q8ta_quantize.glsl.
+struct QuantizePush {
+  std::array<int32_t, 4> sizes;
+  std::array<int32_t, 4> float_meta;
+  int32_t tile_count;
+  float inv_scale;
+  int32_t zero_point, quant_min, quant_max;
+};
+
+// Mirrors `Params` in shaders/q8ta_dequantize.glsl.
+struct DequantizePush {
+  std::array<int32_t, 4> sizes;
+  std::array<int32_t, 4> float_meta;
+  int32_t tile_count;
+  float scale;
+  int32_t zero_point;
+};
+
+}  // namespace
+
+void add_q8ta_quantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                            graph::ValueRef output, const QuantParams& q) {
+  const std::string op = "q8ta_quantize";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_float_tensor(op, in);
+  check_int8x4_tensor(op, out);
+  check_same_sizes(op, in, out);
+  check_quant_params(op, q);
+
+  const Dims4 d = in.spec().dims4();
+  QuantizePush push{nchw_sizes(d),         float_tile_meta(in.spec()),
+                    int32_t(tile_count(d)), inverse_scale(q.scale),
+                    q.zero_point,          q.quant_min,
+                    q.quant_max};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_quantize[storage_index(in.spec().storage)]
+                                                [int8_layout_index(out.spec().layout)];
+  node.bindings = {output, input};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), tile_count(d));
+  graph.add_node(std::move(node));
+}
+
+void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const QuantParams& q) {
+  const std::string op = "q8ta_dequantize";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_int8x4_tensor(op, in);
+  check_float_tensor(op, out);
+  check_same_sizes(op, in, out);
+  check_quant_params(op, q);
+
+  const Dims4 d = in.spec().dims4();
+  DequantizePush push{nchw_sizes(d), float_tile_meta(out.spec()), int32_t(tile_count(d)), q.scale,
+                      q.zero_point};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_dequantize[storage_index(out.spec().storage)]
+                                                  [int8_layout_index(in.spec().layout)];
+  node.bindings = {output, input};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), tile_count(d));
+  graph.add_node(std::move(node));
+}
+
+}  // namespace vkd::ops

@@ -1,0 +1,37 @@
+// Command buffers (RAII, from the context's pool), recording helpers and fenced submission.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+
+namespace vkd::vk {
+
+class CommandBuffer {
+ public:
+  CommandBuffer() = default;
+  CommandBuffer(VkDevice device, VkCommandPool pool);
+  ~CommandBuffer();
+  CommandBuffer(CommandBuffer&& other) noexcept;
+  CommandBuffer& operator=(CommandBuffer&& other) noexcept;
+  CommandBuffer(const CommandBuffer&) = delete;
+  CommandBuffer& operator=(const CommandBuffer&) = delete;
+
+  VkCommandBuffer handle() const { return cmd_; }
+  void begin(bool one_time);
+  void end();
+
+  // A full compute/transfer memory barrier: every earlier shader or transfer write is visible
+  // to every later shader or transfer access.
+  void memory_barrier();
+  void image_to_general(VkImage image);
+
+ private:
+  void release();
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+};
+
+}  // namespace vkd::vk

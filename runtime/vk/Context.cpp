@@ -1,0 +1,135 @@
+#include "runtime/vk/Context.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "runtime/vk/VkError.h"
+
+namespace vkd::vk {
+
+ContextOptions ContextOptions::from_env() {
+  ContextOptions o;
+  o.device_selector = env_string("VKD_DEVICE");
+  o.validation = env_flag("VKD_VALIDATION");
+  o.pipeline_cache_file = env_string("VKD_PIPELINE_CACHE");
+  return o;
+}
+
+Context::Context(const ContextOptions& options) : options_(options) {
+  instance_ = std::make_unique<Instance>(options.validation);
+  const auto chosen = instance_->select(options.device_selector);
+  physical_ = chosen.handle;
+  EnabledExtensions ext;
+  profile_ = read_device_profile(instance_->handle(), physical_, &ext);
+
+  uint32_t qcount = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qcount, nullptr);
+  std::vector<VkQueueFamilyProperties> families(qcount);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qcount, families.data());
+  bool found = false;
+  for (uint32_t i = 0; i < qcount && !found; ++i) {
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      queue_family_ = i;
+      found = true;
+    }
+  }
+  VKD_CHECK(found, ErrorCode::Unsupported, "device '", profile_.name, "' has no compute queue");
+
+  // Enable exactly the features the profile reports (after overrides, so a switched-off
+  // feature cannot be used by accident).
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  dot.shaderIntegerDotProduct = profile_.int8_dot_product;
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  s8.storageBuffer8BitAccess = profile_.storage_8bit;
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  s16.storageBuffer16BitAccess = profile_.storage_16bit;
+  VkPhysicalDeviceShaderFloat16Int8Features f16i8{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  f16i8.shaderInt8 = profile_.int8_arithmetic;
+  f16i8.shaderFloat16 = profile_.float16_arithmetic;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_nv{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  coop_nv.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &s16;
+  s16.pNext = &s8;
+  s8.pNext = &f16i8;
+  void** tail = &f16i8.pNext;
+  std::vector<const char*> extensions;
+  if (profile_.int8_dot_product) {
+    *tail = &dot;
+    tail = &dot.pNext;
+    if (ext.integer_dot_product) extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  }
+  if (ext.storage_8bit && profile_.storage_8bit) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (profile_.cooperative_matrix_nv) {
+    *tail = &coop_nv;
+    tail = &coop_nv.pNext;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = queue_family_;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.pNext = &features;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  di.ppEnabledExtensionNames = extensions.data();
+  VKD_VK_CHECK(vkCreateDevice(physical_, &di, nullptr, &device_), "vkCreateDevice for '",
+               profile_.name, "'");
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = queue_family_;
+  VkResult r = vkCreateCommandPool(device_, &pi, nullptr, &command_pool_);
+  if (r != VK_SUCCESS) {
+    vkDestroyDevice(device_, nullptr);
+    check(r, "vkCreateCommandPool");
+  }
+  memory_ = std::make_unique<MemoryAllocator>(physical_, device_, profile_);
+  pipelines_ = std::make_unique<PipelineCache>(device_, profile_, options.pipeline_cache_file);
+}
+
+Context::~Context() {
+  if (device_ != VK_NULL_HANDLE) vkDeviceWaitIdle(device_);
+  if (pipelines_) {
+    try {
+      pipelines_->save();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "vkd: warning: %s\n", e.what());
+    }
+  }
+  pipelines_.reset();
+  memory_.reset();
+  if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
+  if (device_ != VK_NULL_HANDLE) vkDestroyDevice(device_, nullptr);
+  instance_.reset();
+}
+
+CommandBuffer Context::new_command_buffer() { return CommandBuffer(device_, command_pool_); }
+
+void Context::submit_and_wait(const CommandBuffer& cmd, const std::string& what) {
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence_handle = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreateFence(device_, &fi, nullptr, &fence_handle), "vkCreateFence");
+  UniqueFence fence(device_, fence_handle);
+  VkCommandBuffer handle = cmd.handle();
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &handle;
+  VKD_VK_CHECK(vkQueueSubmit(queue_, 1, &si, fence_handle), "vkQueueSubmit (", what, ")");
+  const uint64_t timeout_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.gpu_timeout).count();
+  const VkResult r = vkWaitForFences(device_, 1, &fence_handle, VK_TRUE, timeout_ns);
+  VKD_CHECK(r != VK_TIMEOUT, ErrorCode::DeviceLost, what, ": the GPU did not finish within ",
+            options_.gpu_timeout.count(), " ms");
+  check(r, "vkWaitForFences (" + what + ")");
+}
+
+}  // namespace vkd::vk

@@ -1,0 +1,236 @@
+#include "runtime/vk/DeviceProfile.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "runtime/vk/Instance.h"
+
+namespace vkd::vk {
+namespace {
+
+bool has_extension(const std::vector<VkExtensionProperties>& all, const char* name) {
+  for (const auto& e : all) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+std::string version_string(uint32_t v) {
+  std::ostringstream os;
+  os << VK_API_VERSION_MAJOR(v) << "." << VK_API_VERSION_MINOR(v) << "." << VK_API_VERSION_PATCH(v);
+  return os.str();
+}
+
+void read_cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device,
+                                    DeviceProfile& p) {
+#ifdef VK_KHR_cooperative_matrix  // Debian 12's headers (1.3.239) predate the KHR extension
+  if (p.cooperative_matrix_khr) {
+    auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    uint32_t count = 0;
+    if (get && get(device, &count, nullptr) == VK_SUCCESS) {
+      std::vector<VkCooperativeMatrixPropertiesKHR> props(
+          count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+      if (get(device, &count, props.data()) == VK_SUCCESS) {
+        for (const auto& c : props) {
+          if (c.AType == VK_COMPONENT_TYPE_SINT8_KHR && c.BType == VK_COMPONENT_TYPE_SINT8_KHR &&
+              c.CType == VK_COMPONENT_TYPE_SINT32_KHR && c.ResultType == VK_COMPONENT_TYPE_SINT32_KHR &&
+              c.scope == VK_SCOPE_SUBGROUP_KHR) {
+            p.int8_cooperative_matrix_shapes.push_back({c.MSize, c.NSize, c.KSize, true});
+          }
+        }
+      }
+    }
+  }
+#endif
+  if (p.cooperative_matrix_nv) {
+    auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    uint32_t count = 0;
+    if (get && get(device, &count, nullptr) == VK_SUCCESS) {
+      std::vector<VkCooperativeMatrixPropertiesNV> props(
+          count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      if (get(device, &count, props.data()) == VK_SUCCESS) {
+        for (const auto& c : props) {
+          if (c.AType == VK_COMPONENT_TYPE_SINT8_NV && c.BType == VK_COMPONENT_TYPE_SINT8_NV &&
+              c.CType == VK_COMPONENT_TYPE_SINT32_NV && c.DType == VK_COMPONENT_TYPE_SINT32_NV &&
+              c.scope == VK_SCOPE_SUBGROUP_NV) {
+            p.int8_cooperative_matrix_shapes.push_back({c.MSize, c.NSize, c.KSize, false});
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
+                                  EnabledExtensions* ext) {
+  DeviceProfile p;
+  uint32_t ext_count = 0;
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &ext_count, nullptr);
+  std::vector<VkExtensionProperties> exts(ext_count);
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &ext_count, exts.data());
+
+  VkPhysicalDeviceProperties base;
+  vkGetPhysicalDeviceProperties(device, &base);
+  const bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
+  const bool v13 = base.apiVersion >= VK_API_VERSION_1_3;
+  ext->integer_dot_product =
+      !v13 && has_extension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  ext->storage_8bit = !v12 && has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  ext->cooperative_matrix_nv = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  ext->cooperative_matrix_khr = has_extension(exts, "VK_KHR_cooperative_matrix");
+  const bool dot_available = v13 || ext->integer_dot_product;
+
+  // Properties chain.
+  VkPhysicalDeviceShaderIntegerDotProductProperties dot_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties maint3{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &subgroup;
+  subgroup.pNext = &maint3;
+  maint3.pNext = v12 ? static_cast<void*>(&driver) : nullptr;
+  driver.pNext = dot_available ? &dot_props : nullptr;
+  if (!v12 && dot_available) maint3.pNext = &dot_props;
+  vkGetPhysicalDeviceProperties2(device, &props2);
+
+  // Features chain.
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot_feat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures storage16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16i8{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceFeatures2 feats2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats2.pNext = &storage16;
+  storage16.pNext = &storage8;
+  storage8.pNext = &f16i8;
+  f16i8.pNext = dot_available ? &dot_feat : nullptr;
+  vkGetPhysicalDeviceFeatures2(device, &feats2);
+
+  p.name = base.deviceName;
+  p.vendor_id = base.vendorID;
+  p.device_id = base.deviceID;
+  p.type = base.deviceType;
+  p.api_version = base.apiVersion;
+  p.driver_version = base.driverVersion;
+  std::memcpy(p.pipeline_cache_uuid.data(), base.pipelineCacheUUID, VK_UUID_SIZE);
+  if (v12) {
+    p.driver_id = driver.driverID;
+    p.driver_name = driver.driverName;
+    p.driver_info = driver.driverInfo;
+  }
+
+  p.int8_dot_product = dot_available && dot_feat.shaderIntegerDotProduct;
+  p.int8_dot_product_accelerated =
+      p.int8_dot_product && dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
+  p.storage_8bit = storage8.storageBuffer8BitAccess;
+  p.storage_16bit = storage16.storageBuffer16BitAccess;
+  p.int8_arithmetic = f16i8.shaderInt8;
+  p.float16_arithmetic = f16i8.shaderFloat16;
+  p.cooperative_matrix_nv = ext->cooperative_matrix_nv;
+  p.cooperative_matrix_khr = ext->cooperative_matrix_khr;
+  read_cooperative_matrix_shapes(instance, device, p);
+
+  p.subgroup_size = subgroup.subgroupSize;
+  const auto& lim = base.limits;
+  for (int i = 0; i < 3; ++i) {
+    p.max_workgroup_size[i] = lim.maxComputeWorkGroupSize[i];
+    p.max_workgroup_count[i] = lim.maxComputeWorkGroupCount[i];
+  }
+  p.max_workgroup_invocations = lim.maxComputeWorkGroupInvocations;
+  p.max_shared_memory_bytes = lim.maxComputeSharedMemorySize;
+  p.max_storage_buffer_range_bytes = lim.maxStorageBufferRange;
+  p.max_memory_allocation_bytes = maint3.maxMemoryAllocationSize;
+  p.max_push_constant_bytes = lim.maxPushConstantsSize;
+  p.max_image_dimension_3d = lim.maxImageDimension3D;
+  p.max_per_stage_storage_buffers = lim.maxPerStageDescriptorStorageBuffers;
+  p.max_per_stage_storage_images = lim.maxPerStageDescriptorStorageImages;
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(device, &mem);
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
+    if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
+      p.device_local_heap_bytes = std::max<uint64_t>(p.device_local_heap_bytes, mem.memoryHeaps[i].size);
+    }
+  }
+
+  uint32_t qcount = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &qcount, nullptr);
+  std::vector<VkQueueFamilyProperties> queues(qcount);
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &qcount, queues.data());
+  for (const auto& q : queues) {
+    if (q.queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      p.timestamp_valid_bits = q.timestampValidBits;
+      break;
+    }
+  }
+  p.timestamps = p.timestamp_valid_bits > 0 && lim.timestampPeriod > 0.0f;
+  p.timestamp_period_ns = lim.timestampPeriod;
+
+  // Quirks. The AMD proprietary driver advertises accelerated packed dot4 on GPUs without
+  // the instruction and returns wrong sums (public reports against llama.cpp / ollama); RADV
+  // on the same hardware is fine, so the flag keys on the driver, not the vendor.
+  if (p.driver_id == VK_DRIVER_ID_AMD_PROPRIETARY) p.quirks.int8_dot_untrusted = true;
+  if (p.quirks.int8_dot_untrusted && p.int8_dot_product) {
+    p.int8_dot_product = p.int8_dot_product_accelerated = false;
+    p.disabled.push_back("int8 dot product (quirk int8_dot_untrusted)");
+  }
+
+  // Environment overrides: switch features off so fallback paths run on any device.
+  if (env_flag("VKD_DISABLE_INT8_DOT") && p.int8_dot_product) {
+    p.int8_dot_product = p.int8_dot_product_accelerated = false;
+    p.disabled.push_back("int8 dot product (VKD_DISABLE_INT8_DOT)");
+  }
+  if (env_flag("VKD_DISABLE_COOPMAT") &&
+      (p.cooperative_matrix_nv || p.cooperative_matrix_khr)) {
+    p.cooperative_matrix_nv = p.cooperative_matrix_khr = false;
+    p.int8_cooperative_matrix_shapes.clear();
+    p.disabled.push_back("cooperative matrix (VKD_DISABLE_COOPMAT)");
+  }
+  if (env_flag("VKD_DISABLE_FLOAT16") && (p.float16_arithmetic || p.storage_16bit)) {
+    p.float16_arithmetic = p.storage_16bit = false;
+    p.disabled.push_back("float16 (VKD_DISABLE_FLOAT16)");
+  }
+  return p;
+}
+
+std::string DeviceProfile::summary() const {
+  std::ostringstream os;
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  os << name << " (" << device_type_name(type) << ", vendor 0x" << std::hex << vendor_id
+     << " device 0x" << device_id << std::dec << ")\n";
+  os << "  Vulkan " << version_string(api_version) << ", driver " << driver_name << " "
+     << driver_info << "\n";
+  os << "  int8 dot product: " << yes(int8_dot_product)
+     << " (accelerated: " << yes(int8_dot_product_accelerated) << ")\n";
+  os << "  8-bit storage: " << yes(storage_8bit) << ", 16-bit storage: " << yes(storage_16bit)
+     << ", int8 arith: " << yes(int8_arithmetic) << ", float16 arith: " << yes(float16_arithmetic)
+     << "\n";
+  os << "  cooperative matrix: NV " << yes(cooperative_matrix_nv) << ", KHR "
+     << yes(cooperative_matrix_khr) << "; int8 shapes:";
+  if (int8_cooperative_matrix_shapes.empty()) os << " none";
+  for (const auto& s : int8_cooperative_matrix_shapes) {
+    os << " " << s.m << "x" << s.n << "x" << s.k << (s.khr ? "(KHR)" : "(NV)");
+  }
+  os << "\n  subgroup " << subgroup_size << ", workgroup size max " << max_workgroup_size[0] << "x"
+     << max_workgroup_size[1] << "x" << max_workgroup_size[2] << " (" << max_workgroup_invocations
+     << " invocations), workgroup count max " << max_workgroup_count[0] << "x"
+     << max_workgroup_count[1] << "x" << max_workgroup_count[2] << "\n";
+  os << "  shared memory " << max_shared_memory_bytes << " B, storage buffer range "
+     << max_storage_buffer_range_bytes << " B, push constants " << max_push_constant_bytes
+     << " B, image 3D " << max_image_dimension_3d << " texels\n";
+  os << "  device-local heap " << (device_local_heap_bytes >> 20) << " MiB, timestamps "
+     << (timestamps ? "yes" : "no") << " (period " << timestamp_period_ns << " ns, "
+     << timestamp_valid_bits << " bits)\n";
+  for (const auto& d : disabled) os << "  disabled: " << d << "\n";
+  return os.str();
+}
+
+}  // namespace vkd::vk

@@ -1,0 +1,82 @@
+// Everything ops need to know about the device, decided once when the device is opened.
+// Ops read this and never query Vulkan themselves. Environment overrides switch features off
+// (so fallback paths can be tested on any device); named quirk flags record known driver bugs.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkd::vk {
+
+struct CooperativeMatrixShape {
+  uint32_t m, n, k;
+  bool khr;  // advertised through VK_KHR_cooperative_matrix (else VK_NV_cooperative_matrix)
+};
+
+struct DeviceProfile {
+  // Identity
+  std::string name;
+  uint32_t vendor_id = 0, device_id = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t api_version = 0, driver_version = 0;
+  VkDriverId driver_id = static_cast<VkDriverId>(0);
+  std::string driver_name, driver_info;
+  std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
+
+  // Arithmetic and storage features (already AND-ed with the env overrides and quirks)
+  bool int8_dot_product = false;              // OpSDot on packed 4x8 usable
+  bool int8_dot_product_accelerated = false;  // driver says packed 4x8 signed is fast
+  bool storage_8bit = false, storage_16bit = false;
+  bool int8_arithmetic = false, float16_arithmetic = false;
+  bool cooperative_matrix_nv = false, cooperative_matrix_khr = false;
+  std::vector<CooperativeMatrixShape> int8_cooperative_matrix_shapes;  // int8 x int8 -> int32
+
+  // Subgroups and workgroups
+  uint32_t subgroup_size = 1;
+  std::array<uint32_t, 3> max_workgroup_size{};
+  uint32_t max_workgroup_invocations = 0;
+  std::array<uint32_t, 3> max_workgroup_count{};
+  uint32_t max_shared_memory_bytes = 0;
+
+  // Limits, with explicit units
+  uint64_t max_storage_buffer_range_bytes = 0;
+  uint64_t max_memory_allocation_bytes = 0;
+  uint32_t max_push_constant_bytes = 0;
+  uint32_t max_image_dimension_3d = 0;
+  uint32_t max_per_stage_storage_buffers = 0;
+  uint32_t max_per_stage_storage_images = 0;
+  uint64_t device_local_heap_bytes = 0;
+
+  // GPU timing
+  bool timestamps = false;
+  double timestamp_period_ns = 1.0;
+  uint32_t timestamp_valid_bits = 0;
+
+  // Named driver-bug flags; each one is documented where it is set (DeviceProfile.cpp).
+  struct Quirks {
+    bool int8_dot_untrusted = false;  // AMD proprietary driver: claims dot4, gives wrong sums
+  } quirks;
+
+  // Which features an environment variable or a quirk switched off, for `vkd devices`.
+  std::vector<std::string> disabled;
+
+  bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+  std::string summary() const;  // multi-line human-readable description
+};
+
+// Device extensions vkdelegate enables when the device has them.
+struct EnabledExtensions {
+  bool integer_dot_product = false;   // VK_KHR_shader_integer_dot_product (pre-1.3)
+  bool storage_8bit = false;          // VK_KHR_8bit_storage (pre-1.2)
+  bool cooperative_matrix_nv = false; // VK_NV_cooperative_matrix
+  bool cooperative_matrix_khr = false;// VK_KHR_cooperative_matrix
+};
+
+DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
+                                  EnabledExtensions* extensions_out);
+
+}  // namespace vkd::vk

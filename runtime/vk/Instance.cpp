@@ -1,0 +1,184 @@
+#include "runtime/vk/Instance.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/vk/VkError.h"
+
+namespace vkd::vk {
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  const bool is_error = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  static_cast<ValidationLog*>(user)->add(is_error, data->pMessage ? data->pMessage : "");
+  std::fprintf(stderr, "[vkd validation %s] %s\n", is_error ? "error" : "warning",
+               data->pMessage ? data->pMessage : "");
+  return VK_FALSE;
+}
+
+int type_rank(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+  }
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+bool layer_available(const char* name) {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  return std::any_of(layers.begin(), layers.end(),
+                     [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+}
+
+}  // namespace
+
+void ValidationLog::add(bool is_error, const char* message) {
+  (is_error ? errors_ : warnings_)++;
+  std::lock_guard<std::mutex> lock(mutex_);
+  messages_.emplace_back(message);
+}
+
+std::vector<std::string> ValidationLog::messages() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return messages_;
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  const std::string s = lower(v);
+  return !(s.empty() || s == "0" || s == "false" || s == "off" || s == "no");
+}
+
+std::string env_string(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+const char* device_type_name(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+Instance::Instance(bool validation) : log_(std::make_unique<ValidationLog>()) {
+  VKD_CHECK(!validation || layer_available(kValidationLayer), ErrorCode::Unsupported,
+            "validation requested (VKD_VALIDATION=1) but ", kValidationLayer,
+            " is not installed (Debian package vulkan-validationlayers)");
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkdelegate";
+  app.pEngineName = "vkdelegate";
+  app.apiVersion = VK_API_VERSION_1_2;
+
+  std::vector<const char*> layers, extensions;
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger_info.pfnUserCallback = on_validation_message;
+  messenger_info.pUserData = log_.get();
+  if (validation) {
+    layers.push_back(kValidationLayer);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  info.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  info.ppEnabledLayerNames = layers.data();
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  if (validation) info.pNext = &messenger_info;  // also catches create/destroy-time messages
+  VKD_VK_CHECK(vkCreateInstance(&info, nullptr, &instance_),
+               "vkCreateInstance (is a Vulkan driver installed? e.g. mesa-vulkan-drivers)");
+
+  if (validation) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+    if (create) {
+      VkResult r = create(instance_, &messenger_info, nullptr, &messenger_);
+      if (r != VK_SUCCESS) {
+        vkDestroyInstance(instance_, nullptr);
+        check(r, "vkCreateDebugUtilsMessengerEXT");
+      }
+    }
+  }
+}
+
+Instance::~Instance() {
+  if (messenger_ != VK_NULL_HANDLE) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(instance_, messenger_, nullptr);
+  }
+  if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+}
+
+std::vector<PhysicalDeviceSummary> Instance::devices() const {
+  uint32_t count = 0;
+  VKD_VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> handles(count);
+  VKD_VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, handles.data()),
+               "vkEnumeratePhysicalDevices");
+  std::vector<PhysicalDeviceSummary> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(handles[i], &props);
+    out.push_back({i, props.deviceName, props.deviceType, props.apiVersion, handles[i]});
+  }
+  return out;
+}
+
+PhysicalDeviceSummary Instance::select(const std::string& selector) const {
+  const auto all = devices();
+  VKD_CHECK(!all.empty(), ErrorCode::Unsupported,
+            "no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers for lavapipe)");
+  if (selector.empty()) {
+    return *std::min_element(all.begin(), all.end(), [](const auto& a, const auto& b) {
+      return type_rank(a.type) < type_rank(b.type);
+    });
+  }
+  const bool numeric = std::all_of(selector.begin(), selector.end(),
+                                   [](unsigned char ch) { return std::isdigit(ch); });
+  if (numeric) {
+    const unsigned long index = std::stoul(selector);
+    VKD_CHECK(index < all.size(), ErrorCode::InvalidArgument, "device index ", index,
+              " out of range: ", all.size(), " Vulkan device(s) present");
+    return all[index];
+  }
+  for (const auto& d : all) {
+    if (lower(d.name).find(lower(selector)) != std::string::npos) return d;
+  }
+  std::string names;
+  for (const auto& d : all) names += (names.empty() ? "" : ", ") + d.name;
+  VKD_THROW(ErrorCode::InvalidArgument, "no Vulkan device matches '", selector,
+            "'; available: ", names);
+}
+
+}  // namespace vkd::vk

@@ -1,0 +1,78 @@
+// Device memory: buffers and 3-D images, each owning its VkDeviceMemory (RAII), with memory
+// types chosen in one place. Sizes are checked against the device limits here, in bytes.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/vk/DeviceProfile.h"
+#include "runtime/vk/Handle.h"
+
+namespace vkd::vk {
+
+enum class MemoryUse {
+  DeviceLocal,   // tensors: fastest for the GPU, may not be mappable
+  HostUpload,    // staging written by the CPU, read by the GPU
+  HostReadback,  // staging written by the GPU, read by the CPU (cached when available)
+};
+
+class Buffer {
+ public:
+  Buffer() = default;
+  VkBuffer handle() const { return buffer_.get(); }
+  VkDeviceSize size() const { return size_; }
+  void* mapped() const { return mapped_; }  // non-null for host-visible memory
+  // Make CPU writes visible to the GPU / GPU writes visible to the CPU (no-ops when coherent).
+  void flush() const;
+  void invalidate() const;
+
+ private:
+  friend class MemoryAllocator;
+  VkDevice device_ = VK_NULL_HANDLE;
+  UniqueBuffer buffer_;
+  UniqueMemory memory_;
+  VkDeviceSize size_ = 0;
+  void* mapped_ = nullptr;
+  bool coherent_ = true;
+};
+
+class Image {
+ public:
+  Image() = default;
+  VkImage handle() const { return image_.get(); }
+  VkImageView view() const { return view_.get(); }
+  VkFormat format() const { return format_; }
+  VkExtent3D extent() const { return extent_; }
+
+ private:
+  friend class MemoryAllocator;
+  UniqueImage image_;
+  UniqueMemory memory_;
+  UniqueImageView view_;
+  VkFormat format_ = VK_FORMAT_UNDEFINED;
+  VkExtent3D extent_{};
+};
+
+class MemoryAllocator {
+ public:
+  MemoryAllocator(VkPhysicalDevice physical, VkDevice device, const DeviceProfile& profile);
+
+  // `what` names the object in errors ("tensor 'x'"). Storage buffers are padded to 16 bytes so
+  // ivec4 loads never run off the end.
+  Buffer create_buffer(VkDeviceSize bytes, MemoryUse use, const std::string& what) const;
+  // A 3-D storage image in VK_IMAGE_LAYOUT_UNDEFINED; the graph moves it to GENERAL.
+  Image create_image_3d(VkFormat format, VkExtent3D extent, const std::string& what) const;
+
+ private:
+  uint32_t select_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                              VkMemoryPropertyFlags preferred, const std::string& what) const;
+  VkDevice device_;
+  const DeviceProfile& profile_;
+  VkPhysicalDeviceMemoryProperties memory_props_{};
+};
+
+std::string format_bytes(uint64_t bytes);  // "4.0 MiB"
+
+}  // namespace vkd::vk

@@ -1,0 +1,198 @@
+#include "runtime/vk/PipelineCache.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "runtime/vk/VkError.h"
+
+namespace vkd::vk {
+namespace {
+
+VkDescriptorType descriptor_type(shaders::DescriptorKind kind) {
+  switch (kind) {
+    case shaders::DescriptorKind::StorageBuffer: return VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    case shaders::DescriptorKind::UniformBuffer: return VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    case shaders::DescriptorKind::StorageImage: return VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
+    case shaders::DescriptorKind::CombinedImageSampler:
+      return VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+  }
+  return VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+}
+
+// VkPipelineCacheHeaderVersionOne: length, version, vendorID, deviceID, pipelineCacheUUID.
+bool cache_header_matches(const std::vector<char>& data, const DeviceProfile& profile) {
+  if (data.size() < 32) return false;
+  uint32_t words[4];
+  std::memcpy(words, data.data(), sizeof(words));
+  return words[0] >= 32 && words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
+         words[2] == profile.vendor_id && words[3] == profile.device_id &&
+         std::memcmp(data.data() + 16, profile.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
+}
+
+}  // namespace
+
+void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
+  const auto& info = shaders::shader_info(kernel);
+  auto need = [&](uint32_t bit, bool have, const char* what) {
+    VKD_CHECK(!(info.requirements & bit) || have, ErrorCode::Unsupported, "kernel ", info.name,
+              " needs ", what, ", which device '", p.name, "' does not offer",
+              " (or it was switched off)");
+  };
+  need(shaders::kReqInt8DotProduct, p.int8_dot_product, "the int8 dot product");
+  need(shaders::kReqStorage8Bit, p.storage_8bit, "8-bit storage");
+  need(shaders::kReqStorage16Bit, p.storage_16bit, "16-bit storage");
+  need(shaders::kReqInt8Arith, p.int8_arithmetic, "int8 arithmetic");
+  need(shaders::kReqFloat16Arith, p.float16_arithmetic, "float16 arithmetic");
+  need(shaders::kReqCooperativeMatrixNV, p.cooperative_matrix_nv, "VK_NV_cooperative_matrix");
+  need(shaders::kReqCooperativeMatrixKHR, p.cooperative_matrix_khr, "VK_KHR_cooperative_matrix");
+}
+
+PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file)
+    : device_(device), profile_(profile), cache_file_(std::move(cache_file)) {
+  std::vector<char> data;
+  if (!cache_file_.empty()) {
+    std::ifstream in(cache_file_, std::ios::binary);
+    if (in) data.assign(std::istreambuf_iterator<char>(in), {});
+    // A cache from another device or driver is ignored rather than handed to the driver.
+    if (!data.empty() && !cache_header_matches(data, profile_)) data.clear();
+    loaded_from_file_ = !data.empty();
+  }
+  VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  info.initialDataSize = data.size();
+  info.pInitialData = data.empty() ? nullptr : data.data();
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreatePipelineCache(device_, &info, nullptr, &cache), "vkCreatePipelineCache");
+  cache_ = UniquePipelineCache(device_, cache);
+}
+
+PipelineCache::~PipelineCache() = default;
+
+void PipelineCache::save() const {
+  if (cache_file_.empty()) return;
+  size_t size = 0;
+  VKD_VK_CHECK(vkGetPipelineCacheData(device_, cache_.get(), &size, nullptr),
+               "vkGetPipelineCacheData");
+  std::vector<char> data(size);
+  VKD_VK_CHECK(vkGetPipelineCacheData(device_, cache_.get(), &size, data.data()),
+               "vkGetPipelineCacheData");
+  // Write to a temporary file and rename, so a crash never leaves a truncated cache.
+  const std::string tmp = cache_file_ + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write pipeline cache file '", tmp, "'");
+    out.write(data.data(), static_cast<std::streamsize>(size));
+    VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "failed writing pipeline cache file '", tmp,
+              "'");
+  }
+  VKD_CHECK(std::rename(tmp.c_str(), cache_file_.c_str()) == 0, ErrorCode::InvalidArgument,
+            "cannot move pipeline cache into place at '", cache_file_, "'");
+}
+
+VkDescriptorSetLayout PipelineCache::set_layout_for(const shaders::ShaderInfo& info) {
+  std::vector<shaders::DescriptorKind> kinds(info.bindings, info.bindings + info.binding_count);
+  auto it = set_layouts_.find(kinds);
+  if (it != set_layouts_.end()) return it->second.get();
+  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  for (uint32_t i = 0; i < info.binding_count; ++i) {
+    bindings.push_back({i, descriptor_type(kinds[i]), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+  }
+  VkDescriptorSetLayoutCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  ci.bindingCount = static_cast<uint32_t>(bindings.size());
+  ci.pBindings = bindings.data();
+  VkDescriptorSetLayout layout = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreateDescriptorSetLayout(device_, &ci, nullptr, &layout),
+               "vkCreateDescriptorSetLayout for ", info.name);
+  return set_layouts_.emplace(kinds, UniqueDescriptorSetLayout(device_, layout))
+      .first->second.get();
+}
+
+VkPipelineLayout PipelineCache::pipeline_layout_for(VkDescriptorSetLayout set_layout,
+                                                    uint32_t push_bytes) {
+  const auto key = std::make_pair(set_layout, push_bytes);
+  auto it = pipeline_layouts_.find(key);
+  if (it != pipeline_layouts_.end()) return it->second.get();
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+  VkPipelineLayoutCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  ci.setLayoutCount = 1;
+  ci.pSetLayouts = &set_layout;
+  ci.pushConstantRangeCount = push_bytes > 0 ? 1 : 0;
+  ci.pPushConstantRanges = push_bytes > 0 ? &range : nullptr;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreatePipelineLayout(device_, &ci, nullptr, &layout), "vkCreatePipelineLayout");
+  return pipeline_layouts_.emplace(key, UniquePipelineLayout(device_, layout)).first->second.get();
+}
+
+VkShaderModule PipelineCache::module_for(shaders::Kernel kernel) {
+  auto it = modules_.find(kernel);
+  if (it != modules_.end()) return it->second.get();
+  const auto& info = shaders::shader_info(kernel);
+  VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  ci.codeSize = info.spirv_words * sizeof(uint32_t);
+  ci.pCode = info.spirv;
+  VkShaderModule module = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreateShaderModule(device_, &ci, nullptr, &module), "vkCreateShaderModule for ",
+               info.name);
+  return modules_.emplace(kernel, UniqueShaderModule(device_, module)).first->second.get();
+}
+
+const Pipeline& PipelineCache::get(const PipelineKey& key) {
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) return it->second.second;
+
+  const auto& info = shaders::shader_info(key.kernel);
+  check_kernel_supported(profile_, key.kernel);
+  VKD_CHECK(key.spec_constants.size() == info.spec_constant_count, ErrorCode::Internal, "kernel ",
+            info.name, " declares ", info.spec_constant_count,
+            " specialization constants but the op passed ", key.spec_constants.size());
+  VKD_CHECK(info.push_constant_bytes <= profile_.max_push_constant_bytes, ErrorCode::Unsupported,
+            "kernel ", info.name, " needs ", info.push_constant_bytes,
+            " bytes of push constants; the device allows ", profile_.max_push_constant_bytes);
+  const uint64_t invocations = uint64_t(key.local_size[0]) * key.local_size[1] * key.local_size[2];
+  VKD_CHECK(!info.local_size_from_spec ||
+                (invocations <= profile_.max_workgroup_invocations &&
+                 key.local_size[0] <= profile_.max_workgroup_size[0] &&
+                 key.local_size[1] <= profile_.max_workgroup_size[1] &&
+                 key.local_size[2] <= profile_.max_workgroup_size[2]),
+            ErrorCode::Internal, "kernel ", info.name, ": local size ", key.local_size[0], "x",
+            key.local_size[1], "x", key.local_size[2], " exceeds the device's workgroup limits");
+
+  std::vector<VkSpecializationMapEntry> entries;
+  std::vector<uint32_t> values;
+  if (info.local_size_from_spec) {
+    for (uint32_t i = 0; i < 3; ++i) {
+      entries.push_back({i, static_cast<uint32_t>(values.size() * 4), 4});
+      values.push_back(key.local_size[i]);
+    }
+  }
+  for (uint32_t i = 0; i < info.spec_constant_count; ++i) {
+    entries.push_back({info.spec_constants[i].id, static_cast<uint32_t>(values.size() * 4), 4});
+    values.push_back(key.spec_constants[i]);
+  }
+  VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
+                            values.size() * sizeof(uint32_t), values.data()};
+
+  Pipeline result{};
+  result.info = &info;
+  result.set_layout = set_layout_for(info);
+  result.layout = pipeline_layout_for(result.set_layout, info.push_constant_bytes);
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module_for(key.kernel);
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
+  ci.layout = result.layout;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  // A failed pipeline build is an error for this kernel, never a null handle bound later.
+  VKD_VK_CHECK(vkCreateComputePipelines(device_, cache_.get(), 1, &ci, nullptr, &pipeline),
+               "vkCreateComputePipelines for kernel ", info.name);
+  result.pipeline = pipeline;
+  ++created_;
+  auto& slot = pipelines_[key];
+  slot.first = UniquePipeline(device_, pipeline);
+  slot.second = result;
+  return slot.second;
+}
+
+}  // namespace vkd::vk

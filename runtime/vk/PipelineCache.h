@@ -1,0 +1,77 @@
+// Compute pipelines, created once and cached by (kernel, local size, specialization constants),
+// with the descriptor-set and pipeline layouts they need (cached by binding kinds and push-
+// constant size). Backed by a VkPipelineCache that can be saved to and loaded from a file; the
+// file's header is checked against this device and driver before the driver sees it.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "runtime/vk/DeviceProfile.h"
+#include "runtime/vk/Handle.h"
+#include "vkd/generated/ShaderRegistry.h"
+
+namespace vkd::vk {
+
+struct PipelineKey {
+  shaders::Kernel kernel;
+  std::array<uint32_t, 3> local_size;
+  std::vector<uint32_t> spec_constants;  // raw 32-bit values for the shader's ids >= 3, in order
+  bool operator<(const PipelineKey& o) const {
+    return std::tie(kernel, local_size, spec_constants) <
+           std::tie(o.kernel, o.local_size, o.spec_constants);
+  }
+};
+
+struct Pipeline {
+  VkPipeline pipeline;
+  VkPipelineLayout layout;
+  VkDescriptorSetLayout set_layout;
+  const shaders::ShaderInfo* info;
+};
+
+// Checks that the device can run `kernel` (int8 dot product, cooperative matrix, ...); throws
+// an Unsupported error naming the kernel and the missing feature.
+void check_kernel_supported(const DeviceProfile& profile, shaders::Kernel kernel);
+
+class PipelineCache {
+ public:
+  // `cache_file`: where pipeline-cache data is loaded from and saved to ("" = in memory only).
+  PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file);
+  ~PipelineCache();
+  PipelineCache(const PipelineCache&) = delete;
+  PipelineCache& operator=(const PipelineCache&) = delete;
+
+  const Pipeline& get(const PipelineKey& key);
+
+  // Writes the driver's pipeline-cache data to the cache file (no-op without a file).
+  void save() const;
+
+  size_t pipeline_count() const { return pipelines_.size(); }
+  size_t created_count() const { return created_; }
+  bool loaded_from_file() const { return loaded_from_file_; }
+
+ private:
+  VkDescriptorSetLayout set_layout_for(const shaders::ShaderInfo& info);
+  VkPipelineLayout pipeline_layout_for(VkDescriptorSetLayout set_layout, uint32_t push_bytes);
+  VkShaderModule module_for(shaders::Kernel kernel);
+
+  VkDevice device_;
+  const DeviceProfile& profile_;
+  std::string cache_file_;
+  bool loaded_from_file_ = false;
+  UniquePipelineCache cache_;
+  std::map<std::vector<shaders::DescriptorKind>, UniqueDescriptorSetLayout> set_layouts_;
+  std::map<std::pair<VkDescriptorSetLayout, uint32_t>, UniquePipelineLayout> pipeline_layouts_;
+  std::map<shaders::Kernel, UniqueShaderModule> modules_;
+  std::map<PipelineKey, std::pair<UniquePipeline, Pipeline>> pipelines_;
+  size_t created_ = 0;
+};
+
+}  // namespace vkd::vk

@@ -1,0 +1,53 @@
+#include "runtime/vk/TimestampQueries.h"
+
+#include "runtime/vk/VkError.h"
+
+namespace vkd::vk {
+
+TimestampQueries::TimestampQueries(VkDevice device, const DeviceProfile& profile, uint32_t regions)
+    : device_(device), regions_(regions), period_ns_(profile.timestamp_period_ns) {
+  if (!profile.timestamps || regions == 0) return;
+  mask_ = profile.timestamp_valid_bits >= 64 ? ~0ull : ((1ull << profile.timestamp_valid_bits) - 1);
+  VkQueryPoolCreateInfo ci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  ci.queryCount = 2 * regions;
+  VkQueryPool pool = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreateQueryPool(device, &ci, nullptr, &pool), "vkCreateQueryPool");
+  pool_ = UniqueQueryPool(device, pool);
+}
+
+void TimestampQueries::reset(VkCommandBuffer cmd) {
+  if (pool_) vkCmdResetQueryPool(cmd, pool_.get(), 0, 2 * regions_);
+}
+
+void TimestampQueries::begin(VkCommandBuffer cmd, uint32_t region) {
+  if (pool_) {
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.get(), 2 * region);
+  }
+}
+
+void TimestampQueries::end(VkCommandBuffer cmd, uint32_t region) {
+  if (pool_) {
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.get(), 2 * region + 1);
+  }
+}
+
+std::vector<double> TimestampQueries::read_us() const {
+  std::vector<double> out;
+  if (!pool_) return out;
+  std::vector<uint64_t> ticks(2 * regions_);
+  VKD_VK_CHECK(vkGetQueryPoolResults(device_, pool_.get(), 0, 2 * regions_,
+                                     ticks.size() * sizeof(uint64_t), ticks.data(),
+                                     sizeof(uint64_t),
+                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+               "vkGetQueryPoolResults");
+  out.reserve(regions_);
+  for (uint32_t r = 0; r < regions_; ++r) {
+    const uint64_t t0 = ticks[2 * r] & mask_, t1 = ticks[2 * r + 1] & mask_;
+    const uint64_t delta = (t1 - t0) & mask_;  // wraps correctly inside the valid bits
+    out.push_back(double(delta) * period_ns_ / 1000.0);
+  }
+  return out;
+}
+
+}  // namespace vkd::vk

@@ -1,0 +1,38 @@
+// GPU timing from Vulkan timestamp queries: a pair of timestamps around each timed region,
+// converted to microseconds with the device's (fractional) timestamp period.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/vk/DeviceProfile.h"
+#include "runtime/vk/Handle.h"
+
+namespace vkd::vk {
+
+class TimestampQueries {
+ public:
+  TimestampQueries() = default;
+  TimestampQueries(VkDevice device, const DeviceProfile& profile, uint32_t regions);
+
+  bool enabled() const { return static_cast<bool>(pool_); }
+  uint32_t regions() const { return regions_; }
+  void reset(VkCommandBuffer cmd);
+  // begin: written once all earlier commands completed (so waiting on them is not counted);
+  // end: written once the region's commands completed.
+  void begin(VkCommandBuffer cmd, uint32_t region);
+  void end(VkCommandBuffer cmd, uint32_t region);
+  // Durations of every region of the last completed submission, in microseconds.
+  std::vector<double> read_us() const;
+
+ private:
+  VkDevice device_ = VK_NULL_HANDLE;
+  UniqueQueryPool pool_;
+  uint32_t regions_ = 0;
+  double period_ns_ = 1.0;
+  uint64_t mask_ = ~0ull;
+};
+
+}  // namespace vkd::vk

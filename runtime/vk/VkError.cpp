@@ -1,0 +1,56 @@
+#include "runtime/vk/VkError.h"
+
+namespace vkd::vk {
+
+const char* result_name(VkResult result) {
+  switch (result) {
+#define VKD_RESULT_CASE(name) \
+  case name:                  \
+    return #name;
+    VKD_RESULT_CASE(VK_SUCCESS)
+    VKD_RESULT_CASE(VK_NOT_READY)
+    VKD_RESULT_CASE(VK_TIMEOUT)
+    VKD_RESULT_CASE(VK_EVENT_SET)
+    VKD_RESULT_CASE(VK_EVENT_RESET)
+    VKD_RESULT_CASE(VK_INCOMPLETE)
+    VKD_RESULT_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+    VKD_RESULT_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    VKD_RESULT_CASE(VK_ERROR_INITIALIZATION_FAILED)
+    VKD_RESULT_CASE(VK_ERROR_DEVICE_LOST)
+    VKD_RESULT_CASE(VK_ERROR_MEMORY_MAP_FAILED)
+    VKD_RESULT_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+    VKD_RESULT_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+    VKD_RESULT_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+    VKD_RESULT_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+    VKD_RESULT_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+    VKD_RESULT_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    VKD_RESULT_CASE(VK_ERROR_FRAGMENTED_POOL)
+    VKD_RESULT_CASE(VK_ERROR_UNKNOWN)
+    VKD_RESULT_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
+    VKD_RESULT_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+    VKD_RESULT_CASE(VK_ERROR_FRAGMENTATION)
+    VKD_RESULT_CASE(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
+    VKD_RESULT_CASE(VK_PIPELINE_COMPILE_REQUIRED)
+    VKD_RESULT_CASE(VK_ERROR_VALIDATION_FAILED_EXT)
+#undef VKD_RESULT_CASE
+    default:
+      return "VK_RESULT_UNKNOWN";
+  }
+}
+
+void check(VkResult result, const std::string& what) {
+  if (result == VK_SUCCESS) return;
+  ErrorCode code = ErrorCode::VulkanFailure;
+  if (result == VK_ERROR_OUT_OF_HOST_MEMORY || result == VK_ERROR_OUT_OF_DEVICE_MEMORY ||
+      result == VK_ERROR_OUT_OF_POOL_MEMORY) {
+    code = ErrorCode::OutOfMemory;
+  } else if (result == VK_ERROR_DEVICE_LOST) {
+    code = ErrorCode::DeviceLost;
+  } else if (result == VK_ERROR_EXTENSION_NOT_PRESENT || result == VK_ERROR_FEATURE_NOT_PRESENT ||
+             result == VK_ERROR_INCOMPATIBLE_DRIVER || result == VK_ERROR_LAYER_NOT_PRESENT) {
+    code = ErrorCode::Unsupported;
+  }
+  throw Error(code, what + ": " + result_name(result) + " (" + std::to_string(result) + ")");
+}
+
+}  // namespace vkd::vk

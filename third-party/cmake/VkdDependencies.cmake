@@ -1,0 +1,36 @@
+# System dependencies of vkdelegate. Everything comes from Debian packages;
+# nothing is downloaded or vendored.
+#
+#   Vulkan headers + loader   libvulkan-dev      -> Vulkan::Vulkan
+#   Python 3 (shader codegen) python3            -> Python3_EXECUTABLE
+#   glslangValidator          glslang-tools      -> VKD_GLSLANG_VALIDATOR
+#   spirv-val                 spirv-tools        -> VKD_SPIRV_VAL
+#   GoogleTest (tests only)   libgtest-dev       -> GTest::gtest, GTest::gtest_main
+include_guard(GLOBAL)
+
+find_package(Vulkan REQUIRED)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+find_program(VKD_GLSLANG_VALIDATOR NAMES glslangValidator
+  DOC "glslangValidator: compiles the GLSL compute shaders to SPIR-V")
+if(NOT VKD_GLSLANG_VALIDATOR)
+  message(FATAL_ERROR
+    "glslangValidator not found. Install the Debian package 'glslang-tools' "
+    "(apt-get install glslang-tools), or set -DVKD_GLSLANG_VALIDATOR=/path/to/glslangValidator.")
+endif()
+
+find_program(VKD_SPIRV_VAL NAMES spirv-val
+  DOC "spirv-val: validates every compiled shader variant")
+if(NOT VKD_SPIRV_VAL)
+  message(FATAL_ERROR
+    "spirv-val not found. Install the Debian package 'spirv-tools' "
+    "(apt-get install spirv-tools), or set -DVKD_SPIRV_VAL=/path/to/spirv-val.")
+endif()
+
+if(VKD_BUILD_TESTS)
+  find_package(GTest)
+  if(NOT GTest_FOUND)
+    message(WARNING
+      "GoogleTest not found; install the Debian package 'libgtest-dev' to build the tests.")
+  endif()
+endif()
