@@ -88,11 +88,16 @@ void ComputeGraph::record_copy(VkCommandBuffer cmd, const GpuTensor& t, VkBuffer
   VkBufferImageCopy region{};
   region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
   region.imageExtent = t.image().extent();
+  const VkImage image = t.image().handle();
+  const VkImageLayout copy_layout =
+      to_device ? VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL : VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
+  command_buffer_.image_layout(image, VK_IMAGE_LAYOUT_GENERAL, copy_layout);
   if (to_device) {
-    vkCmdCopyBufferToImage(cmd, staging, t.image().handle(), VK_IMAGE_LAYOUT_GENERAL, 1, &region);
+    vkCmdCopyBufferToImage(cmd, staging, image, copy_layout, 1, &region);
   } else {
-    vkCmdCopyImageToBuffer(cmd, t.image().handle(), VK_IMAGE_LAYOUT_GENERAL, staging, 1, &region);
+    vkCmdCopyImageToBuffer(cmd, image, copy_layout, staging, 1, &region);
   }
+  command_buffer_.image_layout(image, copy_layout, VK_IMAGE_LAYOUT_GENERAL);
 }
 
 void ComputeGraph::prepare() {

@@ -26,6 +26,9 @@ class CommandBuffer {
   // to every later shader or transfer access.
   void memory_barrier();
   void image_to_general(VkImage image);
+  // Layout change for a copy in or out of an image that shaders use in GENERAL; waits for and
+  // is waited on by every compute and transfer access.
+  void image_layout(VkImage image, VkImageLayout from, VkImageLayout to);
 
  private:
   void release();

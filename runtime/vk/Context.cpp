@@ -20,7 +20,7 @@ Context::Context(const ContextOptions& options) : options_(options) {
   const auto chosen = instance_->select(options.device_selector);
   physical_ = chosen.handle;
   EnabledExtensions ext;
-  profile_ = read_device_profile(instance_->handle(), physical_, &ext);
+  profile_ = read_device_profile(instance_->handle(), physical_, options.overrides, &ext);
 
   uint32_t qcount = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qcount, nullptr);

@@ -23,6 +23,7 @@ struct ContextOptions {
   bool validation = false;          // Khronos validation layer + debug messenger
   std::string pipeline_cache_file;  // "" = no persistent pipeline cache
   std::chrono::milliseconds gpu_timeout{std::chrono::seconds(120)};
+  ProfileOverrides overrides;       // switch features off (tests of fallback paths)
 
   // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE.
   static ContextOptions from_env();

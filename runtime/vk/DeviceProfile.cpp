@@ -66,7 +66,7 @@ void read_cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device
 }  // namespace
 
 DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
-                                  EnabledExtensions* ext) {
+                                  const ProfileOverrides& overrides, EnabledExtensions* ext) {
   DeviceProfile p;
   uint32_t ext_count = 0;
   vkEnumerateDeviceExtensionProperties(device, nullptr, &ext_count, nullptr);
@@ -77,8 +77,9 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   vkGetPhysicalDeviceProperties(device, &base);
   const bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
   const bool v13 = base.apiVersion >= VK_API_VERSION_1_3;
-  ext->integer_dot_product =
-      !v13 && has_extension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  // Enabled whenever present: the instance may have been created for an older API version
+  // than the device's, and then the Vulkan 1.3 core feature alone does not count.
+  ext->integer_dot_product = has_extension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   ext->storage_8bit = !v12 && has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   ext->cooperative_matrix_nv = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   ext->cooperative_matrix_khr = has_extension(exts, "VK_KHR_cooperative_matrix");
@@ -184,11 +185,12 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   }
 
   // Environment overrides: switch features off so fallback paths run on any device.
-  if (env_flag("VKD_DISABLE_INT8_DOT") && p.int8_dot_product) {
+  if ((overrides.disable_int8_dot || env_flag("VKD_DISABLE_INT8_DOT")) && p.int8_dot_product) {
     p.int8_dot_product = p.int8_dot_product_accelerated = false;
-    p.disabled.push_back("int8 dot product (VKD_DISABLE_INT8_DOT)");
+    p.disabled.push_back(overrides.disable_int8_dot ? "int8 dot product (context option)"
+                                                    : "int8 dot product (VKD_DISABLE_INT8_DOT)");
   }
-  if (env_flag("VKD_DISABLE_COOPMAT") &&
+  if ((overrides.disable_cooperative_matrix || env_flag("VKD_DISABLE_COOPMAT")) &&
       (p.cooperative_matrix_nv || p.cooperative_matrix_khr)) {
     p.cooperative_matrix_nv = p.cooperative_matrix_khr = false;
     p.int8_cooperative_matrix_shapes.clear();

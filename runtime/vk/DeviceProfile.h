@@ -76,7 +76,14 @@ struct EnabledExtensions {
   bool cooperative_matrix_khr = false;// VK_KHR_cooperative_matrix
 };
 
+// Features the caller switches off in code (same effect as the environment overrides).
+struct ProfileOverrides {
+  bool disable_int8_dot = false;
+  bool disable_cooperative_matrix = false;
+};
+
 DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
+                                  const ProfileOverrides& overrides,
                                   EnabledExtensions* extensions_out);
 
 }  // namespace vkd::vk

@@ -91,7 +91,10 @@ Instance::Instance(bool validation) : log_(std::make_unique<ValidationLog>()) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "vkdelegate";
   app.pEngineName = "vkdelegate";
-  app.apiVersion = VK_API_VERSION_1_2;
+  // Ask for the newest API the loader offers, up to 1.3 (core integer dot product).
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  vkEnumerateInstanceVersion(&loader_version);
+  app.apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
 
   std::vector<const char*> layers, extensions;
   VkDebugUtilsMessengerCreateInfoEXT messenger_info{

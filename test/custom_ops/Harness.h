@@ -1,0 +1,76 @@
+// The custom-op test and benchmark harness. A case builds a small ComputeGraph around one op,
+// fills its inputs, and checks the outputs against an independent CPU reference (ACCU), or is
+// timed with GPU timestamps (PERF). Op families add cases in one file each
+// (<family>_cases.cpp) through a register_<family>_cases(Registry&) function listed in main.cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/graph/ComputeGraph.h"
+
+namespace vkd::custom_ops {
+
+struct AccuResult {
+  double max_abs_error = 0.0;
+  int64_t mismatches = 0;
+  int64_t checked = 0;
+};
+
+// Work done by one execution, for throughput figures.
+struct PerfWork {
+  double bytes = 0.0;  // bytes that must cross device memory (each input read, output written once)
+  double ops = 0.0;    // arithmetic ops (a multiply-add counts as 2)
+};
+
+class CaseInstance {
+ public:
+  virtual ~CaseInstance() = default;
+  virtual void build(graph::ComputeGraph& graph) = 0;
+  virtual void write_inputs(graph::ComputeGraph& graph, std::mt19937& rng) = 0;
+  virtual AccuResult check(const graph::ComputeGraph& graph) = 0;
+  virtual PerfWork work() const = 0;
+};
+
+enum class Metric { GBps, GOPs };
+
+struct Case {
+  std::string name;    // unique; --filter matches it
+  std::string op;
+  std::string shape;   // e.g. "1x3x5x7"
+  std::string layout;  // e.g. "buffer/width_packed -> 4W4C"
+  bool accu = true;    // part of ACCU mode
+  bool perf = false;   // part of PERF mode
+  bool with_and_without_int8_dot = false;  // ACCU runs again with the int8 dot product off
+  Metric metric = Metric::GBps;
+  std::function<std::unique_ptr<CaseInstance>()> make;
+};
+
+class Registry {
+ public:
+  void add(Case c) { cases_.push_back(std::move(c)); }
+  const std::vector<Case>& cases() const { return cases_; }
+
+ private:
+  std::vector<Case> cases_;
+};
+
+void register_quantize_cases(Registry& registry);
+void register_convert_cases(Registry& registry);
+void register_peak_cases(Registry& registry);
+
+// Shapes that exercise partial blocks in every dimension.
+const std::vector<std::vector<int64_t>>& awkward_shapes();
+std::string shape_string(const std::vector<int64_t>& sizes);
+
+// Compare helpers that fill an AccuResult.
+void compare_words(const std::vector<int32_t>& actual, const std::vector<int32_t>& expected,
+                   AccuResult& result);
+void compare_floats(const std::vector<float>& actual, const std::vector<float>& expected,
+                    double tolerance, AccuResult& result);
+
+}  // namespace vkd::custom_ops

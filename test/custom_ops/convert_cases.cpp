@@ -1,0 +1,150 @@
+// ACCU and PERF cases for q8ta_convert (every int8x4 layout pair) and float_convert.
+#include "runtime/ops/LayoutConvert.h"
+#include "test/custom_ops/Harness.h"
+#include "test/reference/LayoutReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using testing::RefShape;
+
+RefShape ref_shape(const std::vector<int64_t>& sizes) {
+  const Dims4 d = TensorSpec{sizes, DType::Int8x4, StorageType::Buffer,
+                             MemoryLayout::PackedInt8_4W4C}
+                      .dims4();
+  return {d.n, d.c, d.h, d.w};
+}
+
+class Int8ConvertCase : public CaseInstance {
+ public:
+  Int8ConvertCase(std::vector<int64_t> sizes, MemoryLayout in, MemoryLayout out, int zp)
+      : sizes_(std::move(sizes)), in_(in), out_(out), zp_(zp) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ref_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, in_}, "a");
+    out_ref_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, out_}, "b");
+    ops::add_q8ta_convert_node(g, in_ref_, out_ref_, zp_);
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    std::uniform_int_distribution<int> value(-128, 127);
+    values_.resize(static_cast<size_t>(g.spec(in_ref_).numel()));
+    for (auto& v : values_) v = static_cast<int8_t>(value(rng));
+    g.write_words(in_ref_, testing::ref_pack(in_, ref_shape(sizes_), values_, zp_));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    compare_words(g.read_words(out_ref_), testing::ref_pack(out_, ref_shape(sizes_), values_, zp_),
+                  r);
+    return r;
+  }
+  PerfWork work() const override {
+    return {4.0 * (testing::ref_word_count(in_, ref_shape(sizes_)) +
+                   testing::ref_word_count(out_, ref_shape(sizes_))),
+            0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  MemoryLayout in_, out_;
+  int zp_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+  std::vector<int8_t> values_;
+};
+
+struct FloatPlacement {
+  StorageType storage;
+  MemoryLayout layout;
+};
+
+class FloatConvertCase : public CaseInstance {
+ public:
+  FloatConvertCase(std::vector<int64_t> sizes, FloatPlacement in, FloatPlacement out)
+      : sizes_(std::move(sizes)), in_(in), out_(out) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ref_ = g.add_tensor({sizes_, DType::Float32, in_.storage, in_.layout}, "a");
+    out_ref_ = g.add_tensor({sizes_, DType::Float32, out_.storage, out_.layout}, "b");
+    ops::add_float_convert_node(g, in_ref_, out_ref_);
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    std::uniform_real_distribution<float> value(-100.0f, 100.0f);
+    values_.resize(static_cast<size_t>(g.spec(in_ref_).numel()));
+    for (auto& v : values_) v = value(rng);
+    g.write_float(in_ref_, values_);
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    compare_floats(g.read_float(out_ref_), values_, 0.0, r);
+    return r;
+  }
+  PerfWork work() const override {
+    int64_t numel = 1;
+    for (auto s : sizes_) numel *= s;
+    return {8.0 * numel, 0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  FloatPlacement in_, out_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+  std::vector<float> values_;
+};
+
+std::string placement_name(const FloatPlacement& p) {
+  return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
+}
+
+}  // namespace
+
+void register_convert_cases(Registry& registry) {
+  const int zero_points[] = {0, -128, 127, 5};
+  size_t index = 0;
+  for (const auto& sizes : awkward_shapes()) {
+    const std::string shape = shape_string(sizes);
+    for (MemoryLayout in : kAllPackedInt8Layouts) {
+      for (MemoryLayout out : kAllPackedInt8Layouts) {
+        const int zp = zero_points[index++ % std::size(zero_points)];
+        const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
+        registry.add({"q8ta_convert/" + pair + "/" + shape, "q8ta_convert", shape, pair, true,
+                      false, false, Metric::GBps,
+                      [=] { return std::make_unique<Int8ConvertCase>(sizes, in, out, zp); }});
+      }
+    }
+    for (StorageType si : {StorageType::Buffer, StorageType::Texture3D}) {
+      for (StorageType so : {StorageType::Buffer, StorageType::Texture3D}) {
+        for (MemoryLayout li : kAllFloatLayouts) {
+          const MemoryLayout lo = kAllFloatLayouts[(index++) % 3];
+          const FloatPlacement a{si, li}, b{so, lo};
+          const std::string pair = placement_name(a) + "->" + placement_name(b);
+          registry.add({"float_convert/" + pair + "/" + shape, "float_convert", shape, pair, true,
+                        false, false, Metric::GBps,
+                        [=] { return std::make_unique<FloatConvertCase>(sizes, a, b); }});
+        }
+      }
+    }
+  }
+  for (const std::vector<int64_t>& sizes :
+       {std::vector<int64_t>{1, 64, 1024, 1024}, std::vector<int64_t>{1, 96, 128, 72}}) {
+    const std::string shape = shape_string(sizes);
+    for (MemoryLayout in : kAllPackedInt8Layouts) {
+      for (MemoryLayout out : kAllPackedInt8Layouts) {
+        const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
+        registry.add({"perf/q8ta_convert/" + pair + "/" + shape, "q8ta_convert", shape, pair,
+                      false, true, false, Metric::GBps,
+                      [=] { return std::make_unique<Int8ConvertCase>(sizes, in, out, 0); }});
+      }
+    }
+  }
+  const std::vector<int64_t> sizes = {1, 64, 256, 256};
+  const FloatPlacement nchw{StorageType::Buffer, MemoryLayout::WidthPacked};
+  const FloatPlacement tex{StorageType::Texture3D, MemoryLayout::ChannelsPacked};
+  registry.add({"perf/float_convert/buffer->texture/1x64x256x256", "float_convert", "1x64x256x256",
+                placement_name(nchw) + " -> " + placement_name(tex), false, true, false,
+                Metric::GBps, [=] { return std::make_unique<FloatConvertCase>(sizes, nchw, tex); }});
+}
+
+}  // namespace vkd::custom_ops

@@ -1,0 +1,318 @@
+// vkd_custom_ops: the custom-op test (ACCU) and benchmark (PERF) binary.
+//   ACCU: every case runs on the GPU and on its CPU reference; one line per case with the max
+//         abs error, mismatch count and PASS/FAIL; exits 1 on any FAIL (or validation error).
+//   PERF: warm-up, then timed iterations with GPU timestamps; a table of median/min µs and
+//         GB/s or GOP/s, each as a share of the peaks measured in the same run.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "runtime/common/Error.h"
+#include "runtime/vk/Context.h"
+#include "test/custom_ops/Harness.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+struct Options {
+  bool accu = true, perf = false, list = false;
+  std::string filter = ".*";
+  std::string device;
+  std::string json_file;
+  int warmup = 3, iterations = 20;
+  int seed = 1234;
+};
+
+constexpr const char* kUsage =
+    "usage: vkd_custom_ops [--mode accu|perf|all] [--filter REGEX] [--device SEL]\n"
+    "                      [--json FILE] [--iterations N] [--warmup N] [--seed N] [--list]\n"
+    "  --mode      accu (default): correctness vs CPU reference; perf: GPU timings; all: both\n"
+    "  --filter    run only cases whose name matches REGEX (std::regex, search)\n"
+    "  --device    device index or name substring (default: VKD_DEVICE or the best device)\n"
+    "  --json      also write PERF results to FILE\n";
+
+bool parse_int(const char* s, int& out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (!end || *end || v < 0 || v > 1000000) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+bool parse_options(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "vkd_custom_ops: %s needs a value\n", name);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "--mode") {
+      const char* v = value("--mode");
+      if (!v) return false;
+      const std::string m = v;
+      if (m == "accu") { o.accu = true; o.perf = false; }
+      else if (m == "perf") { o.accu = false; o.perf = true; }
+      else if (m == "all") { o.accu = o.perf = true; }
+      else { std::fprintf(stderr, "vkd_custom_ops: unknown mode '%s'\n", v); return false; }
+    } else if (a == "--filter") {
+      const char* v = value("--filter");
+      if (!v) return false;
+      o.filter = v;
+    } else if (a == "--device") {
+      const char* v = value("--device");
+      if (!v) return false;
+      o.device = v;
+    } else if (a == "--json") {
+      const char* v = value("--json");
+      if (!v) return false;
+      o.json_file = v;
+    } else if (a == "--iterations" || a == "--warmup" || a == "--seed") {
+      const char* v = value(a.c_str());
+      int n = 0;
+      if (!v || !parse_int(v, n)) {
+        std::fprintf(stderr, "vkd_custom_ops: %s needs a non-negative integer\n", a.c_str());
+        return false;
+      }
+      (a == "--iterations" ? o.iterations : a == "--warmup" ? o.warmup : o.seed) = n;
+    } else if (a == "--list") {
+      o.list = true;
+    } else if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "vkd_custom_ops: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return false;
+    }
+  }
+  if (o.iterations < 1) o.iterations = 1;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// ACCU
+
+AccuResult run_accu_case(vk::Context& ctx, const Case& c, int seed) {
+  auto instance = c.make();
+  graph::ComputeGraph g(ctx);
+  instance->build(g);
+  g.prepare();
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  instance->write_inputs(g, rng);
+  g.execute();
+  return instance->check(g);
+}
+
+int run_accu(vk::Context& ctx, vk::Context* no_dot_ctx, const std::vector<const Case*>& cases,
+             int seed) {
+  int passed = 0, failed = 0;
+  auto run_one = [&](vk::Context& context, const Case& c, const char* variant) {
+    try {
+      const AccuResult r = run_accu_case(context, c, seed);
+      const bool ok = r.mismatches == 0 && r.checked > 0;
+      (ok ? passed : failed)++;
+      std::printf("%s  %-60s %-9s max_abs_err=%-10.3g mismatches=%lld/%lld\n", ok ? "PASS" : "FAIL",
+                  c.name.c_str(), variant, r.max_abs_error, static_cast<long long>(r.mismatches),
+                  static_cast<long long>(r.checked));
+    } catch (const Error& e) {
+      ++failed;
+      std::printf("FAIL  %-60s %-9s error: %s\n", c.name.c_str(), variant, e.what());
+    }
+    std::fflush(stdout);
+  };
+  for (const Case* c : cases) {
+    run_one(ctx, *c, ctx.profile().int8_dot_product ? "int8dot" : "no-dot");
+    if (c->with_and_without_int8_dot && no_dot_ctx) run_one(*no_dot_ctx, *c, "fallback");
+  }
+  std::printf("ACCU: %d passed, %d failed\n", passed, failed);
+  return failed;
+}
+
+// ---------------------------------------------------------------------------------------
+// PERF
+
+struct PerfRow {
+  const Case* c;
+  double median_us = 0, min_us = 0, rate = 0, share = 0;
+  std::string status = "ok";
+};
+
+PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o) {
+  PerfRow row{&c};
+  try {
+    auto instance = c.make();
+    graph::ComputeGraph g(ctx);
+    instance->build(g);
+    g.prepare();
+    std::mt19937 rng(static_cast<uint32_t>(o.seed));
+    instance->write_inputs(g, rng);
+    for (int i = 0; i < o.warmup; ++i) g.execute();
+    std::vector<double> times;
+    for (int i = 0; i < o.iterations; ++i) {
+      g.execute();
+      double total = 0;
+      for (const auto& t : g.last_timings()) total += t.gpu_us;
+      times.push_back(total);
+    }
+    VKD_CHECK(!times.empty() && times.front() > 0, ErrorCode::Unsupported,
+              "no GPU timestamps on this device");
+    std::sort(times.begin(), times.end());
+    row.median_us = times[times.size() / 2];
+    row.min_us = times.front();
+    const PerfWork w = instance->work();
+    row.rate = (c.metric == Metric::GBps ? w.bytes : w.ops) / (row.median_us * 1e3);  // G/s
+  } catch (const Error& e) {
+    row.status = std::string(e.code() == ErrorCode::Unsupported ? "SKIP: " : "FAIL: ") + e.what();
+  }
+  return row;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const Case*>& cases,
+             const Options& o) {
+  double peak_gbps = 0, peak_gops = 0;
+  std::vector<PerfRow> rows;
+  for (const Case& c : registry.cases()) {
+    if (c.name.rfind("peak/", 0) != 0) continue;
+    PerfRow row = run_perf_case(ctx, c, o);
+    (c.metric == Metric::GBps ? peak_gbps : peak_gops) = row.rate;
+    row.share = row.status == "ok" ? 1.0 : 0.0;
+    rows.push_back(row);
+  }
+  for (const Case* c : cases) {
+    if (c->name.rfind("peak/", 0) == 0) continue;
+    PerfRow row = run_perf_case(ctx, *c, o);
+    const double peak = c->metric == Metric::GBps ? peak_gbps : peak_gops;
+    row.share = peak > 0 ? row.rate / peak : 0;
+    rows.push_back(row);
+    std::fflush(stdout);
+  }
+
+  std::printf("\nPERF on %s (%d warm-up, %d timed iterations; GPU timestamps)\n",
+              ctx.profile().name.c_str(), o.warmup, o.iterations);
+  std::printf("measured peaks: copy %.1f GB/s (read+write), int8 dot %.1f GOP/s\n", peak_gbps,
+              peak_gops);
+  std::printf("%-58s %-14s %-30s %11s %11s %12s %8s\n", "case", "shape", "layout", "median us",
+              "min us", "rate", "of peak");
+  int failures = 0;
+  for (const auto& r : rows) {
+    if (r.status != "ok") {
+      std::printf("%-58s %-14s %-30s %s\n", r.c->name.c_str(), r.c->shape.c_str(),
+                  r.c->layout.c_str(), r.status.c_str());
+      failures += r.status.rfind("FAIL", 0) == 0;
+      continue;
+    }
+    std::printf("%-58s %-14s %-30s %11.2f %11.2f %7.1f %s %7.1f%%\n", r.c->name.c_str(),
+                r.c->shape.c_str(), r.c->layout.c_str(), r.median_us, r.min_us, r.rate,
+                r.c->metric == Metric::GBps ? "GB/s " : "GOP/s", 100.0 * r.share);
+  }
+
+  if (!o.json_file.empty()) {
+    std::ofstream out(o.json_file);
+    VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write JSON file '", o.json_file, "'");
+    out << "{\n  \"device\": \"" << json_escape(ctx.profile().name) << "\",\n"
+        << "  \"peaks\": {\"copy_gbps\": " << peak_gbps << ", \"int8_dot_gops\": " << peak_gops
+        << "},\n  \"results\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      out << "    {\"case\": \"" << json_escape(r.c->name) << "\", \"op\": \"" << r.c->op
+          << "\", \"shape\": \"" << r.c->shape << "\", \"layout\": \"" << json_escape(r.c->layout)
+          << "\", \"status\": \"" << json_escape(r.status) << "\", \"median_us\": " << r.median_us
+          << ", \"min_us\": " << r.min_us << ", \""
+          << (r.c->metric == Metric::GBps ? "gbps" : "gops") << "\": " << r.rate
+          << ", \"share_of_peak\": " << r.share << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    }
+    out << "  ]\n}\n";
+    std::printf("wrote %s\n", o.json_file.c_str());
+  }
+  return failures;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (!parse_options(argc, argv, o)) return 2;
+  Registry registry;
+  register_peak_cases(registry);
+  register_quantize_cases(registry);
+  register_convert_cases(registry);
+
+  std::regex filter;
+  try {
+    filter = std::regex(o.filter);
+  } catch (const std::regex_error& e) {
+    std::fprintf(stderr, "vkd_custom_ops: bad --filter regex '%s': %s\n", o.filter.c_str(), e.what());
+    return 2;
+  }
+  std::vector<const Case*> accu_cases, perf_cases;
+  for (const Case& c : registry.cases()) {
+    if (!std::regex_search(c.name, filter)) continue;
+    if (c.accu) accu_cases.push_back(&c);
+    if (c.perf) perf_cases.push_back(&c);
+  }
+  if (o.list) {
+    for (const Case* c : accu_cases) std::printf("accu  %s\n", c->name.c_str());
+    for (const Case* c : perf_cases) std::printf("perf  %s\n", c->name.c_str());
+    return 0;
+  }
+
+  vk::ContextOptions options = vk::ContextOptions::from_env();
+  if (!o.device.empty()) options.device_selector = o.device;
+  vk::Context ctx(options);
+  std::printf("device: %s", ctx.profile().summary().c_str());
+
+  int failures = 0;
+  if (o.accu) {
+    std::unique_ptr<vk::Context> no_dot;
+    const bool wants_no_dot = std::any_of(accu_cases.begin(), accu_cases.end(), [](const Case* c) {
+      return c->with_and_without_int8_dot;
+    });
+    if (wants_no_dot && ctx.profile().int8_dot_product) {
+      vk::ContextOptions no_dot_options = options;
+      no_dot_options.overrides.disable_int8_dot = true;
+      no_dot = std::make_unique<vk::Context>(no_dot_options);
+    }
+    failures += run_accu(ctx, no_dot.get(), accu_cases, o.seed);
+    if (no_dot) {
+      const auto& log = no_dot->instance().validation_log();
+      failures += static_cast<int>(log.error_count() + log.warning_count());
+    }
+  }
+  if (o.perf) failures += run_perf(ctx, registry, perf_cases, o);
+
+  const auto& log = ctx.instance().validation_log();
+  if (ctx.instance().validation_enabled()) {
+    std::printf("validation layer: %u errors, %u warnings\n", log.error_count(),
+                log.warning_count());
+    failures += static_cast<int>(log.error_count() + log.warning_count());
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace vkd::custom_ops
+
+int main(int argc, char** argv) {
+  try {
+    return vkd::custom_ops::run(argc, argv);
+  } catch (const vkd::Error& e) {
+    std::fprintf(stderr, "vkd_custom_ops: error (%s): %s\n", vkd::to_string(e.code()), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkd_custom_ops: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,166 @@
+// The device's own ceilings, measured in the same run as the op cases so every PERF figure is
+// a ratio to them: a streaming copy (GB/s, read + write) and a register-resident int8
+// dot-product loop (GOP/s). Also an ACCU case that checks the dot product itself, on the
+// OpSDot path and on the fallback path, against a CPU replica of the kernel's loop.
+#include <algorithm>
+
+#include "runtime/common/Error.h"
+#include "runtime/vk/WorkgroupChooser.h"
+#include "test/custom_ops/Harness.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+// Mirrors `Params` in shaders/bench_copy.glsl.
+struct CopyPush {
+  uint32_t count;
+  uint32_t stride;
+};
+
+class CopyPeakCase : public CaseInstance {
+ public:
+  explicit CopyPeakCase(bool small) : small_(small) {}
+
+  void build(graph::ComputeGraph& g) override {
+    // 256 MiB each way on GPUs (read + write = 512 MiB, ten times a 50 MB L2), smaller on CPU
+    // devices and within the device's storage-buffer range.
+    uint64_t bytes = small_ ? (1u << 20) : g.profile().is_cpu() ? (32u << 20) : (256u << 20);
+    bytes = std::min<uint64_t>(bytes, g.profile().max_storage_buffer_range_bytes / 2);
+    words_ = static_cast<int64_t>(bytes / 4);
+    src_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                        "src");
+    dst_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                        "dst");
+    const uint64_t vec4s = static_cast<uint64_t>(words_ / 4);
+    // Enough invocations to fill any GPU, each looping over a few 16-byte chunks.
+    const uint64_t invocations = std::min<uint64_t>(vec4s, 1u << 20);
+    graph::DispatchNode node;
+    node.op = "bench_copy";
+    node.kernel = shaders::Kernel::bench_copy;
+    node.bindings = {dst_, src_};
+    node.plan = vk::plan_linear(g.profile(), invocations, 256);
+    CopyPush push{static_cast<uint32_t>(vec4s), static_cast<uint32_t>(node.plan.invocations())};
+    node.push_constants = graph::push_constant_bytes(push);
+    g.add_node(std::move(node));
+    if (small_) {
+      g.add_input(src_);
+      g.add_output(dst_);
+    }
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    if (!small_) return;  // bandwidth does not depend on the bytes copied
+    data_.resize(static_cast<size_t>(words_));
+    for (auto& v : data_) v = static_cast<int32_t>(rng());
+    g.write_int32(src_, data_);
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    compare_words(g.read_int32(dst_), data_, r);
+    return r;
+  }
+  PerfWork work() const override { return {8.0 * words_, 0.0}; }
+
+ private:
+  bool small_;
+  int64_t words_ = 0;
+  graph::ValueRef src_ = -1, dst_ = -1;
+  std::vector<int32_t> data_;
+};
+
+// Mirrors `Params` in shaders/bench_int8_dot.glsl.
+struct DotPush {
+  int32_t iterations;
+};
+
+int32_t dot_int8x4_ref(uint32_t a, uint32_t b) {
+  int32_t sum = 0;
+  for (int lane = 0; lane < 4; ++lane) {
+    sum += static_cast<int8_t>(a >> (8 * lane)) * static_cast<int8_t>(b >> (8 * lane));
+  }
+  return sum;
+}
+
+class DotPeakCase : public CaseInstance {
+ public:
+  explicit DotPeakCase(bool small) : small_(small) {}
+
+  void build(graph::ComputeGraph& g) override {
+    if (small_) {
+      invocations_ = 512;
+      iterations_ = 7;
+    } else if (g.profile().is_cpu()) {
+      invocations_ = 1u << 14;
+      iterations_ = 256;
+    } else {
+      invocations_ = 1u << 21;
+      iterations_ = 1024;
+    }
+    data_ref_ = g.add_tensor({{1024 + static_cast<int64_t>(invocations_)}, DType::Int32,
+                              StorageType::Buffer, MemoryLayout::WidthPacked},
+                             "data");
+    graph::DispatchNode node;
+    node.op = "bench_int8_dot";
+    node.kernel = shaders::variants::bench_int8_dot[g.profile().int8_dot_product ? 0 : 1];
+    node.bindings = {data_ref_};
+    node.plan = vk::plan_linear(g.profile(), invocations_);
+    invocations_ = node.plan.invocations();  // every launched invocation runs the loop
+    VKD_CHECK(invocations_ <= (1u << 22), ErrorCode::Internal, "dot peak dispatch too large");
+    node.push_constants = graph::push_constant_bytes(DotPush{iterations_});
+    g.add_node(std::move(node));
+    g.add_input(data_ref_);
+    g.add_output(data_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    data_.assign(1024 + invocations_, 0);
+    for (int i = 0; i < 1024; ++i) data_[i] = static_cast<int32_t>(rng());
+    g.write_int32(data_ref_, data_);
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    // Replays the shader's loop with wrapping int32 arithmetic.
+    const auto out = g.read_int32(data_ref_);
+    std::vector<int32_t> expected(data_.begin(), data_.begin() + 1024);
+    for (uint32_t id = 0; id < invocations_; ++id) {
+      uint32_t a[4], b[4], acc[16] = {};
+      for (uint32_t i = 0; i < 4; ++i) {
+        a[i] = static_cast<uint32_t>(data_[(id + i) & 1023]);
+        b[i] = static_cast<uint32_t>(data_[(id * 7 + i) & 1023]);
+      }
+      for (int it = 0; it < iterations_; ++it) {
+        for (int i = 0; i < 16; ++i) acc[i] += static_cast<uint32_t>(dot_int8x4_ref(a[i & 3], b[i >> 2]));
+        a[0] ^= acc[15];
+        b[0] += acc[3];
+      }
+      uint32_t sum = 0;
+      for (uint32_t v : acc) sum += v;
+      expected.push_back(static_cast<int32_t>(sum));
+    }
+    AccuResult r;
+    compare_words(out, expected, r);
+    return r;
+  }
+  PerfWork work() const override {
+    return {0.0, 8.0 * 16.0 * double(iterations_) * double(invocations_)};  // 8 ops per OpSDot
+  }
+
+ private:
+  bool small_;
+  uint32_t invocations_ = 0;
+  int32_t iterations_ = 0;
+  graph::ValueRef data_ref_ = -1;
+  std::vector<int32_t> data_;
+};
+
+}  // namespace
+
+void register_peak_cases(Registry& registry) {
+  registry.add({"peak/copy", "bench_copy", "", "buffer -> buffer", false, true, false,
+                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(false); }});
+  registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
+                Metric::GOPs, [] { return std::make_unique<DotPeakCase>(false); }});
+  registry.add({"bench_copy/accu", "bench_copy", "262144", "buffer -> buffer", true, false, false,
+                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(true); }});
+  registry.add({"int8_dot/accu", "bench_int8_dot", "512x7", "registers", true, false, true,
+                Metric::GOPs, [] { return std::make_unique<DotPeakCase>(true); }});
+}
+
+}  // namespace vkd::custom_ops

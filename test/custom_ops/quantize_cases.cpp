@@ -1,0 +1,183 @@
+// ACCU and PERF cases for q8ta_quantize and q8ta_dequantize.
+#include <cmath>
+
+#include "runtime/ops/QuantizeDequantize.h"
+#include "test/custom_ops/Harness.h"
+#include "test/reference/LayoutReference.h"
+#include "test/reference/QuantReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using testing::RefShape;
+
+struct FloatPlacement {
+  StorageType storage;
+  MemoryLayout layout;
+};
+
+const FloatPlacement kFloatPlacements[] = {
+    {StorageType::Buffer, MemoryLayout::WidthPacked},
+    {StorageType::Buffer, MemoryLayout::HeightPacked},
+    {StorageType::Buffer, MemoryLayout::ChannelsPacked},
+    {StorageType::Texture3D, MemoryLayout::WidthPacked},
+    {StorageType::Texture3D, MemoryLayout::HeightPacked},
+    {StorageType::Texture3D, MemoryLayout::ChannelsPacked},
+};
+
+// Quantization parameters rotated over the cases: zero points at both ends of the range, in
+// the middle, and a narrow (int4-like) range.
+const ops::QuantParams kParams[] = {
+    {0.05f, 0, -128, 127}, {0.013f, -128, -128, 127}, {0.2f, 127, -128, 127}, {0.1f, -3, -8, 7}};
+
+RefShape ref_shape(const TensorSpec& spec) {
+  const Dims4 d = spec.dims4();
+  return {d.n, d.c, d.h, d.w};
+}
+
+std::string placement_name(const FloatPlacement& p) {
+  return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
+}
+
+// Random values spread beyond the representable range (so some saturate), with every fourth
+// value an exact tie (k + 0.5) * scale to exercise round-half-to-even.
+std::vector<float> random_activations(int64_t count, const ops::QuantParams& q, std::mt19937& rng) {
+  const float range = (q.quant_max - q.quant_min + 1) * q.scale;
+  std::uniform_real_distribution<float> value(-0.65f * range * 1.3f, 0.65f * range * 1.3f);
+  std::uniform_int_distribution<int> tie(-70, 70);
+  std::vector<float> x(static_cast<size_t>(count));
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = (i % 4 == 3) ? (static_cast<float>(tie(rng)) + 0.5f) * q.scale : value(rng);
+  }
+  return x;
+}
+
+class QuantizeCase : public CaseInstance {
+ public:
+  QuantizeCase(std::vector<int64_t> sizes, FloatPlacement in, MemoryLayout out, ops::QuantParams q)
+      : sizes_(std::move(sizes)), in_(in), out_layout_(out), q_(q) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ref_ = g.add_tensor({sizes_, DType::Float32, in_.storage, in_.layout}, "x");
+    out_ref_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, out_layout_}, "xq");
+    ops::add_q8ta_quantize_node(g, in_ref_, out_ref_, q_);
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    x_ = random_activations(g.spec(in_ref_).numel(), q_, rng);
+    g.write_float(in_ref_, x_);
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const auto expected_q =
+        testing::reference_quantize(x_, q_.scale, q_.zero_point, q_.quant_min, q_.quant_max);
+    const auto expected =
+        testing::ref_pack(out_layout_, ref_shape(g.spec(out_ref_)), expected_q, q_.zero_point);
+    AccuResult r;
+    compare_words(g.read_words(out_ref_), expected, r);
+    return r;
+  }
+  PerfWork work() const override {
+    TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, out_layout_};
+    const auto words = testing::ref_word_count(out_layout_, ref_shape(s));
+    return {4.0 * s.numel() + 4.0 * words, 0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  FloatPlacement in_;
+  MemoryLayout out_layout_;
+  ops::QuantParams q_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+  std::vector<float> x_;
+};
+
+class DequantizeCase : public CaseInstance {
+ public:
+  DequantizeCase(std::vector<int64_t> sizes, MemoryLayout in, FloatPlacement out,
+                 ops::QuantParams q)
+      : sizes_(std::move(sizes)), in_layout_(in), out_(out), q_(q) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ref_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, in_layout_}, "xq");
+    out_ref_ = g.add_tensor({sizes_, DType::Float32, out_.storage, out_.layout}, "x");
+    ops::add_q8ta_dequantize_node(g, in_ref_, out_ref_, q_);
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    std::uniform_int_distribution<int> value(q_.quant_min, q_.quant_max);
+    q_values_.resize(static_cast<size_t>(g.spec(in_ref_).numel()));
+    for (auto& v : q_values_) v = static_cast<int8_t>(value(rng));
+    // Words built by the test's own packing reference, padding = zero point.
+    g.write_words(in_ref_, testing::ref_pack(in_layout_, ref_shape(g.spec(in_ref_)), q_values_,
+                                             q_.zero_point));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    compare_floats(g.read_float(out_ref_),
+                   testing::reference_dequantize(q_values_, q_.scale, q_.zero_point), 0.0, r);
+    return r;
+  }
+  PerfWork work() const override {
+    TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, in_layout_};
+    const auto words = testing::ref_word_count(in_layout_, ref_shape(s));
+    return {4.0 * s.numel() + 4.0 * words, 0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  MemoryLayout in_layout_;
+  FloatPlacement out_;
+  ops::QuantParams q_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+  std::vector<int8_t> q_values_;
+};
+
+const std::vector<std::vector<int64_t>> kPerfShapes = {
+    {1, 64, 1024, 1024},  // 256 MiB of float32: far larger than a 50 MB L2
+    {1, 64, 256, 256},
+    {1, 96, 128, 72},
+};
+
+}  // namespace
+
+void register_quantize_cases(Registry& registry) {
+  size_t index = 0;
+  for (const auto& sizes : awkward_shapes()) {
+    for (const auto& fp : kFloatPlacements) {
+      for (MemoryLayout layout : kAllPackedInt8Layouts) {
+        const ops::QuantParams q = kParams[index++ % std::size(kParams)];
+        const std::string shape = shape_string(sizes);
+        const std::string lname(to_string(layout));
+        registry.add({"q8ta_quantize/" + placement_name(fp) + "->" + lname + "/" + shape,
+                      "q8ta_quantize", shape, placement_name(fp) + " -> " + lname, true, false,
+                      false, Metric::GBps,
+                      [=] { return std::make_unique<QuantizeCase>(sizes, fp, layout, q); }});
+        registry.add({"q8ta_dequantize/" + lname + "->" + placement_name(fp) + "/" + shape,
+                      "q8ta_dequantize", shape, lname + " -> " + placement_name(fp), true, false,
+                      false, Metric::GBps,
+                      [=] { return std::make_unique<DequantizeCase>(sizes, layout, fp, q); }});
+      }
+    }
+  }
+  const ops::QuantParams q = kParams[0];
+  for (const auto& sizes : kPerfShapes) {
+    const std::string shape = shape_string(sizes);
+    for (const FloatPlacement fp : {kFloatPlacements[0], kFloatPlacements[5]}) {
+      for (MemoryLayout layout : kAllPackedInt8Layouts) {
+        const std::string lname(to_string(layout));
+        registry.add({"perf/q8ta_quantize/" + placement_name(fp) + "->" + lname + "/" + shape,
+                      "q8ta_quantize", shape, placement_name(fp) + " -> " + lname, false, true,
+                      false, Metric::GBps,
+                      [=] { return std::make_unique<QuantizeCase>(sizes, fp, layout, q); }});
+        registry.add({"perf/q8ta_dequantize/" + lname + "->" + placement_name(fp) + "/" + shape,
+                      "q8ta_dequantize", shape, lname + " -> " + placement_name(fp), false, true,
+                      false, Metric::GBps,
+                      [=] { return std::make_unique<DequantizeCase>(sizes, layout, fp, q); }});
+      }
+    }
+  }
+}
+
+}  // namespace vkd::custom_ops

@@ -1,0 +1,585 @@
+// Tests of the Vulkan runtime on the default device: staging round trips through buffers and
+// textures, the pipeline cache (in memory and on disk), error paths and the workgroup chooser.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <tuple>
+#include <unistd.h>
+#include <vector>
+
+#include "runtime/common/Error.h"
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/LayoutConvert.h"
+#include "runtime/ops/QuantizeDequantize.h"
+#include "runtime/tensor/TensorSpec.h"
+#include "runtime/vk/PipelineCache.h"
+#include "runtime/vk/WorkgroupChooser.h"
+#include "test/reference/LayoutReference.h"
+#include "test/reference/QuantReference.h"
+#include "test/unit/GpuTest.h"
+
+namespace vkd_test {
+namespace {
+
+using vkd::DType;
+using vkd::ErrorCode;
+using vkd::MemoryLayout;
+using vkd::StorageType;
+using vkd::TensorSpec;
+using vkd::graph::ComputeGraph;
+using vkd::graph::ValueRef;
+namespace shaders = vkd::shaders;
+namespace vk = vkd::vk;
+
+std::vector<float> random_floats(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-100.0f, 100.0f);
+  std::vector<float> v(count);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<int8_t> random_int8(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  std::vector<int8_t> v(count);
+  for (auto& x : v) x = static_cast<int8_t>(dist(rng));
+  return v;
+}
+
+// Sets an environment variable for the scope, restoring the previous state afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_old_ = true;
+      old_ = old;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_old_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_old_ = false;
+  std::string old_;
+};
+
+using RuntimeTest = GpuTest;
+
+// ---- staging round trips --------------------------------------------------------------------
+
+// A tensor that is both a graph input and a graph output, with no nodes: host staging -> GPU
+// copy into the device tensor -> GPU copy out -> host.
+TEST_F(RuntimeTest, BufferRoundTripFloat32EveryLayout) {
+  const std::vector<int64_t> sizes = {2, 3, 6, 5};
+  for (MemoryLayout layout : vkd::kAllFloatLayouts) {
+    SCOPED_TRACE(short_name(layout));
+    ComputeGraph g(ctx());
+    const TensorSpec spec{sizes, DType::Float32, StorageType::Buffer, layout};
+    const ValueRef t = g.add_tensor(spec, "roundtrip");
+    g.add_input(t);
+    g.add_output(t);
+    g.prepare();
+    const auto values = random_floats(static_cast<size_t>(spec.numel()), 11);
+    g.write_float(t, values);
+    g.execute();
+    EXPECT_TRUE(floats_equal(values, g.read_float(t)));
+    // The raw device order is the layout's element order.
+    EXPECT_TRUE(words_equal(float_bits(ref_float_device(spec, values)), g.read_words(t)));
+  }
+}
+
+TEST_F(RuntimeTest, BufferRoundTripInt8x4Words) {
+  for (MemoryLayout layout : vkd::kAllPackedInt8Layouts) {
+    SCOPED_TRACE(short_name(layout));
+    const std::vector<int64_t> sizes = {1, 5, 3, 7};
+    ComputeGraph g(ctx());
+    const ValueRef t = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, layout});
+    g.add_input(t);
+    g.add_output(t);
+    g.prepare();
+    const auto values = random_int8(5 * 3 * 7, 12);
+    g.write_int8(t, values, -7);
+    g.execute();
+    EXPECT_TRUE(words_equal(vkd::testing::ref_pack(layout, ref_shape(sizes), values, -7),
+                            g.read_words(t)));
+    EXPECT_EQ(values, g.read_int8(t));
+  }
+}
+
+struct TextureCase {
+  std::vector<int64_t> sizes;
+  MemoryLayout layout;
+};
+
+class TextureRoundTrip : public GpuTestWithParam<TextureCase> {};
+
+TEST_P(TextureRoundTrip, Float32) {
+  const TextureCase& p = GetParam();
+  ComputeGraph g(ctx());
+  const TensorSpec spec{p.sizes, DType::Float32, StorageType::Texture3D, p.layout};
+  const ValueRef t = g.add_tensor(spec, "texture");
+  g.add_input(t);
+  g.add_output(t);
+  g.prepare();
+  const auto values = random_floats(static_cast<size_t>(spec.numel()), 13);
+  g.write_float(t, values);
+  g.execute();
+  EXPECT_TRUE(floats_equal(values, g.read_float(t)));
+  // Texel order and zero padding, checked against an independent formula.
+  EXPECT_TRUE(words_equal(float_bits(ref_float_device(spec, values)), g.read_words(t)));
+}
+
+std::vector<TextureCase> texture_cases() {
+  std::vector<TextureCase> cases;
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{1, 5, 3, 7}, {2, 3, 6, 5}}) {
+    for (MemoryLayout layout : vkd::kAllFloatLayouts) cases.push_back({sizes, layout});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, TextureRoundTrip, ::testing::ValuesIn(texture_cases()),
+                         [](const ::testing::TestParamInfo<TextureCase>& info) {
+                           return shape_name(info.param.sizes) + "_" +
+                                  short_name(info.param.layout);
+                         });
+
+// ---- pipeline cache ---------------------------------------------------------------------------
+
+// Local sizes no op in these tests asks for, so earlier tests in the same process cannot have
+// created these pipelines already.
+constexpr std::array<uint32_t, 3> kLocalA{29, 1, 1}, kLocalB{31, 1, 1};
+
+TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
+  vk::PipelineCache& cache = ctx().pipelines();
+  const vk::PipelineKey key{shaders::Kernel::q8ta_convert_4w4c_4c1w, kLocalA, {}};
+  const size_t before = cache.created_count();
+  const VkPipeline first = cache.get(key).pipeline;
+  EXPECT_NE(first, VK_NULL_HANDLE);
+  EXPECT_EQ(cache.created_count(), before + 1);
+  const size_t count = cache.pipeline_count();
+
+  // Same key: the cached pipeline, nothing created.
+  EXPECT_EQ(cache.get(key).pipeline, first);
+  EXPECT_EQ(cache.created_count(), before + 1);
+  EXPECT_EQ(cache.pipeline_count(), count);
+
+  // Another local size: another pipeline. Another kernel: another pipeline.
+  const vk::PipelineKey other_local{shaders::Kernel::q8ta_convert_4w4c_4c1w, kLocalB, {}};
+  EXPECT_NE(cache.get(other_local).pipeline, first);
+  EXPECT_EQ(cache.created_count(), before + 2);
+  const vk::PipelineKey other_kernel{shaders::Kernel::q8ta_convert_4c1w_4w4c, kLocalA, {}};
+  cache.get(other_kernel);
+  EXPECT_EQ(cache.created_count(), before + 3);
+  EXPECT_EQ(cache.get(other_local).pipeline, cache.get(other_local).pipeline);
+  EXPECT_EQ(cache.created_count(), before + 3);
+
+  // Two graphs with the same op and sizes share their pipeline.
+  auto run_graph = [&] {
+    ComputeGraph g(ctx());
+    const ValueRef in = g.add_tensor({{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer,
+                                      MemoryLayout::PackedInt8_4W4C});
+    const ValueRef out = g.add_tensor({{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer,
+                                       MemoryLayout::PackedInt8_4H4W});
+    vkd::ops::add_q8ta_convert_node(g, in, out, 0);
+    g.prepare();
+  };
+  run_graph();
+  const size_t after_first_graph = cache.created_count();
+  run_graph();
+  EXPECT_EQ(cache.created_count(), after_first_graph);
+}
+
+std::string temp_path(const std::string& stem) {
+  return ::testing::TempDir() + stem + "_" + std::to_string(::getpid()) + ".bin";
+}
+
+TEST_F(RuntimeTest, PipelineCacheSavedAndLoadedFromFile) {
+  const std::string path = temp_path("vkd_pipeline_cache");
+  std::remove(path.c_str());
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = path;
+  const vk::PipelineKey key{shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {}};
+  {
+    vk::Context first(options);
+    ValidationWatch watch(first, true);
+    EXPECT_FALSE(first.pipelines().loaded_from_file()) << "no cache file exists yet";
+    first.pipelines().get(key);
+    EXPECT_EQ(first.pipelines().created_count(), 1u);
+    watch.check("first context");
+  }  // the destructor saves the cache
+  std::ifstream saved(path, std::ios::binary);
+  ASSERT_TRUE(saved.good()) << "Context did not write " << path;
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(saved)), {});
+  EXPECT_GE(bytes.size(), 32u) << "a pipeline cache starts with a 32-byte header";
+  {
+    vk::Context second(options);
+    ValidationWatch watch(second, true);
+    EXPECT_TRUE(second.pipelines().loaded_from_file());
+    EXPECT_NE(second.pipelines().get(key).pipeline, VK_NULL_HANDLE);
+    watch.check("second context");
+  }
+  std::remove(path.c_str());
+  std::remove((path + ".tmp").c_str());
+}
+
+TEST_F(RuntimeTest, GarbagePipelineCacheFileIsIgnored) {
+  const std::string path = temp_path("vkd_garbage_cache");
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << "this is not a Vulkan pipeline cache, just some text long enough to look like one";
+  }
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = path;
+  {
+    vk::Context context(options);
+    ValidationWatch watch(context, true);
+    EXPECT_FALSE(context.pipelines().loaded_from_file());
+    EXPECT_NE(context.pipelines().get({shaders::Kernel::q8ta_convert_4w4c_4w4c, {64, 1, 1}, {}})
+                  .pipeline,
+              VK_NULL_HANDLE);
+    watch.check("context with a garbage cache file");
+  }
+  std::remove(path.c_str());
+  std::remove((path + ".tmp").c_str());
+}
+
+// ---- error paths ---------------------------------------------------------------------------
+
+TEST_F(RuntimeTest, SelectingAnUnknownDeviceNamesIt) {
+  const std::string name = "no-such-gpu-xyzzy";
+  EXPECT_TRUE(throws_error([&] { ctx().instance().select(name); }, ErrorCode::InvalidArgument,
+                           {name}));
+  EXPECT_TRUE(throws_error([&] { ctx().instance().select("4096"); },
+                           ErrorCode::InvalidArgument, {"4096", "out of range"}));
+  // The device this context runs on can be selected by (part of) its name.
+  EXPECT_EQ(ctx().instance().select(ctx().profile().name).name, ctx().profile().name);
+}
+
+TEST_F(RuntimeTest, TensorLargerThanMaxStorageBufferRange) {
+  const uint64_t range = ctx().profile().max_storage_buffer_range_bytes;
+  ASSERT_GT(range, 0u);
+  // Float32 width-packed buffer of range/4 + 64 elements: just above the limit.
+  const int64_t elements = static_cast<int64_t>(range / 4) + 64;
+  ComputeGraph g(ctx());
+  EXPECT_TRUE(throws_error(
+      [&] {
+        g.add_tensor({{1, 1, 64, elements / 64}, DType::Float32, StorageType::Buffer,
+                      MemoryLayout::WidthPacked},
+                     "huge");
+      },
+      ErrorCode::Unsupported, {"maxStorageBufferRange", "huge"}));
+  // Same for a packed int8 tensor (4C1W of C=1: one word per element).
+  EXPECT_TRUE(throws_error(
+      [&] {
+        g.add_tensor({{1, 1, 64, elements / 64}, DType::Int8x4, StorageType::Buffer,
+                      MemoryLayout::PackedInt8_4C1W},
+                     "huge_int8");
+      },
+      ErrorCode::Unsupported, {"maxStorageBufferRange", "huge_int8"}));
+  EXPECT_EQ(g.tensor_count(), 0u);
+}
+
+TEST_F(RuntimeTest, OpsRejectMismatchedSizesAndWrongDtypes) {
+  ComputeGraph g(ctx());
+  const auto f32 = [&](std::vector<int64_t> sizes, StorageType st = StorageType::Buffer) {
+    return g.add_tensor({std::move(sizes), DType::Float32, st, MemoryLayout::WidthPacked});
+  };
+  const auto i8 = [&](std::vector<int64_t> sizes,
+                      MemoryLayout layout = MemoryLayout::PackedInt8_4W4C) {
+    return g.add_tensor({std::move(sizes), DType::Int8x4, StorageType::Buffer, layout});
+  };
+  const ValueRef f = f32({1, 3, 5, 7});
+  const ValueRef f_other = f32({1, 3, 5, 8});
+  const ValueRef f_tex = f32({1, 3, 5, 7}, StorageType::Texture3D);
+  const ValueRef q = i8({1, 3, 5, 7});
+  const ValueRef q_other = i8({1, 3, 7, 5}, MemoryLayout::PackedInt8_4C1W);
+  const ValueRef i32 = g.add_tensor({{1, 3, 5, 7}, DType::Int32, StorageType::Buffer,
+                                     MemoryLayout::WidthPacked});
+  const vkd::ops::QuantParams qp{0.1f, 0, -128, 127};
+  using namespace vkd::ops;
+
+  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, f_other, q, qp); },
+                           ErrorCode::InvalidArgument, {"q8ta_quantize", "sizes"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, q, q, qp); },
+                           ErrorCode::InvalidArgument, {"q8ta_quantize", "float32"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, f, f_tex, qp); },
+                           ErrorCode::InvalidArgument, {"q8ta_quantize", "int8x4"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, i32, q, qp); },
+                           ErrorCode::InvalidArgument, {"q8ta_quantize"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, f, q, {0.1f, 100, -8, 7}); },
+                           ErrorCode::InvalidArgument, {"q8ta_quantize", "zero_point"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, f, q, {0.0f, 0, -128, 127}); },
+                           ErrorCode::InvalidArgument, {"q8ta_quantize", "scale"}));
+
+  EXPECT_TRUE(throws_error([&] { add_q8ta_dequantize_node(g, q_other, f, qp); },
+                           ErrorCode::InvalidArgument, {"q8ta_dequantize", "sizes"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_dequantize_node(g, f, f_tex, qp); },
+                           ErrorCode::InvalidArgument, {"q8ta_dequantize", "int8x4"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_dequantize_node(g, q, i32, qp); },
+                           ErrorCode::InvalidArgument, {"q8ta_dequantize", "float32"}));
+
+  EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, q, q_other, 0); },
+                           ErrorCode::InvalidArgument, {"q8ta_convert", "sizes"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, f, q, 0); },
+                           ErrorCode::InvalidArgument, {"q8ta_convert", "int8x4"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, q, q, 200); },
+                           ErrorCode::InvalidArgument, {"q8ta_convert", "zero_point"}));
+
+  EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, f, f_other); },
+                           ErrorCode::InvalidArgument, {"float_convert", "sizes"}));
+  EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, q, f_tex); },
+                           ErrorCode::InvalidArgument, {"float_convert", "float32"}));
+  EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, f, i32); },
+                           ErrorCode::InvalidArgument, {"float_convert", "float32"}));
+  EXPECT_TRUE(g.nodes().empty()) << "a rejected node must not be added";
+}
+
+TEST_F(RuntimeTest, WriteFloatWithWrongElementCount) {
+  ComputeGraph g(ctx());
+  const ValueRef t = g.add_tensor(
+      {{1, 3, 5, 7}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "x");
+  const ValueRef q = g.add_tensor(
+      {{1, 3, 5, 7}, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C}, "q");
+  const ValueRef not_input = g.add_tensor(
+      {{2, 2}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "internal");
+  g.add_input(t);
+  g.add_input(q);
+  g.prepare();
+  EXPECT_TRUE(throws_error([&] { g.write_float(t, std::vector<float>(104)); },
+                           ErrorCode::InvalidArgument, {"'x'", "105", "104"}));
+  EXPECT_TRUE(throws_error([&] { g.write_float(t, std::vector<float>(106)); },
+                           ErrorCode::InvalidArgument, {"'x'", "105", "106"}));
+  EXPECT_TRUE(throws_error([&] { g.write_float(q, std::vector<float>(105)); },
+                           ErrorCode::InvalidArgument, {"'q'", "not a float tensor"}));
+  EXPECT_TRUE(throws_error([&] { g.write_int8(q, std::vector<int8_t>(100), 0); },
+                           ErrorCode::InvalidArgument, {"'q'", "100"}));
+  EXPECT_TRUE(throws_error([&] { g.write_words(q, std::vector<int32_t>(3)); },
+                           ErrorCode::InvalidArgument, {"'q'", "40 words", "got 3"}));
+  EXPECT_TRUE(throws_error([&] { g.write_float(not_input, std::vector<float>(4)); },
+                           ErrorCode::InvalidArgument, {"'internal'", "input"}));
+}
+
+// ---- int8 dot product switched off -------------------------------------------------------------
+
+TEST_F(RuntimeTest, DisabledInt8DotProductRejectsDotKernels) {
+  vk::Context& no_dot = no_dot_ctx();
+  EXPECT_FALSE(no_dot.profile().int8_dot_product);
+  EXPECT_FALSE(no_dot.profile().int8_dot_product_accelerated);
+  EXPECT_TRUE(throws_error(
+      [&] { no_dot.pipelines().get({shaders::Kernel::bench_int8_dot_sdot, {64, 1, 1}, {}}); },
+      ErrorCode::Unsupported, {"bench_int8_dot_sdot", "int8 dot product"}));
+  // The fallback kernel needs nothing special.
+  EXPECT_NE(no_dot.pipelines().get({shaders::Kernel::bench_int8_dot_fallback, {64, 1, 1}, {}})
+                .pipeline,
+            VK_NULL_HANDLE);
+  if (ctx().profile().int8_dot_product) {
+    bool listed = false;
+    for (const auto& d : no_dot.profile().disabled) listed |= d.find("int8 dot") != std::string::npos;
+    EXPECT_TRUE(listed) << "profile().disabled does not list the switched-off int8 dot product";
+    EXPECT_NE(ctx().pipelines().get({shaders::Kernel::bench_int8_dot_sdot, {64, 1, 1}, {}})
+                  .pipeline,
+              VK_NULL_HANDLE);
+  }
+}
+
+// ---- workgroup chooser --------------------------------------------------------------------------
+
+vk::DeviceProfile small_profile() {
+  vk::DeviceProfile p;
+  p.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  p.subgroup_size = 8;
+  p.max_workgroup_size = {64, 64, 64};
+  p.max_workgroup_invocations = 64;
+  p.max_workgroup_count = {4, 4, 4};
+  return p;
+}
+
+// The linear index the shaders recover (linear_invocation_id in shaders/common/common.glslh)
+// of the last invocation of a plan.
+uint64_t last_linear_id(const vk::DispatchPlan& plan) {
+  const uint64_t row = uint64_t(plan.group_count[0]) * plan.local_size[0];
+  const uint64_t gx = row - 1;
+  const uint64_t gy = uint64_t(plan.group_count[1]) * plan.local_size[1] - 1;
+  const uint64_t gz = uint64_t(plan.group_count[2]) * plan.local_size[2] - 1;
+  return gx + row * (gy + uint64_t(plan.group_count[1]) * gz);
+}
+
+TEST(WorkgroupChooser, SplitsAcrossYAndZ) {
+  const vk::DeviceProfile p = small_profile();
+  struct Case {
+    uint64_t items;
+    std::array<uint32_t, 3> groups;
+  };
+  // local size 8, at most 4 groups per axis: 32 items per x row of groups.
+  const Case cases[] = {
+      {1, {1, 1, 1}},   {8, {1, 1, 1}},    {9, {2, 1, 1}},    {32, {4, 1, 1}},
+      {33, {4, 2, 1}},  {128, {4, 4, 1}},  {129, {4, 4, 2}},  {512, {4, 4, 4}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.items);
+    const vk::DispatchPlan plan = vk::plan_linear(p, c.items, 8);
+    EXPECT_EQ(plan.local_size, (std::array<uint32_t, 3>{8, 1, 1}));
+    EXPECT_EQ(plan.group_count, c.groups);
+    EXPECT_GE(plan.invocations(), c.items);
+    EXPECT_GE(last_linear_id(plan) + 1, c.items) << "the recovered linear ids do not reach items";
+    EXPECT_EQ(last_linear_id(plan) + 1, plan.invocations()) << "linear ids are not a bijection";
+    for (int a = 0; a < 3; ++a) EXPECT_LE(plan.group_count[a], p.max_workgroup_count[a]);
+  }
+  // Beyond 8 * 4 * 4 * 4 invocations the dispatch cannot be expressed.
+  EXPECT_TRUE(throws_error([&] { vk::plan_linear(p, 513, 8); }, ErrorCode::Unsupported,
+                           {"513", "workgroup-count"}));
+  EXPECT_TRUE(throws_error([&] { vk::plan_linear(p, 1u << 20, 8); }, ErrorCode::Unsupported,
+                           {"exceeds"}));
+}
+
+TEST(WorkgroupChooser, LocalSizeClampedToDeviceLimits) {
+  vk::DeviceProfile p = small_profile();
+  EXPECT_EQ(vk::plan_linear(p, 1000, 512).local_size[0], 64u);
+  EXPECT_EQ(vk::default_linear_local_size(p), 64u);  // 128 wanted, 64 allowed
+  p.max_workgroup_size = {1024, 1024, 64};
+  p.max_workgroup_invocations = 1024;
+  p.max_workgroup_count = {65535, 65535, 65535};
+  EXPECT_EQ(vk::default_linear_local_size(p), 128u);
+  p.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  EXPECT_EQ(vk::default_linear_local_size(p), 64u);
+  const vk::DispatchPlan plan = vk::plan_linear(p, 1000);
+  EXPECT_EQ(plan.local_size[0], 64u);
+  EXPECT_EQ(plan.group_count, (std::array<uint32_t, 3>{16, 1, 1}));
+  EXPECT_EQ(vk::plan_linear(p, 0).group_count[0], 1u);
+}
+
+TEST(WorkgroupChooser, EnvironmentOverridesLocalSize) {
+  vk::DeviceProfile p = small_profile();
+  p.max_workgroup_count = {65535, 65535, 65535};
+  {
+    ScopedEnv env("VKD_WORKGROUP_SIZE", "16");
+    const vk::DispatchPlan plan = vk::plan_linear(p, 1000, 32);
+    EXPECT_EQ(plan.local_size[0], 16u);
+    EXPECT_EQ(plan.group_count[0], 63u);
+  }
+  {
+    ScopedEnv env("VKD_WORKGROUP_SIZE", "4096");  // clamped to the device limit
+    EXPECT_EQ(vk::plan_linear(p, 1000).local_size[0], 64u);
+  }
+  {
+    ScopedEnv env("VKD_WORKGROUP_SIZE", "0");  // clamped to at least 1
+    EXPECT_EQ(vk::plan_linear(p, 10).local_size[0], 1u);
+  }
+  EXPECT_EQ(vk::plan_linear(p, 1000, 32).local_size[0], 32u) << "override not removed";
+}
+
+// The override reaches real dispatches: an odd local size still gives exact results.
+TEST_F(RuntimeTest, WorkgroupSizeOverrideOnTheGpu) {
+  const std::vector<int64_t> sizes = {2, 17, 9, 6};
+  const auto s = ref_shape(sizes);
+  const auto values = random_int8(static_cast<size_t>(2 * 17 * 9 * 6), 21);
+  for (const char* local : {"7", "1"}) {
+    SCOPED_TRACE(local);
+    ScopedEnv env("VKD_WORKGROUP_SIZE", local);
+    ComputeGraph g(ctx());
+    const ValueRef in = g.add_tensor(
+        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4C1W});
+    const ValueRef out = g.add_tensor(
+        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W});
+    vkd::ops::add_q8ta_convert_node(g, in, out, 3);
+    ASSERT_EQ(g.nodes().size(), 1u);
+    EXPECT_EQ(g.nodes()[0].plan.local_size[0], static_cast<uint32_t>(std::atoi(local)));
+    g.add_input(in);
+    g.add_output(out);
+    g.prepare();
+    g.write_int8(in, values, 3);
+    g.execute();
+    EXPECT_TRUE(words_equal(vkd::testing::ref_pack(MemoryLayout::PackedInt8_4H4W, s, values, 3),
+                            g.read_words(out)));
+  }
+}
+
+// A dispatch split across y and z (as plan_linear does on a device with small group-count
+// limits) on the real device: the shader must recover the linear index from all three axes.
+TEST_F(RuntimeTest, SplitDispatchRecoversLinearIndex) {
+  const std::vector<int64_t> sizes = {2, 17, 9, 6};  // 2 * 5 * 3 * 2 = 60 tiles
+  const auto s = ref_shape(sizes);
+  vk::DeviceProfile limited = ctx().profile();
+  limited.max_workgroup_count = {4, 4, 4};
+  const int32_t zp = -5;
+  const auto values = random_int8(static_cast<size_t>(2 * 17 * 9 * 6), 22);
+  for (uint32_t local : {4u, 1u}) {
+    SCOPED_TRACE(local);
+    const vk::DispatchPlan plan = vk::plan_linear(limited, 60, local);
+    if (local == 4) EXPECT_EQ(plan.group_count, (std::array<uint32_t, 3>{4, 4, 1}));
+    if (local == 1) EXPECT_EQ(plan.group_count, (std::array<uint32_t, 3>{4, 4, 4}));
+
+    ComputeGraph g(ctx());
+    const ValueRef in = g.add_tensor(
+        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+    const ValueRef out = g.add_tensor(
+        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4C1W});
+    // Mirrors `Params` of shaders/q8ta_convert.glsl.
+    struct Push {
+      int32_t sizes[4];
+      int32_t tile_count;
+      int32_t zero_point;
+    } push{{2, 17, 9, 6}, 60, zp};
+    vkd::graph::DispatchNode node;
+    node.op = "split_q8ta_convert";
+    node.kernel = shaders::Kernel::q8ta_convert_4w4c_4c1w;
+    node.bindings = {out, in};
+    node.push_constants = vkd::graph::push_constant_bytes(push);
+    node.plan = plan;
+    g.add_node(node);
+    g.add_input(in);
+    g.add_input(out);  // pre-filled so unwritten words show up
+    g.add_output(out);
+    g.prepare();
+    g.write_int8(in, values, static_cast<int8_t>(zp));
+    const auto expected =
+        vkd::testing::ref_pack(MemoryLayout::PackedInt8_4C1W, s, values, zp);
+    g.write_words(out, std::vector<int32_t>(expected.size(), 0x5A5A5A5A));
+    g.execute();
+    EXPECT_TRUE(words_equal(expected, g.read_words(out)));
+  }
+}
+
+TEST_F(RuntimeTest, AddNodeRejectsDispatchBeyondDeviceLimits) {
+  ComputeGraph g(ctx());
+  const std::vector<int64_t> sizes = {1, 4, 4, 4};
+  const ValueRef in = g.add_tensor(
+      {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+  const ValueRef out = g.add_tensor(
+      {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+  struct Push {
+    int32_t sizes[4];
+    int32_t tile_count;
+    int32_t zero_point;
+  } push{{1, 4, 4, 4}, 1, 0};
+  vkd::graph::DispatchNode node;
+  node.op = "too_big";
+  node.kernel = shaders::Kernel::q8ta_convert_4w4c_4w4c;
+  node.bindings = {out, in};
+  node.push_constants = vkd::graph::push_constant_bytes(push);
+  node.plan.group_count = {1, ctx().profile().max_workgroup_count[1] + 1, 1};
+  EXPECT_TRUE(throws_error([&] { g.add_node(node); }, ErrorCode::Unsupported,
+                           {"too_big", "axis 1"}));
+  // Wrong push-constant size and wrong binding kind are caught before recording.
+  node.plan = vk::DispatchPlan{};
+  node.push_constants.pop_back();
+  EXPECT_TRUE(throws_error([&] { g.add_node(node); }, ErrorCode::Internal,
+                           {"too_big", "push-constant"}));
+  EXPECT_TRUE(g.nodes().empty());
+}
+
+}  // namespace
+}  // namespace vkd_test
