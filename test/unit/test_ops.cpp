@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -154,6 +155,11 @@ struct QuantizeParam {
   MemoryLayout int8_layout;
 };
 
+void PrintTo(const QuantizeParam& p, std::ostream* os) {
+  *os << short_name(p.storage) << " " << short_name(p.float_layout) << " -> "
+      << short_name(p.int8_layout);
+}
+
 class Quantize : public GpuTestWithParam<QuantizeParam> {};
 
 TEST_P(Quantize, MatchesReferenceWordForWord) {
@@ -232,6 +238,11 @@ struct DequantizeParam {
   MemoryLayout float_layout;
 };
 
+void PrintTo(const DequantizeParam& p, std::ostream* os) {
+  *os << short_name(p.int8_layout) << " -> " << short_name(p.storage) << " "
+      << short_name(p.float_layout);
+}
+
 class Dequantize : public GpuTestWithParam<DequantizeParam> {};
 
 TEST_P(Dequantize, MatchesReferenceExactly) {
@@ -295,6 +306,10 @@ INSTANTIATE_TEST_SUITE_P(Ops, Dequantize, ::testing::ValuesIn(dequantize_params(
 struct ConvertParam {
   MemoryLayout in, out;
 };
+
+void PrintTo(const ConvertParam& p, std::ostream* os) {
+  *os << short_name(p.in) << " -> " << short_name(p.out);
+}
 
 class Q8taConvert : public GpuTestWithParam<ConvertParam> {};
 
@@ -389,6 +404,11 @@ struct FloatConvertParam {
   StorageType dst_storage;
   MemoryLayout dst_layout;
 };
+
+void PrintTo(const FloatConvertParam& p, std::ostream* os) {
+  *os << short_name(p.src_storage) << " " << short_name(p.src_layout) << " -> "
+      << short_name(p.dst_storage) << " " << short_name(p.dst_layout);
+}
 
 class FloatConvert : public GpuTestWithParam<FloatConvertParam> {};
 

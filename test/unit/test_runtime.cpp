@@ -1,11 +1,14 @@
 // Tests of the Vulkan runtime on the default device: staging round trips through buffers and
 // textures, the pipeline cache (in memory and on disk), error paths and the workgroup chooser.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -78,6 +81,37 @@ class ScopedEnv {
 
 using RuntimeTest = GpuTest;
 
+// ---- the validation fixture itself ---------------------------------------------------------
+
+TEST_F(RuntimeTest, ValidationLayerFollowsTheEnvironment) {
+  EXPECT_EQ(ctx().instance().validation_enabled(), vk::env_flag("VKD_VALIDATION"))
+      << "CTest runs every test with VKD_VALIDATION=1; the shared context must honour it";
+}
+
+// An invalid Vulkan call on a private validated context is counted by the log and reported by
+// ValidationWatch (the same check every GpuTest runs on the shared context).
+TEST_F(RuntimeTest, ValidationWatchReportsNewMessages) {
+  vk::ContextOptions options = test_context_options();
+  options.validation = true;
+  std::unique_ptr<vk::Context> context;
+  try {
+    context = std::make_unique<vk::Context>(options);
+  } catch (const vkd::Error& e) {
+    GTEST_SKIP() << "no validation layer: " << e.what();
+  }
+  ValidationWatch watch(*context, true);
+  EXPECT_TRUE(watch.check("fresh context"));
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = 0;  // VUID-VkBufferCreateInfo-size-00912
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  const VkResult r = vkCreateBuffer(context->device(), &info, nullptr, &buffer);
+  if (r == VK_SUCCESS && buffer != VK_NULL_HANDLE) vkDestroyBuffer(context->device(), buffer, nullptr);
+  EXPECT_GT(context->instance().validation_log().error_count(), 0u);
+  EXPECT_NONFATAL_FAILURE(watch.check("private context"), "VUID-VkBufferCreateInfo-size");
+}
+
 // ---- staging round trips --------------------------------------------------------------------
 
 // A tensor that is both a graph input and a graph output, with no nodes: host staging -> GPU
@@ -124,6 +158,10 @@ struct TextureCase {
   MemoryLayout layout;
 };
 
+void PrintTo(const TextureCase& c, std::ostream* os) {
+  *os << shape_name(c.sizes) << " " << short_name(c.layout);
+}
+
 class TextureRoundTrip : public GpuTestWithParam<TextureCase> {};
 
 TEST_P(TextureRoundTrip, Float32) {
@@ -158,33 +196,33 @@ INSTANTIATE_TEST_SUITE_P(Runtime, TextureRoundTrip, ::testing::ValuesIn(texture_
 
 // ---- pipeline cache ---------------------------------------------------------------------------
 
-// Local sizes no op in these tests asks for, so earlier tests in the same process cannot have
-// created these pipelines already.
-constexpr std::array<uint32_t, 3> kLocalA{29, 1, 1}, kLocalB{31, 1, 1};
-
 TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
-  vk::PipelineCache& cache = ctx().pipelines();
-  const vk::PipelineKey key{shaders::Kernel::q8ta_convert_4w4c_4c1w, kLocalA, {}};
-  const size_t before = cache.created_count();
+  // A private cache on the shared device, so its counters start at zero whatever ran before.
+  vk::PipelineCache cache(ctx().device(), ctx().profile(), "");
+  EXPECT_EQ(cache.created_count(), 0u);
+  EXPECT_FALSE(cache.loaded_from_file());
+  const vk::PipelineKey key{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {}};
   const VkPipeline first = cache.get(key).pipeline;
   EXPECT_NE(first, VK_NULL_HANDLE);
-  EXPECT_EQ(cache.created_count(), before + 1);
-  const size_t count = cache.pipeline_count();
+  EXPECT_EQ(cache.created_count(), 1u);
 
   // Same key: the cached pipeline, nothing created.
   EXPECT_EQ(cache.get(key).pipeline, first);
-  EXPECT_EQ(cache.created_count(), before + 1);
-  EXPECT_EQ(cache.pipeline_count(), count);
+  EXPECT_EQ(cache.created_count(), 1u);
+  EXPECT_EQ(cache.pipeline_count(), 1u);
 
   // Another local size: another pipeline. Another kernel: another pipeline.
-  const vk::PipelineKey other_local{shaders::Kernel::q8ta_convert_4w4c_4c1w, kLocalB, {}};
-  EXPECT_NE(cache.get(other_local).pipeline, first);
-  EXPECT_EQ(cache.created_count(), before + 2);
-  const vk::PipelineKey other_kernel{shaders::Kernel::q8ta_convert_4c1w_4w4c, kLocalA, {}};
-  cache.get(other_kernel);
-  EXPECT_EQ(cache.created_count(), before + 3);
-  EXPECT_EQ(cache.get(other_local).pipeline, cache.get(other_local).pipeline);
-  EXPECT_EQ(cache.created_count(), before + 3);
+  const vk::PipelineKey other_local{shaders::Kernel::q8ta_convert_4w4c_4c1w, {32, 1, 1}, {}};
+  const VkPipeline second = cache.get(other_local).pipeline;
+  EXPECT_NE(second, first);
+  EXPECT_EQ(cache.created_count(), 2u);
+  const vk::PipelineKey other_kernel{shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {}};
+  EXPECT_NE(cache.get(other_kernel).pipeline, first);
+  EXPECT_EQ(cache.created_count(), 3u);
+  EXPECT_EQ(cache.get(other_local).pipeline, second);
+  EXPECT_EQ(cache.get(key).pipeline, first);
+  EXPECT_EQ(cache.created_count(), 3u);
+  EXPECT_EQ(cache.pipeline_count(), 3u);
 
   // Two graphs with the same op and sizes share their pipeline.
   auto run_graph = [&] {
@@ -197,9 +235,9 @@ TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
     g.prepare();
   };
   run_graph();
-  const size_t after_first_graph = cache.created_count();
+  const size_t after_first_graph = ctx().pipelines().created_count();
   run_graph();
-  EXPECT_EQ(cache.created_count(), after_first_graph);
+  EXPECT_EQ(ctx().pipelines().created_count(), after_first_graph);
 }
 
 std::string temp_path(const std::string& stem) {
@@ -519,8 +557,9 @@ TEST_F(RuntimeTest, SplitDispatchRecoversLinearIndex) {
   for (uint32_t local : {4u, 1u}) {
     SCOPED_TRACE(local);
     const vk::DispatchPlan plan = vk::plan_linear(limited, 60, local);
-    if (local == 4) EXPECT_EQ(plan.group_count, (std::array<uint32_t, 3>{4, 4, 1}));
-    if (local == 1) EXPECT_EQ(plan.group_count, (std::array<uint32_t, 3>{4, 4, 4}));
+    const std::array<uint32_t, 3> groups =
+        local == 4 ? std::array<uint32_t, 3>{4, 4, 1} : std::array<uint32_t, 3>{4, 4, 4};
+    EXPECT_EQ(plan.group_count, groups);
 
     ComputeGraph g(ctx());
     const ValueRef in = g.add_tensor(
