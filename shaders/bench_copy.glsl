@@ -5,8 +5,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 
-DECLARE_LOCAL_SIZE_FROM_SPEC
-
 layout(set = 0, binding = 0) writeonly buffer Dst { ivec4 dst[]; };
 layout(set = 0, binding = 1) readonly buffer Src { ivec4 src[]; };
 

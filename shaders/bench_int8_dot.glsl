@@ -7,8 +7,6 @@
 #include "common.glslh"
 #include "int8_dot.glslh"
 
-DECLARE_LOCAL_SIZE_FROM_SPEC
-
 layout(set = 0, binding = 0) buffer Data { int data[]; };
 
 layout(push_constant) uniform Params {
@@ -25,9 +23,9 @@ void main() {
   for (int i = 0; i < 16; ++i) acc[i] = 0;
   for (int it = 0; it < p.iterations; ++it) {
     for (int i = 0; i < 16; ++i) acc[i] += dot_int8x4(a[i & 3], b[i >> 2]);
-    // Perturb the inputs so the products are not loop-invariant.
-    a[0] ^= acc[15];
-    b[0] += acc[3];
+    // Change the operands so the products are not loop-invariant.
+    a[0] += 0x01010101;
+    b[1] += 0x01030107;
   }
   int sum = 0;
   for (int i = 0; i < 16; ++i) sum += acc[i];

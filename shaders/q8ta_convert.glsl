@@ -7,8 +7,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 
-DECLARE_LOCAL_SIZE_FROM_SPEC
-
 #define TILE_LAYOUT OUT_LAYOUT
 #define TILE_BINDING 0
 #define TILE_QUALIFIER writeonly

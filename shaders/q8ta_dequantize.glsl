@@ -7,8 +7,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 
-DECLARE_LOCAL_SIZE_FROM_SPEC
-
 #define FTILE_STORAGE FLOAT_STORAGE
 #define FTILE_BINDING 0
 #define FTILE_QUALIFIER writeonly

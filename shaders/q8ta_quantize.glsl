@@ -10,8 +10,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 
-DECLARE_LOCAL_SIZE_FROM_SPEC
-
 #define TILE_LAYOUT INT8_LAYOUT
 #define TILE_BINDING 0
 #define TILE_QUALIFIER writeonly

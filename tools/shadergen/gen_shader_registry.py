@@ -839,6 +839,10 @@ def reflect(spv_bytes):
             raise ShaderGenError(f"{label}: all descriptors must be in set 0")
         kind = _descriptor_kind(mod, var_id, sc, _unwrap_pointer(mod, ptr_tid), label)
         if binding[0] in found:
+            # Two views of one storage buffer (e.g. float[] and vec4[]) are allowed: the
+            # descriptor is the same. Anything else sharing a binding is a mistake.
+            if found[binding[0]][0] == kind == "StorageBuffer":
+                continue
             raise ShaderGenError(
                 f"{label}: binding {binding[0]} already used by '{found[binding[0]][1]}'")
         found[binding[0]] = (kind, name)
