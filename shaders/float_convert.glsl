@@ -5,6 +5,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "tile_walk.glslh"
 
 #define FTILE_STORAGE DST_STORAGE
 #define FTILE_BINDING 0
@@ -29,13 +30,14 @@ layout(push_constant) uniform Params {
   ivec4 sizes;     // N, C, H, W
   ivec4 dst_meta;  // strides or packed dim of the output
   ivec4 src_meta;  // strides or packed dim of the input
-  int tile_count;
+  int tile_count;  // invocations the tile walk launches
 } p;
 
 void main() {
   const int id = int(linear_invocation_id());
   if (id >= p.tile_count) return;
-  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER_WHCN);
+  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER);
+  if (!tile_in_range(tc, p.sizes)) return;
   vec4 tile[4][4];
   in_load_tile(p.sizes, p.src_meta, tc, tile);
   out_store_tile(p.sizes, p.dst_meta, tc, tile);

@@ -1,11 +1,12 @@
 // q8ta_convert: packed int8x4 layout IN_LAYOUT -> OUT_LAYOUT (the identity pair included).
 // Quantization parameters are unchanged; padding of the output gets the zero point.
-// Invocation i moves the 4 (c) x 4 (h) x 4 (w) tile i (ids follow the output's memory order):
+// Invocation i moves one 4 (c) x 4 (h) x 4 (w) tile (the walk order is TILE_ORDER):
 // 16 words in, byte-transposed where 4H4W meets a channel-lane layout, 16 words out.
 // Variants: IN_LAYOUT x OUT_LAYOUT over (4W4C, 4H4W, 4C1W).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "tile_walk.glslh"
 
 #define TILE_LAYOUT OUT_LAYOUT
 #define TILE_BINDING 0
@@ -28,14 +29,15 @@
 
 layout(push_constant) uniform Params {
   ivec4 sizes;  // N, C, H, W
-  int tile_count;
+  int tile_count;  // invocations the tile walk launches
   int zero_point;
 } p;
 
 void main() {
   const int id = int(linear_invocation_id());
   if (id >= p.tile_count) return;
-  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER_OF(OUT_LAYOUT));
+  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER);
+  if (!tile_in_range(tc, p.sizes)) return;
   ivec4 tile[4];
   in_load_tile(p.sizes, tc, tile);
   out_store_tile(p.sizes, tc, tile, p.zero_point);

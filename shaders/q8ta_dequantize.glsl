@@ -6,6 +6,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "tile_walk.glslh"
 
 #define FTILE_STORAGE FLOAT_STORAGE
 #define FTILE_BINDING 0
@@ -24,7 +25,7 @@
 layout(push_constant) uniform Params {
   ivec4 sizes;       // N, C, H, W
   ivec4 float_meta;  // float tensor strides or packed dim (float_tile.glslh)
-  int tile_count;
+  int tile_count;  // invocations the tile walk launches
   float scale;
   int zero_point;
 } p;
@@ -32,7 +33,8 @@ layout(push_constant) uniform Params {
 void main() {
   const int id = int(linear_invocation_id());
   if (id >= p.tile_count) return;
-  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER_WHCN);
+  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER);
+  if (!tile_in_range(tc, p.sizes)) return;
 
   ivec4 q[4];
   in_load_tile(p.sizes, tc, q);

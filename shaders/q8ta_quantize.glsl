@@ -3,12 +3,13 @@
 // inv_scale = 1/scale rounded to float32 on the host, as PyTorch's
 // quantized_decomposed.quantize_per_tensor computes it; Vulkan float multiplication is
 // correctly rounded (division is not), so every device gives the same bytes as the CPU.
-// Invocation i quantizes the 4 (c) x 4 (h) x 4 (w) tile i (tile ids follow the int8 layout's
-// memory order) and writes its 16 words, padding included.
+// Each invocation quantizes one 4 (c) x 4 (h) x 4 (w) tile (walk order: TILE_ORDER) and
+// writes its 16 words, padding included.
 // Variants: FLOAT_STORAGE (buffer, texture3d) x INT8_LAYOUT (4W4C, 4H4W, 4C1W).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "tile_walk.glslh"
 
 #define TILE_LAYOUT INT8_LAYOUT
 #define TILE_BINDING 0
@@ -27,7 +28,7 @@
 layout(push_constant) uniform Params {
   ivec4 sizes;       // N, C, H, W
   ivec4 float_meta;  // float tensor strides or packed dim (float_tile.glslh)
-  int tile_count;    // N * C4 * H4 * W4
+  int tile_count;    // invocations the tile walk launches
   float inv_scale;
   int zero_point;
   int quant_min;
@@ -42,7 +43,8 @@ int quantize(float x) {
 void main() {
   const int id = int(linear_invocation_id());
   if (id >= p.tile_count) return;
-  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER_OF(INT8_LAYOUT));
+  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER);
+  if (!tile_in_range(tc, p.sizes)) return;
 
   vec4 x[4][4];
   in_load_tile(p.sizes, p.float_meta, tc, x);

@@ -1,10 +1,10 @@
 // Op family: layout conversions between tensors of the same sizes and values.
-// Anatomy: push-constant structs (mirroring the shaders), add_*_node.
+// Anatomy: push-constant structs (mirroring the shaders), then add_*_node: validate, pick the
+// variant and the tile walk, add the node.
 #include "runtime/ops/LayoutConvert.h"
 
 #include "runtime/common/Error.h"
 #include "runtime/ops/OpUtils.h"
-#include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
 namespace {
@@ -38,15 +38,12 @@ void add_q8ta_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
             ": zero_point ", zero_point, " outside the int8 range");
 
   const Dims4 d = in.spec().dims4();
-  Int8ConvertPush push{nchw_sizes(d), int32_t(tile_count(d)), zero_point};
-  graph::DispatchNode node;
-  node.op = op;
-  node.kernel = shaders::variants::q8ta_convert[int8_layout_index(in.spec().layout)]
-                                               [int8_layout_index(out.spec().layout)];
-  node.bindings = {output, input};
-  node.push_constants = graph::push_constant_bytes(push);
-  node.plan = vk::plan_linear(graph.profile(), tile_count(d));
-  graph.add_node(std::move(node));
+  const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
+  const Int8ConvertPush push{nchw_sizes(d), int32_t(walk.items), zero_point};
+  add_tile_node(graph, op,
+                shaders::variants::q8ta_convert[int8_layout_index(in.spec().layout)]
+                                               [int8_layout_index(out.spec().layout)],
+                output, input, graph::push_constant_bytes(push), walk);
 }
 
 void add_float_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -59,16 +56,13 @@ void add_float_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
   check_same_sizes(op, in, out);
 
   const Dims4 d = in.spec().dims4();
-  FloatConvertPush push{nchw_sizes(d), float_tile_meta(out.spec()), float_tile_meta(in.spec()),
-                        int32_t(tile_count(d))};
-  graph::DispatchNode node;
-  node.op = op;
-  node.kernel = shaders::variants::float_convert[storage_index(in.spec().storage)]
-                                                [storage_index(out.spec().storage)];
-  node.bindings = {output, input};
-  node.push_constants = graph::push_constant_bytes(push);
-  node.plan = vk::plan_linear(graph.profile(), tile_count(d));
-  graph.add_node(std::move(node));
+  const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
+  const FloatConvertPush push{nchw_sizes(d), float_tile_meta(out.spec()),
+                              float_tile_meta(in.spec()), int32_t(walk.items)};
+  add_tile_node(graph, op,
+                shaders::variants::float_convert[storage_index(in.spec().storage)]
+                                                [storage_index(out.spec().storage)],
+                output, input, graph::push_constant_bytes(push), walk);
 }
 
 }  // namespace vkd::ops

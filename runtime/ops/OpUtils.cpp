@@ -4,6 +4,8 @@
 
 #include "runtime/common/Error.h"
 #include "runtime/tensor/FloatLayout.h"
+#include "runtime/vk/Instance.h"
+#include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
 
@@ -42,6 +44,57 @@ void check_same_sizes(const std::string& op, const graph::GpuTensor& a,
 
 int64_t tile_count(const Dims4& d) {
   return d.n * div_up(d.c, 4) * div_up(d.h, 4) * div_up(d.w, 4);
+}
+
+namespace {
+
+// The dim whose consecutive elements (or 4-element groups) are adjacent in memory.
+int fastest_dim(const TensorSpec& s) {
+  switch (s.layout) {
+    case MemoryLayout::PackedInt8_4W4C: return 1;  // channel blocks
+    case MemoryLayout::PackedInt8_4C1W: return 3;  // widths
+    case MemoryLayout::PackedInt8_4H4W: return 3;  // width blocks
+    default: return s.storage == StorageType::Texture3D ? 3 : packed_dim_nchw(s.layout);
+  }
+}
+
+TileOrder natural_order(const TensorSpec& s) {
+  if (s.layout == MemoryLayout::PackedInt8_4W4C) return TileOrder::CWHN;
+  if (s.layout == MemoryLayout::PackedInt8_4C1W) return TileOrder::WCHN;
+  return fastest_dim(s) == 1 ? TileOrder::CWHN : TileOrder::WHCN;
+}
+
+}  // namespace
+
+TileWalk choose_tile_walk(const Dims4& d, const TensorSpec& out, const TensorSpec& in) {
+  TileOrder order = fastest_dim(out) == fastest_dim(in) ? natural_order(out) : TileOrder::Patch;
+  const std::string forced = vk::env_string("VKD_TILE_ORDER");
+  if (!forced.empty()) {
+    const int v = std::stoi(forced);
+    VKD_CHECK(v >= 0 && v <= 3, ErrorCode::InvalidArgument, "VKD_TILE_ORDER must be 0..3, got ",
+              forced);
+    order = static_cast<TileOrder>(v);
+  }
+  int64_t items = tile_count(d);
+  if (order == TileOrder::Patch) {
+    items = d.n * div_up(d.h, 4) * align_up(div_up(d.c, 4), 4) * align_up(div_up(d.w, 4), 8);
+  }
+  return {static_cast<uint32_t>(order), items};
+}
+
+void add_tile_node(graph::ComputeGraph& graph, const std::string& op, shaders::Kernel kernel,
+                   graph::ValueRef output, graph::ValueRef input, std::vector<uint8_t> push,
+                   const TileWalk& walk) {
+  VKD_CHECK(walk.items < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", walk.items,
+            " tiles exceed the 2^31 invocations a tile kernel can index");
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = kernel;
+  node.bindings = {output, input};
+  node.push_constants = std::move(push);
+  node.spec_constants = {walk.order};
+  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(walk.items));
+  graph.add_node(std::move(node));
 }
 
 std::array<int32_t, 4> nchw_sizes(const Dims4& d) {

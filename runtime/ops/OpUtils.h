@@ -30,12 +30,30 @@ void check_float_tensor(const std::string& op, const graph::GpuTensor& t);
 void check_int8x4_tensor(const std::string& op, const graph::GpuTensor& t);
 void check_same_sizes(const std::string& op, const graph::GpuTensor& a, const graph::GpuTensor& b);
 
-// N * C4 * H4 * W4: one invocation per 4x4x4 tile.
+// N * C4 * H4 * W4 tiles of 4x4x4 elements.
 int64_t tile_count(const Dims4& d);
+
+// How a tile kernel walks the tiles (shaders/common/common.glslh, TILE_ORDER_*): the order is
+// specialization constant 3, `items` the invocations to launch (the patch order rounds up).
+struct TileWalk {
+  uint32_t order;
+  int64_t items;
+};
+enum class TileOrder : uint32_t { CWHN = 0, WCHN = 1, WHCN = 2, Patch = 3 };
+// The walk for a kernel whose output is `out` and input `in`: follow the output's memory order
+// when both sides agree on their fastest dim, else the patch order. VKD_TILE_ORDER=0..3
+// overrides (tuning experiments).
+TileWalk choose_tile_walk(const Dims4& d, const TensorSpec& out, const TensorSpec& in);
 std::array<int32_t, 4> nchw_sizes(const Dims4& d);
 // The `meta` ivec4 of shaders/common/float_tile.glslh: element strides for buffers, the packed
 // dim (NCHW numbering) for textures.
 std::array<int32_t, 4> float_tile_meta(const TensorSpec& spec);
+
+// Adds a node of a tile kernel: bindings {output, input}, specialization constant 3 = the walk
+// order, one invocation per walk item.
+void add_tile_node(graph::ComputeGraph& graph, const std::string& op, shaders::Kernel kernel,
+                   graph::ValueRef output, graph::ValueRef input, std::vector<uint8_t> push,
+                   const TileWalk& walk);
 
 // Index of an int8x4 layout / a storage type in the generated variant tables (manifest order).
 int int8_layout_index(MemoryLayout layout);

@@ -1,8 +1,8 @@
 // Op family: per-tensor quantize / dequantize between float32 tensors and packed int8x4.
-// Anatomy: push-constant structs (mirroring the shaders), workgroup choice, add_*_node.
+// Anatomy: push-constant structs (mirroring the shaders), then add_*_node: validate, pick the
+// variant and the tile walk, add the node.
 #include "runtime/ops/QuantizeDequantize.h"
 
-#include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
 namespace {
@@ -38,18 +38,15 @@ void add_q8ta_quantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
   check_quant_params(op, q);
 
   const Dims4 d = in.spec().dims4();
-  QuantizePush push{nchw_sizes(d),         float_tile_meta(in.spec()),
-                    int32_t(tile_count(d)), inverse_scale(q.scale),
-                    q.zero_point,          q.quant_min,
-                    q.quant_max};
-  graph::DispatchNode node;
-  node.op = op;
-  node.kernel = shaders::variants::q8ta_quantize[storage_index(in.spec().storage)]
-                                                [int8_layout_index(out.spec().layout)];
-  node.bindings = {output, input};
-  node.push_constants = graph::push_constant_bytes(push);
-  node.plan = vk::plan_linear(graph.profile(), tile_count(d));
-  graph.add_node(std::move(node));
+  const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
+  const QuantizePush push{nchw_sizes(d),          float_tile_meta(in.spec()),
+                          int32_t(walk.items),    inverse_scale(q.scale),
+                          q.zero_point,           q.quant_min,
+                          q.quant_max};
+  add_tile_node(graph, op,
+                shaders::variants::q8ta_quantize[storage_index(in.spec().storage)]
+                                                [int8_layout_index(out.spec().layout)],
+                output, input, graph::push_constant_bytes(push), walk);
 }
 
 void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -63,16 +60,13 @@ void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
   check_quant_params(op, q);
 
   const Dims4 d = in.spec().dims4();
-  DequantizePush push{nchw_sizes(d), float_tile_meta(out.spec()), int32_t(tile_count(d)), q.scale,
-                      q.zero_point};
-  graph::DispatchNode node;
-  node.op = op;
-  node.kernel = shaders::variants::q8ta_dequantize[storage_index(out.spec().storage)]
-                                                  [int8_layout_index(in.spec().layout)];
-  node.bindings = {output, input};
-  node.push_constants = graph::push_constant_bytes(push);
-  node.plan = vk::plan_linear(graph.profile(), tile_count(d));
-  graph.add_node(std::move(node));
+  const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
+  const DequantizePush push{nchw_sizes(d), float_tile_meta(out.spec()), int32_t(walk.items),
+                            q.scale, q.zero_point};
+  add_tile_node(graph, op,
+                shaders::variants::q8ta_dequantize[storage_index(out.spec().storage)]
+                                                  [int8_layout_index(in.spec().layout)],
+                output, input, graph::push_constant_bytes(push), walk);
 }
 
 }  // namespace vkd::ops

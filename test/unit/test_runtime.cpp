@@ -29,6 +29,10 @@
 namespace vkd_test {
 namespace {
 
+// Specialization constant 3 of the tile kernels: the walk order (TILE_ORDER_WHCN).
+constexpr uint32_t kWalkWHCN = 2;
+
+
 using vkd::DType;
 using vkd::ErrorCode;
 using vkd::MemoryLayout;
@@ -201,7 +205,7 @@ TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
   vk::PipelineCache cache(ctx().device(), ctx().profile(), "");
   EXPECT_EQ(cache.created_count(), 0u);
   EXPECT_FALSE(cache.loaded_from_file());
-  const vk::PipelineKey key{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {}};
+  const vk::PipelineKey key{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {kWalkWHCN}};
   const VkPipeline first = cache.get(key).pipeline;
   EXPECT_NE(first, VK_NULL_HANDLE);
   EXPECT_EQ(cache.created_count(), 1u);
@@ -212,11 +216,11 @@ TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
   EXPECT_EQ(cache.pipeline_count(), 1u);
 
   // Another local size: another pipeline. Another kernel: another pipeline.
-  const vk::PipelineKey other_local{shaders::Kernel::q8ta_convert_4w4c_4c1w, {32, 1, 1}, {}};
+  const vk::PipelineKey other_local{shaders::Kernel::q8ta_convert_4w4c_4c1w, {32, 1, 1}, {kWalkWHCN}};
   const VkPipeline second = cache.get(other_local).pipeline;
   EXPECT_NE(second, first);
   EXPECT_EQ(cache.created_count(), 2u);
-  const vk::PipelineKey other_kernel{shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {}};
+  const vk::PipelineKey other_kernel{shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {kWalkWHCN}};
   EXPECT_NE(cache.get(other_kernel).pipeline, first);
   EXPECT_EQ(cache.created_count(), 3u);
   EXPECT_EQ(cache.get(other_local).pipeline, second);
@@ -249,7 +253,7 @@ TEST_F(RuntimeTest, PipelineCacheSavedAndLoadedFromFile) {
   std::remove(path.c_str());
   vk::ContextOptions options = test_context_options();
   options.pipeline_cache_file = path;
-  const vk::PipelineKey key{shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {}};
+  const vk::PipelineKey key{shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}};
   {
     vk::Context first(options);
     ValidationWatch watch(first, true);
@@ -285,7 +289,7 @@ TEST_F(RuntimeTest, GarbagePipelineCacheFileIsIgnored) {
     vk::Context context(options);
     ValidationWatch watch(context, true);
     EXPECT_FALSE(context.pipelines().loaded_from_file());
-    EXPECT_NE(context.pipelines().get({shaders::Kernel::q8ta_convert_4w4c_4w4c, {64, 1, 1}, {}})
+    EXPECT_NE(context.pipelines().get({shaders::Kernel::q8ta_convert_4w4c_4w4c, {64, 1, 1}, {kWalkWHCN}})
                   .pipeline,
               VK_NULL_HANDLE);
     watch.check("context with a garbage cache file");
@@ -577,6 +581,7 @@ TEST_F(RuntimeTest, SplitDispatchRecoversLinearIndex) {
     node.kernel = shaders::Kernel::q8ta_convert_4w4c_4c1w;
     node.bindings = {out, in};
     node.push_constants = vkd::graph::push_constant_bytes(push);
+    node.spec_constants = {kWalkWHCN};
     node.plan = plan;
     g.add_node(node);
     g.add_input(in);
@@ -609,6 +614,7 @@ TEST_F(RuntimeTest, AddNodeRejectsDispatchBeyondDeviceLimits) {
   node.kernel = shaders::Kernel::q8ta_convert_4w4c_4w4c;
   node.bindings = {out, in};
   node.push_constants = vkd::graph::push_constant_bytes(push);
+  node.spec_constants = {kWalkWHCN};
   node.plan.group_count = {1, ctx().profile().max_workgroup_count[1] + 1, 1};
   EXPECT_TRUE(throws_error([&] { g.add_node(node); }, ErrorCode::Unsupported,
                            {"too_big", "axis 1"}));
