@@ -1,0 +1,287 @@
+#include "serialization/Deserializer.h"
+
+#include <cstring>
+#include <utility>
+
+#include "serialization/schema_generated.h"
+
+namespace vkd::serialization {
+
+namespace {
+
+namespace f = ::flatbuffers;
+
+constexpr ErrorCode kBad = ErrorCode::InvalidArgument;
+
+std::string quoted(const f::String* s) { return s ? "'" + s->str() + "'" : "''"; }
+
+// The four identifier bytes, printable ones as they are.
+std::string identifier_string(const uint8_t* p) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    const char c = static_cast<char>(p[i]);
+    s += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  return s;
+}
+
+// "value 7 (tensor 'w')", "value 3 (int_list)": how errors name a value.
+std::string value_label(size_t id, ValueKind kind, const f::String* name = nullptr) {
+  std::string s = vkd::detail::concat("value ", id, " (", to_string(kind));
+  if (name && name->size() > 0) s += " " + quoted(name);
+  return s + ")";
+}
+
+// Owns a copy of the flatbuffer only when the blob's copy is not 8-byte aligned (FlatBuffers
+// reads 8-byte scalars in place).
+struct AlignedFlatbuffer {
+  const uint8_t* data = nullptr;
+  std::vector<uint64_t> storage;
+};
+
+AlignedFlatbuffer align_flatbuffer(const uint8_t* p, size_t size) {
+  AlignedFlatbuffer out;
+  if (reinterpret_cast<uintptr_t>(p) % alignof(uint64_t) == 0) {
+    out.data = p;
+  } else {
+    out.storage.resize((size + 7) / 8);
+    std::memcpy(out.storage.data(), p, size);
+    out.data = reinterpret_cast<const uint8_t*>(out.storage.data());
+  }
+  return out;
+}
+
+const fb::Graph* verify_flatbuffer(const uint8_t* p, uint64_t size) {
+  // The Verifier asserts on sizes at or above this limit instead of failing.
+  VKD_CHECK(size < FLATBUFFERS_MAX_BUFFER_SIZE, kBad, "flatbuffer: ", size,
+            " bytes exceeds the FlatBuffers limit of ", FLATBUFFERS_MAX_BUFFER_SIZE, " bytes");
+  VKD_CHECK(size >= 2 * sizeof(f::uoffset_t), kBad, "flatbuffer: ", size,
+            " bytes is too small for a root offset and file identifier");
+  VKD_CHECK(fb::GraphBufferHasIdentifier(p), kBad, "flatbuffer: file identifier '",
+            identifier_string(p + sizeof(f::uoffset_t)), "' is not '", kGraphFileIdentifier,
+            "'");
+  f::Verifier verifier(p, static_cast<size_t>(size));
+  VKD_CHECK(fb::VerifyGraphBuffer(verifier), kBad,
+            "flatbuffer: FlatBuffers verification failed (the ", size,
+            "-byte graph is corrupt: an offset, length or string points outside it)");
+  return fb::GetGraph(p);
+}
+
+std::vector<ConstantBytes> read_constants(const fb::Graph& g, const uint8_t* blob,
+                                          const BlobHeader& h) {
+  std::vector<ConstantBytes> out;
+  if (!g.constants()) return out;
+  out.reserve(g.constants()->size());
+  for (f::uoffset_t i = 0; i < g.constants()->size(); ++i) {
+    const fb::ConstantEntry* e = g.constants()->Get(i);
+    const uint64_t off = e->offset(), len = e->length();
+    VKD_CHECK(off <= h.constant_size && len <= h.constant_size - off, kBad, "constant ", i,
+              ": [", off, ", ", off, " + ", len, ") extends past the end of the ",
+              h.constant_size, "-byte constant segment");
+    out.push_back(ConstantBytes{blob + h.constant_offset + off, static_cast<size_t>(len),
+                                h.constant_offset + off});
+  }
+  return out;
+}
+
+void check_id(ValueId id, size_t value_count, const std::string& where) {
+  VKD_CHECK(id < value_count, kBad, where, " refers to value ", id, ", but the graph has ",
+            value_count, " values");
+}
+
+TensorValue read_tensor(size_t id, const fb::TensorValue& t,
+                        const std::vector<ConstantBytes>& constants) {
+  const std::string label = value_label(id, ValueKind::Tensor, t.name());
+  TensorValue out;
+  out.name = t.name() ? t.name()->str() : std::string();
+  if (t.sizes()) out.spec.sizes.assign(t.sizes()->begin(), t.sizes()->end());
+
+  const auto dtype = static_cast<uint8_t>(t.dtype());
+  const auto storage = static_cast<uint8_t>(t.storage());
+  const auto layout = static_cast<uint8_t>(t.layout());
+  VKD_CHECK(dtype <= static_cast<uint8_t>(DType::Int8x4), kBad, label, ": unknown dtype ",
+            int{dtype});
+  VKD_CHECK(storage <= static_cast<uint8_t>(StorageType::Texture3D), kBad, label,
+            ": unknown storage type ", int{storage});
+  VKD_CHECK(layout <= static_cast<uint8_t>(MemoryLayout::PackedInt8_4C1W), kBad, label,
+            ": unknown memory layout ", int{layout});
+  out.spec.dtype = static_cast<DType>(dtype);
+  out.spec.storage = static_cast<StorageType>(storage);
+  out.spec.layout = static_cast<MemoryLayout>(layout);
+  try {
+    validate(out.spec);  // rank 1..4, sizes >= 1, layout legal for the dtype, index limits
+  } catch (const Error& e) {
+    VKD_THROW(kBad, label, ": ", e.what());
+  }
+
+  const int32_t cid = t.constant_id();
+  if (cid == -1) return out;
+  VKD_CHECK(cid >= 0 && static_cast<size_t>(cid) < constants.size(), kBad, label,
+            ": constant id ", cid, " out of range (the graph has ", constants.size(),
+            " constants)");
+  const ConstantBytes& c = constants[static_cast<size_t>(cid)];
+  const uint64_t need = constant_byte_size(out.spec);
+  VKD_CHECK(c.size == need, kBad, label, ": constant ", cid, " has ", c.size,
+            " bytes, tensor ", out.spec.describe(), " needs ", need, " (",
+            out.spec.numel(), " elements x ", need / static_cast<uint64_t>(out.spec.numel()),
+            " bytes, host NCHW)");
+  out.constant = c;
+  return out;
+}
+
+template <typename T, typename V>
+std::vector<T> to_vector(const V* v) {
+  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
+}
+
+Value read_value(size_t id, const fb::Value* v, size_t value_count,
+                 const std::vector<ConstantBytes>& constants) {
+  const auto type = static_cast<uint8_t>(v->value_type());
+  VKD_CHECK(type != 0, kBad, "value ", id, ": empty (union type NONE)");
+  VKD_CHECK(type <= static_cast<uint8_t>(fb::ValueUnion::MAX), kBad, "value ", id,
+            ": unknown value kind ", int{type});
+  VKD_CHECK(v->value() != nullptr, kBad, "value ", id, ": kind ", int{type},
+            " without a payload");
+  switch (v->value_type()) {
+    case fb::ValueUnion::TensorValue:
+      return read_tensor(id, *v->value_as_TensorValue(), constants);
+    case fb::ValueUnion::IntValue:
+      return IntValue{v->value_as_IntValue()->value()};
+    case fb::ValueUnion::FloatValue:
+      return FloatValue{v->value_as_FloatValue()->value()};
+    case fb::ValueUnion::BoolValue:
+      return BoolValue{v->value_as_BoolValue()->value()};
+    case fb::ValueUnion::IntListValue:
+      return IntListValue{to_vector<int64_t>(v->value_as_IntListValue()->items())};
+    case fb::ValueUnion::FloatListValue:
+      return FloatListValue{to_vector<double>(v->value_as_FloatListValue()->items())};
+    case fb::ValueUnion::StringValue: {
+      const f::String* s = v->value_as_StringValue()->value();
+      return StringValue{s ? s->str() : std::string()};
+    }
+    case fb::ValueUnion::ValueListValue: {
+      ValueListValue out{to_vector<ValueId>(v->value_as_ValueListValue()->items())};
+      for (size_t i = 0; i < out.items.size(); ++i) {
+        check_id(out.items[i], value_count,
+                 vkd::detail::concat(value_label(id, ValueKind::ValueList), ": item ", i));
+      }
+      return out;
+    }
+    case fb::ValueUnion::NONE:
+      break;
+  }
+  VKD_THROW(ErrorCode::Internal, "value ", id, ": unhandled value kind ", int{type});
+}
+
+std::string signature_string(const OpSignature& sig) {
+  std::string s;
+  for (size_t i = 0; i < sig.args.size(); ++i) s += (i ? ", " : "") + std::string(to_string(sig.args[i]));
+  return s;
+}
+
+OpCall read_op(size_t index, const fb::Operator* op, const std::vector<Value>& values,
+               const OpSignatureTable* known_ops) {
+  VKD_CHECK(op->name() && op->name()->size() > 0, kBad, "op ", index, ": has no name");
+  OpCall out{op->name()->str(), to_vector<ValueId>(op->args())};
+  const std::string label = vkd::detail::concat("op ", index, " '", out.name, "'");
+  for (size_t i = 0; i < out.args.size(); ++i) {
+    check_id(out.args[i], values.size(), vkd::detail::concat(label, ": argument ", i));
+  }
+  if (!known_ops) return out;
+
+  const auto it = known_ops->find(out.name);
+  VKD_CHECK(it != known_ops->end(), kBad, label, ": unknown op (not in the op signature table)");
+  const OpSignature& sig = it->second;
+  VKD_CHECK(out.args.size() == sig.args.size(), kBad, label, ": expects ", sig.args.size(),
+            " arguments (", signature_string(sig), "), got ", out.args.size());
+  for (size_t i = 0; i < out.args.size(); ++i) {
+    const ValueKind got = kind_of(values[out.args[i]]);
+    VKD_CHECK(got == sig.args[i], kBad, label, ": argument ", i, " (value ", out.args[i],
+              ") is a ", to_string(got), ", expected ", to_string(sig.args[i]));
+  }
+  return out;
+}
+
+std::vector<GraphIO> read_io(const char* what, const f::Vector<uint32_t>* ids,
+                             const f::Vector<f::Offset<f::String>>* names,
+                             const std::vector<Value>& values, bool allow_constant) {
+  std::vector<GraphIO> out;
+  const size_t n = ids ? ids->size() : 0;
+  const size_t name_count = names ? names->size() : 0;
+  VKD_CHECK(name_count == 0 || name_count == n, kBad, "graph: ", name_count, " ", what,
+            " names for ", n, " ", what, "s");
+  for (size_t i = 0; i < n; ++i) {
+    const ValueId id = ids->Get(static_cast<f::uoffset_t>(i));
+    const std::string label = vkd::detail::concat(what, ' ', i);
+    check_id(id, values.size(), label);
+    const auto* t = std::get_if<TensorValue>(&values[id]);
+    VKD_CHECK(t != nullptr, kBad, label, " (value ", id, ") is a ", to_string(kind_of(values[id])),
+              ", not a tensor");
+    VKD_CHECK(allow_constant || !t->constant, kBad, label, " (value ", id, ", tensor '",
+              t->name, "') is a constant");
+    const f::String* name = name_count ? names->Get(static_cast<f::uoffset_t>(i)) : nullptr;
+    out.push_back(GraphIO{id, name ? name->str() : std::string()});
+  }
+  return out;
+}
+
+DeserializedGraph deserialize_checked(const uint8_t* data, size_t size,
+                                      const OpSignatureTable* known_ops) {
+  const BlobHeader h = parse_header(data, size);
+  const AlignedFlatbuffer fbuf =
+      align_flatbuffer(data + h.flatbuffer_offset, static_cast<size_t>(h.flatbuffer_size));
+  const fb::Graph& g = *verify_flatbuffer(fbuf.data, h.flatbuffer_size);
+
+  DeserializedGraph out;
+  out.schema_version = g.schema_version();
+  VKD_CHECK(out.schema_version == kGraphSchemaVersion, kBad, "graph: schema version ",
+            out.schema_version, " not supported (this build reads ", kGraphSchemaVersion, ")");
+
+  const std::vector<ConstantBytes> constants = read_constants(g, data, h);
+  const size_t value_count = g.values() ? g.values()->size() : 0;
+  out.values.reserve(value_count);
+  for (size_t i = 0; i < value_count; ++i) {
+    out.values.push_back(
+        read_value(i, g.values()->Get(static_cast<f::uoffset_t>(i)), value_count, constants));
+  }
+  const size_t op_count = g.ops() ? g.ops()->size() : 0;
+  out.ops.reserve(op_count);
+  for (size_t i = 0; i < op_count; ++i) {
+    out.ops.push_back(read_op(i, g.ops()->Get(static_cast<f::uoffset_t>(i)), out.values,
+                              known_ops));
+  }
+  out.inputs = read_io("input", g.inputs(), g.input_names(), out.values, false);
+  out.outputs = read_io("output", g.outputs(), g.output_names(), out.values, true);
+  return out;
+}
+
+}  // namespace
+
+ValueKind kind_of(const Value& value) { return static_cast<ValueKind>(value.index()); }
+
+std::string_view to_string(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Tensor: return "tensor";
+    case ValueKind::Int: return "int";
+    case ValueKind::Float: return "float";
+    case ValueKind::Bool: return "bool";
+    case ValueKind::IntList: return "int_list";
+    case ValueKind::FloatList: return "float_list";
+    case ValueKind::String: return "string";
+    case ValueKind::ValueList: return "value_list";
+  }
+  return "unknown_kind";
+}
+
+DeserializedGraph deserialize(const uint8_t* data, size_t size,
+                              const OpSignatureTable* known_ops) {
+  return detail::only_vkd_errors("deserialize",
+                                 [&] { return deserialize_checked(data, size, known_ops); });
+}
+
+DeserializedGraph deserialize(const std::vector<uint8_t>& blob,
+                              const OpSignatureTable* known_ops) {
+  return deserialize(blob.data(), blob.size(), known_ops);
+}
+
+}  // namespace vkd::serialization
