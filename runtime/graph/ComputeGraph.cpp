@@ -119,7 +119,7 @@ void ComputeGraph::prepare() {
   }
 
   // Pipelines first (a kernel the device cannot build fails here, before any recording).
-  std::vector<const vk::Pipeline*> node_pipelines;
+  std::vector<const vk::Pipeline*>& node_pipelines = node_pipelines_;
   vk::DescriptorTally tally;
   for (const auto& node : nodes_) {
     node_pipelines.push_back(
@@ -132,7 +132,7 @@ void ComputeGraph::prepare() {
     }
   }
   descriptor_pool_ = vk::DescriptorPool(context_.device(), tally);
-  std::vector<VkDescriptorSet> sets;
+  std::vector<VkDescriptorSet>& sets = node_sets_;
   for (size_t n = 0; n < nodes_.size(); ++n) {
     const auto& info = shaders::shader_info(nodes_[n].kernel);
     VkDescriptorSet set = descriptor_pool_.allocate(node_pipelines[n]->set_layout);
@@ -172,20 +172,9 @@ void ComputeGraph::prepare() {
   timestamps_.reset(cmd);
   for (const auto& s : inputs_) record_copy(cmd, tensor(s.tensor), s.buffer.handle(), true);
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    const DispatchNode& node = nodes_[n];
-    const vk::Pipeline& p = *node_pipelines[n];
     command_buffer_.memory_barrier();
     timestamps_.begin(cmd, static_cast<uint32_t>(n));
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &sets[n], 0,
-                            nullptr);
-    if (!node.push_constants.empty()) {
-      vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                         static_cast<uint32_t>(node.push_constants.size()),
-                         node.push_constants.data());
-    }
-    vkCmdDispatch(cmd, node.plan.group_count[0], node.plan.group_count[1],
-                  node.plan.group_count[2]);
+    record_dispatch(cmd, n);
     timestamps_.end(cmd, static_cast<uint32_t>(n));
   }
   command_buffer_.memory_barrier();
@@ -198,6 +187,43 @@ void ComputeGraph::prepare() {
                        &to_host, 0, nullptr, 0, nullptr);
   command_buffer_.end();
   prepared_ = true;
+}
+
+void ComputeGraph::record_dispatch(VkCommandBuffer cmd, size_t n) {
+  const DispatchNode& node = nodes_[n];
+  const vk::Pipeline& p = *node_pipelines_[n];
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &node_sets_[n], 0,
+                          nullptr);
+  if (!node.push_constants.empty()) {
+    vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(node.push_constants.size()),
+                       node.push_constants.data());
+  }
+  vkCmdDispatch(cmd, node.plan.group_count[0], node.plan.group_count[1], node.plan.group_count[2]);
+}
+
+std::vector<double> ComputeGraph::benchmark(uint32_t warmup, uint32_t repetitions) {
+  VKD_CHECK(prepared_, ErrorCode::Internal, "benchmark() before prepare()");
+  VKD_CHECK(profile().timestamps, ErrorCode::Unsupported, "device '", profile().name,
+            "' has no timestamp queries on its compute queue");
+  vk::TimestampQueries queries(context_.device(), profile(), repetitions);
+  vk::CommandBuffer cb = context_.new_command_buffer();
+  VkCommandBuffer cmd = cb.handle();
+  cb.begin(true);
+  queries.reset(cmd);
+  for (uint32_t r = 0; r < warmup + repetitions; ++r) {
+    cb.memory_barrier();
+    if (r >= warmup) queries.begin(cmd, r - warmup);
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      if (n > 0) cb.memory_barrier();
+      record_dispatch(cmd, n);
+    }
+    if (r >= warmup) queries.end(cmd, r - warmup);
+  }
+  cb.end();
+  context_.submit_and_wait(cb, "benchmark");
+  return queries.read_us();
 }
 
 const ComputeGraph::Staging& ComputeGraph::staging_for(const std::vector<Staging>& list,

@@ -87,6 +87,12 @@ class ComputeGraph {
   // GPU time of every dispatch node in the last execute() (empty without timestamp support).
   std::vector<NodeTiming> last_timings() const;
 
+  // Benchmarking: runs the dispatch nodes only (no staging copies) `warmup` + `repetitions`
+  // times back to back in one submission, so the GPU stays busy and its clocks up, and
+  // returns the GPU time of each timed repetition in microseconds (timestamps around each).
+  // Inputs keep whatever the last execute() uploaded.
+  std::vector<double> benchmark(uint32_t warmup, uint32_t repetitions);
+
  private:
   struct Staging {
     ValueRef tensor;
@@ -97,6 +103,7 @@ class ComputeGraph {
   void upload_bytes(ValueRef input, const void* data, size_t bytes);
   std::vector<uint8_t> download_bytes(ValueRef output) const;
   void record_copy(VkCommandBuffer cmd, const GpuTensor& t, VkBuffer staging, bool to_device);
+  void record_dispatch(VkCommandBuffer cmd, size_t node_index);
 
   vk::Context& context_;
   std::vector<std::unique_ptr<GpuTensor>> tensors_;
@@ -107,6 +114,8 @@ class ComputeGraph {
   vk::DescriptorPool descriptor_pool_;
   vk::TimestampQueries timestamps_;
   vk::CommandBuffer command_buffer_;
+  std::vector<const vk::Pipeline*> node_pipelines_;
+  std::vector<VkDescriptorSet> node_sets_;
 };
 
 }  // namespace vkd::graph

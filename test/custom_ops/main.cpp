@@ -1,8 +1,9 @@
 // vkd_custom_ops: the custom-op test (ACCU) and benchmark (PERF) binary.
 //   ACCU: every case runs on the GPU and on its CPU reference; one line per case with the max
 //         abs error, mismatch count and PASS/FAIL; exits 1 on any FAIL (or validation error).
-//   PERF: warm-up, then timed iterations with GPU timestamps; a table of median/min µs and
-//         GB/s or GOP/s, each as a share of the peaks measured in the same run.
+//   PERF: warm-up, then timed iterations back to back in one submission with GPU timestamps
+//         around each (ComputeGraph::benchmark); a table of median/min µs and GB/s or GOP/s,
+//         each as a share of the peaks measured in the same run.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +24,7 @@ struct Options {
   std::string filter = ".*";
   std::string device;
   std::string json_file;
-  int warmup = 3, iterations = 20;
+  int warmup = 5, iterations = 30;
   int seed = 1234;
 };
 
@@ -152,14 +153,9 @@ PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o) {
     g.prepare();
     std::mt19937 rng(static_cast<uint32_t>(o.seed));
     instance->write_inputs(g, rng);
-    for (int i = 0; i < o.warmup; ++i) g.execute();
-    std::vector<double> times;
-    for (int i = 0; i < o.iterations; ++i) {
-      g.execute();
-      double total = 0;
-      for (const auto& t : g.last_timings()) total += t.gpu_us;
-      times.push_back(total);
-    }
+    g.execute();  // uploads the inputs once
+    std::vector<double> times =
+        g.benchmark(static_cast<uint32_t>(o.warmup), static_cast<uint32_t>(o.iterations));
     VKD_CHECK(!times.empty() && times.front() > 0, ErrorCode::Unsupported,
               "no GPU timestamps on this device");
     std::sort(times.begin(), times.end());
