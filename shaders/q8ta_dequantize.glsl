@@ -31,10 +31,8 @@ layout(push_constant) uniform Params {
 } p;
 
 void main() {
-  const int id = int(linear_invocation_id());
-  if (id >= p.tile_count) return;
-  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER);
-  if (!tile_in_range(tc, p.sizes)) return;
+  ivec4 tc;
+  if (!tile_of_invocation(p.sizes, p.tile_count, tc)) return;
 
   ivec4 q[4];
   in_load_tile(p.sizes, tc, q);

@@ -41,10 +41,8 @@ int quantize(float x) {
 }
 
 void main() {
-  const int id = int(linear_invocation_id());
-  if (id >= p.tile_count) return;
-  const ivec4 tc = tile_coord(id, p.sizes, TILE_ORDER);
-  if (!tile_in_range(tc, p.sizes)) return;
+  ivec4 tc;
+  if (!tile_of_invocation(p.sizes, p.tile_count, tc)) return;
 
   vec4 x[4][4];
   in_load_tile(p.sizes, p.float_meta, tc, x);

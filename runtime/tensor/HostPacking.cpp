@@ -15,6 +15,20 @@ void check_in_range(const WordLane& p, int64_t words) {
             "packed int8 position (", p.word, ",", p.lane, ") outside ", words, " words");
 }
 
+// Calls fn(nchw_index, position) for every element, in NCHW order, with range-checked positions.
+template <typename Fn>
+void for_each_position(const Dims4& d, MemoryLayout layout, int64_t words, Fn fn) {
+  int64_t i = 0;
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c)
+      for (int64_t h = 0; h < d.h; ++h)
+        for (int64_t w = 0; w < d.w; ++w, ++i) {
+          const WordLane p = packed_int8_position(layout, d, n, c, h, w);
+          check_in_range(p, words);
+          fn(i, p);
+        }
+}
+
 }  // namespace
 
 std::vector<int32_t> pack_int8(const int8_t* nchw, const Dims4& d, MemoryLayout layout,
@@ -24,18 +38,11 @@ std::vector<int32_t> pack_int8(const int8_t* nchw, const Dims4& d, MemoryLayout 
   // Start with every lane = pad_value, then overwrite the lanes that hold elements; what is
   // left is exactly the padding.
   std::vector<uint32_t> out(static_cast<size_t>(words), splat(pad_value));
-  int64_t i = 0;
-  for (int64_t n = 0; n < d.n; ++n)
-    for (int64_t c = 0; c < d.c; ++c)
-      for (int64_t h = 0; h < d.h; ++h)
-        for (int64_t w = 0; w < d.w; ++w, ++i) {
-          const WordLane p = packed_int8_position(layout, d, n, c, h, w);
-          check_in_range(p, words);
-          const int shift = 8 * p.lane;
-          uint32_t& word = out[static_cast<size_t>(p.word)];
-          word = (word & ~(0xFFu << shift)) |
-                 (static_cast<uint32_t>(static_cast<uint8_t>(nchw[i])) << shift);
-        }
+  for_each_position(d, layout, words, [&](int64_t i, const WordLane& p) {
+    const int shift = 8 * p.lane;
+    uint32_t& word = out[static_cast<size_t>(p.word)];
+    word = (word & ~(0xFFu << shift)) | (static_cast<uint32_t>(static_cast<uint8_t>(nchw[i])) << shift);
+  });
   return std::vector<int32_t>(out.begin(), out.end());
 }
 
@@ -43,15 +50,9 @@ std::vector<int8_t> unpack_int8(const int32_t* words, const Dims4& d, MemoryLayo
   const int64_t count = packed_int8_word_count(layout, d);  // checks layout and dims
   VKD_CHECK(words != nullptr, ErrorCode::InvalidArgument, "unpack_int8: null input");
   std::vector<int8_t> out(static_cast<size_t>(d.numel()));
-  size_t i = 0;
-  for (int64_t n = 0; n < d.n; ++n)
-    for (int64_t c = 0; c < d.c; ++c)
-      for (int64_t h = 0; h < d.h; ++h)
-        for (int64_t w = 0; w < d.w; ++w, ++i) {
-          const WordLane p = packed_int8_position(layout, d, n, c, h, w);
-          check_in_range(p, count);
-          out[i] = word_lane(words[p.word], p.lane);
-        }
+  for_each_position(d, layout, count, [&](int64_t i, const WordLane& p) {
+    out[static_cast<size_t>(i)] = word_lane(words[p.word], p.lane);
+  });
   return out;
 }
 

@@ -1,3 +1,4 @@
+#include <random>
 #include "test/unit/GpuTest.h"
 
 #include <cstdio>
@@ -211,6 +212,23 @@ std::string shape_name(const std::vector<int64_t>& sizes) {
   std::string s;
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "x" : "") + std::to_string(sizes[i]);
   return s;
+}
+
+std::vector<int8_t> random_int8(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  std::vector<int8_t> v(count);
+  for (auto& x : v) x = static_cast<int8_t>(dist(rng));
+  return v;
+}
+
+std::vector<float> random_floats(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1000.0f, 1000.0f);
+  std::vector<float> v(count);
+  for (auto& x : v) x = dist(rng);
+  if (count > 1) v[1] = -0.0f;  // the sign of zero must survive a copy
+  return v;
 }
 
 }  // namespace vkd_test

@@ -114,4 +114,8 @@ template <typename Fn>
   return ::testing::AssertionFailure() << "did not throw";
 }
 
+// Deterministic random test data.
+std::vector<int8_t> random_int8(size_t count, uint32_t seed);
+std::vector<float> random_floats(size_t count, uint32_t seed);  // [-1000, 1000), v[1] = -0
+
 }  // namespace vkd_test

@@ -82,23 +82,6 @@ std::vector<float> quantize_inputs(size_t count, const QuantCase& q, uint32_t se
   return x;
 }
 
-std::vector<int8_t> random_int8(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(-128, 127);
-  std::vector<int8_t> v(count);
-  for (auto& x : v) x = static_cast<int8_t>(dist(rng));
-  return v;
-}
-
-std::vector<float> random_floats(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1000.0f, 1000.0f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = dist(rng);
-  if (count > 1) v[1] = -0.0f;  // the sign of zero must survive a copy
-  return v;
-}
-
 TensorSpec int8_spec(const std::vector<int64_t>& sizes, MemoryLayout layout) {
   return {sizes, DType::Int8x4, StorageType::Buffer, layout};
 }

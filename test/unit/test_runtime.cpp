@@ -43,22 +43,6 @@ using vkd::graph::ValueRef;
 namespace shaders = vkd::shaders;
 namespace vk = vkd::vk;
 
-std::vector<float> random_floats(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-100.0f, 100.0f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<int8_t> random_int8(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(-128, 127);
-  std::vector<int8_t> v(count);
-  for (auto& x : v) x = static_cast<int8_t>(dist(rng));
-  return v;
-}
-
 // Sets an environment variable for the scope, restoring the previous state afterwards.
 class ScopedEnv {
  public:
