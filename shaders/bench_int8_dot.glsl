@@ -1,7 +1,8 @@
 // bench_int8_dot: register-resident int8 dot-product throughput, the compute ceiling for PERF
-// ratios. Every invocation runs `iterations` rounds of 16 independent OpSDot + int32 add chains
-// (enough independent work to hide the instruction latency) on values loaded once, then
-// writes one word so the compiler cannot drop the loop. One OpSDot = 4 MACs = 8 ops.
+// ratios. Every invocation advances 16 independent chains acc[i] += dot(acc[i], b[i % 4]):
+// each step's operand is the previous step's result, so the compiler can neither hoist a dot
+// out of the loop nor merge two of them, while 16 chains per invocation hide the latency.
+// 4 * `iterations` steps per chain; one OpSDot = 4 MACs = 8 ops (the add is the accumulate).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
@@ -15,20 +16,13 @@ layout(push_constant) uniform Params {
 
 void main() {
   const uint id = linear_invocation_id();
-  int a[4], b[4], acc[16];
-  for (int i = 0; i < 4; ++i) {
-    a[i] = data[(id + i) & 1023];
-    b[i] = data[(id * 7 + i) & 1023];
-  }
-  for (int i = 0; i < 16; ++i) acc[i] = 0;
+  int b[4], acc[16];
+  for (int i = 0; i < 4; ++i) b[i] = data[(id * 7 + i) & 1023];
+  for (int i = 0; i < 16; ++i) acc[i] = data[(id + i) & 1023];
   for (int it = 0; it < p.iterations; ++it) {
-    // 4 rounds per iteration keep loop and perturbation overhead below 4% of the issue slots.
-    for (int round = 0; round < 4; ++round) {
-      for (int i = 0; i < 16; ++i) acc[i] += dot_int8x4(a[i & 3], b[i >> 2]);
+    for (int step = 0; step < 4; ++step) {
+      for (int i = 0; i < 16; ++i) acc[i] += dot_int8x4(acc[i], b[i & 3]);
     }
-    // Change the operands so the products are not loop-invariant.
-    a[0] += 0x01010101;
-    b[1] += 0x01030107;
   }
   int sum = 0;
   for (int i = 0; i < 16; ++i) sum += acc[i];
