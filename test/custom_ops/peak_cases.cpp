@@ -1,6 +1,6 @@
 // The device's own ceilings, measured in the same run as the op cases so every PERF figure is
 // a ratio to them: a streaming copy (GB/s, read + write) and a register-resident int8
-// dot-product loop (GOP/s): 16 independent dependent chains per invocation. Also an ACCU case that checks the dot product itself, on the
+// dot-product loop (GOP/s): 32 independent dependent chains per invocation. Also an ACCU case that checks the dot product itself, on the
 // OpSDot path and on the fallback path, against a CPU replica of the kernel's loop.
 #include <algorithm>
 
@@ -120,12 +120,12 @@ class DotPeakCase : public CaseInstance {
     const auto out = g.read_int32(data_ref_);
     std::vector<int32_t> expected(data_.begin(), data_.begin() + 1024);
     for (uint32_t id = 0; id < invocations_; ++id) {
-      uint32_t b[4], acc[16];
+      uint32_t b[4], acc[32];
       for (uint32_t i = 0; i < 4; ++i) b[i] = static_cast<uint32_t>(data_[(id * 7 + i) & 1023]);
-      for (uint32_t i = 0; i < 16; ++i) acc[i] = static_cast<uint32_t>(data_[(id + i) & 1023]);
+      for (uint32_t i = 0; i < 32; ++i) acc[i] = static_cast<uint32_t>(data_[(id + i) & 1023]);
       for (int it = 0; it < iterations_; ++it) {
         for (int step = 0; step < 4; ++step) {
-          for (int i = 0; i < 16; ++i) {
+          for (int i = 0; i < 32; ++i) {
             acc[i] += static_cast<uint32_t>(dot_int8x4_ref(acc[i], b[i & 3]));
           }
         }
@@ -139,8 +139,8 @@ class DotPeakCase : public CaseInstance {
     return r;
   }
   PerfWork work() const override {
-    // 64 OpSDot per iteration, 8 ops (4 multiply-adds) each.
-    return {0.0, 8.0 * 64.0 * double(iterations_) * double(invocations_)};
+    // 128 OpSDot per iteration (4 steps x 32 chains), 8 ops (4 multiply-adds) each.
+    return {0.0, 8.0 * 128.0 * double(iterations_) * double(invocations_)};
   }
 
  private:
