@@ -50,8 +50,7 @@ void main() {
   for (int hh = 0; hh < 4; ++hh) {
     for (int ww = 0; ww < 4; ++ww) {
       const vec4 v = x[hh][ww];
-      q[hh][ww] = (quantize(v.x) & 0xFF) | ((quantize(v.y) & 0xFF) << 8) |
-                  ((quantize(v.z) & 0xFF) << 16) | ((quantize(v.w) & 0xFF) << 24);
+      q[hh][ww] = pack_lanes(ivec4(quantize(v.x), quantize(v.y), quantize(v.z), quantize(v.w)));
     }
   }
   out_store_tile(p.sizes, tc, q, p.zero_point);

@@ -153,18 +153,16 @@ void ComputeGraph::prepare() {
   timestamps_ = vk::TimestampQueries(context_.device(), profile(),
                                      static_cast<uint32_t>(nodes_.size()));
 
-  // Images start UNDEFINED; move every one to GENERAL once.
-  bool any_image = false;
-  vk::CommandBuffer init = context_.new_command_buffer();
-  init.begin(true);
-  for (const auto& t : tensors_) {
-    if (t->is_image()) {
-      init.image_to_general(t->image().handle());
-      any_image = true;
+  // Images start UNDEFINED; move every one to GENERAL once (no submission without images).
+  if (std::any_of(tensors_.begin(), tensors_.end(), [](const auto& t) { return t->is_image(); })) {
+    vk::CommandBuffer init = context_.new_command_buffer();
+    init.begin(true);
+    for (const auto& t : tensors_) {
+      if (t->is_image()) init.image_to_general(t->image().handle());
     }
+    init.end();
+    context_.submit_and_wait(init, "image layout initialization");
   }
-  init.end();
-  if (any_image) context_.submit_and_wait(init, "image layout initialization");
 
   command_buffer_ = context_.new_command_buffer();
   VkCommandBuffer cmd = command_buffer_.handle();

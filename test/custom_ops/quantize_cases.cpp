@@ -39,17 +39,25 @@ std::string placement_name(const FloatPlacement& p) {
   return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
 }
 
-// Random values spread beyond the representable range (so some saturate), with every fourth
-// value an exact tie (k + 0.5) * scale to exercise round-half-to-even.
+// Random values covering 1.3x the representable real range [(qmin - zp)s, (qmax - zp)s] around
+// its centre (so both ends saturate), with every fourth value an exact tie (k + 0.5) * scale to
+// exercise round-half-to-even.
 std::vector<float> random_activations(int64_t count, const ops::QuantParams& q, std::mt19937& rng) {
-  const float range = (q.quant_max - q.quant_min + 1) * q.scale;
-  std::uniform_real_distribution<float> value(-0.65f * range * 1.3f, 0.65f * range * 1.3f);
+  const float centre = (0.5f * (q.quant_min + q.quant_max) - q.zero_point) * q.scale;
+  const float reach = 1.3f * 0.5f * (q.quant_max - q.quant_min) * q.scale;
+  std::uniform_real_distribution<float> value(centre - reach, centre + reach);
   std::uniform_int_distribution<int> tie(-70, 70);
   std::vector<float> x(static_cast<size_t>(count));
   for (size_t i = 0; i < x.size(); ++i) {
     x[i] = (i % 4 == 3) ? (static_cast<float>(tie(rng)) + 0.5f) * q.scale : value(rng);
   }
   return x;
+}
+
+// One pass over the float32 tensor plus one over its int8x4 words.
+PerfWork float_and_int8_traffic(const std::vector<int64_t>& sizes, MemoryLayout layout) {
+  const TensorSpec s{sizes, DType::Int8x4, StorageType::Buffer, layout};
+  return {4.0 * s.numel() + 4.0 * testing::ref_word_count(layout, ref_shape(s)), 0.0};
 }
 
 class QuantizeCase : public CaseInstance {
@@ -77,11 +85,7 @@ class QuantizeCase : public CaseInstance {
     compare_words(g.read_words(out_ref_), expected, r);
     return r;
   }
-  PerfWork work() const override {
-    TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, out_layout_};
-    const auto words = testing::ref_word_count(out_layout_, ref_shape(s));
-    return {4.0 * s.numel() + 4.0 * words, 0.0};
-  }
+  PerfWork work() const override { return float_and_int8_traffic(sizes_, out_layout_); }
 
  private:
   std::vector<int64_t> sizes_;
@@ -119,11 +123,7 @@ class DequantizeCase : public CaseInstance {
                    testing::reference_dequantize(q_values_, q_.scale, q_.zero_point), 0.0, r);
     return r;
   }
-  PerfWork work() const override {
-    TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, in_layout_};
-    const auto words = testing::ref_word_count(in_layout_, ref_shape(s));
-    return {4.0 * s.numel() + 4.0 * words, 0.0};
-  }
+  PerfWork work() const override { return float_and_int8_traffic(sizes_, in_layout_); }
 
  private:
   std::vector<int64_t> sizes_;
