@@ -128,15 +128,7 @@ BlobHeader parse_header(const uint8_t* data, size_t size) {
 }
 
 uint64_t constant_byte_size(const TensorSpec& spec) {
-  uint64_t bytes_per_element = 0;
-  switch (spec.dtype) {
-    case DType::Float32: bytes_per_element = 4; break;
-    case DType::Float16: bytes_per_element = 2; break;
-    case DType::Int32: bytes_per_element = 4; break;
-    case DType::Int8: bytes_per_element = 1; break;
-    case DType::Int8x4: bytes_per_element = 1; break;  // unpacked NCHW on the host
-  }
-  return static_cast<uint64_t>(spec.numel()) * bytes_per_element;
+  return static_cast<uint64_t>(spec.numel()) * host_element_size(spec.dtype);
 }
 
 }  // namespace vkd::serialization

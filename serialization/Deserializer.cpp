@@ -51,6 +51,20 @@ AlignedFlatbuffer align_flatbuffer(const uint8_t* p, size_t size) {
   return out;
 }
 
+// FlatBuffers 2.0's Verifier checks a vector's length field for 4-byte alignment but not its
+// elements: a corrupt blob can put a [long], [double] or [ConstantEntry] vector at 4 mod 8,
+// and reading those elements in place is a misaligned load (undefined behaviour; UBSan and the
+// fuzzer found it). The builder always aligns them, so such a vector is rejected. The
+// flatbuffer starts 8-byte aligned in memory (align_flatbuffer), so the address's alignment is
+// the offset's.
+template <typename T>
+void check_elements_aligned(const f::Vector<T>* v, const std::string& what) {
+  if (!v || v->size() == 0) return;  // nothing is read
+  VKD_CHECK(reinterpret_cast<uintptr_t>(v->Data()) % alignof(uint64_t) == 0, kBad, what,
+            " vector is not ", alignof(uint64_t),
+            "-byte aligned in the flatbuffer (the graph is corrupt)");
+}
+
 const fb::Graph* verify_flatbuffer(const uint8_t* p, uint64_t size) {
   // The Verifier asserts on sizes at or above this limit instead of failing.
   VKD_CHECK(size < FLATBUFFERS_MAX_BUFFER_SIZE, kBad, "flatbuffer: ", size,
@@ -71,6 +85,7 @@ std::vector<ConstantBytes> read_constants(const fb::Graph& g, const uint8_t* blo
                                           const BlobHeader& h) {
   std::vector<ConstantBytes> out;
   if (!g.constants()) return out;
+  check_elements_aligned(g.constants(), "graph: constants");
   out.reserve(g.constants()->size());
   for (f::uoffset_t i = 0; i < g.constants()->size(); ++i) {
     const fb::ConstantEntry* e = g.constants()->Get(i);
@@ -94,6 +109,7 @@ TensorValue read_tensor(size_t id, const fb::TensorValue& t,
   const std::string label = value_label(id, ValueKind::Tensor, t.name());
   TensorValue out;
   out.name = t.name() ? t.name()->str() : std::string();
+  check_elements_aligned(t.sizes(), label + ": sizes");
   if (t.sizes()) out.spec.sizes.assign(t.sizes()->begin(), t.sizes()->end());
 
   const auto dtype = static_cast<uint8_t>(t.dtype());
@@ -151,10 +167,16 @@ Value read_value(size_t id, const fb::Value* v, size_t value_count,
       return FloatValue{v->value_as_FloatValue()->value()};
     case fb::ValueUnion::BoolValue:
       return BoolValue{v->value_as_BoolValue()->value()};
-    case fb::ValueUnion::IntListValue:
-      return IntListValue{to_vector<int64_t>(v->value_as_IntListValue()->items())};
-    case fb::ValueUnion::FloatListValue:
-      return FloatListValue{to_vector<double>(v->value_as_FloatListValue()->items())};
+    case fb::ValueUnion::IntListValue: {
+      const auto* items = v->value_as_IntListValue()->items();
+      check_elements_aligned(items, value_label(id, ValueKind::IntList) + ": items");
+      return IntListValue{to_vector<int64_t>(items)};
+    }
+    case fb::ValueUnion::FloatListValue: {
+      const auto* items = v->value_as_FloatListValue()->items();
+      check_elements_aligned(items, value_label(id, ValueKind::FloatList) + ": items");
+      return FloatListValue{to_vector<double>(items)};
+    }
     case fb::ValueUnion::StringValue: {
       const f::String* s = v->value_as_StringValue()->value();
       return StringValue{s ? s->str() : std::string()};

@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build python3   # toolchain; python3 runs the shader generator
+  pkg-config                                   # the install test builds an app with pkg-config
   libvulkan-dev                                # Vulkan headers + loader
   glslang-tools spirv-tools                    # GLSL -> SPIR-V, spirv-val
   flatbuffers-compiler libflatbuffers-dev      # delegate blob schema

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/common/Error.h"
+#include "runtime/graph/MemoryPlanner.h"
 #include "runtime/tensor/HostPacking.h"
 #include "runtime/tensor/PackedInt8Layout.h"
 
@@ -17,7 +18,54 @@ VkDescriptorType to_vk(DescriptorKind kind) {
                                               : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
 }
 
+template <typename T>
+std::vector<T> read_host_elements(const uint8_t* bytes, size_t count) {
+  std::vector<T> out(count);
+  std::memcpy(out.data(), bytes, count * sizeof(T));
+  return out;
+}
+
+template <typename T>
+std::vector<uint8_t> as_bytes(const std::vector<T>& values) {
+  std::vector<uint8_t> out(values.size() * sizeof(T));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
 }  // namespace
+
+ConstantPacker nchw_constant_packer(const TensorSpec& spec, const uint8_t* nchw, size_t bytes,
+                                    int8_t pad_value) {
+  const uint64_t expected = static_cast<uint64_t>(spec.numel()) * host_element_size(spec.dtype);
+  VKD_CHECK(bytes == expected, ErrorCode::InvalidArgument, "constant ", spec.describe(), " needs ",
+            expected, " host bytes, got ", bytes);
+  return [spec, nchw, pad_value]() -> std::vector<uint8_t> {
+    const auto n = static_cast<size_t>(spec.numel());
+    switch (spec.dtype) {
+      case DType::Float32:
+        return as_bytes(pack_strided(read_host_elements<float>(nchw, n).data(), spec.dims4(),
+                                     spec.storage, spec.layout));
+      case DType::Float16: {
+        const auto half = read_host_elements<uint16_t>(nchw, n);
+        std::vector<float> values(n);
+        std::transform(half.begin(), half.end(), values.begin(), from_float16);
+        const auto packed = pack_strided(values.data(), spec.dims4(), spec.storage, spec.layout);
+        std::vector<uint16_t> out(packed.size());
+        std::transform(packed.begin(), packed.end(), out.begin(), to_float16);
+        return as_bytes(out);
+      }
+      case DType::Int32:
+        return as_bytes(pack_strided(read_host_elements<int32_t>(nchw, n).data(), spec.dims4(),
+                                     spec.storage, spec.layout));
+      case DType::Int8x4:
+        return as_bytes(pack_int8(reinterpret_cast<const int8_t*>(nchw), spec.dims4(),
+                                  spec.layout, pad_value));
+      case DType::Int8:
+        return std::vector<uint8_t>(nchw, nchw + n);
+    }
+    VKD_THROW(ErrorCode::Internal, "constant of unknown dtype");
+  };
+}
 
 ComputeGraph::ComputeGraph(vk::Context& context) : context_(context) {}
 
@@ -28,7 +76,43 @@ ValueRef ComputeGraph::add_tensor(const TensorSpec& spec, std::string name) {
   const auto ref = static_cast<ValueRef>(tensors_.size());
   if (name.empty()) name = "t" + std::to_string(ref);
   tensors_.push_back(std::make_unique<GpuTensor>(context_.memory(), spec, std::move(name)));
+  roles_.push_back(kIntermediate);
+  packers_.emplace_back();
+  zero_points_.emplace_back();
   return ref;
+}
+
+ValueRef ComputeGraph::add_constant(const TensorSpec& spec, std::string name,
+                                    ConstantPacker packer, uint64_t host_bytes) {
+  const ValueRef ref = add_tensor(spec, std::move(name));
+  roles_[ref] = kConstant;
+  packers_[ref] = std::move(packer);
+  stats_.constant_host_bytes += host_bytes;
+  return ref;
+}
+
+bool ComputeGraph::is_constant(ValueRef ref) const {
+  tensor(ref);
+  return roles_[ref] & kConstant;
+}
+
+void ComputeGraph::set_zero_point(ValueRef ref, int32_t zero_point) {
+  const GpuTensor& t = tensor(ref);
+  VKD_CHECK(!zero_points_[ref] || *zero_points_[ref] == zero_point, ErrorCode::InvalidArgument,
+            "tensor '", t.name(), "' is used with zero point ", zero_point,
+            " but an earlier op declared ", *zero_points_[ref]);
+  zero_points_[ref] = zero_point;
+}
+
+std::string ComputeGraph::describe_node(size_t index) const {
+  VKD_CHECK(index < nodes_.size(), ErrorCode::Internal, "node ", index, " out of range");
+  std::string out;
+  const auto& bindings = nodes_[index].bindings;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const GpuTensor& t = tensor(bindings[i]);
+    out += (i == 0 ? "out: " : i == 1 ? "; in: " : ", ") + t.name() + " " + t.spec().describe();
+  }
+  return out;
 }
 
 const GpuTensor& ComputeGraph::tensor(ValueRef ref) const {
@@ -55,6 +139,22 @@ void ComputeGraph::add_node(DispatchNode node) {
   VKD_CHECK(node.spec_constants.size() == info.spec_constant_count, ErrorCode::Internal, node.op,
             ": kernel ", info.name, " takes ", info.spec_constant_count,
             " specialization constants, node gives ", node.spec_constants.size());
+  VKD_CHECK(info.push_constant_bytes <= profile().max_push_constant_bytes, ErrorCode::Unsupported,
+            node.op, ": kernel ", info.name, " needs ", info.push_constant_bytes,
+            " push-constant bytes; the device's maxPushConstantsSize is ",
+            profile().max_push_constant_bytes, " bytes");
+  uint32_t buffers = 0, images = 0;
+  for (uint32_t i = 0; i < info.binding_count; ++i) {
+    (info.bindings[i] == DescriptorKind::StorageImage ? images : buffers) += 1;
+  }
+  VKD_CHECK(buffers <= profile().max_per_stage_storage_buffers, ErrorCode::Unsupported, node.op,
+            ": kernel ", info.name, " binds ", buffers,
+            " storage buffers; the device's maxPerStageDescriptorStorageBuffers is ",
+            profile().max_per_stage_storage_buffers);
+  VKD_CHECK(images <= profile().max_per_stage_storage_images, ErrorCode::Unsupported, node.op,
+            ": kernel ", info.name, " binds ", images,
+            " storage images; the device's maxPerStageDescriptorStorageImages is ",
+            profile().max_per_stage_storage_images);
   vk::check_kernel_supported(profile(), node.kernel);
   for (int a = 0; a < 3; ++a) {
     VKD_CHECK(node.plan.group_count[a] <= profile().max_workgroup_count[a], ErrorCode::Unsupported,
@@ -65,19 +165,153 @@ void ComputeGraph::add_node(DispatchNode node) {
 }
 
 void ComputeGraph::add_input(ValueRef ref) {
-  tensor(ref);
+  VKD_CHECK(!is_constant(ref), ErrorCode::InvalidArgument, "constant '", tensor(ref).name(),
+            "' cannot be a graph input");
+  roles_[ref] |= kInput;
   input_refs_.push_back(ref);
 }
 
 void ComputeGraph::add_output(ValueRef ref) {
   tensor(ref);
+  roles_[ref] |= kOutput;
   output_refs_.push_back(ref);
 }
 
-void ComputeGraph::record_copy(VkCommandBuffer cmd, const GpuTensor& t, VkBuffer staging,
-                               bool to_device) {
+void ComputeGraph::note_load_bytes(uint64_t transient_bytes) {
+  stats_.load_peak_bytes =
+      std::max(stats_.load_peak_bytes, stats_.device_bytes + stats_.staging_bytes + transient_bytes);
+}
+
+void ComputeGraph::plan_and_bind_memory() {
+  // Lifetimes in node indices. Inputs, outputs and constants live for the whole graph (they
+  // hold data across executions); an intermediate lives from its first to its last node.
+  const int64_t last_node = static_cast<int64_t>(nodes_.size());
+  std::vector<int64_t> first(tensors_.size(), last_node + 1), last(tensors_.size(), -1);
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    for (ValueRef ref : nodes_[n].bindings) {
+      first[ref] = std::min<int64_t>(first[ref], static_cast<int64_t>(n));
+      last[ref] = std::max<int64_t>(last[ref], static_cast<int64_t>(n));
+    }
+  }
+  // Two plans: persistent tensors packed side by side, intermediates shared by lifetime.
+  std::vector<PlanItem> items[2];
+  std::vector<ValueRef> refs[2];
+  uint32_t type_bits[2] = {~0u, ~0u};
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    GpuTensor& t = *tensors_[i];
+    if (t.is_image()) {
+      stats_.image_bytes += t.bytes();
+      if (roles_[i] & kConstant) stats_.constant_device_bytes += t.bytes();
+      continue;
+    }
+    const auto& req = t.buffer().requirements();
+    const bool persistent = roles_[i] != kIntermediate || last[i] < 0;
+    PlanItem item{req.size, req.alignment, persistent ? 0 : first[i], persistent ? 0 : last[i]};
+    items[persistent ? 0 : 1].push_back(item);
+    refs[persistent ? 0 : 1].push_back(static_cast<ValueRef>(i));
+    type_bits[persistent ? 0 : 1] &= req.memoryTypeBits;
+    if (roles_[i] & kConstant) {
+      stats_.constant_device_bytes += req.size;
+    } else if (persistent && roles_[i] != kIntermediate) {
+      stats_.io_device_bytes += req.size;
+    }
+  }
+  const uint64_t max_block = profile().max_memory_allocation_bytes
+                                 ? profile().max_memory_allocation_bytes
+                                 : (uint64_t{1} << 31);
+  stats_.device_bytes = stats_.image_bytes;
+  for (int kind = 0; kind < 2; ++kind) {
+    if (items[kind].empty()) continue;
+    const char* what = kind == 0 ? "graph constants, inputs and outputs" : "graph intermediates";
+    VKD_CHECK(type_bits[kind] != 0, ErrorCode::Unsupported, what,
+              ": the buffers share no memory type");
+    const MemoryPlan plan = plan_memory(items[kind], max_block);
+    if (kind == 1) {
+      stats_.intermediate_naive_bytes = plan.naive_bytes;
+      stats_.intermediate_planned_bytes = plan.planned_bytes;
+    }
+    const size_t first_block = blocks_.size();
+    for (size_t b = 0; b < plan.block_bytes.size(); ++b) {
+      blocks_.push_back(context_.memory().allocate_block(
+          plan.block_bytes[b], type_bits[kind],
+          std::string(what) + " (block " + std::to_string(b) + ")"));
+      stats_.device_bytes += plan.block_bytes[b];
+      note_load_bytes(0);
+    }
+    for (size_t k = 0; k < refs[kind].size(); ++k) {
+      GpuTensor& t = *tensors_[refs[kind][k]];
+      const Placement& p = plan.placements[k];
+      context_.memory().bind(t.buffer_to_bind(), blocks_[first_block + p.block], p.offset,
+                             "tensor '" + t.name() + "'");
+    }
+  }
+}
+
+void ComputeGraph::upload_constants() {
+  // Constants go through one host-visible staging buffer of at most constant_batch_bytes_
+  // (larger buffer constants are copied in chunks; a texture constant is staged whole), which
+  // is freed before prepare() goes on: load memory stays near the model's own size.
+  uint64_t total = 0, largest_image = 0;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!(roles_[i] & kConstant)) continue;
+    total += tensors_[i]->bytes();
+    if (tensors_[i]->is_image()) largest_image = std::max(largest_image, tensors_[i]->bytes());
+  }
+  if (total == 0) return;
+  const uint64_t capacity =
+      std::max<uint64_t>(std::min<uint64_t>(std::max<uint64_t>(constant_batch_bytes_, 16), total),
+                         largest_image);
+  vk::Buffer staging =
+      context_.memory().create_buffer(capacity, vk::MemoryUse::HostUpload, "constant staging");
+  stats_.staging_bytes += staging.size();
+  auto* mapped = static_cast<uint8_t*>(staging.mapped());
+  vk::CommandBuffer cmd = context_.new_command_buffer();
+  uint64_t used = 0;
+  cmd.begin(true);
+  auto flush = [&]() {
+    if (used == 0) return;
+    staging.flush();
+    cmd.end();
+    context_.submit_and_wait(cmd, "constant upload");
+    cmd = context_.new_command_buffer();
+    cmd.begin(true);
+    used = 0;
+  };
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!(roles_[i] & kConstant)) continue;
+    const GpuTensor& t = *tensors_[i];
+    const std::vector<uint8_t> packed = packers_[i]();
+    packers_[i] = nullptr;  // drops whatever the packer captured
+    note_load_bytes(packed.size());
+    VKD_CHECK(packed.size() == t.bytes(), ErrorCode::Internal, "constant '", t.name(),
+              "': packer gave ", packed.size(), " bytes, the tensor holds ", t.bytes());
+    if (t.is_image()) {
+      if (used + packed.size() > capacity) flush();
+      std::memcpy(mapped + used, packed.data(), packed.size());
+      record_copy(cmd, t, staging.handle(), true, used);
+      used += align_up(static_cast<int64_t>(packed.size()), 16);
+      continue;
+    }
+    for (uint64_t done = 0; done < packed.size();) {
+      if (used == capacity) flush();
+      const uint64_t n = std::min<uint64_t>(capacity - used, packed.size() - done);
+      std::memcpy(mapped + used, packed.data() + done, n);
+      VkBufferCopy region{used, done, n};
+      vkCmdCopyBuffer(cmd.handle(), staging.handle(), t.buffer().handle(), 1, &region);
+      used += n;
+      done += n;
+    }
+  }
+  flush();
+  cmd.end();  // the last, empty command buffer is never submitted
+  stats_.staging_bytes -= staging.size();
+}
+
+void ComputeGraph::record_copy(vk::CommandBuffer& cb, const GpuTensor& t, VkBuffer staging,
+                               bool to_device, uint64_t staging_offset) {
+  VkCommandBuffer cmd = cb.handle();
   if (!t.is_image()) {
-    VkBufferCopy region{0, 0, t.bytes()};
+    VkBufferCopy region{to_device ? staging_offset : 0, to_device ? 0 : staging_offset, t.bytes()};
     if (to_device) {
       vkCmdCopyBuffer(cmd, staging, t.buffer().handle(), 1, &region);
     } else {
@@ -86,23 +320,25 @@ void ComputeGraph::record_copy(VkCommandBuffer cmd, const GpuTensor& t, VkBuffer
     return;
   }
   VkBufferImageCopy region{};
+  region.bufferOffset = staging_offset;
   region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
   region.imageExtent = t.image().extent();
   const VkImage image = t.image().handle();
   const VkImageLayout copy_layout =
       to_device ? VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL : VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
-  command_buffer_.image_layout(image, VK_IMAGE_LAYOUT_GENERAL, copy_layout);
+  cb.image_layout(image, VK_IMAGE_LAYOUT_GENERAL, copy_layout);
   if (to_device) {
     vkCmdCopyBufferToImage(cmd, staging, image, copy_layout, 1, &region);
   } else {
     vkCmdCopyImageToBuffer(cmd, image, copy_layout, staging, 1, &region);
   }
-  command_buffer_.image_layout(image, copy_layout, VK_IMAGE_LAYOUT_GENERAL);
+  cb.image_layout(image, copy_layout, VK_IMAGE_LAYOUT_GENERAL);
 }
 
 void ComputeGraph::prepare() {
   VKD_CHECK(!prepared_, ErrorCode::Internal, "prepare() called twice");
   auto& pipelines = context_.pipelines();
+  plan_and_bind_memory();
 
   // Staging buffers for graph inputs and outputs.
   for (ValueRef ref : input_refs_) {
@@ -110,13 +346,16 @@ void ComputeGraph::prepare() {
     inputs_.push_back({ref, context_.memory().create_buffer(
                                 t.bytes(), vk::MemoryUse::HostUpload,
                                 "input staging for tensor '" + t.name() + "'")});
+    stats_.staging_bytes += inputs_.back().buffer.size();
   }
   for (ValueRef ref : output_refs_) {
     const GpuTensor& t = tensor(ref);
     outputs_.push_back({ref, context_.memory().create_buffer(
                                  t.bytes(), vk::MemoryUse::HostReadback,
                                  "output staging for tensor '" + t.name() + "'")});
+    stats_.staging_bytes += outputs_.back().buffer.size();
   }
+  note_load_bytes(0);
 
   // Pipelines first (a kernel the device cannot build fails here, before any recording).
   std::vector<const vk::Pipeline*>& node_pipelines = node_pipelines_;
@@ -163,12 +402,15 @@ void ComputeGraph::prepare() {
     init.end();
     context_.submit_and_wait(init, "image layout initialization");
   }
+  upload_constants();
 
   command_buffer_ = context_.new_command_buffer();
   VkCommandBuffer cmd = command_buffer_.handle();
   command_buffer_.begin(false);
   timestamps_.reset(cmd);
-  for (const auto& s : inputs_) record_copy(cmd, tensor(s.tensor), s.buffer.handle(), true);
+  for (const auto& s : inputs_) {
+    record_copy(command_buffer_, tensor(s.tensor), s.buffer.handle(), true);
+  }
   for (size_t n = 0; n < nodes_.size(); ++n) {
     command_buffer_.memory_barrier();
     timestamps_.begin(cmd, static_cast<uint32_t>(n));
@@ -176,7 +418,9 @@ void ComputeGraph::prepare() {
     timestamps_.end(cmd, static_cast<uint32_t>(n));
   }
   command_buffer_.memory_barrier();
-  for (const auto& s : outputs_) record_copy(cmd, tensor(s.tensor), s.buffer.handle(), false);
+  for (const auto& s : outputs_) {
+    record_copy(command_buffer_, tensor(s.tensor), s.buffer.handle(), false);
+  }
   // Make the transfer writes visible to the host.
   VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -344,7 +588,8 @@ std::vector<NodeTiming> ComputeGraph::last_timings() const {
   if (!timestamps_.enabled()) return out;
   const auto us = timestamps_.read_us();
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    out.push_back({nodes_[n].op, shaders::shader_info(nodes_[n].kernel).name, us[n]});
+    out.push_back(
+        {nodes_[n].op, shaders::shader_info(nodes_[n].kernel).name, describe_node(n), us[n]});
   }
   return out;
 }

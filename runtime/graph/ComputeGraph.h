@@ -1,12 +1,16 @@
-// A ComputeGraph owns GPU tensors and an ordered list of dispatch nodes. prepare() creates
-// pipelines and descriptor sets and records ONE command buffer for the whole graph (input
-// uploads, every dispatch with a timestamp pair around it, output downloads); execute()
-// resubmits it. Host data enters and leaves through per-tensor staging buffers in the
-// tensor's device element order (packing happens on the CPU, runtime/tensor/HostPacking.h).
+// A ComputeGraph owns GPU tensors and an ordered list of dispatch nodes. prepare() plans and
+// binds device memory (intermediates whose lifetimes do not overlap share it), uploads the
+// constants in size-bounded batches, creates pipelines and descriptor sets and records ONE
+// command buffer for the whole graph (input uploads, every dispatch with a timestamp pair
+// around it, output downloads); execute() resubmits it. Host data enters and leaves through
+// per-tensor staging buffers in the tensor's device element order (packing happens on the
+// CPU, runtime/tensor/HostPacking.h).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +45,30 @@ std::vector<uint8_t> push_constant_bytes(const T& value) {
 struct NodeTiming {
   std::string op;
   std::string kernel;
+  std::string tensors;  // describe_node()
   double gpu_us;
+};
+
+// Produces a constant's bytes in the tensor's device element order (exactly
+// GpuTensor::bytes()); called once during prepare(), then dropped.
+using ConstantPacker = std::function<std::vector<uint8_t>()>;
+// The default packer: host NCHW bytes (serialization's constant format: float32/int32 4 bytes,
+// float16 2, int8/int8x4 1 per element) into the layout of `spec`. `nchw` must stay valid until
+// prepare() returns. int8x4 padding lanes get `pad_value`.
+ConstantPacker nchw_constant_packer(const TensorSpec& spec, const uint8_t* nchw, size_t bytes,
+                                    int8_t pad_value);
+
+// Device memory of a prepared graph, and the peak while loading it.
+struct GraphMemoryStats {
+  uint64_t constant_host_bytes = 0;         // constants as given (host NCHW)
+  uint64_t constant_device_bytes = 0;       // constants on the GPU
+  uint64_t io_device_bytes = 0;             // graph inputs and outputs
+  uint64_t intermediate_naive_bytes = 0;    // every intermediate in its own memory
+  uint64_t intermediate_planned_bytes = 0;  // after lifetime-based sharing
+  uint64_t image_bytes = 0;                 // texture tensors (own memory, not shared)
+  uint64_t device_bytes = 0;                // all device memory held for tensors
+  uint64_t staging_bytes = 0;               // input/output staging kept for execute()
+  uint64_t load_peak_bytes = 0;             // device + staging + host packing, during prepare()
 };
 
 class ComputeGraph {
@@ -54,7 +81,14 @@ class ComputeGraph {
   vk::Context& context() { return context_; }
   const vk::DeviceProfile& profile() const { return context_.profile(); }
 
+  // An intermediate tensor (or, after add_input/add_output, a graph input/output).
   ValueRef add_tensor(const TensorSpec& spec, std::string name = "");
+  // A constant: uploaded once in prepare(), never shared with other tensors.
+  ValueRef add_constant(const TensorSpec& spec, std::string name, ConstantPacker packer,
+                        uint64_t host_bytes);
+  // Upper bound of the host-visible staging used to upload constants (default 16 MiB; a
+  // texture constant larger than this is staged whole).
+  void set_constant_batch_bytes(uint64_t bytes) { constant_batch_bytes_ = bytes; }
   const TensorSpec& spec(ValueRef ref) const { return tensor(ref).spec(); }
   const GpuTensor& tensor(ValueRef ref) const;
   size_t tensor_count() const { return tensors_.size(); }
@@ -62,6 +96,14 @@ class ComputeGraph {
   // Checks the binding kinds and constant sizes against the kernel before accepting the node.
   void add_node(DispatchNode node);
   const std::vector<DispatchNode>& nodes() const { return nodes_; }
+  // "out: name [1,5,7,9] int8x4 buffer 4W4C; in: ..." for node `index` (binding 0 is the output).
+  std::string describe_node(size_t index) const;
+  const GraphMemoryStats& memory_stats() const { return stats_; }
+  bool is_constant(ValueRef ref) const;
+  // Zero point of an int8x4 tensor as the ops that touch it declare it (host writes pad with
+  // it); nullopt when no op declared one.
+  void set_zero_point(ValueRef ref, int32_t zero_point);
+  std::optional<int32_t> zero_point(ValueRef ref) const { return zero_points_.at(ref); }
 
   void add_input(ValueRef ref);
   void add_output(ValueRef ref);
@@ -98,15 +140,26 @@ class ComputeGraph {
     ValueRef tensor;
     vk::Buffer buffer;
   };
+  enum Role : uint8_t { kIntermediate = 0, kInput = 1, kOutput = 2, kConstant = 4 };
+  void plan_and_bind_memory();
+  void upload_constants();
+  void note_load_bytes(uint64_t transient_bytes);
   const Staging& staging_for(const std::vector<Staging>& list, ValueRef ref,
                              const char* role) const;
   void upload_bytes(ValueRef input, const void* data, size_t bytes);
   std::vector<uint8_t> download_bytes(ValueRef output) const;
-  void record_copy(VkCommandBuffer cmd, const GpuTensor& t, VkBuffer staging, bool to_device);
+  void record_copy(vk::CommandBuffer& cb, const GpuTensor& t, VkBuffer staging, bool to_device,
+                   uint64_t staging_offset = 0);
   void record_dispatch(VkCommandBuffer cmd, size_t node_index);
 
   vk::Context& context_;
   std::vector<std::unique_ptr<GpuTensor>> tensors_;
+  std::vector<uint8_t> roles_;                // Role bits per tensor
+  std::vector<ConstantPacker> packers_;       // per tensor; empty unless constant
+  std::vector<std::optional<int32_t>> zero_points_;
+  std::vector<vk::MemoryBlock> blocks_;       // shared memory the buffers are bound in
+  uint64_t constant_batch_bytes_ = 16ull << 20;
+  GraphMemoryStats stats_;
   std::vector<DispatchNode> nodes_;
   std::vector<ValueRef> input_refs_, output_refs_;
   std::vector<Staging> inputs_, outputs_;

@@ -36,7 +36,7 @@ GpuTensor::GpuTensor(const vk::MemoryAllocator& memory, TensorSpec spec, std::st
   if (is_image()) {
     image_ = memory.create_image_3d(image_format(spec_.dtype), image_extent(spec_), what);
   } else {
-    buffer_ = memory.create_buffer(buffer_bytes(spec_), vk::MemoryUse::DeviceLocal, what);
+    buffer_ = memory.create_unbound_buffer(buffer_bytes(spec_), what);
   }
 }
 

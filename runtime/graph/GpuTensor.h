@@ -1,4 +1,6 @@
-// A tensor resident on the GPU: its spec plus the buffer or 3-D image holding it.
+// A tensor resident on the GPU: its spec plus the buffer or 3-D image holding it. Buffers are
+// created without memory: the ComputeGraph's memory plan binds them inside shared blocks.
+// Images get their own memory at creation (they are never shared).
 #pragma once
 
 #include <string>
@@ -22,6 +24,7 @@ class GpuTensor {
   const std::string& name() const { return name_; }
   bool is_image() const { return spec_.storage == StorageType::Texture3D; }
   const vk::Buffer& buffer() const { return buffer_; }
+  vk::Buffer& buffer_to_bind() { return buffer_; }
   const vk::Image& image() const { return image_; }
   uint64_t bytes() const;  // device bytes actually used by the data
 

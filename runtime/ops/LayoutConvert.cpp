@@ -4,6 +4,7 @@
 #include "runtime/ops/LayoutConvert.h"
 
 #include "runtime/common/Error.h"
+#include "runtime/ops/OpRegistry.h"
 #include "runtime/ops/OpUtils.h"
 
 namespace vkd::ops {
@@ -63,6 +64,36 @@ void add_float_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
                 shaders::variants::float_convert[storage_index(in.spec().storage)]
                                                 [storage_index(out.spec().storage)],
                 output, input, graph::push_constant_bytes(push), walk);
+}
+
+// --- registry entries -------------------------------------------------------------
+
+namespace {
+
+void build_q8ta_convert(const OpCall& call) {
+  const int32_t zero_point = call.int32_arg(1, -128, 127);
+  call.set_zero_point(0, zero_point);
+  call.set_zero_point(2, zero_point);
+  add_q8ta_convert_node(call.graph(), call.tensor(0), call.tensor(2), zero_point);
+}
+
+void build_float_convert(const OpCall& call) {
+  add_float_convert_node(call.graph(), call.tensor(0), call.tensor(1));
+}
+
+}  // namespace
+
+void register_layout_convert_ops(OpRegistry& registry) {
+  registry.add({"q8ta_convert",
+                {{"input", ValueKind::Tensor},
+                 {"zero_point", ValueKind::Int},
+                 {"output", ValueKind::Tensor, true}},
+                false,
+                build_q8ta_convert});
+  registry.add({"float_convert",
+                {{"input", ValueKind::Tensor}, {"output", ValueKind::Tensor, true}},
+                false,
+                build_float_convert});
 }
 
 }  // namespace vkd::ops

@@ -3,6 +3,7 @@
 // variant and the tile walk, add the node.
 #include "runtime/ops/QuantizeDequantize.h"
 
+#include "runtime/ops/OpRegistry.h"
 
 namespace vkd::ops {
 namespace {
@@ -67,6 +68,46 @@ void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
                 shaders::variants::q8ta_dequantize[storage_index(out.spec().storage)]
                                                   [int8_layout_index(in.spec().layout)],
                 output, input, graph::push_constant_bytes(push), walk);
+}
+
+// --- registry entries -------------------------------------------------------------
+
+namespace {
+
+// Both ops: (input, scale, zero_point, quant_min, quant_max, output), as
+// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor order them.
+std::vector<ArgSpec> per_tensor_args() {
+  return {{"input", ValueKind::Tensor},     {"scale", ValueKind::Float},
+          {"zero_point", ValueKind::Int},   {"quant_min", ValueKind::Int},
+          {"quant_max", ValueKind::Int},    {"output", ValueKind::Tensor, true}};
+}
+
+QuantParams quant_params(const OpCall& call) {
+  QuantParams q;
+  q.scale = static_cast<float>(call.float_arg(1));
+  q.zero_point = call.int32_arg(2, -128, 127);
+  q.quant_min = call.int32_arg(3, -128, 127);
+  q.quant_max = call.int32_arg(4, -128, 127);
+  return q;
+}
+
+void build_quantize(const OpCall& call) {
+  const QuantParams q = quant_params(call);
+  call.set_zero_point(5, q.zero_point);
+  add_q8ta_quantize_node(call.graph(), call.tensor(0), call.tensor(5), q);
+}
+
+void build_dequantize(const OpCall& call) {
+  const QuantParams q = quant_params(call);
+  call.set_zero_point(0, q.zero_point);
+  add_q8ta_dequantize_node(call.graph(), call.tensor(0), call.tensor(5), q);
+}
+
+}  // namespace
+
+void register_quantize_ops(OpRegistry& registry) {
+  registry.add({"q8ta_quantize", per_tensor_args(), false, build_quantize});
+  registry.add({"q8ta_dequantize", per_tensor_args(), false, build_dequantize});
 }
 
 }  // namespace vkd::ops

@@ -3,7 +3,20 @@
 #include <cctype>
 #include <string>
 
+#include "runtime/common/Error.h"
+
 namespace vkd {
+
+size_t host_element_size(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return 4;
+    case DType::Float16: return 2;
+    case DType::Int32: return 4;
+    case DType::Int8: return 1;
+    case DType::Int8x4: return 1;
+  }
+  VKD_THROW(ErrorCode::InvalidArgument, "unknown dtype ", static_cast<int>(dtype));
+}
 
 size_t element_size(DType dtype) {
   switch (dtype) {

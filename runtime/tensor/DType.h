@@ -40,6 +40,8 @@ inline constexpr MemoryLayout kAllFloatLayouts[] = {
     MemoryLayout::ChannelsPacked};
 
 size_t element_size(DType dtype);  // bytes per element as stored on the GPU
+// Bytes per element in host NCHW form (blob constants, API tensors): int8x4 is 1 (unpacked).
+size_t host_element_size(DType dtype);
 bool is_packed_int8(MemoryLayout layout);
 // Whether `layout` may hold `dtype` in `storage` (int8x4 needs a packed-int8 layout in a
 // buffer; every other dtype needs a width/height/channels-packed layout).

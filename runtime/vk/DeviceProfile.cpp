@@ -63,6 +63,20 @@ void read_cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device
   }
 }
 
+template <typename T, typename U>
+void lower_to(T& limit, U cap) {
+  if (cap != 0 && static_cast<T>(cap) < limit) limit = static_cast<T>(cap);
+}
+
+void apply_limit_overrides(const ProfileOverrides::Limits& caps, DeviceProfile& p) {
+  lower_to(p.max_storage_buffer_range_bytes, caps.max_storage_buffer_range_bytes);
+  lower_to(p.max_memory_allocation_bytes, caps.max_memory_allocation_bytes);
+  lower_to(p.max_push_constant_bytes, caps.max_push_constant_bytes);
+  lower_to(p.max_image_dimension_3d, caps.max_image_dimension_3d);
+  lower_to(p.max_per_stage_storage_buffers, caps.max_per_stage_storage_buffers);
+  for (auto& count : p.max_workgroup_count) lower_to(count, caps.max_workgroup_count);
+}
+
 }  // namespace
 
 DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
@@ -200,6 +214,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
     p.float16_arithmetic = p.storage_16bit = false;
     p.disabled.push_back("float16 (VKD_DISABLE_FLOAT16)");
   }
+  apply_limit_overrides(overrides.limits, p);
   return p;
 }
 

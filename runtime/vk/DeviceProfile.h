@@ -80,6 +80,16 @@ struct EnabledExtensions {
 struct ProfileOverrides {
   bool disable_int8_dot = false;
   bool disable_cooperative_matrix = false;
+  // Lower a limit to emulate a smaller device (0 = keep the device's own): lets tests and
+  // users check that a graph fits e.g. a mobile GPU's limits on any machine.
+  struct Limits {
+    uint64_t max_storage_buffer_range_bytes = 0;
+    uint64_t max_memory_allocation_bytes = 0;
+    uint32_t max_push_constant_bytes = 0;
+    uint32_t max_image_dimension_3d = 0;
+    uint32_t max_per_stage_storage_buffers = 0;
+    uint32_t max_workgroup_count = 0;  // every axis
+  } limits;
 };
 
 DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,

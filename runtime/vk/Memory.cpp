@@ -58,18 +58,30 @@ uint32_t MemoryAllocator::select_memory_type(uint32_t type_bits, VkMemoryPropert
   return static_cast<uint32_t>(fallback);
 }
 
-Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
-                                      const std::string& what) const {
-  const VkDeviceSize padded = (std::max<VkDeviceSize>(bytes, 16) + 15) & ~VkDeviceSize(15);
+namespace {
+
+VkDeviceSize padded_buffer_bytes(VkDeviceSize bytes) {
+  return (std::max<VkDeviceSize>(bytes, 16) + 15) & ~VkDeviceSize(15);
+}
+
+}  // namespace
+
+void MemoryAllocator::check_buffer_limits(VkDeviceSize padded, const std::string& what) const {
   VKD_CHECK(padded <= profile_.max_storage_buffer_range_bytes, ErrorCode::Unsupported, what,
-            " needs a ", format_bytes(padded), " storage buffer; the device's maxStorageBufferRange is ",
-            format_bytes(profile_.max_storage_buffer_range_bytes), " (bytes)");
+            " needs a ", format_bytes(padded), " (", padded,
+            " bytes) storage buffer; the device's maxStorageBufferRange is ",
+            format_bytes(profile_.max_storage_buffer_range_bytes), " (",
+            profile_.max_storage_buffer_range_bytes, " bytes)");
   VKD_CHECK(profile_.max_memory_allocation_bytes == 0 ||
                 padded <= profile_.max_memory_allocation_bytes,
             ErrorCode::Unsupported, what, " needs a ", format_bytes(padded),
             " allocation; the device's maxMemoryAllocationSize is ",
             format_bytes(profile_.max_memory_allocation_bytes));
+}
 
+Buffer MemoryAllocator::create_unbound_buffer(VkDeviceSize bytes, const std::string& what) const {
+  const VkDeviceSize padded = padded_buffer_bytes(bytes);
+  check_buffer_limits(padded, what);
   Buffer out;
   out.device_ = device_;
   out.size_ = padded;
@@ -82,9 +94,50 @@ Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
   VKD_VK_CHECK(vkCreateBuffer(device_, &info, nullptr, &buffer), "vkCreateBuffer for ", what, " (",
                format_bytes(padded), ")");
   out.buffer_ = UniqueBuffer(device_, buffer);
+  vkGetBufferMemoryRequirements(device_, buffer, &out.requirements_);
+  return out;
+}
 
-  VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(device_, buffer, &req);
+uint32_t MemoryAllocator::device_local_type(uint32_t type_bits, const std::string& what) const {
+  return select_memory_type(type_bits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, what);
+}
+
+MemoryBlock MemoryAllocator::allocate_block(VkDeviceSize bytes, uint32_t type_bits,
+                                            const std::string& what) const {
+  VKD_CHECK(profile_.max_memory_allocation_bytes == 0 ||
+                bytes <= profile_.max_memory_allocation_bytes,
+            ErrorCode::Unsupported, what, " needs a ", format_bytes(bytes),
+            " allocation; the device's maxMemoryAllocationSize is ",
+            format_bytes(profile_.max_memory_allocation_bytes));
+  MemoryBlock out;
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = bytes;
+  alloc.memoryTypeIndex = device_local_type(type_bits, what);
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkAllocateMemory(device_, &alloc, nullptr, &memory), "vkAllocateMemory for ", what,
+               " (", format_bytes(bytes), ")");
+  out.memory_ = UniqueMemory(device_, memory);
+  out.size_ = bytes;
+  return out;
+}
+
+void MemoryAllocator::bind(Buffer& buffer, const MemoryBlock& block, VkDeviceSize offset,
+                           const std::string& what) const {
+  VKD_CHECK(!buffer.bound_, ErrorCode::Internal, what, ": buffer bound twice");
+  VKD_CHECK(offset % buffer.requirements_.alignment == 0 &&
+                offset + buffer.requirements_.size <= block.size(),
+            ErrorCode::Internal, what, ": offset ", offset, " (+", buffer.requirements_.size,
+            " bytes) does not fit a ", block.size(), "-byte block with alignment ",
+            buffer.requirements_.alignment);
+  VKD_VK_CHECK(vkBindBufferMemory(device_, buffer.handle(), block.handle(), offset),
+               "vkBindBufferMemory for ", what);
+  buffer.bound_ = true;
+}
+
+Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
+                                      const std::string& what) const {
+  Buffer out = create_unbound_buffer(bytes, what);
+  const VkMemoryRequirements& req = out.requirements_;
   VkMemoryPropertyFlags required = 0, preferred = 0;
   switch (use) {
     case MemoryUse::DeviceLocal:
@@ -107,7 +160,9 @@ Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
   VKD_VK_CHECK(vkAllocateMemory(device_, &alloc, nullptr, &memory), "vkAllocateMemory for ", what,
                " (", format_bytes(req.size), ")");
   out.memory_ = UniqueMemory(device_, memory);
-  VKD_VK_CHECK(vkBindBufferMemory(device_, buffer, memory, 0), "vkBindBufferMemory for ", what);
+  VKD_VK_CHECK(vkBindBufferMemory(device_, out.handle(), memory, 0), "vkBindBufferMemory for ",
+               what);
+  out.bound_ = true;
 
   const auto flags = memory_props_.memoryTypes[type].propertyFlags;
   out.coherent_ = flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;

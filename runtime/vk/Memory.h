@@ -1,5 +1,6 @@
-// Device memory: buffers and 3-D images, each owning its VkDeviceMemory (RAII), with memory
-// types chosen in one place. Sizes are checked against the device limits here, in bytes.
+// Device memory: buffers and 3-D images with memory types chosen in one place, and memory
+// blocks that several buffers share (the graph's memory plan binds tensors at offsets inside
+// them). Sizes are checked against the device limits here, in bytes.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -23,6 +24,9 @@ class Buffer {
   Buffer() = default;
   VkBuffer handle() const { return buffer_.get(); }
   VkDeviceSize size() const { return size_; }
+  // What memory it needs (size, alignment, allowed types); meaningful for an unbound buffer.
+  const VkMemoryRequirements& requirements() const { return requirements_; }
+  bool bound() const { return bound_; }
   void* mapped() const { return mapped_; }  // non-null for host-visible memory
   // Make CPU writes visible to the GPU / GPU writes visible to the CPU (no-ops when coherent).
   void flush() const;
@@ -32,10 +36,25 @@ class Buffer {
   friend class MemoryAllocator;
   VkDevice device_ = VK_NULL_HANDLE;
   UniqueBuffer buffer_;
-  UniqueMemory memory_;
+  UniqueMemory memory_;  // empty when bound inside a shared MemoryBlock
+  VkMemoryRequirements requirements_{};
   VkDeviceSize size_ = 0;
+  bool bound_ = false;
   void* mapped_ = nullptr;
   bool coherent_ = true;
+};
+
+// One device-local allocation shared by several buffers; must outlive every buffer bound in it.
+class MemoryBlock {
+ public:
+  MemoryBlock() = default;
+  VkDeviceMemory handle() const { return memory_.get(); }
+  VkDeviceSize size() const { return size_; }
+
+ private:
+  friend class MemoryAllocator;
+  UniqueMemory memory_;
+  VkDeviceSize size_ = 0;
 };
 
 class Image {
@@ -62,10 +81,21 @@ class MemoryAllocator {
   // `what` names the object in errors ("tensor 'x'"). Storage buffers are padded to 16 bytes so
   // ivec4 loads never run off the end.
   Buffer create_buffer(VkDeviceSize bytes, MemoryUse use, const std::string& what) const;
+  // A device-local storage buffer without memory (limits checked): bind it into a block.
+  Buffer create_unbound_buffer(VkDeviceSize bytes, const std::string& what) const;
+  // Device-local memory usable by every buffer whose requirements().memoryTypeBits include
+  // one of `type_bits`.
+  MemoryBlock allocate_block(VkDeviceSize bytes, uint32_t type_bits, const std::string& what) const;
+  void bind(Buffer& buffer, const MemoryBlock& block, VkDeviceSize offset,
+            const std::string& what) const;
+  // The memory types device-local buffers may use (intersected over the requirements of the
+  // buffers that will share a block).
+  uint32_t device_local_type(uint32_t type_bits, const std::string& what) const;
   // A 3-D storage image in VK_IMAGE_LAYOUT_UNDEFINED; the graph moves it to GENERAL.
   Image create_image_3d(VkFormat format, VkExtent3D extent, const std::string& what) const;
 
  private:
+  void check_buffer_limits(VkDeviceSize padded, const std::string& what) const;
   uint32_t select_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
                               VkMemoryPropertyFlags preferred, const std::string& what) const;
   VkDevice device_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,73 @@ Bytes single_tensor_blob(const TensorSpec& s, std::optional<Bytes> constant = st
   GraphBuilder b;
   b.add_tensor(s, "t", std::move(constant));
   return b.finish();
+}
+
+// Just enough of the FlatBuffers wire format to reach fields GraphBuilder always writes right
+// (schema version, constant ids, vector lengths and offsets) and corrupt them. Positions are
+// byte offsets into the blob. Field indices are declaration order in schema.fbs.
+namespace graph_field {
+constexpr size_t kSchemaVersion = 0, kValues = 1, kInputs = 3, kOutputs = 5, kConstants = 7;
+}
+constexpr size_t kValuePayload = 1;     // Value.value (the union's table)
+constexpr size_t kTensorSizes = 0;      // TensorValue.sizes
+constexpr size_t kTensorConstantId = 4; // TensorValue.constant_id
+constexpr size_t kListItems = 0;        // IntListValue.items, FloatListValue.items
+
+class FlatbufferPatcher {
+ public:
+  explicit FlatbufferPatcher(Bytes& blob)
+      : b_(blob), base_(static_cast<size_t>(header_of(blob).flatbuffer_offset)) {}
+
+  size_t root() const { return deref(base_); }
+  // Where the uoffset stored at `pos` points (a table, vector or string).
+  size_t deref(size_t pos) const { return pos + u32(pos); }
+  // The vtable slot of field `index` of the table at `table` (its value: the field's offset
+  // in the table, 0 when absent).
+  size_t vtable_slot(size_t table, size_t index) const {
+    const auto soffset = static_cast<int32_t>(u32(table));
+    const size_t vtable = static_cast<size_t>(static_cast<int64_t>(table) - soffset);
+    EXPECT_LT(4 + 2 * index, u16(vtable)) << "field " << index << " outside the vtable";
+    return vtable + 4 + 2 * index;
+  }
+  // Position of field `index` of the table at `table`; the field must be present.
+  size_t field(size_t table, size_t index) const {
+    const size_t off = u16(vtable_slot(table, index));
+    EXPECT_NE(off, 0u) << "field " << index << " is absent";
+    return table + off;
+  }
+  size_t graph_field(size_t index) const { return field(root(), index); }
+  // The payload table of value `id` (a TensorValue, IntListValue, ...).
+  size_t value_payload(size_t id) const {
+    const size_t values = deref(graph_field(graph_field::kValues));
+    const size_t value = deref(values + 4 + 4 * id);
+    return deref(field(value, kValuePayload));
+  }
+  // Offset of `pos` from the start of the flatbuffer (alignment is relative to it).
+  size_t in_flatbuffer(size_t pos) const { return pos - base_; }
+
+  uint16_t u16(size_t pos) const { return static_cast<uint16_t>(b_[pos] | b_[pos + 1] << 8); }
+  uint32_t u32(size_t pos) const { return load_le32(&b_[pos]); }
+  void set_u16(size_t pos, uint16_t v) {
+    b_[pos] = static_cast<uint8_t>(v);
+    b_[pos + 1] = static_cast<uint8_t>(v >> 8);
+  }
+  void set_u32(size_t pos, uint32_t v) { store_le32(&b_[pos], v); }
+  void set_u64(size_t pos, uint64_t v) { store_le64(&b_[pos], v); }
+
+ private:
+  Bytes& b_;
+  size_t base_;
+};
+
+// Moves the 8-byte-element vector that the uoffset at `field_pos` points to 4 bytes later, so
+// its elements sit at 4 mod 8. The new length is the low half of element 0, which the caller
+// sets to 1 so the vector stays inside the flatbuffer and passes the FlatBuffers verifier.
+void misalign_wide_vector(FlatbufferPatcher& p, size_t field_pos) {
+  const size_t vec = p.deref(field_pos);
+  ASSERT_EQ(p.in_flatbuffer(vec + 4) % 8, 0u) << "the builder aligns 8-byte elements";
+  ASSERT_EQ(p.u32(vec + 4), 1u) << "element 0 must start with the 32-bit value 1";
+  p.set_u32(field_pos, p.u32(field_pos) + 4);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -268,9 +336,15 @@ TEST(BlobHeader, TruncatedAtEveryField) {
 }
 
 TEST(BlobHeader, WrongMagic) {
-  Bytes blob = sample_blob();
-  blob[0] = 'X';
-  EXPECT_BLOB_ERROR(blob, "bad magic bytes 0x58");
+  const Bytes good = sample_blob();
+  for (size_t i = 0; i < 4; ++i) {  // every magic byte is checked, not just the first
+    Bytes blob = good;
+    blob[i] = 'X';
+    std::string bytes = "0x56 0x4b 0x44 0x42";
+    bytes.replace(5 * i + 2, 2, "58");
+    EXPECT_BLOB_ERROR(blob, "blob: bad magic bytes " + bytes +
+                                " (expected 'VKDB'; not a vkdelegate blob)");
+  }
 }
 
 TEST(BlobHeader, BadHeaderVersion) {
@@ -335,6 +409,13 @@ TEST(BlobHeader, OverlappingSegments) {
   Bytes c = blob;  // constant segment inside the header
   patch64(c, header_field::kConstantOffset, 0);
   EXPECT_BLOB_ERROR(c, "blob: constant segment [0, 40) overlaps the header");
+  Bytes d = blob;  // constant segment (aligned, after the header) covers the whole flatbuffer
+  patch64(d, header_field::kConstantOffset, 48);
+  patch64(d, header_field::kConstantSize, blob.size() - 48);
+  EXPECT_BLOB_ERROR(d, "blob: flatbuffer [48, " +
+                           std::to_string(h.flatbuffer_offset + h.flatbuffer_size) +
+                           ") and constant segment [48, " + std::to_string(blob.size()) +
+                           ") overlap");
 }
 
 TEST(BlobHeader, MisalignedConstantSegment) {
@@ -410,15 +491,49 @@ TEST(Serialization, UnknownValueKind) {
   EXPECT_BLOB_ERROR(blob, "value 0: empty (union type NONE)");
 }
 
-TEST(Serialization, UnknownEnumValues) {
-  EXPECT_BLOB_ERROR(single_tensor_blob(spec({4}, static_cast<DType>(9))),
-                    "value 0 (tensor 't'): unknown dtype 9");
-  EXPECT_BLOB_ERROR(
-      single_tensor_blob(spec({4}, DType::Float32, MemoryLayout::WidthPacked,
-                              static_cast<StorageType>(7))),
-      "value 0 (tensor 't'): unknown storage type 7");
-  EXPECT_BLOB_ERROR(single_tensor_blob(spec({4}, DType::Float32, static_cast<MemoryLayout>(6))),
-                    "value 0 (tensor 't'): unknown memory layout 6");
+// Each enum: the first number past the last known one, and the largest a ubyte holds.
+TEST(Serialization, UnknownDType) {
+  for (int v : {5, 255}) {
+    EXPECT_BLOB_ERROR(single_tensor_blob(spec({4}, static_cast<DType>(v))),
+                      "value 0 (tensor 't'): unknown dtype " + std::to_string(v));
+  }
+}
+
+TEST(Serialization, UnknownStorageType) {
+  for (int v : {2, 255}) {
+    EXPECT_BLOB_ERROR(single_tensor_blob(spec({4}, DType::Float32, MemoryLayout::WidthPacked,
+                                              static_cast<StorageType>(v))),
+                      "value 0 (tensor 't'): unknown storage type " + std::to_string(v));
+  }
+}
+
+TEST(Serialization, UnknownMemoryLayout) {
+  for (int v : {6, 255}) {
+    EXPECT_BLOB_ERROR(
+        single_tensor_blob(spec({4}, DType::Float32, static_cast<MemoryLayout>(v))),
+        "value 0 (tensor 't'): unknown memory layout " + std::to_string(v));
+  }
+}
+
+TEST(Serialization, UnsupportedSchemaVersion) {
+  Bytes blob = sample_blob();
+  FlatbufferPatcher p(blob);
+  const size_t version = p.graph_field(graph_field::kSchemaVersion);
+  ASSERT_EQ(p.u32(version), kGraphSchemaVersion);
+  p.set_u32(version, 2);
+  EXPECT_BLOB_ERROR(blob, "graph: schema version 2 not supported (this build reads 1)");
+}
+
+// The union type says "int" but the table is missing (its vtable slot zeroed).
+TEST(Serialization, ValueWithoutPayload) {
+  GraphBuilder b;
+  b.add_int(7);
+  Bytes blob = b.finish();
+  FlatbufferPatcher p(blob);
+  const size_t values = p.deref(p.graph_field(graph_field::kValues));
+  const size_t value = p.deref(values + 4);
+  p.set_u16(p.vtable_slot(value, kValuePayload), 0);
+  EXPECT_BLOB_ERROR(blob, "value 0: kind 2 without a payload");
 }
 
 TEST(Serialization, IllegalLayoutForDtype) {
@@ -455,6 +570,29 @@ TEST(Serialization, ConstantSizeMustMatchTensor) {
   EXPECT_EQ(error_of(ok), "");
 }
 
+TEST(Serialization, ConstantIdOutOfRange) {
+  for (int32_t id : {1, 1000, -2}) {  // 1 == the constant count; -1 alone means "none"
+    Bytes blob = single_tensor_blob(spec({4}, DType::Int8), iota_bytes(4, 0));
+    FlatbufferPatcher p(blob);
+    const size_t field = p.field(p.value_payload(0), kTensorConstantId);
+    ASSERT_EQ(p.u32(field), 0u);
+    p.set_u32(field, static_cast<uint32_t>(id));
+    EXPECT_BLOB_ERROR(blob, "value 0 (tensor 't'): constant id " + std::to_string(id) +
+                                " out of range (the graph has 1 constants)");
+  }
+}
+
+// offset + length wraps around 2^64: the check must not add them.
+TEST(Serialization, ConstantEntryOffsetWraps) {
+  Bytes blob = single_tensor_blob(spec({3, 4}, DType::Int8), iota_bytes(12, 0));
+  FlatbufferPatcher p(blob);
+  const size_t entry0 = p.deref(p.graph_field(graph_field::kConstants)) + 4;
+  ASSERT_EQ(load_le64(&blob[entry0 + 8]), 12u);  // (offset, length)
+  p.set_u64(entry0, UINT64_MAX - 3);
+  EXPECT_BLOB_ERROR(blob, "constant 0: [18446744073709551612, 18446744073709551612 + 12) "
+                          "extends past the end of the 12-byte constant segment");
+}
+
 TEST(Serialization, ConstantEntryPastTheSegment) {
   Bytes blob = sample_blob();
   const BlobHeader h = header_of(blob);
@@ -464,31 +602,116 @@ TEST(Serialization, ConstantEntryPastTheSegment) {
                           "constant segment");
 }
 
-TEST(Serialization, ValueIdsOutOfRange) {
-  {
+// Ids out of range, each at the first bad id (the value count: catches an off-by-one) and at
+// the largest one.
+constexpr ValueId kBadIds[] = {2, 99, UINT32_MAX};
+
+TEST(Serialization, OpArgumentIdOutOfRange) {
+  for (ValueId bad : kBadIds) {
     GraphBuilder b;
     const ValueId x = b.add_tensor(spec({4}, DType::Float32));
-    b.add_op("relu", {x, 99});
-    EXPECT_BLOB_ERROR(b.finish(), "op 0 'relu': argument 1 refers to value 99, but the graph "
-                                  "has 1 values");
+    b.add_int(0);
+    b.add_op("relu", {x, bad});
+    EXPECT_BLOB_ERROR(b.finish(), "op 0 'relu': argument 1 refers to value " +
+                                      std::to_string(bad) + ", but the graph has 2 values");
   }
-  {
+}
+
+TEST(Serialization, InputIdOutOfRange) {
+  for (ValueId bad : kBadIds) {
     GraphBuilder b;
+    const ValueId x = b.add_tensor(spec({4}, DType::Float32));
     b.add_tensor(spec({4}, DType::Float32));
-    b.set_inputs({42});
-    EXPECT_BLOB_ERROR(b.finish(), "input 0 refers to value 42");
+    b.set_inputs({x, bad});
+    EXPECT_BLOB_ERROR(b.finish(), "input 1 refers to value " + std::to_string(bad) +
+                                      ", but the graph has 2 values");
   }
-  {
+}
+
+TEST(Serialization, OutputIdOutOfRange) {
+  for (ValueId bad : kBadIds) {
     GraphBuilder b;
     const ValueId x = b.add_tensor(spec({4}, DType::Float32));
-    b.set_outputs({x, 7});
-    EXPECT_BLOB_ERROR(b.finish(), "output 1 refers to value 7");
+    b.add_tensor(spec({4}, DType::Float32));
+    b.set_outputs({bad, x});
+    EXPECT_BLOB_ERROR(b.finish(), "output 0 refers to value " + std::to_string(bad) +
+                                      ", but the graph has 2 values");
   }
-  {
+}
+
+TEST(Serialization, ValueListIdOutOfRange) {
+  for (ValueId bad : kBadIds) {
     GraphBuilder b;
     b.add_int(1);
-    b.add_value_list({0, 5});
-    EXPECT_BLOB_ERROR(b.finish(), "value 1 (value_list): item 1 refers to value 5");
+    b.add_value_list({0, 1, bad});  // a list may hold itself; only the range is checked
+    EXPECT_BLOB_ERROR(b.finish(), "value 1 (value_list): item 2 refers to value " +
+                                      std::to_string(bad) + ", but the graph has 2 values");
+  }
+}
+
+// GraphBuilder refuses a name count that differs from the id count; cut the id vector instead.
+TEST(Serialization, InputOutputNameCountMismatch) {
+  GraphBuilder b;
+  const ValueId x = b.add_tensor(spec({4}, DType::Float32));
+  const ValueId y = b.add_tensor(spec({4}, DType::Float32));
+  b.set_inputs({x}, {"in"});
+  b.set_outputs({x, y}, {"a", "b"});
+  const Bytes good = b.finish();
+  {
+    Bytes blob = good;
+    FlatbufferPatcher p(blob);
+    const size_t inputs = p.deref(p.graph_field(graph_field::kInputs));
+    ASSERT_EQ(p.u32(inputs), 1u);
+    p.set_u32(inputs, 0);
+    EXPECT_BLOB_ERROR(blob, "graph: 1 input names for 0 inputs");
+  }
+  {
+    Bytes blob = good;
+    FlatbufferPatcher p(blob);
+    const size_t outputs = p.deref(p.graph_field(graph_field::kOutputs));
+    ASSERT_EQ(p.u32(outputs), 2u);
+    p.set_u32(outputs, 1);
+    EXPECT_BLOB_ERROR(blob, "graph: 2 output names for 1 outputs");
+  }
+}
+
+// FlatBuffers 2.0's verifier does not check the alignment of 8-byte vector elements; reading
+// them at 4 mod 8 is undefined behaviour (found by fuzz_deserialize under UBSan), so
+// deserialize rejects such vectors.
+TEST(Serialization, MisalignedWideVectors) {
+  {
+    GraphBuilder b;
+    b.add_int_list({1, 5});
+    Bytes blob = b.finish();
+    FlatbufferPatcher p(blob);
+    misalign_wide_vector(p, p.field(p.value_payload(0), kListItems));
+    EXPECT_BLOB_ERROR(blob, "value 0 (int_list): items vector is not 8-byte aligned in the "
+                            "flatbuffer");
+  }
+  {
+    GraphBuilder b;
+    b.add_float_list({std::numeric_limits<double>::denorm_min(), 2.0});  // bits: 1
+    Bytes blob = b.finish();
+    FlatbufferPatcher p(blob);
+    misalign_wide_vector(p, p.field(p.value_payload(0), kListItems));
+    EXPECT_BLOB_ERROR(blob, "value 0 (float_list): items vector is not 8-byte aligned");
+  }
+  {
+    Bytes blob = single_tensor_blob(spec({1, 4}, DType::Float32));
+    FlatbufferPatcher p(blob);
+    misalign_wide_vector(p, p.field(p.value_payload(0), kTensorSizes));
+    EXPECT_BLOB_ERROR(blob, "value 0 (tensor 't'): sizes vector is not 8-byte aligned");
+  }
+  {
+    GraphBuilder b;
+    b.add_tensor(spec({4}, DType::Int8), "a", iota_bytes(4, 0));
+    b.add_tensor(spec({4}, DType::Int8), "b", iota_bytes(4, 0));
+    Bytes blob = b.finish();
+    FlatbufferPatcher p(blob);
+    const size_t field = p.graph_field(graph_field::kConstants);
+    p.set_u64(p.deref(field) + 4, 1);  // entry 0's offset: 1, so the moved vector has 1 entry
+    misalign_wide_vector(p, field);
+    EXPECT_BLOB_ERROR(blob, "graph: constants vector is not 8-byte aligned");
   }
 }
 

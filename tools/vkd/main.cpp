@@ -1,5 +1,6 @@
-// vkd: the vkdelegate command-line tool. Every error is caught here and printed; exit codes:
-// 0 success, 1 runtime failure, 2 bad usage or bad input.
+// vkd: the vkdelegate command-line tool. Each command lives in its own file (Common.h lists
+// them); every error is caught here and printed. Exit codes: 0 success, 1 runtime failure
+// (device, driver, validation messages), 2 bad usage or bad input (model, .npy files, paths).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -7,42 +8,44 @@
 #include <vector>
 
 #include "runtime/common/Error.h"
-#include "runtime/vk/Context.h"
+#include "tools/vkd/Args.h"
+#include "tools/vkd/Common.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: vkd <command> [options]\n"
     "commands:\n"
-    "  devices [--device SEL]   list Vulkan devices and the profile vkdelegate reads\n"
+    "  devices [--device SEL]\n"
+    "      list Vulkan devices and the profile vkdelegate reads\n"
+    "  inspect MODEL.vkd [--device SEL]\n"
+    "      load the model and print its inputs, outputs, graph (values, ops, dispatch nodes,\n"
+    "      kernels) and memory report\n"
+    "  run MODEL.vkd --input NAME=FILE.npy ... [--output-dir DIR] [--force] [--bench N]\n"
+    "      [--profile] [--trace FILE.json] [--device SEL]\n"
+    "      run the model once on .npy inputs (float32 '<f4', int8 '|i1', int32 '<i4'; C order)\n"
+    "      matched by input name or position (input0, input1, ...); write each output as\n"
+    "      DIR/NAME.npy (default DIR: .; existing files only with --force)\n"
+    "      --bench N        then 3 warm-up and N timed runs: median/min host and GPU time\n"
+    "      --profile        per-node GPU time table of the last run\n"
+    "      --trace FILE     Chrome/Perfetto trace (JSON) of the last run\n"
     "environment:\n"
     "  VKD_DEVICE=SEL           device index or name substring (default: discrete > integrated >\n"
-    "                           virtual > CPU)\n"
-    "  VKD_VALIDATION=1         enable the Khronos validation layer\n"
-    "  VKD_DISABLE_INT8_DOT=1   pretend the device has no int8 dot product\n";
+    "                           virtual > CPU); --device overrides it\n"
+    "  VKD_VALIDATION=1         enable the Khronos validation layer; run/inspect exit 1 on any\n"
+    "                           validation message\n"
+    "  VKD_DISABLE_INT8_DOT=1   pretend the device has no int8 dot product\n"
+    "exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input\n";
 
-int cmd_devices(const std::vector<std::string>& args) {
-  std::string selector = vkd::vk::env_string("VKD_DEVICE");
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--device" && i + 1 < args.size()) {
-      selector = args[++i];
-    } else {
-      std::fprintf(stderr, "vkd devices: unknown option '%s'\n%s", args[i].c_str(), kUsage);
-      return 2;
-    }
-  }
-  vkd::vk::Instance instance(vkd::vk::env_flag("VKD_VALIDATION"));
-  const auto devices = instance.devices();
-  const auto chosen = instance.select(selector);
-  for (const auto& d : devices) {
-    std::printf("[%u] %s (%s)%s\n", d.index, d.name.c_str(), vkd::vk::device_type_name(d.type),
-                d.index == chosen.index ? "  <- selected" : "");
-  }
-  vkd::vk::ContextOptions options = vkd::vk::ContextOptions::from_env();
-  options.device_selector = std::to_string(chosen.index);
-  vkd::vk::Context context(options);
-  std::printf("\nprofile of the selected device:\n%s", context.profile().summary().c_str());
-  return 0;
+// Prints each line of `message` as "vkd <command>: <line>".
+void print_error(const std::string& command, const std::string& message) {
+  size_t start = 0;
+  do {
+    size_t end = message.find('\n', start);
+    if (end == std::string::npos) end = message.size();
+    std::fprintf(stderr, "vkd %s: %s\n", command.c_str(), message.substr(start, end - start).c_str());
+    start = end + 1;
+  } while (start < message.size());
 }
 
 }  // namespace
@@ -55,15 +58,23 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    if (command == "devices") return cmd_devices(args);
+    if (command == "devices") return vkd::cli::cmd_devices(args);
+    if (command == "run") return vkd::cli::cmd_run(args);
+    if (command == "inspect") return vkd::cli::cmd_inspect(args);
     std::fprintf(stderr, "vkd: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
+  } catch (const vkd::cli::UsageError& e) {
+    print_error(command, e.what());
+    std::fputs(kUsage, stderr);
+    return e.exit_code();
+  } catch (const vkd::cli::CliError& e) {
+    print_error(command, e.what());
+    return e.exit_code();
   } catch (const vkd::Error& e) {
-    std::fprintf(stderr, "vkd %s: error (%s): %s\n", command.c_str(), vkd::to_string(e.code()),
-                 e.what());
+    print_error(command, std::string("error (") + vkd::to_string(e.code()) + "): " + e.what());
     return e.code() == vkd::ErrorCode::InvalidArgument ? 2 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vkd %s: error: %s\n", command.c_str(), e.what());
+    print_error(command, std::string("error: ") + e.what());
     return 1;
   }
 }

@@ -1,0 +1,90 @@
+# Install rules: `cmake --install build --prefix P` gives
+#
+#   P/lib/libvkdelegate.so{,.0,.0.1.0}            the shared library (C and C++ API)
+#   P/include/vkdelegate/{vkd_delegate.h,Delegate.hpp}
+#   P/lib/cmake/vkdelegate/vkdelegateConfig.cmake, vkdelegateConfigVersion.cmake,
+#                          vkdelegateTargets{,-<config>}.cmake   find_package(vkdelegate)
+#   P/lib/pkgconfig/vkdelegate.pc                  pkg-config --cflags --libs vkdelegate
+#   P/bin/vkd                                      the CLI (links the delegate statically)
+#
+# Only `vkdelegate` is exported: the internal static libraries (vkd_runtime, vkd_tensor,
+# vkd_shaders, vkd_serialization) are linked into the .so with --exclude-libs and are neither
+# installed nor exported. Consumers link vkdelegate::vkdelegate.
+include_guard(GLOBAL)
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(VKD_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/vkdelegate" CACHE STRING
+    "Where vkdelegateConfig.cmake is installed (relative to the prefix)")
+mark_as_advanced(VKD_INSTALL_CMAKEDIR)
+
+# The target's INSTALL_INTERFACE include dir is "include" (top-level CMakeLists.txt); add the
+# GNU include dir when it was changed, so the exported target points at the installed headers.
+set(_vkd_install_includes)
+if(NOT CMAKE_INSTALL_INCLUDEDIR STREQUAL "include")
+  set(_vkd_install_includes INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+
+install(TARGETS vkdelegate
+  EXPORT vkdelegateTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT vkdelegate_runtime
+          NAMELINK_COMPONENT vkdelegate_development
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT vkdelegate_development
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT vkdelegate_runtime
+  ${_vkd_install_includes})
+
+install(FILES
+  ${PROJECT_SOURCE_DIR}/runtime/delegate/include/vkdelegate/vkd_delegate.h
+  ${PROJECT_SOURCE_DIR}/runtime/delegate/include/vkdelegate/Delegate.hpp
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vkdelegate
+  COMPONENT vkdelegate_development)
+
+install(TARGETS vkd
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT vkdelegate_tools)
+
+# --- CMake package -------------------------------------------------------------
+install(EXPORT vkdelegateTargets
+  NAMESPACE vkdelegate::
+  FILE vkdelegateTargets.cmake
+  DESTINATION ${VKD_INSTALL_CMAKEDIR}
+  COMPONENT vkdelegate_development)
+
+configure_package_config_file(
+  ${CMAKE_CURRENT_LIST_DIR}/vkdelegateConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/vkdelegateConfig.cmake
+  INSTALL_DESTINATION ${VKD_INSTALL_CMAKEDIR}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
+# 0.x: a minor version may break the API; SameMajorVersion once 1.0 is out.
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/vkdelegateConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/vkdelegateConfig.cmake
+  ${PROJECT_BINARY_DIR}/vkdelegateConfigVersion.cmake
+  DESTINATION ${VKD_INSTALL_CMAKEDIR}
+  COMPONENT vkdelegate_development)
+
+# --- pkg-config ------------------------------------------------------------------
+# The prefix is only known at install time (`cmake --install build --prefix P`), so the .pc is
+# configured then, into the build tree, and installed from there by the next rule (which
+# honours DESTDIR). Relative GNU dirs become ${prefix}/..., absolute ones stay as given.
+foreach(_vkd_dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_vkd_dir}}")
+    set(VKD_PC_${_vkd_dir} "${CMAKE_INSTALL_${_vkd_dir}}")
+  else()
+    set(VKD_PC_${_vkd_dir} "\${prefix}/${CMAKE_INSTALL_${_vkd_dir}}")
+  endif()
+endforeach()
+set(_vkd_pc_template "${CMAKE_CURRENT_LIST_DIR}/vkdelegate.pc.in")
+set(_vkd_pc_file "${PROJECT_BINARY_DIR}/pkgconfig/vkdelegate.pc")
+install(CODE "
+  set(VKD_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(VKD_PC_LIBDIR [==[${VKD_PC_LIBDIR}]==])
+  set(VKD_PC_INCLUDEDIR [==[${VKD_PC_INCLUDEDIR}]==])
+  set(VKD_PC_VERSION [==[${PROJECT_VERSION}]==])
+  configure_file([==[${_vkd_pc_template}]==] [==[${_vkd_pc_file}]==] @ONLY)
+  " COMPONENT vkdelegate_development)
+install(FILES ${_vkd_pc_file}
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT vkdelegate_development)

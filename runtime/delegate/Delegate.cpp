@@ -1,0 +1,350 @@
+// vkd::Delegate (Delegate.hpp): the API boundary. Everything below throws vkd::Error; here
+// every exception becomes a Status plus a message kept on the handle.
+#include "vkdelegate/Delegate.hpp"
+
+#include <mutex>
+#include <new>
+#include <sstream>
+
+#include "runtime/common/Error.h"
+#include "runtime/delegate/GraphLoader.h"
+#include "runtime/vk/Context.h"
+
+namespace vkd {
+namespace {
+
+Status status_of(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::InvalidArgument: return Status::InvalidArgument;
+    case ErrorCode::Unsupported: return Status::Unsupported;
+    case ErrorCode::OutOfMemory: return Status::OutOfMemory;
+    case ErrorCode::DeviceLost: return Status::DeviceLost;
+    case ErrorCode::VulkanFailure: return Status::VulkanFailure;
+    case ErrorCode::Internal: return Status::Internal;
+  }
+  return Status::Internal;
+}
+
+// Runs `body`, converting anything it throws into a Status and a message.
+template <typename Body>
+Status guarded(std::string& message, Body&& body) {
+  try {
+    body();
+    message.clear();
+    return Status::Ok;
+  } catch (const Error& e) {
+    message = e.what();
+    return status_of(e.code());
+  } catch (const std::bad_alloc&) {
+    message = "out of host memory";
+    return Status::OutOfMemory;
+  } catch (const std::exception& e) {
+    message = std::string("internal error: ") + e.what();
+    return Status::Internal;
+  } catch (...) {
+    message = "internal error: unknown exception";
+    return Status::Internal;
+  }
+}
+
+HostDType host_dtype_of(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float16: return HostDType::Float32;
+    case DType::Int32: return HostDType::Int32;
+    case DType::Int8x4: return HostDType::Int8;
+    case DType::Int8: break;
+  }
+  VKD_THROW(ErrorCode::Unsupported, "graph inputs/outputs of dtype ", to_string(dtype),
+            " are not supported (use int8x4 for quantized tensors)");
+}
+
+std::string shape_string(const std::vector<int64_t>& sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+TensorInfo info_of(const delegate::GraphIO& io) {
+  TensorInfo info;
+  info.name = io.name;
+  info.named = io.named;
+  info.sizes = io.spec.sizes;
+  info.host_dtype = host_dtype_of(io.spec.dtype);
+  info.device_dtype = std::string(to_string(io.spec.dtype));
+  info.storage = std::string(to_string(io.spec.storage));
+  info.layout = std::string(to_string(io.spec.layout));
+  return info;
+}
+
+// Checks one caller view against the tensor it is for.
+template <typename View>
+void check_view(const char* role, size_t index, const TensorInfo& info, const View& view,
+                const std::vector<std::string>& fixed_shape_ops) {
+  const std::string what = std::string(role) + " " + std::to_string(index) + " '" + info.name + "'";
+  VKD_CHECK(view.dtype == info.host_dtype, ErrorCode::InvalidArgument, what, " is ",
+            host_dtype_name(info.host_dtype), ", got ", host_dtype_name(view.dtype));
+  if (view.sizes != info.sizes) {
+    std::string ops;
+    for (const auto& op : fixed_shape_ops) {
+      if (ops.find(op) == std::string::npos) ops += (ops.empty() ? "" : ", ") + op;
+    }
+    VKD_THROW(ErrorCode::InvalidArgument, what, " has shape ", shape_string(view.sizes),
+              ", the model was compiled for ", shape_string(info.sizes),
+              "; resizing is not supported by ", ops.empty() ? "this graph" : ops);
+  }
+  VKD_CHECK(view.bytes == info.host_bytes(), ErrorCode::InvalidArgument, what, " needs ",
+            info.host_bytes(), " bytes, got ", view.bytes);
+  VKD_CHECK(view.data != nullptr, ErrorCode::InvalidArgument, what, ": data is null");
+}
+
+}  // namespace
+
+const char* status_name(Status status) {
+  switch (status) {
+    case Status::Ok: return "ok";
+    case Status::InvalidArgument: return "invalid argument";
+    case Status::Unsupported: return "unsupported";
+    case Status::OutOfMemory: return "out of memory";
+    case Status::DeviceLost: return "device lost";
+    case Status::VulkanFailure: return "Vulkan failure";
+    case Status::Internal: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* host_dtype_name(HostDType dtype) {
+  switch (dtype) {
+    case HostDType::Float32: return "float32";
+    case HostDType::Int32: return "int32";
+    case HostDType::Int8: return "int8";
+  }
+  return "unknown dtype";
+}
+
+size_t host_dtype_size(HostDType dtype) {
+  switch (dtype) {
+    case HostDType::Float32:
+    case HostDType::Int32: return 4;
+    case HostDType::Int8: return 1;
+  }
+  return 0;
+}
+
+// Hidden: Impl is nested in an exported class but is not part of the API.
+struct __attribute__((visibility("hidden"))) Delegate::Impl {
+  DelegateOptions options;
+  std::unique_ptr<vk::Context> context;
+  delegate::LoadedGraph loaded;
+  std::vector<TensorInfo> inputs, outputs;
+
+  mutable std::mutex mutex;  // serializes every call on one handle
+  std::string last_error;
+  bool device_lost = false;
+  std::vector<NodeProfile> profile;
+
+  void run(const std::vector<ConstTensorView>& in, const std::vector<TensorView>& out);
+  std::string describe() const;
+};
+
+void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
+                         const std::vector<TensorView>& out) {
+  VKD_CHECK(!device_lost, ErrorCode::DeviceLost,
+            "the device was lost in an earlier call; destroy this delegate and create a new one");
+  VKD_CHECK(in.size() == inputs.size(), ErrorCode::InvalidArgument, "the model takes ",
+            inputs.size(), " inputs, got ", in.size());
+  VKD_CHECK(out.size() == outputs.size(), ErrorCode::InvalidArgument, "the model gives ",
+            outputs.size(), " outputs, got ", out.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    check_view("input", i, inputs[i], in[i], loaded.ops_without_resize);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    check_view("output", i, outputs[i], out[i], loaded.ops_without_resize);
+  }
+  graph::ComputeGraph& graph = *loaded.graph;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const graph::ValueRef ref = loaded.inputs[i].ref;
+    const size_t n = inputs[i].numel();
+    switch (in[i].dtype) {
+      case HostDType::Float32: {
+        const auto* p = static_cast<const float*>(in[i].data);
+        graph.write_float(ref, std::vector<float>(p, p + n));
+        break;
+      }
+      case HostDType::Int32: {
+        const auto* p = static_cast<const int32_t*>(in[i].data);
+        graph.write_int32(ref, std::vector<int32_t>(p, p + n));
+        break;
+      }
+      case HostDType::Int8: {
+        const auto* p = static_cast<const int8_t*>(in[i].data);
+        const auto pad = static_cast<int8_t>(graph.zero_point(ref).value_or(0));
+        graph.write_int8(ref, std::vector<int8_t>(p, p + n), pad);
+        break;
+      }
+    }
+  }
+  graph.execute();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const graph::ValueRef ref = loaded.outputs[i].ref;
+    switch (out[i].dtype) {
+      case HostDType::Float32: {
+        const auto v = graph.read_float(ref);
+        std::copy(v.begin(), v.end(), static_cast<float*>(out[i].data));
+        break;
+      }
+      case HostDType::Int32: {
+        const auto v = graph.read_int32(ref);
+        std::copy(v.begin(), v.end(), static_cast<int32_t*>(out[i].data));
+        break;
+      }
+      case HostDType::Int8: {
+        const auto v = graph.read_int8(ref);
+        std::copy(v.begin(), v.end(), static_cast<int8_t*>(out[i].data));
+        break;
+      }
+    }
+  }
+  profile.clear();
+  if (options.profiling) {
+    for (const auto& t : graph.last_timings()) {
+      profile.push_back({t.op, t.kernel, t.tensors, t.gpu_us});
+    }
+  }
+}
+
+std::string Delegate::Impl::describe() const {
+  const graph::ComputeGraph& graph = *loaded.graph;
+  std::ostringstream os;
+  os << "device: " << context->profile().name << "\n";
+  os << "tensors (" << graph.tensor_count() << "):\n";
+  for (size_t i = 0; i < graph.tensor_count(); ++i) {
+    const auto ref = static_cast<graph::ValueRef>(i);
+    const graph::GpuTensor& t = graph.tensor(ref);
+    os << "  %" << i << " " << t.name() << " " << t.spec().describe() << ", "
+       << vk::format_bytes(t.bytes());
+    if (graph.is_constant(ref)) os << ", constant";
+    if (const auto zp = graph.zero_point(ref)) os << ", zero point " << *zp;
+    os << "\n";
+  }
+  auto io_list = [&](const char* title, const std::vector<delegate::GraphIO>& list) {
+    os << title << ":";
+    for (const auto& io : list) os << " " << io.name << "=%" << io.ref;
+    os << "\n";
+  };
+  io_list("inputs", loaded.inputs);
+  io_list("outputs", loaded.outputs);
+  os << "op calls (" << loaded.ops.size() << "):\n";
+  const auto& nodes = graph.nodes();
+  for (size_t k = 0; k < loaded.ops.size(); ++k) {
+    const auto& op = loaded.ops[k];
+    os << "  [" << k << "] " << op.name << "(";
+    for (size_t a = 0; a < op.args.size(); ++a) os << (a ? ", " : "") << op.args[a];
+    os << ")\n";
+    for (size_t n = op.first_node; n < op.first_node + op.node_count; ++n) {
+      os << "      node " << n << ": kernel " << shaders::shader_info(nodes[n].kernel).name
+         << ", " << nodes[n].plan.group_count[0] << "x" << nodes[n].plan.group_count[1] << "x"
+         << nodes[n].plan.group_count[2] << " workgroups of " << nodes[n].plan.local_size[0]
+         << "x" << nodes[n].plan.local_size[1] << "x" << nodes[n].plan.local_size[2] << "; "
+         << graph.describe_node(n) << "\n";
+    }
+  }
+  const auto& m = graph.memory_stats();
+  os << "memory: constants " << vk::format_bytes(m.constant_host_bytes) << " in the blob, "
+     << vk::format_bytes(m.constant_device_bytes) << " on the device; inputs+outputs "
+     << vk::format_bytes(m.io_device_bytes) << "; intermediates planned "
+     << vk::format_bytes(m.intermediate_planned_bytes) << " (" << m.intermediate_planned_bytes
+     << " B) vs naive " << vk::format_bytes(m.intermediate_naive_bytes) << " ("
+     << m.intermediate_naive_bytes << " B); device total " << vk::format_bytes(m.device_bytes)
+     << "; staging " << vk::format_bytes(m.staging_bytes) << "; peak during load "
+     << vk::format_bytes(m.load_peak_bytes) << "\n";
+  return os.str();
+}
+
+Delegate::Delegate(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Delegate::~Delegate() = default;
+
+Status Delegate::create(const void* blob, size_t size, const DelegateOptions& options,
+                        std::unique_ptr<Delegate>* out, std::string* error) {
+  std::string message;
+  std::unique_ptr<Impl> impl;
+  const Status status = guarded(message, [&] {
+    VKD_CHECK(out != nullptr, ErrorCode::InvalidArgument, "Delegate::create: out is null");
+    VKD_CHECK(blob != nullptr || size == 0, ErrorCode::InvalidArgument,
+              "Delegate::create: blob is null");
+    impl = std::make_unique<Impl>();
+    impl->options = options;
+    vk::ContextOptions ctx = vk::ContextOptions::from_env();
+    if (!options.device.empty()) ctx.device_selector = options.device;
+    ctx.validation = ctx.validation || options.validation;
+    if (!options.pipeline_cache_file.empty()) ctx.pipeline_cache_file = options.pipeline_cache_file;
+    ctx.gpu_timeout = std::chrono::milliseconds(options.gpu_timeout_ms);
+    impl->context = std::make_unique<vk::Context>(ctx);
+    impl->loaded = delegate::load_graph(*impl->context, static_cast<const uint8_t*>(blob), size,
+                                        options.constant_batch_bytes);
+    for (const auto& io : impl->loaded.inputs) impl->inputs.push_back(info_of(io));
+    for (const auto& io : impl->loaded.outputs) impl->outputs.push_back(info_of(io));
+  });
+  if (error) *error = message;
+  if (status == Status::Ok) out->reset(new Delegate(std::move(impl)));
+  return status;
+}
+
+size_t Delegate::input_count() const { return impl_->inputs.size(); }
+size_t Delegate::output_count() const { return impl_->outputs.size(); }
+
+TensorInfo Delegate::input(size_t index) const {
+  return index < impl_->inputs.size() ? impl_->inputs[index] : TensorInfo{};
+}
+
+TensorInfo Delegate::output(size_t index) const {
+  return index < impl_->outputs.size() ? impl_->outputs[index] : TensorInfo{};
+}
+
+Status Delegate::execute(const std::vector<ConstTensorView>& inputs,
+                         const std::vector<TensorView>& outputs) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const Status status = guarded(impl_->last_error, [&] { impl_->run(inputs, outputs); });
+  if (status == Status::DeviceLost) impl_->device_lost = true;
+  return status;
+}
+
+std::string Delegate::last_error() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->last_error;
+}
+
+std::vector<NodeProfile> Delegate::last_profile() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->profile;
+}
+
+MemoryReport Delegate::memory() const {
+  const auto& m = impl_->loaded.graph->memory_stats();
+  MemoryReport r;
+  r.constant_bytes = m.constant_host_bytes;
+  r.constant_device_bytes = m.constant_device_bytes;
+  r.io_device_bytes = m.io_device_bytes;
+  r.intermediate_naive_bytes = m.intermediate_naive_bytes;
+  r.intermediate_planned_bytes = m.intermediate_planned_bytes;
+  r.device_bytes = m.device_bytes;
+  r.staging_bytes = m.staging_bytes;
+  r.load_peak_bytes = m.load_peak_bytes;
+  return r;
+}
+
+std::string Delegate::device_name() const { return impl_->context->profile().name; }
+
+uint64_t Delegate::validation_message_count() const {
+  const auto& log = impl_->context->instance().validation_log();
+  return uint64_t{log.error_count()} + log.warning_count();
+}
+
+std::string Delegate::describe() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::string text, message;
+  guarded(message, [&] { text = impl_->describe(); });
+  return message.empty() ? text : "describe failed: " + message;
+}
+
+}  // namespace vkd

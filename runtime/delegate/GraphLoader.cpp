@@ -1,0 +1,180 @@
+#include "runtime/delegate/GraphLoader.h"
+
+#include <sstream>
+
+#include "runtime/common/Error.h"
+#include "runtime/ops/OpRegistry.h"
+
+namespace vkd::delegate {
+namespace {
+
+using serialization::DeserializedGraph;
+using serialization::TensorValue;
+using serialization::ValueId;
+using serialization::ValueKind;
+
+const TensorValue* as_tensor(const DeserializedGraph& g, ValueId id) {
+  return std::get_if<TensorValue>(&g.values.at(id));
+}
+
+std::string value_name(const DeserializedGraph& g, ValueId id) {
+  const TensorValue* t = as_tensor(g, id);
+  if (t && !t->name.empty()) return t->name;
+  return "v" + std::to_string(id);
+}
+
+// "scale=0.02", "input=x" for `vkd inspect`.
+std::string describe_arg(const DeserializedGraph& g, const ops::ArgSpec& spec, ValueId id) {
+  std::ostringstream os;
+  os << spec.name << "=";
+  const auto& v = g.values.at(id);
+  if (std::holds_alternative<TensorValue>(v)) {
+    os << value_name(g, id);
+  } else if (const auto* i = std::get_if<serialization::IntValue>(&v)) {
+    os << i->value;
+  } else if (const auto* f = std::get_if<serialization::FloatValue>(&v)) {
+    os << f->value;
+  } else if (const auto* b = std::get_if<serialization::BoolValue>(&v)) {
+    os << (b->value ? "true" : "false");
+  } else if (const auto* l = std::get_if<serialization::IntListValue>(&v)) {
+    os << "[";
+    for (size_t k = 0; k < l->items.size(); ++k) os << (k ? "," : "") << l->items[k];
+    os << "]";
+  } else {
+    os << "<" << serialization::to_string(serialization::kind_of(v)) << ">";
+  }
+  return os.str();
+}
+
+// Who writes each tensor value; checked before any GPU object exists.
+void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry) {
+  enum class Source { None, Constant, Input, Op };
+  std::vector<Source> source(g.values.size(), Source::None);
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    const TensorValue* t = as_tensor(g, static_cast<ValueId>(id));
+    if (t && t->constant) source[id] = Source::Constant;
+  }
+  for (const auto& in : g.inputs) source[in.value] = Source::Input;
+  for (size_t k = 0; k < g.ops.size(); ++k) {
+    const auto& call = g.ops[k];
+    const ops::OpEntry* entry = registry.find(call.name);
+    VKD_CHECK(entry != nullptr, ErrorCode::Unsupported, "op ", k, " '", call.name,
+              "' is not supported by this runtime");
+    VKD_CHECK(call.args.size() == entry->args.size(), ErrorCode::InvalidArgument, "op ", k, " '",
+              call.name, "': takes ", entry->args.size(), " arguments, the blob gives ",
+              call.args.size());
+    // Reads first: an op may not read what it writes.
+    for (size_t a = 0; a < call.args.size(); ++a) {
+      if (entry->args[a].kind != ValueKind::Tensor || entry->args[a].output) continue;
+      const ValueId id = call.args[a];
+      VKD_CHECK(source[id] != Source::None, ErrorCode::InvalidArgument, "op ", k, " '",
+                call.name, "': argument '", entry->args[a].name, "' reads tensor '",
+                value_name(g, id), "' (value ", id,
+                ") before any op writes it (not a constant or graph input either)");
+    }
+    for (size_t a = 0; a < call.args.size(); ++a) {
+      if (!entry->args[a].output) continue;
+      const ValueId id = call.args[a];
+      const char* why = source[id] == Source::Constant ? "a constant"
+                        : source[id] == Source::Input  ? "a graph input"
+                        : source[id] == Source::Op     ? "already written by an earlier op"
+                                                       : nullptr;
+      VKD_CHECK(why == nullptr, ErrorCode::InvalidArgument, "op ", k, " '", call.name,
+                "': output '", entry->args[a].name, "' is tensor '", value_name(g, id),
+                "' (value ", id, "), which is ", why);
+      source[id] = Source::Op;
+    }
+  }
+  for (const auto& out : g.outputs) {
+    VKD_CHECK(source[out.value] == Source::Op || source[out.value] == Source::Input,
+              ErrorCode::InvalidArgument, "graph output '", value_name(g, out.value),
+              "' (value ", out.value, ") is never written by an op");
+  }
+}
+
+}  // namespace
+
+LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
+                       uint64_t constant_batch_bytes) {
+  const ops::OpRegistry& registry = ops::op_registry();
+  const auto signatures = registry.signatures();
+  const DeserializedGraph g = serialization::deserialize(blob, size, &signatures);
+  check_data_flow(g, registry);
+
+  LoadedGraph out;
+  out.graph = std::make_unique<graph::ComputeGraph>(context);
+  graph::ComputeGraph& graph = *out.graph;
+  graph.set_constant_batch_bytes(constant_batch_bytes);
+
+  // GPU tensors only for the tensor values the graph touches.
+  std::vector<bool> used(g.values.size(), false);
+  for (const auto& call : g.ops) {
+    for (ValueId id : call.args) used[id] = true;
+  }
+  for (const auto& io : g.inputs) used[io.value] = true;
+  for (const auto& io : g.outputs) used[io.value] = true;
+  std::vector<graph::ValueRef> tensor_of_value(g.values.size(), -1);
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    const TensorValue* t = as_tensor(g, static_cast<ValueId>(id));
+    if (!t || !used[id]) continue;
+    const std::string name = value_name(g, static_cast<ValueId>(id));
+    if (!t->constant) {
+      tensor_of_value[id] = graph.add_tensor(t->spec, name);
+      continue;
+    }
+    // The int8x4 padding value is the zero point the consuming op declares, known only after
+    // the ops are built, so the packer asks the graph when it runs (during prepare()).
+    const graph::ValueRef ref = static_cast<graph::ValueRef>(graph.tensor_count());
+    const auto bytes = t->constant->data;
+    const size_t count = t->constant->size;
+    const TensorSpec spec = t->spec;
+    graph::ComputeGraph* gp = &graph;
+    tensor_of_value[id] = graph.add_constant(
+        spec, name,
+        [gp, ref, spec, bytes, count]() {
+          const auto pad = static_cast<int8_t>(gp->zero_point(ref).value_or(0));
+          return graph::nchw_constant_packer(spec, bytes, count, pad)();
+        },
+        count);
+  }
+
+  for (size_t k = 0; k < g.ops.size(); ++k) {
+    const auto& call = g.ops[k];
+    const ops::OpEntry& entry = *registry.find(call.name);
+    LoadedOp op{call.name, {}, graph.nodes().size(), 0};
+    for (size_t a = 0; a < call.args.size(); ++a) {
+      op.args.push_back(describe_arg(g, entry.args[a], call.args[a]));
+    }
+    try {
+      entry.build(ops::OpCall(graph, entry, k, g, tensor_of_value, call.args));
+    } catch (const Error& e) {
+      // Name the op call in the blob, whatever layer the message came from.
+      const std::string label = "op " + std::to_string(k) + " '" + call.name + "'";
+      const std::string message = e.what();
+      if (message.rfind(label, 0) == 0) throw;
+      throw Error(e.code(), label + ": " + message);
+    }
+    op.node_count = graph.nodes().size() - op.first_node;
+    out.ops.push_back(std::move(op));
+    if (!entry.supports_resize) out.ops_without_resize.push_back(call.name);
+  }
+
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const auto& io = g.inputs[i];
+    const graph::ValueRef ref = tensor_of_value[io.value];
+    graph.add_input(ref);
+    out.inputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
+                          !io.name.empty(), ref, graph.spec(ref)});
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const auto& io = g.outputs[i];
+    const graph::ValueRef ref = tensor_of_value[io.value];
+    graph.add_output(ref);
+    out.outputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
+                           !io.name.empty(), ref, graph.spec(ref)});
+  }
+  graph.prepare();
+  return out;
+}
+
+}  // namespace vkd::delegate

@@ -1,0 +1,139 @@
+// vkdelegate public C++ API: load a delegate blob (model.vkd) onto a Vulkan device and run it.
+//
+// Shaped after ExecuTorch's backend interface (init / execute / destroy): a host runtime wraps
+// it in a few lines. Nothing throws across this boundary: every call returns a Status, and the
+// message of the last failure is kept on the handle (Delegate::create reports through `error`).
+//
+// Threads: distinct Delegate objects are independent (each owns its Vulkan device context) and
+// may be used from different threads at the same time. One Delegate may be shared between
+// threads: its calls are serialized by an internal mutex (they do not run in parallel).
+//
+// Host data is NCHW, C order. Per tensor the host element type is fixed by the blob
+// (TensorInfo::host_dtype): float32 for float32/float16 tensors (float16 is converted), int32
+// for int32, int8 for int8x4 tensors (packed into their layout on the CPU).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#if defined(_WIN32)
+#define VKD_API __declspec(dllexport)
+#else
+#define VKD_API __attribute__((visibility("default")))
+#endif
+
+namespace vkd {
+
+// Same numbers as vkd_status in vkd_delegate.h.
+enum class Status : int32_t {
+  Ok = 0,
+  InvalidArgument = 1,  // malformed blob, wrong input count/shape/dtype, bad option
+  Unsupported = 2,      // valid, but the device or this build cannot run it
+  OutOfMemory = 3,
+  DeviceLost = 4,       // the handle is unusable afterwards; destroy it
+  VulkanFailure = 5,
+  Internal = 6,
+};
+VKD_API const char* status_name(Status status);
+
+// Same numbers as vkd_dtype in vkd_delegate.h.
+enum class HostDType : int32_t { Float32 = 0, Int32 = 1, Int8 = 2 };
+VKD_API const char* host_dtype_name(HostDType dtype);
+VKD_API size_t host_dtype_size(HostDType dtype);
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> sizes;  // NCHW, rank 1..4
+  HostDType host_dtype = HostDType::Float32;
+  std::string device_dtype;    // "float32", "int8x4", ...
+  std::string storage;         // "buffer" | "texture3d"
+  std::string layout;          // "width_packed", "packed_int8_4w4c", ...
+  bool named = false;          // the blob named it (else `name` is the tensor's own name)
+  size_t numel() const {
+    size_t n = 1;
+    for (int64_t s : sizes) n *= static_cast<size_t>(s);
+    return n;
+  }
+  size_t host_bytes() const { return numel() * host_dtype_size(host_dtype); }
+};
+
+// Caller-owned host memory; sizes and dtype must match the TensorInfo exactly.
+struct ConstTensorView {
+  const void* data = nullptr;
+  size_t bytes = 0;
+  HostDType dtype = HostDType::Float32;
+  std::vector<int64_t> sizes;
+};
+struct TensorView {
+  void* data = nullptr;
+  size_t bytes = 0;
+  HostDType dtype = HostDType::Float32;
+  std::vector<int64_t> sizes;
+};
+
+struct DelegateOptions {
+  std::string device;               // index or name substring; "" = $VKD_DEVICE, else default order
+  bool validation = false;          // Khronos validation layer; messages are counted
+  bool profiling = true;            // per-node GPU timestamps each run
+  std::string pipeline_cache_file;  // "" = none; else loaded if valid, saved on destroy
+  uint64_t constant_batch_bytes = 16ull << 20;  // staging bound while uploading constants
+  uint32_t gpu_timeout_ms = 120000;             // a GPU wait longer than this is an error
+};
+
+// GPU time of one dispatch node in the last execute().
+struct NodeProfile {
+  std::string op;       // backend op, e.g. "q8ta_quantize"
+  std::string kernel;   // shader variant, i.e. the route taken
+  std::string tensors;  // "out=[1,3,8,8] int8x4 packed_int8_4w4c; in=..."
+  double gpu_us = 0.0;
+};
+
+struct MemoryReport {
+  uint64_t constant_bytes = 0;            // constants as stored in the blob (host bytes)
+  uint64_t constant_device_bytes = 0;     // constants on the GPU, packed
+  uint64_t io_device_bytes = 0;           // graph inputs and outputs on the GPU
+  uint64_t intermediate_naive_bytes = 0;  // every intermediate in its own memory
+  uint64_t intermediate_planned_bytes = 0;// after lifetime-based sharing
+  uint64_t device_bytes = 0;              // everything allocated for tensors
+  uint64_t staging_bytes = 0;             // input/output staging kept for execute()
+  uint64_t load_peak_bytes = 0;           // peak of device + staging + host packing during init
+};
+
+class VKD_API Delegate {
+ public:
+  // Validates and loads `blob` (its bytes may be freed once this returns). On failure returns
+  // the status, leaves `out` empty and stores the message in `*error` (when non-null).
+  static Status create(const void* blob, size_t size, const DelegateOptions& options,
+                       std::unique_ptr<Delegate>* out, std::string* error = nullptr);
+  ~Delegate();
+  Delegate(const Delegate&) = delete;
+  Delegate& operator=(const Delegate&) = delete;
+
+  size_t input_count() const;
+  size_t output_count() const;
+  TensorInfo input(size_t index) const;   // index out of range: empty info (name "")
+  TensorInfo output(size_t index) const;
+
+  // One inference: inputs and outputs in the blob's order, every view matching its TensorInfo.
+  Status execute(const std::vector<ConstTensorView>& inputs,
+                 const std::vector<TensorView>& outputs);
+
+  std::string last_error() const;          // "" after a successful call
+  std::vector<NodeProfile> last_profile() const;  // empty before the first run / without timestamps
+  MemoryReport memory() const;
+  std::string device_name() const;
+  uint64_t validation_message_count() const;  // with options.validation
+  // The loaded graph as text: values (storage, layout), op calls, dispatch nodes with their
+  // kernels, constants and planned memory (what `vkd inspect` prints).
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  explicit Delegate(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vkd

@@ -1,0 +1,128 @@
+/* vkdelegate stable C API: load a delegate blob (model.vkd) onto a Vulkan device and run it.
+ *
+ * ABI rules: functions are only added, never changed; enum values are never reused; structs
+ * passed in carry their own size (struct_size) so new fields can be appended.
+ *
+ * Errors: every function returns a vkd_status; no exception, abort or exit reaches the caller.
+ * The message of the last failure is vkd_delegate_last_error(handle), or vkd_init_error() for a
+ * failed vkd_delegate_init (per thread).
+ *
+ * Threads: distinct handles are independent and may be used concurrently. Calls on one handle
+ * from several threads are serialized internally (safe, not parallel). Strings returned by a
+ * handle stay valid until its next call on the same thread's behalf or until it is destroyed.
+ *
+ * Host data: NCHW, C order; dtype per tensor from vkd_delegate_input_info/output_info
+ * (float32 for float tensors, int32, int8 for quantized int8x4 tensors).
+ */
+#ifndef VKDELEGATE_VKD_DELEGATE_H
+#define VKDELEGATE_VKD_DELEGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define VKD_C_API __declspec(dllexport)
+#else
+#define VKD_C_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vkd_status {
+  VKD_OK = 0,
+  VKD_ERROR_INVALID_ARGUMENT = 1, /* malformed blob, wrong input count/shape/dtype, bad option */
+  VKD_ERROR_UNSUPPORTED = 2,      /* valid, but the device or this build cannot run it */
+  VKD_ERROR_OUT_OF_MEMORY = 3,
+  VKD_ERROR_DEVICE_LOST = 4,      /* the handle is unusable afterwards; destroy it */
+  VKD_ERROR_VULKAN = 5,
+  VKD_ERROR_INTERNAL = 6
+} vkd_status;
+
+typedef enum vkd_dtype { VKD_FLOAT32 = 0, VKD_INT32 = 1, VKD_INT8 = 2 } vkd_dtype;
+
+#define VKD_MAX_RANK 4
+
+typedef struct vkd_delegate vkd_delegate;
+
+typedef struct vkd_options {
+  size_t struct_size;              /* sizeof(vkd_options); set by vkd_options_init */
+  const char* device;              /* index or name substring; NULL or "" = default */
+  int validation;                  /* 1: Khronos validation layer */
+  int profiling;                   /* 1: per-node GPU timestamps (default 1) */
+  const char* pipeline_cache_file; /* NULL = none */
+  uint64_t constant_batch_bytes;   /* staging bound while uploading constants */
+  uint32_t gpu_timeout_ms;         /* a GPU wait longer than this fails instead of hanging */
+} vkd_options;
+
+/* Caller-owned host memory for one tensor. */
+typedef struct vkd_tensor {
+  void* data;
+  size_t bytes;
+  vkd_dtype dtype;
+  uint32_t rank;
+  int64_t sizes[VKD_MAX_RANK];
+} vkd_tensor;
+
+/* Out-structs (vkd_tensor_info, vkd_node_profile): set struct_size = sizeof(the struct) before
+ * the call; the library writes only the fields that fit, so apps built against an older header
+ * keep working when fields are appended. */
+typedef struct vkd_tensor_info {
+  size_t struct_size;
+  const char* name;        /* owned by the handle */
+  vkd_dtype dtype;         /* host dtype execute() takes/gives */
+  uint32_t rank;
+  int64_t sizes[VKD_MAX_RANK];
+  size_t bytes;            /* host bytes */
+  const char* device_dtype;/* "float32", "int8x4", ... (owned by the handle) */
+  const char* layout;      /* "packed_int8_4w4c", ... (owned by the handle) */
+  const char* storage;     /* "buffer" | "texture3d" (owned by the handle) */
+} vkd_tensor_info;
+
+typedef struct vkd_node_profile {
+  size_t struct_size;
+  const char* op;          /* owned by the handle, valid until its next execute */
+  const char* kernel;      /* the shader variant: the route the op took */
+  double gpu_us;
+  const char* tensors;     /* "out: y [1,5,7,9] float32 ...; in: ..." */
+} vkd_node_profile;
+
+VKD_C_API const char* vkd_status_name(vkd_status status);
+VKD_C_API void vkd_options_init(vkd_options* options);
+
+/* Validates and loads the blob; its bytes may be freed when this returns. options may be NULL
+ * (defaults). On failure *out is NULL and vkd_init_error() holds the message. */
+VKD_C_API vkd_status vkd_delegate_init(const void* blob, size_t size, const vkd_options* options,
+                                       vkd_delegate** out);
+VKD_C_API const char* vkd_init_error(void);
+
+VKD_C_API size_t vkd_delegate_input_count(const vkd_delegate* handle);
+VKD_C_API size_t vkd_delegate_output_count(const vkd_delegate* handle);
+VKD_C_API vkd_status vkd_delegate_input_info(vkd_delegate* handle, size_t index,
+                                             vkd_tensor_info* info);
+VKD_C_API vkd_status vkd_delegate_output_info(vkd_delegate* handle, size_t index,
+                                              vkd_tensor_info* info);
+
+/* One inference; inputs/outputs in the blob's order, each matching its info exactly. */
+VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor* inputs,
+                                          size_t input_count, vkd_tensor* outputs,
+                                          size_t output_count);
+
+/* Per-node GPU times of the last execute (count 0 before the first or without timestamps). */
+VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle);
+VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t index,
+                                                vkd_node_profile* entry);
+
+VKD_C_API const char* vkd_delegate_last_error(const vkd_delegate* handle);
+/* Name of the Vulkan device the handle runs on (owned by the handle). */
+VKD_C_API const char* vkd_delegate_device_name(const vkd_delegate* handle);
+/* Khronos validation messages (errors + warnings) seen so far; 0 without options.validation. */
+VKD_C_API uint64_t vkd_delegate_validation_message_count(const vkd_delegate* handle);
+VKD_C_API void vkd_delegate_destroy(vkd_delegate* handle); /* NULL is a no-op */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKDELEGATE_VKD_DELEGATE_H */

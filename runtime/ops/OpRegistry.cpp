@@ -1,0 +1,101 @@
+#include "runtime/ops/OpRegistry.h"
+
+#include "runtime/common/Error.h"
+
+namespace vkd::ops {
+
+void OpRegistry::add(OpEntry entry) {
+  VKD_CHECK(find(entry.name) == nullptr, ErrorCode::Internal, "op '", entry.name,
+            "' registered twice");
+  VKD_CHECK(entry.build != nullptr, ErrorCode::Internal, "op '", entry.name, "' has no builder");
+  entries_.push_back(std::move(entry));
+}
+
+const OpEntry* OpRegistry::find(std::string_view name) const {
+  for (const auto& e : entries_) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+serialization::OpSignatureTable OpRegistry::signatures() const {
+  serialization::OpSignatureTable table;
+  for (const auto& e : entries_) {
+    serialization::OpSignature sig;
+    for (const auto& a : e.args) sig.args.push_back(a.kind);
+    table.emplace(e.name, std::move(sig));
+  }
+  return table;
+}
+
+const OpRegistry& op_registry() {
+  // Built on first use (thread-safe static init), never modified afterwards.
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    register_quantize_ops(r);
+    register_layout_convert_ops(r);
+    return r;
+  }();
+  return registry;
+}
+
+OpCall::OpCall(graph::ComputeGraph& graph, const OpEntry& entry, size_t index,
+               const serialization::DeserializedGraph& blob,
+               const std::vector<graph::ValueRef>& tensor_of_value,
+               const std::vector<serialization::ValueId>& args)
+    : graph_(graph),
+      entry_(entry),
+      label_("op " + std::to_string(index) + " '" + entry.name + "'"),
+      blob_(blob),
+      tensor_of_value_(tensor_of_value),
+      args_(args) {
+  VKD_CHECK(args.size() == entry.args.size(), ErrorCode::InvalidArgument, label_, ": takes ",
+            entry.args.size(), " arguments, the blob gives ", args.size());
+}
+
+const serialization::Value& OpCall::value(size_t arg, ValueKind kind) const {
+  VKD_CHECK(arg < args_.size() && entry_.args[arg].kind == kind, ErrorCode::Internal, label_,
+            ": argument ", arg, " read as ", serialization::to_string(kind));
+  const serialization::Value& v = blob_.values.at(args_[arg]);
+  VKD_CHECK(serialization::kind_of(v) == kind, ErrorCode::InvalidArgument, label_,
+            ": argument '", entry_.args[arg].name, "' (value ", args_[arg], ") is a ",
+            serialization::to_string(serialization::kind_of(v)), ", expected ",
+            serialization::to_string(kind));
+  return v;
+}
+
+graph::ValueRef OpCall::tensor(size_t arg) const {
+  value(arg, ValueKind::Tensor);
+  const graph::ValueRef ref = tensor_of_value_.at(args_[arg]);
+  VKD_CHECK(ref >= 0, ErrorCode::Internal, label_, ": tensor value ", args_[arg], " not created");
+  return ref;
+}
+
+double OpCall::float_arg(size_t arg) const {
+  return std::get<serialization::FloatValue>(value(arg, ValueKind::Float)).value;
+}
+
+int64_t OpCall::int_arg(size_t arg) const {
+  return std::get<serialization::IntValue>(value(arg, ValueKind::Int)).value;
+}
+
+int32_t OpCall::int32_arg(size_t arg, int64_t lo, int64_t hi) const {
+  const int64_t v = int_arg(arg);
+  VKD_CHECK(v >= lo && v <= hi, ErrorCode::InvalidArgument, label_, ": argument '",
+            entry_.args[arg].name, "' is ", v, ", outside [", lo, ", ", hi, "]");
+  return static_cast<int32_t>(v);
+}
+
+bool OpCall::bool_arg(size_t arg) const {
+  return std::get<serialization::BoolValue>(value(arg, ValueKind::Bool)).value;
+}
+
+std::vector<int64_t> OpCall::int_list(size_t arg) const {
+  return std::get<serialization::IntListValue>(value(arg, ValueKind::IntList)).items;
+}
+
+void OpCall::set_zero_point(size_t tensor_arg, int32_t zero_point) const {
+  graph_.set_zero_point(tensor(tensor_arg), zero_point);
+}
+
+}  // namespace vkd::ops

@@ -1,0 +1,92 @@
+// The runtime's op registry: every op name a blob may call, the arguments it takes (kinds,
+// names, which are outputs) and the builder that turns one call into prepack and dispatch
+// nodes of a ComputeGraph. The deserializer checks blobs against signatures(); the graph
+// loader (runtime/delegate/GraphLoader) calls build().
+//
+// Each op family file ends with a register_<family>_ops(OpRegistry&) function; OpRegistry.cpp
+// lists them (the one place an op family is added).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "serialization/Deserializer.h"
+
+namespace vkd::ops {
+
+using serialization::ValueKind;
+
+struct ArgSpec {
+  std::string name;
+  ValueKind kind;
+  bool output = false;  // a tensor the op writes
+};
+
+class OpCall;
+using OpBuildFn = void (*)(const OpCall& call);
+
+struct OpEntry {
+  std::string name;
+  std::vector<ArgSpec> args;
+  // Whether the op's kernels take the tensors' sizes at run time (input resizing). None does
+  // yet: the delegate rejects inputs whose shapes differ from the compiled ones.
+  bool supports_resize = false;
+  OpBuildFn build = nullptr;
+};
+
+class OpRegistry {
+ public:
+  void add(OpEntry entry);  // throws Internal on a duplicate name
+  const OpEntry* find(std::string_view name) const;
+  const std::vector<OpEntry>& entries() const { return entries_; }
+  serialization::OpSignatureTable signatures() const;
+
+ private:
+  std::vector<OpEntry> entries_;
+};
+
+// Every op this build of the runtime can run.
+const OpRegistry& op_registry();
+
+// One op call while the graph is being built: its arguments resolved against the blob's
+// values. Accessors throw InvalidArgument naming the op and the argument on a bad value.
+class OpCall {
+ public:
+  OpCall(graph::ComputeGraph& graph, const OpEntry& entry, size_t index,
+         const serialization::DeserializedGraph& blob,
+         const std::vector<graph::ValueRef>& tensor_of_value,
+         const std::vector<serialization::ValueId>& args);
+
+  graph::ComputeGraph& graph() const { return graph_; }
+  // "op 2 'q8ta_quantize'" for messages.
+  const std::string& label() const { return label_; }
+  const std::string& op() const { return entry_.name; }
+
+  graph::ValueRef tensor(size_t arg) const;
+  double float_arg(size_t arg) const;
+  int64_t int_arg(size_t arg) const;
+  // int_arg checked to lie in [lo, hi].
+  int32_t int32_arg(size_t arg, int64_t lo, int64_t hi) const;
+  bool bool_arg(size_t arg) const;
+  std::vector<int64_t> int_list(size_t arg) const;
+  // The zero point of an int8x4 tensor, recorded so host data written to it pads with it.
+  void set_zero_point(size_t tensor_arg, int32_t zero_point) const;
+
+ private:
+  const serialization::Value& value(size_t arg, ValueKind kind) const;
+  graph::ComputeGraph& graph_;
+  const OpEntry& entry_;
+  std::string label_;
+  const serialization::DeserializedGraph& blob_;
+  const std::vector<graph::ValueRef>& tensor_of_value_;
+  const std::vector<serialization::ValueId>& args_;
+};
+
+// Op families (each defined at the end of its own .cpp).
+void register_quantize_ops(OpRegistry& registry);
+void register_layout_convert_ops(OpRegistry& registry);
+
+}  // namespace vkd::ops

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# CTest `install_and_app`: the installed package works for an outside app.
+#
+#  1. cmake --install BUILD_DIR into a temporary prefix; check the file list, the .so's exported
+#     symbols (only vkd_* C functions and vkd:: API) and its dependencies (libvulkan.so.1 plus
+#     the C/C++ runtime only), and that nothing internal (vkd_runtime, ...) was installed;
+#  2. build test/install/app (C app + C++ app) with find_package(vkdelegate) and
+#     -DCMAKE_PREFIX_PATH=prefix;
+#  3. build the same C app with a plain `cc ... $(pkg-config --cflags --libs vkdelegate)`;
+#  4. write the model, input and CPU-reference output (vkd_make_app_blob);
+#  5. run the apps (they compare exactly with the reference and test the C API's error paths),
+#     and check that a wrong expected file makes the app fail.
+# Exits non-zero on the first failure. VKD_KEEP_INSTALL_TEST=1 keeps the temporary directory.
+#
+# usage: run_install_test.sh --build-dir DIR --make-blob EXE [--cmake CMAKE] [--generator GEN]
+#                            [--cc CC] [--cxx CXX]
+set -euo pipefail
+
+BUILD_DIR="" MAKE_BLOB="" CMAKE=cmake GENERATOR="" CC_BIN="${CC:-cc}" CXX_BIN="${CXX:-c++}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) BUILD_DIR="$2"; shift 2 ;;
+    --make-blob) MAKE_BLOB="$2"; shift 2 ;;
+    --cmake) CMAKE="$2"; shift 2 ;;
+    --generator) GENERATOR="$2"; shift 2 ;;
+    --cc) CC_BIN="$2"; shift 2 ;;
+    --cxx) CXX_BIN="$2"; shift 2 ;;
+    *) echo "run_install_test.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$BUILD_DIR" ] || [ -z "$MAKE_BLOB" ]; then
+  echo "usage: $0 --build-dir DIR --make-blob EXE" >&2
+  exit 2
+fi
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/vkd-install-test.XXXXXX")"
+PREFIX="$WORK/prefix"
+if [ "${VKD_KEEP_INSTALL_TEST:-0}" = "1" ]; then
+  echo "keeping $WORK"
+else
+  trap 'rm -rf "$WORK"' EXIT
+fi
+
+step() { printf '\n=== %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+
+# --- 1. install ------------------------------------------------------------------------------
+step "cmake --install $BUILD_DIR --prefix $PREFIX"
+"$CMAKE" --install "$BUILD_DIR" --prefix "$PREFIX"
+(cd "$PREFIX" && find . \( -type f -o -type l \) | sort)
+
+LIB="$(find "$PREFIX" -name libvkdelegate.so -print -quit)"
+[ -n "$LIB" ] || fail "libvkdelegate.so not installed"
+LIBDIR="$(dirname "$LIB")"
+for f in \
+    "$LIBDIR/libvkdelegate.so.0" \
+    "$PREFIX/include/vkdelegate/vkd_delegate.h" \
+    "$PREFIX/include/vkdelegate/Delegate.hpp" \
+    "$LIBDIR/cmake/vkdelegate/vkdelegateConfig.cmake" \
+    "$LIBDIR/cmake/vkdelegate/vkdelegateConfigVersion.cmake" \
+    "$LIBDIR/cmake/vkdelegate/vkdelegateTargets.cmake" \
+    "$LIBDIR/pkgconfig/vkdelegate.pc" \
+    "$PREFIX/bin/vkd"; do
+  [ -e "$f" ] || fail "not installed: ${f#"$PREFIX"/}"
+done
+internal="$(find "$PREFIX" -name '*.a' -o -name 'libvkd_*' -o -name '*ShaderRegistry*' -o \
+            -path '*/runtime/*' -o -path '*/serialization/*')"
+[ -z "$internal" ] || fail "internal files installed: $internal"
+
+step "exported symbols of $(basename "$LIB")"
+nm -D --defined-only "$LIB" | awk '{print $NF}' | sort -u > "$WORK/symbols.txt"
+c++filt < "$WORK/symbols.txt" > "$WORK/symbols.demangled.txt"
+paste "$WORK/symbols.txt" "$WORK/symbols.demangled.txt" | while IFS=$'\t' read -r raw demangled; do
+  case "$raw" in vkd_*) continue ;; esac
+  case "$demangled" in
+    vkd::Delegate::Impl::*) ;;  # private implementation: must stay hidden
+    vkd::*|"typeinfo for vkd::"*|"typeinfo name for vkd::"*|"vtable for vkd::"*) continue ;;
+  esac
+  echo "$demangled"
+done > "$WORK/symbols.unexpected.txt"
+c_count="$(grep -c '^vkd_' "$WORK/symbols.txt" || true)"
+cpp_count="$(grep -c '^vkd::' "$WORK/symbols.demangled.txt" || true)"
+total="$(wc -l < "$WORK/symbols.txt")"
+echo "exported: $total symbols ($c_count vkd_* C functions, $cpp_count vkd:: C++ symbols)"
+sed 's/^/  /' "$WORK/symbols.demangled.txt"
+if [ -s "$WORK/symbols.unexpected.txt" ]; then
+  sed 's/^/  unexpected: /' "$WORK/symbols.unexpected.txt" >&2
+  fail "libvkdelegate.so exports symbols outside vkd_* / vkd::"
+fi
+for fn in vkd_status_name vkd_options_init vkd_delegate_init vkd_init_error \
+          vkd_delegate_input_count vkd_delegate_output_count vkd_delegate_input_info \
+          vkd_delegate_output_info vkd_delegate_execute vkd_delegate_profile_count \
+          vkd_delegate_profile_entry vkd_delegate_last_error vkd_delegate_destroy; do
+  grep -qx "$fn" "$WORK/symbols.txt" || fail "C function $fn is not exported"
+done
+
+step "dependencies of $(basename "$LIB")"
+readelf -d "$LIB" | grep -E 'NEEDED|RPATH|RUNPATH' || true
+ldd "$LIB" || true
+readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | while read -r needed; do
+  case "$needed" in
+    libvulkan.so.1|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|\
+    libstdc++.so.*|libgcc_s.so.*) ;;
+    *) fail "unexpected dependency: $needed" ;;
+  esac
+done
+readelf -d "$LIB" | grep -q 'NEEDED.*\[libvulkan\.so\.1\]' || fail "libvulkan.so.1 not NEEDED"
+if readelf -d "$LIB" | grep -E 'RPATH|RUNPATH' | grep -qF "$BUILD_DIR"; then
+  fail "installed library keeps a RUNPATH into the build tree"
+fi
+
+# --- 2. find_package ----------------------------------------------------------------------------
+step "find_package(vkdelegate): configure and build test/install/app"
+gen_args=()
+[ -n "$GENERATOR" ] && gen_args=(-G "$GENERATOR")
+"$CMAKE" -S "$HERE/app" -B "$WORK/app-build" "${gen_args[@]}" \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$PREFIX" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN"
+grep -q "^vkdelegate_DIR:PATH=$LIBDIR/cmake/vkdelegate\$" "$WORK/app-build/CMakeCache.txt" ||
+  fail "find_package did not use the installed package: $(grep vkdelegate_DIR "$WORK/app-build/CMakeCache.txt")"
+"$CMAKE" --build "$WORK/app-build"
+APP_CMAKE="$WORK/app-build/vkd_install_app"
+APP_CPP="$WORK/app-build/vkd_install_app_cpp"
+
+# --- 3. pkg-config ------------------------------------------------------------------------------
+step "pkg-config vkdelegate: plain cc build"
+command -v pkg-config >/dev/null ||
+  fail "pkg-config not found (Debian package 'pkg-config'; add it to third-party/install_deps.sh)"
+export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
+pc_flags="$(pkg-config --cflags --libs vkdelegate)"
+pc_libdir="$(pkg-config --variable=libdir vkdelegate)"
+echo "pkg-config --modversion: $(pkg-config --modversion vkdelegate)"
+echo "pkg-config --cflags --libs: $pc_flags"
+case "$pc_flags" in *"$PREFIX"*) ;; *) fail "pkg-config flags do not point into $PREFIX" ;; esac
+APP_PC="$WORK/app-pkgconfig"
+# shellcheck disable=SC2086  # the flags are meant to split
+"$CC_BIN" -std=c99 -pedantic -Wall -Wextra -Werror -o "$APP_PC" "$HERE/app.c" $pc_flags \
+  -Wl,-rpath,"$pc_libdir"
+
+for app in "$APP_CMAKE" "$APP_CPP" "$APP_PC"; do
+  resolved="$(ldd "$app" | awk '/libvkdelegate\.so/ {print $3}')"
+  echo "$(basename "$app"): libvkdelegate.so.0 => $resolved"
+  case "$resolved" in "$LIBDIR"/*) ;; *) fail "$(basename "$app") does not load the installed library" ;; esac
+done
+
+# --- 4. model, input, CPU reference -------------------------------------------------------------
+step "model and CPU reference"
+"$MAKE_BLOB" "$WORK"
+
+# --- 5. run -------------------------------------------------------------------------------------
+# The C API has no validation-message count; the library prints every validation message to
+# stderr as "[vkd validation error|warning] ...", so any such line fails the run.
+run_app() {  # run_app LABEL COMMAND...
+  local label="$1" log="$WORK/run.log" rc
+  shift
+  set +e
+  "$@" 2>&1 | tee "$log"
+  rc="${PIPESTATUS[0]}"
+  set -e
+  [ "$rc" -eq 0 ] || fail "$label (exit status $rc)"
+  if grep -q '\[vkd validation' "$log"; then
+    fail "$label: Vulkan validation messages"
+  fi
+}
+export VKD_VALIDATION="${VKD_VALIDATION:-1}"
+step "run: C app (find_package build), VKD_VALIDATION=$VKD_VALIDATION"
+run_app "C app (find_package)" "$APP_CMAKE" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
+step "run: C app (pkg-config build)"
+run_app "C app (pkg-config)" "$APP_PC" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
+step "run: C app with the formula input (no comparison)"
+run_app "C app (formula input)" "$APP_PC" "$WORK/model.vkd" -
+step "run: C++ app"
+run_app "C++ app" "$APP_CPP" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
+step "run: C app against a wrong expected file (must fail)"
+if "$APP_PC" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected_bad.bin" > "$WORK/bad.log" 2>&1; then
+  cat "$WORK/bad.log"
+  fail "the app accepted a wrong expected output"
+fi
+grep -F 'outputs differ' "$WORK/bad.log" ||
+  { cat "$WORK/bad.log"; fail "with a wrong expected file the app failed for another reason"; }
+step "run: installed vkd CLI"
+"$PREFIX/bin/vkd" devices || fail "installed vkd devices"
+
+printf '\ninstall_and_app: PASS\n'

@@ -1,0 +1,139 @@
+#include "tools/vkd/Common.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "tools/vkd/Args.h"
+
+namespace vkd::cli {
+
+int exit_code_for(Status status) { return status == Status::InvalidArgument ? 2 : 1; }
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return !(s.empty() || s == "0" || s == "false" || s == "off" || s == "no");
+}
+
+std::vector<uint8_t> read_model_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
+    throw CliError(2, "cannot read model file '" + path + "': no such file");
+  }
+  if (std::filesystem::is_directory(status)) {
+    throw CliError(2, "cannot read model file '" + path + "': it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw CliError(2, "cannot read model file '" + path + "': " + std::strerror(errno));
+  }
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw CliError(2, "cannot read model file '" + path + "': read error");
+  return bytes;
+}
+
+DelegateOptions delegate_options(const std::optional<std::string>& device) {
+  DelegateOptions o;
+  if (device) o.device = *device;
+  o.validation = env_flag("VKD_VALIDATION");
+  return o;
+}
+
+std::unique_ptr<Delegate> create_delegate(const std::vector<uint8_t>& blob,
+                                          const DelegateOptions& options,
+                                          const std::string& model_path) {
+  std::unique_ptr<Delegate> delegate;
+  std::string error;
+  const Status s = Delegate::create(blob.data(), blob.size(), options, &delegate, &error);
+  if (s != Status::Ok || !delegate) {
+    if (s == Status::Ok) error = "Delegate::create returned Ok without a delegate";
+    throw CliError(s == Status::Ok ? 1 : exit_code_for(s),
+                   "cannot load model '" + model_path + "' (" + status_name(s) + "): " + error);
+  }
+  return delegate;
+}
+
+std::string io_name(const TensorInfo& info, size_t index, bool is_input) {
+  if (!info.name.empty()) return info.name;
+  return (is_input ? "input" : "output") + std::to_string(index);
+}
+
+std::string shape_string(const std::vector<int64_t>& sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(sizes[i]);
+  }
+  return s + "]";
+}
+
+std::string human_bytes(uint64_t bytes) {
+  if (bytes < 10 * 1024) return std::to_string(bytes) + " B";  // small sizes exactly
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string tensor_summary(const TensorInfo& info) {
+  return std::string(host_dtype_name(info.host_dtype)) + " " + shape_string(info.sizes) +
+         "  (device: " + info.device_dtype + " " + info.storage + " " + info.layout + ")";
+}
+
+std::string memory_report_text(const MemoryReport& m, const std::string& indent) {
+  std::string s = indent + "memory: constants " + human_bytes(m.constant_bytes) + " (" +
+                  human_bytes(m.constant_device_bytes) + " on the GPU), intermediates " +
+                  human_bytes(m.intermediate_planned_bytes) + " planned vs " +
+                  human_bytes(m.intermediate_naive_bytes) + " naive";
+  if (m.intermediate_naive_bytes > 0) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " (%.0f%%)",
+                  100.0 * static_cast<double>(m.intermediate_planned_bytes) /
+                      static_cast<double>(m.intermediate_naive_bytes));
+    s += buf;
+  }
+  s += ", inputs/outputs " + human_bytes(m.io_device_bytes) + ", device total " +
+       human_bytes(m.device_bytes) + ", staging " + human_bytes(m.staging_bytes) + "\n";
+  s += indent + "load peak: " + human_bytes(m.load_peak_bytes);
+  if (m.constant_bytes > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " (%.2fx the %s of constants)",
+                  static_cast<double>(m.load_peak_bytes) / static_cast<double>(m.constant_bytes),
+                  human_bytes(m.constant_bytes).c_str());
+    s += buf;
+  } else {
+    s += " (the model has no constants)";
+  }
+  return s + "\n";
+}
+
+std::string indent_lines(const std::string& text, const std::string& indent) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += indent + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace vkd::cli

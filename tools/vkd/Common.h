@@ -1,0 +1,53 @@
+// Helpers the delegate commands (run, inspect) share. Only the public API (vkdelegate/Delegate.hpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkdelegate/Delegate.hpp"
+
+namespace vkd::cli {
+
+// The commands; each returns the process exit code or throws CliError (Args.h).
+int cmd_devices(const std::vector<std::string>& args);
+int cmd_run(const std::vector<std::string>& args);
+int cmd_inspect(const std::vector<std::string>& args);
+
+// Exit code for a failed delegate call: 2 for InvalidArgument (the model or the inputs are at
+// fault), 1 for everything else (device, driver, library).
+int exit_code_for(Status status);
+
+// The whole file, or CliError(2) naming the path and the reason.
+std::vector<uint8_t> read_model_file(const std::string& path);
+
+// DelegateOptions with `device` (when given) and validation from $VKD_VALIDATION.
+DelegateOptions delegate_options(const std::optional<std::string>& device);
+
+// Delegate::create, or CliError naming the model and the status.
+std::unique_ptr<Delegate> create_delegate(const std::vector<uint8_t>& blob,
+                                          const DelegateOptions& options,
+                                          const std::string& model_path);
+
+// The name a graph input/output goes by: its TensorInfo name, or "input<i>" / "output<i>" when
+// that is empty. (The delegate names unnamed blob inputs/outputs after their values, "v0", so
+// `vkd run` also accepts "input<i>" for input i whatever its name.)
+std::string io_name(const TensorInfo& info, size_t index, bool is_input);
+
+std::string shape_string(const std::vector<int64_t>& sizes);  // "[1,5,7,9]"
+std::string human_bytes(uint64_t bytes);                       // "1216 B", "12.4 KiB", ...
+// "float32 [1,5,7,9]  (device: float32 buffer width_packed)"
+std::string tensor_summary(const TensorInfo& info);
+
+// Two lines: constants / intermediates (planned vs naive) / io / staging / device total, then
+// the load peak against the constant bytes. Each line starts with `indent`.
+std::string memory_report_text(const MemoryReport& m, const std::string& indent = "");
+
+// The lines of `text`, each prefixed with `indent`.
+std::string indent_lines(const std::string& text, const std::string& indent);
+
+bool env_flag(const char* name);  // set and not "", "0", "false", "off", "no"
+
+}  // namespace vkd::cli

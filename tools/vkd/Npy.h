@@ -1,0 +1,54 @@
+// .npy files (NumPy's array format) for the vkd CLI: read and write the three host dtypes the
+// delegate exchanges (float32, int8, int32), little-endian, C order.
+//
+// Format (numpy.lib.format): magic "\x93NUMPY", major and minor version bytes, the header length
+// (uint16 little-endian for version 1.0, uint32 for 2.0 and 3.0), then the header: a Python
+// dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (1, 5), } padded with spaces
+// and ended by '\n' so that the data starts on a multiple of 64 bytes. The data follows.
+//
+// Pure C++, no Vulkan and no delegate: the CLI tests link it on their own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vkd::cli {
+
+enum class NpyDType { Float32, Int8, Int32 };
+
+const char* npy_dtype_name(NpyDType dtype);   // "float32", "int8", "int32"
+const char* npy_dtype_descr(NpyDType dtype);  // "<f4", "|i1", "<i4" (what the writer puts)
+size_t npy_dtype_size(NpyDType dtype);
+
+struct NpyArray {
+  NpyDType dtype = NpyDType::Float32;
+  std::vector<int64_t> shape;  // C order; empty = a 0-d array (one element)
+  std::vector<uint8_t> data;   // numel() * npy_dtype_size(dtype) bytes, little-endian
+
+  size_t numel() const;
+};
+
+// Every failure: the message starts with the source (file path) and says what is wrong.
+class NpyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses a whole .npy image. `source` names it in error messages. Accepts format versions 1.0,
+// 2.0 and 3.0 and the dtypes '<f4', '<i4' and int8 ('|i1'; '<i1' and '>i1' are the same bytes);
+// rejects fortran_order True, big-endian and other dtypes, a data size that differs from the
+// shape's (truncated or trailing bytes), and any malformed header.
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source);
+NpyArray read_npy(const std::string& path);
+
+// The .npy image of `array`. `major_version` 1, 2 or 3; 0 picks 1.0 unless the header needs more
+// than 65535 bytes (then 2.0). The data starts on a 64-byte boundary.
+std::vector<uint8_t> encode_npy(const NpyArray& array, int major_version = 0);
+
+// "(1, 5, 7, 9)" as NumPy prints a shape; "(5,)" for rank 1, "()" for rank 0.
+std::string npy_shape_string(const std::vector<int64_t>& shape);
+
+}  // namespace vkd::cli
