@@ -11,6 +11,8 @@ PACKAGES=(
   glslang-tools spirv-tools                    # GLSL -> SPIR-V, spirv-val
   flatbuffers-compiler libflatbuffers-dev      # delegate blob schema
   googletest libgtest-dev libbenchmark-dev     # tests and benchmarks
+  clang libclang-rt-dev                        # sanitizer + libFuzzer build (test/fuzz/); compiler-rt
+                                               # is only a Recommends of clang, so named here
   vulkan-validationlayers                      # Khronos validation layer (tests run under it)
   mesa-vulkan-drivers                          # lavapipe: the CPU Vulkan device, the fallback
 )

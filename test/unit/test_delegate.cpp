@@ -1,0 +1,425 @@
+// The delegate end to end: blobs written with the serializer, loaded through vkd::Delegate (or
+// the graph loader, for tests that need a device with lowered limits), outputs compared with
+// the CPU references in test/reference/.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "runtime/delegate/GraphLoader.h"
+#include "runtime/vk/Context.h"
+#include "serialization/Serializer.h"
+#include "test/reference/QuantReference.h"
+#include "test/unit/GpuTest.h"
+#include "vkdelegate/Delegate.hpp"
+
+namespace {
+
+using vkd::DType;
+using vkd::MemoryLayout;
+using vkd::StorageType;
+using vkd::TensorSpec;
+using vkd::serialization::GraphBuilder;
+using vkd::serialization::ValueId;
+
+constexpr float kScale = 0.0375f;
+constexpr int kZeroPoint = -7;
+
+TensorSpec float_spec(std::vector<int64_t> sizes, StorageType storage = StorageType::Buffer,
+                      MemoryLayout layout = MemoryLayout::WidthPacked) {
+  return {std::move(sizes), DType::Float32, storage, layout};
+}
+
+TensorSpec int8_spec(std::vector<int64_t> sizes, MemoryLayout layout) {
+  return {std::move(sizes), DType::Int8x4, StorageType::Buffer, layout};
+}
+
+// Writes q8ta_quantize / q8ta_convert / q8ta_dequantize calls with the registry's argument order.
+struct QuantGraph {
+  GraphBuilder b;
+  void quantize(ValueId in, ValueId out, int zp = kZeroPoint) {
+    b.add_op("q8ta_quantize", {in, b.add_float(kScale), b.add_int(zp), b.add_int(-128),
+                               b.add_int(127), out});
+  }
+  void dequantize(ValueId in, ValueId out, int zp = kZeroPoint) {
+    b.add_op("q8ta_dequantize", {in, b.add_float(kScale), b.add_int(zp), b.add_int(-128),
+                                 b.add_int(127), out});
+  }
+  void convert(ValueId in, ValueId out, int zp = kZeroPoint) {
+    b.add_op("q8ta_convert", {in, b.add_int(zp), out});
+  }
+};
+
+std::vector<float> random_input(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-6.0f, 6.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = dist(rng);
+  // Exact ties and out-of-range values, so rounding and clamping are exercised.
+  if (n > 4) {
+    x[0] = 2.5f * kScale;
+    x[1] = -3.5f * kScale;
+    x[2] = 1000.0f;
+    x[3] = -1000.0f;
+  }
+  return x;
+}
+
+std::vector<float> quant_roundtrip_reference(const std::vector<float>& x) {
+  return vkd::testing::reference_dequantize(
+      vkd::testing::reference_quantize(x, kScale, kZeroPoint, -128, 127), kScale, kZeroPoint);
+}
+
+std::unique_ptr<vkd::Delegate> load(const std::vector<uint8_t>& blob,
+                                    vkd::DelegateOptions options = {}) {
+  std::unique_ptr<vkd::Delegate> d;
+  std::string error;
+  const vkd::Status st = vkd::Delegate::create(blob.data(), blob.size(), options, &d, &error);
+  EXPECT_EQ(st, vkd::Status::Ok) << error;
+  return d;
+}
+
+vkd::Status run_float(vkd::Delegate& d, const std::vector<float>& x, std::vector<float>& y) {
+  const auto in = d.input(0), out = d.output(0);
+  y.assign(out.numel(), 0.0f);
+  return d.execute({{x.data(), x.size() * 4, vkd::HostDType::Float32, in.sizes}},
+                   {{y.data(), y.size() * 4, vkd::HostDType::Float32, out.sizes}});
+}
+
+// x -> quantize (4W4C) -> convert x `hops` through the other layouts -> dequantize -> y.
+std::vector<uint8_t> chain_blob(const std::vector<int64_t>& sizes, int hops) {
+  QuantGraph g;
+  const ValueId x = g.b.add_tensor(float_spec(sizes), "x");
+  const MemoryLayout cycle[3] = {MemoryLayout::PackedInt8_4W4C, MemoryLayout::PackedInt8_4C1W,
+                                 MemoryLayout::PackedInt8_4H4W};
+  ValueId q = g.b.add_tensor(int8_spec(sizes, cycle[0]), "q0");
+  g.quantize(x, q);
+  for (int h = 1; h <= hops; ++h) {
+    const ValueId next = g.b.add_tensor(int8_spec(sizes, cycle[h % 3]), "q" + std::to_string(h));
+    g.convert(q, next);
+    q = next;
+  }
+  const ValueId y = g.b.add_tensor(float_spec(sizes), "y");
+  g.dequantize(q, y);
+  g.b.set_inputs({x}, {"x"});
+  g.b.set_outputs({y}, {"y"});
+  return g.b.finish();
+}
+
+TEST(Delegate, QuantizeConvertDequantizeMatchesReference) {
+  const std::vector<int64_t> sizes = {1, 5, 7, 9};
+  auto d = load(chain_blob(sizes, 1));
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->input_count(), 1u);
+  EXPECT_EQ(d->input(0).name, "x");
+  EXPECT_TRUE(d->input(0).named);
+  EXPECT_EQ(d->output(0).sizes, sizes);
+  const auto x = random_input(5 * 7 * 9, 1);
+  std::vector<float> y;
+  ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
+  EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
+  // Per-node profile: one entry per dispatch, in graph order.
+  const auto profile = d->last_profile();
+  ASSERT_EQ(profile.size(), 3u);
+  EXPECT_EQ(profile[0].op, "q8ta_quantize");
+  EXPECT_EQ(profile[1].op, "q8ta_convert");
+  EXPECT_NE(profile[1].tensors.find("4C1W"), std::string::npos) << profile[1].tensors;
+  // Re-running with other data reuses the recorded command buffer.
+  const auto x2 = random_input(5 * 7 * 9, 2);
+  ASSERT_EQ(run_float(*d, x2, y), vkd::Status::Ok);
+  EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x2), y));
+  EXPECT_EQ(d->validation_message_count(), 0u);
+}
+
+TEST(Delegate, ChainOfIntermediatesSharesMemoryAndStaysCorrect) {
+  // Six int8 intermediates (quantize + 5 conversions); at most two are alive at once.
+  const std::vector<int64_t> sizes = {2, 13, 24, 31};
+  auto d = load(chain_blob(sizes, 5));
+  ASSERT_TRUE(d);
+  const auto m = d->memory();
+  std::printf("memory plan, 6 intermediates of [2,13,24,31] int8x4: planned %llu B, naive %llu B\n",
+              static_cast<unsigned long long>(m.intermediate_planned_bytes),
+              static_cast<unsigned long long>(m.intermediate_naive_bytes));
+  EXPECT_LE(m.intermediate_planned_bytes * 2, m.intermediate_naive_bytes);
+  const auto x = random_input(2 * 13 * 24 * 31, 3);
+  std::vector<float> y;
+  ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
+  EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
+  EXPECT_NE(d->describe().find("intermediates planned"), std::string::npos);
+}
+
+TEST(Delegate, ConstantsUploadInSmallBatches) {
+  // A constant int8 tensor dequantized, and a float texture constant quantized: with a 64-byte
+  // staging bound both go up in many chunks/batches and must arrive intact.
+  const std::vector<int64_t> sizes = {1, 6, 5, 11};
+  const size_t n = 6 * 5 * 11;
+  std::vector<int8_t> q(n);
+  for (size_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>((i * 37) % 256 - 128);
+  const auto xf = random_input(n, 4);
+  std::vector<uint8_t> q_bytes(q.begin(), q.end());
+  std::vector<uint8_t> f_bytes(n * 4);
+  std::memcpy(f_bytes.data(), xf.data(), f_bytes.size());
+
+  QuantGraph g;
+  const ValueId dummy_in = g.b.add_tensor(float_spec({1, 1, 1, 4}), "unused_input");
+  const ValueId wq = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4C1W), "w", q_bytes);
+  const ValueId y1 = g.b.add_tensor(float_spec(sizes), "y1");
+  g.dequantize(wq, y1);
+  const ValueId wf = g.b.add_tensor(
+      float_spec(sizes, StorageType::Texture3D, MemoryLayout::ChannelsPacked), "wf", f_bytes);
+  const ValueId t = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "t");
+  g.quantize(wf, t);
+  const ValueId y2 = g.b.add_tensor(float_spec(sizes), "y2");
+  g.dequantize(t, y2);
+  g.b.set_inputs({dummy_in}, {"unused"});
+  g.b.set_outputs({y1, y2}, {"y1", "y2"});
+
+  vkd::DelegateOptions options;
+  options.constant_batch_bytes = 64;
+  auto d = load(g.b.finish(), options);
+  ASSERT_TRUE(d);
+  std::vector<float> in(4, 0.0f), out1(n), out2(n);
+  ASSERT_EQ(d->execute({{in.data(), 16, vkd::HostDType::Float32, {1, 1, 1, 4}}},
+                       {{out1.data(), n * 4, vkd::HostDType::Float32, sizes},
+                        {out2.data(), n * 4, vkd::HostDType::Float32, sizes}}),
+            vkd::Status::Ok)
+      << d->last_error();
+  EXPECT_TRUE(vkd_test::floats_equal(vkd::testing::reference_dequantize(q, kScale, kZeroPoint),
+                                     out1));
+  EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(xf), out2));
+  const auto m = d->memory();
+  EXPECT_EQ(m.constant_bytes, n + n * 4);
+  // Load peak: the device memory, the staging kept for execute, one batch and the largest
+  // packed constant (the texture is staged whole), nothing more.
+  EXPECT_GT(m.load_peak_bytes, m.device_bytes);
+  EXPECT_LE(m.load_peak_bytes, m.device_bytes + m.staging_bytes + 2 * m.constant_device_bytes);
+  EXPECT_EQ(d->validation_message_count(), 0u);
+}
+
+TEST(Delegate, Int8InputsAndOutputs) {
+  // int8x4 graph input and output: host int8 in NCHW, packed with the declared zero point.
+  const std::vector<int64_t> sizes = {1, 3, 4, 5};
+  QuantGraph g;
+  const ValueId a = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "a");
+  const ValueId b = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4H4W), "b");
+  g.convert(a, b);
+  g.b.set_inputs({a});
+  g.b.set_outputs({b});
+  auto d = load(g.b.finish());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->input(0).host_dtype, vkd::HostDType::Int8);
+  EXPECT_FALSE(d->input(0).named);
+  std::vector<int8_t> in(60), out(60);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int8_t>(i * 5 - 100);
+  ASSERT_EQ(d->execute({{in.data(), 60, vkd::HostDType::Int8, sizes}},
+                       {{out.data(), 60, vkd::HostDType::Int8, sizes}}),
+            vkd::Status::Ok)
+      << d->last_error();
+  EXPECT_EQ(in, out);
+}
+
+TEST(Delegate, WrongInputsGiveClearErrors) {
+  const std::vector<int64_t> sizes = {1, 5, 7, 9};
+  auto d = load(chain_blob(sizes, 1));
+  ASSERT_TRUE(d);
+  std::vector<float> x(315), y(315), small(5 * 7 * 8);
+  const vkd::TensorView out{y.data(), y.size() * 4, vkd::HostDType::Float32, sizes};
+  // Other shape: the graph's kernels take fixed shapes, so this is an error (no resize).
+  EXPECT_EQ(d->execute({{small.data(), small.size() * 4, vkd::HostDType::Float32, {1, 5, 7, 8}}},
+                       {out}),
+            vkd::Status::InvalidArgument);
+  EXPECT_NE(d->last_error().find("has shape [1,5,7,8], the model was compiled for [1,5,7,9]; "
+                                 "resizing is not supported by q8ta_quantize"),
+            std::string::npos)
+      << d->last_error();
+  EXPECT_EQ(d->execute({{x.data(), x.size(), vkd::HostDType::Int8, sizes}}, {out}),
+            vkd::Status::InvalidArgument);
+  EXPECT_NE(d->last_error().find("input 0 'x' is float32, got int8"), std::string::npos)
+      << d->last_error();
+  EXPECT_EQ(d->execute({}, {out}), vkd::Status::InvalidArgument);
+  EXPECT_NE(d->last_error().find("takes 1 inputs, got 0"), std::string::npos);
+  EXPECT_EQ(d->execute({{x.data(), 100, vkd::HostDType::Float32, sizes}}, {out}),
+            vkd::Status::InvalidArgument);
+  EXPECT_NE(d->last_error().find("needs 1260 bytes, got 100"), std::string::npos);
+  // A failed call leaves the delegate usable.
+  std::vector<float> yy;
+  EXPECT_EQ(run_float(*d, x, yy), vkd::Status::Ok);
+  EXPECT_EQ(d->last_error(), "");
+}
+
+// Blobs that deserialize but describe an impossible data flow or an unsupported op.
+TEST(Delegate, BadGraphsFailAtLoadWithTheirOwnMessage) {
+  auto expect_load_error = [](const std::vector<uint8_t>& blob, vkd::Status status,
+                              const std::string& needle) {
+    std::unique_ptr<vkd::Delegate> d;
+    std::string error;
+    EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error), status) << error;
+    EXPECT_FALSE(d);
+    EXPECT_NE(error.find(needle), std::string::npos) << error;
+  };
+  const std::vector<int64_t> sizes = {1, 2, 3, 4};
+  {  // reads a tensor no op wrote
+    QuantGraph g;
+    const ValueId x = g.b.add_tensor(float_spec(sizes), "x");
+    const ValueId q = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "q");
+    const ValueId y = g.b.add_tensor(float_spec(sizes), "y");
+    g.dequantize(q, y);
+    g.b.set_inputs({x});
+    g.b.set_outputs({y});
+    expect_load_error(g.b.finish(), vkd::Status::InvalidArgument,
+                      "op 0 'q8ta_dequantize': argument 'input' reads tensor 'q' (value 1) "
+                      "before any op writes it");
+  }
+  {  // writes a graph input
+    QuantGraph g;
+    const ValueId x = g.b.add_tensor(float_spec(sizes), "x");
+    const ValueId q = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "q");
+    g.quantize(x, q);
+    g.b.add_op("float_convert", {x, x});
+    g.b.set_inputs({x});
+    g.b.set_outputs({q});
+    expect_load_error(g.b.finish(), vkd::Status::InvalidArgument,
+                      "op 1 'float_convert': output 'output' is tensor 'x' (value 0), which is a "
+                      "graph input");
+  }
+  {  // an output nothing writes
+    QuantGraph g;
+    const ValueId x = g.b.add_tensor(float_spec(sizes), "x");
+    const ValueId y = g.b.add_tensor(float_spec(sizes), "y");
+    g.b.set_inputs({x});
+    g.b.set_outputs({y});
+    expect_load_error(g.b.finish(), vkd::Status::InvalidArgument,
+                      "graph output 'y' (value 1) is never written by an op");
+  }
+  {  // an op this runtime does not have
+    QuantGraph g;
+    const ValueId x = g.b.add_tensor(float_spec(sizes), "x");
+    const ValueId y = g.b.add_tensor(float_spec(sizes), "y");
+    g.b.add_op("aten.fancy_op", {x, y});
+    g.b.set_inputs({x});
+    g.b.set_outputs({y});
+    expect_load_error(g.b.finish(), vkd::Status::InvalidArgument, "'aten.fancy_op'");
+  }
+  {  // an int8x4 tensor used with two zero points
+    QuantGraph g;
+    const ValueId x = g.b.add_tensor(float_spec(sizes), "x");
+    const ValueId q = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "q");
+    const ValueId y = g.b.add_tensor(float_spec(sizes), "y");
+    g.quantize(x, q, 3);
+    g.dequantize(q, y, 5);
+    g.b.set_inputs({x});
+    g.b.set_outputs({y});
+    expect_load_error(g.b.finish(), vkd::Status::InvalidArgument,
+                      "op 1 'q8ta_dequantize': tensor 'q' is used with zero point 5 but an "
+                      "earlier op declared 3");
+  }
+  {  // a zero point outside int8
+    QuantGraph g;
+    const ValueId x = g.b.add_tensor(float_spec(sizes), "x");
+    const ValueId q = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "q");
+    g.quantize(x, q, 300);
+    g.b.set_inputs({x});
+    g.b.set_outputs({q});
+    expect_load_error(g.b.finish(), vkd::Status::InvalidArgument,
+                      "op 0 'q8ta_quantize': argument 'zero_point' is 300, outside [-128, 127]");
+  }
+}
+
+TEST(Delegate, DistinctHandlesRunConcurrentlyAndOneHandleIsSerialized) {
+  const std::vector<int64_t> sizes = {1, 5, 7, 9};
+  const auto blob = chain_blob(sizes, 2);
+  auto a = load(blob), b = load(blob);
+  ASSERT_TRUE(a && b);
+  auto worker = [&](vkd::Delegate* d, uint32_t seed, int* failures) {
+    for (int r = 0; r < 10; ++r) {
+      const auto x = random_input(315, seed + r);
+      std::vector<float> y;
+      if (run_float(*d, x, y) != vkd::Status::Ok || y != quant_roundtrip_reference(x)) {
+        ++*failures;
+      }
+    }
+  };
+  int f[4] = {0, 0, 0, 0};
+  std::thread t0(worker, a.get(), 10, &f[0]), t1(worker, b.get(), 20, &f[1]);
+  std::thread t2(worker, a.get(), 30, &f[2]), t3(worker, a.get(), 40, &f[3]);
+  t0.join();
+  t1.join();
+  t2.join();
+  t3.join();
+  EXPECT_EQ(f[0] + f[1] + f[2] + f[3], 0);
+}
+
+// Device limits are checked at graph build with explicit units; a device with lowered limits
+// (ProfileOverrides::limits) stands in for a small GPU.
+class DeviceLimits : public ::testing::Test {
+ protected:
+  std::string load_error(const std::vector<uint8_t>& blob,
+                         const vkd::vk::ProfileOverrides::Limits& limits) {
+    auto options = vkd_test::test_context_options();
+    options.overrides.limits = limits;
+    vkd::vk::Context context(options);
+    vkd_test::ValidationWatch watch(context, true);
+    try {
+      vkd::delegate::load_graph(context, blob.data(), blob.size(), 1 << 20);
+    } catch (const vkd::Error& e) {
+      EXPECT_EQ(e.code(), vkd::ErrorCode::Unsupported) << e.what();
+      watch.check("load_graph with lowered limits");
+      return e.what();
+    }
+    ADD_FAILURE() << "load_graph succeeded";
+    return "";
+  }
+};
+
+TEST_F(DeviceLimits, StorageBufferRangeInBytes) {
+  vkd::vk::ProfileOverrides::Limits limits;
+  limits.max_storage_buffer_range_bytes = 1024;
+  const std::string e = load_error(chain_blob({1, 5, 7, 9}, 1), limits);
+  EXPECT_NE(e.find("tensor 'x'"), std::string::npos) << e;
+  EXPECT_NE(e.find("maxStorageBufferRange is 1.0 KiB (1024 bytes)"), std::string::npos) << e;
+}
+
+TEST_F(DeviceLimits, PushConstantBytes) {
+  vkd::vk::ProfileOverrides::Limits limits;
+  limits.max_push_constant_bytes = 16;
+  const std::string e = load_error(chain_blob({1, 5, 7, 9}, 1), limits);
+  EXPECT_NE(e.find("op 0 'q8ta_quantize'"), std::string::npos) << e;
+  EXPECT_NE(e.find("push-constant bytes; the device's maxPushConstantsSize is 16 bytes"),
+            std::string::npos) << e;
+}
+
+TEST_F(DeviceLimits, WorkgroupCount) {
+  vkd::vk::ProfileOverrides::Limits limits;
+  limits.max_workgroup_count = 1;
+  const std::string e = load_error(chain_blob({4, 64, 64, 64}, 1), limits);
+  EXPECT_NE(e.find("op 0 'q8ta_quantize'"), std::string::npos) << e;
+  EXPECT_NE(e.find("exceeds the device's workgroup-count limits (1 x 1 x 1 groups"),
+            std::string::npos) << e;
+}
+
+TEST_F(DeviceLimits, DescriptorCount) {
+  vkd::vk::ProfileOverrides::Limits limits;
+  limits.max_per_stage_storage_buffers = 1;
+  const std::string e = load_error(chain_blob({1, 5, 7, 9}, 1), limits);
+  EXPECT_NE(e.find("op 0 'q8ta_quantize'"), std::string::npos) << e;
+  EXPECT_NE(e.find("maxPerStageDescriptorStorageBuffers is 1"), std::string::npos) << e;
+}
+
+TEST_F(DeviceLimits, TextureExtentInTexels) {
+  QuantGraph g;
+  const std::vector<int64_t> sizes = {1, 4, 8, 40};
+  const ValueId x = g.b.add_tensor(
+      float_spec(sizes, StorageType::Texture3D, MemoryLayout::ChannelsPacked), "x_tex");
+  const ValueId q = g.b.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "q");
+  g.quantize(x, q);
+  g.b.set_inputs({x});
+  g.b.set_outputs({q});
+  vkd::vk::ProfileOverrides::Limits limits;
+  limits.max_image_dimension_3d = 32;
+  const std::string e = load_error(g.b.finish(), limits);
+  EXPECT_NE(e.find("tensor 'x_tex'"), std::string::npos) << e;
+  EXPECT_NE(e.find("maxImageDimension3D is 32 texels"), std::string::npos) << e;
+}
+
+}  // namespace
