@@ -106,37 +106,30 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
   graph::ComputeGraph& graph = *out.graph;
   graph.set_constant_batch_bytes(constant_batch_bytes);
 
-  // GPU tensors only for the tensor values the graph touches.
-  std::vector<bool> used(g.values.size(), false);
-  for (const auto& call : g.ops) {
-    for (ValueId id : call.args) used[id] = true;
-  }
-  for (const auto& io : g.inputs) used[io.value] = true;
-  for (const auto& io : g.outputs) used[io.value] = true;
+  // GPU tensors are created when an op (or the graph's inputs/outputs) first asks for them, so
+  // a constant an op prepacks into its own form never gets a default copy on the device.
   std::vector<graph::ValueRef> tensor_of_value(g.values.size(), -1);
-  for (size_t id = 0; id < g.values.size(); ++id) {
-    const TensorValue* t = as_tensor(g, static_cast<ValueId>(id));
-    if (!t || !used[id]) continue;
-    const std::string name = value_name(g, static_cast<ValueId>(id));
-    if (!t->constant) {
-      tensor_of_value[id] = graph.add_tensor(t->spec, name);
-      continue;
-    }
+  const ops::OpCall::TensorResolver tensor_for = [&](ValueId id) -> graph::ValueRef {
+    if (tensor_of_value.at(id) >= 0) return tensor_of_value[id];
+    const TensorValue* t = as_tensor(g, id);
+    VKD_CHECK(t != nullptr, ErrorCode::Internal, "value ", id, " is not a tensor");
+    const std::string name = value_name(g, id);
+    if (!t->constant) return tensor_of_value[id] = graph.add_tensor(t->spec, name);
     // The int8x4 padding value is the zero point the consuming op declares, known only after
     // the ops are built, so the packer asks the graph when it runs (during prepare()).
-    const graph::ValueRef ref = static_cast<graph::ValueRef>(graph.tensor_count());
-    const auto bytes = t->constant->data;
+    const auto ref = static_cast<graph::ValueRef>(graph.tensor_count());
+    const uint8_t* bytes = t->constant->data;
     const size_t count = t->constant->size;
     const TensorSpec spec = t->spec;
     graph::ComputeGraph* gp = &graph;
-    tensor_of_value[id] = graph.add_constant(
-        spec, name,
-        [gp, ref, spec, bytes, count]() {
-          const auto pad = static_cast<int8_t>(gp->zero_point(ref).value_or(0));
-          return graph::nchw_constant_packer(spec, bytes, count, pad)();
-        },
-        count);
-  }
+    return tensor_of_value[id] = graph.add_constant(
+               spec, name,
+               [gp, ref, spec, bytes, count]() {
+                 const auto pad = static_cast<int8_t>(gp->zero_point(ref).value_or(0));
+                 return graph::nchw_constant_packer(spec, bytes, count, pad)();
+               },
+               count);
+  };
 
   for (size_t k = 0; k < g.ops.size(); ++k) {
     const auto& call = g.ops[k];
@@ -146,7 +139,7 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
       op.args.push_back(describe_arg(g, entry.args[a], call.args[a]));
     }
     try {
-      entry.build(ops::OpCall(graph, entry, k, g, tensor_of_value, call.args));
+      entry.build(ops::OpCall(graph, entry, k, g, tensor_for, call.args));
     } catch (const Error& e) {
       // Name the op call in the blob, whatever layer the message came from.
       const std::string label = "op " + std::to_string(k) + " '" + call.name + "'";
@@ -161,14 +154,14 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
 
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const auto& io = g.inputs[i];
-    const graph::ValueRef ref = tensor_of_value[io.value];
+    const graph::ValueRef ref = tensor_for(io.value);
     graph.add_input(ref);
     out.inputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
                           !io.name.empty(), ref, graph.spec(ref)});
   }
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const auto& io = g.outputs[i];
-    const graph::ValueRef ref = tensor_of_value[io.value];
+    const graph::ValueRef ref = tensor_for(io.value);
     graph.add_output(ref);
     out.outputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
                            !io.name.empty(), ref, graph.spec(ref)});

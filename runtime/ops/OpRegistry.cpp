@@ -40,14 +40,13 @@ const OpRegistry& op_registry() {
 }
 
 OpCall::OpCall(graph::ComputeGraph& graph, const OpEntry& entry, size_t index,
-               const serialization::DeserializedGraph& blob,
-               const std::vector<graph::ValueRef>& tensor_of_value,
+               const serialization::DeserializedGraph& blob, const TensorResolver& tensor_for,
                const std::vector<serialization::ValueId>& args)
     : graph_(graph),
       entry_(entry),
       label_("op " + std::to_string(index) + " '" + entry.name + "'"),
       blob_(blob),
-      tensor_of_value_(tensor_of_value),
+      tensor_for_(tensor_for),
       args_(args) {
   VKD_CHECK(args.size() == entry.args.size(), ErrorCode::InvalidArgument, label_, ": takes ",
             entry.args.size(), " arguments, the blob gives ", args.size());
@@ -66,9 +65,14 @@ const serialization::Value& OpCall::value(size_t arg, ValueKind kind) const {
 
 graph::ValueRef OpCall::tensor(size_t arg) const {
   value(arg, ValueKind::Tensor);
-  const graph::ValueRef ref = tensor_of_value_.at(args_[arg]);
-  VKD_CHECK(ref >= 0, ErrorCode::Internal, label_, ": tensor value ", args_[arg], " not created");
-  return ref;
+  return tensor_for_(args_[arg]);
+}
+
+const serialization::TensorValue& OpCall::constant(size_t arg) const {
+  const auto& t = std::get<serialization::TensorValue>(value(arg, ValueKind::Tensor));
+  VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, label_, ": argument '",
+            entry_.args[arg].name, "' (value ", args_[arg], ") must be a constant");
+  return t;
 }
 
 double OpCall::float_arg(size_t arg) const {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,9 +56,11 @@ const OpRegistry& op_registry();
 // values. Accessors throw InvalidArgument naming the op and the argument on a bad value.
 class OpCall {
  public:
+  // `tensor_for`: the graph tensor of a tensor value, created on first use (a blob constant
+  // becomes a constant with the default NCHW packer then).
+  using TensorResolver = std::function<graph::ValueRef(serialization::ValueId)>;
   OpCall(graph::ComputeGraph& graph, const OpEntry& entry, size_t index,
-         const serialization::DeserializedGraph& blob,
-         const std::vector<graph::ValueRef>& tensor_of_value,
+         const serialization::DeserializedGraph& blob, const TensorResolver& tensor_for,
          const std::vector<serialization::ValueId>& args);
 
   graph::ComputeGraph& graph() const { return graph_; }
@@ -66,6 +69,10 @@ class OpCall {
   const std::string& op() const { return entry_.name; }
 
   graph::ValueRef tensor(size_t arg) const;
+  // A constant tensor argument as stored in the blob (host NCHW bytes, valid during the build),
+  // for builders that prepack it into their own form with graph().add_constant(): the default
+  // tensor is then never created. InvalidArgument when the argument is not a constant.
+  const serialization::TensorValue& constant(size_t arg) const;
   double float_arg(size_t arg) const;
   int64_t int_arg(size_t arg) const;
   // int_arg checked to lie in [lo, hi].
@@ -81,7 +88,7 @@ class OpCall {
   const OpEntry& entry_;
   std::string label_;
   const serialization::DeserializedGraph& blob_;
-  const std::vector<graph::ValueRef>& tensor_of_value_;
+  const TensorResolver& tensor_for_;
   const std::vector<serialization::ValueId>& args_;
 };
 
