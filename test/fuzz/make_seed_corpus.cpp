@@ -82,10 +82,12 @@ Bytes conv_chain() {
   const ValueId in = b.add_tensor(
       spec({1, 8, 6, 6}, DType::Float32, MemoryLayout::ChannelsPacked, StorageType::Texture3D),
       "input");
-  const ValueId qin = b.add_tensor(spec({1, 8, 6, 6}, DType::Int8x4, MemoryLayout::PackedInt8_4W4C));
+  const ValueId qin =
+      b.add_tensor(spec({1, 8, 6, 6}, DType::Int8x4, MemoryLayout::PackedInt8_4W4C));
   const ValueId weight = add_constant(b, spec({4, 8, 3, 3}, DType::Int8), "weight");
   const ValueId bias = add_constant(b, spec({4}, DType::Int32), "bias");
-  const ValueId qout = b.add_tensor(spec({1, 4, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4W4C));
+  const ValueId qout =
+      b.add_tensor(spec({1, 4, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4W4C));
   const ValueId out = b.add_tensor(
       spec({1, 4, 4, 4}, DType::Float32, MemoryLayout::WidthPacked, StorageType::Texture3D),
       "output");

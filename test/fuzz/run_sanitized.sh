@@ -79,10 +79,11 @@ if ! "$build/test/fuzz_deserialize" -runs="$runs" -max_total_time="$max_time" \
        "$build/fuzz/ (crash-*, leak-*, timeout-*, oom-*)" >&2
   exit 1
 fi
-grep -E '^(Done [0-9]+ runs|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)' "$log"
+grep -E '^(Done [0-9]+ runs|stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb))' \
+  "$log"
 done_runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log")
 if [ "${done_runs:-0}" -lt "$runs" ]; then
   echo "run_sanitized: note: stopped by the ${max_time} s cap after ${done_runs:-0} of $runs runs"
 fi
-echo "run_sanitized: fuzzing took $((SECONDS - fuzz_start)) s; corpus $(ls "$corpus" | wc -l) inputs;" \
-     "total $((SECONDS - start)) s; clean"
+echo "run_sanitized: fuzzing took $((SECONDS - fuzz_start)) s;" \
+     "corpus $(ls "$corpus" | wc -l) inputs; total $((SECONDS - start)) s; clean"
