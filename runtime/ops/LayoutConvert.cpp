@@ -84,16 +84,8 @@ void build_float_convert(const OpCall& call) {
 }  // namespace
 
 void register_layout_convert_ops(OpRegistry& registry) {
-  registry.add({"q8ta_convert",
-                {{"input", ValueKind::Tensor},
-                 {"zero_point", ValueKind::Int},
-                 {"output", ValueKind::Tensor, true}},
-                false,
-                build_q8ta_convert});
-  registry.add({"float_convert",
-                {{"input", ValueKind::Tensor}, {"output", ValueKind::Tensor, true}},
-                false,
-                build_float_convert});
+  registry.add("q8ta_convert", build_q8ta_convert);
+  registry.add("float_convert", build_float_convert);
 }
 
 }  // namespace vkd::ops

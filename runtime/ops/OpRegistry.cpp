@@ -1,13 +1,31 @@
 #include "runtime/ops/OpRegistry.h"
 
+#include "partitioner_schema/OpSchema.h"
 #include "runtime/common/Error.h"
 
 namespace vkd::ops {
 
-void OpRegistry::add(OpEntry entry) {
-  VKD_CHECK(find(entry.name) == nullptr, ErrorCode::Internal, "op '", entry.name,
-            "' registered twice");
-  VKD_CHECK(entry.build != nullptr, ErrorCode::Internal, "op '", entry.name, "' has no builder");
+// The schema's argument kinds and the blob's value kinds share their numbering.
+static_assert(static_cast<int>(compiler::ArgKind::Tensor) == static_cast<int>(ValueKind::Tensor) &&
+                  static_cast<int>(compiler::ArgKind::Int) == static_cast<int>(ValueKind::Int) &&
+                  static_cast<int>(compiler::ArgKind::Float) == static_cast<int>(ValueKind::Float) &&
+                  static_cast<int>(compiler::ArgKind::Bool) == static_cast<int>(ValueKind::Bool) &&
+                  static_cast<int>(compiler::ArgKind::IntList) ==
+                      static_cast<int>(ValueKind::IntList) &&
+                  static_cast<int>(compiler::ArgKind::FloatList) ==
+                      static_cast<int>(ValueKind::FloatList),
+              "ArgKind and serialization::ValueKind drifted");
+
+void OpRegistry::add(std::string_view name, OpBuildFn build) {
+  const compiler::OpSchema* schema = compiler::find_op_schema(name);
+  VKD_CHECK(schema != nullptr && schema->has_kernel, ErrorCode::Internal, "op '", name,
+            "' is not an op with a kernel in partitioner_schema/OpSchema.cpp");
+  VKD_CHECK(find(name) == nullptr, ErrorCode::Internal, "op '", name, "' registered twice");
+  VKD_CHECK(build != nullptr, ErrorCode::Internal, "op '", name, "' has no builder");
+  OpEntry entry{schema->name, {}, schema->supports_resize, build};
+  for (const auto& a : schema->args) {
+    entry.args.push_back({a.name, static_cast<ValueKind>(static_cast<int>(a.kind)), a.output});
+  }
   entries_.push_back(std::move(entry));
 }
 

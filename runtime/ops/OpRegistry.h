@@ -29,6 +29,8 @@ struct ArgSpec {
 class OpCall;
 using OpBuildFn = void (*)(const OpCall& call);
 
+// Argument names/kinds and resize support come from the declarative schema
+// (partitioner_schema/OpSchema.h); the runtime adds only the builder.
 struct OpEntry {
   std::string name;
   std::vector<ArgSpec> args;
@@ -40,7 +42,9 @@ struct OpEntry {
 
 class OpRegistry {
  public:
-  void add(OpEntry entry);  // throws Internal on a duplicate name
+  // Registers the builder of schema op `name`; throws Internal when the schema has no such op,
+  // says it has no kernel, or the name is registered twice.
+  void add(std::string_view name, OpBuildFn build);
   const OpEntry* find(std::string_view name) const;
   const std::vector<OpEntry>& entries() const { return entries_; }
   serialization::OpSignatureTable signatures() const;

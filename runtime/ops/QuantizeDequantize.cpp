@@ -76,12 +76,6 @@ namespace {
 
 // Both ops: (input, scale, zero_point, quant_min, quant_max, output), as
 // quantized_decomposed.quantize_per_tensor / dequantize_per_tensor order them.
-std::vector<ArgSpec> per_tensor_args() {
-  return {{"input", ValueKind::Tensor},     {"scale", ValueKind::Float},
-          {"zero_point", ValueKind::Int},   {"quant_min", ValueKind::Int},
-          {"quant_max", ValueKind::Int},    {"output", ValueKind::Tensor, true}};
-}
-
 QuantParams quant_params(const OpCall& call) {
   QuantParams q;
   q.scale = static_cast<float>(call.float_arg(1));
@@ -106,8 +100,8 @@ void build_dequantize(const OpCall& call) {
 }  // namespace
 
 void register_quantize_ops(OpRegistry& registry) {
-  registry.add({"q8ta_quantize", per_tensor_args(), false, build_quantize});
-  registry.add({"q8ta_dequantize", per_tensor_args(), false, build_dequantize});
+  registry.add("q8ta_quantize", build_quantize);
+  registry.add("q8ta_dequantize", build_dequantize);
 }
 
 }  // namespace vkd::ops
