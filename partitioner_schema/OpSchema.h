@@ -41,6 +41,7 @@ class PlacementSet {
   bool empty() const { return bits_ == 0; }
   PlacementSet operator&(const PlacementSet& o) const { return from_bits(bits_ & o.bits_); }
   PlacementSet operator|(const PlacementSet& o) const { return from_bits(bits_ | o.bits_); }
+  PlacementSet without(const Placement& p) const { return from_bits(bits_ & ~bit(p)); }
   bool operator==(const PlacementSet& o) const { return bits_ == o.bits_; }
   std::vector<Placement> list() const;  // in the canonical order of all_placements()
   std::string describe() const;         // "{buffer 4W4C, buffer 4C1W}"

@@ -1,0 +1,40 @@
+// The ahead-of-time compiler as a library: graph IR in, delegate blob out, with a report of
+// what each pass decided. Passes, in order: parse + validate + shape inference, fusion and
+// lowering to backend ops, the backend-support check, layout propagation, identity folding,
+// serialization (validated by reading it back).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "partitioner_schema/GraphIR.h"
+#include "partitioner_schema/LayoutPropagation.h"
+#include "partitioner_schema/PassReport.h"
+
+namespace vkd::compiler {
+
+struct CompileOptions {
+  LayoutOptions layout;
+};
+
+struct CompileResult {
+  std::vector<uint8_t> blob;
+  std::vector<PassReport> reports;  // one per pass, in order
+  Graph graph;                      // the compiled graph (backend ops, placements decided)
+};
+
+// `g` as parsed (shapes of node outputs are inferred here).
+CompileResult compile_graph(Graph g, const CompileOptions& options);
+// Reads GRAPH.json (+ the safetensors file, "" for none) and compiles it.
+CompileResult compile_file(const std::string& graph_path, const std::string& weights_path,
+                           const CompileOptions& options);
+
+// Throws Unsupported listing every node of a lowered graph the backend cannot run, each with
+// its reason ("node 4 (aten.max_pool2d): not yet supported by the backend").
+void check_backend_support(const Graph& g);
+
+// `vkd compile --report`: every pass's lines, then each tensor's final placement.
+std::string format_report(const CompileResult& result);
+
+}  // namespace vkd::compiler

@@ -1,0 +1,119 @@
+// One source of truth: every op the schema says has a kernel, in every (dtype, storage, layout)
+// combination its tensor arguments claim, must build on the runtime (blob -> load_graph), and
+// every runtime op must be in the schema.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "partitioner_schema/OpSchema.h"
+#include "runtime/delegate/GraphLoader.h"
+#include "runtime/ops/OpRegistry.h"
+#include "serialization/Serializer.h"
+#include "test/unit/GpuTest.h"
+
+namespace {
+
+using namespace vkd::compiler;
+using vkd::serialization::GraphBuilder;
+using vkd::serialization::ValueId;
+
+struct TensorChoice {
+  vkd::DType dtype;
+  Placement placement;
+};
+
+// A one-op blob: tensor args as chosen, scalars with plausible values.
+std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorChoice>& tensors) {
+  GraphBuilder b;
+  std::vector<ValueId> args, inputs, outputs;
+  size_t t = 0;
+  for (const auto& a : op.args) {
+    switch (a.kind) {
+      case ArgKind::Tensor: {
+        const auto& c = tensors[t++];
+        const vkd::TensorSpec spec{{1, 5, 6, 7}, c.dtype, c.placement.storage, c.placement.layout};
+        const ValueId id = b.add_tensor(spec, a.name + std::to_string(t));
+        (a.output ? outputs : inputs).push_back(id);
+        args.push_back(id);
+        break;
+      }
+      case ArgKind::Int:
+        args.push_back(b.add_int(a.name == "quant_max" ? 127 : a.name == "quant_min" ? -128 : 0));
+        break;
+      case ArgKind::Float: args.push_back(b.add_float(0.5)); break;
+      case ArgKind::Bool: args.push_back(b.add_bool(false)); break;
+      case ArgKind::IntList: args.push_back(b.add_int_list({1, 1})); break;
+      case ArgKind::FloatList: args.push_back(b.add_float_list({1.0})); break;
+    }
+  }
+  b.add_op(op.name, args);
+  b.set_inputs(inputs);
+  b.set_outputs(outputs);
+  return b.finish();
+}
+
+class OpSchemaVsRuntime : public vkd_test::GpuTest {};
+
+TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
+  size_t built = 0;
+  for (const auto& op : op_schemas()) {
+    if (!op.has_kernel) continue;
+    std::vector<const ArgSchema*> tensor_args;
+    for (const auto& a : op.args) {
+      if (a.kind == ArgKind::Tensor) tensor_args.push_back(&a);
+    }
+    // Full cross product over every tensor's (dtype, placement) claims.
+    std::vector<TensorChoice> choice(tensor_args.size());
+    std::function<void(size_t)> walk = [&](size_t i) {
+      if (i == tensor_args.size()) {
+        const auto blob = one_op_blob(op, choice);
+        std::string what = op.name;
+        for (const auto& c : choice) what += " " + describe(c.placement);
+        EXPECT_NO_THROW(vkd::delegate::load_graph(ctx(), blob.data(), blob.size(), 1 << 20))
+            << what;
+        ++built;
+        return;
+      }
+      for (vkd::DType d : tensor_args[i]->dtypes) {
+        for (const auto& p : tensor_args[i]->placements.list()) {
+          choice[i] = {d, p};
+          walk(i + 1);
+        }
+      }
+    };
+    walk(0);
+  }
+  std::printf("built %zu (op, dtype, placement) combinations\n", built);
+  EXPECT_GE(built, 18u + 18u + 9u + 36u);
+}
+
+TEST(OpSchema, EveryRuntimeOpIsInTheSchemaWithAKernel) {
+  for (const auto& e : vkd::ops::op_registry().entries()) {
+    const OpSchema* s = find_op_schema(e.name);
+    ASSERT_NE(s, nullptr) << e.name;
+    EXPECT_TRUE(s->has_kernel) << e.name;
+  }
+  for (const auto& s : op_schemas()) {
+    if (s.has_kernel) {
+      EXPECT_NE(vkd::ops::op_registry().find(s.name), nullptr) << s.name;
+    }
+  }
+}
+
+TEST(OpSchema, TiesAndPreferencesAreConsistent) {
+  for (const auto& s : op_schemas()) {
+    for (const auto& a : s.args) {
+      if (a.kind != ArgKind::Tensor) continue;
+      EXPECT_FALSE(a.dtypes.empty()) << s.name << "." << a.name;
+      EXPECT_FALSE(a.placements.empty()) << s.name << "." << a.name;
+      for (const auto& p : a.preferred) EXPECT_TRUE(a.placements.contains(p)) << s.name;
+      if (a.tied_to >= 0) {
+        ASSERT_LT(static_cast<size_t>(a.tied_to), s.args.size()) << s.name;
+        EXPECT_EQ(s.args[a.tied_to].kind, ArgKind::Tensor) << s.name;
+        EXPECT_FALSE((s.args[a.tied_to].placements & a.placements).empty()) << s.name;
+      }
+    }
+  }
+}
+
+}  // namespace
