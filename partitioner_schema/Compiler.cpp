@@ -1,5 +1,6 @@
 #include "partitioner_schema/Compiler.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "partitioner_schema/Emit.h"
@@ -12,33 +13,41 @@
 
 namespace vkd::compiler {
 
-void check_backend_support(const Graph& g) {
-  std::string problems;
-  size_t count = 0;
+std::vector<std::string> unsupported_nodes(const Graph& g) {
+  std::vector<std::string> out;
   for (const auto& node : g.nodes) {
     const OpSchema* schema = find_op_schema(node.op);
-    std::string why;
     if (schema == nullptr) {
-      why = "not supported by the backend (no fusion pattern or backend op for '" + node.op + "')";
+      out.push_back(node.origin + ": not supported by the backend (no fusion pattern or backend op for '" +
+                    node.op + "')");
     } else if (!schema->has_kernel && !schema->identity) {
-      why = "not yet supported by the backend (backend op '" + schema->name +
-            "' has no kernel yet)";
+      out.push_back(node.origin + ": not yet supported by the backend (backend op '" +
+                    schema->name + "' has no kernel yet)");
     }
-    if (why.empty()) continue;
-    ++count;
-    problems += "\n  " + node.origin + ": " + why;
   }
-  VKD_CHECK(count == 0, ErrorCode::Unsupported, count, " node(s) cannot be compiled:", problems);
+  return out;
+}
+
+void CompileResult::throw_if_unsupported() const {
+  if (unsupported.empty()) return;
+  std::string list;
+  for (const auto& u : unsupported) list += "\n  " + u;
+  VKD_THROW(ErrorCode::Unsupported, unsupported.size(), " node(s) cannot be compiled:", list);
 }
 
 CompileResult compile_graph(Graph g, const CompileOptions& options) {
   CompileResult result;
   infer_shapes(g);
   result.reports.push_back(fuse_and_lower(g));
-  check_backend_support(g);
-  result.reports.push_back(propagate_layouts(g, options.layout));
-  result.reports.push_back(fold_identities(g));
-  result.blob = emit_blob(g);
+  result.unsupported = unsupported_nodes(g);
+  const bool all_backend_ops = std::all_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
+    return find_op_schema(n.op) != nullptr;
+  });
+  if (all_backend_ops) {
+    result.reports.push_back(propagate_layouts(g, options.layout));
+    result.reports.push_back(fold_identities(g));
+  }
+  if (result.ok()) result.blob = emit_blob(g);
   result.graph = std::move(g);
   return result;
 }
@@ -55,7 +64,8 @@ std::string format_report(const CompileResult& result) {
     for (const auto& line : r.lines) os << "  " << line << "\n";
   }
   const Graph& g = result.graph;
-  os << "[final] " << g.nodes.size() << " nodes, " << result.blob.size() << " blob bytes\n";
+  os << "[final] " << g.nodes.size() << " nodes, "
+     << (result.ok() ? std::to_string(result.blob.size()) + " blob bytes" : "no blob") << "\n";
   for (const auto& node : g.nodes) {
     os << "  " << node.op << "(";
     for (size_t i = 0; i < node.inputs.size(); ++i) os << (i ? ", " : "") << node.inputs[i];
@@ -66,9 +76,11 @@ std::string format_report(const CompileResult& result) {
   os << "[layouts]\n";
   for (const auto& name : g.value_names()) {
     const Value& v = g.value(name);
-    os << "  " << name << ": " << to_string(v.dtype) << " " << to_string(*v.storage) << " "
-       << to_string(*v.layout) << (v.is_constant() ? " (constant)" : "") << "\n";
+    os << "  " << name << ": " << to_string(v.dtype);
+    if (v.storage && v.layout) os << " " << to_string(*v.storage) << " " << to_string(*v.layout);
+    os << (v.is_constant() ? " (constant)" : "") << "\n";
   }
+  for (const auto& u : result.unsupported) os << "[unsupported] " << u << "\n";
   return os.str();
 }
 

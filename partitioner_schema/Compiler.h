@@ -19,20 +19,26 @@ struct CompileOptions {
 };
 
 struct CompileResult {
-  std::vector<uint8_t> blob;
-  std::vector<PassReport> reports;  // one per pass, in order
-  Graph graph;                      // the compiled graph (backend ops, placements decided)
+  std::vector<uint8_t> blob;              // empty when `unsupported` is not
+  std::vector<PassReport> reports;        // one per pass that ran, in order
+  Graph graph;                            // the compiled graph (backend ops, placements decided)
+  std::vector<std::string> unsupported;   // "node 4 (aten.max_pool2d): not yet supported ..."
+  bool ok() const { return unsupported.empty(); }
+  // Throws Unsupported listing every unsupported node with its reason (no-op when ok()).
+  void throw_if_unsupported() const;
 };
 
-// `g` as parsed (shapes of node outputs are inferred here).
+// `g` as parsed (shapes of node outputs are inferred here). Invalid graphs throw
+// InvalidArgument; nodes the backend cannot run do not throw: they are listed in
+// `unsupported`, the passes still run as far as they can (so the report shows the layouts the
+// graph would get) and no blob is written.
 CompileResult compile_graph(Graph g, const CompileOptions& options);
 // Reads GRAPH.json (+ the safetensors file, "" for none) and compiles it.
 CompileResult compile_file(const std::string& graph_path, const std::string& weights_path,
                            const CompileOptions& options);
 
-// Throws Unsupported listing every node of a lowered graph the backend cannot run, each with
-// its reason ("node 4 (aten.max_pool2d): not yet supported by the backend").
-void check_backend_support(const Graph& g);
+// Every node of a lowered graph the backend cannot run, with its reason.
+std::vector<std::string> unsupported_nodes(const Graph& g);
 
 // `vkd compile --report`: every pass's lines, then each tensor's final placement.
 std::string format_report(const CompileResult& result);

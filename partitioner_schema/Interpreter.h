@@ -61,8 +61,10 @@
 //     point, as in current torchao; older torchao releases clamped after it, which made the
 //     zero point of an all-zero block 0/0 = NaN. These follow torchao's definitions as best
 //     known from its source; the min/max reductions are exact, every division is one float32
-//     division. Outputs: scale (float32), zero_point (the output value's dtype: int32, int8 or
-//     float32).
+//     division. Outputs: scale (float32) and zero_point (the declared output's dtype: int32,
+//     int8 or float32; an int64 zero_point_dtype is narrowed to int32), shaped as torchao
+//     returns them (reduced dims dropped: [2, 8] with block_size [1, 8] gives [2]) unless the
+//     graph declares another shape with the same element count (e.g. [2, 1]), which is kept.
 //
 // Not supported (vkd::Error Unsupported naming the node): transposed convolution, other ranks
 // than those above, zero_point_domain other than INT, preserve_zero = false, dtypes other than

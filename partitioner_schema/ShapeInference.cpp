@@ -676,44 +676,48 @@ bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>&
 }
 
 void infer_shapes(Graph& graph) {
-  for (size_t index = 0; index < graph.nodes.size(); ++index) {
-    Node node = graph.nodes[index];  // a copy: add_value below may not disturb it
-    if (node.origin.empty()) node.origin = "node " + std::to_string(index) + " (" + node.op + ")";
-    auto rule = rules().find(node.op);
-    VKD_CHECK(rule != rules().end(), ErrorCode::InvalidArgument, node.origin,
-              ": op: unknown op '", node.op, "' for shape inference");
-    const NodeCtx ctx(graph, node);
-    const std::vector<Typed> inferred = rule->second(ctx);
-    if (node.outputs.size() != inferred.size()) {
-      ctx.fail("outputs", "expected ", inferred.size(), " output(s), got ", node.outputs.size());
+  for (size_t index = 0; index < graph.nodes.size(); ++index) infer_node_shapes(graph, index);
+}
+
+void infer_node_shapes(Graph& graph, size_t index) {
+  VKD_CHECK(index < graph.nodes.size(), ErrorCode::Internal, "infer_node_shapes: node ", index,
+            " out of range (", graph.nodes.size(), " nodes)");
+  Node node = graph.nodes[index];  // a copy: add_value below may not disturb it
+  if (node.origin.empty()) node.origin = "node " + std::to_string(index) + " (" + node.op + ")";
+  auto rule = rules().find(node.op);
+  VKD_CHECK(rule != rules().end(), ErrorCode::InvalidArgument, node.origin,
+            ": op: unknown op '", node.op, "' for shape inference");
+  const NodeCtx ctx(graph, node);
+  const std::vector<Typed> inferred = rule->second(ctx);
+  if (node.outputs.size() != inferred.size()) {
+    ctx.fail("outputs", "expected ", inferred.size(), " output(s), got ", node.outputs.size());
+  }
+  for (size_t k = 0; k < inferred.size(); ++k) {
+    const std::string& name = node.outputs[k];
+    const Typed& t = inferred[k];
+    if (name.empty()) ctx.fail("outputs", "output ", k, " has an empty name");
+    if (t.shape.size() > 4) {
+      ctx.fail("output '" + name + "'", "inferred rank ", t.shape.size(),
+               " is above the supported 4: ", shape_str(t.shape));
     }
-    for (size_t k = 0; k < inferred.size(); ++k) {
-      const std::string& name = node.outputs[k];
-      const Typed& t = inferred[k];
-      if (name.empty()) ctx.fail("outputs", "output ", k, " has an empty name");
-      if (t.shape.size() > 4) {
-        ctx.fail("output '" + name + "'", "inferred rank ", t.shape.size(),
-                 " is above the supported 4: ", shape_str(t.shape));
-      }
-      if (!graph.has_value(name)) {
-        Value v;
-        v.name = name;
-        v.dtype = t.dtype;
-        v.shape = t.shape;
-        graph.add_value(std::move(v));
-        continue;
-      }
-      const Value& existing = graph.value(name);
-      const bool is_input =
-          std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
-      if (existing.is_constant() || is_input) {
-        ctx.fail("output '" + name + "'", "is already defined as a ",
-                 is_input ? "graph input" : "constant");
-      }
-      if (existing.dtype != t.dtype || existing.shape != t.shape) {
-        ctx.fail("output '" + name + "'", "declared ", typed_str(existing.dtype, existing.shape),
-                 ", inferred ", typed_str(t.dtype, t.shape));
-      }
+    if (!graph.has_value(name)) {
+      Value v;
+      v.name = name;
+      v.dtype = t.dtype;
+      v.shape = t.shape;
+      graph.add_value(std::move(v));
+      continue;
+    }
+    const Value& existing = graph.value(name);
+    const bool is_input =
+        std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
+    if (existing.is_constant() || is_input) {
+      ctx.fail("output '" + name + "'", "is already defined as a ",
+               is_input ? "graph input" : "constant");
+    }
+    if (existing.dtype != t.dtype || existing.shape != t.shape) {
+      ctx.fail("output '" + name + "'", "declared ", typed_str(existing.dtype, existing.shape),
+               ", inferred ", typed_str(t.dtype, t.shape));
     }
   }
 }

@@ -1,6 +1,7 @@
 // Shape and dtype inference for edge-dialect graphs (the ops of partitioner_schema/README.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace vkd::compiler {
 // vkd::Error(InvalidArgument) naming the node (its origin) and the field, expected vs got.
 // Only edge ops are known: a node with a backend op throws.
 void infer_shapes(Graph& graph);
+// The same for graph.nodes[index] alone (its inputs must already be typed).
+void infer_node_shapes(Graph& graph, size_t index);
 
 // The formulas, exposed for passes and tests.
 // Convolution output extent: floor((in + 2*pad - dil*(k-1) - 1) / stride) + 1 (may be < 1).

@@ -10,11 +10,14 @@ PACKAGES=(
   libvulkan-dev                                # Vulkan headers + loader
   glslang-tools spirv-tools                    # GLSL -> SPIR-V, spirv-val
   flatbuffers-compiler libflatbuffers-dev      # delegate blob schema
+  nlohmann-json3-dev                           # JSON (header-only): the compiler's graph IR and
+                                               # safetensors headers
   googletest libgtest-dev libbenchmark-dev     # tests and benchmarks
   clang libclang-rt-dev                        # sanitizer + libFuzzer build (test/fuzz/); compiler-rt
                                                # is only a Recommends of clang, so named here
   vulkan-validationlayers                      # Khronos validation layer (tests run under it)
   mesa-vulkan-drivers                          # lavapipe: the CPU Vulkan device, the fallback
+  python3-numpy python3-torch                  # oracle tests (torch computes the expected values)
 )
 
 missing=()

@@ -15,6 +15,7 @@ namespace vkd::cli {
 int cmd_devices(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_inspect(const std::vector<std::string>& args);
+int cmd_compile(const std::vector<std::string>& args);
 
 // Exit code for a failed delegate call: 2 for InvalidArgument (the model or the inputs are at
 // fault), 1 for everything else (device, driver, library).

@@ -16,6 +16,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: vkd <command> [options]\n"
     "commands:\n"
+    "  compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]\n"
+    "      [--max-texture-extent N]\n"
+    "      compile a graph IR (partitioner_schema/README.md) into a delegate blob; --report\n"
+    "      prints each pass's decisions and every tensor's final layout\n"
     "  devices [--device SEL]\n"
     "      list Vulkan devices and the profile vkdelegate reads\n"
     "  inspect MODEL.vkd [--device SEL]\n"
@@ -61,6 +65,7 @@ int main(int argc, char** argv) {
     if (command == "devices") return vkd::cli::cmd_devices(args);
     if (command == "run") return vkd::cli::cmd_run(args);
     if (command == "inspect") return vkd::cli::cmd_inspect(args);
+    if (command == "compile") return vkd::cli::cmd_compile(args);
     std::fprintf(stderr, "vkd: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const vkd::cli::UsageError& e) {

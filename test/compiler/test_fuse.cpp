@@ -1,0 +1,960 @@
+// fuse_and_lower on edge-dialect graphs built in C++: every fusion pattern with its exact backend
+// args and folded constants, float-output variants, half matches left unfused (with their report
+// lines), lowering of leftover ops, int8x4 dtypes with QuantInfo, determinism.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "partitioner_schema/Fuse.h"
+#include "partitioner_schema/OpSchema.h"
+#include "runtime/common/Error.h"
+
+namespace {
+
+using namespace vkd::compiler;
+using vkd::DType;
+
+const char* const kQ = "quantized_decomposed.quantize_per_tensor";
+const char* const kDq = "quantized_decomposed.dequantize_per_tensor";
+const char* const kDqChannel = "quantized_decomposed.dequantize_per_channel";
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> out(v.size() * 4);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<float> floats_of(const Value& v) {
+  EXPECT_TRUE(v.data.has_value()) << v.name;
+  if (!v.data) return {};
+  std::vector<float> out(v.data->size() / 4);
+  std::memcpy(out.data(), v.data->data(), out.size() * 4);
+  return out;
+}
+
+std::vector<uint8_t> i32_bytes(const std::vector<int32_t>& v) {
+  std::vector<uint8_t> out(v.size() * 4);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<uint8_t> ramp_i8(int64_t n) {
+  std::vector<uint8_t> out(static_cast<size_t>(n));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 7 - 60);
+  return out;
+}
+
+Args q_args(double scale, int64_t zp, int64_t qmin = -128, int64_t qmax = 127) {
+  return {{"scale", scale},
+          {"zero_point", zp},
+          {"quant_min", qmin},
+          {"quant_max", qmax},
+          {"dtype", std::string("int8")}};
+}
+
+// Builds an edge-dialect graph with every value's dtype and shape set.
+struct Builder {
+  Graph g;
+
+  void input(const std::string& name, DType dtype, std::vector<int64_t> shape) {
+    value(name, dtype, std::move(shape));
+    g.inputs.push_back(name);
+  }
+  void value(const std::string& name, DType dtype, std::vector<int64_t> shape) {
+    Value v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    g.add_value(v);
+  }
+  void constant(const std::string& name, DType dtype, std::vector<int64_t> shape,
+                std::vector<uint8_t> data) {
+    Value v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    v.data = std::move(data);
+    g.add_value(v);
+  }
+  void node(const std::string& op, std::vector<std::string> in, Args args,
+            std::vector<std::string> out) {
+    const std::string origin = "node " + std::to_string(g.nodes.size()) + " (" + op + ")";
+    g.nodes.push_back({op, std::move(in), std::move(args), std::move(out), origin});
+  }
+  void output(const std::string& name) { g.outputs.push_back(name); }
+
+  // Float `out` (shape of `xq`) = dq(xq).
+  void dq(const std::string& xq, const std::string& out, double scale, int64_t zp,
+          int64_t qmin = -128, int64_t qmax = 127) {
+    value(out, DType::Float32, g.value(xq).shape);
+    node(kDq, {xq}, q_args(scale, zp, qmin, qmax), {out});
+  }
+  // Int8 `out` (shape of `x`) = q(x).
+  void q(const std::string& x, const std::string& out, double scale, int64_t zp) {
+    value(out, DType::Int8, g.value(x).shape);
+    node(kQ, {x}, q_args(scale, zp), {out});
+  }
+  // Int8 weight `w` with per-channel scales `ws` and int32 zero points `wzp`, dequantized
+  // into float `wf` (axis 0).
+  void per_channel_weight(std::vector<int64_t> shape, const std::vector<float>& scales,
+                          const std::vector<int32_t>& zps, const std::string& prefix = "w") {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const int64_t out_ch = shape[0];
+    constant(prefix, DType::Int8, shape, ramp_i8(n));
+    constant(prefix + "s", DType::Float32, {out_ch}, f32_bytes(scales));
+    constant(prefix + "zp", DType::Int32, {out_ch}, i32_bytes(zps));
+    value(prefix + "f", DType::Float32, shape);
+    node(kDqChannel, {prefix, prefix + "s", prefix + "zp"},
+         {{"axis", int64_t{0}},
+          {"quant_min", int64_t{-127}},
+          {"quant_max", int64_t{127}},
+          {"dtype", std::string("int8")}},
+         {prefix + "f"});
+  }
+  void conv(const std::string& x, const std::string& w, const std::string& b,
+            const std::string& out, std::vector<int64_t> out_shape, Args extra = {}) {
+    value(out, DType::Float32, std::move(out_shape));
+    Args args = {{"stride", std::vector<int64_t>{1, 1}},
+                 {"padding", std::vector<int64_t>{1, 1}},
+                 {"dilation", std::vector<int64_t>{1, 1}},
+                 {"transposed", false},
+                 {"output_padding", std::vector<int64_t>{0, 0}},
+                 {"groups", int64_t{1}}};
+    for (auto& kv : extra) args[kv.first] = kv.second;
+    std::vector<std::string> in = {x, w};
+    if (!b.empty()) in.push_back(b);
+    node("aten.convolution", in, args, {out});
+  }
+};
+
+int count_op(const Graph& g, const std::string& op) {
+  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(),
+                                        [&](const Node& n) { return n.op == op; }));
+}
+
+const Node& only_node(const Graph& g, const std::string& op) {
+  EXPECT_EQ(count_op(g, op), 1) << op;
+  for (const auto& n : g.nodes) {
+    if (n.op == op) return n;
+  }
+  static const Node none;
+  return none;
+}
+
+std::vector<std::string> ops_of(const Graph& g) {
+  std::vector<std::string> out;
+  for (const auto& n : g.nodes) out.push_back(n.op);
+  return out;
+}
+
+bool has_line(const PassReport& r, const std::string& line) {
+  return std::find(r.lines.begin(), r.lines.end(), line) != r.lines.end();
+}
+
+std::string all_lines(const PassReport& r) {
+  std::string s;
+  for (const auto& l : r.lines) s += "  " + l + "\n";
+  return s;
+}
+
+int64_t arg_i(const Node& n, const std::string& name) { return std::get<int64_t>(n.args.at(name)); }
+double arg_d(const Node& n, const std::string& name) { return std::get<double>(n.args.at(name)); }
+std::vector<int64_t> arg_l(const Node& n, const std::string& name) {
+  return std::get<std::vector<int64_t>>(n.args.at(name));
+}
+
+std::vector<std::string> arg_names(const Node& n) {
+  std::vector<std::string> out;
+  for (const auto& kv : n.args) out.push_back(kv.first);
+  return out;
+}
+
+void expect_quant(const Value& v, double scale, int64_t zp, int64_t qmin, int64_t qmax) {
+  ASSERT_TRUE(v.quant.has_value()) << v.name;
+  EXPECT_EQ(v.quant->scale, scale) << v.name;
+  EXPECT_EQ(v.quant->zero_point, zp) << v.name;
+  EXPECT_EQ(v.quant->quant_min, qmin) << v.name;
+  EXPECT_EQ(v.quant->quant_max, qmax) << v.name;
+}
+
+// The graph is well formed and every backend node matches its OpSchema entry: tensor inputs in
+// schema order (count), scalar args by name and kind, tensor dtypes, constants where required.
+void expect_valid(const Graph& g) {
+  std::set<std::string> defined(g.inputs.begin(), g.inputs.end());
+  for (const auto& name : g.value_names()) {
+    if (g.value(name).is_constant()) defined.insert(name);
+  }
+  for (const auto& n : g.nodes) {
+    for (const auto& in : n.inputs) {
+      if (in.empty()) continue;
+      EXPECT_TRUE(defined.count(in)) << n.op << " reads '" << in << "' before it is written";
+    }
+    for (const auto& out : n.outputs) {
+      EXPECT_TRUE(g.has_value(out)) << out;
+      defined.insert(out);
+    }
+    const OpSchema* s = find_op_schema(n.op);
+    if (s == nullptr) continue;
+    size_t tin = 0, tout = 0, scalars = 0;
+    for (const auto& a : s->args) {
+      if (a.kind != ArgKind::Tensor) {
+        ++scalars;
+        ASSERT_TRUE(n.args.count(a.name)) << n.op << " lacks " << a.name;
+        const ArgValue& v = n.args.at(a.name);
+        switch (a.kind) {
+          case ArgKind::Int: EXPECT_TRUE(std::holds_alternative<int64_t>(v)) << a.name; break;
+          case ArgKind::Float: EXPECT_TRUE(std::holds_alternative<double>(v)) << a.name; break;
+          case ArgKind::IntList:
+            EXPECT_TRUE(std::holds_alternative<std::vector<int64_t>>(v)) << a.name;
+            break;
+          default: break;
+        }
+        continue;
+      }
+      const auto& list = a.output ? n.outputs : n.inputs;
+      const size_t k = a.output ? tout++ : tin++;
+      ASSERT_LT(k, list.size()) << n.op << " " << a.name;
+      const Value& v = g.value(list[k]);
+      EXPECT_NE(std::find(a.dtypes.begin(), a.dtypes.end(), v.dtype), a.dtypes.end())
+          << n.op << " " << a.name << " is " << vkd::to_string(v.dtype);
+      if (a.constant) {
+        EXPECT_TRUE(v.is_constant()) << n.op << " " << a.name;
+      }
+    }
+    EXPECT_EQ(n.inputs.size(), tin) << n.op;
+    EXPECT_EQ(n.outputs.size(), tout) << n.op;
+    EXPECT_EQ(n.args.size(), scalars) << n.op;
+  }
+}
+
+// ---- linear ------------------------------------------------------------------------------------
+
+// 0 weight dq, 1 dq, 2 linear, 3 q.
+Builder linear_graph(const std::vector<int32_t>& wzp = {0, 0, 0, 0}, bool bias = true,
+                     bool quantized = true) {
+  Builder b;
+  b.input("xq", DType::Int8, {2, 8});
+  b.per_channel_weight({4, 8}, {0.5f, 0.25f, 0.125f, 0.0625f}, wzp);
+  if (bias) b.constant("b", DType::Float32, {4}, f32_bytes({1, 2, 3, 4}));
+  b.dq("xq", "x", 0.1, 2);
+  b.value("y", DType::Float32, {2, 4});
+  std::vector<std::string> in = {"x", "wf"};
+  if (bias) in.push_back("b");
+  b.node("aten.linear", in, {}, {"y"});
+  if (quantized) {
+    b.q("y", "yq", 0.2, -3);
+    b.output("yq");
+  } else {
+    b.output("y");
+  }
+  return b;
+}
+
+TEST(Fuse, LinearPerChannelQuantizedOutput) {
+  Builder b = linear_graph();
+  const std::vector<uint8_t> weight_bytes = *b.g.value("w").data;
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  EXPECT_EQ(r.pass, "fuse_and_lower");
+  ASSERT_EQ(g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_linear");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales", "b"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_EQ(arg_names(n), (std::vector<std::string>{"activation_max", "activation_min",
+                                                    "input_scale", "input_zero_point",
+                                                    "output_scale", "output_zero_point"}));
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), -3);
+  EXPECT_EQ(arg_i(n, "activation_min"), -128);
+  EXPECT_EQ(arg_i(n, "activation_max"), 127);
+  // Folded constants: the int8 weight is reused, the scales are a new float32 [N] constant.
+  EXPECT_EQ(*g.value("w").data, weight_bytes);
+  EXPECT_EQ(g.value("w").dtype, DType::Int8);
+  const Value& scales = g.value("w_scales");
+  EXPECT_EQ(scales.dtype, DType::Float32);
+  EXPECT_EQ(scales.shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(*scales.data, f32_bytes({0.5f, 0.25f, 0.125f, 0.0625f}));
+  // Intermediates, the weight dq output and the dead scale / zero-point constants are gone.
+  EXPECT_EQ(g.value_names(), (std::vector<std::string>{"xq", "w", "b", "yq", "w_scales"}));
+  EXPECT_EQ(g.value("xq").dtype, DType::Int8x4);
+  expect_quant(g.value("xq"), 0.1, 2, -128, 127);
+  EXPECT_EQ(g.value("yq").dtype, DType::Int8x4);
+  expect_quant(g.value("yq"), 0.2, -3, -128, 127);
+  EXPECT_TRUE(has_line(r, "fused dq -> aten.linear -> q (node 1..3) into q8ta_linear 'yq' "
+                          "(activation none)"))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r, "folded 1 weight dequantize node(s) (node 0)")) << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, LinearPerTensorWeightCreatesZeroBias) {
+  Builder b;
+  b.input("xq", DType::Int8, {3, 8});
+  b.constant("w", DType::Int8, {5, 8}, ramp_i8(40));
+  b.value("wf", DType::Float32, {5, 8});
+  b.node(kDq, {"w"}, q_args(0.05, 0, -127, 127), {"wf"});
+  b.dq("xq", "x", 0.25, -1);
+  b.value("y", DType::Float32, {3, 5});
+  b.node("aten.linear", {"x", "wf"}, {}, {"y"});
+  b.q("y", "yq", 0.5, 0);
+  b.output("yq");
+  fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  const Node& n = only_node(g, "q8ta_linear");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales", "yq_bias"}));
+  EXPECT_EQ(floats_of(g.value("w_scales")), std::vector<float>(5, 0.05f));
+  const Value& bias = g.value("yq_bias");
+  EXPECT_EQ(bias.dtype, DType::Float32);
+  EXPECT_EQ(bias.shape, (std::vector<int64_t>{5}));
+  EXPECT_EQ(floats_of(bias), std::vector<float>(5, 0.0f));
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.25);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), -1);
+  EXPECT_EQ(g.nodes.size(), 1u);
+  expect_valid(g);
+}
+
+TEST(Fuse, LinearFloatOutput) {
+  Builder b = linear_graph({0, 0, 0, 0}, /*bias=*/false, /*quantized=*/false);
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_linear_dq");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales", "y_bias"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"y"}));
+  EXPECT_EQ(arg_names(n), (std::vector<std::string>{"input_scale", "input_zero_point"}));
+  EXPECT_EQ(g.value("y").dtype, DType::Float32);
+  EXPECT_FALSE(g.value("y").quant.has_value());
+  EXPECT_EQ(floats_of(g.value("y_bias")), std::vector<float>(4, 0.0f));
+  EXPECT_TRUE(has_line(r, "fused dq -> aten.linear (node 1..2) into q8ta_linear_dq 'y'"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, AsymmetricWeightsStayUnfused) {
+  {
+    Builder b = linear_graph({0, 3, 0, 0});
+    const PassReport r = fuse_and_lower(b.g);
+    const Graph& g = b.g;
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.linear -> q (node 1..3) as q8ta_linear: "
+                            "weight 'w' has nonzero zero points (channel 1: 3) (asymmetric "
+                            "weights are not supported)"))
+        << all_lines(r);
+    // The float op stays between explicit (lowered) q/dq; the weight dq is not folded.
+    EXPECT_EQ(ops_of(g), (std::vector<std::string>{kDqChannel, "q8ta_dequantize", "aten.linear",
+                                                   "q8ta_quantize"}));
+    EXPECT_TRUE(g.has_value("ws") && g.has_value("wzp") && g.has_value("wf"));
+    EXPECT_FALSE(g.has_value("w_scales"));
+    expect_valid(g);
+  }
+  {
+    Builder b;
+    b.input("xq", DType::Int8, {2, 8});
+    b.constant("w", DType::Int8, {4, 8}, ramp_i8(32));
+    b.value("wf", DType::Float32, {4, 8});
+    b.node(kDq, {"w"}, q_args(0.05, 5), {"wf"});
+    b.dq("xq", "x", 0.1, 0);
+    b.value("y", DType::Float32, {2, 4});
+    b.node("aten.linear", {"x", "wf"}, {}, {"y"});
+    b.output("y");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.linear (node 1..2) as q8ta_linear_dq: weight "
+                            "'w' has zero point 5 (asymmetric weights are not supported)"))
+        << all_lines(r);
+    EXPECT_EQ(count_op(b.g, "aten.linear"), 1);
+    EXPECT_EQ(count_op(b.g, kDq), 1);  // the constant's dq stays an edge op
+  }
+}
+
+TEST(Fuse, SharedWeightIsFoldedOnce) {
+  Builder b;
+  b.input("aq", DType::Int8, {2, 8});
+  b.input("cq", DType::Int8, {2, 8});
+  b.per_channel_weight({4, 8}, {1, 2, 3, 4}, {0, 0, 0, 0});
+  b.dq("aq", "a", 0.1, 0);
+  b.value("ya", DType::Float32, {2, 4});
+  b.node("aten.linear", {"a", "wf"}, {}, {"ya"});
+  b.dq("cq", "c", 0.2, 0);
+  b.value("yc", DType::Float32, {2, 4});
+  b.node("aten.linear", {"c", "wf"}, {}, {"yc"});
+  b.output("ya");
+  b.output("yc");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_linear_dq", "q8ta_linear_dq"}))
+      << all_lines(r);
+  EXPECT_EQ(g.nodes[0].inputs[2], "w_scales");
+  EXPECT_EQ(g.nodes[1].inputs[2], "w_scales");
+  EXPECT_FALSE(g.has_value("w_scales.1"));
+  EXPECT_TRUE(has_line(r, "folded 1 weight dequantize node(s) (node 0)")) << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, WeightDqAlsoReadElsewhereIsKept) {
+  Builder b = linear_graph();
+  b.output("wf");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  EXPECT_EQ(ops_of(g), (std::vector<std::string>{kDqChannel, "q8ta_linear"})) << all_lines(r);
+  EXPECT_EQ(only_node(g, "q8ta_linear").inputs[1], "w");
+  EXPECT_TRUE(has_line(r, "kept weight dequantize node 0: its output is also read by unfused "
+                          "nodes or is a graph output"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, NewNamesAvoidExistingValues) {
+  Builder b;
+  b.input("xq", DType::Int8, {2, 8});
+  b.per_channel_weight({4, 8}, {1, 2, 3, 4}, {0, 0, 0, 0}, "w");
+  b.input("yq_bias", DType::Float32, {4});  // a name the zero bias would take
+  b.dq("xq", "x", 0.1, 0);
+  b.value("y", DType::Float32, {2, 4});
+  b.node("aten.linear", {"x", "wf"}, {}, {"y"});
+  b.q("y", "yq", 0.2, 0);
+  b.output("yq");
+  b.output("yq_bias");
+  b.g.add_value([] {
+    Value v;
+    v.name = "w_scales";
+    v.dtype = DType::Float32;
+    v.shape = {1};
+    return v;
+  }());
+  b.g.inputs.push_back("w_scales");
+  fuse_and_lower(b.g);
+  const Node& n = only_node(b.g, "q8ta_linear");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales.1", "yq_bias.1"}));
+}
+
+// ---- convolution ------------------------------------------------------------------------------
+
+// 0 weight dq, 1 dq, 2 conv, 3 activation (unless act is empty), then q with (scale, zp).
+Builder conv_act_graph(const std::string& act, Args act_args, double scale, int64_t zp) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 3, 8, 8});
+  b.per_channel_weight({4, 3, 3, 3}, {0.5f, 0.25f, 2.0f, 1.0f}, {0, 0, 0, 0});
+  b.constant("b", DType::Float32, {4}, f32_bytes({0.5f, -1, 2, 0}));
+  b.dq("xq", "x", 0.1, 2);
+  b.conv("x", "wf", "b", "y", {1, 4, 4, 4},
+         {{"stride", std::vector<int64_t>{2}}, {"padding", std::vector<int64_t>{1}}});
+  std::string last = "y";
+  if (!act.empty()) {
+    b.value("r", DType::Float32, {1, 4, 4, 4});
+    b.node(act, {"y"}, act_args, {"r"});
+    last = "r";
+  }
+  b.q(last, "yq", scale, zp);
+  b.output("yq");
+  return b;
+}
+
+TEST(Fuse, ConvReluQuantized) {
+  Builder b = conv_act_graph("aten.relu", {}, 0.1, -5);
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_conv2d");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales", "b"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_EQ(arg_l(n, "stride"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(arg_l(n, "padding"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_l(n, "dilation"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_i(n, "groups"), 1);
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), -5);
+  EXPECT_EQ(arg_i(n, "activation_min"), -5);  // relu: q(0) = the output zero point
+  EXPECT_EQ(arg_i(n, "activation_max"), 127);
+  EXPECT_EQ(*g.value("w_scales").data, f32_bytes({0.5f, 0.25f, 2.0f, 1.0f}));
+  EXPECT_EQ(g.value_names(), (std::vector<std::string>{"xq", "w", "b", "yq", "w_scales"}));
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.convolution -> aten.relu -> q (node 1..4) into "
+                           "q8ta_conv2d 'yq' (activation relu)");
+  expect_valid(g);
+}
+
+std::pair<int64_t, int64_t> conv_range(const std::string& act, Args act_args, double scale,
+                                       int64_t zp, std::string* line = nullptr) {
+  Builder b = conv_act_graph(act, std::move(act_args), scale, zp);
+  const PassReport r = fuse_and_lower(b.g);
+  if (line && !r.lines.empty()) *line = r.lines[0];
+  if (count_op(b.g, "q8ta_conv2d") != 1) {
+    ADD_FAILURE() << "not fused:\n" << all_lines(r);
+    return {0, 0};
+  }
+  expect_valid(b.g);
+  const Node& n = only_node(b.g, "q8ta_conv2d");
+  return {arg_i(n, "activation_min"), arg_i(n, "activation_max")};
+}
+
+TEST(Fuse, ConvActivationRanges) {
+  using R = std::pair<int64_t, int64_t>;
+  std::string line;
+  // No activation: the full int8 range.
+  EXPECT_EQ(conv_range("", {}, 0.1, 7, &line), R(-128, 127));
+  EXPECT_EQ(line, "fused dq -> aten.convolution -> q (node 1..3) into q8ta_conv2d 'yq' "
+                  "(activation none)");
+  // hardtanh(0, 6) (relu6): 0/0.05 - 128 = -128, 6/0.05 - 128 = -8.
+  EXPECT_EQ(conv_range("aten.hardtanh", {{"min_val", 0.0}, {"max_val", 6.0}}, 0.05, -128, &line),
+            R(-128, -8));
+  EXPECT_EQ(line, "fused dq -> aten.convolution -> aten.hardtanh -> q (node 1..4) into "
+                  "q8ta_conv2d 'yq' (activation hardtanh(0, 6))");
+  // hardtanh defaults (-1, 1): -250 + 10 and 250 + 10 clamp to the int8 range.
+  EXPECT_EQ(conv_range("aten.hardtanh", {}, 0.004, 10), R(-128, 127));
+  // clamp(min=0) only: zero point .. qmax.
+  EXPECT_EQ(conv_range("aten.clamp", {{"min", int64_t{0}}, {"max", NoneArg{}}}, 0.1, 4, &line),
+            R(4, 127));
+  EXPECT_EQ(line, "fused dq -> aten.convolution -> aten.clamp -> q (node 1..4) into q8ta_conv2d "
+                  "'yq' (activation clamp(0, none))");
+  // Ties round to even, as q8ta_quantize does: -4.5 -> -4, 2.5 -> 2.
+  EXPECT_EQ(conv_range("aten.clamp", {{"min", -0.45}, {"max", 0.25}}, 0.1, 0), R(-4, 2));
+  // Bounds inside the range with a zero point: round(-1 / 0.02) + 20 = -30, 1/0.02 + 20 = 70.
+  EXPECT_EQ(conv_range("aten.hardtanh", {{"min_val", -1.0}, {"max_val", 1.0}}, 0.02, 20),
+            R(-30, 70));
+}
+
+TEST(Fuse, ConvFloatOutputGroupsAndPadding) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 8, 8});
+  b.per_channel_weight({6, 2, 3, 3}, {1, 2, 3, 4, 5, 6}, {0, 0, 0, 0, 0, 0});
+  b.dq("xq", "x", 0.5, 0);
+  b.conv("x", "wf", "", "y", {1, 6, 8, 8},
+         {{"padding", std::vector<int64_t>{1, 2}}, {"dilation", int64_t{1}},
+          {"groups", int64_t{2}}});
+  b.output("y");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_conv2d_dq");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales", "y_bias"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"y"}));
+  EXPECT_EQ(arg_names(n), (std::vector<std::string>{"dilation", "groups", "input_scale",
+                                                    "input_zero_point", "padding", "stride"}));
+  EXPECT_EQ(arg_l(n, "padding"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(arg_l(n, "dilation"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_l(n, "stride"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_i(n, "groups"), 2);
+  EXPECT_EQ(floats_of(g.value("y_bias")), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(g.value("y").dtype, DType::Float32);
+  EXPECT_TRUE(has_line(r, "fused dq -> aten.convolution (node 1..2) into q8ta_conv2d_dq 'y'"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, TransposedConvStaysUnfused) {
+  Builder b = conv_act_graph("", {}, 0.1, 0);
+  b.g.nodes[2].args["transposed"] = true;
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(count_op(b.g, "aten.convolution"), 1);
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
+                          "transposed convolution"))
+      << all_lines(r);
+}
+
+// ---- half matches -----------------------------------------------------------------------------
+
+TEST(Fuse, DequantizedInputWithTwoConsumersIsNotFused) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 3, 8, 8});
+  b.per_channel_weight({4, 3, 3, 3}, {1, 1, 1, 1}, {0, 0, 0, 0});
+  b.dq("xq", "x", 0.1, 0);
+  b.conv("x", "wf", "", "y", {1, 4, 8, 8});
+  b.q("y", "yq", 0.1, 0);
+  b.value("r", DType::Float32, {1, 3, 8, 8});
+  b.node("aten.relu", {"x"}, {}, {"r"});
+  b.output("yq");
+  b.output("r");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
+                          "'x' has 2 consumers (nodes 2, 4)"))
+      << all_lines(r);
+  // Still valid: the float conv sits between the lowered dq and q.
+  EXPECT_EQ(ops_of(g), (std::vector<std::string>{kDqChannel, "q8ta_dequantize", "aten.convolution",
+                                                 "q8ta_quantize", "relu"}));
+  EXPECT_TRUE(g.has_value("x") && g.has_value("y") && g.has_value("wf"));
+  EXPECT_TRUE(has_line(r, "left 2 node(s) as edge ops: " + std::string(kDqChannel) +
+                          " (node 0), aten.convolution (node 2)"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, ReluFollowedBySomethingElseFallsBackToFloatOutput) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 3, 8, 8});
+  b.per_channel_weight({4, 3, 3, 3}, {1, 1, 1, 1}, {0, 0, 0, 0});
+  b.dq("xq", "x", 0.1, 0);
+  b.conv("x", "wf", "", "y", {1, 4, 8, 8});
+  b.value("r", DType::Float32, {1, 4, 8, 8});
+  b.node("aten.relu", {"y"}, {}, {"r"});
+  b.value("m", DType::Float32, {1, 4, 4, 4});
+  b.node("aten.max_pool2d", {"r"}, {{"kernel_size", std::vector<int64_t>{2, 2}}}, {"m"});
+  b.q("m", "mq", 0.1, 0);
+  b.output("mq");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_GE(r.lines.size(), 2u);
+  EXPECT_EQ(r.lines[0], "not fused: dq -> aten.convolution -> aten.relu (node 1..3) as "
+                        "q8ta_conv2d: 'r' feeds aten.max_pool2d (node 4), not "
+                        "quantize_per_tensor");
+  EXPECT_EQ(r.lines[1], "fused dq -> aten.convolution (node 1..2) into q8ta_conv2d_dq 'y'");
+  EXPECT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_dq", "relu", "aten.max_pool2d",
+                                                 "q8ta_quantize"}));
+  EXPECT_EQ(g.nodes[0].outputs, (std::vector<std::string>{"y"}));
+  expect_valid(g);
+}
+
+TEST(Fuse, ConvOutputThatIsAGraphOutputKeepsItsQ) {
+  Builder b = conv_act_graph("", {}, 0.1, 0);
+  b.output("y");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
+                          "'y' is a graph output"))
+      << all_lines(r);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d_dq", "q8ta_quantize"}));
+  expect_valid(b.g);
+}
+
+// ---- add --------------------------------------------------------------------------------------
+
+TEST(Fuse, AddReluQuantized) {
+  Builder b;
+  b.input("aq", DType::Int8, {1, 4, 2, 2});
+  b.input("bq", DType::Int8, {1, 4, 2, 2});
+  b.dq("aq", "a", 0.1, 1);
+  b.dq("bq", "bf", 0.3, -2);
+  b.value("s", DType::Float32, {1, 4, 2, 2});
+  b.node("aten.add.Tensor", {"a", "bf"}, {{"alpha", int64_t{1}}}, {"s"});
+  b.value("r", DType::Float32, {1, 4, 2, 2});
+  b.node("aten.relu", {"s"}, {}, {"r"});
+  b.q("r", "yq", 0.2, 3);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_add");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"aq", "bq"}));
+  EXPECT_EQ(arg_d(n, "a_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "a_zero_point"), 1);
+  EXPECT_EQ(arg_d(n, "b_scale"), 0.3);
+  EXPECT_EQ(arg_i(n, "b_zero_point"), -2);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), 3);
+  EXPECT_EQ(arg_i(n, "activation_min"), 3);
+  EXPECT_EQ(arg_i(n, "activation_max"), 127);
+  EXPECT_EQ(g.value_names(), (std::vector<std::string>{"aq", "bq", "yq"}));
+  expect_quant(g.value("aq"), 0.1, 1, -128, 127);
+  expect_quant(g.value("bq"), 0.3, -2, -128, 127);
+  EXPECT_EQ(r.lines.at(0), "fused dq, dq -> aten.add.Tensor -> aten.relu -> q (node 0..4) into "
+                           "q8ta_add 'yq' (activation relu)");
+  expect_valid(g);
+}
+
+TEST(Fuse, AddHalfMatches) {
+  {  // one side is a float graph input
+    Builder b;
+    b.input("aq", DType::Int8, {1, 4, 2, 2});
+    b.input("bf", DType::Float32, {1, 4, 2, 2});
+    b.dq("aq", "a", 0.1, 0);
+    b.value("s", DType::Float32, {1, 4, 2, 2});
+    b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
+    b.q("s", "yq", 0.2, 0);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.add.Tensor -> q (node 0..2) as q8ta_add: "
+                            "'bf' is not dequantized (a graph input)"))
+        << all_lines(r);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten.add.Tensor",
+                                                     "q8ta_quantize"}));
+    expect_valid(b.g);
+  }
+  {  // float output: q8ta_add has no float-output variant
+    Builder b;
+    b.input("aq", DType::Int8, {1, 4, 2, 2});
+    b.input("bq", DType::Int8, {1, 4, 2, 2});
+    b.dq("aq", "a", 0.1, 0);
+    b.dq("bq", "bf", 0.1, 0);
+    b.value("s", DType::Float32, {1, 4, 2, 2});
+    b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
+    b.output("s");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor (node 0..2) as q8ta_add: 's' "
+                            "is a graph output, not quantized (q8ta_add has no float-output "
+                            "variant)"))
+        << all_lines(r);
+    EXPECT_EQ(count_op(b.g, "aten.add.Tensor"), 1);
+  }
+  {  // alpha != 1
+    Builder b;
+    b.input("aq", DType::Int8, {4});
+    b.input("bq", DType::Int8, {4});
+    b.dq("aq", "a", 0.1, 0);
+    b.dq("bq", "bf", 0.1, 0);
+    b.value("s", DType::Float32, {4});
+    b.node("aten.add.Tensor", {"a", "bf"}, {{"alpha", 2.0}}, {"s"});
+    b.q("s", "yq", 0.2, 0);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: "
+                            "alpha is not 1"))
+        << all_lines(r);
+  }
+}
+
+// ---- pixel shuffle ----------------------------------------------------------------------------
+
+TEST(Fuse, PixelShuffleThroughClones) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 8, 2, 2});
+  b.dq("xq", "x", 0.05, -7);
+  b.value("c0", DType::Float32, {1, 8, 2, 2});
+  b.node("aten.clone", {"x"}, {}, {"c0"});
+  b.value("p", DType::Float32, {1, 2, 4, 4});
+  b.node("aten.pixel_shuffle", {"c0"}, {{"upscale_factor", int64_t{2}}}, {"p"});
+  b.value("c1", DType::Float32, {1, 2, 4, 4});
+  b.node("aten._clone_dim_order", {"p"}, {}, {"c1"});
+  b.value("c2", DType::Float32, {1, 2, 4, 4});
+  b.node("aten.alias_copy", {"c1"}, {}, {"c2"});
+  b.q("c2", "yq", 0.06, 4);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_pixel_shuffle");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.05);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), -7);
+  EXPECT_EQ(arg_i(n, "upscale_factor"), 2);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.06);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), 4);
+  EXPECT_EQ(g.value_names(), (std::vector<std::string>{"xq", "yq"}));
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.clone -> aten.pixel_shuffle -> "
+                           "aten._clone_dim_order -> aten.alias_copy -> q (node 0..5) into "
+                           "q8ta_pixel_shuffle 'yq'");
+  expect_valid(g);
+}
+
+TEST(Fuse, PixelShuffleCloneWithTwoConsumersIsNotFused) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 8, 2, 2});
+  b.dq("xq", "x", 0.05, 0);
+  b.value("p", DType::Float32, {1, 2, 4, 4});
+  b.node("aten.pixel_shuffle", {"x"}, {{"upscale_factor", int64_t{2}}}, {"p"});
+  b.value("c", DType::Float32, {1, 2, 4, 4});
+  b.node("aten.clone", {"p"}, {}, {"c"});
+  b.q("c", "yq", 0.05, 0);
+  b.output("yq");
+  b.output("c");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.pixel_shuffle -> aten.clone -> q (node 0..3) as "
+                          "q8ta_pixel_shuffle: 'c' is a graph output"))
+      << all_lines(r);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "pixel_shuffle", "identity",
+                                                   "q8ta_quantize"}));
+  expect_valid(b.g);
+}
+
+// ---- lowering and dtypes ----------------------------------------------------------------------
+
+TEST(Fuse, LowersLeftoverOps) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 4, 2, 2});
+  b.q("x", "xq", 0.1, 3);                                          // 0
+  b.value("xc", DType::Int8, {1, 4, 2, 2});
+  b.node("aten.clone", {"xq"}, {}, {"xc"});                         // 1
+  b.dq("xc", "xf", 0.1, 3);                                         // 2
+  b.value("r", DType::Float32, {1, 4, 2, 2});
+  b.node("aten.relu", {"xf"}, {}, {"r"});                           // 3
+  b.value("h", DType::Float32, {1, 4, 2, 2});
+  b.node("aten.hardtanh", {"r"}, {{"min_val", 0.0}, {"max_val", int64_t{6}}}, {"h"});  // 4
+  b.value("c", DType::Float32, {1, 4, 2, 2});
+  b.node("aten.clamp", {"h"}, {{"min", -1.0}}, {"c"});              // 5
+  b.value("v", DType::Float32, {4, 2, 2});
+  b.node("aten.view_copy", {"c"}, {{"size", std::vector<int64_t>{4, 2, 2}}}, {"v"});   // 6
+  b.value("v2", DType::Float32, {2, 8});
+  b.node("aten.view_copy", {"v"}, {{"size", std::vector<int64_t>{2, 8}}}, {"v2"});     // 7
+  b.value("ps", DType::Float32, {1, 1, 4, 4});
+  b.node("aten.pixel_shuffle", {"c"}, {{"upscale_factor", int64_t{2}}}, {"ps"});       // 8
+  b.output("v2");
+  b.output("ps");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_quantize", "identity", "q8ta_dequantize",
+                                                 "relu", "clamp", "clamp", "identity",
+                                                 "aten.view_copy", "pixel_shuffle"}))
+      << all_lines(r);
+  const Node& q = g.nodes[0];
+  EXPECT_EQ(arg_names(q), (std::vector<std::string>{"quant_max", "quant_min", "scale",
+                                                    "zero_point"}));
+  EXPECT_EQ(arg_d(q, "scale"), 0.1);
+  EXPECT_EQ(arg_i(q, "zero_point"), 3);
+  EXPECT_EQ(arg_i(q, "quant_min"), -128);
+  EXPECT_EQ(arg_i(q, "quant_max"), 127);
+  EXPECT_TRUE(g.nodes[1].args.empty());
+  EXPECT_EQ(arg_d(g.nodes[2], "scale"), 0.1);
+  EXPECT_EQ(arg_i(g.nodes[2], "zero_point"), 3);
+  EXPECT_EQ(arg_d(g.nodes[4], "min"), 0.0);
+  EXPECT_EQ(arg_d(g.nodes[4], "max"), 6.0);
+  EXPECT_EQ(arg_d(g.nodes[5], "min"), -1.0);
+  EXPECT_EQ(arg_d(g.nodes[5], "max"), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(arg_i(g.nodes[8], "upscale_factor"), 2);
+  EXPECT_EQ(g.nodes[3].origin, "node 3 (aten.relu)");  // origins survive lowering
+  // int8 activations around the lowered q/clone/dq.
+  for (const char* name : {"xq", "xc"}) {
+    EXPECT_EQ(g.value(name).dtype, DType::Int8x4) << name;
+    expect_quant(g.value(name), 0.1, 3, -128, 127);
+  }
+  EXPECT_EQ(g.value("x").dtype, DType::Float32);
+  EXPECT_TRUE(has_line(r, "lowered 8 node(s): 2 clamp, 2 identity, 1 pixel_shuffle, 1 "
+                          "q8ta_dequantize, 1 q8ta_quantize, 1 relu"))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r, "left 1 node(s) as edge ops: aten.view_copy (node 7)")) << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, Int8x4ActivationsCarryQuantInfo) {
+  Builder b = conv_act_graph("", {}, 0.2, -3);
+  // xq is dequantized with a restricted range; yq is then viewed into a graph output.
+  b.g.nodes[1].args["quant_min"] = int64_t{-127};
+  b.value("yc", DType::Int8, {1, 4, 4, 4});
+  b.node("aten.clone", {"yq"}, {}, {"yc"});
+  b.g.outputs = {"yc"};
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d", "identity"})) << all_lines(r);
+  EXPECT_EQ(g.value("xq").dtype, DType::Int8x4);
+  expect_quant(g.value("xq"), 0.1, 2, -127, 127);
+  EXPECT_EQ(g.value("yq").dtype, DType::Int8x4);
+  expect_quant(g.value("yq"), 0.2, -3, -128, 127);
+  EXPECT_EQ(g.value("yc").dtype, DType::Int8x4);  // through the identity
+  expect_quant(g.value("yc"), 0.2, -3, -128, 127);
+  EXPECT_EQ(g.value("w").dtype, DType::Int8);  // constant weights stay int8
+  EXPECT_FALSE(g.value("w").quant.has_value());
+  EXPECT_EQ(g.value("b").dtype, DType::Float32);
+  expect_valid(g);
+}
+
+TEST(Fuse, ProducerQuantizationWinsAndMismatchIsReported) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 4, 2, 2});
+  b.q("x", "xq", 0.2, 0);
+  b.dq("xq", "y", 0.3, 1);
+  b.output("y");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  EXPECT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_quantize", "q8ta_dequantize"}));
+  expect_quant(g.value("xq"), 0.2, 0, -128, 127);
+  EXPECT_EQ(arg_d(g.nodes[1], "scale"), 0.3);  // the dequantize keeps its own parameters
+  EXPECT_TRUE(has_line(r, "quantization mismatch on 'xq': it is scale 0.2 zero_point 0 range "
+                          "-128..127 but node 1 dequantizes it with scale 0.3 zero_point 1 range "
+                          "-128..127 (that node keeps its own parameters)"))
+      << all_lines(r);
+}
+
+TEST(Fuse, Int8GraphInputOnlyReadByUnsupportedOpStaysInt8) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 2, 2});
+  b.value("m", DType::Int8, {1, 4, 1, 1});
+  b.node("aten.max_pool2d", {"xq"}, {{"kernel_size", std::vector<int64_t>{2, 2}}}, {"m"});
+  b.output("m");
+  fuse_and_lower(b.g);
+  EXPECT_EQ(b.g.value("xq").dtype, DType::Int8);
+  EXPECT_FALSE(b.g.value("xq").quant.has_value());
+}
+
+// ---- determinism ------------------------------------------------------------------------------
+
+// conv+relu -> add with a second branch -> pixel shuffle -> linear head, plus leftovers.
+Builder mixed_graph() {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 4, 4});
+  b.per_channel_weight({4, 4, 3, 3}, {1, 2, 3, 4}, {0, 0, 0, 0}, "cw");
+  b.dq("xq", "x", 0.1, 0);
+  b.conv("x", "cwf", "", "c", {1, 4, 4, 4});
+  b.value("cr", DType::Float32, {1, 4, 4, 4});
+  b.node("aten.relu", {"c"}, {}, {"cr"});
+  b.q("cr", "cq", 0.1, -128);
+  b.dq("cq", "ca", 0.1, -128);
+  b.dq("xq", "xa", 0.1, 0);
+  b.value("s", DType::Float32, {1, 4, 4, 4});
+  b.node("aten.add.Tensor", {"ca", "xa"}, {}, {"s"});
+  b.q("s", "sq", 0.2, 0);
+  b.dq("sq", "sf", 0.2, 0);
+  b.value("p", DType::Float32, {1, 1, 8, 8});
+  b.node("aten.pixel_shuffle", {"sf"}, {{"upscale_factor", int64_t{2}}}, {"p"});
+  b.q("p", "pq", 0.2, 0);
+  b.dq("pq", "pf", 0.2, 0);
+  b.value("v", DType::Float32, {8, 8});
+  b.node("aten.view_copy", {"pf"}, {{"size", std::vector<int64_t>{8, 8}}}, {"v"});
+  b.per_channel_weight({3, 8}, {0.5, 0.5, 0.5}, {0, 0, 0}, "lw");
+  b.value("vq", DType::Int8, {8, 8});
+  b.node(kQ, {"v"}, q_args(0.3, 0), {"vq"});
+  b.dq("vq", "vf", 0.3, 0);
+  b.value("out", DType::Float32, {8, 3});
+  b.node("aten.linear", {"vf", "lwf"}, {}, {"out"});
+  b.output("out");
+  return b;
+}
+
+void expect_same_graph(const Graph& a, const Graph& b) {
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].op, b.nodes[i].op) << i;
+    EXPECT_EQ(a.nodes[i].inputs, b.nodes[i].inputs) << i;
+    EXPECT_EQ(a.nodes[i].outputs, b.nodes[i].outputs) << i;
+    EXPECT_TRUE(a.nodes[i].args == b.nodes[i].args) << i;
+    EXPECT_EQ(a.nodes[i].origin, b.nodes[i].origin) << i;
+  }
+  ASSERT_EQ(a.value_names(), b.value_names());
+  for (const auto& name : a.value_names()) {
+    const Value &va = a.value(name), &vb = b.value(name);
+    EXPECT_EQ(va.dtype, vb.dtype) << name;
+    EXPECT_EQ(va.shape, vb.shape) << name;
+    EXPECT_EQ(va.data, vb.data) << name;
+    EXPECT_EQ(va.quant.has_value(), vb.quant.has_value()) << name;
+    if (va.quant && vb.quant) {
+      EXPECT_EQ(va.quant->scale, vb.quant->scale) << name;
+      EXPECT_EQ(va.quant->zero_point, vb.quant->zero_point) << name;
+    }
+  }
+  EXPECT_EQ(a.inputs, b.inputs);
+  EXPECT_EQ(a.outputs, b.outputs);
+}
+
+TEST(Fuse, Deterministic) {
+  const Builder original = mixed_graph();
+  Graph g1 = original.g, g2 = original.g;
+  const PassReport r1 = fuse_and_lower(g1);
+  const PassReport r2 = fuse_and_lower(g2);
+  EXPECT_EQ(r1.lines, r2.lines);
+  expect_same_graph(g1, g2);
+  // And the result is the one expected, so a change in order or naming shows up here.
+  EXPECT_EQ(ops_of(g1), (std::vector<std::string>{"q8ta_conv2d", "q8ta_add", "q8ta_pixel_shuffle",
+                                                  "q8ta_dequantize", "identity", "q8ta_quantize",
+                                                  "q8ta_linear_dq"}))
+      << all_lines(r1);
+  EXPECT_EQ(g1.value_names(),
+            (std::vector<std::string>{"xq", "cw", "cq", "sq", "pq", "pf", "v", "lw", "vq", "out",
+                                      "cw_scales", "cq_bias", "lw_scales", "out_bias"}));
+  expect_valid(g1);
+  // A second run on the lowered graph changes nothing.
+  Graph g3 = g1;
+  fuse_and_lower(g3);
+  expect_same_graph(g1, g3);
+}
+
+}  // namespace

@@ -1,0 +1,680 @@
+// The graph IR reader (partitioner_schema/Parse.h) and the safetensors reader/writer: a valid
+// graph using every accepted op, and one test per rejected input, each checking the message
+// names the node/value and the field.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "partitioner_schema/Parse.h"
+#include "partitioner_schema/Safetensors.h"
+#include "runtime/common/Error.h"
+
+namespace vkd::compiler {
+namespace {
+
+// ---- helpers --------------------------------------------------------------------------------
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> out(v.size() * 4);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<uint8_t> i64_bytes(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> out;
+  for (int64_t x : v) {
+    const uint64_t u = static_cast<uint64_t>(x);
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<uint8_t>(u >> (8 * b)));
+  }
+  return out;
+}
+
+std::vector<uint8_t> i8_bytes(size_t n) {
+  std::vector<uint8_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(static_cast<int8_t>(i % 7) - 3);
+  return out;
+}
+
+std::vector<float> iota_f32(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 0.25f * static_cast<float>(i);
+  return v;
+}
+
+int32_t read_i32(const std::vector<uint8_t>& bytes, size_t i) {
+  int32_t v = 0;
+  std::memcpy(&v, bytes.data() + 4 * i, 4);
+  return v;
+}
+
+SafetensorsFile make_weights(const std::vector<SafetensorsTensor>& tensors) {
+  return SafetensorsFile::from_bytes(serialize_safetensors(tensors), "w.safetensors");
+}
+
+// Expects `fn` to throw vkd::Error(InvalidArgument) whose message contains every part.
+template <typename Fn>
+void expect_error(Fn fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing '" << *parts.begin() << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+    const std::string msg = e.what();
+    for (const std::string& p : parts) {
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    }
+  }
+}
+
+void expect_parse_error(const std::string& json, const SafetensorsFile* weights,
+                        std::initializer_list<std::string> parts) {
+  expect_error([&] { parse_graph(json, "g.json", weights); }, parts);
+}
+
+// A graph document with input x [1, 4, 8, 8] float32 and output y.
+std::string doc(const std::string& extra_values, const std::string& nodes,
+                const std::string& outputs = R"(["y"])") {
+  return R"({"vkd_graph": 1, "inputs": ["x"], "outputs": )" + outputs +
+         R"(, "values": {"x": {"dtype": "float32", "shape": [1, 4, 8, 8]})" +
+         (extra_values.empty() ? "" : ", " + extra_values) + R"(}, "nodes": [)" + nodes + "]}";
+}
+
+const char* kRelu = R"({"op": "aten.relu", "inputs": ["x"], "outputs": ["y"]})";
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("vkd_test_parse_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+// ---- the valid graph: every op of the README table ------------------------------------------
+
+const char* kEveryOp = R"({
+  "vkd_graph": 1,
+  "inputs": ["x"],
+  "outputs": ["da", "m"],
+  "values": {
+    "x":     {"dtype": "float32", "shape": [1, 3, 8, 8]},
+    "w1":    {"dtype": "int8",    "shape": [4, 3, 3, 3], "data": "conv1.weight"},
+    "s1":    {"dtype": "float32", "shape": [4],          "data": "conv1.weight_scale"},
+    "zp1":   {"dtype": "int64",   "shape": [4],          "data": "conv1.weight_zero_point"},
+    "b1":    {"dtype": "float32", "shape": [4],          "data": "conv1.bias"},
+    "bias4": {"dtype": "float32", "shape": [1, 4, 1, 1], "data": "bias4"},
+    "wl":    {"dtype": "float32", "shape": [5, 1],       "data": "fc.weight"},
+    "bl":    {"dtype": "float32", "shape": [5],          "data": "fc.bias"},
+    "c1":    {"dtype": "float32", "shape": [1, 4, 4, 4]}
+  },
+  "nodes": [
+    {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["x"],
+     "args": {"scale": 0.02, "zero_point": 3, "quant_min": -128, "quant_max": 127, "dtype": "int8"},
+     "outputs": ["xq"]},
+    {"op": "quantized_decomposed.dequantize_per_tensor", "inputs": ["xq"],
+     "args": {"scale": 0.02, "zero_point": 3, "quant_min": -128, "quant_max": 127, "dtype": "int8",
+              "out_dtype": null},
+     "outputs": ["xd"]},
+    {"op": "quantized_decomposed.dequantize_per_channel", "inputs": ["w1", "s1", "zp1"],
+     "args": {"axis": 0, "quant_min": -127, "quant_max": 127, "dtype": "int8"},
+     "outputs": ["w1d"]},
+    {"op": "aten.convolution", "inputs": ["xd", "w1d", "b1"],
+     "args": {"stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "transposed": false,
+              "output_padding": [0, 0], "groups": 1},
+     "outputs": ["c1"]},
+    {"op": "aten.relu", "inputs": ["c1"], "outputs": ["r1"]},
+    {"op": "aten.hardtanh", "inputs": ["r1"], "args": {"min_val": 0, "max_val": 6.0},
+     "outputs": ["h1"]},
+    {"op": "aten.clamp", "inputs": ["h1"], "args": {"min": 0.0, "max": null}, "outputs": ["cl"]},
+    {"op": "aten.add.Tensor", "inputs": ["cl", "bias4"], "outputs": ["a1"]},
+    {"op": "aten.pixel_shuffle", "inputs": ["a1"], "args": {"upscale_factor": 2},
+     "outputs": ["ps"]},
+    {"op": "aten.max_pool2d", "inputs": ["ps"],
+     "args": {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": true},
+     "outputs": ["mp"]},
+    {"op": "aten.mean.dim", "inputs": ["mp"], "args": {"dim": [-1, -2], "keepdim": true},
+     "outputs": ["m"]},
+    {"op": "aten.adaptive_avg_pool2d", "inputs": ["ps"], "args": {"output_size": [1, 1]},
+     "outputs": ["ap"]},
+    {"op": "aten.view_copy", "inputs": ["ap"], "args": {"size": [1, -1]}, "outputs": ["v"]},
+    {"op": "aten.linear", "inputs": ["v", "wl", "bl"], "outputs": ["l"]},
+    {"op": "aten.clone", "inputs": ["l"], "args": {"memory_format": null}, "outputs": ["cln"]},
+    {"op": "aten.alias_copy", "inputs": ["cln"], "outputs": ["al"]},
+    {"op": "aten._clone_dim_order", "inputs": ["al"], "args": {"dim_order": [0, 1]},
+     "outputs": ["cd"]},
+    {"op": "torchao.choose_qparams_affine", "inputs": ["cd"],
+     "args": {"mapping_type": "ASYMMETRIC", "block_size": [1, 5], "target_dtype": "int8",
+              "quant_min": -128, "quant_max": 127, "eps": 1e-6, "scale_dtype": "float32",
+              "zero_point_dtype": "int32"},
+     "outputs": ["sc", "zp"]},
+    {"op": "torchao.quantize_affine", "inputs": ["cd", "sc", "zp"],
+     "args": {"block_size": [1, 5], "output_dtype": "int8", "quant_min": -128, "quant_max": 127},
+     "outputs": ["qa"]},
+    {"op": "torchao.dequantize_affine", "inputs": ["qa", "sc", "zp"],
+     "args": {"block_size": [1, 5], "input_dtype": "int8", "quant_min": -128, "quant_max": 127,
+              "output_dtype": "float32"},
+     "outputs": ["da"]}
+  ]
+})";
+
+std::vector<SafetensorsTensor> every_op_tensors() {
+  return {
+      {"conv1.weight", "I8", {4, 3, 3, 3}, i8_bytes(108)},
+      {"conv1.weight_scale", "F32", {4}, f32_bytes({0.5f, 0.25f, 0.125f, 1.0f})},
+      {"conv1.weight_zero_point", "I64", {4}, i64_bytes({0, -3, 5, 127})},
+      {"conv1.bias", "F32", {4}, f32_bytes({1, 2, 3, 4})},
+      {"bias4", "F32", {1, 4, 1, 1}, f32_bytes({-1, -2, -3, -4})},
+      {"fc.weight", "F32", {5, 1}, f32_bytes(iota_f32(5))},
+      {"fc.bias", "F32", {5}, f32_bytes(iota_f32(5))},
+      {"unused.tensor", "F16", {2}, {0, 0, 0, 0}},
+  };
+}
+
+void expect_value(const Graph& g, const std::string& name, DType dtype,
+                  const std::vector<int64_t>& shape) {
+  ASSERT_TRUE(g.has_value(name)) << name;
+  EXPECT_EQ(g.value(name).dtype, dtype) << name;
+  EXPECT_EQ(g.value(name).shape, shape) << name;
+}
+
+TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
+  const SafetensorsFile weights = make_weights(every_op_tensors());
+  const Graph g = parse_graph(kEveryOp, "every_op.json", &weights);
+
+  // Every op of the table appears once.
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op);
+  for (const std::string& op : accepted_edge_ops()) {
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
+  }
+  ASSERT_EQ(g.nodes.size(), 20u);
+  EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
+
+  // Hand-computed shapes.
+  expect_value(g, "x", DType::Float32, {1, 3, 8, 8});
+  expect_value(g, "xq", DType::Int8, {1, 3, 8, 8});
+  expect_value(g, "xd", DType::Float32, {1, 3, 8, 8});
+  expect_value(g, "w1d", DType::Float32, {4, 3, 3, 3});
+  // (8 + 2*1 - 1*(3-1) - 1) / 2 + 1 = 4
+  expect_value(g, "c1", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "r1", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "h1", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "cl", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "a1", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "ps", DType::Float32, {1, 1, 8, 8});
+  // ceil((8 + 2 - 2 - 1) / 2) + 1 = 5; the last window starts at 8 < 8 + 1: kept.
+  expect_value(g, "mp", DType::Float32, {1, 1, 5, 5});
+  expect_value(g, "m", DType::Float32, {1, 1, 1, 1});
+  expect_value(g, "ap", DType::Float32, {1, 1, 1, 1});
+  expect_value(g, "v", DType::Float32, {1, 1});
+  expect_value(g, "l", DType::Float32, {1, 5});
+  expect_value(g, "cln", DType::Float32, {1, 5});
+  expect_value(g, "al", DType::Float32, {1, 5});
+  expect_value(g, "cd", DType::Float32, {1, 5});
+  expect_value(g, "sc", DType::Float32, {1, 1});
+  expect_value(g, "zp", DType::Int32, {1, 1});
+  expect_value(g, "qa", DType::Int8, {1, 5});
+  expect_value(g, "da", DType::Float32, {1, 5});
+
+  // Constants: bytes copied; the int64 zero points narrowed to int32.
+  const Value& w1 = g.value("w1");
+  ASSERT_TRUE(w1.is_constant());
+  EXPECT_EQ(w1.dtype, DType::Int8);
+  EXPECT_EQ(*w1.data, i8_bytes(108));
+  const Value& zp1 = g.value("zp1");
+  EXPECT_EQ(zp1.dtype, DType::Int32);
+  ASSERT_EQ(zp1.data->size(), 16u);
+  EXPECT_EQ(read_i32(*zp1.data, 0), 0);
+  EXPECT_EQ(read_i32(*zp1.data, 1), -3);
+  EXPECT_EQ(read_i32(*zp1.data, 2), 5);
+  EXPECT_EQ(read_i32(*zp1.data, 3), 127);
+  EXPECT_EQ(*g.value("b1").data, f32_bytes({1, 2, 3, 4}));
+  EXPECT_FALSE(g.value("x").is_constant());
+  EXPECT_FALSE(g.has_value("unused.tensor"));
+
+  // Value order: inputs, constants, then node outputs in node order.
+  const std::vector<std::string>& order = g.value_names();
+  ASSERT_GE(order.size(), 10u);
+  EXPECT_EQ(order[0], "x");
+  EXPECT_EQ(order[1], "w1");
+  EXPECT_EQ(order[7], "bl");
+  EXPECT_EQ(order[8], "xq");
+
+  // Nodes: origin, inputs padded to the op's arity, literal args and filled-in defaults.
+  const Node& q = g.nodes[0];
+  EXPECT_EQ(q.origin, "node 0 (quantized_decomposed.quantize_per_tensor)");
+  EXPECT_EQ(std::get<double>(q.args.at("scale")), 0.02);
+  EXPECT_EQ(std::get<int64_t>(q.args.at("zero_point")), 3);
+  EXPECT_EQ(std::get<std::string>(q.args.at("dtype")), "int8");
+  EXPECT_TRUE(std::holds_alternative<NoneArg>(g.nodes[1].args.at("out_dtype")));
+  const Node& conv = g.nodes[3];
+  EXPECT_EQ(conv.origin, "node 3 (aten.convolution)");
+  EXPECT_EQ(std::get<std::vector<int64_t>>(conv.args.at("stride")), (std::vector<int64_t>{2, 2}));
+  EXPECT_FALSE(std::get<bool>(conv.args.at("transposed")));
+  EXPECT_EQ(std::get<int64_t>(g.nodes[5].args.at("min_val")), 0);
+  EXPECT_EQ(std::get<double>(g.nodes[5].args.at("max_val")), 6.0);
+  const Node& add = g.nodes[7];
+  EXPECT_EQ(std::get<int64_t>(add.args.at("alpha")), 1);  // default filled in
+  const Node& pool = g.nodes[9];
+  EXPECT_EQ(std::get<std::vector<int64_t>>(pool.args.at("dilation")), (std::vector<int64_t>{1, 1}));
+  const Node& lin = g.nodes[13];
+  EXPECT_EQ(lin.inputs, (std::vector<std::string>{"v", "wl", "bl"}));
+  const Node& cln = g.nodes[14];
+  EXPECT_TRUE(std::holds_alternative<NoneArg>(cln.args.at("memory_format")));
+  const Node& dim_order = g.nodes[16];
+  EXPECT_FALSE(std::get<bool>(dim_order.args.at("non_blocking")));
+  EXPECT_EQ(std::get<double>(g.nodes[17].args.at("eps")), 1e-6);
+  EXPECT_EQ(g.nodes[17].outputs, (std::vector<std::string>{"sc", "zp"}));
+  EXPECT_EQ(g.producer("zp"), 17);
+}
+
+TEST(ParseTest, OptionalInputsArePaddedAndDefaultsFilled) {
+  const std::string json = doc(
+      R"("w": {"dtype": "float32", "shape": [4, 4, 1, 1], "data": "w"})",
+      R"({"op": "aten.convolution", "inputs": ["x", "w"],
+          "args": {"stride": [1], "padding": [0], "dilation": [1], "transposed": false,
+                   "output_padding": [0], "groups": 1}, "outputs": ["c"]},
+         {"op": "aten.max_pool2d", "inputs": ["c"], "args": {"kernel_size": [2, 2]},
+          "outputs": ["y"]})");
+  const SafetensorsFile w = make_weights({{"w", "F32", {4, 4, 1, 1}, f32_bytes(iota_f32(16))}});
+  const Graph g = parse_graph(json, "g.json", &w);
+  EXPECT_EQ(g.nodes[0].inputs, (std::vector<std::string>{"x", "w", ""}));
+  const Args& pool = g.nodes[1].args;
+  EXPECT_EQ(std::get<std::vector<int64_t>>(pool.at("stride")), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(std::get<std::vector<int64_t>>(pool.at("padding")), (std::vector<int64_t>{0, 0}));
+  EXPECT_FALSE(std::get<bool>(pool.at("ceil_mode")));
+  expect_value(g, "y", DType::Float32, {1, 4, 4, 4});
+}
+
+TEST(ParseTest, FloatListArgsKeepTheirElementType) {
+  // Any float in a list makes it a list of doubles, which an int-list argument rejects.
+  expect_parse_error(
+      doc("", R"({"op": "aten.view_copy", "inputs": ["x"], "args": {"size": [1, 4.0, 64]},
+                  "outputs": ["y"]})"),
+      nullptr,
+      {"g.json: node 0 (aten.view_copy): argument 'size': must be a list of integers, got "
+       "[1,4.0,64]"});
+}
+
+TEST(ParseTest, FilesRoundTrip) {
+  const std::string json_path = temp_path("every_op.json");
+  const std::string st_path = temp_path("every_op.safetensors");
+  {
+    std::ofstream out(json_path);
+    out << kEveryOp;
+  }
+  write_safetensors(st_path, every_op_tensors());
+  const Graph g = parse_graph_file(json_path, st_path);
+  expect_value(g, "da", DType::Float32, {1, 5});
+  EXPECT_EQ(g.value("s1").data->size(), 16u);
+  std::remove(json_path.c_str());
+  std::remove(st_path.c_str());
+}
+
+TEST(ParseTest, MissingGraphFileNamesThePath) {
+  const std::string path = temp_path("does_not_exist.json");
+  expect_error([&] { parse_graph_file(path, ""); }, {"graph file '" + path + "' does not exist"});
+}
+
+TEST(ParseTest, MissingWeightsFileNamesThePath) {
+  const std::string json_path = temp_path("relu.json");
+  {
+    std::ofstream out(json_path);
+    out << doc("", kRelu);
+  }
+  const std::string st_path = temp_path("missing.safetensors");
+  expect_error([&] { parse_graph_file(json_path, st_path); },
+               {"weights file '" + st_path + "' does not exist"});
+  std::remove(json_path.c_str());
+}
+
+// ---- one test per rejected input --------------------------------------------------------------
+
+TEST(ParseTest, MalformedJsonReportsTheBytePosition) {
+  expect_parse_error(R"({"vkd_graph": 1, "inputs": ["x",]})", nullptr,
+                     {"g.json: malformed JSON at byte 33", "unexpected ']'"});
+}
+
+TEST(ParseTest, DuplicateJsonKeyIsRejected) {
+  expect_parse_error(
+      R"({"vkd_graph": 1, "inputs": ["x"], "outputs": ["x"], "values": {
+            "x": {"dtype": "float32", "shape": [1]}, "x": {"dtype": "int8", "shape": [1]}},
+          "nodes": []})",
+      nullptr, {"g.json: duplicate key 'x' in JSON object 'values'"});
+}
+
+TEST(ParseTest, WrongVersionIsRejected) {
+  std::string json = doc("", kRelu);
+  json.replace(json.find("\"vkd_graph\": 1"), 14, "\"vkd_graph\": 2");
+  expect_parse_error(json, nullptr,
+                     {"g.json: field 'vkd_graph': unsupported version 2 (this compiler reads "
+                      "version 1)"});
+}
+
+TEST(ParseTest, MissingTopLevelFieldIsRejected) {
+  expect_parse_error(R"({"vkd_graph": 1, "inputs": [], "outputs": [], "values": {}})", nullptr,
+                     {"graph: missing field 'nodes'"});
+}
+
+TEST(ParseTest, UnknownOpIsRejected) {
+  expect_parse_error(doc("", R"({"op": "aten.gelu", "inputs": ["x"], "outputs": ["y"]})"), nullptr,
+                     {"node 0 (aten.gelu): field 'op': unknown op 'aten.gelu'", "aten.relu"});
+}
+
+TEST(ParseTest, UndefinedInputIsRejected) {
+  expect_parse_error(
+      doc("", std::string(kRelu) +
+                  R"(, {"op": "aten.relu", "inputs": ["foo"], "outputs": ["z"]})"),
+      nullptr,
+      {"g.json: node 1 (aten.relu): input 'foo' is not defined (no graph input, constant or "
+       "earlier output)"});
+}
+
+TEST(ParseTest, InputProducedByALaterNodeIsUndefined) {
+  expect_parse_error(
+      doc("", R"({"op": "aten.relu", "inputs": ["t"], "outputs": ["y"]},
+                 {"op": "aten.relu", "inputs": ["x"], "outputs": ["t"]})"),
+      nullptr, {"node 0 (aten.relu): input 't' is not defined"});
+}
+
+TEST(ParseTest, ValueDefinedTwiceIsRejected) {
+  // A node output reusing a graph input's name, and two nodes writing the same name.
+  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x"], "outputs": ["x"]})", R"(["x"])"),
+                     nullptr, {"node 0 (aten.relu): output 'x' is already defined (graph input)"});
+  expect_parse_error(
+      doc("", std::string(kRelu) + R"(, {"op": "aten.relu", "inputs": ["x"], "outputs": ["y"]})"),
+      nullptr,
+      {"node 1 (aten.relu): output 'y' is already defined (output of node 0 (aten.relu))"});
+}
+
+TEST(ParseTest, MissingWeightTensorIsRejected) {
+  const SafetensorsFile w = make_weights({{"other", "F32", {4}, f32_bytes({1, 2, 3, 4})}});
+  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4], "data": "conv.bias"})", kRelu),
+                     &w,
+                     {"value 'b': field 'data': tensor 'conv.bias' is not in the weights file "
+                      "'w.safetensors'"});
+}
+
+TEST(ParseTest, WeightDtypeMismatchIsRejected) {
+  const SafetensorsFile w = make_weights({{"conv.bias", "F32", {4}, f32_bytes({1, 2, 3, 4})}});
+  expect_parse_error(doc(R"("b": {"dtype": "int32", "shape": [4], "data": "conv.bias"})", kRelu),
+                     &w,
+                     {"value 'b': field 'data': tensor 'conv.bias' has dtype F32, expected I32 "
+                      "(value dtype int32)"});
+}
+
+TEST(ParseTest, WeightShapeMismatchIsRejected) {
+  const SafetensorsFile w = make_weights({{"conv.bias", "F32", {4}, f32_bytes({1, 2, 3, 4})}});
+  expect_parse_error(
+      doc(R"("b": {"dtype": "float32", "shape": [1, 4], "data": "conv.bias"})", kRelu), &w,
+      {"value 'b': field 'data': tensor 'conv.bias' has shape [4], expected [1, 4]"});
+}
+
+TEST(ParseTest, DataWithoutWeightsFileIsRejected) {
+  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4], "data": "conv.bias"})", kRelu),
+                     nullptr,
+                     {"value 'b': field 'data': names tensor 'conv.bias' but no weights file was "
+                      "given"});
+}
+
+TEST(ParseTest, Int64ConstantThatDoesNotFitInt32IsRejected) {
+  const SafetensorsFile w = make_weights({{"zp", "I64", {2}, i64_bytes({1, int64_t{1} << 33})}});
+  expect_parse_error(doc(R"("zp": {"dtype": "int64", "shape": [2], "data": "zp"})", kRelu), &w,
+                     {"value 'zp': int64 constant element 1 (= 8589934592) does not fit in int32"});
+}
+
+TEST(ParseTest, Int64NonConstantIsRejected) {
+  expect_parse_error(doc(R"("i": {"dtype": "int64", "shape": [2]})", kRelu), nullptr,
+                     {"value 'i': field 'dtype': int64 is only accepted for constants"});
+}
+
+TEST(ParseTest, BadValueFieldsAreRejected) {
+  expect_parse_error(doc(R"("b": {"dtype": "float64", "shape": [4]})", kRelu), nullptr,
+                     {"value 'b': field 'dtype': expected one of", "got \"float64\""});
+  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [1, 2, 3, 4, 5]})", kRelu), nullptr,
+                     {"value 'b': field 'shape': rank 5 is above the supported 4"});
+  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4, -1]})", kRelu), nullptr,
+                     {"value 'b': field 'shape': element 1 must be a non-negative integer, got -1"});
+  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4], "stride": [1]})", kRelu),
+                     nullptr, {"value 'b': unknown field 'stride'"});
+}
+
+TEST(ParseTest, DeclaredValueNeverDefinedIsRejected) {
+  expect_parse_error(doc(R"("t": {"dtype": "float32", "shape": [4]})", kRelu), nullptr,
+                     {"value 't': declared in 'values' but it is no graph input"});
+}
+
+TEST(ParseTest, DeclaredShapeDifferentFromInferredIsRejected) {
+  expect_parse_error(doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 9]})", kRelu), nullptr,
+                     {"g.json: node 0 (aten.relu): output 'y': declared float32 [1, 4, 8, 9], "
+                      "inferred float32 [1, 4, 8, 8]"});
+  expect_parse_error(doc(R"("y": {"dtype": "int8", "shape": [1, 4, 8, 8]})", kRelu), nullptr,
+                     {"node 0 (aten.relu): output 'y': declared int8 [1, 4, 8, 8], inferred "
+                      "float32 [1, 4, 8, 8]"});
+}
+
+TEST(ParseTest, ConvChannelMismatchIsRejected) {
+  const SafetensorsFile w =
+      make_weights({{"w", "F32", {8, 3, 3, 3}, f32_bytes(std::vector<float>(216, 0.f))}});
+  expect_parse_error(
+      doc(R"("w": {"dtype": "float32", "shape": [8, 3, 3, 3], "data": "w"})",
+          R"({"op": "aten.convolution", "inputs": ["x", "w", ""],
+              "args": {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1],
+                       "transposed": false, "output_padding": [0, 0], "groups": 1},
+              "outputs": ["y"]})"),
+      &w,
+      {"node 0 (aten.convolution): input weight ('w'): expected 4 input channels per group "
+       "(input channels 4 / groups 1), got 3"});
+}
+
+TEST(ParseTest, PixelShuffleChannelsNotDivisibleIsRejected) {
+  expect_parse_error(doc("", R"({"op": "aten.pixel_shuffle", "inputs": ["x"],
+                                 "args": {"upscale_factor": 3}, "outputs": ["y"]})"),
+                     nullptr,
+                     {"node 0 (aten.pixel_shuffle): input self ('x'): channels 4 are not "
+                      "divisible by upscale_factor^2 = 9"});
+}
+
+TEST(ParseTest, BadArgTypeIsRejected) {
+  expect_parse_error(doc("", R"({"op": "aten.pixel_shuffle", "inputs": ["x"],
+                                 "args": {"upscale_factor": "2"}, "outputs": ["y"]})"),
+                     nullptr,
+                     {"node 0 (aten.pixel_shuffle): argument 'upscale_factor': must be an "
+                      "integer, got \"2\""});
+  expect_parse_error(doc("", R"({"op": "aten.pixel_shuffle", "inputs": ["x"],
+                                 "args": {"upscale_factor": 2.0}, "outputs": ["y"]})"),
+                     nullptr,
+                     {"node 0 (aten.pixel_shuffle): argument 'upscale_factor': must be an "
+                      "integer, got 2.0"});
+  expect_parse_error(doc("", R"({"op": "aten.pixel_shuffle", "inputs": ["x"],
+                                 "args": {"upscale_factor": null}, "outputs": ["y"]})"),
+                     nullptr, {"argument 'upscale_factor': must be an integer, got null"});
+  expect_parse_error(doc("", R"({"op": "aten.mean.dim", "inputs": ["x"],
+                                 "args": {"dim": [2, 3], "keepdim": {"a": 1}}, "outputs": ["y"]})"),
+                     nullptr, {"node 0 (aten.mean.dim): argument 'keepdim': must be a literal"});
+}
+
+TEST(ParseTest, UnknownArgIsRejected) {
+  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x"], "args": {"inplace": true},
+                                 "outputs": ["y"]})"),
+                     nullptr,
+                     {"node 0 (aten.relu): argument 'inplace': unknown argument of aten.relu "
+                      "(accepted: none)"});
+}
+
+TEST(ParseTest, MissingRequiredArgIsRejected) {
+  expect_parse_error(doc("", R"({"op": "aten.pixel_shuffle", "inputs": ["x"], "outputs": ["y"]})"),
+                     nullptr,
+                     {"node 0 (aten.pixel_shuffle): argument 'upscale_factor' is required but "
+                      "missing"});
+}
+
+TEST(ParseTest, BadNodeStructureIsRejected) {
+  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x", "x"], "outputs": ["y"]})"),
+                     nullptr, {"node 0 (aten.relu): field 'inputs': at most 1 tensor inputs, got 2"});
+  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": [""], "outputs": ["y"]})"), nullptr,
+                     {"node 0 (aten.relu): input self (position 0) is required"});
+  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x"], "outputs": ["y", "z"]})"),
+                     nullptr, {"node 0 (aten.relu): field 'outputs': expected 1 output(s), got 2"});
+  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x"], "outputs": ["y"],
+                                 "name": "relu_1"})"),
+                     nullptr, {"node 0 (aten.relu): unknown field 'name'"});
+  expect_parse_error(doc("", R"({"inputs": ["x"], "outputs": ["y"]})"), nullptr,
+                     {"node 0: missing field 'op'"});
+}
+
+TEST(ParseTest, GraphOutputMustBeDefined) {
+  expect_parse_error(doc("", kRelu, R"(["y", "nope"])"), nullptr,
+                     {"field 'outputs': output 'nope' is not defined"});
+}
+
+TEST(ParseTest, GraphInputMustBeDeclared) {
+  std::string json = doc("", kRelu);
+  json.replace(json.find(R"("inputs": ["x"])"), 15, R"("inputs": ["x", "q"])");
+  expect_parse_error(json, nullptr, {"field 'inputs': input 'q' is not declared in 'values'"});
+}
+
+// ---- safetensors ------------------------------------------------------------------------------
+
+// A file image with a hand-written header and `data_bytes` zero bytes of data.
+std::vector<uint8_t> raw_safetensors(const std::string& header, size_t data_bytes) {
+  std::vector<uint8_t> out;
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(n >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.resize(out.size() + data_bytes, 0);
+  return out;
+}
+
+void expect_safetensors_error(std::vector<uint8_t> bytes, std::initializer_list<std::string> parts) {
+  expect_error([&] { SafetensorsFile::from_bytes(bytes, "t.safetensors"); }, parts);
+}
+
+TEST(SafetensorsTest, RoundTrip) {
+  const std::vector<SafetensorsTensor> tensors = {
+      {"a", "F32", {2, 3}, f32_bytes(iota_f32(6))},
+      {"b", "I8", {5}, i8_bytes(5)},
+      {"c", "I64", {2}, i64_bytes({-1, 1LL << 40})},
+      {"d", "I32", {}, {1, 0, 0, 0}},
+      {"empty", "F32", {0, 4}, {}},
+  };
+  const std::vector<uint8_t> bytes = serialize_safetensors(tensors, {{"format", "pt"}});
+  // Header padded to 8 bytes.
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+  EXPECT_EQ(header_len % 8, 0u);
+
+  const SafetensorsFile f = SafetensorsFile::from_bytes(bytes, "mem");
+  EXPECT_EQ(f.names(), (std::vector<std::string>{"a", "b", "c", "d", "empty"}));
+  EXPECT_EQ(f.metadata().at("format"), "pt");
+  for (const SafetensorsTensor& t : tensors) {
+    const SafetensorsTensorView& v = f.get(t.name);
+    EXPECT_EQ(v.dtype, t.dtype) << t.name;
+    EXPECT_EQ(v.shape, t.shape) << t.name;
+    EXPECT_EQ(v.bytes(), t.data) << t.name;
+  }
+  EXPECT_EQ(f.find("zzz"), nullptr);
+  expect_error([&] { f.get("zzz"); }, {"mem: no tensor named 'zzz'"});
+
+  // Through a file, and copies keep their views valid.
+  const std::string path = temp_path("round_trip.safetensors");
+  write_safetensors(path, tensors);
+  SafetensorsFile copy = SafetensorsFile::read(path);
+  {
+    const SafetensorsFile moved = copy;
+    copy = SafetensorsFile::read(path);
+    EXPECT_EQ(moved.get("a").bytes(), f32_bytes(iota_f32(6)));
+  }
+  EXPECT_EQ(copy.get("c").bytes(), i64_bytes({-1, 1LL << 40}));
+  EXPECT_TRUE(copy.metadata().empty());
+  std::remove(path.c_str());
+}
+
+TEST(SafetensorsTest, MissingFileNamesThePath) {
+  const std::string path = temp_path("nope.safetensors");
+  expect_error([&] { SafetensorsFile::read(path); }, {"weights file '" + path + "' does not exist"});
+}
+
+TEST(SafetensorsTest, TruncatedHeaderIsRejected) {
+  expect_safetensors_error({1, 2, 3}, {"t.safetensors: truncated safetensors file (3 bytes"});
+  std::vector<uint8_t> bytes = raw_safetensors(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4);
+  bytes.resize(20);  // cut inside the header
+  expect_safetensors_error(bytes, {"t.safetensors: truncated safetensors header (header length 61 "
+                                   "but only 12 bytes follow the length field)"});
+  // A length field claiming far more than the file holds.
+  std::vector<uint8_t> huge = {0, 0, 0, 0, 0, 0, 0, 1, '{', '}'};
+  expect_safetensors_error(huge, {"truncated safetensors header"});
+}
+
+TEST(SafetensorsTest, MalformedHeaderJsonIsRejected) {
+  expect_safetensors_error(raw_safetensors(R"({"a": )", 0), {"t.safetensors (safetensors header): "
+                                                             "malformed JSON at byte"});
+  expect_safetensors_error(raw_safetensors(R"([1, 2])", 0), {"header must be a JSON object"});
+}
+
+TEST(SafetensorsTest, OffsetsPastTheEndAreRejected) {
+  expect_safetensors_error(
+      raw_safetensors(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 12),
+      {"t.safetensors: tensor 'w': field 'data_offsets' [0, 16] ends past the data section (12 "
+       "bytes)"});
+}
+
+TEST(SafetensorsTest, OverlappingTensorsAreRejected) {
+  expect_safetensors_error(
+      raw_safetensors(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                          "b": {"dtype": "I32", "shape": [2], "data_offsets": [4, 12]}})",
+                      12),
+      {"t.safetensors: tensor 'b': field 'data_offsets' [4, 12] overlaps tensor 'a' [0, 8]"});
+}
+
+TEST(SafetensorsTest, UnknownDtypeIsRejected) {
+  expect_safetensors_error(
+      raw_safetensors(R"({"w": {"dtype": "Q4", "shape": [4], "data_offsets": [0, 2]}})", 2),
+      {"t.safetensors: tensor 'w': field 'dtype': unknown dtype 'Q4'"});
+}
+
+TEST(SafetensorsTest, ByteSizeMismatchIsRejected) {
+  expect_safetensors_error(
+      raw_safetensors(R"({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 12]}})", 16),
+      {"t.safetensors: tensor 'w': field 'data_offsets' [0, 12] covers 12 bytes, but dtype F32 "
+       "shape [2, 2] needs 16"});
+}
+
+TEST(SafetensorsTest, BadFieldsAreRejected) {
+  expect_safetensors_error(
+      raw_safetensors(R"({"w": {"dtype": "F32", "shape": [4]}})", 16),
+      {"t.safetensors: tensor 'w': missing field 'data_offsets'"});
+  expect_safetensors_error(
+      raw_safetensors(R"({"w": {"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}})", 16),
+      {"tensor 'w': field 'shape': element 0 must be a non-negative integer"});
+  expect_safetensors_error(
+      raw_safetensors(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [8, 4]}})", 16),
+      {"tensor 'w': field 'data_offsets' [8, 4]: begin is after end"});
+  expect_safetensors_error(
+      raw_safetensors(R"({"__metadata__": {"format": 1}})", 0),
+      {"'__metadata__' key 'format' must be a string"});
+  expect_safetensors_error(
+      raw_safetensors(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                          "w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                      8),
+      {"duplicate key 'w'"});
+}
+
+TEST(SafetensorsTest, WriterRejectsBadTensors) {
+  expect_error([] { serialize_safetensors({{"a", "F32", {2}, {0, 0, 0}}}); },
+               {"write_safetensors: tensor 'a': 3 bytes of data, but F32 [2] needs 8"});
+  expect_error([] { serialize_safetensors({{"a", "X", {1}, {0}}}); },
+               {"tensor 'a': unknown dtype 'X'"});
+  expect_error([] { serialize_safetensors({{"a", "I8", {1}, {0}}, {"a", "I8", {1}, {0}}}); },
+               {"tensor 'a' given twice"});
+}
+
+}  // namespace
+}  // namespace vkd::compiler

@@ -1,0 +1,484 @@
+// Shape inference (partitioner_schema/ShapeInference.h) on graphs built in the tests: the
+// output-size formulas, each op's shape and dtype rules, and the errors naming node and field.
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "partitioner_schema/GraphIR.h"
+#include "partitioner_schema/ShapeInference.h"
+#include "runtime/common/Error.h"
+
+namespace vkd::compiler {
+namespace {
+
+using Shape = std::vector<int64_t>;
+using I = std::vector<int64_t>;
+
+class Builder {
+ public:
+  Builder& input(const std::string& name, DType dtype, Shape shape) {
+    Value v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    g.add_value(std::move(v));
+    g.inputs.push_back(name);
+    return *this;
+  }
+  Builder& constant(const std::string& name, DType dtype, Shape shape) {
+    Value v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    int64_t n = 1;
+    for (int64_t d : v.shape) n *= d;
+    v.data = std::vector<uint8_t>(static_cast<size_t>(n) * host_element_size(dtype), 0);
+    g.add_value(std::move(v));
+    return *this;
+  }
+  Builder& node(const std::string& op, std::vector<std::string> inputs, Args args,
+                std::vector<std::string> outputs) {
+    Node n;
+    n.op = op;
+    n.inputs = std::move(inputs);
+    n.args = std::move(args);
+    n.outputs = std::move(outputs);
+    n.origin = "node " + std::to_string(g.nodes.size()) + " (" + op + ")";
+    g.nodes.push_back(std::move(n));
+    return *this;
+  }
+  Graph g;
+};
+
+void expect_type(const Graph& g, const std::string& name, DType dtype, const Shape& shape) {
+  ASSERT_TRUE(g.has_value(name)) << name;
+  EXPECT_EQ(g.value(name).dtype, dtype) << name;
+  EXPECT_EQ(g.value(name).shape, shape) << name;
+}
+
+void expect_infer_error(Graph g, std::initializer_list<std::string> parts) {
+  try {
+    infer_shapes(g);
+    ADD_FAILURE() << "expected an error containing '" << *parts.begin() << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+    const std::string msg = e.what();
+    for (const std::string& p : parts) {
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    }
+  }
+}
+
+Args conv_args(I stride, I padding, I dilation, int64_t groups) {
+  return {{"stride", stride},       {"padding", padding},          {"dilation", dilation},
+          {"transposed", false},    {"output_padding", I{0, 0}},   {"groups", groups}};
+}
+
+Args qargs(const char* dtype = "int8") {
+  return {{"scale", 0.5},          {"zero_point", int64_t{0}}, {"quant_min", int64_t{-128}},
+          {"quant_max", int64_t{127}}, {"dtype", std::string(dtype)}};
+}
+
+// ---- formulas -------------------------------------------------------------------------------
+
+TEST(ShapeInferenceTest, ConvOutputSize) {
+  EXPECT_EQ(conv_output_size(8, 3, 1, 1, 1), 8);
+  EXPECT_EQ(conv_output_size(8, 3, 2, 1, 1), 4);
+  EXPECT_EQ(conv_output_size(7, 3, 2, 0, 1), 3);
+  EXPECT_EQ(conv_output_size(10, 3, 1, 0, 2), 6);  // effective kernel 5
+  EXPECT_EQ(conv_output_size(2, 5, 1, 0, 1), -2);  // too small: callers reject < 1
+}
+
+TEST(ShapeInferenceTest, PoolOutputSizeWithCeilMode) {
+  EXPECT_EQ(pool_output_size(8, 2, 2, 0, 1, false), 4);
+  EXPECT_EQ(pool_output_size(7, 2, 2, 0, 1, false), 3);
+  EXPECT_EQ(pool_output_size(7, 2, 2, 0, 1, true), 4);   // a partial last window
+  EXPECT_EQ(pool_output_size(8, 3, 2, 1, 1, true), 5);
+  EXPECT_EQ(pool_output_size(8, 3, 2, 1, 1, false), 4);
+  // 5 + padding 1: windows would start at -1, 1, 3 and 5; the one at 5 starts in the right
+  // padding, so PyTorch drops it.
+  EXPECT_EQ(pool_output_size(5, 2, 2, 1, 1, true), 3);
+  EXPECT_EQ(pool_output_size(5, 2, 2, 1, 1, false), 3);
+  EXPECT_EQ(pool_output_size(6, 3, 3, 1, 1, true), 3);
+  EXPECT_EQ(pool_output_size(9, 3, 2, 0, 2, false), 3);  // dilation 2: effective kernel 5
+}
+
+TEST(ShapeInferenceTest, Broadcasting) {
+  Shape out;
+  ASSERT_TRUE(broadcast_shapes({1, 4, 5, 5}, {1, 4, 1, 1}, &out));
+  EXPECT_EQ(out, (Shape{1, 4, 5, 5}));
+  ASSERT_TRUE(broadcast_shapes({1, 1, 1, 1}, {2, 4, 5, 5}, &out));
+  EXPECT_EQ(out, (Shape{2, 4, 5, 5}));
+  ASSERT_TRUE(broadcast_shapes({4, 1, 5}, {3, 1}, &out));
+  EXPECT_EQ(out, (Shape{4, 3, 5}));
+  ASSERT_TRUE(broadcast_shapes({}, {2, 3}, &out));
+  EXPECT_EQ(out, (Shape{2, 3}));
+  EXPECT_FALSE(broadcast_shapes({1, 4, 5, 5}, {1, 3, 1, 1}, &out));
+}
+
+// ---- ops --------------------------------------------------------------------------------------
+
+TEST(ShapeInferenceTest, ConvolutionWithGroupsDilationAndStride) {
+  Builder b;
+  b.input("x", DType::Float32, {2, 8, 17, 12})
+      .constant("w", DType::Float32, {16, 2, 3, 3})
+      .constant("bias", DType::Float32, {16})
+      .node("aten.convolution", {"x", "w", "bias"}, conv_args({2, 1}, {2}, {2, 1}, 4), {"y"})
+      .node("aten.convolution", {"y", "dw", ""}, conv_args({1}, {1}, {1}, 16), {"z"})
+      .constant("dw", DType::Float32, {16, 1, 3, 3});
+  infer_shapes(b.g);
+  // H: (17 + 4 - 2*2 - 1) / 2 + 1 = 9; W: (12 + 4 - 2 - 1) / 1 + 1 = 14.
+  expect_type(b.g, "y", DType::Float32, {2, 16, 9, 14});
+  expect_type(b.g, "z", DType::Float32, {2, 16, 9, 14});
+}
+
+TEST(ShapeInferenceTest, ConvolutionErrors) {
+  auto graph = [](Shape w_shape, Args args, Shape bias_shape = {16}) {
+    Builder b;
+    b.input("x", DType::Float32, {1, 8, 6, 6})
+        .constant("w", DType::Float32, std::move(w_shape))
+        .constant("bias", DType::Float32, std::move(bias_shape))
+        .node("aten.convolution", {"x", "w", "bias"}, std::move(args), {"y"});
+    return b.g;
+  };
+  expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 2)),
+                     {"node 0 (aten.convolution): input weight ('w'): expected 4 input channels "
+                      "per group (input channels 8 / groups 2), got 8"});
+  expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 1), {8}),
+                     {"node 0 (aten.convolution): input bias ('bias'): expected shape [16]"});
+  expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 3)),
+                     {"input input ('x'): input channels 8 are not divisible by groups 3"});
+  expect_infer_error(graph({16, 8, 7, 7}, conv_args({1}, {0}, {1}, 1)),
+                     {"input input ('x'): spatial size 6x6", "too small for kernel 7x7"});
+  expect_infer_error(graph({16, 8, 3, 3}, conv_args({1, 1, 1}, {1}, {1}, 1)),
+                     {"argument 'stride': expected 1 or 2 integers, got [1, 1, 1]"});
+  expect_infer_error(graph({16, 8, 3, 3}, conv_args({0}, {1}, {1}, 1)),
+                     {"argument 'stride': each value must be >= 1"});
+  Args transposed = conv_args({1}, {1}, {1}, 1);
+  transposed["transposed"] = true;
+  expect_infer_error(graph({16, 8, 3, 3}, transposed),
+                     {"argument 'transposed': transposed convolution is not supported"});
+
+  // Dtypes: the edge graph convolves float32 (weights dequantized by dequantize_per_channel).
+  Builder b;
+  b.input("x", DType::Float32, {1, 8, 6, 6})
+      .constant("w", DType::Int8, {16, 8, 3, 3})
+      .node("aten.convolution", {"x", "w"}, conv_args({1}, {1}, {1}, 1), {"y"});
+  expect_infer_error(b.g, {"node 0 (aten.convolution): input weight ('w'): expected dtype "
+                           "float32, got int8"});
+}
+
+TEST(ShapeInferenceTest, Linear) {
+  Builder b;
+  b.input("x", DType::Float32, {2, 3, 8})
+      .constant("w", DType::Float32, {5, 8})
+      .constant("bias", DType::Float32, {5})
+      .node("aten.linear", {"x", "w", "bias"}, {}, {"y"})
+      .node("aten.linear", {"y", "w2"}, {}, {"z"})
+      .constant("w2", DType::Float32, {7, 5});
+  infer_shapes(b.g);
+  expect_type(b.g, "y", DType::Float32, {2, 3, 5});
+  expect_type(b.g, "z", DType::Float32, {2, 3, 7});
+
+  Builder bad;
+  bad.input("x", DType::Float32, {2, 8})
+      .constant("w", DType::Float32, {5, 6})
+      .node("aten.linear", {"x", "w"}, {}, {"y"});
+  expect_infer_error(bad.g, {"node 0 (aten.linear): input weight ('w'): expected [N, 8] (input "
+                             "features 8), got [5, 6]"});
+}
+
+TEST(ShapeInferenceTest, AddBroadcastsAndChecks) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 4, 5, 5})
+      .constant("c", DType::Float32, {1, 4, 1, 1})
+      .constant("s", DType::Float32, {1, 1, 1, 1})
+      .node("aten.add.Tensor", {"x", "c"}, {{"alpha", int64_t{1}}}, {"y"})
+      .node("aten.add.Tensor", {"s", "y"}, {}, {"z"});
+  infer_shapes(b.g);
+  expect_type(b.g, "y", DType::Float32, {1, 4, 5, 5});
+  expect_type(b.g, "z", DType::Float32, {1, 4, 5, 5});
+
+  Builder bad;
+  bad.input("x", DType::Float32, {1, 4, 5, 5})
+      .constant("c", DType::Float32, {1, 3, 1, 1})
+      .node("aten.add.Tensor", {"x", "c"}, {}, {"y"});
+  expect_infer_error(bad.g, {"node 0 (aten.add.Tensor): input other ('c'): shape [1, 3, 1, 1] "
+                             "does not broadcast with self shape [1, 4, 5, 5]"});
+}
+
+TEST(ShapeInferenceTest, ActivationsKeepTheShape) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 3, 4, 4})
+      .node("aten.relu", {"x"}, {}, {"a"})
+      .node("aten.hardtanh", {"a"}, {{"min_val", 0.0}, {"max_val", 6.0}}, {"b"})
+      .node("aten.clamp", {"b"}, {{"min", NoneArg{}}, {"max", int64_t{3}}}, {"c"});
+  infer_shapes(b.g);
+  expect_type(b.g, "c", DType::Float32, {1, 3, 4, 4});
+
+  Builder none;
+  none.input("x", DType::Float32, {1, 3, 4, 4})
+      .node("aten.clamp", {"x"}, {{"min", NoneArg{}}, {"max", NoneArg{}}}, {"y"});
+  expect_infer_error(none.g, {"node 0 (aten.clamp): arguments 'min'/'max': at least one of min "
+                              "and max must not be None"});
+  Builder int8;
+  int8.input("x", DType::Int8, {1, 3, 4, 4}).node("aten.relu", {"x"}, {}, {"y"});
+  expect_infer_error(int8.g, {"node 0 (aten.relu): input self ('x'): expected dtype float32, got "
+                              "int8"});
+}
+
+TEST(ShapeInferenceTest, PixelShuffle) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 18, 5, 7})
+      .node("aten.pixel_shuffle", {"x"}, {{"upscale_factor", int64_t{3}}}, {"y"});
+  infer_shapes(b.g);
+  expect_type(b.g, "y", DType::Float32, {1, 2, 15, 21});
+
+  Builder bad;
+  bad.input("x", DType::Float32, {1, 12, 5, 7})
+      .node("aten.pixel_shuffle", {"x"}, {{"upscale_factor", int64_t{3}}}, {"y"});
+  expect_infer_error(bad.g, {"node 0 (aten.pixel_shuffle): input self ('x'): channels 12 are not "
+                             "divisible by upscale_factor^2 = 9"});
+}
+
+TEST(ShapeInferenceTest, MaxPool2d) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 2, 5, 7})
+      .node("aten.max_pool2d", {"x"},
+            {{"kernel_size", I{2}}, {"stride", I{2}}, {"padding", I{1}}, {"ceil_mode", true}},
+            {"y"})
+      .node("aten.max_pool2d", {"x"}, {{"kernel_size", I{3, 2}}, {"stride", I{}}}, {"z"});
+  infer_shapes(b.g);
+  // H 5: windows at -1, 1, 3 (the one at 5 starts in the right padding); W 7: -1 .. 5 -> 4.
+  expect_type(b.g, "y", DType::Float32, {1, 2, 3, 4});
+  // stride [] means kernel_size: H (5 - 3) / 3 + 1 = 1, W (7 - 2) / 2 + 1 = 3.
+  expect_type(b.g, "z", DType::Float32, {1, 2, 1, 3});
+
+  Builder bad;
+  bad.input("x", DType::Float32, {1, 2, 5, 7})
+      .node("aten.max_pool2d", {"x"}, {{"kernel_size", I{2}}, {"padding", I{2}}}, {"y"});
+  expect_infer_error(bad.g, {"node 0 (aten.max_pool2d): argument 'padding': must be at most half "
+                             "of kernel_size [2, 2], got [2, 2]"});
+  Builder small;
+  small.input("x", DType::Float32, {1, 2, 2, 2})
+      .node("aten.max_pool2d", {"x"}, {{"kernel_size", I{3}}}, {"y"});
+  expect_infer_error(small.g, {"node 0 (aten.max_pool2d): input self ('x'): spatial size 2x2 is "
+                               "too small for kernel_size [3, 3]"});
+}
+
+TEST(ShapeInferenceTest, MeanAndAdaptiveAvgPool) {
+  Builder b;
+  b.input("x", DType::Float32, {2, 6, 5, 7})
+      .node("aten.mean.dim", {"x"}, {{"dim", I{2, 3}}, {"keepdim", false}}, {"m"})
+      .node("aten.mean.dim", {"x"}, {{"dim", I{-1, -2}}, {"keepdim", true}}, {"k"})
+      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", I{1, 1}}}, {"a"});
+  infer_shapes(b.g);
+  expect_type(b.g, "m", DType::Float32, {2, 6});
+  expect_type(b.g, "k", DType::Float32, {2, 6, 1, 1});
+  expect_type(b.g, "a", DType::Float32, {2, 6, 1, 1});
+
+  Builder bad_dim;
+  bad_dim.input("x", DType::Float32, {2, 6, 5, 7})
+      .node("aten.mean.dim", {"x"}, {{"dim", I{1}}}, {"m"});
+  expect_infer_error(bad_dim.g, {"node 0 (aten.mean.dim): argument 'dim': only the spatial dims "
+                                 "[-1, -2] / [2, 3] are supported, got [1]"});
+  Builder bad_size;
+  bad_size.input("x", DType::Float32, {2, 6, 5, 7})
+      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", I{2, 2}}}, {"a"});
+  expect_infer_error(bad_size.g, {"node 0 (aten.adaptive_avg_pool2d): argument 'output_size': "
+                                  "only [1, 1] is supported, got [2, 2]"});
+}
+
+TEST(ShapeInferenceTest, ViewCopyAndClones) {
+  Builder b;
+  b.input("x", DType::Int8, {2, 3, 4, 5})
+      .node("aten.view_copy", {"x"}, {{"size", I{2, -1, 5}}}, {"v"})
+      .node("aten.clone", {"v"}, {{"memory_format", std::string("torch.contiguous_format")}},
+            {"c"})
+      .node("aten.alias_copy", {"c"}, {}, {"a"})
+      .node("aten._clone_dim_order", {"x"}, {{"dim_order", I{0, 2, 3, 1}}}, {"d"});
+  infer_shapes(b.g);
+  expect_type(b.g, "v", DType::Int8, {2, 12, 5});
+  expect_type(b.g, "a", DType::Int8, {2, 12, 5});
+  expect_type(b.g, "d", DType::Int8, {2, 3, 4, 5});
+
+  auto view = [](I size) {
+    Builder g;
+    g.input("x", DType::Float32, {2, 3, 4, 5}).node("aten.view_copy", {"x"}, {{"size", size}}, {"v"});
+    return g.g;
+  };
+  expect_infer_error(view({2, 3, 4, 6}), {"node 0 (aten.view_copy): argument 'size': [2, 3, 4, 6] "
+                                          "has 144 elements, but the input shape [2, 3, 4, 5] has "
+                                          "120"});
+  expect_infer_error(view({-1, -1}), {"argument 'size': -1 appears more than once"});
+  expect_infer_error(view({7, -1}), {"argument 'size': [7, -1] is invalid for input of shape"});
+  Builder order;
+  order.input("x", DType::Float32, {2, 3})
+      .node("aten._clone_dim_order", {"x"}, {{"dim_order", I{0, 0}}}, {"y"});
+  expect_infer_error(order.g, {"node 0 (aten._clone_dim_order): argument 'dim_order': expected a "
+                               "permutation of the 2 dims"});
+}
+
+TEST(ShapeInferenceTest, QuantizeDequantize) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 3, 4, 4})
+      .node("quantized_decomposed.quantize_per_tensor", {"x"}, qargs(), {"q"})
+      .node("quantized_decomposed.dequantize_per_tensor", {"q"}, qargs(), {"d"})
+      .constant("w", DType::Int8, {6, 3, 1, 1})
+      .constant("s", DType::Float32, {6})
+      .constant("zp", DType::Int32, {6})
+      .node("quantized_decomposed.dequantize_per_channel", {"w", "s", "zp"},
+            {{"axis", int64_t{-4}}, {"quant_min", int64_t{-127}}, {"quant_max", int64_t{127}},
+             {"dtype", std::string("int8")}},
+            {"wd"});
+  infer_shapes(b.g);
+  expect_type(b.g, "q", DType::Int8, {1, 3, 4, 4});
+  expect_type(b.g, "d", DType::Float32, {1, 3, 4, 4});
+  expect_type(b.g, "wd", DType::Float32, {6, 3, 1, 1});
+
+  Builder int16;
+  int16.input("x", DType::Float32, {1, 3, 4, 4})
+      .node("quantized_decomposed.quantize_per_tensor", {"x"}, qargs("int16"), {"q"});
+  expect_infer_error(int16.g, {"node 0 (quantized_decomposed.quantize_per_tensor): argument "
+                               "'dtype': expected \"int8\", got \"int16\""});
+  Builder range;
+  Args wide = qargs();
+  wide["quant_max"] = int64_t{255};
+  range.input("x", DType::Float32, {4}).node("quantized_decomposed.quantize_per_tensor", {"x"},
+                                             wide, {"q"});
+  expect_infer_error(range.g, {"argument 'quant_max': expected a value in [-128, 127] for int8, "
+                               "got 255"});
+  Builder scale;
+  Args zero_scale = qargs();
+  zero_scale["scale"] = 0.0;
+  scale.input("x", DType::Float32, {4}).node("quantized_decomposed.quantize_per_tensor", {"x"},
+                                             zero_scale, {"q"});
+  expect_infer_error(scale.g, {"argument 'scale': expected a finite value > 0, got 0"});
+  Builder scales;
+  scales.constant("w", DType::Int8, {6, 3, 1, 1})
+      .constant("s", DType::Float32, {3})
+      .node("quantized_decomposed.dequantize_per_channel", {"w", "s"},
+            {{"axis", int64_t{0}}, {"quant_min", int64_t{-127}}, {"quant_max", int64_t{127}},
+             {"dtype", std::string("int8")}},
+            {"wd"});
+  expect_infer_error(scales.g, {"node 0 (quantized_decomposed.dequantize_per_channel): input "
+                                "scales ('s'): expected shape [6] (one per channel along axis), "
+                                "got [3]"});
+  Builder deq_float;
+  deq_float.input("x", DType::Float32, {4})
+      .node("quantized_decomposed.dequantize_per_tensor", {"x"}, qargs(), {"d"});
+  expect_infer_error(deq_float.g, {"input input ('x'): expected dtype int8, got float32"});
+}
+
+TEST(ShapeInferenceTest, AffineOps) {
+  Args choose = {{"mapping_type", std::string("SYMMETRIC")}, {"block_size", I{1, 32}},
+                 {"target_dtype", std::string("int8")},     {"quant_min", NoneArg{}},
+                 {"quant_max", NoneArg{}},                 {"eps", NoneArg{}}};
+  Args quant = {{"block_size", I{1, 32}}, {"output_dtype", std::string("int8")},
+                {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}}};
+  Args dequant = {{"block_size", I{1, 32}}, {"input_dtype", std::string("int8")},
+                  {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}}};
+  Builder b;
+  b.input("x", DType::Float32, {4, 64})
+      .node("torchao.choose_qparams_affine", {"x"}, choose, {"s", "z"})
+      .node("torchao.quantize_affine", {"x", "s", "z"}, quant, {"q"})
+      .node("torchao.dequantize_affine", {"q", "s", "z"}, dequant, {"d"})
+      .constant("s2", DType::Float32, {4, 2})  // without the zero point
+      .node("torchao.dequantize_affine", {"q", "s2"}, dequant, {"d2"})
+      .constant("s3", DType::Float32, {8})  // squeezed: [4, 2] -> not matching 8
+      .node("torchao.dequantize_affine", {"q", "s3"}, dequant, {"d3"});
+  Graph ok = b.g;
+  ok.nodes.pop_back();
+  infer_shapes(ok);
+  expect_type(ok, "s", DType::Float32, {4, 2});
+  expect_type(ok, "z", DType::Int32, {4, 2});
+  expect_type(ok, "q", DType::Int8, {4, 64});
+  expect_type(ok, "d", DType::Float32, {4, 64});
+  expect_type(ok, "d2", DType::Float32, {4, 64});
+  expect_infer_error(b.g, {"node 4 (torchao.dequantize_affine): input scale ('s3'): expected shape "
+                           "[4, 2] (input shape / block_size), got [8]"});
+
+  Builder per_row;  // torchao drops size-1 dims of the scale: [4, 1] given as [4]
+  Args row = quant;
+  row["block_size"] = I{1, 64};
+  per_row.input("x", DType::Float32, {4, 64})
+      .constant("s", DType::Float32, {4})
+      .node("torchao.quantize_affine", {"x", "s"}, row, {"q"});
+  infer_shapes(per_row.g);
+  expect_type(per_row.g, "q", DType::Int8, {4, 64});
+
+  Builder bad_block;
+  Args block = quant;
+  block["block_size"] = I{1, 24};
+  bad_block.input("x", DType::Float32, {4, 64})
+      .constant("s", DType::Float32, {4, 2})
+      .node("torchao.quantize_affine", {"x", "s"}, block, {"q"});
+  expect_infer_error(bad_block.g, {"node 0 (torchao.quantize_affine): argument 'block_size': "
+                                   "[1, 24] does not divide input shape [4, 64] (dim 1)"});
+  Builder bad_rank;
+  Args rank = quant;
+  rank["block_size"] = I{32};
+  bad_rank.input("x", DType::Float32, {4, 64})
+      .constant("s", DType::Float32, {4, 2})
+      .node("torchao.quantize_affine", {"x", "s"}, rank, {"q"});
+  expect_infer_error(bad_rank.g, {"argument 'block_size': expected 2 entries (the input rank"});
+  Builder mapping;
+  Args m = choose;
+  m["mapping_type"] = std::string("WEIRD");
+  mapping.input("x", DType::Float32, {4, 64}).node("torchao.choose_qparams_affine", {"x"}, m,
+                                                   {"s", "z"});
+  expect_infer_error(mapping.g, {"argument 'mapping_type': expected \"SYMMETRIC\", "
+                                 "\"ASYMMETRIC\", \"SYMMETRIC_NO_CLIPPING_ERR\", got \"WEIRD\""});
+  Builder outs;
+  outs.input("x", DType::Float32, {4, 64}).node("torchao.choose_qparams_affine", {"x"}, choose,
+                                                {"s"});
+  expect_infer_error(outs.g, {"node 0 (torchao.choose_qparams_affine): outputs: expected 2 "
+                              "output(s), got 1"});
+}
+
+// ---- declared outputs, reruns, unknown ops -----------------------------------------------------
+
+TEST(ShapeInferenceTest, DeclaredOutputMustMatchAndRerunsAreIdempotent) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 3, 4, 4}).node("aten.relu", {"x"}, {}, {"y"});
+  Value declared;
+  declared.name = "y";
+  declared.dtype = DType::Float32;
+  declared.shape = {1, 3, 4, 4};
+  b.g.add_value(declared);
+  infer_shapes(b.g);
+  infer_shapes(b.g);  // everything is now declared: checked, unchanged
+  expect_type(b.g, "y", DType::Float32, {1, 3, 4, 4});
+  EXPECT_EQ(b.g.value_names().size(), 2u);
+
+  b.g.value("y").shape = {1, 3, 4, 5};
+  expect_infer_error(b.g, {"node 0 (aten.relu): output 'y': declared float32 [1, 3, 4, 5], "
+                           "inferred float32 [1, 3, 4, 4]"});
+
+  Builder over_input;
+  over_input.input("x", DType::Float32, {4}).node("aten.relu", {"x"}, {}, {"x"});
+  expect_infer_error(over_input.g, {"node 0 (aten.relu): output 'x': is already defined as a "
+                                    "graph input"});
+}
+
+TEST(ShapeInferenceTest, UnknownOpsAndUndefinedInputs) {
+  Builder b;
+  b.input("x", DType::Float32, {4}).node("q8ta_conv2d", {"x"}, {}, {"y"});
+  expect_infer_error(b.g, {"node 0 (q8ta_conv2d): op: unknown op 'q8ta_conv2d' for shape "
+                           "inference"});
+  Builder u;
+  u.input("x", DType::Float32, {4}).node("aten.relu", {"nope"}, {}, {"y"});
+  expect_infer_error(u.g, {"node 0 (aten.relu): input self ('nope'): value 'nope' is not defined"});
+  Builder missing;
+  missing.input("x", DType::Float32, {1, 4, 2, 2}).node("aten.pixel_shuffle", {"x"}, {}, {"y"});
+  expect_infer_error(missing.g, {"node 0 (aten.pixel_shuffle): missing argument 'upscale_factor'"});
+  Builder no_origin;
+  no_origin.input("x", DType::Int8, {4}).node("aten.relu", {"x"}, {}, {"y"});
+  no_origin.g.nodes[0].origin.clear();
+  expect_infer_error(no_origin.g, {"node 0 (aten.relu): input self ('x'): expected dtype float32"});
+}
+
+}  // namespace
+}  // namespace vkd::compiler

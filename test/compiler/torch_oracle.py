@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Torch oracle for the CPU reference interpreter (partitioner_schema/Interpreter.h).
+
+Computes conv2d / linear / max_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add with
+torch (float32, CPU) on fixed seeded inputs and writes, into --out DIR:
+  manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
+      case NAME OP
+      input NAME D0,D1,... FILE      (float32 tensor; "input - - -" for an absent optional one)
+      arg NAME int V | ints V,V,... | float V | bool 0|1 | none
+      output D0,D1,... FILE
+      end
+  *.bin         float32 little-endian tensors, C order.
+With --checker PATH it then runs `PATH DIR` (the interpreter side) and exits with its status.
+
+Usage: torch_oracle.py --out DIR [--checker PATH]
+"""
+import argparse
+import os
+import struct
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+class Writer:
+    def __init__(self, out_dir):
+        self.out_dir = out_dir
+        self.lines = []
+        self.count = 0
+
+    def tensor(self, case, name, t):
+        t = t.detach().to(torch.float32).contiguous()
+        fname = f"{case}.{name}.bin"
+        values = t.reshape(-1).tolist()
+        with open(os.path.join(self.out_dir, fname), "wb") as f:
+            f.write(struct.pack(f"<{len(values)}f", *values))
+        shape = ",".join(str(d) for d in t.shape)
+        assert shape, "rank-0 tensors are not used"
+        return shape, fname
+
+    def case(self, name, op, inputs, args, output):
+        self.lines.append(f"case {name} {op}")
+        for in_name, t in inputs:
+            if t is None:
+                self.lines.append("input - - -")
+            else:
+                shape, fname = self.tensor(name, in_name, t)
+                self.lines.append(f"input {in_name} {shape} {fname}")
+        for arg_name, kind, value in args:
+            if kind == "ints":
+                value = ",".join(str(v) for v in value)
+            elif kind == "bool":
+                value = "1" if value else "0"
+            elif kind == "float":
+                value = repr(float(value))
+            elif kind == "none":
+                value = ""
+            self.lines.append(f"arg {arg_name} {kind} {value}".rstrip())
+        shape, fname = self.tensor(name, "out", output)
+        self.lines.append(f"output {shape} {fname}")
+        self.lines.append("end")
+        self.count += 1
+
+    def finish(self):
+        with open(os.path.join(self.out_dir, "manifest.txt"), "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+
+
+def uniform(*shape):
+    return torch.rand(*shape, dtype=torch.float32) * 2.0 - 1.0
+
+
+def conv_cases(w):
+    # (name, input shape, weight shape, bias, stride, padding, dilation, groups)
+    configs = [
+        ("conv_3x3_s1_p1", (1, 3, 8, 8), (4, 3, 3, 3), True, (1, 1), (1, 1), (1, 1), 1),
+        ("conv_3x3_s2_p1_nobias", (1, 3, 9, 9), (8, 3, 3, 3), False, (2, 2), (1, 1), (1, 1), 1),
+        ("conv_groups2_mixed", (1, 4, 9, 7), (6, 2, 3, 3), True, (2, 1), (1, 0), (1, 2), 2),
+        ("conv_depthwise", (1, 8, 6, 6), (8, 1, 3, 3), True, (1, 1), (1, 1), (1, 1), 8),
+        ("conv_1x1_batch2", (2, 16, 5, 5), (8, 16, 1, 1), True, (1, 1), (0, 0), (1, 1), 1),
+        ("conv_5x5_s2_p2", (1, 2, 11, 10), (3, 2, 5, 5), True, (2, 2), (2, 2), (1, 1), 1),
+    ]
+    for name, xs, ws, has_bias, stride, padding, dilation, groups in configs:
+        x, wt = uniform(*xs), uniform(*ws)
+        b = uniform(ws[0]) if has_bias else None
+        y = F.conv2d(x, wt, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+        w.case(name, "aten.convolution", [("input", x), ("weight", wt), ("bias", b)],
+               [("stride", "ints", stride), ("padding", "ints", padding),
+                ("dilation", "ints", dilation), ("transposed", "bool", False),
+                ("output_padding", "ints", (0, 0)), ("groups", "int", groups)], y)
+
+
+def linear_cases(w):
+    x, wt, b = uniform(4, 64), uniform(32, 64), uniform(32)
+    w.case("linear_bias", "aten.linear", [("input", x), ("weight", wt), ("bias", b)], [],
+           F.linear(x, wt, b))
+    x, wt = uniform(2, 3, 17), uniform(5, 17)
+    w.case("linear_rank3_nobias", "aten.linear", [("input", x), ("weight", wt), ("bias", None)],
+           [], F.linear(x, wt))
+
+
+def max_pool_cases(w):
+    # (name, input shape, kernel, stride, padding, dilation, ceil_mode)
+    configs = [
+        ("maxpool_k3_s2_p1", (1, 3, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), False),
+        ("maxpool_k3_s2_ceil", (1, 2, 6, 6), (3, 3), (2, 2), (0, 0), (1, 1), True),
+        ("maxpool_k2_s2_p1_ceil_drop", (1, 2, 5, 5), (2, 2), (2, 2), (1, 1), (1, 1), True),
+        ("maxpool_k2_d2_p1", (1, 2, 9, 8), (2, 2), (1, 1), (1, 1), (2, 2), False),
+        ("maxpool_k3x2_s2x1_ceil", (2, 3, 8, 7), (3, 2), (2, 1), (1, 0), (1, 1), True),
+    ]
+    for name, xs, k, s, p, d, ceil in configs:
+        x = uniform(*xs)
+        y = F.max_pool2d(x, k, s, p, d, ceil_mode=ceil)
+        w.case(name, "aten.max_pool2d", [("self", x)],
+               [("kernel_size", "ints", k), ("stride", "ints", s), ("padding", "ints", p),
+                ("dilation", "ints", d), ("ceil_mode", "bool", ceil)], y)
+
+
+def pixel_shuffle_cases(w):
+    for name, xs, r in [("pixel_shuffle_r2", (1, 8, 3, 4), 2), ("pixel_shuffle_r3", (2, 18, 2, 3), 3)]:
+        x = uniform(*xs)
+        w.case(name, "aten.pixel_shuffle", [("self", x)], [("upscale_factor", "int", r)],
+               F.pixel_shuffle(x, r))
+
+
+def mean_cases(w):
+    x = uniform(1, 8, 7, 5)
+    w.case("mean_hw_keepdim", "aten.mean.dim", [("self", x)],
+           [("dim", "ints", (-1, -2)), ("keepdim", "bool", True)], x.mean((-1, -2), keepdim=True))
+    x = uniform(2, 3, 4, 5)
+    w.case("mean_c", "aten.mean.dim", [("self", x)],
+           [("dim", "ints", (1,)), ("keepdim", "bool", False)], x.mean(1))
+    x = uniform(1, 16, 7, 7)
+    w.case("adaptive_avg_pool_1x1", "aten.adaptive_avg_pool2d", [("self", x)],
+           [("output_size", "ints", (1, 1))], F.adaptive_avg_pool2d(x, (1, 1)))
+
+
+def add_cases(w):
+    a, b = uniform(1, 4, 3, 3), uniform(1, 4, 1, 1)
+    w.case("add_channel_broadcast", "aten.add.Tensor", [("self", a), ("other", b)], [], a + b)
+    a, b = uniform(2, 1, 5), uniform(3, 1)
+    w.case("add_general_broadcast", "aten.add.Tensor", [("self", a), ("other", b)], [], a + b)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--checker")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.manual_seed(20240601)
+    torch.set_num_threads(1)
+    w = Writer(args.out)
+    conv_cases(w)
+    linear_cases(w)
+    max_pool_cases(w)
+    pixel_shuffle_cases(w)
+    mean_cases(w)
+    add_cases(w)
+    w.finish()
+    print(f"torch_oracle: torch {torch.__version__}, {w.count} cases written to {args.out}")
+    if args.checker:
+        sys.stdout.flush()
+        return subprocess.call([args.checker, args.out])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

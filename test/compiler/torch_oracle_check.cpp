@@ -1,0 +1,172 @@
+// The interpreter side of the torch oracle test (torch_oracle.py writes DIR/manifest.txt and the
+// tensors): every case is one node run by compiler::interpret on torch's inputs, and each output
+// element must satisfy |got - want| <= 1e-5 * max(|want|, 1) (relative, with values below 1
+// compared absolutely, since sums of products of numbers in [-1, 1) can land near zero, where a
+// different but equally correct summation order gives a large relative difference).
+// Usage: vkd_interpreter_oracle_check DIR. Exit status 0 only when every case passes.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "partitioner_schema/Interpreter.h"
+#include "runtime/common/Error.h"
+
+namespace {
+
+using vkd::compiler::Graph;
+using vkd::compiler::HostTensor;
+
+std::vector<int64_t> parse_ints(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoll(item));
+  return out;
+}
+
+HostTensor read_tensor(const std::string& dir, const std::string& file,
+                       const std::vector<int64_t>& shape) {
+  std::ifstream in(dir + "/" + file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + dir + "/" + file);
+  HostTensor t;
+  t.dtype = vkd::DType::Float32;
+  t.shape = shape;
+  t.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (t.bytes.size() != static_cast<size_t>(t.numel()) * 4) {
+    throw std::runtime_error(file + ": wrong byte count");
+  }
+  return t;
+}
+
+struct Case {
+  std::string name;
+  Graph graph;
+  std::map<std::string, HostTensor> inputs;
+  HostTensor expected;
+};
+
+std::vector<Case> read_manifest(const std::string& dir) {
+  std::ifstream in(dir + "/manifest.txt");
+  if (!in) throw std::runtime_error("cannot open " + dir + "/manifest.txt");
+  std::vector<Case> cases;
+  Case cur;
+  vkd::compiler::Node node;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string kind;
+    ls >> kind;
+    if (kind == "case") {
+      cur = Case{};
+      node = vkd::compiler::Node{};
+      ls >> cur.name >> node.op;
+      node.origin = cur.name + " (" + node.op + ")";
+    } else if (kind == "input") {
+      std::string name, shape, file;
+      ls >> name >> shape >> file;
+      if (name == "-") {
+        node.inputs.push_back("");
+        continue;
+      }
+      vkd::compiler::Value v;
+      v.name = name;
+      v.dtype = vkd::DType::Float32;
+      v.shape = parse_ints(shape);
+      cur.graph.add_value(v);
+      cur.graph.inputs.push_back(name);
+      cur.inputs[name] = read_tensor(dir, file, v.shape);
+      node.inputs.push_back(name);
+    } else if (kind == "arg") {
+      std::string name, type, value;
+      ls >> name >> type >> value;
+      if (type == "int") {
+        node.args[name] = static_cast<int64_t>(std::stoll(value));
+      } else if (type == "ints") {
+        node.args[name] = parse_ints(value);
+      } else if (type == "float") {
+        node.args[name] = std::stod(value);
+      } else if (type == "bool") {
+        node.args[name] = value == "1";
+      } else if (type == "none") {
+        node.args[name] = vkd::compiler::NoneArg{};
+      } else {
+        throw std::runtime_error("unknown arg type '" + type + "'");
+      }
+    } else if (kind == "output") {
+      std::string shape, file;
+      ls >> shape >> file;
+      vkd::compiler::Value v;
+      v.name = "out";
+      v.dtype = vkd::DType::Float32;
+      v.shape = parse_ints(shape);
+      cur.graph.add_value(v);
+      cur.graph.outputs = {"out"};
+      node.outputs = {"out"};
+      cur.expected = read_tensor(dir, file, v.shape);
+    } else if (kind == "end") {
+      cur.graph.nodes.push_back(node);
+      cases.push_back(std::move(cur));
+    } else if (!kind.empty()) {
+      throw std::runtime_error("bad manifest line: " + line);
+    }
+  }
+  return cases;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR (written by torch_oracle.py)\n", argv[0]);
+    return 2;
+  }
+  std::vector<Case> cases;
+  try {
+    cases = read_manifest(argv[1]);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torch oracle: %s\n", e.what());
+    return 2;
+  }
+  if (cases.empty()) {
+    std::fprintf(stderr, "torch oracle: no cases in the manifest\n");
+    return 2;
+  }
+  int passed = 0, failed = 0;
+  for (const Case& c : cases) {
+    try {
+      const auto values = vkd::compiler::interpret(c.graph, c.inputs);
+      const std::vector<float> got = values.at("out").to_floats();
+      const std::vector<float> want = c.expected.to_floats();
+      double worst = 0.0;
+      size_t worst_at = 0, bad = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const double err = std::fabs(static_cast<double>(got[i]) - want[i]) /
+                           std::max(1.0, std::fabs(static_cast<double>(want[i])));
+        if (!(err <= 1e-5)) ++bad;
+        if (!(err <= worst)) {
+          worst = err;
+          worst_at = i;
+        }
+      }
+      if (bad == 0) {
+        ++passed;
+        std::printf("PASS %-28s %zu values, max rel err %.3g\n", c.name.c_str(), want.size(), worst);
+      } else {
+        ++failed;
+        std::printf("FAIL %-28s %zu of %zu values off; worst at %zu: got %.9g, torch %.9g\n",
+                    c.name.c_str(), bad, want.size(), worst_at, got[worst_at], want[worst_at]);
+      }
+    } catch (const std::exception& e) {
+      ++failed;
+      std::printf("FAIL %-28s %s\n", c.name.c_str(), e.what());
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
