@@ -662,6 +662,26 @@ TEST(Fuse, AddReluQuantized) {
   expect_valid(g);
 }
 
+// The fused node goes where its last matched node was: here b is only quantized after a's dq.
+TEST(Fuse, AddIsPlacedAfterItsLastInput) {
+  Builder b;
+  b.input("aq", DType::Int8, {1, 4, 2, 2});
+  b.input("f", DType::Float32, {1, 4, 2, 2});
+  b.dq("aq", "a", 0.1, 0);    // 0
+  b.q("f", "bq", 0.1, 0);     // 1
+  b.dq("bq", "bf", 0.1, 0);   // 2
+  b.value("s", DType::Float32, {1, 4, 2, 2});
+  b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});  // 3
+  b.q("s", "yq", 0.2, 0);     // 4
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_quantize", "q8ta_add"})) << all_lines(r);
+  EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.add.Tensor -> q (nodes 0, 2..4) into q8ta_add "
+                          "'yq' (activation none)"))
+      << all_lines(r);
+  expect_valid(b.g);
+}
+
 TEST(Fuse, AddHalfMatches) {
   {  // one side is a float graph input
     Builder b;
