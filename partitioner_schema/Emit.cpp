@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
 #include "partitioner_schema/SchemaView.h"
 #include "runtime/common/Error.h"
@@ -19,19 +20,6 @@ TensorSpec spec_of(const Value& v) {
                   *v.layout};
   validate(spec);
   return spec;
-}
-
-serialization::OpSignatureTable schema_signatures() {
-  serialization::OpSignatureTable table;
-  for (const auto& s : op_schemas()) {
-    if (!s.has_kernel) continue;
-    serialization::OpSignature sig;
-    for (const auto& a : s.args) {
-      sig.args.push_back(static_cast<serialization::ValueKind>(static_cast<int>(a.kind)));
-    }
-    table.emplace(s.name, std::move(sig));
-  }
-  return table;
 }
 
 }  // namespace
@@ -81,7 +69,7 @@ std::vector<uint8_t> emit_blob(const Graph& g) {
   b.set_outputs(out, g.outputs);
   std::vector<uint8_t> blob = b.finish();
   // The compiler's output goes through the same validation as any blob the runtime loads.
-  const auto table = schema_signatures();
+  const auto table = kernel_signatures();
   serialization::deserialize(blob, &table);
   return blob;
 }

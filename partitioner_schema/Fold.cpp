@@ -13,8 +13,9 @@ bool same_placement(const Value& a, const Value& b) {
 
 bool is_conversion(const Node& n) { return n.op == "q8ta_convert" || n.op == "float_convert"; }
 
-bool is_graph_input(const Graph& g, const std::string& name) {
-  return std::find(g.inputs.begin(), g.inputs.end(), name) != g.inputs.end();
+// A value the graph's interface or constants pin down: it cannot be renamed away.
+bool is_fixed(const Graph& g, const std::string& v) {
+  return g.is_graph_input(v) || g.value(v).is_constant() || g.is_graph_output(v);
 }
 
 // Every reference to `drop` now names `keep`; `drop` disappears.
@@ -31,7 +32,7 @@ void merge_values(Graph& g, const std::string& keep, const std::string& drop) {
 // Removes node `k` that passes `in` through to `out` unchanged. Returns false when it must stay.
 bool bypass(Graph& g, size_t k, PassReport& report, const std::string& why) {
   const std::string in = g.nodes[k].inputs.at(0), out = g.nodes[k].outputs.at(0);
-  const bool in_fixed = is_graph_input(g, in) || g.value(in).is_constant() || g.is_graph_output(in);
+  const bool in_fixed = is_fixed(g, in);
   const bool out_fixed = g.is_graph_output(out);
   if (in_fixed && out_fixed) return false;
   const std::string origin = g.nodes[k].origin;
@@ -80,7 +81,7 @@ PassReport fold_identities(Graph& g) {
       Node& next = g.nodes[readers[0]];
       if (!is_conversion(next) || !same_placement(in, g.value(next.outputs[0]))) continue;
       const std::string a = n.inputs[0], a2 = next.outputs[0];
-      const bool a_fixed = is_graph_input(g, a) || g.value(a).is_constant() || g.is_graph_output(a);
+      const bool a_fixed = is_fixed(g, a);
       if (a_fixed && g.is_graph_output(a2)) continue;  // an op must still write the output
       const std::string origins = n.origin + " and " + next.origin;
       // Remove the second conversion first (higher index), then the first.

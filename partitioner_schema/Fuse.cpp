@@ -792,7 +792,7 @@ struct Pass {
 
   bool unused(const std::string& v) const {
     return g.consumers(v).empty() && !g.is_graph_output(v) &&
-           std::find(g.inputs.begin(), g.inputs.end(), v) == g.inputs.end();
+           !g.is_graph_input(v);
   }
 
   // Removes weight dequantize nodes whose outputs only fed fused ops, and the scale / zero-

@@ -63,6 +63,10 @@ std::vector<int> Graph::consumers(const std::string& value) const {
   return out;
 }
 
+bool Graph::is_graph_input(const std::string& value) const {
+  return std::find(inputs.begin(), inputs.end(), value) != inputs.end();
+}
+
 bool Graph::is_graph_output(const std::string& value) const {
   return std::find(outputs.begin(), outputs.end(), value) != outputs.end();
 }

@@ -69,6 +69,7 @@ class Graph {
   int producer(const std::string& value) const;
   // Indices of the nodes reading `value`, in order.
   std::vector<int> consumers(const std::string& value) const;
+  bool is_graph_input(const std::string& value) const;
   bool is_graph_output(const std::string& value) const;
 
  private:

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partitioner_schema/StrictJson.h"
+
 #include "partitioner_schema/ShapeInference.h"
 #include "runtime/common/Error.h"
 
@@ -26,44 +28,6 @@ constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
 // ---- JSON helpers ----------------------------------------------------------------------------
 
-// Parses `text`, rejecting duplicate object keys (nlohmann would keep the last one silently).
-Json parse_json_strict(const std::string& text) {
-  struct Frame {
-    std::string name;
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> stack;
-  std::string last_key = "(top level)";
-  Json::parser_callback_t cb = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        stack.push_back({last_key, {}});
-        break;
-      case Json::parse_event_t::key: {
-        const std::string key = parsed.get<std::string>();
-        if (!stack.empty()) {
-          VKD_CHECK(stack.back().keys.insert(key).second, ErrorCode::InvalidArgument,
-                    "duplicate key '", key, "' in JSON object '", stack.back().name, "'");
-        }
-        last_key = key;
-        break;
-      }
-      case Json::parse_event_t::object_end:
-        if (!stack.empty()) stack.pop_back();
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
-  try {
-    return Json::parse(text, cb);
-  } catch (const nlohmann::json::parse_error& e) {
-    VKD_THROW(ErrorCode::InvalidArgument, "malformed JSON at byte ", e.byte, ": ", e.what());
-  } catch (const nlohmann::json::exception& e) {
-    VKD_THROW(ErrorCode::InvalidArgument, "malformed JSON: ", e.what());
-  }
-}
 
 bool json_int(const Json& j, int64_t* out) {
   if (j.is_number_unsigned()) {

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partitioner_schema/StrictJson.h"
+
 #include "runtime/common/Error.h"
 
 namespace vkd::compiler {
@@ -24,48 +26,6 @@ constexpr uint64_t kMaxHeaderBytes = 100u * 1000u * 1000u;
 constexpr int64_t kMaxNumel = int64_t{1} << 48;
 
 const char* kMetadataKey = "__metadata__";
-
-// Parses `text` as JSON, rejecting duplicate object keys (nlohmann keeps the last one
-// silently). Errors name `source`, and for malformed JSON the byte position.
-Json parse_json_strict(const std::string& text, const std::string& source) {
-  struct Frame {
-    std::string name;
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> stack;
-  std::string last_key = "(top level)";
-  Json::parser_callback_t cb = [&](int /*depth*/, Json::parse_event_t event,
-                                   Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        stack.push_back({last_key, {}});
-        break;
-      case Json::parse_event_t::key: {
-        const std::string key = parsed.get<std::string>();
-        if (!stack.empty()) {
-          VKD_CHECK(stack.back().keys.insert(key).second, ErrorCode::InvalidArgument, source,
-                    ": duplicate key '", key, "' in JSON object '", stack.back().name, "'");
-        }
-        last_key = key;
-        break;
-      }
-      case Json::parse_event_t::object_end:
-        if (!stack.empty()) stack.pop_back();
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
-  try {
-    return Json::parse(text, cb);
-  } catch (const nlohmann::json::parse_error& e) {
-    VKD_THROW(ErrorCode::InvalidArgument, source, ": malformed JSON at byte ", e.byte, ": ",
-              e.what());
-  } catch (const nlohmann::json::exception& e) {
-    VKD_THROW(ErrorCode::InvalidArgument, source, ": malformed JSON: ", e.what());
-  }
-}
 
 const char* json_type(const Json& j) { return j.type_name(); }
 
@@ -156,7 +116,12 @@ SafetensorsFile SafetensorsFile::from_bytes(std::vector<uint8_t> bytes,
 
   const std::string header_text(reinterpret_cast<const char*>(bytes.data() + 8),
                                 static_cast<size_t>(header_len));
-  const Json header = parse_json_strict(header_text, src + " (safetensors header)");
+  Json header;
+  try {
+    header = parse_json_strict(header_text);
+  } catch (const Error& e) {
+    throw Error(e.code(), src + " (safetensors header): " + e.what());
+  }
   VKD_CHECK(header.is_object(), ErrorCode::InvalidArgument, src,
             ": safetensors header must be a JSON object, got ", json_type(header));
 

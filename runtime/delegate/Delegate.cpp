@@ -166,22 +166,16 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
     const graph::ValueRef ref = loaded.inputs[i].ref;
     const size_t n = inputs[i].numel();
     switch (in[i].dtype) {
-      case HostDType::Float32: {
-        const auto* p = static_cast<const float*>(in[i].data);
-        graph.write_float(ref, std::vector<float>(p, p + n));
+      case HostDType::Float32:
+        graph.write_float(ref, static_cast<const float*>(in[i].data), n);
         break;
-      }
-      case HostDType::Int32: {
-        const auto* p = static_cast<const int32_t*>(in[i].data);
-        graph.write_int32(ref, std::vector<int32_t>(p, p + n));
+      case HostDType::Int32:
+        graph.write_int32(ref, static_cast<const int32_t*>(in[i].data), n);
         break;
-      }
-      case HostDType::Int8: {
-        const auto* p = static_cast<const int8_t*>(in[i].data);
-        const auto pad = static_cast<int8_t>(graph.zero_point(ref).value_or(0));
-        graph.write_int8(ref, std::vector<int8_t>(p, p + n), pad);
+      case HostDType::Int8:
+        graph.write_int8(ref, static_cast<const int8_t*>(in[i].data), n,
+                         static_cast<int8_t>(graph.zero_point(ref).value_or(0)));
         break;
-      }
     }
   }
   graph.execute();

@@ -491,15 +491,15 @@ std::vector<uint8_t> ComputeGraph::download_bytes(ValueRef output) const {
   return std::vector<uint8_t>(p, p + tensor(output).bytes());
 }
 
-void ComputeGraph::write_float(ValueRef input, const std::vector<float>& nchw) {
+void ComputeGraph::write_float(ValueRef input, const float* nchw, size_t count) {
   const TensorSpec& spec = tensor(input).spec();
   VKD_CHECK(spec.dtype == DType::Float32 || spec.dtype == DType::Float16,
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' is ",
             to_string(spec.dtype), ", not a float tensor");
-  VKD_CHECK(static_cast<int64_t>(nchw.size()) == spec.numel(), ErrorCode::InvalidArgument,
+  VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument,
             "input '", tensor(input).name(), "' ", spec.describe(), " needs ", spec.numel(),
-            " values, got ", nchw.size());
-  const auto packed = pack_strided(nchw.data(), spec.dims4(), spec.storage, spec.layout);
+            " values, got ", count);
+  const auto packed = pack_strided(nchw, spec.dims4(), spec.storage, spec.layout);
   if (spec.dtype == DType::Float32) {
     upload_bytes(input, packed.data(), packed.size() * sizeof(float));
     return;
@@ -509,21 +509,22 @@ void ComputeGraph::write_float(ValueRef input, const std::vector<float>& nchw) {
   upload_bytes(input, half.data(), half.size() * sizeof(uint16_t));
 }
 
-void ComputeGraph::write_int32(ValueRef input, const std::vector<int32_t>& nchw) {
+void ComputeGraph::write_int32(ValueRef input, const int32_t* nchw, size_t count) {
   const TensorSpec& spec = tensor(input).spec();
-  VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(nchw.size()) == spec.numel(),
+  VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' ", spec.describe(),
-            " cannot take ", nchw.size(), " int32 values");
-  const auto packed = pack_strided(nchw.data(), spec.dims4(), spec.storage, spec.layout);
+            " cannot take ", count, " int32 values");
+  const auto packed = pack_strided(nchw, spec.dims4(), spec.storage, spec.layout);
   upload_bytes(input, packed.data(), packed.size() * sizeof(int32_t));
 }
 
-void ComputeGraph::write_int8(ValueRef input, const std::vector<int8_t>& nchw, int8_t pad_value) {
+void ComputeGraph::write_int8(ValueRef input, const int8_t* nchw, size_t count,
+                              int8_t pad_value) {
   const TensorSpec& spec = tensor(input).spec();
-  VKD_CHECK(spec.dtype == DType::Int8x4 && static_cast<int64_t>(nchw.size()) == spec.numel(),
+  VKD_CHECK(spec.dtype == DType::Int8x4 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' ", spec.describe(),
-            " cannot take ", nchw.size(), " int8 values");
-  const auto words = pack_int8(nchw.data(), spec.dims4(), spec.layout, pad_value);
+            " cannot take ", count, " int8 values");
+  const auto words = pack_int8(nchw, spec.dims4(), spec.layout, pad_value);
   upload_bytes(input, words.data(), words.size() * sizeof(int32_t));
 }
 

@@ -114,9 +114,19 @@ class ComputeGraph {
   // Host -> input staging. Float tensors take NCHW float32 (float16 tensors are converted),
   // int32 tensors NCHW int32, int8x4 tensors NCHW int8 (packed on the CPU, padding =
   // pad_value, the tensor's zero point) or raw words.
-  void write_float(ValueRef input, const std::vector<float>& nchw);
-  void write_int32(ValueRef input, const std::vector<int32_t>& nchw);
-  void write_int8(ValueRef input, const std::vector<int8_t>& nchw, int8_t pad_value);
+  // The pointer forms read `count` elements straight from caller memory (no copy).
+  void write_float(ValueRef input, const float* nchw, size_t count);
+  void write_int32(ValueRef input, const int32_t* nchw, size_t count);
+  void write_int8(ValueRef input, const int8_t* nchw, size_t count, int8_t pad_value);
+  void write_float(ValueRef input, const std::vector<float>& nchw) {
+    write_float(input, nchw.data(), nchw.size());
+  }
+  void write_int32(ValueRef input, const std::vector<int32_t>& nchw) {
+    write_int32(input, nchw.data(), nchw.size());
+  }
+  void write_int8(ValueRef input, const std::vector<int8_t>& nchw, int8_t pad_value) {
+    write_int8(input, nchw.data(), nchw.size(), pad_value);
+  }
   void write_words(ValueRef input, const std::vector<int32_t>& words);
 
   void execute();

@@ -1,20 +1,11 @@
 #include "runtime/ops/OpRegistry.h"
 
+#include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
 #include "runtime/common/Error.h"
 
 namespace vkd::ops {
 
-// The schema's argument kinds and the blob's value kinds share their numbering.
-static_assert(static_cast<int>(compiler::ArgKind::Tensor) == static_cast<int>(ValueKind::Tensor) &&
-                  static_cast<int>(compiler::ArgKind::Int) == static_cast<int>(ValueKind::Int) &&
-                  static_cast<int>(compiler::ArgKind::Float) == static_cast<int>(ValueKind::Float) &&
-                  static_cast<int>(compiler::ArgKind::Bool) == static_cast<int>(ValueKind::Bool) &&
-                  static_cast<int>(compiler::ArgKind::IntList) ==
-                      static_cast<int>(ValueKind::IntList) &&
-                  static_cast<int>(compiler::ArgKind::FloatList) ==
-                      static_cast<int>(ValueKind::FloatList),
-              "ArgKind and serialization::ValueKind drifted");
 
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
   const compiler::OpSchema* schema = compiler::find_op_schema(name);
@@ -24,7 +15,7 @@ void OpRegistry::add(std::string_view name, OpBuildFn build) {
   VKD_CHECK(build != nullptr, ErrorCode::Internal, "op '", name, "' has no builder");
   OpEntry entry{schema->name, {}, schema->supports_resize, build};
   for (const auto& a : schema->args) {
-    entry.args.push_back({a.name, static_cast<ValueKind>(static_cast<int>(a.kind)), a.output});
+    entry.args.push_back({a.name, compiler::to_value_kind(a.kind), a.output});
   }
   entries_.push_back(std::move(entry));
 }
@@ -39,9 +30,7 @@ const OpEntry* OpRegistry::find(std::string_view name) const {
 serialization::OpSignatureTable OpRegistry::signatures() const {
   serialization::OpSignatureTable table;
   for (const auto& e : entries_) {
-    serialization::OpSignature sig;
-    for (const auto& a : e.args) sig.args.push_back(a.kind);
-    table.emplace(e.name, std::move(sig));
+    table.emplace(e.name, compiler::signature_of(*compiler::find_op_schema(e.name)));
   }
   return table;
 }
