@@ -1062,31 +1062,32 @@ void check_against(const Value& v, const HostTensor& t, const std::string& what)
 
 int64_t HostTensor::numel() const { return numel_of(shape); }
 
-HostTensor HostTensor::from_floats(std::vector<int64_t> shape, const std::vector<float>& values) {
-  check_shape_valid(shape, "HostTensor::from_floats");
+namespace {
+
+// One from_* body for every element type: shape check, then the element setter.
+template <typename T, typename Setter>
+HostTensor tensor_from(const char* what, DType dtype, std::vector<int64_t> shape,
+                       const std::vector<T>& values, Setter set) {
+  check_shape_valid(shape, what);
   VKD_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), ErrorCode::InvalidArgument,
-            "HostTensor::from_floats: ", values.size(), " values for shape ", shape_str(shape));
-  HostTensor t = make_tensor(DType::Float32, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) set_f32(t, static_cast<int64_t>(i), values[i]);
+            what, ": ", values.size(), " values for shape ", shape_str(shape));
+  HostTensor t = make_tensor(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) set(t, static_cast<int64_t>(i), values[i]);
   return t;
+}
+
+}  // namespace
+
+HostTensor HostTensor::from_floats(std::vector<int64_t> shape, const std::vector<float>& values) {
+  return tensor_from("HostTensor::from_floats", DType::Float32, std::move(shape), values, set_f32);
 }
 
 HostTensor HostTensor::from_int8(std::vector<int64_t> shape, const std::vector<int8_t>& values) {
-  check_shape_valid(shape, "HostTensor::from_int8");
-  VKD_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), ErrorCode::InvalidArgument,
-            "HostTensor::from_int8: ", values.size(), " values for shape ", shape_str(shape));
-  HostTensor t = make_tensor(DType::Int8, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) set_i8(t, static_cast<int64_t>(i), values[i]);
-  return t;
+  return tensor_from("HostTensor::from_int8", DType::Int8, std::move(shape), values, set_i8);
 }
 
 HostTensor HostTensor::from_int32(std::vector<int64_t> shape, const std::vector<int32_t>& values) {
-  check_shape_valid(shape, "HostTensor::from_int32");
-  VKD_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), ErrorCode::InvalidArgument,
-            "HostTensor::from_int32: ", values.size(), " values for shape ", shape_str(shape));
-  HostTensor t = make_tensor(DType::Int32, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) set_i32(t, static_cast<int64_t>(i), values[i]);
-  return t;
+  return tensor_from("HostTensor::from_int32", DType::Int32, std::move(shape), values, set_i32);
 }
 
 namespace {
