@@ -18,8 +18,11 @@ std::vector<std::string> unsupported_nodes(const Graph& g) {
   for (const auto& node : g.nodes) {
     const OpSchema* schema = find_op_schema(node.op);
     if (schema == nullptr) {
-      out.push_back(node.origin + ": not supported by the backend (no fusion pattern or backend op for '" +
-                    node.op + "')");
+      // Every edge op the parser accepts is planned for the backend (README table).
+      const auto& planned = accepted_edge_ops();
+      const bool later = std::find(planned.begin(), planned.end(), node.op) != planned.end();
+      out.push_back(node.origin + (later ? ": not yet supported by the backend" : ": not supported by the backend") +
+                    " (no fusion pattern or backend op for '" + node.op + "')");
     } else if (!schema->has_kernel && !schema->identity) {
       out.push_back(node.origin + ": not yet supported by the backend (backend op '" +
                     schema->name + "' has no kernel yet)");
@@ -35,10 +38,11 @@ void CompileResult::throw_if_unsupported() const {
   VKD_THROW(ErrorCode::Unsupported, unsupported.size(), " node(s) cannot be compiled:", list);
 }
 
-CompileResult compile_graph(Graph g, const CompileOptions& options) {
-  CompileResult result;
-  infer_shapes(g);
-  result.reports.push_back(fuse_and_lower(g));
+namespace {
+
+// Layout propagation, identity folding and emission of a lowered graph (when every node is a
+// backend op; the blob only when every node can run).
+void place_and_emit(Graph g, const CompileOptions& options, CompileResult& result) {
   result.unsupported = unsupported_nodes(g);
   const bool all_backend_ops = std::all_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
     return find_op_schema(n.op) != nullptr;
@@ -49,6 +53,30 @@ CompileResult compile_graph(Graph g, const CompileOptions& options) {
   }
   if (result.ok()) result.blob = emit_blob(g);
   result.graph = std::move(g);
+}
+
+}  // namespace
+
+CompileResult compile_graph(Graph g, const CompileOptions& options) {
+  CompileResult result;
+  infer_shapes(g);
+  result.reports.push_back(fuse_and_lower(g));
+  place_and_emit(std::move(g), options, result);
+  return result;
+}
+
+PartitionedResult compile_partitioned(Graph g, const CompileOptions& options) {
+  PartitionedResult result;
+  infer_shapes(g);
+  result.fusion = fuse_and_lower(g, FuseOptions{true});
+  result.plan = partition_graph(g);
+  for (const auto& part : result.plan.partitions) {
+    CompileResult r;
+    place_and_emit(part.graph, options, r);
+    r.throw_if_unsupported();  // a partition holds only runnable nodes
+    result.parts.push_back(std::move(r));
+  }
+  result.lowered = std::move(g);
   return result;
 }
 
@@ -60,7 +88,7 @@ CompileResult compile_file(const std::string& graph_path, const std::string& wei
 std::string format_report(const CompileResult& result) {
   std::ostringstream os;
   for (const auto& r : result.reports) {
-    os << "[" << r.pass << "] " << (r.lines.empty() ? "no changes" : "") << "\n";
+    os << "[" << r.pass << "]" << (r.lines.empty() ? " no changes" : "") << "\n";
     for (const auto& line : r.lines) os << "  " << line << "\n";
   }
   const Graph& g = result.graph;
@@ -73,7 +101,7 @@ std::string format_report(const CompileResult& result) {
     for (size_t i = 0; i < node.outputs.size(); ++i) os << (i ? ", " : "") << node.outputs[i];
     os << "\n";
   }
-  os << "[layouts]\n";
+  os << "[placements]\n";
   for (const auto& name : g.value_names()) {
     const Value& v = g.value(name);
     os << "  " << name << ": " << to_string(v.dtype);

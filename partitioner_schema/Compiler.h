@@ -10,6 +10,7 @@
 
 #include "partitioner_schema/GraphIR.h"
 #include "partitioner_schema/LayoutPropagation.h"
+#include "partitioner_schema/Partition.h"
 #include "partitioner_schema/PassReport.h"
 
 namespace vkd::compiler {
@@ -36,6 +37,22 @@ CompileResult compile_graph(Graph g, const CompileOptions& options);
 // Reads GRAPH.json (+ the safetensors file, "" for none) and compiles it.
 CompileResult compile_file(const std::string& graph_path, const std::string& weights_path,
                            const CompileOptions& options);
+
+// `vkd compile --partition`: fusion only into ops with kernels, then one compiled blob per
+// partition (partitioner_schema/Partition.h); the host nodes keep their edge ops.
+struct PartitionedResult {
+  PassReport fusion;
+  Graph lowered;                     // after fusion, before placement
+  PartitionPlan plan;
+  std::vector<CompileResult> parts;  // one per plan.partitions entry, each ok()
+};
+PartitionedResult compile_partitioned(Graph g, const CompileOptions& options);
+
+// The host's execution plan as JSON: steps in order (delegate blobs named by `blob_files`,
+// host nodes with their op, args and origin) and every boundary tensor's dtype, shape and
+// quantization as the host sees it (int8x4 tensors are int8 on the host).
+std::string partition_plan_json(const PartitionedResult& result,
+                                const std::vector<std::string>& blob_files);
 
 // Every node of a lowered graph the backend cannot run, with its reason.
 std::vector<std::string> unsupported_nodes(const Graph& g);

@@ -427,10 +427,19 @@ struct Fusion {
   Node node;
 };
 
+// Whether fusing or lowering into `backend` is allowed under `options`.
+bool may_target(const std::string& backend, const FuseOptions& options) {
+  if (!options.runnable_only) return true;
+  const OpSchema* s = find_op_schema(backend);
+  return s != nullptr && (s->has_kernel || s->identity);
+}
+
 struct Pass {
-  explicit Pass(Graph& graph) : g(graph), claimed(graph.nodes.size(), false) {}
+  Pass(Graph& graph, const FuseOptions& opts)
+      : g(graph), options(opts), claimed(graph.nodes.size(), false) {}
 
   Graph& g;
+  FuseOptions options;
   PassReport report{"fuse_and_lower", {}};
   std::vector<bool> claimed;
   std::vector<Fusion> fusions;
@@ -498,6 +507,15 @@ struct Pass {
     return v.name;
   }
 
+  // False (and reported) when options forbid fusing node `anchor` into `backend`; checked
+  // before a pattern is matched, as matching adds constants to the graph.
+  bool allowed(int anchor, const std::string& backend) {
+    if (may_target(backend, options)) return true;
+    note("not fused: " + g.nodes[anchor].op + " (" + node_list({anchor}) + ") as " + backend +
+         ": it has no kernel yet (left to the host)");
+    return false;
+  }
+
   void consume_quant(const std::string& v, int node, const QuantInfo& q) {
     consumed[v].push_back({node, q});
   }
@@ -511,6 +529,7 @@ struct Pass {
     const std::string x = n.inputs[0];
     const int p = g.producer(x);
     if (p < 0 || g.nodes[p].op != kDq) return;  // not a quantized pattern
+    if (!allowed(i, backend)) return;
     const std::string y = n.outputs[0];
     const Tail tail = match_tail(g, y);
     const std::vector<int> head = {p};
@@ -613,6 +632,7 @@ struct Pass {
     const bool da = pa >= 0 && g.nodes[pa].op == kDq;
     const bool db = pb >= 0 && g.nodes[pb].op == kDq;
     if (!da && !db) return;  // not a quantized pattern
+    if (!allowed(i, "q8ta_add")) return;
     std::vector<int> head;
     if (da) head.push_back(pa);
     if (db && pb != pa) head.push_back(pb);
@@ -693,6 +713,7 @@ struct Pass {
       p = g.producer(v);
     }
     if (p < 0 || g.nodes[p].op != kDq) return;  // not a quantized pattern
+    if (!allowed(i, "q8ta_pixel_shuffle")) return;
     values.push_back(v);
     std::vector<int> chain_nodes = {p};
     chain_nodes.insert(chain_nodes.end(), before.rbegin(), before.rend());
@@ -889,6 +910,7 @@ struct Pass {
           args = {{"upscale_factor", *factor}};
         }
       }
+      if (!backend.empty() && !may_target(backend, options)) backend.clear();
       if (backend.empty()) {
         left.push_back(n.op + " (node " + std::to_string(where) + ")");
         continue;
@@ -1047,8 +1069,8 @@ void check_against_schema(const Graph& g, const Node& n) {
 
 }  // namespace
 
-PassReport fuse_and_lower(Graph& g) {
-  Pass pass(g);
+PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
+  Pass pass(g, options);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (pass.claimed[i]) continue;
     const std::string& op = g.nodes[i].op;

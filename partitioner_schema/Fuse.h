@@ -26,6 +26,12 @@
 
 namespace vkd::compiler {
 
+struct FuseOptions {
+  // Fuse and lower only into backend ops the runtime has a kernel for; everything else stays
+  // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
+  bool runnable_only = false;
+};
+
 // Rewrites `g` in place. Report lines:
 //   "fused dq -> aten.convolution -> aten.relu -> q (node 3..6) into q8ta_conv2d 'y_q'
 //    (activation relu)"
@@ -34,6 +40,6 @@ namespace vkd::compiler {
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its
 // OpSchema entry.
-PassReport fuse_and_lower(Graph& g);
+PassReport fuse_and_lower(Graph& g, const FuseOptions& options = {});
 
 }  // namespace vkd::compiler

@@ -275,7 +275,8 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     ctx.gpu_timeout = std::chrono::milliseconds(options.gpu_timeout_ms);
     impl->context = std::make_unique<vk::Context>(ctx);
     impl->loaded = delegate::load_graph(*impl->context, static_cast<const uint8_t*>(blob), size,
-                                        options.constant_batch_bytes);
+                                        options.constant_batch_bytes,
+                                        options.expose_intermediates);
     for (const auto& io : impl->loaded.inputs) impl->inputs.push_back(info_of(io));
     for (const auto& io : impl->loaded.outputs) impl->outputs.push_back(info_of(io));
   });

@@ -95,7 +95,7 @@ void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry
 }  // namespace
 
 LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
-                       uint64_t constant_batch_bytes) {
+                       uint64_t constant_batch_bytes, bool expose_intermediates) {
   const ops::OpRegistry& registry = ops::op_registry();
   const auto signatures = registry.signatures();
   const DeserializedGraph g = serialization::deserialize(blob, size, &signatures);
@@ -159,12 +159,25 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
     out.inputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
                           !io.name.empty(), ref, graph.spec(ref)});
   }
+  std::vector<bool> is_output(g.values.size(), false);
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const auto& io = g.outputs[i];
     const graph::ValueRef ref = tensor_for(io.value);
     graph.add_output(ref);
+    is_output[io.value] = true;
     out.outputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
                            !io.name.empty(), ref, graph.spec(ref)});
+  }
+  for (size_t k = 0; expose_intermediates && k < g.ops.size(); ++k) {
+    const auto& call = g.ops[k];
+    const ops::OpEntry& entry = *registry.find(call.name);
+    for (size_t a = 0; a < call.args.size(); ++a) {
+      if (!entry.args[a].output || is_output[call.args[a]]) continue;
+      const graph::ValueRef ref = tensor_for(call.args[a]);
+      graph.add_output(ref);
+      is_output[call.args[a]] = true;
+      out.outputs.push_back({graph.tensor(ref).name(), true, ref, graph.spec(ref)});
+    }
   }
   graph.prepare();
   return out;

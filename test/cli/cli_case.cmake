@@ -6,12 +6,13 @@
 #   -DNPY_COMPARE=path exact .npy comparison tool
 #   -DFIXTURE=dir      make_qcd_blob's output (model.vkd, x.npy, expected.npy, bad inputs)
 #   -DWORK=dir         scratch directory of this case (emptied first)
+#   -DSOURCE_DIR=dir   the source tree (graph IR files: test/cli/graphs, test/compiler/graphs)
 #
 # A case that cannot be set up on this machine prints VKD_CLI_SKIP (the test's
 # SKIP_REGULAR_EXPRESSION) and stops.
 cmake_minimum_required(VERSION 3.22)
 
-foreach(_var CASE VKD NPY_COMPARE FIXTURE WORK)
+foreach(_var CASE VKD NPY_COMPARE FIXTURE WORK SOURCE_DIR)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "cli_case.cmake: -D${_var}= missing")
   endif()
@@ -19,6 +20,8 @@ endforeach()
 
 set(MODEL "${FIXTURE}/model.vkd")
 set(X "${FIXTURE}/x.npy")
+set(GRAPHS "${SOURCE_DIR}/test/cli/graphs")
+set(QDQ_CLONE "${SOURCE_DIR}/test/compiler/graphs/qdq_clone.json")
 set(OUT "${WORK}/out")
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${OUT}")
@@ -88,6 +91,23 @@ function(expect_same_npy a b)
   endif()
 endfunction()
 
+# Copies `files...` into WORK, so vkd is given (and its messages name) bare file names.
+function(copy_to_work)
+  file(COPY ${ARGN} DESTINATION "${WORK}")
+endfunction()
+
+# WORK/`dst`: WORK/`src` with `from` replaced by `to` (which must occur, or the case would
+# silently test the unchanged file).
+function(derive_file src dst from to)
+  file(READ "${WORK}/${src}" text)
+  string(FIND "${text}" "${from}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${src} does not contain '${from}'")
+  endif()
+  string(REPLACE "${from}" "${to}" text "${text}")
+  file(WRITE "${WORK}/${dst}" "${text}")
+endfunction()
+
 set(SENTINEL "sentinel: must not be overwritten\n")
 
 if(CASE STREQUAL "run_qcd")
@@ -155,6 +175,71 @@ elseif(CASE STREQUAL "inspect_qcd")
   expect_stdout("q8ta_convert")
   expect_stdout("q8ta_dequantize")
   expect_files("${WORK}" out)
+
+elseif(CASE STREQUAL "inspect_dot")
+  vkd(inspect "${MODEL}" --dot g.dot)
+  expect_exit(0)
+  expect_stdout("^dot: wrote g.dot \\(3 op calls\\)\nmodel: ")
+  expect_stdout("\ninputs \\(1\\):\n  \\[0\\] x: ")  # then the usual report
+  expect_files("${WORK}" g.dot out)  # no temporary file left
+  file(READ "${WORK}/g.dot" dot)
+  set(checks
+    "^// [^\n]*\ndigraph vkd {\n"
+    "\n    legend_5 \\[label=\"4C1W\", style=filled, fillcolor=\"#8dd3c7\"\\];\n"
+    "\n  t0 \\[label=\"x\\\\n\\[1,5,7,9\\] float32 buffer width_packed\\\\ngraph input 0\", style=filled, fillcolor=\"#80b1d3\", peripheries=2\\];\n"
+    "\n  t2 \\[label=\"q_4c1w\\\\n\\[1,5,7,9\\] int8x4 buffer 4C1W\", style=filled, fillcolor=\"#8dd3c7\"\\];\n"
+    "\n  op0 \\[shape=box, label=\"q8ta_quantize\", style=\"rounded,filled\", fillcolor=\"#f5f5f5\"\\];\n"
+    "\n  op1 \\[shape=box, label=\"q8ta_convert\\\\ninserted conversion\", style=\"bold,filled\", fillcolor=\"#fde0dd\", color=red, fontcolor=red, penwidth=3\\];\n"
+    "\n  op2 \\[shape=box, label=\"q8ta_dequantize\", style=\"rounded,filled\", fillcolor=\"#f5f5f5\"\\];\n"
+    "\n  t0 -> op0;\n  op0 -> t1;\n  t1 -> op1;\n  op1 -> t2;\n  t2 -> op2;\n  op2 -> t3;\n}\n$")
+  foreach(check IN LISTS checks)
+    if(NOT dot MATCHES "${check}")
+      message(FATAL_ERROR "g.dot does not match: ${check}\n${dot}")
+    endif()
+  endforeach()
+  # Graphviz, where installed, must take the file without a warning.
+  find_program(DOT_TOOL dot)
+  if(DOT_TOOL)
+    execute_process(COMMAND "${DOT_TOOL}" -Tsvg -o "${WORK}/g.svg" "${WORK}/g.dot"
+                    RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT err STREQUAL "")
+      message(FATAL_ERROR "dot rejects g.dot (exit ${rc}): ${err}")
+    endif()
+    file(REMOVE "${WORK}/g.svg")
+  endif()
+  # The picture is written before the device is touched: a device that does not exist fails
+  # the load, not the picture.
+  vkd(inspect "${MODEL}" --dot g2.dot --device no-such-device)
+  expect_exit(2)
+  expect_stderr("vkd inspect: cannot load model [^\n]*: no Vulkan device matches 'no-such-device'")
+  expect_file_content("${WORK}/g2.dot" "${dot}")
+  # A file that is not a blob, a directory that does not exist: exit 2, nothing written.
+  vkd(inspect "${X}" --dot g3.dot)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: cannot draw model '[^\n]*x.npy': blob: bad magic bytes ")
+  vkd(inspect "${MODEL}" --dot nodir/g3.dot)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: dot file: cannot write 'nodir/g3.dot': directory 'nodir' does not exist\n$")
+  expect_files("${WORK}" g.dot g2.dot out)
+
+elseif(CASE STREQUAL "inspect_dot_existing")
+  file(WRITE "${WORK}/g.dot" "${SENTINEL}")
+  vkd(inspect "${MODEL}" --dot g.dot)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: dot file: 'g.dot' already exists \\(pass --force to overwrite\\)\n$")
+  expect_stdout("^$")  # refused before the model is loaded
+  expect_file_content("${WORK}/g.dot" "${SENTINEL}")
+  expect_files("${WORK}" g.dot out)
+  vkd(inspect "${MODEL}" --force)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: --force applies to --dot only\nusage: vkd")
+  vkd(inspect "${MODEL}" --dot g.dot --force)
+  expect_exit(0)
+  file(READ "${WORK}/g.dot" dot)
+  if(NOT dot MATCHES "\ndigraph vkd {\n")
+    message(FATAL_ERROR "--force did not replace g.dot:\n${dot}")
+  endif()
+  expect_files("${WORK}" g.dot out)
 
 elseif(CASE STREQUAL "missing_input")
   vkd(run "${MODEL}" --output-dir out)
@@ -265,6 +350,189 @@ elseif(CASE STREQUAL "bad_bench")
   expect_exit(2)
   expect_stderr("vkd run: --input needs NAME=FILE.npy, got 'x'")
   expect_files("${OUT}")
+
+elseif(CASE STREQUAL "compile_ok")
+  copy_to_work("${QDQ_CLONE}")
+  vkd(compile qdq_clone.json -o m.vkd)
+  expect_exit(0)
+  expect_stdout("^wrote m.vkd \\([0-9]+ bytes, 4 nodes\\)\n$")
+  expect_files("${WORK}" m.vkd out qdq_clone.json)  # no temporary file left
+  vkd(run m.vkd --input "x=${X}" --output-dir out)
+  expect_exit(0)
+  expect_files("${OUT}" y.npy)
+  # x is clamped by the first quantize (scale 0.0375, zero point -3, [-128, 127]) to
+  # [-4.6875, 4.875]; the second (0.05, 4, [-100, 100]) maps that to codes -90 .. 102 -> 100,
+  # so y spans (-90 - 4) * 0.05 .. (100 - 4) * 0.05.
+  expect_stdout("output y: float32 \\[1,5,7,9\\][^\n]* -> out/y.npy\n  min -4.7  max 4.8  mean ")
+  vkd(compile qdq_clone.json -o m.vkd --force)
+  expect_exit(0)
+  expect_files("${WORK}" m.vkd out qdq_clone.json)
+
+elseif(CASE STREQUAL "compile_partition")
+  copy_to_work("${SOURCE_DIR}/test/compiler/graphs/qdq_maxpool.json")
+  vkd(compile qdq_maxpool.json --partition -o m.vkd)
+  expect_exit(0)
+  expect_stdout("wrote m.p0.vkd \\([0-9]+ bytes, 2 nodes\\)\nwrote m.p1.vkd \\([0-9]+ bytes, 2 nodes\\)\n"
+                "wrote m.partition.json \\(2 partition\\(s\\), 1 host node\\(s\\)\\)\n$")
+  expect_files("${WORK}" m.p0.vkd m.p1.vkd m.partition.json out qdq_maxpool.json)
+  file(READ "${WORK}/m.partition.json" plan)
+  foreach(part "\"delegate\": \"m.p0.vkd\"" "\"host\": \"aten.max_pool2d\""
+               "\"origin\": \"node 3 \\(aten.max_pool2d\\)\"" "\"delegate\": \"m.p1.vkd\"")
+    if(NOT plan MATCHES "${part}")
+      message(FATAL_ERROR "m.partition.json lacks ${part}:\n${plan}")
+    endif()
+  endforeach()
+  # Each partition is a model of its own.
+  vkd(inspect m.p1.vkd)
+  expect_exit(0)
+  expect_stdout("\\[0\\] m: float32 \\[1,4,3,5\\]")
+  # Every target is checked before anything is written.
+  file(WRITE "${WORK}/m.p1.vkd" "${SENTINEL}")
+  file(SHA256 "${WORK}/m.p0.vkd" p0_before)
+  vkd(compile qdq_maxpool.json --partition -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: output: 'm.p0.vkd' already exists \\(pass --force to overwrite\\)\n"
+                "vkd compile: output: 'm.p1.vkd' already exists \\(pass --force to overwrite\\)\n"
+                "vkd compile: output: 'm.partition.json' already exists \\(pass --force to overwrite\\)\n$")
+  expect_file_content("${WORK}/m.p1.vkd" "${SENTINEL}")
+  file(SHA256 "${WORK}/m.p0.vkd" p0_after)
+  if(NOT p0_before STREQUAL p0_after)
+    message(FATAL_ERROR "m.p0.vkd changed")
+  endif()
+
+elseif(CASE STREQUAL "run_check")
+  copy_to_work("${QDQ_CLONE}")
+  vkd(compile qdq_clone.json -o m.vkd)
+  expect_exit(0)
+  vkd(run m.vkd --input "x=${X}" --output-dir out --check qdq_clone.json)
+  expect_exit(0)
+  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 \\(quantized_decomposed.quantize_per_tensor\\)\n")
+  expect_stdout("\ncompared 4 tensor\\(s\\); 0 made by the compiler have no counterpart in the graph\n"
+                "check: every compared tensor matches the reference\n")
+  # A graph whose second quantize has another zero point than the compiled one: the check
+  # names that node as the first difference (every later tensor differs too).
+  derive_file(qdq_clone.json other.json "\"scale\": 0.05, \"zero_point\": 4, \"quant_min\": -100"
+              "\"scale\": 0.05, \"zero_point\": 5, \"quant_min\": -100")
+  vkd(run m.vkd --input "x=${X}" --output-dir out --force --check other.json)
+  expect_exit(1)
+  expect_stdout("  xd +float32 +\\[1,5,7,9\\] +0 0/315 ")
+  expect_stdout("\nfirst difference: tensor 'q2' \\(node 4 \\(quantized_decomposed.quantize_per_tensor\\)\\): "
+                "[0-9]+ of 315 elements differ, max abs error 1; first at flat index [0-9]+: device -?[0-9]+, reference -?[0-9]+\n$")
+  vkd(run m.vkd --input "x=${X}" --output-dir out --force --check missing.json)
+  expect_exit(2)
+  expect_stderr("missing.json")
+  vkd(run m.vkd --input "x=${X}" --weights w.safetensors)
+  expect_exit(2)
+  expect_stderr("--weights is only used with --check")
+
+elseif(CASE STREQUAL "compile_report")
+  copy_to_work("${QDQ_CLONE}")
+  vkd(compile qdq_clone.json -o m.vkd --report)
+  expect_exit(0)
+  file(SIZE "${WORK}/m.vkd" blob_bytes)
+  # Every pass's header and lines, the final graph and every tensor's placement, in order.
+  set(report "${STDOUT}")
+  set(want
+"[fuse_and_lower]
+  lowered 6 node(s): 2 identity, 2 q8ta_dequantize, 2 q8ta_quantize
+[layouts]
+  tied 2 tensors (xd, ...) -> buffer width_packed
+  tied 2 tensors (xq, ...) -> buffer 4W4C
+[fold]
+  folded node 1 (aten.clone) (input and output share 4W4C)
+  folded node 3 (aten.alias_copy) (input and output share width_packed)
+[final] 4 nodes, ${blob_bytes} blob bytes
+  q8ta_quantize(x) -> xq
+  q8ta_dequantize(xq) -> xd
+  q8ta_quantize(xd) -> q2
+  q8ta_dequantize(q2) -> y
+[placements]
+  x: float32 buffer width_packed
+  xq: int8x4 buffer 4W4C
+  xd: float32 buffer width_packed
+  q2: int8x4 buffer 4W4C
+  y: float32 buffer width_packed
+wrote m.vkd (${blob_bytes} bytes, 4 nodes)
+")
+  if(NOT report STREQUAL want)
+    message(FATAL_ERROR "the report differs; expected:\n${want}")
+  endif()
+
+elseif(CASE STREQUAL "compile_malformed_json")
+  copy_to_work("${GRAPHS}/malformed.json")
+  vkd(compile malformed.json -o m.vkd)
+  expect_exit(2)
+  # nlohmann's 1-based byte position of the stray ']' after "y", (line 3, column 19).
+  expect_stderr("^vkd compile: malformed.json: malformed JSON at byte 56: [^\n]*line 3, column 19: ")
+  expect_files("${WORK}" malformed.json out)
+
+elseif(CASE STREQUAL "compile_unknown_op")
+  copy_to_work("${GRAPHS}/unknown_op.json")
+  vkd(compile unknown_op.json -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: unknown_op.json: node 1 \\(aten.frobnicate\\): field 'op': unknown op 'aten.frobnicate' \\(accepted: quantized_decomposed.quantize_per_tensor, [^\n]*\\)\n$")
+  expect_files("${WORK}" unknown_op.json out)
+
+elseif(CASE STREQUAL "compile_shape_mismatch")
+  copy_to_work("${GRAPHS}/shape_mismatch.json")
+  vkd(compile shape_mismatch.json -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: shape_mismatch.json: node 0 \\(quantized_decomposed.quantize_per_tensor\\): output 'xq': declared int8 \\[1, 4, 4, 5\\], inferred int8 \\[1, 4, 4, 4\\]\n$")
+  expect_files("${WORK}" shape_mismatch.json out)
+
+elseif(CASE STREQUAL "compile_missing_weight")
+  copy_to_work("${GRAPHS}/add_constant.json" "${FIXTURE}/weights.safetensors")
+  derive_file(add_constant.json absent.json "\"data\": \"add.other\"" "\"data\": \"add.bias\"")
+  vkd(compile absent.json --weights weights.safetensors -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: absent.json: value 'other': field 'data': tensor 'add.bias' is not in the weights file 'weights.safetensors'\n$")
+  vkd(compile add_constant.json -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: add_constant.json: value 'other': field 'data': names tensor 'add.other' but no weights file was given \\(--weights\\)\n$")
+  vkd(compile add_constant.json --weights nope.safetensors -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: weights file 'nope.safetensors' does not exist\n$")
+  # Control: with the right file the weights are accepted (the graph then stops at the
+  # backend check, which is not what this case is about).
+  vkd(compile add_constant.json --weights weights.safetensors -o m.vkd)
+  if(STDERR MATCHES "weights|field 'data'")
+    message(FATAL_ERROR "weights.safetensors was not accepted")
+  endif()
+  expect_files("${WORK}" absent.json add_constant.json weights.safetensors out)
+
+elseif(CASE STREQUAL "compile_weight_dtype_mismatch")
+  copy_to_work("${GRAPHS}/add_constant.json" "${FIXTURE}/weights.safetensors")
+  derive_file(add_constant.json int8.json "\"dtype\": \"float32\", \"shape\": [1, 4, 1, 1]"
+              "\"dtype\": \"int8\", \"shape\": [1, 4, 1, 1]")
+  vkd(compile int8.json --weights weights.safetensors -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: int8.json: value 'other': field 'data': tensor 'add.other' has dtype F32, expected I8 \\(value dtype int8\\)\n$")
+  expect_files("${WORK}" int8.json add_constant.json weights.safetensors out)
+
+elseif(CASE STREQUAL "compile_unsupported")
+  copy_to_work("${GRAPHS}/unsupported.json")
+  vkd(compile unsupported.json -o m.vkd --report)
+  expect_exit(2)
+  set(pixel_shuffle "node 2 \\(aten.pixel_shuffle\\) fused into q8ta_pixel_shuffle: not yet supported by the backend \\(backend op 'q8ta_pixel_shuffle' has no kernel yet\\)")
+  set(max_pool "node 5 \\(aten.max_pool2d\\): not yet supported by the backend \\(no fusion pattern or backend op for 'aten.max_pool2d'\\)")
+  expect_stderr("^vkd compile: 2 node\\(s\\) cannot be compiled:\nvkd compile:   ${pixel_shuffle}\nvkd compile:   ${max_pool}\n$")
+  # The report still shows how far the passes got, and ends with the same list.
+  expect_stdout("\n\\[final\\] 6 nodes, no blob\n")
+  expect_stdout("\n\\[unsupported\\] ${pixel_shuffle}\n\\[unsupported\\] ${max_pool}\n$")
+  expect_files("${WORK}" unsupported.json out)  # no blob, no temporary file
+
+elseif(CASE STREQUAL "compile_existing_output")
+  copy_to_work("${QDQ_CLONE}")
+  file(WRITE "${WORK}/m.vkd" "${SENTINEL}")
+  file(SHA256 "${WORK}/m.vkd" before)
+  vkd(compile qdq_clone.json -o m.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: output: 'm.vkd' already exists \\(pass --force to overwrite\\)\n$")
+  file(SHA256 "${WORK}/m.vkd" after)
+  if(NOT before STREQUAL after)
+    message(FATAL_ERROR "m.vkd changed")
+  endif()
+  expect_files("${WORK}" m.vkd out qdq_clone.json)
 
 else()
   message(FATAL_ERROR "cli_case.cmake: unknown case '${CASE}'")

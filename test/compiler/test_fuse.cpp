@@ -768,6 +768,26 @@ TEST(Fuse, PixelShuffleThroughClones) {
   expect_valid(g);
 }
 
+// `vkd compile --partition`: patterns whose backend op has no kernel yet stay edge ops (the
+// host runs them as given); lowering into kernel-less ops (float pixel_shuffle) is skipped too.
+TEST(Fuse, RunnableOnlyLeavesKernellessPatternsAsEdgeOps) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 8, 2, 2});
+  b.dq("xq", "x", 0.05, 0);
+  b.value("p", DType::Float32, {1, 2, 4, 4});
+  b.node("aten.pixel_shuffle", {"x"}, {{"upscale_factor", int64_t{2}}}, {"p"});
+  b.value("c", DType::Float32, {1, 2, 4, 4});
+  b.node("aten.clone", {"p"}, {}, {"c"});
+  b.q("c", "yq", 0.05, 0);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g, FuseOptions{true});
+  EXPECT_TRUE(has_line(r, "not fused: aten.pixel_shuffle (node 1) as q8ta_pixel_shuffle: it has "
+                          "no kernel yet (left to the host)"))
+      << all_lines(r);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten.pixel_shuffle",
+                                                   "identity", "q8ta_quantize"}));
+}
+
 TEST(Fuse, PixelShuffleCloneWithTwoConsumersIsNotFused) {
   Builder b;
   b.input("xq", DType::Int8, {1, 8, 2, 2});

@@ -63,4 +63,71 @@ TEST(CompileEndToEnd, SameGraphGivesByteIdenticalBlobs) {
   EXPECT_EQ(a.blob, b.blob);
 }
 
+// --partition: the max-pool (no kernel yet) is left to the host between two partitions; running
+// partition 0 on the device, the host node on the CPU and partition 1 on the device gives the
+// interpreter's answer for the whole graph.
+TEST(CompileEndToEnd, PartitionedGraphRunsPieceByPiece) {
+  Graph original = parse_graph_file(kGraphs + "/qdq_maxpool.json", "");
+  const PartitionedResult r = compile_partitioned(original, {});
+  ASSERT_EQ(r.parts.size(), 2u);
+  ASSERT_EQ(r.plan.steps.size(), 3u);
+  EXPECT_TRUE(r.plan.steps[0].delegate);
+  EXPECT_FALSE(r.plan.steps[1].delegate);
+  EXPECT_TRUE(r.plan.steps[2].delegate);
+  const Node& host = r.lowered.nodes.at(r.plan.steps[1].index);
+  EXPECT_EQ(host.op, "aten.max_pool2d");
+  EXPECT_EQ(r.plan.partitions[0].graph.inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.plan.partitions[0].graph.outputs, std::vector<std::string>{"xd"});
+  EXPECT_EQ(r.plan.partitions[1].graph.inputs, std::vector<std::string>{"m"});
+  EXPECT_EQ(r.plan.partitions[1].graph.outputs, std::vector<std::string>{"y"});
+
+  const std::vector<int64_t> in_shape = {1, 4, 6, 10}, mid_shape = {1, 4, 3, 5};
+  const auto x = random_floats(240, 11);
+  const auto run = [](const CompileResult& part, const std::vector<float>& in,
+                      const std::vector<int64_t>& in_shape, const std::vector<int64_t>& out_shape) {
+    std::unique_ptr<vkd::Delegate> d;
+    std::string error;
+    EXPECT_EQ(vkd::Delegate::create(part.blob.data(), part.blob.size(), {}, &d, &error),
+              vkd::Status::Ok)
+        << error;
+    size_t n = 1;
+    for (auto s : out_shape) n *= static_cast<size_t>(s);
+    std::vector<float> out(n);
+    EXPECT_EQ(d->execute({{in.data(), in.size() * 4, vkd::HostDType::Float32, in_shape}},
+                         {{out.data(), out.size() * 4, vkd::HostDType::Float32, out_shape}}),
+              vkd::Status::Ok)
+        << d->last_error();
+    EXPECT_EQ(d->validation_message_count(), 0u);
+    return out;
+  };
+  const auto xd = run(r.parts[0], x, in_shape, in_shape);
+  // The host step, on the CPU: a one-node graph holding the node the plan left to the host.
+  Graph host_graph;
+  host_graph.add_value(r.lowered.value("xd"));
+  host_graph.add_value(r.lowered.value("m"));
+  host_graph.inputs = {"xd"};
+  host_graph.outputs = {"m"};
+  host_graph.nodes = {host};
+  const auto m = interpret(host_graph, {{"xd", HostTensor::from_floats(in_shape, xd)}})
+                     .at("m")
+                     .to_floats();
+  const auto y = run(r.parts[1], m, mid_shape, mid_shape);
+
+  infer_shapes(original);
+  const auto ref = interpret(original, {{"x", HostTensor::from_floats(in_shape, x)}});
+  EXPECT_TRUE(vkd_test::floats_equal(ref.at("xd").to_floats(), xd));
+  EXPECT_TRUE(vkd_test::floats_equal(ref.at("y").to_floats(), y));
+}
+
+TEST(CompileEndToEnd, PartitionPlanNamesBoundaryTensors) {
+  const PartitionedResult r =
+      compile_partitioned(parse_graph_file(kGraphs + "/qdq_maxpool.json", ""), {});
+  const std::string json = partition_plan_json(r, {"a.p0.vkd", "a.p1.vkd"});
+  for (const char* needle :
+       {"\"delegate\": \"a.p0.vkd\"", "\"host\": \"aten.max_pool2d\"", "\"delegate\": \"a.p1.vkd\"",
+        "\"origin\": \"node 3 (aten.max_pool2d)\"", "\"xd\": {", "\"m\": {"}) {
+    EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
+  }
+}
+
 }  // namespace

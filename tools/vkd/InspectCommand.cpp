@@ -1,19 +1,59 @@
-// vkd inspect MODEL.vkd: loads the model onto the device and prints what the delegate made of
-// it (Delegate::describe()), the graph inputs and outputs, and the memory report.
+// vkd inspect MODEL.vkd [--dot FILE.dot [--force]]: loads the model onto the device and prints
+// what the delegate made of it (Delegate::describe()), the graph inputs and outputs, and the
+// memory report. --dot first writes a Graphviz picture of the blob's graph (Dot.h).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
+#include "partitioner_schema/KernelSignatures.h"
+#include "runtime/common/Error.h"
+#include "serialization/Deserializer.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
+#include "tools/vkd/Dot.h"
+#include "tools/vkd/Files.h"
 
 namespace vkd::cli {
+namespace {
+
+// The picture needs only the blob, so it is written before the device is touched (and stays
+// when loading fails). The blob is read with the runtime's op signatures, which is also what
+// the dot writer needs to tell an op's outputs from its inputs.
+void write_dot_file(const std::string& path, const std::vector<uint8_t>& blob,
+                    const std::string& model_path, bool force) {
+  std::string dot;
+  size_t op_count = 0;
+  try {
+    const serialization::OpSignatureTable ops = compiler::kernel_signatures();
+    const serialization::DeserializedGraph graph = serialization::deserialize(blob, &ops);
+    dot = graph_to_dot(graph, model_path);
+    op_count = graph.ops.size();
+  } catch (const Error& e) {
+    throw CliError(e.code() == ErrorCode::InvalidArgument ? 2 : 1,
+                   "cannot draw model '" + model_path + "': " + e.what());
+  }
+  write_file(path, dot.data(), dot.size(), force);
+  std::printf("dot: wrote %s (%zu op calls)\n", path.c_str(), op_count);
+}
+
+}  // namespace
 
 int cmd_inspect(const std::vector<std::string>& args) {
-  const ParsedArgs a = parse_args(args, {{"--device", true}});
+  const ParsedArgs a =
+      parse_args(args, {{"--device", true}, {"--dot", true}, {"--force", false}});
   if (a.positional.size() != 1) {
     throw UsageError(a.positional.empty() ? "missing MODEL.vkd" : "one model expected");
   }
   const std::string model_path = a.positional[0];
+  const auto dot_path = a.last("--dot");
+  if (a.has("--force") && !dot_path) throw UsageError("--force applies to --dot only");
+  if (dot_path) {
+    std::vector<std::string> errors;
+    check_target_file(*dot_path, a.has("--force"), "dot file", errors);
+    if (!errors.empty()) throw CliError(2, errors.front());
+  }
   const std::vector<uint8_t> blob = read_model_file(model_path);
+  if (dot_path) write_dot_file(*dot_path, blob, model_path, a.has("--force"));
   const DelegateOptions options = delegate_options(a.last("--device"));
   const std::unique_ptr<Delegate> d = create_delegate(blob, options, model_path);
 

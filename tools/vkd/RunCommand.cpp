@@ -17,6 +17,8 @@
 #include <set>
 
 #include "tools/vkd/Args.h"
+#include "tools/vkd/Check.h"
+#include "tools/vkd/Files.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Npy.h"
 #include "tools/vkd/Trace.h"
@@ -64,85 +66,6 @@ NpyDType to_npy_dtype(HostDType d) {
     case HostDType::Int32: return NpyDType::Int32;
   }
   return NpyDType::Float32;
-}
-
-std::string unique_suffix() { return std::to_string(static_cast<long>(::getpid())); }
-
-// Creates (and removes) a probe file: the only reliable test, as root passes access(W_OK) on
-// read-only places.
-void check_writable_dir(const std::string& dir, const std::string& what) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(dir, ec);
-  if (!fs::exists(st)) throw CliError(2, what + " '" + dir + "' does not exist");
-  if (!fs::is_directory(st)) throw CliError(2, what + " '" + dir + "' is not a directory");
-  const std::string probe = (fs::path(dir) / (".vkd-write-test-" + unique_suffix())).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) {
-    throw CliError(2, what + " '" + dir + "' is not writable: " + std::strerror(errno));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
-}
-
-// `path` may be written: an existing file only with --force, never a directory.
-void check_target_file(const std::string& path, bool force, const std::string& what,
-                       std::vector<std::string>& errors) {
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(path, ec);
-  if (!fs::exists(st)) return;
-  if (fs::is_directory(st)) {
-    errors.push_back(what + ": '" + path + "' is a directory");
-  } else if (!force) {
-    errors.push_back(what + ": '" + path + "' already exists (pass --force to overwrite)");
-  }
-}
-
-// Writes to a temporary file in the same directory, then links it into place (fails if the
-// target appeared meanwhile) or, with `force`, renames it over the target.
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes, bool force) {
-  const std::string tmp = path + ".vkd-tmp-" + unique_suffix();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0) throw CliError(1, "cannot create '" + tmp + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string err = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw CliError(1, "cannot write '" + path + "': " + err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    const std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw CliError(1, "cannot write '" + path + "': " + err);
-  }
-  int rc = 0;
-  if (force) {
-    rc = ::rename(tmp.c_str(), path.c_str());
-  } else {
-    rc = ::link(tmp.c_str(), path.c_str());
-    if (rc != 0 && errno != EEXIST) {
-      // A filesystem without hard links: check, then rename.
-      std::error_code ec;
-      if (fs::exists(fs::symlink_status(path, ec))) {
-        errno = EEXIST;
-      } else {
-        rc = ::rename(tmp.c_str(), path.c_str());
-      }
-    }
-  }
-  const int saved = errno;
-  ::unlink(tmp.c_str());  // after link(), or a leftover after a failure
-  if (rc != 0) {
-    throw CliError(saved == EEXIST ? 2 : 1,
-                   "cannot write '" + path + "': " +
-                       (saved == EEXIST ? std::string("it appeared while running (use --force)")
-                                        : std::string(std::strerror(saved))));
-  }
 }
 
 // A file stem from an output name: [A-Za-z0-9._-] kept, anything else (path separators
@@ -355,6 +278,8 @@ int cmd_run(const std::vector<std::string>& args) {
                                          {"--profile", false},
                                          {"--trace", true},
                                          {"--device", true},
+                                         {"--check", true},
+                                         {"--weights", true},
                                          {"--force", false}});
   if (a.positional.size() != 1) {
     throw UsageError(a.positional.empty() ? "missing MODEL.vkd"
@@ -372,6 +297,8 @@ int cmd_run(const std::vector<std::string>& args) {
   const std::optional<std::string> trace_path = a.last("--trace");
   if (out_dir.empty()) throw UsageError("--output-dir needs a directory");
   if (trace_path && trace_path->empty()) throw UsageError("--trace needs a file name");
+  const std::optional<std::string> check_graph = a.last("--check");
+  if (a.has("--weights") && !check_graph) throw UsageError("--weights is only used with --check");
 
   std::vector<InputArg> inputs;
   for (const std::string& spec : a.all("--input")) {
@@ -518,6 +445,18 @@ int cmd_run(const std::vector<std::string>& args) {
                 nodes.size());
   }
 
+  int check_result = 0;
+  if (check_graph) {
+    std::vector<CheckInput> check_inputs;
+    for (size_t i = 0; i < matched.size(); ++i) {
+      check_inputs.push_back({io_name(delegate->input(i), i, true), in_views[i]});
+    }
+    std::vector<CheckOutput> check_outputs;
+    for (const OutputSlot& o : outputs) check_outputs.push_back({o.name, o.info.host_dtype, &o.data});
+    check_result = check_against_graph(blob, model_path, options, check_inputs, check_outputs,
+                                       *check_graph, a.last("--weights").value_or(""));
+  }
+
   if (options.validation) {
     const uint64_t messages = delegate->validation_message_count();
     if (messages > 0) {
@@ -527,7 +466,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     std::printf("validation: no messages\n");
   }
-  return 0;
+  return check_result;
 }
 
 }  // namespace vkd::cli

@@ -81,6 +81,9 @@ struct DelegateOptions {
   std::string pipeline_cache_file;  // "" = none; else loaded if valid, saved on destroy
   uint64_t constant_batch_bytes = 16ull << 20;  // staging bound while uploading constants
   uint32_t gpu_timeout_ms = 120000;             // a GPU wait longer than this is an error
+  // Debugging (`vkd run --check`): every tensor an op writes becomes an extra output, after
+  // the model's own outputs, in op order, named as in the blob. Costs memory (no sharing).
+  bool expose_intermediates = false;
 };
 
 // GPU time of one dispatch node in the last execute().

@@ -1,0 +1,207 @@
+#include "tools/vkd/Check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "partitioner_schema/Interpreter.h"
+#include "partitioner_schema/Parse.h"
+#include "partitioner_schema/ShapeInference.h"
+#include "runtime/common/Error.h"
+#include "tools/vkd/Args.h"
+#include "tools/vkd/Common.h"
+
+namespace vkd::cli {
+namespace {
+
+using compiler::HostTensor;
+
+// Float tensors agree within 1e-5 relative (plus 1e-6 absolute for values near zero); integer
+// tensors must be equal.
+constexpr double kRelTol = 1e-5, kAbsTol = 1e-6;
+
+struct Comparison {
+  bool comparable = true;
+  std::string problem;  // when not comparable: why
+  double max_abs = 0;
+  size_t mismatches = 0, total = 0, first_index = 0;
+  double first_gpu = 0, first_ref = 0;
+  bool differs() const { return !comparable || mismatches > 0; }
+};
+
+double element(const uint8_t* p, DType dtype, size_t i) {
+  switch (dtype) {
+    case DType::Int8: return static_cast<int8_t>(p[i]);
+    case DType::Int32: {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    default: {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+  }
+}
+
+DType to_dtype(HostDType d) {
+  switch (d) {
+    case HostDType::Int8: return DType::Int8;
+    case HostDType::Int32: return DType::Int32;
+    case HostDType::Float32: break;
+  }
+  return DType::Float32;
+}
+
+Comparison compare(const std::vector<uint8_t>& gpu, HostDType gpu_dtype,
+                   const std::vector<int64_t>& gpu_shape, const HostTensor& ref) {
+  Comparison c;
+  const DType dtype = to_dtype(gpu_dtype);
+  if (dtype != ref.dtype) {
+    c.comparable = false;
+    c.problem = "dtype differs: device " + std::string(to_string(dtype)) + ", reference " +
+                std::string(to_string(ref.dtype));
+    return c;
+  }
+  if (gpu_shape != ref.shape) {
+    c.comparable = false;
+    c.problem = "shape differs: device " + shape_string(gpu_shape) + ", reference " +
+                shape_string(ref.shape);
+    return c;
+  }
+  c.total = static_cast<size_t>(ref.numel());
+  const bool is_float = dtype == DType::Float32;
+  for (size_t i = 0; i < c.total; ++i) {
+    const double g = element(gpu.data(), dtype, i), r = element(ref.bytes.data(), dtype, i);
+    const double d = std::fabs(g - r);
+    const bool same = is_float ? (std::isnan(g) && std::isnan(r)) || d <= kAbsTol + kRelTol * std::fabs(r)
+                               : g == r;
+    if (!std::isnan(d)) c.max_abs = std::max(c.max_abs, d);
+    if (!same && c.mismatches++ == 0) {
+      c.first_index = i;
+      c.first_gpu = g;
+      c.first_ref = r;
+    }
+  }
+  return c;
+}
+
+HostTensor host_tensor(const ConstTensorView& v) {
+  HostTensor t;
+  t.dtype = to_dtype(v.dtype);
+  t.shape = v.sizes;
+  const auto* p = static_cast<const uint8_t*>(v.data);
+  t.bytes.assign(p, p + v.bytes);
+  return t;
+}
+
+std::string origin_of(const compiler::Graph& g, const std::string& name) {
+  const int p = g.producer(name);
+  if (p >= 0) return g.nodes[p].origin;
+  return g.is_graph_input(name) ? "graph input" : "constant";
+}
+
+}  // namespace
+
+int check_against_graph(const std::vector<uint8_t>& blob, const std::string& model_path,
+                        DelegateOptions options, const std::vector<CheckInput>& inputs,
+                        const std::vector<CheckOutput>& outputs, const std::string& graph_path,
+                        const std::string& weights_path) {
+  // The reference: the original graph on the CPU.
+  compiler::Graph graph;
+  std::map<std::string, HostTensor> reference;
+  try {
+    graph = compiler::parse_graph_file(graph_path, weights_path);
+    compiler::infer_shapes(graph);
+    std::map<std::string, HostTensor> ref_inputs;
+    for (const auto& in : inputs) {
+      if (!graph.is_graph_input(in.name)) {
+        throw CliError(2, "--check: model input '" + in.name + "' is not an input of " +
+                              graph_path);
+      }
+      ref_inputs[in.name] = host_tensor(in.view);
+    }
+    reference = compiler::interpret(graph, ref_inputs);
+  } catch (const Error& e) {
+    throw CliError(2, "--check " + graph_path + ": " + e.what());
+  }
+
+  // The device, every intermediate kept.
+  options.expose_intermediates = true;
+  std::unique_ptr<Delegate> d = create_delegate(blob, options, model_path);
+  std::vector<ConstTensorView> in_views;
+  for (const auto& in : inputs) in_views.push_back(in.view);
+  std::vector<std::vector<uint8_t>> data(d->output_count());
+  std::vector<TensorView> out_views;
+  for (size_t i = 0; i < data.size(); ++i) {
+    const TensorInfo info = d->output(i);
+    data[i].assign(info.host_bytes(), 0);
+    out_views.push_back({data[i].data(), data[i].size(), info.host_dtype, info.sizes});
+  }
+  const Status s = d->execute(in_views, out_views);
+  if (s != Status::Ok) {
+    throw CliError(exit_code_for(s), std::string("--check: execute failed (") + status_name(s) +
+                                         "): " + d->last_error());
+  }
+
+  std::printf("check against %s (CPU reference interpreter; float tolerance %.0e relative):\n",
+              graph_path.c_str(), kRelTol);
+  std::printf("  %-24s %-8s %-16s %12s %-12s %s\n", "tensor", "dtype", "shape", "max abs err",
+              "mismatches", "reference node");
+  std::string first_difference;
+  size_t compared = 0, skipped = 0;
+  const auto report = [&](const std::string& label, const std::string& name,
+                          const std::vector<uint8_t>& gpu, const TensorInfo& info) {
+    auto it = reference.find(name);
+    if (it == reference.end()) {
+      ++skipped;
+      return;
+    }
+    ++compared;
+    const Comparison c = compare(gpu, info.host_dtype, info.sizes, it->second);
+    const std::string mism = c.comparable ? std::to_string(c.mismatches) + "/" +
+                                                std::to_string(c.total)
+                                          : c.problem;
+    char err[32];
+    std::snprintf(err, sizeof err, "%.3g", c.max_abs);
+    std::printf("  %-24s %-8s %-16s %12s %-12s %s%s\n", label.c_str(),
+                host_dtype_name(info.host_dtype), shape_string(info.sizes).c_str(),
+                c.comparable ? err : "-", mism.c_str(), origin_of(graph, name).c_str(),
+                c.differs() ? "  <-- differs" : "");
+    if (c.differs() && first_difference.empty()) {
+      first_difference = "first difference: tensor '" + name + "' (" + origin_of(graph, name) +
+                         "): ";
+      if (!c.comparable) {
+        first_difference += c.problem;
+      } else {
+        char detail[160];
+        std::snprintf(detail, sizeof detail,
+                      "%zu of %zu elements differ, max abs error %.6g; first at flat index %zu: "
+                      "device %.9g, reference %.9g",
+                      c.mismatches, c.total, c.max_abs, c.first_index, c.first_gpu, c.first_ref);
+        first_difference += detail;
+      }
+    }
+  };
+  // Intermediates in op order (they follow the model's own outputs), then the outputs of the
+  // normal run.
+  for (size_t i = outputs.size(); i < data.size(); ++i) {
+    const TensorInfo info = d->output(i);
+    report(info.name, info.name, data[i], info);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    report(outputs[i].name + " (output)", outputs[i].name, *outputs[i].data, d->output(i));
+  }
+  std::printf("compared %zu tensor(s); %zu made by the compiler have no counterpart in the graph\n",
+              compared, skipped);
+  if (!first_difference.empty()) {
+    std::printf("%s\n", first_difference.c_str());
+    return 1;
+  }
+  std::printf("check: every compared tensor matches the reference\n");
+  return 0;
+}
+
+}  // namespace vkd::cli
