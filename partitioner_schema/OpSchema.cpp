@@ -99,12 +99,12 @@ std::vector<OpSchema> build_schemas() {
       weights);
   s.push_back({"q8ta_linear",
                concat(linear_head, per_tensor_qparams("output_"), activation,
-                      std::vector<ArgSchema>{tensor_out("output", i8x4, int8, {k4H4W})}),
-               false, false, false, "int8 linear, requantized output"});
+                      std::vector<ArgSchema>{tensor_out("output", i8x4, {k4H4W}, {k4H4W})}),
+               true, false, false, "int8 linear, requantized output (GEMM / GEMV kernels)"});
   s.push_back({"q8ta_linear_dq",
                concat(linear_head,
-                      std::vector<ArgSchema>{tensor_out("output", f32, any_float, {kBufW})}),
-               false, false, false, "int8 linear, float32 output"});
+                      std::vector<ArgSchema>{tensor_out("output", f32, {kBufW}, {kBufW})}),
+               true, false, false, "int8 linear, float32 output (GEMM / GEMV kernels)"});
   const auto conv_head = concat(
       std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C})},
       per_tensor_qparams("input_"), weights,

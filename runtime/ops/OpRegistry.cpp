@@ -41,6 +41,7 @@ const OpRegistry& op_registry() {
     OpRegistry r;
     register_quantize_ops(r);
     register_layout_convert_ops(r);
+    register_linear_ops(r);
     return r;
   }();
   return registry;

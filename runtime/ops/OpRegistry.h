@@ -99,5 +99,6 @@ class OpCall {
 // Op families (each defined at the end of its own .cpp).
 void register_quantize_ops(OpRegistry& registry);
 void register_layout_convert_ops(OpRegistry& registry);
+void register_linear_ops(OpRegistry& registry);
 
 }  // namespace vkd::ops

@@ -425,6 +425,21 @@ elseif(CASE STREQUAL "run_check")
   expect_exit(2)
   expect_stderr("--weights is only used with --check")
 
+elseif(CASE STREQUAL "compile_run_linear")
+  # dq -> linear -> relu -> q and dq -> linear (float out) fuse into q8ta_linear and
+  # q8ta_linear_dq; the device matches the reference interpreter on every named tensor.
+  copy_to_work("${GRAPHS}/linear.json" "${FIXTURE}/linear.safetensors" "${FIXTURE}/lin_x.npy")
+  vkd(compile linear.json --weights linear.safetensors -o lin.vkd --report)
+  expect_exit(0)
+  expect_stdout("fused dq -> aten.linear -> aten.relu -> q \\(nodes 1, 3..5\\) into q8ta_linear 'yq' \\(activation relu\\)")
+  expect_stdout("fused dq -> aten.linear \\(nodes 7, 9\\) into q8ta_linear_dq 'z'")
+  vkd(run lin.vkd --input x=lin_x.npy --output-dir out --check linear.json --weights linear.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  yq +int8 +\\[2,3,5\\] +0 0/30 ")
+  expect_stdout("\n  z \\(output\\) +float32 +\\[2,3,3\\] +0 0/18 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy z.npy)
+
 elseif(CASE STREQUAL "compile_report")
   copy_to_work("${QDQ_CLONE}")
   vkd(compile qdq_clone.json -o m.vkd --report)

@@ -1,10 +1,16 @@
 // Writes OUTDIR/weights.safetensors (OUTDIR created if missing), the weights of the `vkd compile`
 // cases (test/cli/graphs/add_constant.json):
 //   add.other  F32 [1,4,1,1]  {0.5, -0.25, 1, 2}
+// and OUTDIR/linear.safetensors + OUTDIR/lin_x.npy for test/cli/graphs/linear.json: int8
+// weights, power-of-two scales and inputs that are multiples of 0.5, so every product and sum
+// the reference interpreter forms in float32 is exact and its answer equals the int8 kernels'
+// bit for bit (the arithmetic itself is checked by the custom-op ACCU cases).
 // A C++ helper because a safetensors file starts with a little-endian 64-bit length, whose zero
 // bytes a CMake script cannot write. The float bytes are spelled out, so the file is the same
 // on every host.
 #include <cstdint>
+#include <cstring>
+#include <stdexcept>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -12,6 +18,49 @@
 #include <vector>
 
 #include "partitioner_schema/Safetensors.h"
+#include "tools/vkd/Npy.h"
+
+namespace {
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// Int8 weights -7 .. 7 in a fixed pattern.
+std::vector<uint8_t> weight_bytes(int n, int k, int seed) {
+  std::vector<uint8_t> b(static_cast<size_t>(n * k));
+  for (size_t i = 0; i < b.size(); ++i) {
+    b[i] = static_cast<uint8_t>(static_cast<int8_t>((static_cast<int>(i) * 7 + seed) % 15 - 7));
+  }
+  return b;
+}
+
+void write_linear_fixture(const std::string& dir) {
+  using vkd::compiler::SafetensorsTensor;
+  vkd::compiler::write_safetensors(
+      dir + "/linear.safetensors",
+      {SafetensorsTensor{"lin1.weight", "I8", {5, 8}, weight_bytes(5, 8, 1)},
+       SafetensorsTensor{"lin1.scale", "F32", {5}, f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f})},
+       SafetensorsTensor{"lin1.bias", "F32", {5}, f32_bytes({0.5f, -1.0f, 0.0f, 2.25f, -0.75f})},
+       SafetensorsTensor{"lin2.weight", "I8", {3, 8}, weight_bytes(3, 8, 4)},
+       SafetensorsTensor{"lin2.scale", "F32", {3}, f32_bytes({0.5f, 0.25f, 0.125f})}});
+  vkd::cli::NpyArray x;
+  x.dtype = vkd::cli::NpyDType::Float32;
+  x.shape = {2, 3, 8};
+  std::vector<float> v(48);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 11) % 41 - 20);
+  x.data = f32_bytes(v);
+  const std::vector<uint8_t> npy = vkd::cli::encode_npy(x);
+  std::FILE* f = std::fopen((dir + "/lin_x.npy").c_str(), "wb");
+  if (f == nullptr || std::fwrite(npy.data(), 1, npy.size(), f) != npy.size()) {
+    throw std::runtime_error("cannot write " + dir + "/lin_x.npy");
+  }
+  std::fclose(f);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -26,7 +75,9 @@ int main(int argc, char** argv) {
                                         0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x40};
     vkd::compiler::write_safetensors(dir + "/weights.safetensors",
                                      {{"add.other", "F32", {1, 4, 1, 1}, other}});
-    std::printf("make_compile_weights: wrote %s/weights.safetensors\n", dir.c_str());
+    write_linear_fixture(dir);
+    std::printf("make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy\n",
+                dir.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_compile_weights: %s\n", e.what());

@@ -245,6 +245,7 @@ int run(int argc, char** argv) {
   register_peak_cases(registry);
   register_quantize_cases(registry);
   register_convert_cases(registry);
+  register_linear_cases(registry);
 
   std::regex filter;
   try {

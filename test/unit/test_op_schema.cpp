@@ -22,6 +22,20 @@ struct TensorChoice {
   Placement placement;
 };
 
+// Tensor sizes: [1, 5, 6, 7] for activations; ops with weights get shapes that fit them (a
+// linear layer with K = 7 and N = 3).
+std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
+  const bool linear = op.name.rfind("q8ta_linear", 0) == 0;
+  if (linear && a.name == "weight") return {3, 7};
+  if (linear && a.constant) return {3};
+  if (linear && a.output) return {1, 5, 6, 3};
+  return {1, 5, 6, 7};
+}
+
+size_t constant_bytes(const vkd::TensorSpec& spec) {
+  return static_cast<size_t>(spec.numel()) * vkd::host_element_size(spec.dtype);
+}
+
 // A one-op blob: tensor args as chosen, scalars with plausible values.
 std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorChoice>& tensors) {
   GraphBuilder b;
@@ -31,7 +45,12 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
     switch (a.kind) {
       case ArgKind::Tensor: {
         const auto& c = tensors[t++];
-        const vkd::TensorSpec spec{{1, 5, 6, 7}, c.dtype, c.placement.storage, c.placement.layout};
+        const vkd::TensorSpec spec{sizes_of(op, a), c.dtype, c.placement.storage,
+                                   c.placement.layout};
+        if (a.constant) {  // weights and per-channel data: zeros of the op's shape
+          args.push_back(b.add_tensor(spec, a.name, std::vector<uint8_t>(constant_bytes(spec), 0)));
+          break;
+        }
         const ValueId id = b.add_tensor(spec, a.name + std::to_string(t));
         (a.output ? outputs : inputs).push_back(id);
         args.push_back(id);

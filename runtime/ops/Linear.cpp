@@ -1,0 +1,297 @@
+// Op family: quantized linear (q8ta_linear, q8ta_linear_dq, q8csw_linear).
+// Anatomy: push-constant structs (mirroring the shaders), weight/channel prepacking, the
+// kernel choice (the one place tiles and workgroups are decided), add_*_node, registry entries.
+#include "runtime/ops/Linear.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/common/Error.h"
+#include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/WorkgroupChooser.h"
+
+namespace vkd::ops {
+namespace {
+
+// Mirrors `Params` in shaders/common/linear_common.glslh.
+struct LinearPush {
+  int32_t row_blocks, h, h4, k4, n, n4, n_pad;
+  int32_t in_zp, out_zp;
+  float inv_out_scale;
+  int32_t act_min, act_max;
+};
+
+// Mirrors `Params` in shaders/q8csw_linear.glsl.
+struct Q8cswPush {
+  int32_t rows, k, k4, n, n4, n_pad;
+};
+
+// The bound that keeps int32 accumulation exact: |sum| <= K * 128 * 128 plus the zero-point
+// term of the same size.
+constexpr int64_t kMaxK = 65536;
+
+void check_weights(const std::string& op, const LinearWeights& w) {
+  VKD_CHECK(w.weight != nullptr && w.scales != nullptr, ErrorCode::InvalidArgument, op,
+            ": weights and weight scales are required");
+  VKD_CHECK(w.n >= 1 && w.k >= 1, ErrorCode::InvalidArgument, op, ": weight shape [", w.n, ", ",
+            w.k, "] must be positive");
+  VKD_CHECK(w.k <= kMaxK, ErrorCode::Unsupported, op, ": K = ", w.k, " exceeds ", kMaxK,
+            " (int32 accumulation could overflow)");
+}
+
+// Rows of a [..., M, K] tensor as the 4H4W layout pads them.
+struct RowShape {
+  int64_t batches = 1, h = 1, h4 = 1;
+  int64_t row_blocks() const { return batches * h4; }
+};
+
+RowShape row_shape(const TensorSpec& spec) {
+  const Dims4 d = spec.dims4();
+  return {d.n * d.c, d.h, div_up(d.h, 4)};
+}
+
+// Weights as the kernels read them: ivec4 (n4, k4) at n4 * K4 + k4, component j = the 4 K values
+// 4 k4 .. 4 k4 + 3 of channel 4 n4 + j (lane i = K value 4 k4 + i); zero past N and K, so padded
+// K lanes add nothing whatever the input holds there.
+std::vector<uint8_t> pack_weights(const LinearWeights& w) {
+  const int64_t n4 = div_up(w.n, 4), k4 = div_up(w.k, 4);
+  std::vector<uint8_t> out(static_cast<size_t>(n4 * k4 * 16), 0);
+  for (int64_t n = 0; n < w.n; ++n) {
+    for (int64_t k = 0; k < w.k; ++k) {
+      const int64_t block = (n / 4) * k4 + k / 4;
+      out[static_cast<size_t>(block * 16 + (n % 4) * 4 + k % 4)] =
+          static_cast<uint8_t>(w.weight[n * w.k + k]);
+    }
+  }
+  return out;
+}
+
+// Per channel, padded to 4 N4: weight sums (for the input zero point), the float32 product of
+// the input scale and the channel's weight scale, the bias.
+std::vector<uint8_t> pack_channels(const LinearWeights& w, float input_scale) {
+  const int64_t n_pad = 4 * div_up(w.n, 4);
+  std::vector<int32_t> words(static_cast<size_t>(3 * n_pad), 0);
+  for (int64_t n = 0; n < w.n; ++n) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < w.k; ++k) sum += w.weight[n * w.k + k];
+    const float scale = input_scale * w.scales[n];
+    const float bias = w.bias ? w.bias[n] : 0.0f;
+    words[static_cast<size_t>(n)] = sum;
+    std::memcpy(&words[static_cast<size_t>(n_pad + n)], &scale, 4);
+    std::memcpy(&words[static_cast<size_t>(2 * n_pad + n)], &bias, 4);
+  }
+  std::vector<uint8_t> out(words.size() * 4);
+  std::memcpy(out.data(), words.data(), out.size());
+  return out;
+}
+
+// Adds the prepacked weights and channel data as constants (packed during prepare()).
+std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeGraph& graph,
+                                                                  const LinearWeights& w,
+                                                                  float input_scale,
+                                                                  const std::string& name) {
+  const int64_t n4 = div_up(w.n, 4), k4 = div_up(w.k, 4);
+  const TensorSpec wspec{{n4, k4 * 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  const TensorSpec cspec{{3, 4 * n4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  const LinearWeights copy = w;
+  const auto weights = graph.add_constant(
+      wspec, name + ".weight_packed", [copy] { return pack_weights(copy); },
+      static_cast<uint64_t>(w.n * w.k));
+  const auto channels = graph.add_constant(
+      cspec, name + ".channels", [copy, input_scale] { return pack_channels(copy, input_scale); },
+      static_cast<uint64_t>(w.n * 8));
+  return {weights, channels};
+}
+
+struct LinearKernel {
+  LinearRoute route;
+  shaders::Kernel kernel;
+  vk::DispatchPlan plan;
+};
+
+// The one place the linear tiles and workgroups are chosen. GEMM: 16x16 invocations, 128 rows x
+// 128 channels per workgroup (shaders/q8ta_linear_gemm.glsl). GEMV: 64 invocations, one row
+// block x 8 channels. GEMV also where the device cannot run a 256-invocation workgroup.
+LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowShape& rows,
+                                  int64_t n4, bool int8_out, LinearRoute requested) {
+  LinearRoute route = requested;
+  if (route == LinearRoute::Auto) {
+    route = rows.batches * rows.h <= 4 ? LinearRoute::Gemv : LinearRoute::Gemm;
+  }
+  if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256) route = LinearRoute::Gemv;
+  const int out = int8_out ? 0 : 1;
+  const int dot = profile.int8_dot_product ? 0 : 1;
+  LinearKernel k{route, {}, {}};
+  if (route == LinearRoute::Gemm) {
+    k.kernel = shaders::variants::q8ta_linear_gemm[out][dot];
+    k.plan.local_size = {16, 16, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
+                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
+  } else {
+    k.kernel = shaders::variants::q8ta_linear_gemv[out][dot];
+    k.plan.local_size = {64, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 2)),
+                          static_cast<uint32_t>(rows.row_blocks()), 1};
+  }
+  return k;
+}
+
+void check_linear_shapes(const std::string& op, const TensorSpec& in, const TensorSpec& out,
+                         const LinearWeights& w) {
+  VKD_CHECK(in.sizes.back() == w.k, ErrorCode::InvalidArgument, op, ": input ", in.describe(),
+            " has K = ", in.sizes.back(), ", the weights [", w.n, ", ", w.k, "] K = ", w.k);
+  std::vector<int64_t> want = in.sizes;
+  want.back() = w.n;
+  VKD_CHECK(out.sizes == want, ErrorCode::InvalidArgument, op, ": output ", out.describe(),
+            " must have sizes of the input with the last dim = N = ", w.n);
+}
+
+}  // namespace
+
+std::string to_string(LinearRoute route) {
+  switch (route) {
+    case LinearRoute::Auto: return "auto";
+    case LinearRoute::Gemm: return "gemm";
+    case LinearRoute::Gemv: return "gemv";
+  }
+  return "?";
+}
+
+void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                          const LinearWeights& weights, graph::ValueRef output,
+                          const LinearParams& p) {
+  const std::string op = p.output ? "q8ta_linear" : "q8ta_linear_dq";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_int8x4_tensor(op, in);
+  VKD_CHECK(in.spec().layout == MemoryLayout::PackedInt8_4H4W &&
+                in.spec().storage == StorageType::Buffer,
+            ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
+            " must be an int8x4 buffer in 4H4W");
+  if (p.output) {
+    check_int8x4_tensor(op, out);
+    VKD_CHECK(out.spec().layout == MemoryLayout::PackedInt8_4H4W &&
+                  out.spec().storage == StorageType::Buffer,
+              ErrorCode::InvalidArgument, op, ": output ", out.spec().describe(),
+              " must be an int8x4 buffer in 4H4W");
+    check_quant_params(op, *p.output);
+    VKD_CHECK(-128 <= p.activation_min && p.activation_min <= p.activation_max &&
+                  p.activation_max <= 127,
+              ErrorCode::InvalidArgument, op, ": activation range [", p.activation_min, ", ",
+              p.activation_max, "] must lie in [-128, 127] and not be empty");
+  } else {
+    check_float_tensor(op, out);
+    VKD_CHECK(out.spec().storage == StorageType::Buffer &&
+                  out.spec().layout == MemoryLayout::WidthPacked,
+              ErrorCode::InvalidArgument, op, ": float output ", out.spec().describe(),
+              " must be a width-packed buffer");
+  }
+  check_quant_params(op, p.input);
+  check_weights(op, weights);
+  check_linear_shapes(op, in.spec(), out.spec(), weights);
+
+  const RowShape rows = row_shape(in.spec());
+  const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
+  const auto [packed, channels] =
+      add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name());
+  const LinearKernel k = choose_linear_kernel(graph.profile(), rows, n4, p.output.has_value(), p.route);
+  const QuantParams q = p.output.value_or(QuantParams{});
+  const LinearPush push{int32_t(rows.row_blocks()), int32_t(rows.h), int32_t(rows.h4),
+                        int32_t(k4), int32_t(weights.n), int32_t(n4), int32_t(4 * n4),
+                        p.input.zero_point, q.zero_point, inverse_scale(q.scale),
+                        p.activation_min, p.activation_max};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = k.kernel;
+  node.bindings = {output, input, packed, channels};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = k.plan;
+  graph.add_node(std::move(node));
+}
+
+void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                           const LinearWeights& weights, graph::ValueRef output) {
+  const std::string op = "q8csw_linear";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_float_tensor(op, in);
+  check_float_tensor(op, out);
+  for (const auto* t : {&in, &out}) {
+    VKD_CHECK(t->spec().storage == StorageType::Buffer &&
+                  t->spec().layout == MemoryLayout::WidthPacked,
+              ErrorCode::InvalidArgument, op, ": ", t->spec().describe(),
+              " must be a width-packed float32 buffer");
+  }
+  check_weights(op, weights);
+  check_linear_shapes(op, in.spec(), out.spec(), weights);
+
+  const int64_t rows = in.spec().numel() / weights.k;
+  const int64_t n4 = div_up(weights.n, 4);
+  const auto [packed, channels] =
+      add_linear_constants(graph, weights, 1.0f, out.name().empty() ? op : out.name());
+  const Q8cswPush push{int32_t(rows), int32_t(weights.k), int32_t(div_up(weights.k, 4)),
+                       int32_t(weights.n), int32_t(n4), int32_t(4 * n4)};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::Kernel::q8csw_linear;
+  node.bindings = {output, input, packed, channels};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(rows * n4));
+  graph.add_node(std::move(node));
+}
+
+// --- registry entries -------------------------------------------------------------
+
+namespace {
+
+// (input, input_scale, input_zero_point, weight, weight_scales, bias, ...): the blob's
+// constants stay valid until prepare() (the loader keeps the blob while it builds).
+LinearWeights blob_weights(const OpCall& call) {
+  const auto& w = call.constant(3);
+  const auto& s = call.constant(4);
+  const auto& b = call.constant(5);
+  VKD_CHECK(w.spec.sizes.size() == 2, ErrorCode::InvalidArgument, call.label(),
+            ": weight must be [N, K], got ", w.spec.describe());
+  LinearWeights lw;
+  lw.n = w.spec.sizes[0];
+  lw.k = w.spec.sizes[1];
+  VKD_CHECK(s.spec.numel() == lw.n && b.spec.numel() == lw.n, ErrorCode::InvalidArgument,
+            call.label(), ": weight_scales ", s.spec.describe(), " and bias ", b.spec.describe(),
+            " must hold N = ", lw.n, " values");
+  lw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
+  lw.scales = reinterpret_cast<const float*>(s.constant->data);
+  lw.bias = reinterpret_cast<const float*>(b.constant->data);
+  return lw;
+}
+
+QuantParams input_params(const OpCall& call) {
+  return {static_cast<float>(call.float_arg(1)), call.int32_arg(2, -128, 127), -128, 127};
+}
+
+void build_q8ta_linear(const OpCall& call) {
+  LinearParams p;
+  p.input = input_params(call);
+  p.output = QuantParams{static_cast<float>(call.float_arg(6)), call.int32_arg(7, -128, 127),
+                         -128, 127};
+  p.activation_min = call.int32_arg(8, -128, 127);
+  p.activation_max = call.int32_arg(9, -128, 127);
+  call.set_zero_point(0, p.input.zero_point);
+  call.set_zero_point(10, p.output->zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(10), p);
+}
+
+void build_q8ta_linear_dq(const OpCall& call) {
+  LinearParams p;
+  p.input = input_params(call);
+  call.set_zero_point(0, p.input.zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(6), p);
+}
+
+}  // namespace
+
+void register_linear_ops(OpRegistry& registry) {
+  registry.add("q8ta_linear", build_q8ta_linear);
+  registry.add("q8ta_linear_dq", build_q8ta_linear_dq);
+}
+
+}  // namespace vkd::ops

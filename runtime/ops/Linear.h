@@ -1,0 +1,60 @@
+// Quantized linear: q8ta_linear (int8x4 activations x int8 per-channel weights, int32
+// accumulation with the packed int8 dot product) and q8csw_linear (float activations, int8
+// weights dequantized in the shader, float accumulation).
+//
+// Arithmetic of q8ta_linear, defined so that a CPU reference reproduces it bit for bit:
+//   acc[m][n]  = sum_k qx[m][k] * qw[n][k] - zp_x * sum_k qw[n][k]            (int32, exact)
+//   scale[n]   = float32(s_x * s_w[n])                                        (one float32 mul)
+//   y[m][n]    = float32(float32(acc) * scale[n]) + bias[n]                   (two roundings, no FMA)
+//   float output: y.   int8 output:
+//   q[m][n]    = clamp(roundEven(float32(y * inv_y)) + zp_y, act_min, act_max), inv_y = float32(1/s_y)
+//   (the output quantize is q8ta_quantize's rounding; act_min/act_max encode relu/clamp and lie
+//   within [-128, 127]).
+// q8csw_linear: y[m][n] = float32(sum_k x[m][k] * float(qw[n][k])) * s_w[n] + bias[n], float
+// accumulation in k order per invocation (not bit-exact against a CPU sum in another order).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/OpUtils.h"
+
+namespace vkd::ops {
+
+// Host weights of a linear layer: int8 [N, K] row-major, per-output-channel symmetric scales
+// [N], optional bias [N] (nullptr = zeros). The pointers must stay valid until the graph's
+// prepare() returns (the weights are packed on the CPU then).
+struct LinearWeights {
+  const int8_t* weight = nullptr;
+  const float* scales = nullptr;
+  const float* bias = nullptr;
+  int64_t n = 0, k = 0;
+};
+
+// Which kernel runs a q8ta_linear. Auto picks GEMV for M <= 4 rows and the tiled GEMM
+// otherwise; on a device without the int8 dot product both use the emulated dot product.
+enum class LinearRoute { Auto, Gemm, Gemv };
+std::string to_string(LinearRoute route);
+
+struct LinearParams {
+  QuantParams input;                  // scale and zero point of the int8 input
+  std::optional<QuantParams> output;  // requantized int8 output; nullopt = float32 output
+  int32_t activation_min = -128;      // int8 output only: fused relu / clamp
+  int32_t activation_max = 127;
+  LinearRoute route = LinearRoute::Auto;
+};
+
+// `input`: int8x4 buffer PackedInt8_4H4W, sizes [..., M, K] (leading dims are flattened into
+// rows; rank 1 is one row). `output`: sizes [..., M, N]; int8x4 buffer PackedInt8_4H4W when
+// p.output is set (padding lanes hold its zero point), else float32 buffer width-packed.
+void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                          const LinearWeights& weights, graph::ValueRef output,
+                          const LinearParams& p);
+
+// `input`, `output`: float32 buffer width-packed, sizes [..., K] and [..., N].
+void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                           const LinearWeights& weights, graph::ValueRef output);
+
+}  // namespace vkd::ops

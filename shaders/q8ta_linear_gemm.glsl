@@ -1,0 +1,83 @@
+// q8ta_linear, tiled GEMM (runtime/ops/Linear.h): int8x4 input rows (4H4W) x int8 weights,
+// int32 accumulation with the packed int8 dot product.
+//
+// A workgroup of 16 x 16 invocations computes a tile of BM = 16 * ROWS rows x BN = 128 output
+// channels. K is walked in stages of BK4 = 8 words (32 K values): each invocation copies one
+// 16-byte block of the input tile and one of the weight tile into shared memory, then every
+// invocation (tx, ty) multiplies rows ty + 16 i (i < ROWS) with channels 4 tx .. 4 tx + 3 and
+// 64 + 4 tx .. 64 + 4 tx + 3: 2 * ROWS ivec4 accumulators. Interleaving the rows by 16 keeps the
+// shared-memory reads of a subgroup on distinct banks or broadcasts; channels are grouped by 4
+// because an output word holds 4 channels of one row.
+// Register budget: ROWS = 8 gives 64 int32 accumulators + 8 input words + 8 weight words per
+// invocation (~90 registers on NVIDIA, two workgroups per SM).
+//
+// Rows are "padded rows": the input's 4H4W blocks pad each batch's H to a multiple of 4; a
+// padded row r is batch r / (4 H4), row r % (4 H4), real when that is < H. Padded rows and
+// channels >= N are computed (the weights are zero there) but written as the output zero point
+// (int8) or not written (float).
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed) x INT8_DOT_FALLBACK.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#define VKD_FIXED_LOCAL_SIZE
+layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
+#include "common.glslh"
+#include "int8_dot.glslh"
+
+#define ROWS 8
+#define BM (16 * ROWS)
+#define BN 128
+#define BK4 8
+
+#include "linear_common.glslh"
+
+shared int a_tile[BK4][BM];     // [k4][row]: one word = 4 K values of one row
+shared ivec4 b_tile[BK4][BN / 4];  // [k4][n4]: 4 channels' words
+
+void main() {
+  const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
+  const int lid = ty * 16 + tx;
+  const int row0 = int(gl_WorkGroupID.y) * BM;
+  const int n4_0 = int(gl_WorkGroupID.x) * (BN / 4);
+
+  ivec4 acc_lo[ROWS], acc_hi[ROWS];
+  [[unroll]] for (int i = 0; i < ROWS; ++i) {
+    acc_lo[i] = ivec4(0);
+    acc_hi[i] = ivec4(0);
+  }
+
+  // This invocation's copy duties: input block (row block a_rb, k4 a_k) and weight block
+  // (channel group b_n4, k4 b_k) of each stage.
+  const int a_rb = lid / BK4, a_k = lid % BK4;
+  const int b_n4 = lid / BK4, b_k = lid % BK4;
+  const int g_rb = row0 / 4 + a_rb, g_n4 = n4_0 + b_n4;
+
+  for (int k0 = 0; k0 < p.k4; k0 += BK4) {
+    const int ka = k0 + a_k, kb = k0 + b_k;
+    const ivec4 a = (g_rb < p.row_blocks && ka < p.k4) ? in_blocks[g_rb * p.k4 + ka] : ivec4(0);
+    const ivec4 b = (g_n4 < p.n4 && kb < p.k4) ? w_blocks[g_n4 * p.k4 + kb] : ivec4(0);
+    barrier();  // the previous stage's reads are done
+    [[unroll]] for (int i = 0; i < 4; ++i) a_tile[a_k][a_rb * 4 + i] = a[i];
+    b_tile[b_k][b_n4] = b;
+    barrier();
+    [[unroll]] for (int kk = 0; kk < BK4; ++kk) {
+      const ivec4 w_lo = b_tile[kk][tx], w_hi = b_tile[kk][tx + 16];
+      [[unroll]] for (int i = 0; i < ROWS; ++i) {
+        const int x = a_tile[kk][ty + 16 * i];
+        acc_lo[i] += ivec4(dot_int8x4(x, w_lo.x), dot_int8x4(x, w_lo.y), dot_int8x4(x, w_lo.z),
+                           dot_int8x4(x, w_lo.w));
+        acc_hi[i] += ivec4(dot_int8x4(x, w_hi.x), dot_int8x4(x, w_hi.y), dot_int8x4(x, w_hi.z),
+                           dot_int8x4(x, w_hi.w));
+      }
+    }
+  }
+
+  [[unroll]] for (int i = 0; i < ROWS; ++i) {
+    const int r = row0 + ty + 16 * i;
+    if (r >= 4 * p.row_blocks) break;
+    for (int half_ = 0; half_ < 2; ++half_) {
+      const int g4 = n4_0 + tx + 16 * half_;
+      if (g4 < p.n4) store_output(half_ == 0 ? acc_lo[i] : acc_hi[i], r, g4);
+    }
+  }
+}

@@ -1,0 +1,78 @@
+// q8ta_linear for few rows (runtime/ops/Linear.h; the route for M <= 4): memory-bound by design.
+//
+// A workgroup of 64 invocations computes one row block (4 padded rows) x NG * 4 = 8 output
+// channels. Invocation t reads input blocks k4 = t, t + 64, ... and, for each of its NG channel
+// groups, the weight block (group, k4): consecutive invocations read consecutive 16-byte weight
+// blocks, so a subgroup's loads coalesce into full cache lines. Each invocation keeps
+// 4 rows x 8 channels of partial sums; a shared-memory tree sums them across the workgroup (no
+// subgroup operations needed), then invocation g * 4 + row (< 4 NG) applies the epilogue to
+// the 4 channels of group g in that row and writes them.
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed) x INT8_DOT_FALLBACK.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#define VKD_FIXED_LOCAL_SIZE
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+#include "common.glslh"
+#include "int8_dot.glslh"
+
+#define WG 64
+#define NG 2
+
+#include "linear_common.glslh"
+
+#define UNROLL 4
+
+// [invocation][g * 4 + row]: 4 channels of one row.
+shared ivec4 partial[WG][NG * 4];
+
+// acc[g * 4 + row] += the 4 channels' dot products of input row `row` (one K word each).
+void accumulate(inout ivec4 acc[NG * 4], int g, ivec4 x, ivec4 w) {
+  [[unroll]] for (int row = 0; row < 4; ++row) {
+    acc[g * 4 + row] += ivec4(dot_int8x4(x[row], w.x), dot_int8x4(x[row], w.y),
+                              dot_int8x4(x[row], w.z), dot_int8x4(x[row], w.w));
+  }
+}
+
+void main() {
+  const int t = int(gl_LocalInvocationID.x);
+  const int rb = int(gl_WorkGroupID.y);
+  const int n4_0 = int(gl_WorkGroupID.x) * NG;
+
+  ivec4 acc[NG * 4];
+  [[unroll]] for (int i = 0; i < NG * 4; ++i) acc[i] = ivec4(0);
+  // Channel groups past n4 repeat the last one (computed, never written).
+  int g4s[NG];
+  [[unroll]] for (int g = 0; g < NG; ++g) g4s[g] = min(n4_0 + g, p.n4 - 1);
+  // UNROLL steps of the k walk per iteration, loads first: more bytes in flight per invocation
+  // is what a memory-bound loop needs.
+  int k = t;
+  for (; k + (UNROLL - 1) * WG < p.k4; k += UNROLL * WG) {
+    ivec4 x[UNROLL], w[UNROLL][NG];
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) {
+      x[u] = in_blocks[rb * p.k4 + k + u * WG];
+      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[g4s[g] * p.k4 + k + u * WG];
+    }
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) {
+      [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x[u], w[u][g]);
+    }
+  }
+  for (; k < p.k4; k += WG) {
+    const ivec4 x = in_blocks[rb * p.k4 + k];
+    [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[g4s[g] * p.k4 + k]);
+  }
+  for (int i = 0; i < NG * 4; ++i) partial[t][i] = acc[i];
+  barrier();
+  for (int stride = WG / 2; stride > 0; stride /= 2) {
+    if (t < stride) {
+      for (int i = 0; i < NG * 4; ++i) partial[t][i] += partial[t + stride][i];
+    }
+    barrier();
+  }
+  if (t >= NG * 4) return;
+
+  const int g = t / 4, row_lane = t % 4;
+  const int g4 = n4_0 + g;
+  if (g4 >= p.n4) return;
+  store_output(partial[0][t], rb * 4 + row_lane, g4);
+}

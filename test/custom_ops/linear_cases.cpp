@@ -1,0 +1,461 @@
+// ACCU and PERF cases for q8ta_linear (int8 in, int8 or float out; GEMM and GEMV routes) and
+// q8csw_linear (float in/out, int8 weights).
+// Compiled with -ffp-contract=off (test/CMakeLists.txt): the reference's float epilogue must
+// round the product before adding the bias, as the shader does.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "runtime/common/Error.h"
+#include "runtime/ops/Linear.h"
+#include "test/custom_ops/Harness.h"
+#include "test/reference/LayoutReference.h"
+#include "test/reference/LinearReference.h"
+#include "test/reference/QuantReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using testing::RefShape;
+
+constexpr MemoryLayout k4H4W = MemoryLayout::PackedInt8_4H4W;
+constexpr float kInputScale = 0.0087f;
+// Typical |sum_k qx * qw| per sqrt(K) for uniform int8 inputs and weights (std ~74 and ~73).
+constexpr float kTypicalProduct = 74.0f * 73.0f;
+constexpr float kMeanWeightScale = 0.0105f;  // of s_w ~ U(0.001, 0.02)
+
+struct OutputQuant {
+  const char* name;  // the activation, as it appears in case names
+  int32_t zero_point, act_min, act_max;
+};
+
+// Output quantizations rotated over the int8-output ACCU cases: zero points at both ends of
+// the range, relu (activation_min = zero point) where it clamps nothing (zp -128) and where it
+// does (zp 10), and a clamp strictly inside the range.
+const OutputQuant kOutputQuants[] = {{"none", -7, -128, 127},
+                                     {"relu", -128, -128, 127},
+                                     {"relu", 10, 10, 127},
+                                     {"clamp", 3, -20, 90},
+                                     {"none", 127, -128, 127}};
+const int32_t kInputZeroPoints[] = {-128, 127, 0};
+
+struct LinearSetup {
+  std::vector<int64_t> input_sizes;  // [..., M, K]
+  int64_t n = 0;
+  ops::LinearRoute route = ops::LinearRoute::Auto;
+  bool int8_out = true;
+  int32_t input_zp = 0;
+  OutputQuant out{"none", 0, -128, 127};
+  bool bias = true;
+  bool accu = true;  // false: a PERF case (weight copies, no reference)
+  uint32_t seed = 0;
+};
+
+int64_t numel(const std::vector<int64_t>& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+std::vector<int64_t> output_sizes(std::vector<int64_t> sizes, int64_t n) {
+  sizes.back() = n;
+  return sizes;
+}
+
+RefShape ref_shape(const std::vector<int64_t>& sizes) {
+  const Dims4 d = TensorSpec{sizes, DType::Int8x4, StorageType::Buffer, k4H4W}.dims4();
+  return {d.n, d.c, d.h, d.w};
+}
+
+int64_t int8x4_bytes(const std::vector<int64_t>& sizes) {
+  return 4 * testing::ref_word_count(k4H4W, ref_shape(sizes));
+}
+
+std::vector<int8_t> random_int8(int64_t count, int lo, int hi, std::mt19937& rng) {
+  std::uniform_int_distribution<int> value(lo, hi);
+  std::vector<int8_t> v(static_cast<size_t>(count));
+  for (auto& x : v) x = static_cast<int8_t>(value(rng));
+  return v;
+}
+
+// Host weights of one layer: symmetric int8 weights in [-127, 127], scales ~U(0.001, 0.02),
+// and (optionally) a bias of the size of a typical output, `typical_acc * input_scale * s_w[n]`.
+struct HostLinear {
+  std::vector<int8_t> weight;
+  std::vector<float> scales, bias;
+  int64_t n = 0, k = 0;
+
+  ops::LinearWeights view() const {
+    return {weight.data(), scales.data(), bias.empty() ? nullptr : bias.data(), n, k};
+  }
+  // What a node reads of them: int8 weights, float scales and bias.
+  double bytes() const { return double(weight.size()) + 4.0 * (scales.size() + bias.size()); }
+};
+
+HostLinear random_linear(int64_t n, int64_t k, bool with_bias, float input_scale,
+                         float typical_acc, std::mt19937& rng) {
+  HostLinear h;
+  h.n = n;
+  h.k = k;
+  h.weight = random_int8(n * k, -127, 127, rng);
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f), unit(-1.0f, 1.0f);
+  h.scales.resize(static_cast<size_t>(n));
+  for (auto& s : h.scales) s = scale(rng);
+  if (with_bias) {
+    h.bias.resize(static_cast<size_t>(n));
+    for (size_t j = 0; j < h.bias.size(); ++j) {
+      h.bias[j] = unit(rng) * typical_acc * input_scale * h.scales[j];
+    }
+  }
+  return h;
+}
+
+// The output scale that maps the reference's y range onto [-128, 127] around `zp`, shrunk so
+// the extreme ~20% saturate (both clamp ends are exercised without everything saturating).
+// A zero point at a range end leaves only the other side to span.
+float output_scale_for(const std::vector<float>& y, int32_t zp) {
+  const auto [lo, hi] = std::minmax_element(y.begin(), y.end());
+  float scale = 0.0f;
+  if (zp < 127 && *hi > 0) scale = std::max(scale, *hi / float(127 - zp));
+  if (zp > -128 && *lo < 0) scale = std::max(scale, -*lo / float(zp + 128));
+  return scale > 0 ? 0.8f * scale : 1.0f;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0.0f;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// Names the first differing element on stderr (the FAIL line alone gives only counts).
+template <typename T>
+void report_first_mismatch(const std::vector<T>& actual, const std::vector<T>& expected,
+                           int64_t n, double tolerance) {
+  if (actual.size() != expected.size()) {
+    std::fprintf(stderr, "    %zu values read back, %zu expected\n", actual.size(),
+                 expected.size());
+    return;
+  }
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::fabs(double(actual[i]) - double(expected[i])) <= tolerance) continue;
+    std::fprintf(stderr, "    first mismatch at row %lld col %lld: got %.9g expected %.9g\n",
+                 static_cast<long long>(int64_t(i) / n), static_cast<long long>(int64_t(i) % n),
+                 double(actual[i]), double(expected[i]));
+    return;
+  }
+  std::fprintf(stderr, "    every value matches: only padding lanes differ\n");
+}
+
+// Weight copies a memory-bound (M <= 4) PERF case rotates through, one linear node each, so
+// the weights streamed per iteration (>= 128 MiB) exceed any L2 (~50 MB). Capped so the graph
+// stays under 2 GiB of device memory and a sensible node count (a tiny layer is launch-bound
+// anyway); 1 on CPU devices, where a local perf run should stay short.
+int64_t weight_copies(const vk::DeviceProfile& profile, int64_t rows, double weight_bytes,
+                      double output_bytes, double input_bytes) {
+  constexpr double kStream = 128.0 * (1 << 20), kDeviceCap = 2.0 * (1 << 30);
+  constexpr int64_t kMaxNodes = 2048;
+  if (rows > 4 || profile.is_cpu()) return 1;
+  int64_t r = static_cast<int64_t>(std::ceil(kStream / weight_bytes));
+  r = std::min(r, kMaxNodes);
+  r = std::min(r, static_cast<int64_t>((kDeviceCap - input_bytes) / (weight_bytes + output_bytes)));
+  return std::max<int64_t>(r, 1);
+}
+
+// On CPU devices (lavapipe) PERF skips layers this large, so a local run stays short.
+constexpr double kCpuMaxWeightBytes = 64.0 * (1 << 20);
+constexpr double kCpuMaxOps = 4e9;
+
+class Q8taLinearCase : public CaseInstance {
+ public:
+  explicit Q8taLinearCase(LinearSetup s) : s_(std::move(s)) {}
+
+  // All data is drawn here, from the case's own seed: the int8 output scale depends on the
+  // reference's y range and must be known when the node is added.
+  void build(graph::ComputeGraph& g) override {
+    const int64_t k = s_.input_sizes.back();
+    rows_ = numel(s_.input_sizes) / k;
+    const double ops = 2.0 * double(rows_) * double(k) * double(s_.n);
+    VKD_CHECK(s_.accu || !g.profile().is_cpu() ||
+                  (double(s_.n) * double(k) <= kCpuMaxWeightBytes && ops <= kCpuMaxOps),
+              ErrorCode::Unsupported, "layer too large for a CPU device");
+    std::mt19937 rng(s_.seed);
+    qx_ = random_int8(rows_ * k, -128, 127, rng);
+    const float typical_acc = kTypicalProduct * std::sqrt(float(k));
+    host_ = random_linear(s_.n, k, s_.bias, kInputScale, typical_acc, rng);
+
+    p_.input = {kInputScale, s_.input_zp, -128, 127};
+    p_.route = s_.route;
+    if (s_.accu) {
+      const auto acc = testing::reference_linear_acc(qx_, host_.weight, rows_, k, s_.n, s_.input_zp);
+      y_ = testing::reference_linear_epilogue(acc, rows_, s_.n, kInputScale, host_.scales,
+                                              host_.bias);
+    }
+    if (s_.int8_out) {
+      // PERF has no reference: a scale of about three typical outputs (the values do not
+      // change the timing).
+      const float s_y = s_.accu ? output_scale_for(y_, s_.out.zero_point)
+                                : 3.0f * typical_acc * kInputScale * kMeanWeightScale / 128.0f;
+      p_.output = ops::QuantParams{s_y, s_.out.zero_point, -128, 127};
+      p_.activation_min = s_.out.act_min;
+      p_.activation_max = s_.out.act_max;
+    }
+
+    const auto out_sizes = output_sizes(s_.input_sizes, s_.n);
+    const TensorSpec out_spec =
+        s_.int8_out ? TensorSpec{out_sizes, DType::Int8x4, StorageType::Buffer, k4H4W}
+                    : TensorSpec{out_sizes, DType::Float32, StorageType::Buffer,
+                                 MemoryLayout::WidthPacked};
+    in_bytes_ = double(int8x4_bytes(s_.input_sizes));
+    out_bytes_ = s_.int8_out ? double(int8x4_bytes(out_sizes)) : 4.0 * double(numel(out_sizes));
+    copies_ = s_.accu ? 1 : weight_copies(g.profile(), rows_, host_.bytes(), out_bytes_, in_bytes_);
+
+    in_ref_ = g.add_tensor({s_.input_sizes, DType::Int8x4, StorageType::Buffer, k4H4W}, "x");
+    g.add_input(in_ref_);
+    for (int64_t r = 0; r < copies_; ++r) {
+      // One host array serves every copy: each node packs its own device constant from it.
+      const graph::ValueRef out = g.add_tensor(out_spec, "y" + std::to_string(r));
+      ops::add_q8ta_linear_node(g, in_ref_, host_.view(), out, p_);
+      g.add_output(out);
+      out_refs_.push_back(out);
+    }
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
+    // Words from the test's own packing reference; padding lanes hold the input zero point.
+    g.write_words(in_ref_, testing::ref_pack(k4H4W, ref_shape(s_.input_sizes), qx_, s_.input_zp));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    if (s_.int8_out) {
+      const auto expected = testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
+                                                        s_.out.act_min, s_.out.act_max);
+      const auto out_shape = ref_shape(output_sizes(s_.input_sizes, s_.n));
+      compare_words(g.read_words(out_refs_[0]),
+                    testing::ref_pack(k4H4W, out_shape, expected, s_.out.zero_point), r);
+      // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
+      if (r.mismatches) report_first_mismatch(g.read_int8(out_refs_[0]), expected, s_.n, 0.0);
+    } else {
+      // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
+      const double tolerance = 1e-5 * max_abs(y_);
+      const auto actual = g.read_float(out_refs_[0]);
+      compare_floats(actual, y_, tolerance, r);
+      if (r.mismatches) report_first_mismatch(actual, y_, s_.n, tolerance);
+    }
+    return r;
+  }
+  PerfWork work() const override {
+    const double k = double(s_.input_sizes.back());
+    return {double(copies_) * (host_.bytes() + in_bytes_ + out_bytes_),
+            double(copies_) * 2.0 * double(rows_) * k * double(s_.n)};
+  }
+
+ private:
+  LinearSetup s_;
+  int64_t rows_ = 0, copies_ = 1;
+  double in_bytes_ = 0, out_bytes_ = 0;
+  ops::LinearParams p_;
+  std::vector<int8_t> qx_;
+  HostLinear host_;
+  std::vector<float> y_;
+  graph::ValueRef in_ref_ = -1;
+  std::vector<graph::ValueRef> out_refs_;
+};
+
+class Q8cswLinearCase : public CaseInstance {
+ public:
+  Q8cswLinearCase(std::vector<int64_t> input_sizes, int64_t n, bool bias, uint32_t seed)
+      : sizes_(std::move(input_sizes)), n_(n), bias_(bias), seed_(seed) {}
+
+  void build(graph::ComputeGraph& g) override {
+    const int64_t k = sizes_.back();
+    rows_ = numel(sizes_) / k;
+    std::mt19937 rng(seed_);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    x_.resize(static_cast<size_t>(rows_ * k));
+    for (auto& v : x_) v = value(rng);
+    // x ~ U(-1, 1) has std 0.577.
+    host_ = random_linear(n_, k, bias_, 1.0f, 0.577f * 73.0f * std::sqrt(float(k)), rng);
+    in_ref_ = g.add_tensor({sizes_, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                           "x");
+    out_ref_ = g.add_tensor(
+        {output_sizes(sizes_, n_), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
+        "y");
+    ops::add_q8csw_linear_node(g, in_ref_, host_.view(), out_ref_);
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937&) override { g.write_float(in_ref_, x_); }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const auto expected = testing::reference_q8csw_linear(x_, host_.weight, rows_, sizes_.back(),
+                                                          n_, host_.scales, host_.bias);
+    // The shader sums in float32 (another order than the double reference).
+    const double tolerance = 1e-4 * max_abs(expected);
+    const auto actual = g.read_float(out_ref_);
+    AccuResult r;
+    compare_floats(actual, expected, tolerance, r);
+    if (r.mismatches) report_first_mismatch(actual, expected, n_, tolerance);
+    return r;
+  }
+  PerfWork work() const override {
+    const double k = double(sizes_.back());
+    return {host_.bytes() + 4.0 * double(rows_) * (k + double(n_)),
+            2.0 * double(rows_) * k * double(n_)};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  int64_t n_;
+  bool bias_;
+  uint32_t seed_;
+  int64_t rows_ = 0;
+  std::vector<float> x_;
+  HostLinear host_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+};
+
+// "B2x3 M5 K17 N63": leading (batch) dims, then the matrix dims.
+std::string dims_name(const std::vector<int64_t>& input, int64_t n) {
+  std::string s;
+  if (input.size() > 2) {
+    s = "B" + shape_string({input.begin(), input.end() - 2}) + " ";
+  }
+  const int64_t m = input.size() > 1 ? input[input.size() - 2] : 1;
+  return s + "M" + std::to_string(m) + " K" + std::to_string(input.back()) + " N" +
+         std::to_string(n);
+}
+
+std::string layout_name(bool int8_out) {
+  return std::string("4H4W -> ") + (int8_out ? "4H4W" : "buffer/width_packed");
+}
+
+// ACCU shapes: every M, K, N in {1, 3, 5, 17, 63, 257} at least twice, the GEMV bound M = 4,
+// two long reductions (|acc| stays below 2^24, so float(acc) is exact), and batched inputs
+// (each 4H4W plane pads its own rows).
+struct AccuShape {
+  std::vector<int64_t> input;  // [..., M, K]
+  int64_t n;
+};
+const AccuShape kAccuShapes[] = {
+    {{1, 1}, 1},      {{1, 3}, 5},       {{1, 17}, 257},   {{1, 257}, 63},  {{1, 63}, 17},
+    {{3, 1}, 17},     {{3, 5}, 63},      {{3, 257}, 3},    {{3, 63}, 1},    {{4, 1}, 1},
+    {{4, 17}, 5},     {{4, 257}, 257},   {{5, 5}, 5},      {{5, 3}, 1},     {{5, 63}, 3},
+    {{5, 257}, 17},   {{17, 17}, 17},    {{17, 1}, 63},    {{17, 5}, 257},  {{17, 257}, 5},
+    {{63, 5}, 257},   {{63, 63}, 63},    {{63, 3}, 1},     {{63, 17}, 3},   {{257, 257}, 257},
+    {{257, 1}, 5},    {{257, 3}, 17},    {{257, 17}, 1},   {{257, 63}, 63}, {{1, 513}, 13},
+    {{2, 509}, 31},   {{2, 5, 17}, 63},  {{2, 2, 17}, 5},  {{3, 1, 63}, 5}, {{2, 3, 5, 17}, 17},
+    {{17}, 3},
+};
+
+const AccuShape kQ8cswShapes[] = {
+    {{1, 17}, 63}, {{4, 64}, 32}, {{5, 257}, 17}, {{63, 3}, 5}, {{2, 5, 17}, 63}, {{257, 63}, 257},
+};
+
+struct PerfShape {
+  int64_t m, k, n;
+  bool bias = true;
+};
+
+// GEMV (M <= 4) and GEMM shapes of LLM and vision layers, then the reference backend's
+// test_q8ta_linear list (etvk-reference.md section 6.5); duplicates are dropped.
+std::vector<PerfShape> perf_shapes() {
+  std::vector<PerfShape> list;
+  for (int64_t m : {1, 4}) {
+    list.push_back({m, 2048, 2048});
+    list.push_back({m, 4096, 4096});
+    list.push_back({m, 4096, 11008});
+  }
+  for (int64_t m : {64, 512, 4096}) list.push_back({m, 4096, 4096});
+  list.push_back({1024, 2048, 2048});
+  list.push_back({1, 1280, 1000});  // image classifier head
+  const PerfShape reference[] = {
+      {1, 64, 32},       {1, 128, 64},      {1, 256, 128},       {1, 128, 64, false},
+      {4, 64, 32},       {4, 128, 64},      {4, 256, 128},       {32, 64, 32},
+      {32, 128, 64},     {32, 256, 128},    {32, 128, 64, false}, {32, 256, 128, false},
+      {1, 512, 512},     {1, 2048, 2048},   {1, 512, 9059},      {256, 2048, 2048},
+      {512, 2048, 2048}, {1024, 2048, 2048}};
+  for (const PerfShape& s : reference) {
+    const bool seen = std::any_of(list.begin(), list.end(), [&](const PerfShape& o) {
+      return o.m == s.m && o.k == s.k && o.n == s.n && o.bias == s.bias;
+    });
+    if (!seen) list.push_back(s);
+  }
+  return list;
+}
+
+// Shapes whose float-output variant is also timed.
+bool perf_float_out(const PerfShape& s) {
+  return s.k == 4096 && s.n == 4096 && (s.m == 1 || s.m == 512);
+}
+
+}  // namespace
+
+void register_linear_cases(Registry& registry) {
+  uint32_t index = 0;
+  for (const AccuShape& shape : kAccuShapes) {
+    const int64_t rows = numel(shape.input) / shape.input.back();
+    std::vector<ops::LinearRoute> routes = {ops::LinearRoute::Gemm, ops::LinearRoute::Auto};
+    if (rows <= 4) routes.push_back(ops::LinearRoute::Gemv);
+    for (bool int8_out : {true, false}) {
+      for (ops::LinearRoute route : routes) {
+        // Zero points, output quantization and bias rotate with coprime periods (3, 5, 7),
+        // so every route and output type meets each of them.
+        LinearSetup s;
+        s.input_sizes = shape.input;
+        s.n = shape.n;
+        s.route = route;
+        s.int8_out = int8_out;
+        s.input_zp = kInputZeroPoints[index % 3];
+        s.out = kOutputQuants[index % 5];
+        s.bias = (index % 7) % 2 == 0;
+        s.seed = 1000 + index;
+        ++index;
+        std::string name = "q8ta_linear " + ops::to_string(route) + " " +
+                           dims_name(shape.input, shape.n) + " zpx" + std::to_string(s.input_zp);
+        name += int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name
+                         : " floatout";
+        name += s.bias ? " bias" : " nobias";
+        registry.add({name, "q8ta_linear", shape_string(shape.input) + "->" + std::to_string(s.n),
+                      layout_name(int8_out), true, false, true, Metric::GOPs,
+                      [s] { return std::make_unique<Q8taLinearCase>(s); }});
+      }
+    }
+  }
+  for (const AccuShape& shape : kQ8cswShapes) {
+    const bool bias = index % 2 == 0;
+    const uint32_t seed = 1000 + index++;
+    registry.add({"q8csw_linear " + dims_name(shape.input, shape.n) + (bias ? " bias" : " nobias"),
+                  "q8csw_linear", shape_string(shape.input) + "->" + std::to_string(shape.n),
+                  "buffer/width_packed -> buffer/width_packed", true, false, false, Metric::GOPs,
+                  [shape, bias, seed] {
+                    return std::make_unique<Q8cswLinearCase>(shape.input, shape.n, bias, seed);
+                  }});
+  }
+
+  for (const PerfShape& shape : perf_shapes()) {
+    std::vector<ops::LinearRoute> routes = {ops::LinearRoute::Gemm};
+    if (shape.m <= 4) routes.insert(routes.begin(), ops::LinearRoute::Gemv);
+    for (bool int8_out : {true, false}) {
+      if (!int8_out && !perf_float_out(shape)) continue;
+      for (ops::LinearRoute route : routes) {
+        LinearSetup s;
+        s.input_sizes = {shape.m, shape.k};
+        s.n = shape.n;
+        s.route = route;
+        s.int8_out = int8_out;
+        s.input_zp = -2;
+        s.out = {"none", -1, -128, 127};
+        s.bias = shape.bias;
+        s.accu = false;
+        s.seed = 7;
+        const std::string name = "perf/q8ta_linear " + ops::to_string(route) + " " +
+                                 dims_name(s.input_sizes, s.n) +
+                                 (int8_out ? " int8out" : " floatout") +
+                                 (shape.bias ? "" : " nobias");
+        registry.add({name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
+                      layout_name(int8_out), false, true, false, Metric::GOPs,
+                      [s] { return std::make_unique<Q8taLinearCase>(s); }});
+      }
+    }
+  }
+}
+
+}  // namespace vkd::custom_ops
