@@ -1,12 +1,10 @@
 // q8ta_linear for few rows (runtime/ops/Linear.h; the route for M <= 4): memory-bound by design.
 //
-// A workgroup of WG = 128 invocations computes one row block (4 padded rows) x NG * 4 = 4 output
-// channels (few channels and wide workgroups: a 4096 x 4096 layer needs ~130k invocations in
-// flight to cover the memory latency of an H100/H200). Invocation t reads input blocks
-// k4 = t, t + WG, ... and, for each of its NG channel
+// A workgroup of 64 invocations computes one row block (4 padded rows) x NG * 4 = 8 output
+// channels. Invocation t reads input blocks k4 = t, t + 64, ... and, for each of its NG channel
 // groups, the weight block (group, k4): consecutive invocations read consecutive 16-byte weight
 // blocks, so a subgroup's loads coalesce into full cache lines. Each invocation keeps
-// 4 rows x 4 NG channels of partial sums; a shared-memory tree sums them across the workgroup (no
+// 4 rows x 8 channels of partial sums; a shared-memory tree sums them across the workgroup (no
 // subgroup operations needed), then invocation g * 4 + row (< 4 NG) applies the epilogue to
 // the 4 channels of group g in that row and writes them.
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed) x INT8_DOT_FALLBACK.
@@ -14,12 +12,12 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #define VKD_FIXED_LOCAL_SIZE
-layout(local_size_x = 128, local_size_y = 1, local_size_z = 1) in;
+layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
 #include "int8_dot.glslh"
 
-#define WG 128
-#define NG 1
+#define WG 64
+#define NG 2
 
 #include "linear_common.glslh"
 

@@ -110,8 +110,8 @@ struct LinearKernel {
 };
 
 // The one place the linear tiles and workgroups are chosen. GEMM: 16x16 invocations, 128 rows x
-// 128 channels per workgroup (shaders/q8ta_linear_gemm.glsl). GEMV: 128 invocations, one row
-// block x 4 channels. GEMV also where the device cannot run a 256-invocation workgroup.
+// 128 channels per workgroup (shaders/q8ta_linear_gemm.glsl). GEMV: 64 invocations, one row
+// block x 8 channels. GEMV also where the device cannot run a 256-invocation workgroup.
 LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowShape& rows,
                                   int64_t n4, bool int8_out, LinearRoute requested) {
   LinearRoute route = requested;
@@ -129,8 +129,8 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
                           static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
   } else {
     k.kernel = shaders::variants::q8ta_linear_gemv[out][dot];
-    k.plan.local_size = {128, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(n4),
+    k.plan.local_size = {64, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 2)),
                           static_cast<uint32_t>(rows.row_blocks()), 1};
   }
   return k;
