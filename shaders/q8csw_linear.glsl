@@ -5,10 +5,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "linear_weights.glslh"
 
 layout(std430, binding = 0) writeonly buffer Out { float out_floats[]; };
 layout(std430, binding = 1) readonly buffer In { float in_floats[]; };
-// Same prepacked weights as q8ta_linear: ivec4 (n4, k4) at n4 * K4 + k4.
+// Same prepacked weights as q8ta_linear (linear_weights.glslh).
 layout(std430, binding = 2) readonly buffer W { ivec4 w_blocks[]; };
 // [unused[n_pad] | floatBits(s_w[n])[n_pad] | floatBits(bias[n])[n_pad]].
 layout(std430, binding = 3) readonly buffer Ch { int ch[]; };
@@ -28,7 +29,7 @@ void main() {
   const int m = id / p.n4, g4 = id % p.n4;
   vec4 acc = vec4(0.0);
   for (int k4 = 0; k4 < p.k4; ++k4) {
-    const ivec4 w = w_blocks[g4 * p.k4 + k4];
+    const ivec4 w = w_blocks[weight_block(g4, k4, p.n4)];
     for (int lane = 0; lane < 4; ++lane) {
       const int kk = 4 * k4 + lane;
       if (kk >= p.k) break;

@@ -31,6 +31,15 @@ layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
 
 #include "linear_common.glslh"
 
+// One 16-byte block of the input / of the weights; zero outside the tensors (padded K lanes of
+// the weights are zero too, so they add nothing).
+ivec4 load_input(int rb, int k4) {
+  return (rb < p.row_blocks && k4 < p.k4) ? in_blocks[rb * p.k4 + k4] : ivec4(0);
+}
+ivec4 load_weight(int n4, int k4) {
+  return (n4 < p.n4 && k4 < p.k4) ? w_blocks[weight_block(n4, k4, p.n4)] : ivec4(0);
+}
+
 shared int a_tile[BK4][BM];     // [k4][row]: one word = 4 K values of one row
 shared ivec4 b_tile[BK4][BN / 4];  // [k4][n4]: 4 channels' words
 
@@ -52,14 +61,20 @@ void main() {
   const int b_n4 = lid / BK4, b_k = lid % BK4;
   const int g_rb = row0 / 4 + a_rb, g_n4 = n4_0 + b_n4;
 
+  // Software pipelining: the next stage's blocks are loaded into registers before this stage's
+  // products, so their memory latency hides behind the arithmetic (one workgroup per SM cannot
+  // hide it otherwise; without this a 2048-deep K ran at the same speed for 256 and 1024 rows).
+  ivec4 a = load_input(g_rb, a_k);
+  ivec4 b = load_weight(g_n4, b_k);
   for (int k0 = 0; k0 < p.k4; k0 += BK4) {
-    const int ka = k0 + a_k, kb = k0 + b_k;
-    const ivec4 a = (g_rb < p.row_blocks && ka < p.k4) ? in_blocks[g_rb * p.k4 + ka] : ivec4(0);
-    const ivec4 b = (g_n4 < p.n4 && kb < p.k4) ? w_blocks[g_n4 * p.k4 + kb] : ivec4(0);
     barrier();  // the previous stage's reads are done
     [[unroll]] for (int i = 0; i < 4; ++i) a_tile[a_k][a_rb * 4 + i] = a[i];
     b_tile[b_k][b_n4] = b;
     barrier();
+    if (k0 + BK4 < p.k4) {
+      a = load_input(g_rb, k0 + BK4 + a_k);
+      b = load_weight(g_n4, k0 + BK4 + b_k);
+    }
     [[unroll]] for (int kk = 0; kk < BK4; ++kk) {
       const ivec4 w_lo = b_tile[kk][tx], w_hi = b_tile[kk][tx + 16];
       [[unroll]] for (int i = 0; i < ROWS; ++i) {

@@ -51,7 +51,7 @@ void main() {
     ivec4 x[UNROLL], w[UNROLL][NG];
     [[unroll]] for (int u = 0; u < UNROLL; ++u) {
       x[u] = in_blocks[rb * p.k4 + k + u * WG];
-      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[g4s[g] * p.k4 + k + u * WG];
+      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[weight_block(g4s[g], k + u * WG, p.n4)];
     }
     [[unroll]] for (int u = 0; u < UNROLL; ++u) {
       [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x[u], w[u][g]);
@@ -59,7 +59,7 @@ void main() {
   }
   for (; k < p.k4; k += WG) {
     const ivec4 x = in_blocks[rb * p.k4 + k];
-    [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[g4s[g] * p.k4 + k]);
+    [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[weight_block(g4s[g], k, p.n4)]);
   }
   for (int i = 0; i < NG * 4; ++i) partial[t][i] = acc[i];
   barrier();

@@ -50,15 +50,22 @@ RowShape row_shape(const TensorSpec& spec) {
   return {d.n * d.c, d.h, div_up(d.h, 4)};
 }
 
-// Weights as the kernels read them: ivec4 (n4, k4) at n4 * K4 + k4, component j = the 4 K values
-// 4 k4 .. 4 k4 + 3 of channel 4 n4 + j (lane i = K value 4 k4 + i); zero past N and K, so padded
-// K lanes add nothing whatever the input holds there.
+// Weights as the kernels read them: the 16-byte block (n4, k4) holds component j = the 4 K
+// values 4 k4 .. 4 k4 + 3 of channel 4 n4 + j (lane i = K value 4 k4 + i), at block index
+// ((k4 / 8) * N4 + n4) * 8 + k4 % 8 (shaders/common/linear_weights.glslh: K stages of 8 words,
+// every channel group of a stage contiguous). Zero past N and K, so padded K lanes add nothing
+// whatever the input holds there.
+int64_t packed_weight_blocks(const LinearWeights& w) {
+  return div_up(w.n, 4) * 8 * div_up(div_up(w.k, 4), 8);
+}
+
 std::vector<uint8_t> pack_weights(const LinearWeights& w) {
-  const int64_t n4 = div_up(w.n, 4), k4 = div_up(w.k, 4);
-  std::vector<uint8_t> out(static_cast<size_t>(n4 * k4 * 16), 0);
+  const int64_t n4 = div_up(w.n, 4);
+  std::vector<uint8_t> out(static_cast<size_t>(packed_weight_blocks(w) * 16), 0);
   for (int64_t n = 0; n < w.n; ++n) {
     for (int64_t k = 0; k < w.k; ++k) {
-      const int64_t block = (n / 4) * k4 + k / 4;
+      const int64_t k4 = k / 4;
+      const int64_t block = ((k4 / 8) * n4 + n / 4) * 8 + k4 % 8;
       out[static_cast<size_t>(block * 16 + (n % 4) * 4 + k % 4)] =
           static_cast<uint8_t>(w.weight[n * w.k + k]);
     }
@@ -90,8 +97,9 @@ std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeG
                                                                   const LinearWeights& w,
                                                                   float input_scale,
                                                                   const std::string& name) {
-  const int64_t n4 = div_up(w.n, 4), k4 = div_up(w.k, 4);
-  const TensorSpec wspec{{n4, k4 * 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  const int64_t n4 = div_up(w.n, 4);
+  const TensorSpec wspec{{packed_weight_blocks(w), 4}, DType::Int32, StorageType::Buffer,
+                         MemoryLayout::WidthPacked};
   const TensorSpec cspec{{3, 4 * n4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
   const LinearWeights copy = w;
   const auto weights = graph.add_constant(
