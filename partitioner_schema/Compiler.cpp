@@ -23,7 +23,7 @@ std::vector<std::string> unsupported_nodes(const Graph& g) {
       const bool later = std::find(planned.begin(), planned.end(), node.op) != planned.end();
       out.push_back(node.origin + (later ? ": not yet supported by the backend" : ": not supported by the backend") +
                     " (no fusion pattern or backend op for '" + node.op + "')");
-    } else if (!schema->has_kernel && !schema->identity) {
+    } else if (!schema->runnable()) {
       out.push_back(node.origin + ": not yet supported by the backend (backend op '" +
                     schema->name + "' has no kernel yet)");
     }

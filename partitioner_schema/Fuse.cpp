@@ -429,9 +429,7 @@ struct Fusion {
 
 // Whether fusing or lowering into `backend` is allowed under `options`.
 bool may_target(const std::string& backend, const FuseOptions& options) {
-  if (!options.runnable_only) return true;
-  const OpSchema* s = find_op_schema(backend);
-  return s != nullptr && (s->has_kernel || s->identity);
+  return !options.runnable_only || is_runnable_op(backend);
 }
 
 struct Pass {

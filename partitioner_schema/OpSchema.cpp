@@ -214,6 +214,11 @@ const std::vector<OpSchema>& op_schemas() {
   return schemas;
 }
 
+bool is_runnable_op(std::string_view op) {
+  const OpSchema* s = find_op_schema(op);
+  return s != nullptr && s->runnable();
+}
+
 const OpSchema* find_op_schema(std::string_view name) {
   for (const auto& s : op_schemas()) {
     if (s.name == name) return &s;

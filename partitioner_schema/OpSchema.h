@@ -75,10 +75,16 @@ struct OpSchema {
   std::string summary;
 
   int arg_index(std::string_view arg_name) const;  // -1 when absent
+  // A blob may call it and the runtime runs it: it has a kernel, or it is an identity the
+  // compiler folds away.
+  bool runnable() const { return has_kernel || identity; }
 };
+
 
 // Every backend op, in a fixed order.
 const std::vector<OpSchema>& op_schemas();
 const OpSchema* find_op_schema(std::string_view name);
+// The backend op named `op` exists and is runnable().
+bool is_runnable_op(std::string_view op);
 
 }  // namespace vkd::compiler

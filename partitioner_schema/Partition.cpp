@@ -8,10 +8,7 @@
 
 namespace vkd::compiler {
 
-bool runs_on_backend(const Node& node) {
-  const OpSchema* s = find_op_schema(node.op);
-  return s != nullptr && (s->has_kernel || s->identity);
-}
+bool runs_on_backend(const Node& node) { return is_runnable_op(node.op); }
 
 namespace {
 

@@ -203,25 +203,25 @@ using Rule = std::function<std::vector<Typed>(const NodeCtx&)>;
 
 // ---- quantization ------------------------------------------------------------------------
 
-std::vector<Typed> quantize_per_tensor(const NodeCtx& c) {
+// quantize_per_tensor / dequantize_per_tensor: one tensor of dtype `in`, per-tensor int8
+// parameters.
+const Value& per_tensor_quant_input(const NodeCtx& c, DType in) {
   c.max_inputs(1);
   const Value& x = c.in(0, "input");
-  c.dtype(x, "input", 0, DType::Float32);
+  c.str_in("dtype", {"int8"}, false);
+  c.dtype(x, "input", 0, in);
   c.positive_scale("scale");
   c.int8_zero_point("zero_point");
   c.int8_range("quant_min", "quant_max", false);
-  c.str_in("dtype", {"int8"}, false);
-  return {{DType::Int8, x.shape}};
+  return x;
+}
+
+std::vector<Typed> quantize_per_tensor(const NodeCtx& c) {
+  return {{DType::Int8, per_tensor_quant_input(c, DType::Float32).shape}};
 }
 
 std::vector<Typed> dequantize_per_tensor(const NodeCtx& c) {
-  c.max_inputs(1);
-  const Value& x = c.in(0, "input");
-  c.str_in("dtype", {"int8"}, false);
-  c.dtype(x, "input", 0, DType::Int8);
-  c.positive_scale("scale");
-  c.int8_zero_point("zero_point");
-  c.int8_range("quant_min", "quant_max", false);
+  const Value& x = per_tensor_quant_input(c, DType::Int8);
   c.str_in("out_dtype", {"float32"}, true);
   return {{DType::Float32, x.shape}};
 }

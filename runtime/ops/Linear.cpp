@@ -144,6 +144,14 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
   return k;
 }
 
+void check_4h4w_buffer(const std::string& op, const char* what, const graph::GpuTensor& t) {
+  check_int8x4_tensor(op, t);
+  VKD_CHECK(t.spec().layout == MemoryLayout::PackedInt8_4H4W &&
+                t.spec().storage == StorageType::Buffer,
+            ErrorCode::InvalidArgument, op, ": ", what, " ", t.spec().describe(),
+            " must be an int8x4 buffer in 4H4W");
+}
+
 void check_linear_shapes(const std::string& op, const TensorSpec& in, const TensorSpec& out,
                          const LinearWeights& w) {
   VKD_CHECK(in.sizes.back() == w.k, ErrorCode::InvalidArgument, op, ": input ", in.describe(),
@@ -171,17 +179,9 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const std::string op = p.output ? "q8ta_linear" : "q8ta_linear_dq";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_int8x4_tensor(op, in);
-  VKD_CHECK(in.spec().layout == MemoryLayout::PackedInt8_4H4W &&
-                in.spec().storage == StorageType::Buffer,
-            ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
-            " must be an int8x4 buffer in 4H4W");
+  check_4h4w_buffer(op, "input", in);
   if (p.output) {
-    check_int8x4_tensor(op, out);
-    VKD_CHECK(out.spec().layout == MemoryLayout::PackedInt8_4H4W &&
-                  out.spec().storage == StorageType::Buffer,
-              ErrorCode::InvalidArgument, op, ": output ", out.spec().describe(),
-              " must be an int8x4 buffer in 4H4W");
+    check_4h4w_buffer(op, "output", out);
     check_quant_params(op, *p.output);
     VKD_CHECK(-128 <= p.activation_min && p.activation_min <= p.activation_max &&
                   p.activation_max <= 127,

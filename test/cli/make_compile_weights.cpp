@@ -10,7 +10,6 @@
 // on every host.
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -52,12 +51,7 @@ void write_linear_fixture(const std::string& dir) {
   std::vector<float> v(48);
   for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 11) % 41 - 20);
   x.data = f32_bytes(v);
-  const std::vector<uint8_t> npy = vkd::cli::encode_npy(x);
-  std::FILE* f = std::fopen((dir + "/lin_x.npy").c_str(), "wb");
-  if (f == nullptr || std::fwrite(npy.data(), 1, npy.size(), f) != npy.size()) {
-    throw std::runtime_error("cannot write " + dir + "/lin_x.npy");
-  }
-  std::fclose(f);
+  vkd::cli::write_npy(dir + "/lin_x.npy", x);
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 
 #include "partitioner_schema/Interpreter.h"
@@ -29,22 +28,6 @@ struct Comparison {
   double first_gpu = 0, first_ref = 0;
   bool differs() const { return !comparable || mismatches > 0; }
 };
-
-double element(const uint8_t* p, DType dtype, size_t i) {
-  switch (dtype) {
-    case DType::Int8: return static_cast<int8_t>(p[i]);
-    case DType::Int32: {
-      int32_t v;
-      std::memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-    default: {
-      float v;
-      std::memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-  }
-}
 
 DType to_dtype(HostDType d) {
   switch (d) {
@@ -74,7 +57,8 @@ Comparison compare(const std::vector<uint8_t>& gpu, HostDType gpu_dtype,
   c.total = static_cast<size_t>(ref.numel());
   const bool is_float = dtype == DType::Float32;
   for (size_t i = 0; i < c.total; ++i) {
-    const double g = element(gpu.data(), dtype, i), r = element(ref.bytes.data(), dtype, i);
+    const double g = element_as_double(gpu.data(), gpu_dtype, i);
+    const double r = element_as_double(ref.bytes.data(), gpu_dtype, i);
     const double d = std::fabs(g - r);
     const bool same = is_float ? (std::isnan(g) && std::isnan(r)) || d <= kAbsTol + kRelTol * std::fabs(r)
                                : g == r;

@@ -14,6 +14,26 @@
 
 namespace vkd::cli {
 
+namespace {
+
+template <typename T>
+T load_element(const uint8_t* data, size_t i) {
+  T v;
+  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+double element_as_double(const uint8_t* data, HostDType dtype, size_t i) {
+  switch (dtype) {
+    case HostDType::Float32: return load_element<float>(data, i);
+    case HostDType::Int32: return load_element<int32_t>(data, i);
+    case HostDType::Int8: return load_element<int8_t>(data, i);
+  }
+  return 0.0;
+}
+
 int exit_code_for(Status status) { return status == Status::InvalidArgument ? 2 : 1; }
 
 bool env_flag(const char* name) {

@@ -273,6 +273,13 @@ NpyArray read_npy(const std::string& path) {
   return parse_npy(bytes.data(), bytes.size(), path);
 }
 
+void write_npy(const std::string& path, const NpyArray& array) {
+  const std::vector<uint8_t> bytes = encode_npy(array);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) fail(path, std::string("cannot write: ") + std::strerror(errno));
+}
+
 std::vector<uint8_t> encode_npy(const NpyArray& array, int major_version) {
   if (array.data.size() != array.numel() * npy_dtype_size(array.dtype)) {
     throw NpyError("encode_npy: " + std::to_string(array.data.size()) + " data bytes for shape " +
@@ -296,9 +303,9 @@ std::vector<uint8_t> encode_npy(const NpyArray& array, int major_version) {
                    " bytes does not fit format 1.0");
   }
 
-  std::vector<uint8_t> out;
+  // Built from the magic (GCC 12 warns falsely about inserting into a reserved empty vector).
+  std::vector<uint8_t> out(kMagic, kMagic + sizeof kMagic);
   out.reserve(prefix + header_len + array.data.size());
-  out.insert(out.end(), kMagic, kMagic + sizeof kMagic);
   out.push_back(static_cast<uint8_t>(major));
   out.push_back(0);
   for (size_t i = 0; i < prefix - 8; ++i) out.push_back(static_cast<uint8_t>(header_len >> (8 * i)));

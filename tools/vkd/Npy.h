@@ -47,6 +47,9 @@ NpyArray read_npy(const std::string& path);
 // The .npy image of `array`. `major_version` 1, 2 or 3; 0 picks 1.0 unless the header needs more
 // than 65535 bytes (then 2.0). The data starts on a 64-byte boundary.
 std::vector<uint8_t> encode_npy(const NpyArray& array, int major_version = 0);
+// encode_npy() written to `path` (NpyError naming the path when it cannot be). For test
+// fixtures; `vkd run` writes its outputs atomically (tools/vkd/Files.h).
+void write_npy(const std::string& path, const NpyArray& array);
 
 // "(1, 5, 7, 9)" as NumPy prints a shape; "(5,)" for rank 1, "()" for rank 0.
 std::string npy_shape_string(const std::vector<int64_t>& shape);

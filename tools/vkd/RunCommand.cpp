@@ -2,24 +2,19 @@
 // through the public delegate API, outputs written as .npy. Every check on the command line,
 // the input files and the output locations happens before the first execute(), so a failing
 // call writes nothing; outputs are written to a temporary file and linked into place, so a
-// file is either absent or complete.
-#include <fcntl.h>
-#include <unistd.h>
-
+// file is either absent or complete (tools/vkd/Files.h).
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
 
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Check.h"
-#include "tools/vkd/Files.h"
 #include "tools/vkd/Common.h"
+#include "tools/vkd/Files.h"
 #include "tools/vkd/Npy.h"
 #include "tools/vkd/Trace.h"
 
@@ -81,21 +76,6 @@ std::string file_stem(const std::string& name) {
   return s;
 }
 
-template <typename T>
-T load_element(const std::vector<uint8_t>& data, size_t i) {
-  T v;
-  std::memcpy(&v, data.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-double element_as_double(const std::vector<uint8_t>& data, HostDType dtype, size_t i) {
-  switch (dtype) {
-    case HostDType::Float32: return load_element<float>(data, i);
-    case HostDType::Int32: return load_element<int32_t>(data, i);
-    case HostDType::Int8: return load_element<int8_t>(data, i);
-  }
-  return 0.0;
-}
 
 std::string format_value(double v, HostDType dtype) {
   char buf[32];
@@ -112,7 +92,7 @@ std::string value_summary(const std::vector<uint8_t>& data, HostDType dtype, siz
   double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0.0;
   size_t finite = 0, nan = 0, inf = 0;
   for (size_t i = 0; i < numel; ++i) {
-    const double v = element_as_double(data, dtype, i);
+    const double v = element_as_double(data.data(), dtype, i);
     if (std::isnan(v)) {
       ++nan;
     } else if (std::isinf(v)) {
@@ -136,7 +116,7 @@ std::string value_summary(const std::vector<uint8_t>& data, HostDType dtype, siz
   if (inf) s += "  inf " + std::to_string(inf);
   s += "  | first:";
   for (size_t i = 0; i < std::min(numel, kFirstValues); ++i) {
-    s += " " + format_value(element_as_double(data, dtype, i), dtype);
+    s += " " + format_value(element_as_double(data.data(), dtype, i), dtype);
   }
   if (numel > kFirstValues) s += " ...";
   return s;
