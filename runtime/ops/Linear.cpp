@@ -117,20 +117,32 @@ struct LinearKernel {
   vk::DispatchPlan plan;
 };
 
-// The one place the linear tiles and workgroups are chosen. GEMM: 16x16 invocations, 128 rows x
-// 128 channels per workgroup (shaders/q8ta_linear_gemm.glsl). GEMV: 64 invocations, one row
-// block x 8 channels. GEMV also where the device cannot run a 256-invocation workgroup.
+// The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
+// rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
+// q8ta_linear_coopmat.glsl). GEMV: 64 invocations, one row block x 8 channels. GEMV also where
+// the device cannot run a 256-invocation workgroup.
 LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowShape& rows,
                                   int64_t n4, bool int8_out, LinearRoute requested) {
   LinearRoute route = requested;
+  const std::string no_coopmat = linear_coopmat_unavailable(profile);
   if (route == LinearRoute::Auto) {
-    route = rows.batches * rows.h <= 4 ? LinearRoute::Gemv : LinearRoute::Gemm;
+    route = rows.batches * rows.h <= 4 ? LinearRoute::Gemv
+            : no_coopmat.empty()       ? LinearRoute::CoopMat
+                                       : LinearRoute::Gemm;
   }
+  VKD_CHECK(route != LinearRoute::CoopMat || no_coopmat.empty(), ErrorCode::Unsupported,
+            "q8ta_linear: the cooperative-matrix route needs ", no_coopmat, ", which device '",
+            profile.name, "' does not offer (or it was switched off)");
   if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256) route = LinearRoute::Gemv;
   const int out = int8_out ? 0 : 1;
   const int dot = profile.int8_dot_product ? 0 : 1;
   LinearKernel k{route, {}, {}};
-  if (route == LinearRoute::Gemm) {
+  if (route == LinearRoute::CoopMat) {
+    k.kernel = shaders::variants::q8ta_linear_coopmat[out];
+    k.plan.local_size = {256, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
+                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
+  } else if (route == LinearRoute::Gemm) {
     k.kernel = shaders::variants::q8ta_linear_gemm[out][dot];
     k.plan.local_size = {16, 16, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
@@ -164,11 +176,22 @@ void check_linear_shapes(const std::string& op, const TensorSpec& in, const Tens
 
 }  // namespace
 
+std::string linear_coopmat_unavailable(const vk::DeviceProfile& profile) {
+  if (!profile.has_int8_cooperative_matrix_nv(16, 16, 32)) {
+    return "int8 16x16x32 cooperative matrices through VK_NV_cooperative_matrix (with int8 "
+           "arithmetic and the Vulkan memory model)";
+  }
+  if (profile.subgroup_size != 32) return "32-wide subgroups";
+  if (profile.max_workgroup_invocations < 256) return "256-invocation workgroups";
+  return "";
+}
+
 std::string to_string(LinearRoute route) {
   switch (route) {
     case LinearRoute::Auto: return "auto";
     case LinearRoute::Gemm: return "gemm";
     case LinearRoute::Gemv: return "gemv";
+    case LinearRoute::CoopMat: return "coopmat";
   }
   return "?";
 }

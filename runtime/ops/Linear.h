@@ -33,10 +33,17 @@ struct LinearWeights {
   int64_t n = 0, k = 0;
 };
 
-// Which kernel runs a q8ta_linear. Auto picks GEMV for M <= 4 rows and the tiled GEMM
-// otherwise; on a device without the int8 dot product both use the emulated dot product.
-enum class LinearRoute { Auto, Gemm, Gemv };
+// Which kernel runs a q8ta_linear. Auto picks GEMV for M <= 4 rows; otherwise the
+// cooperative-matrix kernel where the device has int8 16x16x32 NV cooperative matrices and
+// 32-wide subgroups, else the tiled dot-product GEMM. On a device without the int8 dot product
+// GEMM and GEMV use the emulated dot product. Asking for CoopMat on a device without it is an
+// Unsupported error.
+enum class LinearRoute { Auto, Gemm, Gemv, CoopMat };
 std::string to_string(LinearRoute route);
+
+// "" when the device can run the cooperative-matrix kernel (int8 16x16x32 NV cooperative
+// matrices, 8 subgroups of 32 in a 256-invocation workgroup), else what it lacks.
+std::string linear_coopmat_unavailable(const vk::DeviceProfile& profile);
 
 struct LinearParams {
   QuantParams input;                  // scale and zero point of the int8 input

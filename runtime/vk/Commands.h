@@ -25,6 +25,10 @@ class CommandBuffer {
   // A full compute/transfer memory barrier: every earlier shader or transfer write is visible
   // to every later shader or transfer access.
   void memory_barrier();
+  // A compute-to-compute barrier: every earlier shader write is visible to every later shader
+  // access. What consecutive dispatches need; cheaper than memory_barrier() on drivers that
+  // sync the transfer engine for a barrier naming the transfer stage.
+  void compute_barrier();
   void image_to_general(VkImage image);
   // Layout change for a copy in or out of an image that shaders use in GENERAL; waits for and
   // is waited on by every compute and transfer access.

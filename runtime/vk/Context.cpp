@@ -51,6 +51,9 @@ Context::Context(const ContextOptions& options) : options_(options) {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_nv{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   coop_nv.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  memory_model.vulkanMemoryModel = VK_TRUE;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &s16;
   s16.pNext = &s8;
@@ -63,6 +66,10 @@ Context::Context(const ContextOptions& options) : options_(options) {
     if (ext.integer_dot_product) extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   }
   if (ext.storage_8bit && profile_.storage_8bit) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (profile_.vulkan_memory_model) {
+    *tail = &memory_model;
+    tail = &memory_model.pNext;
+  }
   if (profile_.cooperative_matrix_nv) {
     *tail = &coop_nv;
     tail = &coop_nv.pNext;

@@ -1,5 +1,6 @@
 #include "runtime/vk/DeviceProfile.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -122,8 +123,11 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features f16i8{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   VkPhysicalDeviceFeatures2 feats2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  feats2.pNext = &storage16;
+  feats2.pNext = v12 ? static_cast<void*>(&memory_model) : &storage16;
+  memory_model.pNext = &storage16;
   storage16.pNext = &storage8;
   storage8.pNext = &f16i8;
   f16i8.pNext = dot_available ? &dot_feat : nullptr;
@@ -149,6 +153,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.storage_16bit = storage16.storageBuffer16BitAccess;
   p.int8_arithmetic = f16i8.shaderInt8;
   p.float16_arithmetic = f16i8.shaderFloat16;
+  p.vulkan_memory_model = v12 && memory_model.vulkanMemoryModel;
   p.cooperative_matrix_nv = ext->cooperative_matrix_nv;
   p.cooperative_matrix_khr = ext->cooperative_matrix_khr;
   read_cooperative_matrix_shapes(instance, device, p);
@@ -218,6 +223,14 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   return p;
 }
 
+bool DeviceProfile::has_int8_cooperative_matrix_nv(uint32_t m, uint32_t n, uint32_t k) const {
+  if (!cooperative_matrix_nv || !int8_arithmetic || !vulkan_memory_model) return false;
+  return std::any_of(int8_cooperative_matrix_shapes.begin(), int8_cooperative_matrix_shapes.end(),
+                     [&](const CooperativeMatrixShape& s) {
+                       return !s.khr && s.m == m && s.n == n && s.k == k;
+                     });
+}
+
 std::string DeviceProfile::summary() const {
   std::ostringstream os;
   auto yes = [](bool b) { return b ? "yes" : "no"; };
@@ -229,7 +242,7 @@ std::string DeviceProfile::summary() const {
      << " (accelerated: " << yes(int8_dot_product_accelerated) << ")\n";
   os << "  8-bit storage: " << yes(storage_8bit) << ", 16-bit storage: " << yes(storage_16bit)
      << ", int8 arith: " << yes(int8_arithmetic) << ", float16 arith: " << yes(float16_arithmetic)
-     << "\n";
+     << ", memory model: " << yes(vulkan_memory_model) << "\n";
   os << "  cooperative matrix: NV " << yes(cooperative_matrix_nv) << ", KHR "
      << yes(cooperative_matrix_khr) << "; int8 shapes:";
   if (int8_cooperative_matrix_shapes.empty()) os << " none";

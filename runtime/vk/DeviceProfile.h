@@ -32,6 +32,7 @@ struct DeviceProfile {
   bool int8_dot_product_accelerated = false;  // driver says packed 4x8 signed is fast
   bool storage_8bit = false, storage_16bit = false;
   bool int8_arithmetic = false, float16_arithmetic = false;
+  bool vulkan_memory_model = false;           // the Vulkan memory model (cooperative-matrix kernels)
   bool cooperative_matrix_nv = false, cooperative_matrix_khr = false;
   std::vector<CooperativeMatrixShape> int8_cooperative_matrix_shapes;  // int8 x int8 -> int32
 
@@ -66,6 +67,11 @@ struct DeviceProfile {
 
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
   std::string summary() const;  // multi-line human-readable description
+
+  // Whether a kernel can use int8 x int8 -> int32 cooperative matrices of m x n x k through
+  // VK_NV_cooperative_matrix (with what such a shader also needs: int8 arithmetic and the
+  // Vulkan memory model).
+  bool has_int8_cooperative_matrix_nv(uint32_t m, uint32_t n, uint32_t k) const;
 };
 
 // Device extensions vkdelegate enables when the device has them.

@@ -48,6 +48,12 @@ struct Case {
   bool with_and_without_int8_dot = false;  // ACCU runs again with the int8 dot product off
   Metric metric = Metric::GBps;
   std::function<std::unique_ptr<CaseInstance>()> make;
+  // What the device must offer for the case to run ("" = it has it); an ACCU case whose
+  // device lacks it is reported as not run, never as passed. Empty function: runs anywhere.
+  std::function<std::string(const vk::DeviceProfile&)> unavailable;
+  // The peak case whose rate is this case's 100% ("" = peak/copy for GB/s, peak/int8_dot for
+  // GOP/s).
+  std::string peak;
 };
 
 class Registry {

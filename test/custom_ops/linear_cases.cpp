@@ -345,6 +345,10 @@ const AccuShape kAccuShapes[] = {
     {{17}, 3},
 };
 
+// Cooperative-matrix only: hundreds of 128 x 128 tiles (several waves on a large GPU) with
+// partial tiles in every dimension and K not a multiple of a 64-K stage.
+const AccuShape kCoopMatWideShapes[] = {{{1029, 37}, 6657}, {{2, 515, 70}, 6660}};
+
 const AccuShape kQ8cswShapes[] = {
     {{1, 17}, 63}, {{4, 64}, 32}, {{5, 257}, 17}, {{63, 3}, 5}, {{2, 5, 17}, 63}, {{257, 63}, 257},
 };
@@ -381,6 +385,32 @@ std::vector<PerfShape> perf_shapes() {
   return list;
 }
 
+// One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
+// periods (3, 5, 7), so every route and output type meets each of them.
+void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
+                   bool int8_out, uint32_t index) {
+  LinearSetup s;
+  s.input_sizes = shape.input;
+  s.n = shape.n;
+  s.route = route;
+  s.int8_out = int8_out;
+  s.input_zp = kInputZeroPoints[index % 3];
+  s.out = kOutputQuants[index % 5];
+  s.bias = (index % 7) % 2 == 0;
+  s.seed = 1000 + index;
+  std::string name = "q8ta_linear " + ops::to_string(route) + " " + dims_name(shape.input, shape.n) +
+                     " zpx" + std::to_string(s.input_zp);
+  name += int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name
+                   : " floatout";
+  name += s.bias ? " bias" : " nobias";
+  const bool coopmat = route == ops::LinearRoute::CoopMat;
+  Case c{name, "q8ta_linear", shape_string(shape.input) + "->" + std::to_string(s.n),
+         layout_name(int8_out), true, false, !coopmat, Metric::GOPs,
+         [s] { return std::make_unique<Q8taLinearCase>(s); }};
+  if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
+  registry.add(std::move(c));
+}
+
 // Shapes whose float-output variant is also timed.
 bool perf_float_out(const PerfShape& s) {
   return s.k == 4096 && s.n == 4096 && (s.m == 1 || s.m == 512);
@@ -392,31 +422,16 @@ void register_linear_cases(Registry& registry) {
   uint32_t index = 0;
   for (const AccuShape& shape : kAccuShapes) {
     const int64_t rows = numel(shape.input) / shape.input.back();
-    std::vector<ops::LinearRoute> routes = {ops::LinearRoute::Gemm, ops::LinearRoute::Auto};
+    std::vector<ops::LinearRoute> routes = {ops::LinearRoute::Gemm, ops::LinearRoute::Auto,
+                                            ops::LinearRoute::CoopMat};
     if (rows <= 4) routes.push_back(ops::LinearRoute::Gemv);
     for (bool int8_out : {true, false}) {
-      for (ops::LinearRoute route : routes) {
-        // Zero points, output quantization and bias rotate with coprime periods (3, 5, 7),
-        // so every route and output type meets each of them.
-        LinearSetup s;
-        s.input_sizes = shape.input;
-        s.n = shape.n;
-        s.route = route;
-        s.int8_out = int8_out;
-        s.input_zp = kInputZeroPoints[index % 3];
-        s.out = kOutputQuants[index % 5];
-        s.bias = (index % 7) % 2 == 0;
-        s.seed = 1000 + index;
-        ++index;
-        std::string name = "q8ta_linear " + ops::to_string(route) + " " +
-                           dims_name(shape.input, shape.n) + " zpx" + std::to_string(s.input_zp);
-        name += int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name
-                         : " floatout";
-        name += s.bias ? " bias" : " nobias";
-        registry.add({name, "q8ta_linear", shape_string(shape.input) + "->" + std::to_string(s.n),
-                      layout_name(int8_out), true, false, true, Metric::GOPs,
-                      [s] { return std::make_unique<Q8taLinearCase>(s); }});
-      }
+      for (ops::LinearRoute route : routes) add_accu_case(registry, shape, route, int8_out, index++);
+    }
+  }
+  for (const AccuShape& shape : kCoopMatWideShapes) {
+    for (bool int8_out : {true, false}) {
+      add_accu_case(registry, shape, ops::LinearRoute::CoopMat, int8_out, index++);
     }
   }
   for (const AccuShape& shape : kQ8cswShapes) {
@@ -433,6 +448,7 @@ void register_linear_cases(Registry& registry) {
   for (const PerfShape& shape : perf_shapes()) {
     std::vector<ops::LinearRoute> routes = {ops::LinearRoute::Gemm};
     if (shape.m <= 4) routes.insert(routes.begin(), ops::LinearRoute::Gemv);
+    if (shape.m > 4) routes.push_back(ops::LinearRoute::CoopMat);
     for (bool int8_out : {true, false}) {
       if (!int8_out && !perf_float_out(shape)) continue;
       for (ops::LinearRoute route : routes) {
@@ -450,9 +466,11 @@ void register_linear_cases(Registry& registry) {
                                  dims_name(s.input_sizes, s.n) +
                                  (int8_out ? " int8out" : " floatout") +
                                  (shape.bias ? "" : " nobias");
-        registry.add({name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
-                      layout_name(int8_out), false, true, false, Metric::GOPs,
-                      [s] { return std::make_unique<Q8taLinearCase>(s); }});
+        Case c{name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
+               layout_name(int8_out), false, true, false, Metric::GOPs,
+               [s] { return std::make_unique<Q8taLinearCase>(s); }};
+        if (route == ops::LinearRoute::CoopMat) c.peak = "peak/int8_coopmat";
+        registry.add(std::move(c));
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -112,7 +113,7 @@ AccuResult run_accu_case(vk::Context& ctx, const Case& c, int seed) {
 
 int run_accu(vk::Context& ctx, vk::Context* no_dot_ctx, const std::vector<const Case*>& cases,
              int seed) {
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, not_run = 0;
   auto run_one = [&](vk::Context& context, const Case& c, const char* variant) {
     try {
       const AccuResult r = run_accu_case(context, c, seed);
@@ -128,10 +129,18 @@ int run_accu(vk::Context& ctx, vk::Context* no_dot_ctx, const std::vector<const 
     std::fflush(stdout);
   };
   for (const Case* c : cases) {
+    const std::string missing = c->unavailable ? c->unavailable(ctx.profile()) : "";
+    if (!missing.empty()) {
+      ++not_run;
+      std::printf("NOT RUN  %-57s the device lacks %s\n", c->name.c_str(), missing.c_str());
+      continue;
+    }
     run_one(ctx, *c, ctx.profile().int8_dot_product ? "int8dot" : "no-dot");
     if (c->with_and_without_int8_dot && no_dot_ctx) run_one(*no_dot_ctx, *c, "fallback");
   }
-  std::printf("ACCU: %d passed, %d failed\n", passed, failed);
+  std::printf("ACCU: %d passed, %d failed", passed, failed);
+  if (not_run) std::printf(", %d not run (the device lacks what they need)", not_run);
+  std::printf("\n");
   return failed;
 }
 
@@ -180,19 +189,22 @@ std::string json_escape(const std::string& s) {
 
 int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const Case*>& cases,
              const Options& o) {
-  double peak_gbps = 0, peak_gops = 0;
+  std::map<std::string, double> peaks;  // peak case name -> rate
   std::vector<PerfRow> rows;
   for (const Case& c : registry.cases()) {
     if (c.name.rfind("peak/", 0) != 0) continue;
     PerfRow row = run_perf_case(ctx, c, o);
-    (c.metric == Metric::GBps ? peak_gbps : peak_gops) = row.rate;
+    if (row.status == "ok") peaks[c.name] = row.rate;
     row.share = row.status == "ok" ? 1.0 : 0.0;
     rows.push_back(row);
   }
+  const double peak_gbps = peaks["peak/copy"], peak_gops = peaks["peak/int8_dot"];
   for (const Case* c : cases) {
     if (c->name.rfind("peak/", 0) == 0) continue;
     PerfRow row = run_perf_case(ctx, *c, o);
-    const double peak = c->metric == Metric::GBps ? peak_gbps : peak_gops;
+    const double peak = !c->peak.empty()              ? peaks[c->peak]
+                        : c->metric == Metric::GBps ? peak_gbps
+                                                    : peak_gops;
     row.share = peak > 0 ? row.rate / peak : 0;
     rows.push_back(row);
     std::fflush(stdout);
@@ -200,8 +212,12 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
 
   std::printf("\nPERF on %s (%d warm-up, %d timed iterations; GPU timestamps)\n",
               ctx.profile().name.c_str(), o.warmup, o.iterations);
-  std::printf("measured peaks: copy %.1f GB/s (read+write), int8 dot %.1f GOP/s\n", peak_gbps,
+  std::printf("measured peaks: copy %.1f GB/s (read+write), int8 dot %.1f GOP/s", peak_gbps,
               peak_gops);
+  if (peaks.count("peak/int8_coopmat")) {
+    std::printf(", int8 cooperative matrix %.1f GOP/s", peaks["peak/int8_coopmat"]);
+  }
+  std::printf("\n");
   std::printf("%-58s %-14s %-30s %11s %11s %12s %8s\n", "case", "shape", "layout", "median us",
               "min us", "rate", "of peak");
   int failures = 0;
@@ -222,7 +238,7 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
     VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write JSON file '", o.json_file, "'");
     out << "{\n  \"device\": \"" << json_escape(ctx.profile().name) << "\",\n"
         << "  \"peaks\": {\"copy_gbps\": " << peak_gbps << ", \"int8_dot_gops\": " << peak_gops
-        << "},\n  \"results\": [\n";
+        << ", \"int8_coopmat_gops\": " << peaks["peak/int8_coopmat"] << "},\n  \"results\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       out << "    {\"case\": \"" << json_escape(r.c->name) << "\", \"op\": \"" << r.c->op

@@ -1,10 +1,13 @@
 // The device's own ceilings, measured in the same run as the op cases so every PERF figure is
 // a ratio to them: a streaming copy (GB/s, read + write) and a register-resident int8
-// dot-product loop (GOP/s): 32 independent dependent chains per invocation. Also an ACCU case that checks the dot product itself, on the
-// OpSDot path and on the fallback path, against a CPU replica of the kernel's loop.
+// dot-product loop (GOP/s): 32 independent dependent chains per invocation; on devices with
+// int8 cooperative matrices, a register-resident tensor-core loop too. ACCU cases check the dot
+// product itself (OpSDot and fallback paths) and the cooperative-matrix product against CPU
+// replicas of the kernels' loops.
 #include <algorithm>
 
 #include "runtime/common/Error.h"
+#include "runtime/ops/Linear.h"
 #include "runtime/vk/WorkgroupChooser.h"
 #include "test/custom_ops/Harness.h"
 
@@ -151,6 +154,72 @@ class DotPeakCase : public CaseInstance {
   std::vector<int32_t> data_;
 };
 
+// Mirrors `Params` in shaders/bench_int8_coopmat.glsl.
+struct CoopMatPush {
+  int32_t iterations;
+};
+
+class CoopMatPeakCase : public CaseInstance {
+ public:
+  explicit CoopMatPeakCase(bool small) : small_(small) {}
+
+  void build(graph::ComputeGraph& g) override {
+    const std::string missing = ops::linear_coopmat_unavailable(g.profile());
+    VKD_CHECK(missing.empty(), ErrorCode::Unsupported, "the device lacks ", missing);
+    workgroups_ = small_ ? 2 : 4096;
+    iterations_ = small_ ? 3 : 2048;
+    subgroups_ = workgroups_ * 256 / int64_t(g.profile().subgroup_size);
+    data_ref_ = g.add_tensor({{256 + 256 * subgroups_}, DType::Int32, StorageType::Buffer,
+                              MemoryLayout::WidthPacked},
+                             "data");
+    graph::DispatchNode node;
+    node.op = "bench_int8_coopmat";
+    node.kernel = shaders::Kernel::bench_int8_coopmat;
+    node.bindings = {data_ref_};
+    node.plan.local_size = {256, 1, 1};
+    node.plan.group_count = {static_cast<uint32_t>(workgroups_), 1, 1};
+    node.push_constants = graph::push_constant_bytes(CoopMatPush{iterations_});
+    g.add_node(std::move(node));
+    g.add_input(data_ref_);
+    g.add_output(data_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    data_.assign(static_cast<size_t>(256 + 256 * subgroups_), 0);
+    for (int i = 0; i < 256; ++i) data_[i] = static_cast<int32_t>(rng());
+    g.write_int32(data_ref_, data_);
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    // A row-major 16 x 32 int8 from word 0, B column-major 32 x 16 from word 128; every
+    // subgroup stores CHAINS * iterations * (A * B) with wrapping int32 sums.
+    auto byte = [&](int word, int lane) { return static_cast<int8_t>(data_[word] >> (8 * lane)); };
+    std::vector<int32_t> expected(data_.begin(), data_.begin() + 256);
+    std::vector<int32_t> c(256);
+    for (int m = 0; m < 16; ++m) {
+      for (int n = 0; n < 16; ++n) {
+        int32_t sum = 0;
+        for (int k = 0; k < 32; ++k) sum += byte(m * 8 + k / 4, k % 4) * byte(128 + n * 8 + k / 4, k % 4);
+        c[m * 16 + n] = static_cast<int32_t>(static_cast<uint32_t>(sum) * 8u *
+                                              static_cast<uint32_t>(iterations_));
+      }
+    }
+    for (int64_t s = 0; s < subgroups_; ++s) expected.insert(expected.end(), c.begin(), c.end());
+    AccuResult r;
+    compare_words(g.read_int32(data_ref_), expected, r);
+    return r;
+  }
+  PerfWork work() const override {
+    // 8 chains x 16 x 16 x 32 multiply-adds per iteration and subgroup.
+    return {0.0, 2.0 * 8.0 * 16.0 * 16.0 * 32.0 * double(iterations_) * double(subgroups_)};
+  }
+
+ private:
+  bool small_;
+  int64_t workgroups_ = 0, subgroups_ = 0;
+  int32_t iterations_ = 0;
+  graph::ValueRef data_ref_ = -1;
+  std::vector<int32_t> data_;
+};
+
 }  // namespace
 
 void register_peak_cases(Registry& registry) {
@@ -158,10 +227,15 @@ void register_peak_cases(Registry& registry) {
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(false); }});
   registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(false); }});
+  registry.add({"peak/int8_coopmat", "bench_int8_coopmat", "", "registers", false, true, false,
+                Metric::GOPs, [] { return std::make_unique<CoopMatPeakCase>(false); }});
   registry.add({"bench_copy/accu", "bench_copy", "262144", "buffer -> buffer", true, false, false,
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(true); }});
   registry.add({"int8_dot/accu", "bench_int8_dot", "512x7", "registers", true, false, true,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(true); }});
+  registry.add({"int8_coopmat/accu", "bench_int8_coopmat", "2x256x3", "registers", true, false,
+                false, Metric::GOPs, [] { return std::make_unique<CoopMatPeakCase>(true); },
+                ops::linear_coopmat_unavailable});
 }
 
 }  // namespace vkd::custom_ops

@@ -1,0 +1,200 @@
+// q8ta_linear on int8 cooperative matrices (VK_NV_cooperative_matrix, 16x16x32 int8 x int8 ->
+// int32): the same arithmetic as q8ta_linear_gemm.glsl (runtime/ops/Linear.h), the products on
+// the tensor cores.
+//
+// A workgroup of WARPS_M x WARPS_N subgroups of 32 computes a tile of BM = 64 WARPS_M rows x
+// BN = WN WARPS_N channels (128 x 128 here). K is walked in stages of BKW words (4 int8 each):
+// the invocations copy the stage's input blocks (4H4W: 4 rows x 4 K per 16 bytes) and weight
+// blocks (4 channels x 4 K) into shared memory as row-major [row][K] and [channel][K] int8
+// tiles; subgroup s then multiplies rows 64 (s % WARPS_M) .. + 63 with channels
+// WN (s / WARPS_M) .. + WN - 1: FM x FN accumulator matrices of 16 x 16 int32 (4 x 2 = 64
+// registers per invocation here), BKW / 8 32-deep steps per stage.
+//
+// Software pipeline: stages s + 1 and s + 2 are in flight in registers while stage s is
+// multiplied out of shared buffer s % 2; the barrier after storing stage s also orders every
+// read of that buffer (stage s - 2) before the writes, so one barrier per stage suffices (one
+// stage ahead measured 190 TOPS at 4096^3 on an H100, two stages ahead 280 TOPS).
+// Why shared memory at all: the 4H4W input interleaves 4 rows per 16 bytes, which no strided
+// cooperative-matrix load can read, and each staged tile is reused by several subgroups.
+// Rows are padded rows and out-of-range channels / K are zero, as in the GEMM kernel; the
+// epilogue goes through a per-subgroup 16 x 16 scratch in shared memory so each invocation
+// gets whole 4-channel words for linear_common.glslh's store_output.
+// Where the time goes (H100, M512 K4096 N4096, one workgroup per SM): without the global
+// loads 0.62 us per 64-K stage, without the products 0.58 us, both 0.9 us: neither the
+// tensor cores nor memory are saturated; the ~280 TOPS ceiling (22% of the measured 1.24-1.27
+// POPS cooperative-matrix peak) is latency between stages, not tile shape (sweep below).
+//
+// A KHR variant is the same code with coopmat<int8_t, gl_ScopeSubgroup, 16, 32,
+// gl_MatrixUseA> etc. once the toolchain's glslang knows GL_KHR_cooperative_matrix.
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_NV_integer_cooperative_matrix : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#define VKD_FIXED_LOCAL_SIZE
+
+// Tile shape: a WARPS_M x WARPS_N grid of subgroups, each 64 rows x WN channels; BKW K words
+// per stage. Sweep on an H100 (TOPS at 4096^3 / M512 K4096 N4096 / M1024 K2048 N2048):
+//   2x4, WN 32, BKW 16 (this):      277 / 288 / 245
+//   4x2, WN 64, BKW 8:              265 / 160 / 137
+//   4x4 (512 invocations), WN 32, BKW 8: 278 / 165 / 147
+//   2x4, WN 64, BKW 8:              279 / 162 / 141
+//   2x2 (128 invocations), WN 64, BKW 16: 223 / 233 / 193
+// Every shape tops out near 280 TOPS; the larger ones only lose workgroups on mid-sized layers.
+#define WARPS_M 2
+#define WARPS_N 4
+#define WN 32
+#define BKW 16
+#define NT (32 * WARPS_M * WARPS_N)  // invocations
+layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
+#include "common.glslh"
+#include "linear_common.glslh"
+
+#define BM (64 * WARPS_M)
+#define BN (WN * WARPS_N)
+#define STRIDE (BKW + 4)        // shared row stride in words: 16-byte aligned rows, and the +4
+                                // spreads the 8 rows of a fragment read over distinct banks
+#define FM 4
+#define FN (WN / 16)
+#define A_WORDS (BM * STRIDE)
+#define B_WORDS (BN * STRIDE)
+#define A_TOTAL (BM / 4 * BKW)  // 16-byte blocks per stage, and per invocation (A_PER, B_PER)
+#define B_TOTAL (BN / 4 * BKW)
+#define A_PER ((A_TOTAL + NT - 1) / NT)
+#define B_PER ((B_TOTAL + NT - 1) / NT)
+
+#define MatA icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
+#define MatB icoopmatNV<8, gl_ScopeSubgroup, 32, 16>
+#define MatC icoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+// [buffer][row][K word] and [buffer][channel][K word], declared as 16-byte vectors so the
+// cooperative-matrix loads read whole vectors (offsets and the stride are multiples of 4
+// words); the A buffers double as the epilogue's scratch (256 words per subgroup) once the
+// products are done. SH(arr, w) is word w of a tile array.
+shared uvec4 a_sh[2 * A_WORDS / 4];
+shared uvec4 b_sh[2 * B_WORDS / 4];
+#define SH(arr, w) arr[(w) >> 2][(w) & 3]
+
+ivec4 load_input(int rb, int k4) {
+  return (rb < p.row_blocks && k4 < p.k4) ? in_blocks[rb * p.k4 + k4] : ivec4(0);
+}
+ivec4 load_weight(int n4, int k4) {
+  return (n4 < p.n4 && k4 < p.k4) ? w_blocks[weight_block(n4, k4, p.n4)] : ivec4(0);
+}
+
+MatC acc[FM][FN];
+
+// Blocks lid + NT i of a stage: row block / channel group idx / BKW, K word idx % BKW (BKW
+// consecutive invocations read one contiguous run).
+struct StageBlocks {
+  ivec4 a[A_PER];
+  ivec4 b[B_PER];
+};
+
+StageBlocks load_stage(int rb0, int n40, int lid, int k0) {
+  StageBlocks s;
+  [[unroll]] for (int i = 0; i < A_PER; ++i) {
+    const int idx = lid + NT * i;
+    s.a[i] = (A_TOTAL % NT == 0 || idx < A_TOTAL) ? load_input(rb0 + idx / BKW, k0 + idx % BKW) : ivec4(0);
+  }
+  [[unroll]] for (int i = 0; i < B_PER; ++i) {
+    const int idx = lid + NT * i;
+    s.b[i] = (B_TOTAL % NT == 0 || idx < B_TOTAL) ? load_weight(n40 + idx / BKW, k0 + idx % BKW) : ivec4(0);
+  }
+  return s;
+}
+
+void store_stage(StageBlocks s, int buf, int lid) {
+  [[unroll]] for (int i = 0; i < A_PER; ++i) {
+    const int idx = lid + NT * i;
+    if (A_TOTAL % NT == 0 || idx < A_TOTAL) {
+      [[unroll]] for (int r = 0; r < 4; ++r) {
+        SH(a_sh, buf * A_WORDS + (4 * (idx / BKW) + r) * STRIDE + idx % BKW) = s.a[i][r];
+      }
+    }
+  }
+  [[unroll]] for (int i = 0; i < B_PER; ++i) {
+    const int idx = lid + NT * i;
+    if (B_TOTAL % NT == 0 || idx < B_TOTAL) {
+      [[unroll]] for (int c = 0; c < 4; ++c) {
+        SH(b_sh, buf * B_WORDS + (4 * (idx / BKW) + c) * STRIDE + idx % BKW) = s.b[i][c];
+      }
+    }
+  }
+}
+
+// The products of one staged tile: BKW / 8 steps of FM x FN 16 x 16 x 32 products.
+void multiply_stage(int buf, int a_frag0, int b_frag0) {
+  [[unroll]] for (int kw = 0; kw < BKW; kw += 8) {
+    MatA fa[FM];
+    MatB fb[FN];
+    [[unroll]] for (int i = 0; i < FM; ++i) {
+      coopMatLoadNV(fa[i], a_sh, (buf * A_WORDS + a_frag0 + 16 * i * STRIDE + kw) / 4, STRIDE / 4, false);
+    }
+    [[unroll]] for (int j = 0; j < FN; ++j) {
+      // B is K x N; [channel][K] in shared memory is its column-major form.
+      coopMatLoadNV(fb[j], b_sh, (buf * B_WORDS + b_frag0 + 16 * j * STRIDE + kw) / 4, STRIDE / 4, true);
+    }
+    [[unroll]] for (int i = 0; i < FM; ++i) {
+      [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    }
+  }
+}
+
+void main() {
+  const int lid = int(gl_LocalInvocationIndex);
+  const int sg = int(gl_SubgroupID);
+  const int row0 = int(gl_WorkGroupID.y) * BM;
+  const int n4_0 = int(gl_WorkGroupID.x) * (BN / 4);
+  const int sub_row0 = 64 * (sg % WARPS_M), sub_col0 = WN * (sg / WARPS_M);
+  const int a_frag0 = sub_row0 * STRIDE, b_frag0 = sub_col0 * STRIDE;
+
+  [[unroll]] for (int i = 0; i < FM; ++i) {
+    [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = MatC(0);
+  }
+
+  // Stage s is held in `even` / `odd` (s % 2) until stored into shared buffer s % 2.
+  StageBlocks even = load_stage(row0 / 4, n4_0, lid, 0);
+  StageBlocks odd = load_stage(row0 / 4, n4_0, lid, BKW);
+  for (int k0 = 0; k0 < p.k4; k0 += 2 * BKW) {
+    store_stage(even, 0, lid);
+    barrier();
+    if (k0 + 2 * BKW < p.k4) even = load_stage(row0 / 4, n4_0, lid, k0 + 2 * BKW);
+    multiply_stage(0, a_frag0, b_frag0);
+    if (k0 + BKW >= p.k4) break;
+    store_stage(odd, 1, lid);
+    barrier();
+    if (k0 + 3 * BKW < p.k4) odd = load_stage(row0 / 4, n4_0, lid, k0 + 3 * BKW);
+    multiply_stage(1, a_frag0, b_frag0);
+  }
+
+  // Epilogue, one 16 x 16 fragment at a time through this subgroup's scratch (row-major int32),
+  // each invocation taking two 4-channel words so a subgroup's stores are contiguous runs:
+  // int8 4H4W: invocation l writes row 4 (2 t + l / 16) + l % 4, channels 4 ((l % 16) / 4) ..,
+  // i.e. 2 row blocks x 4 consecutive blocks (64 bytes) per store; float row-major: row
+  // 8 t + l / 4, channels 4 (l % 4) .., i.e. 8 rows x 64 bytes.
+  const int lane = int(gl_SubgroupInvocationID);
+  const int scratch = sg * 256;
+  [[unroll]] for (int i = 0; i < FM; ++i) {
+    [[unroll]] for (int j = 0; j < FN; ++j) {
+      barrier();  // the last stage's reads (first pass) / the previous fragment's reads are done
+      coopMatStoreNV(acc[i][j], a_sh, scratch / 4, 4, false);
+      barrier();
+      [[unroll]] for (int t = 0; t < 2; ++t) {
+#if OUT_DTYPE == 0
+        const int fr = 4 * (2 * t + lane / 16) + lane % 4, fc = 4 * ((lane % 16) / 4);
+#else
+        const int fr = 8 * t + lane / 4, fc = 4 * (lane % 4);
+#endif
+        const int r = row0 + sub_row0 + 16 * i + fr;
+        const int g4 = n4_0 + (sub_col0 + 16 * j + fc) / 4;
+        const ivec4 v = ivec4(a_sh[(scratch + fr * 16 + fc) / 4]);
+        if (r < 4 * p.row_blocks && g4 < p.n4) store_output(v, r, g4);
+      }
+    }
+  }
+}
