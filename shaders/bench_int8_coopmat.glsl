@@ -7,14 +7,10 @@
 // nothing is dead code (and so an ACCU case can check it: 8 * iterations * A * B, wrapping).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_NV_cooperative_matrix : require
-#extension GL_NV_integer_cooperative_matrix : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #define VKD_FIXED_LOCAL_SIZE
 layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
+#include "coopmat_nv.glslh"
 
 // Words 0..127: A, row-major 16 x 32 int8 (8 words per row); 128..255: B, column-major
 // (8 words per column). From 256: one 16 x 16 int32 result per subgroup, row-major.
@@ -27,12 +23,12 @@ layout(push_constant) uniform Params {
 #define CHAINS 8
 
 void main() {
-  icoopmatNV<8, gl_ScopeSubgroup, 16, 32> a;
-  icoopmatNV<8, gl_ScopeSubgroup, 32, 16> b;
+  MatA a;
+  MatB b;
   coopMatLoadNV(a, data, 0, 8, false);
   coopMatLoadNV(b, data, 128, 8, true);
-  icoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[CHAINS];
-  for (int i = 0; i < CHAINS; ++i) acc[i] = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+  MatC acc[CHAINS];
+  for (int i = 0; i < CHAINS; ++i) acc[i] = MatC(0);
   for (int it = 0; it < p.iterations; ++it) {
     for (int i = 0; i < CHAINS; ++i) acc[i] = coopMatMulAddNV(a, b, acc[i]);
   }

@@ -24,17 +24,12 @@
 // tensor cores nor memory are saturated; the ~280 TOPS ceiling (22% of the measured 1.24-1.27
 // POPS cooperative-matrix peak) is latency between stages, not tile shape (sweep below).
 //
-// A KHR variant is the same code with coopmat<int8_t, gl_ScopeSubgroup, 16, 32,
-// gl_MatrixUseA> etc. once the toolchain's glslang knows GL_KHR_cooperative_matrix.
+// A KHR variant needs only common/coopmat_nv.glslh's types changed (and coopMatLoad / MulAdd
+// names) once the toolchain's glslang knows GL_KHR_cooperative_matrix.
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_NV_cooperative_matrix : require
-#extension GL_NV_integer_cooperative_matrix : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #define VKD_FIXED_LOCAL_SIZE
 
 // Tile shape: a WARPS_M x WARPS_N grid of subgroups, each 64 rows x WN channels; BKW K words
@@ -45,6 +40,7 @@
 //   2x4, WN 64, BKW 8:              279 / 162 / 141
 //   2x2 (128 invocations), WN 64, BKW 16: 223 / 233 / 193
 // Every shape tops out near 280 TOPS; the larger ones only lose workgroups on mid-sized layers.
+// Loading one A fragment at a time (fewer live registers) changed nothing measurable.
 #define WARPS_M 2
 #define WARPS_N 4
 #define WN 32
@@ -52,6 +48,7 @@
 #define NT (32 * WARPS_M * WARPS_N)  // invocations
 layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
+#include "coopmat_nv.glslh"
 #include "linear_common.glslh"
 
 #define BM (64 * WARPS_M)
@@ -67,9 +64,6 @@ layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
 #define A_PER ((A_TOTAL + NT - 1) / NT)
 #define B_PER ((B_TOTAL + NT - 1) / NT)
 
-#define MatA icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
-#define MatB icoopmatNV<8, gl_ScopeSubgroup, 32, 16>
-#define MatC icoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 // [buffer][row][K word] and [buffer][channel][K word], declared as 16-byte vectors so the
 // cooperative-matrix loads read whole vectors (offsets and the stride are multiples of 4
@@ -78,13 +72,6 @@ layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
 shared uvec4 a_sh[2 * A_WORDS / 4];
 shared uvec4 b_sh[2 * B_WORDS / 4];
 #define SH(arr, w) arr[(w) >> 2][(w) & 3]
-
-ivec4 load_input(int rb, int k4) {
-  return (rb < p.row_blocks && k4 < p.k4) ? in_blocks[rb * p.k4 + k4] : ivec4(0);
-}
-ivec4 load_weight(int n4, int k4) {
-  return (n4 < p.n4 && k4 < p.k4) ? w_blocks[weight_block(n4, k4, p.n4)] : ivec4(0);
-}
 
 MatC acc[FM][FN];
 

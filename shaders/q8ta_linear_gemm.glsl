@@ -31,15 +31,6 @@ layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
 
 #include "linear_common.glslh"
 
-// One 16-byte block of the input / of the weights; zero outside the tensors (padded K lanes of
-// the weights are zero too, so they add nothing).
-ivec4 load_input(int rb, int k4) {
-  return (rb < p.row_blocks && k4 < p.k4) ? in_blocks[rb * p.k4 + k4] : ivec4(0);
-}
-ivec4 load_weight(int n4, int k4) {
-  return (n4 < p.n4 && k4 < p.k4) ? w_blocks[weight_block(n4, k4, p.n4)] : ivec4(0);
-}
-
 shared int a_tile[BK4][BM];     // [k4][row]: one word = 4 K values of one row
 shared ivec4 b_tile[BK4][BN / 4];  // [k4][n4]: 4 channels' words
 
