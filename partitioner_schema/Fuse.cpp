@@ -42,12 +42,6 @@ std::string fmt(double v) {
   return os.str();
 }
 
-std::string fmt_shape(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 std::string quoted(const std::string& name) { return "'" + name + "'"; }
 
 // "node 3", "node 3..6", "nodes 1, 3..5".
@@ -661,8 +655,8 @@ struct Pass {
       if (!alpha || *alpha != 1.0) return fail("alpha is not 1");
     }
     if (g.value(a).shape != g.value(b).shape) {
-      return fail("broadcasting add (" + fmt_shape(g.value(a).shape) + " + " +
-                  fmt_shape(g.value(b).shape) + ")");
+      return fail("broadcasting add (" + shape_str(g.value(a).shape) + " + " +
+                  shape_str(g.value(b).shape) + ")");
     }
     if (tail.kind == Tail::None) {
       return fail(describe_consumers(g, n.outputs[0]) + " (q8ta_add has no float-output variant)");

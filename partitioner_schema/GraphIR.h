@@ -10,8 +10,12 @@
 #include <vector>
 
 #include "runtime/tensor/DType.h"
+#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::compiler {
+
+// A shape in compiler messages: "[1, 3, 5, 7]".
+inline std::string shape_str(const std::vector<int64_t>& shape) { return sizes_string(shape, ", "); }
 
 // A node argument literal (named as in the op's ATen schema). Lists keep their element type.
 struct NoneArg {

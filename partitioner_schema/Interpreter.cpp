@@ -62,14 +62,6 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
-}
-
 void check_shape_valid(const std::vector<int64_t>& shape, const std::string& what) {
   for (int64_t d : shape) {
     VKD_CHECK(d >= 0, ErrorCode::InvalidArgument, what, ": negative dimension in shape ",
@@ -343,13 +335,23 @@ Outputs op_dequantize_per_channel(const NodeCtx& c) {
 // ---------------------------------------------------------------------------------------------
 // Convolution and linear.
 
+// The (input, weight, optional bias) operands of a convolution or linear, all float32.
+struct WeightedOperands {
+  const HostTensor& x;
+  const HostTensor& w;
+  const HostTensor* b;
+};
+
+WeightedOperands float_weighted_operands(const NodeCtx& c) {
+  WeightedOperands o{c.input(0, "input"), c.input(1, "weight"), c.optional_input(2, "bias")};
+  c.expect_dtype(o.x, DType::Float32, "input");
+  c.expect_dtype(o.w, DType::Float32, "weight");
+  if (o.b) c.expect_dtype(*o.b, DType::Float32, "bias");
+  return o;
+}
+
 Outputs op_convolution(const NodeCtx& c) {
-  const HostTensor& x = c.input(0, "input");
-  const HostTensor& w = c.input(1, "weight");
-  const HostTensor* b = c.optional_input(2, "bias");
-  c.expect_dtype(x, DType::Float32, "input");
-  c.expect_dtype(w, DType::Float32, "weight");
-  if (b) c.expect_dtype(*b, DType::Float32, "bias");
+  const auto [x, w, b] = float_weighted_operands(c);
   if (c.bool_arg("transposed", false)) c.fail(ErrorCode::Unsupported, "transposed convolution");
   if (x.shape.size() != 4 || w.shape.size() != 4) {
     c.fail(ErrorCode::Unsupported, detail::concat("only 2-D convolution (rank-4 input and weight) "
@@ -414,12 +416,7 @@ Outputs op_convolution(const NodeCtx& c) {
 }
 
 Outputs op_linear(const NodeCtx& c) {
-  const HostTensor& x = c.input(0, "input");
-  const HostTensor& w = c.input(1, "weight");
-  const HostTensor* b = c.optional_input(2, "bias");
-  c.expect_dtype(x, DType::Float32, "input");
-  c.expect_dtype(w, DType::Float32, "weight");
-  if (b) c.expect_dtype(*b, DType::Float32, "bias");
+  const auto [x, w, b] = float_weighted_operands(c);
   c.require(!x.shape.empty(), "input must have rank >= 1");
   c.require(w.shape.size() == 2, detail::concat("weight must be 2-D, got ", shape_str(w.shape)));
   const int64_t K = x.shape.back(), NO = w.shape[0];

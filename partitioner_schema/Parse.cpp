@@ -29,29 +29,6 @@ constexpr int64_t kMaxNumel = int64_t{1} << 40;
 // ---- JSON helpers ----------------------------------------------------------------------------
 
 
-bool json_int(const Json& j, int64_t* out) {
-  if (j.is_number_unsigned()) {
-    const uint64_t u = j.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
-    *out = static_cast<int64_t>(u);
-    return true;
-  }
-  if (j.is_number_integer()) {
-    *out = j.get<int64_t>();
-    return true;
-  }
-  return false;
-}
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 // A short rendering of a JSON value for messages.
 std::string show(const Json& j) {
   std::string s = j.dump();

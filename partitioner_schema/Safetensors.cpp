@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partitioner_schema/GraphIR.h"
 #include "partitioner_schema/StrictJson.h"
 
 #include "runtime/common/Error.h"
@@ -29,32 +30,8 @@ const char* kMetadataKey = "__metadata__";
 
 const char* json_type(const Json& j) { return j.type_name(); }
 
-// A JSON integer as int64 (rejecting floats, bools and unsigned values above INT64_MAX).
-bool json_int(const Json& j, int64_t* out) {
-  if (j.is_number_unsigned()) {
-    const uint64_t u = j.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
-    *out = static_cast<int64_t>(u);
-    return true;
-  }
-  if (j.is_number_integer()) {
-    *out = j.get<int64_t>();
-    return true;
-  }
-  return false;
-}
-
 void put_u64_le(std::vector<uint8_t>& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
 }
 
 // numel of `shape`, or -1 when a dim is negative or the product exceeds kMaxNumel.

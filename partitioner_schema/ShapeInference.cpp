@@ -19,15 +19,6 @@ struct Typed {
   std::vector<int64_t> shape;
 };
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 std::string typed_str(DType dtype, const std::vector<int64_t>& shape) {
   return std::string(to_string(dtype)) + " " + shape_str(shape);
 }

@@ -1,5 +1,6 @@
 #include "partitioner_schema/StrictJson.h"
 
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -45,6 +46,20 @@ Json parse_json_strict(const std::string& text) {
   } catch (const nlohmann::json::exception& e) {
     VKD_THROW(ErrorCode::InvalidArgument, "malformed JSON: ", e.what());
   }
+}
+
+bool json_int(const nlohmann::ordered_json& j, int64_t* out) {
+  if (j.is_number_unsigned()) {
+    const uint64_t u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    *out = static_cast<int64_t>(u);
+    return true;
+  }
+  if (j.is_number_integer()) {
+    *out = j.get<int64_t>();
+    return true;
+  }
+  return false;
 }
 
 }  // namespace vkd::compiler

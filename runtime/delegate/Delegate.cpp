@@ -9,6 +9,7 @@
 #include "runtime/common/Error.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/vk/Context.h"
+#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd {
 namespace {
@@ -59,12 +60,6 @@ HostDType host_dtype_of(DType dtype) {
             " are not supported (use int8x4 for quantized tensors)");
 }
 
-std::string shape_string(const std::vector<int64_t>& sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
 TensorInfo info_of(const delegate::GraphIO& io) {
   TensorInfo info;
   info.name = io.name;
@@ -89,8 +84,8 @@ void check_view(const char* role, size_t index, const TensorInfo& info, const Vi
     for (const auto& op : fixed_shape_ops) {
       if (ops.find(op) == std::string::npos) ops += (ops.empty() ? "" : ", ") + op;
     }
-    VKD_THROW(ErrorCode::InvalidArgument, what, " has shape ", shape_string(view.sizes),
-              ", the model was compiled for ", shape_string(info.sizes),
+    VKD_THROW(ErrorCode::InvalidArgument, what, " has shape ", sizes_string(view.sizes),
+              ", the model was compiled for ", sizes_string(info.sizes),
               "; resizing is not supported by ", ops.empty() ? "this graph" : ops);
   }
   VKD_CHECK(view.bytes == info.host_bytes(), ErrorCode::InvalidArgument, what, " needs ",

@@ -137,14 +137,13 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
   const int out = int8_out ? 0 : 1;
   const int dot = profile.int8_dot_product ? 0 : 1;
   LinearKernel k{route, {}, {}};
-  if (route == LinearRoute::CoopMat) {
-    k.kernel = shaders::variants::q8ta_linear_coopmat[out];
-    k.plan.local_size = {256, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
-                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
-  } else if (route == LinearRoute::Gemm) {
-    k.kernel = shaders::variants::q8ta_linear_gemm[out][dot];
-    k.plan.local_size = {16, 16, 1};
+  if (route == LinearRoute::CoopMat || route == LinearRoute::Gemm) {
+    // Both tile 128 rows x 128 channels per workgroup of 256 invocations.
+    const bool coopmat = route == LinearRoute::CoopMat;
+    k.kernel = coopmat ? shaders::variants::q8ta_linear_coopmat[out]
+                       : shaders::variants::q8ta_linear_gemm[out][dot];
+    k.plan.local_size = coopmat ? std::array<uint32_t, 3>{256, 1, 1}
+                                : std::array<uint32_t, 3>{16, 16, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
                           static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
   } else {

@@ -10,14 +10,6 @@ namespace {
 
 constexpr int64_t kInt32IndexLimit = int64_t{1} << 31;  // word/element indices are int32
 
-std::string sizes_string(const std::vector<int64_t>& sizes) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? "," : "") << sizes[i];
-  os << ']';
-  return os.str();
-}
-
 // a * b, saturated at kInt32IndexLimit (both operands >= 1). Never overflows int64.
 int64_t mul_sat(int64_t a, int64_t b) {
   if (a >= kInt32IndexLimit || b >= kInt32IndexLimit) return kInt32IndexLimit;
@@ -40,6 +32,12 @@ int64_t packed_words_sat(MemoryLayout layout, const Dims4& d) {
 }
 
 }  // namespace
+
+std::string sizes_string(const std::vector<int64_t>& sizes, const char* separator) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? separator : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
 
 Dims4 TensorSpec::dims4() const {
   VKD_CHECK(sizes.size() <= 4, ErrorCode::InvalidArgument, "tensor ", sizes_string(sizes),

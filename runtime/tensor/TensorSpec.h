@@ -10,6 +10,9 @@
 
 namespace vkd {
 
+// "[1,3,5,7]" (or with another separator, e.g. ", " in compiler messages).
+std::string sizes_string(const std::vector<int64_t>& sizes, const char* separator = ",");
+
 // Logical sizes viewed as 4-D [N, C, H, W]: a tensor of rank < 4 is [1, ...]-prefixed.
 struct Dims4 {
   int64_t n = 1, c = 1, h = 1, w = 1;

@@ -10,6 +10,7 @@
 #include "runtime/common/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
+#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
 namespace {
@@ -50,8 +51,8 @@ Comparison compare(const std::vector<uint8_t>& gpu, HostDType gpu_dtype,
   }
   if (gpu_shape != ref.shape) {
     c.comparable = false;
-    c.problem = "shape differs: device " + shape_string(gpu_shape) + ", reference " +
-                shape_string(ref.shape);
+    c.problem = "shape differs: device " + sizes_string(gpu_shape) + ", reference " +
+                sizes_string(ref.shape);
     return c;
   }
   c.total = static_cast<size_t>(ref.numel());
@@ -151,7 +152,7 @@ int check_against_graph(const std::vector<uint8_t>& blob, const std::string& mod
     char err[32];
     std::snprintf(err, sizeof err, "%.3g", c.max_abs);
     std::printf("  %-24s %-8s %-16s %12s %-12s %s%s\n", label.c_str(),
-                host_dtype_name(info.host_dtype), shape_string(info.sizes).c_str(),
+                host_dtype_name(info.host_dtype), sizes_string(info.sizes).c_str(),
                 c.comparable ? err : "-", mism.c_str(), origin_of(graph, name).c_str(),
                 c.differs() ? "  <-- differs" : "");
     if (c.differs() && first_difference.empty()) {

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "tools/vkd/Args.h"
+#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
 
@@ -89,15 +90,6 @@ std::string io_name(const TensorInfo& info, size_t index, bool is_input) {
   return (is_input ? "input" : "output") + std::to_string(index);
 }
 
-std::string shape_string(const std::vector<int64_t>& sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(sizes[i]);
-  }
-  return s + "]";
-}
-
 std::string human_bytes(uint64_t bytes) {
   if (bytes < 10 * 1024) return std::to_string(bytes) + " B";  // small sizes exactly
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -113,7 +105,7 @@ std::string human_bytes(uint64_t bytes) {
 }
 
 std::string tensor_summary(const TensorInfo& info) {
-  return std::string(host_dtype_name(info.host_dtype)) + " " + shape_string(info.sizes) +
+  return std::string(host_dtype_name(info.host_dtype)) + " " + sizes_string(info.sizes) +
          "  (device: " + info.device_dtype + " " + info.storage + " " + info.layout + ")";
 }
 

@@ -37,7 +37,6 @@ std::unique_ptr<Delegate> create_delegate(const std::vector<uint8_t>& blob,
 // `vkd run` also accepts "input<i>" for input i whatever its name.)
 std::string io_name(const TensorInfo& info, size_t index, bool is_input);
 
-std::string shape_string(const std::vector<int64_t>& sizes);  // "[1,5,7,9]"
 // Element `i` of host data of `dtype` (little-endian, unaligned reads allowed).
 double element_as_double(const uint8_t* data, HostDType dtype, size_t i);
 std::string human_bytes(uint64_t bytes);                       // "1216 B", "12.4 KiB", ...

@@ -17,6 +17,7 @@
 #include "tools/vkd/Files.h"
 #include "tools/vkd/Npy.h"
 #include "tools/vkd/Trace.h"
+#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
 namespace {
@@ -195,7 +196,7 @@ std::vector<const InputArg*> match_inputs(const Delegate& d, const std::vector<I
     const std::string alias = "input" + std::to_string(i);
     labels.push_back("'" + names[i] + "'" + (names[i] == alias ? "" : " (" + alias + ")"));
     list += (i ? ", " : "") + labels[i] + " " + host_dtype_name(infos[i].host_dtype) + " " +
-            shape_string(infos[i].sizes);
+            sizes_string(infos[i].sizes);
   }
   if (count == 0) list = "none";
 
@@ -227,7 +228,7 @@ std::vector<const InputArg*> match_inputs(const Delegate& d, const std::vector<I
     const TensorInfo& info = infos[i];
     if (ordered[i] == nullptr) {
       errors.push_back("missing input " + labels[i] + ": " + host_dtype_name(info.host_dtype) +
-                       " " + shape_string(info.sizes) + "; pass --input " + names[i] +
+                       " " + sizes_string(info.sizes) + "; pass --input " + names[i] +
                        "=FILE.npy");
       continue;
     }
@@ -241,7 +242,7 @@ std::vector<const InputArg*> match_inputs(const Delegate& d, const std::vector<I
     }
     if (in.array.shape != info.sizes) {
       errors.push_back("input " + labels[i] + " from " + in.path + ": wrong shape: the model expects " +
-                       shape_string(info.sizes) + ", the file has " + shape_string(in.array.shape));
+                       sizes_string(info.sizes) + ", the file has " + sizes_string(in.array.shape));
       ok = false;
     }
     if (!ok) ordered[i] = nullptr;
