@@ -606,4 +606,16 @@ std::vector<NodeTiming> ComputeGraph::last_timings() const {
   return out;
 }
 
+std::vector<NodeKernelStatistics> ComputeGraph::kernel_statistics() const {
+  VKD_CHECK(prepared_, ErrorCode::Internal, "kernel_statistics() before prepare()");
+  std::vector<NodeKernelStatistics> out;
+  const vk::PipelineCache& pipelines = context_.pipelines();
+  if (!pipelines.captures_statistics()) return out;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    out.push_back({nodes_[n].op, shaders::shader_info(nodes_[n].kernel).name,
+                   pipelines.statistics(node_pipelines_[n]->pipeline)});
+  }
+  return out;
+}
+
 }  // namespace vkd::graph

@@ -49,6 +49,13 @@ struct NodeTiming {
   double gpu_us;
 };
 
+// What the driver compiled one dispatch node's kernel into (ComputeGraph::kernel_statistics).
+struct NodeKernelStatistics {
+  std::string op;
+  std::string kernel;
+  std::vector<vk::PipelineExecutableStatistics> executables;
+};
+
 // Produces a constant's bytes in the tensor's device element order (exactly
 // GpuTensor::bytes()); called once during prepare(), then dropped.
 using ConstantPacker = std::function<std::vector<uint8_t>()>;
@@ -138,6 +145,12 @@ class ComputeGraph {
 
   // GPU time of every dispatch node in the last execute() (empty without timestamp support).
   std::vector<NodeTiming> last_timings() const;
+
+  // Per dispatch node, in order: the kernel and its pipeline's driver statistics (registers,
+  // shared memory, ...). Empty when the context does not capture them
+  // (ContextOptions::capture_kernel_statistics off, or the device lacks the extension).
+  // Only after prepare(), which creates the pipelines.
+  std::vector<NodeKernelStatistics> kernel_statistics() const;
 
   // Benchmarking: runs the dispatch nodes only (no staging copies) `warmup` + `repetitions`
   // times back to back in one submission, so the GPU stays busy and its clocks up, and

@@ -54,6 +54,9 @@ Context::Context(const ContextOptions& options) : options_(options) {
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   memory_model.vulkanMemoryModel = VK_TRUE;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  executable_info.pipelineExecutableInfo = VK_TRUE;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &s16;
   s16.pNext = &s8;
@@ -74,6 +77,14 @@ Context::Context(const ContextOptions& options) : options_(options) {
     *tail = &coop_nv;
     tail = &coop_nv.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  // Diagnostics only, so only on request: a device without it still runs everything.
+  const bool capture_statistics =
+      options.capture_kernel_statistics && profile_.pipeline_executable_info;
+  if (capture_statistics) {
+    *tail = &executable_info;
+    tail = &executable_info.pNext;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   }
 
   const float priority = 1.0f;
@@ -100,7 +111,8 @@ Context::Context(const ContextOptions& options) : options_(options) {
     check(r, "vkCreateCommandPool");
   }
   memory_ = std::make_unique<MemoryAllocator>(physical_, device_, profile_);
-  pipelines_ = std::make_unique<PipelineCache>(device_, profile_, options.pipeline_cache_file);
+  pipelines_ = std::make_unique<PipelineCache>(device_, profile_, options.pipeline_cache_file,
+                                               capture_statistics);
 }
 
 Context::~Context() {

@@ -24,6 +24,10 @@ struct ContextOptions {
   std::string pipeline_cache_file;  // "" = no persistent pipeline cache
   std::chrono::milliseconds gpu_timeout{std::chrono::seconds(120)};
   ProfileOverrides overrides;       // switch features off (tests of fallback paths)
+  // Ask the driver to keep per-kernel statistics (registers, shared memory, ...) through
+  // VK_KHR_pipeline_executable_properties, where the device offers it. Off by default: the
+  // driver may keep extra data per pipeline, and only diagnostics tools want it.
+  bool capture_kernel_statistics = false;
 
   // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE.
   static ContextOptions from_env();
@@ -42,6 +46,8 @@ class Context {
   VkQueue queue() const { return queue_; }
   const MemoryAllocator& memory() const { return *memory_; }
   PipelineCache& pipelines() { return *pipelines_; }
+  // Whether pipelines are built with statistics capture (the option AND the device has it).
+  bool captures_kernel_statistics() const { return pipelines_->captures_statistics(); }
 
   CommandBuffer new_command_buffer();
   // Submits and blocks until the GPU finished; a GPU that does not finish within the

@@ -98,6 +98,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   ext->storage_8bit = !v12 && has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   ext->cooperative_matrix_nv = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   ext->cooperative_matrix_khr = has_extension(exts, "VK_KHR_cooperative_matrix");
+  ext->pipeline_executable_properties =
+      has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   const bool dot_available = v13 || ext->integer_dot_product;
 
   // Properties chain.
@@ -131,6 +133,13 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   storage16.pNext = &storage8;
   storage8.pNext = &f16i8;
   f16i8.pNext = dot_available ? &dot_feat : nullptr;
+  // Only chained when the extension exists: an unknown structure in the chain is invalid usage.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_feat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (ext->pipeline_executable_properties) {
+    executable_feat.pNext = feats2.pNext;
+    feats2.pNext = &executable_feat;
+  }
   vkGetPhysicalDeviceFeatures2(device, &feats2);
 
   p.name = base.deviceName;
@@ -157,6 +166,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.cooperative_matrix_nv = ext->cooperative_matrix_nv;
   p.cooperative_matrix_khr = ext->cooperative_matrix_khr;
   read_cooperative_matrix_shapes(instance, device, p);
+  p.pipeline_executable_info =
+      ext->pipeline_executable_properties && executable_feat.pipelineExecutableInfo;
 
   p.subgroup_size = subgroup.subgroupSize;
   const auto& lim = base.limits;
@@ -243,6 +254,8 @@ std::string DeviceProfile::summary() const {
   os << "  8-bit storage: " << yes(storage_8bit) << ", 16-bit storage: " << yes(storage_16bit)
      << ", int8 arith: " << yes(int8_arithmetic) << ", float16 arith: " << yes(float16_arithmetic)
      << ", memory model: " << yes(vulkan_memory_model) << "\n";
+  os << "  kernel statistics (VK_KHR_pipeline_executable_properties): "
+     << yes(pipeline_executable_info) << "\n";
   os << "  cooperative matrix: NV " << yes(cooperative_matrix_nv) << ", KHR "
      << yes(cooperative_matrix_khr) << "; int8 shapes:";
   if (int8_cooperative_matrix_shapes.empty()) os << " none";

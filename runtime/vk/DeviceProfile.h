@@ -36,6 +36,11 @@ struct DeviceProfile {
   bool cooperative_matrix_nv = false, cooperative_matrix_khr = false;
   std::vector<CooperativeMatrixShape> int8_cooperative_matrix_shapes;  // int8 x int8 -> int32
 
+  // Diagnostics: VK_KHR_pipeline_executable_properties with pipelineExecutableInfo, i.e. the
+  // driver can report what it compiled each kernel into (registers, shared memory, ...). Only
+  // enabled on the device when ContextOptions::capture_kernel_statistics asks for it.
+  bool pipeline_executable_info = false;
+
   // Subgroups and workgroups
   uint32_t subgroup_size = 1;
   std::array<uint32_t, 3> max_workgroup_size{};
@@ -80,6 +85,7 @@ struct EnabledExtensions {
   bool storage_8bit = false;          // VK_KHR_8bit_storage (pre-1.2)
   bool cooperative_matrix_nv = false; // VK_NV_cooperative_matrix
   bool cooperative_matrix_khr = false;// VK_KHR_cooperative_matrix
+  bool pipeline_executable_properties = false;  // VK_KHR_pipeline_executable_properties
 };
 
 // Features the caller switches off in code (same effect as the environment overrides).

@@ -1,5 +1,6 @@
 #include "runtime/vk/PipelineCache.h"
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -30,6 +31,27 @@ bool cache_header_matches(const std::vector<char>& data, const DeviceProfile& pr
          std::memcmp(data.data() + 16, profile.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
 }
 
+// The driver's fixed-size, NUL-terminated strings (bounded anyway: a driver bug must not make
+// us read past the array).
+template <size_t N>
+std::string driver_string(const char (&text)[N]) {
+  return std::string(text, strnlen(text, N));
+}
+
+std::string format_statistic(const VkPipelineExecutableStatisticKHR& s) {
+  switch (s.format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: return s.value.b32 ? "true" : "false";
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: return std::to_string(s.value.i64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: return std::to_string(s.value.u64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", s.value.f64);
+      return text;
+    }
+    default: return "?";  // a format newer than our headers
+  }
+}
+
 }  // namespace
 
 void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
@@ -49,8 +71,21 @@ void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
   need(shaders::kReqCooperativeMatrixKHR, p.cooperative_matrix_khr, "VK_KHR_cooperative_matrix");
 }
 
-PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file)
+PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file,
+                             bool capture_statistics)
     : device_(device), profile_(profile), cache_file_(std::move(cache_file)) {
+  if (capture_statistics) {
+    // Extension commands are not exported by the loader library; ask the device for them.
+    get_executable_properties_ = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+        vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+    get_executable_statistics_ = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+        vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
+    // Both or neither, so captures_statistics() alone decides.
+    if (!get_executable_properties_ || !get_executable_statistics_) {
+      get_executable_properties_ = nullptr;
+      get_executable_statistics_ = nullptr;
+    }
+  }
   std::vector<char> data;
   if (!cache_file_.empty()) {
     std::ifstream in(cache_file_, std::ios::binary);
@@ -184,6 +219,7 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   ci.layout = result.layout;
+  if (captures_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipeline = VK_NULL_HANDLE;
   // A failed pipeline build is an error for this kernel, never a null handle bound later.
   VKD_VK_CHECK(vkCreateComputePipelines(device_, cache_.get(), 1, &ci, nullptr, &pipeline),
@@ -194,6 +230,38 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
   slot.first = UniquePipeline(device_, pipeline);
   slot.second = result;
   return slot.second;
+}
+
+std::vector<PipelineExecutableStatistics> PipelineCache::statistics(VkPipeline pipeline) const {
+  std::vector<PipelineExecutableStatistics> result;
+  if (!captures_statistics()) return result;
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  uint32_t count = 0;
+  VKD_VK_CHECK(get_executable_properties_(device_, &info, &count, nullptr),
+               "vkGetPipelineExecutablePropertiesKHR");
+  std::vector<VkPipelineExecutablePropertiesKHR> executables(
+      count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  VKD_VK_CHECK(get_executable_properties_(device_, &info, &count, executables.data()),
+               "vkGetPipelineExecutablePropertiesKHR");
+  for (uint32_t i = 0; i < count; ++i) {
+    VkPipelineExecutableInfoKHR executable{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    executable.pipeline = pipeline;
+    executable.executableIndex = i;
+    uint32_t stat_count = 0;
+    VKD_VK_CHECK(get_executable_statistics_(device_, &executable, &stat_count, nullptr),
+                 "vkGetPipelineExecutableStatisticsKHR");
+    std::vector<VkPipelineExecutableStatisticKHR> stats(
+        stat_count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    VKD_VK_CHECK(get_executable_statistics_(device_, &executable, &stat_count, stats.data()),
+                 "vkGetPipelineExecutableStatisticsKHR");
+    PipelineExecutableStatistics& out = result.emplace_back();
+    out.name = driver_string(executables[i].name);
+    for (uint32_t k = 0; k < stat_count; ++k) {
+      out.statistics.push_back({driver_string(stats[k].name), format_statistic(stats[k])});
+    }
+  }
+  return result;
 }
 
 }  // namespace vkd::vk

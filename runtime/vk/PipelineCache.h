@@ -2,6 +2,8 @@
 // with the descriptor-set and pipeline layouts they need (cached by binding kinds and push-
 // constant size). Backed by a VkPipelineCache that can be saved to and loaded from a file; the
 // file's header is checked against this device and driver before the driver sees it.
+// Optionally the pipelines are built with statistics capture, so the driver can say what it
+// made of each kernel (VK_KHR_pipeline_executable_properties).
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -36,6 +38,20 @@ struct Pipeline {
   const shaders::ShaderInfo* info;
 };
 
+// One statistic the driver reports for a pipeline executable, its value as text (bool as
+// true/false, integers in decimal, floats with up to 6 significant digits).
+struct KernelStatistic {
+  std::string name;   // the driver's own, e.g. "Register Count"
+  std::string value;
+};
+
+// A pipeline compiles to one or more executables (for compute usually one; some drivers split
+// e.g. by subgroup size), each with the driver's name for it and its statistics.
+struct PipelineExecutableStatistics {
+  std::string name;
+  std::vector<KernelStatistic> statistics;
+};
+
 // Checks that the device can run `kernel` (int8 dot product, cooperative matrix, ...); throws
 // an Unsupported error naming the kernel and the missing feature.
 void check_kernel_supported(const DeviceProfile& profile, shaders::Kernel kernel);
@@ -43,7 +59,11 @@ void check_kernel_supported(const DeviceProfile& profile, shaders::Kernel kernel
 class PipelineCache {
  public:
   // `cache_file`: where pipeline-cache data is loaded from and saved to ("" = in memory only).
-  PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file);
+  // `capture_statistics`: build pipelines with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  // the device must have been created with VK_KHR_pipeline_executable_properties and its
+  // pipelineExecutableInfo feature (Context does that when asked and available).
+  PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file,
+                bool capture_statistics = false);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -52,6 +72,12 @@ class PipelineCache {
 
   // Writes the driver's pipeline-cache data to the cache file (no-op without a file).
   void save() const;
+
+  // What the driver made of `pipeline` (one of ours): every executable with every statistic.
+  // Empty when statistics are not captured (not asked for, or the device lacks the extension):
+  // this is a diagnostic, never a reason to fail.
+  std::vector<PipelineExecutableStatistics> statistics(VkPipeline pipeline) const;
+  bool captures_statistics() const { return get_executable_properties_ != nullptr; }
 
   size_t pipeline_count() const { return pipelines_.size(); }
   size_t created_count() const { return created_; }
@@ -72,6 +98,9 @@ class PipelineCache {
   std::map<shaders::Kernel, UniqueShaderModule> modules_;
   std::map<PipelineKey, std::pair<UniquePipeline, Pipeline>> pipelines_;
   size_t created_ = 0;
+  // Extension entry points, loaded only when capturing (null otherwise).
+  PFN_vkGetPipelineExecutablePropertiesKHR get_executable_properties_ = nullptr;
+  PFN_vkGetPipelineExecutableStatisticsKHR get_executable_statistics_ = nullptr;
 };
 
 }  // namespace vkd::vk

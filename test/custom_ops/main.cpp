@@ -4,7 +4,12 @@
 //   PERF: warm-up, then timed iterations back to back in one submission with GPU timestamps
 //         around each (ComputeGraph::benchmark); a table of median/min µs and GB/s or GOP/s,
 //         each as a share of the peaks measured in the same run.
+//   --kernel-stats (PERF): pipelines are built with statistics capture and, under each case,
+//         one line per dispatch node shows what the driver made of its kernel (registers,
+//         shared memory, ... under the driver's own names; VK_KHR_pipeline_executable_properties),
+//         also in the --json output. A device without the extension says so once and runs as usual.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -22,6 +27,7 @@ namespace {
 
 struct Options {
   bool accu = true, perf = false, list = false;
+  bool kernel_stats = false;
   std::string filter = ".*";
   std::string device;
   std::string json_file;
@@ -32,10 +38,13 @@ struct Options {
 constexpr const char* kUsage =
     "usage: vkd_custom_ops [--mode accu|perf|all] [--filter REGEX] [--device SEL]\n"
     "                      [--json FILE] [--iterations N] [--warmup N] [--seed N] [--list]\n"
+    "                      [--kernel-stats]\n"
     "  --mode      accu (default): correctness vs CPU reference; perf: GPU timings; all: both\n"
     "  --filter    run only cases whose name matches REGEX (std::regex, search)\n"
     "  --device    device index or name substring (default: VKD_DEVICE or the best device)\n"
-    "  --json      also write PERF results to FILE\n";
+    "  --json      also write PERF results to FILE\n"
+    "  --kernel-stats  PERF: print what the driver compiled each node's kernel into (registers,\n"
+    "              shared memory, ...; VK_KHR_pipeline_executable_properties), also in --json\n";
 
 bool parse_int(const char* s, int& out) {
   char* end = nullptr;
@@ -85,6 +94,8 @@ bool parse_options(int argc, char** argv, Options& o) {
       (a == "--iterations" ? o.iterations : a == "--warmup" ? o.warmup : o.seed) = n;
     } else if (a == "--list") {
       o.list = true;
+    } else if (a == "--kernel-stats") {
+      o.kernel_stats = true;
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -151,6 +162,7 @@ struct PerfRow {
   const Case* c;
   double median_us = 0, min_us = 0, rate = 0, share = 0;
   std::string status = "ok";
+  std::vector<graph::NodeKernelStatistics> kernel_stats;  // with --kernel-stats
 };
 
 PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o) {
@@ -172,6 +184,7 @@ PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o) {
     row.min_us = times.front();
     const PerfWork w = instance->work();
     row.rate = (c.metric == Metric::GBps ? w.bytes : w.ops) / (row.median_us * 1e3);  // G/s
+    if (o.kernel_stats) row.kernel_stats = g.kernel_statistics();
   } catch (const Error& e) {
     row.status = std::string(e.code() == ErrorCode::Unsupported ? "SKIP: " : "FAIL: ") + e.what();
   }
@@ -185,6 +198,50 @@ std::string json_escape(const std::string& s) {
     out += ch;
   }
   return out;
+}
+
+// A statistic's text as a JSON value: numbers and booleans bare, anything else a string.
+std::string json_value(const std::string& text) {
+  if (text == "true" || text == "false") return text;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end && *end == '\0' && std::isfinite(v)) return text;
+  return "\"" + json_escape(text) + "\"";
+}
+
+// "    kernel: Name=value, Name=value" (when the driver made several executables, each one
+// named in brackets before its statistics).
+std::string kernel_stats_line(const graph::NodeKernelStatistics& node) {
+  std::string line = "    " + node.kernel + ":";
+  if (node.executables.empty()) line += " (no executables reported)";
+  for (size_t e = 0; e < node.executables.size(); ++e) {
+    const auto& exe = node.executables[e];
+    if (node.executables.size() > 1) line += (e ? "; [" : " [") + exe.name + "]";
+    for (size_t i = 0; i < exe.statistics.size(); ++i) {
+      line += (i ? ", " : " ") + exe.statistics[i].name + "=" + exe.statistics[i].value;
+    }
+  }
+  return line;
+}
+
+std::string kernel_stats_json(const std::vector<graph::NodeKernelStatistics>& nodes) {
+  std::string out = "[";
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    out += std::string(n ? ", " : "") + "{\"op\": \"" + json_escape(nodes[n].op) +
+           "\", \"kernel\": \"" + json_escape(nodes[n].kernel) + "\", \"executables\": [";
+    for (size_t e = 0; e < nodes[n].executables.size(); ++e) {
+      const auto& exe = nodes[n].executables[e];
+      out += std::string(e ? ", " : "") + "{\"name\": \"" + json_escape(exe.name) +
+             "\", \"statistics\": {";
+      for (size_t i = 0; i < exe.statistics.size(); ++i) {
+        out += std::string(i ? ", " : "") + "\"" + json_escape(exe.statistics[i].name) +
+               "\": " + json_value(exe.statistics[i].value);
+      }
+      out += "}}";
+    }
+    out += "]}";
+  }
+  return out + "]";
 }
 
 int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const Case*>& cases,
@@ -218,6 +275,10 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
     std::printf(", int8 cooperative matrix %.1f GOP/s", peaks["peak/int8_coopmat"]);
   }
   std::printf("\n");
+  if (o.kernel_stats && !ctx.captures_kernel_statistics()) {
+    std::printf("kernel statistics: the device does not offer "
+                "VK_KHR_pipeline_executable_properties\n");
+  }
   std::printf("%-58s %-14s %-30s %11s %11s %12s %8s\n", "case", "shape", "layout", "median us",
               "min us", "rate", "of peak");
   int failures = 0;
@@ -231,6 +292,7 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
     std::printf("%-58s %-14s %-30s %11.2f %11.2f %7.1f %s %7.1f%%\n", r.c->name.c_str(),
                 r.c->shape.c_str(), r.c->layout.c_str(), r.median_us, r.min_us, r.rate,
                 r.c->metric == Metric::GBps ? "GB/s " : "GOP/s", 100.0 * r.share);
+    for (const auto& node : r.kernel_stats) std::printf("%s\n", kernel_stats_line(node).c_str());
   }
 
   if (!o.json_file.empty()) {
@@ -246,7 +308,9 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
           << "\", \"status\": \"" << json_escape(r.status) << "\", \"median_us\": " << r.median_us
           << ", \"min_us\": " << r.min_us << ", \""
           << (r.c->metric == Metric::GBps ? "gbps" : "gops") << "\": " << r.rate
-          << ", \"share_of_peak\": " << r.share << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+          << ", \"share_of_peak\": " << r.share;
+      if (o.kernel_stats) out << ", \"kernel_stats\": " << kernel_stats_json(r.kernel_stats);
+      out << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
     }
     out << "  ]\n}\n";
     std::printf("wrote %s\n", o.json_file.c_str());
@@ -284,6 +348,7 @@ int run(int argc, char** argv) {
 
   vk::ContextOptions options = vk::ContextOptions::from_env();
   if (!o.device.empty()) options.device_selector = o.device;
+  options.capture_kernel_statistics = o.kernel_stats;
   vk::Context ctx(options);
   std::printf("device: %s", ctx.profile().summary().c_str());
 

@@ -283,6 +283,68 @@ TEST_F(RuntimeTest, GarbagePipelineCacheFileIsIgnored) {
   std::remove((path + ".tmp").c_str());
 }
 
+// ---- kernel statistics (VK_KHR_pipeline_executable_properties) ------------------------------
+
+// Builds a one-node graph (int8 4W4C -> 4H4W) in `g`, prepares and runs it once.
+void build_and_run_convert(ComputeGraph& g) {
+  const std::vector<int64_t> sizes = {1, 6, 5, 7};
+  const ValueRef in = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
+                                    MemoryLayout::PackedInt8_4W4C});
+  const ValueRef out = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
+                                     MemoryLayout::PackedInt8_4H4W});
+  vkd::ops::add_q8ta_convert_node(g, in, out, 0);
+  g.add_input(in);
+  g.add_output(out);
+  g.prepare();
+  const auto values = random_int8(6 * 5 * 7, 21);
+  g.write_int8(in, values, 0);
+  g.execute();
+  EXPECT_EQ(values, g.read_int8(out)) << "pipelines built with statistics capture run as usual";
+}
+
+// With capture asked for, a device offering the extension reports statistics for every node;
+// a device without it (lavapipe up to at least Mesa 22.3) reports none and runs as usual. The
+// documented behaviour is checked either way, never skipped.
+TEST_F(RuntimeTest, KernelStatisticsWhereTheDeviceOffersThem) {
+  vk::ContextOptions options = test_context_options();
+  options.capture_kernel_statistics = true;
+  vk::Context context(options);
+  ValidationWatch watch(context, true);
+  const bool offered = context.profile().pipeline_executable_info;
+  EXPECT_EQ(context.captures_kernel_statistics(), offered);
+  {
+    ComputeGraph g(context);
+    EXPECT_TRUE(throws_error([&] { g.kernel_statistics(); }, ErrorCode::Internal,
+                             {"before prepare()"}));
+    build_and_run_convert(g);
+    const auto nodes = g.kernel_statistics();
+    if (offered) {
+      ASSERT_EQ(nodes.size(), 1u);
+      EXPECT_EQ(nodes[0].kernel, shaders::shader_info(g.nodes()[0].kernel).name);
+      ASSERT_FALSE(nodes[0].executables.empty()) << "the driver reported no executable";
+      const auto& exe = nodes[0].executables[0];
+      EXPECT_FALSE(exe.name.empty());
+      ASSERT_FALSE(exe.statistics.empty()) << "executable '" << exe.name << "' has no statistics";
+      for (const auto& stat : exe.statistics) {
+        EXPECT_FALSE(stat.name.empty());
+        EXPECT_FALSE(stat.value.empty()) << stat.name;
+      }
+    } else {
+      EXPECT_TRUE(nodes.empty()) << "device '" << context.profile().name
+                                 << "' lacks the extension, yet statistics came back";
+    }
+  }
+  watch.check("context capturing kernel statistics");
+}
+
+// Without the option (the default) nothing is captured, whatever the device offers.
+TEST_F(RuntimeTest, KernelStatisticsEmptyWithoutTheOption) {
+  EXPECT_FALSE(ctx().captures_kernel_statistics());
+  ComputeGraph g(ctx());
+  build_and_run_convert(g);
+  EXPECT_TRUE(g.kernel_statistics().empty());
+}
+
 // ---- error paths ---------------------------------------------------------------------------
 
 TEST_F(RuntimeTest, SelectingAnUnknownDeviceNamesIt) {
