@@ -41,6 +41,17 @@
 //   2x2 (128 invocations), WN 64, BKW 16: 223 / 233 / 193
 // Every shape tops out near 280 TOPS; the larger ones only lose workgroups on mid-sized layers.
 // Loading one A fragment at a time (fewer live registers) changed nothing measurable.
+// Second sweep (vkd_custom_ops --kernel-stats; this kernel: 176 registers, 40 KiB shared, so
+// one workgroup per SM):
+//   each invocation transposing 4 K words of a row in registers and storing 16-byte vectors
+//   (4x fewer shared stores): 162 registers, 240 / 243 / 211 (worse);
+//   the same with BKW 8: 128 registers, 24 KiB, two workgroups per SM: 282 / 183 / 169;
+//   2x2, WN 64 with vector stores: 255 registers, 182 / 197 / 169.
+// Twice the occupancy did not help either, so the ceiling is not latency hiding inside an SM.
+// At 280 TOPS a 128 x 128 tile pulls 16 KiB per 2.1 MOP from L2, ~2.2 TB/s; the probe without
+// the products (0.58 us per stage) moves ~3.6 TB/s, near what the H100's L2 delivers, so the
+// next step is less L2 traffic per product (larger tiles need registers this route lacks
+// without asynchronous copies into shared memory).
 #define WARPS_M 2
 #define WARPS_N 4
 #define WN 32

@@ -1,27 +1,33 @@
 // q8ta_linear for few rows (runtime/ops/Linear.h; the route for M <= 4): memory-bound by design.
 //
-// A workgroup of 64 invocations computes one row block (4 padded rows) x NG * 4 = 8 output
-// channels. Invocation t reads input blocks k4 = t, t + 64, ... and, for each of its NG channel
-// groups, the weight block (group, k4): consecutive invocations read consecutive 16-byte weight
-// blocks, so a subgroup's loads coalesce into full cache lines. Each invocation keeps
-// 4 rows x 8 channels of partial sums; a shared-memory tree sums them across the workgroup (no
-// subgroup operations needed), then invocation g * 4 + row (< 4 NG) applies the epilogue to
-// the 4 channels of group g in that row and writes them.
-// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed) x INT8_DOT_FALLBACK.
+// A workgroup of WG = 128 invocations computes one row block (4 padded rows) x NG * 4 = 8
+// output channels. Invocation t reads input blocks k4 = t, t + WG, ... and, for each of its NG
+// channel groups, the weight block (group, k4); the weights are packed channel-major for this
+// route (linear_weights.glslh), so a subgroup's loads are one contiguous run per group and a
+// workgroup streams 2 contiguous runs of K bytes x 4 channels. Each invocation keeps 4 rows x 8
+// channels of partial sums, UNROLL k steps of loads in flight. The sums are reduced across the
+// workgroup (SG_REDUCE 1: subgroupAdd, then one partial per subgroup in shared memory; 0: a
+// shared-memory tree for devices without subgroup arithmetic), then invocation g * 4 + row
+// (< 4 NG) applies the epilogue to the 4 channels of group g in that row and writes them.
+// Sweep on an H100 (M1, GB/s of weights over independent copies, 2048^2 / 4096^2 / 4096 x
+// 11008; copy peak 2840): WG 64 NG 2 tree 1205 / 1732 / 1703; WG 256 NG 2 subgroup 646 / 1321 /
+// 1299; WG 256 NG 1 subgroup 1059 / 1959 / 1987; WG 128 NG 2 subgroup (this) 1573 / 2284 / 2381.
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed) x INT8_DOT_FALLBACK x SG_REDUCE.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #define VKD_FIXED_LOCAL_SIZE
-layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+#define WG 128
+#define NG 2
+#define UNROLL 4
+#if SG_REDUCE
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
 #include "int8_dot.glslh"
 
-#define WG 64
-#define NG 2
-
 #include "linear_common.glslh"
-
-#define UNROLL 4
 
 // [invocation][g * 4 + row]: 4 channels of one row.
 shared ivec4 partial[WG][NG * 4];
@@ -51,7 +57,7 @@ void main() {
     ivec4 x[UNROLL], w[UNROLL][NG];
     [[unroll]] for (int u = 0; u < UNROLL; ++u) {
       x[u] = in_blocks[rb * p.k4 + k + u * WG];
-      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[weight_block(g4s[g], k + u * WG, p.n4)];
+      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[weight_block_channel_major(g4s[g], k + u * WG, p.k4)];
     }
     [[unroll]] for (int u = 0; u < UNROLL; ++u) {
       [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x[u], w[u][g]);
@@ -59,8 +65,18 @@ void main() {
   }
   for (; k < p.k4; k += WG) {
     const ivec4 x = in_blocks[rb * p.k4 + k];
-    [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[weight_block(g4s[g], k, p.n4)]);
+    [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[weight_block_channel_major(g4s[g], k, p.k4)]);
   }
+#if SG_REDUCE
+  [[unroll]] for (int i = 0; i < NG * 4; ++i) acc[i] = subgroupAdd(acc[i]);
+  if (subgroupElect()) {
+    [[unroll]] for (int i = 0; i < NG * 4; ++i) partial[gl_SubgroupID][i] = acc[i];
+  }
+  barrier();
+  if (t < NG * 4) {
+    for (int s = 1; s < int(gl_NumSubgroups); ++s) partial[0][t] += partial[s][t];
+  }
+#else
   for (int i = 0; i < NG * 4; ++i) partial[t][i] = acc[i];
   barrier();
   for (int stride = WG / 2; stride > 0; stride /= 2) {
@@ -69,6 +85,7 @@ void main() {
     }
     barrier();
   }
+#endif
   if (t >= NG * 4) return;
 
   const int g = t / 4, row_lane = t % 4;

@@ -231,13 +231,18 @@ std::string Delegate::Impl::describe() const {
     for (size_t a = 0; a < op.args.size(); ++a) os << (a ? ", " : "") << op.args[a];
     os << ")\n";
     for (size_t n = op.first_node; n < op.first_node + op.node_count; ++n) {
-      os << "      node " << n << ": kernel " << shaders::shader_info(nodes[n].kernel).name
+      os << "      node " << n << (graph.barrier_before(n) ? " (after a barrier)" : "")
+         << ": kernel " << shaders::shader_info(nodes[n].kernel).name
          << ", " << nodes[n].plan.group_count[0] << "x" << nodes[n].plan.group_count[1] << "x"
          << nodes[n].plan.group_count[2] << " workgroups of " << nodes[n].plan.local_size[0]
          << "x" << nodes[n].plan.local_size[1] << "x" << nodes[n].plan.local_size[2] << "; "
          << graph.describe_node(n) << "\n";
     }
   }
+  os << "barriers between dispatch nodes: " << graph.barrier_count() << " of "
+     << (nodes.empty() ? 0 : nodes.size() - 1)
+     << " (only before a node that touches memory written, or writes memory read, since the last "
+        "one)\n";
   const auto& m = graph.memory_stats();
   os << "memory: constants " << vk::format_bytes(m.constant_host_bytes) << " in the blob, "
      << vk::format_bytes(m.constant_device_bytes) << " on the device; inputs+outputs "

@@ -216,6 +216,7 @@ void ComputeGraph::plan_and_bind_memory() {
       stats_.io_device_bytes += req.size;
     }
   }
+  memory_ranges_.assign(tensors_.size(), MemoryRange{});
   const uint64_t max_block = profile().max_memory_allocation_bytes
                                  ? profile().max_memory_allocation_bytes
                                  : (uint64_t{1} << 31);
@@ -241,10 +242,46 @@ void ComputeGraph::plan_and_bind_memory() {
     for (size_t k = 0; k < refs[kind].size(); ++k) {
       GpuTensor& t = *tensors_[refs[kind][k]];
       const Placement& p = plan.placements[k];
-      context_.memory().bind(t.buffer_to_bind(), blocks_[first_block + p.block], p.offset,
+      const auto block = static_cast<uint32_t>(first_block + p.block);
+      context_.memory().bind(t.buffer_to_bind(), blocks_[block], p.offset,
                              "tensor '" + t.name() + "'");
+      memory_ranges_[refs[kind][k]] = {block, p.offset, items[kind][k].bytes};
     }
   }
+  // Images own their memory: ids after the blocks', each its own.
+  auto next_memory = static_cast<uint32_t>(blocks_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (tensors_[i]->is_image()) memory_ranges_[i] = {next_memory++, 0, tensors_[i]->bytes()};
+  }
+}
+
+std::vector<NodeAccess> ComputeGraph::node_accesses() const {
+  std::vector<NodeAccess> accesses(nodes_.size());
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    const auto& info = shaders::shader_info(nodes_[n].kernel);
+    for (uint32_t i = 0; i < info.binding_count; ++i) {
+      const MemoryRange& range = memory_ranges_[nodes_[n].bindings[i]];
+      (shaders::writes_binding(info, i) ? accesses[n].writes : accesses[n].reads).push_back(range);
+    }
+  }
+  return accesses;
+}
+
+const MemoryRange& ComputeGraph::memory_range(ValueRef ref) const {
+  VKD_CHECK(prepared_, ErrorCode::Internal, "memory_range() before prepare()");
+  tensor(ref);
+  return memory_ranges_[ref];
+}
+
+bool ComputeGraph::barrier_before(size_t node) const {
+  VKD_CHECK(prepared_, ErrorCode::Internal, "barrier_before() before prepare()");
+  VKD_CHECK(node < nodes_.size(), ErrorCode::Internal, "node ", node, " out of range");
+  return barrier_before_[node];
+}
+
+size_t ComputeGraph::barrier_count() const {
+  VKD_CHECK(prepared_, ErrorCode::Internal, "barrier_count() before prepare()");
+  return static_cast<size_t>(std::count(barrier_before_.begin(), barrier_before_.end(), true));
 }
 
 void ComputeGraph::upload_constants() {
@@ -339,6 +376,7 @@ void ComputeGraph::prepare() {
   VKD_CHECK(!prepared_, ErrorCode::Internal, "prepare() called twice");
   auto& pipelines = context_.pipelines();
   plan_and_bind_memory();
+  barrier_before_ = plan_barriers(node_accesses());
 
   // Staging buffers for graph inputs and outputs.
   for (ValueRef ref : input_refs_) {
@@ -412,10 +450,11 @@ void ComputeGraph::prepare() {
     record_copy(command_buffer_, tensor(s.tensor), s.buffer.handle(), true);
   }
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    // After the input copies a full barrier; between dispatches a compute-only one.
+    // After the input copies a full barrier; between dispatches a compute-only one, and only
+    // where the dispatch depends on one since the last barrier (or overwrites what it reads).
     if (n == 0) {
       command_buffer_.memory_barrier();
-    } else {
+    } else if (barrier_before_[n]) {
       command_buffer_.compute_barrier();
     }
     timestamps_.begin(cmd, static_cast<uint32_t>(n));
@@ -450,33 +489,49 @@ void ComputeGraph::record_dispatch(VkCommandBuffer cmd, size_t n) {
   vkCmdDispatch(cmd, node.plan.group_count[0], node.plan.group_count[1], node.plan.group_count[2]);
 }
 
-std::vector<double> ComputeGraph::benchmark(uint32_t warmup, uint32_t repetitions) {
+ComputeGraph::BenchmarkTimes ComputeGraph::benchmark(uint32_t warmup, uint32_t repetitions) {
   VKD_CHECK(prepared_, ErrorCode::Internal, "benchmark() before prepare()");
   VKD_CHECK(profile().timestamps, ErrorCode::Unsupported, "device '", profile().name,
             "' has no timestamp queries on its compute queue");
-  vk::TimestampQueries queries(context_.device(), profile(), repetitions);
+  const uint32_t nodes = static_cast<uint32_t>(nodes_.size());
+  vk::TimestampQueries whole(context_.device(), profile(), repetitions);
+  vk::TimestampQueries kernels(context_.device(), profile(), repetitions * nodes);
   vk::CommandBuffer cb = context_.new_command_buffer();
   VkCommandBuffer cmd = cb.handle();
   cb.begin(true);
-  queries.reset(cmd);
-  for (uint32_t r = 0; r < warmup + repetitions; ++r) {
+  whole.reset(cmd);
+  kernels.reset(cmd);
+  // Repetition r: warm-up below `warmup`, then `repetitions` timed end to end, then as many
+  // kernel-timed ones.
+  for (uint32_t r = 0; r < warmup + 2 * repetitions; ++r) {
     // A full barrier first (earlier submissions copied the inputs), then compute-only ones:
-    // nothing in here is copied.
+    // nothing in here is copied. Always one between repetitions: the first nodes of the next
+    // may overwrite what the last ones of this one read; within one, only the graph's own.
     if (r == 0) {
       cb.memory_barrier();
     } else {
       cb.compute_barrier();
     }
-    if (r >= warmup) queries.begin(cmd, r - warmup);
-    for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (n > 0) cb.compute_barrier();
+    const bool whole_timed = r >= warmup && r < warmup + repetitions;
+    const bool kernel_timed = r >= warmup + repetitions;
+    const uint32_t rep = kernel_timed ? r - warmup - repetitions : r - warmup;
+    if (whole_timed) whole.begin(cmd, rep);
+    for (uint32_t n = 0; n < nodes; ++n) {
+      if (barrier_before_[n]) cb.compute_barrier();
+      if (kernel_timed) kernels.begin(cmd, rep * nodes + n);
       record_dispatch(cmd, n);
+      if (kernel_timed) kernels.end(cmd, rep * nodes + n);
     }
-    if (r >= warmup) queries.end(cmd, r - warmup);
+    if (whole_timed) whole.end(cmd, rep);
   }
   cb.end();
   context_.submit_and_wait(cb, "benchmark");
-  return queries.read_us();
+  BenchmarkTimes times;
+  times.end_to_end_us = whole.read_us();
+  const std::vector<double> spans = kernels.read_us();
+  times.kernel_us.assign(repetitions, 0.0);
+  for (size_t i = 0; i < spans.size(); ++i) times.kernel_us[i / nodes] += spans[i];
+  return times;
 }
 
 const ComputeGraph::Staging& ComputeGraph::staging_for(const std::vector<Staging>& list,

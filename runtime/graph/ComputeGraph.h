@@ -2,9 +2,10 @@
 // binds device memory (intermediates whose lifetimes do not overlap share it), uploads the
 // constants in size-bounded batches, creates pipelines and descriptor sets and records ONE
 // command buffer for the whole graph (input uploads, every dispatch with a timestamp pair
-// around it, output downloads); execute() resubmits it. Host data enters and leaves through
-// per-tensor staging buffers in the tensor's device element order (packing happens on the
-// CPU, runtime/tensor/HostPacking.h).
+// around it, output downloads); execute() resubmits it. Between two dispatches a barrier is
+// recorded only where one touches memory the other writes (HazardTracker.h). Host data enters
+// and leaves through per-tensor staging buffers in the tensor's device element order (packing
+// happens on the CPU, runtime/tensor/HostPacking.h).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "runtime/graph/GpuTensor.h"
+#include "runtime/graph/HazardTracker.h"
 #include "runtime/vk/Commands.h"
 #include "runtime/vk/Context.h"
 #include "runtime/vk/Descriptors.h"
@@ -118,6 +120,15 @@ class ComputeGraph {
   void prepare();
   bool prepared() const { return prepared_; }
 
+  // Only after prepare(). Where a tensor's bytes live: a buffer's range in its memory block
+  // (intermediates whose lifetimes do not overlap may share bytes), an image's own memory.
+  const MemoryRange& memory_range(ValueRef ref) const;
+  // Whether a barrier is recorded before dispatch node `node` (there is always one before node
+  // 0, after the input copies; this says false for it), and how many such barriers separate
+  // the dispatch nodes of one execution.
+  bool barrier_before(size_t node) const;
+  size_t barrier_count() const;
+
   // Host -> input staging. Float tensors take NCHW float32 (float16 tensors are converted),
   // int32 tensors NCHW int32, int8x4 tensors NCHW int8 (packed on the CPU, padding =
   // pad_value, the tensor's zero point) or raw words.
@@ -152,11 +163,19 @@ class ComputeGraph {
   // Only after prepare(), which creates the pipelines.
   std::vector<NodeKernelStatistics> kernel_statistics() const;
 
-  // Benchmarking: runs the dispatch nodes only (no staging copies) `warmup` + `repetitions`
-  // times back to back in one submission, so the GPU stays busy and its clocks up, and
-  // returns the GPU time of each timed repetition in microseconds (timestamps around each).
-  // Inputs keep whatever the last execute() uploaded.
-  std::vector<double> benchmark(uint32_t warmup, uint32_t repetitions);
+  // Benchmarking: runs the dispatch nodes only (no staging copies) `warmup` + 2 x
+  // `repetitions` times back to back in one submission, so the GPU stays busy and its clocks
+  // up, with an execution's barriers between its dispatches (only where a hazard needs one:
+  // independent dispatches overlap) and one between repetitions. The first `repetitions` are
+  // timed end to end (end_to_end_us), the second with timestamps around each dispatch
+  // (kernel_us: the sum of the dispatches' own spans, what a per-kernel profiler reports; the
+  // timestamps serialize the dispatches, so this includes each one's launch). Microseconds,
+  // one entry per repetition. Inputs keep whatever the last execute() uploaded.
+  struct BenchmarkTimes {
+    std::vector<double> end_to_end_us;
+    std::vector<double> kernel_us;
+  };
+  BenchmarkTimes benchmark(uint32_t warmup, uint32_t repetitions);
 
  private:
   struct Staging {
@@ -165,6 +184,8 @@ class ComputeGraph {
   };
   enum Role : uint8_t { kIntermediate = 0, kInput = 1, kOutput = 2, kConstant = 4 };
   void plan_and_bind_memory();
+  // What each dispatch node may read and write, from its bindings and the kernel's reflection.
+  std::vector<NodeAccess> node_accesses() const;
   void upload_constants();
   void note_load_bytes(uint64_t transient_bytes);
   const Staging& staging_for(const std::vector<Staging>& list, ValueRef ref,
@@ -181,6 +202,8 @@ class ComputeGraph {
   std::vector<ConstantPacker> packers_;       // per tensor; empty unless constant
   std::vector<std::optional<int32_t>> zero_points_;
   std::vector<vk::MemoryBlock> blocks_;       // shared memory the buffers are bound in
+  std::vector<MemoryRange> memory_ranges_;    // per tensor, from plan_and_bind_memory()
+  std::vector<bool> barrier_before_;          // per dispatch node, from prepare()
   uint64_t constant_batch_bytes_ = 16ull << 20;
   GraphMemoryStats stats_;
   std::vector<DispatchNode> nodes_;

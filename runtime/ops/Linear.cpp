@@ -59,13 +59,16 @@ int64_t packed_weight_blocks(const LinearWeights& w) {
   return div_up(w.n, 4) * 8 * div_up(div_up(w.k, 4), 8);
 }
 
-std::vector<uint8_t> pack_weights(const LinearWeights& w) {
-  const int64_t n4 = div_up(w.n, 4);
+// channel_major (the GEMV route): block (n4, k4) at n4 * K4 + k4 instead, every K block of a
+// channel group contiguous (linear_weights.glslh's weight_block_channel_major).
+std::vector<uint8_t> pack_weights(const LinearWeights& w, bool channel_major) {
+  const int64_t n4 = div_up(w.n, 4), k4_count = div_up(w.k, 4);
   std::vector<uint8_t> out(static_cast<size_t>(packed_weight_blocks(w) * 16), 0);
   for (int64_t n = 0; n < w.n; ++n) {
     for (int64_t k = 0; k < w.k; ++k) {
       const int64_t k4 = k / 4;
-      const int64_t block = ((k4 / 8) * n4 + n / 4) * 8 + k4 % 8;
+      const int64_t block = channel_major ? (n / 4) * k4_count + k4
+                                          : ((k4 / 8) * n4 + n / 4) * 8 + k4 % 8;
       out[static_cast<size_t>(block * 16 + (n % 4) * 4 + k % 4)] =
           static_cast<uint8_t>(w.weight[n * w.k + k]);
     }
@@ -92,18 +95,20 @@ std::vector<uint8_t> pack_channels(const LinearWeights& w, float input_scale) {
   return out;
 }
 
-// Adds the prepacked weights and channel data as constants (packed during prepare()).
+// Adds the prepacked weights (pack_weights' layout) and channel data as constants (packed
+// during prepare()).
 std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeGraph& graph,
                                                                   const LinearWeights& w,
                                                                   float input_scale,
-                                                                  const std::string& name) {
+                                                                  const std::string& name,
+                                                                  bool channel_major) {
   const int64_t n4 = div_up(w.n, 4);
   const TensorSpec wspec{{packed_weight_blocks(w), 4}, DType::Int32, StorageType::Buffer,
                          MemoryLayout::WidthPacked};
   const TensorSpec cspec{{3, 4 * n4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
   const LinearWeights copy = w;
   const auto weights = graph.add_constant(
-      wspec, name + ".weight_packed", [copy] { return pack_weights(copy); },
+      wspec, name + ".weight_packed", [copy, channel_major] { return pack_weights(copy, channel_major); },
       static_cast<uint64_t>(w.n * w.k));
   const auto channels = graph.add_constant(
       cspec, name + ".channels", [copy, input_scale] { return pack_channels(copy, input_scale); },
@@ -119,7 +124,7 @@ struct LinearKernel {
 
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
-// q8ta_linear_coopmat.glsl). GEMV: 64 invocations, one row block x 8 channels. GEMV also where
+// q8ta_linear_coopmat.glsl). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
 // the device cannot run a 256-invocation workgroup.
 LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowShape& rows,
                                   int64_t n4, bool int8_out, LinearRoute requested) {
@@ -147,8 +152,9 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
                           static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
   } else {
-    k.kernel = shaders::variants::q8ta_linear_gemv[out][dot];
-    k.plan.local_size = {64, 1, 1};
+    // 128 invocations, 2 channel groups (shaders/q8ta_linear_gemv.glsl has the sweep).
+    k.kernel = shaders::variants::q8ta_linear_gemv[out][dot][profile.subgroup_arithmetic ? 1 : 0];
+    k.plan.local_size = {128, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 2)),
                           static_cast<uint32_t>(rows.row_blocks()), 1};
   }
@@ -180,7 +186,9 @@ std::string linear_coopmat_unavailable(const vk::DeviceProfile& profile) {
     return "int8 16x16x32 cooperative matrices through VK_NV_cooperative_matrix (with int8 "
            "arithmetic and the Vulkan memory model)";
   }
-  if (profile.subgroup_size != 32) return "32-wide subgroups";
+  if (profile.subgroup_size != 32 || !profile.subgroup_arithmetic) {
+    return "32-wide subgroups (with subgroup operations in compute shaders)";
+  }
   if (profile.max_workgroup_invocations < 256) return "256-invocation workgroups";
   return "";
 }
@@ -222,9 +230,10 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
   const RowShape rows = row_shape(in.spec());
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
-  const auto [packed, channels] =
-      add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name());
   const LinearKernel k = choose_linear_kernel(graph.profile(), rows, n4, p.output.has_value(), p.route);
+  const auto [packed, channels] =
+      add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name(),
+                           k.route == LinearRoute::Gemv);
   const QuantParams q = p.output.value_or(QuantParams{});
   const LinearPush push{int32_t(rows.row_blocks()), int32_t(rows.h), int32_t(rows.h4),
                         int32_t(k4), int32_t(weights.n), int32_t(n4), int32_t(4 * n4),
@@ -258,7 +267,7 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const int64_t rows = in.spec().numel() / weights.k;
   const int64_t n4 = div_up(weights.n, 4);
   const auto [packed, channels] =
-      add_linear_constants(graph, weights, 1.0f, out.name().empty() ? op : out.name());
+      add_linear_constants(graph, weights, 1.0f, out.name().empty() ? op : out.name(), false);
   const Q8cswPush push{int32_t(rows), int32_t(weights.k), int32_t(div_up(weights.k, 4)),
                        int32_t(weights.n), int32_t(n4), int32_t(4 * n4)};
   graph::DispatchNode node;

@@ -170,6 +170,10 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
       ext->pipeline_executable_properties && executable_feat.pipelineExecutableInfo;
 
   p.subgroup_size = subgroup.subgroupSize;
+  p.subgroup_arithmetic =
+      (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   const auto& lim = base.limits;
   for (int i = 0; i < 3; ++i) {
     p.max_workgroup_size[i] = lim.maxComputeWorkGroupSize[i];
@@ -226,6 +230,13 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
     p.int8_cooperative_matrix_shapes.clear();
     p.disabled.push_back("cooperative matrix (VKD_DISABLE_COOPMAT)");
   }
+  if ((overrides.disable_subgroup_arithmetic || env_flag("VKD_DISABLE_SUBGROUP_ARITH")) &&
+      p.subgroup_arithmetic) {
+    p.subgroup_arithmetic = false;
+    p.disabled.push_back(overrides.disable_subgroup_arithmetic
+                             ? "subgroup arithmetic (context option)"
+                             : "subgroup arithmetic (VKD_DISABLE_SUBGROUP_ARITH)");
+  }
   if (env_flag("VKD_DISABLE_FLOAT16") && (p.float16_arithmetic || p.storage_16bit)) {
     p.float16_arithmetic = p.storage_16bit = false;
     p.disabled.push_back("float16 (VKD_DISABLE_FLOAT16)");
@@ -262,7 +273,7 @@ std::string DeviceProfile::summary() const {
   for (const auto& s : int8_cooperative_matrix_shapes) {
     os << " " << s.m << "x" << s.n << "x" << s.k << (s.khr ? "(KHR)" : "(NV)");
   }
-  os << "\n  subgroup " << subgroup_size << ", workgroup size max " << max_workgroup_size[0] << "x"
+  os << "\n  subgroup " << subgroup_size << (subgroup_arithmetic ? " (arithmetic)" : "") << ", workgroup size max " << max_workgroup_size[0] << "x"
      << max_workgroup_size[1] << "x" << max_workgroup_size[2] << " (" << max_workgroup_invocations
      << " invocations), workgroup count max " << max_workgroup_count[0] << "x"
      << max_workgroup_count[1] << "x" << max_workgroup_count[2] << "\n";

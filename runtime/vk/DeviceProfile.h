@@ -43,6 +43,7 @@ struct DeviceProfile {
 
   // Subgroups and workgroups
   uint32_t subgroup_size = 1;
+  bool subgroup_arithmetic = false;  // basic + arithmetic subgroup operations in compute shaders
   std::array<uint32_t, 3> max_workgroup_size{};
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_count{};
@@ -92,6 +93,7 @@ struct EnabledExtensions {
 struct ProfileOverrides {
   bool disable_int8_dot = false;
   bool disable_cooperative_matrix = false;
+  bool disable_subgroup_arithmetic = false;
   // Lower a limit to emulate a smaller device (0 = keep the device's own): lets tests and
   // users check that a graph fits e.g. a mobile GPU's limits on any machine.
   struct Limits {

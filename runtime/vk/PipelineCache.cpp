@@ -68,6 +68,7 @@ void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
   need(shaders::kReqFloat16Arith, p.float16_arithmetic, "float16 arithmetic");
   need(shaders::kReqCooperativeMatrixNV, p.cooperative_matrix_nv, "VK_NV_cooperative_matrix");
   need(shaders::kReqVulkanMemoryModel, p.vulkan_memory_model, "the Vulkan memory model");
+  need(shaders::kReqSubgroup, p.subgroup_arithmetic, "subgroup operations in compute shaders");
   need(shaders::kReqCooperativeMatrixKHR, p.cooperative_matrix_khr, "VK_KHR_cooperative_matrix");
 }
 

@@ -467,7 +467,8 @@ void register_linear_cases(Registry& registry) {
                                  (int8_out ? " int8out" : " floatout") +
                                  (shape.bias ? "" : " nobias");
         Case c{name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
-               layout_name(int8_out), false, true, false, Metric::GOPs,
+               layout_name(int8_out), false, true, false,
+               shape.m <= 4 ? Metric::GBps : Metric::GOPs,  // few rows: memory-bound
                [s] { return std::make_unique<Q8taLinearCase>(s); }};
         if (route == ops::LinearRoute::CoopMat) c.peak = "peak/int8_coopmat";
         registry.add(std::move(c));

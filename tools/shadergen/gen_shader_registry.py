@@ -470,6 +470,7 @@ DEC_ROW_MAJOR = 4
 DEC_ARRAY_STRIDE = 6
 DEC_MATRIX_STRIDE = 7
 DEC_BUILTIN = 11
+DEC_NON_WRITABLE = 24
 DEC_BINDING = 33
 DEC_DESCRIPTOR_SET = 34
 DEC_OFFSET = 35
@@ -484,6 +485,8 @@ SC_UNIFORM = 2
 SC_PUSH_CONSTANT = 9
 SC_STORAGE_BUFFER = 12
 SC_PHYSICAL_STORAGE_BUFFER = 5349
+# Bindings are a uint32_t bit mask in ShaderInfo::writable_bindings.
+MAX_BINDINGS = 32
 STORAGE_CLASS_NAMES = {0: "UniformConstant", 2: "Uniform", 9: "PushConstant", 12: "StorageBuffer"}
 
 # Requirement bits; must match the enum written into the header.
@@ -555,6 +558,7 @@ class Reflection:
     def __init__(self):
         self.bindings = []            # DescriptorKind names, index = binding
         self.binding_names = []       # variable names, for messages and the JSON dump
+        self.binding_writable = []    # per binding: the shader may write it
         self.push_constant_bytes = 0
         self.spec_constants = []      # [(id, "Int"|"UInt"|"Float"|"Bool", name)] sorted by id
         self.local_size_from_spec = False
@@ -562,10 +566,14 @@ class Reflection:
         self.requirements = 0
         self.capabilities = []        # capability names, for the JSON dump
 
+    def writable_mask(self):
+        return sum(1 << i for i, w in enumerate(self.binding_writable) if w)
+
     def to_json(self):
         return {
-            "bindings": [{"binding": i, "kind": k, "name": n}
-                         for i, (k, n) in enumerate(zip(self.bindings, self.binding_names))],
+            "bindings": [{"binding": i, "kind": k, "name": n, "writable": w}
+                         for i, (k, n, w) in enumerate(zip(self.bindings, self.binding_names,
+                                                           self.binding_writable))],
             "push_constant_bytes": self.push_constant_bytes,
             "spec_constants": [{"id": i, "type": t, "name": n} for i, t, n in self.spec_constants],
             "local_size_from_spec": self.local_size_from_spec,
@@ -782,6 +790,24 @@ def _descriptor_kind(mod, var_id, storage_class, pointee, label):
     raise ShaderGenError(f"{label}: unsupported descriptor type {t[0]}")
 
 
+def _may_write(mod, var_id, kind, pointee):
+    """Whether the shader may write the resource behind `var_id`. The runtime records a barrier
+    between two dispatches only where one writes memory the other touches, so this must never
+    say no for a resource the shader can write: only what the SPIR-V declares NonWritable (GLSL
+    `readonly`) counts as read-only, besides uniform buffers and samplers."""
+    if kind in (DESC_UNIFORM_BUFFER, DESC_COMBINED_IMAGE_SAMPLER):
+        return False
+    if mod.decoration(var_id, DEC_NON_WRITABLE) is not None:
+        return False
+    if kind == DESC_STORAGE_IMAGE:
+        return True
+    # A storage buffer: glslang decorates every member of a `readonly buffer X { ... }` block.
+    members = mod.types[pointee][1]
+    return not members or not all(
+        mod.member_decoration(pointee, m, DEC_NON_WRITABLE) is not None
+        for m in range(len(members)))
+
+
 def _spec_type(mod, type_id, label):
     t = mod.types.get(type_id)
     if t == ("bool",):
@@ -837,15 +863,20 @@ def reflect(spv_bytes):
         label = f"{label} at set {dset[0]} binding {binding[0]}"
         if dset[0] != 0:
             raise ShaderGenError(f"{label}: all descriptors must be in set 0")
-        kind = _descriptor_kind(mod, var_id, sc, _unwrap_pointer(mod, ptr_tid), label)
+        pointee = _unwrap_pointer(mod, ptr_tid)
+        kind = _descriptor_kind(mod, var_id, sc, pointee, label)
+        writable = _may_write(mod, var_id, kind, pointee)
         if binding[0] in found:
             # Two views of one storage buffer (e.g. float[] and vec4[]) are allowed: the
-            # descriptor is the same. Anything else sharing a binding is a mistake.
+            # descriptor is the same, written if either view may write it. Anything else
+            # sharing a binding is a mistake.
             if found[binding[0]][0] == kind == "StorageBuffer":
+                first_kind, first_name, first_writable = found[binding[0]]
+                found[binding[0]] = (first_kind, first_name, first_writable or writable)
                 continue
             raise ShaderGenError(
                 f"{label}: binding {binding[0]} already used by '{found[binding[0]][1]}'")
-        found[binding[0]] = (kind, name)
+        found[binding[0]] = (kind, name, writable)
     if found:
         expected = list(range(len(found)))
         if sorted(found) != expected:
@@ -853,8 +884,13 @@ def reflect(spv_bytes):
             raise ShaderGenError(
                 f"descriptor bindings must be dense from 0; used {sorted(found)}, "
                 f"missing {missing}")
+        if len(expected) > MAX_BINDINGS:
+            raise ShaderGenError(
+                f"{len(expected)} descriptor bindings; at most {MAX_BINDINGS} fit "
+                "ShaderInfo::writable_bindings")
         r.bindings = [found[b][0] for b in expected]
         r.binding_names = [found[b][1] for b in expected]
+        r.binding_writable = [found[b][2] for b in expected]
 
     # Push constants.
     pcs = [(v, t) for v, t, sc in mod.variables if sc == SC_PUSH_CONSTANT]
@@ -996,7 +1032,16 @@ def emit_header(families, manifest_rel):
     L.append("  bool local_size_from_spec;       // local size = spec constants 0, 1, 2")
     L.append("  uint32_t fixed_local_size[3];    // valid when !local_size_from_spec")
     L.append("  uint32_t requirements;           // Requirement bits")
+    L.append("  // Bit i set: the kernel may write binding i. Clear only where the SPIR-V says")
+    L.append("  // NonWritable (GLSL `readonly`) or for a uniform buffer or sampler: the graph")
+    L.append("  // records a barrier between dispatches only where one writes what another uses.")
+    L.append("  uint32_t writable_bindings;")
     L.append("};")
+    L.append("")
+    L.append("inline bool writes_binding(const ShaderInfo& info, uint32_t binding) {")
+    L.append(f"  return binding < {MAX_BINDINGS} && "
+             "((info.writable_bindings >> binding) & 1u) != 0;")
+    L.append("}")
     L.append("")
     L.append("// One kernel per shader variant, in manifest order.")
     L.append("enum class Kernel : uint16_t {")
@@ -1078,7 +1123,7 @@ def emit_cpp(families, reflections, spirvs, manifest_rel):
         L.append(f"     {bindings}, {len(r.bindings)}u, {r.push_constant_bytes}u,")
         L.append(f"     {spec}, {len(r.spec_constants)}u,")
         L.append(f"     {'true' if r.local_size_from_spec else 'false'}, {{{ls}}},")
-        L.append(f"     {req_expr}}},")
+        L.append(f"     {req_expr}, 0x{r.writable_mask():x}u}},")
     L.append("};")
     L.append("")
     L.append("}  // namespace")
