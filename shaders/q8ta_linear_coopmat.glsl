@@ -47,11 +47,11 @@
 //   (4x fewer shared stores): 162 registers, 240 / 243 / 211 (worse);
 //   the same with BKW 8: 128 registers, 24 KiB, two workgroups per SM: 282 / 183 / 169;
 //   2x2, WN 64 with vector stores: 255 registers, 182 / 197 / 169.
-// Twice the occupancy did not help either, so the ceiling is not latency hiding inside an SM.
-// At 280 TOPS a 128 x 128 tile pulls 16 KiB per 2.1 MOP from L2, ~2.2 TB/s; the probe without
-// the products (0.58 us per stage) moves ~3.6 TB/s, near what the H100's L2 delivers, so the
-// next step is less L2 traffic per product (larger tiles need registers this route lacks
-// without asynchronous copies into shared memory).
+// Twice the occupancy did not help either, so the ceiling is not latency hiding inside an SM;
+// nor is it plainly L2 bandwidth (~2.2 TB/s at 280 TOPS for 128 x 128 tiles): the 256 x 128
+// tile of the first sweep (4x4) pulls 25% less per product and also stops at 278. Not yet
+// identified; candidates are the shared-memory fragment loads the driver generates for int8
+// (to be read from its SASS) and the store -> barrier -> load round trip per stage.
 #define WARPS_M 2
 #define WARPS_N 4
 #define WN 32
