@@ -218,28 +218,29 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
     p.disabled.push_back("int8 dot product (quirk int8_dot_untrusted)");
   }
 
-  // Environment overrides: switch features off so fallback paths run on any device.
-  if ((overrides.disable_int8_dot || env_flag("VKD_DISABLE_INT8_DOT")) && p.int8_dot_product) {
+  // Overrides (context options or environment): switch features off so fallback paths run on
+  // any device. switch_off says whether `feature` (present) is to go, and records why.
+  auto switch_off = [&p](bool present, bool by_option, const char* env, const char* feature) {
+    if (!present || !(by_option || env_flag(env))) return false;
+    p.disabled.push_back(std::string(feature) +
+                         (by_option ? " (context option)" : " (" + std::string(env) + ")"));
+    return true;
+  };
+  if (switch_off(p.int8_dot_product, overrides.disable_int8_dot, "VKD_DISABLE_INT8_DOT",
+                 "int8 dot product")) {
     p.int8_dot_product = p.int8_dot_product_accelerated = false;
-    p.disabled.push_back(overrides.disable_int8_dot ? "int8 dot product (context option)"
-                                                    : "int8 dot product (VKD_DISABLE_INT8_DOT)");
   }
-  if ((overrides.disable_cooperative_matrix || env_flag("VKD_DISABLE_COOPMAT")) &&
-      (p.cooperative_matrix_nv || p.cooperative_matrix_khr)) {
+  if (switch_off(p.cooperative_matrix_nv || p.cooperative_matrix_khr,
+                 overrides.disable_cooperative_matrix, "VKD_DISABLE_COOPMAT", "cooperative matrix")) {
     p.cooperative_matrix_nv = p.cooperative_matrix_khr = false;
     p.int8_cooperative_matrix_shapes.clear();
-    p.disabled.push_back("cooperative matrix (VKD_DISABLE_COOPMAT)");
   }
-  if ((overrides.disable_subgroup_arithmetic || env_flag("VKD_DISABLE_SUBGROUP_ARITH")) &&
-      p.subgroup_arithmetic) {
+  if (switch_off(p.subgroup_arithmetic, overrides.disable_subgroup_arithmetic,
+                 "VKD_DISABLE_SUBGROUP_ARITH", "subgroup arithmetic")) {
     p.subgroup_arithmetic = false;
-    p.disabled.push_back(overrides.disable_subgroup_arithmetic
-                             ? "subgroup arithmetic (context option)"
-                             : "subgroup arithmetic (VKD_DISABLE_SUBGROUP_ARITH)");
   }
-  if (env_flag("VKD_DISABLE_FLOAT16") && (p.float16_arithmetic || p.storage_16bit)) {
+  if (switch_off(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16", "float16")) {
     p.float16_arithmetic = p.storage_16bit = false;
-    p.disabled.push_back("float16 (VKD_DISABLE_FLOAT16)");
   }
   apply_limit_overrides(overrides.limits, p);
   return p;
