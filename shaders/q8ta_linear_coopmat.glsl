@@ -20,9 +20,11 @@
 // epilogue goes through a per-subgroup 16 x 16 scratch in shared memory so each invocation
 // gets whole 4-channel words for linear_common.glslh's store_output.
 // Where the time goes (H100, M512 K4096 N4096, one workgroup per SM): without the global
-// loads 0.62 us per 64-K stage, without the products 0.58 us, both 0.9 us: neither the
-// tensor cores nor memory are saturated; the ~280 TOPS ceiling (22% of the measured 1.24-1.27
-// POPS cooperative-matrix peak) is latency between stages, not tile shape (sweep below).
+// loads 0.62 us per 64-K stage, without the products 0.58 us, both 0.9 us; the per-stage time
+// is the same with 64 workgroups as with 128 (M512 vs M1024 at K=N=2048), so it is per SM, not
+// L2 bandwidth. bench_int8_coopmat.glsl takes this loop apart (coopmat_ceiling/* PERF cases):
+// fragments from shared 790-1051 TOPS, plus the barrier per stage 666, plus the stage's shared
+// stores ~400: the staging round trip itself caps this design near 400 before global latency.
 //
 // A KHR variant needs only common/coopmat_nv.glslh's types changed (and coopMatLoad / MulAdd
 // names) once the toolchain's glslang knows GL_KHR_cooperative_matrix.

@@ -159,9 +159,12 @@ struct CoopMatPush {
   int32_t iterations;
 };
 
+// Where the fragments come from: SOURCE in shaders/bench_int8_coopmat.glsl (the variant index).
+enum class FragmentSource { Registers = 0, Shared = 1, Staged = 2 };
+
 class CoopMatPeakCase : public CaseInstance {
  public:
-  explicit CoopMatPeakCase(bool small) : small_(small) {}
+  CoopMatPeakCase(bool small, FragmentSource source) : small_(small), source_(source) {}
 
   void build(graph::ComputeGraph& g) override {
     const std::string missing = ops::linear_coopmat_unavailable(g.profile());
@@ -174,7 +177,7 @@ class CoopMatPeakCase : public CaseInstance {
                              "data");
     graph::DispatchNode node;
     node.op = "bench_int8_coopmat";
-    node.kernel = shaders::Kernel::bench_int8_coopmat;
+    node.kernel = shaders::variants::bench_int8_coopmat[static_cast<int>(source_)];
     node.bindings = {data_ref_};
     node.plan.local_size = {256, 1, 1};
     node.plan.group_count = {static_cast<uint32_t>(workgroups_), 1, 1};
@@ -190,7 +193,8 @@ class CoopMatPeakCase : public CaseInstance {
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     // A row-major 16 x 32 int8 from word 0, B column-major 32 x 16 from word 128; every
-    // subgroup stores CHAINS * iterations * (A * B) with wrapping int32 sums.
+    // subgroup stores 8 * iterations * (A * B) with wrapping int32 sums (8 products per iteration
+    // in every SOURCE: 8 chains, or FM x FN = 4 x 2 fragments of copies of A and B).
     auto byte = [&](int word, int lane) { return static_cast<int8_t>(data_[word] >> (8 * lane)); };
     std::vector<int32_t> expected(data_.begin(), data_.begin() + 256);
     std::vector<int32_t> c(256);
@@ -214,6 +218,7 @@ class CoopMatPeakCase : public CaseInstance {
 
  private:
   bool small_;
+  FragmentSource source_;
   int64_t workgroups_ = 0, subgroups_ = 0;
   int32_t iterations_ = 0;
   graph::ValueRef data_ref_ = -1;
@@ -228,14 +233,28 @@ void register_peak_cases(Registry& registry) {
   registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(false); }});
   registry.add({"peak/int8_coopmat", "bench_int8_coopmat", "", "registers", false, true, false,
-                Metric::GOPs, [] { return std::make_unique<CoopMatPeakCase>(false); }});
+                Metric::GOPs,
+                [] { return std::make_unique<CoopMatPeakCase>(false, FragmentSource::Registers); }});
+  // Not peaks: what the linear cooperative-matrix kernel's staging leaves of the one above.
+  for (const auto& [name, source] : {std::pair{"shared", FragmentSource::Shared},
+                                     std::pair{"staged", FragmentSource::Staged}}) {
+    registry.add({std::string("coopmat_ceiling/") + name, "bench_int8_coopmat", "", name, false,
+                  true, false, Metric::GOPs,
+                  [source = source] { return std::make_unique<CoopMatPeakCase>(false, source); },
+                  ops::linear_coopmat_unavailable, "peak/int8_coopmat"});
+  }
   registry.add({"bench_copy/accu", "bench_copy", "262144", "buffer -> buffer", true, false, false,
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(true); }});
   registry.add({"int8_dot/accu", "bench_int8_dot", "512x7", "registers", true, false, true,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(true); }});
-  registry.add({"int8_coopmat/accu", "bench_int8_coopmat", "2x256x3", "registers", true, false,
-                false, Metric::GOPs, [] { return std::make_unique<CoopMatPeakCase>(true); },
-                ops::linear_coopmat_unavailable});
+  for (const auto& [name, source] : {std::pair{"registers", FragmentSource::Registers},
+                                     std::pair{"shared", FragmentSource::Shared},
+                                     std::pair{"staged", FragmentSource::Staged}}) {
+    registry.add({std::string("int8_coopmat/accu ") + name, "bench_int8_coopmat", "2x256x3", name,
+                  true, false, false, Metric::GOPs,
+                  [source = source] { return std::make_unique<CoopMatPeakCase>(true, source); },
+                  ops::linear_coopmat_unavailable});
+  }
 }
 
 }  // namespace vkd::custom_ops
