@@ -115,11 +115,11 @@ std::vector<OpSchema> build_schemas() {
   s.push_back({"q8ta_conv2d",
                concat(conv_head, per_tensor_qparams("output_"), activation,
                       std::vector<ArgSchema>{tensor_out("output", i8x4, chw_int8, {k4W4C})}),
-               false, false, false, "int8 conv2d, requantized output, fused relu/clamp"});
+               true, false, false, "int8 conv2d, requantized output, fused relu/clamp"});
   s.push_back({"q8ta_conv2d_dq",
                concat(conv_head,
-                      std::vector<ArgSchema>{tensor_out("output", f32, any_float, {kBufW})}),
-               false, false, false, "int8 conv2d, float32 output"});
+                      std::vector<ArgSchema>{tensor_out("output", f32, {kBufW}, {kBufW})}),
+               true, false, false, "int8 conv2d, float32 output"});
   s.push_back({"q8ta_add",
                concat(std::vector<ArgSchema>{tensor_in("a", i8x4, int8, {k4W4C})},
                       per_tensor_qparams("a_"),

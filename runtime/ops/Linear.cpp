@@ -102,18 +102,13 @@ std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeG
                                                                   float input_scale,
                                                                   const std::string& name,
                                                                   bool channel_major) {
-  const int64_t n4 = div_up(w.n, 4);
   const TensorSpec wspec{{packed_weight_blocks(w), 4}, DType::Int32, StorageType::Buffer,
                          MemoryLayout::WidthPacked};
-  const TensorSpec cspec{{3, 4 * n4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
   const LinearWeights copy = w;
   const auto weights = graph.add_constant(
       wspec, name + ".weight_packed", [copy, channel_major] { return pack_weights(copy, channel_major); },
       static_cast<uint64_t>(w.n * w.k));
-  const auto channels = graph.add_constant(
-      cspec, name + ".channels", [copy, input_scale] { return pack_channels(copy, input_scale); },
-      static_cast<uint64_t>(w.n * 8));
-  return {weights, channels};
+  return {weights, add_channel_constants(graph, w, input_scale, name)};
 }
 
 struct LinearKernel {
@@ -181,6 +176,16 @@ void check_linear_shapes(const std::string& op, const TensorSpec& in, const Tens
 
 }  // namespace
 
+graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWeights& w,
+                                      float input_scale, const std::string& name) {
+  const TensorSpec spec{{3, 4 * div_up(w.n, 4)}, DType::Int32, StorageType::Buffer,
+                        MemoryLayout::WidthPacked};
+  const LinearWeights copy = w;
+  return graph.add_constant(
+      spec, name + ".channels", [copy, input_scale] { return pack_channels(copy, input_scale); },
+      static_cast<uint64_t>(w.n * 8));
+}
+
 std::string linear_coopmat_unavailable(const vk::DeviceProfile& profile) {
   if (!profile.has_int8_cooperative_matrix_nv(16, 16, 32)) {
     return "int8 16x16x32 cooperative matrices through VK_NV_cooperative_matrix (with int8 "
@@ -227,8 +232,16 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   check_quant_params(op, p.input);
   check_weights(op, weights);
   check_linear_shapes(op, in.spec(), out.spec(), weights);
-
   const RowShape rows = row_shape(in.spec());
+  add_q8ta_linear_rows_node(graph, op, input, rows.batches, rows.h, weights, output, p);
+}
+
+LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
+                                      graph::ValueRef input, int64_t groups, int64_t row_count,
+                                      const LinearWeights& weights, graph::ValueRef output,
+                                      const LinearParams& p) {
+  const auto& out = graph.tensor(output);
+  const RowShape rows{groups, row_count, div_up(row_count, 4)};
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
   const LinearKernel k = choose_linear_kernel(graph.profile(), rows, n4, p.output.has_value(), p.route);
   const auto [packed, channels] =
@@ -246,6 +259,7 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = k.plan;
   graph.add_node(std::move(node));
+  return k.route;
 }
 
 void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,

@@ -60,6 +60,23 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p);
 
+// The per-channel epilogue constant of the int8 GEMM-like ops (shaders/common/
+// quant_epilogue.glslh): [wsum | float32(s_x * s_w[n]) | bias] over 4 * ceil(N / 4) channels,
+// wsum[n] the sum of row n of the [N, K] weights; packed during prepare().
+graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWeights& w,
+                                      float input_scale, const std::string& name);
+
+// The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,
+// k4) at rb * K4 + k4 holds 4 rows x 4 K values (component = row, byte lane = K): 4H4W, and
+// also 4W4C, whose rows are pixels (4 widths of one image row) and K its channels, so a 1x1
+// convolution is this GEMM. `groups` groups of `rows` real rows, each padded to a multiple of
+// 4; the output has the same block structure with N for K (int8) or is float32 [groups * rows,
+// N]. No tensor checks: the caller's. Returns the route taken.
+LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
+                                      graph::ValueRef input, int64_t groups, int64_t rows,
+                                      const LinearWeights& weights, graph::ValueRef output,
+                                      const LinearParams& p);
+
 // `input`, `output`: float32 buffer width-packed, sizes [..., K] and [..., N].
 void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                            const LinearWeights& weights, graph::ValueRef output);

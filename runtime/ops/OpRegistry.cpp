@@ -42,6 +42,7 @@ const OpRegistry& op_registry() {
     register_quantize_ops(r);
     register_layout_convert_ops(r);
     register_linear_ops(r);
+    register_conv2d_ops(r);
     return r;
   }();
   return registry;

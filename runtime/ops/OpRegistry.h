@@ -100,5 +100,6 @@ class OpCall {
 void register_quantize_ops(OpRegistry& registry);
 void register_layout_convert_ops(OpRegistry& registry);
 void register_linear_ops(OpRegistry& registry);
+void register_conv2d_ops(OpRegistry& registry);
 
 }  // namespace vkd::ops

@@ -440,6 +440,28 @@ elseif(CASE STREQUAL "compile_run_linear")
   expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy z.npy)
 
+elseif(CASE STREQUAL "compile_run_conv")
+  # dq -> conv -> relu -> q (3x3, direct), dq -> depthwise conv (float out) and dq -> 1x1 conv -> q
+  # (pointwise: the linear kernels over 4W4C pixels) fuse into q8ta_conv2d / q8ta_conv2d_dq; the
+  # device matches the reference interpreter on every named tensor.
+  copy_to_work("${GRAPHS}/conv.json" "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
+  vkd(compile conv.json --weights conv.safetensors -o conv.vkd --report)
+  expect_exit(0)
+  expect_stdout("into q8ta_conv2d 'yq' \\(activation relu\\)")
+  expect_stdout("into q8ta_conv2d_dq 'z'")
+  expect_stdout("into q8ta_conv2d 'pq'")
+  vkd(run conv.vkd --input x=conv_x.npy --output-dir out --check conv.json --weights conv.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  yq +int8 +\\[2,6,7,6\\] +0 0/504 ")
+  expect_stdout("\n  z \\(output\\) +float32 +\\[2,5,4,3\\] +0 0/120 ")
+  expect_stdout("\n  pq +int8 +\\[2,4,7,6\\] +0 0/336 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy z.npy p.npy)
+  vkd(inspect conv.vkd)
+  expect_exit(0)
+  expect_stdout("q8ta_conv2d_dw_")
+  expect_stdout("q8ta_linear_")
+
 elseif(CASE STREQUAL "compile_report")
   copy_to_work("${QDQ_CLONE}")
   vkd(compile qdq_clone.json -o m.vkd --report)

@@ -1,7 +1,8 @@
 // Writes OUTDIR/weights.safetensors (OUTDIR created if missing), the weights of the `vkd compile`
 // cases (test/cli/graphs/add_constant.json):
 //   add.other  F32 [1,4,1,1]  {0.5, -0.25, 1, 2}
-// and OUTDIR/linear.safetensors + OUTDIR/lin_x.npy for test/cli/graphs/linear.json: int8
+// and OUTDIR/linear.safetensors + OUTDIR/lin_x.npy for test/cli/graphs/linear.json, and
+// OUTDIR/conv.safetensors + OUTDIR/conv_x.npy for test/cli/graphs/conv.json: int8
 // weights, power-of-two scales and inputs that are multiples of 0.5, so every product and sum
 // the reference interpreter forms in float32 is exact and its answer equals the int8 kernels'
 // bit for bit (the arithmetic itself is checked by the custom-op ACCU cases).
@@ -54,6 +55,29 @@ void write_linear_fixture(const std::string& dir) {
   vkd::cli::write_npy(dir + "/lin_x.npy", x);
 }
 
+// Three convolutions (3x3 + relu, depthwise 3x3 stride 2, pointwise 1x1) over a [2, 5, 7, 6]
+// input of multiples of 0.5.
+void write_conv_fixture(const std::string& dir) {
+  using vkd::compiler::SafetensorsTensor;
+  vkd::compiler::write_safetensors(
+      dir + "/conv.safetensors",
+      {SafetensorsTensor{"conv1.weight", "I8", {6, 5, 3, 3}, weight_bytes(6, 45, 2)},
+       SafetensorsTensor{"conv1.scale", "F32", {6},
+                         f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f, 0.125f})},
+       SafetensorsTensor{"conv1.bias", "F32", {6}, f32_bytes({0.5f, -1.0f, 0.0f, 2.25f, -0.75f, 1.5f})},
+       SafetensorsTensor{"dw.weight", "I8", {5, 1, 3, 3}, weight_bytes(5, 9, 5)},
+       SafetensorsTensor{"dw.scale", "F32", {5}, f32_bytes({0.5f, 0.25f, 0.125f, 0.25f, 1.0f})},
+       SafetensorsTensor{"pw.weight", "I8", {4, 5, 1, 1}, weight_bytes(4, 5, 3)},
+       SafetensorsTensor{"pw.scale", "F32", {4}, f32_bytes({0.125f, 0.25f, 0.0625f, 0.5f})}});
+  vkd::cli::NpyArray x;
+  x.dtype = vkd::cli::NpyDType::Float32;
+  x.shape = {2, 5, 7, 6};
+  std::vector<float> v(2 * 5 * 7 * 6);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 13) % 37 - 18);
+  x.data = f32_bytes(v);
+  vkd::cli::write_npy(dir + "/conv_x.npy", x);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +94,9 @@ int main(int argc, char** argv) {
     vkd::compiler::write_safetensors(dir + "/weights.safetensors",
                                      {{"add.other", "F32", {1, 4, 1, 1}, other}});
     write_linear_fixture(dir);
-    std::printf("make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy\n",
+    write_conv_fixture(dir);
+    std::printf("make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy, "
+                "conv.safetensors, conv_x.npy\n",
                 dir.c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -23,12 +23,16 @@ struct TensorChoice {
 };
 
 // Tensor sizes: [1, 5, 6, 7] for activations; ops with weights get shapes that fit them (a
-// linear layer with K = 7 and N = 3).
+// linear layer with K = 7 and N = 3; a 3x3 convolution 5 -> 3 channels, stride, padding and
+// dilation 1, so the output keeps 6 x 7).
 std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   const bool linear = op.name.rfind("q8ta_linear", 0) == 0;
+  const bool conv = op.name.rfind("q8ta_conv2d", 0) == 0;
   if (linear && a.name == "weight") return {3, 7};
-  if (linear && a.constant) return {3};
+  if (conv && a.name == "weight") return {3, 5, 3, 3};
+  if ((linear || conv) && a.constant) return {3};
   if (linear && a.output) return {1, 5, 6, 3};
+  if (conv && a.output) return {1, 3, 6, 7};
   return {1, 5, 6, 7};
 }
 
@@ -57,7 +61,10 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
         break;
       }
       case ArgKind::Int:
-        args.push_back(b.add_int(a.name == "quant_max" ? 127 : a.name == "quant_min" ? -128 : 0));
+        args.push_back(b.add_int(a.name == "quant_max" ? 127
+                                 : a.name == "quant_min" ? -128
+                                 : a.name == "groups"    ? 1
+                                                         : 0));
         break;
       case ArgKind::Float: args.push_back(b.add_float(0.5)); break;
       case ArgKind::Bool: args.push_back(b.add_bool(false)); break;

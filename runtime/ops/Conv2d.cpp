@@ -1,0 +1,343 @@
+// Op family: quantized 2-D convolution (q8ta_conv2d, q8ta_conv2d_dq).
+// Anatomy: push-constant struct (mirroring shaders/common/conv_common.glslh), checks, weight
+// prepacking per route, the route choice, add_q8ta_conv2d_node, registry entries.
+#include "runtime/ops/Conv2d.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "runtime/common/Error.h"
+#include "runtime/ops/Linear.h"
+#include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/WorkgroupChooser.h"
+
+namespace vkd::ops {
+namespace {
+
+// Mirrors `Params` in shaders/common/conv_common.glslh.
+struct Conv2dPush {
+  int32_t batches, c4_in, h_in, w_in;
+  int32_t c_out, c4_out, h_out, w_out;
+  int32_t kh, kw, stride_h, stride_w;
+  int32_t pad_top, pad_left, dilation_h, dilation_w;
+  int32_t cin_per_group, cout_per_group;
+  int32_t n_pad;
+  int32_t in_zp, out_zp;
+  float inv_out_scale;
+  int32_t act_min, act_max;
+};
+
+// The bound that keeps int32 accumulation exact (as for q8ta_linear): taps per output.
+constexpr int64_t kMaxTaps = 65536;
+
+bool is_channels_packed_int8(const TensorSpec& s) {
+  return s.storage == StorageType::Buffer && (s.layout == MemoryLayout::PackedInt8_4W4C ||
+                                              s.layout == MemoryLayout::PackedInt8_4C1W);
+}
+
+int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation, int64_t k,
+                      int32_t stride) {
+  const int64_t span = in + pad_a + pad_b - int64_t(dilation) * (k - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const Conv2dWeights& w,
+                const Conv2dGeometry& g) {
+  VKD_CHECK(w.weight != nullptr && w.scales != nullptr, ErrorCode::InvalidArgument, op,
+            ": weights and weight scales are required");
+  VKD_CHECK(w.out_channels >= 1 && w.in_per_group >= 1 && w.kh >= 1 && w.kw >= 1,
+            ErrorCode::InvalidArgument, op, ": weight shape [", w.out_channels, ", ",
+            w.in_per_group, ", ", w.kh, ", ", w.kw, "] must be positive");
+  VKD_CHECK(g.stride_h >= 1 && g.stride_w >= 1 && g.dilation_h >= 1 && g.dilation_w >= 1,
+            ErrorCode::InvalidArgument, op, ": stride (", g.stride_h, ", ", g.stride_w,
+            ") and dilation (", g.dilation_h, ", ", g.dilation_w, ") must be >= 1");
+  VKD_CHECK(g.pad_top >= 0 && g.pad_left >= 0 && g.pad_bottom >= 0 && g.pad_right >= 0,
+            ErrorCode::InvalidArgument, op, ": padding (top ", g.pad_top, ", left ", g.pad_left,
+            ", bottom ", g.pad_bottom, ", right ", g.pad_right, ") must be >= 0");
+  VKD_CHECK(g.groups >= 1 && in.c % g.groups == 0 && w.out_channels % g.groups == 0 &&
+                in.c / g.groups == w.in_per_group,
+            ErrorCode::InvalidArgument, op, ": groups = ", g.groups, " must divide C_in = ", in.c,
+            " and C_out = ", w.out_channels, ", and the weights must hold C_in / groups = ",
+            in.c / std::max<int64_t>(g.groups, 1), " input channels (they hold ", w.in_per_group,
+            ")");
+  VKD_CHECK(w.in_per_group * w.kh * w.kw <= kMaxTaps, ErrorCode::Unsupported, op, ": ",
+            w.in_per_group * w.kh * w.kw, " products per output exceed ", kMaxTaps,
+            " (int32 accumulation could overflow)");
+  const int64_t h_out = conv_out_size(in.h, g.pad_top, g.pad_bottom, g.dilation_h, w.kh, g.stride_h);
+  const int64_t w_out = conv_out_size(in.w, g.pad_left, g.pad_right, g.dilation_w, w.kw, g.stride_w);
+  VKD_CHECK(h_out >= 1 && w_out >= 1, ErrorCode::InvalidArgument, op, ": the ", w.kh, "x", w.kw,
+            " kernel (dilation ", g.dilation_h, ", ", g.dilation_w, ") does not fit the padded ",
+            in.h, "x", in.w, " input");
+  VKD_CHECK(out.n == in.n && out.c == w.out_channels && out.h == h_out && out.w == w_out,
+            ErrorCode::InvalidArgument, op, ": output sizes [", out.n, ", ", out.c, ", ", out.h,
+            ", ", out.w, "] must be [", in.n, ", ", w.out_channels, ", ", h_out, ", ", w_out, "]");
+}
+
+bool fits_pointwise(const TensorSpec& in, const TensorSpec& out, const Conv2dWeights& w,
+                    const Conv2dParams& p) {
+  const Conv2dGeometry& g = p.geometry;
+  return w.kh == 1 && w.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 &&
+         g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0 && g.groups == 1 &&
+         p.output.has_value() && in.layout == MemoryLayout::PackedInt8_4W4C &&
+         out.layout == MemoryLayout::PackedInt8_4W4C;
+}
+
+bool fits_depthwise(const Dims4& in, const Conv2dWeights& w, const Conv2dGeometry& g) {
+  return g.groups > 1 && g.groups == in.c && w.out_channels == in.c;
+}
+
+Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const TensorSpec& out,
+                         const Conv2dWeights& w, const Conv2dParams& p) {
+  const bool pointwise = fits_pointwise(in, out, w, p);
+  const bool depthwise = fits_depthwise(in.dims4(), w, p.geometry);
+  switch (p.route) {
+    case Conv2dRoute::Auto:
+      return pointwise ? Conv2dRoute::Pointwise
+             : depthwise ? Conv2dRoute::Depthwise
+                         : Conv2dRoute::Direct;
+    case Conv2dRoute::Pointwise:
+      VKD_CHECK(pointwise, ErrorCode::InvalidArgument, op,
+                ": the pointwise route needs a 1x1 kernel, stride 1, no padding, groups 1 and "
+                "int8 4W4C input and output");
+      break;
+    case Conv2dRoute::Depthwise:
+      VKD_CHECK(depthwise, ErrorCode::InvalidArgument, op,
+                ": the depthwise route needs groups == C_in == C_out");
+      break;
+    case Conv2dRoute::Direct: break;
+  }
+  return p.route;
+}
+
+// Direct route: ivec4 block ((co4 * KH + ky) * KW + kx) * C4_in + ci4 holds component j =
+// output channel 4 co4 + j, byte lane i = input channel 4 ci4 + i (shaders/q8ta_conv2d.glsl);
+// zero where the input channel is outside the output channel's group or past C.
+std::vector<uint8_t> pack_direct_weights(const Conv2dWeights& w, int64_t c_in, int64_t groups) {
+  const int64_t c4_in = div_up(c_in, 4), c4_out = div_up(w.out_channels, 4);
+  const int64_t cout_g = w.out_channels / groups;
+  std::vector<uint8_t> out(static_cast<size_t>(c4_out * w.kh * w.kw * c4_in * 16), 0);
+  for (int64_t co = 0; co < w.out_channels; ++co) {
+    const int64_t ci0 = (co / cout_g) * w.in_per_group;
+    for (int64_t cg = 0; cg < w.in_per_group; ++cg) {
+      const int64_t ci = ci0 + cg;
+      for (int64_t ky = 0; ky < w.kh; ++ky) {
+        for (int64_t kx = 0; kx < w.kw; ++kx) {
+          const int64_t block = ((co / 4 * w.kh + ky) * w.kw + kx) * c4_in + ci / 4;
+          out[static_cast<size_t>(block * 16 + (co % 4) * 4 + ci % 4)] = static_cast<uint8_t>(
+              w.weight[((co * w.in_per_group + cg) * w.kh + ky) * w.kw + kx]);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Depthwise route: int word (c4 * KH + ky) * KW + kx, byte lane i = channel 4 c4 + i
+// (shaders/q8ta_conv2d_dw.glsl); zero past C.
+std::vector<uint8_t> pack_depthwise_weights(const Conv2dWeights& w) {
+  const int64_t taps = w.kh * w.kw;
+  std::vector<uint8_t> out(static_cast<size_t>(div_up(w.out_channels, 4) * taps * 4), 0);
+  for (int64_t c = 0; c < w.out_channels; ++c) {
+    for (int64_t t = 0; t < taps; ++t) {
+      out[static_cast<size_t>(((c / 4) * taps + t) * 4 + c % 4)] =
+          static_cast<uint8_t>(w.weight[c * taps + t]);
+    }
+  }
+  return out;
+}
+
+// The weights as the [C_out, C_in / groups * KH * KW] matrix whose rows the channel constants
+// sum (PyTorch's order keeps each output channel's weights contiguous).
+LinearWeights as_matrix(const Conv2dWeights& w) {
+  return {w.weight, w.scales, w.bias, w.out_channels, w.in_per_group * w.kh * w.kw};
+}
+
+}  // namespace
+
+std::string to_string(Conv2dRoute route) {
+  switch (route) {
+    case Conv2dRoute::Auto: return "auto";
+    case Conv2dRoute::Direct: return "direct";
+    case Conv2dRoute::Pointwise: return "pointwise";
+    case Conv2dRoute::Depthwise: return "depthwise";
+  }
+  return "?";
+}
+
+Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                                 const Conv2dWeights& weights, graph::ValueRef output,
+                                 const Conv2dParams& p) {
+  const std::string op = p.output ? "q8ta_conv2d" : "q8ta_conv2d_dq";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_int8x4_tensor(op, in);
+  VKD_CHECK(is_channels_packed_int8(in.spec()) && in.spec().sizes.size() >= 3 &&
+                in.spec().sizes.size() <= 4,
+            ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
+            " must be an int8x4 buffer in 4W4C or 4C1W of rank 3 or 4 ([N,] C, H, W)");
+  if (p.output) {
+    check_int8x4_tensor(op, out);
+    VKD_CHECK(is_channels_packed_int8(out.spec()), ErrorCode::InvalidArgument, op, ": output ",
+              out.spec().describe(), " must be an int8x4 buffer in 4W4C or 4C1W");
+    check_quant_params(op, *p.output);
+    VKD_CHECK(-128 <= p.activation_min && p.activation_min <= p.activation_max &&
+                  p.activation_max <= 127,
+              ErrorCode::InvalidArgument, op, ": activation range [", p.activation_min, ", ",
+              p.activation_max, "] must lie in [-128, 127] and not be empty");
+  } else {
+    check_float_tensor(op, out);
+    VKD_CHECK(out.spec().storage == StorageType::Buffer &&
+                  out.spec().layout == MemoryLayout::WidthPacked,
+              ErrorCode::InvalidArgument, op, ": float output ", out.spec().describe(),
+              " must be a width-packed buffer");
+  }
+  VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
+            ": output ", out.spec().describe(), " must have the input's rank");
+  check_quant_params(op, p.input);
+  const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
+  check_conv(op, d_in, d_out, weights, p.geometry);
+
+  const Conv2dRoute route = choose_route(op, in.spec(), out.spec(), weights, p);
+  const std::string name = out.name().empty() ? op : out.name();
+  if (route == Conv2dRoute::Pointwise) {
+    // 4W4C blocks are (4 pixels of one image row) x (4 channels): the linear kernels' rows x K.
+    LinearParams lp;
+    lp.input = p.input;
+    lp.output = p.output;
+    lp.activation_min = p.activation_min;
+    lp.activation_max = p.activation_max;
+    add_q8ta_linear_rows_node(graph, op, input, d_in.n * d_in.h, d_in.w, as_matrix(weights),
+                              output, lp);
+    return route;
+  }
+
+  const bool depthwise = route == Conv2dRoute::Depthwise;
+  const int64_t c4_in = div_up(d_in.c, 4), c4_out = div_up(d_out.c, 4);
+  const Conv2dWeights w = weights;
+  const int64_t groups = p.geometry.groups;
+  const TensorSpec wspec =
+      depthwise ? TensorSpec{{c4_out * w.kh * w.kw}, DType::Int32, StorageType::Buffer,
+                             MemoryLayout::WidthPacked}
+                : TensorSpec{{c4_out * w.kh * w.kw * c4_in, 4}, DType::Int32,
+                             StorageType::Buffer, MemoryLayout::WidthPacked};
+  const auto packed = graph.add_constant(
+      wspec, name + ".weight_packed",
+      [w, depthwise, c_in = d_in.c, groups] {
+        return depthwise ? pack_depthwise_weights(w) : pack_direct_weights(w, c_in, groups);
+      },
+      static_cast<uint64_t>(w.out_channels * w.in_per_group * w.kh * w.kw));
+  const auto channels = add_channel_constants(graph, as_matrix(weights), p.input.scale, name);
+
+  const Conv2dGeometry& g = p.geometry;
+  const QuantParams q = p.output.value_or(QuantParams{});
+  const Conv2dPush push{int32_t(d_in.n), int32_t(c4_in), int32_t(d_in.h), int32_t(d_in.w),
+                        int32_t(d_out.c), int32_t(c4_out), int32_t(d_out.h), int32_t(d_out.w),
+                        int32_t(w.kh), int32_t(w.kw), g.stride_h, g.stride_w,
+                        g.pad_top, g.pad_left, g.dilation_h, g.dilation_w,
+                        int32_t(w.in_per_group), int32_t(w.out_channels / groups),
+                        int32_t(4 * c4_out), p.input.zero_point, q.zero_point,
+                        inverse_scale(q.scale), p.activation_min, p.activation_max};
+  const int in_layout = in.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
+  const int out_form = !p.output ? 2 : out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
+  const int dot = graph.profile().int8_dot_product ? 0 : 1;
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = depthwise ? shaders::variants::q8ta_conv2d_dw[in_layout][out_form][dot]
+                          : shaders::variants::q8ta_conv2d[in_layout][out_form][dot];
+  node.bindings = {output, input, packed, channels};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(),
+                              static_cast<uint64_t>(d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out));
+  graph.add_node(std::move(node));
+  return route;
+}
+
+// --- registry entries -------------------------------------------------------------
+
+namespace {
+
+// (input, input_scale, input_zero_point, weight, weight_scales, bias, stride, padding,
+// dilation, groups, ...) as partitioner_schema/OpSchema.cpp orders them. padding: [p], [ph, pw]
+// or [top, left, bottom, right].
+Conv2dWeights blob_weights(const OpCall& call) {
+  const auto& w = call.constant(3);
+  const auto& s = call.constant(4);
+  const auto& b = call.constant(5);
+  VKD_CHECK(w.spec.sizes.size() == 4, ErrorCode::InvalidArgument, call.label(),
+            ": weight must be [C_out, C_in / groups, KH, KW], got ", w.spec.describe());
+  Conv2dWeights cw;
+  cw.out_channels = w.spec.sizes[0];
+  cw.in_per_group = w.spec.sizes[1];
+  cw.kh = w.spec.sizes[2];
+  cw.kw = w.spec.sizes[3];
+  VKD_CHECK(s.spec.numel() == cw.out_channels && b.spec.numel() == cw.out_channels,
+            ErrorCode::InvalidArgument, call.label(), ": weight_scales ", s.spec.describe(),
+            " and bias ", b.spec.describe(), " must hold C_out = ", cw.out_channels, " values");
+  cw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
+  cw.scales = reinterpret_cast<const float*>(s.constant->data);
+  cw.bias = reinterpret_cast<const float*>(b.constant->data);
+  return cw;
+}
+
+std::pair<int32_t, int32_t> pair_arg(const OpCall& call, size_t arg, const char* what) {
+  const auto v = call.int_list(arg);
+  VKD_CHECK(v.size() == 1 || v.size() == 2, ErrorCode::InvalidArgument, call.label(), ": ",
+            what, " must have 1 or 2 values, got ", v.size());
+  const auto fits = [&](int64_t x) {
+    VKD_CHECK(x >= 0 && x <= (1 << 20), ErrorCode::InvalidArgument, call.label(), ": ", what,
+              " value ", x, " is out of range");
+    return static_cast<int32_t>(x);
+  };
+  return {fits(v.front()), fits(v.back())};
+}
+
+Conv2dParams blob_params(const OpCall& call) {
+  Conv2dParams p;
+  p.input = {static_cast<float>(call.float_arg(1)), call.int32_arg(2, -128, 127), -128, 127};
+  Conv2dGeometry& g = p.geometry;
+  std::tie(g.stride_h, g.stride_w) = pair_arg(call, 6, "stride");
+  std::tie(g.dilation_h, g.dilation_w) = pair_arg(call, 8, "dilation");
+  const auto pad = call.int_list(7);
+  if (pad.size() == 4) {
+    for (int64_t v : pad) {
+      VKD_CHECK(v >= 0 && v <= (1 << 20), ErrorCode::InvalidArgument, call.label(),
+                ": padding value ", v, " is out of range");
+    }
+    g.pad_top = int32_t(pad[0]);
+    g.pad_left = int32_t(pad[1]);
+    g.pad_bottom = int32_t(pad[2]);
+    g.pad_right = int32_t(pad[3]);
+  } else {
+    std::tie(g.pad_top, g.pad_left) = pair_arg(call, 7, "padding");
+    g.pad_bottom = g.pad_top;
+    g.pad_right = g.pad_left;
+  }
+  g.groups = call.int32_arg(9, 1, 1 << 20);
+  return p;
+}
+
+void build_q8ta_conv2d(const OpCall& call) {
+  Conv2dParams p = blob_params(call);
+  p.output = QuantParams{static_cast<float>(call.float_arg(10)), call.int32_arg(11, -128, 127),
+                         -128, 127};
+  p.activation_min = call.int32_arg(12, -128, 127);
+  p.activation_max = call.int32_arg(13, -128, 127);
+  call.set_zero_point(0, p.input.zero_point);
+  call.set_zero_point(14, p.output->zero_point);
+  add_q8ta_conv2d_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(14), p);
+}
+
+void build_q8ta_conv2d_dq(const OpCall& call) {
+  Conv2dParams p = blob_params(call);
+  call.set_zero_point(0, p.input.zero_point);
+  add_q8ta_conv2d_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(10), p);
+}
+
+}  // namespace
+
+void register_conv2d_ops(OpRegistry& registry) {
+  registry.add("q8ta_conv2d", build_q8ta_conv2d);
+  registry.add("q8ta_conv2d_dq", build_q8ta_conv2d_dq);
+}
+
+}  // namespace vkd::ops

@@ -1,0 +1,69 @@
+// Quantized 2-D convolution: q8ta_conv2d (int8x4 activations x int8 per-output-channel weights,
+// int32 accumulation with the packed int8 dot product, requantized int8 or float32 output).
+//
+// Arithmetic, defined so that a CPU reference reproduces it bit for bit (the same epilogue as
+// q8ta_linear, runtime/ops/Linear.h):
+//   acc[n][co][oy][ox] = sum over the group's input channels ci and taps (ky, kx) of
+//                        (qx[n][ci][iy][ix] - zp_x) * qw[co][ci - g * Cin_g][ky][kx]      (int32)
+//   with iy = oy * stride_h - pad_top + ky * dilation_h (ix likewise); a tap outside the input
+//   reads zp_x, i.e. a real zero (padding contributes nothing). Computed as
+//   sum qx' * qw - zp_x * wsum[co], qx' = zp_x outside, wsum = the sum of all the channel's weights.
+//   scale[co] = float32(s_x * s_w[co]); y = float32(float32(acc) * scale[co]) + bias[co];
+//   float output: y. int8 output: clamp(roundEven(float32(y * inv_y)) + zp_y, act_min, act_max).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/OpUtils.h"
+
+namespace vkd::ops {
+
+// Host weights: int8 [C_out, C_in / groups, KH, KW] (PyTorch's order), per-output-channel
+// symmetric scales [C_out], optional bias [C_out] (nullptr = zeros). The pointers must stay
+// valid until the graph's prepare() returns (the weights are packed on the CPU then).
+struct Conv2dWeights {
+  const int8_t* weight = nullptr;
+  const float* scales = nullptr;
+  const float* bias = nullptr;
+  int64_t out_channels = 0, in_per_group = 0, kh = 0, kw = 0;
+};
+
+// Stride, padding (each side on its own: asymmetric padding is a pad op folded in), dilation,
+// groups. The output's sizes must be the ones these give:
+// H_out = (H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h + 1 (W likewise).
+struct Conv2dGeometry {
+  int32_t stride_h = 1, stride_w = 1;
+  int32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int32_t dilation_h = 1, dilation_w = 1;
+  int32_t groups = 1;
+};
+
+// Which kernel runs a q8ta_conv2d (chosen when the graph is built; `vkd inspect` shows it).
+// Auto: Pointwise for 1x1 / stride 1 / no padding / groups 1 with int8 4W4C in and out (the
+// linear kernels over pixels: GEMV, dot-product GEMM or cooperative matrices); Depthwise when
+// groups == C_in == C_out; Direct otherwise. Asking for a route the shape or layouts do not fit
+// is an InvalidArgument error.
+enum class Conv2dRoute { Auto, Direct, Pointwise, Depthwise };
+std::string to_string(Conv2dRoute route);
+
+struct Conv2dParams {
+  QuantParams input;                  // scale and zero point of the int8 input
+  std::optional<QuantParams> output;  // requantized int8 output; nullopt = float32 output
+  int32_t activation_min = -128;      // int8 output only: fused relu / relu6 / clamp
+  int32_t activation_max = 127;
+  Conv2dGeometry geometry;
+  Conv2dRoute route = Conv2dRoute::Auto;
+};
+
+// `input`: int8x4 buffer, PackedInt8_4W4C or PackedInt8_4C1W, sizes [N, C_in, H, W] (rank 3 =
+// N 1). `output`: sizes [N, C_out, H_out, W_out]; an int8x4 buffer in 4W4C or 4C1W when
+// p.output is set (padding lanes hold its zero point), else a float32 width-packed buffer.
+// Returns the route taken.
+Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                                 const Conv2dWeights& weights, graph::ValueRef output,
+                                 const Conv2dParams& p);
+
+}  // namespace vkd::ops
