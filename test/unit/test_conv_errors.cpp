@@ -1,0 +1,151 @@
+// q8ta_conv2d's argument checks: every bad shape, layout, parameter or forced route is an
+// InvalidArgument / Unsupported error whose message names the problem, raised while the graph
+// is built (no dispatch is recorded). The arithmetic is checked by the custom-op ACCU cases.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/Conv2d.h"
+#include "test/unit/GpuTest.h"
+
+namespace vkd_test {
+namespace {
+
+using vkd::DType;
+using vkd::ErrorCode;
+using vkd::MemoryLayout;
+using vkd::StorageType;
+using vkd::TensorSpec;
+using vkd::graph::ComputeGraph;
+using vkd::ops::Conv2dParams;
+using vkd::ops::Conv2dRoute;
+using vkd::ops::Conv2dWeights;
+
+TensorSpec int8_spec(std::vector<int64_t> sizes, MemoryLayout layout = MemoryLayout::PackedInt8_4W4C) {
+  return {std::move(sizes), DType::Int8x4, StorageType::Buffer, layout};
+}
+
+// A 3x3 convolution 8 -> 4 channels over [1, 8, 6, 5] with padding 1 (output [1, 4, 6, 5]),
+// built with one thing changed by the test.
+struct ConvSetup {
+  TensorSpec in = int8_spec({1, 8, 6, 5});
+  TensorSpec out = int8_spec({1, 4, 6, 5});
+  std::vector<int8_t> weight = std::vector<int8_t>(4 * 8 * 3 * 3, 1);
+  std::vector<float> scales = std::vector<float>(4, 0.01f);
+  Conv2dWeights w{nullptr, nullptr, nullptr, 4, 8, 3, 3};
+  Conv2dParams p;
+
+  ConvSetup() {
+    p.output = vkd::ops::QuantParams{0.1f, 0, -128, 127};
+    p.geometry.pad_top = p.geometry.pad_left = p.geometry.pad_bottom = p.geometry.pad_right = 1;
+  }
+  // Builds the node; returns the error's code and message (code Ok-like -1 when none).
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) {
+    w.weight = weight.data();
+    w.scales = scales.data();
+    ComputeGraph g(ctx);
+    const auto x = g.add_tensor(in, "x");
+    const auto y = g.add_tensor(out, "y");
+    try {
+      vkd::ops::add_q8ta_conv2d_node(g, x, w, y, p);
+    } catch (const vkd::Error& e) {
+      return {static_cast<int>(e.code()), e.what()};
+    }
+    return {-1, ""};
+  }
+};
+
+void expect_error(ConvSetup s, vkd::vk::Context& ctx, ErrorCode code, const std::string& says) {
+  const auto [got, message] = s.build(ctx);
+  EXPECT_EQ(got, static_cast<int>(code)) << message;
+  EXPECT_NE(message.find(says), std::string::npos) << "message: " << message;
+  EXPECT_NE(message.find("q8ta_conv2d"), std::string::npos) << "message: " << message;
+}
+
+class Conv2dChecks : public GpuTest {};
+
+TEST_F(Conv2dChecks, TheSetupItselfBuilds) {
+  ConvSetup s;
+  EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
+}
+
+TEST_F(Conv2dChecks, WrongOutputSizesAreNamed) {
+  ConvSetup s;
+  s.out = int8_spec({1, 4, 5, 5});
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "must be [1, 4, 6, 5]");
+}
+
+TEST_F(Conv2dChecks, GroupsMustDivideTheChannels) {
+  ConvSetup s;
+  s.p.geometry.groups = 3;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "groups = 3 must divide C_in = 8");
+}
+
+TEST_F(Conv2dChecks, WeightsMustHoldTheGroupsInputChannels) {
+  ConvSetup s;
+  s.p.geometry.groups = 2;  // C_in / groups = 4, the weights hold 8
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "(they hold 8)");
+}
+
+TEST_F(Conv2dChecks, BadGeometryIsNamed) {
+  ConvSetup s;
+  s.p.geometry.stride_w = 0;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "stride (1, 0)");
+  ConvSetup t;
+  t.p.geometry.pad_left = -1;
+  expect_error(t, ctx(), ErrorCode::InvalidArgument, "must be >= 0");
+  ConvSetup u;
+  u.in = int8_spec({1, 8, 1, 1});
+  u.out = int8_spec({1, 4, 1, 1});
+  u.p.geometry = {};
+  u.p.geometry.dilation_h = 2;
+  expect_error(u, ctx(), ErrorCode::InvalidArgument, "does not fit the padded 1x1 input");
+}
+
+TEST_F(Conv2dChecks, LayoutsOutsideTheChannelsPackedOnesAreRefused) {
+  ConvSetup s;
+  s.in = int8_spec({1, 8, 6, 5}, MemoryLayout::PackedInt8_4H4W);
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "must be an int8x4 buffer in 4W4C or 4C1W");
+  ConvSetup f;
+  f.p.output.reset();  // float output, but the output is an int8x4 tensor
+  expect_error(f, ctx(), ErrorCode::InvalidArgument, "q8ta_conv2d_dq");
+}
+
+TEST_F(Conv2dChecks, ForcedRoutesThatDoNotFitAreRefused) {
+  ConvSetup s;
+  s.p.route = Conv2dRoute::Pointwise;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "pointwise route needs a 1x1 kernel");
+  ConvSetup d;
+  d.p.route = Conv2dRoute::Depthwise;
+  expect_error(d, ctx(), ErrorCode::InvalidArgument, "depthwise route needs groups == C_in");
+}
+
+TEST_F(Conv2dChecks, TooManyProductsPerOutputIsUnsupported) {
+  ConvSetup s;
+  s.in = int8_spec({1, 8192, 3, 3});
+  s.out = int8_spec({1, 4, 3, 3});
+  s.weight.assign(4 * 8192 * 3 * 3, 1);
+  s.w.in_per_group = 8192;  // 8192 * 9 taps > 65536
+  expect_error(s, ctx(), ErrorCode::Unsupported, "int32 accumulation could overflow");
+}
+
+TEST_F(Conv2dChecks, MissingWeightsAreNamed) {
+  ConvSetup s;
+  s.weight.clear();
+  s.w.weight = nullptr;
+  ComputeGraph g(ctx());
+  const auto x = g.add_tensor(s.in, "x");
+  const auto y = g.add_tensor(s.out, "y");
+  s.w.scales = s.scales.data();
+  try {
+    vkd::ops::add_q8ta_conv2d_node(g, x, s.w, y, s.p);
+    ADD_FAILURE() << "no error";
+  } catch (const vkd::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("weights and weight scales are required"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace vkd_test
