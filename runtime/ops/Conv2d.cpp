@@ -83,7 +83,7 @@ bool fits_pointwise(const TensorSpec& in, const TensorSpec& out, const Conv2dWei
 }
 
 bool fits_depthwise(const Dims4& in, const Conv2dWeights& w, const Conv2dGeometry& g) {
-  return g.groups > 1 && g.groups == in.c && w.out_channels == in.c;
+  return g.groups == in.c && w.out_channels == in.c;
 }
 
 Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const TensorSpec& out,

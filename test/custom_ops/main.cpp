@@ -357,6 +357,7 @@ int run(int argc, char** argv) {
   register_quantize_cases(registry);
   register_convert_cases(registry);
   register_linear_cases(registry);
+  register_conv_cases(registry);
 
   std::regex filter;
   try {

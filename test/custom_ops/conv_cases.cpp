@@ -1,0 +1,643 @@
+// ACCU and PERF cases for q8ta_conv2d (int8x4 4W4C / 4C1W in; int8 4W4C / 4C1W or float out;
+// the Direct, Pointwise and Depthwise routes).
+// Compiled with -ffp-contract=off (test/CMakeLists.txt): the reference's float epilogue must
+// round the product before adding the bias, as the shader does.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "runtime/common/Error.h"
+#include "runtime/ops/Conv2d.h"
+#include "test/custom_ops/Harness.h"
+#include "test/reference/ConvReference.h"
+#include "test/reference/LayoutReference.h"
+#include "test/reference/QuantReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using ops::Conv2dRoute;
+using testing::RefConv2d;
+using testing::RefShape;
+
+constexpr MemoryLayout k4W4C = MemoryLayout::PackedInt8_4W4C;
+constexpr MemoryLayout k4C1W = MemoryLayout::PackedInt8_4C1W;
+constexpr float kInputScale = 0.0087f;
+// Typical |sum qx * qw| per sqrt(taps) for uniform int8 inputs and weights (std ~74 and ~73).
+constexpr float kTypicalProduct = 74.0f * 73.0f;
+constexpr float kMeanWeightScale = 0.0105f;  // of s_w ~ U(0.001, 0.02)
+
+struct OutputQuant {
+  const char* name;  // the activation, as it appears in case names
+  int32_t zero_point, act_min, act_max;
+};
+
+// Output quantizations rotated over the int8-output ACCU cases: zero points at both ends of
+// the range, relu (activation_min = zero point) where it clamps nothing (zp -128) and where it
+// does (zp 10), relu6-like clamps (zero point to a bound inside the range; one with the upper
+// bound below zero), and a clamp strictly inside the range. Seven entries: a period coprime
+// with the input zero points' 3 and the bias's 5.
+const OutputQuant kOutputQuants[] = {{"none", -7, -128, 127},  {"relu", -128, -128, 127},
+                                     {"relu", 10, 10, 127},    {"relu6", -20, -20, 60},
+                                     {"clamp", 3, -20, 90},    {"none", 127, -128, 127},
+                                     {"relu6", -128, -128, -5}};
+const int32_t kInputZeroPoints[] = {-128, 127, 0};
+
+// One convolution: input sizes [N, C_in, H, W], C_out, kernel and geometry.
+struct ConvShape {
+  int64_t n, c_in, h, w, c_out, kh, kw;
+  ops::Conv2dGeometry geo;
+};
+
+// Square kernel, stride, padding and dilation.
+ConvShape conv(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, int64_t k,
+               int32_t stride, int32_t pad, int32_t dilation = 1, int32_t groups = 1) {
+  ops::Conv2dGeometry g;
+  g.stride_h = g.stride_w = stride;
+  g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = pad;
+  g.dilation_h = g.dilation_w = dilation;
+  g.groups = groups;
+  return {n, c_in, h, w, c_out, k, k, g};
+}
+
+// The same with padding per side (a folded asymmetric pad op).
+ConvShape with_pads(ConvShape s, int32_t top, int32_t left, int32_t bottom, int32_t right) {
+  s.geo.pad_top = top;
+  s.geo.pad_left = left;
+  s.geo.pad_bottom = bottom;
+  s.geo.pad_right = right;
+  return s;
+}
+
+// A non-square kernel, stride and dilation (no padding: add it with with_pads).
+ConvShape rect(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, int64_t kh,
+               int64_t kw, int32_t stride_h, int32_t stride_w, int32_t dilation_h,
+               int32_t dilation_w, int32_t groups = 1) {
+  ConvShape s = conv(n, c_in, h, w, c_out, 1, 1, 0, 1, groups);
+  s.kh = kh;
+  s.kw = kw;
+  s.geo.stride_h = stride_h;
+  s.geo.stride_w = stride_w;
+  s.geo.dilation_h = dilation_h;
+  s.geo.dilation_w = dilation_w;
+  return s;
+}
+
+ConvShape depthwise(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int32_t stride,
+                    int32_t pad, int32_t dilation = 1) {
+  return conv(n, c, h, w, c, k, stride, pad, dilation, static_cast<int32_t>(c));
+}
+
+RefConv2d ref_conv(const ConvShape& s) {
+  RefConv2d c;
+  c.n = s.n;
+  c.c_in = s.c_in;
+  c.h = s.h;
+  c.w = s.w;
+  c.c_out = s.c_out;
+  c.kh = s.kh;
+  c.kw = s.kw;
+  c.stride_h = s.geo.stride_h;
+  c.stride_w = s.geo.stride_w;
+  c.pad_top = s.geo.pad_top;
+  c.pad_left = s.geo.pad_left;
+  c.pad_bottom = s.geo.pad_bottom;
+  c.pad_right = s.geo.pad_right;
+  c.dilation_h = s.geo.dilation_h;
+  c.dilation_w = s.geo.dilation_w;
+  c.groups = s.geo.groups;
+  return c;
+}
+
+RefShape input_shape(const ConvShape& s) { return {s.n, s.c_in, s.h, s.w}; }
+
+RefShape output_shape(const ConvShape& s) {
+  const RefConv2d c = ref_conv(s);
+  return {s.n, s.c_out, testing::reference_conv_out_h(c), testing::reference_conv_out_w(c)};
+}
+
+std::vector<int64_t> sizes_of(const RefShape& r) { return {r.n, r.c, r.h, r.w}; }
+
+int64_t numel(const RefShape& r) { return r.n * r.c * r.h * r.w; }
+
+bool is_depthwise(const ConvShape& s) {
+  return s.geo.groups == s.c_in && s.c_in == s.c_out;
+}
+
+// Multiply-adds of one execution (each output sums C_in / groups channels of KH x KW taps).
+double macs(const ConvShape& s) {
+  return double(numel(output_shape(s))) * double(s.c_in / s.geo.groups) * double(s.kh * s.kw);
+}
+
+// The route Auto must take, from the rule runtime/ops/Conv2d.h states (written out here so a
+// case fails when the op's choice drifts from its documentation).
+Conv2dRoute auto_route(const ConvShape& s, MemoryLayout in, bool int8_out, MemoryLayout out) {
+  const ops::Conv2dGeometry& g = s.geo;
+  const bool pointwise_shape = s.kh == 1 && s.kw == 1 && g.stride_h == 1 && g.stride_w == 1 &&
+                               g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 &&
+                               g.pad_right == 0 && g.groups == 1;
+  if (pointwise_shape && in == k4W4C && int8_out && out == k4W4C) return Conv2dRoute::Pointwise;
+  if (is_depthwise(s)) return Conv2dRoute::Depthwise;
+  return Conv2dRoute::Direct;
+}
+
+struct ConvSetup {
+  ConvShape shape;
+  MemoryLayout in_layout = k4W4C;
+  bool int8_out = true;
+  MemoryLayout out_layout = k4W4C;  // int8 output only
+  Conv2dRoute route = Conv2dRoute::Auto;  // asked for
+  Conv2dRoute expected = Conv2dRoute::Direct;  // the route the op must report
+  int32_t input_zp = 0;
+  OutputQuant out{"none", 0, -128, 127};
+  bool bias = true;
+  bool accu = true;  // false: a PERF case (no reference)
+  uint32_t seed = 0;
+};
+
+std::vector<int8_t> random_int8(int64_t count, int lo, int hi, std::mt19937& rng) {
+  std::uniform_int_distribution<int> value(lo, hi);
+  std::vector<int8_t> v(static_cast<size_t>(count));
+  for (auto& x : v) x = static_cast<int8_t>(value(rng));
+  return v;
+}
+
+// Host weights of one layer: symmetric int8 weights in [-127, 127], scales ~U(0.001, 0.02),
+// and (optionally) a bias of the size of a typical output, `typical_acc * input_scale * s_w[co]`.
+struct HostConv {
+  std::vector<int8_t> weight;  // [C_out, C_in / groups, KH, KW]
+  std::vector<float> scales, bias;
+  int64_t c_out = 0, in_per_group = 0, kh = 0, kw = 0;
+
+  ops::Conv2dWeights view() const {
+    return {weight.data(), scales.data(), bias.empty() ? nullptr : bias.data(), c_out,
+            in_per_group,  kh,            kw};
+  }
+  // What a node reads of them: int8 weights, float scales and bias.
+  double bytes() const { return double(weight.size()) + 4.0 * (scales.size() + bias.size()); }
+};
+
+HostConv random_conv_weights(const ConvShape& s, bool with_bias, float typical_acc,
+                             std::mt19937& rng) {
+  HostConv h;
+  h.c_out = s.c_out;
+  h.in_per_group = s.c_in / s.geo.groups;
+  h.kh = s.kh;
+  h.kw = s.kw;
+  h.weight = random_int8(h.c_out * h.in_per_group * h.kh * h.kw, -127, 127, rng);
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f), unit(-1.0f, 1.0f);
+  h.scales.resize(static_cast<size_t>(h.c_out));
+  for (auto& v : h.scales) v = scale(rng);
+  if (with_bias) {
+    h.bias.resize(static_cast<size_t>(h.c_out));
+    for (size_t j = 0; j < h.bias.size(); ++j) {
+      h.bias[j] = unit(rng) * typical_acc * kInputScale * h.scales[j];
+    }
+  }
+  return h;
+}
+
+// The output scale that maps the reference's y range onto [-128, 127] around `zp`, shrunk so
+// the extreme ~20% saturate (both clamp ends are exercised without everything saturating).
+// A zero point at a range end leaves only the other side to span.
+float output_scale_for(const std::vector<float>& y, int32_t zp) {
+  const auto [lo, hi] = std::minmax_element(y.begin(), y.end());
+  float scale = 0.0f;
+  if (zp < 127 && *hi > 0) scale = std::max(scale, *hi / float(127 - zp));
+  if (zp > -128 && *lo < 0) scale = std::max(scale, -*lo / float(zp + 128));
+  return scale > 0 ? 0.8f * scale : 1.0f;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0.0f;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// Names the first differing element (NCHW coordinates) on stderr; the FAIL line alone gives
+// only counts.
+template <typename T>
+void report_first_mismatch(const std::vector<T>& actual, const std::vector<T>& expected,
+                           const RefShape& s, double tolerance) {
+  if (actual.size() != expected.size()) {
+    std::fprintf(stderr, "    %zu values read back, %zu expected\n", actual.size(),
+                 expected.size());
+    return;
+  }
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::fabs(double(actual[i]) - double(expected[i])) <= tolerance) continue;
+    const int64_t at = static_cast<int64_t>(i);
+    std::fprintf(stderr,
+                 "    first mismatch at n %lld c %lld h %lld w %lld: got %.9g expected %.9g\n",
+                 static_cast<long long>(at / (s.c * s.h * s.w)),
+                 static_cast<long long>(at / (s.h * s.w) % s.c),
+                 static_cast<long long>(at / s.w % s.h), static_cast<long long>(at % s.w),
+                 double(actual[i]), double(expected[i]));
+    return;
+  }
+  std::fprintf(stderr, "    every value matches: only padding lanes differ\n");
+}
+
+// On CPU devices (lavapipe) PERF skips layers this large, so a local run stays short.
+constexpr double kCpuMaxOps = 4e9;
+
+class Q8taConv2dCase : public CaseInstance {
+ public:
+  explicit Q8taConv2dCase(ConvSetup s) : s_(std::move(s)) {}
+
+  // All data is drawn here, from the case's own seed: the int8 output scale depends on the
+  // reference's y range and must be known when the node is added.
+  void build(graph::ComputeGraph& g) override {
+    const ConvShape& shape = s_.shape;
+    VKD_CHECK(s_.accu || !g.profile().is_cpu() || 2.0 * macs(shape) <= kCpuMaxOps,
+              ErrorCode::Unsupported, "layer too large for a CPU device");
+    const RefShape in = input_shape(shape), out = output_shape(shape);
+    std::mt19937 rng(s_.seed);
+    qx_ = random_int8(numel(in), -128, 127, rng);
+    const float typical_acc =
+        kTypicalProduct * std::sqrt(float(shape.c_in / shape.geo.groups * shape.kh * shape.kw));
+    host_ = random_conv_weights(shape, s_.bias, typical_acc, rng);
+
+    p_.input = {kInputScale, s_.input_zp, -128, 127};
+    p_.geometry = shape.geo;
+    p_.route = s_.route;
+    if (s_.accu) {
+      y_ = testing::reference_q8ta_conv2d(qx_, host_.weight, ref_conv(shape), kInputScale,
+                                          s_.input_zp, host_.scales, host_.bias);
+    }
+    if (s_.int8_out) {
+      // PERF has no reference: a scale of about three typical outputs (the values do not
+      // change the timing).
+      const float s_y = s_.accu ? output_scale_for(y_, s_.out.zero_point)
+                                : 3.0f * typical_acc * kInputScale * kMeanWeightScale / 128.0f;
+      p_.output = ops::QuantParams{s_y, s_.out.zero_point, -128, 127};
+      p_.activation_min = s_.out.act_min;
+      p_.activation_max = s_.out.act_max;
+    }
+
+    const TensorSpec out_spec =
+        s_.int8_out
+            ? TensorSpec{sizes_of(out), DType::Int8x4, StorageType::Buffer, s_.out_layout}
+            : TensorSpec{sizes_of(out), DType::Float32, StorageType::Buffer,
+                         MemoryLayout::WidthPacked};
+    in_bytes_ = 4.0 * double(testing::ref_word_count(s_.in_layout, in));
+    out_bytes_ = s_.int8_out ? 4.0 * double(testing::ref_word_count(s_.out_layout, out))
+                             : 4.0 * double(numel(out));
+
+    in_ref_ = g.add_tensor({sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout}, "x");
+    out_ref_ = g.add_tensor(out_spec, "y");
+    const Conv2dRoute taken = ops::add_q8ta_conv2d_node(g, in_ref_, host_.view(), out_ref_, p_);
+    VKD_CHECK(taken == s_.expected, ErrorCode::Internal, "q8ta_conv2d took route ",
+              ops::to_string(taken), ", expected ", ops::to_string(s_.expected));
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
+    // Words from the test's own packing reference; padding lanes hold the input zero point.
+    g.write_words(in_ref_,
+                  testing::ref_pack(s_.in_layout, input_shape(s_.shape), qx_, s_.input_zp));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    const RefShape out = output_shape(s_.shape);
+    if (s_.int8_out) {
+      const auto expected = testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
+                                                        s_.out.act_min, s_.out.act_max);
+      // Every word, padding lanes included (they must hold the output zero point).
+      compare_words(g.read_words(out_ref_),
+                    testing::ref_pack(s_.out_layout, out, expected, s_.out.zero_point), r);
+      // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
+      if (r.mismatches) report_first_mismatch(g.read_int8(out_ref_), expected, out, 0.0);
+    } else {
+      // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
+      const double tolerance = 1e-5 * max_abs(y_);
+      const auto actual = g.read_float(out_ref_);
+      compare_floats(actual, y_, tolerance, r);
+      if (r.mismatches) report_first_mismatch(actual, y_, out, tolerance);
+    }
+    return r;
+  }
+  PerfWork work() const override {
+    return {host_.bytes() + in_bytes_ + out_bytes_, 2.0 * macs(s_.shape)};
+  }
+
+ private:
+  ConvSetup s_;
+  double in_bytes_ = 0, out_bytes_ = 0;
+  ops::Conv2dParams p_;
+  std::vector<int8_t> qx_;
+  HostConv host_;
+  std::vector<float> y_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+};
+
+// ---------------------------------------------------------------------------------------
+// Names
+
+std::string layout_short(MemoryLayout layout) { return layout == k4W4C ? "4W4C" : "4C1W"; }
+
+// "4W4C->4C1W" or "4C1W->float".
+std::string layouts_name(const ConvSetup& s) {
+  return layout_short(s.in_layout) + "->" + (s.int8_out ? layout_short(s.out_layout) : "float");
+}
+
+// The harness's layout column: "4W4C -> 4C1W" or "4C1W -> buffer/width_packed".
+std::string layout_column(const ConvSetup& s) {
+  return layout_short(s.in_layout) + " -> " +
+         (s.int8_out ? layout_short(s.out_layout) : "buffer/width_packed");
+}
+
+// "Direct", or "Auto(Pointwise)": what was asked and, for Auto, what it must resolve to.
+std::string route_name(const ConvSetup& s) {
+  if (s.route != Conv2dRoute::Auto) return ops::to_string(s.route);
+  return ops::to_string(s.route) + "(" + ops::to_string(s.expected) + ")";
+}
+
+// "1x8x9x11->16 k3 s2 p1 d2 g4"; a non-square kernel or stride as "k3x5", asymmetric padding
+// as "p0,1,2,0" (top, left, bottom, right); dilation 1 and groups 1 left out.
+std::string geometry_name(const ConvShape& s) {
+  const ops::Conv2dGeometry& g = s.geo;
+  auto pair = [](int64_t a, int64_t b) {
+    return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
+  };
+  std::string pads = std::to_string(g.pad_top);
+  if (!(g.pad_left == g.pad_top && g.pad_bottom == g.pad_top && g.pad_right == g.pad_top)) {
+    pads += "," + std::to_string(g.pad_left) + "," + std::to_string(g.pad_bottom) + "," +
+            std::to_string(g.pad_right);
+  }
+  std::string name = shape_string(sizes_of(input_shape(s))) + "->" + std::to_string(s.c_out) +
+                     " k" + pair(s.kh, s.kw) + " s" + pair(g.stride_h, g.stride_w) + " p" + pads;
+  if (g.dilation_h != 1 || g.dilation_w != 1) name += " d" + pair(g.dilation_h, g.dilation_w);
+  if (g.groups != 1) name += " g" + std::to_string(g.groups);
+  return name;
+}
+
+std::string shape_column(const ConvShape& s) {
+  return shape_string(sizes_of(input_shape(s))) + "->" + shape_string(sizes_of(output_shape(s)));
+}
+
+// ---------------------------------------------------------------------------------------
+// ACCU
+
+// Routes and layouts of one ACCU case: `out` is the int8 output's layout, or float output.
+struct Variant {
+  Conv2dRoute route;
+  MemoryLayout in;
+  bool int8_out;
+  MemoryLayout out = k4W4C;
+};
+
+// The four int8 layout pairs, rotated over the shapes so every pair meets every kind of shape.
+const std::pair<MemoryLayout, MemoryLayout> kLayoutPairs[] = {
+    {k4W4C, k4W4C}, {k4C1W, k4C1W}, {k4W4C, k4C1W}, {k4C1W, k4W4C}};
+
+// General convolutions (Auto takes Direct): kernels 1/3/5/7, strides 1/2, dilation 1/2,
+// padding 0/1/2/3 and asymmetric, channel counts on and off multiples of 4, odd spatial sizes,
+// grouped (not depthwise) convolutions, batch 2, and the edges (a tap window that fills the
+// input exactly; a kernel wider than the unpadded input; a padded 1x1), and non-square
+// kernels, strides and dilations.
+std::vector<ConvShape> general_shapes() {
+  return {
+      conv(1, 3, 7, 5, 8, 3, 1, 1),                             // stem-like, C_in 3
+      conv(1, 5, 9, 11, 5, 3, 2, 1),                            // C_in == C_out, groups 1
+      conv(2, 17, 7, 9, 12, 3, 1, 0, 2),                        // batch 2, dilation 2
+      conv(1, 8, 13, 11, 16, 5, 2, 2),                          // k5 s2
+      conv(1, 4, 11, 13, 3, 7, 1, 3),                           // k7
+      conv(1, 7, 6, 6, 20, 7, 1, 2),                            // k7 wider than the input
+      conv(1, 16, 9, 7, 17, 1, 2, 0),                           // 1x1 stride 2
+      conv(1, 5, 5, 7, 6, 1, 1, 1),                             // 1x1 padded: bias-only border
+      conv(1, 6, 8, 7, 4, 3, 1, 1, 1, 2),                       // groups 2
+      conv(1, 10, 7, 9, 15, 3, 2, 1, 1, 5),                     // groups 5, 2 in / 3 out each
+      conv(2, 12, 6, 5, 8, 3, 1, 1, 2, 4),                      // groups 4, dilation 2, batch 2
+      with_pads(conv(1, 12, 10, 9, 8, 3, 1, 0), 0, 1, 2, 0),    // asymmetric padding
+      with_pads(conv(1, 9, 11, 13, 7, 5, 2, 0, 2), 2, 0, 1, 3), // asymmetric, s2 d2
+      conv(2, 3, 5, 7, 5, 5, 1, 2),                             // k5 on 5x7, batch 2
+      conv(1, 17, 12, 13, 9, 3, 2, 1, 2),                       // s2 d2
+      conv(1, 8, 3, 3, 4, 3, 1, 0),                             // one output pixel
+      conv(1, 32, 9, 9, 20, 3, 1, 1),                           // multiples of 4 in, 20 out
+      conv(1, 20, 7, 8, 33, 5, 1, 2),                           // 33 outputs
+      conv(1, 16, 13, 11, 16, 3, 2, 2),                         // s2 p2
+      conv(1, 24, 8, 9, 24, 3, 1, 1, 1, 8),                     // groups 8, 3 per group
+      with_pads(rect(1, 6, 9, 11, 10, 3, 5, 1, 2, 2, 1), 2, 2, 2, 2),  // 3x5, s1x2, d2x1
+      with_pads(rect(1, 5, 7, 12, 7, 1, 7, 1, 1, 1, 1), 0, 3, 0, 3),   // 1x7 (inception-like)
+  };
+}
+
+// Depthwise convolutions (groups == C_in == C_out; Auto takes Depthwise).
+std::vector<ConvShape> depthwise_shapes() {
+  return {
+      depthwise(1, 8, 9, 11, 3, 1, 1),
+      depthwise(1, 5, 7, 5, 3, 2, 1),
+      depthwise(1, 17, 13, 11, 5, 1, 2),
+      depthwise(1, 16, 11, 9, 3, 1, 2, 2),
+      depthwise(1, 3, 10, 7, 7, 2, 3),
+      with_pads(depthwise(1, 12, 8, 9, 3, 1, 0), 0, 1, 2, 0),
+      depthwise(2, 4, 6, 7, 3, 1, 0),
+      depthwise(1, 1, 7, 7, 3, 1, 1),     // one channel: groups 1 and depthwise
+      depthwise(1, 96, 13, 11, 3, 1, 1),
+      depthwise(1, 8, 5, 7, 1, 1, 0),     // 1x1 depthwise: not Pointwise (groups 8)
+      with_pads(rect(1, 12, 10, 9, 12, 5, 3, 2, 1, 1, 2, 12), 2, 1, 2, 1),  // 5x3, s2x1, d1x2
+  };
+}
+
+// 1x1 / stride 1 / no padding / groups 1: Auto takes Pointwise for int8 4W4C in and out.
+// 1x64x40x40 -> 96 has pixels enough for the GEMM (or cooperative-matrix) kernels on a GPU.
+std::vector<ConvShape> pointwise_shapes() {
+  return {
+      conv(1, 17, 9, 11, 5, 1, 1, 0),  conv(1, 3, 5, 7, 5, 1, 1, 0),
+      conv(2, 8, 7, 5, 12, 1, 1, 0),   conv(1, 64, 40, 40, 96, 1, 1, 0),
+      conv(2, 33, 20, 17, 70, 1, 1, 0), conv(1, 16, 1, 1, 8, 1, 1, 0),
+  };
+}
+
+// One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
+// periods (3, 7, 5), so every route and output type meets each of them; the zero point's
+// rotation also advances with the shape, as a shape with three variants would otherwise give
+// each variant the same zero point every time.
+void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v, uint32_t index,
+                   uint32_t shape_index) {
+  ConvSetup s;
+  s.shape = shape;
+  s.in_layout = v.in;
+  s.int8_out = v.int8_out;
+  s.out_layout = v.out;
+  s.route = v.route;
+  s.expected = v.route == Conv2dRoute::Auto ? auto_route(shape, v.in, v.int8_out, v.out) : v.route;
+  s.input_zp = kInputZeroPoints[(index + shape_index) % 3];
+  s.out = kOutputQuants[index % 7];
+  s.bias = (index % 5) % 2 == 0;
+  s.seed = 2000 + index;
+  std::string name = "q8ta_conv2d " + route_name(s) + " " + geometry_name(shape) + " " +
+                     layouts_name(s) + " zpx" + std::to_string(s.input_zp);
+  name += s.int8_out ? " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name : "";
+  name += s.bias ? " bias" : " nobias";
+  registry.add({name, "q8ta_conv2d", shape_column(shape), layout_column(s), true, false, true,
+                Metric::GOPs, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+}
+
+void register_accu_cases(Registry& registry) {
+  uint32_t index = 0;
+  uint32_t shape_index = 0;
+  // Two int8 layout pairs and one float output per shape, all through Auto.
+  auto add_rotated = [&](const ConvShape& shape) {
+    const auto& [in_a, out_a] = kLayoutPairs[(2 * shape_index) % 4];
+    const auto& [in_b, out_b] = kLayoutPairs[(2 * shape_index + 1) % 4];
+    add_accu_case(registry, shape, {Conv2dRoute::Auto, in_a, true, out_a}, index++, shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Auto, in_b, true, out_b}, index++, shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Auto, shape_index % 2 ? k4C1W : k4W4C, false},
+                  index++, shape_index);
+  };
+  for (const ConvShape& shape : general_shapes()) {
+    add_rotated(shape);
+    ++shape_index;
+  }
+  for (const ConvShape& shape : depthwise_shapes()) {
+    add_rotated(shape);
+    // The general kernel on a depthwise shape.
+    const auto& [in, out] = kLayoutPairs[shape_index % 4];
+    add_accu_case(registry, shape, {Conv2dRoute::Direct, in, true, out}, index++, shape_index);
+    ++shape_index;
+  }
+  for (const ConvShape& shape : pointwise_shapes()) {
+    // Pointwise twice (other zero points and activations), the same shape through the general
+    // kernel (forced, and by Auto for a 4C1W input or a float output).
+    add_accu_case(registry, shape, {Conv2dRoute::Auto, k4W4C, true, k4W4C}, index++, shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Auto, k4W4C, true, k4W4C}, index++, shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Direct, k4W4C, true, k4W4C}, index++, shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Auto, k4C1W, true, k4W4C}, index++, shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Auto, k4W4C, false}, index++, shape_index);
+    ++shape_index;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// PERF
+
+struct PerfShape {
+  ConvShape shape;
+  const char* model;  // where the layer comes from, appended to the case name
+};
+
+// The reference backend's suites (etvk-reference.md section 6.5; tuples there are (OC, IC, H,
+// W, k, s, p, d, g) for test_q8ta_conv2d, (OC, IC, H, W) for _pw, (C, H, W, k, s, p) for _dw).
+std::vector<PerfShape> reference_suite_shapes() {
+  std::vector<PerfShape> list;
+  auto general = [&](int64_t oc, int64_t ic, int64_t h, int64_t w, int64_t k, int32_t s,
+                     int32_t p, int32_t d, int32_t g) {
+    list.push_back({conv(1, ic, h, w, oc, k, s, p, d, g), "etvk"});
+  };
+  general(32, 3, 64, 64, 3, 2, 1, 1, 1);
+  general(64, 32, 64, 64, 3, 1, 1, 1, 1);
+  general(16, 32, 77, 77, 3, 1, 1, 1, 1);
+  general(64, 32, 64, 64, 3, 1, 1, 1, 2);
+  general(96, 96, 64, 64, 5, 2, 2, 1, 4);
+  general(64, 64, 128, 128, 3, 1, 1, 1, 1);
+  general(2048, 1024, 14, 14, 1, 2, 0, 1, 1);
+  for (const auto& [oc, ic, h, w] : std::vector<std::array<int64_t, 4>>{
+           {32, 3, 64, 64}, {64, 32, 32, 32}, {13, 7, 57, 33}, {80, 40, 64, 64},
+           {22, 48, 256, 256}, {128, 128, 128, 128}, {64, 576, 128, 128}}) {
+    list.push_back({conv(1, ic, h, w, oc, 1, 1, 0), "etvk"});
+  }
+  for (const auto& [c, h, w, k, s, p] : std::vector<std::array<int64_t, 6>>{
+           {32, 64, 64, 3, 1, 1}, {64, 32, 32, 3, 2, 2}, {16, 57, 33, 3, 1, 1},
+           {32, 64, 64, 5, 1, 2}, {96, 64, 64, 5, 2, 2}, {64, 256, 256, 3, 1, 1}}) {
+    list.push_back({depthwise(1, c, h, w, k, int32_t(s), int32_t(p)), "etvk"});
+  }
+  return list;
+}
+
+// MobileNetV2 at 224x224: the stem and the distinct depthwise / pointwise layers of its
+// inverted residual blocks (expansion 6; 3x3 depthwise with padding 1).
+std::vector<PerfShape> mobilenet_v2_shapes() {
+  const char* m = "mobilenet_v2";
+  return {
+      {conv(1, 3, 224, 224, 32, 3, 2, 1), m},     // stem
+      {depthwise(1, 32, 112, 112, 3, 1, 1), m},   // block 1 (expansion 1)
+      {conv(1, 32, 112, 112, 16, 1, 1, 0), m},
+      {conv(1, 16, 112, 112, 96, 1, 1, 0), m},    // block 2 expands
+      {depthwise(1, 96, 112, 112, 3, 2, 1), m},   // ... and strides to 56
+      {conv(1, 96, 56, 56, 24, 1, 1, 0), m},
+      {conv(1, 24, 56, 56, 144, 1, 1, 0), m},
+      {depthwise(1, 144, 56, 56, 3, 1, 1), m},
+      {depthwise(1, 192, 28, 28, 3, 2, 1), m},
+      {conv(1, 64, 14, 14, 384, 1, 1, 0), m},
+      {depthwise(1, 384, 14, 14, 3, 1, 1), m},
+      {conv(1, 960, 7, 7, 160, 1, 1, 0), m},
+      {conv(1, 320, 7, 7, 1280, 1, 1, 0), m},     // last 1x1
+  };
+}
+
+// A RefineNet-style head on a 256x144 input: a strided stem, then an inverted residual block.
+std::vector<PerfShape> refinenet_shapes() {
+  const char* m = "refinenet";
+  return {
+      {conv(1, 3, 256, 144, 24, 3, 2, 1), m},
+      {conv(1, 24, 128, 72, 96, 1, 1, 0), m},
+      {depthwise(1, 96, 128, 72, 3, 1, 1), m},
+      {conv(1, 96, 128, 72, 24, 1, 1, 0), m},
+  };
+}
+
+// ResNet-18's 3x3 stride-1 convolutions of each stage.
+std::vector<PerfShape> resnet18_shapes() {
+  const char* m = "resnet18";
+  return {{conv(1, 64, 56, 56, 64, 3, 1, 1), m},
+          {conv(1, 128, 28, 28, 128, 3, 1, 1), m},
+          {conv(1, 256, 14, 14, 256, 3, 1, 1), m},
+          {conv(1, 512, 7, 7, 512, 3, 1, 1), m}};
+}
+
+// The two target shapes.
+std::vector<PerfShape> target_shapes() {
+  return {{conv(1, 64, 256, 256, 256, 1, 1, 0), "target"},
+          {depthwise(1, 96, 1024, 1024, 3, 1, 1), "target"}};
+}
+
+void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfShape& p,
+                   MemoryLayout in, MemoryLayout out) {
+  ConvSetup s;
+  s.shape = p.shape;
+  s.in_layout = in;
+  s.out_layout = out;
+  s.expected = auto_route(p.shape, in, true, out);
+  s.input_zp = -2;
+  s.out = {"none", -1, -128, 127};
+  s.accu = false;
+  s.seed = 7;
+  const std::string name = "perf/q8ta_conv2d " + route_name(s) + " " + geometry_name(p.shape) +
+                           " " + layouts_name(s);
+  if (!names.insert(name).second) return;  // a layer several suites share runs once
+  // Depthwise layers do 9-25 multiply-adds per output byte: memory-bound, rated in GB/s.
+  const Metric metric = is_depthwise(p.shape) ? Metric::GBps : Metric::GOPs;
+  registry.add({name + " " + p.model, "q8ta_conv2d", shape_column(p.shape), layout_column(s),
+                false, true, false, metric, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+}
+
+void register_perf_cases(Registry& registry) {
+  std::set<std::string> names;
+  // Network layers and pointwise layers in 4W4C in and out: the layout a chain of pointwise
+  // (Pointwise route) and depthwise layers keeps without conversions.
+  for (const auto& list : {mobilenet_v2_shapes(), refinenet_shapes(), resnet18_shapes(),
+                           target_shapes(), reference_suite_shapes()}) {
+    for (const PerfShape& p : list) add_perf_case(registry, names, p, k4W4C, k4W4C);
+  }
+  // The general and depthwise kernels also in 4C1W, the reference backend's direct-conv layout.
+  for (const auto& list : {reference_suite_shapes(), target_shapes()}) {
+    for (const PerfShape& p : list) {
+      if (auto_route(p.shape, k4W4C, true, k4W4C) != Conv2dRoute::Pointwise) {
+        add_perf_case(registry, names, p, k4C1W, k4C1W);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_conv_cases(Registry& registry) {
+  register_accu_cases(registry);
+  register_perf_cases(registry);
+}
+
+}  // namespace vkd::custom_ops
