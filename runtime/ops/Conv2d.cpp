@@ -246,6 +246,11 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                           : shaders::variants::q8ta_conv2d[in_layout][out_form][dot];
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
+  // The depthwise kernel's horizontal geometry, specialized so its window indices are constants.
+  if (depthwise) {
+    node.spec_constants = {uint32_t(w.kw), uint32_t(g.stride_w), uint32_t(g.dilation_w),
+                           uint32_t(g.pad_left)};
+  }
   node.plan = vk::plan_linear(graph.profile(),
                               static_cast<uint64_t>(d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out));
   graph.add_node(std::move(node));
