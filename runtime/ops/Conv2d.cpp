@@ -246,13 +246,18 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                           : shaders::variants::q8ta_conv2d[in_layout][out_form][dot];
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
-  // The depthwise kernel's horizontal geometry, specialized so its window indices are constants.
+  // Depthwise: the horizontal geometry is specialized so the window indices are constants, and
+  // an invocation computes 4 output rows once the output has >= 2^20 tiles (more than enough to
+  // fill any GPU with a quarter of them), else 1 (shaders/q8ta_conv2d_dw.glsl).
+  const int64_t tiles = d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out;
+  const int64_t rows_per_invocation = depthwise && tiles >= (int64_t(1) << 20) ? 4 : 1;
   if (depthwise) {
     node.spec_constants = {uint32_t(w.kw), uint32_t(g.stride_w), uint32_t(g.dilation_w),
-                           uint32_t(g.pad_left)};
+                           uint32_t(g.pad_left), uint32_t(rows_per_invocation)};
   }
   node.plan = vk::plan_linear(graph.profile(),
-                              static_cast<uint64_t>(d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out));
+                              static_cast<uint64_t>(d_out.n * div_up(d_out.h, rows_per_invocation) *
+                                                    div_up(d_out.w, 4) * c4_out));
   graph.add_node(std::move(node));
   return route;
 }

@@ -500,6 +500,10 @@ void register_accu_cases(Registry& registry) {
     add_accu_case(registry, shape, {Conv2dRoute::Direct, in, true, out}, index++, shape_index);
     ++shape_index;
   }
+  // A depthwise output of >= 2^20 tiles, where each invocation computes 4 output rows
+  // (Conv2d.cpp); 2050 rows leave a partial last group of 2.
+  add_accu_case(registry, depthwise(1, 8, 2050, 1025, 3, 1, 1),
+                {Conv2dRoute::Auto, k4W4C, true, k4W4C}, index++, shape_index++);
   for (const ConvShape& shape : pointwise_shapes()) {
     // Pointwise twice (other zero points and activations), the same shape through the general
     // kernel (forced, and by Auto for a 4C1W input or a float output).
