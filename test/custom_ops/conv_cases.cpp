@@ -11,6 +11,7 @@
 #include "runtime/common/Error.h"
 #include "runtime/ops/Conv2d.h"
 #include "test/custom_ops/Harness.h"
+#include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/ConvReference.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/QuantReference.h"
@@ -24,16 +25,6 @@ using testing::RefShape;
 
 constexpr MemoryLayout k4W4C = MemoryLayout::PackedInt8_4W4C;
 constexpr MemoryLayout k4C1W = MemoryLayout::PackedInt8_4C1W;
-constexpr float kInputScale = 0.0087f;
-// Typical |sum qx * qw| per sqrt(taps) for uniform int8 inputs and weights (std ~74 and ~73).
-constexpr float kTypicalProduct = 74.0f * 73.0f;
-constexpr float kMeanWeightScale = 0.0105f;  // of s_w ~ U(0.001, 0.02)
-
-struct OutputQuant {
-  const char* name;  // the activation, as it appears in case names
-  int32_t zero_point, act_min, act_max;
-};
-
 // Output quantizations rotated over the int8-output ACCU cases: zero points at both ends of
 // the range, relu (activation_min = zero point) where it clamps nothing (zp -128) and where it
 // does (zp 10), relu6-like clamps (zero point to a bound inside the range; one with the upper
@@ -43,7 +34,6 @@ const OutputQuant kOutputQuants[] = {{"none", -7, -128, 127},  {"relu", -128, -1
                                      {"relu", 10, 10, 127},    {"relu6", -20, -20, 60},
                                      {"clamp", 3, -20, 90},    {"none", 127, -128, 127},
                                      {"relu6", -128, -128, -5}};
-const int32_t kInputZeroPoints[] = {-128, 127, 0};
 
 // One convolution: input sizes [N, C_in, H, W], C_out, kernel and geometry.
 struct ConvShape {
@@ -157,13 +147,6 @@ struct ConvSetup {
   uint32_t seed = 0;
 };
 
-std::vector<int8_t> random_int8(int64_t count, int lo, int hi, std::mt19937& rng) {
-  std::uniform_int_distribution<int> value(lo, hi);
-  std::vector<int8_t> v(static_cast<size_t>(count));
-  for (auto& x : v) x = static_cast<int8_t>(value(rng));
-  return v;
-}
-
 // Host weights of one layer: symmetric int8 weights in [-127, 127], scales ~U(0.001, 0.02),
 // and (optionally) a bias of the size of a typical output, `typical_acc * input_scale * s_w[co]`.
 struct HostConv {
@@ -187,57 +170,16 @@ HostConv random_conv_weights(const ConvShape& s, bool with_bias, float typical_a
   h.kh = s.kh;
   h.kw = s.kw;
   h.weight = random_int8(h.c_out * h.in_per_group * h.kh * h.kw, -127, 127, rng);
-  std::uniform_real_distribution<float> scale(0.001f, 0.02f), unit(-1.0f, 1.0f);
-  h.scales.resize(static_cast<size_t>(h.c_out));
-  for (auto& v : h.scales) v = scale(rng);
-  if (with_bias) {
-    h.bias.resize(static_cast<size_t>(h.c_out));
-    for (size_t j = 0; j < h.bias.size(); ++j) {
-      h.bias[j] = unit(rng) * typical_acc * kInputScale * h.scales[j];
-    }
-  }
+  ChannelParams c = random_channel_params(h.c_out, with_bias, kInputScale, typical_acc, rng);
+  h.scales = std::move(c.scales);
+  h.bias = std::move(c.bias);
   return h;
 }
 
-// The output scale that maps the reference's y range onto [-128, 127] around `zp`, shrunk so
-// the extreme ~20% saturate (both clamp ends are exercised without everything saturating).
-// A zero point at a range end leaves only the other side to span.
-float output_scale_for(const std::vector<float>& y, int32_t zp) {
-  const auto [lo, hi] = std::minmax_element(y.begin(), y.end());
-  float scale = 0.0f;
-  if (zp < 127 && *hi > 0) scale = std::max(scale, *hi / float(127 - zp));
-  if (zp > -128 && *lo < 0) scale = std::max(scale, -*lo / float(zp + 128));
-  return scale > 0 ? 0.8f * scale : 1.0f;
-}
-
-float max_abs(const std::vector<float>& v) {
-  float m = 0.0f;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
-}
-
-// Names the first differing element (NCHW coordinates) on stderr; the FAIL line alone gives
-// only counts.
-template <typename T>
-void report_first_mismatch(const std::vector<T>& actual, const std::vector<T>& expected,
-                           const RefShape& s, double tolerance) {
-  if (actual.size() != expected.size()) {
-    std::fprintf(stderr, "    %zu values read back, %zu expected\n", actual.size(),
-                 expected.size());
-    return;
-  }
-  for (size_t i = 0; i < actual.size(); ++i) {
-    if (std::fabs(double(actual[i]) - double(expected[i])) <= tolerance) continue;
-    const int64_t at = static_cast<int64_t>(i);
-    std::fprintf(stderr,
-                 "    first mismatch at n %lld c %lld h %lld w %lld: got %.9g expected %.9g\n",
-                 static_cast<long long>(at / (s.c * s.h * s.w)),
-                 static_cast<long long>(at / (s.h * s.w) % s.c),
-                 static_cast<long long>(at / s.w % s.h), static_cast<long long>(at % s.w),
-                 double(actual[i]), double(expected[i]));
-    return;
-  }
-  std::fprintf(stderr, "    every value matches: only padding lanes differ\n");
+// "n 0 c 3 h 2 w 5": element i of an NCHW tensor of shape s.
+std::string nchw_position(const RefShape& s, int64_t i) {
+  return "n " + std::to_string(i / (s.c * s.h * s.w)) + " c " + std::to_string(i / (s.h * s.w) % s.c) +
+         " h " + std::to_string(i / s.w % s.h) + " w " + std::to_string(i % s.w);
 }
 
 // On CPU devices (lavapipe) PERF skips layers this large, so a local run stays short.
@@ -309,13 +251,15 @@ class Q8taConv2dCase : public CaseInstance {
       compare_words(g.read_words(out_ref_),
                     testing::ref_pack(s_.out_layout, out, expected, s_.out.zero_point), r);
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
-      if (r.mismatches) report_first_mismatch(g.read_int8(out_ref_), expected, out, 0.0);
+      if (r.mismatches) report_first_mismatch(g.read_int8(out_ref_), expected, 0.0,
+                                            [&](int64_t i) { return nchw_position(out, i); });
     } else {
       // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
       const double tolerance = 1e-5 * max_abs(y_);
       const auto actual = g.read_float(out_ref_);
       compare_floats(actual, y_, tolerance, r);
-      if (r.mismatches) report_first_mismatch(actual, y_, out, tolerance);
+      if (r.mismatches) report_first_mismatch(actual, y_, tolerance,
+                                            [&](int64_t i) { return nchw_position(out, i); });
     }
     return r;
   }

@@ -9,6 +9,7 @@
 #include "runtime/common/Error.h"
 #include "runtime/ops/Linear.h"
 #include "test/custom_ops/Harness.h"
+#include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/LinearReference.h"
 #include "test/reference/QuantReference.h"
@@ -19,16 +20,6 @@ namespace {
 using testing::RefShape;
 
 constexpr MemoryLayout k4H4W = MemoryLayout::PackedInt8_4H4W;
-constexpr float kInputScale = 0.0087f;
-// Typical |sum_k qx * qw| per sqrt(K) for uniform int8 inputs and weights (std ~74 and ~73).
-constexpr float kTypicalProduct = 74.0f * 73.0f;
-constexpr float kMeanWeightScale = 0.0105f;  // of s_w ~ U(0.001, 0.02)
-
-struct OutputQuant {
-  const char* name;  // the activation, as it appears in case names
-  int32_t zero_point, act_min, act_max;
-};
-
 // Output quantizations rotated over the int8-output ACCU cases: zero points at both ends of
 // the range, relu (activation_min = zero point) where it clamps nothing (zp -128) and where it
 // does (zp 10), and a clamp strictly inside the range.
@@ -37,7 +28,6 @@ const OutputQuant kOutputQuants[] = {{"none", -7, -128, 127},
                                      {"relu", 10, 10, 127},
                                      {"clamp", 3, -20, 90},
                                      {"none", 127, -128, 127}};
-const int32_t kInputZeroPoints[] = {-128, 127, 0};
 
 struct LinearSetup {
   std::vector<int64_t> input_sizes;  // [..., M, K]
@@ -71,13 +61,6 @@ int64_t int8x4_bytes(const std::vector<int64_t>& sizes) {
   return 4 * testing::ref_word_count(k4H4W, ref_shape(sizes));
 }
 
-std::vector<int8_t> random_int8(int64_t count, int lo, int hi, std::mt19937& rng) {
-  std::uniform_int_distribution<int> value(lo, hi);
-  std::vector<int8_t> v(static_cast<size_t>(count));
-  for (auto& x : v) x = static_cast<int8_t>(value(rng));
-  return v;
-}
-
 // Host weights of one layer: symmetric int8 weights in [-127, 127], scales ~U(0.001, 0.02),
 // and (optionally) a bias of the size of a typical output, `typical_acc * input_scale * s_w[n]`.
 struct HostLinear {
@@ -98,52 +81,15 @@ HostLinear random_linear(int64_t n, int64_t k, bool with_bias, float input_scale
   h.n = n;
   h.k = k;
   h.weight = random_int8(n * k, -127, 127, rng);
-  std::uniform_real_distribution<float> scale(0.001f, 0.02f), unit(-1.0f, 1.0f);
-  h.scales.resize(static_cast<size_t>(n));
-  for (auto& s : h.scales) s = scale(rng);
-  if (with_bias) {
-    h.bias.resize(static_cast<size_t>(n));
-    for (size_t j = 0; j < h.bias.size(); ++j) {
-      h.bias[j] = unit(rng) * typical_acc * input_scale * h.scales[j];
-    }
-  }
+  ChannelParams c = random_channel_params(n, with_bias, input_scale, typical_acc, rng);
+  h.scales = std::move(c.scales);
+  h.bias = std::move(c.bias);
   return h;
 }
 
-// The output scale that maps the reference's y range onto [-128, 127] around `zp`, shrunk so
-// the extreme ~20% saturate (both clamp ends are exercised without everything saturating).
-// A zero point at a range end leaves only the other side to span.
-float output_scale_for(const std::vector<float>& y, int32_t zp) {
-  const auto [lo, hi] = std::minmax_element(y.begin(), y.end());
-  float scale = 0.0f;
-  if (zp < 127 && *hi > 0) scale = std::max(scale, *hi / float(127 - zp));
-  if (zp > -128 && *lo < 0) scale = std::max(scale, -*lo / float(zp + 128));
-  return scale > 0 ? 0.8f * scale : 1.0f;
-}
-
-float max_abs(const std::vector<float>& v) {
-  float m = 0.0f;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
-}
-
-// Names the first differing element on stderr (the FAIL line alone gives only counts).
-template <typename T>
-void report_first_mismatch(const std::vector<T>& actual, const std::vector<T>& expected,
-                           int64_t n, double tolerance) {
-  if (actual.size() != expected.size()) {
-    std::fprintf(stderr, "    %zu values read back, %zu expected\n", actual.size(),
-                 expected.size());
-    return;
-  }
-  for (size_t i = 0; i < actual.size(); ++i) {
-    if (std::fabs(double(actual[i]) - double(expected[i])) <= tolerance) continue;
-    std::fprintf(stderr, "    first mismatch at row %lld col %lld: got %.9g expected %.9g\n",
-                 static_cast<long long>(int64_t(i) / n), static_cast<long long>(int64_t(i) % n),
-                 double(actual[i]), double(expected[i]));
-    return;
-  }
-  std::fprintf(stderr, "    every value matches: only padding lanes differ\n");
+// "row 3 col 5": element i of a row-major matrix with n columns.
+std::string matrix_position(int64_t n, int64_t i) {
+  return "row " + std::to_string(i / n) + " col " + std::to_string(i % n);
 }
 
 // Weight copies a memory-bound (M <= 4) PERF case rotates through, one linear node each, so
@@ -232,13 +178,15 @@ class Q8taLinearCase : public CaseInstance {
       compare_words(g.read_words(out_refs_[0]),
                     testing::ref_pack(k4H4W, out_shape, expected, s_.out.zero_point), r);
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
-      if (r.mismatches) report_first_mismatch(g.read_int8(out_refs_[0]), expected, s_.n, 0.0);
+      if (r.mismatches) report_first_mismatch(g.read_int8(out_refs_[0]), expected, 0.0,
+                                            [&](int64_t i) { return matrix_position(s_.n, i); });
     } else {
       // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
       const double tolerance = 1e-5 * max_abs(y_);
       const auto actual = g.read_float(out_refs_[0]);
       compare_floats(actual, y_, tolerance, r);
-      if (r.mismatches) report_first_mismatch(actual, y_, s_.n, tolerance);
+      if (r.mismatches) report_first_mismatch(actual, y_, tolerance,
+                                            [&](int64_t i) { return matrix_position(s_.n, i); });
     }
     return r;
   }
@@ -292,7 +240,8 @@ class Q8cswLinearCase : public CaseInstance {
     const auto actual = g.read_float(out_ref_);
     AccuResult r;
     compare_floats(actual, expected, tolerance, r);
-    if (r.mismatches) report_first_mismatch(actual, expected, n_, tolerance);
+    if (r.mismatches) report_first_mismatch(actual, expected, tolerance,
+                                            [&](int64_t i) { return matrix_position(n_, i); });
     return r;
   }
   PerfWork work() const override {
