@@ -179,17 +179,9 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     check_int8x4_tensor(op, out);
     VKD_CHECK(is_channels_packed_int8(out.spec()), ErrorCode::InvalidArgument, op, ": output ",
               out.spec().describe(), " must be an int8x4 buffer in 4W4C or 4C1W");
-    check_quant_params(op, *p.output);
-    VKD_CHECK(-128 <= p.activation_min && p.activation_min <= p.activation_max &&
-                  p.activation_max <= 127,
-              ErrorCode::InvalidArgument, op, ": activation range [", p.activation_min, ", ",
-              p.activation_max, "] must lie in [-128, 127] and not be empty");
+    check_requantized_output(op, *p.output, p.activation_min, p.activation_max);
   } else {
-    check_float_tensor(op, out);
-    VKD_CHECK(out.spec().storage == StorageType::Buffer &&
-                  out.spec().layout == MemoryLayout::WidthPacked,
-              ErrorCode::InvalidArgument, op, ": float output ", out.spec().describe(),
-              " must be a width-packed buffer");
+    check_float_buffer(op, out);
   }
   VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
             ": output ", out.spec().describe(), " must have the input's rank");
@@ -289,47 +281,44 @@ Conv2dWeights blob_weights(const OpCall& call) {
   return cw;
 }
 
-std::pair<int32_t, int32_t> pair_arg(const OpCall& call, size_t arg, const char* what) {
+// An int list argument of `counts` allowed lengths, each value in [0, 2^20] (the check() of
+// add_q8ta_conv2d_node then says what the values mean together).
+std::vector<int32_t> geometry_list(const OpCall& call, size_t arg, const char* what,
+                                   std::initializer_list<size_t> counts) {
   const auto v = call.int_list(arg);
-  VKD_CHECK(v.size() == 1 || v.size() == 2, ErrorCode::InvalidArgument, call.label(), ": ",
-            what, " must have 1 or 2 values, got ", v.size());
-  const auto fits = [&](int64_t x) {
+  VKD_CHECK(std::find(counts.begin(), counts.end(), v.size()) != counts.end(),
+            ErrorCode::InvalidArgument, call.label(), ": ", what, " has ", v.size(),
+            " values, expected 1 or 2", counts.size() > 2 ? " or 4" : "");
+  std::vector<int32_t> out;
+  for (int64_t x : v) {
     VKD_CHECK(x >= 0 && x <= (1 << 20), ErrorCode::InvalidArgument, call.label(), ": ", what,
               " value ", x, " is out of range");
-    return static_cast<int32_t>(x);
-  };
-  return {fits(v.front()), fits(v.back())};
+    out.push_back(static_cast<int32_t>(x));
+  }
+  return out;
 }
 
 Conv2dParams blob_params(const OpCall& call) {
   Conv2dParams p;
-  p.input = {static_cast<float>(call.float_arg(1)), call.int32_arg(2, -128, 127), -128, 127};
+  p.input = call.quant_params(1);
   Conv2dGeometry& g = p.geometry;
-  std::tie(g.stride_h, g.stride_w) = pair_arg(call, 6, "stride");
-  std::tie(g.dilation_h, g.dilation_w) = pair_arg(call, 8, "dilation");
-  const auto pad = call.int_list(7);
-  if (pad.size() == 4) {
-    for (int64_t v : pad) {
-      VKD_CHECK(v >= 0 && v <= (1 << 20), ErrorCode::InvalidArgument, call.label(),
-                ": padding value ", v, " is out of range");
-    }
-    g.pad_top = int32_t(pad[0]);
-    g.pad_left = int32_t(pad[1]);
-    g.pad_bottom = int32_t(pad[2]);
-    g.pad_right = int32_t(pad[3]);
-  } else {
-    std::tie(g.pad_top, g.pad_left) = pair_arg(call, 7, "padding");
-    g.pad_bottom = g.pad_top;
-    g.pad_right = g.pad_left;
-  }
+  const auto stride = geometry_list(call, 6, "stride", {1, 2});
+  const auto dilation = geometry_list(call, 8, "dilation", {1, 2});
+  // [p], [ph, pw] or [top, left, bottom, right]
+  const auto pad = geometry_list(call, 7, "padding", {1, 2, 4});
+  std::tie(g.stride_h, g.stride_w) = std::pair{stride.front(), stride.back()};
+  std::tie(g.dilation_h, g.dilation_w) = std::pair{dilation.front(), dilation.back()};
+  g.pad_top = pad[0];
+  g.pad_left = pad.size() == 4 ? pad[1] : pad.back();
+  g.pad_bottom = pad.size() == 4 ? pad[2] : pad[0];
+  g.pad_right = pad.size() == 4 ? pad[3] : pad.back();
   g.groups = call.int32_arg(9, 1, 1 << 20);
   return p;
 }
 
 void build_q8ta_conv2d(const OpCall& call) {
   Conv2dParams p = blob_params(call);
-  p.output = QuantParams{static_cast<float>(call.float_arg(10)), call.int32_arg(11, -128, 127),
-                         -128, 127};
+  p.output = call.quant_params(10);
   p.activation_min = call.int32_arg(12, -128, 127);
   p.activation_max = call.int32_arg(13, -128, 127);
   call.set_zero_point(0, p.input.zero_point);

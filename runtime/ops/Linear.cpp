@@ -217,17 +217,9 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   check_4h4w_buffer(op, "input", in);
   if (p.output) {
     check_4h4w_buffer(op, "output", out);
-    check_quant_params(op, *p.output);
-    VKD_CHECK(-128 <= p.activation_min && p.activation_min <= p.activation_max &&
-                  p.activation_max <= 127,
-              ErrorCode::InvalidArgument, op, ": activation range [", p.activation_min, ", ",
-              p.activation_max, "] must lie in [-128, 127] and not be empty");
+    check_requantized_output(op, *p.output, p.activation_min, p.activation_max);
   } else {
-    check_float_tensor(op, out);
-    VKD_CHECK(out.spec().storage == StorageType::Buffer &&
-                  out.spec().layout == MemoryLayout::WidthPacked,
-              ErrorCode::InvalidArgument, op, ": float output ", out.spec().describe(),
-              " must be a width-packed buffer");
+    check_float_buffer(op, out);
   }
   check_quant_params(op, p.input);
   check_weights(op, weights);
@@ -267,14 +259,8 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const std::string op = "q8csw_linear";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_float_tensor(op, in);
-  check_float_tensor(op, out);
-  for (const auto* t : {&in, &out}) {
-    VKD_CHECK(t->spec().storage == StorageType::Buffer &&
-                  t->spec().layout == MemoryLayout::WidthPacked,
-              ErrorCode::InvalidArgument, op, ": ", t->spec().describe(),
-              " must be a width-packed float32 buffer");
-  }
+  check_float_buffer(op, in);
+  check_float_buffer(op, out);
   check_weights(op, weights);
   check_linear_shapes(op, in.spec(), out.spec(), weights);
 
@@ -317,15 +303,10 @@ LinearWeights blob_weights(const OpCall& call) {
   return lw;
 }
 
-QuantParams input_params(const OpCall& call) {
-  return {static_cast<float>(call.float_arg(1)), call.int32_arg(2, -128, 127), -128, 127};
-}
-
 void build_q8ta_linear(const OpCall& call) {
   LinearParams p;
-  p.input = input_params(call);
-  p.output = QuantParams{static_cast<float>(call.float_arg(6)), call.int32_arg(7, -128, 127),
-                         -128, 127};
+  p.input = call.quant_params(1);
+  p.output = call.quant_params(6);
   p.activation_min = call.int32_arg(8, -128, 127);
   p.activation_max = call.int32_arg(9, -128, 127);
   call.set_zero_point(0, p.input.zero_point);
@@ -335,7 +316,7 @@ void build_q8ta_linear(const OpCall& call) {
 
 void build_q8ta_linear_dq(const OpCall& call) {
   LinearParams p;
-  p.input = input_params(call);
+  p.input = call.quant_params(1);
   call.set_zero_point(0, p.input.zero_point);
   add_q8ta_linear_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(6), p);
 }

@@ -92,6 +92,10 @@ int64_t OpCall::int_arg(size_t arg) const {
   return std::get<serialization::IntValue>(value(arg, ValueKind::Int)).value;
 }
 
+QuantParams OpCall::quant_params(size_t scale_arg) const {
+  return {static_cast<float>(float_arg(scale_arg)), int32_arg(scale_arg + 1, -128, 127), -128, 127};
+}
+
 int32_t OpCall::int32_arg(size_t arg, int64_t lo, int64_t hi) const {
   const int64_t v = int_arg(arg);
   VKD_CHECK(v >= lo && v <= hi, ErrorCode::InvalidArgument, label_, ": argument '",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/OpUtils.h"
 #include "serialization/Deserializer.h"
 
 namespace vkd::ops {
@@ -83,6 +84,9 @@ class OpCall {
   int32_t int32_arg(size_t arg, int64_t lo, int64_t hi) const;
   bool bool_arg(size_t arg) const;
   std::vector<int64_t> int_list(size_t arg) const;
+  // Per-tensor int8 quantization: the scale at `scale_arg`, the zero point (in [-128, 127]) at
+  // scale_arg + 1; the full int8 range.
+  QuantParams quant_params(size_t scale_arg) const;
   // The zero point of an int8x4 tensor, recorded so host data written to it pads with it.
   void set_zero_point(size_t tensor_arg, int32_t zero_point) const;
 

@@ -35,6 +35,21 @@ void check_int8x4_tensor(const std::string& op, const graph::GpuTensor& t) {
             " must be int8x4 in a packed int8 layout");
 }
 
+void check_float_buffer(const std::string& op, const graph::GpuTensor& t) {
+  check_float_tensor(op, t);
+  VKD_CHECK(t.spec().storage == StorageType::Buffer && t.spec().layout == MemoryLayout::WidthPacked,
+            ErrorCode::InvalidArgument, op, ": tensor '", t.name(), "' ", t.spec().describe(),
+            " must be a width-packed float32 buffer");
+}
+
+void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
+                              int32_t act_max) {
+  check_quant_params(op, q);
+  VKD_CHECK(-128 <= act_min && act_min <= act_max && act_max <= 127, ErrorCode::InvalidArgument,
+            op, ": activation range [", act_min, ", ", act_max,
+            "] must lie in [-128, 127] and not be empty");
+}
+
 void check_same_sizes(const std::string& op, const graph::GpuTensor& a,
                       const graph::GpuTensor& b) {
   VKD_CHECK(a.spec().dims4() == b.spec().dims4(), ErrorCode::InvalidArgument, op,

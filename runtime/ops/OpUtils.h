@@ -29,6 +29,12 @@ float inverse_scale(float scale);
 void check_float_tensor(const std::string& op, const graph::GpuTensor& t);
 void check_int8x4_tensor(const std::string& op, const graph::GpuTensor& t);
 void check_same_sizes(const std::string& op, const graph::GpuTensor& a, const graph::GpuTensor& b);
+// A float32 width-packed buffer (the float operands of the GEMM-like ops).
+void check_float_buffer(const std::string& op, const graph::GpuTensor& t);
+// A requantized int8 output: its parameters, and a fused activation range [act_min, act_max]
+// inside [-128, 127] and not empty.
+void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
+                              int32_t act_max);
 
 // N * C4 * H4 * W4 tiles of 4x4x4 elements.
 int64_t tile_count(const Dims4& d);
