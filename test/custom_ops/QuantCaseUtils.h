@@ -63,6 +63,13 @@ inline float output_scale_for(const std::vector<float>& y, int32_t zp) {
   return scale > 0 ? 0.8f * scale : 1.0f;
 }
 
+// The output scale of a case: from the reference's outputs for ACCU; PERF has no reference,
+// so about three typical outputs (the values do not change the timing).
+inline float case_output_scale(bool accu, const std::vector<float>& y, int32_t zp,
+                               float typical_acc) {
+  return accu ? output_scale_for(y, zp) : 3.0f * typical_acc * kInputScale * kMeanWeightScale / 128.0f;
+}
+
 inline float max_abs(const std::vector<float>& v) {
   float m = 0.0f;
   for (float x : v) m = std::max(m, std::fabs(x));

@@ -210,11 +210,8 @@ class Q8taConv2dCase : public CaseInstance {
                                           s_.input_zp, host_.scales, host_.bias);
     }
     if (s_.int8_out) {
-      // PERF has no reference: a scale of about three typical outputs (the values do not
-      // change the timing).
-      const float s_y = s_.accu ? output_scale_for(y_, s_.out.zero_point)
-                                : 3.0f * typical_acc * kInputScale * kMeanWeightScale / 128.0f;
-      p_.output = ops::QuantParams{s_y, s_.out.zero_point, -128, 127};
+      p_.output = ops::QuantParams{case_output_scale(s_.accu, y_, s_.out.zero_point, typical_acc),
+                                   s_.out.zero_point, -128, 127};
       p_.activation_min = s_.out.act_min;
       p_.activation_max = s_.out.act_max;
     }
