@@ -176,18 +176,30 @@ struct PerfRow {
   std::vector<graph::NodeKernelStatistics> kernel_stats;  // with --kernel-stats
 };
 
-// Warm-up repetitions: at least --warmup, and on a GPU enough for --warmup-ms of GPU time.
-// A GPU lowers its clocks while the CPU prepares the next case; a fixed count of short
-// repetitions left later cases of a run measured at the lower clocks (on an H100 a GEMV case
-// measured 197 us after other cases, 59 us alone). CPU devices keep --warmup: there the
-// repetitions are slow and there are no clocks to ramp.
-uint32_t warmup_repetitions(graph::ComputeGraph& g, const Options& o) {
-  const uint32_t fixed = static_cast<uint32_t>(o.warmup);
-  if (o.warmup_ms == 0 || g.profile().is_cpu()) return fixed;
-  std::vector<double> probe = g.benchmark(0, 3).end_to_end_us;
+struct Repetitions {
+  uint32_t warmup, timed;
+};
+
+// Warm-up and timed repetitions of a PERF case.
+// GPU: at least --warmup, and enough warm-up for --warmup-ms of GPU time. A GPU lowers its
+// clocks while the CPU prepares the next case; a fixed count of short repetitions left later
+// cases of a run measured at the lower clocks (on an H100 a GEMV case measured 197 us after
+// other cases, 59 us alone).
+// CPU device (lavapipe): --warmup and --iterations, there are no clocks to ramp; but past 50 ms
+// per repetition (the H100-sized cases take up to seconds, and 35 repetitions of them stretched
+// the README's first command by minutes) 3 timed repetitions and no warm-up.
+Repetitions choose_repetitions(graph::ComputeGraph& g, const Options& o) {
+  Repetitions r{static_cast<uint32_t>(o.warmup), static_cast<uint32_t>(o.iterations)};
+  if (o.warmup_ms == 0 && !g.profile().is_cpu()) return r;
+  const std::vector<double> probe = g.benchmark(0, g.profile().is_cpu() ? 1 : 3).end_to_end_us;
   const double per_rep_us = std::max(*std::min_element(probe.begin(), probe.end()), 1.0);
+  if (g.profile().is_cpu()) {
+    if (per_rep_us > 50000.0) r = {0, std::min<uint32_t>(r.timed, 3)};
+    return r;
+  }
   const double wanted = 1000.0 * o.warmup_ms / per_rep_us;
-  return std::max(fixed, static_cast<uint32_t>(std::min(wanted, 100000.0)));
+  r.warmup = std::max(r.warmup, static_cast<uint32_t>(std::min(wanted, 100000.0)));
+  return r;
 }
 
 PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o) {
@@ -200,18 +212,8 @@ PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o) {
     std::mt19937 rng(static_cast<uint32_t>(o.seed));
     instance->write_inputs(g, rng);
     g.execute();  // uploads the inputs once
-    uint32_t warmup = warmup_repetitions(g, o), iterations = static_cast<uint32_t>(o.iterations);
-    if (g.profile().is_cpu()) {
-      // A CPU device (lavapipe) takes up to seconds per repetition of the large cases (the H100
-      // targets), where 35 of them would stretch the README's first command by minutes: past
-      // 50 ms per repetition, 3 timed ones and no warm-up (there are no clocks to ramp).
-      const auto probe = g.benchmark(0, 1).end_to_end_us;
-      if (!probe.empty() && probe.front() > 50000.0) {
-        warmup = 0;
-        iterations = std::min<uint32_t>(iterations, 3);
-      }
-    }
-    auto [times, kernels] = g.benchmark(warmup, iterations);
+    const Repetitions reps = choose_repetitions(g, o);
+    auto [times, kernels] = g.benchmark(reps.warmup, reps.timed);
     VKD_CHECK(!times.empty() && times.front() > 0, ErrorCode::Unsupported,
               "no GPU timestamps on this device");
     std::sort(times.begin(), times.end());
