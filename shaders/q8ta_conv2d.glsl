@@ -17,7 +17,7 @@ layout(std430, binding = 2) readonly buffer W { ivec4 w_blocks[]; };
 
 void main() {
   OutTile t;
-  if (!out_tile(t, 1)) return;
+  if (!out_tile(t, 1, false)) return;
   // Input channel blocks that the tile's output channels (their groups) read.
   const int c_last = min(4 * t.c4 + 3, p.c_out - 1);
   const int g_first = (4 * t.c4) / p.cout_per_group, g_last = c_last / p.cout_per_group;

@@ -1,15 +1,19 @@
 // q8ta_conv2d, depthwise route (groups == C_in == C_out): each output channel sees only its own
-// input channel, so the 4 channels of a packed word stay in their byte lanes. Invocation = one
-// output tile (conv_common.glslh: 4 widths x 4 channels; channel blocks fastest, so a subgroup's
-// 16-byte 4W4C tile loads are contiguous).
-// Per kernel row it loads the SPAN input words the tile's 4 widths read once into `win`
-// (4W4C: TILES whole 16-byte tiles; 4C1W: SPAN words), then for every tap and width adds
-// dot(x, mask_i) = x[i] * w[i] to lane i's accumulator, mask_i being the tap's weight word with
-// only lane i kept: 4 packed dot products instead of 4 byte extracts and multiplies each.
-// The horizontal geometry is specialization constants (KW, SW, DW, PL) so those loops unroll
-// and every `win` index is a constant (no local-memory array); vertical geometry stays in the
-// push constants. Measured on an H100, 1x96x1024x1024 3x3: 376 us with one scalar load per tap
-// and width, before this window.
+// input channel, so the 4 channels of a packed word stay in their byte lanes.
+// Invocation = one output tile column: 4 widths x 4 channels (conv_common.glslh) of ROWS
+// consecutive output rows. It walks the input rows those rows read once each, top to bottom:
+// per input row it loads the SPAN words the tile's 4 widths read into `win` (4W4C: TILES whole
+// 16-byte tiles; 4C1W: SPAN words), adds that row's taps to every output row that reads it,
+// and stores an output row as soon as its last kernel row is in. A product is
+// dot(x, mask_i) = x[i] * w[i] into lane i's accumulator, mask_i being the tap's weight word
+// with only lane i kept: 4 packed dot products instead of 4 byte extracts and multiplies each.
+// The geometry is specialization constants, so every loop unrolls: `win` and `acc` indices
+// are constants (registers, no local-memory arrays), only the rows in flight are live
+// (KH of them at stride 1), and a row's window is loaded once for all the output rows
+// that read it.
+// H100, 1x96x1024x1024 3x3 4W4C: 376 us with one scalar load per tap and width; 248-296 us
+// with a window per (output row, kernel row); 221-233 us computing 4 output rows per
+// invocation that way (each input row loaded 3 times); see docs/BENCHMARKS.md for this one.
 // Weights: int word (c4 * KH + ky) * KW + kx, byte lane i = channel 4 c4 + i (zero past C).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -20,22 +24,52 @@
 
 layout(std430, binding = 2) readonly buffer W { int w_words[]; };
 
-layout(constant_id = 3) const int KW = 3;  // kernel width
-layout(constant_id = 4) const int SW = 1;  // stride along W
-layout(constant_id = 5) const int DW = 1;  // dilation along W
-layout(constant_id = 6) const int PL = 1;  // left padding
+// Specialization constants 4.. (3 is the epilogue's, quant_epilogue.glslh).
+layout(constant_id = 4) const int KH = 3;     // kernel height and width
+layout(constant_id = 5) const int KW = 3;
+layout(constant_id = 6) const int SH = 1;     // strides
+layout(constant_id = 7) const int SW = 1;
+layout(constant_id = 8) const int DH = 1;     // dilations
+layout(constant_id = 9) const int DW = 1;
+layout(constant_id = 10) const int PL = 1;    // left padding (the top one is a push constant)
+layout(constant_id = 11) const int ROWS = 1;  // output rows per invocation
+
 // Input words one row of the tile reads: widths ox0 SW - PL + w SW + kx DW for w < 4, kx < KW.
 const int SPAN = 3 * SW + (KW - 1) * DW + 1;
 // ox0 SW is a multiple of 4, so the first of them sits OFF words into its 4W4C tile.
 const int OFF = (4 - PL % 4) % 4;
 const int TILES = (OFF + SPAN + 3) / 4;
+// Input rows the ROWS output rows span, from the first row's top tap.
+const int IN_ROWS = (ROWS - 1) * SH + (KH - 1) * DH + 1;
 
-void compute_tile(OutTile t) {
-  const int ix_min = t.ox0 * SW - PL;  // the window's first word; win[OFF + j] = word ix_min + j
+// The output row (0 .. ROWS - 1) whose kernel row ky reads input row `rel`, or -1.
+int row_reading(int rel, int ky) {
+  const int d = rel - ky * DH;
+  return d >= 0 && d % SH == 0 && d / SH < ROWS ? d / SH : -1;
+}
+
+void main() {
+  OutTile t;
+  if (!out_tile(t, ROWS, IN_LAYOUT == LAYOUT_4C1W)) return;
+  const int iy0 = t.oy * SH - p.pad_top;  // input row `rel` is iy0 + rel
+  const int ix_min = t.ox0 * SW - PL;     // the window's first word; win[OFF + j] = word ix_min + j
   const int zp = splat_byte(p.in_zp);
-  ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
-  for (int ky = 0; ky < p.kh; ++ky) {
-    const int iy = t.oy * p.stride_h - p.pad_top + ky * p.dilation_h;
+  // Every tap's 4 single-lane masks, made once for all ROWS rows.
+  ivec4 masks[KH * KW];
+  [[unroll]] for (int i = 0; i < KH * KW; ++i) {
+    const int wk = w_words[t.c4 * KH * KW + i];
+    masks[i] = ivec4(wk & 0xFF, wk & 0xFF00, wk & 0xFF0000, wk & int(0xFF000000));
+  }
+  ivec4 acc[ROWS][4];
+  [[unroll]] for (int r = 0; r < ROWS; ++r) {
+    [[unroll]] for (int w = 0; w < 4; ++w) acc[r][w] = ivec4(0);
+  }
+
+  [[unroll]] for (int rel = 0; rel < IN_ROWS; ++rel) {
+    bool read = false;  // at stride 2 some rows between the taps are read by no output row
+    [[unroll]] for (int ky = 0; ky < KH; ++ky) read = read || row_reading(rel, ky) >= 0;
+    if (!read) continue;
+    const int iy = iy0 + rel;
     const bool row_in = iy >= 0 && iy < p.h_in;
     int win[4 * TILES];
 #if IN_LAYOUT == LAYOUT_4W4C
@@ -53,31 +87,25 @@ void compute_tile(OutTile t) {
       win[OFF + j] = row_in ? load_input_word(t.n, t.c4, iy, ix_min + j) : zp;
     }
 #endif
-    [[unroll]] for (int kx = 0; kx < KW; ++kx) {
-      const int wv = w_words[(t.c4 * p.kh + ky) * KW + kx];
-      const ivec4 masks = ivec4(wv & 0xFF, wv & 0xFF00, wv & 0xFF0000, wv & int(0xFF000000));
-      [[unroll]] for (int w = 0; w < 4; ++w) {
-        const int x = win[OFF + w * SW + kx * DW];
-        acc[w] += ivec4(dot_int8x4(x, masks.x), dot_int8x4(x, masks.y), dot_int8x4(x, masks.z),
-                        dot_int8x4(x, masks.w));
+    [[unroll]] for (int ky = 0; ky < KH; ++ky) {
+      const int r = row_reading(rel, ky);
+      if (r < 0) continue;
+      [[unroll]] for (int kx = 0; kx < KW; ++kx) {
+        const ivec4 m = masks[ky * KW + kx];
+        [[unroll]] for (int w = 0; w < 4; ++w) {
+          const int x = win[OFF + w * SW + kx * DW];
+          acc[r][w] += ivec4(dot_int8x4(x, m.x), dot_int8x4(x, m.y), dot_int8x4(x, m.z),
+                             dot_int8x4(x, m.w));
+        }
       }
     }
-  }
-  store_tile(t, acc);
-}
-
-// Output rows per invocation (the op picks 4 for large outputs, else 1): consecutive rows share
-// KH - 1 input rows (stride 1), which this invocation then finds in L1 instead of another
-// fetching them from L2. H100, 1x96x1024x1024 3x3 4W4C: 248-296 us with 1 row, 221-233 with 4;
-// but 1x32x112x112 went from 7.9 to 11.6 us (too few invocations left to fill the GPU).
-layout(constant_id = 7) const int ROWS = 1;
-
-void main() {
-  OutTile first;
-  if (!out_tile(first, ROWS)) return;
-  for (int r = 0; r < ROWS && first.oy + r < p.h_out; ++r) {
-    OutTile t = first;
-    t.oy += r;
-    compute_tile(t);
+    // Output rows whose last kernel row this was are complete.
+    [[unroll]] for (int r = 0; r < ROWS; ++r) {
+      if (r * SH + (KH - 1) * DH == rel && t.oy + r < p.h_out) {
+        OutTile row = t;
+        row.oy += r;
+        store_tile(row, acc[r]);
+      }
+    }
   }
 }

@@ -4,6 +4,7 @@
 #include "runtime/ops/Conv2d.h"
 
 #include <algorithm>
+#include <memory>
 #include <tuple>
 
 #include "runtime/common/Error.h"
@@ -33,6 +34,18 @@ constexpr int64_t kMaxTaps = 65536;
 bool is_channels_packed_int8(const TensorSpec& s) {
   return s.storage == StorageType::Buffer && (s.layout == MemoryLayout::PackedInt8_4W4C ||
                                               s.layout == MemoryLayout::PackedInt8_4C1W);
+}
+
+// Output rows per depthwise invocation: the requested count, else the most of 4, 2, 1 that still
+// leaves 2^18 invocations (an H100 keeps 132 x 2048 = 270k resident), since more rows per
+// invocation load each input row fewer times (ROWS + KH - 1 rows for ROWS outputs) but leave
+// fewer invocations (4 rows took a 1x32x112x112 layer from 7.9 to 11.6 us). Beyond 4 the
+// driver stops unrolling the kernel: its arrays went to local memory and 8 rows ran 5x slower.
+int64_t depthwise_rows(int64_t tiles, int32_t requested) {
+  if (requested > 0) return requested;
+  int64_t rows = 4;
+  while (rows > 1 && tiles / rows < (int64_t(1) << 18)) rows /= 2;
+  return rows;
 }
 
 int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation, int64_t k,
@@ -86,15 +99,76 @@ bool fits_depthwise(const Dims4& in, const Conv2dWeights& w, const Conv2dGeometr
   return g.groups == in.c && w.out_channels == in.c;
 }
 
+// The im2col route's intermediate matrix holds KH * KW input words per output pixel, so it is
+// about KH * KW times the input: a 7x7 layer on a large image needs gigabytes. It lives only
+// between its two dispatches (the memory planner reuses its bytes afterwards), but at its peak
+// it is all device memory one transient claims; past this cap the direct kernel, which needs
+// none, runs instead. 256 MiB holds the matrix of every ResNet-18 / MobileNet layer at
+// 224x224 many times over. The device's maxStorageBufferRange also bounds it (one binding;
+// Vulkan guarantees only 128 MiB).
+constexpr uint64_t kMaxIm2colBytes = uint64_t(256) << 20;
+
+// K of the im2col matrix: every tap's C4_in whole channel words.
+int64_t im2col_k(const Conv2dWeights& w, int64_t c_in) {
+  return w.kh * w.kw * div_up(c_in, 4) * 4;
+}
+
+// Bytes of the im2col matrix: N * H_out * W4_out row blocks of K / 4 16-byte blocks.
+uint64_t im2col_bytes(const Dims4& in, const Dims4& out, const Conv2dWeights& w) {
+  return static_cast<uint64_t>(out.n * out.h * div_up(out.w, 4)) *
+         static_cast<uint64_t>(im2col_k(w, in.c) / 4) * 16;
+}
+
+// "" when the im2col route fits, else what it needs. The GEMM writes only the 4W4C block
+// structure (int8), and its weights are one [C_out, K] matrix (no groups).
+std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Conv2dWeights& w,
+                         const Conv2dParams& p, const vk::DeviceProfile& profile) {
+  if (p.geometry.groups != 1) {
+    return "groups 1 (groups = " + std::to_string(p.geometry.groups) + ")";
+  }
+  if (!p.output.has_value() || out.layout != MemoryLayout::PackedInt8_4W4C) {
+    return std::string("an int8 4W4C output (the GEMM writes no ") +
+           (p.output.has_value() ? "4C1W" : "float") + " output)";
+  }
+  const uint64_t bytes = im2col_bytes(in.dims4(), out.dims4(), w);
+  const uint64_t cap = std::min(kMaxIm2colBytes, profile.max_storage_buffer_range_bytes);
+  if (bytes > cap) {
+    return "an im2col matrix of at most " + std::to_string(cap) +
+           " bytes (the lower of its " + std::to_string(kMaxIm2colBytes >> 20) +
+           " MiB cap and the device's maxStorageBufferRange); this convolution's takes " +
+           std::to_string(bytes) + " bytes";
+  }
+  return "";
+}
+
+// Whether Auto runs a general convolution that the im2col route fits through it rather than
+// the direct kernel: when an output sums at least 64 products. Measured on an H100 (GPU us,
+// direct vs im2col + cooperative-matrix GEMM; docs/BENCHMARKS.md): ResNet-18's 3x3 layers
+// 33.8 / 18.2 at 64x56x56, 65.6 / 24.3 at 128x28x28, 123.5 / 37.4 at 256x14x14, 239.2 / 61.2
+// at 512x7x7; 32 -> 64 channels at 64x64 19.8 / 14.7; but the 3-channel stem (27 products)
+// 7.3 / 11.0, where the gather and a second dispatch cost more than the tiny GEMM saves.
+// On lavapipe (dot-product GEMM) the two were within 15% of each other.
+bool prefer_im2col(const Conv2dWeights& w) { return w.in_per_group * w.kh * w.kw >= 64; }
+
 Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const TensorSpec& out,
-                         const Conv2dWeights& w, const Conv2dParams& p) {
+                         const Conv2dWeights& w, const Conv2dParams& p,
+                         const vk::DeviceProfile& profile) {
   const bool pointwise = fits_pointwise(in, out, w, p);
   const bool depthwise = fits_depthwise(in.dims4(), w, p.geometry);
   switch (p.route) {
     case Conv2dRoute::Auto:
-      return pointwise ? Conv2dRoute::Pointwise
-             : depthwise ? Conv2dRoute::Depthwise
-                         : Conv2dRoute::Direct;
+      if (pointwise) return Conv2dRoute::Pointwise;
+      if (depthwise) return Conv2dRoute::Depthwise;
+      if (im2col_unfit(in, out, w, p, profile).empty() && prefer_im2col(w)) {
+        return Conv2dRoute::Im2col;
+      }
+      return Conv2dRoute::Direct;
+    case Conv2dRoute::Im2col: {
+      const std::string unfit = im2col_unfit(in, out, w, p, profile);
+      VKD_CHECK(unfit.empty(), ErrorCode::InvalidArgument, op, ": the im2col route needs ",
+                unfit);
+      break;
+    }
     case Conv2dRoute::Pointwise:
       VKD_CHECK(pointwise, ErrorCode::InvalidArgument, op,
                 ": the pointwise route needs a 1x1 kernel, stride 1, no padding, groups 1 and "
@@ -152,6 +226,85 @@ LinearWeights as_matrix(const Conv2dWeights& w) {
   return {w.weight, w.scales, w.bias, w.out_channels, w.in_per_group * w.kh * w.kw};
 }
 
+// The linear kernels' parameters for a convolution they run (Pointwise and Im2col routes).
+LinearParams linear_params(const Conv2dParams& p) {
+  LinearParams lp;
+  lp.input = p.input;
+  lp.output = p.output;
+  lp.activation_min = p.activation_min;
+  lp.activation_max = p.activation_max;
+  return lp;
+}
+
+// Mirrors `Params` in shaders/q8ta_im2col.glsl.
+struct Im2colPush {
+  int32_t blocks, k4;
+  int32_t c4_in, h_in, w_in;
+  int32_t h_out, w_out;
+  int32_t kw;
+  int32_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+  int32_t in_zp;
+};
+
+// Im2col route: the weights (groups 1: [C_out, C_in, KH, KW]) as the GEMM's [C_out, K] matrix in
+// the im2col matrix's K order, k = ((ky * KW + kx) * C4_in + ci / 4) * 4 + ci % 4
+// (shaders/q8ta_im2col.glsl), zero in the lanes of channels past C_in: the input words' padding
+// lanes add nothing, and each row sums to the real weights' sum (the channel constants' wsum).
+std::vector<int8_t> im2col_weight_matrix(const Conv2dWeights& w, int64_t c_in) {
+  const int64_t c4_in = div_up(c_in, 4), k = im2col_k(w, c_in);
+  std::vector<int8_t> out(static_cast<size_t>(w.out_channels * k), 0);
+  for (int64_t co = 0; co < w.out_channels; ++co) {
+    for (int64_t ci = 0; ci < c_in; ++ci) {
+      for (int64_t ky = 0; ky < w.kh; ++ky) {
+        for (int64_t kx = 0; kx < w.kw; ++kx) {
+          const int64_t kk = ((ky * w.kw + kx) * c4_in + ci / 4) * 4 + ci % 4;
+          out[static_cast<size_t>(co * k + kk)] =
+              w.weight[((co * c_in + ci) * w.kh + ky) * w.kw + kx];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Im2col route, two dispatches. q8ta_im2col gathers the input windows into an intermediate
+// int8x4 tensor [N, K, H_out, W_out] in 4W4C: its 16-byte blocks are (4 output pixels of one
+// row) x (4 K values), the linear kernels' (rows x K) block structure with N * H_out groups of
+// W_out rows, as the conv's 4W4C output is with N = C_out for K. add_q8ta_linear_rows_node then
+// multiplies it by the reordered weights straight into the output (GEMV for at most 4 pixels,
+// else the dot-product GEMM or cooperative matrices). The intermediate is an ordinary graph
+// tensor, so the memory planner reuses its bytes once the GEMM has read it. The reordered
+// weight matrix is made here, on the CPU, and held by the LinearWeights until prepare() has
+// packed it into the GEMM's blocks.
+void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const std::string& name,
+                     graph::ValueRef input, const Dims4& d_in, const Conv2dWeights& w,
+                     graph::ValueRef output, const Dims4& d_out, const Conv2dParams& p) {
+  const int64_t k = im2col_k(w, d_in.c);
+  const graph::ValueRef cols =
+      graph.add_tensor({{d_out.n, k, d_out.h, d_out.w}, DType::Int8x4, StorageType::Buffer,
+                        MemoryLayout::PackedInt8_4W4C},
+                       name + ".im2col");
+  const int64_t blocks = d_out.n * d_out.h * div_up(d_out.w, 4) * (k / 4);
+  const Conv2dGeometry& g = p.geometry;
+  const Im2colPush push{int32_t(blocks), int32_t(k / 4), int32_t(div_up(d_in.c, 4)),
+                        int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h), int32_t(d_out.w),
+                        int32_t(w.kw), g.stride_h, g.stride_w, g.pad_top, g.pad_left,
+                        g.dilation_h, g.dilation_w, p.input.zero_point};
+  const bool in_4w4c = graph.spec(input).layout == MemoryLayout::PackedInt8_4W4C;
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_im2col[in_4w4c ? 0 : 1];
+  node.bindings = {cols, input};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(blocks));
+  graph.add_node(std::move(node));
+
+  auto matrix = std::make_shared<const std::vector<int8_t>>(im2col_weight_matrix(w, d_in.c));
+  const LinearWeights lw{matrix->data(), w.scales, w.bias, w.out_channels, k, matrix};
+  add_q8ta_linear_rows_node(graph, op, cols, d_out.n * d_out.h, d_out.w, lw, output,
+                            linear_params(p));
+}
+
 }  // namespace
 
 std::string to_string(Conv2dRoute route) {
@@ -160,6 +313,7 @@ std::string to_string(Conv2dRoute route) {
     case Conv2dRoute::Direct: return "direct";
     case Conv2dRoute::Pointwise: return "pointwise";
     case Conv2dRoute::Depthwise: return "depthwise";
+    case Conv2dRoute::Im2col: return "im2col";
   }
   return "?";
 }
@@ -186,20 +340,21 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
             ": output ", out.spec().describe(), " must have the input's rank");
   check_quant_params(op, p.input);
+  VKD_CHECK(p.depthwise_rows >= 0 && p.depthwise_rows <= 4, ErrorCode::InvalidArgument, op,
+            ": depthwise_rows ", p.depthwise_rows, " must be 0 (chosen by size) or 1..4");
   const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
   check_conv(op, d_in, d_out, weights, p.geometry);
 
-  const Conv2dRoute route = choose_route(op, in.spec(), out.spec(), weights, p);
+  const Conv2dRoute route = choose_route(op, in.spec(), out.spec(), weights, p, graph.profile());
   const std::string name = out.name().empty() ? op : out.name();
   if (route == Conv2dRoute::Pointwise) {
     // 4W4C blocks are (4 pixels of one image row) x (4 channels): the linear kernels' rows x K.
-    LinearParams lp;
-    lp.input = p.input;
-    lp.output = p.output;
-    lp.activation_min = p.activation_min;
-    lp.activation_max = p.activation_max;
     add_q8ta_linear_rows_node(graph, op, input, d_in.n * d_in.h, d_in.w, as_matrix(weights),
-                              output, lp);
+                              output, linear_params(p));
+    return route;
+  }
+  if (route == Conv2dRoute::Im2col) {
+    add_im2col_conv(graph, op, name, input, d_in, weights, output, d_out, p);
     return route;
   }
 
@@ -238,14 +393,17 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                           : shaders::variants::q8ta_conv2d[in_layout][out_form][dot];
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
-  // Depthwise: the horizontal geometry is specialized so the window indices are constants, and
-  // an invocation computes 4 output rows once the output has >= 2^20 tiles (more than enough to
-  // fill any GPU with a quarter of them), else 1 (shaders/q8ta_conv2d_dw.glsl).
+  // Depthwise: the geometry is specialized so every loop unrolls, and an invocation computes
+  // ROWS output rows, each input row loaded once for all of them (shaders/q8ta_conv2d_dw.glsl).
   const int64_t tiles = d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out;
-  const int64_t rows_per_invocation = depthwise && tiles >= (int64_t(1) << 20) ? 4 : 1;
+  const int64_t rows_per_invocation = depthwise ? depthwise_rows(tiles, p.depthwise_rows) : 1;
+  node.spec_constants = {epilogue_acc_below_2_22(w.in_per_group * w.kh * w.kw)};
   if (depthwise) {
-    node.spec_constants = {uint32_t(w.kw), uint32_t(g.stride_w), uint32_t(g.dilation_w),
-                           uint32_t(g.pad_left), uint32_t(rows_per_invocation)};
+    node.spec_constants.insert(
+        node.spec_constants.end(),
+        {uint32_t(w.kh), uint32_t(w.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),
+         uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
+         uint32_t(rows_per_invocation)});
   }
   node.plan = vk::plan_linear(graph.profile(),
                               static_cast<uint64_t>(d_out.n * div_up(d_out.h, rows_per_invocation) *

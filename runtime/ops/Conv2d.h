@@ -42,11 +42,19 @@ struct Conv2dGeometry {
 };
 
 // Which kernel runs a q8ta_conv2d (chosen when the graph is built; `vkd inspect` shows it).
-// Auto: Pointwise for 1x1 / stride 1 / no padding / groups 1 with int8 4W4C in and out (the
-// linear kernels over pixels: GEMV, dot-product GEMM or cooperative matrices); Depthwise when
-// groups == C_in == C_out; Direct otherwise. Asking for a route the shape or layouts do not fit
-// is an InvalidArgument error.
-enum class Conv2dRoute { Auto, Direct, Pointwise, Depthwise };
+// Direct: one kernel for any shape, groups and layouts (shaders/q8ta_conv2d.glsl).
+// Pointwise: 1x1 / stride 1 / no padding / groups 1 with int8 4W4C in and out: the linear
+// kernels over pixels (GEMV, dot-product GEMM or cooperative matrices).
+// Depthwise: groups == C_in == C_out (shaders/q8ta_conv2d_dw.glsl).
+// Im2col: groups 1 with an int8 4W4C output, any input layout, kernel, stride, padding and
+// dilation: the input windows are gathered into an intermediate int8x4 matrix [output pixels,
+// KH * KW * C4_in * 4] (shaders/q8ta_im2col.glsl), which the same linear kernels multiply;
+// only while that matrix stays under a size cap (Conv2d.cpp: kMaxIm2colBytes).
+// Auto: Pointwise where it fits, then Depthwise, then Im2col where it fits and an output sums
+// at least 64 products (C_in / groups * KH * KW; measured, Conv2d.cpp: prefer_im2col), else
+// Direct. Asking for a route the shape or
+// layouts do not fit is an InvalidArgument error that says why.
+enum class Conv2dRoute { Auto, Direct, Pointwise, Depthwise, Im2col };
 std::string to_string(Conv2dRoute route);
 
 struct Conv2dParams {
@@ -56,6 +64,9 @@ struct Conv2dParams {
   int32_t activation_max = 127;
   Conv2dGeometry geometry;
   Conv2dRoute route = Conv2dRoute::Auto;
+  // Depthwise route: output rows each invocation computes, 1..4 (0 = chosen by the output's
+  // size); for tests and tuning.
+  int32_t depthwise_rows = 0;
 };
 
 // `input`: int8x4 buffer, PackedInt8_4W4C or PackedInt8_4C1W, sizes [N, C_in, H, W] (rank 3 =

@@ -186,6 +186,10 @@ graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWe
       static_cast<uint64_t>(w.n * 8));
 }
 
+uint32_t epilogue_acc_below_2_22(int64_t products_per_output) {
+  return products_per_output * 128 * 255 < (int64_t(1) << 22) ? 1 : 0;
+}
+
 std::string linear_coopmat_unavailable(const vk::DeviceProfile& profile) {
   if (!profile.has_int8_cooperative_matrix_nv(16, 16, 32)) {
     return "int8 16x16x32 cooperative matrices through VK_NV_cooperative_matrix (with int8 "
@@ -249,6 +253,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   node.kernel = k.kernel;
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
+  node.spec_constants = {epilogue_acc_below_2_22(weights.k)};
   node.plan = k.plan;
   graph.add_node(std::move(node));
   return k.route;

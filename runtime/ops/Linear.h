@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -25,12 +26,16 @@ namespace vkd::ops {
 
 // Host weights of a linear layer: int8 [N, K] row-major, per-output-channel symmetric scales
 // [N], optional bias [N] (nullptr = zeros). The pointers must stay valid until the graph's
-// prepare() returns (the weights are packed on the CPU then).
+// prepare() returns (the weights are packed on the CPU then), unless `owner` holds them.
 struct LinearWeights {
   const int8_t* weight = nullptr;
   const float* scales = nullptr;
   const float* bias = nullptr;
   int64_t n = 0, k = 0;
+  // Set when the caller built `weight` itself (q8ta_conv2d's im2col route reorders the conv
+  // weights into this [N, K] matrix): the constants' packers keep a copy of the struct, so
+  // the matrix lives until prepare() has packed them and is freed then.
+  std::shared_ptr<const void> owner;
 };
 
 // Which kernel runs a q8ta_linear. Auto picks GEMV for M <= 4 rows; otherwise the
@@ -65,6 +70,12 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 // wsum[n] the sum of row n of the [N, K] weights; packed during prepare().
 graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWeights& w,
                                       float input_scale, const std::string& name);
+
+// Specialization constant 3 of the kernels that include quant_epilogue.glslh: 1 when at most
+// 128 products make an output (|acc - zp_x * wsum| <= 128 * 128 * 255 < 2^22), which lets the
+// epilogue convert the accumulator through the float mantissa instead of a conversion
+// instruction; else 0.
+uint32_t epilogue_acc_below_2_22(int64_t products_per_output);
 
 // The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,
 // k4) at rb * K4 + k4 holds 4 rows x 4 K values (component = row, byte lane = K): 4H4W, and

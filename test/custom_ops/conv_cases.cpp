@@ -1,5 +1,5 @@
 // ACCU and PERF cases for q8ta_conv2d (int8x4 4W4C / 4C1W in; int8 4W4C / 4C1W or float out;
-// the Direct, Pointwise and Depthwise routes).
+// the Direct, Pointwise, Depthwise and Im2col routes).
 // Compiled with -ffp-contract=off (test/CMakeLists.txt): the reference's float epilogue must
 // round the product before adding the bias, as the shader does.
 #include <algorithm>
@@ -130,6 +130,11 @@ Conv2dRoute auto_route(const ConvShape& s, MemoryLayout in, bool int8_out, Memor
                                g.pad_right == 0 && g.groups == 1;
   if (pointwise_shape && in == k4W4C && int8_out && out == k4W4C) return Conv2dRoute::Pointwise;
   if (is_depthwise(s)) return Conv2dRoute::Depthwise;
+  // Im2col: groups 1, int8 4W4C output, >= 64 products per output (no case here reaches the
+  // im2col matrix's size cap).
+  if (g.groups == 1 && int8_out && out == k4W4C && s.c_in * s.kh * s.kw >= 64) {
+    return Conv2dRoute::Im2col;
+  }
   return Conv2dRoute::Direct;
 }
 
@@ -140,6 +145,7 @@ struct ConvSetup {
   MemoryLayout out_layout = k4W4C;  // int8 output only
   Conv2dRoute route = Conv2dRoute::Auto;  // asked for
   Conv2dRoute expected = Conv2dRoute::Direct;  // the route the op must report
+  int32_t depthwise_rows = 0;  // output rows per depthwise invocation asked for (0: the op's)
   int32_t input_zp = 0;
   OutputQuant out{"none", 0, -128, 127};
   bool bias = true;
@@ -205,6 +211,7 @@ class Q8taConv2dCase : public CaseInstance {
     p_.input = {kInputScale, s_.input_zp, -128, 127};
     p_.geometry = shape.geo;
     p_.route = s_.route;
+    p_.depthwise_rows = s_.depthwise_rows;
     if (s_.accu) {
       y_ = testing::reference_q8ta_conv2d(qx_, host_.weight, ref_conv(shape), kInputScale,
                                           s_.input_zp, host_.scales, host_.bias);
@@ -328,6 +335,7 @@ struct Variant {
   MemoryLayout in;
   bool int8_out;
   MemoryLayout out = k4W4C;
+  int32_t depthwise_rows = 0;  // 0: the op's choice
 };
 
 // The four int8 layout pairs, rotated over the shapes so every pair meets every kind of shape.
@@ -393,6 +401,33 @@ std::vector<ConvShape> pointwise_shapes() {
   };
 }
 
+// The im2col route (forced: Auto does not take it), int8 4W4C output only: every groups-1
+// general shape, the pointwise shapes, and shapes of its own: wide rows, where the 4W4C
+// stride-1 copy of whole input tiles (shaders/q8ta_im2col.glsl) meets every tile offset and
+// both borders; at most 4 output pixels, where the GEMM step is the GEMV kernel; more pixels
+// than a GEMM workgroup's 128 rows, more channels than its 128, and a deep K.
+std::vector<ConvShape> im2col_shapes() {
+  std::vector<ConvShape> list;
+  for (const ConvShape& s : general_shapes()) {
+    if (s.geo.groups == 1) list.push_back(s);
+  }
+  for (const ConvShape& s : pointwise_shapes()) list.push_back(s);
+  for (const ConvShape& s : std::vector<ConvShape>{
+           conv(1, 6, 5, 23, 8, 3, 1, 1),                             // wide: tile offsets 3, 0, 1
+           conv(1, 5, 7, 21, 9, 3, 1, 2, 2),                          // wide, dilation 2
+           with_pads(conv(1, 3, 6, 19, 4, 5, 1, 0), 1, 3, 2, 0),      // wide, asymmetric, k5
+           with_pads(rect(1, 7, 11, 9, 5, 1, 3, 2, 1, 1, 2), 0, 2, 1, 1),  // 1x3 s2x1 d1x2
+           conv(1, 5, 3, 4, 7, 7, 1, 3),                              // k7 p3 on 3x4: mostly pad
+           conv(2, 5, 3, 3, 6, 3, 1, 0),                              // 2 pixels: GEMV
+           conv(1, 17, 4, 4, 9, 3, 2, 1),                             // 4 pixels: GEMV
+           conv(1, 32, 20, 19, 40, 3, 1, 1),                          // 380 pixels: 4 row tiles
+           conv(1, 64, 9, 9, 136, 5, 1, 2),                           // K 1600, 136 channels
+       }) {
+    list.push_back(s);
+  }
+  return list;
+}
+
 // One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
 // periods (3, 7, 5), so every route and output type meets each of them; the zero point's
 // rotation also advances with the shape, as a shape with three variants would otherwise give
@@ -405,6 +440,7 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
   s.int8_out = v.int8_out;
   s.out_layout = v.out;
   s.route = v.route;
+  s.depthwise_rows = v.depthwise_rows;
   s.expected = v.route == Conv2dRoute::Auto ? auto_route(shape, v.in, v.int8_out, v.out) : v.route;
   s.input_zp = kInputZeroPoints[(index + shape_index) % 3];
   s.out = kOutputQuants[index % 7];
@@ -414,6 +450,7 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
                      layouts_name(s) + " zpx" + std::to_string(s.input_zp);
   name += s.int8_out ? " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name : "";
   name += s.bias ? " bias" : " nobias";
+  name += s.depthwise_rows ? " rows" + std::to_string(s.depthwise_rows) : "";
   registry.add({name, "q8ta_conv2d", shape_column(shape), layout_column(s), true, false, true,
                 Metric::GOPs, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
 }
@@ -439,6 +476,12 @@ void register_accu_cases(Registry& registry) {
     // The general kernel on a depthwise shape.
     const auto& [in, out] = kLayoutPairs[shape_index % 4];
     add_accu_case(registry, shape, {Conv2dRoute::Direct, in, true, out}, index++, shape_index);
+    // Several output rows per invocation (each input row loaded once for all of them), with a
+    // partial last group where the height is not a multiple.
+    const int32_t rows = std::array<int32_t, 3>{4, 2, 3}[shape_index % 3];
+    add_accu_case(registry, shape, {Conv2dRoute::Depthwise, in, true, out, rows}, index++,
+                  shape_index);
+    ++index;  // 5 cases and 1 shape would bring every shape the same input zero point
     ++shape_index;
   }
   // A depthwise output of >= 2^20 tiles, where each invocation computes 4 output rows
@@ -453,6 +496,14 @@ void register_accu_cases(Registry& registry) {
     add_accu_case(registry, shape, {Conv2dRoute::Direct, k4W4C, true, k4W4C}, index++, shape_index);
     add_accu_case(registry, shape, {Conv2dRoute::Auto, k4C1W, true, k4W4C}, index++, shape_index);
     add_accu_case(registry, shape, {Conv2dRoute::Auto, k4W4C, false}, index++, shape_index);
+    ++shape_index;
+  }
+  // Im2col, from either input layout.
+  for (const ConvShape& shape : im2col_shapes()) {
+    add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4W4C, true, k4W4C}, index++,
+                  shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}, index++,
+                  shape_index);
     ++shape_index;
   }
 }
@@ -541,18 +592,22 @@ std::vector<PerfShape> target_shapes() {
 }
 
 void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfShape& p,
-                   MemoryLayout in, MemoryLayout out) {
+                   MemoryLayout in, MemoryLayout out, int32_t depthwise_rows = 0,
+                   Conv2dRoute route = Conv2dRoute::Auto) {
   ConvSetup s;
+  s.depthwise_rows = depthwise_rows;
   s.shape = p.shape;
   s.in_layout = in;
   s.out_layout = out;
-  s.expected = auto_route(p.shape, in, true, out);
+  s.route = route;
+  s.expected = route == Conv2dRoute::Auto ? auto_route(p.shape, in, true, out) : route;
   s.input_zp = -2;
   s.out = {"none", -1, -128, 127};
   s.accu = false;
   s.seed = 7;
   const std::string name = "perf/q8ta_conv2d " + route_name(s) + " " + geometry_name(p.shape) +
-                           " " + layouts_name(s);
+                           " " + layouts_name(s) +
+                           (depthwise_rows ? " rows" + std::to_string(depthwise_rows) : "");
   if (!names.insert(name).second) return;  // a layer several suites share runs once
   // Depthwise layers do 9-25 multiply-adds per output byte: memory-bound, rated in GB/s.
   const Metric metric = is_depthwise(p.shape) ? Metric::GBps : Metric::GOPs;
@@ -568,11 +623,30 @@ void register_perf_cases(Registry& registry) {
                            target_shapes(), reference_suite_shapes()}) {
     for (const PerfShape& p : list) add_perf_case(registry, names, p, k4W4C, k4W4C);
   }
+  // The depthwise target with each output-row count per invocation (Auto's choice is one).
+  for (const int32_t rows : {1, 2, 4}) {
+    add_perf_case(registry, names, target_shapes()[1], k4W4C, k4W4C, rows);
+  }
   // The general and depthwise kernels also in 4C1W, the reference backend's direct-conv layout.
   for (const auto& list : {reference_suite_shapes(), target_shapes()}) {
     for (const PerfShape& p : list) {
       if (auto_route(p.shape, k4W4C, true, k4W4C) != Conv2dRoute::Pointwise) {
         add_perf_case(registry, names, p, k4C1W, k4C1W);
+      }
+    }
+  }
+  // The direct kernel's twins of the general layers Auto runs through im2col + GEMM (the
+  // measurement behind Conv2d.cpp's prefer_im2col, and the 3-channel stem the other way): the
+  // same name with "direct" for "auto(im2col)" (or "im2col" for "auto(direct)"), so each pair
+  // reads side by side.
+  for (const auto& list : {resnet18_shapes(), reference_suite_shapes()}) {
+    for (const PerfShape& p : list) {
+      if (p.shape.geo.groups != 1) continue;
+      const Conv2dRoute chosen = auto_route(p.shape, k4W4C, true, k4W4C);
+      if (chosen == Conv2dRoute::Im2col) {
+        add_perf_case(registry, names, p, k4W4C, k4W4C, 0, Conv2dRoute::Direct);
+      } else if (chosen == Conv2dRoute::Direct) {
+        add_perf_case(registry, names, p, k4W4C, k4W4C, 0, Conv2dRoute::Im2col);
       }
     }
   }

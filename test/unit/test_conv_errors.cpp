@@ -44,9 +44,13 @@ struct ConvSetup {
   // Builds the node (no weights when `weight` is empty); returns the error's code and message
   // (-1 when none).
   std::pair<int, std::string> build(vkd::vk::Context& ctx) {
+    ComputeGraph g(ctx);
+    return build(g);
+  }
+  // The same into `g` (which keeps the nodes for the test to look at).
+  std::pair<int, std::string> build(ComputeGraph& g) {
     w.weight = weight.empty() ? nullptr : weight.data();
     w.scales = scales.data();
-    ComputeGraph g(ctx);
     const auto x = g.add_tensor(in, "x");
     const auto y = g.add_tensor(out, "y");
     try {
@@ -121,6 +125,82 @@ TEST_F(Conv2dChecks, ForcedRoutesThatDoNotFitAreRefused) {
   ConvSetup d;
   d.p.route = Conv2dRoute::Depthwise;
   expect_error(d, ctx(), ErrorCode::InvalidArgument, "depthwise route needs groups == C_in");
+}
+
+TEST_F(Conv2dChecks, ForcedIm2colThatDoesNotFitSaysWhy) {
+  ConvSetup g;
+  g.p.route = Conv2dRoute::Im2col;
+  g.p.geometry.groups = 2;
+  g.w.in_per_group = 4;
+  expect_error(g, ctx(), ErrorCode::InvalidArgument, "im2col route needs groups 1 (groups = 2)");
+  ConvSetup o;
+  o.p.route = Conv2dRoute::Im2col;
+  o.out = int8_spec({1, 4, 6, 5}, MemoryLayout::PackedInt8_4C1W);
+  expect_error(o, ctx(), ErrorCode::InvalidArgument,
+               "im2col route needs an int8 4W4C output (the GEMM writes no 4C1W output)");
+  ConvSetup f;
+  f.p.route = Conv2dRoute::Im2col;
+  f.p.output.reset();
+  f.out = {{1, 4, 6, 5}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  expect_error(f, ctx(), ErrorCode::InvalidArgument, "the GEMM writes no float output");
+}
+
+TEST_F(Conv2dChecks, ForcedIm2colOverItsSizeCapIsRefused) {
+  // 512 x 512 output pixels x K = 9 * 128 bytes = 288 MiB of im2col matrix, over the 256 MiB
+  // cap (and over lavapipe's 128 MiB maxStorageBufferRange): refused while building, before
+  // any memory is allocated. The direct kernel takes the same shape.
+  ConvSetup s;
+  s.in = int8_spec({1, 128, 512, 512});
+  s.out = int8_spec({1, 4, 512, 512});
+  s.weight.assign(4 * 128 * 3 * 3, 1);
+  s.w.in_per_group = 128;
+  s.p.route = Conv2dRoute::Im2col;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "this convolution's takes 301989888 bytes");
+  s.p.route = Conv2dRoute::Auto;
+  EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
+}
+
+TEST_F(Conv2dChecks, Im2colIsAGatherThenTheLinearKernels) {
+  ConvSetup s;
+  s.p.route = Conv2dRoute::Im2col;
+  ComputeGraph g(ctx());
+  ASSERT_EQ(s.build(g).first, -1) << s.build(ctx()).second;
+  ASSERT_EQ(g.nodes().size(), 2u);
+  const std::string gather = vkd::shaders::shader_info(g.nodes()[0].kernel).name;
+  const std::string gemm = vkd::shaders::shader_info(g.nodes()[1].kernel).name;
+  EXPECT_EQ(gather, "q8ta_im2col_4w4c");
+  EXPECT_EQ(gemm.rfind("q8ta_linear_", 0), 0u) << gemm;
+  // The GEMM reads what the gather wrote: a [N, KH * KW * C4_in * 4, H_out, W_out] 4W4C tensor.
+  EXPECT_EQ(g.nodes()[0].bindings[0], g.nodes()[1].bindings[1]);
+  EXPECT_EQ(g.spec(g.nodes()[0].bindings[0]).sizes, (std::vector<int64_t>{1, 72, 6, 5}));
+  // Auto takes it too (8 channels x 9 taps = 72 >= 64 products per output) ...
+  ConvSetup a;
+  ComputeGraph h(ctx());
+  ASSERT_EQ(a.build(h).first, -1);
+  ASSERT_EQ(h.nodes().size(), 2u);
+  EXPECT_EQ(vkd::shaders::shader_info(h.nodes()[0].kernel).name, gather);
+  // ... but keeps the direct kernel for a 3-channel input (27 products).
+  ConvSetup stem;
+  stem.in = int8_spec({1, 3, 6, 5});
+  stem.weight.assign(4 * 3 * 3 * 3, 1);
+  stem.w.in_per_group = 3;
+  ComputeGraph d(ctx());
+  ASSERT_EQ(stem.build(d).first, -1) << stem.build(ctx()).second;
+  ASSERT_EQ(d.nodes().size(), 1u);
+  const std::string direct = vkd::shaders::shader_info(d.nodes()[0].kernel).name;
+  EXPECT_EQ(direct.rfind("q8ta_conv2d_", 0), 0u) << direct;
+}
+
+TEST_F(Conv2dChecks, DepthwiseRowsOutOfRangeAreRefused) {
+  ConvSetup s;
+  s.in = int8_spec({1, 4, 6, 5});
+  s.weight.assign(4 * 1 * 3 * 3, 1);
+  s.w.in_per_group = 1;
+  s.p.geometry.groups = 4;
+  s.p.depthwise_rows = 5;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "depthwise_rows 5 must be 0");
+  s.p.depthwise_rows = 4;
+  EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
 }
 
 TEST_F(Conv2dChecks, TooManyProductsPerOutputIsUnsupported) {
