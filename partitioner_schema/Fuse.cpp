@@ -25,6 +25,9 @@ const char* const kRelu = "aten.relu";
 const char* const kHardtanh = "aten.hardtanh";
 const char* const kClamp = "aten.clamp";
 const char* const kPixelShuffle = "aten.pixel_shuffle";
+const char* const kMaxPool = "aten.max_pool2d";
+const char* const kMean = "aten.mean.dim";
+const char* const kAdaptiveAvgPool = "aten.adaptive_avg_pool2d";
 const char* const kViewCopy = "aten.view_copy";
 
 bool is_clone(const std::string& op) {
@@ -615,6 +618,18 @@ struct Pass {
            quantized ? " (activation " + tail.activation.label + ")" : std::string());
   }
 
+  // Operand shapes q8ta_add takes (runtime/ops/Elementwise.h): equal, or one of them 4-D
+  // [N or 1, C, 1, 1] (N, C of the other, itself 4-D) or [1, 1, 1, 1].
+  static bool add_broadcast_supported(const std::vector<int64_t>& a,
+                                      const std::vector<int64_t>& b) {
+    if (a == b) return true;
+    auto small_of = [](const std::vector<int64_t>& full, const std::vector<int64_t>& s) {
+      if (full.size() != 4 || s.size() != 4 || s[2] != 1 || s[3] != 1) return false;
+      return (s[0] == 1 && s[1] == 1) || ((s[0] == 1 || s[0] == full[0]) && s[1] == full[1]);
+    };
+    return small_of(a, b) || small_of(b, a);
+  }
+
   // dq(a), dq(b) -> aten.add.Tensor [-> act] -> q.
   void try_add(int i) {
     const Node& n = g.nodes[i];
@@ -654,9 +669,10 @@ struct Pass {
       const auto alpha = opt_float(n, "alpha");
       if (!alpha || *alpha != 1.0) return fail("alpha is not 1");
     }
-    if (g.value(a).shape != g.value(b).shape) {
+    if (!add_broadcast_supported(g.value(a).shape, g.value(b).shape)) {
       return fail("broadcasting add (" + shape_str(g.value(a).shape) + " + " +
-                  shape_str(g.value(b).shape) + ")");
+                  shape_str(g.value(b).shape) +
+                  "; q8ta_add broadcasts only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)");
     }
     if (tail.kind == Tail::None) {
       return fail(describe_consumers(g, n.outputs[0]) + " (q8ta_add has no float-output variant)");
@@ -688,6 +704,112 @@ struct Pass {
     consume_quant(a_q, pa, qa);
     consume_quant(b_q, pb, qb);
     commit(std::move(f), chain, " (activation " + tail.activation.label + ")");
+  }
+
+  // dq -> aten.max_pool2d -> q with the same qparams on both sides (max commutes with the
+  // monotonic dequantization, so the kernel only takes maxima of int8 values), and
+  // dq -> aten.mean.dim(dim = H and W, keepdim) / aten.adaptive_avg_pool2d(1) -> q (requantized).
+  void try_pool(int i) {
+    const Node& n = g.nodes[i];
+    if (n.inputs.empty() || n.outputs.size() != 1) return;
+    const bool max_pool = n.op == kMaxPool;
+    const std::string backend = max_pool ? "q8ta_max_pool2d" : "q8ta_mean";
+    const std::string x = n.inputs[0];
+    const int p = g.producer(x);
+    if (p < 0 || g.nodes[p].op != kDq) return;  // not a quantized pattern
+    if (!allowed(i, backend)) return;
+    const Tail tail = match_tail(g, n.outputs[0]);
+    std::vector<int> all = {p, i};
+    all.insert(all.end(), tail.nodes.begin(), tail.nodes.end());
+    const std::string chain = chain_of(g, {p}, i, tail.nodes);
+    auto fail = [&](const std::string& why) { not_fused(chain, all, backend, why); };
+
+    QuantInfo in_q;
+    std::string why = check_activation_dq(g, p, in_q);
+    if (why.empty()) why = single_use(g, x);
+    if (!why.empty()) return fail(why);
+    if (tail.kind == Tail::None) {
+      return fail(describe_consumers(g, n.outputs[0]) + " (" + backend +
+                  " has no float-output variant)");
+    }
+    if (tail.kind == Tail::Half) return fail(tail.why);
+    if (tail.act >= 0) return fail("an activation follows (" + backend + " fuses none)");
+    const std::vector<int64_t>& shape = g.value(x).shape;
+    if (shape.size() != 3 && shape.size() != 4) {
+      return fail("input " + shape_str(shape) + " is not of rank 3 or 4");
+    }
+
+    Fusion f;
+    f.nodes = all;
+    Node& out = f.node;
+    out.op = backend;
+    out.args["input_scale"] = in_q.scale;
+    out.args["input_zero_point"] = in_q.zero_point;
+    if (max_pool) {
+      if (!same_quant(in_q, tail.out_q)) {
+        return fail("input (" + describe_quant(in_q) + ") and output (" +
+                    describe_quant(tail.out_q) + ") quantization differ");
+      }
+      const auto kernel = opt_ints(n, "kernel_size");
+      if (!kernel || kernel->empty()) return fail("kernel_size is missing");
+      const auto stride = arg_present(n, "stride") ? opt_ints(n, "stride")
+                                                   : std::optional<std::vector<int64_t>>{};
+      const auto padding = arg_present(n, "padding") ? opt_ints(n, "padding")
+                                                     : std::vector<int64_t>{0};
+      const auto dilation = arg_present(n, "dilation") ? opt_ints(n, "dilation")
+                                                       : std::vector<int64_t>{1};
+      if ((arg_present(n, "stride") && !stride) || !padding || !dilation) {
+        return fail("stride, padding or dilation is not an int list");
+      }
+      bool ceil_mode = false;
+      if (arg_present(n, "ceil_mode")) {
+        const auto* b = std::get_if<bool>(&n.args.at("ceil_mode"));
+        if (!b) return fail("ceil_mode is not a bool");
+        ceil_mode = *b;
+      }
+      out.args["kernel_size"] = *kernel;
+      out.args["stride"] = stride ? *stride : std::vector<int64_t>{};  // empty: the kernel size
+      out.args["padding"] = *padding;
+      out.args["dilation"] = *dilation;
+      out.args["ceil_mode"] = ceil_mode;
+    } else {
+      const int64_t rank = static_cast<int64_t>(shape.size());
+      if (n.op == kMean) {
+        const auto dims = opt_ints(n, "dim");
+        std::set<int64_t> reduced;
+        for (int64_t d : dims ? *dims : std::vector<int64_t>{}) reduced.insert(d < 0 ? d + rank : d);
+        if (!dims || reduced != std::set<int64_t>{rank - 2, rank - 1} ||
+            dims->size() != 2) {
+          return fail("mean is not over exactly H and W");
+        }
+        const auto keep = n.args.find("keepdim");
+        const bool* keepdim = keep == n.args.end() ? nullptr : std::get_if<bool>(&keep->second);
+        if (!keepdim || !*keepdim) return fail("keepdim is not true");
+        if (arg_present(n, "dtype")) return fail("a dtype is given");
+      } else {
+        const auto size = opt_ints(n, "output_size");
+        if (!size || (*size != std::vector<int64_t>{1} && *size != std::vector<int64_t>{1, 1})) {
+          return fail("output_size is not 1x1");
+        }
+      }
+      if (tail.out_q.quant_min != -128 || tail.out_q.quant_max != 127) {
+        return fail("output range " + std::to_string(tail.out_q.quant_min) + ".." +
+                    std::to_string(tail.out_q.quant_max) + " is not the full int8 range");
+      }
+      out.args["output_scale"] = tail.out_q.scale;
+      out.args["output_zero_point"] = tail.out_q.zero_point;
+    }
+    if (any_claimed(f.nodes)) return fail("overlaps another fused pattern");
+    f.dead = {x};
+    f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
+    const std::string x_q = g.nodes[p].inputs[0];
+    const std::string output = g.nodes[tail.q].outputs[0];
+    out.inputs = {x_q};
+    out.outputs = {output};
+    out.origin = fused_origin(i, out.op);
+    produced[output] = tail.out_q;
+    consume_quant(x_q, p, in_q);
+    commit(std::move(f), chain, "");
   }
 
   // dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q.
@@ -1072,6 +1194,8 @@ PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
       pass.try_add(static_cast<int>(i));
     } else if (op == kPixelShuffle) {
       pass.try_pixel_shuffle(static_cast<int>(i));
+    } else if (op == kMaxPool || op == kMean || op == kAdaptiveAvgPool) {
+      pass.try_pool(static_cast<int>(i));
     }
   }
   std::vector<int> origin = pass.apply_fusions();

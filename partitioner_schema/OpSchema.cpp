@@ -79,6 +79,32 @@ std::vector<OpSchema> build_schemas() {
                                              scalar("quant_max", ArgKind::Int),
                                              tensor_out("output", f32, any_float, {kBufW})}),
                true, false, false, "int8x4 -> float32, per-tensor affine"});
+  // torchao affine ops (runtime/ops/AffineQuant.h): per-block scale (float32) / zero point
+  // (int32) buffers, one entry per block; block_size in the input's rank. The int8 side prefers
+  // 4H4W, the linear input layout (per-token / per-group-along-K activations feed linears).
+  const PlacementSet f32_buffer{kBufW};
+  const std::vector<DType> i32 = {DType::Int32};
+  const std::vector<ArgSchema> affine_params = {
+      tensor_in("scale", f32, f32_buffer), tensor_in("zero_point", i32, f32_buffer),
+      scalar("block_size", ArgKind::IntList), scalar("quant_min", ArgKind::Int),
+      scalar("quant_max", ArgKind::Int)};
+  s.push_back({"q8ta_quantize_affine",
+               concat(std::vector<ArgSchema>{tensor_in("input", f32, any_float, {kBufW})},
+                      affine_params,
+                      std::vector<ArgSchema>{tensor_out("output", i8x4, int8, {k4H4W})}),
+               true, false, false, "float32 -> int8x4, torchao quantize_affine (block-wise)"});
+  s.push_back({"q8ta_dequantize_affine",
+               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, int8, {k4H4W})},
+                      affine_params,
+                      std::vector<ArgSchema>{tensor_out("output", f32, any_float, {kBufW})}),
+               true, false, false, "int8x4 -> float32, torchao dequantize_affine (block-wise)"});
+  s.push_back({"choose_qparams_affine",
+               {tensor_in("input", f32, any_float, {kBufW}),
+                scalar("mapping_type", ArgKind::Int),  // 0 SYMMETRIC, 1 ..._NO_CLIPPING_ERR, 2 ASYMMETRIC
+                scalar("block_size", ArgKind::IntList), scalar("quant_min", ArgKind::Int),
+                scalar("quant_max", ArgKind::Int), scalar("eps", ArgKind::Float),
+                tensor_out("scale", f32, f32_buffer), tensor_out("zero_point", i32, f32_buffer)},
+               true, false, false, "per-block scale / zero point, torchao choose_qparams_affine"});
   s.push_back({"q8ta_convert",
                {tensor_in("input", i8x4, int8), scalar("zero_point", ArgKind::Int),
                 tensor_out("output", i8x4, int8)},
@@ -126,14 +152,30 @@ std::vector<OpSchema> build_schemas() {
                       std::vector<ArgSchema>{tied(tensor_in("b", i8x4, int8), 0)},
                       per_tensor_qparams("b_"), per_tensor_qparams("output_"), activation,
                       std::vector<ArgSchema>{tied(tensor_out("output", i8x4, int8), 0)}),
-               false, false, false, "int8 add with own scales, fused relu"});
+               true, false, false,
+               "int8 add with own scales, fused relu; b (or a) may be [N or 1, C, 1, 1] or [1, 1, 1, 1]"});
+  s.push_back({"q8ta_max_pool2d",
+               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C})},
+                      per_tensor_qparams("input_"),
+                      std::vector<ArgSchema>{scalar("kernel_size", ArgKind::IntList),
+                                             scalar("stride", ArgKind::IntList),
+                                             scalar("padding", ArgKind::IntList),
+                                             scalar("dilation", ArgKind::IntList),
+                                             scalar("ceil_mode", ArgKind::Bool),
+                                             tied(tensor_out("output", i8x4, chw_int8), 0)}),
+               true, false, false, "int8 max_pool2d (input and output share qparams)"});
+  s.push_back({"q8ta_mean",
+               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C})},
+                      per_tensor_qparams("input_"), per_tensor_qparams("output_"),
+                      std::vector<ArgSchema>{tied(tensor_out("output", i8x4, chw_int8), 0)}),
+               true, false, false, "int8 mean over H and W (keepdim), requantized"});
   s.push_back({"q8ta_pixel_shuffle",
                concat(std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C, k4C1W})},
                       per_tensor_qparams("input_"),
                       std::vector<ArgSchema>{scalar("upscale_factor", ArgKind::Int)},
                       per_tensor_qparams("output_"),
                       std::vector<ArgSchema>{tied(tensor_out("output", i8x4, chw_int8), 0)}),
-               false, false, false, "int8 pixel shuffle (byte shuffle or requantize)"});
+               true, false, false, "int8 pixel shuffle (byte shuffle or requantize)"});
 
   // ---- float ops (no kernels yet) ----
   s.push_back({"relu", {tensor_in("input", f32, any_float), tied(tensor_out("output", f32, any_float), 0)},
@@ -145,7 +187,7 @@ std::vector<OpSchema> build_schemas() {
   s.push_back({"pixel_shuffle",
                {tensor_in("input", f32, any_float), scalar("upscale_factor", ArgKind::Int),
                 tied(tensor_out("output", f32, any_float), 0)},
-               false, false, false, "float pixel shuffle"});
+               true, false, false, "float pixel shuffle"});
   return s;
 }
 

@@ -40,9 +40,13 @@ const OpRegistry& op_registry() {
   static const OpRegistry registry = [] {
     OpRegistry r;
     register_quantize_ops(r);
+    register_affine_quant_ops(r);
     register_layout_convert_ops(r);
     register_linear_ops(r);
     register_conv2d_ops(r);
+    register_pixel_shuffle_ops(r);
+    register_elementwise_ops(r);
+    register_pool_ops(r);
     return r;
   }();
   return registry;

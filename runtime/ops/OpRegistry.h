@@ -102,8 +102,12 @@ class OpCall {
 
 // Op families (each defined at the end of its own .cpp).
 void register_quantize_ops(OpRegistry& registry);
+void register_affine_quant_ops(OpRegistry& registry);
 void register_layout_convert_ops(OpRegistry& registry);
 void register_linear_ops(OpRegistry& registry);
 void register_conv2d_ops(OpRegistry& registry);
+void register_pixel_shuffle_ops(OpRegistry& registry);
+void register_elementwise_ops(OpRegistry& registry);
+void register_pool_ops(OpRegistry& registry);
 
 }  // namespace vkd::ops

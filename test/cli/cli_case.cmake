@@ -440,6 +440,30 @@ elseif(CASE STREQUAL "compile_run_linear")
   expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy z.npy)
 
+elseif(CASE STREQUAL "compile_run_pixel_shuffle")
+  # conv -> q, then dq -> pixel_shuffle -> q twice (other output parameters: the requantizing
+  # kernel; the same ones: the byte shuffle) fuse into q8ta_pixel_shuffle, and dq ->
+  # pixel_shuffle into a graph output runs the float pixel_shuffle; the device matches the
+  # reference interpreter on every named tensor.
+  copy_to_work("${GRAPHS}/pixel_shuffle.json" "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
+  vkd(compile pixel_shuffle.json --weights conv.safetensors -o ps.vkd --report)
+  expect_exit(0)
+  expect_stdout("fused dq -> aten.pixel_shuffle -> q \\(node 5..7\\) into q8ta_pixel_shuffle 'aq'")
+  expect_stdout("fused dq -> aten.pixel_shuffle -> q \\(node 9..11\\) into q8ta_pixel_shuffle 'bq'")
+  expect_stdout("  pixel_shuffle\\(cd3\\) -> f\n")
+  vkd(run ps.vkd --input x=conv_x.npy --output-dir out --check pixel_shuffle.json --weights conv.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  aq +int8 +\\[2,1,14,12\\] +0 0/336 ")
+  expect_stdout("\n  bq +int8 +\\[2,1,14,12\\] +0 0/336 ")
+  expect_stdout("\n  f \\(output\\) +float32 +\\[2,1,14,12\\] +0 0/336 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" a.npy b.npy f.npy)
+  vkd(inspect ps.vkd)
+  expect_exit(0)
+  expect_stdout("q8ta_pixel_shuffle_4w4c_4w4c_requant")
+  expect_stdout("q8ta_pixel_shuffle_4w4c_4w4c_shuffle")
+  expect_stdout("pixel_shuffle_buffer_buffer_float32")
+
 elseif(CASE STREQUAL "compile_run_conv")
   # dq -> conv -> relu -> q (3x3, direct), dq -> depthwise conv (float out) and dq -> 1x1 conv -> q
   # (pointwise: the linear kernels over 4W4C pixels) fuse into q8ta_conv2d / q8ta_conv2d_dq; the
@@ -461,6 +485,29 @@ elseif(CASE STREQUAL "compile_run_conv")
   expect_exit(0)
   expect_stdout("q8ta_conv2d_dw_")
   expect_stdout("q8ta_linear_")
+
+elseif(CASE STREQUAL "compile_run_residual_pool")
+  # quantize -> depthwise conv -> q, then dq(conv) + dq(x) -> relu -> q (a residual block),
+  # dq -> max_pool2d (3x3, stride 2, padding 1, ceil_mode: a window more along W) -> q, and
+  # dq -> mean over H, W -> q -> dequantize, then dq(mean) [2,5,1,1] + dq(max_pool) -> q (a
+  # broadcast operand, given first): each fuses into its q8ta op, and the device matches the
+  # reference interpreter on every named tensor (power-of-two scales: exact in float32).
+  copy_to_work("${GRAPHS}/residual_pool.json" "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
+  vkd(compile residual_pool.json --weights conv.safetensors -o rp.vkd --report)
+  expect_exit(0)
+  expect_stdout("into q8ta_conv2d 'zq' \\(activation none\\)")
+  expect_stdout("into q8ta_add 'sq' \\(activation relu\\)")
+  expect_stdout("into q8ta_max_pool2d 'mq'")
+  expect_stdout("into q8ta_mean 'aq'")
+  expect_stdout("into q8ta_add 'bq' \\(activation none\\)")
+  vkd(run rp.vkd --input x=conv_x.npy --output-dir out --check residual_pool.json --weights conv.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  sq +int8 +\\[2,5,7,6\\] +0 0/420 ")
+  expect_stdout("\n  mq +int8 +\\[2,5,4,4\\] +0 0/160 ")
+  expect_stdout("\n  aq +int8 +\\[2,5,1,1\\] +0 0/10 ")
+  expect_stdout("\n  bq +int8 +\\[2,5,4,4\\] +0 0/160 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy z.npy)
 
 elseif(CASE STREQUAL "compile_report")
   copy_to_work("${QDQ_CLONE}")
@@ -550,12 +597,12 @@ elseif(CASE STREQUAL "compile_unsupported")
   copy_to_work("${GRAPHS}/unsupported.json")
   vkd(compile unsupported.json -o m.vkd --report)
   expect_exit(2)
-  set(pixel_shuffle "node 2 \\(aten.pixel_shuffle\\) fused into q8ta_pixel_shuffle: not yet supported by the backend \\(backend op 'q8ta_pixel_shuffle' has no kernel yet\\)")
+  # (the pixel shuffle before it fuses into q8ta_pixel_shuffle, which has a kernel)
   set(max_pool "node 5 \\(aten.max_pool2d\\): not yet supported by the backend \\(no fusion pattern or backend op for 'aten.max_pool2d'\\)")
-  expect_stderr("^vkd compile: 2 node\\(s\\) cannot be compiled:\nvkd compile:   ${pixel_shuffle}\nvkd compile:   ${max_pool}\n$")
+  expect_stderr("^vkd compile: 1 node\\(s\\) cannot be compiled:\nvkd compile:   ${max_pool}\n$")
   # The report still shows how far the passes got, and ends with the same list.
   expect_stdout("\n\\[final\\] 6 nodes, no blob\n")
-  expect_stdout("\n\\[unsupported\\] ${pixel_shuffle}\n\\[unsupported\\] ${max_pool}\n$")
+  expect_stdout("\n\\[unsupported\\] ${max_pool}\n$")
   expect_files("${WORK}" unsupported.json out)  # no blob, no temporary file
 
 elseif(CASE STREQUAL "compile_existing_output")

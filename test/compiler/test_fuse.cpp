@@ -770,7 +770,9 @@ TEST(Fuse, PixelShuffleThroughClones) {
 
 // `vkd compile --partition`: patterns whose backend op has no kernel yet stay edge ops (the
 // host runs them as given); lowering into kernel-less ops (float pixel_shuffle) is skipped too.
-TEST(Fuse, RunnableOnlyLeavesKernellessPatternsAsEdgeOps) {
+// With runnable_only, a pattern whose backend op has a kernel fuses (the pixel shuffle), and a
+// node whose backend op has none (the float relu) stays an edge op for the host.
+TEST(Fuse, RunnableOnlyFusesOpsWithKernelsAndLeavesTheRest) {
   Builder b;
   b.input("xq", DType::Int8, {1, 8, 2, 2});
   b.dq("xq", "x", 0.05, 0);
@@ -780,12 +782,16 @@ TEST(Fuse, RunnableOnlyLeavesKernellessPatternsAsEdgeOps) {
   b.node("aten.clone", {"p"}, {}, {"c"});
   b.q("c", "yq", 0.05, 0);
   b.output("yq");
+  b.dq("xq", "x2", 0.05, 0);
+  b.value("r", DType::Float32, {1, 8, 2, 2});
+  b.node("aten.relu", {"x2"}, {}, {"r"});
+  b.output("r");
   const PassReport r = fuse_and_lower(b.g, FuseOptions{true});
-  EXPECT_TRUE(has_line(r, "not fused: aten.pixel_shuffle (node 1) as q8ta_pixel_shuffle: it has "
-                          "no kernel yet (left to the host)"))
+  EXPECT_TRUE(has_line(r, "fused dq -> aten.pixel_shuffle -> aten.clone -> q (node 0..3) into "
+                          "q8ta_pixel_shuffle 'yq'"))
       << all_lines(r);
-  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten.pixel_shuffle",
-                                                   "identity", "q8ta_quantize"}));
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_pixel_shuffle", "q8ta_dequantize",
+                                                   "aten.relu"}));
 }
 
 TEST(Fuse, PixelShuffleCloneWithTwoConsumersIsNotFused) {
@@ -995,6 +1001,124 @@ TEST(Fuse, Deterministic) {
   Graph g3 = g1;
   fuse_and_lower(g3);
   expect_same_graph(g1, g3);
+}
+
+// ---- q8ta_add broadcasting, max_pool2d, mean --------------------------------------------------
+
+TEST(Fuse, AddBroadcastsAChannelOrScalarOperandInEitherPosition) {
+  for (const std::vector<int64_t>& small :
+       {std::vector<int64_t>{1, 4, 1, 1}, {2, 4, 1, 1}, {1, 1, 1, 1}}) {
+    for (bool small_first : {false, true}) {
+      Builder b;
+      b.input("aq", DType::Int8, small_first ? small : std::vector<int64_t>{2, 4, 3, 3});
+      b.input("bq", DType::Int8, small_first ? std::vector<int64_t>{2, 4, 3, 3} : small);
+      b.dq("aq", "a", 0.1, 0);
+      b.dq("bq", "bf", 0.2, 1);
+      b.value("s", DType::Float32, {2, 4, 3, 3});
+      b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
+      b.q("s", "yq", 0.3, 0);
+      b.output("yq");
+      const PassReport r = fuse_and_lower(b.g);
+      EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_add"})) << all_lines(r);
+      expect_valid(b.g);
+    }
+  }
+  Builder b;  // [1, 4, 1, 3] is neither form
+  b.input("aq", DType::Int8, {1, 4, 3, 3});
+  b.input("bq", DType::Int8, {1, 4, 1, 3});
+  b.dq("aq", "a", 0.1, 0);
+  b.dq("bq", "bf", 0.2, 1);
+  b.value("s", DType::Float32, {1, 4, 3, 3});
+  b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
+  b.q("s", "yq", 0.3, 0);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: "
+                          "broadcasting add ([1, 4, 3, 3] + [1, 4, 1, 3]; q8ta_add broadcasts "
+                          "only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)"))
+      << all_lines(r);
+}
+
+TEST(Fuse, MaxPoolWithSharedQparamsFuses) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 7, 6});
+  b.dq("xq", "x", 0.1, 2);
+  b.value("m", DType::Float32, {1, 4, 4, 4});
+  b.node("aten.max_pool2d", {"x"},
+         {{"kernel_size", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
+          {"padding", std::vector<int64_t>{1, 1}}, {"dilation", std::vector<int64_t>{1, 1}},
+          {"ceil_mode", true}},
+         {"m"});
+  b.q("m", "yq", 0.1, 2);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = b.g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_max_pool2d");
+  EXPECT_EQ(std::get<std::vector<int64_t>>(n.args.at("kernel_size")), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(std::get<std::vector<int64_t>>(n.args.at("padding")), (std::vector<int64_t>{1, 1}));
+  EXPECT_TRUE(std::get<bool>(n.args.at("ceil_mode")));
+  EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.max_pool2d -> q (node 0..2) into q8ta_max_pool2d 'yq'");
+  expect_valid(b.g);
+}
+
+TEST(Fuse, MaxPoolWithOtherOutputQparamsIsNotFused) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 6, 6});
+  b.dq("xq", "x", 0.1, 2);
+  b.value("m", DType::Float32, {1, 4, 3, 3});
+  b.node("aten.max_pool2d", {"x"}, {{"kernel_size", std::vector<int64_t>{2, 2}}}, {"m"});
+  b.q("m", "yq", 0.2, 2);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.max_pool2d -> q (node 0..2) as q8ta_max_pool2d: "
+                          "input (scale 0.1 zero_point 2 range -128..127) and output (scale 0.2 "
+                          "zero_point 2 range -128..127) quantization differ"))
+      << all_lines(r);
+}
+
+TEST(Fuse, MeanOverHeightAndWidthAndAdaptiveAvgPoolFuse) {
+  {
+    Builder b;
+    b.input("xq", DType::Int8, {2, 8, 5, 5});
+    b.dq("xq", "x", 0.1, 2);
+    b.value("m", DType::Float32, {2, 8, 1, 1});
+    b.node("aten.mean.dim", {"x"}, {{"dim", std::vector<int64_t>{-1, -2}}, {"keepdim", true}}, {"m"});
+    b.q("m", "yq", 0.05, -3);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
+    EXPECT_EQ(b.g.nodes[0].op, "q8ta_mean");
+    EXPECT_EQ(arg_d(b.g.nodes[0], "output_scale"), 0.05);
+    EXPECT_EQ(arg_i(b.g.nodes[0], "output_zero_point"), -3);
+    expect_valid(b.g);
+  }
+  {
+    Builder b;
+    b.input("xq", DType::Int8, {1, 8, 5, 5});
+    b.dq("xq", "x", 0.1, 2);
+    b.value("m", DType::Float32, {1, 8, 1, 1});
+    b.node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", std::vector<int64_t>{1, 1}}}, {"m"});
+    b.q("m", "yq", 0.05, -3);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mean"})) << all_lines(r);
+    expect_valid(b.g);
+  }
+  {  // over W only: not this op
+    Builder b;
+    b.input("xq", DType::Int8, {1, 8, 5, 5});
+    b.dq("xq", "x", 0.1, 2);
+    b.value("m", DType::Float32, {1, 8, 5, 1});
+    b.node("aten.mean.dim", {"x"}, {{"dim", std::vector<int64_t>{3}}, {"keepdim", true}}, {"m"});
+    b.q("m", "yq", 0.05, -3);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.mean.dim -> q (node 0..2) as q8ta_mean: mean "
+                            "is not over exactly H and W"))
+        << all_lines(r);
+  }
 }
 
 }  // namespace

@@ -67,10 +67,14 @@ class Registry {
 };
 
 void register_quantize_cases(Registry& registry);
+void register_affine_quant_cases(Registry& registry);
 void register_convert_cases(Registry& registry);
 void register_peak_cases(Registry& registry);
 void register_linear_cases(Registry& registry);
 void register_conv_cases(Registry& registry);
+void register_pixel_shuffle_cases(Registry& registry);
+void register_elementwise_cases(Registry& registry);
+void register_pool_cases(Registry& registry);
 
 // Shapes that exercise partial blocks in every dimension.
 const std::vector<std::vector<int64_t>>& awkward_shapes();

@@ -367,9 +367,13 @@ int run(int argc, char** argv) {
   Registry registry;
   register_peak_cases(registry);
   register_quantize_cases(registry);
+  register_affine_quant_cases(registry);
   register_convert_cases(registry);
   register_linear_cases(registry);
   register_conv_cases(registry);
+  register_pixel_shuffle_cases(registry);
+  register_elementwise_cases(registry);
+  register_pool_cases(registry);
 
   std::regex filter;
   try {

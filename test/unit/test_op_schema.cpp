@@ -33,6 +33,10 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   if ((linear || conv) && a.constant) return {3};
   if (linear && a.output) return {1, 5, 6, 3};
   if (conv && a.output) return {1, 3, 6, 7};
+  if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};  // mean over H and W, keepdim
+  if (op.name == "q8ta_pixel_shuffle" || op.name == "pixel_shuffle") {  // upscale_factor 2
+    return a.output ? std::vector<int64_t>{1, 2, 12, 14} : std::vector<int64_t>{1, 8, 6, 7};
+  }
   return {1, 5, 6, 7};
 }
 
@@ -64,11 +68,18 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
         args.push_back(b.add_int(a.name == "quant_max" ? 127
                                  : a.name == "quant_min" ? -128
                                  : a.name == "groups"    ? 1
+                                 : a.name == "upscale_factor" ? 2
                                                          : 0));
         break;
       case ArgKind::Float: args.push_back(b.add_float(0.5)); break;
       case ArgKind::Bool: args.push_back(b.add_bool(false)); break;
-      case ArgKind::IntList: args.push_back(b.add_int_list({1, 1})); break;
+      case ArgKind::IntList:  // block_size: per element of the rank-4 activations
+        args.push_back(a.name == "block_size" ? b.add_int_list({1, 1, 1, 1})
+                       // max_pool2d's padding must be at most half its (1x1) kernel
+                       : op.name == "q8ta_max_pool2d" && a.name == "padding"
+                           ? b.add_int_list({0, 0})
+                           : b.add_int_list({1, 1}));
+        break;
       case ArgKind::FloatList: args.push_back(b.add_float_list({1.0})); break;
     }
   }
@@ -88,8 +99,14 @@ TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
     for (const auto& a : op.args) {
       if (a.kind == ArgKind::Tensor) tensor_args.push_back(&a);
     }
-    // Full cross product over every tensor's (dtype, placement) claims.
+    // Full cross product over every tensor's (dtype, placement) claims; a tensor tied to
+    // another (tied_to: an index into op.args) only ever gets that one's placement.
     std::vector<TensorChoice> choice(tensor_args.size());
+    auto tensor_index = [&](int arg) {
+      size_t k = 0;
+      for (int j = 0; j < arg; ++j) k += op.args[static_cast<size_t>(j)].kind == ArgKind::Tensor;
+      return k;
+    };
     std::function<void(size_t)> walk = [&](size_t i) {
       if (i == tensor_args.size()) {
         const auto blob = one_op_blob(op, choice);
@@ -102,6 +119,8 @@ TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
       }
       for (vkd::DType d : tensor_args[i]->dtypes) {
         for (const auto& p : tensor_args[i]->placements.list()) {
+          const int tie = tensor_args[i]->tied_to;
+          if (tie >= 0 && !(choice[tensor_index(tie)].placement == p)) continue;
           choice[i] = {d, p};
           walk(i + 1);
         }

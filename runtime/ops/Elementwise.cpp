@@ -1,0 +1,127 @@
+// Op family: element-wise int8 ops (q8ta_add).
+#include "runtime/ops/Elementwise.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "runtime/ops/OpRegistry.h"
+#include "runtime/tensor/PackedInt8Layout.h"
+#include "runtime/vk/WorkgroupChooser.h"
+
+namespace vkd::ops {
+namespace {
+
+// Mirrors `Params` in shaders/q8ta_add.glsl.
+struct AddPush {
+  std::array<int32_t, 4> sizes;
+  int32_t chunk_count, word_count, b_mode, b_batched;
+  int32_t a_zp, b_zp, out_zp;
+  float a_scale, b_scale, inv_out_scale, act_lo, act_hi;
+};
+
+// B_SAME / B_CHANNEL / B_SCALAR in the shader.
+enum class Broadcast : int32_t { Same = 0, Channel = 1, Scalar = 2 };
+
+// [1, C, 1, 1] or [N, C, 1, 1] against [N, C, H, W].
+bool is_channel_vector(const Dims4& d, const Dims4& full) {
+  return (d.n == 1 || d.n == full.n) && d.c == full.c && d.h == 1 && d.w == 1;
+}
+bool is_scalar(const Dims4& d) { return d.n == 1 && d.c == 1 && d.h == 1 && d.w == 1; }
+
+// How `small` broadcasts against `full`; nullopt when it does not.
+std::optional<Broadcast> broadcast_of(const Dims4& full, const Dims4& small) {
+  if (full == small) return Broadcast::Same;
+  if (is_channel_vector(small, full)) return Broadcast::Channel;
+  if (is_scalar(small)) return Broadcast::Scalar;
+  return std::nullopt;
+}
+
+std::string dims_str(const Dims4& d) {
+  return "[" + std::to_string(d.n) + ", " + std::to_string(d.c) + ", " + std::to_string(d.h) +
+         ", " + std::to_string(d.w) + "]";
+}
+
+}  // namespace
+
+void add_q8ta_add_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::ValueRef b,
+                       graph::ValueRef output, const AddParams& params) {
+  const std::string op = "q8ta_add";
+  check_int8x4_tensor(op, graph.tensor(a));
+  check_int8x4_tensor(op, graph.tensor(b));
+  check_int8x4_tensor(op, graph.tensor(output));
+  check_quant_params(op, params.a);
+  check_quant_params(op, params.b);
+  check_requantized_output(op, params.output, params.activation_min, params.activation_max);
+
+  QuantParams qa = params.a, qb = params.b;
+  const Dims4 d = graph.spec(output).dims4();
+  // The kernel reads the full-size operand as `a`: swap when a is the broadcast one (float
+  // addition is commutative, the result is the same).
+  if (!(graph.spec(a).dims4() == d) && graph.spec(b).dims4() == d) {
+    std::swap(a, b);
+    std::swap(qa, qb);
+  }
+  const TensorSpec& sa = graph.spec(a);
+  const TensorSpec& sb = graph.spec(b);
+  const TensorSpec& so = graph.spec(output);
+  VKD_CHECK(sa.dims4() == d, ErrorCode::InvalidArgument, op, ": output sizes ", dims_str(d),
+            " differ from both inputs' (", dims_str(sa.dims4()), ", ", dims_str(sb.dims4()), ")");
+  const auto mode = broadcast_of(d, sb.dims4());
+  VKD_CHECK(mode.has_value(), ErrorCode::InvalidArgument, op, ": cannot add ",
+            dims_str(sb.dims4()), " to ", dims_str(d),
+            ": the smaller operand must have the same sizes, [N or 1, C, 1, 1] or [1, 1, 1, 1]");
+  VKD_CHECK(sa.layout == so.layout && sb.layout == so.layout, ErrorCode::InvalidArgument, op,
+            ": a, b and output must share one packed layout (", to_string(sa.layout), ", ",
+            to_string(sb.layout), ", ", to_string(so.layout), ")");
+
+  const int64_t words = packed_int8_word_count(so.layout, d);
+  const int64_t chunks = (words + 3) / 4;
+  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", words,
+            " words exceed the 2^31 a kernel can index");
+  const AddPush push{nchw_sizes(d),
+                     int32_t(chunks),
+                     int32_t(words),
+                     static_cast<int32_t>(*mode),
+                     *mode == Broadcast::Channel && sb.dims4().n > 1 ? 1 : 0,
+                     qa.zero_point,
+                     qb.zero_point,
+                     params.output.zero_point,
+                     qa.scale,
+                     qb.scale,
+                     inverse_scale(params.output.scale),
+                     float(params.activation_min - params.output.zero_point),
+                     float(params.activation_max - params.output.zero_point)};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_add[int8_layout_index(so.layout)];
+  node.bindings = {output, a, b};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(chunks));
+  graph.add_node(std::move(node));
+}
+
+// --- registry entries -------------------------------------------------------------
+
+namespace {
+
+// (a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
+//  activation_min, activation_max, output): partitioner_schema/OpSchema.cpp's order.
+void build_add(const OpCall& call) {
+  AddParams p;
+  p.a = call.quant_params(1);
+  p.b = call.quant_params(4);
+  p.output = call.quant_params(6);
+  p.activation_min = call.int32_arg(8, -128, 127);
+  p.activation_max = call.int32_arg(9, -128, 127);
+  call.set_zero_point(0, p.a.zero_point);
+  call.set_zero_point(3, p.b.zero_point);
+  call.set_zero_point(10, p.output.zero_point);
+  add_q8ta_add_node(call.graph(), call.tensor(0), call.tensor(3), call.tensor(10), p);
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpRegistry& registry) { registry.add("q8ta_add", build_add); }
+
+}  // namespace vkd::ops

@@ -1,0 +1,209 @@
+// Op family: pooling over channels-packed int8x4 tensors (q8ta_max_pool2d, q8ta_mean).
+#include "runtime/ops/Pool.h"
+
+#include <string>
+#include <utility>
+
+#include "runtime/common/Error.h"
+#include "runtime/ops/OpRegistry.h"
+#include "runtime/tensor/PackedInt8Layout.h"
+#include "runtime/vk/WorkgroupChooser.h"
+
+namespace vkd::ops {
+namespace {
+
+// Mirrors `Params` in shaders/q8ta_max_pool2d.glsl.
+struct MaxPoolPush {
+  std::array<int32_t, 4> in_sizes, out_sizes;
+  std::array<int32_t, 2> kernel, stride, padding, dilation;
+  int32_t word_count, zero_point;
+};
+
+// Mirrors `Params` in shaders/q8ta_mean.glsl.
+struct MeanPush {
+  std::array<int32_t, 4> sizes;
+  int32_t in_zp, out_zp;
+  float mean_scale, inv_out_scale;
+};
+
+// Local size of q8ta_mean (WG in the shader).
+constexpr uint32_t kMeanWorkgroup = 128;
+
+// Index of a channels-packed layout in the pool families' variant tables (4W4C, 4C1W).
+int chw_layout_index(const std::string& op, const graph::GpuTensor& t) {
+  const MemoryLayout l = t.spec().layout;
+  VKD_CHECK(l == MemoryLayout::PackedInt8_4W4C || l == MemoryLayout::PackedInt8_4C1W,
+            ErrorCode::InvalidArgument, op, ": tensor '", t.name(), "' ", t.spec().describe(),
+            " must be channels-packed (4W4C or 4C1W)");
+  return l == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
+}
+
+void check_rank(const std::string& op, const graph::GpuTensor& t) {
+  const size_t rank = t.spec().sizes.size();
+  VKD_CHECK(rank == 3 || rank == 4, ErrorCode::InvalidArgument, op, ": tensor '", t.name(),
+            "' must have rank 3 or 4, has ", rank);
+}
+
+int32_t to_i32(const std::string& op, const char* what, int64_t v) {
+  VKD_CHECK(v < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", what, " ", v,
+            " exceeds the 2^31 a kernel can index");
+  return static_cast<int32_t>(v);
+}
+
+}  // namespace
+
+int64_t max_pool_output_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
+                             int64_t dilation, bool ceil_mode) {
+  const int64_t num = in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  // Floor division (num may be negative when the window is larger than the padded input).
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const MaxPool2dParams& p) {
+  const std::string op = "q8ta_max_pool2d";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_int8x4_tensor(op, in);
+  check_int8x4_tensor(op, out);
+  check_rank(op, in);
+  check_rank(op, out);
+  const int layout = chw_layout_index(op, in);
+  VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
+            ": input and output must share their layout (", to_string(in.spec().layout), ", ",
+            to_string(out.spec().layout), ")");
+  VKD_CHECK(-128 <= p.zero_point && p.zero_point <= 127, ErrorCode::InvalidArgument, op,
+            ": zero_point ", p.zero_point, " outside [-128, 127]");
+  for (int k = 0; k < 2; ++k) {
+    VKD_CHECK(p.kernel[k] > 0 && p.stride[k] > 0 && p.dilation[k] > 0,
+              ErrorCode::InvalidArgument, op, ": kernel, stride and dilation must be positive (",
+              p.kernel[k], ", ", p.stride[k], ", ", p.dilation[k], ")");
+    VKD_CHECK(p.padding[k] >= 0 && p.padding[k] <= p.kernel[k] / 2, ErrorCode::InvalidArgument,
+              op, ": padding ", p.padding[k], " must be >= 0 and at most half the kernel size ",
+              p.kernel[k]);
+  }
+  const Dims4 d = in.spec().dims4();
+  const Dims4 o = out.spec().dims4();
+  const int64_t oh = max_pool_output_size(d.h, p.kernel[0], p.padding[0], p.stride[0],
+                                          p.dilation[0], p.ceil_mode);
+  const int64_t ow = max_pool_output_size(d.w, p.kernel[1], p.padding[1], p.stride[1],
+                                          p.dilation[1], p.ceil_mode);
+  VKD_CHECK(oh >= 1 && ow >= 1, ErrorCode::InvalidArgument, op, ": output size ", oh, "x", ow,
+            " of input ", d.h, "x", d.w, " is too small");
+  VKD_CHECK(o.n == d.n && o.c == d.c && o.h == oh && o.w == ow, ErrorCode::InvalidArgument, op,
+            ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, ", ", oh, ", ", ow,
+            "]");
+  const int64_t words = packed_int8_word_count(out.spec().layout, o);
+  const MaxPoolPush push{nchw_sizes(d),
+                         nchw_sizes(o),
+                         p.kernel,
+                         p.stride,
+                         p.padding,
+                         p.dilation,
+                         to_i32(op, "output words", words),
+                         p.zero_point};
+  to_i32(op, "input words", packed_int8_word_count(in.spec().layout, d));
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_max_pool2d[layout];
+  node.bindings = {output, input};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(words));
+  graph.add_node(std::move(node));
+}
+
+void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                        graph::ValueRef output, const QuantParams& in_q,
+                        const QuantParams& out_q) {
+  const std::string op = "q8ta_mean";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_int8x4_tensor(op, in);
+  check_int8x4_tensor(op, out);
+  check_rank(op, in);
+  check_rank(op, out);
+  check_quant_params(op, in_q);
+  check_quant_params(op, out_q);
+  const int layout = chw_layout_index(op, in);
+  VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
+            ": input and output must share their layout (", to_string(in.spec().layout), ", ",
+            to_string(out.spec().layout), ")");
+  const Dims4 d = in.spec().dims4();
+  const Dims4 o = out.spec().dims4();
+  VKD_CHECK(o.n == d.n && o.c == d.c && o.h == 1 && o.w == 1, ErrorCode::InvalidArgument, op,
+            ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, ", 1, 1]");
+  const int64_t count = d.h * d.w;
+  VKD_CHECK(count >= 1, ErrorCode::InvalidArgument, op, ": input plane is empty");
+  // |sum(q) - count * zp| <= 255 * count must convert to float32 exactly.
+  VKD_CHECK(count * 255 < (int64_t(1) << 24), ErrorCode::Unsupported, op, ": H*W = ", count,
+            " exceeds 65793, beyond which the int32 sum does not convert to float32 exactly");
+  to_i32(op, "input words", packed_int8_word_count(in.spec().layout, d));
+  const int64_t c4 = div_up(d.c, 4);
+  // Group counts past the device's limits are reported by ComputeGraph's per-node checks.
+  const MeanPush push{nchw_sizes(d), in_q.zero_point, out_q.zero_point,
+                      static_cast<float>(static_cast<double>(in_q.scale) /
+                                         static_cast<double>(count)),
+                      inverse_scale(out_q.scale)};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_mean[layout];
+  node.bindings = {output, input};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan.local_size = {kMeanWorkgroup, 1, 1};
+  node.plan.group_count = {static_cast<uint32_t>(c4), static_cast<uint32_t>(d.n), 1};
+  graph.add_node(std::move(node));
+}
+
+// --- registry entries -------------------------------------------------------------
+
+namespace {
+
+// One or two ints (h, w) from a list argument; `fallback` when the list is empty.
+std::array<int32_t, 2> pair_arg(const OpCall& call, size_t arg, std::array<int32_t, 2> fallback) {
+  const std::vector<int64_t> v = call.int_list(arg);
+  if (v.empty()) return fallback;
+  VKD_CHECK(v.size() <= 2, ErrorCode::InvalidArgument, call.label(), ": argument ", arg,
+            " has ", v.size(), " entries, expected 1 or 2");
+  for (int64_t x : v) {
+    VKD_CHECK(x >= 0 && x < (int64_t(1) << 20), ErrorCode::InvalidArgument, call.label(),
+              ": argument ", arg, " entry ", x, " is out of range");
+  }
+  return {static_cast<int32_t>(v[0]), static_cast<int32_t>(v.back())};
+}
+
+// (input, input_scale, input_zero_point, kernel_size, stride, padding, dilation, ceil_mode,
+//  output): partitioner_schema/OpSchema.cpp's order; an empty stride is the kernel size.
+void build_max_pool2d(const OpCall& call) {
+  const QuantParams q = call.quant_params(1);
+  check_quant_params("q8ta_max_pool2d", q);
+  MaxPool2dParams p;
+  p.kernel = pair_arg(call, 3, {0, 0});
+  p.stride = pair_arg(call, 4, p.kernel);
+  p.padding = pair_arg(call, 5, {0, 0});
+  p.dilation = pair_arg(call, 6, {1, 1});
+  p.ceil_mode = call.bool_arg(7);
+  p.zero_point = q.zero_point;
+  call.set_zero_point(0, q.zero_point);
+  call.set_zero_point(8, q.zero_point);
+  add_q8ta_max_pool2d_node(call.graph(), call.tensor(0), call.tensor(8), p);
+}
+
+// (input, input_scale, input_zero_point, output_scale, output_zero_point, output).
+void build_mean(const OpCall& call) {
+  const QuantParams in_q = call.quant_params(1);
+  const QuantParams out_q = call.quant_params(3);
+  call.set_zero_point(0, in_q.zero_point);
+  call.set_zero_point(5, out_q.zero_point);
+  add_q8ta_mean_node(call.graph(), call.tensor(0), call.tensor(5), in_q, out_q);
+}
+
+}  // namespace
+
+void register_pool_ops(OpRegistry& registry) {
+  registry.add("q8ta_max_pool2d", build_max_pool2d);
+  registry.add("q8ta_mean", build_mean);
+}
+
+}  // namespace vkd::ops

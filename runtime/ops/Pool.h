@@ -1,0 +1,44 @@
+// Pooling over channels-packed int8x4 tensors: q8ta_max_pool2d and q8ta_mean (global average
+// over H and W).
+#pragma once
+
+#include <array>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/OpUtils.h"
+
+namespace vkd::ops {
+
+// PyTorch max_pool2d's parameters, (h, w) each.
+struct MaxPool2dParams {
+  std::array<int32_t, 2> kernel{1, 1};
+  std::array<int32_t, 2> stride{1, 1};
+  std::array<int32_t, 2> padding{0, 0};
+  std::array<int32_t, 2> dilation{1, 1};
+  bool ceil_mode = false;
+  int32_t zero_point = 0;  // of input and output (they share their quantization)
+};
+
+// PyTorch's pooling output size: floor (or ceil) of (in + 2 pad - dil (k - 1) - 1) / stride + 1;
+// with ceil_mode, a last window that would start in the right/bottom padding is dropped.
+int64_t max_pool_output_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
+                             int64_t dilation, bool ceil_mode);
+
+// out[n, c, oh, ow] = max of input[n, c, oh*s - p + i*d, ow*s - p + j*d] over the window
+// positions inside the input (int8 values; -128 when none is). `input`, `output`: int8x4 in
+// one channels-packed layout (4W4C or 4C1W), rank 3 or 4, output sizes per
+// max_pool_output_size; 0 <= padding <= kernel / 2 (as PyTorch requires).
+void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const MaxPool2dParams& params);
+
+// Mean over H and W, keepdim ([N, C, H, W] -> [N, C, 1, 1]), per channel, each float32
+// operation rounded on its own (shaders/q8ta_mean.glsl):
+//   acc = sum(q) - H*W * zp_in (int32);  m = float32(double(s_in) / (H*W))
+//   q_out = clamp(roundEven(float32(acc) * m * inv_s_out) + zp_out, -128, 127)
+// (the two products rounded in that order), inv_s_out = float32(1/s_out). `input`, `output`:
+// int8x4 in one channels-packed layout; H*W*255 < 2^24 (the float32 sum is exact).
+void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                        graph::ValueRef output, const QuantParams& in_q,
+                        const QuantParams& out_q);
+
+}  // namespace vkd::ops

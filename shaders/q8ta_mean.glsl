@@ -1,0 +1,76 @@
+// q8ta_mean: mean over H and W with keepdim ([N, C, H, W] -> [N, C, 1, 1]) of a
+// channels-packed int8x4 tensor (INT8_LAYOUT: 4W4C or 4C1W; output in the same layout),
+// requantized from the input's parameters to the output's (runtime/ops/Pool.h):
+//   acc = sum(q) - count * zp_in (int32, exact);  m = float32(s_in / count) (host, double)
+//   y = float32(acc) * m;  q = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)
+// each float operation rounded on its own (`precise`), float32(acc) exact (|acc| < 2^24,
+// checked by the host).
+//
+// One workgroup of WG invocations per (n, c4) block (group id x = c4, y = n): invocation t
+// sums the words of positions t, t + WG, ... of the H*W plane (4 channel sums each); the
+// partial sums are then reduced in shared memory, and invocation 0 requantizes and writes the
+// output chunk (4W4C: word 0 of the chunk real, words 1..3 = widths past 1 = padding).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define VKD_FIXED_LOCAL_SIZE
+#define WG 128
+layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;
+#include "common.glslh"
+
+layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
+layout(set = 0, binding = 0) writeonly buffer OutWords4 { ivec4 out_words4[]; };
+layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
+
+layout(push_constant) uniform Params {
+  ivec4 sizes;  // N, C, H, W of the input
+  int in_zp;
+  int out_zp;
+  float mean_scale;     // float32(s_in / (H * W))
+  float inv_out_scale;  // float32(1 / s_out)
+} p;
+
+shared ivec4 partial[WG];
+
+void main() {
+  const int c4 = int(gl_WorkGroupID.x), n = int(gl_WorkGroupID.y);
+  const int t = int(gl_LocalInvocationID.x);
+  const int C = p.sizes.y, H = p.sizes.z, W = p.sizes.w;
+  const int C4 = div_up(C, 4), count = H * W;
+
+  ivec4 sum = ivec4(0);
+  for (int pos = t; pos < count; pos += WG) {
+    const int h = pos / W, w = pos % W;
+#if INT8_LAYOUT == LAYOUT_4W4C
+    const int v = in_words[4 * (((n * H + h) * div_up(W, 4) + w / 4) * C4 + c4) + w % 4];
+#else
+    const int v = in_words[((n * H + h) * C4 + c4) * W + w];  // a row is contiguous
+#endif
+    sum += ivec4(lane_of(v, 0), lane_of(v, 1), lane_of(v, 2), lane_of(v, 3));
+  }
+  partial[t] = sum;
+  barrier();
+  for (int half_size = WG / 2; half_size > 0; half_size /= 2) {
+    if (t < half_size) partial[t] += partial[t + half_size];
+    barrier();
+  }
+  if (t != 0) return;
+
+  const ivec4 acc = partial[0] - count * p.in_zp;
+  const int real = min(4, C - 4 * c4);
+  int word = 0;
+  // Rounding commutes with clamping to integers: clamp t first so int() stays in range.
+  const float lo = float(-128 - p.out_zp), hi = float(127 - p.out_zp);
+  for (int j = 0; j < 4; ++j) {
+    precise float y = float(acc[j]) * p.mean_scale;
+    precise float t = clamp(y * p.inv_out_scale, lo, hi);
+    const int q = j < real ? int(roundEven(t)) + p.out_zp : p.out_zp;
+    word |= (q & 0xFF) << (8 * j);
+  }
+#if INT8_LAYOUT == LAYOUT_4W4C
+  // Output [N, C, 1, 1]: chunk (n*1 + 0)*C4 + c4; widths 1..3 are padding.
+  const int pad = splat_byte(p.out_zp);
+  out_words4[n * C4 + c4] = ivec4(word, pad, pad, pad);
+#else
+  out_words[n * C4 + c4] = word;
+#endif
+}

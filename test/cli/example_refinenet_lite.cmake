@@ -1,0 +1,133 @@
+# The bundled example model end to end (cmake -P): examples/refinenet_lite/make_model.py writes
+# the graph, weights and input; `vkd compile --report` compiles it; the compiled graph must have
+# every pattern fused and no conversion node (q8ta_convert / float_convert) next to a pixel
+# shuffle; `vkd run --check` then compares every named tensor and the float logits with the CPU
+# reference interpreter (int8 exactly, float32 within 1e-5 relative). Any failed check is a
+# FATAL_ERROR.
+#
+#   -DVKD=path -DPYTHON=path (with torch and numpy) -DSOURCE_DIR=dir -DWORK=dir (emptied first)
+cmake_minimum_required(VERSION 3.22)
+
+foreach(_var VKD PYTHON SOURCE_DIR WORK)
+  if(NOT DEFINED ${_var})
+    message(FATAL_ERROR "example_refinenet_lite.cmake: -D${_var}= missing")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}/out")
+
+# run(args...): runs a command in WORK; sets RC, STDOUT, STDERR and echoes them.
+function(run)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY "${WORK}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REPLACE ";" " " cmdline "${ARGN}")
+  message("$ ${cmdline}\n--- exit code ${rc}\n--- stdout:\n${out}--- stderr:\n${err}---")
+  set(RC "${rc}" PARENT_SCOPE)
+  set(STDOUT "${out}" PARENT_SCOPE)
+  set(STDERR "${err}" PARENT_SCOPE)
+endfunction()
+
+function(expect_exit code what)
+  if(NOT "${RC}" STREQUAL "${code}")
+    message(FATAL_ERROR "${what}: expected exit code ${code}, got '${RC}'")
+  endif()
+endfunction()
+
+run("${PYTHON}" "${SOURCE_DIR}/examples/refinenet_lite/make_model.py" "${WORK}")
+expect_exit(0 "make_model.py")
+# A second run without --force must refuse to replace the files.
+run("${PYTHON}" "${SOURCE_DIR}/examples/refinenet_lite/make_model.py" "${WORK}")
+expect_exit(2 "make_model.py over existing files")
+
+run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
+    -o refinenet_lite.vkd --report)
+set(report "${STDOUT}")
+set(compile_rc "${RC}")
+
+# The compiled graph: the lines between "[final]" and "[placements]", one node each:
+# "  op(in, ...) -> out".
+string(FIND "${report}" "\n[final]" final_at)
+string(FIND "${report}" "\n[placements]" placements_at)
+if(final_at LESS 0 OR placements_at LESS final_at)
+  message(FATAL_ERROR "the report has no [final] graph")
+endif()
+math(EXPR len "${placements_at} - ${final_at}")
+string(SUBSTRING "${report}" ${final_at} ${len} final)
+string(REPLACE "\n" ";" final_lines "${final}")
+set(producer_ops "")    # "value=op" for every node output
+set(nodes "")           # "op|in,in|out"
+foreach(line IN LISTS final_lines)
+  if(line MATCHES "^  ([a-z0-9_]+)\\(([^)]*)\\) -> (.+)$")
+    set(op "${CMAKE_MATCH_1}")
+    string(REPLACE ", " "," ins "${CMAKE_MATCH_2}")
+    set(outv "${CMAKE_MATCH_3}")
+    list(APPEND nodes "${op}|${ins}|${outv}")
+    set(op_of_${outv} "${op}")
+  endif()
+endforeach()
+list(LENGTH nodes node_count)
+
+# Every quantized pattern of the graph is fused: 1 quantize, 18 conv, 4 add, 4 pixel shuffles,
+# 1 dequantize and nothing else but conversions (counted below).
+foreach(pair "q8ta_quantize;1" "q8ta_conv2d;18" "q8ta_add;4" "q8ta_pixel_shuffle;4"
+             "q8ta_dequantize;1")
+  list(GET pair 0 op)
+  list(GET pair 1 want)
+  set(got 0)
+  foreach(n IN LISTS nodes)
+    if(n MATCHES "^${op}\\|")
+      math(EXPR got "${got} + 1")
+    endif()
+  endforeach()
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "compiled graph: ${got} ${op} node(s), expected ${want}")
+  endif()
+endforeach()
+
+# Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output.
+set(adjacent 0)
+set(conversions 0)
+foreach(n IN LISTS nodes)
+  string(REPLACE "|" ";" parts "${n}")
+  list(GET parts 0 op)
+  list(GET parts 1 ins)
+  list(GET parts 2 outv)
+  string(REPLACE "," ";" ins "${ins}")
+  if(op STREQUAL "q8ta_convert" OR op STREQUAL "float_convert")
+    math(EXPR conversions "${conversions} + 1")
+    foreach(i IN LISTS ins)
+      if("${op_of_${i}}" STREQUAL "q8ta_pixel_shuffle")
+        math(EXPR adjacent "${adjacent} + 1")
+        message("conversion after a pixel shuffle: ${n}")
+      endif()
+    endforeach()
+  elseif(op STREQUAL "q8ta_pixel_shuffle")
+    foreach(i IN LISTS ins)
+      if("${op_of_${i}}" STREQUAL "q8ta_convert" OR "${op_of_${i}}" STREQUAL "float_convert")
+        math(EXPR adjacent "${adjacent} + 1")
+        message("conversion before a pixel shuffle: ${n}")
+      endif()
+    endforeach()
+  endif()
+endforeach()
+message("compiled graph: ${node_count} nodes, ${conversions} conversion node(s), "
+        "${adjacent} next to a pixel shuffle")
+if(NOT adjacent EQUAL 0)
+  message(FATAL_ERROR "${adjacent} conversion node(s) next to the pixel shuffles, expected 0")
+endif()
+
+# Only now the exit status: a compiler that cannot run an op yet still prints the graph above.
+expect_exit(0 "vkd compile")
+
+run("${VKD}" run refinenet_lite.vkd --input x=image.npy --output-dir out
+    --check refinenet_lite.json --weights refinenet_lite.safetensors)
+expect_exit(0 "vkd run --check")
+if(NOT STDOUT MATCHES "\n  logits \\(output\\) +float32 +\\[1,8,256,144\\] +[^ ]+ 0/294912 ")
+  message(FATAL_ERROR "vkd run --check: the float logits are not compared, or differ")
+endif()
+if(NOT STDOUT MATCHES "check: every compared tensor matches the reference\n")
+  message(FATAL_ERROR "vkd run --check: not every tensor matches")
+endif()
+if(NOT EXISTS "${WORK}/out/logits.npy")
+  message(FATAL_ERROR "vkd run: out/logits.npy not written")
+endif()

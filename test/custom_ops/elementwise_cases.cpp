@@ -1,0 +1,174 @@
+// ACCU and PERF cases for q8ta_add: same shapes in every packed layout, [1, C, 1, 1],
+// [N, C, 1, 1] and [1, 1, 1, 1] operands in either position, fused relu / clamp, zero points at both ends.
+#include "runtime/ops/Elementwise.h"
+#include "test/custom_ops/Harness.h"
+#include "test/reference/ElementwiseReference.h"
+#include "test/reference/LayoutReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using testing::RefShape;
+
+// (a, b, output) parameters rotated over the cases. The second makes y * inv_s_out a multiple
+// of 1/2 (exact ties for round-half-to-even); the others put zero points at both ends.
+struct AddQuant {
+  ops::QuantParams a, b, out;
+};
+const AddQuant kQuants[] = {
+    {{0.05f, 3}, {0.031f, -7}, {0.07f, 1}},
+    {{0.25f, 0}, {0.25f, 5}, {0.5f, -2}},
+    {{0.013f, -128}, {0.2f, 127}, {0.11f, -128}},
+    {{0.2f, 127}, {0.02f, -128}, {0.09f, 127}},
+};
+
+enum class Act { None, Relu, Clamp };
+const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? "relu" : "clamp"; }
+
+// Which operand is broadcast and how.
+// *Channel: [1, C, 1, 1]; *Batch: [N, C, 1, 1]; *Scalar: [1, 1, 1, 1].
+enum class Bcast { None, BChannel, BScalar, AChannel, AScalar, BBatch, ABatch };
+const char* bcast_name(Bcast b) {
+  switch (b) {
+    case Bcast::None: return "same";
+    case Bcast::BChannel: return "b_1C11";
+    case Bcast::BScalar: return "b_1111";
+    case Bcast::AChannel: return "a_1C11";
+    case Bcast::BBatch: return "b_NC11";
+    case Bcast::ABatch: return "a_NC11";
+    default: return "a_1111";
+  }
+}
+
+RefShape ref_shape(const TensorSpec& spec) {
+  const Dims4 d = spec.dims4();
+  return {d.n, d.c, d.h, d.w};
+}
+
+class AddCase : public CaseInstance {
+ public:
+  AddCase(std::vector<int64_t> sizes, MemoryLayout layout, Bcast bcast, AddQuant q, Act act)
+      : sizes_(std::move(sizes)), layout_(layout), bcast_(bcast), q_(q) {
+    act_min_ = -128;
+    act_max_ = 127;
+    if (act == Act::Relu) act_min_ = q_.out.zero_point;
+    // A clamp whose range excludes the zero point: output padding must still hold it.
+    if (act == Act::Clamp) act_min_ = std::min(q_.out.zero_point + 9, 120), act_max_ = 125;
+  }
+
+  void build(graph::ComputeGraph& g) override {
+    const int64_t channels = sizes_.size() >= 3 ? sizes_[sizes_.size() - 3] : 1;
+    const std::vector<int64_t> channel_vec = {1, channels, 1, 1}, scalar = {1, 1, 1, 1};
+    const std::vector<int64_t> batch_vec = {sizes_[0], channels, 1, 1};
+    std::vector<int64_t> sa = sizes_, sb = sizes_;
+    if (bcast_ == Bcast::BChannel) sb = channel_vec;
+    if (bcast_ == Bcast::BScalar) sb = scalar;
+    if (bcast_ == Bcast::AChannel) sa = channel_vec;
+    if (bcast_ == Bcast::AScalar) sa = scalar;
+    if (bcast_ == Bcast::BBatch) sb = batch_vec;
+    if (bcast_ == Bcast::ABatch) sa = batch_vec;
+    a_ = g.add_tensor({sa, DType::Int8x4, StorageType::Buffer, layout_}, "a");
+    b_ = g.add_tensor({sb, DType::Int8x4, StorageType::Buffer, layout_}, "b");
+    out_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "out");
+    ops::AddParams p{q_.a, q_.b, q_.out, act_min_, act_max_};
+    ops::add_q8ta_add_node(g, a_, b_, out_, p);
+    g.add_input(a_);
+    g.add_input(b_);
+    g.add_output(out_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    std::uniform_int_distribution<int> value(-128, 127);
+    auto fill = [&](graph::ValueRef t, std::vector<int8_t>& v, int zp) {
+      v.resize(static_cast<size_t>(g.spec(t).numel()));
+      for (auto& x : v) x = static_cast<int8_t>(value(rng));
+      g.write_words(t, testing::ref_pack(layout_, ref_shape(g.spec(t)), v, zp));
+    };
+    fill(a_, qa_, q_.a.zero_point);
+    fill(b_, qb_, q_.b.zero_point);
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const testing::RefQuant ra{q_.a.scale, q_.a.zero_point}, rb{q_.b.scale, q_.b.zero_point},
+        ro{q_.out.scale, q_.out.zero_point};
+    const RefShape so = ref_shape(g.spec(out_));
+    // The reference broadcasts its second operand: put the full-size one first (the sum is
+    // commutative in float32).
+    const bool a_small =
+        bcast_ == Bcast::AChannel || bcast_ == Bcast::AScalar || bcast_ == Bcast::ABatch;
+    const auto expected_q =
+        a_small ? testing::reference_add(qb_, so, qa_, ref_shape(g.spec(a_)), rb, ra, ro,
+                                         act_min_, act_max_)
+                : testing::reference_add(qa_, so, qb_, ref_shape(g.spec(b_)), ra, rb, ro,
+                                         act_min_, act_max_);
+    AccuResult r;
+    compare_words(g.read_words(out_),
+                  testing::ref_pack(layout_, so, expected_q, q_.out.zero_point), r);
+    return r;
+  }
+  PerfWork work() const override {
+    // Each tensor's words once (a broadcast operand is negligible).
+    const TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, layout_};
+    const double bytes = 4.0 * testing::ref_word_count(layout_, ref_shape(s));
+    return {bcast_ == Bcast::None ? 3.0 * bytes : 2.0 * bytes, 0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  MemoryLayout layout_;
+  Bcast bcast_;
+  AddQuant q_;
+  int act_min_ = -128, act_max_ = 127;
+  graph::ValueRef a_ = -1, b_ = -1, out_ = -1;
+  std::vector<int8_t> qa_, qb_;
+};
+
+void add_case(Registry& registry, const std::string& prefix, const std::vector<int64_t>& sizes,
+              MemoryLayout layout, Bcast bcast, AddQuant q, Act act, bool accu,
+              const std::string& tag = "") {
+  const std::string shape = shape_string(sizes);
+  const std::string lname(to_string(layout));
+  registry.add({prefix + "q8ta_add/" + lname + "/" + bcast_name(bcast) + "/" + act_name(act) +
+                    tag + "/" + shape,
+                "q8ta_add", shape, lname + " " + bcast_name(bcast), accu, !accu, false,
+                Metric::GBps,
+                [=] { return std::make_unique<AddCase>(sizes, layout, bcast, q, act); }});
+}
+
+}  // namespace
+
+void register_elementwise_cases(Registry& registry) {
+  size_t index = 0;
+  const Act acts[] = {Act::None, Act::Relu, Act::Clamp};
+  for (MemoryLayout layout : kAllPackedInt8Layouts) {
+    for (const auto& sizes : awkward_shapes()) {
+      const Act act = acts[index % std::size(acts)];
+      add_case(registry, "", sizes, layout, Bcast::None, kQuants[index++ % std::size(kQuants)],
+               act, true);
+    }
+    // Broadcast operands in both positions, odd channel counts, batch 2.
+    const std::vector<std::vector<int64_t>> bshapes = {
+        {1, 3, 5, 7}, {2, 5, 6, 9}, {2, 17, 4, 3}, {1, 8, 3, 4}, {1, 1, 2, 3}};
+    for (const auto& sizes : bshapes) {
+      for (Bcast b : {Bcast::BChannel, Bcast::BScalar, Bcast::AChannel, Bcast::AScalar,
+                      Bcast::BBatch, Bcast::ABatch}) {
+        if ((b == Bcast::BBatch || b == Bcast::ABatch) && sizes[0] == 1) continue;
+        const Act act = acts[index % std::size(acts)];
+        add_case(registry, "", sizes, layout, b, kQuants[index++ % std::size(kQuants)], act, true);
+      }
+    }
+    for (size_t qi = 0; qi < std::size(kQuants); ++qi) {  // every parameter set, relu and none
+      for (Act act : {Act::None, Act::Relu}) {
+        add_case(registry, "", {2, 17, 9, 6}, layout, Bcast::None, kQuants[qi], act, true,
+                 "/q" + std::to_string(qi));
+      }
+    }
+  }
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{1, 64, 256, 256}, {1, 256, 56, 56}}) {
+    for (MemoryLayout layout : kAllPackedInt8Layouts) {
+      add_case(registry, "perf/", sizes, layout, Bcast::None, kQuants[0], Act::Relu, false);
+    }
+    add_case(registry, "perf/", sizes, MemoryLayout::PackedInt8_4W4C, Bcast::BChannel,
+             kQuants[0], Act::None, false);
+  }
+}
+
+}  // namespace vkd::custom_ops

@@ -1,0 +1,205 @@
+// ACCU and PERF cases for q8ta_max_pool2d and q8ta_mean (channels-packed int8x4 layouts).
+#include "runtime/ops/Pool.h"
+#include "test/custom_ops/Harness.h"
+#include "test/reference/LayoutReference.h"
+#include "test/reference/PoolReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using testing::RefShape;
+
+const MemoryLayout kChwLayouts[] = {MemoryLayout::PackedInt8_4W4C, MemoryLayout::PackedInt8_4C1W};
+
+RefShape ref_shape(const TensorSpec& spec) {
+  const Dims4 d = spec.dims4();
+  return {d.n, d.c, d.h, d.w};
+}
+
+std::vector<int8_t> random_int8(int64_t count, std::mt19937& rng) {
+  std::uniform_int_distribution<int> value(-128, 127);
+  std::vector<int8_t> v(static_cast<size_t>(count));
+  for (auto& x : v) x = static_cast<int8_t>(value(rng));
+  return v;
+}
+
+double int8x4_bytes(const std::vector<int64_t>& sizes, MemoryLayout layout) {
+  const TensorSpec s{sizes, DType::Int8x4, StorageType::Buffer, layout};
+  return 4.0 * testing::ref_word_count(layout, ref_shape(s));
+}
+
+class MaxPoolCase : public CaseInstance {
+ public:
+  MaxPoolCase(std::vector<int64_t> sizes, MemoryLayout layout, testing::RefPool pool, int zp)
+      : sizes_(std::move(sizes)), layout_(layout), pool_(pool), zp_(zp) {}
+
+  void build(graph::ComputeGraph& g) override {
+    const int64_t H = sizes_[2], W = sizes_[3];
+    const int64_t oh = ops::max_pool_output_size(H, pool_.kh, pool_.ph, pool_.sh, pool_.dh,
+                                                 pool_.ceil_mode);
+    const int64_t ow = ops::max_pool_output_size(W, pool_.kw, pool_.pw, pool_.sw, pool_.dw,
+                                                 pool_.ceil_mode);
+    out_sizes_ = {sizes_[0], sizes_[1], oh, ow};
+    in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
+    out_ = g.add_tensor({out_sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
+    ops::MaxPool2dParams p;
+    p.kernel = {pool_.kh, pool_.kw};
+    p.stride = {pool_.sh, pool_.sw};
+    p.padding = {pool_.ph, pool_.pw};
+    p.dilation = {pool_.dh, pool_.dw};
+    p.ceil_mode = pool_.ceil_mode;
+    p.zero_point = zp_;
+    ops::add_q8ta_max_pool2d_node(g, in_, out_, p);
+    g.add_input(in_);
+    g.add_output(out_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    x_ = random_int8(g.spec(in_).numel(), rng);
+    g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, zp_));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    RefShape os{};
+    const auto expected = testing::reference_max_pool2d(x_, ref_shape(g.spec(in_)), pool_, os);
+    AccuResult r;
+    // The reference's own output size must agree with the runtime's.
+    if (os.h != out_sizes_[2] || os.w != out_sizes_[3]) {
+      r.mismatches = 1;
+      r.checked = 1;
+      return r;
+    }
+    compare_words(g.read_words(out_), testing::ref_pack(layout_, os, expected, zp_), r);
+    return r;
+  }
+  PerfWork work() const override {
+    return {int8x4_bytes(sizes_, layout_) + int8x4_bytes(out_sizes_, layout_), 0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_, out_sizes_;
+  MemoryLayout layout_;
+  testing::RefPool pool_;
+  int zp_;
+  graph::ValueRef in_ = -1, out_ = -1;
+  std::vector<int8_t> x_;
+};
+
+class MeanCase : public CaseInstance {
+ public:
+  MeanCase(std::vector<int64_t> sizes, MemoryLayout layout, ops::QuantParams in_q,
+           ops::QuantParams out_q)
+      : sizes_(std::move(sizes)), layout_(layout), in_q_(in_q), out_q_(out_q) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
+    out_ = g.add_tensor({{sizes_[0], sizes_[1], 1, 1}, DType::Int8x4, StorageType::Buffer, layout_},
+                        "y");
+    ops::add_q8ta_mean_node(g, in_, out_, in_q_, out_q_);
+    g.add_input(in_);
+    g.add_output(out_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    x_ = random_int8(g.spec(in_).numel(), rng);
+    g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, in_q_.zero_point));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const auto expected =
+        testing::reference_mean_hw(x_, ref_shape(g.spec(in_)), in_q_.scale, in_q_.zero_point,
+                                   out_q_.scale, out_q_.zero_point);
+    AccuResult r;
+    compare_words(g.read_words(out_),
+                  testing::ref_pack(layout_, ref_shape(g.spec(out_)), expected, out_q_.zero_point),
+                  r);
+    return r;
+  }
+  PerfWork work() const override {
+    return {int8x4_bytes(sizes_, layout_) + int8x4_bytes({sizes_[0], sizes_[1], 1, 1}, layout_),
+            0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  MemoryLayout layout_;
+  ops::QuantParams in_q_, out_q_;
+  graph::ValueRef in_ = -1, out_ = -1;
+  std::vector<int8_t> x_;
+};
+
+std::string pool_name(const testing::RefPool& p) {
+  auto pair = [](int a, int b) { return std::to_string(a) + "x" + std::to_string(b); };
+  return "k" + pair(p.kh, p.kw) + "_s" + pair(p.sh, p.sw) + "_p" + pair(p.ph, p.pw) + "_d" +
+         pair(p.dh, p.dw) + (p.ceil_mode ? "_ceil" : "_floor");
+}
+
+void add_max_pool(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
+                  MemoryLayout layout, testing::RefPool p, int zp, bool accu) {
+  const std::string shape = shape_string(sizes), lname(to_string(layout));
+  registry.add({prefix + "q8ta_max_pool2d/" + lname + "/" + pool_name(p) + "/zp" +
+                    std::to_string(zp) + "/" + shape,
+                "q8ta_max_pool2d", shape, lname + " " + pool_name(p), accu, !accu, false,
+                Metric::GBps,
+                [=] { return std::make_unique<MaxPoolCase>(sizes, layout, p, zp); }});
+}
+
+void add_mean(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
+              MemoryLayout layout, ops::QuantParams in_q, ops::QuantParams out_q,
+              const std::string& tag, bool accu) {
+  const std::string shape = shape_string(sizes), lname(to_string(layout));
+  registry.add({prefix + "q8ta_mean/" + lname + "/" + tag + "/" + shape, "q8ta_mean", shape,
+                lname, accu, !accu, false, Metric::GBps,
+                [=] { return std::make_unique<MeanCase>(sizes, layout, in_q, out_q); }});
+}
+
+}  // namespace
+
+void register_pool_cases(Registry& registry) {
+  // kernel h/w, stride h/w, padding h/w, dilation h/w, ceil_mode.
+  const testing::RefPool pools[] = {
+      {2, 2, 2, 2, 0, 0, 1, 1, false}, {2, 2, 2, 2, 0, 0, 1, 1, true},
+      {3, 3, 2, 2, 1, 1, 1, 1, false}, {3, 3, 2, 2, 1, 1, 1, 1, true},
+      {3, 3, 1, 1, 1, 1, 1, 1, false}, {2, 2, 1, 1, 0, 0, 1, 1, false},
+      {3, 3, 2, 2, 0, 0, 2, 2, false}, {3, 3, 2, 2, 1, 1, 2, 2, true},
+      {3, 2, 2, 1, 1, 0, 1, 1, true},  {2, 2, 2, 2, 1, 1, 1, 1, true},  // last: dropped window
+  };
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 3, 7, 9}, {2, 5, 8, 8}, {1, 17, 11, 6}, {1, 4, 5, 5}, {2, 16, 14, 15}};
+  const int zps[] = {0, -128, 127, -5};
+  size_t index = 0;
+  for (MemoryLayout layout : kChwLayouts) {
+    for (const auto& p : pools) {
+      for (const auto& sizes : shapes) {
+        add_max_pool(registry, "", sizes, layout, p, zps[index++ % std::size(zps)], true);
+      }
+    }
+  }
+
+  // Mean: (input, output) parameters; the second gives exact ties on a 2x2 plane
+  // (y * inv_s_out = acc / 4), the others zero points at both ends.
+  struct MeanQuant {
+    ops::QuantParams in, out;
+    const char* tag;
+  };
+  const MeanQuant quants[] = {
+      {{0.05f, 3}, {0.02f, -4}, "q0"},
+      {{0.5f, 0}, {0.5f, 0}, "ties"},
+      {{0.013f, -128}, {0.011f, 127}, "q2"},
+      {{0.2f, 127}, {0.09f, -128}, "q3"},
+  };
+  const std::vector<std::vector<int64_t>> mean_shapes = {
+      {1, 3, 1, 1},   {1, 5, 2, 2},     {2, 17, 7, 7},    {1, 1280, 7, 7},
+      {2, 5, 13, 11}, {1, 3, 112, 112}, {1, 17, 112, 112}, {2, 4, 3, 1}};
+  for (MemoryLayout layout : kChwLayouts) {
+    for (const auto& sizes : mean_shapes) {
+      for (const auto& q : quants) add_mean(registry, "", sizes, layout, q.in, q.out, q.tag, true);
+    }
+  }
+
+  for (MemoryLayout layout : kChwLayouts) {
+    add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], 0, false);
+    for (const auto& sizes : std::vector<std::vector<int64_t>>{
+             {1, 512, 7, 7}, {1, 1280, 7, 7}, {1, 64, 112, 112}}) {
+      add_mean(registry, "perf/", sizes, layout, quants[0].in, quants[0].out, "q0", false);
+    }
+  }
+}
+
+}  // namespace vkd::custom_ops
