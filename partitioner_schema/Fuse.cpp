@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "partitioner_schema/LowerAffine.h"
 #include "partitioner_schema/OpSchema.h"
 #include "runtime/common/Error.h"
 
@@ -443,6 +444,9 @@ struct Pass {
   // consumer (dq) in node order.
   std::map<std::string, QuantInfo> produced;
   std::map<std::string, std::vector<std::pair<int, QuantInfo>>> consumed;
+  // int8 activations written or read by the torchao affine ops: their qparams are per-block
+  // tensors, so they have no per-tensor QuantInfo (and none is expected of them).
+  std::set<std::string> affine_int8;
 
   void note(std::string line) { report.lines.push_back(std::move(line)); }
 
@@ -979,12 +983,17 @@ struct Pass {
       Node& n = g.nodes[i];
       if (find_op_schema(n.op) != nullptr) continue;  // fused above
       const int where = origin[i];
+      if (!affine_backend_op(n.op).empty()) {
+        lower_affine(n, where, counts, left);
+        continue;
+      }
       std::string backend;
       Args args;
       QuantInfo q;
       const bool unary = n.inputs.size() >= 1 && !n.inputs[0].empty() && n.outputs.size() == 1;
       const Value* in = unary ? &g.value(n.inputs[0]) : nullptr;
       const bool float_in = in && in->dtype == DType::Float32;
+      const bool half_in = in && in->dtype == DType::Float16;  // only data movement takes it
       if (!unary) {
         // not a shape any lowering handles
       } else if (n.op == kQ) {
@@ -1004,8 +1013,8 @@ struct Pass {
       } else if (is_clone(n.op) || n.op == kViewCopy) {
         const Value& out = g.value(n.outputs[0]);
         const bool dtype_ok = !in->is_constant() && in->dtype == out.dtype &&
-                              (in->dtype == DType::Float32 || in->dtype == DType::Int8 ||
-                               in->dtype == DType::Int8x4);
+                              (in->dtype == DType::Float32 || in->dtype == DType::Float16 ||
+                               in->dtype == DType::Int8 || in->dtype == DType::Int8x4);
         if (dtype_ok && (n.op != kViewCopy || same_packed_shape(in->shape, out.shape))) {
           backend = "identity";
         }
@@ -1017,7 +1026,7 @@ struct Pass {
           backend = "clamp";
           args = {{"min", lo}, {"max", hi}};
         }
-      } else if (n.op == kPixelShuffle && float_in) {
+      } else if (n.op == kPixelShuffle && (float_in || half_in)) {
         const auto factor = opt_int(n, "upscale_factor");
         if (factor && *factor >= 1) {
           backend = "pixel_shuffle";
@@ -1049,6 +1058,31 @@ struct Pass {
       for (const auto& s : left) parts += (parts.empty() ? "" : ", ") + s;
       note("left " + std::to_string(left.size()) + " node(s) as edge ops: " + parts);
     }
+  }
+
+  // torchao quantize / dequantize / choose_qparams_affine (3 inputs, 2 outputs for choose):
+  // LowerAffine.h. What the backend ops cannot express is an error naming the node, except
+  // under runnable_only, where the node stays an edge op for the host.
+  void lower_affine(Node& n, int where, std::map<std::string, int>& counts,
+                    std::vector<std::string>& left) {
+    const std::string at = "node " + std::to_string(where) + " (" + n.op + ")";
+    const std::string backend = affine_backend_op(n.op);
+    const std::string why = may_target(backend, options) ? lower_affine_node(g, n)
+                                                         : "it has no kernel yet";
+    if (!why.empty()) {
+      VKD_CHECK(options.runnable_only, ErrorCode::Unsupported, at, ": cannot lower to ", backend,
+                ": ", why);
+      note("not lowered: " + at + " as " + backend + ": " + why);
+      left.push_back(n.op + " (node " + std::to_string(where) + ")");
+      return;
+    }
+    if (n.origin.empty()) n.origin = at;
+    for (const auto* list : {&n.inputs, &n.outputs}) {
+      for (const auto& v : *list) {
+        if (g.value(v).dtype == DType::Int8) affine_int8.insert(v);
+      }
+    }
+    ++counts[backend];
   }
 
   // Equal after dropping leading 1s: the last three (W, H, C) dims agree, so a view is free.
@@ -1126,7 +1160,7 @@ struct Pass {
       auto it = quant.find(name);
       if (it != quant.end()) {
         v.quant = it->second;
-      } else {
+      } else if (!affine_int8.count(name)) {
         unquantized.push_back(quoted(name));
       }
     }

@@ -15,7 +15,10 @@
 //    variant when only the quantized tail fails) and reported.
 // 2. Lowering of the rest: q -> q8ta_quantize, dq of an activation -> q8ta_dequantize,
 //    clone/alias_copy/_clone_dim_order/view_copy (leading 1s only) -> identity, relu -> relu,
-//    hardtanh/clamp -> clamp, pixel_shuffle -> pixel_shuffle. Other nodes keep their edge op.
+//    hardtanh/clamp -> clamp, pixel_shuffle -> pixel_shuffle, torchao quantize_affine /
+//    dequantize_affine / choose_qparams_affine -> q8ta_quantize_affine / q8ta_dequantize_affine /
+//    choose_qparams_affine (LowerAffine.h; what those cannot express throws Unsupported naming
+//    the node, or with runnable_only stays for the host). Other nodes keep their edge op.
 // 3. int8 activations touched by backend ops become DType::Int8x4 with Value::quant set;
 //    constant int8 weights stay DType::Int8.
 // Deterministic: the same graph gives the same result (node order, value order and names).

@@ -43,12 +43,15 @@ uint32_t float_to_bits(float f) {
   return bits;
 }
 
-// Bytes per element of the dtypes the interpreter handles (0 for any other).
+// Bytes per element of the dtypes the interpreter holds (0 for any other). float16 is only
+// moved (copies, views, pixel shuffle: byte-exact); every arithmetic op checks for float32.
 size_t elem_bytes(DType dtype) {
   switch (dtype) {
     case DType::Float32:
     case DType::Int32:
       return 4;
+    case DType::Float16:
+      return 2;
     case DType::Int8:
       return 1;
     default:
@@ -206,7 +209,7 @@ class NodeCtx {
     std::string s = string_arg(name);
     if (s.rfind("torch.", 0) == 0) s = s.substr(6);
     auto d = parse_dtype(s);
-    if (!d || elem_bytes(*d) == 0) {
+    if (!d || elem_bytes(*d) == 0 || *d == DType::Float16) {
       fail(ErrorCode::Unsupported, detail::concat("argument '", name, "' = '", s,
                                                   "': only float32, int8 and int32 are supported"));
     }
@@ -932,7 +935,8 @@ Outputs op_choose_qparams_affine(const NodeCtx& c) {
     if (name.rfind("torch.", 0) == 0) name = name.substr(6);
     zp_dtype = name == "int64" ? DType::Int32 : c.dtype_arg("zero_point_dtype");
   }
-  c.require(elem_bytes(zp_dtype) != 0, "unsupported zero point dtype");
+  c.require(zp_dtype == DType::Int32 || zp_dtype == DType::Int8 || zp_dtype == DType::Float32,
+            "unsupported zero point dtype");
 
   const BlockGrid g = block_grid(c, x.shape);
   const std::vector<int64_t> blk = block_of_elements(x.shape, g);

@@ -68,7 +68,8 @@
 //
 // Not supported (vkd::Error Unsupported naming the node): transposed convolution, other ranks
 // than those above, zero_point_domain other than INT, preserve_zero = false, dtypes other than
-// float32 / int8 / int32.
+// float32 / int8 / int32 (float16 only for the ops that move data: pixel_shuffle, clone,
+// alias_copy, view_copy; bit-exact).
 #pragma once
 
 #include <cstdint>
@@ -81,7 +82,8 @@
 
 namespace vkd::compiler {
 
-// A host tensor: little-endian elements in C (row-major) order. DType Float32, Int8 or Int32.
+// A host tensor: little-endian elements in C (row-major) order. DType Float32, Float16 (IEEE
+// binary16 bits), Int8 or Int32.
 struct HostTensor {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;

@@ -56,6 +56,8 @@ std::vector<OpSchema> build_schemas() {
   const PlacementSet int8 = PlacementSet::all_int8();
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
   const std::vector<DType> f32 = {DType::Float32};
+  // float16 buffers need 16-bit storage on the device (textures need nothing extra).
+  const std::vector<DType> f32_f16 = {DType::Float32, DType::Float16};
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const std::vector<ArgSchema> activation = {scalar("activation_min", ArgKind::Int),
                                              scalar("activation_max", ArgKind::Int)};
@@ -114,9 +116,10 @@ std::vector<OpSchema> build_schemas() {
                true, false, false, "float32 storage/layout conversion (inserted by the compiler)"});
 
   // ---- identity: clone / alias / view keeping the packed dim; always folded ----
+  const std::vector<DType> moved = {DType::Float32, DType::Float16, DType::Int8x4};  // copied as is
   s.push_back({"identity",
-               {tensor_in("input", {DType::Float32, DType::Int8x4}, any_float | int8),
-                tied(tensor_out("output", {DType::Float32, DType::Int8x4}, any_float | int8), 0)},
+               {tensor_in("input", moved, any_float | int8),
+                tied(tensor_out("output", moved, any_float | int8), 0)},
                false, true, false, "clone/alias/view_copy: output shares the input's layout"});
 
   // ---- fused quantized ops (kernels land with the linear/conv/pooling issues) ----
@@ -185,8 +188,8 @@ std::vector<OpSchema> build_schemas() {
                 scalar("max", ArgKind::Float), tied(tensor_out("output", f32, any_float), 0)},
                false, false, false, "float clamp / hardtanh"});
   s.push_back({"pixel_shuffle",
-               {tensor_in("input", f32, any_float), scalar("upscale_factor", ArgKind::Int),
-                tied(tensor_out("output", f32, any_float), 0)},
+               {tensor_in("input", f32_f16, any_float), scalar("upscale_factor", ArgKind::Int),
+                tied(tensor_out("output", f32_f16, any_float), 0)},
                true, false, false, "float pixel shuffle"});
   return s;
 }

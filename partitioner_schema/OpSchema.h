@@ -64,6 +64,7 @@ struct ArgSchema {
   PlacementSet placements;         // tensors: accepted placements
   std::vector<Placement> preferred;// tensors: first choices, in order (the rest follow)
   int tied_to = -1;                // index of the tensor arg that must share the placement
+                                   // and the dtype
 };
 
 struct OpSchema {

@@ -154,18 +154,21 @@ const std::vector<OpSpec>& op_table() {
        {opt("non_blocking", Lit::Bool, ArgValue(false), false), opt("dim_order", Lit::Ints)}, 1},
       {"torchao.quantize_affine", {"input", "scale", "zero_point"}, 2,
        {req("block_size", Lit::Ints), req("output_dtype", Lit::String),
-        req("quant_min", Lit::Int, true), req("quant_max", Lit::Int, true)},
+        req("quant_min", Lit::Int, true), req("quant_max", Lit::Int, true),
+        opt("zero_point_domain", Lit::String)},
        1},
       {"torchao.dequantize_affine", {"input", "scale", "zero_point"}, 2,
        {req("block_size", Lit::Ints), req("input_dtype", Lit::String),
         req("quant_min", Lit::Int, true), req("quant_max", Lit::Int, true),
-        opt("output_dtype", Lit::String)},
+        opt("output_dtype", Lit::String), opt("zero_point_domain", Lit::String)},
        1},
       {"torchao.choose_qparams_affine", {"input"}, 1,
        {req("mapping_type", Lit::String), req("block_size", Lit::Ints),
         req("target_dtype", Lit::String), req("quant_min", Lit::Int, true),
         req("quant_max", Lit::Int, true), req("eps", Lit::Number, true),
-        opt("scale_dtype", Lit::String), opt("zero_point_dtype", Lit::String)},
+        opt("scale_dtype", Lit::String), opt("zero_point_dtype", Lit::String),
+        opt("preserve_zero", Lit::Bool, ArgValue(true), false),
+        opt("zero_point_domain", Lit::String)},
        2},
   };
   return kOps;
@@ -228,7 +231,7 @@ bool kind_matches(const ArgValue& v, Lit kind) {
 
 struct Decl {
   std::string name;
-  std::string dtype_name;  // as written: float32, int8, int32, int64
+  std::string dtype_name;  // as written: float32, float16, int8, int32, int64
   std::vector<int64_t> shape;
   std::optional<std::string> data;
 };
@@ -241,6 +244,7 @@ struct DTypeInfo {
 
 std::optional<DTypeInfo> value_dtype(const std::string& name) {
   if (name == "float32") return DTypeInfo{DType::Float32, "F32", 4};
+  if (name == "float16") return DTypeInfo{DType::Float16, "F16", 2};
   if (name == "int8") return DTypeInfo{DType::Int8, "I8", 1};
   if (name == "int32") return DTypeInfo{DType::Int32, "I32", 4};
   if (name == "int64") return DTypeInfo{DType::Int32, "I64", 8};
@@ -258,7 +262,7 @@ Decl parse_decl(const std::string& name, const Json& j) {
   const Json& jd = field(j, "dtype", where);
   VKD_CHECK(jd.is_string() && value_dtype(jd.get<std::string>()).has_value(),
             ErrorCode::InvalidArgument, where,
-            ": field 'dtype': expected one of \"float32\", \"int8\", \"int32\", \"int64\", got ",
+            ": field 'dtype': expected one of \"float32\", \"float16\", \"int8\", \"int32\", \"int64\", got ",
             show(jd));
   d.dtype_name = jd.get<std::string>();
   const Json& js = field(j, "shape", where);

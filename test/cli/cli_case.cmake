@@ -464,6 +464,29 @@ elseif(CASE STREQUAL "compile_run_pixel_shuffle")
   expect_stdout("q8ta_pixel_shuffle_4w4c_4w4c_shuffle")
   expect_stdout("pixel_shuffle_buffer_buffer_float32")
 
+elseif(CASE STREQUAL "compile_run_pixel_shuffle_f16")
+  # A float16 graph: clone (folded) -> pixel_shuffle r = 2, and pixel_shuffle r = 4, compiled to
+  # float16 tensors, run on a '<f2' input and written as '<f2' files that equal the fixture's own
+  # permutation bit for bit (signed zeros, subnormals, infinities); --check agrees.
+  copy_to_work("${GRAPHS}/pixel_shuffle_f16.json" "${FIXTURE}/ps16_x.npy")
+  vkd(compile pixel_shuffle_f16.json -o ps16.vkd --report)
+  expect_exit(0)
+  expect_stdout("lowered 3 node\\(s\\): 1 identity, 2 pixel_shuffle\n")
+  expect_stdout("\n  y: float16 [a-z0-9]+ [a-z_]+\n  z: float16 ")
+  vkd(run ps16.vkd --input x=ps16_x.npy --output-dir out --check pixel_shuffle_f16.json)
+  expect_exit(0)
+  expect_stdout("input  x: float16 \\[2,16,3,5\\]  \\(device: float16 ")
+  expect_stdout("\n  y \\(output\\) +float16 +\\[2,4,6,10\\] +0 0/480 ")
+  expect_stdout("\n  z \\(output\\) +float16 +\\[2,1,12,20\\] +0 0/480 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy z.npy)
+  expect_same_npy("${OUT}/y.npy" "${FIXTURE}/ps16_y.npy")
+  expect_same_npy("${OUT}/z.npy" "${FIXTURE}/ps16_z.npy")
+  # A float16 file for a float32 model input is refused, naming both dtypes.
+  vkd(run "${MODEL}" --input "x=ps16_x.npy" --output-dir out --force)
+  expect_exit(2)
+  expect_stderr("wrong dtype: the model expects float32, the file has float16")
+
 elseif(CASE STREQUAL "compile_run_conv")
   # dq -> conv -> relu -> q (3x3, direct), dq -> depthwise conv (float out) and dq -> 1x1 conv -> q
   # (pointwise: the linear kernels over 4W4C pixels) fuse into q8ta_conv2d / q8ta_conv2d_dq; the
@@ -508,6 +531,46 @@ elseif(CASE STREQUAL "compile_run_residual_pool")
   expect_stdout("\n  bq +int8 +\\[2,5,4,4\\] +0 0/160 ")
   expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy z.npy)
+
+elseif(CASE STREQUAL "compile_run_affine")
+  # torchao affine quantization lowered to the GPU ops: choose_qparams_affine (asymmetric per
+  # token, symmetric int4 per group along two dims) -> quantize_affine -> dequantize_affine, and
+  # constant per-group scales / int64 zero points and per-channel scales without a zero point
+  # from the weights; the device matches the reference interpreter bit for bit on every tensor.
+  copy_to_work("${GRAPHS}/affine_dynamic.json" "${GRAPHS}/affine_constant.json"
+               "${FIXTURE}/affine.safetensors" "${FIXTURE}/affine_x.npy")
+  vkd(compile affine_dynamic.json -o dyn.vkd --report)
+  expect_exit(0)
+  expect_stdout("lowered 6 node\\(s\\): 2 choose_qparams_affine, 2 q8ta_dequantize_affine, 2 q8ta_quantize_affine\n")
+  expect_stdout("\n  xq: int8x4 buffer 4H4W\n")
+  vkd(run dyn.vkd --input x=affine_x.npy --output-dir out --check affine_dynamic.json)
+  expect_exit(0)
+  expect_stdout("\n  s +float32 +\\[2,8,1\\] +0 0/16 ")
+  expect_stdout("\n  zp +int32 +\\[2,8,1\\] +0 0/16 ")
+  expect_stdout("\n  xq +int8 +\\[2,8,16\\] +0 0/256 ")
+  expect_stdout("\n  tz +int32 +\\[2,1,4\\] +0 0/8 ")
+  expect_stdout("\n  uq +int8 +\\[2,8,16\\] +0 0/256 ")
+  expect_stdout("\n  u \\(output\\) +float32 +\\[2,8,16\\] +0 0/256 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  vkd(compile affine_constant.json --weights affine.safetensors -o const.vkd --report)
+  expect_exit(0)
+  expect_stdout("  q8ta_dequantize_affine\\(vq, cs, cs_zero_point\\) -> v\n")
+  vkd(run const.vkd --input x=affine_x.npy --output-dir out --force --check affine_constant.json
+      --weights affine.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  xq +int8 +\\[2,8,16\\] +0 0/256 ")
+  expect_stdout("\n  vq +int8 +\\[2,8,16\\] +0 0/256 ")
+  expect_stdout("\n  v \\(output\\) +float32 +\\[2,8,16\\] +0 0/256 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy u.npy v.npy)
+  # What the backend ops cannot express: exit 2, the node named, no blob.
+  derive_file(affine_dynamic.json no_zero.json "\"eps\": 0.0001}" "\"eps\": 0.0001, \"preserve_zero\": false}")
+  vkd(compile no_zero.json -o no_zero.vkd)
+  expect_exit(2)
+  expect_stderr("node 3 \\(torchao.choose_qparams_affine\\): cannot lower to choose_qparams_affine: preserve_zero = false is not supported")
+  if(EXISTS "${WORK}/no_zero.vkd")
+    message(FATAL_ERROR "no_zero.vkd was written")
+  endif()
 
 elseif(CASE STREQUAL "compile_report")
   copy_to_work("${QDQ_CLONE}")

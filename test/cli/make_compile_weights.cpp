@@ -78,6 +78,84 @@ void write_conv_fixture(const std::string& dir) {
   vkd::cli::write_npy(dir + "/conv_x.npy", x);
 }
 
+// torchao affine quantization (test/cli/graphs/affine_constant.json, affine_dynamic.json): an
+// input x [2, 8, 16] of uneven floats (the affine ops are bit-exact, no need for exact values)
+// and, in affine.safetensors, per-group (block [1, 1, 4]) scales [2, 8, 4] with int64 zero points
+// (narrowed to int32 by the graph IR), and per-channel scales [8] (block [2, 1, 16], no zero point).
+void write_affine_fixture(const std::string& dir) {
+  using vkd::compiler::SafetensorsTensor;
+  std::vector<float> group_scale(64), channel_scale(8);
+  std::vector<int64_t> group_zp(64);
+  for (size_t i = 0; i < group_scale.size(); ++i) {
+    group_scale[i] = 0.0125f * static_cast<float>(1 + (i * 5) % 7) + 0.0007f * static_cast<float>(i);
+    group_zp[i] = static_cast<int64_t>((i * 11) % 21) - 10;
+  }
+  for (size_t i = 0; i < channel_scale.size(); ++i) channel_scale[i] = 0.03f + 0.011f * static_cast<float>(i);
+  std::vector<uint8_t> zp_bytes(group_zp.size() * 8);
+  std::memcpy(zp_bytes.data(), group_zp.data(), zp_bytes.size());
+  vkd::compiler::write_safetensors(
+      dir + "/affine.safetensors",
+      {SafetensorsTensor{"group.scale", "F32", {2, 8, 4}, f32_bytes(group_scale)},
+       SafetensorsTensor{"group.zero_point", "I64", {2, 8, 4}, zp_bytes},
+       SafetensorsTensor{"channel.scale", "F32", {8}, f32_bytes(channel_scale)}});
+  vkd::cli::NpyArray x;
+  x.dtype = vkd::cli::NpyDType::Float32;
+  x.shape = {2, 8, 16};
+  std::vector<float> v(2 * 8 * 16);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = 0.0173f * static_cast<float>(static_cast<int>((i * 37) % 101) - 50) *
+           static_cast<float>(1 + i % 7);
+  }
+  // One constant row (a zero-range block: choose_qparams gives scale eps there).
+  for (size_t i = 16; i < 32; ++i) v[i] = 0.75f;
+  x.data = f32_bytes(v);
+  vkd::cli::write_npy(dir + "/affine_x.npy", x);
+}
+
+// float16 pixel shuffle (test/cli/graphs/pixel_shuffle_f16.json): an input x [2, 16, 3, 5] of
+// float16 bit patterns spread over every exponent (signed zeros, subnormals, infinities; no
+// NaN, whose payload the float32 exchange with the delegate does not keep) and the expected
+// outputs y (upscale factor 2) and z (4), permuted here bit for bit (a pixel shuffle moves
+// values and computes nothing).
+void write_half_shuffle_fixture(const std::string& dir) {
+  const int64_t n = 2, c = 16, h = 3, w = 5;
+  std::vector<uint16_t> x(static_cast<size_t>(n * c * h * w));
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint16_t bits = static_cast<uint16_t>((i * 40503u + 7u) & 0xffffu);
+    if ((bits & 0x7c00u) == 0x7c00u && (bits & 0x3ffu) != 0) bits &= 0xfc00u;  // NaN -> inf
+    x[i] = bits;
+  }
+  x[0] = 0x8000u;  // -0
+  x[1] = 0x0001u;  // the smallest subnormal
+  auto npy = [](std::vector<int64_t> shape, const std::vector<uint16_t>& v) {
+    vkd::cli::NpyArray a;
+    a.dtype = vkd::cli::NpyDType::Float16;
+    a.shape = std::move(shape);
+    for (uint16_t bits : v) {  // little-endian on every host
+      a.data.push_back(static_cast<uint8_t>(bits & 0xffu));
+      a.data.push_back(static_cast<uint8_t>(bits >> 8));
+    }
+    return a;
+  };
+  vkd::cli::write_npy(dir + "/ps16_x.npy", npy({n, c, h, w}, x));
+  for (int64_t r : {2, 4}) {
+    const int64_t oc = c / (r * r), oh = h * r, ow = w * r;
+    std::vector<uint16_t> out(x.size());
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t k = 0; k < oc; ++k) {
+        for (int64_t y = 0; y < oh; ++y) {
+          for (int64_t xo = 0; xo < ow; ++xo) {
+            const int64_t ic = k * r * r + (y % r) * r + xo % r;
+            out[static_cast<size_t>(((b * oc + k) * oh + y) * ow + xo)] =
+                x[static_cast<size_t>(((b * c + ic) * h + y / r) * w + xo / r)];
+          }
+        }
+      }
+    }
+    vkd::cli::write_npy(dir + (r == 2 ? "/ps16_y.npy" : "/ps16_z.npy"), npy({n, oc, oh, ow}, out));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,8 +173,10 @@ int main(int argc, char** argv) {
                                      {{"add.other", "F32", {1, 4, 1, 1}, other}});
     write_linear_fixture(dir);
     write_conv_fixture(dir);
+    write_affine_fixture(dir);
+    write_half_shuffle_fixture(dir);
     std::printf("make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy, "
-                "conv.safetensors, conv_x.npy\n",
+                "conv.safetensors, conv_x.npy, affine.safetensors, affine_x.npy, ps16_*.npy\n",
                 dir.c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -70,7 +70,7 @@ std::string parse_error(const Bytes& b, const std::string& source = "in.npy") {
 // ---------------------------------------------------------------------------------------------
 TEST(Npy, RoundTripEveryDtypeRankAndVersion) {
   const std::vector<std::vector<int64_t>> shapes = {{7}, {3, 5}, {2, 3, 5}, {1, 5, 7, 9}};
-  for (NpyDType dtype : {NpyDType::Float32, NpyDType::Int8, NpyDType::Int32}) {
+  for (NpyDType dtype : {NpyDType::Float32, NpyDType::Int8, NpyDType::Int32, NpyDType::Float16}) {
     for (const auto& shape : shapes) {
       for (int version : {1, 2, 3}) {
         SCOPED_TRACE(std::string(npy_dtype_name(dtype)) + " " + npy_shape_string(shape) +
@@ -216,10 +216,13 @@ TEST(NpyErrors, BigEndian) {
   EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }",
                            floats_bytes(2)),
                    "big-endian dtype '>i4'");
+  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }",
+                           floats_bytes(1)),
+                   "big-endian dtype '>f2'");
 }
 
 TEST(NpyErrors, OtherDtypes) {
-  for (const char* descr : {"<f8", "<i2", "<u1", "|u1", "<f2", "|b1", "<i8", "|O"}) {
+  for (const char* descr : {"<f8", "<i2", "<u1", "|u1", "|f2", "|b1", "<i8", "|O"}) {
     const Bytes b = raw_npy(1, 0, std::string("{'descr': '") + descr +
                                       "', 'fortran_order': False, 'shape': (2,), }",
                             floats_bytes(4));

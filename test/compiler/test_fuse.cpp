@@ -768,6 +768,26 @@ TEST(Fuse, PixelShuffleThroughClones) {
   expect_valid(g);
 }
 
+// float16 data movement lowers (pixel_shuffle, a clone into identity) with float16 tensors the
+// schema accepts; float16 arithmetic (relu) stays an edge op.
+TEST(Fuse, Float16PixelShuffleLowersReluStaysAnEdgeOp) {
+  Builder b;
+  b.input("x", DType::Float16, {1, 8, 2, 2});
+  b.value("c", DType::Float16, {1, 8, 2, 2});
+  b.node("aten.clone", {"x"}, {}, {"c"});
+  b.value("p", DType::Float16, {1, 2, 4, 4});
+  b.node("aten.pixel_shuffle", {"c"}, {{"upscale_factor", int64_t{2}}}, {"p"});
+  b.output("p");
+  b.value("r", DType::Float16, {1, 8, 2, 2});
+  b.node("aten.relu", {"x"}, {}, {"r"});
+  b.output("r");
+  const PassReport rep = fuse_and_lower(b.g);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"identity", "pixel_shuffle", "aten.relu"}))
+      << all_lines(rep);
+  EXPECT_EQ(b.g.value("p").dtype, DType::Float16);
+  EXPECT_TRUE(has_line(rep, "left 1 node(s) as edge ops: aten.relu (node 2)")) << all_lines(rep);
+}
+
 // `vkd compile --partition`: patterns whose backend op has no kernel yet stay edge ops (the
 // host runs them as given); lowering into kernel-less ops (float pixel_shuffle) is skipped too.
 // With runnable_only, a pattern whose backend op has a kernel fuses (the pixel shuffle), and a

@@ -193,6 +193,26 @@ TEST(InterpreterPixelShuffle, IndexMapping) {
             (std::vector<int8_t>{-1, 2, -3, 4}));
 }
 
+// float16 is moved bit for bit (binary16 bits, signed zero, infinity, a subnormal); an
+// arithmetic op refuses it.
+TEST(InterpreterPixelShuffle, Float16MovesBitsAndArithmeticRefusesIt) {
+  GraphBuilder b;
+  b.input("x", DType::Float16, {1, 4, 1, 1})
+      .node("aten.clone", {"x"}, {}, "c", DType::Float16, {1, 4, 1, 1})
+      .node("aten.pixel_shuffle", {"c"}, {{"upscale_factor", int64_t{2}}}, "y", DType::Float16,
+            {1, 1, 2, 2});
+  const std::vector<uint8_t> bits = {0x00, 0x80, 0x00, 0x7c, 0x01, 0x00, 0x55, 0xbc};
+  const HostTensor y = run1(b.g, HostTensor{DType::Float16, {1, 4, 1, 1}, bits});
+  EXPECT_EQ(y.dtype, DType::Float16);
+  EXPECT_EQ(y.bytes, bits);  // [1, 4, 1, 1] -> [1, 1, 2, 2] keeps the element order
+  GraphBuilder r;
+  r.input("x", DType::Float16, {1, 4, 1, 1})
+      .node("aten.relu", {"x"}, {}, "y", DType::Float16, {1, 4, 1, 1});
+  std::string message;
+  code_of([&] { run1(r.g, HostTensor{DType::Float16, {1, 4, 1, 1}, bits}); }, &message);
+  EXPECT_NE(message.find("float16"), std::string::npos) << message;
+}
+
 TEST(InterpreterMaxPool, CeilModeAndPadding) {
   // 3x3, kernel 2, stride 2: floor gives 1x1, ceil gives 2x2 with partial windows.
   GraphBuilder b;

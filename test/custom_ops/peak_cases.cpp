@@ -20,14 +20,20 @@ struct CopyPush {
   uint32_t stride;
 };
 
+// Peak: 256 MiB each way on GPUs (read + write = 512 MiB, ten times a 50 MB L2), smaller on CPU
+// devices and within the device's storage-buffer range. Accu: 1 MiB, checked. Floor: 256 bytes,
+// one workgroup: what a dispatch costs with (almost) no work, the floor under every small layer.
+enum class CopySize { Peak, Accu, Floor };
+
 class CopyPeakCase : public CaseInstance {
  public:
-  explicit CopyPeakCase(bool small) : small_(small) {}
+  explicit CopyPeakCase(CopySize size) : small_(size == CopySize::Accu), size_(size) {}
 
   void build(graph::ComputeGraph& g) override {
-    // 256 MiB each way on GPUs (read + write = 512 MiB, ten times a 50 MB L2), smaller on CPU
-    // devices and within the device's storage-buffer range.
-    uint64_t bytes = small_ ? (1u << 20) : g.profile().is_cpu() ? (32u << 20) : (256u << 20);
+    uint64_t bytes = size_ == CopySize::Floor ? 256
+                     : small_                 ? (1u << 20)
+                     : g.profile().is_cpu()   ? (32u << 20)
+                                              : (256u << 20);
     bytes = std::min<uint64_t>(bytes, g.profile().max_storage_buffer_range_bytes / 2);
     words_ = static_cast<int64_t>(bytes / 4);
     src_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
@@ -36,7 +42,7 @@ class CopyPeakCase : public CaseInstance {
                         "dst");
     const uint64_t vec4s = static_cast<uint64_t>(words_ / 4);
     // Enough invocations to fill any GPU, each looping over a few 16-byte chunks.
-    const uint64_t invocations = std::min<uint64_t>(vec4s, 1u << 20);
+    const uint64_t invocations = std::max<uint64_t>(std::min<uint64_t>(vec4s, 1u << 20), 1);
     graph::DispatchNode node;
     node.op = "bench_copy";
     node.kernel = shaders::Kernel::bench_copy;
@@ -65,6 +71,7 @@ class CopyPeakCase : public CaseInstance {
 
  private:
   bool small_;
+  CopySize size_;
   int64_t words_ = 0;
   graph::ValueRef src_ = -1, dst_ = -1;
   std::vector<int32_t> data_;
@@ -229,7 +236,9 @@ class CoopMatPeakCase : public CaseInstance {
 
 void register_peak_cases(Registry& registry) {
   registry.add({"peak/copy", "bench_copy", "", "buffer -> buffer", false, true, false,
-                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(false); }});
+                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Peak); }});
+  registry.add({"floor/dispatch", "bench_copy", "256 B", "buffer -> buffer", false, true, false,
+                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Floor); }});
   registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(false); }});
   registry.add({"peak/int8_coopmat", "bench_int8_coopmat", "", "registers", false, true, false,
@@ -244,7 +253,7 @@ void register_peak_cases(Registry& registry) {
                   ops::linear_coopmat_unavailable, "peak/int8_coopmat"});
   }
   registry.add({"bench_copy/accu", "bench_copy", "262144", "buffer -> buffer", true, false, false,
-                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(true); }});
+                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Accu); }});
   registry.add({"int8_dot/accu", "bench_int8_dot", "512x7", "registers", true, false, true,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(true); }});
   for (const auto& [name, source] : {std::pair{"registers", FragmentSource::Registers},

@@ -100,7 +100,7 @@ TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
       if (a.kind == ArgKind::Tensor) tensor_args.push_back(&a);
     }
     // Full cross product over every tensor's (dtype, placement) claims; a tensor tied to
-    // another (tied_to: an index into op.args) only ever gets that one's placement.
+    // another (tied_to: an index into op.args) only ever gets that one's placement and dtype.
     std::vector<TensorChoice> choice(tensor_args.size());
     auto tensor_index = [&](int arg) {
       size_t k = 0;
@@ -120,7 +120,10 @@ TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
       for (vkd::DType d : tensor_args[i]->dtypes) {
         for (const auto& p : tensor_args[i]->placements.list()) {
           const int tie = tensor_args[i]->tied_to;
-          if (tie >= 0 && !(choice[tensor_index(tie)].placement == p)) continue;
+          if (tie >= 0 && !(choice[tensor_index(tie)].placement == p &&
+                            choice[tensor_index(tie)].dtype == d)) {
+            continue;
+          }
           choice[i] = {d, p};
           walk(i + 1);
         }
@@ -156,6 +159,7 @@ TEST(OpSchema, TiesAndPreferencesAreConsistent) {
         ASSERT_LT(static_cast<size_t>(a.tied_to), s.args.size()) << s.name;
         EXPECT_EQ(s.args[a.tied_to].kind, ArgKind::Tensor) << s.name;
         EXPECT_FALSE((s.args[a.tied_to].placements & a.placements).empty()) << s.name;
+        EXPECT_EQ(s.args[a.tied_to].dtypes, a.dtypes) << s.name;  // a tie shares the dtype too
       }
     }
   }

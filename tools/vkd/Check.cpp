@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "partitioner_schema/Interpreter.h"
@@ -10,6 +11,7 @@
 #include "runtime/common/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
+#include "runtime/tensor/HostPacking.h"
 #include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
@@ -39,8 +41,36 @@ DType to_dtype(HostDType d) {
   return DType::Float32;
 }
 
+// A float16 reference tensor as float32 (exact): the delegate hands float16 tensors out as
+// float32, so that is what the device side of a comparison holds.
+HostTensor widened(const HostTensor& t) {
+  if (t.dtype != DType::Float16) return t;
+  HostTensor out{DType::Float32, t.shape, std::vector<uint8_t>(t.bytes.size() * 2)};
+  for (size_t i = 0; i < t.bytes.size() / 2; ++i) {
+    uint16_t h;
+    std::memcpy(&h, t.bytes.data() + 2 * i, 2);
+    const float f = from_float16(h);
+    std::memcpy(out.bytes.data() + 4 * i, &f, 4);
+  }
+  return out;
+}
+
+// A float32 host tensor (a graph input the delegate took as float32) as float16, rounded as the
+// runtime rounds it on upload.
+HostTensor narrowed(const HostTensor& t) {
+  HostTensor out{DType::Float16, t.shape, std::vector<uint8_t>(t.bytes.size() / 2)};
+  for (size_t i = 0; i < t.bytes.size() / 4; ++i) {
+    float f;
+    std::memcpy(&f, t.bytes.data() + 4 * i, 4);
+    const uint16_t h = to_float16(f);
+    std::memcpy(out.bytes.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
 Comparison compare(const std::vector<uint8_t>& gpu, HostDType gpu_dtype,
-                   const std::vector<int64_t>& gpu_shape, const HostTensor& ref) {
+                   const std::vector<int64_t>& gpu_shape, const HostTensor& ref_in) {
+  const HostTensor ref = widened(ref_in);
   Comparison c;
   const DType dtype = to_dtype(gpu_dtype);
   if (dtype != ref.dtype) {
@@ -61,8 +91,9 @@ Comparison compare(const std::vector<uint8_t>& gpu, HostDType gpu_dtype,
     const double g = element_as_double(gpu.data(), gpu_dtype, i);
     const double r = element_as_double(ref.bytes.data(), gpu_dtype, i);
     const double d = std::fabs(g - r);
-    const bool same = is_float ? (std::isnan(g) && std::isnan(r)) || d <= kAbsTol + kRelTol * std::fabs(r)
-                               : g == r;
+    // (g == r first: equal infinities have a NaN difference)
+    const bool same = g == r || (is_float && ((std::isnan(g) && std::isnan(r)) ||
+                                              d <= kAbsTol + kRelTol * std::fabs(r)));
     if (!std::isnan(d)) c.max_abs = std::max(c.max_abs, d);
     if (!same && c.mismatches++ == 0) {
       c.first_index = i;
@@ -106,7 +137,9 @@ int check_against_graph(const std::vector<uint8_t>& blob, const std::string& mod
         throw CliError(2, "--check: model input '" + in.name + "' is not an input of " +
                               graph_path);
       }
-      ref_inputs[in.name] = host_tensor(in.view);
+      HostTensor t = host_tensor(in.view);
+      if (graph.value(in.name).dtype == DType::Float16 && t.dtype == DType::Float32) t = narrowed(t);
+      ref_inputs[in.name] = std::move(t);
     }
     reference = compiler::interpret(graph, ref_inputs);
   } catch (const Error& e) {
@@ -152,7 +185,8 @@ int check_against_graph(const std::vector<uint8_t>& blob, const std::string& mod
     char err[32];
     std::snprintf(err, sizeof err, "%.3g", c.max_abs);
     std::printf("  %-24s %-8s %-16s %12s %-12s %s%s\n", label.c_str(),
-                host_dtype_name(info.host_dtype), sizes_string(info.sizes).c_str(),
+                info.device_dtype == "float16" ? "float16" : host_dtype_name(info.host_dtype),
+                sizes_string(info.sizes).c_str(),
                 c.comparable ? err : "-", mism.c_str(), origin_of(graph, name).c_str(),
                 c.differs() ? "  <-- differs" : "");
     if (c.differs() && first_difference.empty()) {

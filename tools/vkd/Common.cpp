@@ -105,7 +105,10 @@ std::string human_bytes(uint64_t bytes) {
 }
 
 std::string tensor_summary(const TensorInfo& info) {
-  return std::string(host_dtype_name(info.host_dtype)) + " " + sizes_string(info.sizes) +
+  // float16 tensors: exchanged as float32, but their files are float16.
+  const std::string dtype =
+      info.device_dtype == "float16" ? "float16" : host_dtype_name(info.host_dtype);
+  return dtype + " " + sizes_string(info.sizes) +
          "  (device: " + info.device_dtype + " " + info.storage + " " + info.layout + ")";
 }
 

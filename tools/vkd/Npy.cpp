@@ -120,6 +120,7 @@ const char* npy_dtype_name(NpyDType dtype) {
     case NpyDType::Float32: return "float32";
     case NpyDType::Int8: return "int8";
     case NpyDType::Int32: return "int32";
+    case NpyDType::Float16: return "float16";
   }
   return "?";
 }
@@ -129,11 +130,20 @@ const char* npy_dtype_descr(NpyDType dtype) {
     case NpyDType::Float32: return "<f4";
     case NpyDType::Int8: return "|i1";
     case NpyDType::Int32: return "<i4";
+    case NpyDType::Float16: return "<f2";
   }
   return "?";
 }
 
-size_t npy_dtype_size(NpyDType dtype) { return dtype == NpyDType::Int8 ? 1 : 4; }
+size_t npy_dtype_size(NpyDType dtype) {
+  switch (dtype) {
+    case NpyDType::Int8: return 1;
+    case NpyDType::Float16: return 2;
+    case NpyDType::Float32:
+    case NpyDType::Int32: return 4;
+  }
+  return 4;
+}
 
 size_t NpyArray::numel() const {
   size_t n = 1;
@@ -192,7 +202,7 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source)
     if (key == "descr") {
       if (p.peek() == '[') {
         fail(source, "unsupported dtype: structured arrays are not supported (supported: "
-                     "'<f4' float32, '|i1' int8, '<i4' int32)");
+                     "'<f4' float32, '<f2' float16, '|i1' int8, '<i4' int32)");
       }
       descr = p.string_literal("'descr'");
       have_descr = true;
@@ -220,17 +230,19 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source)
   NpyArray out;
   if (descr == "<f4") {
     out.dtype = NpyDType::Float32;
+  } else if (descr == "<f2") {
+    out.dtype = NpyDType::Float16;
   } else if (descr == "<i4") {
     out.dtype = NpyDType::Int32;
   } else if (descr == "|i1" || descr == "<i1" || descr == ">i1" || descr == "i1" ||
              descr == "=i1") {
     out.dtype = NpyDType::Int8;
-  } else if (descr == ">f4" || descr == ">i4") {
+  } else if (descr == ">f4" || descr == ">f2" || descr == ">i4") {
     fail(source, "big-endian dtype '" + descr + "' is not supported (write it little-endian: '<" +
                      descr.substr(1) + "', e.g. arr.astype('<" + descr.substr(1) + "'))");
   } else {
     fail(source, "unsupported dtype '" + descr +
-                     "' (supported: '<f4' float32, '|i1' int8, '<i4' int32)");
+                     "' (supported: '<f4' float32, '<f2' float16, '|i1' int8, '<i4' int32)");
   }
   if (fortran) {
     fail(source, "fortran_order True is not supported (save a C-ordered array, e.g. "

@@ -1,5 +1,6 @@
 // .npy files (NumPy's array format) for the vkd CLI: read and write the three host dtypes the
-// delegate exchanges (float32, int8, int32), little-endian, C order.
+// delegate exchanges (float32, int8, int32) and float16 (the file form of float16 model tensors,
+// which the delegate exchanges as float32), little-endian, C order.
 //
 // Format (numpy.lib.format): magic "\x93NUMPY", major and minor version bytes, the header length
 // (uint16 little-endian for version 1.0, uint32 for 2.0 and 3.0), then the header: a Python
@@ -17,10 +18,10 @@
 
 namespace vkd::cli {
 
-enum class NpyDType { Float32, Int8, Int32 };
+enum class NpyDType { Float32, Int8, Int32, Float16 };
 
-const char* npy_dtype_name(NpyDType dtype);   // "float32", "int8", "int32"
-const char* npy_dtype_descr(NpyDType dtype);  // "<f4", "|i1", "<i4" (what the writer puts)
+const char* npy_dtype_name(NpyDType dtype);   // "float32", "int8", "int32", "float16"
+const char* npy_dtype_descr(NpyDType dtype);  // "<f4", "|i1", "<i4", "<f2" (what the writer puts)
 size_t npy_dtype_size(NpyDType dtype);
 
 struct NpyArray {
@@ -38,7 +39,7 @@ class NpyError : public std::runtime_error {
 };
 
 // Parses a whole .npy image. `source` names it in error messages. Accepts format versions 1.0,
-// 2.0 and 3.0 and the dtypes '<f4', '<i4' and int8 ('|i1'; '<i1' and '>i1' are the same bytes);
+// 2.0 and 3.0 and the dtypes '<f4', '<f2', '<i4' and int8 ('|i1'; '<i1' and '>i1' are the same bytes);
 // rejects fortran_order True, big-endian and other dtypes, a data size that differs from the
 // shape's (truncated or trailing bytes), and any malformed header.
 NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -17,6 +18,7 @@
 #include "tools/vkd/Files.h"
 #include "tools/vkd/Npy.h"
 #include "tools/vkd/Trace.h"
+#include "runtime/tensor/HostPacking.h"
 #include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
@@ -48,11 +50,39 @@ std::string join_lines(const std::vector<std::string>& lines) {
 
 HostDType to_host_dtype(NpyDType d) {
   switch (d) {
-    case NpyDType::Float32: return HostDType::Float32;
+    case NpyDType::Float32:
+    case NpyDType::Float16: return HostDType::Float32;  // widened before execute()
     case NpyDType::Int8: return HostDType::Int8;
     case NpyDType::Int32: return HostDType::Int32;
   }
   return HostDType::Float32;
+}
+
+// float16 model tensors are exchanged with the delegate as float32; their files are float16
+// ('<f2'; a float32 file is accepted too and rounded by the runtime).
+bool is_float16(const TensorInfo& info) { return info.device_dtype == "float16"; }
+
+// float16 <-> float32 host data. Widening is exact; narrowing is too for the outputs of float16
+// tensors (every value came from a float16).
+std::vector<uint8_t> widen_float16(const std::vector<uint8_t>& half) {
+  std::vector<uint8_t> out(half.size() * 2);
+  for (size_t i = 0; i < half.size() / 2; ++i) {
+    uint16_t h;
+    std::memcpy(&h, half.data() + 2 * i, 2);
+    const float f = from_float16(h);
+    std::memcpy(out.data() + 4 * i, &f, 4);
+  }
+  return out;
+}
+std::vector<uint8_t> narrow_to_float16(const std::vector<uint8_t>& single) {
+  std::vector<uint8_t> out(single.size() / 2);
+  for (size_t i = 0; i < single.size() / 4; ++i) {
+    float f;
+    std::memcpy(&f, single.data() + 4 * i, 4);
+    const uint16_t h = to_float16(f);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
 }
 
 NpyDType to_npy_dtype(HostDType d) {
@@ -227,17 +257,20 @@ std::vector<const InputArg*> match_inputs(const Delegate& d, const std::vector<I
   for (size_t i = 0; i < count; ++i) {
     const TensorInfo& info = infos[i];
     if (ordered[i] == nullptr) {
-      errors.push_back("missing input " + labels[i] + ": " + host_dtype_name(info.host_dtype) +
+      errors.push_back("missing input " + labels[i] + ": " + (is_float16(info) ? std::string("float16")
+                                                   : std::string(host_dtype_name(info.host_dtype))) +
                        " " + sizes_string(info.sizes) + "; pass --input " + names[i] +
                        "=FILE.npy");
       continue;
     }
     const InputArg& in = *ordered[i];
     bool ok = true;
-    if (to_host_dtype(in.array.dtype) != info.host_dtype) {
+    const bool half_file = in.array.dtype == NpyDType::Float16;
+    if (to_host_dtype(in.array.dtype) != info.host_dtype || (half_file && !is_float16(info))) {
       errors.push_back("input " + labels[i] + " from " + in.path + ": wrong dtype: the model expects " +
-                       host_dtype_name(info.host_dtype) + ", the file has " +
-                       npy_dtype_name(in.array.dtype));
+                       (is_float16(info) ? "float16 (or float32)"
+                                         : std::string(host_dtype_name(info.host_dtype))) +
+                       ", the file has " + npy_dtype_name(in.array.dtype));
       ok = false;
     }
     if (in.array.shape != info.sizes) {
@@ -346,9 +379,12 @@ int cmd_run(const std::vector<std::string>& args) {
   }
 
   std::vector<ConstTensorView> in_views;
+  std::vector<std::vector<uint8_t>> widened(matched.size());  // float16 files as float32
   for (size_t i = 0; i < matched.size(); ++i) {
     const NpyArray& arr = matched[i]->array;
-    in_views.push_back({arr.data.data(), arr.data.size(), to_host_dtype(arr.dtype), arr.shape});
+    if (arr.dtype == NpyDType::Float16) widened[i] = widen_float16(arr.data);
+    const std::vector<uint8_t>& data = arr.dtype == NpyDType::Float16 ? widened[i] : arr.data;
+    in_views.push_back({data.data(), data.size(), to_host_dtype(arr.dtype), arr.shape});
   }
   std::vector<TensorView> out_views;
   for (OutputSlot& o : outputs) {
@@ -405,9 +441,9 @@ int cmd_run(const std::vector<std::string>& args) {
 
   for (OutputSlot& o : outputs) {
     NpyArray arr;
-    arr.dtype = to_npy_dtype(o.info.host_dtype);
+    arr.dtype = is_float16(o.info) ? NpyDType::Float16 : to_npy_dtype(o.info.host_dtype);
     arr.shape = o.info.sizes;
-    arr.data = o.data;
+    arr.data = is_float16(o.info) ? narrow_to_float16(o.data) : o.data;
     write_file(o.path, encode_npy(arr), force);
     std::printf("output %s: %s -> %s\n", o.name.c_str(), tensor_summary(o.info).c_str(),
                 o.path.c_str());
