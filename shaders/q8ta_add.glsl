@@ -45,25 +45,17 @@ layout(push_constant) uniform Params {
   float act_hi;       // float(act_max - out_zp)
 } p;
 
-// 1.5 * 2^23: a float whose ulp is 1, so small ints convert both ways through the mantissa
-// (no conversion instructions; see quant_epilogue.glslh for why that matters).
-const float kMantissaOne = 12582912.0;
-const int kMantissaOneBits = 0x4B400000;
-
 // The requantized sum of one word of a and one of b, lanes >= `valid` set to out_zp.
 int add_word(int wa, int wb, int valid) {
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
-    // |q - zp| <= 255: exact through the mantissa.
-    precise float da = intBitsToFloat(kMantissaOneBits + lane_of(wa, lane) - p.a_zp) - kMantissaOne;
-    precise float db = intBitsToFloat(kMantissaOneBits + lane_of(wb, lane) - p.b_zp) - kMantissaOne;
-    precise float fa = da * p.a_scale;
-    precise float fb = db * p.b_scale;
+    // |q - zp| <= 255: exact through the mantissa (common.glslh).
+    precise float fa = small_int_to_float(lane_of(wa, lane) - p.a_zp) * p.a_scale;
+    precise float fb = small_int_to_float(lane_of(wb, lane) - p.b_zp) * p.b_scale;
     precise float y = fa + fb;
     // Rounding commutes with clamping to integers: clamp first, then round through the mantissa.
     precise float t = clamp(y * p.inv_out_scale, p.act_lo, p.act_hi);
-    precise float shifted = t + kMantissaOne;
-    word |= ((floatBitsToInt(shifted) + p.out_zp) & 0xFF) << (8 * lane);
+    word |= ((round_even_small(t) + p.out_zp) & 0xFF) << (8 * lane);
   }
   return valid >= 4 ? word
                     : bitfieldInsert(word, splat_byte(p.out_zp), 8 * valid, 32 - 8 * valid);

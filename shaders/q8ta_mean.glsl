@@ -58,12 +58,13 @@ void main() {
   const ivec4 acc = partial[0] - count * p.in_zp;
   const int real = min(4, C - 4 * c4);
   int word = 0;
-  // Rounding commutes with clamping to integers: clamp t first so int() stays in range.
+  // Rounding commutes with clamping to integers: clamp t first, which also keeps it in
+  // round_even_small's range (common.glslh).
   const float lo = float(-128 - p.out_zp), hi = float(127 - p.out_zp);
   for (int j = 0; j < 4; ++j) {
     precise float y = float(acc[j]) * p.mean_scale;
     precise float t = clamp(y * p.inv_out_scale, lo, hi);
-    const int q = j < real ? int(roundEven(t)) + p.out_zp : p.out_zp;
+    const int q = j < real ? round_even_small(t) + p.out_zp : p.out_zp;
     word |= (q & 0xFF) << (8 * j);
   }
 #if INT8_LAYOUT == LAYOUT_4W4C

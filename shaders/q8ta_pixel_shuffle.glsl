@@ -53,8 +53,6 @@ const uint OUT_W4 = uint((OUT_W + 3) / 4);
 const uint IN_W4 = uint((IN_W + 3) / 4);
 const uint UR = uint(R), UOUT_W = uint(OUT_W), UOUT_H = uint(OUT_H), UIN_H = uint(IN_H),
            UIN_W = uint(IN_W);
-const float kMantissaOne = 12582912.0;  // 1.5 * 2^23: float ulp 1, see quant_epilogue.glslh
-const int kMantissaOneBits = 0x4B400000;
 
 // Word of channel block 0 at input (n, ih, iw) and the word distance between channel blocks.
 #if IN_LAYOUT == LAYOUT_4C1W
@@ -69,14 +67,12 @@ const uint IN_BLOCK_STRIDE = 4u;
 
 #if REQUANT
 // One lane: clamp(roundEven(t) + zp_out) == roundEven(clamp(t, -128 - zp_out, 127 - zp_out)) +
-// zp_out (the bounds are integers); t + 1.5 * 2^23 then holds roundEven(t) in its low bits (ties
-// to even: the float add's own rounding), and float(q - zp_in) is exact through the mantissa.
+// zp_out (the bounds are integers); both conversions go through the float mantissa
+// (common.glslh), exact at these magnitudes.
 int requantize(int q) {
-  precise float d = intBitsToFloat(q - p.in_zp + kMantissaOneBits) - kMantissaOne;
-  precise float y = d * p.in_scale;
+  precise float y = small_int_to_float(q - p.in_zp) * p.in_scale;
   precise float t = clamp(y * p.inv_out_scale, p.t_min, p.t_max);
-  precise float shifted = t + kMantissaOne;
-  return floatBitsToInt(shifted) + p.out_zp;
+  return round_even_small(t) + p.out_zp;
 }
 #endif
 
