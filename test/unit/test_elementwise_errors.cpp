@@ -9,20 +9,16 @@
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/Elementwise.h"
 #include "test/unit/GpuTest.h"
+#include "test/unit/OpErrorTest.h"
 
 namespace vkd_test {
 namespace {
 
 using vkd::DType;
-using vkd::ErrorCode;
 using vkd::MemoryLayout;
 using vkd::StorageType;
 using vkd::TensorSpec;
 using vkd::graph::ComputeGraph;
-
-TensorSpec int8_spec(std::vector<int64_t> sizes, MemoryLayout layout = MemoryLayout::PackedInt8_4W4C) {
-  return {std::move(sizes), DType::Int8x4, StorageType::Buffer, layout};
-}
 
 // [1, 8, 5, 3] + [1, 8, 5, 3] -> [1, 8, 5, 3], with one thing changed by the test.
 struct AddSetup {
@@ -32,22 +28,16 @@ struct AddSetup {
   vkd::ops::AddParams p{{0.1f, 0, -128, 127}, {0.2f, 3, -128, 127}, {0.3f, -5, -128, 127}};
 
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
-    ComputeGraph g(ctx);
-    try {
+    return build_result(ctx, [&](ComputeGraph& g) {
       vkd::ops::add_q8ta_add_node(g, g.add_tensor(a, "a"), g.add_tensor(b, "b"),
                                   g.add_tensor(out, "out"), p);
-    } catch (const vkd::Error& e) {
-      return {static_cast<int>(e.code()), e.what()};
-    }
-    return {-1, ""};
+    });
   }
 };
 
+// Every q8ta_add check raises InvalidArgument.
 void expect_error(const AddSetup& s, vkd::vk::Context& ctx, const std::string& says) {
-  const auto [got, message] = s.build(ctx);
-  EXPECT_EQ(got, static_cast<int>(ErrorCode::InvalidArgument)) << message;
-  EXPECT_NE(message.find(says), std::string::npos) << "message: " << message;
-  EXPECT_NE(message.find("q8ta_add"), std::string::npos) << "message: " << message;
+  expect_op_error(s, ctx, "q8ta_add", says);
 }
 
 class AddChecks : public GpuTest {};

@@ -9,6 +9,7 @@
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/Pool.h"
 #include "test/unit/GpuTest.h"
+#include "test/unit/OpErrorTest.h"
 
 namespace vkd_test {
 namespace {
@@ -20,10 +21,6 @@ using vkd::StorageType;
 using vkd::TensorSpec;
 using vkd::graph::ComputeGraph;
 
-TensorSpec int8_spec(std::vector<int64_t> sizes, MemoryLayout layout = MemoryLayout::PackedInt8_4W4C) {
-  return {std::move(sizes), DType::Int8x4, StorageType::Buffer, layout};
-}
-
 // 3x3 stride-2 padding-1 max pool over [1, 8, 7, 6] -> [1, 8, 4, 3].
 struct PoolSetup {
   TensorSpec in = int8_spec({1, 8, 7, 6});
@@ -31,13 +28,9 @@ struct PoolSetup {
   vkd::ops::MaxPool2dParams p{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false, 0};
 
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
-    ComputeGraph g(ctx);
-    try {
+    return build_result(ctx, [&](ComputeGraph& g) {
       vkd::ops::add_q8ta_max_pool2d_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"), p);
-    } catch (const vkd::Error& e) {
-      return {static_cast<int>(e.code()), e.what()};
-    }
-    return {-1, ""};
+    });
   }
 };
 
@@ -48,24 +41,11 @@ struct MeanSetup {
   vkd::ops::QuantParams in_q{0.1f, 0, -128, 127}, out_q{0.05f, 3, -128, 127};
 
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
-    ComputeGraph g(ctx);
-    try {
+    return build_result(ctx, [&](ComputeGraph& g) {
       vkd::ops::add_q8ta_mean_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"), in_q, out_q);
-    } catch (const vkd::Error& e) {
-      return {static_cast<int>(e.code()), e.what()};
-    }
-    return {-1, ""};
+    });
   }
 };
-
-template <typename Setup>
-void expect_error(const Setup& s, vkd::vk::Context& ctx, const std::string& op,
-                  const std::string& says, ErrorCode code = ErrorCode::InvalidArgument) {
-  const auto [got, message] = s.build(ctx);
-  EXPECT_EQ(got, static_cast<int>(code)) << message;
-  EXPECT_NE(message.find(says), std::string::npos) << "message: " << message;
-  EXPECT_NE(message.find(op), std::string::npos) << "message: " << message;
-}
 
 class PoolChecks : public GpuTest {};
 
@@ -82,7 +62,7 @@ TEST_F(PoolChecks, MaxPoolOutputSizeFollowsPyTorch) {
   EXPECT_EQ(vkd::ops::max_pool_output_size(7, 3, 0, 2, 2, false), 2);
   PoolSetup s;
   s.out = int8_spec({1, 8, 4, 4});
-  expect_error(s, ctx(), "q8ta_max_pool2d", "must be [1, 8, 4, 3]");
+  expect_op_error(s, ctx(), "q8ta_max_pool2d", "must be [1, 8, 4, 3]");
   s.p.ceil_mode = true;  // now 4 x 4 is right
   EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
 }
@@ -90,42 +70,42 @@ TEST_F(PoolChecks, MaxPoolOutputSizeFollowsPyTorch) {
 TEST_F(PoolChecks, MaxPoolBadParametersAreNamed) {
   PoolSetup pad;
   pad.p.padding = {2, 1};
-  expect_error(pad, ctx(), "q8ta_max_pool2d", "at most half the kernel size");
+  expect_op_error(pad, ctx(), "q8ta_max_pool2d", "at most half the kernel size");
   PoolSetup stride;
   stride.p.stride = {0, 2};
-  expect_error(stride, ctx(), "q8ta_max_pool2d", "must be positive");
+  expect_op_error(stride, ctx(), "q8ta_max_pool2d", "must be positive");
   PoolSetup small;  // a 9x9 window over 7x6 without padding
   small.p = {{9, 9}, {1, 1}, {0, 0}, {1, 1}, false, 0};
-  expect_error(small, ctx(), "q8ta_max_pool2d", "too small");
+  expect_op_error(small, ctx(), "q8ta_max_pool2d", "too small");
 }
 
 TEST_F(PoolChecks, LayoutsAreChecked) {
   PoolSetup h4w;
   h4w.in = int8_spec({1, 8, 7, 6}, MemoryLayout::PackedInt8_4H4W);
   h4w.out = int8_spec({1, 8, 4, 3}, MemoryLayout::PackedInt8_4H4W);
-  expect_error(h4w, ctx(), "q8ta_max_pool2d", "channels-packed");
+  expect_op_error(h4w, ctx(), "q8ta_max_pool2d", "channels-packed");
   PoolSetup mixed;
   mixed.out = int8_spec({1, 8, 4, 3}, MemoryLayout::PackedInt8_4C1W);
-  expect_error(mixed, ctx(), "q8ta_max_pool2d", "share their layout");
+  expect_op_error(mixed, ctx(), "q8ta_max_pool2d", "share their layout");
   MeanSetup mean_mixed;
   mean_mixed.out = int8_spec({2, 8, 1, 1}, MemoryLayout::PackedInt8_4C1W);
-  expect_error(mean_mixed, ctx(), "q8ta_mean", "share their layout");
+  expect_op_error(mean_mixed, ctx(), "q8ta_mean", "share their layout");
   MeanSetup flt;
   flt.in = {{2, 8, 7, 6}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
-  expect_error(flt, ctx(), "q8ta_mean", "tensor 'x'");
+  expect_op_error(flt, ctx(), "q8ta_mean", "tensor 'x'");
 }
 
 TEST_F(PoolChecks, MeanOutputAndLimitsAreChecked) {
   MeanSetup wrong;
   wrong.out = int8_spec({2, 8, 1, 2});
-  expect_error(wrong, ctx(), "q8ta_mean", "must be [2, 8, 1, 1]");
+  expect_op_error(wrong, ctx(), "q8ta_mean", "must be [2, 8, 1, 1]");
   MeanSetup big;  // 65793 * 255 >= 2^24: the sum would not convert to float32 exactly
   big.in = int8_spec({1, 4, 257, 257});
   big.out = int8_spec({1, 4, 1, 1});
-  expect_error(big, ctx(), "q8ta_mean", "H*W = 66049", ErrorCode::Unsupported);
+  expect_op_error(big, ctx(), "q8ta_mean", "H*W = 66049", ErrorCode::Unsupported);
   MeanSetup scale;
   scale.out_q.scale = -1.0f;
-  expect_error(scale, ctx(), "q8ta_mean", "scale");
+  expect_op_error(scale, ctx(), "q8ta_mean", "scale");
 }
 
 }  // namespace
