@@ -11,6 +11,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 #include "tile_walk.glslh"
+#define AFFINE_SCALES scales
 #include "affine_block.glslh"
 
 #define FTILE_STORAGE FLOAT_STORAGE
@@ -27,15 +28,8 @@
 #define TILE_LOAD
 #include "int8x4_tile.glslh"
 
-layout(set = 0, binding = 2) readonly buffer Scales { float scales[]; };
-layout(set = 0, binding = 3) readonly buffer ZeroPoints { int zero_points[]; };
-
 layout(push_constant) uniform Params {
-  ivec4 sizes;       // N, C, H, W
-  ivec4 float_meta;  // float tensor strides or packed dim (float_tile.glslh)
-  ivec4 extent;      // block extent along (n, c, h, w)
-  ivec4 gstride;     // row-major strides of the block grid
-  int tile_count;    // invocations the tile walk launches
+  AFFINE_TILE_PARAMS
 } p;
 
 void main() {

@@ -15,6 +15,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 #include "tile_walk.glslh"
+#define AFFINE_SCALES inv_scales  // binding 2: 1/scale per block (affine_reciprocal.glsl)
 #include "affine_block.glslh"
 
 #define TILE_LAYOUT INT8_LAYOUT
@@ -31,15 +32,8 @@
 #define FTILE_LOAD
 #include "float_tile.glslh"
 
-layout(set = 0, binding = 2) readonly buffer InvScales { float inv_scales[]; };
-layout(set = 0, binding = 3) readonly buffer ZeroPoints { int zero_points[]; };
-
 layout(push_constant) uniform Params {
-  ivec4 sizes;       // N, C, H, W
-  ivec4 float_meta;  // float tensor strides or packed dim (float_tile.glslh)
-  ivec4 extent;      // block extent along (n, c, h, w)
-  ivec4 gstride;     // row-major strides of the block grid
-  int tile_count;    // invocations the tile walk launches
+  AFFINE_TILE_PARAMS
   int quant_min;
   int quant_max;
   int pad_value;

@@ -48,16 +48,19 @@ int32_t affine_pad_value(int32_t quant_min, int32_t quant_max) {
 
 namespace {
 
-// Mirrors `Params` in shaders/q8ta_quantize_affine.glsl.
-struct QuantizeAffinePush {
-  std::array<int32_t, 4> sizes, float_meta, extent, gstride;
-  int32_t tile_count, quant_min, quant_max, pad_value;
-};
-// Mirrors `Params` in shaders/q8ta_dequantize_affine.glsl.
-struct DequantizeAffinePush {
+// Mirrors AFFINE_TILE_PARAMS in shaders/common/affine_block.glslh: the push constants of
+// q8ta_dequantize_affine.glsl, and the head of q8ta_quantize_affine.glsl's.
+struct AffineTilePush {
   std::array<int32_t, 4> sizes, float_meta, extent, gstride;
   int32_t tile_count;
 };
+// Mirrors `Params` in shaders/q8ta_quantize_affine.glsl.
+struct QuantizeAffinePush {
+  AffineTilePush tile;
+  int32_t quant_min, quant_max, pad_value;
+};
+static_assert(sizeof(QuantizeAffinePush) == sizeof(AffineTilePush) + 3 * sizeof(int32_t),
+              "the shader's fields follow the head with no padding");
 // Mirrors `Params` in shaders/choose_qparams_affine.glsl.
 struct ChooseQparamsPush {
   std::array<int32_t, 4> sizes, float_meta, extent, count;
@@ -124,20 +127,27 @@ graph::ValueRef add_reciprocal_node(graph::ComputeGraph& graph, const std::strin
   return inv;
 }
 
-// Adds a tile node with bindings {output, input, per-block a, per-block b}.
-void add_affine_tile_node(graph::ComputeGraph& graph, const std::string& op,
-                          shaders::Kernel kernel, std::vector<graph::ValueRef> bindings,
-                          std::vector<uint8_t> push, const TileWalk& walk) {
-  VKD_CHECK(walk.items < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", walk.items,
-            " tiles exceed the 2^31 invocations a tile kernel can index");
-  graph::DispatchNode node;
-  node.op = op;
-  node.kernel = kernel;
-  node.bindings = std::move(bindings);
-  node.push_constants = std::move(push);
-  node.spec_constants = {walk.order};
-  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(walk.items));
-  graph.add_node(std::move(node));
+// The checks quantize and dequantize share once each has checked its tensors' types: same
+// sizes, indexable, the quant range, block_size, and one scale / zero point per block. Returns
+// the block grid.
+AffineGrid check_affine_tile_args(const graph::ComputeGraph& graph, const std::string& op,
+                                  const graph::GpuTensor& in, const graph::GpuTensor& out,
+                                  graph::ValueRef scale, graph::ValueRef zero_point,
+                                  const std::vector<int64_t>& block_size, int32_t quant_min,
+                                  int32_t quant_max) {
+  check_same_sizes(op, in, out);
+  check_indexable(op, in);
+  check_qrange(op, quant_min, quant_max);
+  const AffineGrid g = affine_grid(op, in.spec().sizes, block_size);
+  check_block_param(op, graph.tensor(scale), DType::Float32, "scale", g);
+  check_block_param(op, graph.tensor(zero_point), DType::Int32, "zero_point", g);
+  return g;
+}
+
+AffineTilePush affine_tile_push(const Dims4& d, const TensorSpec& float_side, const AffineGrid& g,
+                                const TileWalk& walk) {
+  return {nchw_sizes(d), float_tile_meta(float_side), g.extent, grid_strides(g),
+          static_cast<int32_t>(walk.items)};
 }
 
 }  // namespace
@@ -151,28 +161,18 @@ void add_quantize_affine_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const auto& out = graph.tensor(output);
   check_float_tensor(op, in);
   check_int8x4_tensor(op, out);
-  check_same_sizes(op, in, out);
-  check_indexable(op, in);
-  check_qrange(op, quant_min, quant_max);
-  const AffineGrid g = affine_grid(op, in.spec().sizes, block_size);
-  check_block_param(op, graph.tensor(scale), DType::Float32, "scale", g);
-  check_block_param(op, graph.tensor(zero_point), DType::Int32, "zero_point", g);
+  const AffineGrid g = check_affine_tile_args(graph, op, in, out, scale, zero_point, block_size,
+                                              quant_min, quant_max);
 
   const graph::ValueRef inv = add_reciprocal_node(graph, op, scale, g.blocks);
   const Dims4 d = in.spec().dims4();
   const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
-  const QuantizeAffinePush push{nchw_sizes(d),
-                                float_tile_meta(in.spec()),
-                                g.extent,
-                                grid_strides(g),
-                                static_cast<int32_t>(walk.items),
-                                quant_min,
-                                quant_max,
+  const QuantizeAffinePush push{affine_tile_push(d, in.spec(), g, walk), quant_min, quant_max,
                                 affine_pad_value(quant_min, quant_max)};
-  add_affine_tile_node(graph, op,
-                       shaders::variants::q8ta_quantize_affine[storage_index(in.spec().storage)]
-                                                              [int8_layout_index(out.spec().layout)],
-                       {output, input, inv, zero_point}, graph::push_constant_bytes(push), walk);
+  add_tile_node(graph, op,
+                shaders::variants::q8ta_quantize_affine[storage_index(in.spec().storage)]
+                                                       [int8_layout_index(out.spec().layout)],
+                {output, input, inv, zero_point}, graph::push_constant_bytes(push), walk);
 }
 
 void add_dequantize_affine_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -184,22 +184,17 @@ void add_dequantize_affine_node(graph::ComputeGraph& graph, graph::ValueRef inpu
   const auto& out = graph.tensor(output);
   check_int8x4_tensor(op, in);
   check_float_tensor(op, out);
-  check_same_sizes(op, in, out);
-  check_indexable(op, in);
   // quant_min / quant_max only describe the input codes (torchao checks them, never clamps).
-  check_qrange(op, quant_min, quant_max);
-  const AffineGrid g = affine_grid(op, in.spec().sizes, block_size);
-  check_block_param(op, graph.tensor(scale), DType::Float32, "scale", g);
-  check_block_param(op, graph.tensor(zero_point), DType::Int32, "zero_point", g);
+  const AffineGrid g = check_affine_tile_args(graph, op, in, out, scale, zero_point, block_size,
+                                              quant_min, quant_max);
 
   const Dims4 d = in.spec().dims4();
   const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
-  const DequantizeAffinePush push{nchw_sizes(d), float_tile_meta(out.spec()), g.extent,
-                                  grid_strides(g), static_cast<int32_t>(walk.items)};
-  add_affine_tile_node(graph, op,
-                       shaders::variants::q8ta_dequantize_affine[storage_index(out.spec().storage)]
-                                                                [int8_layout_index(in.spec().layout)],
-                       {output, input, scale, zero_point}, graph::push_constant_bytes(push), walk);
+  const AffineTilePush push = affine_tile_push(d, out.spec(), g, walk);
+  add_tile_node(graph, op,
+                shaders::variants::q8ta_dequantize_affine[storage_index(out.spec().storage)]
+                                                         [int8_layout_index(in.spec().layout)],
+                {output, input, scale, zero_point}, graph::push_constant_bytes(push), walk);
 }
 
 void add_choose_qparams_affine_node(graph::ComputeGraph& graph, graph::ValueRef input,

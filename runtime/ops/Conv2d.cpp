@@ -31,11 +31,6 @@ struct Conv2dPush {
 // The bound that keeps int32 accumulation exact (as for q8ta_linear): taps per output.
 constexpr int64_t kMaxTaps = 65536;
 
-bool is_channels_packed_int8(const TensorSpec& s) {
-  return s.storage == StorageType::Buffer && (s.layout == MemoryLayout::PackedInt8_4W4C ||
-                                              s.layout == MemoryLayout::PackedInt8_4C1W);
-}
-
 // Output rows per depthwise invocation: the requested count, else the most of 4, 2, 1 that still
 // leaves 2^18 invocations (an H100 keeps 132 x 2048 = 270k resident), since more rows per
 // invocation load each input row fewer times (ROWS + KH - 1 rows for ROWS outputs) but leave
@@ -439,31 +434,15 @@ Conv2dWeights blob_weights(const OpCall& call) {
   return cw;
 }
 
-// An int list argument of `counts` allowed lengths, each value in [0, 2^20] (the check() of
-// add_q8ta_conv2d_node then says what the values mean together).
-std::vector<int32_t> geometry_list(const OpCall& call, size_t arg, const char* what,
-                                   std::initializer_list<size_t> counts) {
-  const auto v = call.int_list(arg);
-  VKD_CHECK(std::find(counts.begin(), counts.end(), v.size()) != counts.end(),
-            ErrorCode::InvalidArgument, call.label(), ": ", what, " has ", v.size(),
-            " values, expected 1 or 2", counts.size() > 2 ? " or 4" : "");
-  std::vector<int32_t> out;
-  for (int64_t x : v) {
-    VKD_CHECK(x >= 0 && x <= (1 << 20), ErrorCode::InvalidArgument, call.label(), ": ", what,
-              " value ", x, " is out of range");
-    out.push_back(static_cast<int32_t>(x));
-  }
-  return out;
-}
-
 Conv2dParams blob_params(const OpCall& call) {
   Conv2dParams p;
   p.input = call.quant_params(1);
   Conv2dGeometry& g = p.geometry;
-  const auto stride = geometry_list(call, 6, "stride", {1, 2});
-  const auto dilation = geometry_list(call, 8, "dilation", {1, 2});
+  // Each value in [0, 2^20]; add_q8ta_conv2d_node's checks then say what they mean together.
+  const auto stride = call.int32_list(6, {1, 2}, 0, 1 << 20);
+  const auto dilation = call.int32_list(8, {1, 2}, 0, 1 << 20);
   // [p], [ph, pw] or [top, left, bottom, right]
-  const auto pad = geometry_list(call, 7, "padding", {1, 2, 4});
+  const auto pad = call.int32_list(7, {1, 2, 4}, 0, 1 << 20);
   std::tie(g.stride_h, g.stride_w) = std::pair{stride.front(), stride.back()};
   std::tie(g.dilation_h, g.dilation_w) = std::pair{dilation.front(), dilation.back()};
   g.pad_top = pad[0];

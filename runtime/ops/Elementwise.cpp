@@ -37,10 +37,6 @@ std::optional<Broadcast> broadcast_of(const Dims4& full, const Dims4& small) {
   return std::nullopt;
 }
 
-std::string dims_str(const Dims4& d) {
-  return "[" + std::to_string(d.n) + ", " + std::to_string(d.c) + ", " + std::to_string(d.h) +
-         ", " + std::to_string(d.w) + "]";
-}
 
 }  // namespace
 
@@ -65,12 +61,13 @@ void add_q8ta_add_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::Val
   const TensorSpec& sa = graph.spec(a);
   const TensorSpec& sb = graph.spec(b);
   const TensorSpec& so = graph.spec(output);
-  VKD_CHECK(sa.dims4() == d, ErrorCode::InvalidArgument, op, ": output sizes ", dims_str(d),
-            " differ from both inputs' (", dims_str(sa.dims4()), ", ", dims_str(sb.dims4()), ")");
+  VKD_CHECK(sa.dims4() == d, ErrorCode::InvalidArgument, op, ": output sizes [",
+            sizes_string(so.sizes, ", "), "] differ from both inputs' ([",
+            sizes_string(sa.sizes, ", "), "], [", sizes_string(sb.sizes, ", "), "])");
   const auto mode = broadcast_of(d, sb.dims4());
-  VKD_CHECK(mode.has_value(), ErrorCode::InvalidArgument, op, ": cannot add ",
-            dims_str(sb.dims4()), " to ", dims_str(d),
-            ": the smaller operand must have the same sizes, [N or 1, C, 1, 1] or [1, 1, 1, 1]");
+  VKD_CHECK(mode.has_value(), ErrorCode::InvalidArgument, op, ": cannot add [",
+            sizes_string(sb.sizes, ", "), "] to [", sizes_string(so.sizes, ", "),
+            "]: the smaller operand must have the same sizes, [N or 1, C, 1, 1] or [1, 1, 1, 1]");
   VKD_CHECK(sa.layout == so.layout && sb.layout == so.layout, ErrorCode::InvalidArgument, op,
             ": a, b and output must share one packed layout (", to_string(sa.layout), ", ",
             to_string(sb.layout), ", ", to_string(so.layout), ")");

@@ -44,7 +44,7 @@ void add_q8ta_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
   add_tile_node(graph, op,
                 shaders::variants::q8ta_convert[int8_layout_index(in.spec().layout)]
                                                [int8_layout_index(out.spec().layout)],
-                output, input, graph::push_constant_bytes(push), walk);
+                {output, input}, graph::push_constant_bytes(push), walk);
 }
 
 void add_float_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -63,7 +63,7 @@ void add_float_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
   add_tile_node(graph, op,
                 shaders::variants::float_convert[storage_index(in.spec().storage)]
                                                 [storage_index(out.spec().storage)],
-                output, input, graph::push_constant_bytes(push), walk);
+                {output, input}, graph::push_constant_bytes(push), walk);
 }
 
 // --- registry entries -------------------------------------------------------------

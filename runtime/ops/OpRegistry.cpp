@@ -1,5 +1,7 @@
 #include "runtime/ops/OpRegistry.h"
 
+#include <algorithm>
+
 #include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
 #include "runtime/common/Error.h"
@@ -105,6 +107,23 @@ int32_t OpCall::int32_arg(size_t arg, int64_t lo, int64_t hi) const {
   VKD_CHECK(v >= lo && v <= hi, ErrorCode::InvalidArgument, label_, ": argument '",
             entry_.args[arg].name, "' is ", v, ", outside [", lo, ", ", hi, "]");
   return static_cast<int32_t>(v);
+}
+
+std::vector<int32_t> OpCall::int32_list(size_t arg, std::initializer_list<size_t> lengths,
+                                        int64_t lo, int64_t hi) const {
+  const std::vector<int64_t> v = int_list(arg);
+  std::string allowed;
+  for (size_t n : lengths) allowed += (allowed.empty() ? "" : " or ") + std::to_string(n);
+  VKD_CHECK(std::find(lengths.begin(), lengths.end(), v.size()) != lengths.end(),
+            ErrorCode::InvalidArgument, label_, ": argument '", entry_.args[arg].name, "' has ",
+            v.size(), " values, expected ", allowed);
+  std::vector<int32_t> out;
+  for (int64_t x : v) {
+    VKD_CHECK(x >= lo && x <= hi, ErrorCode::InvalidArgument, label_, ": argument '",
+              entry_.args[arg].name, "' value ", x, " is outside [", lo, ", ", hi, "]");
+    out.push_back(static_cast<int32_t>(x));
+  }
+  return out;
 }
 
 bool OpCall::bool_arg(size_t arg) const {

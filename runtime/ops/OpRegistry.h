@@ -84,6 +84,10 @@ class OpCall {
   int32_t int32_arg(size_t arg, int64_t lo, int64_t hi) const;
   bool bool_arg(size_t arg) const;
   std::vector<int64_t> int_list(size_t arg) const;
+  // int_list checked to have one of `lengths` entries, each in [lo, hi] (geometry lists:
+  // stride, padding, dilation, kernel size).
+  std::vector<int32_t> int32_list(size_t arg, std::initializer_list<size_t> lengths, int64_t lo,
+                                  int64_t hi) const;
   // Per-tensor int8 quantization: the scale at `scale_arg`, the zero point (in [-128, 127]) at
   // scale_arg + 1; the full int8 range.
   QuantParams quant_params(size_t scale_arg) const;

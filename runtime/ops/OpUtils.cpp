@@ -35,6 +35,11 @@ void check_int8x4_tensor(const std::string& op, const graph::GpuTensor& t) {
             " must be int8x4 in a packed int8 layout");
 }
 
+bool is_channels_packed_int8(const TensorSpec& s) {
+  return s.dtype == DType::Int8x4 && s.storage == StorageType::Buffer &&
+         (s.layout == MemoryLayout::PackedInt8_4W4C || s.layout == MemoryLayout::PackedInt8_4C1W);
+}
+
 void check_float_buffer(const std::string& op, const graph::GpuTensor& t) {
   check_float_tensor(op, t);
   VKD_CHECK(t.spec().storage == StorageType::Buffer && t.spec().layout == MemoryLayout::WidthPacked,
@@ -98,14 +103,14 @@ TileWalk choose_tile_walk(const Dims4& d, const TensorSpec& out, const TensorSpe
 }
 
 void add_tile_node(graph::ComputeGraph& graph, const std::string& op, shaders::Kernel kernel,
-                   graph::ValueRef output, graph::ValueRef input, std::vector<uint8_t> push,
+                   std::vector<graph::ValueRef> bindings, std::vector<uint8_t> push,
                    const TileWalk& walk) {
   VKD_CHECK(walk.items < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", walk.items,
             " tiles exceed the 2^31 invocations a tile kernel can index");
   graph::DispatchNode node;
   node.op = op;
   node.kernel = kernel;
-  node.bindings = {output, input};
+  node.bindings = std::move(bindings);
   node.push_constants = std::move(push);
   node.spec_constants = {walk.order};
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(walk.items));

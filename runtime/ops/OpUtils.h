@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/tensor/TensorSpec.h"
@@ -29,6 +30,9 @@ float inverse_scale(float scale);
 void check_float_tensor(const std::string& op, const graph::GpuTensor& t);
 void check_int8x4_tensor(const std::string& op, const graph::GpuTensor& t);
 void check_same_sizes(const std::string& op, const graph::GpuTensor& a, const graph::GpuTensor& b);
+// An int8x4 buffer in a channels-packed layout (4W4C or 4C1W): what the conv, pixel-shuffle and
+// pool kernels read and write.
+bool is_channels_packed_int8(const TensorSpec& s);
 // A float32 width-packed buffer (the float operands of the GEMM-like ops).
 void check_float_buffer(const std::string& op, const graph::GpuTensor& t);
 // A requantized int8 output: its parameters, and a fused activation range [act_min, act_max]
@@ -55,10 +59,11 @@ std::array<int32_t, 4> nchw_sizes(const Dims4& d);
 // dim (NCHW numbering) for textures.
 std::array<int32_t, 4> float_tile_meta(const TensorSpec& spec);
 
-// Adds a node of a tile kernel: bindings {output, input}, specialization constant 3 = the walk
-// order, one invocation per walk item.
+// Adds a node of a tile kernel: `bindings` in the kernel's binding order (the output first, then
+// the input and any per-op buffers), specialization constant 3 = the walk order, one invocation
+// per walk item.
 void add_tile_node(graph::ComputeGraph& graph, const std::string& op, shaders::Kernel kernel,
-                   graph::ValueRef output, graph::ValueRef input, std::vector<uint8_t> push,
+                   std::vector<graph::ValueRef> bindings, std::vector<uint8_t> push,
                    const TileWalk& walk);
 
 // Index of an int8x4 layout / a storage type in the generated variant tables (manifest order).

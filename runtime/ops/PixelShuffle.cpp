@@ -54,10 +54,6 @@ void check_shuffle_shapes(const std::string& op, const graph::GpuTensor& in,
             ": tensors of 2^31 or more elements are not supported");
 }
 
-bool channels_packed_int8(MemoryLayout layout) {
-  return layout == MemoryLayout::PackedInt8_4W4C || layout == MemoryLayout::PackedInt8_4C1W;
-}
-
 }  // namespace
 
 void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -69,7 +65,7 @@ void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef inp
   check_int8x4_tensor(op, in);
   check_int8x4_tensor(op, out);
   for (const auto* t : {&in, &out}) {
-    VKD_CHECK(channels_packed_int8(t->spec().layout), ErrorCode::InvalidArgument, op,
+    VKD_CHECK(is_channels_packed_int8(t->spec()), ErrorCode::InvalidArgument, op,
               ": tensor '", t->name(), "' ", t->spec().describe(),
               " must be in a channels-packed int8 layout (4W4C or 4C1W)");
   }

@@ -31,17 +31,30 @@ constexpr uint32_t kMeanWorkgroup = 128;
 
 // Index of a channels-packed layout in the pool families' variant tables (4W4C, 4C1W).
 int chw_layout_index(const std::string& op, const graph::GpuTensor& t) {
-  const MemoryLayout l = t.spec().layout;
-  VKD_CHECK(l == MemoryLayout::PackedInt8_4W4C || l == MemoryLayout::PackedInt8_4C1W,
-            ErrorCode::InvalidArgument, op, ": tensor '", t.name(), "' ", t.spec().describe(),
-            " must be channels-packed (4W4C or 4C1W)");
-  return l == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
+  VKD_CHECK(is_channels_packed_int8(t.spec()), ErrorCode::InvalidArgument, op, ": tensor '",
+            t.name(), "' ", t.spec().describe(), " must be channels-packed (4W4C or 4C1W)");
+  return t.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
 }
 
 void check_rank(const std::string& op, const graph::GpuTensor& t) {
   const size_t rank = t.spec().sizes.size();
   VKD_CHECK(rank == 3 || rank == 4, ErrorCode::InvalidArgument, op, ": tensor '", t.name(),
             "' must have rank 3 or 4, has ", rank);
+}
+
+// Checks a pool node's input/output pair (int8x4, rank 3 or 4, one shared channels-packed
+// layout) and returns that layout's index in the variant table.
+int checked_pool_layout(const std::string& op, const graph::GpuTensor& in,
+                        const graph::GpuTensor& out) {
+  check_int8x4_tensor(op, in);
+  check_int8x4_tensor(op, out);
+  check_rank(op, in);
+  check_rank(op, out);
+  const int layout = chw_layout_index(op, in);
+  VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
+            ": input and output must share their layout (", to_string(in.spec().layout), ", ",
+            to_string(out.spec().layout), ")");
+  return layout;
 }
 
 int32_t to_i32(const std::string& op, const char* what, int64_t v) {
@@ -66,14 +79,7 @@ void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const std::string op = "q8ta_max_pool2d";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_int8x4_tensor(op, in);
-  check_int8x4_tensor(op, out);
-  check_rank(op, in);
-  check_rank(op, out);
-  const int layout = chw_layout_index(op, in);
-  VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
-            ": input and output must share their layout (", to_string(in.spec().layout), ", ",
-            to_string(out.spec().layout), ")");
+  const int layout = checked_pool_layout(op, in, out);
   VKD_CHECK(-128 <= p.zero_point && p.zero_point <= 127, ErrorCode::InvalidArgument, op,
             ": zero_point ", p.zero_point, " outside [-128, 127]");
   for (int k = 0; k < 2; ++k) {
@@ -120,16 +126,9 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const std::string op = "q8ta_mean";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_int8x4_tensor(op, in);
-  check_int8x4_tensor(op, out);
-  check_rank(op, in);
-  check_rank(op, out);
+  const int layout = checked_pool_layout(op, in, out);
   check_quant_params(op, in_q);
   check_quant_params(op, out_q);
-  const int layout = chw_layout_index(op, in);
-  VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
-            ": input and output must share their layout (", to_string(in.spec().layout), ", ",
-            to_string(out.spec().layout), ")");
   const Dims4 d = in.spec().dims4();
   const Dims4 o = out.spec().dims4();
   VKD_CHECK(o.n == d.n && o.c == d.c && o.h == 1 && o.w == 1, ErrorCode::InvalidArgument, op,
@@ -162,15 +161,9 @@ namespace {
 
 // One or two ints (h, w) from a list argument; `fallback` when the list is empty.
 std::array<int32_t, 2> pair_arg(const OpCall& call, size_t arg, std::array<int32_t, 2> fallback) {
-  const std::vector<int64_t> v = call.int_list(arg);
+  const std::vector<int32_t> v = call.int32_list(arg, {0, 1, 2}, 0, (1 << 20) - 1);
   if (v.empty()) return fallback;
-  VKD_CHECK(v.size() <= 2, ErrorCode::InvalidArgument, call.label(), ": argument ", arg,
-            " has ", v.size(), " entries, expected 1 or 2");
-  for (int64_t x : v) {
-    VKD_CHECK(x >= 0 && x < (int64_t(1) << 20), ErrorCode::InvalidArgument, call.label(),
-              ": argument ", arg, " entry ", x, " is out of range");
-  }
-  return {static_cast<int32_t>(v[0]), static_cast<int32_t>(v.back())};
+  return {v.front(), v.back()};
 }
 
 // (input, input_scale, input_zero_point, kernel_size, stride, padding, dilation, ceil_mode,

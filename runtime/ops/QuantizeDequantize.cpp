@@ -47,7 +47,7 @@ void add_q8ta_quantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
   add_tile_node(graph, op,
                 shaders::variants::q8ta_quantize[storage_index(in.spec().storage)]
                                                 [int8_layout_index(out.spec().layout)],
-                output, input, graph::push_constant_bytes(push), walk);
+                {output, input}, graph::push_constant_bytes(push), walk);
 }
 
 void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -67,7 +67,7 @@ void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
   add_tile_node(graph, op,
                 shaders::variants::q8ta_dequantize[storage_index(out.spec().storage)]
                                                   [int8_layout_index(in.spec().layout)],
-                output, input, graph::push_constant_bytes(push), walk);
+                {output, input}, graph::push_constant_bytes(push), walk);
 }
 
 // --- registry entries -------------------------------------------------------------

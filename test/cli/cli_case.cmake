@@ -108,6 +108,21 @@ function(derive_file src dst from to)
   file(WRITE "${WORK}/${dst}" "${text}")
 endfunction()
 
+# The cases on the conv fixture (conv.safetensors, conv_x.npy): GRAPHS/`graph` compiled with
+# those weights into `model` (--report), then run on conv_x.npy with --check against the graph,
+# which must agree on every tensor. Macros, so that RC and STDOUT are the case's own for the
+# expect_*() calls that follow.
+macro(compile_conv_graph graph model)
+  copy_to_work("${GRAPHS}/${graph}" "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
+  vkd(compile ${graph} --weights conv.safetensors -o ${model} --report)
+  expect_exit(0)
+endmacro()
+macro(run_checked_conv_graph graph model)
+  vkd(run ${model} --input x=conv_x.npy --output-dir out --check ${graph} --weights conv.safetensors)
+  expect_exit(0)
+  expect_stdout("check: every compared tensor matches the reference\n")
+endmacro()
+
 set(SENTINEL "sentinel: must not be overwritten\n")
 
 if(CASE STREQUAL "run_qcd")
@@ -445,18 +460,14 @@ elseif(CASE STREQUAL "compile_run_pixel_shuffle")
   # kernel; the same ones: the byte shuffle) fuse into q8ta_pixel_shuffle, and dq ->
   # pixel_shuffle into a graph output runs the float pixel_shuffle; the device matches the
   # reference interpreter on every named tensor.
-  copy_to_work("${GRAPHS}/pixel_shuffle.json" "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
-  vkd(compile pixel_shuffle.json --weights conv.safetensors -o ps.vkd --report)
-  expect_exit(0)
+  compile_conv_graph(pixel_shuffle.json ps.vkd)
   expect_stdout("fused dq -> aten.pixel_shuffle -> q \\(node 5..7\\) into q8ta_pixel_shuffle 'aq'")
   expect_stdout("fused dq -> aten.pixel_shuffle -> q \\(node 9..11\\) into q8ta_pixel_shuffle 'bq'")
   expect_stdout("  pixel_shuffle\\(cd3\\) -> f\n")
-  vkd(run ps.vkd --input x=conv_x.npy --output-dir out --check pixel_shuffle.json --weights conv.safetensors)
-  expect_exit(0)
+  run_checked_conv_graph(pixel_shuffle.json ps.vkd)
   expect_stdout("\n  aq +int8 +\\[2,1,14,12\\] +0 0/336 ")
   expect_stdout("\n  bq +int8 +\\[2,1,14,12\\] +0 0/336 ")
   expect_stdout("\n  f \\(output\\) +float32 +\\[2,1,14,12\\] +0 0/336 ")
-  expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" a.npy b.npy f.npy)
   vkd(inspect ps.vkd)
   expect_exit(0)
@@ -491,18 +502,14 @@ elseif(CASE STREQUAL "compile_run_conv")
   # dq -> conv -> relu -> q (3x3, direct), dq -> depthwise conv (float out) and dq -> 1x1 conv -> q
   # (pointwise: the linear kernels over 4W4C pixels) fuse into q8ta_conv2d / q8ta_conv2d_dq; the
   # device matches the reference interpreter on every named tensor.
-  copy_to_work("${GRAPHS}/conv.json" "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
-  vkd(compile conv.json --weights conv.safetensors -o conv.vkd --report)
-  expect_exit(0)
+  compile_conv_graph(conv.json conv.vkd)
   expect_stdout("into q8ta_conv2d 'yq' \\(activation relu\\)")
   expect_stdout("into q8ta_conv2d_dq 'z'")
   expect_stdout("into q8ta_conv2d 'pq'")
-  vkd(run conv.vkd --input x=conv_x.npy --output-dir out --check conv.json --weights conv.safetensors)
-  expect_exit(0)
+  run_checked_conv_graph(conv.json conv.vkd)
   expect_stdout("\n  yq +int8 +\\[2,6,7,6\\] +0 0/504 ")
   expect_stdout("\n  z \\(output\\) +float32 +\\[2,5,4,3\\] +0 0/120 ")
   expect_stdout("\n  pq +int8 +\\[2,4,7,6\\] +0 0/336 ")
-  expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy z.npy p.npy)
   vkd(inspect conv.vkd)
   expect_exit(0)
@@ -515,21 +522,17 @@ elseif(CASE STREQUAL "compile_run_residual_pool")
   # dq -> mean over H, W -> q -> dequantize, then dq(mean) [2,5,1,1] + dq(max_pool) -> q (a
   # broadcast operand, given first): each fuses into its q8ta op, and the device matches the
   # reference interpreter on every named tensor (power-of-two scales: exact in float32).
-  copy_to_work("${GRAPHS}/residual_pool.json" "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
-  vkd(compile residual_pool.json --weights conv.safetensors -o rp.vkd --report)
-  expect_exit(0)
+  compile_conv_graph(residual_pool.json rp.vkd)
   expect_stdout("into q8ta_conv2d 'zq' \\(activation none\\)")
   expect_stdout("into q8ta_add 'sq' \\(activation relu\\)")
   expect_stdout("into q8ta_max_pool2d 'mq'")
   expect_stdout("into q8ta_mean 'aq'")
   expect_stdout("into q8ta_add 'bq' \\(activation none\\)")
-  vkd(run rp.vkd --input x=conv_x.npy --output-dir out --check residual_pool.json --weights conv.safetensors)
-  expect_exit(0)
+  run_checked_conv_graph(residual_pool.json rp.vkd)
   expect_stdout("\n  sq +int8 +\\[2,5,7,6\\] +0 0/420 ")
   expect_stdout("\n  mq +int8 +\\[2,5,4,4\\] +0 0/160 ")
   expect_stdout("\n  aq +int8 +\\[2,5,1,1\\] +0 0/10 ")
   expect_stdout("\n  bq +int8 +\\[2,5,4,4\\] +0 0/160 ")
-  expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy z.npy)
 
 elseif(CASE STREQUAL "compile_run_affine")

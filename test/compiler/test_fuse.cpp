@@ -1025,33 +1025,46 @@ TEST(Fuse, Deterministic) {
 
 // ---- q8ta_add broadcasting, max_pool2d, mean --------------------------------------------------
 
+// dq(aq) (0.1, 0) + dq(bq) (0.2, 1) -> aten.add.Tensor -> s (`out` shape) -> q (0.3, 0) -> yq.
+Builder add_graph(std::vector<int64_t> a_shape, std::vector<int64_t> b_shape,
+                  std::vector<int64_t> out) {
+  Builder b;
+  b.input("aq", DType::Int8, std::move(a_shape));
+  b.input("bq", DType::Int8, std::move(b_shape));
+  b.dq("aq", "a", 0.1, 0);
+  b.dq("bq", "bf", 0.2, 1);
+  b.value("s", DType::Float32, std::move(out));
+  b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
+  b.q("s", "yq", 0.3, 0);
+  b.output("yq");
+  return b;
+}
+
+// xq (`in` shape) -> dq (0.1, 2) -> `op` -> m (`out` shape) -> q (`scale`, `zp`) -> yq.
+Builder unary_graph(const std::string& op, std::vector<int64_t> in, Args args,
+                    std::vector<int64_t> out, double scale, int64_t zp) {
+  Builder b;
+  b.input("xq", DType::Int8, std::move(in));
+  b.dq("xq", "x", 0.1, 2);
+  b.value("m", DType::Float32, std::move(out));
+  b.node(op, {"x"}, std::move(args), {"m"});
+  b.q("m", "yq", scale, zp);
+  b.output("yq");
+  return b;
+}
+
 TEST(Fuse, AddBroadcastsAChannelOrScalarOperandInEitherPosition) {
   for (const std::vector<int64_t>& small :
        {std::vector<int64_t>{1, 4, 1, 1}, {2, 4, 1, 1}, {1, 1, 1, 1}}) {
     for (bool small_first : {false, true}) {
-      Builder b;
-      b.input("aq", DType::Int8, small_first ? small : std::vector<int64_t>{2, 4, 3, 3});
-      b.input("bq", DType::Int8, small_first ? std::vector<int64_t>{2, 4, 3, 3} : small);
-      b.dq("aq", "a", 0.1, 0);
-      b.dq("bq", "bf", 0.2, 1);
-      b.value("s", DType::Float32, {2, 4, 3, 3});
-      b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
-      b.q("s", "yq", 0.3, 0);
-      b.output("yq");
+      const std::vector<int64_t> big = {2, 4, 3, 3};
+      Builder b = small_first ? add_graph(small, big, big) : add_graph(big, small, big);
       const PassReport r = fuse_and_lower(b.g);
       EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_add"})) << all_lines(r);
       expect_valid(b.g);
     }
   }
-  Builder b;  // [1, 4, 1, 3] is neither form
-  b.input("aq", DType::Int8, {1, 4, 3, 3});
-  b.input("bq", DType::Int8, {1, 4, 1, 3});
-  b.dq("aq", "a", 0.1, 0);
-  b.dq("bq", "bf", 0.2, 1);
-  b.value("s", DType::Float32, {1, 4, 3, 3});
-  b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
-  b.q("s", "yq", 0.3, 0);
-  b.output("yq");
+  Builder b = add_graph({1, 4, 3, 3}, {1, 4, 1, 3}, {1, 4, 3, 3});  // [1, 4, 1, 3] is neither form
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: "
                           "broadcasting add ([1, 4, 3, 3] + [1, 4, 1, 3]; q8ta_add broadcasts "
@@ -1060,17 +1073,12 @@ TEST(Fuse, AddBroadcastsAChannelOrScalarOperandInEitherPosition) {
 }
 
 TEST(Fuse, MaxPoolWithSharedQparamsFuses) {
-  Builder b;
-  b.input("xq", DType::Int8, {1, 4, 7, 6});
-  b.dq("xq", "x", 0.1, 2);
-  b.value("m", DType::Float32, {1, 4, 4, 4});
-  b.node("aten.max_pool2d", {"x"},
-         {{"kernel_size", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
-          {"padding", std::vector<int64_t>{1, 1}}, {"dilation", std::vector<int64_t>{1, 1}},
-          {"ceil_mode", true}},
-         {"m"});
-  b.q("m", "yq", 0.1, 2);
-  b.output("yq");
+  Builder b = unary_graph(
+      "aten.max_pool2d", {1, 4, 7, 6},
+      {{"kernel_size", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
+       {"padding", std::vector<int64_t>{1, 1}}, {"dilation", std::vector<int64_t>{1, 1}},
+       {"ceil_mode", true}},
+      {1, 4, 4, 4}, 0.1, 2);
   const PassReport r = fuse_and_lower(b.g);
   ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
   const Node& n = b.g.nodes[0];
@@ -1084,13 +1092,8 @@ TEST(Fuse, MaxPoolWithSharedQparamsFuses) {
 }
 
 TEST(Fuse, MaxPoolWithOtherOutputQparamsIsNotFused) {
-  Builder b;
-  b.input("xq", DType::Int8, {1, 4, 6, 6});
-  b.dq("xq", "x", 0.1, 2);
-  b.value("m", DType::Float32, {1, 4, 3, 3});
-  b.node("aten.max_pool2d", {"x"}, {{"kernel_size", std::vector<int64_t>{2, 2}}}, {"m"});
-  b.q("m", "yq", 0.2, 2);
-  b.output("yq");
+  Builder b = unary_graph("aten.max_pool2d", {1, 4, 6, 6},
+                          {{"kernel_size", std::vector<int64_t>{2, 2}}}, {1, 4, 3, 3}, 0.2, 2);
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_TRUE(has_line(r, "not fused: dq -> aten.max_pool2d -> q (node 0..2) as q8ta_max_pool2d: "
                           "input (scale 0.1 zero_point 2 range -128..127) and output (scale 0.2 "
@@ -1100,13 +1103,9 @@ TEST(Fuse, MaxPoolWithOtherOutputQparamsIsNotFused) {
 
 TEST(Fuse, MeanOverHeightAndWidthAndAdaptiveAvgPoolFuse) {
   {
-    Builder b;
-    b.input("xq", DType::Int8, {2, 8, 5, 5});
-    b.dq("xq", "x", 0.1, 2);
-    b.value("m", DType::Float32, {2, 8, 1, 1});
-    b.node("aten.mean.dim", {"x"}, {{"dim", std::vector<int64_t>{-1, -2}}, {"keepdim", true}}, {"m"});
-    b.q("m", "yq", 0.05, -3);
-    b.output("yq");
+    Builder b = unary_graph("aten.mean.dim", {2, 8, 5, 5},
+                            {{"dim", std::vector<int64_t>{-1, -2}}, {"keepdim", true}},
+                            {2, 8, 1, 1}, 0.05, -3);
     const PassReport r = fuse_and_lower(b.g);
     ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
     EXPECT_EQ(b.g.nodes[0].op, "q8ta_mean");
@@ -1115,25 +1114,16 @@ TEST(Fuse, MeanOverHeightAndWidthAndAdaptiveAvgPoolFuse) {
     expect_valid(b.g);
   }
   {
-    Builder b;
-    b.input("xq", DType::Int8, {1, 8, 5, 5});
-    b.dq("xq", "x", 0.1, 2);
-    b.value("m", DType::Float32, {1, 8, 1, 1});
-    b.node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", std::vector<int64_t>{1, 1}}}, {"m"});
-    b.q("m", "yq", 0.05, -3);
-    b.output("yq");
+    Builder b = unary_graph("aten.adaptive_avg_pool2d", {1, 8, 5, 5},
+                            {{"output_size", std::vector<int64_t>{1, 1}}}, {1, 8, 1, 1}, 0.05, -3);
     const PassReport r = fuse_and_lower(b.g);
     EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mean"})) << all_lines(r);
     expect_valid(b.g);
   }
   {  // over W only: not this op
-    Builder b;
-    b.input("xq", DType::Int8, {1, 8, 5, 5});
-    b.dq("xq", "x", 0.1, 2);
-    b.value("m", DType::Float32, {1, 8, 5, 1});
-    b.node("aten.mean.dim", {"x"}, {{"dim", std::vector<int64_t>{3}}, {"keepdim", true}}, {"m"});
-    b.q("m", "yq", 0.05, -3);
-    b.output("yq");
+    Builder b = unary_graph("aten.mean.dim", {1, 8, 5, 5},
+                            {{"dim", std::vector<int64_t>{3}}, {"keepdim", true}}, {1, 8, 5, 1},
+                            0.05, -3);
     const PassReport r = fuse_and_lower(b.g);
     EXPECT_TRUE(has_line(r, "not fused: dq -> aten.mean.dim -> q (node 0..2) as q8ta_mean: mean "
                             "is not over exactly H and W"))

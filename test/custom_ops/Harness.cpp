@@ -18,6 +18,10 @@ std::string shape_string(const std::vector<int64_t>& sizes) {
   return s;
 }
 
+std::string placement_name(const FloatPlacement& p) {
+  return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
+}
+
 void compare_words(const std::vector<int32_t>& actual, const std::vector<int32_t>& expected,
                    AccuResult& result) {
   if (actual.size() != expected.size()) {

@@ -80,6 +80,23 @@ void register_pool_cases(Registry& registry);
 const std::vector<std::vector<int64_t>>& awkward_shapes();
 std::string shape_string(const std::vector<int64_t>& sizes);
 
+// Where a float tensor of a case lives: its storage type and float layout.
+struct FloatPlacement {
+  StorageType storage;
+  MemoryLayout layout;
+};
+// Every storage type with every float layout, buffers first.
+inline constexpr FloatPlacement kAllFloatPlacements[] = {
+    {StorageType::Buffer, MemoryLayout::WidthPacked},
+    {StorageType::Buffer, MemoryLayout::HeightPacked},
+    {StorageType::Buffer, MemoryLayout::ChannelsPacked},
+    {StorageType::Texture3D, MemoryLayout::WidthPacked},
+    {StorageType::Texture3D, MemoryLayout::HeightPacked},
+    {StorageType::Texture3D, MemoryLayout::ChannelsPacked},
+};
+// "storage/layout", as case names and layout columns show it.
+std::string placement_name(const FloatPlacement& p);
+
 // Compare helpers that fill an AccuResult.
 void compare_words(const std::vector<int32_t>& actual, const std::vector<int32_t>& expected,
                    AccuResult& result);

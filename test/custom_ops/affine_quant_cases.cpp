@@ -18,11 +18,8 @@ namespace {
 
 using testing::RefShape;
 
-struct Placement {
-  StorageType storage;
-  MemoryLayout layout;
-};
-const Placement kFloatPlacements[] = {
+// Every float placement, in the order the cases rotate through them.
+const FloatPlacement kFloatPlacements[] = {
     {StorageType::Buffer, MemoryLayout::WidthPacked},
     {StorageType::Texture3D, MemoryLayout::ChannelsPacked},
     {StorageType::Buffer, MemoryLayout::ChannelsPacked},
@@ -40,13 +37,10 @@ const QRange kRanges[] = {{-128, 127}, {-127, 127}, {-8, 7}, {0, 15}};
 struct AffineConfig {
   std::vector<int64_t> sizes, block_size;
   QRange range;
-  Placement fp;
+  FloatPlacement fp;
   MemoryLayout int8_layout;
 };
 
-std::string placement_name(const Placement& p) {
-  return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
-}
 std::string list_string(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -125,88 +119,118 @@ std::vector<float> random_inputs(const std::vector<int64_t>& blocks, const std::
   return x;
 }
 
-class QuantizeAffineCase : public CaseInstance {
- public:
-  QuantizeAffineCase(AffineConfig c, bool specials) : c_(std::move(c)), specials_(specials) {}
-  void build(graph::ComputeGraph& g) override {
-    blocks_ = testing::ref_block_of_elements(c_.sizes, c_.block_size);
-    const int64_t nb = testing::ref_block_count(c_.sizes, c_.block_size);
+// What the affine cases share: the config, the block of each element, and the graph's float
+// tensor x, int8x4 tensor xq and per-block scale / zero-point buffers.
+class AffineCase : public CaseInstance {
+ protected:
+  explicit AffineCase(AffineConfig c) : c_(std::move(c)) {}
+
+  // Adds x / xq (the caller orders them: the op's input first, as the graph's inputs are).
+  void add_float_tensor(graph::ComputeGraph& g) {
     x_ref_ = g.add_tensor({c_.sizes, DType::Float32, c_.fp.storage, c_.fp.layout}, "x");
-    s_ref_ = g.add_tensor(param_spec(nb, DType::Float32), "scale");
-    z_ref_ = g.add_tensor(param_spec(nb, DType::Int32), "zero_point");
+  }
+  void add_int8_tensor(graph::ComputeGraph& g) {
     q_ref_ = g.add_tensor({c_.sizes, DType::Int8x4, StorageType::Buffer, c_.int8_layout}, "xq");
+  }
+  // Finds the block grid and adds one scale and one zero point per block.
+  void add_block_params(graph::ComputeGraph& g) {
+    blocks_ = testing::ref_block_of_elements(c_.sizes, c_.block_size);
+    nb_ = testing::ref_block_count(c_.sizes, c_.block_size);
+    s_ref_ = g.add_tensor(param_spec(nb_, DType::Float32), "scale");
+    z_ref_ = g.add_tensor(param_spec(nb_, DType::Int32), "zero_point");
+  }
+  void add_quantize_node(graph::ComputeGraph& g) const {
     ops::add_quantize_affine_node(g, x_ref_, s_ref_, z_ref_, c_.block_size, c_.range.qmin,
                                   c_.range.qmax, q_ref_);
+  }
+  // xq's words for `codes`, padding lanes as the kernels write them.
+  std::vector<int32_t> packed(const std::vector<int8_t>& codes) const {
+    return testing::ref_pack(c_.int8_layout, ref_shape(c_.sizes), codes,
+                             ops::affine_pad_value(c_.range.qmin, c_.range.qmax));
+  }
+  // Compares xq with the reference quantization of x_ by (scale, zero_point).
+  void compare_quantized(const graph::ComputeGraph& g, const std::vector<float>& scale,
+                         const std::vector<int32_t>& zero_point, AccuResult& r) const {
+    compare_words(g.read_words(q_ref_),
+                  packed(testing::reference_quantize_affine(x_, blocks_, scale, zero_point,
+                                                            c_.range.qmin, c_.range.qmax)),
+                  r);
+  }
+  // One pass over the float tensor plus one over xq's words.
+  double float_and_int8_bytes() const {
+    const TensorSpec s{c_.sizes, DType::Int8x4, StorageType::Buffer, c_.int8_layout};
+    return 4.0 * s.numel() + 4.0 * testing::ref_word_count(c_.int8_layout, ref_shape(c_.sizes));
+  }
+
+  void write_block_params(graph::ComputeGraph& g) const {
+    g.write_float(s_ref_, s_);
+    g.write_int32(z_ref_, z_);
+  }
+
+  AffineConfig c_;
+  int64_t nb_ = 0;
+  graph::ValueRef x_ref_ = -1, s_ref_ = -1, z_ref_ = -1, q_ref_ = -1;
+  std::vector<int64_t> blocks_;
+  std::vector<float> x_, s_;  // x_: the float values; s_, z_: the ops' scales / zero points
+  std::vector<int32_t> z_;    // (choose_qparams_affine finds them instead)
+};
+
+class QuantizeAffineCase : public AffineCase {
+ public:
+  QuantizeAffineCase(AffineConfig c, bool specials)
+      : AffineCase(std::move(c)), specials_(specials) {}
+  void build(graph::ComputeGraph& g) override {
+    add_float_tensor(g);
+    add_block_params(g);
+    add_int8_tensor(g);
+    add_quantize_node(g);
     for (auto r : {x_ref_, s_ref_, z_ref_}) g.add_input(r);
     g.add_output(q_ref_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
-    const int64_t nb = g.spec(s_ref_).numel();
-    s_ = random_scales(nb, rng);
-    z_ = random_zero_points(nb, c_.range, rng);
+    s_ = random_scales(nb_, rng);
+    z_ = random_zero_points(nb_, c_.range, rng);
     x_ = random_inputs(blocks_, s_, z_, c_.range, rng);
     if (specials_) {  // infinities, NaN (-> quant_min), signed zeros, huge values
       const float specials[] = {INFINITY, -INFINITY, NAN, -0.0f, 0.0f, 3e38f, -3e38f, 1e-30f};
       for (size_t i = 0; i < x_.size(); i += 3) x_[i] = specials[(i / 3) % std::size(specials)];
     }
     g.write_float(x_ref_, x_);
-    g.write_float(s_ref_, s_);
-    g.write_int32(z_ref_, z_);
+    write_block_params(g);
   }
   AccuResult check(const graph::ComputeGraph& g) override {
-    const auto q = testing::reference_quantize_affine(x_, blocks_, s_, z_, c_.range.qmin,
-                                                      c_.range.qmax);
     AccuResult r;
-    compare_words(g.read_words(q_ref_),
-                  testing::ref_pack(c_.int8_layout, ref_shape(c_.sizes), q,
-                                    ops::affine_pad_value(c_.range.qmin, c_.range.qmax)),
-                  r);
+    compare_quantized(g, s_, z_, r);
     return r;
   }
-  PerfWork work() const override {
-    const TensorSpec s{c_.sizes, DType::Int8x4, StorageType::Buffer, c_.int8_layout};
-    return {4.0 * s.numel() + 4.0 * testing::ref_word_count(c_.int8_layout, ref_shape(c_.sizes)) +
-                8.0 * testing::ref_block_count(c_.sizes, c_.block_size),
-            0.0};
-  }
+  PerfWork work() const override { return {float_and_int8_bytes() + 8.0 * nb_, 0.0}; }
 
  private:
-  AffineConfig c_;
   bool specials_;
-  graph::ValueRef x_ref_ = -1, s_ref_ = -1, z_ref_ = -1, q_ref_ = -1;
-  std::vector<int64_t> blocks_;
-  std::vector<float> x_, s_;
-  std::vector<int32_t> z_;
 };
 
-class DequantizeAffineCase : public CaseInstance {
+class DequantizeAffineCase : public AffineCase {
  public:
-  explicit DequantizeAffineCase(AffineConfig c) : c_(std::move(c)) {}
+  explicit DequantizeAffineCase(AffineConfig c) : AffineCase(std::move(c)) {}
   void build(graph::ComputeGraph& g) override {
-    blocks_ = testing::ref_block_of_elements(c_.sizes, c_.block_size);
-    const int64_t nb = testing::ref_block_count(c_.sizes, c_.block_size);
-    q_ref_ = g.add_tensor({c_.sizes, DType::Int8x4, StorageType::Buffer, c_.int8_layout}, "xq");
-    s_ref_ = g.add_tensor(param_spec(nb, DType::Float32), "scale");
-    z_ref_ = g.add_tensor(param_spec(nb, DType::Int32), "zero_point");
-    x_ref_ = g.add_tensor({c_.sizes, DType::Float32, c_.fp.storage, c_.fp.layout}, "x");
+    add_int8_tensor(g);
+    add_block_params(g);
+    add_float_tensor(g);
     ops::add_dequantize_affine_node(g, q_ref_, s_ref_, z_ref_, c_.block_size, c_.range.qmin,
                                     c_.range.qmax, x_ref_);
     for (auto r : {q_ref_, s_ref_, z_ref_}) g.add_input(r);
     g.add_output(x_ref_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
-    const int64_t nb = g.spec(s_ref_).numel();
-    s_ = random_scales(nb, rng);
+    s_ = random_scales(nb_, rng);
     // Zero points beyond the code range too: the subtraction is int32.
     std::uniform_int_distribution<int> zp(-300, 300), code(c_.range.qmin, c_.range.qmax);
-    z_.resize(static_cast<size_t>(nb));
+    z_.resize(static_cast<size_t>(nb_));
     for (auto& v : z_) v = zp(rng);
     q_.resize(blocks_.size());
     for (auto& v : q_) v = static_cast<int8_t>(code(rng));
-    g.write_words(q_ref_, testing::ref_pack(c_.int8_layout, ref_shape(c_.sizes), q_,
-                                            ops::affine_pad_value(c_.range.qmin, c_.range.qmax)));
-    g.write_float(s_ref_, s_);
-    g.write_int32(z_ref_, z_);
+    g.write_words(q_ref_, packed(q_));
+    write_block_params(g);
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
@@ -214,42 +238,29 @@ class DequantizeAffineCase : public CaseInstance {
                        testing::reference_dequantize_affine(q_, blocks_, s_, z_), r);
     return r;
   }
-  PerfWork work() const override {
-    const TensorSpec s{c_.sizes, DType::Int8x4, StorageType::Buffer, c_.int8_layout};
-    return {4.0 * s.numel() + 4.0 * testing::ref_word_count(c_.int8_layout, ref_shape(c_.sizes)),
-            0.0};
-  }
+  PerfWork work() const override { return {float_and_int8_bytes(), 0.0}; }
 
  private:
-  AffineConfig c_;
-  graph::ValueRef x_ref_ = -1, s_ref_ = -1, z_ref_ = -1, q_ref_ = -1;
-  std::vector<int64_t> blocks_;
-  std::vector<float> s_;
-  std::vector<int32_t> z_;
   std::vector<int8_t> q_;
 };
 
 // choose_qparams_affine alone (`quantize` false) or followed by q8ta_quantize_affine on its
 // results (dynamic quantization; the quantized output is checked too).
-class ChooseQparamsCase : public CaseInstance {
+class ChooseQparamsCase : public AffineCase {
  public:
   ChooseQparamsCase(AffineConfig c, ops::AffineMapping m, bool quantize, float eps)
-      : c_(std::move(c)), m_(m), quantize_(quantize), eps_(eps) {}
+      : AffineCase(std::move(c)), m_(m), quantize_(quantize), eps_(eps) {}
   void build(graph::ComputeGraph& g) override {
-    blocks_ = testing::ref_block_of_elements(c_.sizes, c_.block_size);
-    nb_ = testing::ref_block_count(c_.sizes, c_.block_size);
-    x_ref_ = g.add_tensor({c_.sizes, DType::Float32, c_.fp.storage, c_.fp.layout}, "x");
-    s_ref_ = g.add_tensor(param_spec(nb_, DType::Float32), "scale");
-    z_ref_ = g.add_tensor(param_spec(nb_, DType::Int32), "zero_point");
+    add_float_tensor(g);
+    add_block_params(g);
     ops::add_choose_qparams_affine_node(g, x_ref_, m_, c_.block_size, c_.range.qmin,
                                         c_.range.qmax, eps_, s_ref_, z_ref_);
     g.add_input(x_ref_);
     g.add_output(s_ref_);
     g.add_output(z_ref_);
     if (quantize_) {
-      q_ref_ = g.add_tensor({c_.sizes, DType::Int8x4, StorageType::Buffer, c_.int8_layout}, "xq");
-      ops::add_quantize_affine_node(g, x_ref_, s_ref_, z_ref_, c_.block_size, c_.range.qmin,
-                                    c_.range.qmax, q_ref_);
+      add_int8_tensor(g);
+      add_quantize_node(g);
       g.add_output(q_ref_);
     }
   }
@@ -286,14 +297,7 @@ class ChooseQparamsCase : public CaseInstance {
     AccuResult r;
     compare_float_bits(g.read_float(s_ref_), ref.scale, r);
     compare_ints(g.read_int32(z_ref_), ref.zero_point, r);
-    if (quantize_) {
-      const auto q = testing::reference_quantize_affine(x_, blocks_, ref.scale, ref.zero_point,
-                                                        c_.range.qmin, c_.range.qmax);
-      compare_words(g.read_words(q_ref_),
-                    testing::ref_pack(c_.int8_layout, ref_shape(c_.sizes), q,
-                                      ops::affine_pad_value(c_.range.qmin, c_.range.qmax)),
-                    r);
-    }
+    if (quantize_) compare_quantized(g, ref.scale, ref.zero_point, r);
     return r;
   }
   PerfWork work() const override {
@@ -302,14 +306,9 @@ class ChooseQparamsCase : public CaseInstance {
   }
 
  private:
-  AffineConfig c_;
   ops::AffineMapping m_;
   bool quantize_;
   float eps_;
-  int64_t nb_ = 0;
-  graph::ValueRef x_ref_ = -1, s_ref_ = -1, z_ref_ = -1, q_ref_ = -1;
-  std::vector<int64_t> blocks_;
-  std::vector<float> x_;
 };
 
 // PERF anchor: the per-tensor q8ta_quantize on the same shape and layouts as the affine PERF
@@ -456,7 +455,7 @@ void register_affine_quant_cases(Registry& registry) {
                 }});
   // PERF: a 4096 x 4096 activation per token and per group of 32 (float32 buffer -> 4H4W).
   const std::vector<int64_t> big = {1, 4096, 4096};
-  const Placement buf{StorageType::Buffer, MemoryLayout::WidthPacked};
+  const FloatPlacement buf{StorageType::Buffer, MemoryLayout::WidthPacked};
   for (const auto& [name, bs] : {std::pair<std::string, std::vector<int64_t>>{"per_token", {1, 1, -1}},
                                  {"per_group32", {1, 1, 32}},
                                  {"per_tensor", {-1, -1, -1}}}) {

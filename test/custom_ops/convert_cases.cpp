@@ -53,11 +53,6 @@ class Int8ConvertCase : public CaseInstance {
   std::vector<int8_t> values_;
 };
 
-struct FloatPlacement {
-  StorageType storage;
-  MemoryLayout layout;
-};
-
 class FloatConvertCase : public CaseInstance {
  public:
   FloatConvertCase(std::vector<int64_t> sizes, FloatPlacement in, FloatPlacement out)
@@ -93,10 +88,6 @@ class FloatConvertCase : public CaseInstance {
   graph::ValueRef in_ref_ = -1, out_ref_ = -1;
   std::vector<float> values_;
 };
-
-std::string placement_name(const FloatPlacement& p) {
-  return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
-}
 
 }  // namespace
 

@@ -83,24 +83,6 @@ class Q8taPixelShuffleCase : public CaseInstance {
   std::vector<int8_t> x_;
 };
 
-struct FloatPlacement {
-  StorageType storage;
-  MemoryLayout layout;
-};
-
-const FloatPlacement kFloatPlacements[] = {
-    {StorageType::Buffer, MemoryLayout::WidthPacked},
-    {StorageType::Buffer, MemoryLayout::HeightPacked},
-    {StorageType::Buffer, MemoryLayout::ChannelsPacked},
-    {StorageType::Texture3D, MemoryLayout::WidthPacked},
-    {StorageType::Texture3D, MemoryLayout::HeightPacked},
-    {StorageType::Texture3D, MemoryLayout::ChannelsPacked},
-};
-
-std::string placement_name(const FloatPlacement& p) {
-  return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
-}
-
 class FloatPixelShuffleCase : public CaseInstance {
  public:
   FloatPixelShuffleCase(ShuffleShape s, FloatPlacement in, FloatPlacement out, DType dtype)
@@ -199,11 +181,11 @@ void register_pixel_shuffle_cases(Registry& registry) {
   // The float op: every placement to itself (what the compiler ties), plus mixed pairs.
   const ShuffleShape float_shapes[] = {{1, 3, 5, 7, 2}, {2, 5, 3, 2, 3}, {1, 4, 4, 4, 2}};
   for (const auto& s : float_shapes) {
-    for (size_t i = 0; i < std::size(kFloatPlacements); ++i) {
+    for (size_t i = 0; i < std::size(kAllFloatPlacements); ++i) {
       for (DType dt : {DType::Float32, DType::Float16}) {
-        add_float_case(registry, "", s, kFloatPlacements[i], kFloatPlacements[i], dt, true);
-        add_float_case(registry, "", s, kFloatPlacements[i],
-                       kFloatPlacements[(i + 2) % std::size(kFloatPlacements)], dt, true);
+        add_float_case(registry, "", s, kAllFloatPlacements[i], kAllFloatPlacements[i], dt, true);
+        add_float_case(registry, "", s, kAllFloatPlacements[i],
+                       kAllFloatPlacements[(i + 2) % std::size(kAllFloatPlacements)], dt, true);
       }
     }
   }
@@ -216,7 +198,7 @@ void register_pixel_shuffle_cases(Registry& registry) {
     }
   }
   const ShuffleShape mid{1, 16, 256, 256, 2};
-  for (const auto& p : {kFloatPlacements[0], kFloatPlacements[2], kFloatPlacements[5]}) {
+  for (const auto& p : {kAllFloatPlacements[0], kAllFloatPlacements[2], kAllFloatPlacements[5]}) {
     add_float_case(registry, "perf/", mid, p, p, DType::Float32, false);
   }
 }

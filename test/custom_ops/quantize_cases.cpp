@@ -11,20 +11,6 @@ namespace {
 
 using testing::RefShape;
 
-struct FloatPlacement {
-  StorageType storage;
-  MemoryLayout layout;
-};
-
-const FloatPlacement kFloatPlacements[] = {
-    {StorageType::Buffer, MemoryLayout::WidthPacked},
-    {StorageType::Buffer, MemoryLayout::HeightPacked},
-    {StorageType::Buffer, MemoryLayout::ChannelsPacked},
-    {StorageType::Texture3D, MemoryLayout::WidthPacked},
-    {StorageType::Texture3D, MemoryLayout::HeightPacked},
-    {StorageType::Texture3D, MemoryLayout::ChannelsPacked},
-};
-
 // Quantization parameters rotated over the cases: zero points at both ends of the range, in
 // the middle, and a narrow (int4-like) range.
 const ops::QuantParams kParams[] = {
@@ -33,10 +19,6 @@ const ops::QuantParams kParams[] = {
 RefShape ref_shape(const TensorSpec& spec) {
   const Dims4 d = spec.dims4();
   return {d.n, d.c, d.h, d.w};
-}
-
-std::string placement_name(const FloatPlacement& p) {
-  return std::string(to_string(p.storage)) + "/" + std::string(to_string(p.layout));
 }
 
 // Random values covering 1.3x the representable real range [(qmin - zp)s, (qmax - zp)s] around
@@ -145,7 +127,7 @@ const std::vector<std::vector<int64_t>> kPerfShapes = {
 void register_quantize_cases(Registry& registry) {
   size_t index = 0;
   for (const auto& sizes : awkward_shapes()) {
-    for (const auto& fp : kFloatPlacements) {
+    for (const auto& fp : kAllFloatPlacements) {
       for (MemoryLayout layout : kAllPackedInt8Layouts) {
         const ops::QuantParams q = kParams[index++ % std::size(kParams)];
         const std::string shape = shape_string(sizes);
@@ -164,7 +146,7 @@ void register_quantize_cases(Registry& registry) {
   const ops::QuantParams q = kParams[0];
   for (const auto& sizes : kPerfShapes) {
     const std::string shape = shape_string(sizes);
-    for (const FloatPlacement fp : {kFloatPlacements[0], kFloatPlacements[5]}) {
+    for (const FloatPlacement fp : {kAllFloatPlacements[0], kAllFloatPlacements[5]}) {
       for (MemoryLayout layout : kAllPackedInt8Layouts) {
         const std::string lname(to_string(layout));
         registry.add({"perf/q8ta_quantize/" + placement_name(fp) + "->" + lname + "/" + shape,

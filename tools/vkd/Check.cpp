@@ -11,7 +11,6 @@
 #include "runtime/common/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
-#include "runtime/tensor/HostPacking.h"
 #include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
@@ -45,27 +44,13 @@ DType to_dtype(HostDType d) {
 // float32, so that is what the device side of a comparison holds.
 HostTensor widened(const HostTensor& t) {
   if (t.dtype != DType::Float16) return t;
-  HostTensor out{DType::Float32, t.shape, std::vector<uint8_t>(t.bytes.size() * 2)};
-  for (size_t i = 0; i < t.bytes.size() / 2; ++i) {
-    uint16_t h;
-    std::memcpy(&h, t.bytes.data() + 2 * i, 2);
-    const float f = from_float16(h);
-    std::memcpy(out.bytes.data() + 4 * i, &f, 4);
-  }
-  return out;
+  return HostTensor{DType::Float32, t.shape, float16_bytes_to_float32(t.bytes)};
 }
 
 // A float32 host tensor (a graph input the delegate took as float32) as float16, rounded as the
 // runtime rounds it on upload.
 HostTensor narrowed(const HostTensor& t) {
-  HostTensor out{DType::Float16, t.shape, std::vector<uint8_t>(t.bytes.size() / 2)};
-  for (size_t i = 0; i < t.bytes.size() / 4; ++i) {
-    float f;
-    std::memcpy(&f, t.bytes.data() + 4 * i, 4);
-    const uint16_t h = to_float16(f);
-    std::memcpy(out.bytes.data() + 2 * i, &h, 2);
-  }
-  return out;
+  return HostTensor{DType::Float16, t.shape, float32_bytes_to_float16(t.bytes)};
 }
 
 Comparison compare(const std::vector<uint8_t>& gpu, HostDType gpu_dtype,

@@ -51,6 +51,12 @@ std::string memory_report_text(const MemoryReport& m, const std::string& indent 
 // The lines of `text`, each prefixed with `indent`.
 std::string indent_lines(const std::string& text, const std::string& indent);
 
+// Little-endian float16 <-> float32 host data (the delegate exchanges float16 tensors as
+// float32). Widening is exact; narrowing rounds to nearest even (exact for values that came
+// from float16).
+std::vector<uint8_t> float16_bytes_to_float32(const std::vector<uint8_t>& half);
+std::vector<uint8_t> float32_bytes_to_float16(const std::vector<uint8_t>& single);
+
 bool env_flag(const char* name);  // set and not "", "0", "false", "off", "no"
 
 }  // namespace vkd::cli

@@ -18,7 +18,6 @@
 #include "tools/vkd/Files.h"
 #include "tools/vkd/Npy.h"
 #include "tools/vkd/Trace.h"
-#include "runtime/tensor/HostPacking.h"
 #include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
@@ -61,29 +60,6 @@ HostDType to_host_dtype(NpyDType d) {
 // float16 model tensors are exchanged with the delegate as float32; their files are float16
 // ('<f2'; a float32 file is accepted too and rounded by the runtime).
 bool is_float16(const TensorInfo& info) { return info.device_dtype == "float16"; }
-
-// float16 <-> float32 host data. Widening is exact; narrowing is too for the outputs of float16
-// tensors (every value came from a float16).
-std::vector<uint8_t> widen_float16(const std::vector<uint8_t>& half) {
-  std::vector<uint8_t> out(half.size() * 2);
-  for (size_t i = 0; i < half.size() / 2; ++i) {
-    uint16_t h;
-    std::memcpy(&h, half.data() + 2 * i, 2);
-    const float f = from_float16(h);
-    std::memcpy(out.data() + 4 * i, &f, 4);
-  }
-  return out;
-}
-std::vector<uint8_t> narrow_to_float16(const std::vector<uint8_t>& single) {
-  std::vector<uint8_t> out(single.size() / 2);
-  for (size_t i = 0; i < single.size() / 4; ++i) {
-    float f;
-    std::memcpy(&f, single.data() + 4 * i, 4);
-    const uint16_t h = to_float16(f);
-    std::memcpy(out.data() + 2 * i, &h, 2);
-  }
-  return out;
-}
 
 NpyDType to_npy_dtype(HostDType d) {
   switch (d) {
@@ -382,7 +358,7 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<std::vector<uint8_t>> widened(matched.size());  // float16 files as float32
   for (size_t i = 0; i < matched.size(); ++i) {
     const NpyArray& arr = matched[i]->array;
-    if (arr.dtype == NpyDType::Float16) widened[i] = widen_float16(arr.data);
+    if (arr.dtype == NpyDType::Float16) widened[i] = float16_bytes_to_float32(arr.data);
     const std::vector<uint8_t>& data = arr.dtype == NpyDType::Float16 ? widened[i] : arr.data;
     in_views.push_back({data.data(), data.size(), to_host_dtype(arr.dtype), arr.shape});
   }
@@ -443,7 +419,7 @@ int cmd_run(const std::vector<std::string>& args) {
     NpyArray arr;
     arr.dtype = is_float16(o.info) ? NpyDType::Float16 : to_npy_dtype(o.info.host_dtype);
     arr.shape = o.info.sizes;
-    arr.data = is_float16(o.info) ? narrow_to_float16(o.data) : o.data;
+    arr.data = is_float16(o.info) ? float32_bytes_to_float16(o.data) : o.data;
     write_file(o.path, encode_npy(arr), force);
     std::printf("output %s: %s -> %s\n", o.name.c_str(), tensor_summary(o.info).c_str(),
                 o.path.c_str());
