@@ -96,6 +96,12 @@ bool ComputeGraph::is_constant(ValueRef ref) const {
   return roles_[ref] & kConstant;
 }
 
+ConstantPacker ComputeGraph::constant_packer(ValueRef ref) const {
+  VKD_CHECK(is_constant(ref) && packers_[ref], ErrorCode::Internal, "'", tensor(ref).name(),
+            "' is not a constant still to be packed");
+  return packers_[ref];
+}
+
 void ComputeGraph::set_zero_point(ValueRef ref, int32_t zero_point) {
   const GpuTensor& t = tensor(ref);
   VKD_CHECK(!zero_points_[ref] || *zero_points_[ref] == zero_point, ErrorCode::InvalidArgument,

@@ -109,6 +109,9 @@ class ComputeGraph {
   std::string describe_node(size_t index) const;
   const GraphMemoryStats& memory_stats() const { return stats_; }
   bool is_constant(ValueRef ref) const;
+  // A copy of constant `ref`'s packer, for a constant derived from it (e.g. reciprocals), whose
+  // own packer then runs in prepare() too. Before prepare() only.
+  ConstantPacker constant_packer(ValueRef ref) const;
   // Zero point of an int8x4 tensor as the ops that touch it declare it (host writes pad with
   // it); nullopt when no op declared one.
   void set_zero_point(ValueRef ref, int32_t zero_point);

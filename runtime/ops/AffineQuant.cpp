@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "runtime/ops/OpRegistry.h"
 
@@ -111,12 +112,31 @@ void check_indexable(const std::string& op, const graph::GpuTensor& t) {
             t.name(), "' has ", t.spec().numel(), " elements; the kernels index below 2^31");
 }
 
-// Adds the prepass that writes inv[b] = 1/scale[b] (correctly rounded) and returns inv.
-graph::ValueRef add_reciprocal_node(graph::ComputeGraph& graph, const std::string& op,
-                                    graph::ValueRef scale, int64_t blocks) {
-  const graph::ValueRef inv = graph.add_tensor(
-      {{blocks}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
-      graph.tensor(scale).name() + ".reciprocal");
+// inv[b] = 1/scale[b], correctly rounded. A constant scale (static quantization) is inverted
+// once on the CPU while the graph is prepared (host float division is IEEE, correctly
+// rounded); a scale written at run time (choose_qparams_affine's) by a prepass dispatch
+// (affine_reciprocal.glsl) before the quantize kernel.
+graph::ValueRef reciprocal_of(graph::ComputeGraph& graph, const std::string& op,
+                              graph::ValueRef scale, int64_t blocks) {
+  const TensorSpec spec{{blocks}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  const std::string name = graph.tensor(scale).name() + ".reciprocal";
+  if (graph.is_constant(scale)) {
+    graph::ConstantPacker scales = graph.constant_packer(scale);
+    return graph.add_constant(
+        spec, name,
+        [scales] {
+          std::vector<uint8_t> bytes = scales();
+          for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+            float s;
+            std::memcpy(&s, bytes.data() + i, 4);
+            const float inv = 1.0f / s;
+            std::memcpy(bytes.data() + i, &inv, 4);
+          }
+          return bytes;
+        },
+        static_cast<uint64_t>(blocks) * 4);
+  }
+  const graph::ValueRef inv = graph.add_tensor(spec, name);
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::Kernel::affine_reciprocal;
@@ -164,7 +184,7 @@ void add_quantize_affine_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const AffineGrid g = check_affine_tile_args(graph, op, in, out, scale, zero_point, block_size,
                                               quant_min, quant_max);
 
-  const graph::ValueRef inv = add_reciprocal_node(graph, op, scale, g.blocks);
+  const graph::ValueRef inv = reciprocal_of(graph, op, scale, g.blocks);
   const Dims4 d = in.spec().dims4();
   const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
   const QuantizeAffinePush push{affine_tile_push(d, in.spec(), g, walk), quant_min, quant_max,
