@@ -8,7 +8,17 @@
 #   GoogleTest (tests only)   libgtest-dev       -> GTest::gtest, GTest::gtest_main
 include_guard(GLOBAL)
 
-find_package(Vulkan REQUIRED)
+# Only the headers and the loader library are taken from FindVulkan. It always looks for the
+# SDK's glslc and glslangValidator too and would print "missing components: glslc" (a tool this
+# project never uses), so it runs quietly and the result is reported here; glslangValidator is
+# found below with find_program.
+find_package(Vulkan QUIET)
+if(NOT Vulkan_FOUND)
+  message(FATAL_ERROR
+    "Vulkan headers or loader not found. Install the Debian package 'libvulkan-dev' "
+    "(apt-get install libvulkan-dev), or point CMAKE_PREFIX_PATH at a Vulkan SDK.")
+endif()
+message(STATUS "Found Vulkan: ${Vulkan_LIBRARY} (headers ${Vulkan_VERSION})")
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 find_program(VKD_GLSLANG_VALIDATOR NAMES glslangValidator
