@@ -15,7 +15,7 @@ out="$build/examples/refinenet_lite"
 marker="$out/.written-by-run.sh"
 python="${VKD_TORCH_PYTHON:-/usr/bin/python3}"
 
-[ -x "$vkd" ] || { echo "run.sh: $vkd not found (build first: cmake --build $build)" >&2; exit 2; }
+[ -x "$vkd" ] || { echo "run.sh: $vkd not found (build it first: cmake --build $build --target vkd)" >&2; exit 2; }
 if [ -e "$out" ] && [ ! -e "$marker" ]; then
   echo "run.sh: $out exists and was not written by run.sh; move it away first" >&2
   exit 2
