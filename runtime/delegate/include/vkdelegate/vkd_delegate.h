@@ -119,7 +119,13 @@ VKD_C_API const char* vkd_delegate_last_error(const vkd_delegate* handle);
 VKD_C_API const char* vkd_delegate_device_name(const vkd_delegate* handle);
 /* Khronos validation messages (errors + warnings) seen so far; 0 without options.validation. */
 VKD_C_API uint64_t vkd_delegate_validation_message_count(const vkd_delegate* handle);
-VKD_C_API void vkd_delegate_destroy(vkd_delegate* handle); /* NULL is a no-op */
+/* Waits until the GPU is idle, then frees the handle and everything it owns (also the strings
+ * it returned). Call it exactly once per handle: any use of the handle afterwards - another call
+ * with it, a string it returned, or a second vkd_delegate_destroy - is undefined behaviour (a
+ * freed handle cannot be told from a live one). NULL is a no-op, so set the pointer to NULL after
+ * destroying it. Safe after any error, VKD_ERROR_TIMEOUT and VKD_ERROR_DEVICE_LOST included; not
+ * while another thread is inside a call on the same handle. */
+VKD_C_API void vkd_delegate_destroy(vkd_delegate* handle);
 
 #ifdef __cplusplus
 }
