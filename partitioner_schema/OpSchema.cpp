@@ -38,6 +38,17 @@ ArgSchema constant_in(std::string name, DType dtype) {
   a.constant = true;
   return a;
 }
+// int8 weights of rank `weight_rank` ([N, K] or [C_out, C_in / groups, KH, KW]) and one float32
+// scale and bias per output channel.
+std::vector<ArgSchema> per_channel_weights(int weight_rank) {
+  ArgSchema weight = constant_in("weight", DType::Int8);
+  weight.constant_rank = weight_rank;
+  ArgSchema scales = constant_in("weight_scales", DType::Float32);
+  scales.count_is_dim0_of = "weight";
+  ArgSchema bias = constant_in("bias", DType::Float32);
+  bias.count_is_dim0_of = "weight";
+  return {weight, scales, bias};
+}
 ArgSchema scalar(std::string name, ArgKind kind) { return ArgSchema{std::move(name), kind}; }
 
 std::vector<ArgSchema> per_tensor_qparams(const std::string& prefix) {
@@ -61,9 +72,6 @@ std::vector<OpSchema> build_schemas() {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const std::vector<ArgSchema> activation = {scalar("activation_min", ArgKind::Int),
                                              scalar("activation_max", ArgKind::Int)};
-  const std::vector<ArgSchema> weights = {constant_in("weight", DType::Int8),
-                                          constant_in("weight_scales", DType::Float32),
-                                          constant_in("bias", DType::Float32)};
   std::vector<OpSchema> s;
 
   // ---- ops with kernels ----
@@ -125,7 +133,7 @@ std::vector<OpSchema> build_schemas() {
   // ---- fused quantized ops (kernels land with the linear/conv/pooling issues) ----
   const auto linear_head = concat(
       std::vector<ArgSchema>{tensor_in("input", i8x4, {k4H4W})}, per_tensor_qparams("input_"),
-      weights);
+      per_channel_weights(2));
   s.push_back({"q8ta_linear",
                concat(linear_head, per_tensor_qparams("output_"), activation,
                       std::vector<ArgSchema>{tensor_out("output", i8x4, {k4H4W}, {k4H4W})}),
@@ -136,7 +144,7 @@ std::vector<OpSchema> build_schemas() {
                true, false, false, "int8 linear, float32 output (GEMM / GEMV kernels)"});
   const auto conv_head = concat(
       std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C})},
-      per_tensor_qparams("input_"), weights,
+      per_tensor_qparams("input_"), per_channel_weights(4),
       std::vector<ArgSchema>{scalar("stride", ArgKind::IntList),
                              scalar("padding", ArgKind::IntList),
                              scalar("dilation", ArgKind::IntList),

@@ -65,6 +65,12 @@ struct ArgSchema {
   std::vector<Placement> preferred;// tensors: first choices, in order (the rest follow)
   int tied_to = -1;                // index of the tensor arg that must share the placement
                                    // and the dtype
+  // Constants the op reads on the host: the shape the loader checks (with the dtype) before
+  // any builder reads a byte of the blob. 0 = any rank.
+  int constant_rank = 0;
+  // "" or the name of a tensor argument whose dim 0 this constant's element count must equal
+  // (per-output-channel weight scales and bias: dim 0 of the weight).
+  std::string count_is_dim0_of;
 };
 
 struct OpSchema {

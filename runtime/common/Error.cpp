@@ -10,6 +10,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::DeviceLost: return "device lost";
     case ErrorCode::VulkanFailure: return "Vulkan failure";
     case ErrorCode::Internal: return "internal error";
+    case ErrorCode::Timeout: return "timeout";
   }
   return "unknown error";
 }

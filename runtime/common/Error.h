@@ -16,6 +16,9 @@ enum class ErrorCode {
   DeviceLost,
   VulkanFailure,    // any other failed Vulkan call
   Internal,
+  // The GPU did not finish a submission within the configured time. The work is still in
+  // flight: everything it uses stays alive until the device is idle (vk::Context).
+  Timeout,
 };
 
 class Error : public std::runtime_error {

@@ -34,6 +34,7 @@ static_assert(VKD_ERROR_INVALID_ARGUMENT == static_cast<int>(vkd::Status::Invali
 static_assert(VKD_ERROR_UNSUPPORTED == static_cast<int>(vkd::Status::Unsupported), "");
 static_assert(VKD_ERROR_OUT_OF_MEMORY == static_cast<int>(vkd::Status::OutOfMemory), "");
 static_assert(VKD_ERROR_DEVICE_LOST == static_cast<int>(vkd::Status::DeviceLost), "");
+static_assert(VKD_ERROR_TIMEOUT == static_cast<int>(vkd::Status::Timeout), "");
 static_assert(VKD_ERROR_VULKAN == static_cast<int>(vkd::Status::VulkanFailure), "");
 static_assert(VKD_ERROR_INTERNAL == static_cast<int>(vkd::Status::Internal), "");
 static_assert(VKD_FLOAT32 == static_cast<int>(vkd::HostDType::Float32), "vkd_dtype drifted");
@@ -76,7 +77,7 @@ void set_message(std::string& target, const std::string& message) noexcept {
 
 vkd_status from_status(vkd::Status status) {
   const int value = static_cast<int>(status);
-  if (value < VKD_OK || value > VKD_ERROR_INTERNAL) return VKD_ERROR_INTERNAL;
+  if (value < VKD_OK || value > VKD_ERROR_TIMEOUT) return VKD_ERROR_INTERNAL;
   return static_cast<vkd_status>(value);
 }
 
@@ -88,6 +89,7 @@ vkd_status from_error_code(vkd::ErrorCode code) {
     case vkd::ErrorCode::DeviceLost: return VKD_ERROR_DEVICE_LOST;
     case vkd::ErrorCode::VulkanFailure: return VKD_ERROR_VULKAN;
     case vkd::ErrorCode::Internal: return VKD_ERROR_INTERNAL;
+    case vkd::ErrorCode::Timeout: return VKD_ERROR_TIMEOUT;
   }
   return VKD_ERROR_INTERNAL;
 }
@@ -246,6 +248,7 @@ VKD_C_API const char* vkd_status_name(vkd_status status) {
     case VKD_ERROR_DEVICE_LOST: return "VKD_ERROR_DEVICE_LOST";
     case VKD_ERROR_VULKAN: return "VKD_ERROR_VULKAN";
     case VKD_ERROR_INTERNAL: return "VKD_ERROR_INTERNAL";
+    case VKD_ERROR_TIMEOUT: return "VKD_ERROR_TIMEOUT";
   }
   return "VKD_ERROR_UNKNOWN_STATUS";
 }

@@ -22,6 +22,7 @@ Status status_of(ErrorCode code) {
     case ErrorCode::DeviceLost: return Status::DeviceLost;
     case ErrorCode::VulkanFailure: return Status::VulkanFailure;
     case ErrorCode::Internal: return Status::Internal;
+    case ErrorCode::Timeout: return Status::Timeout;
   }
   return Status::Internal;
 }
@@ -104,6 +105,7 @@ const char* status_name(Status status) {
     case Status::DeviceLost: return "device lost";
     case Status::VulkanFailure: return "Vulkan failure";
     case Status::Internal: return "internal error";
+    case Status::Timeout: return "timeout";
   }
   return "unknown status";
 }
@@ -146,6 +148,10 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
                          const std::vector<TensorView>& out) {
   VKD_CHECK(!device_lost, ErrorCode::DeviceLost,
             "the device was lost in an earlier call; destroy this delegate and create a new one");
+  // Checked before the inputs are written: the timed-out run may still read their staging.
+  VKD_CHECK(!context->timed_out(), ErrorCode::Timeout, "an earlier execute did not finish within ",
+            options.gpu_timeout_ms,
+            " ms (gpu_timeout_ms); destroy this delegate and create a new one");
   VKD_CHECK(in.size() == inputs.size(), ErrorCode::InvalidArgument, "the model takes ",
             inputs.size(), " inputs, got ", in.size());
   VKD_CHECK(out.size() == outputs.size(), ErrorCode::InvalidArgument, "the model gives ",
@@ -266,6 +272,9 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     VKD_CHECK(out != nullptr, ErrorCode::InvalidArgument, "Delegate::create: out is null");
     VKD_CHECK(blob != nullptr || size == 0, ErrorCode::InvalidArgument,
               "Delegate::create: blob is null");
+    VKD_CHECK(options.gpu_timeout_ms > 0, ErrorCode::InvalidArgument,
+              "Delegate::create: gpu_timeout_ms is 0; give the longest a GPU wait may take, in "
+              "milliseconds (default 120000)");
     impl = std::make_unique<Impl>();
     impl->options = options;
     vk::ContextOptions ctx = vk::ContextOptions::from_env();

@@ -1,7 +1,9 @@
 #include "runtime/delegate/GraphLoader.h"
 
+#include <algorithm>
 #include <sstream>
 
+#include "partitioner_schema/OpSchema.h"
 #include "runtime/common/Error.h"
 #include "runtime/ops/OpRegistry.h"
 
@@ -92,6 +94,47 @@ void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry
   }
 }
 
+// Every tensor argument against the op's schema: dtype, constant-ness and, for constants the
+// builders read on the host (weights, scales, bias), rank and element count. Checked before any
+// builder runs, so no builder reads a constant's bytes as a type or count the blob did not
+// promise (their byte sizes were checked against dtype x shape by deserialize()).
+void check_tensor_arguments(const DeserializedGraph& g) {
+  for (size_t k = 0; k < g.ops.size(); ++k) {
+    const auto& call = g.ops[k];
+    const compiler::OpSchema* schema = compiler::find_op_schema(call.name);
+    VKD_CHECK(schema != nullptr && schema->args.size() == call.args.size(), ErrorCode::Internal,
+              "op '", call.name, "' is registered without a matching schema");
+    for (size_t a = 0; a < call.args.size(); ++a) {
+      const compiler::ArgSchema& arg = schema->args[a];
+      if (arg.kind != compiler::ArgKind::Tensor) continue;
+      const TensorValue& t = *as_tensor(g, call.args[a]);
+      const std::string what = "op " + std::to_string(k) + " '" + call.name + "': argument '" +
+                               arg.name + "' (tensor '" + value_name(g, call.args[a]) + "')";
+      std::string accepted;
+      for (DType d : arg.dtypes) accepted += (accepted.empty() ? "" : " or ") + std::string(to_string(d));
+      VKD_CHECK(std::find(arg.dtypes.begin(), arg.dtypes.end(), t.spec.dtype) != arg.dtypes.end(),
+                ErrorCode::InvalidArgument, what, " is ", to_string(t.spec.dtype), ", expected ",
+                accepted);
+      if (!arg.constant) continue;
+      VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, what,
+                " must be a constant in the blob");
+      VKD_CHECK(arg.constant_rank == 0 ||
+                    t.spec.sizes.size() == static_cast<size_t>(arg.constant_rank),
+                ErrorCode::InvalidArgument, what, " is ", t.spec.describe(), ", expected rank ",
+                arg.constant_rank);
+      if (arg.count_is_dim0_of.empty()) continue;
+      const int of = schema->arg_index(arg.count_is_dim0_of);
+      VKD_CHECK(of >= 0, ErrorCode::Internal, "schema of '", call.name, "' names no argument '",
+                arg.count_is_dim0_of, "'");
+      const TensorValue& other = *as_tensor(g, call.args[static_cast<size_t>(of)]);
+      VKD_CHECK(!other.spec.sizes.empty() && t.spec.numel() == other.spec.sizes[0],
+                ErrorCode::InvalidArgument, what, " holds ", t.spec.numel(),
+                " values, expected one per output channel (dim 0 of '", arg.count_is_dim0_of,
+                "' ", other.spec.describe(), ")");
+    }
+  }
+}
+
 }  // namespace
 
 LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
@@ -100,6 +143,7 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
   const auto signatures = registry.signatures();
   const DeserializedGraph g = serialization::deserialize(blob, size, &signatures);
   check_data_flow(g, registry);
+  check_tensor_arguments(g);
 
   LoadedGraph out;
   out.graph = std::make_unique<graph::ComputeGraph>(context);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "runtime/common/Error.h"
 #include "runtime/graph/MemoryPlanner.h"
@@ -67,9 +68,40 @@ ConstantPacker nchw_constant_packer(const TensorSpec& spec, const uint8_t* nchw,
   };
 }
 
+namespace {
+
+// Submits `cmd` and waits. On a timeout the submission is still in flight, so `cmd` and the
+// caller's other local objects it uses go to the context, which frees them once the device is
+// idle, instead of being destroyed by the unwinding.
+template <typename... InUse>
+void submit_and_wait_keeping(vk::Context& context, vk::CommandBuffer& cmd,
+                             const std::string& what, InUse&... in_use) {
+  try {
+    context.submit_and_wait(cmd, what);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Timeout) {
+      context.keep_until_idle(std::make_shared<vk::CommandBuffer>(std::move(cmd)));
+      (context.keep_until_idle(std::make_shared<InUse>(std::move(in_use))), ...);
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
 ComputeGraph::ComputeGraph(vk::Context& context) : context_(context) {}
 
-ComputeGraph::~ComputeGraph() = default;
+ComputeGraph::~ComputeGraph() {
+  // A timed-out submission may still use this graph's buffers, descriptor sets and command
+  // buffer: wait for it before they are destroyed.
+  if (context_.timed_out()) {
+    try {
+      context_.wait_idle();
+    } catch (const Error&) {
+      // Device lost while waiting: nothing runs any more, destruction is safe.
+    }
+  }
+}
 
 ValueRef ComputeGraph::add_tensor(const TensorSpec& spec, std::string name) {
   VKD_CHECK(!prepared_, ErrorCode::Internal, "add_tensor after prepare()");
@@ -227,16 +259,31 @@ void ComputeGraph::plan_and_bind_memory() {
                                  ? profile().max_memory_allocation_bytes
                                  : (uint64_t{1} << 31);
   stats_.device_bytes = stats_.image_bytes;
+  const char* const whats[2] = {"graph constants, inputs and outputs", "graph intermediates"};
+  MemoryPlan plans[2];
   for (int kind = 0; kind < 2; ++kind) {
     if (items[kind].empty()) continue;
-    const char* what = kind == 0 ? "graph constants, inputs and outputs" : "graph intermediates";
-    VKD_CHECK(type_bits[kind] != 0, ErrorCode::Unsupported, what,
+    VKD_CHECK(type_bits[kind] != 0, ErrorCode::Unsupported, whats[kind],
               ": the buffers share no memory type");
-    const MemoryPlan plan = plan_memory(items[kind], max_block);
-    if (kind == 1) {
-      stats_.intermediate_naive_bytes = plan.naive_bytes;
-      stats_.intermediate_planned_bytes = plan.planned_bytes;
-    }
+    plans[kind] = plan_memory(items[kind], max_block);
+  }
+  const uint64_t planned_bytes[2] = {plans[0].planned_bytes, plans[1].planned_bytes};
+  stats_.intermediate_naive_bytes = plans[1].naive_bytes;
+  stats_.intermediate_planned_bytes = plans[1].planned_bytes;
+  // Whole-model check before the first allocation: a model larger than the device's memory
+  // is a clear error, not a driver failure halfway through (or silent oversubscription).
+  const uint64_t total = stats_.image_bytes + planned_bytes[0] + planned_bytes[1];
+  const uint64_t heap = profile().device_local_heap_bytes;
+  const auto mib = [](uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; };
+  VKD_CHECK(heap == 0 || total <= heap, ErrorCode::OutOfMemory, "the model needs ", mib(total),
+            " MiB of device memory (constants, inputs and outputs ", mib(planned_bytes[0]),
+            " MiB, intermediates ", mib(planned_bytes[1]), " MiB, textures ",
+            mib(stats_.image_bytes), " MiB); device '", profile().name, "' has a ", mib(heap),
+            " MiB device-local heap");
+  for (int kind = 0; kind < 2; ++kind) {
+    if (items[kind].empty()) continue;
+    const char* what = whats[kind];
+    const MemoryPlan& plan = plans[kind];
     const size_t first_block = blocks_.size();
     for (size_t b = 0; b < plan.block_bytes.size(); ++b) {
       blocks_.push_back(context_.memory().allocate_block(
@@ -315,7 +362,7 @@ void ComputeGraph::upload_constants() {
     if (used == 0) return;
     staging.flush();
     cmd.end();
-    context_.submit_and_wait(cmd, "constant upload");
+    submit_and_wait_keeping(context_, cmd, "constant upload", staging);
     cmd = context_.new_command_buffer();
     cmd.begin(true);
     used = 0;
@@ -444,7 +491,7 @@ void ComputeGraph::prepare() {
       if (t->is_image()) init.image_to_general(t->image().handle());
     }
     init.end();
-    context_.submit_and_wait(init, "image layout initialization");
+    submit_and_wait_keeping(context_, init, "image layout initialization");
   }
   upload_constants();
 
@@ -531,7 +578,7 @@ ComputeGraph::BenchmarkTimes ComputeGraph::benchmark(uint32_t warmup, uint32_t r
     if (whole_timed) whole.end(cmd, rep);
   }
   cb.end();
-  context_.submit_and_wait(cb, "benchmark");
+  submit_and_wait_keeping(context_, cb, "benchmark", whole, kernels);
   BenchmarkTimes times;
   times.end_to_end_us = whole.read_us();
   const std::vector<double> spans = kernels.read_us();

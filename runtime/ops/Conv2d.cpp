@@ -218,7 +218,7 @@ std::vector<uint8_t> pack_depthwise_weights(const Conv2dWeights& w) {
 // The weights as the [C_out, C_in / groups * KH * KW] matrix whose rows the channel constants
 // sum (PyTorch's order keeps each output channel's weights contiguous).
 LinearWeights as_matrix(const Conv2dWeights& w) {
-  return {w.weight, w.scales, w.bias, w.out_channels, w.in_per_group * w.kh * w.kw};
+  return {w.weight, w.scales, w.bias, w.out_channels, w.in_per_group * w.kh * w.kw, w.owner};
 }
 
 // The linear kernels' parameters for a convolution they run (Pointwise and Im2col routes).
@@ -295,7 +295,10 @@ void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const st
   graph.add_node(std::move(node));
 
   auto matrix = std::make_shared<const std::vector<int8_t>>(im2col_weight_matrix(w, d_in.c));
-  const LinearWeights lw{matrix->data(), w.scales, w.bias, w.out_channels, k, matrix};
+  // The packers keep both the matrix and whatever w's pointers point into.
+  const auto owners = std::make_shared<const std::pair<std::shared_ptr<const void>,
+                                                       std::shared_ptr<const void>>>(matrix, w.owner);
+  const LinearWeights lw{matrix->data(), w.scales, w.bias, w.out_channels, k, owners};
   add_q8ta_linear_rows_node(graph, op, cols, d_out.n * d_out.h, d_out.w, lw, output,
                             linear_params(p));
 }
@@ -428,9 +431,11 @@ Conv2dWeights blob_weights(const OpCall& call) {
   VKD_CHECK(s.spec.numel() == cw.out_channels && b.spec.numel() == cw.out_channels,
             ErrorCode::InvalidArgument, call.label(), ": weight_scales ", s.spec.describe(),
             " and bias ", b.spec.describe(), " must hold C_out = ", cw.out_channels, " values");
+  const auto channels = call.channel_floats(4, 5);
   cw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
-  cw.scales = reinterpret_cast<const float*>(s.constant->data);
-  cw.bias = reinterpret_cast<const float*>(b.constant->data);
+  cw.scales = channels->scales.data();
+  cw.bias = channels->bias.data();
+  cw.owner = channels;
   return cw;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,9 @@ struct Conv2dWeights {
   const float* scales = nullptr;
   const float* bias = nullptr;
   int64_t out_channels = 0, in_per_group = 0, kh = 0, kw = 0;
+  // Keeps alive what the pointers point into when the caller made those arrays (the graph
+  // loader's aligned copies of the blob's scales and bias); copied into the packers.
+  std::shared_ptr<const void> owner;
 };
 
 // Stride, padding (each side on its own: asymmetric padding is a pad op folded in), dilation,

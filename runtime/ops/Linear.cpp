@@ -302,9 +302,11 @@ LinearWeights blob_weights(const OpCall& call) {
   VKD_CHECK(s.spec.numel() == lw.n && b.spec.numel() == lw.n, ErrorCode::InvalidArgument,
             call.label(), ": weight_scales ", s.spec.describe(), " and bias ", b.spec.describe(),
             " must hold N = ", lw.n, " values");
+  const auto channels = call.channel_floats(4, 5);
   lw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
-  lw.scales = reinterpret_cast<const float*>(s.constant->data);
-  lw.bias = reinterpret_cast<const float*>(b.constant->data);
+  lw.scales = channels->scales.data();
+  lw.bias = channels->bias.data();
+  lw.owner = channels;
   return lw;
 }
 

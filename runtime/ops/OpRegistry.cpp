@@ -1,6 +1,7 @@
 #include "runtime/ops/OpRegistry.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
@@ -88,6 +89,22 @@ const serialization::TensorValue& OpCall::constant(size_t arg) const {
   VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, label_, ": argument '",
             entry_.args[arg].name, "' (value ", args_[arg], ") must be a constant");
   return t;
+}
+
+std::shared_ptr<const OpCall::ChannelFloats> OpCall::channel_floats(size_t scales_arg,
+                                                                    size_t bias_arg) const {
+  const auto copy_floats = [this](size_t arg) {
+    const serialization::TensorValue& t = constant(arg);
+    VKD_CHECK(t.spec.dtype == DType::Float32 &&
+                  t.constant->size == static_cast<size_t>(t.spec.numel()) * sizeof(float),
+              ErrorCode::InvalidArgument, label_, ": argument '", entry_.args[arg].name,
+              "' must be float32 constant data, got ", t.spec.describe());
+    std::vector<float> values(static_cast<size_t>(t.spec.numel()));
+    if (!values.empty()) std::memcpy(values.data(), t.constant->data, t.constant->size);
+    return values;
+  };
+  return std::make_shared<const ChannelFloats>(
+      ChannelFloats{copy_floats(scales_arg), copy_floats(bias_arg)});
 }
 
 double OpCall::float_arg(size_t arg) const {

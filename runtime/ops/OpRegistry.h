@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,13 @@ class OpCall {
   // for builders that prepack it into their own form with graph().add_constant(): the default
   // tensor is then never created. InvalidArgument when the argument is not a constant.
   const serialization::TensorValue& constant(size_t arg) const;
+  // Per-output-channel float32 constants (weight scales, bias) copied out of the blob with
+  // memcpy: a blob may sit at any address, so its bytes are never read in place as floats.
+  // Shared, so the packers that read them keep them alive until prepare().
+  struct ChannelFloats {
+    std::vector<float> scales, bias;
+  };
+  std::shared_ptr<const ChannelFloats> channel_floats(size_t scales_arg, size_t bias_arg) const;
   double float_arg(size_t arg) const;
   int64_t int_arg(size_t arg) const;
   // int_arg checked to lie in [lo, hi].

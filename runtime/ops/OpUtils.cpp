@@ -88,12 +88,8 @@ TileOrder natural_order(const TensorSpec& s) {
 
 TileWalk choose_tile_walk(const Dims4& d, const TensorSpec& out, const TensorSpec& in) {
   TileOrder order = fastest_dim(out) == fastest_dim(in) ? natural_order(out) : TileOrder::Patch;
-  const std::string forced = vk::env_string("VKD_TILE_ORDER");
-  if (!forced.empty()) {
-    const int v = std::stoi(forced);
-    VKD_CHECK(v >= 0 && v <= 3, ErrorCode::InvalidArgument, "VKD_TILE_ORDER must be 0..3, got ",
-              forced);
-    order = static_cast<TileOrder>(v);
+  if (const auto forced = vk::env_uint("VKD_TILE_ORDER", 0, 3)) {
+    order = static_cast<TileOrder>(*forced);
   }
   int64_t items = tile_count(d);
   if (order == TileOrder::Patch) {

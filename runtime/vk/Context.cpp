@@ -98,25 +98,26 @@ Context::Context(const ContextOptions& options) : options_(options) {
   di.pQueueCreateInfos = &qi;
   di.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   di.ppEnabledExtensionNames = extensions.data();
-  VKD_VK_CHECK(vkCreateDevice(physical_, &di, nullptr, &device_), "vkCreateDevice for '",
+  VkDevice device = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreateDevice(physical_, &di, nullptr, &device), "vkCreateDevice for '",
                profile_.name, "'");
-  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  device_ = UniqueDevice(device);
+  vkGetDeviceQueue(device, queue_family_, 0, &queue_);
 
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pi.queueFamilyIndex = queue_family_;
-  VkResult r = vkCreateCommandPool(device_, &pi, nullptr, &command_pool_);
-  if (r != VK_SUCCESS) {
-    vkDestroyDevice(device_, nullptr);
-    check(r, "vkCreateCommandPool");
-  }
-  memory_ = std::make_unique<MemoryAllocator>(physical_, device_, profile_);
-  pipelines_ = std::make_unique<PipelineCache>(device_, profile_, options.pipeline_cache_file,
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreateCommandPool(device, &pi, nullptr, &pool), "vkCreateCommandPool");
+  command_pool_ = UniqueCommandPool(device, pool);
+  memory_ = std::make_unique<MemoryAllocator>(physical_, device, profile_);
+  pipelines_ = std::make_unique<PipelineCache>(device, profile_, options.pipeline_cache_file,
                                                capture_statistics);
 }
 
 Context::~Context() {
-  if (device_ != VK_NULL_HANDLE) vkDeviceWaitIdle(device_);
+  vkDeviceWaitIdle(device_.get());
+  kept_until_idle_.clear();
   if (pipelines_) {
     try {
       pipelines_->save();
@@ -124,20 +125,23 @@ Context::~Context() {
       std::fprintf(stderr, "vkd: warning: %s\n", e.what());
     }
   }
-  pipelines_.reset();
-  memory_.reset();
-  if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
-  if (device_ != VK_NULL_HANDLE) vkDestroyDevice(device_, nullptr);
-  instance_.reset();
+  // The rest in reverse order of creation, by the members' destructors.
 }
 
-CommandBuffer Context::new_command_buffer() { return CommandBuffer(device_, command_pool_); }
+CommandBuffer Context::new_command_buffer() {
+  return CommandBuffer(device_.get(), command_pool_.get());
+}
 
 void Context::submit_and_wait(const CommandBuffer& cmd, const std::string& what) {
+  // Submitting after a timeout could overlap work with the stuck submission over the same
+  // memory; the context says so instead.
+  VKD_CHECK(!timed_out_, ErrorCode::Timeout, what, ": refused, '", timed_out_what_,
+            "' did not finish within ", options_.gpu_timeout.count(),
+            " ms earlier; destroy this delegate (or context) and create a new one");
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   VkFence fence_handle = VK_NULL_HANDLE;
-  VKD_VK_CHECK(vkCreateFence(device_, &fi, nullptr, &fence_handle), "vkCreateFence");
-  UniqueFence fence(device_, fence_handle);
+  VKD_VK_CHECK(vkCreateFence(device_.get(), &fi, nullptr, &fence_handle), "vkCreateFence");
+  UniqueFence fence(device_.get(), fence_handle);
   VkCommandBuffer handle = cmd.handle();
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
@@ -145,10 +149,27 @@ void Context::submit_and_wait(const CommandBuffer& cmd, const std::string& what)
   VKD_VK_CHECK(vkQueueSubmit(queue_, 1, &si, fence_handle), "vkQueueSubmit (", what, ")");
   const uint64_t timeout_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(options_.gpu_timeout).count();
-  const VkResult r = vkWaitForFences(device_, 1, &fence_handle, VK_TRUE, timeout_ns);
-  VKD_CHECK(r != VK_TIMEOUT, ErrorCode::DeviceLost, what, ": the GPU did not finish within ",
-            options_.gpu_timeout.count(), " ms");
+  const VkResult r = vkWaitForFences(device_.get(), 1, &fence_handle, VK_TRUE, timeout_ns);
+  if (r == VK_TIMEOUT) {
+    // The submission is still pending: its fence may not be destroyed yet.
+    timed_out_ = true;
+    timed_out_what_ = what;
+    keep_until_idle(std::make_shared<UniqueFence>(std::move(fence)));
+    VKD_THROW(ErrorCode::Timeout, what, ": the GPU did not finish within ",
+              options_.gpu_timeout.count(), " ms (gpu_timeout_ms); the work is still running, "
+              "destroy this delegate (or context) and create a new one");
+  }
   check(r, "vkWaitForFences (" + what + ")");
+}
+
+void Context::keep_until_idle(std::shared_ptr<void> object) {
+  kept_until_idle_.push_back(std::move(object));
+}
+
+void Context::wait_idle() {
+  const VkResult r = vkDeviceWaitIdle(device_.get());
+  kept_until_idle_.clear();
+  check(r, "vkDeviceWaitIdle");
 }
 
 }  // namespace vkd::vk

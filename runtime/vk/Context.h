@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/vk/Commands.h"
 #include "runtime/vk/DeviceProfile.h"
@@ -42,7 +43,7 @@ class Context {
 
   const DeviceProfile& profile() const { return profile_; }
   const Instance& instance() const { return *instance_; }
-  VkDevice device() const { return device_; }
+  VkDevice device() const { return device_.get(); }
   VkQueue queue() const { return queue_; }
   const MemoryAllocator& memory() const { return *memory_; }
   PipelineCache& pipelines() { return *pipelines_; }
@@ -50,21 +51,39 @@ class Context {
   bool captures_kernel_statistics() const { return pipelines_->captures_statistics(); }
 
   CommandBuffer new_command_buffer();
-  // Submits and blocks until the GPU finished; a GPU that does not finish within the
-  // configured timeout becomes an error instead of a hang.
+  // Submits and blocks until the GPU finished. A GPU that does not finish within the
+  // configured timeout throws ErrorCode::Timeout instead of hanging; the submission stays in
+  // flight (its fence is kept), so the caller must keep everything it uses alive: objects it
+  // owns go to keep_until_idle(), and owners of longer-lived objects call wait_idle() before
+  // destroying them when timed_out(). The context stays poisoned: every later submission
+  // throws Timeout too.
   void submit_and_wait(const CommandBuffer& cmd, const std::string& what);
+  // After a timeout: `object` is destroyed only once the device is idle (wait_idle() or the
+  // destructor), never while the timed-out submission may still use it.
+  void keep_until_idle(std::shared_ptr<void> object);
+  bool timed_out() const { return timed_out_; }
+  // Blocks until the device has finished everything submitted (no timeout: a driver reports a
+  // hung GPU as VK_ERROR_DEVICE_LOST), then frees what keep_until_idle() held.
+  void wait_idle();
+  // For tests of the timeout path.
+  void set_gpu_timeout(std::chrono::milliseconds timeout) { options_.gpu_timeout = timeout; }
 
  private:
   ContextOptions options_;
   std::unique_ptr<Instance> instance_;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   DeviceProfile profile_;
-  VkDevice device_ = VK_NULL_HANDLE;
+  // RAII members in dependency order: a constructor that throws part-way (e.g. a refused
+  // pipeline cache file) destroys what it made, in reverse.
+  UniqueDevice device_;
   uint32_t queue_family_ = 0;
   VkQueue queue_ = VK_NULL_HANDLE;
-  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  UniqueCommandPool command_pool_;
   std::unique_ptr<MemoryAllocator> memory_;
   std::unique_ptr<PipelineCache> pipelines_;
+  bool timed_out_ = false;
+  std::string timed_out_what_;                    // the submission that timed out
+  std::vector<std::shared_ptr<void>> kept_until_idle_;  // includes the timed-out fence
 };
 
 }  // namespace vkd::vk

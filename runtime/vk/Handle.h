@@ -53,4 +53,26 @@ using UniqueCommandPool = DeviceHandle<VkCommandPool, vkDestroyCommandPool>;
 using UniqueFence = DeviceHandle<VkFence, vkDestroyFence>;
 using UniqueQueryPool = DeviceHandle<VkQueryPool, vkDestroyQueryPool>;
 
+// The logical device itself (the owner of everything above): destroyed last by its Context.
+class UniqueDevice {
+ public:
+  UniqueDevice() = default;
+  explicit UniqueDevice(VkDevice device) : device_(device) {}
+  ~UniqueDevice() {
+    if (device_ != VK_NULL_HANDLE) vkDestroyDevice(device_, nullptr);
+  }
+  UniqueDevice(const UniqueDevice&) = delete;
+  UniqueDevice& operator=(const UniqueDevice&) = delete;
+  UniqueDevice(UniqueDevice&& other) noexcept
+      : device_(std::exchange(other.device_, VK_NULL_HANDLE)) {}
+  UniqueDevice& operator=(UniqueDevice&& other) noexcept {
+    std::swap(device_, other.device_);
+    return *this;
+  }
+  VkDevice get() const { return device_; }
+
+ private:
+  VkDevice device_ = VK_NULL_HANDLE;
+};
+
 }  // namespace vkd::vk

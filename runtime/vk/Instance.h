@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,8 @@ class Instance {
 // True when the environment variable is set to something other than "", "0", "false", "off".
 bool env_flag(const char* name);
 std::string env_string(const char* name);
+// The variable as a whole number in [lo, hi]; nullopt when unset or empty. Anything else (text,
+// a sign, trailing characters, out of range) is an InvalidArgument naming the variable.
+std::optional<uint32_t> env_uint(const char* name, uint32_t lo, uint32_t hi);
 
 }  // namespace vkd::vk

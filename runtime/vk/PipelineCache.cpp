@@ -2,8 +2,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <system_error>
+
+#include <unistd.h>
 
 #include "runtime/vk/VkError.h"
 
@@ -29,6 +32,41 @@ bool cache_header_matches(const std::vector<char>& data, const DeviceProfile& pr
   return words[0] >= 32 && words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
          words[2] == profile.vendor_id && words[3] == profile.device_id &&
          std::memcmp(data.data() + 16, profile.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
+}
+
+// Larger than any pipeline cache of this library's few dozen kernels: a bigger file is not one.
+constexpr uintmax_t kMaxCacheFileBytes = 256ull << 20;
+
+// The cache file's contents ({} when it does not exist yet). The file is the user's: anything
+// that is not a regular file, is too large, or holds something other than a Vulkan pipeline
+// cache is refused (InvalidArgument) rather than read or later overwritten by save().
+std::vector<char> read_cache_file(const std::string& path) {
+  const std::string what = "pipeline cache file '" + path +
+                           "' (DelegateOptions::pipeline_cache_file or VKD_PIPELINE_CACHE)";
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) return {};
+  VKD_CHECK(!ec, ErrorCode::InvalidArgument, what, ": ", ec.message());
+  VKD_CHECK(status.type() == std::filesystem::file_type::regular, ErrorCode::InvalidArgument,
+            what, " is not a regular file");
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  VKD_CHECK(!ec && size <= kMaxCacheFileBytes, ErrorCode::InvalidArgument, what, " is ",
+            ec ? ec.message() : std::to_string(size >> 20) + " MiB",
+            ", not a pipeline cache (at most 256 MiB)");
+  std::ifstream in(path, std::ios::binary);
+  VKD_CHECK(in.good(), ErrorCode::InvalidArgument, what, " cannot be read");
+  std::vector<char> data(static_cast<size_t>(size));
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  VKD_CHECK(in.gcount() == static_cast<std::streamsize>(data.size()), ErrorCode::InvalidArgument,
+            what, " could not be read whole");
+  uint32_t header[2] = {0, 0};
+  if (data.size() >= sizeof(header)) std::memcpy(header, data.data(), sizeof(header));
+  VKD_CHECK(data.empty() ||
+                (data.size() >= 32 && header[0] >= 32 &&
+                 header[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE),
+            ErrorCode::InvalidArgument, what,
+            " exists and is not a Vulkan pipeline cache; refusing to overwrite it");
+  return data;
 }
 
 // The driver's fixed-size, NUL-terminated strings (bounded anyway: a driver bug must not make
@@ -89,8 +127,7 @@ PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile, std:
   }
   std::vector<char> data;
   if (!cache_file_.empty()) {
-    std::ifstream in(cache_file_, std::ios::binary);
-    if (in) data.assign(std::istreambuf_iterator<char>(in), {});
+    data = read_cache_file(cache_file_);
     // A cache from another device or driver is ignored rather than handed to the driver.
     if (!data.empty() && !cache_header_matches(data, profile_)) data.clear();
     loaded_from_file_ = !data.empty();
@@ -113,8 +150,9 @@ void PipelineCache::save() const {
   std::vector<char> data(size);
   VKD_VK_CHECK(vkGetPipelineCacheData(device_, cache_.get(), &size, data.data()),
                "vkGetPipelineCacheData");
-  // Write to a temporary file and rename, so a crash never leaves a truncated cache.
-  const std::string tmp = cache_file_ + ".tmp";
+  // Write to a temporary file and rename, so a crash never leaves a truncated cache. The
+  // process id in its name keeps it off any file of the user's and off another process's.
+  const std::string tmp = cache_file_ + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write pipeline cache file '", tmp, "'");

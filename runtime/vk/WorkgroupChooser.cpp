@@ -23,8 +23,7 @@ uint32_t default_linear_local_size(const DeviceProfile& profile) {
 
 DispatchPlan plan_linear(const DeviceProfile& profile, uint64_t items, uint32_t preferred_local) {
   uint32_t local = preferred_local ? preferred_local : default_linear_local_size(profile);
-  const std::string override_size = env_string("VKD_WORKGROUP_SIZE");
-  if (!override_size.empty()) local = static_cast<uint32_t>(std::stoul(override_size));
+  if (const auto forced = env_uint("VKD_WORKGROUP_SIZE", 1, 1u << 16)) local = *forced;
   local = std::max(1u, std::min({local, profile.max_workgroup_size[0],
                                  profile.max_workgroup_invocations}));
 

@@ -13,6 +13,7 @@
 #include "test/reference/QuantReference.h"
 #include "test/unit/GpuTest.h"
 #include "vkdelegate/Delegate.hpp"
+#include "vkdelegate/vkd_delegate.h"
 
 namespace {
 
@@ -326,6 +327,180 @@ TEST(Delegate, BadGraphsFailAtLoadWithTheirOwnMessage) {
   }
 }
 
+// x [1, 1, 5, 8] -> quantize (4H4W) -> q8ta_linear_dq (N = 6) -> y: a blob with int8 weights and
+// float32 scale and bias constants that the linear builder reads on the host.
+std::vector<uint8_t> linear_blob() {
+  QuantGraph g;
+  const ValueId x = g.b.add_tensor(float_spec({1, 1, 5, 8}), "x");
+  const ValueId q = g.b.add_tensor(int8_spec({1, 1, 5, 8}, MemoryLayout::PackedInt8_4H4W), "q");
+  g.quantize(x, q);
+  std::vector<uint8_t> w(6 * 8), scales(6 * 4), bias(6 * 4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>((i * 29) % 255);
+  for (size_t n = 0; n < 6; ++n) {
+    const float s = 0.01f * static_cast<float>(n + 1), b = 0.5f - static_cast<float>(n);
+    std::memcpy(&scales[n * 4], &s, 4);
+    std::memcpy(&bias[n * 4], &b, 4);
+  }
+  const ValueId wv = g.b.add_tensor({{6, 8}, DType::Int8, StorageType::Buffer,
+                                     MemoryLayout::WidthPacked}, "w", w);
+  const ValueId sv = g.b.add_tensor(float_spec({6}), "w_scales", scales);
+  const ValueId bv = g.b.add_tensor(float_spec({6}), "b", bias);
+  const ValueId y = g.b.add_tensor(float_spec({1, 1, 5, 6}), "y");
+  g.b.add_op("q8ta_linear_dq",
+             {q, g.b.add_float(kScale), g.b.add_int(kZeroPoint), wv, sv, bv, y});
+  g.b.set_inputs({x}, {"x"});
+  g.b.set_outputs({y}, {"y"});
+  return g.b.finish();
+}
+
+// A blob may sit at any address (an app's mmap plus an offset, a byte vector inside a bigger
+// file): constants are copied out, never read in place as floats (UBSan reported
+// "load of misaligned address ... for type 'const float'" in Linear.cpp). Same results either way.
+TEST(Delegate, BlobAtAnOddAddressLoadsAndRunsTheSame) {
+  const auto blob = linear_blob();
+  std::vector<uint8_t> storage(blob.size() + 3);
+  for (size_t offset : {size_t{1}, size_t{3}}) {
+    uint8_t* odd = storage.data() + offset;
+    std::memcpy(odd, blob.data(), blob.size());
+    std::unique_ptr<vkd::Delegate> aligned, misaligned;
+    std::string error;
+    ASSERT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &aligned, &error),
+              vkd::Status::Ok) << error;
+    ASSERT_EQ(vkd::Delegate::create(odd, blob.size(), {}, &misaligned, &error), vkd::Status::Ok)
+        << error;
+    const auto x = random_input(40, 7);
+    std::vector<float> y_aligned, y_misaligned;
+    ASSERT_EQ(run_float(*aligned, x, y_aligned), vkd::Status::Ok) << aligned->last_error();
+    ASSERT_EQ(run_float(*misaligned, x, y_misaligned), vkd::Status::Ok);
+    EXPECT_TRUE(vkd_test::floats_equal(y_aligned, y_misaligned)) << "offset " << offset;
+    EXPECT_NE(y_aligned, std::vector<float>(30, 0.0f)) << "the bias alone is not zero";
+  }
+}
+
+// Each per-channel constant of q8ta_linear_dq swapped to every other dtype, its byte size kept
+// consistent with the new dtype: the loader refuses it by name before the builder reads a byte
+// (it used to read 2-4x the constant's size past its end in pack_channels).
+TEST(Delegate, ConstantOfTheWrongDtypeIsRefusedBeforeAnyRead) {
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> constants = {
+      {"weight", {6, 8}}, {"weight_scales", {6}}, {"bias", {6}}};
+  const DType expected[3] = {DType::Int8, DType::Float32, DType::Float32};
+  for (size_t c = 0; c < constants.size(); ++c) {
+    for (DType dtype : {DType::Float32, DType::Float16, DType::Int32, DType::Int8}) {
+      if (dtype == expected[c]) continue;
+      QuantGraph g;
+      const ValueId x = g.b.add_tensor(float_spec({1, 1, 5, 8}), "x");
+      const ValueId q =
+          g.b.add_tensor(int8_spec({1, 1, 5, 8}, MemoryLayout::PackedInt8_4H4W), "q");
+      g.quantize(x, q);
+      std::vector<ValueId> ids;
+      for (size_t k = 0; k < constants.size(); ++k) {
+        const DType d = k == c ? dtype : expected[k];
+        const TensorSpec spec{constants[k].second, d, StorageType::Buffer,
+                              MemoryLayout::WidthPacked};
+        ids.push_back(g.b.add_tensor(
+            spec, constants[k].first,
+            std::vector<uint8_t>(static_cast<size_t>(spec.numel()) * vkd::host_element_size(d), 1)));
+      }
+      const ValueId y = g.b.add_tensor(float_spec({1, 1, 5, 6}), "y");
+      g.b.add_op("q8ta_linear_dq", {q, g.b.add_float(kScale), g.b.add_int(kZeroPoint), ids[0],
+                                    ids[1], ids[2], y});
+      g.b.set_inputs({x});
+      g.b.set_outputs({y});
+      const auto blob = g.b.finish();
+      std::unique_ptr<vkd::Delegate> d;
+      std::string error;
+      EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error),
+                vkd::Status::InvalidArgument) << constants[c].first << " " << to_string(dtype);
+      EXPECT_NE(error.find(std::string("op 1 'q8ta_linear_dq': argument '") +
+                           constants[c].first + "'"),
+                std::string::npos) << error;
+      EXPECT_NE(error.find(std::string(" is ") + std::string(to_string(dtype)) + ", expected " +
+                           std::string(to_string(expected[c]))),
+                std::string::npos) << error;
+    }
+  }
+}
+
+// Scales and bias hold one value per output channel, the weight has the op's rank.
+TEST(Delegate, ConstantOfTheWrongShapeIsRefusedBeforeAnyRead) {
+  struct Case {
+    std::vector<int64_t> weight, scales, bias;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {{6, 8}, {5}, {6}, "argument 'weight_scales' (tensor 'w_scales') holds 5 values, expected "
+                         "one per output channel (dim 0 of 'weight'"},
+      {{6, 8}, {6}, {2, 6}, "argument 'bias' (tensor 'b') holds 12 values"},
+      {{1, 6, 8}, {6}, {6}, "argument 'weight' (tensor 'w') is [1,6,8] int8 buffer "},
+  };
+  for (const Case& c : cases) {
+    QuantGraph g;
+    const ValueId x = g.b.add_tensor(float_spec({1, 1, 5, 8}), "x");
+    const ValueId q = g.b.add_tensor(int8_spec({1, 1, 5, 8}, MemoryLayout::PackedInt8_4H4W), "q");
+    g.quantize(x, q);
+    auto constant = [&](const std::vector<int64_t>& sizes, DType dtype, const char* name) {
+      const TensorSpec spec{sizes, dtype, StorageType::Buffer, MemoryLayout::WidthPacked};
+      return g.b.add_tensor(spec, name,
+                            std::vector<uint8_t>(static_cast<size_t>(spec.numel()) *
+                                                     vkd::host_element_size(dtype), 0));
+    };
+    const ValueId w = constant(c.weight, DType::Int8, "w");
+    const ValueId s = constant(c.scales, DType::Float32, "w_scales");
+    const ValueId b = constant(c.bias, DType::Float32, "b");
+    const ValueId y = g.b.add_tensor(float_spec({1, 1, 5, 6}), "y");
+    g.b.add_op("q8ta_linear_dq", {q, g.b.add_float(kScale), g.b.add_int(kZeroPoint), w, s, b, y});
+    g.b.set_inputs({x});
+    g.b.set_outputs({y});
+    const auto blob = g.b.finish();
+    std::unique_ptr<vkd::Delegate> d;
+    std::string error;
+    EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error),
+              vkd::Status::InvalidArgument);
+    EXPECT_NE(error.find(c.needle), std::string::npos) << error;
+  }
+}
+
+TEST(Delegate, ZeroGpuTimeoutIsRefused) {
+  vkd::DelegateOptions options;
+  options.gpu_timeout_ms = 0;
+  const auto blob = chain_blob({1, 2, 3, 4}, 1);
+  std::unique_ptr<vkd::Delegate> d;
+  std::string error;
+  EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), options, &d, &error),
+            vkd::Status::InvalidArgument);
+  EXPECT_NE(error.find("gpu_timeout_ms is 0"), std::string::npos) << error;
+}
+
+// A run longer than gpu_timeout_ms: its own status (not DEVICE_LOST), the handle poisoned for
+// later runs, and destroy safe (it used to free the fence and command buffer of the pending
+// submission, then crash in the driver's queue thread). 16 Mi elements: far beyond 1 ms on any
+// device (64 MB in, 64 MB out through staging). No constants: loading submits nothing.
+TEST(Delegate, GpuTimeoutIsItsOwnStatusAndPoisonsTheHandle) {
+  const std::vector<int64_t> sizes = {1, 16, 1024, 1024};
+  const auto blob = chain_blob(sizes, 1);
+  const std::vector<float> x(16u << 20, 0.25f);
+  std::vector<float> y(x.size());
+  const vkd_tensor in{const_cast<float*>(x.data()), x.size() * 4, VKD_FLOAT32, 4,
+                      {1, 16, 1024, 1024}};
+  vkd_tensor out{y.data(), y.size() * 4, VKD_FLOAT32, 4, {1, 16, 1024, 1024}};
+  vkd_options options;
+  vkd_options_init(&options);
+  options.gpu_timeout_ms = 1;
+  options.validation = 1;
+  vkd_delegate* handle = nullptr;
+  ASSERT_EQ(vkd_delegate_init(blob.data(), blob.size(), &options, &handle), VKD_OK)
+      << vkd_init_error();
+  EXPECT_EQ(vkd_delegate_execute(handle, &in, 1, &out, 1), VKD_ERROR_TIMEOUT);
+  EXPECT_NE(std::string(vkd_delegate_last_error(handle)).find("did not finish within 1 ms"),
+            std::string::npos) << vkd_delegate_last_error(handle);
+  EXPECT_EQ(vkd_delegate_execute(handle, &in, 1, &out, 1), VKD_ERROR_TIMEOUT);
+  EXPECT_NE(std::string(vkd_delegate_last_error(handle)).find("an earlier execute did not finish"),
+            std::string::npos) << vkd_delegate_last_error(handle);
+  EXPECT_EQ(vkd_delegate_validation_message_count(handle), 0u);
+  EXPECT_STREQ(vkd_status_name(VKD_ERROR_TIMEOUT), "VKD_ERROR_TIMEOUT");
+  vkd_delegate_destroy(handle);  // waits for the running work, then frees it
+}
+
 TEST(Delegate, DistinctHandlesRunConcurrentlyAndOneHandleIsSerialized) {
   const std::vector<int64_t> sizes = {1, 5, 7, 9};
   const auto blob = chain_blob(sizes, 2);
@@ -355,7 +530,8 @@ TEST(Delegate, DistinctHandlesRunConcurrentlyAndOneHandleIsSerialized) {
 class DeviceLimits : public ::testing::Test {
  protected:
   std::string load_error(const std::vector<uint8_t>& blob,
-                         const vkd::vk::ProfileOverrides::Limits& limits) {
+                         const vkd::vk::ProfileOverrides::Limits& limits,
+                         vkd::ErrorCode code = vkd::ErrorCode::Unsupported) {
     auto options = vkd_test::test_context_options();
     options.overrides.limits = limits;
     vkd::vk::Context context(options);
@@ -363,7 +539,7 @@ class DeviceLimits : public ::testing::Test {
     try {
       vkd::delegate::load_graph(context, blob.data(), blob.size(), 1 << 20);
     } catch (const vkd::Error& e) {
-      EXPECT_EQ(e.code(), vkd::ErrorCode::Unsupported) << e.what();
+      EXPECT_EQ(e.code(), code) << e.what();
       watch.check("load_graph with lowered limits");
       return e.what();
     }
@@ -404,6 +580,20 @@ TEST_F(DeviceLimits, DescriptorCount) {
   const std::string e = load_error(chain_blob({1, 5, 7, 9}, 1), limits);
   EXPECT_NE(e.find("op 0 'q8ta_quantize'"), std::string::npos) << e;
   EXPECT_NE(e.find("maxPerStageDescriptorStorageBuffers is 1"), std::string::npos) << e;
+}
+
+// Planned device memory is checked against the heap before the first allocation (2.25 GiB of
+// constants used to load on lavapipe's 2048 MiB heap).
+TEST_F(DeviceLimits, ModelLargerThanTheHeapInMiB) {
+  vkd::vk::ProfileOverrides::Limits limits;
+  limits.device_local_heap_bytes = 1u << 20;
+  // 1x16x128x128: 1 MiB float input, 1 MiB float output, 256 KiB per int8 tensor.
+  const std::string e =
+      load_error(chain_blob({1, 16, 128, 128}, 1), limits, vkd::ErrorCode::OutOfMemory);
+  EXPECT_NE(e.find("the model needs 3 MiB of device memory (constants, inputs and outputs 2 MiB, "
+                   "intermediates 1 MiB, textures 0 MiB)"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("has a 1 MiB device-local heap"), std::string::npos) << e;
 }
 
 TEST_F(DeviceLimits, TextureExtentInTexels) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "runtime/common/Error.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/LayoutConvert.h"
+#include "runtime/ops/OpUtils.h"
 #include "runtime/ops/QuantizeDequantize.h"
 #include "runtime/tensor/TensorSpec.h"
 #include "runtime/vk/PipelineCache.h"
@@ -262,25 +264,86 @@ TEST_F(RuntimeTest, PipelineCacheSavedAndLoadedFromFile) {
   std::remove((path + ".tmp").c_str());
 }
 
-TEST_F(RuntimeTest, GarbagePipelineCacheFileIsIgnored) {
+// The cache file is the user's: a file that is not a pipeline cache is neither read as one nor
+// overwritten when the context saves its cache; a directory or device file is refused by name.
+TEST_F(RuntimeTest, NonCachePipelineCacheFileIsRefusedAndKept) {
   const std::string path = temp_path("vkd_garbage_cache");
+  const std::string text =
+      "this is not a Vulkan pipeline cache, just some text long enough to look like one";
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << "this is not a Vulkan pipeline cache, just some text long enough to look like one";
+    out << text;
   }
   vk::ContextOptions options = test_context_options();
   options.pipeline_cache_file = path;
-  {
-    vk::Context context(options);
-    ValidationWatch watch(context, true);
-    EXPECT_FALSE(context.pipelines().loaded_from_file());
-    EXPECT_NE(context.pipelines().get({shaders::Kernel::q8ta_convert_4w4c_4w4c, {64, 1, 1}, {kWalkWHCN}})
-                  .pipeline,
-              VK_NULL_HANDLE);
-    watch.check("context with a garbage cache file");
-  }
+  EXPECT_TRUE(throws_error([&] { vk::Context context(options); }, vkd::ErrorCode::InvalidArgument,
+                           {"'" + path + "'", "VKD_PIPELINE_CACHE",
+                            "is not a Vulkan pipeline cache; refusing to overwrite it"}));
+  std::ifstream in(path, std::ios::binary);
+  const std::string kept((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(kept, text) << "the user's file was changed";
   std::remove(path.c_str());
-  std::remove((path + ".tmp").c_str());
+  for (const char* not_regular : {"/tmp", "/dev/zero"}) {
+    options.pipeline_cache_file = not_regular;
+    EXPECT_TRUE(throws_error([&] { vk::Context context(options); },
+                             vkd::ErrorCode::InvalidArgument,
+                             {std::string("'") + not_regular + "'", "is not a regular file"}));
+  }
+}
+
+// A GPU that does not finish in time: ErrorCode::Timeout (not DeviceLost), the context refuses
+// further submissions, and destroying the graph and context waits for the running work instead
+// of freeing objects it uses (the validation layer would report VUID-vkDestroyFence-fence-01120,
+// VUID-vkFreeCommandBuffers-pCommandBuffers-00047, VUID-vkDestroyBuffer-buffer-00922).
+TEST(GpuTimeout, ExecuteTimeoutKeepsEverythingAliveUntilIdle) {
+  vk::Context context(test_context_options());
+  ValidationWatch watch(context, true);
+  {
+    ComputeGraph g(context);
+    const std::vector<int64_t> sizes = {1, 16, 1024, 1024};  // 64 MB in: far beyond 1 ms
+    const ValueRef in = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
+                                      MemoryLayout::WidthPacked}, "x");
+    const ValueRef out = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
+                                       MemoryLayout::PackedInt8_4W4C}, "q");
+    vkd::ops::add_q8ta_quantize_node(g, in, out, {0.5f, 3, -128, 127});
+    g.add_input(in);
+    g.add_output(out);
+    g.prepare();
+    g.write_float(in, std::vector<float>(16u << 20, 1.0f));
+    context.set_gpu_timeout(std::chrono::milliseconds(1));
+    EXPECT_TRUE(throws_error([&] { g.execute(); }, vkd::ErrorCode::Timeout,
+                             {"graph execution", "did not finish within 1 ms"}));
+    EXPECT_TRUE(context.timed_out());
+    EXPECT_TRUE(throws_error([&] { g.execute(); }, vkd::ErrorCode::Timeout,
+                             {"refused", "'graph execution' did not finish"}));
+  }  // ~ComputeGraph waits for the device before freeing what the submission uses
+  watch.check("destroying a graph whose execution timed out");
+}
+
+TEST(GpuTimeout, ConstantUploadTimeoutDuringLoad) {
+  vk::Context context(test_context_options());
+  ValidationWatch watch(context, true);
+  context.set_gpu_timeout(std::chrono::milliseconds(1));
+  {
+    ComputeGraph g(context);
+    const std::vector<int64_t> sizes = {1, 16, 1024, 1024};  // a 64 MB constant, one batch
+    const vkd::TensorSpec spec{sizes, DType::Float32, StorageType::Buffer,
+                               MemoryLayout::WidthPacked};
+    std::vector<uint8_t> bytes(static_cast<size_t>(spec.numel()) * 4, 0);
+    const ValueRef w = g.add_constant(spec, "w",
+                                      vkd::graph::nchw_constant_packer(spec, bytes.data(),
+                                                                       bytes.size(), 0),
+                                      bytes.size());
+    const ValueRef out = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
+                                       MemoryLayout::PackedInt8_4W4C}, "q");
+    vkd::ops::add_q8ta_quantize_node(g, w, out, {0.5f, 3, -128, 127});
+    g.add_output(out);
+    g.set_constant_batch_bytes(uint64_t{1} << 30);
+    // The staging buffer and command buffer are prepare()'s locals: the context keeps them.
+    EXPECT_TRUE(throws_error([&] { g.prepare(); }, vkd::ErrorCode::Timeout,
+                             {"constant upload", "did not finish within 1 ms"}));
+  }
+  watch.check("destroying a graph whose constant upload timed out");
 }
 
 // ---- kernel statistics (VK_KHR_pipeline_executable_properties) ------------------------------
@@ -563,11 +626,23 @@ TEST(WorkgroupChooser, EnvironmentOverridesLocalSize) {
     ScopedEnv env("VKD_WORKGROUP_SIZE", "4096");  // clamped to the device limit
     EXPECT_EQ(vk::plan_linear(p, 1000).local_size[0], 64u);
   }
-  {
-    ScopedEnv env("VKD_WORKGROUP_SIZE", "0");  // clamped to at least 1
-    EXPECT_EQ(vk::plan_linear(p, 10).local_size[0], 1u);
-  }
   EXPECT_EQ(vk::plan_linear(p, 1000, 32).local_size[0], 32u) << "override not removed";
+}
+
+// Bad settings name the variable instead of surfacing as internal errors (std::stoul).
+TEST(Environment, MalformedNumbersNameTheVariable) {
+  for (const char* bad : {"abc", "12abc", "-3", "0", "99999999999", " 8"}) {
+    ScopedEnv env("VKD_WORKGROUP_SIZE", bad);
+    EXPECT_TRUE(throws_error([] { vk::plan_linear(small_profile(), 100); },
+                             vkd::ErrorCode::InvalidArgument,
+                             {std::string("VKD_WORKGROUP_SIZE='") + bad + "'", "whole number"}))
+        << bad;
+  }
+  ScopedEnv env("VKD_TILE_ORDER", "7");
+  const vkd::TensorSpec spec{{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer,
+                             MemoryLayout::PackedInt8_4W4C};
+  EXPECT_TRUE(throws_error([&] { vkd::ops::choose_tile_walk(spec.dims4(), spec, spec); },
+                           vkd::ErrorCode::InvalidArgument, {"VKD_TILE_ORDER='7'", "[0, 3]"}));
 }
 
 // The override reaches real dispatches: an odd local size still gives exact results.

@@ -36,6 +36,9 @@ enum class Status : int32_t {
   DeviceLost = 4,       // the handle is unusable afterwards; destroy it
   VulkanFailure = 5,
   Internal = 6,
+  // The GPU did not finish within DelegateOptions::gpu_timeout_ms. The handle is poisoned:
+  // every later execute() returns Timeout; destroying it is safe (it waits for the GPU).
+  Timeout = 7,
 };
 VKD_API const char* status_name(Status status);
 
@@ -80,7 +83,9 @@ struct DelegateOptions {
   bool profiling = true;            // per-node GPU timestamps each run
   std::string pipeline_cache_file;  // "" = none; else loaded if valid, saved on destroy
   uint64_t constant_batch_bytes = 16ull << 20;  // staging bound while uploading constants
-  uint32_t gpu_timeout_ms = 120000;             // a GPU wait longer than this is an error
+  // A GPU wait longer than this fails with Status::Timeout (the handle is then poisoned); must
+  // be > 0 (0 is InvalidArgument).
+  uint32_t gpu_timeout_ms = 120000;
   // Debugging (`vkd run --check`): every tensor an op writes becomes an extra output, after
   // the model's own outputs, in op order, named as in the blob. Costs memory (no sharing).
   bool expose_intermediates = false;

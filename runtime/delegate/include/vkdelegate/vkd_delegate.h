@@ -37,7 +37,9 @@ typedef enum vkd_status {
   VKD_ERROR_OUT_OF_MEMORY = 3,
   VKD_ERROR_DEVICE_LOST = 4,      /* the handle is unusable afterwards; destroy it */
   VKD_ERROR_VULKAN = 5,
-  VKD_ERROR_INTERNAL = 6
+  VKD_ERROR_INTERNAL = 6,
+  VKD_ERROR_TIMEOUT = 7           /* the GPU did not finish within gpu_timeout_ms; the handle is
+                                     poisoned (every later execute returns this), destroy is safe */
 } vkd_status;
 
 typedef enum vkd_dtype { VKD_FLOAT32 = 0, VKD_INT32 = 1, VKD_INT8 = 2 } vkd_dtype;
@@ -53,7 +55,8 @@ typedef struct vkd_options {
   int profiling;                   /* 1: per-node GPU timestamps (default 1) */
   const char* pipeline_cache_file; /* NULL = none */
   uint64_t constant_batch_bytes;   /* staging bound while uploading constants */
-  uint32_t gpu_timeout_ms;         /* a GPU wait longer than this fails instead of hanging */
+  uint32_t gpu_timeout_ms;         /* a GPU wait longer than this fails with VKD_ERROR_TIMEOUT
+                                      instead of hanging; must be > 0 */
 } vkd_options;
 
 /* Caller-owned host memory for one tensor. */
