@@ -42,6 +42,10 @@ install(FILES
 install(TARGETS vkd
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT vkdelegate_tools)
 
+# The license travels with the library (share/doc/vkdelegate/LICENSE).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+  DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT vkdelegate_runtime)
+
 # --- CMake package -------------------------------------------------------------
 install(EXPORT vkdelegateTargets
   NAMESPACE vkdelegate::

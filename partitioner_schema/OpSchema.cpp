@@ -130,7 +130,7 @@ std::vector<OpSchema> build_schemas() {
                 tied(tensor_out("output", moved, any_float | int8), 0)},
                false, true, false, "clone/alias/view_copy: output shares the input's layout"});
 
-  // ---- fused quantized ops (kernels land with the linear/conv/pooling issues) ----
+  // ---- fused quantized ops: linear, conv2d, add, pooling, pixel shuffle ----
   const auto linear_head = concat(
       std::vector<ArgSchema>{tensor_in("input", i8x4, {k4H4W})}, per_tensor_qparams("input_"),
       per_channel_weights(2));

@@ -76,7 +76,7 @@ struct ArgSchema {
 struct OpSchema {
   std::string name;
   std::vector<ArgSchema> args;     // blob order: tensors and scalars, outputs last
-  bool has_kernel = false;         // the runtime can build it (later issues add kernels)
+  bool has_kernel = false;         // the runtime can build it (false: schema only, no kernel yet)
   bool identity = false;           // output == input; always removed by the compiler
   bool supports_resize = false;    // kernels take sizes at run time
   std::string summary;

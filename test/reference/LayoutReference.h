@@ -1,6 +1,6 @@
 // An independent word/lane formula per packed int8 layout, for GPU tests that check raw words
-// (padding included). Deliberately written from the closed forms in the issue, not from the
-// runtime's code.
+// (padding included). Deliberately written from the closed forms in docs/PACKED_INT8_LAYOUTS.md,
+// not from the runtime's code.
 #pragma once
 
 #include <cstdint>
