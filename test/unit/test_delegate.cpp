@@ -327,30 +327,53 @@ TEST(Delegate, BadGraphsFailAtLoadWithTheirOwnMessage) {
   }
 }
 
-// x [1, 1, 5, 8] -> quantize (4H4W) -> q8ta_linear_dq (N = 6) -> y: a blob with int8 weights and
-// float32 scale and bias constants that the linear builder reads on the host.
-std::vector<uint8_t> linear_blob() {
+// A constant of a blob: sizes, dtype and its host bytes.
+struct HostConstant {
+  std::vector<int64_t> sizes;
+  DType dtype;
+  std::vector<uint8_t> bytes;
+};
+
+// `sizes` of `dtype`, every byte `fill`: exactly the byte count the dtype needs.
+HostConstant filled(std::vector<int64_t> sizes, DType dtype, uint8_t fill) {
+  const TensorSpec spec{sizes, dtype, StorageType::Buffer, MemoryLayout::WidthPacked};
+  return {std::move(sizes), dtype,
+          std::vector<uint8_t>(static_cast<size_t>(spec.numel()) * vkd::host_element_size(dtype),
+                               fill)};
+}
+
+// x [1, 1, 5, 8] -> quantize (4H4W) -> q8ta_linear_dq (N = 6) -> y [1, 1, 5, 6]: the linear
+// builder reads the weight, weight_scales and bias constants on the host.
+std::vector<uint8_t> linear_dq_blob(const HostConstant& weight, const HostConstant& scales,
+                                    const HostConstant& bias) {
   QuantGraph g;
   const ValueId x = g.b.add_tensor(float_spec({1, 1, 5, 8}), "x");
   const ValueId q = g.b.add_tensor(int8_spec({1, 1, 5, 8}, MemoryLayout::PackedInt8_4H4W), "q");
   g.quantize(x, q);
-  std::vector<uint8_t> w(6 * 8), scales(6 * 4), bias(6 * 4);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>((i * 29) % 255);
-  for (size_t n = 0; n < 6; ++n) {
-    const float s = 0.01f * static_cast<float>(n + 1), b = 0.5f - static_cast<float>(n);
-    std::memcpy(&scales[n * 4], &s, 4);
-    std::memcpy(&bias[n * 4], &b, 4);
-  }
-  const ValueId wv = g.b.add_tensor({{6, 8}, DType::Int8, StorageType::Buffer,
-                                     MemoryLayout::WidthPacked}, "w", w);
-  const ValueId sv = g.b.add_tensor(float_spec({6}), "w_scales", scales);
-  const ValueId bv = g.b.add_tensor(float_spec({6}), "b", bias);
+  auto constant = [&](const HostConstant& c, const char* name) {
+    return g.b.add_tensor({c.sizes, c.dtype, StorageType::Buffer, MemoryLayout::WidthPacked},
+                          name, c.bytes);
+  };
+  const ValueId w = constant(weight, "w"), s = constant(scales, "w_scales"),
+                b = constant(bias, "b");
   const ValueId y = g.b.add_tensor(float_spec({1, 1, 5, 6}), "y");
-  g.b.add_op("q8ta_linear_dq",
-             {q, g.b.add_float(kScale), g.b.add_int(kZeroPoint), wv, sv, bv, y});
+  g.b.add_op("q8ta_linear_dq", {q, g.b.add_float(kScale), g.b.add_int(kZeroPoint), w, s, b, y});
   g.b.set_inputs({x}, {"x"});
   g.b.set_outputs({y}, {"y"});
   return g.b.finish();
+}
+
+// linear_dq_blob with non-trivial weights, scales and bias.
+std::vector<uint8_t> linear_blob() {
+  HostConstant w = filled({6, 8}, DType::Int8, 0);
+  HostConstant scales = filled({6}, DType::Float32, 0), bias = filled({6}, DType::Float32, 0);
+  for (size_t i = 0; i < w.bytes.size(); ++i) w.bytes[i] = static_cast<uint8_t>((i * 29) % 255);
+  for (size_t n = 0; n < 6; ++n) {
+    const float s = 0.01f * static_cast<float>(n + 1), b = 0.5f - static_cast<float>(n);
+    std::memcpy(&scales.bytes[n * 4], &s, 4);
+    std::memcpy(&bias.bytes[n * 4], &b, 4);
+  }
+  return linear_dq_blob(w, scales, bias);
 }
 
 // A blob may sit at any address (an app's mmap plus an offset, a byte vector inside a bigger
@@ -377,45 +400,31 @@ TEST(Delegate, BlobAtAnOddAddressLoadsAndRunsTheSame) {
   }
 }
 
+std::string load_error_message(const std::vector<uint8_t>& blob, vkd::Status expected) {
+  std::unique_ptr<vkd::Delegate> d;
+  std::string error;
+  EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error), expected) << error;
+  return error;
+}
+
 // Each per-channel constant of q8ta_linear_dq swapped to every other dtype, its byte size kept
 // consistent with the new dtype: the loader refuses it by name before the builder reads a byte
 // (it used to read 2-4x the constant's size past its end in pack_channels).
 TEST(Delegate, ConstantOfTheWrongDtypeIsRefusedBeforeAnyRead) {
-  const std::vector<std::pair<const char*, std::vector<int64_t>>> constants = {
-      {"weight", {6, 8}}, {"weight_scales", {6}}, {"bias", {6}}};
-  const DType expected[3] = {DType::Int8, DType::Float32, DType::Float32};
-  for (size_t c = 0; c < constants.size(); ++c) {
+  const char* names[3] = {"weight", "weight_scales", "bias"};
+  const HostConstant right[3] = {filled({6, 8}, DType::Int8, 1), filled({6}, DType::Float32, 1),
+                                 filled({6}, DType::Float32, 1)};
+  for (size_t c = 0; c < 3; ++c) {
     for (DType dtype : {DType::Float32, DType::Float16, DType::Int32, DType::Int8}) {
-      if (dtype == expected[c]) continue;
-      QuantGraph g;
-      const ValueId x = g.b.add_tensor(float_spec({1, 1, 5, 8}), "x");
-      const ValueId q =
-          g.b.add_tensor(int8_spec({1, 1, 5, 8}, MemoryLayout::PackedInt8_4H4W), "q");
-      g.quantize(x, q);
-      std::vector<ValueId> ids;
-      for (size_t k = 0; k < constants.size(); ++k) {
-        const DType d = k == c ? dtype : expected[k];
-        const TensorSpec spec{constants[k].second, d, StorageType::Buffer,
-                              MemoryLayout::WidthPacked};
-        ids.push_back(g.b.add_tensor(
-            spec, constants[k].first,
-            std::vector<uint8_t>(static_cast<size_t>(spec.numel()) * vkd::host_element_size(d), 1)));
-      }
-      const ValueId y = g.b.add_tensor(float_spec({1, 1, 5, 6}), "y");
-      g.b.add_op("q8ta_linear_dq", {q, g.b.add_float(kScale), g.b.add_int(kZeroPoint), ids[0],
-                                    ids[1], ids[2], y});
-      g.b.set_inputs({x});
-      g.b.set_outputs({y});
-      const auto blob = g.b.finish();
-      std::unique_ptr<vkd::Delegate> d;
-      std::string error;
-      EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error),
-                vkd::Status::InvalidArgument) << constants[c].first << " " << to_string(dtype);
-      EXPECT_NE(error.find(std::string("op 1 'q8ta_linear_dq': argument '") +
-                           constants[c].first + "'"),
+      if (dtype == right[c].dtype) continue;
+      HostConstant args[3] = {right[0], right[1], right[2]};
+      args[c] = filled(right[c].sizes, dtype, 1);
+      const std::string error = load_error_message(linear_dq_blob(args[0], args[1], args[2]),
+                                                   vkd::Status::InvalidArgument);
+      EXPECT_NE(error.find(std::string("op 1 'q8ta_linear_dq': argument '") + names[c] + "'"),
                 std::string::npos) << error;
       EXPECT_NE(error.find(std::string(" is ") + std::string(to_string(dtype)) + ", expected " +
-                           std::string(to_string(expected[c]))),
+                           std::string(to_string(right[c].dtype))),
                 std::string::npos) << error;
     }
   }
@@ -423,41 +432,23 @@ TEST(Delegate, ConstantOfTheWrongDtypeIsRefusedBeforeAnyRead) {
 
 // Scales and bias hold one value per output channel, the weight has the op's rank.
 TEST(Delegate, ConstantOfTheWrongShapeIsRefusedBeforeAnyRead) {
-  struct Case {
-    std::vector<int64_t> weight, scales, bias;
-    const char* needle;
-  };
-  const Case cases[] = {
-      {{6, 8}, {5}, {6}, "argument 'weight_scales' (tensor 'w_scales') holds 5 values, expected "
-                         "one per output channel (dim 0 of 'weight'"},
-      {{6, 8}, {6}, {2, 6}, "argument 'bias' (tensor 'b') holds 12 values"},
-      {{1, 6, 8}, {6}, {6}, "argument 'weight' (tensor 'w') is [1,6,8] int8 buffer "},
-  };
-  for (const Case& c : cases) {
-    QuantGraph g;
-    const ValueId x = g.b.add_tensor(float_spec({1, 1, 5, 8}), "x");
-    const ValueId q = g.b.add_tensor(int8_spec({1, 1, 5, 8}, MemoryLayout::PackedInt8_4H4W), "q");
-    g.quantize(x, q);
-    auto constant = [&](const std::vector<int64_t>& sizes, DType dtype, const char* name) {
-      const TensorSpec spec{sizes, dtype, StorageType::Buffer, MemoryLayout::WidthPacked};
-      return g.b.add_tensor(spec, name,
-                            std::vector<uint8_t>(static_cast<size_t>(spec.numel()) *
-                                                     vkd::host_element_size(dtype), 0));
-    };
-    const ValueId w = constant(c.weight, DType::Int8, "w");
-    const ValueId s = constant(c.scales, DType::Float32, "w_scales");
-    const ValueId b = constant(c.bias, DType::Float32, "b");
-    const ValueId y = g.b.add_tensor(float_spec({1, 1, 5, 6}), "y");
-    g.b.add_op("q8ta_linear_dq", {q, g.b.add_float(kScale), g.b.add_int(kZeroPoint), w, s, b, y});
-    g.b.set_inputs({x});
-    g.b.set_outputs({y});
-    const auto blob = g.b.finish();
-    std::unique_ptr<vkd::Delegate> d;
-    std::string error;
-    EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error),
-              vkd::Status::InvalidArgument);
-    EXPECT_NE(error.find(c.needle), std::string::npos) << error;
-  }
+  const auto i8 = DType::Int8, f32 = DType::Float32;
+  EXPECT_NE(load_error_message(linear_dq_blob(filled({6, 8}, i8, 0), filled({5}, f32, 0),
+                                              filled({6}, f32, 0)),
+                               vkd::Status::InvalidArgument)
+                .find("argument 'weight_scales' (tensor 'w_scales') holds 5 values, expected one "
+                      "per output channel (dim 0 of 'weight'"),
+            std::string::npos);
+  EXPECT_NE(load_error_message(linear_dq_blob(filled({6, 8}, i8, 0), filled({6}, f32, 0),
+                                              filled({2, 6}, f32, 0)),
+                               vkd::Status::InvalidArgument)
+                .find("argument 'bias' (tensor 'b') holds 12 values"),
+            std::string::npos);
+  EXPECT_NE(load_error_message(linear_dq_blob(filled({1, 6, 8}, i8, 0), filled({6}, f32, 0),
+                                              filled({6}, f32, 0)),
+                               vkd::Status::InvalidArgument)
+                .find("argument 'weight' (tensor 'w') is [1,6,8] int8 buffer "),
+            std::string::npos);
 }
 
 TEST(Delegate, ZeroGpuTimeoutIsRefused) {
