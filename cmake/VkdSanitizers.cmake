@@ -1,19 +1,23 @@
-# Sanitizer and fuzzer builds of the CPU-only code (vkd_tensor, vkd_serialization and the
-# programs that test them). test/fuzz/run_sanitized.sh configures a separate clang build tree
-# with both options on; a normal build leaves them off and is unchanged.
+# Sanitizer and fuzzer builds. test/fuzz/run_sanitized.sh configures a separate clang build
+# tree with both options on; a normal build leaves them off and is unchanged.
 #
-#   VKD_SANITIZE  e.g. "address,undefined": -fsanitize= list for those targets. Any UBSan
-#                 report aborts (-fno-sanitize-recover) so a test cannot pass past one.
-#   VKD_FUZZ      ON: coverage-instrument vkd_tensor and vkd_serialization for libFuzzer and
-#                 build test/fuzz/fuzz_deserialize. Needs clang (GCC has no libFuzzer).
+#   VKD_SANITIZE  e.g. "address,undefined": -fsanitize= list for the targets test/CMakeLists.txt
+#                 names (the CPU-only libraries and, for the fuzz targets, the GPU runtime, the
+#                 delegate objects and the compiler). Any UBSan report aborts
+#                 (-fno-sanitize-recover) so a test cannot pass past one.
+#   VKD_FUZZ      ON: coverage-instrument the same targets for libFuzzer and build the fuzz
+#                 targets in test/fuzz/ (fuzz_deserialize, fuzz_load_blob, fuzz_graph_ir).
+#                 Needs clang (GCC has no libFuzzer).
 #
 # The flags go on named targets rather than into CMAKE_CXX_FLAGS so this module can live with
-# the tests: the GPU runtime is never built instrumented (the Vulkan driver is not).
+# the tests. The Vulkan loader and driver (lavapipe) are never instrumented: they are not ours.
+# In such a tree only the targets run_sanitized.sh builds are meant to be built (the shared
+# libvkdelegate does not link with the sanitizers' runtimes).
 include_guard(GLOBAL)
 
 set(VKD_SANITIZE "" CACHE STRING
   "Comma-separated -fsanitize= list for the CPU-only targets (e.g. address,undefined)")
-option(VKD_FUZZ "Build the libFuzzer target fuzz_deserialize (clang only)" OFF)
+option(VKD_FUZZ "Build the libFuzzer targets in test/fuzz (clang only)" OFF)
 
 if(VKD_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "VKD_FUZZ=ON needs clang (libFuzzer); CMAKE_CXX_COMPILER is "
@@ -40,6 +44,17 @@ function(vkd_instrument)
     target_compile_options(${target} PRIVATE ${flags})
     target_link_options(${target} PUBLIC ${flags})
   endforeach()
+endfunction()
+
+# vkd_add_fuzzer(<name> SOURCES <src>... LIBS <lib>...): a libFuzzer binary (VKD_FUZZ only),
+# instrumented like the libraries it links.
+function(vkd_add_fuzzer name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;LIBS")
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS})
+  target_compile_options(${name} PRIVATE ${VKD_WARNINGS} -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  vkd_instrument(${name})
 endfunction()
 
 # vkd_find_fuzz_clang(): sets VKD_FUZZ_CLANG_OK in the caller when clang and clang++ are on

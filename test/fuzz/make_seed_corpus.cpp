@@ -1,19 +1,40 @@
-// make_seed_corpus OUT_DIR: writes a few valid blobs for fuzz_deserialize to start from.
-// Random bytes almost never get past the magic and the FlatBuffers verifier; mutating valid
-// blobs reaches the value, constant, op and input/output checks. Between them the seeds use
-// every value kind, every dtype, both storages, every layout, constants, ops from
-// test/fuzz/FuzzOps.h (and one op that is not in it), value lists and named and unnamed I/O.
+// make_seed_corpus OUT_DIR [GRAPH_DIR...]: the seed corpora of the fuzz targets, one directory
+// each under OUT_DIR (created), plus libFuzzer dictionaries:
+//   fuzz_deserialize/  a few valid blobs (below) and the op blobs of fuzz_load_blob. Random
+//                      bytes almost never get past the magic and the FlatBuffers verifier;
+//                      mutating valid blobs reaches the value, constant, op and input/output
+//                      checks. Between them these seeds use every value kind, every dtype, both
+//                      storages, every layout, constants, ops from test/fuzz/FuzzOps.h (and one
+//                      op that is not in it), value lists and named and unnamed I/O.
+//   fuzz_load_blob/    real blobs for every op with a kernel (test/fuzz/SeedBlobs.cpp) and the
+//                      blobs the compiler makes of the graphs in GRAPH_DIR
+//   fuzz_graph_ir/     every GRAPH_DIR/*.json, alone and followed by a safetensors file with
+//                      the weights its values name (test/fuzz/GraphIrInput.h), made up here
+//   fuzz_load_blob.dict, fuzz_graph_ir.dict: op names, JSON keys and strings of the seeds
 // Each blob is read back with deserialize() first, so a seed is never rejected by mistake.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "partitioner_schema/Compiler.h"
+#include "partitioner_schema/KernelSignatures.h"
+#include "partitioner_schema/Parse.h"
+#include "partitioner_schema/Safetensors.h"
 #include "runtime/common/Error.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"
 #include "test/fuzz/FuzzOps.h"
+#include "test/fuzz/GraphIrInput.h"
+#include "test/fuzz/SeedBlobs.h"
 
 namespace {
 
@@ -114,31 +135,189 @@ Bytes odd_corners() {
   return b.finish();
 }
 
+void write_file(const std::string& path, const void* data, size_t size) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  VKD_CHECK(f.good(), ErrorCode::Internal, "cannot write ", path);
+}
+
 // `ops`: the table the seed must pass with (nullptr when it calls ops outside it).
-void write_seed(const std::string& dir, const char* name, const Bytes& blob,
+void write_seed(const std::string& dir, const std::string& name, const Bytes& blob,
                 const OpSignatureTable* ops) {
   deserialize(blob, ops);  // throws if a seed is not valid
-  const std::string path = dir + "/" + name + ".vkd";
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(blob.size()));
-  VKD_CHECK(f.good(), ErrorCode::Internal, "cannot write ", path);
-  std::printf("%s: %zu bytes\n", path.c_str(), blob.size());
+  write_file(dir + "/" + name + ".vkd", blob.data(), blob.size());
+}
+
+// A libFuzzer dictionary: one quoted token a line, bytes outside printable ASCII escaped.
+void write_dict(const std::string& path, const std::set<std::string>& tokens) {
+  std::string text;
+  for (const std::string& t : tokens) {
+    if (t.empty() || t.size() > 64) continue;
+    text += '"';
+    for (unsigned char c : t) {
+      if (c == '"' || c == '\\' || c < 0x20 || c > 0x7e) {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02X", c);
+        text += hex;
+      } else {
+        text += static_cast<char>(c);
+      }
+    }
+    text += "\"\n";
+  }
+  write_file(path, text.data(), text.size());
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  VKD_CHECK(f.good(), ErrorCode::InvalidArgument, "cannot read ", path.string());
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// Every object key and string value of a JSON document.
+void collect_strings(const nlohmann::json& j, std::set<std::string>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out.insert(it.key());
+      collect_strings(it.value(), out);
+    }
+  } else if (j.is_array()) {
+    for (const auto& item : j) collect_strings(item, out);
+  } else if (j.is_string()) {
+    out.insert(j.get<std::string>());
+  }
+}
+
+// Made-up weights for every value of a graph IR document with "data": small int8 weights,
+// positive float scales, small integers (zero points, indices), in the value's dtype and shape.
+std::vector<compiler::SafetensorsTensor> made_up_weights(const nlohmann::json& doc) {
+  std::vector<compiler::SafetensorsTensor> out;
+  if (!doc.is_object() || !doc.contains("values") || !doc["values"].is_object()) return out;
+  std::set<std::string> seen;
+  for (const auto& [name, v] : doc["values"].items()) {
+    if (!v.is_object() || !v.contains("data") || !v["data"].is_string()) continue;
+    const std::string data = v["data"].get<std::string>();
+    if (!seen.insert(data).second) continue;
+    const std::string dtype = v.value("dtype", "float32");
+    const std::vector<int64_t> shape = v.value("shape", std::vector<int64_t>{});
+    size_t numel = 1;
+    for (int64_t d : shape) numel *= static_cast<size_t>(std::max<int64_t>(d, 0));
+    const char* st_dtype = dtype == "float32" ? "F32"
+                           : dtype == "float16" ? "F16"
+                           : dtype == "int8"    ? "I8"
+                           : dtype == "int32"   ? "I32"
+                           : dtype == "int64"   ? "I64"
+                                                : nullptr;
+    if (!st_dtype) continue;  // a dtype the graph IR does not know: no weights for it
+    compiler::SafetensorsTensor t{data, st_dtype, shape, {}};
+    const size_t width = compiler::safetensors_element_size(st_dtype);
+    for (size_t i = 0; i < numel; ++i) {
+      uint64_t bits = 0;  // little-endian, `width` bytes of it
+      if (dtype == "float32") {
+        const float f = 0.0625f * static_cast<float>(1 + i % 4);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        bits = u;
+      } else if (dtype == "float16") {
+        bits = 0x2c00 + (i % 4) * 0x100;  // 1/16 .. 1/8
+      } else if (dtype == "int8") {
+        bits = static_cast<uint64_t>(static_cast<int64_t>((i * 7 + 3) % 15) - 7);
+      } else {
+        bits = static_cast<uint64_t>(static_cast<int64_t>(i % 5) - 2);
+      }
+      for (size_t b = 0; b < width; ++b) t.data.push_back(static_cast<uint8_t>(bits >> (8 * b)));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// The graph IR seeds of one JSON file, and the blob the compiler makes of it (when it can).
+void graph_seeds(const std::filesystem::path& json_path, const std::string& graph_dir,
+                 const std::string& blob_dir, std::set<std::string>& dict) {
+  const std::string stem =
+      json_path.parent_path().parent_path().filename().string() + "_" + json_path.stem().string();
+  const std::string text = read_text(json_path);
+  write_file(graph_dir + "/" + stem + ".json", text.data(), text.size());
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    return;  // a malformed-JSON test case: its text alone is the seed
+  }
+  collect_strings(doc, dict);
+  std::vector<compiler::SafetensorsTensor> weights;
+  try {
+    weights = made_up_weights(doc);
+  } catch (const nlohmann::json::exception&) {
+    // a field of an unexpected type: no weights
+  }
+  Bytes st;
+  std::string input = text;
+  if (!weights.empty()) {
+    st = compiler::serialize_safetensors(weights);
+    input.append(fuzz::kWeightsSeparator);
+    input.append(reinterpret_cast<const char*>(st.data()), st.size());
+    write_file(graph_dir + "/" + stem + ".weights", input.data(), input.size());
+  }
+  try {
+    std::optional<compiler::SafetensorsFile> file;
+    if (!weights.empty()) file = compiler::SafetensorsFile::from_bytes(st, stem + ".safetensors");
+    compiler::Graph g = compiler::parse_graph(text, stem, file ? &*file : nullptr);
+    const compiler::CompileResult r = compiler::compile_graph(std::move(g), {});
+    if (!r.ok()) return;
+    const OpSignatureTable ops = compiler::kernel_signatures();
+    write_seed(blob_dir, "compiled_" + stem, r.blob, &ops);
+  } catch (const vkd::Error& e) {
+    std::printf("make_seed_corpus: %s: no blob (%s)\n", stem.c_str(), e.what());
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR (the directory must exist)\n", argv[0]);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR [GRAPH_DIR...]\n", argv[0]);
     return 2;
   }
   try {
-    const std::string dir = argv[1];
-    const OpSignatureTable ops = fuzz::fuzz_op_table();
-    write_seed(dir, "empty", empty_graph(), &ops);
-    write_seed(dir, "every_kind", every_kind(), &ops);
-    write_seed(dir, "conv_chain", conv_chain(), &ops);
-    write_seed(dir, "odd_corners", odd_corners(), nullptr);
+    namespace fs = std::filesystem;
+    const std::string out = argv[1];
+    const std::string deser = out + "/fuzz_deserialize", blobs = out + "/fuzz_load_blob",
+                      graphs = out + "/fuzz_graph_ir";
+    for (const auto& d : {deser, blobs, graphs}) fs::create_directories(d);
+
+    const OpSignatureTable toy = fuzz::fuzz_op_table();
+    write_seed(deser, "empty", empty_graph(), &toy);
+    write_seed(deser, "every_kind", every_kind(), &toy);
+    write_seed(deser, "conv_chain", conv_chain(), &toy);
+    write_seed(deser, "odd_corners", odd_corners(), nullptr);
+
+    const OpSignatureTable kernels = compiler::kernel_signatures();
+    std::set<std::string> blob_dict;
+    for (const auto& [name, sig] : kernels) blob_dict.insert(name);
+    for (const auto& [name, blob] : fuzz::op_seed_blobs()) {
+      write_seed(blobs, name, blob, &kernels);
+      write_seed(deser, "op_" + name, blob, nullptr);
+    }
+
+    std::set<std::string> graph_dict(compiler::accepted_edge_ops().begin(),
+                                     compiler::accepted_edge_ops().end());
+    for (int i = 2; i < argc; ++i) {
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(argv[i])) {
+        if (e.path().extension() == ".json") files.push_back(e.path());
+      }
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) graph_seeds(f, graphs, blobs, graph_dict);
+    }
+    write_dict(out + "/fuzz_load_blob.dict", blob_dict);
+    write_dict(out + "/fuzz_graph_ir.dict", graph_dict);
+    for (const auto& d : {deser, blobs, graphs}) {
+      std::printf("make_seed_corpus: %s: %zu seeds\n", d.c_str(),
+                  static_cast<size_t>(std::distance(fs::directory_iterator(d),
+                                                    fs::directory_iterator())));
+    }
   } catch (const vkd::Error& e) {
     std::fprintf(stderr, "make_seed_corpus: %s\n", e.what());
     return 1;

@@ -1,0 +1,27 @@
+// Structure-aware mutation of delegate blobs for fuzz_load_blob (LLVMFuzzerCustomMutator).
+//
+// A blob deserialize() accepts (without an op table) is taken apart into its values, ops and
+// inputs/outputs; ONE thing is changed: a tensor's dtype, storage, layout or a size (its
+// constant resized to match, mostly, so the blob still passes deserialize and reaches the op
+// builders), a constant's size or bytes (special floats: NaN, inf, 0, huge), a scalar or list
+// value, an op's name or an argument, op order, an input/output, or a value is cloned; then the
+// blob is written again with serialization's GraphBuilder. Byte-level mutation (which also
+// reaches the header and the flatbuffer encoding: misaligned constants, bad offsets) stays
+// with libFuzzer's own mutator, used for inputs that do not deserialize and part of the time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vkd::fuzz {
+
+// The mutated blob, or nullopt when `data` does not deserialize or the mutation found nothing
+// to change. `op_names`: the names an op may be renamed to. Deterministic in `seed`.
+std::optional<std::vector<uint8_t>> mutate_blob_structure(const uint8_t* data, size_t size,
+                                                          unsigned seed,
+                                                          const std::vector<std::string>& op_names);
+
+}  // namespace vkd::fuzz
