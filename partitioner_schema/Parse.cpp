@@ -383,6 +383,12 @@ Graph parse_document(const Json& root, const SafetensorsFile* weights) {
               "' has 'data' (a graph input cannot be a constant)");
     VKD_CHECK(!used_decls.count(name), ErrorCode::InvalidArgument, "field 'inputs': input '",
               name, "' is listed twice");
+    for (size_t k = 0; k < d.shape.size(); ++k) {
+      // Graph inputs always become device tensors, which have no empty dims.
+      VKD_CHECK(d.shape[k] >= 1, ErrorCode::InvalidArgument, "value '", name,
+                "': field 'shape': size 0 in dim ", k, " of ", sizes_string(d.shape),
+                " (a graph input needs every size >= 1)");
+    }
     used_decls.insert(name);
     Value v;
     v.name = name;

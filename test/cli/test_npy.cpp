@@ -2,6 +2,7 @@
 // padding the .npy spec asks for, headers as other writers produce them, and one test per
 // malformed-file error (each must name the file and the problem).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -270,31 +271,62 @@ TEST(NpyErrors, MalformedHeaders) {
                    "too large");
 }
 
+// The NpyError read_npy throws for `path` (fails the test when none is thrown).
+std::string read_error(const std::string& path) {
+  try {
+    read_npy(path);
+  } catch (const NpyError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error reading " << path;
+  return "";
+}
+
+void write_bytes(const std::string& path, const Bytes& b) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
+                                             static_cast<std::streamsize>(b.size()));
+}
+
 TEST(NpyErrors, FilesNameThemselves) {
   const std::string missing = ::testing::TempDir() + "vkd_no_such_file.npy";
-  try {
-    read_npy(missing);
-    ADD_FAILURE() << "no error";
-  } catch (const NpyError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(missing + ": cannot open", 0), 0u) << e.what();
-  }
-  try {
-    read_npy(::testing::TempDir());
-    ADD_FAILURE() << "no error";
-  } catch (const NpyError& e) {
-    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(read_error(missing), missing + ": cannot read: no such file");
+  EXPECT_EQ(read_error(::testing::TempDir()),
+            ::testing::TempDir() + ": cannot read: it is a directory");
   // A file on disk goes through the same checks.
   const std::string path = ::testing::TempDir() + "vkd_truncated.npy";
   const Bytes b = encode_npy(make(NpyDType::Int32, {4}));
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
-                                             static_cast<std::streamsize>(b.size() - 3));
-  try {
-    read_npy(path);
-    ADD_FAILURE() << "no error";
-  } catch (const NpyError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(path + ": truncated data", 0), 0u) << e.what();
-  }
+  write_bytes(path, Bytes(b.begin(), b.end() - 3));
+  EXPECT_EQ(read_error(path).rfind(path + ": truncated data", 0), 0u) << read_error(path);
+  write_bytes(path, [&] { Bytes t = b; t.push_back(0); return t; }());
+  EXPECT_EQ(read_error(path).rfind(path + ": 1 unexpected bytes after the data", 0), 0u);
+  std::remove(path.c_str());
+}
+
+// Only regular files are read: /dev/zero (endless) and a FIFO without a writer (would block)
+// are refused at once, naming the file and what it is.
+TEST(NpyErrors, NonRegularFilesAreRefusedWithoutReading) {
+  EXPECT_EQ(read_error("/dev/zero"),
+            "/dev/zero: cannot read: it is a character device, not a regular file");
+  const std::string fifo = ::testing::TempDir() + "vkd_npy_fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_error(fifo), fifo + ": cannot read: it is a FIFO (named pipe), not a regular file");
+  std::remove(fifo.c_str());
+}
+
+// What is read is capped by the header: a header announcing far more data than the file has is
+// "truncated" (found from the file's size, nothing allocated for the announced size), and a
+// header length beyond kMaxNpyHeaderBytes is refused before it is read.
+TEST(NpyErrors, ReadsAreBoundedByTheHeader) {
+  const std::string path = ::testing::TempDir() + "vkd_huge_header.npy";
+  write_bytes(path, raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False, "
+                                  "'shape': (1099511627776,), }", floats_bytes(4)));
+  EXPECT_EQ(read_error(path).rfind(path + ": truncated data: shape (1099511627776,) float32 needs "
+                                   "4398046511104 bytes", 0), 0u) << read_error(path);
+  Bytes big = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xf0, 0xff, 0xff, 0xff};
+  write_bytes(path, big);
+  EXPECT_EQ(read_error(path), path + ": the header announces 4294967292 bytes, more than the " +
+                                  std::to_string(kMaxNpyHeaderBytes) + " accepted");
   std::remove(path.c_str());
 }
 

@@ -6,8 +6,6 @@
 #include <map>
 
 #include "partitioner_schema/Interpreter.h"
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/ShapeInference.h"
 #include "runtime/common/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
@@ -106,29 +104,41 @@ std::string origin_of(const compiler::Graph& g, const std::string& name) {
 
 }  // namespace
 
+CheckGraph read_check_graph(const std::string& graph_path, const std::string& weights_path) {
+  try {
+    return {graph_path, read_graph(graph_path, weights_path)};
+  } catch (const CliError& e) {
+    throw CliError(e.exit_code(), std::string("--check: ") + e.what());
+  }
+}
+
+void check_graph_inputs(const CheckGraph& graph, const std::vector<std::string>& model_inputs,
+                        std::vector<std::string>& errors) {
+  for (const std::string& name : model_inputs) {
+    if (!graph.graph.is_graph_input(name)) {
+      errors.push_back("--check: model input '" + name + "' is not an input of " + graph.path);
+    }
+  }
+}
+
 int check_against_graph(const std::vector<uint8_t>& blob, const std::string& model_path,
                         DelegateOptions options, const std::vector<CheckInput>& inputs,
-                        const std::vector<CheckOutput>& outputs, const std::string& graph_path,
-                        const std::string& weights_path) {
+                        const std::vector<CheckOutput>& outputs, const CheckGraph& check_graph) {
   // The reference: the original graph on the CPU.
-  compiler::Graph graph;
+  const compiler::Graph& graph = check_graph.graph;
+  const std::string& graph_path = check_graph.path;
   std::map<std::string, HostTensor> reference;
   try {
-    graph = compiler::parse_graph_file(graph_path, weights_path);
-    compiler::infer_shapes(graph);
     std::map<std::string, HostTensor> ref_inputs;
     for (const auto& in : inputs) {
-      if (!graph.is_graph_input(in.name)) {
-        throw CliError(2, "--check: model input '" + in.name + "' is not an input of " +
-                              graph_path);
-      }
       HostTensor t = host_tensor(in.view);
       if (graph.value(in.name).dtype == DType::Float16 && t.dtype == DType::Float32) t = narrowed(t);
       ref_inputs[in.name] = std::move(t);
     }
     reference = compiler::interpret(graph, ref_inputs);
   } catch (const Error& e) {
-    throw CliError(2, "--check " + graph_path + ": " + e.what());
+    throw CliError(e.code() == ErrorCode::Internal ? 1 : 2,
+                   "--check: " + graph_path + ": " + e.what());
   }
 
   // The device, every intermediate kept.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "partitioner_schema/GraphIR.h"
 #include "vkdelegate/Delegate.hpp"
 
 namespace vkd::cli {
@@ -22,14 +23,24 @@ struct CheckOutput {
   const std::vector<uint8_t>* data;  // what the normal run produced
 };
 
+// The --check graph (and its weights), read and parsed before anything runs or is written:
+// a file that cannot be read or an invalid graph is CliError(2) "--check: ...".
+struct CheckGraph {
+  std::string path;
+  compiler::Graph graph;
+};
+CheckGraph read_check_graph(const std::string& graph_path, const std::string& weights_path);
+
+// One error for each model input that is not an input of the graph (checked before the run).
+void check_graph_inputs(const CheckGraph& graph, const std::vector<std::string>& model_inputs,
+                        std::vector<std::string>& errors);
+
 // Loads the model a second time with DelegateOptions::expose_intermediates (so intermediates
 // keep their own memory), runs it on `inputs`, prints the comparison table and the first tensor
 // that differs. `outputs` are the normal run's results, compared as well (a difference only
-// there points at memory sharing). Returns 0 when everything matches, 1 otherwise; a graph that
-// does not fit the model (inputs missing, unparseable) is CliError(2).
+// there points at memory sharing). Returns 0 when everything matches, 1 otherwise.
 int check_against_graph(const std::vector<uint8_t>& blob, const std::string& model_path,
                         DelegateOptions options, const std::vector<CheckInput>& inputs,
-                        const std::vector<CheckOutput>& outputs, const std::string& graph_path,
-                        const std::string& weights_path);
+                        const std::vector<CheckOutput>& outputs, const CheckGraph& graph);
 
 }  // namespace vkd::cli

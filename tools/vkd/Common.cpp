@@ -6,12 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
-#include "tools/vkd/Args.h"
+#include "partitioner_schema/Parse.h"
+#include "partitioner_schema/Safetensors.h"
+#include "runtime/common/Error.h"
 #include "runtime/tensor/HostPacking.h"
+#include "tools/vkd/Args.h"
+#include "tools/vkd/Files.h"
 #include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
@@ -48,21 +49,23 @@ bool env_flag(const char* name) {
 }
 
 std::vector<uint8_t> read_model_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) {
-    throw CliError(2, "cannot read model file '" + path + "': no such file");
+  return read_input_file(path, "model file", kMaxModelFileBytes);
+}
+
+compiler::Graph read_graph(const std::string& graph_path, const std::string& weights_path) {
+  const std::vector<uint8_t> text = read_input_file(graph_path, "graph file", kMaxGraphFileBytes);
+  std::optional<compiler::SafetensorsFile> weights;
+  try {
+    if (!weights_path.empty()) {
+      weights = compiler::SafetensorsFile::from_bytes(
+          read_input_file(weights_path, "weights file", kMaxWeightsFileBytes), weights_path);
+    }
+    // parse_graph() names the graph file (and the node or value) in its messages.
+    return compiler::parse_graph(std::string(text.begin(), text.end()), graph_path,
+                                 weights ? &*weights : nullptr);
+  } catch (const Error& e) {
+    throw CliError(e.code() == ErrorCode::Internal ? 1 : 2, e.what());
   }
-  if (std::filesystem::is_directory(status)) {
-    throw CliError(2, "cannot read model file '" + path + "': it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw CliError(2, "cannot read model file '" + path + "': " + std::strerror(errno));
-  }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw CliError(2, "cannot read model file '" + path + "': read error");
-  return bytes;
 }
 
 DelegateOptions delegate_options(const std::optional<std::string>& device) {

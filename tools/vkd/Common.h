@@ -1,4 +1,5 @@
-// Helpers the delegate commands (run, inspect) share. Only the public API (vkdelegate/Delegate.hpp).
+// Helpers the commands share: the delegate side (run, inspect) through the public API only
+// (vkdelegate/Delegate.hpp), and the graph IR files (compile, run --check) through the compiler.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "partitioner_schema/GraphIR.h"
 #include "vkdelegate/Delegate.hpp"
 
 namespace vkd::cli {
@@ -21,8 +23,14 @@ int cmd_compile(const std::vector<std::string>& args);
 // fault), 1 for everything else (device, driver, library).
 int exit_code_for(Status status);
 
-// The whole file, or CliError(2) naming the path and the reason.
+// The whole model file (a regular file, at most kMaxModelFileBytes), or CliError(2) naming the
+// path and the reason.
 std::vector<uint8_t> read_model_file(const std::string& path);
+
+// GRAPH.json and, when `weights_path` is not empty, its safetensors file, read as input files
+// (Files.h: regular files, capped) and parsed (shapes inferred). CliError(2) naming the file
+// (and the node or value) when a file cannot be read or the graph is invalid.
+compiler::Graph read_graph(const std::string& graph_path, const std::string& weights_path);
 
 // DelegateOptions with `device` (when given) and validation from $VKD_VALIDATION.
 DelegateOptions delegate_options(const std::optional<std::string>& device);

@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "partitioner_schema/Compiler.h"
-#include "partitioner_schema/Parse.h"
 #include "runtime/common/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
@@ -20,25 +19,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Every target checked before anything is written (CliError(2) listing the problems).
-void check_targets(const std::vector<std::string>& paths, bool force) {
-  std::vector<std::string> errors;
-  for (const auto& p : paths) check_target_file(p, force, "output", errors);
-  if (errors.empty()) return;
-  std::string message;
-  for (const auto& e : errors) message += (message.empty() ? "" : "\n") + e;
-  throw CliError(2, message);
+// The files the compile reads, and `outputs` ("-o m.vkd" style label, path) it writes: all
+// checked before anything is written (Files.h).
+void check_files(const std::string& graph, const std::string& weights,
+                 const std::vector<std::pair<std::string, std::string>>& outputs, bool force) {
+  FilePlan plan;
+  plan.add_input("the graph", graph);
+  if (!weights.empty()) plan.add_input("the weights file", weights);
+  for (const auto& [label, path] : outputs) plan.add_output("output", label, path);
+  plan.check(force);
 }
 
-// Compiler errors on the graph are bad input (exit 2); anything else is a failure.
+// Compiler errors on the graph are bad input (exit 2), named after the graph file; anything
+// else is a failure.
 template <typename F>
-auto run_compiler(F&& f) {
+auto run_compiler(const std::string& graph, F&& f) {
   try {
     return f();
   } catch (const Error& e) {
     const bool input_problem =
         e.code() == ErrorCode::InvalidArgument || e.code() == ErrorCode::Unsupported;
-    throw CliError(input_problem ? 2 : 1, e.what());
+    throw CliError(input_problem ? 2 : 1, graph + ": " + e.what());
   }
 }
 
@@ -48,18 +49,19 @@ int compile_partitioned(const std::string& graph, const std::string& weights,
   // model.vkd -> model.p0.vkd ... and model.partition.json
   const std::string stem =
       out.extension() == ".vkd" ? (out.parent_path() / out.stem()).string() : out.string();
-  const compiler::PartitionedResult result = run_compiler([&] {
-    return compiler::compile_partitioned(compiler::parse_graph_file(graph, weights), options);
-  });
+  compiler::Graph parsed = read_graph(graph, weights);
+  const compiler::PartitionedResult result = run_compiler(
+      graph, [&] { return compiler::compile_partitioned(std::move(parsed), options); });
   std::vector<std::string> blob_paths, blob_names;
+  std::vector<std::pair<std::string, std::string>> targets;
   for (size_t i = 0; i < result.parts.size(); ++i) {
     blob_paths.push_back(stem + ".p" + std::to_string(i) + ".vkd");
     blob_names.push_back(fs::path(blob_paths.back()).filename().string());
+    targets.emplace_back("output " + blob_paths.back(), blob_paths.back());
   }
   const std::string plan_path = stem + ".partition.json";
-  std::vector<std::string> targets = blob_paths;
-  targets.push_back(plan_path);
-  check_targets(targets, force);
+  targets.emplace_back("output " + plan_path, plan_path);
+  check_files(graph, weights, targets, force);
 
   if (report) {
     std::printf("[%s]\n", result.fusion.pass.c_str());
@@ -69,7 +71,8 @@ int compile_partitioned(const std::string& graph, const std::string& weights,
                   compiler::format_report(result.parts[i]).c_str());
     }
   }
-  const std::string plan = run_compiler([&] { return partition_plan_json(result, blob_names); });
+  const std::string plan =
+      run_compiler(graph, [&] { return partition_plan_json(result, blob_names); });
   for (size_t i = 0; i < result.parts.size(); ++i) {
     const auto& blob = result.parts[i].blob;
     write_file(blob_paths[i], blob.data(), blob.size(), force);
@@ -96,25 +99,29 @@ int cmd_compile(const std::vector<std::string>& args) {
   if (a.positional.size() != 1) {
     throw UsageError(a.positional.empty() ? "missing GRAPH.json" : "one graph expected");
   }
-  const auto out = a.last("-o") ? a.last("-o") : a.last("--output");
+  const std::string option = a.last("-o") ? "-o" : "--output";
+  const auto out = a.last(option);
   if (!out) throw UsageError("missing -o MODEL.vkd");
+  if (out->empty()) throw UsageError(option + " needs a file name");
   const fs::path out_path(*out);
   const bool force = a.has("--force");
   compiler::CompileOptions options;
   if (const auto v = a.last("--max-texture-extent")) {
     options.layout.max_texture_extent = parse_int_option("--max-texture-extent", *v, 1, 1 << 20);
   }
+  const std::string graph = a.positional[0];
   const std::string weights = a.last("--weights").value_or("");
+  if (a.has("--weights") && weights.empty()) throw UsageError("--weights needs a file name");
   if (a.has("--partition")) {
-    return compile_partitioned(a.positional[0], weights, options, out_path, force,
-                               a.has("--report"));
+    return compile_partitioned(graph, weights, options, out_path, force, a.has("--report"));
   }
 
-  check_targets({out_path.string()}, force);
+  check_files(graph, weights, {{option + " " + *out, *out}}, force);
+  compiler::Graph parsed = read_graph(graph, weights);
   const compiler::CompileResult result =
-      run_compiler([&] { return compiler::compile_file(a.positional[0], weights, options); });
+      run_compiler(graph, [&] { return compiler::compile_graph(std::move(parsed), options); });
   if (a.has("--report")) std::fputs(compiler::format_report(result).c_str(), stdout);
-  run_compiler([&] { result.throw_if_unsupported(); return 0; });
+  run_compiler(graph, [&] { result.throw_if_unsupported(); return 0; });
 
   write_file(out_path.string(), result.blob, force);
   std::printf("wrote %s (%zu bytes, %zu nodes)\n", out->c_str(), result.blob.size(),

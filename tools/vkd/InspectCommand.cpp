@@ -48,9 +48,11 @@ int cmd_inspect(const std::vector<std::string>& args) {
   const auto dot_path = a.last("--dot");
   if (a.has("--force") && !dot_path) throw UsageError("--force applies to --dot only");
   if (dot_path) {
-    std::vector<std::string> errors;
-    check_target_file(*dot_path, a.has("--force"), "dot file", errors);
-    if (!errors.empty()) throw CliError(2, errors.front());
+    if (dot_path->empty()) throw UsageError("--dot needs a file name");
+    FilePlan plan;
+    plan.add_input("the model", model_path);
+    plan.add_output("dot file", "--dot " + *dot_path, *dot_path);
+    plan.check(a.has("--force"));
   }
   const std::vector<uint8_t> blob = read_model_file(model_path);
   if (dot_path) write_dot_file(*dot_path, blob, model_path, a.has("--force"));

@@ -2,11 +2,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <sstream>
+
+#include "tools/vkd/Files.h"
 
 namespace vkd::cli {
 namespace {
@@ -161,7 +161,21 @@ std::string npy_shape_string(const std::vector<int64_t>& shape) {
   return s + ")";
 }
 
-NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source) {
+namespace {
+
+// What the preamble and the header say; the data follows at data_offset.
+struct NpyHeader {
+  NpyDType dtype = NpyDType::Float32;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;
+  uint64_t data_bytes = 0;
+};
+
+constexpr size_t kMaxPreamble = 12;  // magic, version, 4-byte header length (2.0, 3.0)
+
+// The end of the header (preamble + header length) from the first bytes of the file, which
+// must hold the whole preamble.
+uint64_t header_end(const uint8_t* bytes, size_t size, const std::string& source) {
   if (size < sizeof kMagic || std::memcmp(bytes, kMagic, sizeof kMagic) != 0) {
     fail(source, "not a .npy file (no \\x93NUMPY magic at the start)");
   }
@@ -180,7 +194,15 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source)
     fail(source, "truncated .npy file (" + std::to_string(size) +
                      " bytes, the header length field is cut)");
   }
-  const uint64_t header_len = load_le(bytes + 8, static_cast<int>(len_bytes));
+  return prefix + load_le(bytes + 8, static_cast<int>(len_bytes));
+}
+
+// Parses the preamble and the header; `bytes` holds at least everything up to header_end()
+// unless the file is shorter.
+NpyHeader parse_header(const uint8_t* bytes, size_t size, const std::string& source) {
+  const uint64_t end = header_end(bytes, size, source);
+  const size_t prefix = bytes[6] == 1 ? 10 : 12;
+  const uint64_t header_len = end - prefix;
   if (header_len > size - prefix) {
     fail(source, "truncated .npy header: " + std::to_string(header_len) +
                      " header bytes announced, the file has " + std::to_string(size - prefix) +
@@ -227,7 +249,7 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source)
                      "' key): " + header);
   }
 
-  NpyArray out;
+  NpyHeader out;
   if (descr == "<f4") {
     out.dtype = NpyDType::Float32;
   } else if (descr == "<f2") {
@@ -249,40 +271,72 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source)
                  "np.save(path, np.ascontiguousarray(arr)))");
   }
 
-  const size_t item = npy_dtype_size(out.dtype);
-  uint64_t need = item;
+  uint64_t need = npy_dtype_size(out.dtype);
   for (int64_t d : shape) {
     if (d != 0 && need > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
       fail(source, "shape " + npy_shape_string(shape) + " is too large");
     }
     need *= static_cast<uint64_t>(d);
   }
-  const size_t data_offset = prefix + header_len;
-  const uint64_t have = size - data_offset;
-  if (have < need) {
-    fail(source, "truncated data: shape " + npy_shape_string(shape) + " " +
-                     npy_dtype_name(out.dtype) + " needs " + std::to_string(need) +
-                     " bytes after the " + std::to_string(data_offset) +
-                     "-byte header, the file has " + std::to_string(have));
-  }
-  if (have > need) {
-    fail(source, std::to_string(have - need) + " unexpected bytes after the data (shape " +
-                     npy_shape_string(shape) + " " + npy_dtype_name(out.dtype) + " is " +
-                     std::to_string(need) + " bytes)");
-  }
   out.shape = std::move(shape);
-  out.data.assign(bytes + data_offset, bytes + size);
+  out.data_offset = static_cast<size_t>(end);
+  out.data_bytes = need;
   return out;
 }
 
+// The data size the header announces against the `have` bytes the file holds after it.
+void check_data_size(const NpyHeader& h, uint64_t have, const std::string& source) {
+  if (have < h.data_bytes) {
+    fail(source, "truncated data: shape " + npy_shape_string(h.shape) + " " +
+                     npy_dtype_name(h.dtype) + " needs " + std::to_string(h.data_bytes) +
+                     " bytes after the " + std::to_string(h.data_offset) +
+                     "-byte header, the file has " + std::to_string(have));
+  }
+  if (have > h.data_bytes) {
+    fail(source, std::to_string(have - h.data_bytes) + " unexpected bytes after the data (shape " +
+                     npy_shape_string(h.shape) + " " + npy_dtype_name(h.dtype) + " is " +
+                     std::to_string(h.data_bytes) + " bytes)");
+  }
+}
+
+}  // namespace
+
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source) {
+  NpyHeader h = parse_header(bytes, size, source);
+  check_data_size(h, size - h.data_offset, source);
+  NpyArray out;
+  out.dtype = h.dtype;
+  out.shape = std::move(h.shape);
+  out.data.assign(bytes + h.data_offset, bytes + size);
+  return out;
+}
+
+// Reads no more than the header announces: the preamble, the header (up to kMaxNpyHeaderBytes),
+// then exactly the data bytes, once the file's size says they are all there.
 NpyArray read_npy(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, "cannot read: is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
-  return parse_npy(bytes.data(), bytes.size(), path);
+  try {
+    InputFile file(path);
+    std::vector<uint8_t> image = file.read(kMaxPreamble);
+    const uint64_t end = header_end(image.data(), image.size(), path);
+    if (end > kMaxNpyHeaderBytes) {
+      fail(path, "the header announces " + std::to_string(end) + " bytes, more than the " +
+                     std::to_string(kMaxNpyHeaderBytes) + " accepted");
+    }
+    if (end > image.size()) {
+      const std::vector<uint8_t> rest = file.read(end - image.size());
+      image.insert(image.end(), rest.begin(), rest.end());
+    }
+    NpyHeader h = parse_header(image.data(), image.size(), path);
+    check_data_size(h, file.size() > h.data_offset ? file.size() - h.data_offset : 0, path);
+    NpyArray out;
+    out.dtype = h.dtype;
+    out.shape = std::move(h.shape);
+    out.data = file.read(h.data_bytes);
+    if (out.data.size() != h.data_bytes) fail(path, "the file shrank while it was read");
+    return out;
+  } catch (const InputFileError& e) {
+    fail(path, std::string("cannot read: ") + e.what());
+  }
 }
 
 void write_npy(const std::string& path, const NpyArray& array) {

@@ -43,7 +43,11 @@ class NpyError : public std::runtime_error {
 // rejects fortran_order True, big-endian and other dtypes, a data size that differs from the
 // shape's (truncated or trailing bytes), and any malformed header.
 NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source);
+// parse_npy() of a file, which must be a regular file (not a device or FIFO: Files.h). Reads the
+// header (at most kMaxNpyHeaderBytes), then only the data bytes it announces, and only once the
+// file's size says they are there: no read is unbounded.
 NpyArray read_npy(const std::string& path);
+inline constexpr uint64_t kMaxNpyHeaderBytes = 1u << 20;
 
 // The .npy image of `array`. `major_version` 1, 2 or 3; 0 picks 1.0 unless the header needs more
 // than 65535 bytes (then 2.0). The data starts on a 64-byte boundary.

@@ -187,6 +187,25 @@ void print_profile(const std::vector<NodeProfile>& profile) {
               pad(fixed(total, 2), w_us, true).c_str(), pad("100.0", 5, true).c_str());
 }
 
+// Whether --output-dir `dir` is to be created: it is when it does not exist and its parent is a
+// writable directory (created after every check, before the outputs are written); an existing
+// one must be a writable directory. Else CliError(2).
+bool output_dir_to_create(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    check_writable_dir(dir, "output directory");
+    return false;
+  }
+  fs::path p = fs::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "new/"
+  const std::string parent = p.has_parent_path() ? p.parent_path().string() : ".";
+  if (const auto problem = dir_write_problem(parent)) {
+    throw CliError(2, "output directory '" + dir + "' does not exist and cannot be created: "
+                      "directory '" + parent + "' " + *problem);
+  }
+  return true;
+}
+
 // Matches the --input arguments to the model's inputs, by name or by position ("input<i>": the
 // delegate names unnamed blob inputs after their values, so positions are always accepted; a
 // real input name wins over a position). Every problem goes into `errors`.
@@ -310,19 +329,32 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   if (!errors.empty()) throw CliError(2, join_lines(errors));
-  check_writable_dir(out_dir, "output directory");
-  if (trace_path) {
-    const fs::path parent = fs::path(*trace_path).parent_path();
-    check_writable_dir(parent.empty() ? "." : parent.string(), "trace directory");
-  }
+  std::optional<CheckGraph> check;
+  if (check_graph) check = read_check_graph(*check_graph, a.last("--weights").value_or(""));
+  const bool create_out_dir = output_dir_to_create(out_dir);
 
   const DelegateOptions options = delegate_options(a.last("--device"));
   std::unique_ptr<Delegate> delegate = create_delegate(blob, options, model_path);
 
   const std::vector<const InputArg*> matched = match_inputs(*delegate, inputs, errors);
+  if (check) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < delegate->input_count(); ++i) {
+      names.push_back(io_name(delegate->input(i), i, true));
+    }
+    check_graph_inputs(*check, names, errors);
+  }
   if (!errors.empty()) throw CliError(2, join_lines(errors));
 
-  // Output files: all checked before the first run.
+  // Every file this run reads and writes, checked before the first run.
+  FilePlan files;
+  files.add_input("the model", model_path);
+  for (const InputArg& in : inputs) files.add_input("the input '" + in.name + "'", in.path);
+  if (check) {
+    files.add_input("the --check graph", check->path);
+    if (const auto w = a.last("--weights")) files.add_input("the --check weights file", *w);
+  }
+  if (create_out_dir) files.add_new_directory(out_dir);
   std::vector<OutputSlot> outputs(delegate->output_count());
   std::set<std::string> stems;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -333,17 +365,11 @@ int cmd_run(const std::vector<std::string>& args) {
     while (!stems.insert(stem).second) stem += "_" + std::to_string(i);  // two names, one file
     o.path = out_dir == "." ? stem + ".npy" : (fs::path(out_dir) / (stem + ".npy")).string();
     o.data.assign(o.info.host_bytes(), 0);
-    check_target_file(o.path, force, "output '" + o.name + "'", errors);
+    files.add_output("output '" + o.name + "'", "output '" + o.name + "' (" + o.path + ")",
+                     o.path);
   }
-  if (trace_path) {
-    check_target_file(*trace_path, force, "trace", errors);
-    for (const OutputSlot& o : outputs) {
-      if (fs::absolute(*trace_path).lexically_normal() == fs::absolute(o.path).lexically_normal()) {
-        errors.push_back("trace: '" + *trace_path + "' is also the file of output '" + o.name + "'");
-      }
-    }
-  }
-  if (!errors.empty()) throw CliError(2, join_lines(errors));
+  if (trace_path) files.add_output("trace", "--trace " + *trace_path, *trace_path);
+  files.check(force);
 
   std::printf("model: %s (%s), %zu input(s), %zu output(s)\n", model_path.c_str(),
               human_bytes(blob.size()).c_str(), delegate->input_count(), delegate->output_count());
@@ -415,6 +441,12 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
 
+  if (create_out_dir) {
+    std::error_code ec;
+    fs::create_directory(out_dir, ec);
+    if (ec) throw CliError(2, "cannot create output directory '" + out_dir + "': " + ec.message());
+    std::printf("created output directory %s\n", out_dir.c_str());
+  }
   for (OutputSlot& o : outputs) {
     NpyArray arr;
     arr.dtype = is_float16(o.info) ? NpyDType::Float16 : to_npy_dtype(o.info.host_dtype);
@@ -446,8 +478,8 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     std::vector<CheckOutput> check_outputs;
     for (const OutputSlot& o : outputs) check_outputs.push_back({o.name, o.info.host_dtype, &o.data});
-    check_result = check_against_graph(blob, model_path, options, check_inputs, check_outputs,
-                                       *check_graph, a.last("--weights").value_or(""));
+    check_result =
+        check_against_graph(blob, model_path, options, check_inputs, check_outputs, *check);
   }
 
   if (options.validation) {

@@ -1,6 +1,7 @@
 // vkd: the vkdelegate command-line tool. Each command lives in its own file (Common.h lists
-// them); every error is caught here and printed. Exit codes: 0 success, 1 runtime failure
-// (device, driver, validation messages), 2 bad usage or bad input (model, .npy files, paths).
+// them); here: the help texts, dispatch, and every error caught and printed. Exit codes: 0
+// success, 1 failure (a --check mismatch, validation messages, device/driver/runtime errors, a
+// failed write), 2 usage, path or input errors (options, files, model/graph/.npy contents).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -11,41 +12,127 @@
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 
+#ifndef VKD_VERSION
+#error "VKD_VERSION (the project version) must be defined by tools/vkd/CMakeLists.txt"
+#endif
+
 namespace {
 
-constexpr const char* kUsage =
-    "usage: vkd <command> [options]\n"
-    "commands:\n"
-    "  compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]\n"
-    "      [--max-texture-extent N] [--partition]\n"
-    "      compile a graph IR (partitioner_schema/README.md) into a delegate blob; --report\n"
-    "      prints each pass's decisions and every tensor's final layout\n"
-    "      --partition      leave unsupported nodes to the host: MODEL.p<i>.vkd per partition\n"
-    "                       plus MODEL.partition.json (steps, host nodes, boundary tensors)\n"
-    "  devices [--device SEL]\n"
-    "      list Vulkan devices and the profile vkdelegate reads\n"
-    "  inspect MODEL.vkd [--device SEL] [--dot FILE.dot [--force]]\n"
-    "      load the model and print its inputs, outputs, graph (values, ops, dispatch nodes,\n"
-    "      kernels) and memory report\n"
-    "      --dot FILE       first write a Graphviz picture of the blob's graph (tensors colored\n"
-    "                       by layout, inserted conversions in red); needs no device\n"
-    "  run MODEL.vkd --input NAME=FILE.npy ... [--output-dir DIR] [--force] [--bench N]\n"
-    "      [--profile] [--trace FILE.json] [--device SEL] [--check GRAPH.json [--weights W]]\n"
-    "      run the model once on .npy inputs (float32 '<f4', int8 '|i1', int32 '<i4'; C order)\n"
-    "      matched by input name or position (input0, input1, ...); write each output as\n"
-    "      DIR/NAME.npy (default DIR: .; existing files only with --force)\n"
-    "      --bench N        then 3 warm-up and N timed runs: median/min host and GPU time\n"
-    "      --profile        per-node GPU time table of the last run\n"
-    "      --trace FILE     Chrome/Perfetto trace (JSON) of the last run\n"
-    "      --check GRAPH    also run the CPU reference interpreter on GRAPH.json and compare\n"
-    "                       every tensor in op order; report the first that differs (exit 1)\n"
-    "environment:\n"
-    "  VKD_DEVICE=SEL           device index or name substring (default: discrete > integrated >\n"
-    "                           virtual > CPU); --device overrides it\n"
-    "  VKD_VALIDATION=1         enable the Khronos validation layer; run/inspect exit 1 on any\n"
-    "                           validation message\n"
-    "  VKD_DISABLE_INT8_DOT=1   pretend the device has no int8 dot product\n"
-    "exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input\n";
+struct Command {
+  const char* name;
+  const char* summary;  // one line in `vkd help`
+  const char* usage;    // `vkd <command> --help`
+  int (*run)(const std::vector<std::string>&);
+};
+
+constexpr const char* kCompileUsage =
+    "usage: vkd compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]\n"
+    "                   [--max-texture-extent N] [--partition]\n"
+    "compile a graph IR file (partitioner_schema/README.md) into a delegate blob\n"
+    "  --weights FILE          the safetensors file the graph's constants name\n"
+    "  -o, --output FILE       the blob to write\n"
+    "  --report                print each pass's decisions and every tensor's final layout\n"
+    "  --force                 replace an existing output (never the graph or the weights)\n"
+    "  --max-texture-extent N  largest texture extent the layouts may assume (default 16384)\n"
+    "  --partition             leave unsupported nodes to the host: MODEL.p<i>.vkd per\n"
+    "                          partition plus MODEL.partition.json (steps, host nodes, boundary\n"
+    "                          tensors)\n";
+
+constexpr const char* kDevicesUsage =
+    "usage: vkd devices [--device SEL]\n"
+    "list the Vulkan devices and the profile vkdelegate reads of the selected one\n"
+    "  --device SEL  device index or name substring (default: $VKD_DEVICE, else discrete >\n"
+    "                integrated > virtual > CPU)\n";
+
+constexpr const char* kInspectUsage =
+    "usage: vkd inspect MODEL.vkd [--device SEL] [--dot FILE.dot [--force]]\n"
+    "load the model and print its inputs, outputs, graph (values, ops, dispatch nodes, kernels)\n"
+    "and memory report\n"
+    "  --device SEL  device index or name substring (overrides $VKD_DEVICE)\n"
+    "  --dot FILE    first write a Graphviz picture of the blob's graph (tensors colored by\n"
+    "                layout, inserted conversions in red); needs no device\n"
+    "  --force       replace an existing --dot file (never the model)\n";
+
+constexpr const char* kRunUsage =
+    "usage: vkd run MODEL.vkd --input NAME=FILE.npy ... [--output-dir DIR] [--force] [--bench N]\n"
+    "               [--profile] [--trace FILE.json] [--device SEL]\n"
+    "               [--check GRAPH.json [--weights W.safetensors]]\n"
+    "run the model once on .npy inputs and write each output as DIR/NAME.npy\n"
+    "  --input NAME=FILE   an input by name or position (input0, input1, ...); float32 '<f4',\n"
+    "                      float16 '<f2', int8 '|i1', int32 '<i4', C order\n"
+    "  --output-dir DIR    where the outputs go (default: .); created when missing and its\n"
+    "                      parent exists\n"
+    "  --force             replace existing output files (never a file this command reads)\n"
+    "  --bench N           then 3 warm-up and N timed runs: median/min host and GPU time\n"
+    "  --profile           per-node GPU time table of the last run\n"
+    "  --trace FILE        Chrome/Perfetto trace (JSON) of the last run\n"
+    "  --device SEL        device index or name substring (overrides $VKD_DEVICE)\n"
+    "  --check GRAPH       also run the CPU reference interpreter on GRAPH.json and compare every\n"
+    "                      tensor in op order; report the first that differs (exit 1)\n"
+    "  --weights FILE      the safetensors file of the --check graph\n"
+    "Every file is checked before the first run: a failing call writes nothing.\n";
+
+const Command kCommands[] = {
+    {"compile", "graph IR (GRAPH.json + weights) -> delegate blob (MODEL.vkd)", kCompileUsage,
+     vkd::cli::cmd_compile},
+    {"devices", "list the Vulkan devices and the device profile", kDevicesUsage,
+     vkd::cli::cmd_devices},
+    {"inspect", "load a model; print its inputs, outputs, graph, kernels and memory",
+     kInspectUsage, vkd::cli::cmd_inspect},
+    {"run", "run a model on .npy inputs, write .npy outputs (bench, profile, trace, check)",
+     kRunUsage, vkd::cli::cmd_run},
+};
+
+// One line per variable: every one the runtime reads (runtime/vk, runtime/ops).
+constexpr const char* kEnvironmentAndExitCodes =
+    "environment (read by the runtime: run, inspect, devices):\n"
+    "  VKD_DEVICE=SEL                device index or name substring (default: the best GPU)\n"
+    "  VKD_VALIDATION=1              Khronos validation layer; run/inspect exit 1 on a message\n"
+    "  VKD_PIPELINE_CACHE=FILE       load and save the Vulkan pipeline cache in FILE\n"
+    "  VKD_WORKGROUP_SIZE=N          override the local size of every linear dispatch (1..65536)\n"
+    "  VKD_TILE_ORDER=0..3           force the tile walk: 0 CWHN, 1 WCHN, 2 WHCN, 3 patch\n"
+    "  VKD_DISABLE_INT8_DOT=1        no int8 dot product: the fallback shaders\n"
+    "  VKD_DISABLE_SUBGROUP_ARITH=1  no subgroup arithmetic\n"
+    "  VKD_DISABLE_FLOAT16=1         no float16 arithmetic or 16-bit storage\n"
+    "  VKD_DISABLE_COOPMAT=1         no cooperative matrices (no cooperative-matrix linear route)\n"
+    "exit codes:\n"
+    "  0  success\n"
+    "  1  failure: a --check mismatch, validation messages, a device/driver/runtime error,\n"
+    "     a failed write (disk full, I/O)\n"
+    "  2  usage, path or input error: a bad option; an input file that is missing, unreadable or\n"
+    "     not a regular file; an output that exists (without --force), is a file the command\n"
+    "     reads or cannot be created; a malformed model, graph or .npy file; inputs that do not\n"
+    "     fit the model\n";
+
+std::string top_usage() {
+  std::string s =
+      "usage: vkd <command> [options]\n"
+      "       vkd help [COMMAND] | vkd <command> --help | vkd --version\n"
+      "commands:\n";
+  for (const Command& c : kCommands) {
+    s += "  " + std::string(c.name) + std::string(9 - std::strlen(c.name), ' ') + c.summary + "\n";
+  }
+  s += "  help     this text; 'vkd help COMMAND' (or 'vkd COMMAND --help'): its options\n";
+  return s;
+}
+
+std::string full_help() { return top_usage() + kEnvironmentAndExitCodes; }
+
+const Command* find_command(const std::string& name) {
+  for (const Command& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+// "-h" or "--help" among the options (before a "--").
+bool asks_for_help(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") return false;
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
 
 // Prints each line of `message` as "vkd <command>: <line>".
 void print_error(const std::string& command, const std::string& message) {
@@ -61,22 +148,44 @@ void print_error(const std::string& command, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    std::fputs(top_usage().c_str(), stderr);
+    return 2;
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  try {
-    if (command == "devices") return vkd::cli::cmd_devices(args);
-    if (command == "run") return vkd::cli::cmd_run(args);
-    if (command == "inspect") return vkd::cli::cmd_inspect(args);
-    if (command == "compile") return vkd::cli::cmd_compile(args);
-    std::fprintf(stderr, "vkd: unknown command '%s'\n%s", command.c_str(), kUsage);
+  if (command == "--version") {
+    std::printf("vkd %s\n", VKD_VERSION);
+    return 0;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    if (args.empty()) {
+      std::fputs(full_help().c_str(), stdout);
+      return 0;
+    }
+    const Command* c = find_command(args[0]);
+    if (args.size() > 1 || c == nullptr) {
+      std::fprintf(stderr, "vkd help: unknown command '%s'\n%s", args[0].c_str(),
+                   top_usage().c_str());
+      return 2;
+    }
+    std::fputs(c->usage, stdout);
+    return 0;
+  }
+  const Command* c = find_command(command);
+  if (c == nullptr) {
+    std::fprintf(stderr, "vkd: unknown command '%s'\n%s", command.c_str(), top_usage().c_str());
     return 2;
+  }
+  if (asks_for_help(args)) {
+    std::fputs(c->usage, stdout);
+    return 0;
+  }
+  try {
+    return c->run(args);
   } catch (const vkd::cli::UsageError& e) {
     print_error(command, e.what());
-    std::fputs(kUsage, stderr);
+    std::fputs(c->usage, stderr);
     return e.exit_code();
   } catch (const vkd::cli::CliError& e) {
     print_error(command, e.what());
