@@ -1,8 +1,10 @@
 // vkd run MODEL.vkd --input NAME=FILE.npy ... : one inference (plus optional benchmark runs)
 // through the public delegate API, outputs written as .npy. Every check on the command line,
-// the input files and the output locations happens before the first execute(), so a failing
-// call writes nothing; outputs are written to a temporary file and linked into place, so a
-// file is either absent or complete (tools/vkd/Files.h).
+// the input files (the --check graph included) and the output locations happens before the
+// first execute(), so a failing call writes nothing (a missing --output-dir is created only
+// after them); no output may be a file the run reads, --force or not. Outputs are written to a
+// temporary file and linked into place, so a file is either absent or complete
+// (tools/vkd/Files.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
