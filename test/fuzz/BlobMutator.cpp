@@ -17,6 +17,14 @@ namespace {
 using namespace vkd::serialization;
 using Bytes = std::vector<uint8_t>;
 
+// Two's-complement wrap-around (the mutator itself must not overflow: UBSan watches it too).
+int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
 // A blob taken apart: deserialize()'s values with the constant bytes copied out.
 struct Model {
   std::vector<Value> values;
@@ -152,8 +160,8 @@ class Mutator {
                                     -1, 1 << 16, int64_t(1) << 31, int64_t(1) << 40};
     switch (below(4)) {
       case 0: return table[below(std::size(table))];
-      case 1: return old + (chance(2) ? 1 : -1);
-      case 2: return chance(2) ? old * 2 : old / 2;
+      case 1: return wrap_add(old, chance(2) ? 1 : -1);
+      case 2: return chance(2) ? wrap_mul(old, 2) : old / 2;
       default: return static_cast<int64_t>(below(24)) + 1;
     }
   }
@@ -290,7 +298,7 @@ class Mutator {
                                     std::numeric_limits<int64_t>::min()};
     switch (below(3)) {
       case 0: return table[below(std::size(table))];
-      case 1: return old + static_cast<int64_t>(below(5)) - 2;
+      case 1: return wrap_add(old, static_cast<int64_t>(below(5)) - 2);
       default: return static_cast<int64_t>(below(64)) - 32;
     }
   }
@@ -438,24 +446,36 @@ class Mutator {
 
 }  // namespace
 
-std::optional<std::vector<uint8_t>> mutate_blob_structure(const uint8_t* data, size_t size,
-                                                          unsigned seed,
-                                                          const std::vector<std::string>& op_names) {
-  Model m;
+std::optional<std::vector<uint8_t>> mutate_blob_structure(
+    const uint8_t* data, size_t size, unsigned seed, const std::vector<std::string>& op_names,
+    const OpSignatureTable* prefer_valid_for) {
+  Model original;
   try {
-    m = take_apart(data, size);
+    original = take_apart(data, size);
   } catch (const vkd::Error&) {
     return std::nullopt;
   }
-  Mutator mutator(m, seed, op_names);
-  bool changed = false;
-  for (int attempt = 0; attempt < 8 && !changed; ++attempt) changed = mutator.mutate_once();
-  if (!changed) return std::nullopt;
-  try {
-    return put_together(m);
-  } catch (const vkd::Error&) {
-    return std::nullopt;  // e.g. a size the builder cannot write
+  std::optional<Bytes> last;
+  for (unsigned attempt = 0; attempt < 6; ++attempt) {
+    Model m = original;
+    Mutator mutator(m, seed + attempt * 0x9e3779b9u, op_names);
+    bool changed = false;
+    for (int tries = 0; tries < 8 && !changed; ++tries) changed = mutator.mutate_once();
+    if (!changed) continue;
+    try {
+      last = put_together(m);
+    } catch (const vkd::Error&) {
+      continue;  // e.g. a size the builder cannot write
+    }
+    if (!prefer_valid_for) return last;
+    try {
+      deserialize(*last, prefer_valid_for);
+      return last;
+    } catch (const vkd::Error&) {
+      // try another mutation; the last invalid one is the answer if none passes
+    }
   }
+  return last;
 }
 
 }  // namespace vkd::fuzz

@@ -16,12 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "serialization/Deserializer.h"
+
 namespace vkd::fuzz {
 
 // The mutated blob, or nullopt when `data` does not deserialize or the mutation found nothing
-// to change. `op_names`: the names an op may be renamed to. Deterministic in `seed`.
-std::optional<std::vector<uint8_t>> mutate_blob_structure(const uint8_t* data, size_t size,
-                                                          unsigned seed,
-                                                          const std::vector<std::string>& op_names);
+// to change. `op_names`: the names an op may be renamed to. With `prefer_valid_for`, a few
+// mutations are tried in turn until one gives a blob that passes deserialize() with that op
+// table (the last one is returned when none does), so most mutants reach the loader.
+// Deterministic in `seed`.
+std::optional<std::vector<uint8_t>> mutate_blob_structure(
+    const uint8_t* data, size_t size, unsigned seed, const std::vector<std::string>& op_names,
+    const serialization::OpSignatureTable* prefer_valid_for = nullptr);
 
 }  // namespace vkd::fuzz

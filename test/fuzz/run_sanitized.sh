@@ -111,7 +111,8 @@ target_flags() {
     fuzz_deserialize) echo "-timeout=25 -rss_limit_mb=2048 -max_len=8192" ;;
     fuzz_graph_ir) echo "-timeout=25 -rss_limit_mb=2048 -max_len=16384 -dict=$dict" ;;
     # The Vulkan driver compiles kernels on first use (LLVM): slower inputs, more memory.
-    fuzz_load_blob) echo "-timeout=60 -rss_limit_mb=4096 -max_len=32768 -dict=$dict" ;;
+    # -mutate_depth: fewer chained mutations, so most new inputs still deserialize.
+    fuzz_load_blob) echo "-timeout=60 -rss_limit_mb=4096 -max_len=32768 -mutate_depth=3 -dict=$dict" ;;
   esac
 }
 
@@ -164,7 +165,9 @@ do_fuzz() {
     echo "run_sanitized: replay with: $0 replay $build $target INPUT" >&2
     exit 1
   fi
-  grep -E '^#[0-9]+ +DONE|^Done [0-9]+ runs|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' \
+  # The last coverage line (cov: edges, ft: features, corp: corpus), then the final figures.
+  grep -E '^#[0-9]+.* cov: ' "$log" | tail -n 1 || true
+  grep -E '^Done [0-9]+ runs|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' \
     "$log" || true
   local done_runs
   done_runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
