@@ -56,8 +56,11 @@ class NodeCtx {
   }
 
   std::string input_field(size_t i, const char* name) const {
-    std::string f = std::string("input ") + name;
-    if (i < node_.inputs.size() && !node_.inputs[i].empty()) f += " ('" + node_.inputs[i] + "')";
+    // "input 'weight' (value 'w')": the schema's input name, then the graph value given for it.
+    std::string f = std::string("input '") + name + "'";
+    if (i < node_.inputs.size() && !node_.inputs[i].empty()) {
+      f += " (value '" + node_.inputs[i] + "')";
+    }
     return f;
   }
 

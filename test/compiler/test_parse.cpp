@@ -470,7 +470,7 @@ TEST(ParseTest, ConvChannelMismatchIsRejected) {
                        "transposed": false, "output_padding": [0, 0], "groups": 1},
               "outputs": ["y"]})"),
       &w,
-      {"node 0 (aten.convolution): input weight ('w'): expected 4 input channels per group "
+      {"node 0 (aten.convolution): input 'weight' (value 'w'): expected 4 input channels per group "
        "(input channels 4 / groups 1), got 3"});
 }
 
@@ -478,7 +478,7 @@ TEST(ParseTest, PixelShuffleChannelsNotDivisibleIsRejected) {
   expect_parse_error(doc("", R"({"op": "aten.pixel_shuffle", "inputs": ["x"],
                                  "args": {"upscale_factor": 3}, "outputs": ["y"]})"),
                      nullptr,
-                     {"node 0 (aten.pixel_shuffle): input self ('x'): channels 4 are not "
+                     {"node 0 (aten.pixel_shuffle): input 'self' (value 'x'): channels 4 are not "
                       "divisible by upscale_factor^2 = 9"});
 }
 

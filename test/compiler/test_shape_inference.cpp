@@ -144,14 +144,14 @@ TEST(ShapeInferenceTest, ConvolutionErrors) {
     return b.g;
   };
   expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 2)),
-                     {"node 0 (aten.convolution): input weight ('w'): expected 4 input channels "
+                     {"node 0 (aten.convolution): input 'weight' (value 'w'): expected 4 input channels "
                       "per group (input channels 8 / groups 2), got 8"});
   expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 1), {8}),
-                     {"node 0 (aten.convolution): input bias ('bias'): expected shape [16]"});
+                     {"node 0 (aten.convolution): input 'bias' (value 'bias'): expected shape [16]"});
   expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 3)),
-                     {"input input ('x'): input channels 8 are not divisible by groups 3"});
+                     {"input 'input' (value 'x'): input channels 8 are not divisible by groups 3"});
   expect_infer_error(graph({16, 8, 7, 7}, conv_args({1}, {0}, {1}, 1)),
-                     {"input input ('x'): spatial size 6x6", "too small for kernel 7x7"});
+                     {"input 'input' (value 'x'): spatial size 6x6", "too small for kernel 7x7"});
   expect_infer_error(graph({16, 8, 3, 3}, conv_args({1, 1, 1}, {1}, {1}, 1)),
                      {"argument 'stride': expected 1 or 2 integers, got [1, 1, 1]"});
   expect_infer_error(graph({16, 8, 3, 3}, conv_args({0}, {1}, {1}, 1)),
@@ -166,7 +166,7 @@ TEST(ShapeInferenceTest, ConvolutionErrors) {
   b.input("x", DType::Float32, {1, 8, 6, 6})
       .constant("w", DType::Int8, {16, 8, 3, 3})
       .node("aten.convolution", {"x", "w"}, conv_args({1}, {1}, {1}, 1), {"y"});
-  expect_infer_error(b.g, {"node 0 (aten.convolution): input weight ('w'): expected dtype "
+  expect_infer_error(b.g, {"node 0 (aten.convolution): input 'weight' (value 'w'): expected dtype "
                            "float32, got int8"});
 }
 
@@ -186,7 +186,7 @@ TEST(ShapeInferenceTest, Linear) {
   bad.input("x", DType::Float32, {2, 8})
       .constant("w", DType::Float32, {5, 6})
       .node("aten.linear", {"x", "w"}, {}, {"y"});
-  expect_infer_error(bad.g, {"node 0 (aten.linear): input weight ('w'): expected [N, 8] (input "
+  expect_infer_error(bad.g, {"node 0 (aten.linear): input 'weight' (value 'w'): expected [N, 8] (input "
                              "features 8), got [5, 6]"});
 }
 
@@ -205,7 +205,7 @@ TEST(ShapeInferenceTest, AddBroadcastsAndChecks) {
   bad.input("x", DType::Float32, {1, 4, 5, 5})
       .constant("c", DType::Float32, {1, 3, 1, 1})
       .node("aten.add.Tensor", {"x", "c"}, {}, {"y"});
-  expect_infer_error(bad.g, {"node 0 (aten.add.Tensor): input other ('c'): shape [1, 3, 1, 1] "
+  expect_infer_error(bad.g, {"node 0 (aten.add.Tensor): input 'other' (value 'c'): shape [1, 3, 1, 1] "
                              "does not broadcast with self shape [1, 4, 5, 5]"});
 }
 
@@ -225,7 +225,7 @@ TEST(ShapeInferenceTest, ActivationsKeepTheShape) {
                               "and max must not be None"});
   Builder int8;
   int8.input("x", DType::Int8, {1, 3, 4, 4}).node("aten.relu", {"x"}, {}, {"y"});
-  expect_infer_error(int8.g, {"node 0 (aten.relu): input self ('x'): expected dtype float32, got "
+  expect_infer_error(int8.g, {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32, got "
                               "int8"});
 }
 
@@ -239,7 +239,7 @@ TEST(ShapeInferenceTest, PixelShuffle) {
   Builder bad;
   bad.input("x", DType::Float32, {1, 12, 5, 7})
       .node("aten.pixel_shuffle", {"x"}, {{"upscale_factor", int64_t{3}}}, {"y"});
-  expect_infer_error(bad.g, {"node 0 (aten.pixel_shuffle): input self ('x'): channels 12 are not "
+  expect_infer_error(bad.g, {"node 0 (aten.pixel_shuffle): input 'self' (value 'x'): channels 12 are not "
                              "divisible by upscale_factor^2 = 9"});
 }
 
@@ -264,7 +264,7 @@ TEST(ShapeInferenceTest, MaxPool2d) {
   Builder small;
   small.input("x", DType::Float32, {1, 2, 2, 2})
       .node("aten.max_pool2d", {"x"}, {{"kernel_size", I{3}}}, {"y"});
-  expect_infer_error(small.g, {"node 0 (aten.max_pool2d): input self ('x'): spatial size 2x2 is "
+  expect_infer_error(small.g, {"node 0 (aten.max_pool2d): input 'self' (value 'x'): spatial size 2x2 is "
                                "too small for kernel_size [3, 3]"});
 }
 
@@ -364,12 +364,12 @@ TEST(ShapeInferenceTest, QuantizeDequantize) {
              {"dtype", std::string("int8")}},
             {"wd"});
   expect_infer_error(scales.g, {"node 0 (quantized_decomposed.dequantize_per_channel): input "
-                                "scales ('s'): expected shape [6] (one per channel along axis), "
+                                "'scales' (value 's'): expected shape [6] (one per channel along axis), "
                                 "got [3]"});
   Builder deq_float;
   deq_float.input("x", DType::Float32, {4})
       .node("quantized_decomposed.dequantize_per_tensor", {"x"}, qargs(), {"d"});
-  expect_infer_error(deq_float.g, {"input input ('x'): expected dtype int8, got float32"});
+  expect_infer_error(deq_float.g, {"input 'input' (value 'x'): expected dtype int8, got float32"});
 }
 
 TEST(ShapeInferenceTest, AffineOps) {
@@ -397,7 +397,7 @@ TEST(ShapeInferenceTest, AffineOps) {
   expect_type(ok, "q", DType::Int8, {4, 64});
   expect_type(ok, "d", DType::Float32, {4, 64});
   expect_type(ok, "d2", DType::Float32, {4, 64});
-  expect_infer_error(b.g, {"node 4 (torchao.dequantize_affine): input scale ('s3'): expected shape "
+  expect_infer_error(b.g, {"node 4 (torchao.dequantize_affine): input 'scale' (value 's3'): expected shape "
                            "[4, 2] (input shape / block_size), got [8]"});
 
   Builder per_row;  // torchao drops size-1 dims of the scale: [4, 1] given as [4]
@@ -470,14 +470,14 @@ TEST(ShapeInferenceTest, UnknownOpsAndUndefinedInputs) {
                            "inference"});
   Builder u;
   u.input("x", DType::Float32, {4}).node("aten.relu", {"nope"}, {}, {"y"});
-  expect_infer_error(u.g, {"node 0 (aten.relu): input self ('nope'): value 'nope' is not defined"});
+  expect_infer_error(u.g, {"node 0 (aten.relu): input 'self' (value 'nope'): value 'nope' is not defined"});
   Builder missing;
   missing.input("x", DType::Float32, {1, 4, 2, 2}).node("aten.pixel_shuffle", {"x"}, {}, {"y"});
   expect_infer_error(missing.g, {"node 0 (aten.pixel_shuffle): missing argument 'upscale_factor'"});
   Builder no_origin;
   no_origin.input("x", DType::Int8, {4}).node("aten.relu", {"x"}, {}, {"y"});
   no_origin.g.nodes[0].origin.clear();
-  expect_infer_error(no_origin.g, {"node 0 (aten.relu): input self ('x'): expected dtype float32"});
+  expect_infer_error(no_origin.g, {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32"});
 }
 
 }  // namespace
