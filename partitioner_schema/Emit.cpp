@@ -18,7 +18,12 @@ TensorSpec spec_of(const Value& v) {
             v.shape.size(), "; the backend supports rank <= 4");
   TensorSpec spec{v.shape.empty() ? std::vector<int64_t>{1} : v.shape, v.dtype, *v.storage,
                   *v.layout};
-  validate(spec);
+  try {
+    validate(spec);
+  } catch (const Error& e) {
+    // validate() knows only the sizes; say which value of the graph it is.
+    throw Error(e.code(), "value '" + v.name + "': " + e.what());
+  }
   return spec;
 }
 

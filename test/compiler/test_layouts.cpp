@@ -288,4 +288,23 @@ TEST(Emit, MissingScalarArgumentNamesTheNode) {
   }
 }
 
+// A value the serializer refuses (an empty dim): the message names the value, not only its
+// sizes ("tensor [1,0,7,9]: size 0 in dim 1" said neither which value nor where).
+TEST(Emit, EmptyDimNamesTheValue) {
+  Graph g;
+  g.add_value(tensor("x", DType::Float32, {1, 0, 7, 9}));
+  g.add_value(tensor("q", DType::Int8x4, {1, 0, 7, 9}));
+  g.inputs = {"x"};
+  g.outputs = {"q"};
+  g.nodes = {node("q8ta_quantize", {"x"}, {"q"}, quant_args())};
+  propagate_layouts(g, {});
+  try {
+    emit_blob(g);
+    FAIL() << "expected an error";
+  } catch (const vkd::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("value 'x': tensor [1,0,7,9]: size 0 in dim 1"),
+              std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
