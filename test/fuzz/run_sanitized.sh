@@ -9,10 +9,11 @@
 #       and writes the seed corpora to BUILD_DIR/fuzz/<target>/seeds. CTest's fuzz_build.
 #   run BUILD_DIR TARGET [RUNS]
 #       the short, repeatable run (CTest's fuzz_<target>): replays test/fuzz/regressions/TARGET/*
-#       (each must finish without a finding), then fuzzes from the seeds into a corpus emptied
-#       first, with libFuzzer seed VKD_FUZZ_SEED (default 1), for RUNS executions (default
-#       100000) or VKD_FUZZ_MAX_TIME seconds (default 60), whichever comes first. Stopping at
-#       the time cap is a pass; the executions done are printed either way.
+#       (each must finish without a finding, loaded as the harness picks and aligned), then
+#       fuzzes from the seeds into a corpus emptied first, with libFuzzer seed VKD_FUZZ_SEED
+#       (default 1), for RUNS executions (default 100000) or VKD_FUZZ_MAX_TIME seconds (default
+#       60), whichever comes first. Stopping at the time cap is a pass; the executions done are
+#       printed either way.
 #   long BUILD_DIR TARGET [RUNS]
 #       the nightly-style run: like `run`, but a random libFuzzer seed, a corpus kept in
 #       BUILD_DIR/fuzz/TARGET/corpus between runs, RUNS default 1000000 and VKD_FUZZ_MAX_TIME
@@ -139,13 +140,19 @@ do_fuzz() {
   local regressions=("$src/test/fuzz/regressions/$target"/*)
   if [ -e "${regressions[0]}" ]; then
     echo "run_sanitized: $target: replaying ${#regressions[@]} regression input(s)"
-    # shellcheck disable=SC2046
-    if ! "$bin" $(target_flags "$target") -runs=1 "${regressions[@]}" >"$work/replay.log" 2>&1; then
-      tail -n 150 "$work/replay.log"
-      echo "run_sanitized: FAILED: $target: a regression input in" \
-           "test/fuzz/regressions/$target/ is still a finding (log: $work/replay.log)" >&2
-      exit 1
-    fi
+    # Twice: as the harness loads each input (fuzz_load_blob: a hash of the input picks a
+    # misaligned copy for some), and aligned (VKD_FUZZ_ALIGNED=1).
+    local aligned
+    for aligned in 0 1; do
+      # shellcheck disable=SC2046
+      if ! VKD_FUZZ_ALIGNED=$aligned "$bin" $(target_flags "$target") -runs=1 \
+          "${regressions[@]}" >"$work/replay.log" 2>&1; then
+        tail -n 150 "$work/replay.log"
+        echo "run_sanitized: FAILED: $target: a regression input in" \
+             "test/fuzz/regressions/$target/ is still a finding (log: $work/replay.log)" >&2
+        exit 1
+      fi
+    done
   fi
 
   if [ "$fresh" = 1 ]; then rm -rf "$corpus"; fi
