@@ -2,7 +2,7 @@
 // runtime's op registry, data-flow checks, op builders, constant packing, prepare()) and, when
 // a blob loads, one execution with zero-filled inputs on the default Vulkan device (lavapipe on
 // a machine without a GPU), outputs read back. One vk::Context for the whole run (static), as
-// an application keeps its device.
+// an application keeps its device (replaced now and then: kMaxPipelines).
 //
 // Expected answers to a bad blob: a vkd::Error with code InvalidArgument, Unsupported or
 // OutOfMemory, from loading or executing. Findings: a crash, an ASan/UBSan report, a hang
@@ -58,6 +58,34 @@ bool env_on(const char* name) {
 
 const bool kVerbose = env_on("VKD_FUZZ_VERBOSE");
 
+// One context for many inputs (creating one, and compiling its kernels, costs far more than a
+// small graph). Its pipeline cache keeps every (kernel, specialization constants) pair it was
+// asked for, and mutated geometry makes new ones without end, so past kMaxPipelines the context
+// is replaced (memory stays bounded over millions of inputs).
+constexpr size_t kMaxPipelines = 256;
+// Never destroyed at exit (the driver's own teardown may have run by then).
+vk::Context* g_context = nullptr;
+uint64_t g_contexts_created = 0;
+
+vk::Context& context() {
+  if (!g_context) {
+    vk::ContextOptions options = vk::ContextOptions::from_env();
+    options.gpu_timeout = std::chrono::seconds(20);
+    g_context = new vk::Context(options);
+    if (g_contexts_created++ == 0) {
+      std::fprintf(stderr, "fuzz_load_blob: device '%s'\n", g_context->profile().name.c_str());
+    }
+  }
+  return *g_context;
+}
+
+void bound_context() {
+  if (g_context && g_context->pipelines().pipeline_count() > kMaxPipelines) {
+    delete g_context;
+    g_context = nullptr;
+  }
+}
+
 // Outcomes so far, printed at exit: how deep the inputs get.
 struct Outcomes {
   uint64_t rejected = 0, over_budget = 0, load_errors = 0, loaded_not_run = 0, execute_errors = 0,
@@ -69,22 +97,11 @@ void print_outcomes() {
   std::fprintf(stderr,
                "fuzz_load_blob: outcomes: %llu rejected by deserialize, %llu over the tensor "
                "budget, %llu load errors, %llu loaded (over the work budget), %llu execute "
-               "errors, %llu loaded and ran\n",
+               "errors, %llu loaded and ran; %llu Vulkan context(s)\n",
                (unsigned long long)o.rejected, (unsigned long long)o.over_budget,
                (unsigned long long)o.load_errors, (unsigned long long)o.loaded_not_run,
-               (unsigned long long)o.execute_errors, (unsigned long long)o.ran);
-}
-
-vk::Context& context() {
-  // Never destroyed: the driver's teardown at exit is not what is being tested.
-  static vk::Context* ctx = [] {
-    vk::ContextOptions options = vk::ContextOptions::from_env();
-    options.gpu_timeout = std::chrono::seconds(20);
-    auto* c = new vk::Context(options);
-    std::fprintf(stderr, "fuzz_load_blob: device '%s'\n", c->profile().name.c_str());
-    return c;
-  }();
-  return *ctx;
+               (unsigned long long)o.execute_errors, (unsigned long long)o.ran,
+               (unsigned long long)g_contexts_created);
 }
 
 const serialization::OpSignatureTable& signatures() {
@@ -262,7 +279,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::unique_ptr<uint8_t[]> storage(new uint8_t[size + shift]);
   uint8_t* copy = storage.get() + shift;
   if (size > 0) std::memcpy(copy, data, size);
-  return run_one(copy, size, expose);
+  const int result = run_one(copy, size, expose);
+  bound_context();
+  return result;
 }
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
