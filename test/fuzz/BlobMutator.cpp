@@ -123,7 +123,9 @@ class Mutator {
   }
 
  private:
-  size_t below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  size_t below(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
   bool chance(unsigned one_in) { return below(one_in) == 0; }
 
   template <typename T>
@@ -262,7 +264,8 @@ class Mutator {
     }
     static const uint8_t bytes[] = {0x00, 0x01, 0x7f, 0x80, 0xff};
     const size_t at = below(c.size());
-    c[at] = chance(2) ? bytes[below(std::size(bytes))] : static_cast<uint8_t>(c[at] ^ (1u << below(8)));
+    c[at] = chance(2) ? bytes[below(std::size(bytes))]
+                      : static_cast<uint8_t>(c[at] ^ (1u << below(8)));
     return true;
   }
 

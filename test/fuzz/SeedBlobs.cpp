@@ -333,7 +333,8 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> op_seed_blobs() {
   out.emplace_back("conv_depthwise", conv({{1, 4, 6, 6}, 4, 3, 3, 1, 1, 1, 4}));
   out.emplace_back("conv_depthwise_s2", conv({{1, 6, 7, 7}, 6, 3, 3, 2, 1, 1, 6, c1w, c1w}));
   out.emplace_back("conv_im2col", conv({{1, 8, 6, 6}, 4, 3, 3, 1, 1, 1, 1}));
-  out.emplace_back("conv_direct", conv({{1, 3, 6, 6}, 4, 3, 3, 2, 1, 1, 1, w4c, c1w, false, 0, 100}));
+  out.emplace_back("conv_direct",
+                   conv({{1, 3, 6, 6}, 4, 3, 3, 2, 1, 1, 1, w4c, c1w, false, 0, 100}));
   out.emplace_back("conv_grouped", conv({{1, 8, 5, 5}, 8, 3, 3, 1, 1, 1, 2}));
   out.emplace_back("conv_dilated_dq", conv({{1, 4, 7, 7}, 5, 3, 3, 1, 2, 2, 1, c1w, w4c, true}));
   out.emplace_back("add", add({1, 8, 4, 4}, {1, 8, 4, 4}, w4c));
@@ -346,7 +347,8 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> op_seed_blobs() {
   out.emplace_back("pixel_shuffle_r2", q8_pixel_shuffle(2, w4c, false));
   out.emplace_back("pixel_shuffle_r2_requant", q8_pixel_shuffle(2, c1w, true));
   out.emplace_back("pixel_shuffle_r3", q8_pixel_shuffle(3, w4c, true));
-  out.emplace_back("pixel_shuffle_f32", float_pixel_shuffle(DType::Float32, S::Buffer, L::WidthPacked));
+  out.emplace_back("pixel_shuffle_f32",
+                   float_pixel_shuffle(DType::Float32, S::Buffer, L::WidthPacked));
   out.emplace_back("pixel_shuffle_f16",
                    float_pixel_shuffle(DType::Float16, S::Texture3D, L::ChannelsPacked));
   out.emplace_back("affine_constant", affine_constant());

@@ -22,6 +22,8 @@
 //
 // Structure-aware mutation: LLVMFuzzerCustomMutator (test/fuzz/BlobMutator.h), with
 // libFuzzer's byte-level mutator an eighth of the time and for inputs that do not deserialize.
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -163,7 +165,9 @@ bool within_budget(const DeserializedGraph& g, bool* executable) {
       if (const auto* t = std::get_if<TensorValue>(&v)) {
         const double n = static_cast<double>(t->spec.numel());
         largest = std::max(largest, n);
-        if (t->constant && t->spec.sizes.size() >= 2) factor *= n / static_cast<double>(t->spec.sizes[0]);
+        if (t->constant && t->spec.sizes.size() >= 2) {
+          factor *= n / static_cast<double>(t->spec.sizes[0]);  // a weight's size per output
+        }
       } else if (const auto* l = std::get_if<serialization::IntListValue>(&v)) {
         for (int64_t x : l->items) factor *= std::max<double>(1.0, static_cast<double>(x));
       }

@@ -113,7 +113,8 @@ target_flags() {
     fuzz_graph_ir) echo "-timeout=25 -rss_limit_mb=2048 -max_len=16384 -dict=$dict" ;;
     # The Vulkan driver compiles kernels on first use (LLVM): slower inputs, more memory.
     # -mutate_depth: fewer chained mutations, so most new inputs still deserialize.
-    fuzz_load_blob) echo "-timeout=60 -rss_limit_mb=4096 -max_len=32768 -mutate_depth=3 -dict=$dict" ;;
+    fuzz_load_blob)
+      echo "-timeout=60 -rss_limit_mb=4096 -max_len=32768 -mutate_depth=3 -dict=$dict" ;;
   esac
 }
 
@@ -135,7 +136,10 @@ do_fuzz() {
   seeds=$build/fuzz/seeds/$target
   log=$work/fuzz.log
   mkdir -p "$work"
-  [ -d "$seeds" ] || { echo "run_sanitized: no seeds in $seeds; run '$0 build $build'" >&2; exit 1; }
+  if [ ! -d "$seeds" ]; then
+    echo "run_sanitized: no seeds in $seeds; run '$0 build $build'" >&2
+    exit 1
+  fi
 
   local regressions=("$src/test/fuzz/regressions/$target"/*)
   if [ -e "${regressions[0]}" ]; then
