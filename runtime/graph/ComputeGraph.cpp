@@ -267,17 +267,16 @@ void ComputeGraph::plan_and_bind_memory() {
               ": the buffers share no memory type");
     plans[kind] = plan_memory(items[kind], max_block);
   }
-  const uint64_t planned_bytes[2] = {plans[0].planned_bytes, plans[1].planned_bytes};
   stats_.intermediate_naive_bytes = plans[1].naive_bytes;
   stats_.intermediate_planned_bytes = plans[1].planned_bytes;
   // Whole-model check before the first allocation: a model larger than the device's memory
   // is a clear error, not a driver failure halfway through (or silent oversubscription).
-  const uint64_t total = stats_.image_bytes + planned_bytes[0] + planned_bytes[1];
+  const uint64_t total = stats_.image_bytes + plans[0].planned_bytes + plans[1].planned_bytes;
   const uint64_t heap = profile().device_local_heap_bytes;
   const auto mib = [](uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; };
   VKD_CHECK(heap == 0 || total <= heap, ErrorCode::OutOfMemory, "the model needs ", mib(total),
-            " MiB of device memory (constants, inputs and outputs ", mib(planned_bytes[0]),
-            " MiB, intermediates ", mib(planned_bytes[1]), " MiB, textures ",
+            " MiB of device memory (constants, inputs and outputs ", mib(plans[0].planned_bytes),
+            " MiB, intermediates ", mib(plans[1].planned_bytes), " MiB, textures ",
             mib(stats_.image_bytes), " MiB); device '", profile().name, "' has a ", mib(heap),
             " MiB device-local heap");
   for (int kind = 0; kind < 2; ++kind) {

@@ -416,21 +416,15 @@ namespace {
 
 // (input, input_scale, input_zero_point, weight, weight_scales, bias, stride, padding,
 // dilation, groups, ...) as partitioner_schema/OpSchema.cpp orders them. padding: [p], [ph, pw]
-// or [top, left, bottom, right].
+// or [top, left, bottom, right]. The loader checked the constants against the schema: weight
+// int8 [C_out, C_in / groups, KH, KW], scales and bias float32 [C_out].
 Conv2dWeights blob_weights(const OpCall& call) {
   const auto& w = call.constant(3);
-  const auto& s = call.constant(4);
-  const auto& b = call.constant(5);
-  VKD_CHECK(w.spec.sizes.size() == 4, ErrorCode::InvalidArgument, call.label(),
-            ": weight must be [C_out, C_in / groups, KH, KW], got ", w.spec.describe());
   Conv2dWeights cw;
   cw.out_channels = w.spec.sizes[0];
   cw.in_per_group = w.spec.sizes[1];
   cw.kh = w.spec.sizes[2];
   cw.kw = w.spec.sizes[3];
-  VKD_CHECK(s.spec.numel() == cw.out_channels && b.spec.numel() == cw.out_channels,
-            ErrorCode::InvalidArgument, call.label(), ": weight_scales ", s.spec.describe(),
-            " and bias ", b.spec.describe(), " must hold C_out = ", cw.out_channels, " values");
   const auto channels = call.channel_floats(4, 5);
   cw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
   cw.scales = channels->scales.data();

@@ -289,19 +289,13 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 namespace {
 
 // (input, input_scale, input_zero_point, weight, weight_scales, bias, ...): the blob's
-// constants stay valid until prepare() (the loader keeps the blob while it builds).
+// constants stay valid until prepare() (the loader keeps the blob while it builds). The loader
+// checked them against the schema: weight int8 [N, K], scales and bias float32 [N].
 LinearWeights blob_weights(const OpCall& call) {
   const auto& w = call.constant(3);
-  const auto& s = call.constant(4);
-  const auto& b = call.constant(5);
-  VKD_CHECK(w.spec.sizes.size() == 2, ErrorCode::InvalidArgument, call.label(),
-            ": weight must be [N, K], got ", w.spec.describe());
   LinearWeights lw;
   lw.n = w.spec.sizes[0];
   lw.k = w.spec.sizes[1];
-  VKD_CHECK(s.spec.numel() == lw.n && b.spec.numel() == lw.n, ErrorCode::InvalidArgument,
-            call.label(), ": weight_scales ", s.spec.describe(), " and bias ", b.spec.describe(),
-            " must hold N = ", lw.n, " values");
   const auto channels = call.channel_floats(4, 5);
   lw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
   lw.scales = channels->scales.data();

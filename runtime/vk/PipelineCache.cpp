@@ -1,5 +1,6 @@
 #include "runtime/vk/PipelineCache.h"
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,12 +26,24 @@ VkDescriptorType descriptor_type(shaders::DescriptorKind kind) {
 }
 
 // VkPipelineCacheHeaderVersionOne: length, version, vendorID, deviceID, pipelineCacheUUID.
+// Its words, or all zeros when `data` is too short to hold one.
+std::array<uint32_t, 4> cache_header_words(const std::vector<char>& data) {
+  std::array<uint32_t, 4> words{};
+  if (data.size() >= 32) std::memcpy(words.data(), data.data(), sizeof(words));
+  return words;
+}
+
+// A Vulkan pipeline cache of any device (version-one header).
+bool is_pipeline_cache(const std::vector<char>& data) {
+  const auto words = cache_header_words(data);
+  return words[0] >= 32 && words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE;
+}
+
+// A pipeline cache of this device and driver.
 bool cache_header_matches(const std::vector<char>& data, const DeviceProfile& profile) {
-  if (data.size() < 32) return false;
-  uint32_t words[4];
-  std::memcpy(words, data.data(), sizeof(words));
-  return words[0] >= 32 && words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
-         words[2] == profile.vendor_id && words[3] == profile.device_id &&
+  const auto words = cache_header_words(data);
+  return is_pipeline_cache(data) && words[2] == profile.vendor_id &&
+         words[3] == profile.device_id &&
          std::memcmp(data.data() + 16, profile.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
 }
 
@@ -59,12 +72,7 @@ std::vector<char> read_cache_file(const std::string& path) {
   in.read(data.data(), static_cast<std::streamsize>(data.size()));
   VKD_CHECK(in.gcount() == static_cast<std::streamsize>(data.size()), ErrorCode::InvalidArgument,
             what, " could not be read whole");
-  uint32_t header[2] = {0, 0};
-  if (data.size() >= sizeof(header)) std::memcpy(header, data.data(), sizeof(header));
-  VKD_CHECK(data.empty() ||
-                (data.size() >= 32 && header[0] >= 32 &&
-                 header[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE),
-            ErrorCode::InvalidArgument, what,
+  VKD_CHECK(data.empty() || is_pipeline_cache(data), ErrorCode::InvalidArgument, what,
             " exists and is not a Vulkan pipeline cache; refusing to overwrite it");
   return data;
 }
