@@ -192,19 +192,8 @@ class Mutator {
     size_t id;
     TensorValue* t = pick_tensor(&id, chance(2));
     if (!t) return false;
-    auto& sizes = t->spec.sizes;
-    const size_t r = below(8);
-    if (r == 0 && sizes.size() < 5) {
-      sizes.insert(sizes.begin() + static_cast<ptrdiff_t>(below(sizes.size() + 1)),
-                   chance(2) ? 1 : interesting_size(2));
-    } else if (r == 1 && !sizes.empty()) {
-      sizes.erase(sizes.begin() + static_cast<ptrdiff_t>(below(sizes.size())));
-    } else if (!sizes.empty()) {
-      int64_t& s = sizes[below(sizes.size())];
-      s = interesting_size(s);
-    } else {
-      sizes.push_back(interesting_size(1));
-    }
+    // Insert (rank up to 5, one past the limit), drop or change one dim.
+    mutate_items(t->spec.sizes, 5, [&](int64_t s) { return interesting_size(s); });
     resize_constant(id);
     return true;
   }
@@ -322,9 +311,9 @@ class Mutator {
   }
 
   template <typename List, typename Fn>
-  bool mutate_items(List& items, Fn&& interesting) {
+  bool mutate_items(List& items, size_t max_items, Fn&& interesting) {
     const size_t r = below(6);
-    if (r == 0 && items.size() < 8) {
+    if (r == 0 && items.size() < max_items) {
       items.insert(items.begin() + static_cast<ptrdiff_t>(below(items.size() + 1)),
                    interesting(items.empty() ? 1 : items.front()));
     } else if (r == 1 && !items.empty()) {
@@ -342,17 +331,17 @@ class Mutator {
     switch (below(3)) {
       case 0:
         if (auto* v = pick<IntListValue>()) {
-          return mutate_items(v->items, [&](int64_t x) { return interesting_int(x); });
+          return mutate_items(v->items, 8, [&](int64_t x) { return interesting_int(x); });
         }
         return false;
       case 1:
         if (auto* v = pick<FloatListValue>()) {
-          return mutate_items(v->items, [&](double x) { return interesting_float(x); });
+          return mutate_items(v->items, 8, [&](double x) { return interesting_float(x); });
         }
         return false;
       default:
         if (auto* v = pick<ValueListValue>(); v && !m_.values.empty()) {
-          return mutate_items(v->items, [&](ValueId) {
+          return mutate_items(v->items, 8, [&](ValueId) {
             return static_cast<ValueId>(below(m_.values.size()));
           });
         }
