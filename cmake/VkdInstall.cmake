@@ -7,7 +7,7 @@
 #   P/lib/pkgconfig/vkdelegate.pc                  pkg-config --cflags --libs vkdelegate
 #   P/bin/vkd                                      the CLI (links the delegate statically)
 #
-# Only `vkdelegate` is exported: the internal static libraries (vkd_runtime, vkd_tensor,
+# Only `vkdelegate` is exported: the internal static libraries (vkd_runtime, vkd_core,
 # vkd_shaders, vkd_serialization) are linked into the .so with --exclude-libs and are neither
 # installed nor exported. Consumers link vkdelegate::vkdelegate.
 include_guard(GLOBAL)

@@ -1,6 +1,6 @@
 #include "partitioner_schema/KernelSignatures.h"
 
-namespace vkd::compiler {
+namespace vkd::schema {
 
 using serialization::ValueKind;
 
@@ -29,4 +29,4 @@ serialization::OpSignatureTable kernel_signatures() {
   return table;
 }
 
-}  // namespace vkd::compiler
+}  // namespace vkd::schema

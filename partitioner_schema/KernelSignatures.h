@@ -6,11 +6,11 @@
 #include "partitioner_schema/OpSchema.h"
 #include "serialization/Deserializer.h"
 
-namespace vkd::compiler {
+namespace vkd::schema {
 
 serialization::ValueKind to_value_kind(ArgKind kind);
 serialization::OpSignature signature_of(const OpSchema& op);
 // Every op with has_kernel.
 serialization::OpSignatureTable kernel_signatures();
 
-}  // namespace vkd::compiler
+}  // namespace vkd::schema

@@ -1,8 +1,8 @@
 #include "partitioner_schema/OpSchema.h"
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 
-namespace vkd::compiler {
+namespace vkd::schema {
 namespace {
 
 using S = StorageType;
@@ -223,7 +223,7 @@ uint16_t PlacementSet::bit(const Placement& p) {
   for (size_t i = 0; i < all.size(); ++i) {
     if (all[i] == p) return static_cast<uint16_t>(1u << i);
   }
-  VKD_THROW(ErrorCode::Internal, "placement ", vkd::compiler::describe(p), " is not legal");
+  VKD_THROW(ErrorCode::Internal, "placement ", vkd::schema::describe(p), " is not legal");
 }
 
 PlacementSet PlacementSet::from_bits(uint16_t bits) {
@@ -247,7 +247,7 @@ std::vector<Placement> PlacementSet::list() const {
 
 std::string PlacementSet::describe() const {
   std::string out = "{";
-  for (const auto& p : list()) out += (out.size() > 1 ? ", " : "") + vkd::compiler::describe(p);
+  for (const auto& p : list()) out += (out.size() > 1 ? ", " : "") + vkd::schema::describe(p);
   return out + "}";
 }
 
@@ -279,4 +279,4 @@ const OpSchema* find_op_schema(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace vkd::compiler
+}  // namespace vkd::schema

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/tensor/DType.h"
+#include "runtime/core/DType.h"
 
-namespace vkd::compiler {
+namespace vkd::schema {
 
 // Argument kinds in blob order; same set as serialization::ValueKind.
 enum class ArgKind : uint8_t { Tensor, Int, Float, Bool, IntList, FloatList };
@@ -94,4 +94,4 @@ const OpSchema* find_op_schema(std::string_view name);
 // The backend op named `op` exists and is runnable().
 bool is_runnable_op(std::string_view op);
 
-}  // namespace vkd::compiler
+}  // namespace vkd::schema

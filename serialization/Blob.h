@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/common/Error.h"
-#include "runtime/tensor/TensorSpec.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/TensorSpec.h"
 
 namespace vkd::serialization {
 

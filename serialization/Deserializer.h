@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/tensor/TensorSpec.h"
+#include "runtime/core/TensorSpec.h"
 #include "serialization/Blob.h"
 
 namespace vkd::serialization {

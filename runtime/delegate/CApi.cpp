@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "vkdelegate/Delegate.hpp"
 
 // The C enums and the C++ enums share their numbers (both headers say so); keep them honest.

@@ -6,10 +6,10 @@
 #include <new>
 #include <sstream>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/TensorSpec.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/vk/Context.h"
-#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd {
 namespace {

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/ops/OpRegistry.h"
 
 namespace vkd::delegate {
@@ -101,12 +101,12 @@ void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry
 void check_tensor_arguments(const DeserializedGraph& g) {
   for (size_t k = 0; k < g.ops.size(); ++k) {
     const auto& call = g.ops[k];
-    const compiler::OpSchema* schema = compiler::find_op_schema(call.name);
+    const schema::OpSchema* schema = schema::find_op_schema(call.name);
     VKD_CHECK(schema != nullptr && schema->args.size() == call.args.size(), ErrorCode::Internal,
               "op '", call.name, "' is registered without a matching schema");
     for (size_t a = 0; a < call.args.size(); ++a) {
-      const compiler::ArgSchema& arg = schema->args[a];
-      if (arg.kind != compiler::ArgKind::Tensor) continue;
+      const schema::ArgSchema& arg = schema->args[a];
+      if (arg.kind != schema::ArgKind::Tensor) continue;
       const TensorValue& t = *as_tensor(g, call.args[a]);
       const std::string what = "op " + std::to_string(k) + " '" + call.name + "': argument '" +
                                arg.name + "' (tensor '" + value_name(g, call.args[a]) + "')";

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/HostPacking.h"
+#include "runtime/core/PackedInt8Layout.h"
 #include "runtime/graph/MemoryPlanner.h"
-#include "runtime/tensor/HostPacking.h"
-#include "runtime/tensor/PackedInt8Layout.h"
 
 namespace vkd::graph {
 namespace {

@@ -1,8 +1,8 @@
 #include "runtime/graph/GpuTensor.h"
 
-#include "runtime/common/Error.h"
-#include "runtime/tensor/FloatLayout.h"
-#include "runtime/tensor/PackedInt8Layout.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/FloatLayout.h"
+#include "runtime/core/PackedInt8Layout.h"
 
 namespace vkd::graph {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 
 namespace vkd::graph {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <tuple>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"

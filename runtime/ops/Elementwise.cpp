@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
-#include "runtime/tensor/PackedInt8Layout.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 

@@ -5,20 +5,20 @@
 
 #include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 
 namespace vkd::ops {
 
 
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
-  const compiler::OpSchema* schema = compiler::find_op_schema(name);
+  const schema::OpSchema* schema = schema::find_op_schema(name);
   VKD_CHECK(schema != nullptr && schema->has_kernel, ErrorCode::Internal, "op '", name,
             "' is not an op with a kernel in partitioner_schema/OpSchema.cpp");
   VKD_CHECK(find(name) == nullptr, ErrorCode::Internal, "op '", name, "' registered twice");
   VKD_CHECK(build != nullptr, ErrorCode::Internal, "op '", name, "' has no builder");
   OpEntry entry{schema->name, {}, schema->supports_resize, build};
   for (const auto& a : schema->args) {
-    entry.args.push_back({a.name, compiler::to_value_kind(a.kind), a.output});
+    entry.args.push_back({a.name, schema::to_value_kind(a.kind), a.output});
   }
   entries_.push_back(std::move(entry));
 }
@@ -33,7 +33,7 @@ const OpEntry* OpRegistry::find(std::string_view name) const {
 serialization::OpSignatureTable OpRegistry::signatures() const {
   serialization::OpSignatureTable table;
   for (const auto& e : entries_) {
-    table.emplace(e.name, compiler::signature_of(*compiler::find_op_schema(e.name)));
+    table.emplace(e.name, schema::signature_of(*schema::find_op_schema(e.name)));
   }
   return table;
 }

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "runtime/common/Error.h"
-#include "runtime/tensor/FloatLayout.h"
-#include "runtime/vk/Instance.h"
+#include "runtime/core/Env.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/FloatLayout.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
@@ -88,7 +88,7 @@ TileOrder natural_order(const TensorSpec& s) {
 
 TileWalk choose_tile_walk(const Dims4& d, const TensorSpec& out, const TensorSpec& in) {
   TileOrder order = fastest_dim(out) == fastest_dim(in) ? natural_order(out) : TileOrder::Patch;
-  if (const auto forced = vk::env_uint("VKD_TILE_ORDER", 0, 3)) {
+  if (const auto forced = env_uint("VKD_TILE_ORDER", 0, 3)) {
     order = static_cast<TileOrder>(*forced);
   }
   int64_t items = tile_count(d);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
-#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::ops {
 

@@ -5,10 +5,10 @@
 
 #include <limits>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/FloatLayout.h"
+#include "runtime/core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
-#include "runtime/tensor/FloatLayout.h"
-#include "runtime/tensor/PackedInt8Layout.h"
 
 namespace vkd::ops {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <utility>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
-#include "runtime/tensor/PackedInt8Layout.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "runtime/core/Env.h"
 #include "runtime/vk/VkError.h"
 
 namespace vkd::vk {

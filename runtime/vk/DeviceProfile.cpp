@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/core/Env.h"
 #include "runtime/vk/Instance.h"
 
 namespace vkd::vk {

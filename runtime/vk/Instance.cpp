@@ -61,32 +61,6 @@ std::vector<std::string> ValidationLog::messages() const {
   return messages_;
 }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v) return false;
-  const std::string s = lower(v);
-  return !(s.empty() || s == "0" || s == "false" || s == "off" || s == "no");
-}
-
-std::string env_string(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-std::optional<uint32_t> env_uint(const char* name, uint32_t lo, uint32_t hi) {
-  const std::string text = env_string(name);
-  if (text.empty()) return std::nullopt;
-  uint64_t value = 0;
-  bool digits = text.size() <= 10;
-  for (char c : text) {
-    digits = digits && c >= '0' && c <= '9';
-    if (digits) value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  VKD_CHECK(digits && value >= lo && value <= hi, ErrorCode::InvalidArgument, "environment variable ",
-            name, "='", text, "' is not a whole number in [", lo, ", ", hi, "]");
-  return static_cast<uint32_t>(value);
-}
-
 const char* device_type_name(VkPhysicalDeviceType type) {
   switch (type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";

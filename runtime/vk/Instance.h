@@ -61,11 +61,4 @@ class Instance {
   std::unique_ptr<ValidationLog> log_;
 };
 
-// True when the environment variable is set to something other than "", "0", "false", "off".
-bool env_flag(const char* name);
-std::string env_string(const char* name);
-// The variable as a whole number in [lo, hi]; nullopt when unset or empty. Anything else (text,
-// a sign, trailing characters, out of range) is an InvalidArgument naming the variable.
-std::optional<uint32_t> env_uint(const char* name, uint32_t lo, uint32_t hi);
-
 }  // namespace vkd::vk

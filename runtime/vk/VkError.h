@@ -4,7 +4,7 @@
 
 #include <vulkan/vulkan.h>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 
 namespace vkd::vk {
 

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Env.h"
+#include "runtime/core/Error.h"
 #include "runtime/vk/Instance.h"
 
 namespace vkd::vk {

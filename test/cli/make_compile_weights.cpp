@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner_schema/Safetensors.h"
+#include "compiler/Safetensors.h"
 #include "tools/vkd/Npy.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "partitioner_schema/KernelSignatures.h"
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "serialization/Serializer.h"
 #include "tools/vkd/Dot.h"
 
@@ -68,7 +68,7 @@ std::vector<uint8_t> model_blob() {
 }
 
 std::string model_dot(const std::vector<uint8_t>& blob) {
-  const serialization::OpSignatureTable ops = compiler::kernel_signatures();
+  const serialization::OpSignatureTable ops = schema::kernel_signatures();
   return graph_to_dot(serialization::deserialize(blob, &ops), "dir\\m\"odel.vkd");
 }
 

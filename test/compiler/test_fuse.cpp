@@ -9,13 +9,14 @@
 #include <limits>
 #include <set>
 
-#include "partitioner_schema/Fuse.h"
+#include "compiler/Fuse.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 
 namespace {
 
 using namespace vkd::compiler;
+using namespace vkd::schema;
 using vkd::DType;
 
 const char* const kQ = "quantized_decomposed.quantize_per_tensor";

@@ -1,4 +1,4 @@
-// The CPU reference interpreter (partitioner_schema/Interpreter.h): hand-computed tiny cases per
+// The CPU reference interpreter (compiler/Interpreter.h): hand-computed tiny cases per
 // op, the project's quantize rounding, torchao block-wise quantization, input checking.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <limits>
 #include <random>
 
-#include "partitioner_schema/Interpreter.h"
-#include "runtime/common/Error.h"
+#include "compiler/Interpreter.h"
+#include "runtime/core/Error.h"
 #include "test/reference/QuantReference.h"
 
 namespace vkd::compiler {

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "partitioner_schema/Emit.h"
-#include "partitioner_schema/Fold.h"
-#include "partitioner_schema/LayoutPropagation.h"
-#include "runtime/common/Error.h"
+#include "compiler/Emit.h"
+#include "compiler/Fold.h"
+#include "compiler/LayoutPropagation.h"
+#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 
 namespace {

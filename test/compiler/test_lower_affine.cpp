@@ -1,4 +1,4 @@
-// Lowering of torchao's affine quantization ops (partitioner_schema/LowerAffine.h) through the
+// Lowering of torchao's affine quantization ops (compiler/LowerAffine.h) through the
 // whole compiler (parse, shape inference, fuse_and_lower, layouts, emit): the backend op, its
 // tensors in schema order and its args as the schema names them, the zeros zero point made for
 // an absent one, the filled-in defaults, the placements, and every case that is refused (an
@@ -8,12 +8,12 @@
 #include <cstring>
 #include <limits>
 
-#include "partitioner_schema/Compiler.h"
-#include "partitioner_schema/Fuse.h"
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/Safetensors.h"
-#include "partitioner_schema/ShapeInference.h"
-#include "runtime/common/Error.h"
+#include "compiler/Compiler.h"
+#include "compiler/Fuse.h"
+#include "compiler/Parse.h"
+#include "compiler/Safetensors.h"
+#include "compiler/ShapeInference.h"
+#include "runtime/core/Error.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The graph IR reader (partitioner_schema/Parse.h) and the safetensors reader/writer: a valid
+// The graph IR reader (compiler/Parse.h) and the safetensors reader/writer: a valid
 // graph using every accepted op, and one test per rejected input, each checking the message
 // names the node/value and the field.
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 
 #include <unistd.h>
 
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/Safetensors.h"
-#include "runtime/common/Error.h"
+#include "compiler/Parse.h"
+#include "compiler/Safetensors.h"
+#include "runtime/core/Error.h"
 
 namespace vkd::compiler {
 namespace {

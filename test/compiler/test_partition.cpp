@@ -1,9 +1,9 @@
-// Partitioning (partitioner_schema/Partition.h) on structural graphs: which nodes run on the
+// Partitioning (compiler/Partition.h) on structural graphs: which nodes run on the
 // backend is decided by the test's predicate (ops named "B..."), so cycles through the host can
 // be built with any number of inputs.
 #include <gtest/gtest.h>
 
-#include "partitioner_schema/Partition.h"
+#include "compiler/Partition.h"
 
 namespace {
 

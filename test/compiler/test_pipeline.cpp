@@ -1,13 +1,13 @@
-// The compile driver (partitioner_schema/Compiler.h) on graphs written here as JSON: how the
+// The compile driver (compiler/Compiler.h) on graphs written here as JSON: how the
 // passes work together, with exact node and conversion counts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "partitioner_schema/Compiler.h"
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/Safetensors.h"
+#include "compiler/Compiler.h"
+#include "compiler/Parse.h"
+#include "compiler/Safetensors.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Shape inference (partitioner_schema/ShapeInference.h) on graphs built in the tests: the
+// Shape inference (compiler/ShapeInference.h) on graphs built in the tests: the
 // output-size formulas, each op's shape and dtype rules, and the errors naming node and field.
 #include <gtest/gtest.h>
 
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "partitioner_schema/GraphIR.h"
-#include "partitioner_schema/ShapeInference.h"
-#include "runtime/common/Error.h"
+#include "compiler/GraphIR.h"
+#include "compiler/ShapeInference.h"
+#include "runtime/core/Error.h"
 
 namespace vkd::compiler {
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Torch oracle for the CPU reference interpreter (partitioner_schema/Interpreter.h).
+"""Torch oracle for the CPU reference interpreter (compiler/Interpreter.h).
 
 Computes conv2d / linear / max_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add with
 torch (float32, CPU) on fixed seeded inputs and writes, into --out DIR:

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "partitioner_schema/Interpreter.h"
-#include "runtime/common/Error.h"
+#include "compiler/Interpreter.h"
+#include "runtime/core/Error.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <set>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/ops/Conv2d.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"

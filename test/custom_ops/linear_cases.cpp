@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/ops/Linear.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/vk/Context.h"
 #include "test/custom_ops/Harness.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <variant>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"
 

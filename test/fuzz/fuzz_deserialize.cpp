@@ -13,7 +13,7 @@
 #include <memory>
 #include <variant>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "test/fuzz/FuzzOps.h"
 

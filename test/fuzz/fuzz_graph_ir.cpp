@@ -1,4 +1,4 @@
-// libFuzzer target: the compiler's readers (partitioner_schema/Parse.* for the graph IR JSON,
+// libFuzzer target: the compiler's readers (compiler/Parse.* for the graph IR JSON,
 // Safetensors.* for the weights) and, for a graph they accept, the whole compiler behind them
 // (fusion and lowering, layout propagation, folding, emit + read-back; the partitioned compile
 // and its host plan JSON). Input format: test/fuzz/GraphIrInput.h (JSON, then optionally a
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "partitioner_schema/Compiler.h"
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/Safetensors.h"
-#include "runtime/common/Error.h"
+#include "compiler/Compiler.h"
+#include "compiler/Parse.h"
+#include "compiler/Safetensors.h"
+#include "runtime/core/Error.h"
 #include "test/fuzz/GraphIrInput.h"
 
 namespace {

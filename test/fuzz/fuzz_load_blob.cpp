@@ -34,7 +34,7 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/Context.h"

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
-#include "partitioner_schema/Compiler.h"
+#include "compiler/Compiler.h"
+#include "compiler/Parse.h"
+#include "compiler/Safetensors.h"
 #include "partitioner_schema/KernelSignatures.h"
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/Safetensors.h"
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"
 #include "test/fuzz/FuzzOps.h"
@@ -266,7 +266,7 @@ void graph_seeds(const std::filesystem::path& json_path, const std::string& grap
     compiler::Graph g = compiler::parse_graph(text, stem, file ? &*file : nullptr);
     const compiler::CompileResult r = compiler::compile_graph(std::move(g), {});
     if (!r.ok()) return;
-    const OpSignatureTable ops = compiler::kernel_signatures();
+    const OpSignatureTable ops = schema::kernel_signatures();
     write_seed(blob_dir, "compiled_" + stem, r.blob, &ops);
   } catch (const vkd::Error& e) {
     std::printf("make_seed_corpus: %s: no blob (%s)\n", stem.c_str(), e.what());
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
     write_seed(deser, "conv_chain", conv_chain(), &toy);
     write_seed(deser, "odd_corners", odd_corners(), nullptr);
 
-    const OpSignatureTable kernels = compiler::kernel_signatures();
+    const OpSignatureTable kernels = schema::kernel_signatures();
     std::set<std::string> blob_dict;
     for (const auto& [name, sig] : kernels) blob_dict.insert(name);
     for (const auto& [name, blob] : fuzz::op_seed_blobs()) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/tensor/DType.h"
+#include "runtime/core/DType.h"
 
 namespace vkd::testing {
 

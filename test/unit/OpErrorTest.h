@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
-#include "runtime/tensor/DType.h"
-#include "runtime/tensor/TensorSpec.h"
 #include "runtime/vk/Context.h"
 
 namespace vkd_test {

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/graph/HazardTracker.h"
 #include "runtime/ops/LayoutConvert.h"
 #include "runtime/ops/QuantizeDequantize.h"
-#include "runtime/tensor/TensorSpec.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/QuantReference.h"
 #include "test/unit/GpuTest.h"

@@ -4,10 +4,10 @@
 
 #include <random>
 
-#include "partitioner_schema/Compiler.h"
-#include "partitioner_schema/Interpreter.h"
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/ShapeInference.h"
+#include "compiler/Compiler.h"
+#include "compiler/Interpreter.h"
+#include "compiler/Parse.h"
+#include "compiler/ShapeInference.h"
 #include "test/unit/GpuTest.h"
 #include "vkdelegate/Delegate.hpp"
 

@@ -13,7 +13,7 @@
 
 namespace {
 
-using namespace vkd::compiler;
+using namespace vkd::schema;
 using vkd::serialization::GraphBuilder;
 using vkd::serialization::ValueId;
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/LayoutConvert.h"
 #include "runtime/ops/QuantizeDequantize.h"
-#include "runtime/tensor/TensorSpec.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/QuantReference.h"
 #include "test/unit/GpuTest.h"

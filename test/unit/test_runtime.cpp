@@ -16,12 +16,13 @@
 #include <unistd.h>
 #include <vector>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Env.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/LayoutConvert.h"
 #include "runtime/ops/OpUtils.h"
 #include "runtime/ops/QuantizeDequantize.h"
-#include "runtime/tensor/TensorSpec.h"
 #include "runtime/vk/PipelineCache.h"
 #include "runtime/vk/WorkgroupChooser.h"
 #include "test/reference/LayoutReference.h"
@@ -74,7 +75,7 @@ using RuntimeTest = GpuTest;
 // ---- the validation fixture itself ---------------------------------------------------------
 
 TEST_F(RuntimeTest, ValidationLayerFollowsTheEnvironment) {
-  EXPECT_EQ(ctx().instance().validation_enabled(), vk::env_flag("VKD_VALIDATION"))
+  EXPECT_EQ(ctx().instance().validation_enabled(), vkd::env_flag("VKD_VALIDATION"))
       << "CTest runs every test with VKD_VALIDATION=1; the shared context must honour it";
 }
 

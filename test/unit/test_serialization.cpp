@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/common/Error.h"
-#include "runtime/tensor/TensorSpec.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/TensorSpec.h"
 #include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/common/Error.h"
-#include "runtime/tensor/DType.h"
-#include "runtime/tensor/FloatLayout.h"
-#include "runtime/tensor/HostPacking.h"
-#include "runtime/tensor/PackedInt8Layout.h"
-#include "runtime/tensor/TensorSpec.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/FloatLayout.h"
+#include "runtime/core/HostPacking.h"
+#include "runtime/core/PackedInt8Layout.h"
+#include "runtime/core/TensorSpec.h"
 
 namespace vkd {
 namespace {

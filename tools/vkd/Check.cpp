@@ -5,11 +5,11 @@
 #include <cstring>
 #include <map>
 
-#include "partitioner_schema/Interpreter.h"
-#include "runtime/common/Error.h"
+#include "compiler/Interpreter.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/TensorSpec.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
-#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
 namespace {

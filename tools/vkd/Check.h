@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner_schema/GraphIR.h"
+#include "compiler/GraphIR.h"
 #include "vkdelegate/Delegate.hpp"
 
 namespace vkd::cli {

@@ -7,13 +7,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "partitioner_schema/Parse.h"
-#include "partitioner_schema/Safetensors.h"
-#include "runtime/common/Error.h"
-#include "runtime/tensor/HostPacking.h"
+#include "compiler/Parse.h"
+#include "compiler/Safetensors.h"
+#include "runtime/core/Env.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/HostPacking.h"
+#include "runtime/core/TensorSpec.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Files.h"
-#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
 
@@ -38,15 +39,6 @@ double element_as_double(const uint8_t* data, HostDType dtype, size_t i) {
 }
 
 int exit_code_for(Status status) { return status == Status::InvalidArgument ? 2 : 1; }
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v) return false;
-  std::string s(v);
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return !(s.empty() || s == "0" || s == "false" || s == "off" || s == "no");
-}
 
 std::vector<uint8_t> read_model_file(const std::string& path) {
   return read_input_file(path, "model file", kMaxModelFileBytes);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner_schema/GraphIR.h"
+#include "compiler/GraphIR.h"
 #include "vkdelegate/Delegate.hpp"
 
 namespace vkd::cli {
@@ -65,6 +65,5 @@ std::string indent_lines(const std::string& text, const std::string& indent);
 std::vector<uint8_t> float16_bytes_to_float32(const std::vector<uint8_t>& half);
 std::vector<uint8_t> float32_bytes_to_float16(const std::vector<uint8_t>& single);
 
-bool env_flag(const char* name);  // set and not "", "0", "false", "off", "no"
 
 }  // namespace vkd::cli

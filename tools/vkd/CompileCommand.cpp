@@ -1,14 +1,14 @@
 // vkd compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]
 //   [--max-texture-extent N] [--partition]: runs the ahead-of-time compiler
-// (partitioner_schema/Compiler.h) and writes the blob atomically; an existing output is
+// (compiler/Compiler.h) and writes the blob atomically; an existing output is
 // replaced only with --force. With --partition, unsupported nodes are left to the host: it
 // writes MODEL.p0.vkd, MODEL.p1.vkd, ... (one per partition) and MODEL.partition.json (the
 // host's plan), every target checked before any is written.
 #include <cstdio>
 #include <filesystem>
 
-#include "partitioner_schema/Compiler.h"
-#include "runtime/common/Error.h"
+#include "compiler/Compiler.h"
+#include "runtime/core/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Files.h"

@@ -2,6 +2,7 @@
 // command that looks below the delegate API (it has no model to load).
 #include <cstdio>
 
+#include "runtime/core/Env.h"
 #include "runtime/vk/Context.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
@@ -11,8 +12,8 @@ namespace vkd::cli {
 int cmd_devices(const std::vector<std::string>& args) {
   const ParsedArgs a = parse_args(args, {{"--device", true}});
   if (!a.positional.empty()) throw UsageError("unexpected argument '" + a.positional[0] + "'");
-  const std::string selector = a.last("--device").value_or(vkd::vk::env_string("VKD_DEVICE"));
-  vkd::vk::Instance instance(vkd::vk::env_flag("VKD_VALIDATION"));
+  const std::string selector = a.last("--device").value_or(vkd::env_string("VKD_DEVICE"));
+  vkd::vk::Instance instance(vkd::env_flag("VKD_VALIDATION"));
   const auto devices = instance.devices();
   const auto chosen = instance.select(selector);
   for (const auto& d : devices) {

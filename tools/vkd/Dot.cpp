@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 
 namespace vkd::cli {
 namespace {
@@ -89,7 +89,7 @@ void write_op(std::ostream& os, size_t index, const OpCall& call) {
 
 // Edges of one op call: the schema says which tensor arguments are written.
 void write_edges(std::ostream& os, size_t index, const OpCall& call, const DeserializedGraph& g) {
-  const compiler::OpSchema* schema = compiler::find_op_schema(call.name);
+  const schema::OpSchema* schema = schema::find_op_schema(call.name);
   VKD_CHECK(schema != nullptr, ErrorCode::InvalidArgument, "op call ", index, " ('", call.name,
             "'): not in the backend op schema, so its outputs are unknown");
   VKD_CHECK(schema->args.size() == call.args.size(), ErrorCode::InvalidArgument, "op call ",

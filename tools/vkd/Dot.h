@@ -16,7 +16,7 @@ namespace vkd::cli {
 
 // The digraph of `graph`, titled `title` (the model path). Which tensor arguments an op writes
 // comes from the backend op schema (partitioner_schema/OpSchema.h): deserialize the blob with
-// compiler::kernel_signatures() so every op is known and has the schema's argument count;
+// schema::kernel_signatures() so every op is known and has the schema's argument count;
 // otherwise throws vkd::Error(InvalidArgument) naming the op call.
 std::string graph_to_dot(const serialization::DeserializedGraph& graph, const std::string& title);
 

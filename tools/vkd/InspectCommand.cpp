@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "partitioner_schema/KernelSignatures.h"
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
@@ -24,7 +24,7 @@ void write_dot_file(const std::string& path, const std::vector<uint8_t>& blob,
   std::string dot;
   size_t op_count = 0;
   try {
-    const serialization::OpSignatureTable ops = compiler::kernel_signatures();
+    const serialization::OpSignatureTable ops = schema::kernel_signatures();
     const serialization::DeserializedGraph graph = serialization::deserialize(blob, &ops);
     dot = graph_to_dot(graph, model_path);
     op_count = graph.ops.size();

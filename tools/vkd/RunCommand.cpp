@@ -14,13 +14,13 @@
 #include <limits>
 #include <set>
 
+#include "runtime/core/TensorSpec.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Check.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Files.h"
 #include "tools/vkd/Npy.h"
 #include "tools/vkd/Trace.h"
-#include "runtime/tensor/TensorSpec.h"
 
 namespace vkd::cli {
 namespace {

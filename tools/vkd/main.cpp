@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/common/Error.h"
+#include "runtime/core/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 

@@ -1,0 +1,45 @@
+// Splits a lowered graph into the parts the backend can run and the nodes left to the host
+// (`vkd compile --partition`). A node runs on the backend when its op is a backend op with a
+// kernel (or an identity); every other node is a host node.
+//
+// Partitions are maximal: backend nodes joined by a tensor share a partition unless merging
+// them would make the partitions depend on each other in a cycle (a path that leaves the
+// partition through a host node and comes back). Built greedily in node order: a node joins
+// its producers' partitions where that keeps the partition graph acyclic.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/GraphIR.h"
+
+namespace vkd::compiler {
+
+bool runs_on_backend(const Node& node);
+
+struct Partition {
+  // The subgraph: its inputs are the tensors it reads from outside (graph inputs, host node or
+  // other partition outputs), its outputs what the graph or a later step reads. Constants it
+  // reads are copied in. Placements are not decided yet.
+  Graph graph;
+  std::vector<int> nodes;  // indices into the partitioned graph
+};
+
+struct PartitionStep {
+  bool delegate = false;  // true: partitions[index]; false: the host node nodes[index]
+  size_t index = 0;
+};
+
+struct PartitionPlan {
+  std::vector<Partition> partitions;  // numbered in execution order
+  std::vector<PartitionStep> steps;   // a valid execution order of partitions and host nodes
+};
+
+// `g`: after fusion and lowering, in node order. Deterministic. `on_backend` decides which
+// nodes the backend runs (tests pass their own).
+PartitionPlan partition_graph(const Graph& g,
+                              const std::function<bool(const Node&)>& on_backend = runs_on_backend);
+
+}  // namespace vkd::compiler
