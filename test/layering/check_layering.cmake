@@ -1,0 +1,62 @@
+# The include rules that keep the build's layers one-way (docs/ARCHITECTURE.md, "Layers").
+# Run as: cmake -DROOT=<source tree> -P check_layering.cmake
+# Every quoted #include of every .h/.cpp/.glsl under ROOT's layer folders is checked against
+# the rules below; each violation is printed as "file:line: includes X (rule)" and the script
+# fails. Only direct includes are checked: a layer may see another through a header it is
+# allowed to include (ops reach the Vulkan context through runtime/graph/ComputeGraph.h).
+cmake_minimum_required(VERSION 3.22)
+if(NOT ROOT)
+  message(FATAL_ERROR "pass -DROOT=<source tree>")
+endif()
+
+# Per layer folder: the include prefixes it may use besides its own folder (system headers,
+# <...>, are not checked). vkd/generated/ is the embedded SPIR-V registry built from shaders/.
+set(_allowed_runtime/core "")
+set(_allowed_serialization "runtime/core/")
+set(_allowed_partitioner_schema "runtime/core/;serialization/")
+set(_allowed_compiler "runtime/core/;partitioner_schema/;serialization/")
+set(_allowed_runtime/vk "runtime/core/;vkd/generated/")
+set(_allowed_runtime/graph "runtime/core/;runtime/vk/;serialization/;vkd/generated/")
+# Ops read the device profile and the workgroup chooser, never the Vulkan handles.
+set(_allowed_runtime/ops
+  "runtime/core/;runtime/graph/;serialization/;partitioner_schema/;vkd/generated/;runtime/vk/DeviceProfile.h;runtime/vk/WorkgroupChooser.h")
+set(_allowed_runtime/delegate
+  "runtime/core/;runtime/vk/;runtime/graph/;runtime/ops/;serialization/;partitioner_schema/;vkdelegate/")
+set(_layers runtime/core serialization partitioner_schema compiler runtime/vk runtime/graph
+  runtime/ops runtime/delegate)
+
+set(_violations 0)
+set(_checked 0)
+foreach(layer IN LISTS _layers)
+  file(GLOB_RECURSE _files LIST_DIRECTORIES false
+    "${ROOT}/${layer}/*.h" "${ROOT}/${layer}/*.hpp" "${ROOT}/${layer}/*.cpp")
+  foreach(file IN LISTS _files)
+    math(EXPR _checked "${_checked} + 1")
+    file(STRINGS "${file}" _lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    file(RELATIVE_PATH _rel "${ROOT}" "${file}")
+    foreach(line IN LISTS _lines)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" inc "${line}")
+      set(_ok FALSE)
+      foreach(prefix IN LISTS _allowed_${layer} ITEMS "${layer}/")
+        string(FIND "${inc}" "${prefix}" _at)
+        if(_at EQUAL 0)
+          set(_ok TRUE)
+        endif()
+      endforeach()
+      if(NOT _ok)
+        string(REPLACE ";" ", " _list "${layer}/;${_allowed_${layer}}")
+        message("${_rel}: includes \"${inc}\", which ${layer}/ may not include "
+                "(it may include: ${_list})")
+        math(EXPR _violations "${_violations} + 1")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(_checked EQUAL 0)
+  message(FATAL_ERROR "no source files found under ${ROOT}: wrong ROOT?")
+endif()
+if(_violations GREATER 0)
+  message(FATAL_ERROR "${_violations} include(s) break the layering (checked ${_checked} files)")
+endif()
+message(STATUS "layering: ${_checked} files, every include follows the rules")

@@ -1,0 +1,2 @@
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/core/Error.h"

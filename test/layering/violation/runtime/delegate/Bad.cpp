@@ -1,0 +1,2 @@
+#include "compiler/Compiler.h"
+#include "runtime/ops/OpRegistry.h"

@@ -1,0 +1,2 @@
+#include "runtime/vk/Context.h"
+#include "runtime/vk/WorkgroupChooser.h"

@@ -1,0 +1,2 @@
+#include "runtime/core/Error.h"
+#include "runtime/vk/Context.h"
