@@ -1,5 +1,8 @@
 #include "partitioner_schema/OpSchema.h"
 
+#include <iterator>
+#include <utility>
+
 #include "runtime/core/Error.h"
 
 namespace vkd::schema {
@@ -54,151 +57,215 @@ ArgSchema scalar(std::string name, ArgKind kind) { return ArgSchema{std::move(na
 std::vector<ArgSchema> per_tensor_qparams(const std::string& prefix) {
   return {scalar(prefix + "scale", ArgKind::Float), scalar(prefix + "zero_point", ArgKind::Int)};
 }
+std::vector<ArgSchema> quant_range() {
+  return {scalar("quant_min", ArgKind::Int), scalar("quant_max", ArgKind::Int)};
+}
+// A fused relu / clamp on an int8 output.
+std::vector<ArgSchema> activation_range() {
+  return {scalar("activation_min", ArgKind::Int), scalar("activation_max", ArgKind::Int)};
+}
 
+void append(std::vector<ArgSchema>& out, ArgSchema arg) { out.push_back(std::move(arg)); }
+void append(std::vector<ArgSchema>& out, std::vector<ArgSchema> args) {
+  out.insert(out.end(), std::make_move_iterator(args.begin()),
+             std::make_move_iterator(args.end()));
+}
+// An op's arguments in blob order, from single arguments and groups of them.
 template <typename... Parts>
-std::vector<ArgSchema> concat(Parts&&... parts) {
+std::vector<ArgSchema> arg_list(Parts&&... parts) {
   std::vector<ArgSchema> out;
-  (out.insert(out.end(), parts.begin(), parts.end()), ...);
+  (append(out, std::forward<Parts>(parts)), ...);
   return out;
 }
 
-std::vector<OpSchema> build_schemas() {
-  const PlacementSet any_float = PlacementSet::all_float();
-  const PlacementSet int8 = PlacementSet::all_int8();
+// --- op builders: what the runtime does with the op, named at each entry ------------------
+OpSchema kernel_op(std::string name, std::string summary, std::vector<ArgSchema> args) {
+  OpSchema op{std::move(name), std::move(args)};
+  op.has_kernel = true;
+  op.summary = std::move(summary);
+  return op;
+}
+// Output == input: always removed by the compiler, so it needs no kernel.
+OpSchema identity_op(std::string name, std::string summary, std::vector<ArgSchema> args) {
+  OpSchema op{std::move(name), std::move(args)};
+  op.identity = true;
+  op.summary = std::move(summary);
+  return op;
+}
+// No kernel yet: the compiler parses and checks it and reports it as not yet runnable.
+OpSchema schema_only_op(std::string name, std::string summary, std::vector<ArgSchema> args) {
+  OpSchema op{std::move(name), std::move(args)};
+  op.summary = std::move(summary);
+  return op;
+}
+
+// --- the entries, one function per family ---------------------------------------------------
+
+// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor.
+void quantize_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
+  const PlacementSet any_float = PlacementSet::all_float(), int8 = PlacementSet::all_int8();
+  s.push_back(kernel_op("q8ta_quantize", "float32 -> int8x4, per-tensor affine",
+                        arg_list(tensor_in("input", f32, any_float, {kBufW}),
+                                 per_tensor_qparams(""), quant_range(),
+                                 tensor_out("output", i8x4, int8, {k4W4C}))));
+  s.push_back(kernel_op("q8ta_dequantize", "int8x4 -> float32, per-tensor affine",
+                        arg_list(tensor_in("input", i8x4, int8, {k4W4C}),
+                                 per_tensor_qparams(""), quant_range(),
+                                 tensor_out("output", f32, any_float, {kBufW}))));
+}
+
+// torchao affine ops (runtime/ops/AffineQuant.h): per-block scale (float32) / zero point
+// (int32) buffers, one entry per block; block_size in the input's rank. The int8 side prefers
+// 4H4W, the linear input layout (per-token / per-group-along-K activations feed linears).
+void affine_quant_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i32 = {DType::Int32}, i8x4 = {DType::Int8x4};
+  const PlacementSet any_float = PlacementSet::all_float(), int8 = PlacementSet::all_int8();
+  const PlacementSet f32_buffer{kBufW};
+  const std::vector<ArgSchema> block_params = arg_list(
+      tensor_in("scale", f32, f32_buffer), tensor_in("zero_point", i32, f32_buffer),
+      scalar("block_size", ArgKind::IntList), quant_range());
+  s.push_back(kernel_op("q8ta_quantize_affine",
+                        "float32 -> int8x4, torchao quantize_affine (block-wise)",
+                        arg_list(tensor_in("input", f32, any_float, {kBufW}), block_params,
+                                 tensor_out("output", i8x4, int8, {k4H4W}))));
+  s.push_back(kernel_op("q8ta_dequantize_affine",
+                        "int8x4 -> float32, torchao dequantize_affine (block-wise)",
+                        arg_list(tensor_in("input", i8x4, int8, {k4H4W}), block_params,
+                                 tensor_out("output", f32, any_float, {kBufW}))));
+  s.push_back(kernel_op(
+      "choose_qparams_affine", "per-block scale / zero point, torchao choose_qparams_affine",
+      arg_list(tensor_in("input", f32, any_float, {kBufW}),
+               // 0 SYMMETRIC, 1 SYMMETRIC_NO_CLIPPING_ERR, 2 ASYMMETRIC
+               scalar("mapping_type", ArgKind::Int), scalar("block_size", ArgKind::IntList),
+               quant_range(), scalar("eps", ArgKind::Float),
+               tensor_out("scale", f32, f32_buffer), tensor_out("zero_point", i32, f32_buffer))));
+}
+
+// Storage / layout conversions, inserted by the compiler's layout propagation.
+void conversion_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
+  const PlacementSet any_float = PlacementSet::all_float(), int8 = PlacementSet::all_int8();
+  s.push_back(kernel_op("q8ta_convert", "int8x4 layout conversion (inserted by the compiler)",
+                        arg_list(tensor_in("input", i8x4, int8),
+                                 scalar("zero_point", ArgKind::Int),
+                                 tensor_out("output", i8x4, int8))));
+  s.push_back(kernel_op("float_convert",
+                        "float32 storage/layout conversion (inserted by the compiler)",
+                        arg_list(tensor_in("input", f32, any_float),
+                                 tensor_out("output", f32, any_float))));
+}
+
+// clone / alias / view keeping the packed dim: copied as is, always folded.
+void identity_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> moved = {DType::Float32, DType::Float16, DType::Int8x4};
+  const PlacementSet anywhere = PlacementSet::all_float() | PlacementSet::all_int8();
+  s.push_back(identity_op("identity", "clone/alias/view_copy: output shares the input's layout",
+                          arg_list(tensor_in("input", moved, anywhere),
+                                   tied(tensor_out("output", moved, anywhere), 0))));
+}
+
+// int8 linear: the requantizing op (fused activation) and the dequantizing one (_dq).
+void linear_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
+  const std::vector<ArgSchema> head = arg_list(
+      tensor_in("input", i8x4, {k4H4W}), per_tensor_qparams("input_"), per_channel_weights(2));
+  s.push_back(kernel_op("q8ta_linear", "int8 linear, requantized output (GEMM / GEMV kernels)",
+                        arg_list(head, per_tensor_qparams("output_"), activation_range(),
+                                 tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+  s.push_back(kernel_op("q8ta_linear_dq", "int8 linear, float32 output (GEMM / GEMV kernels)",
+                        arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
+}
+
+// int8 conv2d, as linear: requantizing (fused activation) or dequantizing (_dq).
+void conv2d_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
+  const std::vector<ArgSchema> head = arg_list(
+      tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"),
+      per_channel_weights(4), scalar("stride", ArgKind::IntList),
+      scalar("padding", ArgKind::IntList), scalar("dilation", ArgKind::IntList),
+      scalar("groups", ArgKind::Int));
+  s.push_back(kernel_op("q8ta_conv2d", "int8 conv2d, requantized output, fused relu/clamp",
+                        arg_list(head, per_tensor_qparams("output_"), activation_range(),
+                                 tensor_out("output", i8x4, chw_int8, {k4W4C}))));
+  s.push_back(kernel_op("q8ta_conv2d_dq", "int8 conv2d, float32 output",
+                        arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
+}
+
+void add_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const PlacementSet int8 = PlacementSet::all_int8();
+  s.push_back(kernel_op(
+      "q8ta_add",
+      "int8 add with own scales, fused relu; b (or a) may be [N or 1, C, 1, 1] or [1, 1, 1, 1]",
+      arg_list(tensor_in("a", i8x4, int8, {k4W4C}), per_tensor_qparams("a_"),
+               tied(tensor_in("b", i8x4, int8), 0), per_tensor_qparams("b_"),
+               per_tensor_qparams("output_"), activation_range(),
+               tied(tensor_out("output", i8x4, int8), 0))));
+}
+
+void pool_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
+  s.push_back(kernel_op("q8ta_max_pool2d", "int8 max_pool2d (input and output share qparams)",
+                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
+                                 per_tensor_qparams("input_"),
+                                 scalar("kernel_size", ArgKind::IntList),
+                                 scalar("stride", ArgKind::IntList),
+                                 scalar("padding", ArgKind::IntList),
+                                 scalar("dilation", ArgKind::IntList),
+                                 scalar("ceil_mode", ArgKind::Bool),
+                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
+  s.push_back(kernel_op("q8ta_mean", "int8 mean over H and W (keepdim), requantized",
+                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
+                                 per_tensor_qparams("input_"), per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
+}
+
+void int8_pixel_shuffle_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
+  s.push_back(kernel_op("q8ta_pixel_shuffle", "int8 pixel shuffle (byte shuffle or requantize)",
+                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C, k4C1W}),
+                                 per_tensor_qparams("input_"),
+                                 scalar("upscale_factor", ArgKind::Int),
+                                 per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
+}
+
+void float_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32};
   // float16 buffers need 16-bit storage on the device (textures need nothing extra).
   const std::vector<DType> f32_f16 = {DType::Float32, DType::Float16};
-  const std::vector<DType> i8x4 = {DType::Int8x4};
-  const std::vector<ArgSchema> activation = {scalar("activation_min", ArgKind::Int),
-                                             scalar("activation_max", ArgKind::Int)};
+  const PlacementSet any_float = PlacementSet::all_float();
+  s.push_back(schema_only_op("relu", "float relu",
+                             arg_list(tensor_in("input", f32, any_float),
+                                      tied(tensor_out("output", f32, any_float), 0))));
+  s.push_back(schema_only_op("clamp", "float clamp / hardtanh",
+                             arg_list(tensor_in("input", f32, any_float),
+                                      scalar("min", ArgKind::Float),
+                                      scalar("max", ArgKind::Float),
+                                      tied(tensor_out("output", f32, any_float), 0))));
+  s.push_back(kernel_op("pixel_shuffle", "float pixel shuffle",
+                        arg_list(tensor_in("input", f32_f16, any_float),
+                                 scalar("upscale_factor", ArgKind::Int),
+                                 tied(tensor_out("output", f32_f16, any_float), 0))));
+}
+
+// The order of op_schemas(): kernel signatures and compiler reports list ops in it.
+std::vector<OpSchema> build_schemas() {
   std::vector<OpSchema> s;
-
-  // ---- ops with kernels ----
-  s.push_back({"q8ta_quantize",
-               concat(std::vector<ArgSchema>{tensor_in("input", f32, any_float, {kBufW})},
-                      per_tensor_qparams(""),
-                      std::vector<ArgSchema>{scalar("quant_min", ArgKind::Int),
-                                             scalar("quant_max", ArgKind::Int),
-                                             tensor_out("output", i8x4, int8, {k4W4C})}),
-               true, false, false, "float32 -> int8x4, per-tensor affine"});
-  s.push_back({"q8ta_dequantize",
-               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, int8, {k4W4C})},
-                      per_tensor_qparams(""),
-                      std::vector<ArgSchema>{scalar("quant_min", ArgKind::Int),
-                                             scalar("quant_max", ArgKind::Int),
-                                             tensor_out("output", f32, any_float, {kBufW})}),
-               true, false, false, "int8x4 -> float32, per-tensor affine"});
-  // torchao affine ops (runtime/ops/AffineQuant.h): per-block scale (float32) / zero point
-  // (int32) buffers, one entry per block; block_size in the input's rank. The int8 side prefers
-  // 4H4W, the linear input layout (per-token / per-group-along-K activations feed linears).
-  const PlacementSet f32_buffer{kBufW};
-  const std::vector<DType> i32 = {DType::Int32};
-  const std::vector<ArgSchema> affine_params = {
-      tensor_in("scale", f32, f32_buffer), tensor_in("zero_point", i32, f32_buffer),
-      scalar("block_size", ArgKind::IntList), scalar("quant_min", ArgKind::Int),
-      scalar("quant_max", ArgKind::Int)};
-  s.push_back({"q8ta_quantize_affine",
-               concat(std::vector<ArgSchema>{tensor_in("input", f32, any_float, {kBufW})},
-                      affine_params,
-                      std::vector<ArgSchema>{tensor_out("output", i8x4, int8, {k4H4W})}),
-               true, false, false, "float32 -> int8x4, torchao quantize_affine (block-wise)"});
-  s.push_back({"q8ta_dequantize_affine",
-               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, int8, {k4H4W})},
-                      affine_params,
-                      std::vector<ArgSchema>{tensor_out("output", f32, any_float, {kBufW})}),
-               true, false, false, "int8x4 -> float32, torchao dequantize_affine (block-wise)"});
-  s.push_back({"choose_qparams_affine",
-               {tensor_in("input", f32, any_float, {kBufW}),
-                scalar("mapping_type", ArgKind::Int),  // 0 SYMMETRIC, 1 ..._NO_CLIPPING_ERR, 2 ASYMMETRIC
-                scalar("block_size", ArgKind::IntList), scalar("quant_min", ArgKind::Int),
-                scalar("quant_max", ArgKind::Int), scalar("eps", ArgKind::Float),
-                tensor_out("scale", f32, f32_buffer), tensor_out("zero_point", i32, f32_buffer)},
-               true, false, false, "per-block scale / zero point, torchao choose_qparams_affine"});
-  s.push_back({"q8ta_convert",
-               {tensor_in("input", i8x4, int8), scalar("zero_point", ArgKind::Int),
-                tensor_out("output", i8x4, int8)},
-               true, false, false, "int8x4 layout conversion (inserted by the compiler)"});
-  s.push_back({"float_convert",
-               {tensor_in("input", f32, any_float), tensor_out("output", f32, any_float)},
-               true, false, false, "float32 storage/layout conversion (inserted by the compiler)"});
-
-  // ---- identity: clone / alias / view keeping the packed dim; always folded ----
-  const std::vector<DType> moved = {DType::Float32, DType::Float16, DType::Int8x4};  // copied as is
-  s.push_back({"identity",
-               {tensor_in("input", moved, any_float | int8),
-                tied(tensor_out("output", moved, any_float | int8), 0)},
-               false, true, false, "clone/alias/view_copy: output shares the input's layout"});
-
-  // ---- fused quantized ops: linear, conv2d, add, pooling, pixel shuffle ----
-  const auto linear_head = concat(
-      std::vector<ArgSchema>{tensor_in("input", i8x4, {k4H4W})}, per_tensor_qparams("input_"),
-      per_channel_weights(2));
-  s.push_back({"q8ta_linear",
-               concat(linear_head, per_tensor_qparams("output_"), activation,
-                      std::vector<ArgSchema>{tensor_out("output", i8x4, {k4H4W}, {k4H4W})}),
-               true, false, false, "int8 linear, requantized output (GEMM / GEMV kernels)"});
-  s.push_back({"q8ta_linear_dq",
-               concat(linear_head,
-                      std::vector<ArgSchema>{tensor_out("output", f32, {kBufW}, {kBufW})}),
-               true, false, false, "int8 linear, float32 output (GEMM / GEMV kernels)"});
-  const auto conv_head = concat(
-      std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C})},
-      per_tensor_qparams("input_"), per_channel_weights(4),
-      std::vector<ArgSchema>{scalar("stride", ArgKind::IntList),
-                             scalar("padding", ArgKind::IntList),
-                             scalar("dilation", ArgKind::IntList),
-                             scalar("groups", ArgKind::Int)});
-  s.push_back({"q8ta_conv2d",
-               concat(conv_head, per_tensor_qparams("output_"), activation,
-                      std::vector<ArgSchema>{tensor_out("output", i8x4, chw_int8, {k4W4C})}),
-               true, false, false, "int8 conv2d, requantized output, fused relu/clamp"});
-  s.push_back({"q8ta_conv2d_dq",
-               concat(conv_head,
-                      std::vector<ArgSchema>{tensor_out("output", f32, {kBufW}, {kBufW})}),
-               true, false, false, "int8 conv2d, float32 output"});
-  s.push_back({"q8ta_add",
-               concat(std::vector<ArgSchema>{tensor_in("a", i8x4, int8, {k4W4C})},
-                      per_tensor_qparams("a_"),
-                      std::vector<ArgSchema>{tied(tensor_in("b", i8x4, int8), 0)},
-                      per_tensor_qparams("b_"), per_tensor_qparams("output_"), activation,
-                      std::vector<ArgSchema>{tied(tensor_out("output", i8x4, int8), 0)}),
-               true, false, false,
-               "int8 add with own scales, fused relu; b (or a) may be [N or 1, C, 1, 1] or [1, 1, 1, 1]"});
-  s.push_back({"q8ta_max_pool2d",
-               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C})},
-                      per_tensor_qparams("input_"),
-                      std::vector<ArgSchema>{scalar("kernel_size", ArgKind::IntList),
-                                             scalar("stride", ArgKind::IntList),
-                                             scalar("padding", ArgKind::IntList),
-                                             scalar("dilation", ArgKind::IntList),
-                                             scalar("ceil_mode", ArgKind::Bool),
-                                             tied(tensor_out("output", i8x4, chw_int8), 0)}),
-               true, false, false, "int8 max_pool2d (input and output share qparams)"});
-  s.push_back({"q8ta_mean",
-               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C})},
-                      per_tensor_qparams("input_"), per_tensor_qparams("output_"),
-                      std::vector<ArgSchema>{tied(tensor_out("output", i8x4, chw_int8), 0)}),
-               true, false, false, "int8 mean over H and W (keepdim), requantized"});
-  s.push_back({"q8ta_pixel_shuffle",
-               concat(std::vector<ArgSchema>{tensor_in("input", i8x4, chw_int8, {k4W4C, k4C1W})},
-                      per_tensor_qparams("input_"),
-                      std::vector<ArgSchema>{scalar("upscale_factor", ArgKind::Int)},
-                      per_tensor_qparams("output_"),
-                      std::vector<ArgSchema>{tied(tensor_out("output", i8x4, chw_int8), 0)}),
-               true, false, false, "int8 pixel shuffle (byte shuffle or requantize)"});
-
-  // ---- float ops (no kernels yet) ----
-  s.push_back({"relu", {tensor_in("input", f32, any_float), tied(tensor_out("output", f32, any_float), 0)},
-               false, false, false, "float relu"});
-  s.push_back({"clamp",
-               {tensor_in("input", f32, any_float), scalar("min", ArgKind::Float),
-                scalar("max", ArgKind::Float), tied(tensor_out("output", f32, any_float), 0)},
-               false, false, false, "float clamp / hardtanh"});
-  s.push_back({"pixel_shuffle",
-               {tensor_in("input", f32_f16, any_float), scalar("upscale_factor", ArgKind::Int),
-                tied(tensor_out("output", f32_f16, any_float), 0)},
-               true, false, false, "float pixel shuffle"});
+  quantize_schemas(s);
+  affine_quant_schemas(s);
+  conversion_schemas(s);
+  identity_schemas(s);
+  linear_schemas(s);
+  conv2d_schemas(s);
+  add_schemas(s);
+  pool_schemas(s);
+  int8_pixel_shuffle_schemas(s);
+  float_schemas(s);
   return s;
 }
 

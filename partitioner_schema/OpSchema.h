@@ -76,6 +76,8 @@ struct ArgSchema {
 struct OpSchema {
   std::string name;
   std::vector<ArgSchema> args;     // blob order: tensors and scalars, outputs last
+  // What the runtime does with the op; OpSchema.cpp sets them by name (kernel_op, identity_op,
+  // schema_only_op), never positionally.
   bool has_kernel = false;         // the runtime can build it (false: schema only, no kernel yet)
   bool identity = false;           // output == input; always removed by the compiler
   bool supports_resize = false;    // kernels take sizes at run time

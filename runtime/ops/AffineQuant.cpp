@@ -264,29 +264,31 @@ void add_choose_qparams_affine_node(graph::ComputeGraph& graph, graph::ValueRef 
 
 namespace {
 
-// (input, scale, zero_point, block_size, quant_min, quant_max, output): torchao's
-// quantize_affine / dequantize_affine argument order (output_dtype is int8x4 / float32).
+// torchao's quantize_affine / dequantize_affine arguments (output_dtype is int8x4 / float32).
 void build_quantize_affine(const OpCall& call) {
-  const int32_t qmin = call.int32_arg(4, -128, 127), qmax = call.int32_arg(5, -128, 127);
-  call.set_zero_point(6, affine_pad_value(qmin, qmax));
-  add_quantize_affine_node(call.graph(), call.tensor(0), call.tensor(1), call.tensor(2),
-                           call.int_list(3), qmin, qmax, call.tensor(6));
+  const int32_t qmin = call.int32_arg("quant_min", -128, 127);
+  const int32_t qmax = call.int32_arg("quant_max", -128, 127);
+  call.set_zero_point("output", affine_pad_value(qmin, qmax));
+  add_quantize_affine_node(call.graph(), call.tensor("input"), call.tensor("scale"),
+                           call.tensor("zero_point"), call.int_list("block_size"), qmin, qmax,
+                           call.tensor("output"));
 }
 
 void build_dequantize_affine(const OpCall& call) {
-  const int32_t qmin = call.int32_arg(4, -128, 127), qmax = call.int32_arg(5, -128, 127);
-  call.set_zero_point(0, affine_pad_value(qmin, qmax));
-  add_dequantize_affine_node(call.graph(), call.tensor(0), call.tensor(1), call.tensor(2),
-                             call.int_list(3), qmin, qmax, call.tensor(6));
+  const int32_t qmin = call.int32_arg("quant_min", -128, 127);
+  const int32_t qmax = call.int32_arg("quant_max", -128, 127);
+  call.set_zero_point("input", affine_pad_value(qmin, qmax));
+  add_dequantize_affine_node(call.graph(), call.tensor("input"), call.tensor("scale"),
+                             call.tensor("zero_point"), call.int_list("block_size"), qmin, qmax,
+                             call.tensor("output"));
 }
 
-// (input, mapping_type, block_size, quant_min, quant_max, eps, scale, zero_point).
 void build_choose_qparams_affine(const OpCall& call) {
-  const auto mapping = static_cast<AffineMapping>(call.int32_arg(1, 0, 2));
-  add_choose_qparams_affine_node(call.graph(), call.tensor(0), mapping, call.int_list(2),
-                                 call.int32_arg(3, -128, 127), call.int32_arg(4, -128, 127),
-                                 static_cast<float>(call.float_arg(5)), call.tensor(6),
-                                 call.tensor(7));
+  const auto mapping = static_cast<AffineMapping>(call.int32_arg("mapping_type", 0, 2));
+  add_choose_qparams_affine_node(
+      call.graph(), call.tensor("input"), mapping, call.int_list("block_size"),
+      call.int32_arg("quant_min", -128, 127), call.int32_arg("quant_max", -128, 127),
+      static_cast<float>(call.float_arg("eps")), call.tensor("scale"), call.tensor("zero_point"));
 }
 
 }  // namespace

@@ -414,18 +414,16 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
 
 namespace {
 
-// (input, input_scale, input_zero_point, weight, weight_scales, bias, stride, padding,
-// dilation, groups, ...) as partitioner_schema/OpSchema.cpp orders them. padding: [p], [ph, pw]
-// or [top, left, bottom, right]. The loader checked the constants against the schema: weight
-// int8 [C_out, C_in / groups, KH, KW], scales and bias float32 [C_out].
+// The loader checked the constants against the schema: weight int8
+// [C_out, C_in / groups, KH, KW], scales and bias float32 [C_out].
 Conv2dWeights blob_weights(const OpCall& call) {
-  const auto& w = call.constant(3);
+  const auto& w = call.constant("weight");
   Conv2dWeights cw;
   cw.out_channels = w.spec.sizes[0];
   cw.in_per_group = w.spec.sizes[1];
   cw.kh = w.spec.sizes[2];
   cw.kw = w.spec.sizes[3];
-  const auto channels = call.channel_floats(4, 5);
+  const auto channels = call.channel_floats("weight_scales", "bias");
   cw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
   cw.scales = channels->scales.data();
   cw.bias = channels->bias.data();
@@ -435,37 +433,39 @@ Conv2dWeights blob_weights(const OpCall& call) {
 
 Conv2dParams blob_params(const OpCall& call) {
   Conv2dParams p;
-  p.input = call.quant_params(1);
+  p.input = call.quant("input");
   Conv2dGeometry& g = p.geometry;
   // Each value in [0, 2^20]; add_q8ta_conv2d_node's checks then say what they mean together.
-  const auto stride = call.int32_list(6, {1, 2}, 0, 1 << 20);
-  const auto dilation = call.int32_list(8, {1, 2}, 0, 1 << 20);
+  const auto stride = call.int32_list("stride", {1, 2}, 0, 1 << 20);
+  const auto dilation = call.int32_list("dilation", {1, 2}, 0, 1 << 20);
   // [p], [ph, pw] or [top, left, bottom, right]
-  const auto pad = call.int32_list(7, {1, 2, 4}, 0, 1 << 20);
+  const auto pad = call.int32_list("padding", {1, 2, 4}, 0, 1 << 20);
   std::tie(g.stride_h, g.stride_w) = std::pair{stride.front(), stride.back()};
   std::tie(g.dilation_h, g.dilation_w) = std::pair{dilation.front(), dilation.back()};
   g.pad_top = pad[0];
   g.pad_left = pad.size() == 4 ? pad[1] : pad.back();
   g.pad_bottom = pad.size() == 4 ? pad[2] : pad[0];
   g.pad_right = pad.size() == 4 ? pad[3] : pad.back();
-  g.groups = call.int32_arg(9, 1, 1 << 20);
+  g.groups = call.int32_arg("groups", 1, 1 << 20);
   return p;
 }
 
 void build_q8ta_conv2d(const OpCall& call) {
   Conv2dParams p = blob_params(call);
-  p.output = call.quant_params(10);
-  p.activation_min = call.int32_arg(12, -128, 127);
-  p.activation_max = call.int32_arg(13, -128, 127);
-  call.set_zero_point(0, p.input.zero_point);
-  call.set_zero_point(14, p.output->zero_point);
-  add_q8ta_conv2d_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(14), p);
+  p.output = call.quant("output");
+  p.activation_min = call.int32_arg("activation_min", -128, 127);
+  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  call.set_zero_point("input", p.input.zero_point);
+  call.set_zero_point("output", p.output->zero_point);
+  add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
 }
 
 void build_q8ta_conv2d_dq(const OpCall& call) {
   Conv2dParams p = blob_params(call);
-  call.set_zero_point(0, p.input.zero_point);
-  add_q8ta_conv2d_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(10), p);
+  call.set_zero_point("input", p.input.zero_point);
+  add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
 }
 
 }  // namespace

@@ -102,19 +102,17 @@ void add_q8ta_add_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::Val
 
 namespace {
 
-// (a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
-//  activation_min, activation_max, output): partitioner_schema/OpSchema.cpp's order.
 void build_add(const OpCall& call) {
   AddParams p;
-  p.a = call.quant_params(1);
-  p.b = call.quant_params(4);
-  p.output = call.quant_params(6);
-  p.activation_min = call.int32_arg(8, -128, 127);
-  p.activation_max = call.int32_arg(9, -128, 127);
-  call.set_zero_point(0, p.a.zero_point);
-  call.set_zero_point(3, p.b.zero_point);
-  call.set_zero_point(10, p.output.zero_point);
-  add_q8ta_add_node(call.graph(), call.tensor(0), call.tensor(3), call.tensor(10), p);
+  p.a = call.quant("a");
+  p.b = call.quant("b");
+  p.output = call.quant("output");
+  p.activation_min = call.int32_arg("activation_min", -128, 127);
+  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  call.set_zero_point("a", p.a.zero_point);
+  call.set_zero_point("b", p.b.zero_point);
+  call.set_zero_point("output", p.output.zero_point);
+  add_q8ta_add_node(call.graph(), call.tensor("a"), call.tensor("b"), call.tensor("output"), p);
 }
 
 }  // namespace

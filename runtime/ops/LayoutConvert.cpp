@@ -71,14 +71,14 @@ void add_float_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
 namespace {
 
 void build_q8ta_convert(const OpCall& call) {
-  const int32_t zero_point = call.int32_arg(1, -128, 127);
-  call.set_zero_point(0, zero_point);
-  call.set_zero_point(2, zero_point);
-  add_q8ta_convert_node(call.graph(), call.tensor(0), call.tensor(2), zero_point);
+  const int32_t zero_point = call.int32_arg("zero_point", -128, 127);
+  call.set_zero_point("input", zero_point);
+  call.set_zero_point("output", zero_point);
+  add_q8ta_convert_node(call.graph(), call.tensor("input"), call.tensor("output"), zero_point);
 }
 
 void build_float_convert(const OpCall& call) {
-  add_float_convert_node(call.graph(), call.tensor(0), call.tensor(1));
+  add_float_convert_node(call.graph(), call.tensor("input"), call.tensor("output"));
 }
 
 }  // namespace

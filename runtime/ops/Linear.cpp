@@ -288,15 +288,14 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
 namespace {
 
-// (input, input_scale, input_zero_point, weight, weight_scales, bias, ...): the blob's
-// constants stay valid until prepare() (the loader keeps the blob while it builds). The loader
-// checked them against the schema: weight int8 [N, K], scales and bias float32 [N].
+// The blob's constants stay valid until prepare() (the loader keeps the blob while it builds).
+// The loader checked them against the schema: weight int8 [N, K], scales and bias float32 [N].
 LinearWeights blob_weights(const OpCall& call) {
-  const auto& w = call.constant(3);
+  const auto& w = call.constant("weight");
   LinearWeights lw;
   lw.n = w.spec.sizes[0];
   lw.k = w.spec.sizes[1];
-  const auto channels = call.channel_floats(4, 5);
+  const auto channels = call.channel_floats("weight_scales", "bias");
   lw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
   lw.scales = channels->scales.data();
   lw.bias = channels->bias.data();
@@ -306,20 +305,22 @@ LinearWeights blob_weights(const OpCall& call) {
 
 void build_q8ta_linear(const OpCall& call) {
   LinearParams p;
-  p.input = call.quant_params(1);
-  p.output = call.quant_params(6);
-  p.activation_min = call.int32_arg(8, -128, 127);
-  p.activation_max = call.int32_arg(9, -128, 127);
-  call.set_zero_point(0, p.input.zero_point);
-  call.set_zero_point(10, p.output->zero_point);
-  add_q8ta_linear_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(10), p);
+  p.input = call.quant("input");
+  p.output = call.quant("output");
+  p.activation_min = call.int32_arg("activation_min", -128, 127);
+  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  call.set_zero_point("input", p.input.zero_point);
+  call.set_zero_point("output", p.output->zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
 }
 
 void build_q8ta_linear_dq(const OpCall& call) {
   LinearParams p;
-  p.input = call.quant_params(1);
-  call.set_zero_point(0, p.input.zero_point);
-  add_q8ta_linear_node(call.graph(), call.tensor(0), blob_weights(call), call.tensor(6), p);
+  p.input = call.quant("input");
+  call.set_zero_point("input", p.input.zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
 }
 
 }  // namespace

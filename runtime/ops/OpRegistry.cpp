@@ -9,7 +9,6 @@
 
 namespace vkd::ops {
 
-
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
   const schema::OpSchema* schema = schema::find_op_schema(name);
   VKD_CHECK(schema != nullptr && schema->has_kernel, ErrorCode::Internal, "op '", name,
@@ -68,36 +67,48 @@ OpCall::OpCall(graph::ComputeGraph& graph, const OpEntry& entry, size_t index,
             entry.args.size(), " arguments, the blob gives ", args.size());
 }
 
-const serialization::Value& OpCall::value(size_t arg, ValueKind kind) const {
-  VKD_CHECK(arg < args_.size() && entry_.args[arg].kind == kind, ErrorCode::Internal, label_,
-            ": argument ", arg, " read as ", serialization::to_string(kind));
-  const serialization::Value& v = blob_.values.at(args_[arg]);
-  VKD_CHECK(serialization::kind_of(v) == kind, ErrorCode::InvalidArgument, label_,
-            ": argument '", entry_.args[arg].name, "' (value ", args_[arg], ") is a ",
-            serialization::to_string(serialization::kind_of(v)), ", expected ",
+size_t OpCall::position(std::string_view arg) const {
+  for (size_t i = 0; i < entry_.args.size(); ++i) {
+    if (entry_.args[i].name == arg) return i;
+  }
+  VKD_THROW(ErrorCode::Internal, label_, ": builder reads argument '", arg,
+            "', which the schema of ", entry_.name, " does not have");
+}
+
+serialization::ValueId OpCall::value_id(std::string_view arg, ValueKind kind) const {
+  const size_t i = position(arg);
+  VKD_CHECK(entry_.args[i].kind == kind, ErrorCode::Internal, label_, ": argument '", arg,
+            "' read as ", serialization::to_string(kind));
+  const serialization::ValueKind actual = serialization::kind_of(blob_.values.at(args_[i]));
+  VKD_CHECK(actual == kind, ErrorCode::InvalidArgument, label_, ": argument '", arg,
+            "' (value ", args_[i], ") is a ", serialization::to_string(actual), ", expected ",
             serialization::to_string(kind));
-  return v;
+  return args_[i];
 }
 
-graph::ValueRef OpCall::tensor(size_t arg) const {
-  value(arg, ValueKind::Tensor);
-  return tensor_for_(args_[arg]);
+const serialization::Value& OpCall::value(std::string_view arg, ValueKind kind) const {
+  return blob_.values.at(value_id(arg, kind));
 }
 
-const serialization::TensorValue& OpCall::constant(size_t arg) const {
-  const auto& t = std::get<serialization::TensorValue>(value(arg, ValueKind::Tensor));
-  VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, label_, ": argument '",
-            entry_.args[arg].name, "' (value ", args_[arg], ") must be a constant");
+graph::ValueRef OpCall::tensor(std::string_view arg) const {
+  return tensor_for_(value_id(arg, ValueKind::Tensor));
+}
+
+const serialization::TensorValue& OpCall::constant(std::string_view arg) const {
+  const serialization::ValueId id = value_id(arg, ValueKind::Tensor);
+  const auto& t = std::get<serialization::TensorValue>(blob_.values.at(id));
+  VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, label_, ": argument '", arg,
+            "' (value ", id, ") must be a constant");
   return t;
 }
 
-std::shared_ptr<const OpCall::ChannelFloats> OpCall::channel_floats(size_t scales_arg,
-                                                                    size_t bias_arg) const {
-  const auto copy_floats = [this](size_t arg) {
+std::shared_ptr<const OpCall::ChannelFloats> OpCall::channel_floats(
+    std::string_view scales_arg, std::string_view bias_arg) const {
+  const auto copy_floats = [this](std::string_view arg) {
     // The loader checked the dtype against the schema, deserialize() the byte count.
     const serialization::TensorValue& t = constant(arg);
-    VKD_CHECK(t.spec.dtype == DType::Float32, ErrorCode::Internal, label_, ": argument '",
-              entry_.args[arg].name, "' read as float32 but is ", t.spec.describe());
+    VKD_CHECK(t.spec.dtype == DType::Float32, ErrorCode::Internal, label_, ": argument '", arg,
+              "' read as float32 but is ", t.spec.describe());
     std::vector<float> values(static_cast<size_t>(t.spec.numel()));
     if (!values.empty()) std::memcpy(values.data(), t.constant->data, t.constant->size);
     return values;
@@ -106,51 +117,54 @@ std::shared_ptr<const OpCall::ChannelFloats> OpCall::channel_floats(size_t scale
       ChannelFloats{copy_floats(scales_arg), copy_floats(bias_arg)});
 }
 
-double OpCall::float_arg(size_t arg) const {
+double OpCall::float_arg(std::string_view arg) const {
   return std::get<serialization::FloatValue>(value(arg, ValueKind::Float)).value;
 }
 
-int64_t OpCall::int_arg(size_t arg) const {
+int64_t OpCall::int_arg(std::string_view arg) const {
   return std::get<serialization::IntValue>(value(arg, ValueKind::Int)).value;
 }
 
-QuantParams OpCall::quant_params(size_t scale_arg) const {
-  return {static_cast<float>(float_arg(scale_arg)), int32_arg(scale_arg + 1, -128, 127), -128, 127};
+QuantParams OpCall::quant(std::string_view tensor) const {
+  const std::string prefix = std::string(tensor) + "_";
+  return {static_cast<float>(float_arg(prefix + "scale")),
+          int32_arg(prefix + "zero_point", -128, 127), -128, 127};
 }
 
-int32_t OpCall::int32_arg(size_t arg, int64_t lo, int64_t hi) const {
+int32_t OpCall::int32_arg(std::string_view arg, int64_t lo, int64_t hi) const {
   const int64_t v = int_arg(arg);
-  VKD_CHECK(v >= lo && v <= hi, ErrorCode::InvalidArgument, label_, ": argument '",
-            entry_.args[arg].name, "' is ", v, ", outside [", lo, ", ", hi, "]");
+  VKD_CHECK(v >= lo && v <= hi, ErrorCode::InvalidArgument, label_, ": argument '", arg,
+            "' is ", v, ", outside [", lo, ", ", hi, "]");
   return static_cast<int32_t>(v);
 }
 
-std::vector<int32_t> OpCall::int32_list(size_t arg, std::initializer_list<size_t> lengths,
-                                        int64_t lo, int64_t hi) const {
+std::vector<int32_t> OpCall::int32_list(std::string_view arg,
+                                        std::initializer_list<size_t> lengths, int64_t lo,
+                                        int64_t hi) const {
   const std::vector<int64_t> v = int_list(arg);
   std::string allowed;
   for (size_t n : lengths) allowed += (allowed.empty() ? "" : " or ") + std::to_string(n);
   VKD_CHECK(std::find(lengths.begin(), lengths.end(), v.size()) != lengths.end(),
-            ErrorCode::InvalidArgument, label_, ": argument '", entry_.args[arg].name, "' has ",
-            v.size(), " values, expected ", allowed);
+            ErrorCode::InvalidArgument, label_, ": argument '", arg, "' has ", v.size(),
+            " values, expected ", allowed);
   std::vector<int32_t> out;
   for (int64_t x : v) {
-    VKD_CHECK(x >= lo && x <= hi, ErrorCode::InvalidArgument, label_, ": argument '",
-              entry_.args[arg].name, "' value ", x, " is outside [", lo, ", ", hi, "]");
+    VKD_CHECK(x >= lo && x <= hi, ErrorCode::InvalidArgument, label_, ": argument '", arg,
+              "' value ", x, " is outside [", lo, ", ", hi, "]");
     out.push_back(static_cast<int32_t>(x));
   }
   return out;
 }
 
-bool OpCall::bool_arg(size_t arg) const {
+bool OpCall::bool_arg(std::string_view arg) const {
   return std::get<serialization::BoolValue>(value(arg, ValueKind::Bool)).value;
 }
 
-std::vector<int64_t> OpCall::int_list(size_t arg) const {
+std::vector<int64_t> OpCall::int_list(std::string_view arg) const {
   return std::get<serialization::IntListValue>(value(arg, ValueKind::IntList)).items;
 }
 
-void OpCall::set_zero_point(size_t tensor_arg, int32_t zero_point) const {
+void OpCall::set_zero_point(std::string_view tensor_arg, int32_t zero_point) const {
   graph_.set_zero_point(tensor(tensor_arg), zero_point);
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -74,36 +75,46 @@ class OpCall {
   const std::string& label() const { return label_; }
   const std::string& op() const { return entry_.name; }
 
-  graph::ValueRef tensor(size_t arg) const;
+  // Arguments are read by their name in the op's schema (partitioner_schema/OpSchema.cpp), so
+  // a schema change that a builder does not follow fails here instead of silently reading the
+  // neighbouring argument: a name the schema lacks throws Internal.
+  graph::ValueRef tensor(std::string_view arg) const;
   // A constant tensor argument as stored in the blob (host NCHW bytes, valid during the build),
   // for builders that prepack it into their own form with graph().add_constant(): the default
   // tensor is then never created. InvalidArgument when the argument is not a constant.
-  const serialization::TensorValue& constant(size_t arg) const;
+  const serialization::TensorValue& constant(std::string_view arg) const;
   // Per-output-channel float32 constants (weight scales, bias) copied out of the blob with
   // memcpy: a blob may sit at any address, so its bytes are never read in place as floats.
   // Shared, so the packers that read them keep them alive until prepare().
   struct ChannelFloats {
     std::vector<float> scales, bias;
   };
-  std::shared_ptr<const ChannelFloats> channel_floats(size_t scales_arg, size_t bias_arg) const;
-  double float_arg(size_t arg) const;
-  int64_t int_arg(size_t arg) const;
+  std::shared_ptr<const ChannelFloats> channel_floats(std::string_view scales_arg,
+                                                      std::string_view bias_arg) const;
+  double float_arg(std::string_view arg) const;
+  int64_t int_arg(std::string_view arg) const;
   // int_arg checked to lie in [lo, hi].
-  int32_t int32_arg(size_t arg, int64_t lo, int64_t hi) const;
-  bool bool_arg(size_t arg) const;
-  std::vector<int64_t> int_list(size_t arg) const;
+  int32_t int32_arg(std::string_view arg, int64_t lo, int64_t hi) const;
+  bool bool_arg(std::string_view arg) const;
+  std::vector<int64_t> int_list(std::string_view arg) const;
   // int_list checked to have one of `lengths` entries, each in [lo, hi] (geometry lists:
   // stride, padding, dilation, kernel size).
-  std::vector<int32_t> int32_list(size_t arg, std::initializer_list<size_t> lengths, int64_t lo,
-                                  int64_t hi) const;
-  // Per-tensor int8 quantization: the scale at `scale_arg`, the zero point (in [-128, 127]) at
-  // scale_arg + 1; the full int8 range.
-  QuantParams quant_params(size_t scale_arg) const;
+  std::vector<int32_t> int32_list(std::string_view arg, std::initializer_list<size_t> lengths,
+                                  int64_t lo, int64_t hi) const;
+  // Per-tensor int8 quantization of tensor argument `tensor`: its scale "<tensor>_scale" and
+  // zero point "<tensor>_zero_point" (in [-128, 127]); the full int8 range.
+  QuantParams quant(std::string_view tensor) const;
   // The zero point of an int8x4 tensor, recorded so host data written to it pads with it.
-  void set_zero_point(size_t tensor_arg, int32_t zero_point) const;
+  void set_zero_point(std::string_view tensor_arg, int32_t zero_point) const;
 
  private:
-  const serialization::Value& value(size_t arg, ValueKind kind) const;
+  // The position of argument `arg` in the blob's argument list; Internal when the schema has
+  // no argument of that name.
+  size_t position(std::string_view arg) const;
+  // The blob value (id) of argument `arg`, checked to be of `kind`: InvalidArgument when the
+  // blob's value is not, Internal when the schema declares another kind.
+  serialization::ValueId value_id(std::string_view arg, ValueKind kind) const;
+  const serialization::Value& value(std::string_view arg, ValueKind kind) const;
   graph::ComputeGraph& graph_;
   const OpEntry& entry_;
   std::string label_;

@@ -150,20 +150,18 @@ void add_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
 namespace {
 
-// (input, input_scale, input_zero_point, upscale_factor, output_scale, output_zero_point,
-// output), as partitioner_schema/OpSchema.cpp orders them.
 void build_q8ta_pixel_shuffle(const OpCall& call) {
-  const QuantParams in_q = call.quant_params(1);
-  const QuantParams out_q = call.quant_params(4);
-  call.set_zero_point(0, in_q.zero_point);
-  call.set_zero_point(6, out_q.zero_point);
-  add_q8ta_pixel_shuffle_node(call.graph(), call.tensor(0), in_q, call.int_arg(3),
-                              call.tensor(6), out_q);
+  const QuantParams in_q = call.quant("input");
+  const QuantParams out_q = call.quant("output");
+  call.set_zero_point("input", in_q.zero_point);
+  call.set_zero_point("output", out_q.zero_point);
+  add_q8ta_pixel_shuffle_node(call.graph(), call.tensor("input"), in_q,
+                              call.int_arg("upscale_factor"), call.tensor("output"), out_q);
 }
 
-// (input, upscale_factor, output).
 void build_pixel_shuffle(const OpCall& call) {
-  add_pixel_shuffle_node(call.graph(), call.tensor(0), call.int_arg(1), call.tensor(2));
+  add_pixel_shuffle_node(call.graph(), call.tensor("input"), call.int_arg("upscale_factor"),
+                         call.tensor("output"));
 }
 
 }  // namespace

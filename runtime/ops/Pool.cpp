@@ -2,6 +2,7 @@
 #include "runtime/ops/Pool.h"
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "runtime/core/Error.h"
@@ -160,36 +161,35 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
 namespace {
 
 // One or two ints (h, w) from a list argument; `fallback` when the list is empty.
-std::array<int32_t, 2> pair_arg(const OpCall& call, size_t arg, std::array<int32_t, 2> fallback) {
+std::array<int32_t, 2> pair_arg(const OpCall& call, std::string_view arg,
+                                std::array<int32_t, 2> fallback) {
   const std::vector<int32_t> v = call.int32_list(arg, {0, 1, 2}, 0, (1 << 20) - 1);
   if (v.empty()) return fallback;
   return {v.front(), v.back()};
 }
 
-// (input, input_scale, input_zero_point, kernel_size, stride, padding, dilation, ceil_mode,
-//  output): partitioner_schema/OpSchema.cpp's order; an empty stride is the kernel size.
+// Input and output share the input's qparams; an empty stride is the kernel size.
 void build_max_pool2d(const OpCall& call) {
-  const QuantParams q = call.quant_params(1);
+  const QuantParams q = call.quant("input");
   check_quant_params("q8ta_max_pool2d", q);
   MaxPool2dParams p;
-  p.kernel = pair_arg(call, 3, {0, 0});
-  p.stride = pair_arg(call, 4, p.kernel);
-  p.padding = pair_arg(call, 5, {0, 0});
-  p.dilation = pair_arg(call, 6, {1, 1});
-  p.ceil_mode = call.bool_arg(7);
+  p.kernel = pair_arg(call, "kernel_size", {0, 0});
+  p.stride = pair_arg(call, "stride", p.kernel);
+  p.padding = pair_arg(call, "padding", {0, 0});
+  p.dilation = pair_arg(call, "dilation", {1, 1});
+  p.ceil_mode = call.bool_arg("ceil_mode");
   p.zero_point = q.zero_point;
-  call.set_zero_point(0, q.zero_point);
-  call.set_zero_point(8, q.zero_point);
-  add_q8ta_max_pool2d_node(call.graph(), call.tensor(0), call.tensor(8), p);
+  call.set_zero_point("input", q.zero_point);
+  call.set_zero_point("output", q.zero_point);
+  add_q8ta_max_pool2d_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
 }
 
-// (input, input_scale, input_zero_point, output_scale, output_zero_point, output).
 void build_mean(const OpCall& call) {
-  const QuantParams in_q = call.quant_params(1);
-  const QuantParams out_q = call.quant_params(3);
-  call.set_zero_point(0, in_q.zero_point);
-  call.set_zero_point(5, out_q.zero_point);
-  add_q8ta_mean_node(call.graph(), call.tensor(0), call.tensor(5), in_q, out_q);
+  const QuantParams in_q = call.quant("input");
+  const QuantParams out_q = call.quant("output");
+  call.set_zero_point("input", in_q.zero_point);
+  call.set_zero_point("output", out_q.zero_point);
+  add_q8ta_mean_node(call.graph(), call.tensor("input"), call.tensor("output"), in_q, out_q);
 }
 
 }  // namespace

@@ -74,27 +74,26 @@ void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
 namespace {
 
-// Both ops: (input, scale, zero_point, quant_min, quant_max, output), as
-// quantized_decomposed.quantize_per_tensor / dequantize_per_tensor order them.
+// Both ops take quantized_decomposed.quantize_per_tensor's parameters, quant range included.
 QuantParams quant_params(const OpCall& call) {
   QuantParams q;
-  q.scale = static_cast<float>(call.float_arg(1));
-  q.zero_point = call.int32_arg(2, -128, 127);
-  q.quant_min = call.int32_arg(3, -128, 127);
-  q.quant_max = call.int32_arg(4, -128, 127);
+  q.scale = static_cast<float>(call.float_arg("scale"));
+  q.zero_point = call.int32_arg("zero_point", -128, 127);
+  q.quant_min = call.int32_arg("quant_min", -128, 127);
+  q.quant_max = call.int32_arg("quant_max", -128, 127);
   return q;
 }
 
 void build_quantize(const OpCall& call) {
   const QuantParams q = quant_params(call);
-  call.set_zero_point(5, q.zero_point);
-  add_q8ta_quantize_node(call.graph(), call.tensor(0), call.tensor(5), q);
+  call.set_zero_point("output", q.zero_point);
+  add_q8ta_quantize_node(call.graph(), call.tensor("input"), call.tensor("output"), q);
 }
 
 void build_dequantize(const OpCall& call) {
   const QuantParams q = quant_params(call);
-  call.set_zero_point(0, q.zero_point);
-  add_q8ta_dequantize_node(call.graph(), call.tensor(0), call.tensor(5), q);
+  call.set_zero_point("input", q.zero_point);
+  add_q8ta_dequantize_node(call.graph(), call.tensor("input"), call.tensor("output"), q);
 }
 
 }  // namespace

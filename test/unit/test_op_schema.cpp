@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "partitioner_schema/OpSchema.h"
+#include "runtime/core/Error.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/ops/OpRegistry.h"
 #include "serialization/Serializer.h"
@@ -133,6 +134,30 @@ TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
   }
   std::printf("built %zu (op, dtype, placement) combinations\n", built);
   EXPECT_GE(built, 18u + 18u + 9u + 36u);
+}
+
+// Builders read arguments by their schema name: a name the schema lacks (a typo, or a schema
+// change the builder did not follow) fails naming the op and the argument, before any value
+// is read.
+TEST_F(OpSchemaVsRuntime, ABuilderReadingAnArgumentTheSchemaLacksFails) {
+  const vkd::ops::OpEntry* entry = vkd::ops::op_registry().find("q8ta_linear");
+  ASSERT_NE(entry, nullptr);
+  vkd::graph::ComputeGraph graph(ctx());
+  const vkd::serialization::DeserializedGraph blob;
+  const vkd::ops::OpCall::TensorResolver no_tensors = [](ValueId) -> vkd::graph::ValueRef {
+    ADD_FAILURE() << "no tensor should be resolved";
+    return 0;
+  };
+  const std::vector<ValueId> args(entry->args.size(), 0);
+  const vkd::ops::OpCall call(graph, *entry, 3, blob, no_tensors, args);
+  try {
+    call.tensor("weigth");
+    FAIL() << "expected an error";
+  } catch (const vkd::Error& e) {
+    EXPECT_EQ(e.code(), vkd::ErrorCode::Internal);
+    EXPECT_STREQ(e.what(), "op 3 'q8ta_linear': builder reads argument 'weigth', which the "
+                           "schema of q8ta_linear does not have");
+  }
 }
 
 TEST(OpSchema, EveryRuntimeOpIsInTheSchemaWithAKernel) {
