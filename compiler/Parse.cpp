@@ -14,6 +14,7 @@
 #include "compiler/StrictJson.h"
 
 #include "compiler/ShapeInference.h"
+#include "compiler/ops/EdgeOp.h"
 #include "runtime/core/Error.h"
 
 namespace vkd::compiler {
@@ -70,117 +71,6 @@ std::vector<std::string> string_list(const Json& j, const std::string& where) {
   return out;
 }
 
-// ---- the op table ----------------------------------------------------------------------------
-
-enum class Lit { Int, Number, Bool, String, Ints };
-
-const char* lit_name(Lit k) {
-  switch (k) {
-    case Lit::Int: return "an integer";
-    case Lit::Number: return "a number";
-    case Lit::Bool: return "a bool";
-    case Lit::String: return "a string";
-    case Lit::Ints: return "a list of integers";
-  }
-  return "?";
-}
-
-struct ArgSpec {
-  const char* name;
-  Lit kind;
-  bool required;
-  bool nullable;
-  std::optional<ArgValue> def;  // filled in when the arg is absent
-};
-
-struct OpSpec {
-  const char* op;
-  std::vector<const char*> inputs;  // ATen tensor argument names, schema order
-  size_t required_inputs;
-  std::vector<ArgSpec> args;
-  size_t outputs;
-};
-
-ArgSpec req(const char* name, Lit kind, bool nullable = false) {
-  return {name, kind, true, nullable, std::nullopt};
-}
-ArgSpec opt(const char* name, Lit kind, std::optional<ArgValue> def = std::nullopt,
-            bool nullable = true) {
-  return {name, kind, false, nullable, std::move(def)};
-}
-
-const std::vector<OpSpec>& op_table() {
-  using V = std::vector<int64_t>;
-  static const std::vector<OpSpec> kOps = {
-      {"quantized_decomposed.quantize_per_tensor", {"input"}, 1,
-       {req("scale", Lit::Number), req("zero_point", Lit::Int), req("quant_min", Lit::Int),
-        req("quant_max", Lit::Int), req("dtype", Lit::String)},
-       1},
-      {"quantized_decomposed.dequantize_per_tensor", {"input"}, 1,
-       {req("scale", Lit::Number), req("zero_point", Lit::Int), req("quant_min", Lit::Int),
-        req("quant_max", Lit::Int), req("dtype", Lit::String), opt("out_dtype", Lit::String)},
-       1},
-      {"quantized_decomposed.dequantize_per_channel", {"input", "scales", "zero_points"}, 2,
-       {req("axis", Lit::Int), req("quant_min", Lit::Int), req("quant_max", Lit::Int),
-        req("dtype", Lit::String), opt("out_dtype", Lit::String)},
-       1},
-      {"aten.convolution", {"input", "weight", "bias"}, 2,
-       {req("stride", Lit::Ints), req("padding", Lit::Ints), req("dilation", Lit::Ints),
-        req("transposed", Lit::Bool), req("output_padding", Lit::Ints), req("groups", Lit::Int)},
-       1},
-      {"aten.linear", {"input", "weight", "bias"}, 2, {}, 1},
-      {"aten.add.Tensor", {"self", "other"}, 2,
-       {opt("alpha", Lit::Number, ArgValue(int64_t{1}), false)}, 1},
-      {"aten.relu", {"self"}, 1, {}, 1},
-      {"aten.hardtanh", {"self"}, 1,
-       {opt("min_val", Lit::Number, ArgValue(-1.0), false),
-        opt("max_val", Lit::Number, ArgValue(1.0), false)},
-       1},
-      {"aten.clamp", {"self"}, 1, {opt("min", Lit::Number), opt("max", Lit::Number)}, 1},
-      {"aten.pixel_shuffle", {"self"}, 1, {req("upscale_factor", Lit::Int)}, 1},
-      {"aten.max_pool2d", {"self"}, 1,
-       {req("kernel_size", Lit::Ints), opt("stride", Lit::Ints, std::nullopt, false),
-        opt("padding", Lit::Ints, ArgValue(V{0, 0}), false),
-        opt("dilation", Lit::Ints, ArgValue(V{1, 1}), false),
-        opt("ceil_mode", Lit::Bool, ArgValue(false), false)},
-       1},
-      {"aten.mean.dim", {"self"}, 1,
-       {req("dim", Lit::Ints), opt("keepdim", Lit::Bool, ArgValue(false), false)}, 1},
-      {"aten.adaptive_avg_pool2d", {"self"}, 1, {req("output_size", Lit::Ints)}, 1},
-      {"aten.view_copy", {"self"}, 1, {req("size", Lit::Ints)}, 1},
-      {"aten.clone", {"self"}, 1, {opt("memory_format", Lit::String)}, 1},
-      {"aten.alias_copy", {"self"}, 1, {opt("memory_format", Lit::String)}, 1},
-      {"aten._clone_dim_order", {"self"}, 1,
-       {opt("non_blocking", Lit::Bool, ArgValue(false), false), opt("dim_order", Lit::Ints)}, 1},
-      {"torchao.quantize_affine", {"input", "scale", "zero_point"}, 2,
-       {req("block_size", Lit::Ints), req("output_dtype", Lit::String),
-        req("quant_min", Lit::Int, true), req("quant_max", Lit::Int, true),
-        opt("zero_point_domain", Lit::String)},
-       1},
-      {"torchao.dequantize_affine", {"input", "scale", "zero_point"}, 2,
-       {req("block_size", Lit::Ints), req("input_dtype", Lit::String),
-        req("quant_min", Lit::Int, true), req("quant_max", Lit::Int, true),
-        opt("output_dtype", Lit::String), opt("zero_point_domain", Lit::String)},
-       1},
-      {"torchao.choose_qparams_affine", {"input"}, 1,
-       {req("mapping_type", Lit::String), req("block_size", Lit::Ints),
-        req("target_dtype", Lit::String), req("quant_min", Lit::Int, true),
-        req("quant_max", Lit::Int, true), req("eps", Lit::Number, true),
-        opt("scale_dtype", Lit::String), opt("zero_point_dtype", Lit::String),
-        opt("preserve_zero", Lit::Bool, ArgValue(true), false),
-        opt("zero_point_domain", Lit::String)},
-       2},
-  };
-  return kOps;
-}
-
-const OpSpec* find_op(const std::string& op) {
-  for (const OpSpec& s : op_table()) {
-    if (op == s.op) return &s;
-  }
-  return nullptr;
-}
-
 // A JSON literal -> ArgValue (ints -> int64, floats -> double, lists keep their element type:
 // any float makes a list of doubles).
 ArgValue to_arg(const Json& j, const std::string& where) {
@@ -188,7 +78,8 @@ ArgValue to_arg(const Json& j, const std::string& where) {
   if (j.is_null()) return NoneArg{};
   if (j.is_boolean()) return j.get<bool>();
   if (json_int(j, &i)) return i;
-  if (j.is_number_unsigned()) VKD_THROW(ErrorCode::InvalidArgument, where, ": integer ", show(j), " does not fit in int64");
+  if (j.is_number_unsigned())
+    VKD_THROW(ErrorCode::InvalidArgument, where, ": integer ", show(j), " does not fit in int64");
   if (j.is_number_float()) return j.get<double>();
   if (j.is_string()) return j.get<std::string>();
   if (j.is_array()) {
@@ -213,18 +104,6 @@ ArgValue to_arg(const Json& j, const std::string& where) {
   }
   VKD_THROW(ErrorCode::InvalidArgument, where, ": must be a literal (number, bool, string, list "
             "of numbers or null), got ", j.type_name());
-}
-
-bool kind_matches(const ArgValue& v, Lit kind) {
-  switch (kind) {
-    case Lit::Int: return std::holds_alternative<int64_t>(v);
-    case Lit::Number: return std::holds_alternative<int64_t>(v) || std::holds_alternative<double>(v);
-    case Lit::Bool: return std::holds_alternative<bool>(v);
-    case Lit::String: return std::holds_alternative<std::string>(v);
-    case Lit::Ints:
-      return std::holds_alternative<std::vector<int64_t>>(v) || std::holds_alternative<int64_t>(v);
-  }
-  return false;
 }
 
 // ---- values ------------------------------------------------------------------------------------
@@ -262,7 +141,8 @@ Decl parse_decl(const std::string& name, const Json& j) {
   const Json& jd = field(j, "dtype", where);
   VKD_CHECK(jd.is_string() && value_dtype(jd.get<std::string>()).has_value(),
             ErrorCode::InvalidArgument, where,
-            ": field 'dtype': expected one of \"float32\", \"float16\", \"int8\", \"int32\", \"int64\", got ",
+            ": field 'dtype': expected one of \"float32\", \"float16\", \"int8\", \"int32\", "
+            "\"int64\", got ",
             show(jd));
   d.dtype_name = jd.get<std::string>();
   const Json& js = field(j, "shape", where);
@@ -331,7 +211,7 @@ Value make_constant(const Decl& d, const SafetensorsFile* weights) {
   return v;
 }
 
-// ---- nodes ---------------------------------------------------------------------------------------
+// ---- nodes ------------------------------------------------------------------------------------
 
 // Who defined `name` so far, for "defined twice" messages.
 std::string definer(const Graph& g, const std::map<std::string, std::string>& written_by,
@@ -344,11 +224,28 @@ std::string definer(const Graph& g, const std::map<std::string, std::string>& wr
   return "constant";
 }
 
-Graph parse_document(const Json& root, const SafetensorsFile* weights) {
-  VKD_CHECK(root.is_object(), ErrorCode::InvalidArgument,
-            "the graph must be a JSON object, got ", root.type_name());
-  only_fields(root, {"vkd_graph", "inputs", "outputs", "values", "nodes"}, "graph");
+// The declared values ("values") and which of them the graph has used so far.
+struct Declarations {
+  std::vector<Decl> list;
+  std::map<std::string, size_t> index;
+  std::set<std::string> used;
 
+  const Decl* find(const std::string& name) const {
+    auto it = index.find(name);
+    return it == index.end() ? nullptr : &list[it->second];
+  }
+};
+
+// A graph input or a declared node output: a value with the declared dtype and shape.
+Value declared_value(const Decl& d) {
+  Value v;
+  v.name = d.name;
+  v.dtype = value_dtype(d.dtype_name)->dtype;
+  v.shape = d.shape;
+  return v;
+}
+
+void check_version(const Json& root) {
   int64_t version = 0;
   const Json& jv = field(root, "vkd_graph", "graph");
   VKD_CHECK(json_int(jv, &version), ErrorCode::InvalidArgument,
@@ -356,176 +253,182 @@ Graph parse_document(const Json& root, const SafetensorsFile* weights) {
   VKD_CHECK(version == kGraphVersion, ErrorCode::InvalidArgument,
             "field 'vkd_graph': unsupported version ", version, " (this compiler reads version ",
             kGraphVersion, ")");
+}
 
-  // values
+Declarations parse_declarations(const Json& root) {
   const Json& jvalues = field(root, "values", "graph");
   VKD_CHECK(jvalues.is_object(), ErrorCode::InvalidArgument,
             "field 'values': must be an object, got ", jvalues.type_name());
-  std::vector<Decl> decls;
-  std::map<std::string, size_t> decl_index;
+  Declarations decls;
   for (const auto& item : jvalues.items()) {
-    decl_index[item.key()] = decls.size();
-    decls.push_back(parse_decl(item.key(), item.value()));
+    decls.index[item.key()] = decls.list.size();
+    decls.list.push_back(parse_decl(item.key(), item.value()));
   }
+  return decls;
+}
 
-  Graph g;
-  std::set<std::string> used_decls;
-
-  // inputs
-  const std::vector<std::string> inputs = string_list(field(root, "inputs", "graph"), "field 'inputs'");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string& name = inputs[i];
-    auto it = decl_index.find(name);
-    VKD_CHECK(it != decl_index.end(), ErrorCode::InvalidArgument, "field 'inputs': input '", name,
+void add_graph_inputs(const Json& root, Declarations& decls, Graph& g) {
+  const std::vector<std::string> inputs =
+      string_list(field(root, "inputs", "graph"), "field 'inputs'");
+  for (const std::string& name : inputs) {
+    const Decl* d = decls.find(name);
+    VKD_CHECK(d != nullptr, ErrorCode::InvalidArgument, "field 'inputs': input '", name,
               "' is not declared in 'values' (a graph input needs its dtype and shape)");
-    const Decl& d = decls[it->second];
-    VKD_CHECK(!d.data.has_value(), ErrorCode::InvalidArgument, "field 'inputs': input '", name,
+    VKD_CHECK(!d->data.has_value(), ErrorCode::InvalidArgument, "field 'inputs': input '", name,
               "' has 'data' (a graph input cannot be a constant)");
-    VKD_CHECK(!used_decls.count(name), ErrorCode::InvalidArgument, "field 'inputs': input '",
+    VKD_CHECK(!decls.used.count(name), ErrorCode::InvalidArgument, "field 'inputs': input '",
               name, "' is listed twice");
-    for (size_t k = 0; k < d.shape.size(); ++k) {
+    for (size_t k = 0; k < d->shape.size(); ++k) {
       // Graph inputs always become device tensors, which have no empty dims.
-      VKD_CHECK(d.shape[k] >= 1, ErrorCode::InvalidArgument, "value '", name,
-                "': field 'shape': size 0 in dim ", k, " of ", sizes_string(d.shape),
+      VKD_CHECK(d->shape[k] >= 1, ErrorCode::InvalidArgument, "value '", name,
+                "': field 'shape': size 0 in dim ", k, " of ", sizes_string(d->shape),
                 " (a graph input needs every size >= 1)");
     }
-    used_decls.insert(name);
-    Value v;
-    v.name = name;
-    v.dtype = value_dtype(d.dtype_name)->dtype;
-    v.shape = d.shape;
-    g.add_value(std::move(v));
+    decls.used.insert(name);
+    g.add_value(declared_value(*d));
     g.inputs.push_back(name);
   }
+}
 
-  // constants
-  for (const Decl& d : decls) {
+void add_constants(Declarations& decls, const SafetensorsFile* weights, Graph& g) {
+  for (const Decl& d : decls.list) {
     if (!d.data) continue;
     g.add_value(make_constant(d, weights));
-    used_decls.insert(d.name);
+    decls.used.insert(d.name);
   }
+}
 
-  // nodes
+const EdgeOp& node_op(const Json& jn, const std::string& at, Node& node) {
+  VKD_CHECK(jn.is_object(), ErrorCode::InvalidArgument, at, ": must be an object, got ",
+            jn.type_name());
+  const Json& jop = field(jn, "op", at);
+  VKD_CHECK(jop.is_string(), ErrorCode::InvalidArgument, at, ": field 'op': must be a string, got ",
+            show(jop));
+  node.op = jop.get<std::string>();
+  node.origin = at + " (" + node.op + ")";
+  const EdgeOp* spec = find_edge_op(node.op);
+  if (spec == nullptr) {
+    std::string known;
+    for (const EdgeOp& s : edge_ops()) known += std::string(known.empty() ? "" : ", ") + s.name;
+    VKD_THROW(ErrorCode::InvalidArgument, node.origin, ": field 'op': unknown op '", node.op,
+              "' (accepted: ", known, ")");
+  }
+  only_fields(jn, {"op", "inputs", "args", "outputs"}, node.origin);
+  return *spec;
+}
+
+void parse_node_inputs(const Json& jn, const EdgeOp& spec, const Graph& g, Node& node) {
+  const std::string& where = node.origin;
+  node.inputs = string_list(field(jn, "inputs", where), where + ": field 'inputs'");
+  VKD_CHECK(node.inputs.size() <= spec.inputs.size(), ErrorCode::InvalidArgument, where,
+            ": field 'inputs': at most ", spec.inputs.size(), " tensor inputs, got ",
+            node.inputs.size());
+  node.inputs.resize(spec.inputs.size());
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const std::string& in = node.inputs[i];
+    if (in.empty()) {
+      VKD_CHECK(i >= spec.required_inputs, ErrorCode::InvalidArgument, where, ": input ",
+                spec.inputs[i], " (position ", i, ") is required");
+      continue;
+    }
+    VKD_CHECK(g.has_value(in), ErrorCode::InvalidArgument, where, ": input '", in,
+              "' is not defined (no graph input, constant or earlier output)");
+  }
+}
+
+const EdgeArg& schema_arg(const EdgeOp& spec, const std::string& name, const std::string& afield) {
+  for (const EdgeArg& a : spec.args) {
+    if (name == a.name) return a;
+  }
+  std::string known;
+  for (const EdgeArg& a : spec.args) known += std::string(known.empty() ? "" : ", ") + a.name;
+  VKD_THROW(ErrorCode::InvalidArgument, afield, ": unknown argument of ", spec.name,
+            " (accepted: ", known.empty() ? "none" : known, ")");
+}
+
+void parse_node_args(const Json& jn, const EdgeOp& spec, Node& node) {
+  const std::string& where = node.origin;
+  if (jn.contains("args")) {
+    const Json& jargs = jn["args"];
+    VKD_CHECK(jargs.is_object(), ErrorCode::InvalidArgument, where,
+              ": field 'args': must be an object, got ", jargs.type_name());
+    for (const auto& item : jargs.items()) {
+      const std::string& name = item.key();
+      const std::string afield = where + ": argument '" + name + "'";
+      const EdgeArg& as = schema_arg(spec, name, afield);
+      ArgValue v = to_arg(item.value(), afield);
+      const bool is_none = std::holds_alternative<NoneArg>(v);
+      VKD_CHECK(lit_matches(v, as.kind) || (is_none && as.nullable),
+                ErrorCode::InvalidArgument, afield, ": must be ", lit_name(as.kind),
+                as.nullable ? " or null" : "", ", got ", show(item.value()));
+      node.args[name] = std::move(v);
+    }
+  }
+  for (const EdgeArg& a : spec.args) {
+    if (node.args.count(a.name)) continue;
+    VKD_CHECK(!a.required, ErrorCode::InvalidArgument, where, ": argument '", a.name,
+              "' is required but missing");
+    if (a.def) node.args[a.name] = *a.def;
+  }
+  if (spec.complete_args) spec.complete_args(node.args);
+}
+
+void parse_node_outputs(const Json& jn, const EdgeOp& spec, Declarations& decls, Graph& g,
+                        std::map<std::string, std::string>& written_by, Node& node) {
+  const std::string& where = node.origin;
+  node.outputs = string_list(field(jn, "outputs", where), where + ": field 'outputs'");
+  VKD_CHECK(node.outputs.size() == spec.outputs, ErrorCode::InvalidArgument, where,
+            ": field 'outputs': expected ", spec.outputs, " output(s), got ",
+            node.outputs.size());
+  std::set<std::string> own;
+  for (const std::string& out : node.outputs) {
+    VKD_CHECK(!out.empty(), ErrorCode::InvalidArgument, where,
+              ": field 'outputs': an output has an empty name");
+    VKD_CHECK(own.insert(out).second, ErrorCode::InvalidArgument, where, ": output '", out,
+              "' is listed twice; a value is defined once");
+    VKD_CHECK(!g.has_value(out), ErrorCode::InvalidArgument, where, ": output '", out,
+              "' is already defined (", definer(g, written_by, out),
+              "); a value is defined once");
+    if (const Decl* d = decls.find(out)) {
+      // Declared: added with the declared type; shape inference checks it.
+      g.add_value(declared_value(*d));
+      decls.used.insert(out);
+    }
+    written_by[out] = node.origin;
+  }
+}
+
+void add_nodes(const Json& root, Declarations& decls, Graph& g) {
   const Json& jnodes = field(root, "nodes", "graph");
   VKD_CHECK(jnodes.is_array(), ErrorCode::InvalidArgument, "field 'nodes': must be an array, got ",
             jnodes.type_name());
   std::map<std::string, std::string> written_by;
   for (size_t index = 0; index < jnodes.size(); ++index) {
     const Json& jn = jnodes[index];
-    const std::string at = "node " + std::to_string(index);
-    VKD_CHECK(jn.is_object(), ErrorCode::InvalidArgument, at, ": must be an object, got ",
-              jn.type_name());
-    const Json& jop = field(jn, "op", at);
-    VKD_CHECK(jop.is_string(), ErrorCode::InvalidArgument, at, ": field 'op': must be a string, got ",
-              show(jop));
     Node node;
-    node.op = jop.get<std::string>();
-    node.origin = at + " (" + node.op + ")";
-    const std::string& where = node.origin;
-    const OpSpec* spec = find_op(node.op);
-    if (spec == nullptr) {
-      std::string known;
-      for (const OpSpec& s : op_table()) known += std::string(known.empty() ? "" : ", ") + s.op;
-      VKD_THROW(ErrorCode::InvalidArgument, where, ": field 'op': unknown op '", node.op,
-                "' (accepted: ", known, ")");
-    }
-    only_fields(jn, {"op", "inputs", "args", "outputs"}, where);
-
-    // inputs
-    node.inputs = string_list(field(jn, "inputs", where), where + ": field 'inputs'");
-    VKD_CHECK(node.inputs.size() <= spec->inputs.size(), ErrorCode::InvalidArgument, where,
-              ": field 'inputs': at most ", spec->inputs.size(), " tensor inputs, got ",
-              node.inputs.size());
-    node.inputs.resize(spec->inputs.size());
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const std::string& in = node.inputs[i];
-      if (in.empty()) {
-        VKD_CHECK(i >= spec->required_inputs, ErrorCode::InvalidArgument, where, ": input ",
-                  spec->inputs[i], " (position ", i, ") is required");
-        continue;
-      }
-      VKD_CHECK(g.has_value(in), ErrorCode::InvalidArgument, where, ": input '", in,
-                "' is not defined (no graph input, constant or earlier output)");
-    }
-
-    // args
-    if (jn.contains("args")) {
-      const Json& jargs = jn["args"];
-      VKD_CHECK(jargs.is_object(), ErrorCode::InvalidArgument, where,
-                ": field 'args': must be an object, got ", jargs.type_name());
-      for (const auto& item : jargs.items()) {
-        const std::string& name = item.key();
-        const std::string afield = where + ": argument '" + name + "'";
-        const ArgSpec* as = nullptr;
-        for (const ArgSpec& a : spec->args) {
-          if (name == a.name) as = &a;
-        }
-        if (as == nullptr) {
-          std::string known;
-          for (const ArgSpec& a : spec->args) known += std::string(known.empty() ? "" : ", ") + a.name;
-          VKD_THROW(ErrorCode::InvalidArgument, afield, ": unknown argument of ", node.op,
-                    " (accepted: ", known.empty() ? "none" : known, ")");
-        }
-        ArgValue v = to_arg(item.value(), afield);
-        const bool is_none = std::holds_alternative<NoneArg>(v);
-        VKD_CHECK(kind_matches(v, as->kind) || (is_none && as->nullable),
-                  ErrorCode::InvalidArgument, afield, ": must be ", lit_name(as->kind),
-                  as->nullable ? " or null" : "", ", got ", show(item.value()));
-        node.args[name] = std::move(v);
-      }
-    }
-    for (const ArgSpec& a : spec->args) {
-      if (node.args.count(a.name)) continue;
-      VKD_CHECK(!a.required, ErrorCode::InvalidArgument, where, ": argument '", a.name,
-                "' is required but missing");
-      if (a.def) node.args[a.name] = *a.def;
-    }
-    if (node.op == "aten.max_pool2d" && !node.args.count("stride")) {
-      node.args["stride"] = node.args.at("kernel_size");
-    }
-
-    // outputs
-    node.outputs = string_list(field(jn, "outputs", where), where + ": field 'outputs'");
-    VKD_CHECK(node.outputs.size() == spec->outputs, ErrorCode::InvalidArgument, where,
-              ": field 'outputs': expected ", spec->outputs, " output(s), got ",
-              node.outputs.size());
-    std::set<std::string> own;
-    for (const std::string& out : node.outputs) {
-      VKD_CHECK(!out.empty(), ErrorCode::InvalidArgument, where,
-                ": field 'outputs': an output has an empty name");
-      VKD_CHECK(own.insert(out).second, ErrorCode::InvalidArgument, where, ": output '", out,
-                "' is listed twice; a value is defined once");
-      VKD_CHECK(!g.has_value(out), ErrorCode::InvalidArgument, where, ": output '", out,
-                "' is already defined (", definer(g, written_by, out),
-                "); a value is defined once");
-      auto it = decl_index.find(out);
-      if (it != decl_index.end()) {
-        // Declared: added with the declared type; shape inference checks it.
-        const Decl& d = decls[it->second];
-        Value v;
-        v.name = out;
-        v.dtype = value_dtype(d.dtype_name)->dtype;
-        v.shape = d.shape;
-        g.add_value(std::move(v));
-        used_decls.insert(out);
-      }
-      written_by[out] = node.origin;
-    }
+    const EdgeOp& spec = node_op(jn, "node " + std::to_string(index), node);
+    parse_node_inputs(jn, spec, g, node);
+    parse_node_args(jn, spec, node);
+    parse_node_outputs(jn, spec, decls, g, written_by, node);
     g.nodes.push_back(std::move(node));
     // Types the outputs (adding the undeclared ones) before the next node reads them.
     infer_node_shapes(g, g.nodes.size() - 1);
   }
+}
 
-  for (const Decl& d : decls) {
-    VKD_CHECK(used_decls.count(d.name), ErrorCode::InvalidArgument, "value '", d.name,
+void check_declarations_used(const Declarations& decls) {
+  for (const Decl& d : decls.list) {
+    VKD_CHECK(decls.used.count(d.name), ErrorCode::InvalidArgument, "value '", d.name,
               "': declared in 'values' but it is no graph input, has no 'data' and no node "
               "writes it");
   }
+}
 
-  // outputs
+void set_graph_outputs(const Json& root, Graph& g) {
   const std::vector<std::string> outputs =
       string_list(field(root, "outputs", "graph"), "field 'outputs'");
-  VKD_CHECK(!outputs.empty(), ErrorCode::InvalidArgument, "field 'outputs': the graph has no outputs");
+  VKD_CHECK(!outputs.empty(), ErrorCode::InvalidArgument,
+            "field 'outputs': the graph has no outputs");
   std::set<std::string> seen;
   for (const std::string& out : outputs) {
     VKD_CHECK(g.has_value(out), ErrorCode::InvalidArgument, "field 'outputs': output '", out,
@@ -534,7 +437,21 @@ Graph parse_document(const Json& root, const SafetensorsFile* weights) {
               out, "' is listed twice");
   }
   g.outputs = outputs;
+}
 
+// The sections in the order their checks must run (each message names its section).
+Graph parse_document(const Json& root, const SafetensorsFile* weights) {
+  VKD_CHECK(root.is_object(), ErrorCode::InvalidArgument,
+            "the graph must be a JSON object, got ", root.type_name());
+  only_fields(root, {"vkd_graph", "inputs", "outputs", "values", "nodes"}, "graph");
+  check_version(root);
+  Declarations decls = parse_declarations(root);
+  Graph g;
+  add_graph_inputs(root, decls, g);
+  add_constants(decls, weights, g);
+  add_nodes(root, decls, g);
+  check_declarations_used(decls);
+  set_graph_outputs(root, g);
   return g;
 }
 
@@ -558,7 +475,7 @@ std::string read_text_file(const std::string& path, const char* what) {
 const std::vector<std::string>& accepted_edge_ops() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> out;
-    for (const OpSpec& s : op_table()) out.emplace_back(s.op);
+    for (const EdgeOp& s : edge_ops()) out.push_back(s.name);
     return out;
   }();
   return kNames;

@@ -1,0 +1,92 @@
+// aten.convolution and aten.linear (float; the quantized patterns around them are fused).
+#include "compiler/ops/EdgeOp.h"
+
+#include "compiler/ShapeInference.h"
+#include "compiler/ops/ShapeContext.h"
+
+namespace vkd::compiler {
+namespace {
+
+std::vector<TypedShape> convolution(const ShapeContext& c) {
+  const Value& x = c.in("input");
+  const Value& w = c.in("weight");
+  c.dtype(x, "input", DType::Float32);
+  c.rank(x, "input", 4);
+  c.dtype(w, "weight", DType::Float32);
+  c.rank(w, "weight", 4);
+  if (c.flag_or("transposed", false)) {
+    c.fail(c.arg_field("transposed"),
+           "transposed convolution is not supported (expected false, got true)");
+  }
+  const std::vector<int64_t> stride = c.pair("stride", 1);
+  const std::vector<int64_t> padding = c.pair("padding", 0);
+  const std::vector<int64_t> dilation = c.pair("dilation", 1);
+  if (c.node().args.count("output_padding") != 0) (void)c.ints("output_padding");
+  const int64_t groups = c.i64("groups");
+  if (groups < 1) c.fail(c.arg_field("groups"), "expected a value >= 1, got ", groups);
+
+  const int64_t n = x.shape[0], ch = x.shape[1], h = x.shape[2], wd = x.shape[3];
+  const int64_t oc = w.shape[0];
+  if (ch % groups != 0) {
+    c.fail(c.input_field("input"), "input channels ", ch, " are not divisible by groups ",
+           groups);
+  }
+  if (oc % groups != 0) {
+    c.fail(c.input_field("weight"), "output channels ", oc, " are not divisible by groups ",
+           groups);
+  }
+  if (w.shape[1] != ch / groups) {
+    c.fail(c.input_field("weight"), "expected ", ch / groups,
+           " input channels per group (input channels ", ch, " / groups ", groups, "), got ",
+           w.shape[1], " (weight shape ", shape_str(w.shape), ")");
+  }
+  if (const Value* b = c.opt_in("bias")) {
+    c.dtype(*b, "bias", DType::Float32);
+    c.shape(*b, "bias", {oc}, "one per output channel");
+  }
+  const int64_t oh = conv_output_size(h, w.shape[2], stride[0], padding[0], dilation[0]);
+  const int64_t ow = conv_output_size(wd, w.shape[3], stride[1], padding[1], dilation[1]);
+  if (oh < 1 || ow < 1) {
+    c.fail(c.input_field("input"), "spatial size ", h, "x", wd, " (padding ",
+           shape_str(padding), ") is too small for kernel ", w.shape[2], "x", w.shape[3],
+           " with dilation ", shape_str(dilation), ": output would be ", oh, "x", ow);
+  }
+  return {{DType::Float32, {n, oc, oh, ow}}};
+}
+
+std::vector<TypedShape> linear(const ShapeContext& c) {
+  const Value& x = c.in("input");
+  const Value& w = c.in("weight");
+  c.dtype(x, "input", DType::Float32);
+  c.dtype(w, "weight", DType::Float32);
+  if (x.shape.empty()) c.fail(c.input_field("input"), "expected rank >= 1, got a scalar");
+  c.rank(w, "weight", 2);
+  const int64_t k = x.shape.back();
+  if (w.shape[1] != k) {
+    c.fail(c.input_field("weight"), "expected [N, ", k, "] (input features ", k,
+           "), got ", shape_str(w.shape));
+  }
+  const int64_t out_features = w.shape[0];
+  if (const Value* b = c.opt_in("bias")) {
+    c.dtype(*b, "bias", DType::Float32);
+    c.shape(*b, "bias", {out_features}, "one per output feature");
+  }
+  std::vector<int64_t> out = x.shape;
+  out.back() = out_features;
+  return {{DType::Float32, out}};
+}
+
+}  // namespace
+
+std::vector<EdgeOp> conv_linear_edge_ops() {
+  return {
+      {"aten.convolution", {"input", "weight", "bias"}, 2,
+       {required_arg("stride", Lit::Ints), required_arg("padding", Lit::Ints),
+        required_arg("dilation", Lit::Ints), required_arg("transposed", Lit::Bool),
+        required_arg("output_padding", Lit::Ints), required_arg("groups", Lit::Int)},
+       1, convolution},
+      {"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear},
+  };
+}
+
+}  // namespace vkd::compiler

@@ -1,0 +1,82 @@
+// Data movement: aten.view_copy, aten.clone, aten.alias_copy, aten._clone_dim_order.
+#include "compiler/ops/EdgeOp.h"
+
+#include <algorithm>
+
+#include "compiler/ops/ShapeContext.h"
+
+namespace vkd::compiler {
+namespace {
+
+std::vector<TypedShape> view_copy(const ShapeContext& c) {
+  const Value& x = c.in("self");
+  std::vector<int64_t> size = c.ints("size");
+  if (size.size() > 4) {
+    c.fail(c.arg_field("size"), "rank ", size.size(), " is above the supported 4: ",
+           shape_str(size));
+  }
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == -1) {
+      if (infer >= 0) c.fail(c.arg_field("size"), "-1 appears more than once in ", shape_str(size));
+      infer = static_cast<int>(i);
+    } else if (size[i] < 0) {
+      c.fail(c.arg_field("size"), "invalid dimension ", size[i], " in ", shape_str(size));
+    } else {
+      known *= size[i];
+    }
+  }
+  const int64_t total = element_count(x.shape);
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0) {
+      c.fail(c.arg_field("size"), shape_str(size), " is invalid for input of shape ",
+             shape_str(x.shape), " (", total, " elements)");
+    }
+    size[static_cast<size_t>(infer)] = total / known;
+  } else if (known != total) {
+    c.fail(c.arg_field("size"), shape_str(size), " has ", known,
+           " elements, but the input shape ", shape_str(x.shape), " has ", total);
+  }
+  return {{x.dtype, size}};
+}
+
+std::vector<TypedShape> clone_like(const ShapeContext& c) {
+  const Value& x = c.in("self");
+  if (c.node().args.count("memory_format") != 0) (void)c.opt_str("memory_format");
+  return {{x.dtype, x.shape}};
+}
+
+std::vector<TypedShape> clone_dim_order(const ShapeContext& c) {
+  const Value& x = c.in("self");
+  (void)c.flag_or("non_blocking", false);
+  if (arg_present(c.node(), "dim_order")) {
+    std::vector<int64_t> order = c.ints("dim_order");
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    bool ok = order.size() == x.shape.size();
+    for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<int64_t>(i);
+    if (!ok) {
+      c.fail(c.arg_field("dim_order"), "expected a permutation of the ", x.shape.size(),
+             " dims of shape ", shape_str(x.shape), ", got ", shape_str(order));
+    }
+  }
+  return {{x.dtype, x.shape}};
+}
+
+}  // namespace
+
+std::vector<EdgeOp> copy_edge_ops() {
+  return {
+      {"aten.view_copy", {"self"}, 1, {required_arg("size", Lit::Ints)}, 1, view_copy},
+      {"aten.clone", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1, clone_like},
+      {"aten.alias_copy", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1,
+       clone_like},
+      {"aten._clone_dim_order", {"self"}, 1,
+       {optional_arg("non_blocking", Lit::Bool, ArgValue(false), false),
+        optional_arg("dim_order", Lit::Ints)},
+       1, clone_dim_order},
+  };
+}
+
+}  // namespace vkd::compiler

@@ -1,0 +1,67 @@
+// One descriptor per edge-dialect op: everything the compiler knows about it, in one place per
+// op family (compiler/ops/<Family>.cpp). The parser reads the signature, shape inference the
+// rule, the interpreter the CPU reference, fuse_and_lower the fusion pattern and the direct
+// lowering. Adding an edge op = adding a descriptor to its family's list (a new family also
+// adds one line to the family list in EdgeOps.cpp).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/GraphIR.h"
+
+namespace vkd::compiler {
+
+class ShapeContext;
+
+// The literal kinds of non-tensor arguments, as the graph IR writes them.
+enum class Lit { Int, Number, Bool, String, Ints };
+const char* lit_name(Lit kind);                    // "an integer", "a list of integers", ...
+bool lit_matches(const ArgValue& value, Lit kind);  // an int is a Number and a one-entry Ints
+
+// A non-tensor argument of the op's ATen schema.
+struct EdgeArg {
+  const char* name;
+  Lit kind;
+  bool required;
+  bool nullable;                // null (None) is accepted
+  std::optional<ArgValue> def;  // filled in by the parser when the argument is absent
+};
+EdgeArg required_arg(const char* name, Lit kind, bool nullable = false);
+EdgeArg optional_arg(const char* name, Lit kind, std::optional<ArgValue> def = std::nullopt,
+                     bool nullable = true);
+
+// What shape inference computes for each output.
+struct TypedShape {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+};
+using ShapeRule = std::vector<TypedShape> (*)(const ShapeContext&);
+
+struct EdgeOp {
+  std::string name;                 // "aten.convolution"
+  std::vector<const char*> inputs;  // tensor argument names, ATen schema order
+  size_t required_inputs = 0;       // the first ones are required, the rest optional
+  std::vector<EdgeArg> args;        // non-tensor arguments
+  size_t outputs = 1;
+  ShapeRule infer = nullptr;        // dtypes and shapes of the outputs, checking the inputs
+  // Defaults that depend on another argument (max_pool2d: stride = kernel_size); may be null.
+  void (*complete_args)(Args& args) = nullptr;
+  // TODO(integration) ReferenceFn reference
+  // The backend ops this op can become, and how: a quantized pattern anchored at this op
+  // (compiler/fusion/) and/or a direct lowering of a node left after fusion. Either may be null.
+  std::vector<std::string> lowers_to;
+  // TODO(integration) FusePattern fuse; DirectLowering lower;
+
+  int input_index(std::string_view input_name) const;  // -1 when absent
+};
+
+// Every edge op, families in a fixed order (the order of "accepted: ..." messages).
+const std::vector<EdgeOp>& edge_ops();
+// The descriptor named `name` (exactly), or nullptr.
+const EdgeOp* find_edge_op(std::string_view name);
+
+}  // namespace vkd::compiler

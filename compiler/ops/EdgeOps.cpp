@@ -1,0 +1,81 @@
+#include "compiler/ops/EdgeOp.h"
+
+#include <variant>
+
+#include "runtime/core/Error.h"
+
+namespace vkd::compiler {
+
+// The op families, one file each in compiler/ops/: the one list a new family is added to.
+std::vector<EdgeOp> quantize_edge_ops();
+std::vector<EdgeOp> conv_linear_edge_ops();
+std::vector<EdgeOp> elementwise_edge_ops();
+std::vector<EdgeOp> pixel_shuffle_edge_ops();
+std::vector<EdgeOp> pool_edge_ops();
+std::vector<EdgeOp> copy_edge_ops();
+std::vector<EdgeOp> affine_edge_ops();
+
+const char* lit_name(Lit kind) {
+  switch (kind) {
+    case Lit::Int: return "an integer";
+    case Lit::Number: return "a number";
+    case Lit::Bool: return "a bool";
+    case Lit::String: return "a string";
+    case Lit::Ints: return "a list of integers";
+  }
+  return "?";
+}
+
+bool lit_matches(const ArgValue& v, Lit kind) {
+  switch (kind) {
+    case Lit::Int: return std::holds_alternative<int64_t>(v);
+    case Lit::Number:
+      return std::holds_alternative<int64_t>(v) || std::holds_alternative<double>(v);
+    case Lit::Bool: return std::holds_alternative<bool>(v);
+    case Lit::String: return std::holds_alternative<std::string>(v);
+    case Lit::Ints:
+      return std::holds_alternative<std::vector<int64_t>>(v) || std::holds_alternative<int64_t>(v);
+  }
+  return false;
+}
+
+EdgeArg required_arg(const char* name, Lit kind, bool nullable) {
+  return {name, kind, true, nullable, std::nullopt};
+}
+
+EdgeArg optional_arg(const char* name, Lit kind, std::optional<ArgValue> def, bool nullable) {
+  return {name, kind, false, nullable, std::move(def)};
+}
+
+int EdgeOp::input_index(std::string_view input_name) const {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (input_name == inputs[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const std::vector<EdgeOp>& edge_ops() {
+  static const std::vector<EdgeOp> kOps = [] {
+    std::vector<EdgeOp> all;
+    for (auto family : {quantize_edge_ops, conv_linear_edge_ops, elementwise_edge_ops,
+                        pixel_shuffle_edge_ops, pool_edge_ops, copy_edge_ops,
+                        affine_edge_ops}) {
+      for (EdgeOp& op : family()) {
+        VKD_CHECK(op.infer != nullptr, ErrorCode::Internal,
+                  "edge op ", op.name, " has no shape rule or no CPU reference");
+        all.push_back(std::move(op));
+      }
+    }
+    return all;
+  }();
+  return kOps;
+}
+
+const EdgeOp* find_edge_op(std::string_view name) {
+  for (const EdgeOp& op : edge_ops()) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+}  // namespace vkd::compiler

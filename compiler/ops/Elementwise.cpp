@@ -1,0 +1,66 @@
+// aten.add.Tensor and the activations aten.relu, aten.hardtanh, aten.clamp.
+#include "compiler/ops/EdgeOp.h"
+
+#include <optional>
+
+#include "compiler/ShapeInference.h"
+#include "compiler/ops/ShapeContext.h"
+
+namespace vkd::compiler {
+namespace {
+
+std::vector<TypedShape> add(const ShapeContext& c) {
+  const Value& a = c.in("self");
+  const Value& b = c.in("other");
+  c.dtype(a, "self", DType::Float32);
+  c.dtype(b, "other", DType::Float32);
+  if (c.node().args.count("alpha") != 0) (void)c.f64("alpha");
+  std::vector<int64_t> out;
+  if (!broadcast_shapes(a.shape, b.shape, &out)) {
+    c.fail(c.input_field("other"), "shape ", shape_str(b.shape),
+           " does not broadcast with self shape ", shape_str(a.shape));
+  }
+  return {{DType::Float32, out}};
+}
+
+std::vector<TypedShape> unary_float(const ShapeContext& c) {
+  const Value& x = c.in("self");
+  c.dtype(x, "self", DType::Float32);
+  return {{DType::Float32, x.shape}};
+}
+
+std::vector<TypedShape> hardtanh(const ShapeContext& c) {
+  std::vector<TypedShape> out = unary_float(c);
+  const double lo = c.opt_f64("min_val").value_or(-1.0);
+  const double hi = c.opt_f64("max_val").value_or(1.0);
+  if (!(lo <= hi)) {
+    c.fail(c.arg_field("min_val"), "min_val ", lo, " is greater than max_val ", hi);
+  }
+  return out;
+}
+
+std::vector<TypedShape> clamp(const ShapeContext& c) {
+  std::vector<TypedShape> out = unary_float(c);
+  const std::optional<double> lo = c.opt_f64("min");
+  const std::optional<double> hi = c.opt_f64("max");
+  if (!lo && !hi) c.fail("arguments 'min'/'max'", "at least one of min and max must not be None");
+  return out;
+}
+
+}  // namespace
+
+std::vector<EdgeOp> elementwise_edge_ops() {
+  return {
+      {"aten.add.Tensor", {"self", "other"}, 2,
+       {optional_arg("alpha", Lit::Number, ArgValue(int64_t{1}), false)}, 1, add},
+      {"aten.relu", {"self"}, 1, {}, 1, unary_float},
+      {"aten.hardtanh", {"self"}, 1,
+       {optional_arg("min_val", Lit::Number, ArgValue(-1.0), false),
+        optional_arg("max_val", Lit::Number, ArgValue(1.0), false)},
+       1, hardtanh},
+      {"aten.clamp", {"self"}, 1,
+       {optional_arg("min", Lit::Number), optional_arg("max", Lit::Number)}, 1, clamp},
+  };
+}
+
+}  // namespace vkd::compiler

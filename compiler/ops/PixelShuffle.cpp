@@ -1,0 +1,38 @@
+// aten.pixel_shuffle.
+#include "compiler/ops/EdgeOp.h"
+#include "compiler/ops/ShapeContext.h"
+
+namespace vkd::compiler {
+namespace {
+
+std::vector<TypedShape> pixel_shuffle(const ShapeContext& c) {
+  const Value& x = c.in("self");
+  const size_t rank = x.shape.size();
+  if (rank < 3) {
+    c.fail(c.input_field("self"), "expected rank >= 3 ([.., C, H, W]), got shape ",
+           shape_str(x.shape));
+  }
+  const int64_t r = c.i64("upscale_factor");
+  if (r < 1) c.fail(c.arg_field("upscale_factor"), "expected a value >= 1, got ", r);
+  std::vector<int64_t> out = x.shape;
+  const int64_t ch = out[rank - 3];
+  if (ch % (r * r) != 0) {
+    c.fail(c.input_field("self"), "channels ", ch, " are not divisible by upscale_factor^2 = ",
+           r * r, " (shape ", shape_str(x.shape), ")");
+  }
+  out[rank - 3] = ch / (r * r);
+  out[rank - 2] *= r;
+  out[rank - 1] *= r;
+  return {{x.dtype, out}};
+}
+
+}  // namespace
+
+std::vector<EdgeOp> pixel_shuffle_edge_ops() {
+  return {
+      {"aten.pixel_shuffle", {"self"}, 1, {required_arg("upscale_factor", Lit::Int)}, 1,
+       pixel_shuffle},
+  };
+}
+
+}  // namespace vkd::compiler
