@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <limits>
 
+#include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/Match.h"
+
 namespace vkd::compiler {
 namespace {
 
-const char* const kQuantize = "torchao.quantize_affine";
-const char* const kDequantize = "torchao.dequantize_affine";
-const char* const kChoose = "torchao.choose_qparams_affine";
-
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
+using fusion::kChooseQparamsAffine;
+using fusion::kDequantizeAffine;
+using fusion::kQuantizeAffine;
+using fusion::numel;
+using fusion::quoted;
 
 // A string arg without torchao's enum prefix ("MappingType.ASYMMETRIC" -> "ASYMMETRIC"), or ""
 // when absent or None.
@@ -36,12 +39,6 @@ int64_t block_count(const std::vector<int64_t>& shape, const std::vector<int64_t
   return blocks;
 }
 
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 // An int32 constant of `blocks` zeros (a zero point made here for an earlier node, or the same
 // numbers given in the graph).
 bool is_int32_zeros(const Value& v, int64_t blocks) {
@@ -58,12 +55,39 @@ std::string unsupported_domain(const Node& n) {
   return "";
 }
 
+// choose_qparams_affine (input) -> (scale, zero_point): only mapping type and eps need reading.
+std::string lower_choose_qparams(Node& n, const std::string& backend,
+                                 const std::vector<int64_t>& block_size, int64_t qmin,
+                                 int64_t qmax) {
+  if (arg_present(n, "preserve_zero") && !arg_bool(n, "preserve_zero")) {
+    return "preserve_zero = false is not supported (zero must stay exactly representable)";
+  }
+  const std::string mapping = enum_arg(n, "mapping_type", "MappingType.");
+  int64_t m = -1;
+  if (mapping == "SYMMETRIC") m = 0;
+  if (mapping == "SYMMETRIC_NO_CLIPPING_ERR") m = 1;
+  if (mapping == "ASYMMETRIC") m = 2;
+  if (m < 0) return "mapping_type " + quoted(mapping) + " is not supported";
+  // torchao's default eps; the kernel divides by max(scale, eps), so it must be > 0 as float32.
+  const double eps = arg_present(n, "eps") ? arg_float(n, "eps")
+                                           : double{std::numeric_limits<float>::epsilon()};
+  if (!(static_cast<float>(eps) > 0.0f)) {
+    return "eps " + std::to_string(eps) +
+           " is not supported (the backend needs eps > 0 in float32)";
+  }
+  n.op = backend;
+  n.inputs.resize(1);
+  n.args = {{"mapping_type", m}, {"block_size", block_size}, {"quant_min", qmin},
+            {"quant_max", qmax}, {"eps", eps}};
+  return "";
+}
+
 }  // namespace
 
 std::string affine_backend_op(const std::string& op) {
-  if (op == kQuantize) return "q8ta_quantize_affine";
-  if (op == kDequantize) return "q8ta_dequantize_affine";
-  if (op == kChoose) return "choose_qparams_affine";
+  if (op == kQuantizeAffine) return "q8ta_quantize_affine";
+  if (op == kDequantizeAffine) return "q8ta_dequantize_affine";
+  if (op == kChooseQparamsAffine) return "choose_qparams_affine";
   return "";
 }
 
@@ -77,31 +101,12 @@ std::string lower_affine_node(Graph& g, Node& n) {
   const int64_t qmin = range_arg(n, "quant_min", -128);
   const int64_t qmax = range_arg(n, "quant_max", 127);
 
-  if (n.op == kChoose) {
-    if (arg_present(n, "preserve_zero") && !arg_bool(n, "preserve_zero")) {
-      return "preserve_zero = false is not supported (zero must stay exactly representable)";
-    }
-    const std::string mapping = enum_arg(n, "mapping_type", "MappingType.");
-    int64_t m = -1;
-    if (mapping == "SYMMETRIC") m = 0;
-    if (mapping == "SYMMETRIC_NO_CLIPPING_ERR") m = 1;
-    if (mapping == "ASYMMETRIC") m = 2;
-    if (m < 0) return "mapping_type " + quoted(mapping) + " is not supported";
-    // torchao's default eps; the kernel divides by max(scale, eps), so it must be > 0 as float32.
-    const double eps = arg_present(n, "eps") ? arg_float(n, "eps")
-                                             : double{std::numeric_limits<float>::epsilon()};
-    if (!(static_cast<float>(eps) > 0.0f)) {
-      return "eps " + std::to_string(eps) + " is not supported (the backend needs eps > 0 in float32)";
-    }
-    n.op = backend;
-    n.inputs.resize(1);
-    n.args = {{"mapping_type", m},     {"block_size", block_size}, {"quant_min", qmin},
-              {"quant_max", qmax},     {"eps", eps}};
-    return "";
+  if (n.op == kChooseQparamsAffine) {
+    return lower_choose_qparams(n, backend, block_size, qmin, qmax);
   }
 
   // quantize / dequantize: (input, scale, zero_point)
-  if (n.op == kDequantize && in.is_constant()) {
+  if (n.op == kDequantizeAffine && in.is_constant()) {
     return "input " + quoted(in.name) + " is an int8 constant (the backend op dequantizes int8x4 "
            "activations only)";
   }

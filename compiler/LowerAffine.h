@@ -1,4 +1,4 @@
-// Lowering of torchao's affine quantization ops (part of fuse_and_lower, Fuse.cpp):
+// Lowering of torchao's affine quantization ops (part of fuse_and_lower: fusion::lower_affine):
 //   torchao.quantize_affine       (input, scale, [zero_point])  -> q8ta_quantize_affine
 //   torchao.dequantize_affine     (input, scale, [zero_point])  -> q8ta_dequantize_affine
 //   torchao.choose_qparams_affine (input) -> (scale, zero_point) -> choose_qparams_affine

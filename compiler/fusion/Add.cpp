@@ -1,0 +1,113 @@
+// dq(a), dq(b) -> aten.add.Tensor [-> act] -> q => q8ta_add (no float-output variant).
+#include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/Patterns.h"
+
+namespace vkd::compiler::fusion {
+namespace {
+
+// Operand shapes q8ta_add takes (runtime/ops/Elementwise.h): equal, or one of them 4-D
+// [N or 1, C, 1, 1] (N, C of the other, itself 4-D) or [1, 1, 1, 1].
+bool add_broadcast_supported(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a == b) return true;
+  auto small_of = [](const std::vector<int64_t>& full, const std::vector<int64_t>& s) {
+    if (full.size() != 4 || s.size() != 4 || s[2] != 1 || s[3] != 1) return false;
+    return (s[0] == 1 && s[1] == 1) || ((s[0] == 1 || s[0] == full[0]) && s[1] == full[1]);
+  };
+  return small_of(a, b) || small_of(b, a);
+}
+
+// Why operand `other` (produced by node `producer`, or -1) keeps the add from matching.
+std::string not_dequantized(const Graph& g, const std::string& other, int producer) {
+  const Value& ov = g.value(other);
+  const std::string from = producer >= 0   ? "produced by " + g.nodes[producer].op
+                           : ov.is_constant() ? "a constant"
+                                              : "a graph input";
+  return quoted(other) + " is not dequantized (" + from + ")";
+}
+
+// "" when add `n` (operands dequantized by nodes `pa`, `pb`) and its `tail` fit q8ta_add,
+// filling the operands' qparams; checked in the order the reasons are reported.
+std::string check_add(const Graph& g, const Node& n, int pa, int pb, const Tail& tail,
+                      QuantInfo& qa, QuantInfo& qb) {
+  const std::string &a = n.inputs[0], &b = n.inputs[1];
+  if (!node_is(g, pa, kDq)) return not_dequantized(g, a, pa);
+  if (!node_is(g, pb, kDq)) return not_dequantized(g, b, pb);
+  std::string why = check_activation_dq(g, g.nodes[pa], pa, qa);
+  if (why.empty()) why = check_activation_dq(g, g.nodes[pb], pb, qb);
+  if (why.empty()) why = single_use(g, a);
+  if (why.empty() && b != a) why = single_use(g, b);
+  if (!why.empty()) return why;
+  if (arg_present(n, "alpha")) {
+    const auto alpha = opt_float(n, "alpha");
+    if (!alpha || *alpha != 1.0) return "alpha is not 1";
+  }
+  if (!add_broadcast_supported(g.value(a).shape, g.value(b).shape)) {
+    return "broadcasting add (" + shape_str(g.value(a).shape) + " + " +
+           shape_str(g.value(b).shape) +
+           "; q8ta_add broadcasts only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)";
+  }
+  if (tail.kind == Tail::None) {
+    return describe_consumers(g, n.outputs[0]) + " (q8ta_add has no float-output variant)";
+  }
+  return tail.kind == Tail::Half ? tail.why : "";
+}
+
+Node build_add(FuseState& state, int i, int pa, int pb, const Tail& tail, const QuantInfo& qa,
+               const QuantInfo& qb) {
+  const Graph& g = state.graph;
+  Node out;
+  out.op = "q8ta_add";
+  const std::string a_q = g.nodes[pa].inputs[0], b_q = g.nodes[pb].inputs[0];
+  out.inputs = {a_q, b_q};
+  out.args["a_scale"] = qa.scale;
+  out.args["a_zero_point"] = qa.zero_point;
+  out.args["b_scale"] = qb.scale;
+  out.args["b_zero_point"] = qb.zero_point;
+  out.args["output_scale"] = tail.out_q.scale;
+  out.args["output_zero_point"] = tail.out_q.zero_point;
+  out.args["activation_min"] = tail.activation.min;
+  out.args["activation_max"] = tail.activation.max;
+  const std::string output = g.nodes[tail.q].outputs[0];
+  out.outputs = {output};
+  out.origin = state.fused_origin(i, out.op);
+  state.produced[output] = tail.out_q;
+  state.consume_quant(a_q, pa, qa);
+  state.consume_quant(b_q, pb, qb);
+  return out;
+}
+
+}  // namespace
+
+void fuse_add(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  if (n.inputs.size() < 2 || n.outputs.size() != 1) return;
+  const std::string a = n.inputs[0], b = n.inputs[1];
+  const int pa = g.producer(a), pb = g.producer(b);
+  const bool da = node_is(g, pa, kDq), db = node_is(g, pb, kDq);
+  if (!da && !db) return;  // not a quantized pattern
+  if (!state.allowed(i, "q8ta_add")) return;
+  std::vector<int> head;
+  if (da) head.push_back(pa);
+  if (db && pb != pa) head.push_back(pb);
+  const Tail tail = match_tail(g, n.outputs[0]);
+  std::vector<int> all = head;
+  all.push_back(i);
+  all.insert(all.end(), tail.nodes.begin(), tail.nodes.end());
+  const std::string chain = state.chain_of(head, i, tail.nodes);
+  auto fail = [&](const std::string& why) { state.not_fused(chain, all, "q8ta_add", why); };
+
+  QuantInfo qa, qb;
+  const std::string why = check_add(g, n, pa, pb, tail, qa, qb);
+  if (!why.empty()) return fail(why);
+  Fusion f;
+  f.nodes = all;
+  if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
+  f.dead = {a};
+  if (b != a) f.dead.push_back(b);
+  f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
+  f.node = build_add(state, i, pa, pb, tail, qa, qb);
+  state.commit(std::move(f), chain, " (activation " + tail.activation.label + ")");
+}
+
+}  // namespace vkd::compiler::fusion

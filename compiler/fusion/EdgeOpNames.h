@@ -1,0 +1,41 @@
+// The edge-dialect op names fusion and lowering look for (as the JSON graph IR spells them),
+// kept in one place so the patterns, the lowerings and their dispatch cannot disagree.
+#pragma once
+
+#include <string>
+
+namespace vkd::compiler::fusion {
+
+inline constexpr char kQ[] = "quantized_decomposed.quantize_per_tensor";
+inline constexpr char kDq[] = "quantized_decomposed.dequantize_per_tensor";
+inline constexpr char kDqChannel[] = "quantized_decomposed.dequantize_per_channel";
+inline constexpr char kLinear[] = "aten.linear";
+inline constexpr char kConv[] = "aten.convolution";
+inline constexpr char kAdd[] = "aten.add.Tensor";
+inline constexpr char kRelu[] = "aten.relu";
+inline constexpr char kHardtanh[] = "aten.hardtanh";
+inline constexpr char kClamp[] = "aten.clamp";
+inline constexpr char kPixelShuffle[] = "aten.pixel_shuffle";
+inline constexpr char kMaxPool[] = "aten.max_pool2d";
+inline constexpr char kMean[] = "aten.mean.dim";
+inline constexpr char kAdaptiveAvgPool[] = "aten.adaptive_avg_pool2d";
+inline constexpr char kViewCopy[] = "aten.view_copy";
+inline constexpr char kClone[] = "aten.clone";
+inline constexpr char kCloneDimOrder[] = "aten._clone_dim_order";
+inline constexpr char kAliasCopy[] = "aten.alias_copy";
+inline constexpr char kQuantizeAffine[] = "torchao.quantize_affine";
+inline constexpr char kDequantizeAffine[] = "torchao.dequantize_affine";
+inline constexpr char kChooseQparamsAffine[] = "torchao.choose_qparams_affine";
+
+// Copies that change nothing a backend op sees (fusion looks through them; lowering makes them
+// identity).
+inline bool is_clone(const std::string& op) {
+  return op == kClone || op == kCloneDimOrder || op == kAliasCopy;
+}
+
+// The activations a fused pattern folds into its int8 output range.
+inline bool is_activation(const std::string& op) {
+  return op == kRelu || op == kHardtanh || op == kClamp;
+}
+
+}  // namespace vkd::compiler::fusion

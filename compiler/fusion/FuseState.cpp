@@ -1,0 +1,95 @@
+#include "compiler/fusion/FuseState.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "partitioner_schema/OpSchema.h"
+
+namespace vkd::compiler::fusion {
+namespace {
+
+std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> out(v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+}  // namespace
+
+FuseState::FuseState(Graph& g, const FuseOptions& opts)
+    : graph(g), options(opts), claimed(g.nodes.size(), false) {}
+
+void FuseState::note(std::string line) { report.lines.push_back(std::move(line)); }
+
+bool FuseState::may_target(const std::string& backend) const {
+  return !options.runnable_only || schema::is_runnable_op(backend);
+}
+
+bool FuseState::allowed(int anchor, const std::string& backend) {
+  if (may_target(backend)) return true;
+  note("not fused: " + graph.nodes[anchor].op + " (" + node_list({anchor}) + ") as " + backend +
+       ": it has no kernel yet (left to the host)");
+  return false;
+}
+
+bool FuseState::any_claimed(const std::vector<int>& nodes) const {
+  return std::any_of(nodes.begin(), nodes.end(), [&](int i) { return claimed[i]; });
+}
+
+std::string FuseState::chain_of(const std::vector<int>& head, int anchor,
+                                const std::vector<int>& tail) const {
+  std::string s;
+  for (size_t k = 0; k < head.size(); ++k) s += (k ? ", " : "") + label(graph.nodes[head[k]]);
+  s += (s.empty() ? "" : " -> ") + graph.nodes[anchor].op;
+  for (int t : tail) s += " -> " + label(graph.nodes[t]);
+  return s;
+}
+
+void FuseState::not_fused(const std::string& chain, const std::vector<int>& nodes,
+                          const std::string& backend, const std::string& why) {
+  note("not fused: " + chain + " (" + node_list(nodes) + ") as " + backend + ": " + why);
+}
+
+void FuseState::commit(Fusion f, const std::string& chain, const std::string& detail) {
+  for (int i : f.nodes) claimed[i] = true;
+  note("fused " + chain + " (" + node_list(f.nodes) + ") into " + f.node.op + " " +
+       quoted(f.node.outputs.at(0)) + detail);
+  fusions.push_back(std::move(f));
+}
+
+std::string FuseState::fused_origin(int anchor, const std::string& backend) const {
+  const Node& n = graph.nodes[anchor];
+  const std::string base =
+      n.origin.empty() ? "node " + std::to_string(anchor) + " (" + n.op + ")" : n.origin;
+  return base + " fused into " + backend;
+}
+
+std::string FuseState::scales_constant(const WeightFold& w) {
+  const std::string key = graph.nodes[w.dq].outputs.at(0);
+  auto it = scales_for.find(key);
+  if (it != scales_for.end()) return it->second;
+  Value v;
+  v.name = graph.unique_name(w.weight + "_scales");
+  v.dtype = DType::Float32;
+  v.shape = {static_cast<int64_t>(w.scales.size())};
+  v.data = float_bytes(w.scales);
+  graph.add_value(v);
+  scales_for[key] = v.name;
+  return v.name;
+}
+
+std::string FuseState::zero_bias(const std::string& output, int64_t n) {
+  Value v;
+  v.name = graph.unique_name(output + "_bias");
+  v.dtype = DType::Float32;
+  v.shape = {n};
+  v.data = std::vector<uint8_t>(static_cast<size_t>(n) * sizeof(float), 0);
+  graph.add_value(v);
+  return v.name;
+}
+
+void FuseState::consume_quant(const std::string& v, int node, const QuantInfo& q) {
+  consumed[v].push_back({node, q});
+}
+
+}  // namespace vkd::compiler::fusion

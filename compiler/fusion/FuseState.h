@@ -1,0 +1,72 @@
+// What the fusion patterns and direct lowerings of fuse_and_lower (compiler/Fuse.h) share: the
+// graph being rewritten, the report, which nodes are already taken by a match, the matches
+// themselves, and the quantization learnt for int8 activations; plus the small operations every
+// pattern performs on them (report a match or a refusal, add a constant, record a quantization).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/Fuse.h"
+#include "compiler/GraphIR.h"
+#include "compiler/PassReport.h"
+#include "compiler/fusion/Match.h"
+
+namespace vkd::compiler::fusion {
+
+// One matched pattern, applied only after every anchor was tried (node indices stay valid
+// while matching).
+struct Fusion {
+  std::vector<int> nodes;           // matched nodes (removed); the backend node replaces them
+  std::vector<std::string> dead;    // intermediate values (removed)
+  std::vector<std::string> folded;  // weight dq outputs the node no longer reads
+  Node node;
+};
+
+struct FuseState {
+  FuseState(Graph& g, const FuseOptions& opts);
+
+  Graph& graph;
+  FuseOptions options;
+  PassReport report{"fuse_and_lower", {}};
+  std::vector<bool> claimed;  // per node of the graph as given: part of a match
+  std::vector<Fusion> fusions;
+  std::map<std::string, std::string> scales_for;  // weight dq output -> weight_scales constant
+  // Quantization of int8 activations: defined by their producer (q), else by the first
+  // consumer (dq) in node order.
+  std::map<std::string, QuantInfo> produced;
+  std::map<std::string, std::vector<std::pair<int, QuantInfo>>> consumed;
+  // int8 activations written or read by the torchao affine ops: their qparams are per-block
+  // tensors, so they have no per-tensor QuantInfo (and none is expected of them).
+  std::set<std::string> affine_int8;
+
+  void note(std::string line);
+  // Whether fusing or lowering into `backend` is allowed under `options`.
+  bool may_target(const std::string& backend) const;
+  // False (and reported) when options forbid fusing node `anchor` into `backend`; checked
+  // before a pattern is matched, as matching adds constants to the graph.
+  bool allowed(int anchor, const std::string& backend);
+  bool any_claimed(const std::vector<int>& nodes) const;
+
+  // "dq -> aten.linear -> q": the labels of `head` nodes, the anchor's op, then `tail`'s.
+  std::string chain_of(const std::vector<int>& head, int anchor,
+                       const std::vector<int>& tail) const;
+  void not_fused(const std::string& chain, const std::vector<int>& nodes,
+                 const std::string& backend, const std::string& why);
+  // Claims `f`'s nodes, reports the match (`detail` appended) and keeps `f` for applying.
+  void commit(Fusion f, const std::string& chain, const std::string& detail);
+  // The origin of a fused node: the anchor's own origin, or its place and op.
+  std::string fused_origin(int anchor, const std::string& backend) const;
+
+  // The float32 weight_scales constant of `w` (one per weight dq, shared by its users).
+  std::string scales_constant(const WeightFold& w);
+  // A float32 zeros constant of `n` elements, the bias of `output`'s node.
+  std::string zero_bias(const std::string& output, int64_t n);
+  // Records that node `node` (original index) dequantizes int8 activation `v` with `q`.
+  void consume_quant(const std::string& v, int node, const QuantInfo& q);
+};
+
+}  // namespace vkd::compiler::fusion

@@ -1,0 +1,91 @@
+// The matchers and checks the fusion patterns and direct lowerings share. None of them throws:
+// each returns "" when the graph fits and otherwise why not, in words the pass reports
+// ("not fused: ... : <why>").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/GraphIR.h"
+
+namespace vkd::compiler::fusion {
+
+// ---- formatting -----------------------------------------------------------------------------
+
+std::string fmt(double v);                    // shortest stream form: "0.5", "1e-05"
+std::string quoted(const std::string& name);  // "'name'"
+std::string node_list(std::vector<int> idx);  // "node 3", "node 3..6", "nodes 1, 3..5"
+std::string label(const Node& n);             // "q", "dq" or the op itself
+std::string describe_quant(const QuantInfo& q);
+bool same_quant(const QuantInfo& a, const QuantInfo& b);
+int64_t numel(const std::vector<int64_t>& shape);
+// Whether `node` (an index, -1 for none) exists and is an `op` node.
+bool node_is(const Graph& g, int node, const char* op);
+
+// ---- argument readers: nullopt when absent, None or of another kind -------------------------
+
+std::optional<double> opt_float(const Node& n, const std::string& name);  // ints accepted
+std::optional<int64_t> opt_int(const Node& n, const std::string& name);
+std::optional<std::vector<int64_t>> opt_ints(const Node& n, const std::string& name);
+std::optional<std::string> opt_string(const Node& n, const std::string& name);
+
+// ---- q / dq checks --------------------------------------------------------------------------
+
+// "" when `n` carries per-tensor int8 qparams (fills `q`); else why not.
+std::string read_qparams(const Node& n, QuantInfo& q);
+// "" when `n` (a dequantize_per_tensor, node `at` in messages) turns an int8 activation into
+// float32 (fills `q`).
+std::string check_activation_dq(const Graph& g, const Node& n, int at, QuantInfo& q);
+// "" when `n` (a quantize_per_tensor, node `at` in messages) turns float32 into int8.
+std::string check_q(const Graph& g, const Node& n, int at, QuantInfo& q);
+// "" when `v` has exactly one consumer and is not a graph output.
+std::string single_use(const Graph& g, const std::string& v);
+// Who reads `v`, for a pattern whose quantize_per_tensor is missing.
+std::string describe_consumers(const Graph& g, const std::string& v);
+
+// ---- activations ----------------------------------------------------------------------------
+
+// The int8 code float `v` quantizes to, as q8ta_quantize computes it: float32 math,
+// inv_scale = 1/scale rounded to float32, round half to even, clamped to the range.
+int64_t quantize_bound(double v, const QuantInfo& q);
+
+struct Activation {
+  std::string label = "none";  // "relu", "hardtanh(0, 6)", "clamp(0, none)"
+  int64_t min = -128, max = 127;
+};
+
+// Float bounds of hardtanh / clamp (±inf when absent); "" or why they cannot be read.
+std::string activation_bounds(const Node& n, double& lo, double& hi);
+// The int8 clamp range of node `act` (or none when -1) followed by quantization with `out`.
+std::string activation_range(const Graph& g, int act, const QuantInfo& out, Activation& a);
+
+// ---- the quantized tail of a pattern: [act] -> q --------------------------------------------
+
+struct Tail {
+  enum Kind { None, Half, Ok } kind = None;
+  std::string why;                  // Half: why the tail was not taken
+  std::vector<int> nodes;           // act and q, as far as they matched
+  std::vector<std::string> values;  // intermediates: the anchor output, the act output
+  int act = -1, q = -1;
+  QuantInfo out_q;
+  Activation activation;
+};
+
+// Follows the anchor's float output `y` into an optional activation and a quantize_per_tensor.
+Tail match_tail(const Graph& g, const std::string& y);
+
+// ---- weights --------------------------------------------------------------------------------
+
+struct WeightFold {
+  int dq = -1;         // the weight's dequantize node
+  std::string weight;  // the int8 constant
+  std::vector<float> scales;
+};
+
+// "" when float weight `w` is a symmetric dequantization (per tensor, or per channel along
+// axis 0) of an int8 constant; fills `out`.
+std::string fold_weight(const Graph& g, const std::string& w, WeightFold& out);
+
+}  // namespace vkd::compiler::fusion

@@ -1,0 +1,143 @@
+// dq -> aten.max_pool2d -> q => q8ta_max_pool2d, with the same qparams on both sides (max
+// commutes with the monotonic dequantization, so the kernel only takes maxima of int8 values);
+// dq -> aten.mean.dim (dim = H and W, keepdim) | aten.adaptive_avg_pool2d (1) -> q => q8ta_mean
+// (requantized). Neither fuses an activation or has a float-output variant.
+#include <optional>
+#include <set>
+
+#include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/Patterns.h"
+
+namespace vkd::compiler::fusion {
+namespace {
+
+// "" when pool `n` (input dq node `p`) and its `tail` fit `backend`; fills the input qparams.
+std::string check_pool(const Graph& g, const Node& n, int p, const Tail& tail,
+                       const std::string& backend, QuantInfo& in_q) {
+  std::string why = check_activation_dq(g, g.nodes[p], p, in_q);
+  if (why.empty()) why = single_use(g, n.inputs[0]);
+  if (!why.empty()) return why;
+  if (tail.kind == Tail::None) {
+    return describe_consumers(g, n.outputs[0]) + " (" + backend + " has no float-output variant)";
+  }
+  if (tail.kind == Tail::Half) return tail.why;
+  if (tail.act >= 0) return "an activation follows (" + backend + " fuses none)";
+  const std::vector<int64_t>& shape = g.value(n.inputs[0]).shape;
+  if (shape.size() != 3 && shape.size() != 4) {
+    return "input " + shape_str(shape) + " is not of rank 3 or 4";
+  }
+  return "";
+}
+
+// q8ta_max_pool2d's args from aten.max_pool2d `n` (an empty stride meaning the kernel size).
+std::string read_max_pool_args(const Node& n, const QuantInfo& in_q, const QuantInfo& out_q,
+                               Args& args) {
+  if (!same_quant(in_q, out_q)) {
+    return "input (" + describe_quant(in_q) + ") and output (" + describe_quant(out_q) +
+           ") quantization differ";
+  }
+  const auto kernel = opt_ints(n, "kernel_size");
+  if (!kernel || kernel->empty()) return "kernel_size is missing";
+  const auto stride = arg_present(n, "stride") ? opt_ints(n, "stride")
+                                               : std::optional<std::vector<int64_t>>{};
+  const auto padding = arg_present(n, "padding") ? opt_ints(n, "padding")
+                                                 : std::vector<int64_t>{0};
+  const auto dilation = arg_present(n, "dilation") ? opt_ints(n, "dilation")
+                                                   : std::vector<int64_t>{1};
+  if ((arg_present(n, "stride") && !stride) || !padding || !dilation) {
+    return "stride, padding or dilation is not an int list";
+  }
+  bool ceil_mode = false;
+  if (arg_present(n, "ceil_mode")) {
+    const auto* b = std::get_if<bool>(&n.args.at("ceil_mode"));
+    if (!b) return "ceil_mode is not a bool";
+    ceil_mode = *b;
+  }
+  args["kernel_size"] = *kernel;
+  args["stride"] = stride ? *stride : std::vector<int64_t>{};
+  args["padding"] = *padding;
+  args["dilation"] = *dilation;
+  args["ceil_mode"] = ceil_mode;
+  return "";
+}
+
+// "" when `n` averages exactly the H and W dims of its rank-`rank` input into 1x1 (kept).
+std::string check_mean_over_hw(const Node& n, int64_t rank) {
+  if (n.op == kMean) {
+    const auto dims = opt_ints(n, "dim");
+    std::set<int64_t> reduced;
+    for (int64_t d : dims ? *dims : std::vector<int64_t>{}) reduced.insert(d < 0 ? d + rank : d);
+    if (!dims || reduced != std::set<int64_t>{rank - 2, rank - 1} || dims->size() != 2) {
+      return "mean is not over exactly H and W";
+    }
+    const auto keep = n.args.find("keepdim");
+    const bool* keepdim = keep == n.args.end() ? nullptr : std::get_if<bool>(&keep->second);
+    if (!keepdim || !*keepdim) return "keepdim is not true";
+    if (arg_present(n, "dtype")) return "a dtype is given";
+    return "";
+  }
+  const auto size = opt_ints(n, "output_size");
+  if (!size || (*size != std::vector<int64_t>{1} && *size != std::vector<int64_t>{1, 1})) {
+    return "output_size is not 1x1";
+  }
+  return "";
+}
+
+// q8ta_mean's output args: it requantizes into the full int8 range only.
+std::string read_mean_args(const Node& n, int64_t rank, const QuantInfo& out_q, Args& args) {
+  const std::string why = check_mean_over_hw(n, rank);
+  if (!why.empty()) return why;
+  if (out_q.quant_min != -128 || out_q.quant_max != 127) {
+    return "output range " + std::to_string(out_q.quant_min) + ".." +
+           std::to_string(out_q.quant_max) + " is not the full int8 range";
+  }
+  args["output_scale"] = out_q.scale;
+  args["output_zero_point"] = out_q.zero_point;
+  return "";
+}
+
+}  // namespace
+
+void fuse_pool(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  if (n.inputs.empty() || n.outputs.size() != 1) return;
+  const bool max_pool = n.op == kMaxPool;
+  const std::string backend = max_pool ? "q8ta_max_pool2d" : "q8ta_mean";
+  const std::string x = n.inputs[0];
+  const int p = g.producer(x);
+  if (!node_is(g, p, kDq)) return;  // not a quantized pattern
+  if (!state.allowed(i, backend)) return;
+  const Tail tail = match_tail(g, n.outputs[0]);
+  std::vector<int> all = {p, i};
+  all.insert(all.end(), tail.nodes.begin(), tail.nodes.end());
+  const std::string chain = state.chain_of({p}, i, tail.nodes);
+  auto fail = [&](const std::string& why) { state.not_fused(chain, all, backend, why); };
+
+  QuantInfo in_q;
+  std::string why = check_pool(g, n, p, tail, backend, in_q);
+  if (!why.empty()) return fail(why);
+  Fusion f;
+  f.nodes = all;
+  Node& out = f.node;
+  out.op = backend;
+  out.args["input_scale"] = in_q.scale;
+  out.args["input_zero_point"] = in_q.zero_point;
+  const int64_t rank = static_cast<int64_t>(g.value(x).shape.size());
+  why = max_pool ? read_max_pool_args(n, in_q, tail.out_q, out.args)
+                 : read_mean_args(n, rank, tail.out_q, out.args);
+  if (!why.empty()) return fail(why);
+  if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
+  f.dead = {x};
+  f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
+  const std::string x_q = g.nodes[p].inputs[0];
+  const std::string output = g.nodes[tail.q].outputs[0];
+  out.inputs = {x_q};
+  out.outputs = {output};
+  out.origin = state.fused_origin(i, out.op);
+  state.produced[output] = tail.out_q;
+  state.consume_quant(x_q, p, in_q);
+  state.commit(std::move(f), chain, "");
+}
+
+}  // namespace vkd::compiler::fusion
