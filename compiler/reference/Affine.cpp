@@ -1,0 +1,272 @@
+// CPU reference of torchao's block-wise affine quantization ops: quantize_affine,
+// dequantize_affine, choose_qparams_affine (semantics in Reference.h). Built with
+// -ffp-contract=off (compiler/CMakeLists.txt), so each float32 operation is rounded on its own.
+#include "compiler/reference/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "compiler/reference/ReferenceContext.h"
+
+namespace vkd::compiler {
+
+using namespace reference;  // the shared element helpers (ReferenceContext.h)
+
+namespace {
+
+// torchao's _get_reduction_params, as a block grid: the extent of a block along each dim, the
+// number of blocks along it, and the shape torchao gives the chosen qparams (the non-reduced
+// entries of its shape_for_reduction).
+struct BlockGrid {
+  std::vector<int64_t> extent, count, qparam_shape;
+  int64_t blocks = 1;
+};
+
+BlockGrid block_grid(const ReferenceContext& c, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> bs = c.ints_arg("block_size");
+  if (bs.size() == 1 && bs[0] == -1 && shape.size() != 1) bs.assign(shape.size(), -1);
+  c.require(bs.size() == shape.size(), detail::concat("block_size ", shape_str(bs), " does not "
+                                                      "match the input's rank ", shape.size()));
+  BlockGrid g;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t b = bs[d], n = shape[d];
+    c.require(b == -1 || b > 0,
+              detail::concat("block_size ", shape_str(bs), " has an invalid entry"));
+    if (b != n && b > 1) {
+      c.require(n % b == 0, detail::concat("input size ", n, " at dim ", d,
+                                           " is not divisible by block size ", b));
+      g.extent.push_back(b);
+      g.count.push_back(n / b);
+      g.qparam_shape.push_back(n / b);
+    } else if (b == 1) {
+      g.extent.push_back(1);
+      g.count.push_back(n);
+      g.qparam_shape.push_back(n);
+    } else {  // whole dim (b == n or b == -1): reduced away
+      g.extent.push_back(std::max<int64_t>(n, 1));
+      g.count.push_back(n == 0 ? 0 : 1);
+    }
+    g.blocks *= g.count.back();
+  }
+  return g;
+}
+
+// Block index (row-major over the grid) of every element of `shape`, in C order.
+std::vector<int64_t> block_of_elements(const std::vector<int64_t>& shape, const BlockGrid& g) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> gstride(rank, 1);
+  for (size_t d = rank; d-- > 1;) gstride[d - 1] = gstride[d] * g.count[d];
+  std::vector<int64_t> out(static_cast<size_t>(numel_of(shape)));
+  std::vector<int64_t> idx(rank, 0);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t blk = 0;
+    for (size_t d = 0; d < rank; ++d) blk += (idx[d] / g.extent[d]) * gstride[d];
+    out[i] = blk;
+    for (size_t d = rank; d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+void check_zero_point_domain(const ReferenceContext& c) {
+  if (c.present("zero_point_domain")) {
+    std::string dom = c.string_arg("zero_point_domain");
+    if (dom.rfind("ZeroPointDomain.", 0) == 0) dom = dom.substr(16);
+    if (dom != "INT") {
+      c.fail(ErrorCode::Unsupported, "zero_point_domain '" + dom + "' (only INT is supported)");
+    }
+  }
+}
+
+// A zero point as a float (torchao adds the zero-point tensor to the rounded float32 value).
+double zp_value(const HostTensor& zp, int64_t i) {
+  return zp.dtype == DType::Float32 ? static_cast<double>(get_f32(zp, i))
+                                    : static_cast<double>(get_int(zp, i));
+}
+
+}  // namespace
+
+std::vector<HostTensor> reference_quantize_affine(const ReferenceContext& c) {
+  const HostTensor& x = c.input(0, "input");
+  const HostTensor& scale = c.input(1, "scale");
+  const HostTensor* zp = c.optional_input(2, "zero_point");
+  c.expect_dtype(x, DType::Float32, "input");
+  c.expect_dtype(scale, DType::Float32, "scale");
+  check_zero_point_domain(c);
+  const DType out_dtype = c.dtype_arg("output_dtype");
+  c.require(out_dtype != DType::Float32, "output_dtype must be an integer type");
+  const int64_t qmin = c.int_arg("quant_min", dtype_min(out_dtype));
+  const int64_t qmax = c.int_arg("quant_max", dtype_max(out_dtype));
+  check_qrange(c, qmin, qmax, out_dtype);
+  const BlockGrid g = block_grid(c, x.shape);
+  c.require(scale.numel() == g.blocks, detail::concat("scale has ", scale.numel(),
+                                                      " elements, block_size gives ", g.blocks,
+                                                      " blocks"));
+  if (zp && zp->numel() == 0) zp = nullptr;  // torchao treats an empty zero point as none
+  if (zp) {
+    c.require(zp->numel() == g.blocks, detail::concat("zero_point has ", zp->numel(),
+                                                      " elements, block_size gives ", g.blocks,
+                                                      " blocks"));
+  }
+  const std::vector<int64_t> blk = block_of_elements(x.shape, g);
+  HostTensor out = make_tensor(out_dtype, x.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t b = blk[static_cast<size_t>(i)];
+    const float inv = 1.0f / get_f32(scale, b);  // torch: `1.0 / scale`, a float32 reciprocal
+    set_int(out, i, quantize_one(get_f32(x, i), inv, zp ? zp_value(*zp, b) : 0.0, qmin, qmax));
+  }
+  return {out};
+}
+
+std::vector<HostTensor> reference_dequantize_affine(const ReferenceContext& c) {
+  const HostTensor& q = c.input(0, "input");
+  const HostTensor& scale = c.input(1, "scale");
+  const HostTensor* zp = c.optional_input(2, "zero_point");
+  c.require(q.dtype == DType::Int8 || q.dtype == DType::Int32, "input must be int8 or int32");
+  c.expect_dtype(scale, DType::Float32, "scale");
+  check_zero_point_domain(c);
+  if (c.present("input_dtype")) {
+    c.require(c.dtype_arg("input_dtype") == q.dtype, "input_dtype differs from the input's dtype");
+  }
+  if (c.present("output_dtype")) {
+    c.require(c.dtype_arg("output_dtype") == DType::Float32, "output_dtype must be float32");
+  }
+  const BlockGrid g = block_grid(c, q.shape);
+  c.require(scale.numel() == g.blocks, detail::concat("scale has ", scale.numel(),
+                                                      " elements, block_size gives ", g.blocks,
+                                                      " blocks"));
+  if (zp && zp->numel() == 0) zp = nullptr;
+  if (zp) {
+    c.require(zp->numel() == g.blocks, detail::concat("zero_point has ", zp->numel(),
+                                                      " elements, block_size gives ", g.blocks,
+                                                      " blocks"));
+  }
+  const std::vector<int64_t> blk = block_of_elements(q.shape, g);
+  HostTensor out = make_tensor(DType::Float32, q.shape);
+  for (int64_t i = 0; i < q.numel(); ++i) {
+    const int64_t b = blk[static_cast<size_t>(i)];
+    const int32_t diff = static_cast<int32_t>(get_int(q, i)) -
+                         static_cast<int32_t>(zp ? zp_int(*zp, b) : 0);
+    set_f32(out, i, static_cast<float>(diff) * get_f32(scale, b));
+  }
+  return {out};
+}
+
+std::vector<HostTensor> reference_choose_qparams_affine(const ReferenceContext& c) {
+  const HostTensor& x = c.input(0, "input");
+  c.expect_dtype(x, DType::Float32, "input");
+  c.require(c.node().outputs.size() == 2, "needs two outputs (scale, zero_point)");
+  check_zero_point_domain(c);
+  if (!c.bool_arg("preserve_zero", true)) {
+    c.fail(ErrorCode::Unsupported, "preserve_zero = false");
+  }
+  std::string mapping = c.string_arg("mapping_type");
+  if (mapping.rfind("MappingType.", 0) == 0) mapping = mapping.substr(12);
+  enum class Mapping { Symmetric, SymmetricNoClip, Asymmetric } m;
+  if (mapping == "SYMMETRIC") {
+    m = Mapping::Symmetric;
+  } else if (mapping == "SYMMETRIC_NO_CLIPPING_ERR") {
+    m = Mapping::SymmetricNoClip;
+  } else if (mapping == "ASYMMETRIC") {
+    m = Mapping::Asymmetric;
+  } else {
+    c.fail(ErrorCode::Unsupported, "mapping_type '" + mapping + "'");
+  }
+  const DType target = c.dtype_arg("target_dtype");
+  c.require(target != DType::Float32, "target_dtype must be an integer type");
+  const int64_t qmin = c.int_arg("quant_min", dtype_min(target));
+  const int64_t qmax = c.int_arg("quant_max", dtype_max(target));
+  check_qrange(c, qmin, qmax, target);
+  const float eps = c.present("eps") ? static_cast<float>(c.float_arg("eps"))
+                                     : std::numeric_limits<float>::epsilon();
+  if (c.present("scale_dtype")) {
+    c.require(c.dtype_arg("scale_dtype") == DType::Float32, "scale_dtype must be float32");
+  }
+  // The zero point takes the declared output's dtype (the graph IR narrows an int64
+  // zero_point_dtype to int32); undeclared: zero_point_dtype, int64 read as int32.
+  DType zp_dtype = DType::Int32;
+  if (auto d = c.declared_dtype(1)) {
+    zp_dtype = *d;
+  } else if (c.present("zero_point_dtype")) {
+    std::string name = c.string_arg("zero_point_dtype");
+    if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+    zp_dtype = name == "int64" ? DType::Int32 : c.dtype_arg("zero_point_dtype");
+  }
+  c.require(zp_dtype == DType::Int32 || zp_dtype == DType::Int8 || zp_dtype == DType::Float32,
+            "unsupported zero point dtype");
+
+  const BlockGrid g = block_grid(c, x.shape);
+  const std::vector<int64_t> blk = block_of_elements(x.shape, g);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> mins(static_cast<size_t>(g.blocks), inf),
+      maxs(static_cast<size_t>(g.blocks), -inf);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const size_t b = static_cast<size_t>(blk[static_cast<size_t>(i)]);
+    const float v = get_f32(x, i);
+    // torch.amin / torch.amax: a NaN anywhere in the block makes the result NaN.
+    if (std::isnan(mins[b])) continue;
+    if (std::isnan(v)) {
+      mins[b] = maxs[b] = v;
+      continue;
+    }
+    mins[b] = std::min(mins[b], v);
+    maxs[b] = std::max(maxs[b], v);
+  }
+  // torchao returns the qparams with the reduced dims dropped (g.qparam_shape); a graph may
+  // declare them with those dims kept as 1 (input shape / block size). Both hold the blocks in
+  // row-major grid order, so a declared shape with the same element count is taken as is.
+  const auto qshape = [&](size_t k) {
+    auto d = c.declared_shape(k);
+    return d && numel_of(*d) == g.blocks ? *d : g.qparam_shape;
+  };
+  HostTensor scale_out = make_tensor(DType::Float32, qshape(0));
+  HostTensor zp_out = make_tensor(zp_dtype, qshape(1));
+  for (int64_t b = 0; b < g.blocks; ++b) {
+    // torch.min / torch.max with zeros: NaN propagates.
+    const float mn = mins[static_cast<size_t>(b)], mx = maxs[static_cast<size_t>(b)];
+    const float min_neg = std::isnan(mn) ? mn : std::min(mn, 0.0f);
+    const float max_pos = std::isnan(mx) ? mx : std::max(mx, 0.0f);
+    float scale;
+    double zero_point;
+    if (m == Mapping::Asymmetric) {
+      const float range = max_pos - min_neg;
+      scale = range / static_cast<float>(qmax - qmin);
+      scale = std::isnan(scale) ? scale : std::max(scale, eps);
+      const float ratio = min_neg / scale;
+      const float rounded = std::nearbyint(ratio);
+      const float zpf = static_cast<float>(qmin) - rounded;
+      zero_point = std::isnan(zpf) ? zpf
+                                   : std::fmin(std::fmax(static_cast<double>(zpf), double(qmin)),
+                                               double(qmax));
+    } else {
+      if (m == Mapping::Symmetric) {
+        const float neg = -min_neg;
+        const float amax = (std::isnan(neg) || std::isnan(max_pos)) ? neg + max_pos
+                                                                      : std::max(neg, max_pos);
+        scale = amax / static_cast<float>(static_cast<double>(qmax - qmin) / 2.0);
+      } else {
+        const float smin = min_neg / static_cast<float>(qmin);
+        const float smax = max_pos / static_cast<float>(qmax);
+        scale = smin > smax ? smin : smax;
+      }
+      // int((quant_max + quant_min + 1) / 2): Python true division, truncated toward zero.
+      zero_point = std::trunc(static_cast<double>(qmax + qmin + 1) / 2.0);
+      scale = std::isnan(scale) ? scale : std::max(scale, eps);
+    }
+    set_f32(scale_out, b, scale);
+    if (zp_dtype == DType::Float32) {
+      set_f32(zp_out, b, static_cast<float>(zero_point));
+    } else {
+      set_int(zp_out, b, to_int_saturating(zero_point, dtype_min(zp_dtype), dtype_max(zp_dtype)));
+    }
+  }
+  return {scale_out, zp_out};
+}
+
+}  // namespace vkd::compiler

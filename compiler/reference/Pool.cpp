@@ -1,0 +1,151 @@
+// CPU reference of the pooling and reduction ops: max_pool2d, mean.dim, adaptive_avg_pool2d
+// (semantics in Reference.h). Built with -ffp-contract=off (compiler/CMakeLists.txt), so each
+// float32 sum is rounded on its own, in the order written here.
+#include "compiler/reference/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "compiler/reference/ReferenceContext.h"
+
+namespace vkd::compiler {
+
+using namespace reference;  // the shared element helpers (ReferenceContext.h)
+
+namespace {
+
+// PyTorch's pooling_output_shape (floor division rounding toward -inf).
+int64_t pool_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil,
+                         bool ceil_mode) {
+  const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// Mean over `dims` (normalized, distinct): one float32 accumulator per output element, adding
+// the input elements in row-major input order, then divided by the count.
+HostTensor mean_over(const ReferenceContext& c, const HostTensor& x, std::vector<int64_t> dims,
+                     bool keepdim) {
+  c.expect_dtype(x, DType::Float32, "self");
+  const size_t rank = x.shape.size();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t d : dims) {
+    const int64_t nd = norm_dim(c, d, rank);
+    if (rank == 0) continue;
+    c.require(!reduced[static_cast<size_t>(nd)], detail::concat("dim ", d, " appears twice"));
+    reduced[static_cast<size_t>(nd)] = true;
+  }
+  if (dims.empty()) std::fill(reduced.begin(), reduced.end(), true);
+  std::vector<int64_t> kept_shape(rank), out_shape;
+  int64_t count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    kept_shape[d] = reduced[d] ? 1 : x.shape[d];
+    if (reduced[d]) count *= x.shape[d];
+    if (!reduced[d] || keepdim) out_shape.push_back(kept_shape[d]);
+  }
+  // Strides of the output (in its keepdim form) seen from the input: 0 along reduced dims.
+  std::vector<int64_t> ostrides(rank, 0);
+  int64_t s = 1;
+  for (size_t d = rank; d-- > 0;) {
+    ostrides[d] = reduced[d] ? 0 : s;
+    s *= kept_shape[d];
+  }
+  std::vector<float> acc(static_cast<size_t>(numel_of(kept_shape)), 0.0f);
+  strided_loop(x.shape, {ostrides}, [&](int64_t i, const std::vector<int64_t>& off) {
+    acc[static_cast<size_t>(off[0])] = acc[static_cast<size_t>(off[0])] + get_f32(x, i);
+  });
+  const float n = static_cast<float>(count);
+  for (float& v : acc) v = v / n;  // count 0 gives NaN, as in PyTorch
+  return HostTensor::from_floats(out_shape, acc);
+}
+
+}  // namespace
+
+std::vector<HostTensor> reference_max_pool2d(const ReferenceContext& c) {
+  const HostTensor& x = c.input(0, "self");
+  if (x.dtype != DType::Float32 && x.dtype != DType::Int8) {
+    c.fail(ErrorCode::Unsupported, detail::concat("max_pool2d of ", to_string(x.dtype)));
+  }
+  c.require(x.shape.size() == 3 || x.shape.size() == 4, "input must have rank 3 or 4");
+  const auto [kh, kw] = pair_arg(c, c.ints_arg("kernel_size"), "kernel_size");
+  std::vector<int64_t> stride_v =
+      c.present("stride") ? c.ints_arg("stride") : std::vector<int64_t>{};
+  const auto [sh, sw] = stride_v.empty() ? std::make_pair(kh, kw) : pair_arg(c, stride_v, "stride");
+  const auto [ph, pw] = c.present("padding") ? pair_arg(c, c.ints_arg("padding"), "padding")
+                                             : std::make_pair<int64_t, int64_t>(0, 0);
+  const auto [dh, dw] = c.present("dilation") ? pair_arg(c, c.ints_arg("dilation"), "dilation")
+                                              : std::make_pair<int64_t, int64_t>(1, 1);
+  const bool ceil_mode = c.bool_arg("ceil_mode", false);
+  c.require(kh > 0 && kw > 0, "kernel_size must be positive");
+  c.require(sh > 0 && sw > 0, "stride must be positive");
+  c.require(dh > 0 && dw > 0, "dilation must be positive");
+  c.require(ph >= 0 && pw >= 0 && ph <= kh / 2 && pw <= kw / 2,
+            "padding must be non-negative and at most half of the kernel size");
+  const size_t rank = x.shape.size();
+  const int64_t H = x.shape[rank - 2], W = x.shape[rank - 1];
+  const int64_t planes = numel_of({x.shape.begin(), x.shape.end() - 2});
+  const int64_t OH = pool_output_size(H, kh, ph, sh, dh, ceil_mode);
+  const int64_t OW = pool_output_size(W, kw, pw, sw, dw, ceil_mode);
+  c.require(OH >= 1 && OW >= 1, detail::concat("output size ", OH, "x", OW, " is too small"));
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 2);
+  shape.insert(shape.end(), {OH, OW});
+  HostTensor out = make_tensor(x.dtype, shape);
+  const bool is_float = x.dtype == DType::Float32;
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float fmax = -std::numeric_limits<float>::infinity();
+        int64_t imax = -128;
+        for (int64_t i = 0; i < kh; ++i) {
+          const int64_t ih = oh * sh - ph + i * dh;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t iw = ow * sw - pw + j * dw;
+            if (iw < 0 || iw >= W) continue;
+            const int64_t src = (p * H + ih) * W + iw;
+            if (is_float) {
+              const float v = get_f32(x, src);
+              if (v > fmax || std::isnan(v)) fmax = v;  // NaN wins, as in PyTorch
+            } else {
+              imax = std::max<int64_t>(imax, get_i8(x, src));
+            }
+          }
+        }
+        const int64_t dst = (p * OH + oh) * OW + ow;
+        if (is_float) {
+          set_f32(out, dst, fmax);
+        } else {
+          set_i8(out, dst, static_cast<int8_t>(imax));
+        }
+      }
+    }
+  }
+  return {out};
+}
+
+std::vector<HostTensor> reference_mean_dim(const ReferenceContext& c) {
+  const HostTensor& x = c.input(0, "self");
+  if (c.present("dtype")) {
+    c.require(c.dtype_arg("dtype") == DType::Float32, "dtype must be float32");
+  }
+  const std::vector<int64_t> dims = c.present("dim") ? c.ints_arg("dim") : std::vector<int64_t>{};
+  return {mean_over(c, x, dims, c.bool_arg("keepdim", false))};
+}
+
+std::vector<HostTensor> reference_adaptive_avg_pool2d(const ReferenceContext& c) {
+  const HostTensor& x = c.input(0, "self");
+  const auto [oh, ow] = pair_arg(c, c.ints_arg("output_size"), "output_size");
+  if (oh != 1 || ow != 1) {
+    c.fail(ErrorCode::Unsupported, detail::concat("adaptive_avg_pool2d to ", oh, "x", ow,
+                                                  " (only 1x1 is supported)"));
+  }
+  c.require(x.shape.size() == 3 || x.shape.size() == 4, "input must have rank 3 or 4");
+  return {mean_over(c, x, {-2, -1}, true)};
+}
+
+}  // namespace vkd::compiler
