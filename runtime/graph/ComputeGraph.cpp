@@ -216,25 +216,77 @@ void ComputeGraph::add_output(ValueRef ref) {
 }
 
 void ComputeGraph::note_load_bytes(uint64_t transient_bytes) {
-  stats_.load_peak_bytes =
-      std::max(stats_.load_peak_bytes, stats_.device_bytes + stats_.staging_bytes + transient_bytes);
+  stats_.load_peak_bytes = std::max(stats_.load_peak_bytes,
+                                    stats_.device_bytes + stats_.staging_bytes + transient_bytes);
 }
 
-void ComputeGraph::plan_and_bind_memory() {
-  // Lifetimes in node indices. Inputs, outputs and constants live for the whole graph (they
-  // hold data across executions); an intermediate lives from its first to its last node.
-  const int64_t last_node = static_cast<int64_t>(nodes_.size());
-  std::vector<int64_t> first(tensors_.size(), last_node + 1), last(tensors_.size(), -1);
-  for (size_t n = 0; n < nodes_.size(); ++n) {
-    for (ValueRef ref : nodes_[n].bindings) {
-      first[ref] = std::min<int64_t>(first[ref], static_cast<int64_t>(n));
-      last[ref] = std::max<int64_t>(last[ref], static_cast<int64_t>(n));
+// Buffers whose memory is planned together: the persistent ones (constants, inputs, outputs and
+// tensors no node binds) packed side by side, or the intermediates shared by lifetime.
+struct ComputeGraph::BufferGroup {
+  const char* what;             // in errors and block names
+  std::vector<PlanItem> items;
+  std::vector<ValueRef> refs;   // the tensor of each item
+  uint32_t type_bits = ~0u;     // the memory types every buffer of the group accepts
+  MemoryPlan plan;
+};
+
+namespace {
+
+// Lifetimes in node indices: the first and the last node binding each tensor (nodes + 1 and -1
+// for a tensor no node binds).
+struct Lifetimes {
+  std::vector<int64_t> first, last;
+};
+
+Lifetimes tensor_lifetimes(const std::vector<DispatchNode>& nodes, size_t tensor_count) {
+  const int64_t last_node = static_cast<int64_t>(nodes.size());
+  Lifetimes life{std::vector<int64_t>(tensor_count, last_node + 1),
+                 std::vector<int64_t>(tensor_count, -1)};
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (ValueRef ref : nodes[n].bindings) {
+      life.first[ref] = std::min<int64_t>(life.first[ref], static_cast<int64_t>(n));
+      life.last[ref] = std::max<int64_t>(life.last[ref], static_cast<int64_t>(n));
     }
   }
-  // Two plans: persistent tensors packed side by side, intermediates shared by lifetime.
-  std::vector<PlanItem> items[2];
-  std::vector<ValueRef> refs[2];
-  uint32_t type_bits[2] = {~0u, ~0u};
+  return life;
+}
+
+// Whole-model check before the first allocation: a model larger than the device's memory is a
+// clear error, not a driver failure halfway through (or silent oversubscription).
+void check_fits_device_heap(const vk::DeviceProfile& profile, uint64_t persistent_bytes,
+                            uint64_t intermediate_bytes, uint64_t image_bytes) {
+  const uint64_t total = image_bytes + persistent_bytes + intermediate_bytes;
+  const uint64_t heap = profile.device_local_heap_bytes;
+  const auto mib = [](uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; };
+  VKD_CHECK(heap == 0 || total <= heap, ErrorCode::OutOfMemory, "the model needs ", mib(total),
+            " MiB of device memory (constants, inputs and outputs ", mib(persistent_bytes),
+            " MiB, intermediates ", mib(intermediate_bytes), " MiB, textures ",
+            mib(image_bytes), " MiB); device '", profile.name, "' has a ", mib(heap),
+            " MiB device-local heap");
+}
+
+}  // namespace
+
+void ComputeGraph::plan_and_bind_memory() {
+  BufferGroup persistent{"graph constants, inputs and outputs"};
+  BufferGroup intermediates{"graph intermediates"};
+  collect_buffer_groups(persistent, intermediates);
+  memory_ranges_.assign(tensors_.size(), MemoryRange{});
+  plan_buffer_groups(persistent, intermediates);
+  bind_buffer_group(persistent);
+  bind_buffer_group(intermediates);
+  // Images own their memory: ids after the blocks', each its own.
+  auto next_memory = static_cast<uint32_t>(blocks_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (tensors_[i]->is_image()) memory_ranges_[i] = {next_memory++, 0, tensors_[i]->bytes()};
+  }
+}
+
+void ComputeGraph::collect_buffer_groups(BufferGroup& persistent_group,
+                                         BufferGroup& intermediates) {
+  // Inputs, outputs and constants live for the whole graph (they hold data across
+  // executions); an intermediate lives from its first to its last node.
+  const Lifetimes life = tensor_lifetimes(nodes_, tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) {
     GpuTensor& t = *tensors_[i];
     if (t.is_image()) {
@@ -243,67 +295,55 @@ void ComputeGraph::plan_and_bind_memory() {
       continue;
     }
     const auto& req = t.buffer().requirements();
-    const bool persistent = roles_[i] != kIntermediate || last[i] < 0;
-    PlanItem item{req.size, req.alignment, persistent ? 0 : first[i], persistent ? 0 : last[i]};
-    items[persistent ? 0 : 1].push_back(item);
-    refs[persistent ? 0 : 1].push_back(static_cast<ValueRef>(i));
-    type_bits[persistent ? 0 : 1] &= req.memoryTypeBits;
+    const bool persistent = roles_[i] != kIntermediate || life.last[i] < 0;
+    BufferGroup& group = persistent ? persistent_group : intermediates;
+    group.items.push_back({req.size, req.alignment, persistent ? 0 : life.first[i],
+                           persistent ? 0 : life.last[i]});
+    group.refs.push_back(static_cast<ValueRef>(i));
+    group.type_bits &= req.memoryTypeBits;
     if (roles_[i] & kConstant) {
       stats_.constant_device_bytes += req.size;
     } else if (persistent && roles_[i] != kIntermediate) {
       stats_.io_device_bytes += req.size;
     }
   }
-  memory_ranges_.assign(tensors_.size(), MemoryRange{});
+}
+
+void ComputeGraph::plan_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates) {
   const uint64_t max_block = profile().max_memory_allocation_bytes
                                  ? profile().max_memory_allocation_bytes
                                  : (uint64_t{1} << 31);
   stats_.device_bytes = stats_.image_bytes;
-  const char* const whats[2] = {"graph constants, inputs and outputs", "graph intermediates"};
-  MemoryPlan plans[2];
-  for (int kind = 0; kind < 2; ++kind) {
-    if (items[kind].empty()) continue;
-    VKD_CHECK(type_bits[kind] != 0, ErrorCode::Unsupported, whats[kind],
+  for (BufferGroup* group : {&persistent, &intermediates}) {
+    if (group->items.empty()) continue;
+    VKD_CHECK(group->type_bits != 0, ErrorCode::Unsupported, group->what,
               ": the buffers share no memory type");
-    plans[kind] = plan_memory(items[kind], max_block);
+    group->plan = plan_memory(group->items, max_block);
   }
-  stats_.intermediate_naive_bytes = plans[1].naive_bytes;
-  stats_.intermediate_planned_bytes = plans[1].planned_bytes;
-  // Whole-model check before the first allocation: a model larger than the device's memory
-  // is a clear error, not a driver failure halfway through (or silent oversubscription).
-  const uint64_t total = stats_.image_bytes + plans[0].planned_bytes + plans[1].planned_bytes;
-  const uint64_t heap = profile().device_local_heap_bytes;
-  const auto mib = [](uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; };
-  VKD_CHECK(heap == 0 || total <= heap, ErrorCode::OutOfMemory, "the model needs ", mib(total),
-            " MiB of device memory (constants, inputs and outputs ", mib(plans[0].planned_bytes),
-            " MiB, intermediates ", mib(plans[1].planned_bytes), " MiB, textures ",
-            mib(stats_.image_bytes), " MiB); device '", profile().name, "' has a ", mib(heap),
-            " MiB device-local heap");
-  for (int kind = 0; kind < 2; ++kind) {
-    if (items[kind].empty()) continue;
-    const char* what = whats[kind];
-    const MemoryPlan& plan = plans[kind];
-    const size_t first_block = blocks_.size();
-    for (size_t b = 0; b < plan.block_bytes.size(); ++b) {
-      blocks_.push_back(context_.memory().allocate_block(
-          plan.block_bytes[b], type_bits[kind],
-          std::string(what) + " (block " + std::to_string(b) + ")"));
-      stats_.device_bytes += plan.block_bytes[b];
-      note_load_bytes(0);
-    }
-    for (size_t k = 0; k < refs[kind].size(); ++k) {
-      GpuTensor& t = *tensors_[refs[kind][k]];
-      const Placement& p = plan.placements[k];
-      const auto block = static_cast<uint32_t>(first_block + p.block);
-      context_.memory().bind(t.buffer_to_bind(), blocks_[block], p.offset,
-                             "tensor '" + t.name() + "'");
-      memory_ranges_[refs[kind][k]] = {block, p.offset, items[kind][k].bytes};
-    }
+  stats_.intermediate_naive_bytes = intermediates.plan.naive_bytes;
+  stats_.intermediate_planned_bytes = intermediates.plan.planned_bytes;
+  check_fits_device_heap(profile(), persistent.plan.planned_bytes,
+                         intermediates.plan.planned_bytes, stats_.image_bytes);
+}
+
+void ComputeGraph::bind_buffer_group(const BufferGroup& group) {
+  if (group.items.empty()) return;
+  const MemoryPlan& plan = group.plan;
+  const size_t first_block = blocks_.size();
+  for (size_t b = 0; b < plan.block_bytes.size(); ++b) {
+    blocks_.push_back(context_.memory().allocate_block(
+        plan.block_bytes[b], group.type_bits,
+        std::string(group.what) + " (block " + std::to_string(b) + ")"));
+    stats_.device_bytes += plan.block_bytes[b];
+    note_load_bytes(0);
   }
-  // Images own their memory: ids after the blocks', each its own.
-  auto next_memory = static_cast<uint32_t>(blocks_.size());
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (tensors_[i]->is_image()) memory_ranges_[i] = {next_memory++, 0, tensors_[i]->bytes()};
+  for (size_t k = 0; k < group.refs.size(); ++k) {
+    GpuTensor& t = *tensors_[group.refs[k]];
+    const Placement& p = plan.placements[k];
+    const auto block = static_cast<uint32_t>(first_block + p.block);
+    context_.memory().bind(t.buffer_to_bind(), blocks_[block], p.offset,
+                           "tensor '" + t.name() + "'");
+    memory_ranges_[group.refs[k]] = {block, p.offset, group.items[k].bytes};
   }
 }
 
@@ -336,75 +376,18 @@ size_t ComputeGraph::barrier_count() const {
   return static_cast<size_t>(std::count(barrier_before_.begin(), barrier_before_.end(), true));
 }
 
-void ComputeGraph::upload_constants() {
-  // Constants go through one host-visible staging buffer of at most constant_batch_bytes_
-  // (larger buffer constants are copied in chunks; a texture constant is staged whole), which
-  // is freed before prepare() goes on: load memory stays near the model's own size.
-  uint64_t total = 0, largest_image = 0;
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (!(roles_[i] & kConstant)) continue;
-    total += tensors_[i]->bytes();
-    if (tensors_[i]->is_image()) largest_image = std::max(largest_image, tensors_[i]->bytes());
-  }
-  if (total == 0) return;
-  const uint64_t capacity =
-      std::max<uint64_t>(std::min<uint64_t>(std::max<uint64_t>(constant_batch_bytes_, 16), total),
-                         largest_image);
-  vk::Buffer staging =
-      context_.memory().create_buffer(capacity, vk::MemoryUse::HostUpload, "constant staging");
-  stats_.staging_bytes += staging.size();
-  auto* mapped = static_cast<uint8_t*>(staging.mapped());
-  vk::CommandBuffer cmd = context_.new_command_buffer();
-  uint64_t used = 0;
-  cmd.begin(true);
-  auto flush = [&]() {
-    if (used == 0) return;
-    staging.flush();
-    cmd.end();
-    submit_and_wait_keeping(context_, cmd, "constant upload", staging);
-    cmd = context_.new_command_buffer();
-    cmd.begin(true);
-    used = 0;
-  };
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (!(roles_[i] & kConstant)) continue;
-    const GpuTensor& t = *tensors_[i];
-    const std::vector<uint8_t> packed = packers_[i]();
-    packers_[i] = nullptr;  // drops whatever the packer captured
-    note_load_bytes(packed.size());
-    VKD_CHECK(packed.size() == t.bytes(), ErrorCode::Internal, "constant '", t.name(),
-              "': packer gave ", packed.size(), " bytes, the tensor holds ", t.bytes());
-    if (t.is_image()) {
-      if (used + packed.size() > capacity) flush();
-      std::memcpy(mapped + used, packed.data(), packed.size());
-      record_copy(cmd, t, staging.handle(), true, used);
-      used += align_up(static_cast<int64_t>(packed.size()), 16);
-      continue;
-    }
-    for (uint64_t done = 0; done < packed.size();) {
-      if (used == capacity) flush();
-      const uint64_t n = std::min<uint64_t>(capacity - used, packed.size() - done);
-      std::memcpy(mapped + used, packed.data() + done, n);
-      VkBufferCopy region{used, done, n};
-      vkCmdCopyBuffer(cmd.handle(), staging.handle(), t.buffer().handle(), 1, &region);
-      used += n;
-      done += n;
-    }
-  }
-  flush();
-  cmd.end();  // the last, empty command buffer is never submitted
-  stats_.staging_bytes -= staging.size();
-}
+namespace {
 
-void ComputeGraph::record_copy(vk::CommandBuffer& cb, const GpuTensor& t, VkBuffer staging,
-                               bool to_device, uint64_t staging_offset) {
-  VkCommandBuffer cmd = cb.handle();
+// Records the copy between tensor `t` and a staging buffer (at `staging_offset`) in either
+// direction; an image leaves GENERAL only for the copy.
+void record_copy(vk::CommandBuffer& cb, const GpuTensor& t, VkBuffer staging, bool to_device,
+                 uint64_t staging_offset = 0) {
   if (!t.is_image()) {
     VkBufferCopy region{to_device ? staging_offset : 0, to_device ? 0 : staging_offset, t.bytes()};
     if (to_device) {
-      vkCmdCopyBuffer(cmd, staging, t.buffer().handle(), 1, &region);
+      cb.copy_buffer(staging, t.buffer().handle(), region);
     } else {
-      vkCmdCopyBuffer(cmd, t.buffer().handle(), staging, 1, &region);
+      cb.copy_buffer(t.buffer().handle(), staging, region);
     }
     return;
   }
@@ -417,20 +400,153 @@ void ComputeGraph::record_copy(vk::CommandBuffer& cb, const GpuTensor& t, VkBuff
       to_device ? VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL : VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
   cb.image_layout(image, VK_IMAGE_LAYOUT_GENERAL, copy_layout);
   if (to_device) {
-    vkCmdCopyBufferToImage(cmd, staging, image, copy_layout, 1, &region);
+    cb.copy_buffer_to_image(staging, image, copy_layout, region);
   } else {
-    vkCmdCopyImageToBuffer(cmd, image, copy_layout, staging, 1, &region);
+    cb.copy_image_to_buffer(image, copy_layout, staging, region);
   }
   cb.image_layout(image, copy_layout, VK_IMAGE_LAYOUT_GENERAL);
 }
 
+// Copies packed constants into their tensors through one host-visible staging buffer of
+// `capacity` bytes, submitting (and waiting) whenever it is full: a buffer constant is copied
+// in chunks of whatever space is left, a texture constant waits for its whole size.
+class ConstantStager {
+ public:
+  ConstantStager(vk::Context& context, uint64_t capacity)
+      : context_(context),
+        capacity_(capacity),
+        staging_(context.memory().create_buffer(capacity, vk::MemoryUse::HostUpload,
+                                                "constant staging")),
+        mapped_(static_cast<uint8_t*>(staging_.mapped())),
+        cmd_(context.new_command_buffer()) {
+    cmd_.begin(true);
+  }
+
+  uint64_t staging_bytes() const { return staging_.size(); }
+
+  void add(const GpuTensor& t, const std::vector<uint8_t>& packed) {
+    if (t.is_image()) {
+      add_image(t, packed);
+    } else {
+      add_buffer(t, packed);
+    }
+  }
+
+  // Submits what is still staged; the last, empty command buffer is never submitted.
+  void finish() {
+    flush();
+    cmd_.end();
+  }
+
+ private:
+  void add_image(const GpuTensor& t, const std::vector<uint8_t>& packed) {
+    if (used_ + packed.size() > capacity_) flush();
+    std::memcpy(mapped_ + used_, packed.data(), packed.size());
+    record_copy(cmd_, t, staging_.handle(), true, used_);
+    used_ += align_up(static_cast<int64_t>(packed.size()), 16);
+  }
+
+  void add_buffer(const GpuTensor& t, const std::vector<uint8_t>& packed) {
+    for (uint64_t done = 0; done < packed.size();) {
+      if (used_ == capacity_) flush();
+      const uint64_t n = std::min<uint64_t>(capacity_ - used_, packed.size() - done);
+      std::memcpy(mapped_ + used_, packed.data() + done, n);
+      cmd_.copy_buffer(staging_.handle(), t.buffer().handle(), VkBufferCopy{used_, done, n});
+      used_ += n;
+      done += n;
+    }
+  }
+
+  void flush() {
+    if (used_ == 0) return;
+    staging_.flush();
+    cmd_.end();
+    submit_and_wait_keeping(context_, cmd_, "constant upload", staging_);
+    cmd_ = context_.new_command_buffer();
+    cmd_.begin(true);
+    used_ = 0;
+  }
+
+  vk::Context& context_;
+  const uint64_t capacity_;
+  vk::Buffer staging_;
+  uint8_t* mapped_;
+  vk::CommandBuffer cmd_;  // destroyed before the staging buffer it copies from
+  uint64_t used_ = 0;
+};
+
+}  // namespace
+
+uint64_t ComputeGraph::constant_staging_capacity() const {
+  uint64_t total = 0, largest_image = 0;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!(roles_[i] & kConstant)) continue;
+    total += tensors_[i]->bytes();
+    if (tensors_[i]->is_image()) largest_image = std::max(largest_image, tensors_[i]->bytes());
+  }
+  if (total == 0) return 0;
+  return std::max<uint64_t>(
+      std::min<uint64_t>(std::max<uint64_t>(constant_batch_bytes_, 16), total), largest_image);
+}
+
+void ComputeGraph::upload_constants() {
+  // Constants go through one host-visible staging buffer of at most constant_batch_bytes_
+  // (larger buffer constants are copied in chunks; a texture constant is staged whole), which
+  // is freed before prepare() goes on: load memory stays near the model's own size.
+  const uint64_t capacity = constant_staging_capacity();
+  if (capacity == 0) return;
+  ConstantStager stager(context_, capacity);
+  stats_.staging_bytes += stager.staging_bytes();
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!(roles_[i] & kConstant)) continue;
+    const GpuTensor& t = *tensors_[i];
+    const std::vector<uint8_t> packed = packers_[i]();
+    packers_[i] = nullptr;  // drops whatever the packer captured
+    note_load_bytes(packed.size());
+    VKD_CHECK(packed.size() == t.bytes(), ErrorCode::Internal, "constant '", t.name(),
+              "': packer gave ", packed.size(), " bytes, the tensor holds ", t.bytes());
+    stager.add(t, packed);
+  }
+  stager.finish();
+  stats_.staging_bytes -= stager.staging_bytes();
+}
+
+namespace {
+
+// Descriptor sets and bindings of every node's kernel, for the descriptor pool.
+vk::DescriptorTally descriptor_tally(const std::vector<DispatchNode>& nodes) {
+  vk::DescriptorTally tally;
+  for (const auto& node : nodes) {
+    const auto& info = shaders::shader_info(node.kernel);
+    tally.sets += 1;
+    for (uint32_t i = 0; i < info.binding_count; ++i) {
+      (info.bindings[i] == DescriptorKind::StorageImage ? tally.storage_images
+                                                        : tally.storage_buffers) += 1;
+    }
+  }
+  return tally;
+}
+
+}  // namespace
+
 void ComputeGraph::prepare() {
   VKD_CHECK(!prepared_, ErrorCode::Internal, "prepare() called twice");
-  auto& pipelines = context_.pipelines();
   plan_and_bind_memory();
   barrier_before_ = plan_barriers(node_accesses());
+  create_staging_buffers();
+  // Pipelines first (a kernel the device cannot build fails here, before any recording).
+  create_pipelines();
+  create_descriptor_sets();
+  timestamps_ = vk::TimestampQueries(context_.device(), profile(),
+                                     static_cast<uint32_t>(nodes_.size()));
+  initialize_image_layouts();
+  upload_constants();
+  record_execution();
+  prepared_ = true;
+}
 
-  // Staging buffers for graph inputs and outputs.
+// Staging buffers for graph inputs and outputs.
+void ComputeGraph::create_staging_buffers() {
   for (ValueRef ref : input_refs_) {
     const GpuTensor& t = tensor(ref);
     inputs_.push_back({ref, context_.memory().create_buffer(
@@ -446,99 +562,93 @@ void ComputeGraph::prepare() {
     stats_.staging_bytes += outputs_.back().buffer.size();
   }
   note_load_bytes(0);
+}
 
-  // Pipelines first (a kernel the device cannot build fails here, before any recording).
-  std::vector<const vk::Pipeline*>& node_pipelines = node_pipelines_;
-  vk::DescriptorTally tally;
+void ComputeGraph::create_pipelines() {
+  auto& pipelines = context_.pipelines();
   for (const auto& node : nodes_) {
-    node_pipelines.push_back(
+    node_pipelines_.push_back(
         &pipelines.get({node.kernel, node.plan.local_size, node.spec_constants}));
-    const auto& info = shaders::shader_info(node.kernel);
-    tally.sets += 1;
-    for (uint32_t i = 0; i < info.binding_count; ++i) {
-      (info.bindings[i] == DescriptorKind::StorageImage ? tally.storage_images
-                                                        : tally.storage_buffers) += 1;
-    }
   }
-  descriptor_pool_ = vk::DescriptorPool(context_.device(), tally);
-  std::vector<VkDescriptorSet>& sets = node_sets_;
+}
+
+void ComputeGraph::create_descriptor_sets() {
+  descriptor_pool_ = vk::DescriptorPool(context_.device(), descriptor_tally(nodes_));
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    const auto& info = shaders::shader_info(nodes_[n].kernel);
-    VkDescriptorSet set = descriptor_pool_.allocate(node_pipelines[n]->set_layout);
-    std::vector<vk::DescriptorResource> resources;
-    for (uint32_t i = 0; i < info.binding_count; ++i) {
-      const GpuTensor& t = tensor(nodes_[n].bindings[i]);
-      vk::DescriptorResource r{to_vk(info.bindings[i])};
-      if (t.is_image()) {
-        r.image_view = t.image().view();
-      } else {
-        r.buffer = t.buffer().handle();
-      }
-      resources.push_back(r);
-    }
-    descriptor_pool_.write(set, resources);
-    sets.push_back(set);
+    VkDescriptorSet set = descriptor_pool_.allocate(node_pipelines_[n]->set_layout);
+    descriptor_pool_.write(set, descriptor_resources(n));
+    node_sets_.push_back(set);
   }
-  timestamps_ = vk::TimestampQueries(context_.device(), profile(),
-                                     static_cast<uint32_t>(nodes_.size()));
+}
 
+std::vector<vk::DescriptorResource> ComputeGraph::descriptor_resources(size_t n) const {
+  const auto& info = shaders::shader_info(nodes_[n].kernel);
+  std::vector<vk::DescriptorResource> resources;
+  for (uint32_t i = 0; i < info.binding_count; ++i) {
+    const GpuTensor& t = tensor(nodes_[n].bindings[i]);
+    vk::DescriptorResource r{to_vk(info.bindings[i])};
+    if (t.is_image()) {
+      r.image_view = t.image().view();
+    } else {
+      r.buffer = t.buffer().handle();
+    }
+    resources.push_back(r);
+  }
+  return resources;
+}
+
+void ComputeGraph::initialize_image_layouts() {
   // Images start UNDEFINED; move every one to GENERAL once (no submission without images).
-  if (std::any_of(tensors_.begin(), tensors_.end(), [](const auto& t) { return t->is_image(); })) {
-    vk::CommandBuffer init = context_.new_command_buffer();
-    init.begin(true);
-    for (const auto& t : tensors_) {
-      if (t->is_image()) init.image_to_general(t->image().handle());
-    }
-    init.end();
-    submit_and_wait_keeping(context_, init, "image layout initialization");
+  if (std::none_of(tensors_.begin(), tensors_.end(), [](const auto& t) { return t->is_image(); })) {
+    return;
   }
-  upload_constants();
+  vk::CommandBuffer init = context_.new_command_buffer();
+  init.begin(true);
+  for (const auto& t : tensors_) {
+    if (t->is_image()) init.image_to_general(t->image().handle());
+  }
+  init.end();
+  submit_and_wait_keeping(context_, init, "image layout initialization");
+}
 
+// The command buffer execute() resubmits: input staging -> tensors, every dispatch between
+// timestamps, tensors -> output staging.
+void ComputeGraph::record_execution() {
   command_buffer_ = context_.new_command_buffer();
-  VkCommandBuffer cmd = command_buffer_.handle();
-  command_buffer_.begin(false);
-  timestamps_.reset(cmd);
-  for (const auto& s : inputs_) {
-    record_copy(command_buffer_, tensor(s.tensor), s.buffer.handle(), true);
-  }
+  vk::CommandBuffer& cb = command_buffer_;
+  cb.begin(false);
+  timestamps_.reset(cb);
+  for (const auto& s : inputs_) record_copy(cb, tensor(s.tensor), s.buffer.handle(), true);
   for (size_t n = 0; n < nodes_.size(); ++n) {
     // After the input copies a full barrier; between dispatches a compute-only one, and only
     // where the dispatch depends on one since the last barrier (or overwrites what it reads).
     if (n == 0) {
-      command_buffer_.memory_barrier();
+      cb.memory_barrier();
     } else if (barrier_before_[n]) {
-      command_buffer_.compute_barrier();
+      cb.compute_barrier();
     }
-    timestamps_.begin(cmd, static_cast<uint32_t>(n));
-    record_dispatch(cmd, n);
-    timestamps_.end(cmd, static_cast<uint32_t>(n));
+    timestamps_.begin(cb, static_cast<uint32_t>(n));
+    record_dispatch(cb, n);
+    timestamps_.end(cb, static_cast<uint32_t>(n));
   }
-  command_buffer_.memory_barrier();
-  for (const auto& s : outputs_) {
-    record_copy(command_buffer_, tensor(s.tensor), s.buffer.handle(), false);
-  }
+  cb.memory_barrier();
+  for (const auto& s : outputs_) record_copy(cb, tensor(s.tensor), s.buffer.handle(), false);
   // Make the transfer writes visible to the host.
-  VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-  to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                       &to_host, 0, nullptr, 0, nullptr);
-  command_buffer_.end();
-  prepared_ = true;
+  cb.host_read_barrier();
+  cb.end();
 }
 
-void ComputeGraph::record_dispatch(VkCommandBuffer cmd, size_t n) {
+void ComputeGraph::record_dispatch(vk::CommandBuffer& cb, size_t n) {
   const DispatchNode& node = nodes_[n];
   const vk::Pipeline& p = *node_pipelines_[n];
-  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &node_sets_[n], 0,
-                          nullptr);
+  cb.bind_compute_pipeline(p.pipeline);
+  cb.bind_descriptor_set(p.layout, node_sets_[n]);
   if (!node.push_constants.empty()) {
-    vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                       static_cast<uint32_t>(node.push_constants.size()),
-                       node.push_constants.data());
+    cb.push_constants(p.layout, node.push_constants.data(),
+                      static_cast<uint32_t>(node.push_constants.size()));
   }
-  vkCmdDispatch(cmd, node.plan.group_count[0], node.plan.group_count[1], node.plan.group_count[2]);
+  const auto& groups = node.plan.group_count;
+  cb.dispatch(groups[0], groups[1], groups[2]);
 }
 
 ComputeGraph::BenchmarkTimes ComputeGraph::benchmark(uint32_t warmup, uint32_t repetitions) {
@@ -549,10 +659,9 @@ ComputeGraph::BenchmarkTimes ComputeGraph::benchmark(uint32_t warmup, uint32_t r
   vk::TimestampQueries whole(context_.device(), profile(), repetitions);
   vk::TimestampQueries kernels(context_.device(), profile(), repetitions * nodes);
   vk::CommandBuffer cb = context_.new_command_buffer();
-  VkCommandBuffer cmd = cb.handle();
   cb.begin(true);
-  whole.reset(cmd);
-  kernels.reset(cmd);
+  whole.reset(cb);
+  kernels.reset(cb);
   // Repetition r: warm-up below `warmup`, then `repetitions` timed end to end, then as many
   // kernel-timed ones.
   for (uint32_t r = 0; r < warmup + 2 * repetitions; ++r) {
@@ -567,14 +676,14 @@ ComputeGraph::BenchmarkTimes ComputeGraph::benchmark(uint32_t warmup, uint32_t r
     const bool whole_timed = r >= warmup && r < warmup + repetitions;
     const bool kernel_timed = r >= warmup + repetitions;
     const uint32_t rep = kernel_timed ? r - warmup - repetitions : r - warmup;
-    if (whole_timed) whole.begin(cmd, rep);
+    if (whole_timed) whole.begin(cb, rep);
     for (uint32_t n = 0; n < nodes; ++n) {
       if (barrier_before_[n]) cb.compute_barrier();
-      if (kernel_timed) kernels.begin(cmd, rep * nodes + n);
-      record_dispatch(cmd, n);
-      if (kernel_timed) kernels.end(cmd, rep * nodes + n);
+      if (kernel_timed) kernels.begin(cb, rep * nodes + n);
+      record_dispatch(cb, n);
+      if (kernel_timed) kernels.end(cb, rep * nodes + n);
     }
-    if (whole_timed) whole.end(cmd, rep);
+    if (whole_timed) whole.end(cb, rep);
   }
   cb.end();
   submit_and_wait_keeping(context_, cb, "benchmark", whole, kernels);

@@ -186,18 +186,31 @@ class ComputeGraph {
     vk::Buffer buffer;
   };
   enum Role : uint8_t { kIntermediate = 0, kInput = 1, kOutput = 2, kConstant = 4 };
+  struct BufferGroup;  // buffers whose memory is planned together (ComputeGraph.cpp)
+
+  // prepare()'s steps, in order.
   void plan_and_bind_memory();
+  void collect_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
+  void plan_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
+  void bind_buffer_group(const BufferGroup& group);
   // What each dispatch node may read and write, from its bindings and the kernel's reflection.
   std::vector<NodeAccess> node_accesses() const;
+  void create_staging_buffers();
+  void create_pipelines();
+  void create_descriptor_sets();
+  std::vector<vk::DescriptorResource> descriptor_resources(size_t node_index) const;
+  void initialize_image_layouts();
+  // Staging bytes for the constant upload: 0 without constants.
+  uint64_t constant_staging_capacity() const;
   void upload_constants();
+  void record_execution();
+
   void note_load_bytes(uint64_t transient_bytes);
   const Staging& staging_for(const std::vector<Staging>& list, ValueRef ref,
                              const char* role) const;
   void upload_bytes(ValueRef input, const void* data, size_t bytes);
   std::vector<uint8_t> download_bytes(ValueRef output) const;
-  void record_copy(vk::CommandBuffer& cb, const GpuTensor& t, VkBuffer staging, bool to_device,
-                   uint64_t staging_offset = 0);
-  void record_dispatch(VkCommandBuffer cmd, size_t node_index);
+  void record_dispatch(vk::CommandBuffer& cb, size_t node_index);
 
   vk::Context& context_;
   std::vector<std::unique_ptr<GpuTensor>> tensors_;

@@ -57,7 +57,8 @@ void CommandBuffer::compute_barrier() {
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                       nullptr);
 }
 
 void CommandBuffer::image_to_general(VkImage image) {
@@ -86,6 +87,52 @@ void CommandBuffer::image_layout(VkImage image, VkImageLayout from, VkImageLayou
   const VkPipelineStageFlags stages =
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vkCmdPipelineBarrier(cmd_, stages, stages, 0, 0, nullptr, 0, nullptr, 1, &b);
+}
+
+void CommandBuffer::host_read_barrier() {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                       &barrier, 0, nullptr, 0, nullptr);
+}
+
+void CommandBuffer::copy_buffer(VkBuffer from, VkBuffer to, const VkBufferCopy& region) {
+  vkCmdCopyBuffer(cmd_, from, to, 1, &region);
+}
+
+void CommandBuffer::copy_buffer_to_image(VkBuffer from, VkImage to, VkImageLayout layout,
+                                         const VkBufferImageCopy& region) {
+  vkCmdCopyBufferToImage(cmd_, from, to, layout, 1, &region);
+}
+
+void CommandBuffer::copy_image_to_buffer(VkImage from, VkImageLayout layout, VkBuffer to,
+                                         const VkBufferImageCopy& region) {
+  vkCmdCopyImageToBuffer(cmd_, from, layout, to, 1, &region);
+}
+
+void CommandBuffer::bind_compute_pipeline(VkPipeline pipeline) {
+  vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+}
+
+void CommandBuffer::bind_descriptor_set(VkPipelineLayout layout, VkDescriptorSet set) {
+  vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
+}
+
+void CommandBuffer::push_constants(VkPipelineLayout layout, const void* data, uint32_t bytes) {
+  vkCmdPushConstants(cmd_, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, data);
+}
+
+void CommandBuffer::dispatch(uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+  vkCmdDispatch(cmd_, groups_x, groups_y, groups_z);
+}
+
+void CommandBuffer::reset_queries(VkQueryPool pool, uint32_t first, uint32_t count) {
+  vkCmdResetQueryPool(cmd_, pool, first, count);
+}
+
+void CommandBuffer::write_timestamp(VkQueryPool pool, uint32_t query) {
+  vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
 }
 
 }  // namespace vkd::vk

@@ -16,20 +16,16 @@ TimestampQueries::TimestampQueries(VkDevice device, const DeviceProfile& profile
   pool_ = UniqueQueryPool(device, pool);
 }
 
-void TimestampQueries::reset(VkCommandBuffer cmd) {
-  if (pool_) vkCmdResetQueryPool(cmd, pool_.get(), 0, 2 * regions_);
+void TimestampQueries::reset(CommandBuffer& cmd) {
+  if (pool_) cmd.reset_queries(pool_.get(), 0, 2 * regions_);
 }
 
-void TimestampQueries::begin(VkCommandBuffer cmd, uint32_t region) {
-  if (pool_) {
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.get(), 2 * region);
-  }
+void TimestampQueries::begin(CommandBuffer& cmd, uint32_t region) {
+  if (pool_) cmd.write_timestamp(pool_.get(), 2 * region);
 }
 
-void TimestampQueries::end(VkCommandBuffer cmd, uint32_t region) {
-  if (pool_) {
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_.get(), 2 * region + 1);
-  }
+void TimestampQueries::end(CommandBuffer& cmd, uint32_t region) {
+  if (pool_) cmd.write_timestamp(pool_.get(), 2 * region + 1);
 }
 
 std::vector<double> TimestampQueries::read_us() const {

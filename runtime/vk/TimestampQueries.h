@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/vk/Commands.h"
 #include "runtime/vk/DeviceProfile.h"
 #include "runtime/vk/Handle.h"
 
@@ -19,11 +20,11 @@ class TimestampQueries {
 
   bool enabled() const { return static_cast<bool>(pool_); }
   uint32_t regions() const { return regions_; }
-  void reset(VkCommandBuffer cmd);
+  void reset(CommandBuffer& cmd);
   // begin: written once all earlier commands completed (so waiting on them is not counted);
   // end: written once the region's commands completed.
-  void begin(VkCommandBuffer cmd, uint32_t region);
-  void end(VkCommandBuffer cmd, uint32_t region);
+  void begin(CommandBuffer& cmd, uint32_t region);
+  void end(CommandBuffer& cmd, uint32_t region);
   // Durations of every region of the last completed submission, in microseconds.
   std::vector<double> read_us() const;
 
