@@ -1,6 +1,6 @@
-// The driver of fuse_and_lower: the patterns (compiler/fusion/LinearConv.cpp, Add.cpp, ...),
-// the direct lowerings (fusion/Lowerings.cpp) and the steps around them (fusion/PassSteps.h),
-// run in the order the report lists their lines.
+// The driver of fuse_and_lower: each edge op's fusion pattern and direct lowering come from its
+// descriptor (compiler/ops/<Family>.cpp, pointing into compiler/fusion/); the steps around them
+// are fusion/PassSteps.h, run in the order the report lists their lines.
 #include "compiler/Fuse.h"
 
 #include <map>
@@ -9,7 +9,7 @@
 
 #include "compiler/fusion/FuseState.h"
 #include "compiler/fusion/PassSteps.h"
-#include "compiler/fusion/Patterns.h"
+#include "compiler/ops/EdgeOp.h"
 #include "partitioner_schema/OpSchema.h"
 
 namespace vkd::compiler {
@@ -21,8 +21,8 @@ using fusion::FuseState;
 void match_patterns(FuseState& state) {
   for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
     if (state.claimed[i]) continue;
-    const fusion::FusePattern fuse = fusion::pattern_for(state.graph.nodes[i].op);
-    if (fuse != nullptr) fuse(state, static_cast<int>(i));
+    const EdgeOp* op = find_edge_op(state.graph.nodes[i].op);
+    if (op != nullptr && op->fuse != nullptr) op->fuse(state, static_cast<int>(i));
   }
 }
 
@@ -53,8 +53,8 @@ void lower_remaining(FuseState& state, const std::vector<int>& origin) {
   for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
     Node& n = state.graph.nodes[i];
     if (schema::find_op_schema(n.op) != nullptr) continue;  // fused above
-    const fusion::DirectLowering lower = fusion::lowering_for(n.op);
-    const std::string backend = lower != nullptr ? lower(state, n, origin[i]) : "";
+    const EdgeOp* op = find_edge_op(n.op);
+    const std::string backend = op && op->lower ? op->lower(state, n, origin[i]) : "";
     if (backend.empty()) {
       left.push_back(n.op + " (node " + std::to_string(origin[i]) + ")");
     } else {

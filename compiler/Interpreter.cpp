@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "compiler/ops/EdgeOp.h"
 #include "compiler/reference/Reference.h"
 #include "compiler/reference/ReferenceContext.h"
 #include "runtime/core/Error.h"
@@ -25,40 +26,16 @@ void check_shape_valid(const std::vector<int64_t>& shape, const std::string& wha
   }
 }
 
-// The reference function of edge op `op` ("aten.relu" or "aten.relu.default"); nullptr when the
-// interpreter does not know it. The one place that maps op names to reference functions.
+// The reference function of edge op `op` ("aten.relu" or "aten.relu.default", from the op's
+// descriptor in compiler/ops/); nullptr when the interpreter does not know it.
 ReferenceFn find_reference(const std::string& op) {
-  static const std::map<std::string, ReferenceFn> table = {
-      {"quantized_decomposed.quantize_per_tensor", reference_quantize_per_tensor},
-      {"quantized_decomposed.dequantize_per_tensor", reference_dequantize_per_tensor},
-      {"quantized_decomposed.dequantize_per_channel", reference_dequantize_per_channel},
-      {"aten.convolution", reference_convolution},
-      {"aten.linear", reference_linear},
-      {"aten.add.Tensor", reference_add},
-      {"aten.relu", reference_relu},
-      {"aten.hardtanh", reference_hardtanh},
-      {"aten.clamp", reference_clamp},
-      {"aten.pixel_shuffle", reference_pixel_shuffle},
-      {"aten.max_pool2d", reference_max_pool2d},
-      {"aten.mean.dim", reference_mean_dim},
-      {"aten.adaptive_avg_pool2d", reference_adaptive_avg_pool2d},
-      {"aten.view_copy", reference_view_copy},
-      {"aten.clone", reference_copy},
-      {"aten.alias_copy", reference_copy},
-      {"aten._clone_dim_order", reference_copy},
-      {"torchao.quantize_affine", reference_quantize_affine},
-      {"torchao.dequantize_affine", reference_dequantize_affine},
-      {"torchao.choose_qparams_affine", reference_choose_qparams_affine},
-  };
-  auto it = table.find(op);
-  if (it == table.end()) {
-    const std::string suffix = ".default";
-    if (op.size() > suffix.size() &&
-        op.compare(op.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      it = table.find(op.substr(0, op.size() - suffix.size()));
-    }
+  const EdgeOp* d = find_edge_op(op);
+  const std::string suffix = ".default";
+  if (d == nullptr && op.size() > suffix.size() &&
+      op.compare(op.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    d = find_edge_op(op.substr(0, op.size() - suffix.size()));
   }
-  return it == table.end() ? nullptr : it->second;
+  return d == nullptr ? nullptr : d->reference;
 }
 
 // Checks that `t` agrees with the declared value `v`; `what` names it in the message.

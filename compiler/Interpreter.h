@@ -5,9 +5,9 @@
 //
 // Each edge op has one CPU reference function, grouped by op family under compiler/reference/;
 // the semantics of every op (rounding, accumulation order, where it can differ from PyTorch)
-// and what is not supported are documented next to its declaration in
-// compiler/reference/Reference.h. An op the interpreter does not know gives vkd::Error
-// Unsupported naming the node.
+// and what is not supported are documented above its definition in
+// compiler/reference/<Family>.cpp; the op's descriptor (compiler/ops/) points at it. An op the
+// interpreter does not know gives vkd::Error Unsupported naming the node.
 #pragma once
 
 #include <cstdint>

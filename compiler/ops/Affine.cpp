@@ -7,6 +7,18 @@
 #include "compiler/ops/ShapeContext.h"
 
 namespace vkd::compiler {
+
+// The CPU references, defined (with their semantics) in compiler/reference/Affine.cpp.
+std::vector<HostTensor> reference_quantize_affine(const ReferenceContext& c);
+std::vector<HostTensor> reference_dequantize_affine(const ReferenceContext& c);
+std::vector<HostTensor> reference_choose_qparams_affine(const ReferenceContext& c);
+
+// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
+namespace fusion {
+// torchao quantize / dequantize / choose_qparams_affine (compiler/LowerAffine.h).
+std::string lower_affine(FuseState& state, Node& node, int where);
+}  // namespace fusion
+
 namespace {
 
 // block_size checks shared by the torchao affine ops; returns shape / block_size.
@@ -96,24 +108,41 @@ std::vector<TypedShape> choose_qparams_affine(const ShapeContext& c) {
 
 std::vector<EdgeOp> affine_edge_ops() {
   return {
-      {"torchao.quantize_affine", {"input", "scale", "zero_point"}, 2,
-       {required_arg("block_size", Lit::Ints), required_arg("output_dtype", Lit::String),
-        required_arg("quant_min", Lit::Int, true), required_arg("quant_max", Lit::Int, true),
-        optional_arg("zero_point_domain", Lit::String)},
-       1, quantize_affine},
-      {"torchao.dequantize_affine", {"input", "scale", "zero_point"}, 2,
-       {required_arg("block_size", Lit::Ints), required_arg("input_dtype", Lit::String),
-        required_arg("quant_min", Lit::Int, true), required_arg("quant_max", Lit::Int, true),
-        optional_arg("output_dtype", Lit::String), optional_arg("zero_point_domain", Lit::String)},
-       1, dequantize_affine},
-      {"torchao.choose_qparams_affine", {"input"}, 1,
-       {required_arg("mapping_type", Lit::String), required_arg("block_size", Lit::Ints),
-        required_arg("target_dtype", Lit::String), required_arg("quant_min", Lit::Int, true),
-        required_arg("quant_max", Lit::Int, true), required_arg("eps", Lit::Number, true),
-        optional_arg("scale_dtype", Lit::String), optional_arg("zero_point_dtype", Lit::String),
-        optional_arg("preserve_zero", Lit::Bool, ArgValue(true), false),
-        optional_arg("zero_point_domain", Lit::String)},
-       2, choose_qparams_affine},
+      EdgeOp{"torchao.quantize_affine",
+             {"input", "scale", "zero_point"},
+             2,
+             {required_arg("block_size", Lit::Ints), required_arg("output_dtype", Lit::String),
+              required_arg("quant_min", Lit::Int, true), required_arg("quant_max", Lit::Int, true),
+              optional_arg("zero_point_domain", Lit::String)},
+             1,
+             quantize_affine}
+          .computed_by(reference_quantize_affine)
+          .lowered_by(fusion::lower_affine, {"q8ta_quantize_affine"}),
+      EdgeOp{"torchao.dequantize_affine",
+             {"input", "scale", "zero_point"},
+             2,
+             {required_arg("block_size", Lit::Ints), required_arg("input_dtype", Lit::String),
+              required_arg("quant_min", Lit::Int, true), required_arg("quant_max", Lit::Int, true),
+              optional_arg("output_dtype", Lit::String),
+              optional_arg("zero_point_domain", Lit::String)},
+             1,
+             dequantize_affine}
+          .computed_by(reference_dequantize_affine)
+          .lowered_by(fusion::lower_affine, {"q8ta_dequantize_affine"}),
+      EdgeOp{
+          "torchao.choose_qparams_affine",
+          {"input"},
+          1,
+          {required_arg("mapping_type", Lit::String), required_arg("block_size", Lit::Ints),
+           required_arg("target_dtype", Lit::String), required_arg("quant_min", Lit::Int, true),
+           required_arg("quant_max", Lit::Int, true), required_arg("eps", Lit::Number, true),
+           optional_arg("scale_dtype", Lit::String), optional_arg("zero_point_dtype", Lit::String),
+           optional_arg("preserve_zero", Lit::Bool, ArgValue(true), false),
+           optional_arg("zero_point_domain", Lit::String)},
+          2,
+          choose_qparams_affine}
+          .computed_by(reference_choose_qparams_affine)
+          .lowered_by(fusion::lower_affine, {"choose_qparams_affine"}),
   };
 }
 

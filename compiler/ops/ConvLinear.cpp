@@ -5,6 +5,18 @@
 #include "compiler/ops/ShapeContext.h"
 
 namespace vkd::compiler {
+
+// The CPU references, defined (with their semantics) in compiler/reference/ConvLinear.cpp.
+std::vector<HostTensor> reference_convolution(const ReferenceContext& c);
+std::vector<HostTensor> reference_linear(const ReferenceContext& c);
+
+// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
+namespace fusion {
+// dq -> aten.linear | aten.convolution [-> act] -> q => q8ta_linear | q8ta_conv2d; with no
+// quantized tail the float-output q8ta_linear_dq | q8ta_conv2d_dq.
+void fuse_linear_conv(FuseState& state, int anchor);
+}  // namespace fusion
+
 namespace {
 
 std::vector<TypedShape> convolution(const ShapeContext& c) {
@@ -80,12 +92,19 @@ std::vector<TypedShape> linear(const ShapeContext& c) {
 
 std::vector<EdgeOp> conv_linear_edge_ops() {
   return {
-      {"aten.convolution", {"input", "weight", "bias"}, 2,
-       {required_arg("stride", Lit::Ints), required_arg("padding", Lit::Ints),
-        required_arg("dilation", Lit::Ints), required_arg("transposed", Lit::Bool),
-        required_arg("output_padding", Lit::Ints), required_arg("groups", Lit::Int)},
-       1, convolution},
-      {"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear},
+      EdgeOp{"aten.convolution",
+             {"input", "weight", "bias"},
+             2,
+             {required_arg("stride", Lit::Ints), required_arg("padding", Lit::Ints),
+              required_arg("dilation", Lit::Ints), required_arg("transposed", Lit::Bool),
+              required_arg("output_padding", Lit::Ints), required_arg("groups", Lit::Int)},
+             1,
+             convolution}
+          .computed_by(reference_convolution)
+          .fused_by(fusion::fuse_linear_conv, {"q8ta_conv2d", "q8ta_conv2d_dq"}),
+      EdgeOp{"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear}
+          .computed_by(reference_linear)
+          .fused_by(fusion::fuse_linear_conv, {"q8ta_linear", "q8ta_linear_dq"}),
   };
 }
 

@@ -6,6 +6,16 @@
 #include "compiler/ops/ShapeContext.h"
 
 namespace vkd::compiler {
+
+// The CPU references, defined (with their semantics) in compiler/reference/Copy.cpp.
+std::vector<HostTensor> reference_view_copy(const ReferenceContext& c);
+std::vector<HostTensor> reference_copy(const ReferenceContext& c);
+
+// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
+namespace fusion {
+std::string lower_identity(FuseState& state, Node& node, int where);  // clones, view_copy
+}  // namespace fusion
+
 namespace {
 
 std::vector<TypedShape> view_copy(const ShapeContext& c) {
@@ -68,14 +78,29 @@ std::vector<TypedShape> clone_dim_order(const ShapeContext& c) {
 
 std::vector<EdgeOp> copy_edge_ops() {
   return {
-      {"aten.view_copy", {"self"}, 1, {required_arg("size", Lit::Ints)}, 1, view_copy},
-      {"aten.clone", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1, clone_like},
-      {"aten.alias_copy", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1,
-       clone_like},
-      {"aten._clone_dim_order", {"self"}, 1,
-       {optional_arg("non_blocking", Lit::Bool, ArgValue(false), false),
-        optional_arg("dim_order", Lit::Ints)},
-       1, clone_dim_order},
+      EdgeOp{"aten.view_copy", {"self"}, 1, {required_arg("size", Lit::Ints)}, 1, view_copy}
+          .computed_by(reference_view_copy)
+          .lowered_by(fusion::lower_identity, {"identity"}),
+      EdgeOp{"aten.clone", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1, clone_like}
+          .computed_by(reference_copy)
+          .lowered_by(fusion::lower_identity, {"identity"}),
+      EdgeOp{"aten.alias_copy",
+             {"self"},
+             1,
+             {optional_arg("memory_format", Lit::String)},
+             1,
+             clone_like}
+          .computed_by(reference_copy)
+          .lowered_by(fusion::lower_identity, {"identity"}),
+      EdgeOp{"aten._clone_dim_order",
+             {"self"},
+             1,
+             {optional_arg("non_blocking", Lit::Bool, ArgValue(false), false),
+              optional_arg("dim_order", Lit::Ints)},
+             1,
+             clone_dim_order}
+          .computed_by(reference_copy)
+          .lowered_by(fusion::lower_identity, {"identity"}),
   };
 }
 

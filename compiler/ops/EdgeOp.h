@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "compiler/GraphIR.h"
+#include "compiler/fusion/Patterns.h"
+#include "compiler/reference/Reference.h"
 
 namespace vkd::compiler {
 
@@ -50,13 +52,20 @@ struct EdgeOp {
   ShapeRule infer = nullptr;        // dtypes and shapes of the outputs, checking the inputs
   // Defaults that depend on another argument (max_pool2d: stride = kernel_size); may be null.
   void (*complete_args)(Args& args) = nullptr;
-  // TODO(integration) ReferenceFn reference
+  ReferenceFn reference = nullptr;  // the CPU reference (compiler/reference/<Family>.cpp)
   // The backend ops this op can become, and how: a quantized pattern anchored at this op
   // (compiler/fusion/) and/or a direct lowering of a node left after fusion. Either may be null.
   std::vector<std::string> lowers_to;
-  // TODO(integration) FusePattern fuse; DirectLowering lower;
+  fusion::FusePattern fuse = nullptr;
+  fusion::DirectLowering lower = nullptr;
 
   int input_index(std::string_view input_name) const;  // -1 when absent
+
+  // Chained setters for the family lists: EdgeOp{...}.computed_by(reference_relu)
+  // .lowered_by(fusion::lower_relu, {"relu"}).
+  EdgeOp& computed_by(ReferenceFn fn);
+  EdgeOp& fused_by(fusion::FusePattern pattern, std::vector<std::string> backend_ops);
+  EdgeOp& lowered_by(fusion::DirectLowering lowering, std::vector<std::string> backend_ops);
 };
 
 // Every edge op, families in a fixed order (the order of "accepted: ..." messages).

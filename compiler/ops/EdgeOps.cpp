@@ -2,6 +2,7 @@
 
 #include <variant>
 
+#include "partitioner_schema/OpSchema.h"
 #include "runtime/core/Error.h"
 
 namespace vkd::compiler {
@@ -54,6 +55,41 @@ int EdgeOp::input_index(std::string_view input_name) const {
   return -1;
 }
 
+EdgeOp& EdgeOp::computed_by(ReferenceFn fn) {
+  reference = fn;
+  return *this;
+}
+
+EdgeOp& EdgeOp::fused_by(fusion::FusePattern pattern, std::vector<std::string> backend_ops) {
+  fuse = pattern;
+  lowers_to.insert(lowers_to.end(), backend_ops.begin(), backend_ops.end());
+  return *this;
+}
+
+EdgeOp& EdgeOp::lowered_by(fusion::DirectLowering lowering, std::vector<std::string> backend_ops) {
+  lower = lowering;
+  lowers_to.insert(lowers_to.end(), backend_ops.begin(), backend_ops.end());
+  return *this;
+}
+
+namespace {
+
+// A descriptor the rest of the compiler can rely on: a shape rule, a reference, and backend
+// ops that exist in the op registry.
+void check_descriptor(const EdgeOp& op) {
+  VKD_CHECK(op.infer != nullptr && op.reference != nullptr, ErrorCode::Internal, "edge op ",
+            op.name, " has no shape rule or no CPU reference");
+  VKD_CHECK(op.lowers_to.empty() == (op.fuse == nullptr && op.lower == nullptr),
+            ErrorCode::Internal, "edge op ", op.name,
+            ": a fusion pattern or lowering must name the backend ops it produces");
+  for (const std::string& backend : op.lowers_to) {
+    VKD_CHECK(schema::find_op_schema(backend) != nullptr, ErrorCode::Internal, "edge op ",
+              op.name, " lowers to '", backend, "', which partitioner_schema does not declare");
+  }
+}
+
+}  // namespace
+
 const std::vector<EdgeOp>& edge_ops() {
   static const std::vector<EdgeOp> kOps = [] {
     std::vector<EdgeOp> all;
@@ -61,8 +97,7 @@ const std::vector<EdgeOp>& edge_ops() {
                         pixel_shuffle_edge_ops, pool_edge_ops, copy_edge_ops,
                         affine_edge_ops}) {
       for (EdgeOp& op : family()) {
-        VKD_CHECK(op.infer != nullptr, ErrorCode::Internal,
-                  "edge op ", op.name, " has no shape rule or no CPU reference");
+        check_descriptor(op);
         all.push_back(std::move(op));
       }
     }

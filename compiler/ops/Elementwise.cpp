@@ -7,6 +7,21 @@
 #include "compiler/ops/ShapeContext.h"
 
 namespace vkd::compiler {
+
+// The CPU references, defined (with their semantics) in compiler/reference/Elementwise.cpp.
+std::vector<HostTensor> reference_add(const ReferenceContext& c);
+std::vector<HostTensor> reference_relu(const ReferenceContext& c);
+std::vector<HostTensor> reference_hardtanh(const ReferenceContext& c);
+std::vector<HostTensor> reference_clamp(const ReferenceContext& c);
+
+// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
+namespace fusion {
+// dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add.
+void fuse_add(FuseState& state, int anchor);
+std::string lower_relu(FuseState& state, Node& node, int where);  // -> relu
+std::string lower_clamp(FuseState& state, Node& node, int where);  // hardtanh, clamp
+}  // namespace fusion
+
 namespace {
 
 std::vector<TypedShape> add(const ShapeContext& c) {
@@ -51,15 +66,34 @@ std::vector<TypedShape> clamp(const ShapeContext& c) {
 
 std::vector<EdgeOp> elementwise_edge_ops() {
   return {
-      {"aten.add.Tensor", {"self", "other"}, 2,
-       {optional_arg("alpha", Lit::Number, ArgValue(int64_t{1}), false)}, 1, add},
-      {"aten.relu", {"self"}, 1, {}, 1, unary_float},
-      {"aten.hardtanh", {"self"}, 1,
-       {optional_arg("min_val", Lit::Number, ArgValue(-1.0), false),
-        optional_arg("max_val", Lit::Number, ArgValue(1.0), false)},
-       1, hardtanh},
-      {"aten.clamp", {"self"}, 1,
-       {optional_arg("min", Lit::Number), optional_arg("max", Lit::Number)}, 1, clamp},
+      EdgeOp{"aten.add.Tensor",
+             {"self", "other"},
+             2,
+             {optional_arg("alpha", Lit::Number, ArgValue(int64_t{1}), false)},
+             1,
+             add}
+          .computed_by(reference_add)
+          .fused_by(fusion::fuse_add, {"q8ta_add"}),
+      EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float}
+          .computed_by(reference_relu)
+          .lowered_by(fusion::lower_relu, {"relu"}),
+      EdgeOp{"aten.hardtanh",
+             {"self"},
+             1,
+             {optional_arg("min_val", Lit::Number, ArgValue(-1.0), false),
+              optional_arg("max_val", Lit::Number, ArgValue(1.0), false)},
+             1,
+             hardtanh}
+          .computed_by(reference_hardtanh)
+          .lowered_by(fusion::lower_clamp, {"clamp"}),
+      EdgeOp{"aten.clamp",
+             {"self"},
+             1,
+             {optional_arg("min", Lit::Number), optional_arg("max", Lit::Number)},
+             1,
+             clamp}
+          .computed_by(reference_clamp)
+          .lowered_by(fusion::lower_clamp, {"clamp"}),
   };
 }
 

@@ -3,6 +3,17 @@
 #include "compiler/ops/ShapeContext.h"
 
 namespace vkd::compiler {
+
+// The CPU references, defined (with their semantics) in compiler/reference/PixelShuffle.cpp.
+std::vector<HostTensor> reference_pixel_shuffle(const ReferenceContext& c);
+
+// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
+namespace fusion {
+// dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q => q8ta_pixel_shuffle.
+void fuse_pixel_shuffle(FuseState& state, int anchor);
+std::string lower_pixel_shuffle(FuseState& state, Node& node, int where);  // -> pixel_shuffle
+}  // namespace fusion
+
 namespace {
 
 std::vector<TypedShape> pixel_shuffle(const ShapeContext& c) {
@@ -30,8 +41,15 @@ std::vector<TypedShape> pixel_shuffle(const ShapeContext& c) {
 
 std::vector<EdgeOp> pixel_shuffle_edge_ops() {
   return {
-      {"aten.pixel_shuffle", {"self"}, 1, {required_arg("upscale_factor", Lit::Int)}, 1,
-       pixel_shuffle},
+      EdgeOp{"aten.pixel_shuffle",
+             {"self"},
+             1,
+             {required_arg("upscale_factor", Lit::Int)},
+             1,
+             pixel_shuffle}
+          .computed_by(reference_pixel_shuffle)
+          .fused_by(fusion::fuse_pixel_shuffle, {"q8ta_pixel_shuffle"})
+          .lowered_by(fusion::lower_pixel_shuffle, {"pixel_shuffle"}),
   };
 }
 

@@ -7,6 +7,19 @@
 #include "compiler/ops/ShapeContext.h"
 
 namespace vkd::compiler {
+
+// The CPU references, defined (with their semantics) in compiler/reference/Pool.cpp.
+std::vector<HostTensor> reference_max_pool2d(const ReferenceContext& c);
+std::vector<HostTensor> reference_mean_dim(const ReferenceContext& c);
+std::vector<HostTensor> reference_adaptive_avg_pool2d(const ReferenceContext& c);
+
+// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
+namespace fusion {
+// dq -> aten.max_pool2d -> q => q8ta_max_pool2d; dq -> aten.mean.dim (H, W, keepdim) |
+// aten.adaptive_avg_pool2d (1x1) -> q => q8ta_mean.
+void fuse_pool(FuseState& state, int anchor);
+}  // namespace fusion
+
 namespace {
 
 std::vector<TypedShape> max_pool2d(const ShapeContext& c) {
@@ -94,21 +107,37 @@ void default_stride_to_kernel_size(Args& args) {
 
 std::vector<EdgeOp> pool_edge_ops() {
   using V = std::vector<int64_t>;
-  EdgeOp max_pool = {"aten.max_pool2d", {"self"}, 1,
+  EdgeOp max_pool = {"aten.max_pool2d",
+                     {"self"},
+                     1,
                      {required_arg("kernel_size", Lit::Ints),
                       optional_arg("stride", Lit::Ints, std::nullopt, false),
                       optional_arg("padding", Lit::Ints, ArgValue(V{0, 0}), false),
                       optional_arg("dilation", Lit::Ints, ArgValue(V{1, 1}), false),
                       optional_arg("ceil_mode", Lit::Bool, ArgValue(false), false)},
-                     1, max_pool2d};
+                     1,
+                     max_pool2d};
+  max_pool.computed_by(reference_max_pool2d).fused_by(fusion::fuse_pool, {"q8ta_max_pool2d"});
   max_pool.complete_args = default_stride_to_kernel_size;
   return {
       max_pool,
-      {"aten.mean.dim", {"self"}, 1,
-       {required_arg("dim", Lit::Ints), optional_arg("keepdim", Lit::Bool, ArgValue(false), false)},
-       1, mean_dim},
-      {"aten.adaptive_avg_pool2d", {"self"}, 1, {required_arg("output_size", Lit::Ints)}, 1,
-       adaptive_avg_pool2d},
+      EdgeOp{"aten.mean.dim",
+             {"self"},
+             1,
+             {required_arg("dim", Lit::Ints),
+              optional_arg("keepdim", Lit::Bool, ArgValue(false), false)},
+             1,
+             mean_dim}
+          .computed_by(reference_mean_dim)
+          .fused_by(fusion::fuse_pool, {"q8ta_mean"}),
+      EdgeOp{"aten.adaptive_avg_pool2d",
+             {"self"},
+             1,
+             {required_arg("output_size", Lit::Ints)},
+             1,
+             adaptive_avg_pool2d}
+          .computed_by(reference_adaptive_avg_pool2d)
+          .fused_by(fusion::fuse_pool, {"q8ta_mean"}),
   };
 }
 

@@ -6,6 +6,18 @@
 #include "compiler/ops/ShapeContext.h"
 
 namespace vkd::compiler {
+
+// The CPU references, defined (with their semantics) in compiler/reference/Quantize.cpp.
+std::vector<HostTensor> reference_quantize_per_tensor(const ReferenceContext& c);
+std::vector<HostTensor> reference_dequantize_per_tensor(const ReferenceContext& c);
+std::vector<HostTensor> reference_dequantize_per_channel(const ReferenceContext& c);
+
+// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
+namespace fusion {
+std::string lower_quantize(FuseState& state, Node& node, int where);  // -> q8ta_quantize
+std::string lower_dequantize(FuseState& state, Node& node, int where);  // -> q8ta_dequantize
+}  // namespace fusion
+
 namespace {
 
 // quantize_per_tensor / dequantize_per_tensor: one tensor of dtype `in`, per-tensor int8
@@ -59,21 +71,35 @@ std::vector<TypedShape> dequantize_per_channel(const ShapeContext& c) {
 
 std::vector<EdgeOp> quantize_edge_ops() {
   return {
-      {"quantized_decomposed.quantize_per_tensor", {"input"}, 1,
-       {required_arg("scale", Lit::Number), required_arg("zero_point", Lit::Int),
-        required_arg("quant_min", Lit::Int), required_arg("quant_max", Lit::Int),
-        required_arg("dtype", Lit::String)},
-       1, quantize_per_tensor},
-      {"quantized_decomposed.dequantize_per_tensor", {"input"}, 1,
-       {required_arg("scale", Lit::Number), required_arg("zero_point", Lit::Int),
-        required_arg("quant_min", Lit::Int), required_arg("quant_max", Lit::Int),
-        required_arg("dtype", Lit::String), optional_arg("out_dtype", Lit::String)},
-       1, dequantize_per_tensor},
-      {"quantized_decomposed.dequantize_per_channel", {"input", "scales", "zero_points"}, 2,
-       {required_arg("axis", Lit::Int), required_arg("quant_min", Lit::Int),
-        required_arg("quant_max", Lit::Int), required_arg("dtype", Lit::String),
-        optional_arg("out_dtype", Lit::String)},
-       1, dequantize_per_channel},
+      EdgeOp{"quantized_decomposed.quantize_per_tensor",
+             {"input"},
+             1,
+             {required_arg("scale", Lit::Number), required_arg("zero_point", Lit::Int),
+              required_arg("quant_min", Lit::Int), required_arg("quant_max", Lit::Int),
+              required_arg("dtype", Lit::String)},
+             1,
+             quantize_per_tensor}
+          .computed_by(reference_quantize_per_tensor)
+          .lowered_by(fusion::lower_quantize, {"q8ta_quantize"}),
+      EdgeOp{"quantized_decomposed.dequantize_per_tensor",
+             {"input"},
+             1,
+             {required_arg("scale", Lit::Number), required_arg("zero_point", Lit::Int),
+              required_arg("quant_min", Lit::Int), required_arg("quant_max", Lit::Int),
+              required_arg("dtype", Lit::String), optional_arg("out_dtype", Lit::String)},
+             1,
+             dequantize_per_tensor}
+          .computed_by(reference_dequantize_per_tensor)
+          .lowered_by(fusion::lower_dequantize, {"q8ta_dequantize"}),
+      EdgeOp{"quantized_decomposed.dequantize_per_channel",
+             {"input", "scales", "zero_points"},
+             2,
+             {required_arg("axis", Lit::Int), required_arg("quant_min", Lit::Int),
+              required_arg("quant_max", Lit::Int), required_arg("dtype", Lit::String),
+              optional_arg("out_dtype", Lit::String)},
+             1,
+             dequantize_per_channel}
+          .computed_by(reference_dequantize_per_channel),  // folded into the weights it reads
   };
 }
 

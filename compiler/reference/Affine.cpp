@@ -1,6 +1,12 @@
 // CPU reference of torchao's block-wise affine quantization ops: quantize_affine,
-// dequantize_affine, choose_qparams_affine (semantics in Reference.h). Built with
+// dequantize_affine, choose_qparams_affine (semantics above each function). Built with
 // -ffp-contract=off (compiler/CMakeLists.txt), so each float32 operation is rounded on its own.
+//
+// torchao.quantize_affine / dequantize_affine / choose_qparams_affine, zero_point_domain INT:
+//   block_size has one entry per input dim (-1 = the whole dim; [-1] alone = per tensor); each
+//   dim must be divisible by its block size; the scale (and zero point) tensors hold one value
+//   per block, blocks in row-major order of the block grid (their shape is not checked beyond
+//   their element count, as torchao views them).
 #include "compiler/reference/Reference.h"
 
 #include <algorithm>
@@ -92,6 +98,11 @@ double zp_value(const HostTensor& zp, int64_t i) {
 
 }  // namespace
 
+// quantize_affine:   q = clamp(round_half_even(float(x * float(1 / s))) + zp, qmin, qmax).
+//   torchao's source (quant_primitives.py, _quantize_affine_no_dtype_cast) computes
+//   `torch.round(input * (1.0 / scale)) + zero_point`, i.e. it MULTIPLIES by the float32
+//   reciprocal of the float32 scale tensor (its docstrings say "float_val / scale"). This is
+//   what is implemented, and it equals the project's quantize rounding above.
 std::vector<HostTensor> reference_quantize_affine(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "input");
   const HostTensor& scale = c.input(1, "scale");
@@ -124,6 +135,7 @@ std::vector<HostTensor> reference_quantize_affine(const ReferenceContext& c) {
   return {out};
 }
 
+// dequantize_affine: x = float(int32(q) - int32(zp)) * s.
 std::vector<HostTensor> reference_dequantize_affine(const ReferenceContext& c) {
   const HostTensor& q = c.input(0, "input");
   const HostTensor& scale = c.input(1, "scale");
@@ -158,6 +170,24 @@ std::vector<HostTensor> reference_dequantize_affine(const ReferenceContext& c) {
   return {out};
 }
 
+// choose_qparams_affine (preserve_zero = true), per block:
+//   min_neg = min(min(x), 0), max_pos = max(max(x), 0)    (float32)
+//   SYMMETRIC: scale = max(-min_neg, max_pos) / float((qmax - qmin) / 2)
+//              zero_point = int((qmax + qmin + 1) / 2)  (Python true division, truncated:
+//              0 for int8 [-128, 127] and [-127, 127], 128 for [0, 255])
+//              scale = max(scale, eps)
+//   SYMMETRIC_NO_CLIPPING_ERR: smin = min_neg / float(qmin), smax = max_pos / float(qmax),
+//              scale = smin > smax ? smin : smax, then as SYMMETRIC.
+//   ASYMMETRIC: scale = (max_pos - min_neg) / float(qmax - qmin); scale = max(scale, eps);
+//              zero_point = clamp(qmin - round_half_even(min_neg / scale), qmin, qmax)
+//   eps absent/None: float32 epsilon (2^-23). The eps clamp comes BEFORE the asymmetric zero
+//   point, as in current torchao; older torchao releases clamped after it, which made the
+//   zero point of an all-zero block 0/0 = NaN. These follow torchao's definitions as best
+//   known from its source; the min/max reductions are exact, every division is one float32
+//   division. Outputs: scale (float32) and zero_point (the declared output's dtype: int32,
+//   int8 or float32; an int64 zero_point_dtype is narrowed to int32), shaped as torchao
+//   returns them (reduced dims dropped: [2, 8] with block_size [1, 8] gives [2]) unless the
+//   graph declares another shape with the same element count (e.g. [2, 1]), which is kept.
 std::vector<HostTensor> reference_choose_qparams_affine(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "input");
   c.expect_dtype(x, DType::Float32, "input");

@@ -1,4 +1,4 @@
-// CPU reference of the float32 convolution and linear ops (semantics in Reference.h). Built
+// CPU reference of the float32 convolution and linear ops (semantics above each function). Built
 // with -ffp-contract=off (compiler/CMakeLists.txt), so each float32 product and sum is rounded
 // on its own, in the order written here.
 #include "compiler/reference/Reference.h"
@@ -31,6 +31,11 @@ WeightedOperands float_weighted_operands(const ReferenceContext& c) {
 
 }  // namespace
 
+// aten.convolution (rank-4 NCHW, transposed = false; stride/padding/dilation: 1 or 2 ints):
+//   out[n,co,oh,ow] = sum + bias[co], where sum is one float32 accumulator starting at +0.0f
+//   that adds x * w (each product rounded to float32) for ci ascending over the group's input
+//   channels, then kh ascending, then kw ascending; taps in the zero padding are skipped (they
+//   would add +0 or -0, which cannot change a sum that starts at +0). Bias is added last.
 std::vector<HostTensor> reference_convolution(const ReferenceContext& c) {
   const auto [x, w, b] = float_weighted_operands(c);
   if (c.bool_arg("transposed", false)) c.fail(ErrorCode::Unsupported, "transposed convolution");
@@ -96,6 +101,7 @@ std::vector<HostTensor> reference_convolution(const ReferenceContext& c) {
   return {HostTensor::from_floats({N, CO, OH, OW}, ov)};
 }
 
+// aten.linear: y[..., n] = (sum over k ascending of x[..., k] * w[n, k], float32) + b[n].
 std::vector<HostTensor> reference_linear(const ReferenceContext& c) {
   const auto [x, w, b] = float_weighted_operands(c);
   c.require(!x.shape.empty(), "input must have rank >= 1");

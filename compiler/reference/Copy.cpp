@@ -1,5 +1,5 @@
 // CPU reference of the ops that copy a tensor unchanged or reshape it: view_copy, clone,
-// alias_copy, _clone_dim_order (semantics in Reference.h). Host tensors are always in logical
+// alias_copy, _clone_dim_order (semantics above each function). Host tensors are always in logical
 // C order, so the bytes are copied as they are.
 #include "compiler/reference/Reference.h"
 
@@ -12,11 +12,14 @@ namespace vkd::compiler {
 
 using namespace reference;  // the shared element helpers (ReferenceContext.h)
 
+// aten.clone / aten.alias_copy / aten._clone_dim_order: copies (host tensors are always logical
+//   C order, so a dim_order does not change the bytes).
 std::vector<HostTensor> reference_copy(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "self");
   return {x};
 }
 
+// aten.view_copy: the input's bytes with the `size` argument as shape (one -1 is inferred).
 std::vector<HostTensor> reference_view_copy(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "self");
   std::vector<int64_t> size = c.ints_arg("size");

@@ -1,5 +1,5 @@
-// CPU reference of the element-wise ops: add, relu, hardtanh, clamp (semantics in
-// Reference.h). Built with -ffp-contract=off (compiler/CMakeLists.txt), so add's alpha product
+// CPU reference of the element-wise ops: add, relu, hardtanh, clamp (semantics above each
+// function). Built with -ffp-contract=off (compiler/CMakeLists.txt), so add's alpha product
 // and sum are rounded on their own.
 #include "compiler/reference/Reference.h"
 
@@ -51,6 +51,9 @@ float clamp_float(float x, std::optional<float> lo, std::optional<float> hi) {
 
 }  // namespace
 
+// aten.add.Tensor: numpy broadcasting; out = a + b when alpha == 1, else a + float(alpha) * b
+//   (PyTorch's vectorized CPU kernel fuses the alpha multiply-add, its scalar tail does not, so
+//   alpha != 1 can differ from PyTorch in the last bit). int32 tensors: a + alpha * b.
 std::vector<HostTensor> reference_add(const ReferenceContext& c) {
   const HostTensor& a = c.input(0, "self");
   const HostTensor& b = c.input(1, "other");
@@ -97,6 +100,9 @@ std::vector<HostTensor> reference_add(const ReferenceContext& c) {
   return {out};
 }
 
+// aten.relu: x < 0 ? 0 : x.   aten.hardtanh / aten.clamp: min(max(x, lo), hi) with the bounds
+//   as float32 (an absent clamp bound is not applied; lo > hi gives hi, as in PyTorch); NaN
+//   propagates through all three.
 std::vector<HostTensor> reference_relu(const ReferenceContext& c) {
   return unary_float(c, [](float x) { return x < 0.0f ? 0.0f : x; });
 }

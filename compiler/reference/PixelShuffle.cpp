@@ -1,4 +1,4 @@
-// CPU reference of pixel_shuffle (semantics in Reference.h): moves elements byte for byte,
+// CPU reference of pixel_shuffle (semantics above each function): moves elements byte for byte,
 // so it takes any dtype the interpreter holds (float16 included).
 #include "compiler/reference/Reference.h"
 
@@ -12,6 +12,7 @@ namespace vkd::compiler {
 
 using namespace reference;  // the shared element helpers (ReferenceContext.h)
 
+// aten.pixel_shuffle(r): out[n, c, oh, ow] = in[n, c*r*r + (oh % r)*r + (ow % r), oh / r, ow / r].
 std::vector<HostTensor> reference_pixel_shuffle(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "self");
   const int64_t r = c.int_arg("upscale_factor");

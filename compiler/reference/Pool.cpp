@@ -1,5 +1,5 @@
 // CPU reference of the pooling and reduction ops: max_pool2d, mean.dim, adaptive_avg_pool2d
-// (semantics in Reference.h). Built with -ffp-contract=off (compiler/CMakeLists.txt), so each
+// (semantics above each function). Built with -ffp-contract=off (compiler/CMakeLists.txt), so each
 // float32 sum is rounded on its own, in the order written here.
 #include "compiler/reference/Reference.h"
 
@@ -66,6 +66,9 @@ HostTensor mean_over(const ReferenceContext& c, const HostTensor& x, std::vector
 
 }  // namespace
 
+// aten.max_pool2d: PyTorch's output size (pooling_output_shape: with ceil_mode the last window
+//   is dropped when it would start in the right padding), padding acts as -inf, taps are at
+//   start + k * dilation, NaN wins; padding must be <= kernel / 2 as PyTorch requires.
 std::vector<HostTensor> reference_max_pool2d(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "self");
   if (x.dtype != DType::Float32 && x.dtype != DType::Int8) {
@@ -128,6 +131,11 @@ std::vector<HostTensor> reference_max_pool2d(const ReferenceContext& c) {
   return {out};
 }
 
+// aten.mean.dim (any dims; empty list = all dims) and aten.adaptive_avg_pool2d (output 1x1
+//   only; PyTorch itself computes it as mean over (-1, -2)): for each output element one float32
+//   accumulator sums the reduced elements in row-major order of the input, then divides by the
+//   element count (as a float32). PyTorch sums in a different (vectorized, cascaded) order, so
+//   means agree with it to rounding, not bit for bit.
 std::vector<HostTensor> reference_mean_dim(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "self");
   if (c.present("dtype")) {

@@ -1,5 +1,5 @@
 // CPU reference of the quantized_decomposed ops: quantize / dequantize per tensor and
-// dequantize per channel (semantics in Reference.h). Built with -ffp-contract=off
+// dequantize per channel (semantics above each function). Built with -ffp-contract=off
 // (compiler/CMakeLists.txt), so each float32 product is rounded on its own.
 #include "compiler/reference/Reference.h"
 
@@ -18,6 +18,12 @@ float inverse_scale(float scale) { return static_cast<float>(1.0 / static_cast<d
 
 }  // namespace
 
+// quantized_decomposed.quantize_per_tensor (the project's rounding,
+// test/reference/QuantReference.h):
+//   s = float(scale); inv = float(1.0 / double(s));
+//   q = clamp(nearbyint(float(x * inv)) + zero_point, quant_min, quant_max)  (ties to even)
+//   PyTorch computes float(1.0 / scale) from the double scale; the two agree whenever the scale
+//   is a float32 value (what exporters write, observers hold float32 scales).
 std::vector<HostTensor> reference_quantize_per_tensor(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "input");
   c.expect_dtype(x, DType::Float32, "input");
@@ -35,6 +41,7 @@ std::vector<HostTensor> reference_quantize_per_tensor(const ReferenceContext& c)
   return {out};
 }
 
+// quantized_decomposed.dequantize_per_tensor:   x = float(q - zero_point) * float(scale)
 std::vector<HostTensor> reference_dequantize_per_tensor(const ReferenceContext& c) {
   const HostTensor& q = c.input(0, "input");
   c.require(q.dtype == DType::Int8 || q.dtype == DType::Int32, "input must be int8 or int32");
@@ -53,6 +60,8 @@ std::vector<HostTensor> reference_dequantize_per_tensor(const ReferenceContext& 
   return {out};
 }
 
+// quantized_decomposed.dequantize_per_channel:  x = float(q - zp[c]) * scale[c], c = index along
+//   `axis` (negative counts from the end); absent zero_points mean 0.
 std::vector<HostTensor> reference_dequantize_per_channel(const ReferenceContext& c) {
   const HostTensor& q = c.input(0, "input");
   const HostTensor& scales = c.input(1, "scales");

@@ -1,4 +1,4 @@
-// What every CPU reference op (compiler/reference/*.cpp, declared in Reference.h) works with:
+// What every CPU reference op (compiler/reference/<Family>.cpp) works with:
 // the per-node context it reads its inputs and arguments from (its errors name the node), and
 // the element helpers that more than one op family uses, defined here once.
 //
