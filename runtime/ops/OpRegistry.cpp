@@ -9,6 +9,17 @@
 
 namespace vkd::ops {
 
+// The op families, each defined at the end of its own runtime/ops/<Family>.cpp: the one list a
+// new family is added to.
+void register_quantize_ops(OpRegistry& registry);
+void register_affine_quant_ops(OpRegistry& registry);
+void register_layout_convert_ops(OpRegistry& registry);
+void register_linear_ops(OpRegistry& registry);
+void register_conv2d_ops(OpRegistry& registry);
+void register_pixel_shuffle_ops(OpRegistry& registry);
+void register_elementwise_ops(OpRegistry& registry);
+void register_pool_ops(OpRegistry& registry);
+
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
   const schema::OpSchema* schema = schema::find_op_schema(name);
   VKD_CHECK(schema != nullptr && schema->has_kernel, ErrorCode::Internal, "op '", name,

@@ -4,7 +4,7 @@
 // loader (runtime/delegate/GraphLoader) calls build().
 //
 // Each op family file ends with a register_<family>_ops(OpRegistry&) function; OpRegistry.cpp
-// lists them (the one place an op family is added).
+// declares and lists them (the one place an op family is added).
 #pragma once
 
 #include <cstdint>
@@ -122,15 +122,5 @@ class OpCall {
   const TensorResolver& tensor_for_;
   const std::vector<serialization::ValueId>& args_;
 };
-
-// Op families (each defined at the end of its own .cpp).
-void register_quantize_ops(OpRegistry& registry);
-void register_affine_quant_ops(OpRegistry& registry);
-void register_layout_convert_ops(OpRegistry& registry);
-void register_linear_ops(OpRegistry& registry);
-void register_conv2d_ops(OpRegistry& registry);
-void register_pixel_shuffle_ops(OpRegistry& registry);
-void register_elementwise_ops(OpRegistry& registry);
-void register_pool_ops(OpRegistry& registry);
 
 }  // namespace vkd::ops
