@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compiler/fusion/EdgeOpNames.h"
 #include "partitioner_schema/OpSchema.h"
 
 namespace vkd::compiler::fusion {
@@ -30,6 +31,21 @@ bool FuseState::allowed(int anchor, const std::string& backend) {
   note("not fused: " + graph.nodes[anchor].op + " (" + node_list({anchor}) + ") as " + backend +
        ": it has no kernel yet (left to the host)");
   return false;
+}
+
+std::optional<DqAnchor> FuseState::match_dq_anchor(int anchor, const std::string& backend) {
+  const Node& n = graph.nodes[anchor];
+  if (n.inputs.empty() || n.outputs.size() != 1) return std::nullopt;
+  DqAnchor m;
+  m.x = n.inputs[0];
+  m.dq = graph.producer(m.x);
+  if (!node_is(graph, m.dq, kDq)) return std::nullopt;  // not a quantized pattern
+  if (!allowed(anchor, backend)) return std::nullopt;
+  m.tail = match_tail(graph, n.outputs[0]);
+  m.nodes = {m.dq, anchor};
+  m.nodes.insert(m.nodes.end(), m.tail.nodes.begin(), m.tail.nodes.end());
+  m.chain = chain_of({m.dq}, anchor, m.tail.nodes);
+  return m;
 }
 
 bool FuseState::any_claimed(const std::vector<int>& nodes) const {

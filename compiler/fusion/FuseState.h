@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -24,6 +25,16 @@ struct Fusion {
   std::vector<std::string> dead;    // intermediate values (removed)
   std::vector<std::string> folded;  // weight dq outputs the node no longer reads
   Node node;
+};
+
+// The start every single-input pattern shares: anchor node `anchor` reads, through its first
+// input `x`, the output of a dequantize (node `dq`) and its float output feeds `tail`.
+struct DqAnchor {
+  std::string x;
+  int dq = -1;
+  Tail tail;
+  std::vector<int> nodes;  // dq, the anchor, then the tail's nodes as far as they matched
+  std::string chain;       // "dq -> <op> -> act -> q", for the report
 };
 
 struct FuseState {
@@ -50,6 +61,10 @@ struct FuseState {
   // before a pattern is matched, as matching adds constants to the graph.
   bool allowed(int anchor, const std::string& backend);
   bool any_claimed(const std::vector<int>& nodes) const;
+  // Anchor `anchor` (one input, one output) as the start of a dq -> op [-> act] -> q pattern
+  // into `backend`; nullopt, silently, when it is not a quantized pattern, or, reported, when
+  // `backend` may not be targeted.
+  std::optional<DqAnchor> match_dq_anchor(int anchor, const std::string& backend);
 
   // "dq -> aten.linear -> q": the labels of `head` nodes, the anchor's op, then `tail`'s.
   std::string chain_of(const std::vector<int>& head, int anchor,

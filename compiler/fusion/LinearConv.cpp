@@ -117,29 +117,26 @@ void fuse_linear_conv(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
   const std::string backend = n.op == kConv ? "q8ta_conv2d" : "q8ta_linear";
-  if (n.inputs.empty() || n.outputs.size() != 1) return;
-  const std::string x = n.inputs[0];
-  const int p = g.producer(x);
-  if (!node_is(g, p, kDq)) return;  // not a quantized pattern
-  if (!state.allowed(i, backend)) return;
-  const Tail tail = match_tail(g, n.outputs[0]);
-  std::vector<int> all = {p, i};
-  all.insert(all.end(), tail.nodes.begin(), tail.nodes.end());
-  const std::string full_chain = state.chain_of({p}, i, tail.nodes);
+  const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
+  if (!m) return;
+  const Tail& tail = m->tail;
+  const int p = m->dq;
   const std::string full_backend = tail.kind == Tail::None ? backend + "_dq" : backend;
-  auto fail = [&](const std::string& why) { state.not_fused(full_chain, all, full_backend, why); };
+  auto fail = [&](const std::string& why) {
+    state.not_fused(m->chain, m->nodes, full_backend, why);
+  };
 
   Operands ops;
   const std::string why = read_operands(g, n, p, ops);
   if (!why.empty()) return fail(why);
   // Only the quantized tail failed: say why, then fuse the float-output variant.
   const bool quantized = tail.kind == Tail::Ok;
-  if (tail.kind == Tail::Half) state.not_fused(full_chain, all, backend, tail.why);
+  if (tail.kind == Tail::Half) state.not_fused(m->chain, m->nodes, backend, tail.why);
   Fusion f;
   f.nodes = {p, i};
   if (quantized) f.nodes.insert(f.nodes.end(), tail.nodes.begin(), tail.nodes.end());
   if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
-  f.dead = {x};
+  f.dead = {m->x};
   if (quantized) f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
   f.folded = {n.inputs[1]};
   f.node = build_node(state, p, i, backend, quantized ? &tail : nullptr, ops);

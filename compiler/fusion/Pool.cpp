@@ -101,17 +101,15 @@ std::string read_mean_args(const Node& n, int64_t rank, const QuantInfo& out_q, 
 void fuse_pool(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
-  if (n.inputs.empty() || n.outputs.size() != 1) return;
   const bool max_pool = n.op == kMaxPool;
   const std::string backend = max_pool ? "q8ta_max_pool2d" : "q8ta_mean";
-  const std::string x = n.inputs[0];
-  const int p = g.producer(x);
-  if (!node_is(g, p, kDq)) return;  // not a quantized pattern
-  if (!state.allowed(i, backend)) return;
-  const Tail tail = match_tail(g, n.outputs[0]);
-  std::vector<int> all = {p, i};
-  all.insert(all.end(), tail.nodes.begin(), tail.nodes.end());
-  const std::string chain = state.chain_of({p}, i, tail.nodes);
+  const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
+  if (!m) return;
+  const Tail& tail = m->tail;
+  const int p = m->dq;
+  const std::string& x = m->x;
+  const std::vector<int>& all = m->nodes;
+  const std::string& chain = m->chain;
   auto fail = [&](const std::string& why) { state.not_fused(chain, all, backend, why); };
 
   QuantInfo in_q;
