@@ -439,11 +439,18 @@ class ConstantStager {
   }
 
  private:
+  // A buffer-to-image copy must start at a multiple of the texel size (8 or 16 bytes), so an
+  // image goes at the next multiple of 16 after what is staged, in a fresh batch when it would
+  // end past the capacity: used_ never exceeds capacity_ (add_buffer's free space relies on it).
   void add_image(const GpuTensor& t, const std::vector<uint8_t>& packed) {
-    if (used_ + packed.size() > capacity_) flush();
-    std::memcpy(mapped_ + used_, packed.data(), packed.size());
-    record_copy(cmd_, t, staging_.handle(), true, used_);
-    used_ += align_up(static_cast<int64_t>(packed.size()), 16);
+    uint64_t offset = (used_ + 15) / 16 * 16;
+    if (offset + packed.size() > capacity_) {
+      flush();
+      offset = 0;
+    }
+    std::memcpy(mapped_ + offset, packed.data(), packed.size());
+    record_copy(cmd_, t, staging_.handle(), true, offset);
+    used_ = offset + packed.size();
   }
 
   void add_buffer(const GpuTensor& t, const std::vector<uint8_t>& packed) {
@@ -481,7 +488,9 @@ uint64_t ComputeGraph::constant_staging_capacity() const {
   uint64_t total = 0, largest_image = 0;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     if (!(roles_[i] & kConstant)) continue;
-    total += tensors_[i]->bytes();
+    // Sizes rounded up to 16 cover the padding ConstantStager puts before images, so
+    // constants below the batch limit still go in one batch.
+    total += (tensors_[i]->bytes() + 15) / 16 * 16;
     if (tensors_[i]->is_image()) largest_image = std::max(largest_image, tensors_[i]->bytes());
   }
   if (total == 0) return 0;

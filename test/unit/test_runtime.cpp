@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -345,6 +346,73 @@ TEST(GpuTimeout, ConstantUploadTimeoutDuringLoad) {
                              {"constant upload", "did not finish within 1 ms"}));
   }
   watch.check("destroying a graph whose constant upload timed out");
+}
+
+// ---- constant upload -----------------------------------------------------------------------
+
+// One constant of a ConstantUploadCase: its spec and the device bytes it must occupy.
+struct StagedConstant {
+  TensorSpec spec;
+  uint64_t bytes;
+};
+
+struct ConstantUploadCase {
+  const char* what;
+  uint64_t batch_bytes;  // ComputeGraph::set_constant_batch_bytes
+  std::vector<StagedConstant> constants;
+};
+
+// Constants of sizes that are not multiples of 16 (a float16 texel is 8 bytes, an int32 element
+// 4) share the staging buffer: every byte must land in its own tensor, and every staging range
+// the copies use must lie inside the staging buffer with each image at a multiple of its texel
+// size (the fixture fails the test on any validation message).
+TEST_F(RuntimeTest, ConstantUploadOfOddSizedTexturesAndBuffers) {
+  const StagedConstant f16_tex1{{{1, 1, 1, 4}, DType::Float16, StorageType::Texture3D,
+                                 MemoryLayout::WidthPacked}, 8};
+  const StagedConstant f16_tex3{{{1, 1, 3, 4}, DType::Float16, StorageType::Texture3D,
+                                 MemoryLayout::WidthPacked}, 24};
+  const StagedConstant f32_tex1{{{1, 1, 1, 4}, DType::Float32, StorageType::Texture3D,
+                                 MemoryLayout::WidthPacked}, 16};
+  auto i32_buf = [](int64_t n) {
+    return StagedConstant{{{1, 1, 1, n}, DType::Int32, StorageType::Buffer,
+                           MemoryLayout::WidthPacked}, 4 * static_cast<uint64_t>(n)};
+  };
+  const std::vector<ConstantUploadCase> cases = {
+      // 12 bytes in all, staged as 8 + padding to 16 + 4: more than 12.
+      {"texture 8 B then buffer 4 B", 16u << 20, {f16_tex1, i32_buf(1)}},
+      // The texture right after 4 buffer bytes.
+      {"buffer 4 B then texture 8 B", 16u << 20, {i32_buf(1), f16_tex1}},
+      // Several batches of 32 bytes, buffers split across them.
+      {"32-byte batches", 32,
+       {f16_tex3, i32_buf(5), f16_tex1, i32_buf(3), f32_tex1, i32_buf(13), f16_tex1}},
+      // A batch limit that is not a multiple of 16.
+      {"20-byte batches", 20, {f16_tex1, i32_buf(3), f16_tex1, i32_buf(7)}},
+  };
+  uint32_t seed = 1;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    ComputeGraph g(ctx());
+    g.set_constant_batch_bytes(c.batch_bytes);
+    std::vector<ValueRef> refs;
+    std::vector<std::vector<uint8_t>> expected;
+    for (const auto& k : c.constants) {
+      std::mt19937 rng(seed++);
+      std::vector<uint8_t> bytes(k.bytes);
+      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+      refs.push_back(g.add_constant(k.spec, "c" + std::to_string(refs.size()),
+                                    [bytes] { return bytes; }, bytes.size()));
+      ASSERT_EQ(g.tensor(refs.back()).bytes(), k.bytes) << k.spec.describe();
+      g.add_output(refs.back());
+      expected.push_back(std::move(bytes));
+    }
+    g.prepare();
+    g.execute();
+    for (size_t i = 0; i < refs.size(); ++i) {
+      std::vector<int32_t> words(expected[i].size() / 4);
+      std::memcpy(words.data(), expected[i].data(), expected[i].size());
+      EXPECT_TRUE(words_equal(words, g.read_words(refs[i]))) << "constant " << i;
+    }
+  }
 }
 
 // ---- kernel statistics (VK_KHR_pipeline_executable_properties) ------------------------------
