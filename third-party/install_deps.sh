@@ -18,6 +18,7 @@ PACKAGES=(
   vulkan-validationlayers                      # Khronos validation layer (tests run under it)
   mesa-vulkan-drivers                          # lavapipe: the CPU Vulkan device, the fallback
   python3-numpy python3-torch                  # oracle tests (torch computes the expected values)
+  python3-torchvision                          # the exporter's model tests and examples
 )
 
 missing=()

@@ -15,7 +15,7 @@ the int8 kernels' int32 arithmetic bit for bit (vkd run --check compares int8 te
 
 Writes into OUT_DIR (created if missing; an existing file of the same name stops the script with
 exit status 2 unless --force is given):
-  refinenet_lite.json         the graph IR (partitioner_schema/README.md), decomposed q/dq form
+  refinenet_lite.json         the graph IR (compiler/README.md), decomposed q/dq form
   refinenet_lite.safetensors  int8 weights, float32 per-channel weight scales and biases
   image.npy                   the input image x, float32 [1, 3, 256, 144]
 
