@@ -1,0 +1,80 @@
+"""Small models for the exporter's examples and tests (seeded random weights, no downloads)."""
+import torch
+from torch import nn
+
+
+def _conv(cin, cout, k, stride=1):
+    """A 'same'-padded convolution with a bias: the building block of every stage below."""
+    return nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2)
+
+
+class TinyUNet(nn.Module):
+    """A U-Net-style segmentation net that exercises what the exporter must keep apart.
+
+    Encoder: conv + ReLU6 (PyTorch does not fuse ReLU6 into the conv, so it stays a standalone
+    quantized hardtanh), max pool + conv + ReLU, a strided conv + ReLU. Bottleneck: conv, a
+    residual add, then ReLU6 standalone after the add. Decoder: two 1x1 convs that upsample by
+    pixel_shuffle(2), each followed by a skip add with the encoder map of the same size. Head:
+    1x1 conv to `classes` channels at the input resolution.
+    """
+
+    def __init__(self, in_channels=3, width=16, classes=4):
+        super().__init__()
+        w = width
+        self.stem = nn.Sequential(_conv(in_channels, w, 3), nn.ReLU6())
+        self.down1 = nn.Sequential(nn.MaxPool2d(2), _conv(w, 2 * w, 3), nn.ReLU())
+        self.down2 = nn.Sequential(_conv(2 * w, 2 * w, 3, stride=2), nn.ReLU())
+        self.mid = _conv(2 * w, 2 * w, 3)
+        self.mid_act = nn.ReLU6()
+        self.up2 = nn.Sequential(_conv(2 * w, 8 * w, 1), nn.PixelShuffle(2))
+        self.up1 = nn.Sequential(_conv(2 * w, 4 * w, 1), nn.PixelShuffle(2))
+        self.head = _conv(w, classes, 1)
+
+    def forward(self, x):
+        e1 = self.stem(x)
+        e2 = self.down1(e1)
+        e3 = self.down2(e2)
+        m = self.mid_act(self.mid(e3) + e3)
+        u2 = self.up2(m) + e2
+        u1 = self.up1(u2) + e1
+        return self.head(u1)
+
+
+def tiny_unet(in_channels=3, width=16, classes=4):
+    """Factory for `--model vkdelegate.examples_models:tiny_unet` (weights from torch's RNG)."""
+    return TinyUNet(in_channels, width, classes)
+
+
+def recalibrate_batchnorm(model, input_shape, batches=4, seed=0):
+    """Measures the batch-norm statistics of a randomly initialised model on random inputs.
+
+    torchvision initialises running mean 0 / variance 1, which do not match what random weights
+    produce: in eval mode activations shrink layer after layer (a random MobileNetV2's logits
+    are ~1e-9), so quantization ranges and any numeric comparison would be meaningless. A few
+    train-mode passes with a cumulative average (momentum None) fix the statistics; the model
+    is returned in eval mode.
+    """
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    saved = [m.momentum for m in norms]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(input_shape, generator=gen))
+    for m, momentum in zip(norms, saved):
+        m.momentum = momentum
+    return model.eval()
+
+
+def torchvision_quantizable(name, input_size=224, **kwargs):
+    """`torchvision.models.quantization.<name>` (float, random weights) with batch-norm
+    statistics measured on 4 x 2 random inputs of input_size^2 (recalibrate_batchnorm):
+    `--model vkdelegate.examples_models:torchvision_quantizable --model-arg name=mobilenet_v2`.
+    """
+    import torchvision
+    factory = getattr(torchvision.models.quantization, name)
+    model = factory(weights=None, quantize=False, **kwargs)
+    return recalibrate_batchnorm(model, (2, 3, input_size, input_size))

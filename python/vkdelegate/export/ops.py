@@ -1,0 +1,541 @@
+"""The handlers: which graph IR op each FX node target becomes (walk.py drives them).
+
+Keys: a call_function's target object (torch.add, F.relu, ...), "Tensor.<name>" for a
+call_method, "<namespace>.<op>.<overload>" for an OpOverload (the PT2E / torch.export form, e.g.
+"aten.add.Tensor", "quantized_decomposed.quantize_per_tensor.default") and, for call_module, the
+module's class (looked up along its MRO). A node whose tensor inputs are all constants is
+folded in PyTorch (weights quantized in the graph), dequantizes excepted: the weight dequantize
+stays in the IR for the compiler to fold. Anything else without a handler is written as
+`aten.<name>` with its arguments under its schema's names (`generic`).
+"""
+import operator
+import re
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.ao.nn.intrinsic import _FusedModule
+from torch.ao.nn.quantized import reference as ref_nn
+from torch.fx.operator_schemas import normalize_function
+
+from .walk import (DQ_PER_CHANNEL, DQ_PER_TENSOR, Literal, Param, Tensor, int8_data,
+                   int8_qargs)
+
+_HANDLERS = {}         # node key -> fn(walker, node) -> ref
+_MODULE_HANDLERS = {}  # module class -> fn(walker, module, path, x, out) -> Tensor
+_REQUIRED = object()
+
+
+def handles(*keys):
+    """Registers a node handler under each key."""
+    def register(fn):
+        for key in keys:
+            _HANDLERS[key] = fn
+        return fn
+    return register
+
+
+def handles_module(*classes):
+    """Registers a module handler for each class (and, through the MRO, its subclasses)."""
+    def register(fn):
+        for cls in classes:
+            _MODULE_HANDLERS[cls] = fn
+        return fn
+    return register
+
+
+def overload_name(op):
+    """'aten.add.Tensor' for torch.ops.aten.add.Tensor."""
+    namespace, name = op._schema.name.split("::")
+    return f"{namespace}.{name}.{op._overloadname}"
+
+
+def node_key(node):
+    if node.op == "call_method":
+        return "Tensor." + node.target
+    if isinstance(node.target, torch._ops.OpOverload):
+        return overload_name(node.target)
+    return node.target
+
+
+def find_handler(w, node):
+    """Dispatches one call node (Walker's hook)."""
+    if node.op == "call_module":
+        return _call_module(w, node)
+    key = node_key(node)
+    if "dequantize" not in str(key) and _only_constants(w, node):
+        return _fold(w, node)
+    return _HANDLERS.get(key, generic)(w, node)
+
+
+def arg(node, index, names, default=_REQUIRED):
+    """Argument `index` of `node`, positional or by keyword (`names`: one name or aliases, as
+    PyTorch's Python and ATen signatures name some differently: input / self)."""
+    if index < len(node.args):
+        return node.args[index]
+    for name in (names,) if isinstance(names, str) else names:
+        if name in node.kwargs:
+            return node.kwargs[name]
+    if default is _REQUIRED:
+        raise ValueError(f"node '{node.name}' lacks argument '{names}'")
+    return default
+
+
+# ---- folding constants ------------------------------------------------------------------------
+
+def _node_args(node):
+    found = []
+    torch.fx.node.map_arg((node.args, node.kwargs), found.append)
+    return found
+
+
+def _only_constants(w, node):
+    return all(isinstance(w.env[a], (Param, Literal)) for a in _node_args(node))
+
+
+def _fold(w, node):
+    """Evaluates a node that reads only constants (a weight quantized in the graph)."""
+    args = torch.fx.node.map_arg(node.args, w.literal)
+    kwargs = torch.fx.node.map_arg(node.kwargs, w.literal)
+    with torch.no_grad():
+        if node.op == "call_method":
+            result = getattr(args[0], node.target)(*args[1:], **kwargs)
+        else:
+            result = node.target(*args, **kwargs)
+    return Param(result, node.name) if isinstance(result, torch.Tensor) else Literal(result)
+
+
+# ---- quantize / dequantize --------------------------------------------------------------------
+
+@handles(torch.quantize_per_tensor)
+def _quantize_fx(w, node):
+    """torch.quantize_per_tensor(input, scale, zero_point, dtype): the reference graph's q."""
+    qargs = int8_qargs(w.scalar(arg(node, 1, "scale")), w.scalar(arg(node, 2, "zero_point")),
+                       w.literal(arg(node, 3, "dtype")))
+    return w.quantize(w.input(node.args[0]), qargs, w.out())
+
+
+@handles("quantized_decomposed.quantize_per_tensor.default",
+         "quantized_decomposed.quantize_per_tensor.tensor")
+def _quantize_decomposed(w, node):
+    """quantized_decomposed.quantize_per_tensor(input, scale, zero_point, quant_min, quant_max,
+    dtype): PT2E's q, already with an explicit range."""
+    return w.quantize(w.input(node.args[0]), _decomposed_qargs(w, node), w.out())
+
+
+def _decomposed_qargs(w, node):
+    return int8_qargs(w.scalar(arg(node, 1, "scale")), w.scalar(arg(node, 2, "zero_point")),
+                      w.literal(arg(node, 5, "dtype")), w.scalar(arg(node, 3, "quant_min")),
+                      w.scalar(arg(node, 4, "quant_max")))
+
+
+@handles("Tensor.dequantize", torch.dequantize)
+def _dequantize_fx(w, node):
+    """x.dequantize(): of an activation, a per-consumer dq with its quantize's parameters; of a
+    quantized constant (a weight quantized in the graph), the weight dequantize."""
+    source = node.args[0]
+    ref = w.ref(source)
+    if isinstance(ref, Param):
+        return Tensor(w.weight_dequantize(ref.tensor, ref.data_name))
+    name = w.input(source)
+    if name not in w.qparams:
+        raise w.fail(f"dequantizes '{name}', which no quantize_per_tensor produced")
+    return w.dequantize_later(name, w.qparams[name], node)
+
+
+@handles("quantized_decomposed.dequantize_per_tensor.default",
+         "quantized_decomposed.dequantize_per_tensor.tensor")
+def _dequantize_decomposed(w, node):
+    """PT2E's dq: deferred per consumer for activations, emitted at once for a constant."""
+    source, qargs = node.args[0], _decomposed_qargs(w, node)
+    ref = w.ref(source)
+    if not isinstance(ref, Param):
+        return w.dequantize_later(w.input(source), qargs, node)
+    data = int8_data(ref.tensor.numpy(), w.literal(arg(node, 5, "dtype")))
+    const = w.ir.add_constant(ref.data_name.replace(".", "_"), data, ref.data_name)
+    return w.emit(DQ_PER_TENSOR, [const], qargs, w.out())
+
+
+@handles("quantized_decomposed.dequantize_per_channel.default")
+def _dequantize_per_channel(w, node):
+    """dequantize_per_channel(input, scales, zero_points, axis, quant_min, quant_max, dtype) of
+    an int8 constant weight (PT2E)."""
+    if w.literal(arg(node, 6, "dtype")) != torch.int8:
+        raise w.fail("per-channel dequantize of a non-int8 tensor")
+    zero_points = arg(node, 2, "zero_points")
+    inputs = [w.input(node.args[0]), w.input(arg(node, 1, "scales"))]
+    if zero_points is not None and torch.any(w.literal(zero_points) != 0):
+        inputs.append(w.input(zero_points))
+    args = {"axis": w.literal(arg(node, 3, "axis")),
+            "quant_min": w.scalar(arg(node, 4, "quant_min")),
+            "quant_max": w.scalar(arg(node, 5, "quant_max")), "dtype": "int8"}
+    return w.emit(DQ_PER_CHANNEL, inputs, args, w.out())
+
+
+# ---- convolution and linear -------------------------------------------------------------------
+
+def _ntuple(value, n):
+    return list(value) * (n if len(value) == 1 else 1) if isinstance(value, (list, tuple)) \
+        else [value] * n
+
+
+def _conv_padding(w, padding, kernel, dilation):
+    """Explicit padding: 'valid' is 0, 'same' the symmetric padding that keeps the size (refused
+    when it would need to be asymmetric, which aten.convolution cannot say)."""
+    if padding == "valid":
+        return [0] * len(kernel)
+    if padding != "same":
+        return _ntuple(padding, len(kernel))
+    total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    if any(t % 2 for t in total):
+        raise w.fail("padding='same' with an even kernel pads asymmetrically, which "
+                     "aten.convolution cannot express")
+    return [t // 2 for t in total]
+
+
+def emit_convolution(w, x, weight, bias, params, out):
+    """aten.convolution; `params`: stride, padding, dilation, transposed, output_padding,
+    groups, with kernel (its spatial size) to expand ints and resolve string padding."""
+    kernel = params["kernel"]
+    n = len(kernel)
+    dilation = _ntuple(params["dilation"], n)
+    args = {"stride": _ntuple(params["stride"], n),
+            "padding": _conv_padding(w, params["padding"], kernel, dilation),
+            "dilation": dilation, "transposed": params["transposed"],
+            "output_padding": _ntuple(params["output_padding"], n), "groups": params["groups"]}
+    return w.emit("aten.convolution", [x, weight, bias], args, out)
+
+
+@handles_module(ref_nn.Conv1d, ref_nn.Conv2d, ref_nn.Conv3d, ref_nn.ConvTranspose1d,
+                ref_nn.ConvTranspose2d, ref_nn.ConvTranspose3d)
+def _ref_conv(w, m, path, x, out):
+    """A reference conv module: its int8 weight behind a dequantize, float bias."""
+    if m.padding_mode != "zeros":
+        raise w.fail(f"padding_mode '{m.padding_mode}' (only zero padding exports)")
+    transposed = isinstance(m, nn.modules.conv._ConvTransposeNd)
+    weight = w.weight_dequantize(m.get_quantized_weight(), path)
+    bias = w.constant(m.bias, f"{path}.bias") if m.bias is not None else ""
+    params = {"kernel": m.kernel_size, "stride": m.stride, "padding": m.padding,
+              "dilation": m.dilation, "transposed": transposed,
+              "output_padding": m.output_padding if transposed else 0, "groups": m.groups}
+    return emit_convolution(w, x, weight, bias, params, out)
+
+
+@handles_module(ref_nn.Linear)
+def _ref_linear(w, m, path, x, out):
+    weight = w.weight_dequantize(m.get_quantized_weight(), path)
+    bias = w.constant(m.bias, f"{path}.bias") if m.bias is not None else ""
+    return w.emit("aten.linear", [x, weight, bias], {}, out)
+
+
+@handles(F.conv1d, F.conv2d, F.conv3d, "aten.conv1d.default", "aten.conv2d.default",
+         "aten.conv3d.default")
+def _conv_function(w, node):
+    """conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)."""
+    weight = w.input(arg(node, 1, "weight"))
+    bias = arg(node, 2, "bias", None)
+    params = {"kernel": w.value_type(weight)[1][2:],
+              "stride": w.literal(arg(node, 3, "stride", 1)),
+              "padding": w.literal(arg(node, 4, "padding", 0)),
+              "dilation": w.literal(arg(node, 5, "dilation", 1)), "transposed": False,
+              "output_padding": 0, "groups": w.literal(arg(node, 6, "groups", 1))}
+    return emit_convolution(w, w.input(node.args[0]), weight,
+                            "" if bias is None else w.input(bias), params, w.out())
+
+
+@handles("aten.convolution.default")
+def _convolution(w, node):
+    names = ("stride", "padding", "dilation", "transposed", "output_padding", "groups")
+    params = {k: w.literal(arg(node, 3 + i, k)) for i, k in enumerate(names)}
+    weight, bias = w.input(node.args[1]), node.args[2]
+    params["kernel"] = w.value_type(weight)[1][2:]
+    return emit_convolution(w, w.input(node.args[0]), weight,
+                            "" if bias is None else w.input(bias), params, w.out())
+
+
+@handles(F.linear, "aten.linear.default")
+def _linear_function(w, node):
+    bias = arg(node, 2, "bias", None)
+    inputs = [w.input(node.args[0]), w.input(arg(node, 1, "weight")),
+              "" if bias is None else w.input(bias)]
+    return w.emit("aten.linear", inputs, {}, w.out())
+
+
+# ---- element-wise -----------------------------------------------------------------------------
+
+@handles(torch.add, operator.add, operator.iadd, "Tensor.add", "Tensor.add_", "aten.add.Tensor")
+def _add(w, node):
+    a, b = arg(node, 0, ("input", "self")), arg(node, 1, "other")
+    if not (w.is_tensor(a) and w.is_tensor(b)):
+        return generic(w, node)
+    alpha = w.literal(arg(node, 2, "alpha", 1))
+    args = {} if alpha == 1 else {"alpha": alpha}
+    return w.emit("aten.add.Tensor", [w.input(a), w.input(b)], args, w.out())
+
+
+@handles(F.relu, torch.relu, torch.relu_, "Tensor.relu", "Tensor.relu_", "aten.relu.default",
+         "aten.relu_.default")
+def _relu(w, node):
+    return w.emit("aten.relu", [w.input(node.args[0])], {}, w.out())
+
+
+@handles(F.hardtanh, F.hardtanh_, "aten.hardtanh.default", "aten.hardtanh_.default")
+def _hardtanh(w, node):
+    args = {"min_val": float(w.literal(arg(node, 1, "min_val", -1.0))),
+            "max_val": float(w.literal(arg(node, 2, "max_val", 1.0)))}
+    return w.emit("aten.hardtanh", [w.input(node.args[0])], args, w.out())
+
+
+@handles(F.relu6)
+def _relu6(w, node):
+    """relu6 is hardtanh(0, 6) in ATen."""
+    args = {"min_val": 0.0, "max_val": 6.0}
+    return w.emit("aten.hardtanh", [w.input(node.args[0])], args, w.out())
+
+
+@handles(torch.clamp, torch.clip, "Tensor.clamp", "Tensor.clamp_", "Tensor.clip",
+         "aten.clamp.default")
+def _clamp(w, node):
+    bounds = [arg(node, 1, "min", None), arg(node, 2, "max", None)]
+    if any(w.is_tensor(b) for b in bounds):
+        return generic(w, node)
+    args = {k: w.literal(b) for k, b in zip(("min", "max"), bounds) if b is not None}
+    return w.emit("aten.clamp", [w.input(node.args[0])], args, w.out())
+
+
+# ---- pooling, reductions, data movement -------------------------------------------------------
+
+def emit_max_pool2d(w, x, kernel, stride, padding, dilation, ceil_mode, out):
+    stride = stride if stride not in (None, [], ()) else kernel
+    args = {"kernel_size": _ntuple(kernel, 2), "stride": _ntuple(stride, 2),
+            "padding": _ntuple(padding, 2), "dilation": _ntuple(dilation, 2),
+            "ceil_mode": bool(ceil_mode)}
+    return w.emit("aten.max_pool2d", [x], args, out)
+
+
+@handles(F.max_pool2d, torch.max_pool2d, "aten.max_pool2d.default")
+def _max_pool2d(w, node):
+    """max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False)."""
+    if w.literal(arg(node, 6, "return_indices", False)):
+        raise w.fail("max_pool2d with return_indices")
+    values = [w.literal(arg(node, i, k, d)) for i, (k, d) in enumerate(
+        [("kernel_size", _REQUIRED), ("stride", None), ("padding", 0), ("dilation", 1),
+         ("ceil_mode", False)], start=1)]
+    return emit_max_pool2d(w, w.input(node.args[0]), *values, w.out())
+
+
+def emit_adaptive_avg_pool2d(w, x, output_size, out):
+    """output_size with None entries (keep that dim) made concrete."""
+    size = _ntuple(output_size, 2)
+    shape = w.value_type(x)[1]
+    size = [shape[-2 + i] if s is None else s for i, s in enumerate(size)]
+    return w.emit("aten.adaptive_avg_pool2d", [x], {"output_size": size}, out)
+
+
+@handles(F.adaptive_avg_pool2d, torch._C._nn.adaptive_avg_pool2d,
+         "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
+def _adaptive_avg_pool2d(w, node):
+    return emit_adaptive_avg_pool2d(w, w.input(node.args[0]),
+                                    w.literal(arg(node, 1, "output_size")), w.out())
+
+
+@handles(torch.mean, "Tensor.mean", "aten.mean.dim")
+def _mean(w, node):
+    dim = arg(node, 1, "dim", None)
+    if dim is None or w.literal(arg(node, 3, "dtype", None)) is not None:
+        return generic(w, node)
+    dim = w.literal(dim)
+    args = {"dim": list(dim) if isinstance(dim, (list, tuple)) else [dim],
+            "keepdim": bool(w.literal(arg(node, 2, "keepdim", False)))}
+    return w.emit("aten.mean.dim", [w.input(node.args[0])], args, w.out())
+
+
+@handles(torch.flatten, torch.reshape, torch.squeeze, torch.unsqueeze, "Tensor.view",
+         "Tensor.reshape", "Tensor.flatten", "Tensor.squeeze", "Tensor.unsqueeze",
+         "aten.view.default", "aten.view_copy.default", "aten.reshape.default",
+         "aten._unsafe_view.default", "aten.flatten.using_ints", "aten.squeeze.dim",
+         "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default")
+def _view(w, node):
+    """Every reshape is a view_copy to the concrete output shape (the IR has no -1 or dims)."""
+    out = w.out()
+    return w.emit("aten.view_copy", [w.input(node.args[0])], {"size": out.shape}, out)
+
+
+@handles(F.pixel_shuffle, "aten.pixel_shuffle.default")
+def _pixel_shuffle(w, node):
+    factor = w.literal(arg(node, 1, "upscale_factor"))
+    return w.emit("aten.pixel_shuffle", [w.input(node.args[0])], {"upscale_factor": factor},
+                  w.out())
+
+
+@handles(torch.clone, "Tensor.clone", "Tensor.contiguous", "aten.clone.default")
+def _clone(w, node):
+    fmt = node.kwargs.get("memory_format")
+    args = {} if fmt is None or node.target == "contiguous" else {"memory_format": fmt}
+    return w.emit("aten.clone", [w.input(node.args[0])], args, w.out())
+
+
+@handles(F.dropout, "aten.dropout.default")
+def _dropout(w, node):
+    """Dropout outside training is the identity: a clone, as torch.export writes it."""
+    if w.literal(arg(node, 2, ("training", "train"), True)):
+        raise w.fail("dropout in training mode (call model.eval() first)")
+    return w.emit("aten.clone", [w.input(node.args[0])], {}, w.out())
+
+
+# ---- modules ----------------------------------------------------------------------------------
+
+def _module_handler(cls):
+    for klass in cls.__mro__:
+        if klass in _MODULE_HANDLERS:
+            return _MODULE_HANDLERS[klass]
+    return None
+
+
+def _call_module(w, node):
+    module = w.gm.get_submodule(node.target)
+    handler = _module_handler(type(module))
+    if handler is None or len(node.args) != 1 or node.kwargs:
+        return generic_module(w, node, module)
+    return handler(w, module, node.target, w.input(node.args[0]), w.out())
+
+
+@handles_module(_FusedModule)
+def _fused(w, m, path, x, out):
+    """A module PyTorch fused (conv + relu, linear + relu): its children in order, the inner
+    results named after them. Their shapes come from running the children on zeros."""
+    children = list(m.named_children())
+    probe = torch.zeros(w.value_type(x)[1])
+    for i, (name, child) in enumerate(children):
+        handler = _module_handler(type(child))
+        if handler is None:
+            raise w.fail(f"fused module child '{name}' ({type(child).__name__}) has no handler")
+        target = out
+        if i + 1 < len(children):
+            with torch.no_grad():
+                probe = child(probe)
+            target = w.temp(f"{out.name}_{name}", "float32", probe.shape)
+        x = handler(w, child, f"{path}.{name}", x, target).name
+    return Tensor(x)
+
+
+@handles_module(nn.ReLU)
+def _relu_module(w, m, path, x, out):
+    return w.emit("aten.relu", [x], {}, out)
+
+
+@handles_module(nn.Hardtanh)
+def _hardtanh_module(w, m, path, x, out):
+    """nn.Hardtanh and its subclass nn.ReLU6 (min 0, max 6)."""
+    return w.emit("aten.hardtanh", [x], {"min_val": float(m.min_val),
+                                         "max_val": float(m.max_val)}, out)
+
+
+@handles_module(nn.MaxPool2d)
+def _max_pool2d_module(w, m, path, x, out):
+    if m.return_indices:
+        raise w.fail("MaxPool2d with return_indices")
+    return emit_max_pool2d(w, x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode,
+                           out)
+
+
+@handles_module(nn.AdaptiveAvgPool2d)
+def _adaptive_avg_pool2d_module(w, m, path, x, out):
+    return emit_adaptive_avg_pool2d(w, x, m.output_size, out)
+
+
+@handles_module(nn.PixelShuffle)
+def _pixel_shuffle_module(w, m, path, x, out):
+    return w.emit("aten.pixel_shuffle", [x], {"upscale_factor": m.upscale_factor}, out)
+
+
+@handles_module(nn.Flatten, nn.Unflatten)
+def _flatten_module(w, m, path, x, out):
+    return w.emit("aten.view_copy", [x], {"size": out.shape}, out)
+
+
+@handles_module(nn.modules.dropout._DropoutNd, nn.Identity)
+def _identity_module(w, m, path, x, out):
+    """Dropout (eval) and Identity: a clone, as torch.export writes them."""
+    if m.training and not isinstance(m, nn.Identity):
+        raise w.fail("dropout in training mode (call model.eval() first)")
+    return w.emit("aten.clone", [x], {}, out)
+
+
+# ---- everything else --------------------------------------------------------------------------
+
+def _flat(value):
+    return [v for item in value for v in _flat(item)] if isinstance(value, (list, tuple)) \
+        else [value]
+
+
+def _split(w, pairs, out, op):
+    """Emits `op` with the tensors among `pairs` (name, value) as inputs, the rest as args.
+    `inplace` is dropped: ATen spells in-place as another op, never as an argument."""
+    inputs, args = [], {}
+    for name, value in pairs:
+        if name == "inplace":
+            continue
+        values = _flat(value)
+        if values and all(w.is_tensor(v) for v in values):
+            inputs.extend(w.input(v) for v in values)
+        else:
+            args[name] = w.literal(value)
+    return w.emit(op, inputs, args, out)
+
+
+def _schema_pairs(w, node):
+    """(op name, [(argument name, value)]) of a node without a handler."""
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        namespace, name = target._schema.name.split("::")
+        overload = "" if target._overloadname == "default" else "." + target._overloadname
+        pairs = []
+        for i, a in enumerate(target._schema.arguments):
+            if i < len(node.args):
+                pairs.append((a.name, node.args[i]))
+            elif a.name in node.kwargs:
+                pairs.append((a.name, node.kwargs[a.name]))
+        return f"{namespace}.{name}{overload}", pairs
+    if node.op == "call_method":
+        name, fn, args = node.target, getattr(torch, node.target, None), node.args
+    else:
+        name, fn, args = getattr(target, "__name__", str(target)), target, node.args
+    op = "aten." + name.strip("_") if name.startswith("__") else "aten." + name.rstrip("_")
+    return op, _named(w, fn, args, node.kwargs)
+
+
+def _named(w, fn, args, kwargs):
+    """Arguments by their names in `fn`'s signature (torch's schemas for builtins), falling
+    back to arg0, arg1, ... where PyTorch cannot tell."""
+    if fn is not None:
+        types = tuple(torch.Tensor if w.is_tensor(a) else type(w.literal(a)) for a in args)
+        for arg_types in (None, types):
+            try:
+                found = normalize_function(fn, tuple(args), dict(kwargs), arg_types=arg_types,
+                                           normalize_to_only_use_kwargs=True)
+            except Exception:  # PyTorch's matcher raises on some signatures; try the next way
+                found = None
+            if found is not None:
+                return list(found.kwargs.items())
+    return [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+
+
+def generic(w, node):
+    """`aten.<name>` with the node's arguments by name: for ops the compiler passes through
+    with the declared output dtype and shape."""
+    op, pairs = _schema_pairs(w, node)
+    return _split(w, pairs, w.out(), op)
+
+
+def _snake(name):
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("re_lu", "relu")
+
+
+def generic_module(w, node, module):
+    """A module without a handler: `aten.<snake_case class name>` with the module's constants
+    (`__constants__`, what PyTorch lists as its hyperparameters) as args."""
+    pairs = [(f"arg{i}", a) for i, a in enumerate(node.args)] + list(node.kwargs.items())
+    pairs += [(k, getattr(module, k)) for k in getattr(module, "__constants__", [])
+              if hasattr(module, k)]
+    return _split(w, pairs, w.out(), "aten." + _snake(type(module).__name__))

@@ -1,0 +1,113 @@
+"""export(): quantize, walk into the graph IR, write the files, optionally compile them."""
+import json
+import os
+import subprocess
+from time import perf_counter
+
+import numpy as np
+
+from . import safetensors
+from .errors import CompileError, ExportError
+from .ir import to_json_text
+from .ops import find_handler
+from .quantization import quantize
+from .walk import Walker, propagate
+
+SUFFIXES = {"graph": ".json", "weights": ".safetensors", "calibration": ".calibration.json",
+            "input": ".input.npy"}
+COMPILE_SUFFIXES = {"blob": ".vkd", "report": ".report.txt"}
+
+
+def to_graph_ir(gm, example_inputs, name="model"):
+    """The graph IR of a quantized GraphModule (an FX reference graph, or a PT2E graph that
+    uses quantized_decomposed ops): (graph dict, {data name: numpy array}). The graph is run
+    once on `example_inputs` to learn every value's dtype and shape."""
+    propagate(gm, tuple(example_inputs))
+    ir = Walker(gm, find_handler, where=f"{name}: ").run()
+    return ir.to_dict(), dict(ir.tensors)
+
+
+def output_paths(out_dir, name, compile_too):
+    """Every file export() writes, by kind."""
+    suffixes = dict(SUFFIXES, **(COMPILE_SUFFIXES if compile_too else {}))
+    return {kind: os.path.join(out_dir, name + suffix) for kind, suffix in suffixes.items()}
+
+
+def check_outputs(paths, force):
+    """Refuses to replace existing files unless `force` (before any work is done)."""
+    existing = [p for p in paths.values() if os.path.exists(p)]
+    if existing and not force:
+        raise ExportError("would overwrite " + ", ".join(existing) + " (use --force)")
+
+
+def calibration_summary(gm, graph, samples, observer, per_channel):
+    """NAME.calibration.json: each observed activation's range and parameters, with the graph
+    IR values quantized from it."""
+    readers = {}
+    for node in graph["nodes"]:
+        if node["op"] == "quantized_decomposed.quantize_per_tensor":
+            readers.setdefault(node["inputs"][0], []).append(node["outputs"][0])
+    activations = [dict(value=value, quantized_as=readers.get(value, []), **info)
+                   for value, info in getattr(gm, "vkd_calibration", {}).items()]
+    return {"vkd_calibration": 1, "samples": samples, "observer": observer,
+            "per_channel_weights": per_channel, "activations": activations}
+
+
+def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
+           observer="histogram", sample_input=None, vkd=None, force=False, log=None):
+    """Quantizes `model`, writes its graph IR, weights, calibration summary and a sample input
+    (`sample_input`, default example_inputs[0]) into `out_dir` as NAME.*, and compiles them
+    with the `vkd` binary when given. Existing files are kept unless `force`. `log(step,
+    seconds, detail)` hears about each step. Returns {kind: path} of the files written; a
+    failed compile raises CompileError with vkd's message, after the other files are written."""
+    paths = output_paths(out_dir, name, vkd is not None)
+    check_outputs(paths, force)
+    calibration = list(calibration)
+    gm = quantize(model, example_inputs, calibration, per_channel, observer, log)
+
+    t = perf_counter()
+    graph, tensors = to_graph_ir(gm, example_inputs, name)
+    _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors")
+
+    t = perf_counter()
+    os.makedirs(out_dir, exist_ok=True)
+    with open(paths["graph"], "w") as f:
+        f.write(to_json_text(graph))
+    safetensors.save(paths["weights"], tensors)
+    summary = calibration_summary(gm, graph, len(calibration), observer, per_channel)
+    with open(paths["calibration"], "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+    sample = example_inputs[0] if sample_input is None else sample_input
+    np.save(paths["input"], sample.detach().numpy().astype(np.float32))
+    _log(log, "write", t, out_dir)
+
+    if vkd is not None:
+        t = perf_counter()
+        compile_graph(vkd, paths, force)
+        _log(log, "vkd compile", t, paths["blob"])
+    return paths
+
+
+def compile_graph(vkd, paths, force):
+    """Runs `vkd compile NAME.json --weights NAME.safetensors -o NAME.vkd --report` and saves
+    its output (the report) as NAME.report.txt, also when it fails: a failure raises
+    CompileError carrying vkd's own message."""
+    cmd = [vkd, "compile", paths["graph"], "--weights", paths["weights"], "-o", paths["blob"],
+           "--report"] + (["--force"] if force else [])
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise ExportError(f"cannot run {vkd}: {e.strerror}") from e
+    with open(paths["report"], "w") as f:
+        f.write(done.stdout + done.stderr)
+    if done.returncode != 0:
+        message = (done.stderr or done.stdout).strip()
+        raise CompileError(f"vkd compile failed (exit status {done.returncode}); the graph IR "
+                           f"is kept in {paths['graph']}, vkd's output in {paths['report']}:"
+                           f"\n{message}")
+
+
+def _log(log, step, start, detail):
+    if log is not None:
+        log(step, perf_counter() - start, detail)

@@ -1,0 +1,345 @@
+"""The walk from a quantized FX graph to graph IR nodes, one FX node at a time.
+
+The walk is organised around node targets, so both graphs PyTorch makes go through it:
+- torch 1.x FX reference graphs (convert_to_reference_fx): `torch.quantize_per_tensor` and
+  `Tensor.dequantize` around float ops; convs and linears are reference modules that hold float
+  weights with their quantization parameters.
+- torch >= 2 PT2E graphs (torch.export + convert_pt2e): `quantized_decomposed.*` ops and aten
+  OpOverloads, weights as constants behind a dequantize.
+The handlers (ops.py) read a node or module and emit graph IR ops with ATen argument names; a
+target without a handler becomes `aten.<name>` with its arguments as its schema names them.
+Everything here is shared by the handlers: values as the walk sees them (Ref kinds), reading
+arguments, emitting nodes, constants and the int8 mapping of PyTorch's quantized dtypes.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.fx.passes.shape_prop import ShapeProp
+
+from .errors import ExportError
+from .ir import GraphIR
+
+Q_PER_TENSOR = "quantized_decomposed.quantize_per_tensor"
+DQ_PER_TENSOR = "quantized_decomposed.dequantize_per_tensor"
+DQ_PER_CHANNEL = "quantized_decomposed.dequantize_per_channel"
+
+
+# ---- what an FX node is to the walk -----------------------------------------------------------
+
+@dataclass
+class Tensor:
+    """A value already in the graph IR."""
+    name: str
+
+
+@dataclass
+class Param:
+    """A constant tensor of the FX graph (get_attr or folded), written to the IR when a node
+    reads it as a tensor; scales and zero points are read as numbers instead."""
+    tensor: torch.Tensor
+    data_name: str
+    written: str = ""
+
+
+@dataclass
+class Dequant:
+    """A dequantize of an int8 value, emitted once per consumer (the decomposed form PT2E
+    produces, and what the compiler's fusion patterns match: one dq per consumer)."""
+    source: str
+    args: dict
+    base: str
+    shape: list
+    uses: int = 0
+
+
+@dataclass
+class Literal:
+    """A non-tensor result (a size, an int) known from shape propagation."""
+    value: object
+
+
+@dataclass
+class Out:
+    """Where a node's result goes: its IR name, dtype and shape."""
+    name: str
+    dtype: str
+    shape: list
+
+
+# ---- dtypes and literals ----------------------------------------------------------------------
+
+_DTYPE_NAMES = {
+    torch.float32: "float32", torch.float16: "float16", torch.int32: "int32",
+    torch.int64: "int64", torch.int8: "int8", torch.qint8: "int8", torch.quint8: "int8",
+    torch.uint8: "int8",
+}
+
+
+def dtype_name(dtype):
+    """The graph IR dtype of a torch dtype: PyTorch's 8-bit quantized dtypes are all int8 in the
+    IR (uint8 ones shifted by 128, see int8_qargs)."""
+    return _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def json_literal(value, where):
+    """`value` as a graph IR literal (JSON): ints, finite floats, bools, None, strings, lists."""
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ExportError(f"{where}: the graph IR has no literal for {value}")
+        return value
+    if isinstance(value, (torch.dtype, torch.memory_format, torch.layout, torch.device)):
+        return dtype_name(value) if isinstance(value, torch.dtype) else \
+            str(value).replace("torch.", "")
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_quantized:
+        return json_literal(value.item(), where)
+    if isinstance(value, (list, tuple, torch.Size)):
+        return [json_literal(v, where) for v in value]
+    raise ExportError(f"{where}: cannot write an argument of type {type(value).__name__}")
+
+
+def int8_qargs(scale, zero_point, dtype, quant_min=None, quant_max=None):
+    """quantize/dequantize args on the IR's int8 scale. PyTorch's uint8 activations map
+    exactly: q_int8 = q_uint8 - 128, zero point and range shifted the same way."""
+    if dtype in (torch.quint8, torch.uint8):
+        shift, lo, hi = 128, 0, 255
+    elif dtype in (torch.qint8, torch.int8):
+        shift, lo, hi = 0, -128, 127
+    else:
+        raise ExportError(f"quantized dtype {dtype} is not 8-bit (the graph IR holds int8)")
+    lo = lo if quant_min is None else int(quant_min)
+    hi = hi if quant_max is None else int(quant_max)
+    return {"scale": float(np.float32(scale)), "zero_point": int(zero_point) - shift,
+            "quant_min": lo - shift, "quant_max": hi - shift, "dtype": "int8"}
+
+
+def int8_data(ints, dtype):
+    """Integer data of a quantized constant as int8 (uint8 data shifted by 128)."""
+    ints = np.asarray(ints).astype(np.int64)
+    if dtype in (torch.quint8, torch.uint8):
+        ints = ints - 128
+    return ints.astype(np.int8)
+
+
+def weight_range(ints, zero_points):
+    """The quant range to declare for int8 weights: [-127, 127] when they are symmetric and
+    never -128 (qnnpack's symmetric weight range, what quantize() asks for), else full int8."""
+    symmetric = not np.any(np.asarray(zero_points))
+    return (-127, 127) if symmetric and ints.min(initial=0) >= -127 else (-128, 127)
+
+
+# ---- shape propagation ------------------------------------------------------------------------
+
+def _holds_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_tensor(v) for v in value.values())
+    return False
+
+
+class _Propagate(ShapeProp):
+    """ShapeProp that also keeps each non-tensor result (sizes and ints computed from shapes), so
+    the walk can use them as literals: the graph IR has concrete shapes only."""
+
+    def run_node(self, n):
+        result = super().run_node(n)
+        if not _holds_tensor(result):
+            n.meta["vkd_literal"] = result
+        return result
+
+
+def propagate(gm, example_inputs):
+    """Runs `gm` once on `example_inputs`, recording every node's output dtype and shape."""
+    with torch.no_grad():
+        _Propagate(gm).propagate(*example_inputs)
+
+
+# ---- the walk ---------------------------------------------------------------------------------
+
+class Walker:
+    """Visits the FX graph in order and builds the graph IR (`self.ir`). Handlers are looked up
+    by `find_handler(walker, node)` (ops.py) and use the methods below."""
+
+    def __init__(self, gm, find_handler, where=""):
+        self.gm = gm
+        self.find_handler = find_handler
+        self.where = where
+        self.ir = GraphIR(reserved=[n.name for n in gm.graph.nodes])
+        self.env = {}
+        self.qparams = {}  # int8 IR value -> the args of the quantize that made it
+
+    def run(self):
+        for node in self.gm.graph.nodes:
+            self.node = node
+            self.env[node] = self.visit(node)
+        return self.ir
+
+    def visit(self, node):
+        if node.op == "placeholder":
+            return self.placeholder(node)
+        if node.op == "get_attr":
+            return Param(_fetch_attr(self.gm, node.target), node.target)
+        if node.op == "output":
+            self.ir.outputs.extend(self.input(a) for a in _leaves(node.args[0]))
+            return None
+        if "vkd_literal" in node.meta:
+            return Literal(node.meta["vkd_literal"])
+        return self.find_handler(self, node)
+
+    def placeholder(self, node):
+        meta = node.meta.get("tensor_meta")
+        if meta is None:
+            return Literal(node.meta.get("vkd_literal"))
+        name = self.ir.claim(node.name)
+        self.ir.add_input(name, dtype_name(meta.dtype), meta.shape)
+        return Tensor(name)
+
+    # ---- reading arguments --------------------------------------------------------------------
+
+    def fail(self, message):
+        """An ExportError naming the node being walked."""
+        node = self.node
+        target = node.target if isinstance(node.target, str) else \
+            getattr(node.target, "__name__", str(node.target))
+        return ExportError(f"{self.where}node '{node.name}' ({node.op} {target}): {message}")
+
+    def ref(self, arg):
+        return self.env[arg] if isinstance(arg, torch.fx.Node) else Literal(arg)
+
+    def is_tensor(self, arg):
+        return isinstance(self.ref(arg), (Tensor, Param, Dequant))
+
+    def input(self, arg):
+        """The IR value name of a tensor argument: writes a constant the first time it is read,
+        emits a fresh dequantize for each consumer of a deferred one."""
+        ref = self.ref(arg)
+        if isinstance(ref, Tensor):
+            return ref.name
+        if isinstance(ref, Dequant):
+            ref.uses += 1
+            name = self.ir.claim(ref.base) if ref.uses == 1 else self.ir.fresh(ref.base)
+            return self.ir.add_node(DQ_PER_TENSOR, [ref.source], ref.args, name, "float32",
+                                    ref.shape)
+        if isinstance(ref, Param):
+            if not ref.written:
+                ref.written = self.constant(ref.tensor, ref.data_name)
+            return ref.written
+        raise self.fail(f"expected a tensor argument, got {ref.value!r}")
+
+    def literal(self, arg):
+        """A non-tensor argument's Python value (Nodes resolved through the walk)."""
+        if isinstance(arg, (list, tuple)):
+            return type(arg)(self.literal(a) for a in arg)
+        ref = self.ref(arg)
+        if isinstance(ref, Literal):
+            return ref.value
+        if isinstance(ref, Param):
+            return ref.tensor
+        raise self.fail("expected a literal argument, got a tensor computed by the graph")
+
+    def scalar(self, arg):
+        """A number given as a literal or as a one-element constant tensor (scales, zero points
+        of the reference graph are get_attr buffers)."""
+        value = self.literal(arg)
+        return value.item() if isinstance(value, torch.Tensor) else value
+
+    def out(self, node=None):
+        """The Out of `node` (default: the node being walked), named after it."""
+        node = node or self.node
+        meta = node.meta.get("tensor_meta")
+        if not hasattr(meta, "shape"):
+            raise self.fail("its result is not a single tensor (only single-output ops export)")
+        return Out(self.ir.claim(node.name), dtype_name(meta.dtype), list(meta.shape))
+
+    def temp(self, base, dtype, shape):
+        """An Out for an intermediate value (a fused module's inner result)."""
+        return Out(self.ir.fresh(base), dtype, list(shape))
+
+    def value_type(self, name):
+        v = self.ir.values[name]
+        return v["dtype"], v["shape"]
+
+    # ---- emitting -----------------------------------------------------------------------------
+
+    def emit(self, op, inputs, args, out):
+        """One IR node; trailing absent optional inputs ("") are left out."""
+        inputs = list(inputs)
+        while inputs and inputs[-1] == "":
+            inputs.pop()
+        args = {k: json_literal(v, f"{self.where}node '{self.node.name}' arg '{k}'")
+                for k, v in args.items()}
+        return Tensor(self.ir.add_node(op, inputs, args, out.name, out.dtype, out.shape))
+
+    def constant(self, tensor, data_name):
+        """Writes a float/int constant; returns its IR value name (named after its data)."""
+        if tensor.is_quantized:
+            raise self.fail(f"quantized constant '{data_name}' is read without a dequantize")
+        array = tensor.detach().cpu().contiguous().numpy()
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        if array.dtype.name not in ("float32", "float16", "int8", "int32", "int64"):
+            raise self.fail(f"constant '{data_name}' has dtype {array.dtype}, which the graph IR "
+                            "does not hold")
+        return self.ir.add_constant(data_name.replace(".", "_"), array, data_name)
+
+    def quantize(self, x, qargs, out):
+        """A per-tensor quantize to int8; remembers its args for the dequantizes that follow."""
+        out.dtype = "int8"
+        self.qparams[out.name] = qargs
+        return self.emit(Q_PER_TENSOR, [x], qargs, out)
+
+    def dequantize_later(self, source, qargs, node):
+        """A deferred per-tensor dequantize of IR value `source` (see Dequant)."""
+        return Dequant(source, qargs, node.name, self.value_type(source)[1])
+
+    def weight_dequantize(self, qtensor, prefix):
+        """Writes a quantized torch weight as int8 data plus its scales (and zero points when
+        not all 0) and emits the dequantize that feeds the conv/linear; returns its name."""
+        dtype = qtensor.dtype
+        per_channel = qtensor.qscheme() in (torch.per_channel_affine,
+                                           torch.per_channel_symmetric)
+        ints = qtensor.int_repr().numpy()
+        zps = (qtensor.q_per_channel_zero_points() if per_channel else
+               torch.tensor([qtensor.q_zero_point()])).numpy().astype(np.int64)
+        if dtype in (torch.quint8, torch.uint8):
+            zps = zps - 128
+        data = int8_data(ints, dtype)
+        lo, hi = weight_range(data, zps)
+        base = prefix.replace(".", "_")
+        weight = self.ir.add_constant(base + "_weight", data, f"{prefix}.weight")
+        out = self.temp(base + "_weight_dq", "float32", data.shape)
+        if not per_channel:
+            args = {"scale": float(np.float32(qtensor.q_scale())), "zero_point": int(zps[0]),
+                    "quant_min": lo, "quant_max": hi, "dtype": "int8"}
+            return self.emit(DQ_PER_TENSOR, [weight], args, out).name
+        scales = qtensor.q_per_channel_scales().numpy().astype(np.float32)
+        inputs = [weight, self.ir.add_constant(base + "_weight_scale", scales,
+                                               f"{prefix}.weight_scale")]
+        if np.any(zps):
+            inputs.append(self.ir.add_constant(base + "_weight_zero_point", zps.astype(np.int32),
+                                               f"{prefix}.weight_zero_point"))
+        args = {"axis": int(qtensor.q_per_channel_axis()), "quant_min": lo, "quant_max": hi,
+                "dtype": "int8"}
+        return self.emit(DQ_PER_CHANNEL, inputs, args, out).name
+
+
+def _fetch_attr(gm, target):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _leaves(arg):
+    """The Nodes of an output argument (a Node, or nested tuples / lists / dicts of them)."""
+    if isinstance(arg, (list, tuple)):
+        return [leaf for a in arg for leaf in _leaves(a)]
+    if isinstance(arg, dict):
+        return [leaf for a in arg.values() for leaf in _leaves(a)]
+    return [arg]
