@@ -41,7 +41,8 @@ install(FILES
 
 install(TARGETS vkd
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT vkdelegate_tools)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vkdelegate DESTINATION lib/python3/dist-packages COMPONENT vkdelegate_tools PATTERN __pycache__ EXCLUDE)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vkdelegate DESTINATION lib/python3/dist-packages
+  COMPONENT vkdelegate_tools PATTERN __pycache__ EXCLUDE)
 
 # The license travels with the library (share/doc/vkdelegate/LICENSE).
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CHANGELOG.md
