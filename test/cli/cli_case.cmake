@@ -451,13 +451,104 @@ elseif(CASE STREQUAL "compile_partition")
     message(FATAL_ERROR "m.p0.vkd changed")
   endif()
 
+elseif(CASE STREQUAL "run_partitioned")
+  # The compile_partition graph run whole: two partitions on the GPU, the max_pool between them
+  # on the host; the output equals the reference interpreter's on the original graph.
+  copy_to_work("${SOURCE_DIR}/test/compiler/graphs/qdq_maxpool.json" "${FIXTURE}/part_pool_x.npy")
+  vkd(compile qdq_maxpool.json --partition -o m.vkd)
+  expect_exit(0)
+  vkd(run m.partition.json --input x=part_pool_x.npy --output-dir out --profile --bench 2)
+  expect_exit(0)
+  expect_same_npy("${OUT}/y.npy" "${FIXTURE}/part_pool_expected.npy")
+  expect_files("${OUT}" y.npy)
+  expect_stdout("^model: m.partition.json \\(3 step\\(s\\): 2 partition\\(s\\) on the GPU, 1 on the host\\), 1 input\\(s\\), 1 output\\(s\\)\n")
+  expect_stdout("\nstep 0 \\(GPU m.p0.vkd\\):\n  memory: ")
+  expect_stdout("\ninput  x: float32 \\[1,4,6,10\\]  \\(device: float32 [^\n]+ <- part_pool_x.npy\n")
+  expect_stdout("\nstep 0  GPU   m.p0.vkd +x -> xd +GPU [^\n]+ over 2 dispatch node\\(s\\), execute [0-9.]+ ms host wall\n"
+                "step 1  host  aten.max_pool2d +xd -> m +CPU [0-9.]+ [^\n]+ \\(node 3 \\(aten.max_pool2d\\), reference interpreter\\)\n"
+                "step 2  GPU   m.p1.vkd +m -> y +GPU [^\n]+ over 2 dispatch node\\(s\\), execute [0-9.]+ ms host wall\n"
+                "run: 3 step\\(s\\) in [0-9.]+ ms host wall: GPU [^\n]+ over 4 dispatch nodes, host steps [0-9.]+ ")
+  expect_stdout("\nbench: 3 warm-up \\+ 2 timed runs of every step: host wall median ")
+  expect_stdout("\noutput y: float32 \\[1,4,3,5\\][^\n]* -> out/y.npy\n  min ")
+  expect_stdout("\nstep 2 \\(GPU m.p1.vkd\\) profile \\(last run, 2 dispatch nodes\\):\n")
+  expect_stdout("validation: no messages\n$")
+  # A host step that reads a constant: float add of a [1,4,1,1] weight, from --weights by the
+  # value's name (host.safetensors holds it as "other").
+  copy_to_work("${GRAPHS}/add_constant.json" "${FIXTURE}/weights.safetensors"
+               "${FIXTURE}/host.safetensors" "${FIXTURE}/part_add_x.npy")
+  vkd(compile add_constant.json --weights weights.safetensors --partition -o a.vkd)
+  expect_exit(0)
+  vkd(run a.partition.json --input x=part_add_x.npy --output-dir out --weights host.safetensors
+      --force)
+  expect_exit(0)
+  expect_stdout("\nstep 1  host  aten.add.Tensor +xd, other -> s +CPU ")
+  expect_same_npy("${OUT}/y.npy" "${FIXTURE}/part_add_expected.npy")
+  # A .vkd still runs as before, and --weights still needs --check there.
+  vkd(run m.p0.vkd --input x=part_pool_x.npy --output-dir out --force)
+  expect_exit(0)
+  expect_stdout("^model: m.p0.vkd \\(")
+  vkd(run m.p0.vkd --input x=part_pool_x.npy --output-dir out --force --weights host.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd run: --weights is only used with --check \\(or with a partitioned model\\)\n")
+
+elseif(CASE STREQUAL "run_partitioned_errors")
+  # Every error names the plan, the step and the file or tensor; nothing is written.
+  copy_to_work("${SOURCE_DIR}/test/compiler/graphs/qdq_maxpool.json" "${FIXTURE}/part_pool_x.npy"
+               "${GRAPHS}/add_constant.json" "${FIXTURE}/weights.safetensors"
+               "${FIXTURE}/part_add_x.npy")
+  vkd(compile qdq_maxpool.json --partition -o m.vkd)
+  expect_exit(0)
+  # A step that reads a tensor before any step writes it.
+  derive_file(m.partition.json order.partition.json
+              "\"host\": \"aten.max_pool2d\",\n      \"inputs\": [\n        \"xd\""
+              "\"host\": \"aten.max_pool2d\",\n      \"inputs\": [\n        \"y\"")
+  vkd(run order.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: order.partition.json: step 1 \\(host node 3 \\(aten.max_pool2d\\)\\): reads tensor 'y' before anything writes it \\(step 2 \\(GPU m.p1.vkd\\) writes it later\\)\n$")
+  # A step that reads a tensor the plan does not describe.
+  derive_file(m.partition.json undefined.partition.json
+              "\"host\": \"aten.max_pool2d\",\n      \"inputs\": [\n        \"xd\""
+              "\"host\": \"aten.max_pool2d\",\n      \"inputs\": [\n        \"xq\"")
+  vkd(run undefined.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: undefined.partition.json: step 1 \\(host node 3 \\(aten.max_pool2d\\)\\): reads tensor 'xq', which 'tensors' does not describe\n$")
+  # A missing partition file (checked before the device is touched).
+  file(RENAME "${WORK}/m.p1.vkd" "${WORK}/moved.vkd")
+  vkd(run m.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: m.partition.json: step 2 \\(GPU m.p1.vkd\\): cannot read model file 'm.p1.vkd': no such file\n$")
+  expect_stdout("^$")
+  # A graph is not a plan; --check and --trace take a .vkd.
+  vkd(run qdq_maxpool.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: qdq_maxpool.json: not a partition plan \\(no 'vkd_partition' field; ")
+  vkd(run m.partition.json --input x=part_pool_x.npy --check qdq_maxpool.json)
+  expect_exit(2)
+  expect_stderr("^vkd run: --check takes a .vkd model; not a partitioned model yet\nusage: vkd run ")
+  # Host constants: --weights missing, or a file without the value's name.
+  vkd(compile add_constant.json --weights weights.safetensors --partition -o a.vkd)
+  expect_exit(0)
+  vkd(run a.partition.json --input x=part_add_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\) reads constant 'other': pass --weights W.safetensors \\(the original graph's weights\\)\n$")
+  vkd(run a.partition.json --input x=part_add_x.npy --output-dir out --weights weights.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd run: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\): constant 'other': no tensor 'other' in weights.safetensors \\(constants are looked up by value name\\)\n$")
+  # Inputs are matched to the plan's as to a .vkd's.
+  copy_to_work("${FIXTURE}/host.safetensors")
+  vkd(run a.partition.json --input x=part_pool_x.npy --output-dir out --weights host.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd run: input 'x' \\(input0\\) from part_pool_x.npy: wrong shape: the model expects \\[1,4,4,4\\], the file has \\[1,4,6,10\\]\n$")
+  expect_files("${OUT}")
+
 elseif(CASE STREQUAL "run_check")
   copy_to_work("${QDQ_CLONE}")
   vkd(compile qdq_clone.json -o m.vkd)
   expect_exit(0)
   vkd(run m.vkd --input "x=${X}" --output-dir out --check qdq_clone.json)
   expect_exit(0)
-  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 \\(quantized_decomposed.quantize_per_tensor\\)\n")
+  # (q2's reference: the alias_copy the compiler folded and the quantize, fed the device's xd)
+  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 \\(quantized_decomposed.quantize_per_tensor\\)  \\[2 nodes from xd\\]\n")
   expect_stdout("\ncompared 4 tensor\\(s\\); 0 made by the compiler have no counterpart in the graph\n"
                 "check: every compared tensor matches the reference\n")
   # A graph whose second quantize has another zero point than the compiled one: the check
@@ -475,6 +566,27 @@ elseif(CASE STREQUAL "run_check")
   vkd(run m.vkd --input "x=${X}" --weights w.safetensors)
   expect_exit(2)
   expect_stderr("--weights is only used with --check")
+
+elseif(CASE STREQUAL "run_check_localises")
+  # The graph's FIRST quantize has another zero point than the compiled one. Each tensor's
+  # reference is fed the device's own inputs, so only xq differs: xd, q2 and y, made from the
+  # device's xq, match (the old end-to-end comparison flagged all four). The end-to-end drift
+  # is still shown, for information.
+  copy_to_work("${QDQ_CLONE}")
+  vkd(compile qdq_clone.json -o m.vkd)
+  expect_exit(0)
+  derive_file(qdq_clone.json early.json
+              "\"zero_point\": -3, \"quant_min\": -128, \"quant_max\": 127, \"dtype\": \"int8\"},\n     \"outputs\": [\"xq\"]"
+              "\"zero_point\": -2, \"quant_min\": -128, \"quant_max\": 127, \"dtype\": \"int8\"},\n     \"outputs\": [\"xq\"]")
+  vkd(run m.vkd --input "x=${X}" --output-dir out --check early.json)
+  expect_exit(1)
+  expect_stdout("\n  xq +int8 +\\[1,5,7,9\\] +1 [1-9][0-9]*/315( \\+[0-9]+ ties)? +node 0 \\(quantized_decomposed.quantize_per_tensor\\)  <-- differs\n")
+  expect_stdout("\n  xd +float32 +\\[1,5,7,9\\] +0 0/315 +node 2 [^\n]+  \\[2 nodes from xq\\]\n")
+  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 [^\n]+  \\[2 nodes from xd\\]\n")
+  expect_stdout("\n  y \\(output\\) +float32 +\\[1,5,7,9\\] +0 0/315 +node 5 \\(quantized_decomposed.dequantize_per_tensor\\)\n")
+  expect_stdout("\nend to end \\(reference from the graph inputs alone\\): y max abs err [0-9.]+, [1-9][0-9]*/315 differ\n")
+  expect_stdout("\nfirst difference: tensor 'xq' \\(node 0 \\(quantized_decomposed.quantize_per_tensor\\)\\): "
+                "[0-9]+ of 315 elements differ, max abs error 1; first at flat index [0-9]+: device -?[0-9]+, reference -?[0-9]+\n$")
 
 elseif(CASE STREQUAL "compile_run_linear")
   # dq -> linear -> relu -> q and dq -> linear (float out) fuse into q8ta_linear and

@@ -6,6 +6,8 @@
 // weights, power-of-two scales and inputs that are multiples of 0.5, so every product and sum
 // the reference interpreter forms in float32 is exact and its answer equals the int8 kernels'
 // bit for bit (the arithmetic itself is checked by the custom-op ACCU cases).
+// The partitioned-model cases get their inputs and the reference interpreter's outputs of the
+// graphs under SOURCE_DIR (write_partition_fixture).
 // A C++ helper because a safetensors file starts with a little-endian 64-bit length, whose zero
 // bytes a CMake script cannot write. The float bytes are spelled out, so the file is the same
 // on every host.
@@ -17,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/Interpreter.h"
+#include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
 #include "tools/vkd/Npy.h"
 
@@ -156,11 +160,57 @@ void write_half_shuffle_fixture(const std::string& dir) {
   }
 }
 
+vkd::cli::NpyArray f32_npy(std::vector<int64_t> shape, const std::vector<uint8_t>& bytes) {
+  vkd::cli::NpyArray a;
+  a.dtype = vkd::cli::NpyDType::Float32;
+  a.shape = std::move(shape);
+  a.data = bytes;
+  return a;
+}
+
+// `graph` (with `weights`, "" for none) run by the reference interpreter on `x`: its output y.
+std::vector<uint8_t> interpreted_y(const std::string& graph, const std::string& weights,
+                                   const vkd::cli::NpyArray& x) {
+  const vkd::compiler::Graph g = vkd::compiler::parse_graph_file(graph, weights);
+  const auto values = vkd::compiler::interpret(
+      g, {{"x", vkd::compiler::HostTensor{vkd::DType::Float32, x.shape, x.data}}});
+  return values.at("y").bytes;
+}
+
+// The partitioned models (`vkd run MODEL.partition.json`): an input of multiples of 1/16 for
+// test/compiler/graphs/qdq_maxpool.json (part_pool_x.npy) and for test/cli/graphs/
+// add_constant.json (part_add_x.npy), each graph's output as the reference interpreter computes
+// it (part_*_expected.npy), and host.safetensors: the add's constant under its value name
+// ("other"), which is where a partition plan looks for it.
+void write_partition_fixture(const std::string& dir, const std::string& source_dir,
+                             const std::vector<uint8_t>& other) {
+  vkd::compiler::write_safetensors(dir + "/host.safetensors",
+                                   {{"other", "F32", {1, 4, 1, 1}, other}});
+  const auto sixteenths = [](std::vector<int64_t> shape, size_t n) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = 0.0625f * static_cast<float>(static_cast<int>((i * 7) % 61) - 30);
+    }
+    return f32_npy(std::move(shape), f32_bytes(v));
+  };
+  const vkd::cli::NpyArray pool_x = sixteenths({1, 4, 6, 10}, 240);
+  const std::string pool_graph = source_dir + "/test/compiler/graphs/qdq_maxpool.json";
+  vkd::cli::write_npy(dir + "/part_pool_x.npy", pool_x);
+  vkd::cli::write_npy(dir + "/part_pool_expected.npy",
+                      f32_npy({1, 4, 3, 5}, interpreted_y(pool_graph, "", pool_x)));
+  const vkd::cli::NpyArray add_x = sixteenths({1, 4, 4, 4}, 64);
+  const std::string add_graph = source_dir + "/test/cli/graphs/add_constant.json";
+  vkd::cli::write_npy(dir + "/part_add_x.npy", add_x);
+  vkd::cli::write_npy(dir + "/part_add_expected.npy",
+                      f32_npy({1, 4, 4, 4},
+                              interpreted_y(add_graph, dir + "/weights.safetensors", add_x)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_compile_weights OUTDIR\n");
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: make_compile_weights OUTDIR SOURCE_DIR\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -175,8 +225,10 @@ int main(int argc, char** argv) {
     write_conv_fixture(dir);
     write_affine_fixture(dir);
     write_half_shuffle_fixture(dir);
+    write_partition_fixture(dir, argv[2], other);
     std::printf("make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy, "
-                "conv.safetensors, conv_x.npy, affine.safetensors, affine_x.npy, ps16_*.npy\n",
+                "conv.safetensors, conv_x.npy, affine.safetensors, affine_x.npy, ps16_*.npy, "
+                "host.safetensors, part_*.npy\n",
                 dir.c_str());
     return 0;
   } catch (const std::exception& e) {

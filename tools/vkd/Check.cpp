@@ -1,33 +1,22 @@
 #include "tools/vkd/Check.h"
 
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "compiler/Interpreter.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/TensorSpec.h"
 #include "tools/vkd/Args.h"
+#include "tools/vkd/CheckCompare.h"
 #include "tools/vkd/Common.h"
 
 namespace vkd::cli {
 namespace {
 
 using compiler::HostTensor;
-
-// Float tensors agree within 1e-5 relative (plus 1e-6 absolute for values near zero); integer
-// tensors must be equal.
-constexpr double kRelTol = 1e-5, kAbsTol = 1e-6;
-
-struct Comparison {
-  bool comparable = true;
-  std::string problem;  // when not comparable: why
-  double max_abs = 0;
-  size_t mismatches = 0, total = 0, first_index = 0;
-  double first_gpu = 0, first_ref = 0;
-  bool differs() const { return !comparable || mismatches > 0; }
-};
+using TensorMap = std::map<std::string, HostTensor>;
 
 DType to_dtype(HostDType d) {
   switch (d) {
@@ -38,68 +27,231 @@ DType to_dtype(HostDType d) {
   return DType::Float32;
 }
 
-// A float16 reference tensor as float32 (exact): the delegate hands float16 tensors out as
-// float32, so that is what the device side of a comparison holds.
-HostTensor widened(const HostTensor& t) {
-  if (t.dtype != DType::Float16) return t;
-  return HostTensor{DType::Float32, t.shape, float16_bytes_to_float32(t.bytes)};
-}
-
-// A float32 host tensor (a graph input the delegate took as float32) as float16, rounded as the
-// runtime rounds it on upload.
-HostTensor narrowed(const HostTensor& t) {
-  return HostTensor{DType::Float16, t.shape, float32_bytes_to_float16(t.bytes)};
-}
-
-Comparison compare(const std::vector<uint8_t>& gpu, HostDType gpu_dtype,
-                   const std::vector<int64_t>& gpu_shape, const HostTensor& ref_in) {
-  const HostTensor ref = widened(ref_in);
-  Comparison c;
-  const DType dtype = to_dtype(gpu_dtype);
-  if (dtype != ref.dtype) {
-    c.comparable = false;
-    c.problem = "dtype differs: device " + std::string(to_string(dtype)) + ", reference " +
-                std::string(to_string(ref.dtype));
-    return c;
-  }
-  if (gpu_shape != ref.shape) {
-    c.comparable = false;
-    c.problem = "shape differs: device " + sizes_string(gpu_shape) + ", reference " +
-                sizes_string(ref.shape);
-    return c;
-  }
-  c.total = static_cast<size_t>(ref.numel());
-  const bool is_float = dtype == DType::Float32;
-  for (size_t i = 0; i < c.total; ++i) {
-    const double g = element_as_double(gpu.data(), gpu_dtype, i);
-    const double r = element_as_double(ref.bytes.data(), gpu_dtype, i);
-    const double d = std::fabs(g - r);
-    // (g == r first: equal infinities have a NaN difference)
-    const bool same = g == r || (is_float && ((std::isnan(g) && std::isnan(r)) ||
-                                              d <= kAbsTol + kRelTol * std::fabs(r)));
-    if (!std::isnan(d)) c.max_abs = std::max(c.max_abs, d);
-    if (!same && c.mismatches++ == 0) {
-      c.first_index = i;
-      c.first_gpu = g;
-      c.first_ref = r;
-    }
-  }
-  return c;
-}
-
 HostTensor host_tensor(const ConstTensorView& v) {
-  HostTensor t;
-  t.dtype = to_dtype(v.dtype);
-  t.shape = v.sizes;
   const auto* p = static_cast<const uint8_t*>(v.data);
-  t.bytes.assign(p, p + v.bytes);
+  return HostTensor{to_dtype(v.dtype), v.sizes, std::vector<uint8_t>(p, p + v.bytes)};
+}
+
+HostTensor host_tensor(const std::vector<uint8_t>& data, const TensorInfo& info) {
+  return HostTensor{to_dtype(info.host_dtype), info.sizes, data};
+}
+
+// A device tensor as the graph declares value `v` (float16 ones come as float32 and are
+// narrowed back, exactly), or nullopt when it is not that value's dtype and shape.
+std::optional<HostTensor> as_graph_value(const HostTensor& device, const compiler::Value& v) {
+  if (v.dtype == DType::Float16 && device.dtype == DType::Float32) {
+    return HostTensor{DType::Float16, device.shape, float32_bytes_to_float16(device.bytes)};
+  }
+  if (device.dtype != v.dtype || device.shape != v.shape) return std::nullopt;
+  return device;
+}
+
+// A call into the interpreter, its errors named after the graph: a graph the interpreter
+// cannot run is bad input (2), an internal error a failure (1).
+template <typename F>
+TensorMap interpret_or_throw(const std::string& graph_path, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw CliError(e.code() == ErrorCode::Internal ? 1 : 2,
+                   "--check: " + graph_path + ": " + e.what());
+  }
+}
+
+// The check inputs as the graph's inputs (a float16 graph input the delegate took as float32
+// is rounded as the runtime rounds it on upload).
+TensorMap graph_inputs(const compiler::Graph& graph, const std::vector<CheckInput>& inputs) {
+  TensorMap m;
+  for (const CheckInput& in : inputs) {
+    const HostTensor t = host_tensor(in.view);
+    m[in.name] = as_graph_value(t, graph.value(in.name)).value_or(t);
+  }
+  return m;
+}
+
+// Every tensor of one run of the model loaded with expose_intermediates: its own outputs, then
+// every intermediate in op order.
+struct DeviceTensors {
+  std::vector<TensorInfo> infos;
+  std::vector<std::vector<uint8_t>> data;
+};
+
+DeviceTensors run_exposed(const std::vector<uint8_t>& blob, const std::string& model_path,
+                          DelegateOptions options, const std::vector<CheckInput>& inputs) {
+  options.expose_intermediates = true;
+  std::unique_ptr<Delegate> d = create_delegate(blob, options, model_path);
+  std::vector<ConstTensorView> in_views;
+  for (const auto& in : inputs) in_views.push_back(in.view);
+  DeviceTensors t;
+  std::vector<TensorView> out_views;
+  t.data.resize(d->output_count());
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    t.infos.push_back(d->output(i));
+    t.data[i].assign(t.infos[i].host_bytes(), 0);
+    out_views.push_back({t.data[i].data(), t.data[i].size(), t.infos[i].host_dtype,
+                         t.infos[i].sizes});
+  }
+  const Status s = d->execute(in_views, out_views);
+  if (s != Status::Ok) {
+    throw CliError(exit_code_for(s), std::string("--check: execute failed (") + status_name(s) +
+                                         "): " + d->last_error());
+  }
   return t;
 }
+
+// What the reference may be fed: the graph inputs, and every device tensor that is a value of
+// the graph with its dtype and shape.
+TensorMap device_sources(const compiler::Graph& graph, const TensorMap& inputs,
+                         const DeviceTensors& device) {
+  TensorMap sources = inputs;
+  for (size_t i = 0; i < device.infos.size(); ++i) {
+    const std::string& name = device.infos[i].name;
+    if (!graph.has_value(name) || graph.value(name).is_constant()) continue;
+    const auto v = as_graph_value(host_tensor(device.data[i], device.infos[i]), graph.value(name));
+    if (v) sources[name] = *v;
+  }
+  return sources;
+}
+
+// A graph value recomputed by the interpreter from the device's own values (CheckCompare.h).
+struct LocalReference {
+  HostTensor value;
+  std::vector<double> pre_rounding;  // what its final quantize rounded, where known
+  Region region;
+};
+
+class LocalReferences {
+ public:
+  LocalReferences(const CheckGraph& check, TensorMap sources, const TensorMap& full)
+      : check_(check), sources_(std::move(sources)), full_(full) {
+    for (const auto& [name, t] : sources_) source_names_.insert(name);
+  }
+
+  // nullptr when the graph has no node that writes `name`.
+  const LocalReference* find(const std::string& name) {
+    const compiler::Graph& g = check_.graph;
+    if (!g.has_value(name) || g.producer(name) < 0) return nullptr;
+    auto it = cache_.find(name);
+    if (it == cache_.end()) it = cache_.emplace(name, compute(name)).first;
+    return &it->second;
+  }
+
+ private:
+  LocalReference compute(const std::string& name) const {
+    const compiler::Graph& g = check_.graph;
+    LocalReference r;
+    r.region = region_of(g, name, source_names_);
+    const compiler::Graph sub = region_graph(g, r.region, name);
+    TensorMap inputs;
+    for (const std::string& in : sub.inputs) {
+      // (a value no device tensor holds and no node writes: the full run's)
+      inputs[in] = sources_.count(in) ? sources_.at(in) : full_.at(in);
+    }
+    const TensorMap values =
+        interpret_or_throw(check_.path, [&] { return compiler::interpret(sub, inputs); });
+    r.value = values.at(name);
+    r.pre_rounding = pre_rounding_values(g.nodes[g.producer(name)], values);
+    return r;
+  }
+
+  const CheckGraph& check_;
+  TensorMap sources_;
+  const TensorMap& full_;
+  std::set<std::string> source_names_;
+  std::map<std::string, LocalReference> cache_;
+};
 
 std::string origin_of(const compiler::Graph& g, const std::string& name) {
   const int p = g.producer(name);
   if (p >= 0) return g.nodes[p].origin;
   return g.is_graph_input(name) ? "graph input" : "constant";
+}
+
+// "  [2 nodes from xd]" when the reference recomputed more than the tensor's own op (the
+// compiler fused or folded the ones before it), else "".
+std::string region_note(const Region& r) {
+  if (r.nodes.size() < 2) return "";
+  std::string from;
+  for (size_t i = 0; i < r.inputs.size() && i < 3; ++i) from += (i ? ", " : "") + r.inputs[i];
+  if (r.inputs.size() > 3) from += ", ...";
+  return "  [" + std::to_string(r.nodes.size()) + " nodes" +
+         (from.empty() ? "" : " from " + from) + "]";
+}
+
+std::string mismatch_text(const Comparison& c) {
+  if (!c.comparable) return c.problem;
+  std::string s = std::to_string(c.mismatches) + "/" + std::to_string(c.total);
+  if (c.ties > 0) s += " +" + std::to_string(c.ties) + " ties";
+  return s;
+}
+
+std::string first_difference_text(const std::string& name, const std::string& origin,
+                                  const Comparison& c) {
+  std::string s = "first difference: tensor '" + name + "' (" + origin + "): ";
+  if (!c.comparable) return s + c.problem;
+  char detail[200];
+  std::snprintf(detail, sizeof detail,
+                "%zu of %zu elements differ, max abs error %.6g; first at flat index %zu: "
+                "device %.9g, reference %.9g",
+                c.mismatches, c.total, c.max_abs, c.first_index, c.first_device, c.first_ref);
+  return s + detail;
+}
+
+// The table's rows and what they add up to.
+struct CheckReport {
+  size_t compared = 0, skipped = 0, ties = 0;
+  std::string first_difference;
+};
+
+void report_row(const compiler::Graph& g, const std::string& label, const std::string& name,
+                const HostTensor& device, const TensorInfo& info, const LocalReference& ref,
+                CheckReport& report) {
+  ++report.compared;
+  const Comparison c = compare_tensors(device, ref.value, ref.pre_rounding);
+  report.ties += c.ties;
+  char err[32];
+  std::snprintf(err, sizeof err, "%.3g", c.max_abs);
+  std::printf("  %-24s %-8s %-16s %12s %-18s %s%s%s\n", label.c_str(),
+              info.device_dtype == "float16" ? "float16" : host_dtype_name(info.host_dtype),
+              sizes_string(info.sizes).c_str(), c.comparable ? err : "-", mismatch_text(c).c_str(),
+              origin_of(g, name).c_str(), region_note(ref.region).c_str(),
+              c.differs() ? "  <-- differs" : "");
+  if (c.differs() && report.first_difference.empty()) {
+    report.first_difference = first_difference_text(name, origin_of(g, name), c);
+  }
+}
+
+// The normal run's outputs against the interpreter run from the graph inputs alone: how far
+// the answer drifted in all (rounding ties compound); for information, not the exit code.
+void print_end_to_end(const std::vector<CheckOutput>& outputs, const TensorMap& full) {
+  for (const CheckOutput& o : outputs) {
+    const auto it = full.find(o.name);
+    if (it == full.end()) continue;
+    const HostTensor device{to_dtype(o.dtype), it->second.shape, *o.data};
+    const Comparison c = compare_tensors(device, it->second, {});
+    char err[32];
+    std::snprintf(err, sizeof err, "%.3g", c.max_abs);
+    std::printf("end to end (reference from the graph inputs alone): %s max abs err %s, %s "
+                "differ\n",
+                o.name.c_str(), c.comparable ? err : "-", mismatch_text(c).c_str());
+  }
+}
+
+// The lines after the table; the exit code: 1 when a compared tensor really differs.
+int print_summary(const CheckReport& r) {
+  if (r.ties > 0) {
+    std::printf("rounding ties: %zu int8 element(s) 1 off where the reference rounded a value "
+                "within %g of halfway (not counted as differences)\n",
+                r.ties, kTieTolerance);
+  }
+  std::printf("compared %zu tensor(s); %zu made by the compiler have no counterpart in the graph\n",
+              r.compared, r.skipped);
+  if (!r.first_difference.empty()) {
+    std::printf("%s\n", r.first_difference.c_str());
+    return 1;
+  }
+  std::printf("check: every compared tensor matches the reference\n");
+  return 0;
 }
 
 }  // namespace
@@ -123,99 +275,39 @@ void check_graph_inputs(const CheckGraph& graph, const std::vector<std::string>&
 
 int check_against_graph(const std::vector<uint8_t>& blob, const std::string& model_path,
                         DelegateOptions options, const std::vector<CheckInput>& inputs,
-                        const std::vector<CheckOutput>& outputs, const CheckGraph& check_graph) {
-  // The reference: the original graph on the CPU.
-  const compiler::Graph& graph = check_graph.graph;
-  const std::string& graph_path = check_graph.path;
-  std::map<std::string, HostTensor> reference;
-  try {
-    std::map<std::string, HostTensor> ref_inputs;
-    for (const auto& in : inputs) {
-      HostTensor t = host_tensor(in.view);
-      if (graph.value(in.name).dtype == DType::Float16 && t.dtype == DType::Float32) t = narrowed(t);
-      ref_inputs[in.name] = std::move(t);
-    }
-    reference = compiler::interpret(graph, ref_inputs);
-  } catch (const Error& e) {
-    throw CliError(e.code() == ErrorCode::Internal ? 1 : 2,
-                   "--check: " + graph_path + ": " + e.what());
-  }
+                        const std::vector<CheckOutput>& outputs, const CheckGraph& check) {
+  const compiler::Graph& graph = check.graph;
+  const TensorMap in = graph_inputs(graph, inputs);
+  const TensorMap full =
+      interpret_or_throw(check.path, [&] { return compiler::interpret(graph, in); });
+  const DeviceTensors device = run_exposed(blob, model_path, options, inputs);
+  LocalReferences refs(check, device_sources(graph, in, device), full);
 
-  // The device, every intermediate kept.
-  options.expose_intermediates = true;
-  std::unique_ptr<Delegate> d = create_delegate(blob, options, model_path);
-  std::vector<ConstTensorView> in_views;
-  for (const auto& in : inputs) in_views.push_back(in.view);
-  std::vector<std::vector<uint8_t>> data(d->output_count());
-  std::vector<TensorView> out_views;
-  for (size_t i = 0; i < data.size(); ++i) {
-    const TensorInfo info = d->output(i);
-    data[i].assign(info.host_bytes(), 0);
-    out_views.push_back({data[i].data(), data[i].size(), info.host_dtype, info.sizes});
-  }
-  const Status s = d->execute(in_views, out_views);
-  if (s != Status::Ok) {
-    throw CliError(exit_code_for(s), std::string("--check: execute failed (") + status_name(s) +
-                                         "): " + d->last_error());
-  }
-
-  std::printf("check against %s (CPU reference interpreter; float tolerance %.0e relative):\n",
-              graph_path.c_str(), kRelTol);
-  std::printf("  %-24s %-8s %-16s %12s %-12s %s\n", "tensor", "dtype", "shape", "max abs err",
+  std::printf("check against %s (CPU reference interpreter, each op fed the device's own "
+              "inputs; float tolerance %.0e relative):\n",
+              check.path.c_str(), kRelTol);
+  std::printf("  %-24s %-8s %-16s %12s %-18s %s\n", "tensor", "dtype", "shape", "max abs err",
               "mismatches", "reference node");
-  std::string first_difference;
-  size_t compared = 0, skipped = 0;
-  const auto report = [&](const std::string& label, const std::string& name,
-                          const std::vector<uint8_t>& gpu, const TensorInfo& info) {
-    auto it = reference.find(name);
-    if (it == reference.end()) {
-      ++skipped;
+  CheckReport report;
+  const auto row = [&](const std::string& label, const std::string& name,
+                       const std::vector<uint8_t>& data, const TensorInfo& info) {
+    const LocalReference* ref = refs.find(name);
+    if (ref == nullptr) {
+      ++report.skipped;
       return;
     }
-    ++compared;
-    const Comparison c = compare(gpu, info.host_dtype, info.sizes, it->second);
-    const std::string mism = c.comparable ? std::to_string(c.mismatches) + "/" +
-                                                std::to_string(c.total)
-                                          : c.problem;
-    char err[32];
-    std::snprintf(err, sizeof err, "%.3g", c.max_abs);
-    std::printf("  %-24s %-8s %-16s %12s %-12s %s%s\n", label.c_str(),
-                info.device_dtype == "float16" ? "float16" : host_dtype_name(info.host_dtype),
-                sizes_string(info.sizes).c_str(),
-                c.comparable ? err : "-", mism.c_str(), origin_of(graph, name).c_str(),
-                c.differs() ? "  <-- differs" : "");
-    if (c.differs() && first_difference.empty()) {
-      first_difference = "first difference: tensor '" + name + "' (" + origin_of(graph, name) +
-                         "): ";
-      if (!c.comparable) {
-        first_difference += c.problem;
-      } else {
-        char detail[160];
-        std::snprintf(detail, sizeof detail,
-                      "%zu of %zu elements differ, max abs error %.6g; first at flat index %zu: "
-                      "device %.9g, reference %.9g",
-                      c.mismatches, c.total, c.max_abs, c.first_index, c.first_gpu, c.first_ref);
-        first_difference += detail;
-      }
-    }
+    report_row(graph, label, name, host_tensor(data, info), info, *ref, report);
   };
   // Intermediates in op order (they follow the model's own outputs), then the outputs of the
-  // normal run.
-  for (size_t i = outputs.size(); i < data.size(); ++i) {
-    const TensorInfo info = d->output(i);
-    report(info.name, info.name, data[i], info);
+  // normal run (a difference only there points at memory sharing).
+  for (size_t i = outputs.size(); i < device.infos.size(); ++i) {
+    row(device.infos[i].name, device.infos[i].name, device.data[i], device.infos[i]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    report(outputs[i].name + " (output)", outputs[i].name, *outputs[i].data, d->output(i));
+    row(outputs[i].name + " (output)", outputs[i].name, *outputs[i].data, device.infos[i]);
   }
-  std::printf("compared %zu tensor(s); %zu made by the compiler have no counterpart in the graph\n",
-              compared, skipped);
-  if (!first_difference.empty()) {
-    std::printf("%s\n", first_difference.c_str());
-    return 1;
-  }
-  std::printf("check: every compared tensor matches the reference\n");
-  return 0;
+  print_end_to_end(outputs, full);
+  return print_summary(report);
 }
 
 }  // namespace vkd::cli

@@ -1,7 +1,10 @@
-// `vkd run MODEL.vkd --check GRAPH.json [--weights W]`: runs the CPU reference interpreter on the
-// original graph beside the device and compares, tensor by tensor in op order, every tensor the
-// model writes that the graph also names (the compiler keeps the names of the values it does not
-// fuse away), then the model's outputs. How a user bisects a wrong answer on a new GPU.
+// `vkd run MODEL.vkd --check GRAPH.json [--weights W]`: compares, tensor by tensor in op order,
+// every tensor the model writes that the original graph also names (the compiler keeps the
+// names of the values it does not fuse away), then the model's outputs, with the CPU reference
+// interpreter. Each tensor's reference is computed from the DEVICE's own inputs to the op (or
+// the fused ops) that made it (CheckCompare.h), so a difference is blamed on the op where it
+// arises instead of on every op after it; int8 results 1 off at a rounding tie are counted
+// apart. How a user bisects a wrong answer on a new GPU.
 #pragma once
 
 #include <string>
@@ -36,9 +39,12 @@ void check_graph_inputs(const CheckGraph& graph, const std::vector<std::string>&
                         std::vector<std::string>& errors);
 
 // Loads the model a second time with DelegateOptions::expose_intermediates (so intermediates
-// keep their own memory), runs it on `inputs`, prints the comparison table and the first tensor
-// that differs. `outputs` are the normal run's results, compared as well (a difference only
-// there points at memory sharing). Returns 0 when everything matches, 1 otherwise.
+// keep their own memory) and runs it on `inputs`; recomputes each exposed tensor on the CPU
+// from the exposed tensors it depends on; prints the comparison table, the end-to-end drift of
+// the outputs against the interpreter run from the graph inputs alone (for information) and
+// the first tensor that really differs. `outputs` are the normal run's results, compared as
+// well (a difference only there points at memory sharing). Returns 0 when nothing really
+// differs, 1 otherwise.
 int check_against_graph(const std::vector<uint8_t>& blob, const std::string& model_path,
                         DelegateOptions options, const std::vector<CheckInput>& inputs,
                         const std::vector<CheckOutput>& outputs, const CheckGraph& graph);

@@ -57,7 +57,11 @@ constexpr const char* kRunUsage =
     "usage: vkd run MODEL.vkd --input NAME=FILE.npy ... [--output-dir DIR] [--force] [--bench N]\n"
     "               [--profile] [--trace FILE.json] [--device SEL]\n"
     "               [--check GRAPH.json [--weights W.safetensors]]\n"
-    "run the model once on .npy inputs and write each output as DIR/NAME.npy\n"
+    "       vkd run MODEL.partition.json --input NAME=FILE.npy ... [--weights W.safetensors]\n"
+    "               [--output-dir DIR] [--force] [--bench N] [--profile] [--device SEL]\n"
+    "run the model once on .npy inputs and write each output as DIR/NAME.npy; a partitioned\n"
+    "model (vkd compile --partition) runs every step in order: its partitions on the GPU, the\n"
+    "rest on the CPU (reference interpreter), each step's place and time printed\n"
     "  --input NAME=FILE   an input by name or position (input0, input1, ...); float32 '<f4',\n"
     "                      float16 '<f2', int8 '|i1', int32 '<i4', C order\n"
     "  --output-dir DIR    where the outputs go (default: .); created when missing and its\n"
@@ -67,9 +71,11 @@ constexpr const char* kRunUsage =
     "  --profile           per-node GPU time table of the last run\n"
     "  --trace FILE        Chrome/Perfetto trace (JSON) of the last run\n"
     "  --device SEL        device index or name substring (overrides $VKD_DEVICE)\n"
-    "  --check GRAPH       also run the CPU reference interpreter on GRAPH.json and compare every\n"
-    "                      tensor in op order; report the first that differs (exit 1)\n"
-    "  --weights FILE      the safetensors file of the --check graph\n"
+    "  --check GRAPH       also compare every tensor, in op order, with the CPU reference\n"
+    "                      interpreter on GRAPH.json fed the device's inputs of that op; report\n"
+    "                      the first that differs (exit 1), 1-off rounding ties apart\n"
+    "  --weights FILE      the safetensors file of the --check graph; for a partitioned model,\n"
+    "                      the original weights, where host steps find their constants\n"
     "Every file is checked before the first run: a failing call writes nothing.\n";
 
 const Command kCommands[] = {

@@ -1,0 +1,126 @@
+// tools/vkd/CheckCompare: what `vkd run --check` does without a device. A device tensor is
+// compared with a reference recomputed from the device's own inputs (the region of the graph
+// between the tensors the device exposes), so an early difference does not make every later
+// tensor differ; an int8 result 1 off where the reference rounded an exact halfway value is a
+// rounding tie, counted apart from real differences.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/Interpreter.h"
+#include "compiler/Parse.h"
+#include "tools/vkd/CheckCompare.h"
+
+namespace vkd::cli {
+namespace {
+
+using compiler::HostTensor;
+
+// x -> quantize (xq) -> clone (xc) -> dequantize (xd) -> quantize (q2) -> dequantize (y), as
+// test/compiler/graphs/qdq_clone.json; compiled, clone disappears (the device exposes xq, xd,
+// q2 and y).
+const char* kGraph = R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
+  "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 4]}},
+  "nodes": [
+    {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["x"],
+     "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+              "dtype": "int8"}, "outputs": ["xq"]},
+    {"op": "aten.clone", "inputs": ["xq"], "args": {}, "outputs": ["xc"]},
+    {"op": "quantized_decomposed.dequantize_per_tensor", "inputs": ["xc"],
+     "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+              "dtype": "int8"}, "outputs": ["xd"]},
+    {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["xd"],
+     "args": {"scale": 0.25, "zero_point": 1, "quant_min": -128, "quant_max": 127,
+              "dtype": "int8"}, "outputs": ["q2"]},
+    {"op": "quantized_decomposed.dequantize_per_tensor", "inputs": ["q2"],
+     "args": {"scale": 0.25, "zero_point": 1, "quant_min": -128, "quant_max": 127,
+              "dtype": "int8"}, "outputs": ["y"]}]})";
+
+compiler::Graph graph() { return compiler::parse_graph(kGraph, "g.json", nullptr); }
+
+TEST(CheckCompare, RegionStopsAtWhatTheDeviceExposes) {
+  const compiler::Graph g = graph();
+  const std::set<std::string> exposed{"xq", "xd", "q2", "y"};
+  Region r = region_of(g, "xd", exposed);  // clone folded away: clone + dequantize from xq
+  EXPECT_EQ(r.nodes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(r.inputs, (std::vector<std::string>{"xq"}));
+  r = region_of(g, "q2", exposed);  // its own op alone
+  EXPECT_EQ(r.nodes, (std::vector<int>{3}));
+  EXPECT_EQ(r.inputs, (std::vector<std::string>{"xd"}));
+  r = region_of(g, "xq", exposed);  // from the graph input
+  EXPECT_EQ(r.inputs, (std::vector<std::string>{"x"}));
+  r = region_of(g, "y", {});  // nothing exposed: the whole graph, as an end-to-end reference
+  EXPECT_EQ(r.nodes, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(r.inputs, (std::vector<std::string>{"x"}));
+}
+
+TEST(CheckCompare, AnEarlyDifferenceIsNotInherited) {
+  // The device got xq one off in element 0; the reference of q2, fed the device's xd (made from
+  // that xq), agrees with the device's q2, while the end-to-end reference would not.
+  const compiler::Graph g = graph();
+  const HostTensor x = HostTensor::from_floats({1, 1, 1, 4}, {1.0f, -2.0f, 0.5f, 3.0f});
+  const HostTensor device_xd = HostTensor::from_floats({1, 1, 1, 4}, {1.5f, -2.0f, 0.5f, 3.0f});
+  const HostTensor device_q2 = HostTensor::from_int8({1, 1, 1, 4}, {7, -7, 3, 13});
+
+  const Region r = region_of(g, "q2", {"xq", "xd", "q2", "y"});
+  const auto local = compiler::interpret(region_graph(g, r, "q2"), {{"xd", device_xd}});
+  const Comparison c = compare_tensors(device_q2, local.at("q2"), {});
+  EXPECT_FALSE(c.differs());
+
+  const auto full = compiler::interpret(g, {{"x", x}});
+  EXPECT_TRUE(compare_tensors(device_q2, full.at("q2"), {}).differs());
+}
+
+TEST(CheckCompare, OneOffAtAnExactTieIsCountedApart) {
+  // quantize with scale 0.5: x * 2 = 0.5 and 2.5 are ties (round half to even: 0 and 2).
+  const compiler::Graph g = graph();
+  const HostTensor x = HostTensor::from_floats({1, 1, 1, 4}, {0.25f, 1.25f, 1.0f, 0.6f});
+  const auto values = compiler::interpret(g, {{"x", x}});
+  const std::vector<double> pre = pre_rounding_values(g.nodes[0], values);
+  EXPECT_EQ(pre, (std::vector<double>{0.5, 2.5, 2.0, 1.2000000476837158}));
+  EXPECT_EQ(values.at("xq").to_int8(), (std::vector<int8_t>{0, 2, 2, 1}));
+
+  // Ties rounded the other way (1, 3): ties; a 1-off away from a tie (element 2) and a 2-off at
+  // a tie are real.
+  Comparison c = compare_tensors(HostTensor::from_int8({1, 1, 1, 4}, {1, 3, 2, 1}),
+                                 values.at("xq"), pre);
+  EXPECT_EQ(c.ties, 2u);
+  EXPECT_EQ(c.mismatches, 0u);
+  EXPECT_FALSE(c.differs());
+  c = compare_tensors(HostTensor::from_int8({1, 1, 1, 4}, {2, 2, 3, 1}), values.at("xq"), pre);
+  EXPECT_EQ(c.ties, 0u);
+  EXPECT_EQ(c.mismatches, 2u);
+  EXPECT_EQ(c.first_index, 0u);
+  EXPECT_EQ(c.first_device, 2.0);
+  EXPECT_EQ(c.first_ref, 0.0);
+  // Without the values before rounding, every difference is real.
+  c = compare_tensors(HostTensor::from_int8({1, 1, 1, 4}, {1, 3, 2, 1}), values.at("xq"), {});
+  EXPECT_EQ(c.mismatches, 2u);
+  // Only a quantize has them.
+  EXPECT_TRUE(pre_rounding_values(g.nodes[2], values).empty());
+}
+
+TEST(CheckCompare, TieTolerance) {
+  EXPECT_TRUE(is_rounding_tie(2.5));
+  EXPECT_TRUE(is_rounding_tie(-3.5));
+  EXPECT_TRUE(is_rounding_tie(2.5 + 0.5 * kTieTolerance));
+  EXPECT_FALSE(is_rounding_tie(2.5 + 2 * kTieTolerance));
+  EXPECT_FALSE(is_rounding_tie(2.0));
+}
+
+TEST(CheckCompare, FloatToleranceAndIncomparableTensors) {
+  const HostTensor ref = HostTensor::from_floats({2}, {1000.0f, 0.0f});
+  const HostTensor close = HostTensor::from_floats({2}, {1000.005f, 5e-7f});
+  EXPECT_FALSE(compare_tensors(close, ref, {}).differs());
+  const Comparison c = compare_tensors(HostTensor::from_floats({2}, {1000.1f, 0.0f}), ref, {});
+  EXPECT_EQ(c.mismatches, 1u);
+  EXPECT_NEAR(c.max_abs, 0.1, 1e-4);
+  const Comparison shape = compare_tensors(HostTensor::from_floats({1, 2}, {1, 2}), ref, {});
+  EXPECT_FALSE(shape.comparable);
+  EXPECT_EQ(shape.problem, "shape differs: device [1,2], reference [2]");
+  const Comparison dtype = compare_tensors(HostTensor::from_int8({2}, {1, 2}), ref, {});
+  EXPECT_EQ(dtype.problem, "dtype differs: device int8, reference float32");
+}
+
+}  // namespace
+}  // namespace vkd::cli

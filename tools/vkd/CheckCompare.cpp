@@ -1,0 +1,158 @@
+#include "tools/vkd/CheckCompare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/core/HostPacking.h"
+#include "runtime/core/TensorSpec.h"
+
+namespace vkd::cli {
+namespace {
+
+using compiler::HostTensor;
+
+// Element `i` of a float32, int8 or int32 tensor.
+double element(const HostTensor& t, size_t i) {
+  switch (t.dtype) {
+    case DType::Int8: return static_cast<int8_t>(t.bytes[i]);
+    case DType::Int32: {
+      int32_t v;
+      std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+      return v;
+    }
+    default: {
+      float v;
+      std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+      return v;
+    }
+  }
+}
+
+// A float16 reference tensor as float32 (exact): the delegate hands float16 tensors out as
+// float32, so that is what the device side of a comparison holds.
+HostTensor widened(const HostTensor& t) {
+  if (t.dtype != DType::Float16) return t;
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, t.bytes.data() + 2 * i, 2);
+    values[i] = from_float16(h);
+  }
+  return HostTensor::from_floats(t.shape, values);
+}
+
+// Why two tensors cannot be compared element by element ("" when they can).
+std::string incomparable(const HostTensor& device, const HostTensor& ref) {
+  if (device.dtype != ref.dtype) {
+    return "dtype differs: device " + std::string(to_string(device.dtype)) + ", reference " +
+           std::string(to_string(ref.dtype));
+  }
+  if (device.shape != ref.shape) {
+    return "shape differs: device " + sizes_string(device.shape) + ", reference " +
+           sizes_string(ref.shape);
+  }
+  return "";
+}
+
+bool same_value(double g, double r, bool is_float) {
+  if (g == r) return true;  // (first: equal infinities have a NaN difference)
+  if (!is_float) return false;
+  return (std::isnan(g) && std::isnan(r)) || std::fabs(g - r) <= kAbsTol + kRelTol * std::fabs(r);
+}
+
+}  // namespace
+
+bool is_rounding_tie(double v) {
+  return std::isfinite(v) && std::fabs(v - std::floor(v) - 0.5) <= kTieTolerance;
+}
+
+Comparison compare_tensors(const HostTensor& device, const HostTensor& ref_in,
+                           const std::vector<double>& pre_rounding) {
+  const HostTensor ref = widened(ref_in);
+  Comparison c;
+  c.problem = incomparable(device, ref);
+  if (!c.problem.empty()) {
+    c.comparable = false;
+    return c;
+  }
+  c.total = static_cast<size_t>(ref.numel());
+  const bool is_float = ref.dtype == DType::Float32;
+  const bool ties_known = ref.dtype == DType::Int8 && pre_rounding.size() == c.total;
+  for (size_t i = 0; i < c.total; ++i) {
+    const double g = element(device, i), r = element(ref, i);
+    const double d = std::fabs(g - r);
+    if (!std::isnan(d)) c.max_abs = std::max(c.max_abs, d);
+    if (same_value(g, r, is_float)) continue;
+    if (ties_known && d == 1 && is_rounding_tie(pre_rounding[i])) {
+      ++c.ties;
+    } else if (c.mismatches++ == 0) {
+      c.first_index = i;
+      c.first_device = g;
+      c.first_ref = r;
+    }
+  }
+  return c;
+}
+
+std::vector<double> pre_rounding_values(const compiler::Node& node,
+                                        const std::map<std::string, HostTensor>& values) {
+  if (node.op != "quantized_decomposed.quantize_per_tensor" || node.inputs.empty()) return {};
+  const auto it = values.find(node.inputs[0]);
+  if (it == values.end() || it->second.dtype != DType::Float32) return {};
+  // As compiler/reference/Quantize.cpp: inv = float(1.0 / double(float(scale))), x * inv in
+  // float32.
+  const float scale = static_cast<float>(compiler::arg_float(node, "scale"));
+  const float inv = static_cast<float>(1.0 / static_cast<double>(scale));
+  const std::vector<float> x = it->second.to_floats();
+  std::vector<double> pre(x.size());
+  for (size_t i = 0; i < x.size(); ++i) pre[i] = static_cast<double>(x[i] * inv);
+  return pre;
+}
+
+Region region_of(const compiler::Graph& g, const std::string& target,
+                 const std::set<std::string>& sources) {
+  Region r;
+  std::set<int> nodes;
+  std::set<std::string> inputs;
+  std::vector<int> todo{g.producer(target)};
+  while (!todo.empty()) {
+    const int n = todo.back();
+    todo.pop_back();
+    if (n < 0 || !nodes.insert(n).second) continue;
+    for (const std::string& in : g.nodes[n].inputs) {
+      if (in.empty() || g.value(in).is_constant()) continue;
+      const int producer = g.producer(in);
+      if (sources.count(in) || g.is_graph_input(in) || producer < 0) {
+        inputs.insert(in);
+      } else {
+        todo.push_back(producer);
+      }
+    }
+  }
+  r.nodes.assign(nodes.begin(), nodes.end());
+  for (const std::string& name : g.value_names()) {
+    if (inputs.count(name)) r.inputs.push_back(name);
+  }
+  return r;
+}
+
+compiler::Graph region_graph(const compiler::Graph& g, const Region& region,
+                             const std::string& target) {
+  compiler::Graph sub;
+  const auto declare = [&](const std::string& name) {
+    if (!name.empty() && !sub.has_value(name)) sub.add_value(g.value(name));
+  };
+  for (const std::string& name : region.inputs) declare(name);
+  sub.inputs = region.inputs;
+  for (const int n : region.nodes) {
+    for (const std::string& name : g.nodes[n].inputs) declare(name);  // constants
+    for (const std::string& name : g.nodes[n].outputs) declare(name);
+    sub.nodes.push_back(g.nodes[n]);
+  }
+  sub.outputs = {target};
+  return sub;
+}
+
+}  // namespace vkd::cli

@@ -1,0 +1,70 @@
+// The pieces of `vkd run --check` that need no device: which part of the original graph
+// recomputes a device tensor from the device's own values (so a difference is blamed on the op
+// that made it, not inherited from an earlier one), and how a device tensor is compared with
+// its reference (exact ties in the final rounding counted apart from real differences).
+// No Vulkan and no delegate: the CLI tests link it on their own.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/GraphIR.h"
+#include "compiler/Interpreter.h"
+
+namespace vkd::cli {
+
+// Float tensors agree within 1e-5 relative (plus 1e-6 absolute for values near zero); integer
+// tensors must be equal, except that an int8 result 1 off where the reference rounded a value
+// within kTieTolerance (in units of the last place) of halfway is a rounding tie, not a real
+// difference: float arithmetic in another order (a fused kernel's epilogue) may land on the
+// other side of a tie the reference met exactly.
+constexpr double kRelTol = 1e-5, kAbsTol = 1e-6;
+constexpr double kTieTolerance = 1e-3;
+
+struct Comparison {
+  bool comparable = true;
+  std::string problem;  // when not comparable: why
+  double max_abs = 0;   // over every element, ties included
+  size_t mismatches = 0;  // real differences
+  size_t ties = 0;        // 1-off int8 results at a rounding tie
+  size_t total = 0;
+  size_t first_index = 0;  // the first real difference
+  double first_device = 0, first_ref = 0;
+  bool differs() const { return !comparable || mismatches > 0; }
+};
+
+// Compares `device` (float16 tensors come as float32) with `ref`. `pre_rounding` holds, per
+// element, the value the reference rounded to make `ref` (empty: unknown, every difference is
+// real).
+Comparison compare_tensors(const compiler::HostTensor& device, const compiler::HostTensor& ref,
+                           const std::vector<double>& pre_rounding);
+
+// Whether `v` lies within kTieTolerance of a halfway point k + 0.5.
+bool is_rounding_tie(double v);
+
+// The values `node` rounded to make its output, when it is a quantize whose rounding the check
+// can redo (quantized_decomposed.quantize_per_tensor: float(x * float(1 / scale)), as the
+// reference computes it); empty otherwise. `values` holds the node's inputs.
+std::vector<double> pre_rounding_values(const compiler::Node& node,
+                                        const std::map<std::string, compiler::HostTensor>& values);
+
+// The nodes of `g` that recompute value `target` from `sources` (the values the device exposes
+// with the graph's dtype and shape): from target's producer back through every input that is
+// neither a source, a constant nor a graph input. One node when the device exposes the op's
+// inputs; the whole pattern when the compiler fused it (dq -> conv -> q).
+struct Region {
+  std::vector<int> nodes;           // in node order
+  std::vector<std::string> inputs;  // the non-constant values it reads from outside, in order
+};
+Region region_of(const compiler::Graph& g, const std::string& target,
+                 const std::set<std::string>& sources);
+
+// The region as a graph of its own: its inputs as graph inputs, constants copied, `target` its
+// output. What the interpreter runs on the device's values.
+compiler::Graph region_graph(const compiler::Graph& g, const Region& region,
+                             const std::string& target);
+
+}  // namespace vkd::cli
