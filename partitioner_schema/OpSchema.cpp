@@ -150,6 +150,12 @@ void conversion_schemas(std::vector<OpSchema>& s) {
                         arg_list(tensor_in("input", i8x4, int8),
                                  scalar("zero_point", ArgKind::Int),
                                  tensor_out("output", i8x4, int8))));
+  // A reshape of int8 data (view_copy / flatten / squeeze / unsqueeze) that is not free: the
+  // elements in NCHW order under other sizes, in any layout on either side.
+  s.push_back(kernel_op("q8ta_view", "int8x4 reshape: same elements in NCHW order, other sizes",
+                        arg_list(tensor_in("input", i8x4, int8),
+                                 scalar("zero_point", ArgKind::Int),
+                                 tensor_out("output", i8x4, int8))));
   s.push_back(kernel_op("float_convert",
                         "float32 storage/layout conversion (inserted by the compiler)",
                         arg_list(tensor_in("input", f32, any_float),
@@ -221,6 +227,12 @@ void pool_schemas(std::vector<OpSchema>& s) {
                         arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
                                  per_tensor_qparams("input_"), per_tensor_qparams("output_"),
                                  tied(tensor_out("output", i8x4, chw_int8), 0))));
+  // keepdim = False (or a flatten folded into the mean): [N, C] rows in the q8ta_linear input
+  // layout, so a classifier head's pooled features go into the linear as they are.
+  s.push_back(kernel_op("q8ta_mean_flat", "int8 mean over H and W into [N, C] rows, requantized",
+                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
+                                 per_tensor_qparams("input_"), per_tensor_qparams("output_"),
+                                 tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
 }
 
 void int8_pixel_shuffle_schemas(std::vector<OpSchema>& s) {

@@ -1,6 +1,8 @@
-// q8ta_mean: mean over H and W with keepdim ([N, C, H, W] -> [N, C, 1, 1]) of a
-// channels-packed int8x4 tensor (INT8_LAYOUT: 4W4C or 4C1W; output in the same layout),
-// requantized from the input's parameters to the output's (runtime/ops/Pool.h):
+// q8ta_mean: mean over H and W of a channels-packed int8x4 tensor (INT8_LAYOUT: 4W4C or 4C1W),
+// either with keepdim ([N, C, H, W] -> [N, C, 1, 1], output in the same layout) or, with
+// p.out_rows, flattened into [N, C] rows in 4H4W (q8ta_mean_flat: the layout q8ta_linear reads,
+// so a classifier head's pooled features need no conversion), requantized from the input's
+// parameters to the output's (runtime/ops/Pool.h):
 //   acc = sum(q) - count * zp_in (int32, exact);  m = float32(s_in / count) (host, double)
 //   y = float32(acc) * m;  q = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)
 // each float operation rounded on its own (`precise`), float32(acc) exact (|acc| < 2^24,
@@ -9,7 +11,9 @@
 // One workgroup of WG invocations per (n, c4) block (group id x = c4, y = n): invocation t
 // sums the words of positions t, t + WG, ... of the H*W plane (4 channel sums each); the
 // partial sums are then reduced in shared memory, and invocation 0 requantizes and writes the
-// output chunk (4W4C: word 0 of the chunk real, words 1..3 = widths past 1 = padding).
+// output chunk (4W4C: word 0 of the chunk real, words 1..3 = widths past 1 = padding; rows: the
+// word of row n in its block of 4 rows, and the workgroups of the last row n = N - 1 also write
+// the block's rows past N, which are padding).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define VKD_FIXED_LOCAL_SIZE
@@ -27,6 +31,7 @@ layout(push_constant) uniform Params {
   int out_zp;
   float mean_scale;     // float32(s_in / (H * W))
   float inv_out_scale;  // float32(1 / s_out)
+  int out_rows;         // 1: output [N, C] in 4H4W; 0: [N, C, 1, 1] in INT8_LAYOUT
 } p;
 
 shared ivec4 partial[WG];
@@ -67,9 +72,18 @@ void main() {
     const int q = j < real ? round_even_small(t) + p.out_zp : p.out_zp;
     word |= (q & 0xFF) << (8 * j);
   }
+  const int pad = splat_byte(p.out_zp);
+  if (p.out_rows != 0) {
+    // [N, C] in 4H4W (sizes (1, 1, N, C)): word 4*((n/4)*C4 + c4) + n%4, lanes = channels.
+    const int block = 4 * ((n / 4) * C4 + c4);
+    out_words[block + n % 4] = word;
+    if (n == p.sizes.x - 1) {
+      for (int r = n % 4 + 1; r < 4; ++r) out_words[block + r] = pad;
+    }
+    return;
+  }
 #if INT8_LAYOUT == LAYOUT_4W4C
   // Output [N, C, 1, 1]: chunk (n*1 + 0)*C4 + c4; widths 1..3 are padding.
-  const int pad = splat_byte(p.out_zp);
   out_words4[n * C4 + c4] = ivec4(word, pad, pad, pad);
 #else
   out_words[n * C4 + c4] = word;

@@ -73,6 +73,25 @@ void FuseState::commit(Fusion f, const std::string& chain, const std::string& de
   fusions.push_back(std::move(f));
 }
 
+Fusion* FuseState::fusion_writing(const std::string& v) {
+  for (auto& f : fusions) {
+    if (f.node.outputs.size() == 1 && f.node.outputs[0] == v) return &f;
+  }
+  return nullptr;
+}
+
+void FuseState::absorb(Fusion& f, const std::vector<int>& nodes,
+                       const std::vector<std::string>& dead, const std::string& output,
+                       const QuantInfo& q) {
+  for (int i : nodes) claimed[i] = true;
+  f.nodes.insert(f.nodes.end(), nodes.begin(), nodes.end());
+  f.dead.insert(f.dead.end(), dead.begin(), dead.end());
+  f.dead.push_back(f.node.outputs.at(0));
+  produced.erase(f.node.outputs.at(0));
+  produced[output] = q;
+  f.node.outputs = {output};
+}
+
 std::string FuseState::fused_origin(int anchor, const std::string& backend) const {
   const Node& n = graph.nodes[anchor];
   const std::string base =

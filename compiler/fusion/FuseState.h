@@ -73,6 +73,12 @@ struct FuseState {
                  const std::string& backend, const std::string& why);
   // Claims `f`'s nodes, reports the match (`detail` appended) and keeps `f` for applying.
   void commit(Fusion f, const std::string& chain, const std::string& detail);
+  // The committed match whose node writes `v`, or nullptr.
+  Fusion* fusion_writing(const std::string& v);
+  // Grows committed match `f` by `nodes` (a chain reading its output): its node now writes
+  // `output`, quantized with `q`; its old output and the values in `dead` go.
+  void absorb(Fusion& f, const std::vector<int>& nodes, const std::vector<std::string>& dead,
+              const std::string& output, const QuantInfo& q);
   // The origin of a fused node: the anchor's own origin, or its place and op.
   std::string fused_origin(int anchor, const std::string& backend) const;
 

@@ -65,13 +65,15 @@ std::optional<QuantInfo> quant_of(FuseState& state, const std::string& name) {
   return q;
 }
 
-// Views (identity) carry their input's quantization, both ways.
+bool is_view(const Node& n) { return n.op == "identity" || n.op == "q8ta_view"; }
+
+// Views (identity, q8ta_view) carry their input's quantization, both ways.
 void propagate_through_views(const Graph& g, const std::set<std::string>& activations,
                              std::map<std::string, QuantInfo>& quant) {
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& n : g.nodes) {
-      if (n.op != "identity" || !activations.count(n.inputs[0])) continue;
+      if (!is_view(n) || !activations.count(n.inputs[0])) continue;
       const std::string &a = n.inputs[0], &b = n.outputs[0];
       if (quant.count(a) && !quant.count(b)) {
         quant[b] = quant[a];
@@ -81,6 +83,15 @@ void propagate_through_views(const Graph& g, const std::set<std::string>& activa
         changed = true;
       }
     }
+  }
+}
+
+// A lowered q8ta_view pads its output with the zero point of the value it views, known only now.
+void set_view_zero_points(Graph& g, const std::map<std::string, QuantInfo>& quant) {
+  for (auto& n : g.nodes) {
+    if (n.op != "q8ta_view" || n.args.count("zero_point")) continue;
+    auto it = quant.find(n.inputs[0]);
+    n.args["zero_point"] = it == quant.end() ? int64_t{0} : it->second.zero_point;
   }
 }
 
@@ -95,6 +106,7 @@ void assign_int8x4(FuseState& state) {
     if (const auto q = quant_of(state, name)) quant[name] = *q;
   }
   propagate_through_views(g, activations, quant);
+  set_view_zero_points(g, quant);
   std::string unquantized;
   for (const auto& name : g.value_names()) {
     if (!activations.count(name)) continue;

@@ -44,16 +44,6 @@ Args qparam_args(const QuantInfo& q) {
           {"quant_max", q.quant_max}};
 }
 
-// Equal after dropping leading 1s: the last three (W, H, C) dims agree, so a view is free.
-bool same_packed_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  auto strip = [](const std::vector<int64_t>& s) {
-    size_t k = 0;
-    while (k < s.size() && s[k] == 1) ++k;
-    return std::vector<int64_t>(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
-  };
-  return strip(a) == strip(b);
-}
-
 }  // namespace
 
 std::string lower_quantize(FuseState& state, Node& node, int where) {
@@ -83,6 +73,21 @@ std::string lower_identity(FuseState& state, Node& node, int where) {
   if (!dtype_ok) return "";
   if (node.op == kViewCopy && !same_packed_shape(in->shape, out.shape)) return "";
   return rewrite_unary(state, node, where, "identity", {});
+}
+
+// view_copy: identity where the packed shape is the same (free); otherwise, on int8
+// activations, q8ta_view (one kernel; assign_int8x4 fills in its zero point once the
+// quantization of the value is known). A float view that changes the packed shape stays for the
+// host.
+std::string lower_view(FuseState& state, Node& node, int where) {
+  const std::string identity = lower_identity(state, node, where);
+  if (!identity.empty()) return identity;
+  const Value* in = unary_input(state.graph, node);
+  if (!in || in->is_constant()) return "";
+  const Value& out = state.graph.value(node.outputs[0]);
+  const bool int8 = in->dtype == DType::Int8 || in->dtype == DType::Int8x4;
+  if (!int8 || out.dtype != in->dtype) return "";
+  return rewrite_unary(state, node, where, "q8ta_view", {});
 }
 
 std::string lower_relu(FuseState& state, Node& node, int where) {

@@ -63,6 +63,15 @@ bool node_is(const Graph& g, int node, const char* op) {
   return node >= 0 && g.nodes[node].op == op;
 }
 
+bool same_packed_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  auto strip = [](const std::vector<int64_t>& s) {
+    size_t k = 0;
+    while (k < s.size() && s[k] == 1) ++k;
+    return std::vector<int64_t>(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+  };
+  return strip(a) == strip(b);
+}
+
 // ---- argument readers -----------------------------------------------------------------------
 
 std::optional<double> opt_float(const Node& n, const std::string& name) {

@@ -23,6 +23,9 @@ bool same_quant(const QuantInfo& a, const QuantInfo& b);
 int64_t numel(const std::vector<int64_t>& shape);
 // Whether `node` (an index, -1 for none) exists and is an `op` node.
 bool node_is(const Graph& g, int node, const char* op);
+// Equal after dropping leading 1s: the packed dims (W, H, C) agree, so a view between the two
+// shapes moves no byte (identity).
+bool same_packed_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
 // ---- argument readers: nullopt when absent, None or of another kind -------------------------
 

@@ -1,7 +1,8 @@
 // dq -> aten.max_pool2d -> q => q8ta_max_pool2d, with the same qparams on both sides (max
 // commutes with the monotonic dequantization, so the kernel only takes maxima of int8 values);
-// dq -> aten.mean.dim (dim = H and W, keepdim) | aten.adaptive_avg_pool2d (1) -> q => q8ta_mean
-// (requantized). Neither fuses an activation or has a float-output variant.
+// dq -> aten.mean.dim (dim = H and W) | aten.adaptive_avg_pool2d (1) -> q => q8ta_mean
+// (requantized; keepdim = False: q8ta_mean_flat, whose [N, C] rows are the q8ta_linear input
+// layout). Neither fuses an activation or has a float-output variant.
 #include <optional>
 #include <set>
 
@@ -61,7 +62,8 @@ std::string read_max_pool_args(const Node& n, const QuantInfo& in_q, const Quant
   return "";
 }
 
-// "" when `n` averages exactly the H and W dims of its rank-`rank` input into 1x1 (kept).
+// "" when `n` averages exactly the H and W dims of its rank-`rank` input (into 1x1, or dropped
+// with keepdim = False).
 std::string check_mean_over_hw(const Node& n, int64_t rank) {
   if (n.op == kMean) {
     const auto dims = opt_ints(n, "dim");
@@ -71,8 +73,9 @@ std::string check_mean_over_hw(const Node& n, int64_t rank) {
       return "mean is not over exactly H and W";
     }
     const auto keep = n.args.find("keepdim");
-    const bool* keepdim = keep == n.args.end() ? nullptr : std::get_if<bool>(&keep->second);
-    if (!keepdim || !*keepdim) return "keepdim is not true";
+    if (keep != n.args.end() && !std::holds_alternative<bool>(keep->second)) {
+      return "keepdim is not a bool";
+    }
     if (arg_present(n, "dtype")) return "a dtype is given";
     return "";
   }
@@ -102,7 +105,9 @@ void fuse_pool(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
   const bool max_pool = n.op == kMaxPool;
-  const std::string backend = max_pool ? "q8ta_max_pool2d" : "q8ta_mean";
+  // keepdim = False leaves [N, C]: the rows variant.
+  const bool flat = !max_pool && n.outputs.size() == 1 && g.value(n.outputs[0]).shape.size() == 2;
+  const std::string backend = max_pool ? "q8ta_max_pool2d" : flat ? "q8ta_mean_flat" : "q8ta_mean";
   const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
   if (!m) return;
   const Tail& tail = m->tail;

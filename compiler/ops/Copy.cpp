@@ -13,7 +13,12 @@ std::vector<HostTensor> reference_copy(const ReferenceContext& c);
 
 // The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
 namespace fusion {
-std::string lower_identity(FuseState& state, Node& node, int where);  // clones, view_copy
+std::string lower_identity(FuseState& state, Node& node, int where);  // clones
+// dq -> aten.view_copy -> q (same quantization) => identity | q8ta_view, or folded into the
+// q8ta_mean it flattens (q8ta_mean_flat); int8 view_copy into a q8ta_mean's output likewise.
+void fuse_view(FuseState& state, int anchor);
+// identity when the packed shape is the same, else q8ta_view on int8 data.
+std::string lower_view(FuseState& state, Node& node, int where);
 }  // namespace fusion
 
 namespace {
@@ -80,7 +85,8 @@ std::vector<EdgeOp> copy_edge_ops() {
   return {
       EdgeOp{"aten.view_copy", {"self"}, 1, {required_arg("size", Lit::Ints)}, 1, view_copy}
           .computed_by(reference_view_copy)
-          .lowered_by(fusion::lower_identity, {"identity"}),
+          .fused_by(fusion::fuse_view, {"identity", "q8ta_view", "q8ta_mean_flat"})
+          .lowered_by(fusion::lower_view, {"identity", "q8ta_view"}),
       EdgeOp{"aten.clone", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1, clone_like}
           .computed_by(reference_copy)
           .lowered_by(fusion::lower_identity, {"identity"}),

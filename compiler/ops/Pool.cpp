@@ -15,8 +15,8 @@ std::vector<HostTensor> reference_adaptive_avg_pool2d(const ReferenceContext& c)
 
 // The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
 namespace fusion {
-// dq -> aten.max_pool2d -> q => q8ta_max_pool2d; dq -> aten.mean.dim (H, W, keepdim) |
-// aten.adaptive_avg_pool2d (1x1) -> q => q8ta_mean.
+// dq -> aten.max_pool2d -> q => q8ta_max_pool2d; dq -> aten.mean.dim (H, W) |
+// aten.adaptive_avg_pool2d (1x1) -> q => q8ta_mean (keepdim) | q8ta_mean_flat (keepdim=False).
 void fuse_pool(FuseState& state, int anchor);
 }  // namespace fusion
 
@@ -129,7 +129,7 @@ std::vector<EdgeOp> pool_edge_ops() {
              1,
              mean_dim}
           .computed_by(reference_mean_dim)
-          .fused_by(fusion::fuse_pool, {"q8ta_mean"}),
+          .fused_by(fusion::fuse_pool, {"q8ta_mean", "q8ta_mean_flat"}),
       EdgeOp{"aten.adaptive_avg_pool2d",
              {"self"},
              1,

@@ -41,14 +41,6 @@ std::vector<HostTensor> unary_float(const ReferenceContext& c,
   return {out};
 }
 
-// PyTorch's clamp: NaN propagates, an absent bound is not applied, lo > hi gives hi.
-float clamp_float(float x, std::optional<float> lo, std::optional<float> hi) {
-  if (std::isnan(x)) return x;
-  if (lo && x < *lo) x = *lo;
-  if (hi && x > *hi) x = *hi;
-  return x;
-}
-
 }  // namespace
 
 // aten.add.Tensor: numpy broadcasting; out = a + b when alpha == 1, else a + float(alpha) * b

@@ -180,6 +180,13 @@ int64_t quantize_one(float x, float inv_scale, double zero_point, int64_t qmin, 
   return static_cast<int64_t>(q);  // NaN became qmin in fmax
 }
 
+float clamp_float(float x, std::optional<float> lo, std::optional<float> hi) {
+  if (std::isnan(x)) return x;
+  if (lo && x < *lo) x = *lo;
+  if (hi && x > *hi) x = *hi;
+  return x;
+}
+
 int64_t zp_int(const HostTensor& zp, int64_t i) {
   if (zp.dtype == DType::Float32) {
     return to_int_saturating(std::trunc(get_f32(zp, i)), std::numeric_limits<int32_t>::min(),

@@ -185,4 +185,8 @@ int64_t quantize_one(float x, float inv_scale, double zero_point, int64_t qmin, 
 // A zero-point element as int64 (int tensors) or truncated float (float tensors).
 int64_t zp_int(const HostTensor& zp, int64_t i);
 
+// PyTorch's clamp (aten.clamp, aten.hardtanh; relu is clamp_float(x, 0, none)): NaN
+// propagates, an absent bound is not applied, lo > hi gives hi.
+float clamp_float(float x, std::optional<float> lo, std::optional<float> hi);
+
 }  // namespace vkd::compiler::reference

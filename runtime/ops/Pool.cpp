@@ -1,9 +1,11 @@
-// Op family: pooling over channels-packed int8x4 tensors (q8ta_max_pool2d, q8ta_mean).
+// Op family: pooling over channels-packed int8x4 tensors (q8ta_max_pool2d, q8ta_mean and
+// q8ta_mean_flat).
 #include "runtime/ops/Pool.h"
 
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "runtime/core/Error.h"
 #include "runtime/core/PackedInt8Layout.h"
@@ -25,6 +27,7 @@ struct MeanPush {
   std::array<int32_t, 4> sizes;
   int32_t in_zp, out_zp;
   float mean_scale, inv_out_scale;
+  int32_t out_rows;
 };
 
 // Local size of q8ta_mean (WG in the shader).
@@ -121,19 +124,46 @@ void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
   graph.add_node(std::move(node));
 }
 
+namespace {
+
+// The mean's output is either [N, C, 1, 1] in the input's layout (keepdim) or [N, C] in 4H4W
+// (rows: the flattened features a linear reads); checks it against input `in` and says which.
+bool checked_mean_output(const std::string& op, const graph::GpuTensor& in,
+                         const graph::GpuTensor& out) {
+  const Dims4 d = in.spec().dims4();
+  const std::vector<int64_t>& o = out.spec().sizes;
+  if (o.size() <= 2) {
+    check_int8x4_tensor(op, in);
+    check_int8x4_tensor(op, out);
+    check_rank(op, in);
+    chw_layout_index(op, in);
+    VKD_CHECK(o == (std::vector<int64_t>{d.n, d.c}), ErrorCode::InvalidArgument, op,
+              ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, "]");
+    VKD_CHECK(out.spec().layout == MemoryLayout::PackedInt8_4H4W, ErrorCode::InvalidArgument,
+              op, ": output ", out.spec().describe(), " of rank ", o.size(), " must be 4H4W");
+    return true;
+  }
+  checked_pool_layout(op, in, out);
+  const Dims4 od = out.spec().dims4();
+  VKD_CHECK(od.n == d.n && od.c == d.c && od.h == 1 && od.w == 1, ErrorCode::InvalidArgument,
+            op, ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c,
+            ", 1, 1] (or [", d.n, ", ", d.c, "] in 4H4W)");
+  return false;
+}
+
+}  // namespace
+
 void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
                         graph::ValueRef output, const QuantParams& in_q,
                         const QuantParams& out_q) {
   const std::string op = "q8ta_mean";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  const int layout = checked_pool_layout(op, in, out);
+  const bool rows = checked_mean_output(op, in, out);
+  const int layout = chw_layout_index(op, in);
   check_quant_params(op, in_q);
   check_quant_params(op, out_q);
   const Dims4 d = in.spec().dims4();
-  const Dims4 o = out.spec().dims4();
-  VKD_CHECK(o.n == d.n && o.c == d.c && o.h == 1 && o.w == 1, ErrorCode::InvalidArgument, op,
-            ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, ", 1, 1]");
   const int64_t count = d.h * d.w;
   VKD_CHECK(count >= 1, ErrorCode::InvalidArgument, op, ": input plane is empty");
   // |sum(q) - count * zp| <= 255 * count must convert to float32 exactly.
@@ -145,7 +175,7 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const MeanPush push{nchw_sizes(d), in_q.zero_point, out_q.zero_point,
                       static_cast<float>(static_cast<double>(in_q.scale) /
                                          static_cast<double>(count)),
-                      inverse_scale(out_q.scale)};
+                      inverse_scale(out_q.scale), rows ? 1 : 0};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::variants::q8ta_mean[layout];
@@ -197,6 +227,7 @@ void build_mean(const OpCall& call) {
 void register_pool_ops(OpRegistry& registry) {
   registry.add("q8ta_max_pool2d", build_max_pool2d);
   registry.add("q8ta_mean", build_mean);
+  registry.add("q8ta_mean_flat", build_mean);  // the same kernel, output [N, C] in 4H4W
 }
 
 }  // namespace vkd::ops

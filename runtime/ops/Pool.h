@@ -35,8 +35,10 @@ void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
 // operation rounded on its own (shaders/q8ta_mean.glsl):
 //   acc = sum(q) - H*W * zp_in (int32);  m = float32(double(s_in) / (H*W))
 //   q_out = clamp(roundEven(float32(acc) * m * inv_s_out) + zp_out, -128, 127)
-// (the two products rounded in that order), inv_s_out = float32(1/s_out). `input`, `output`:
-// int8x4 in one channels-packed layout; H*W*255 < 2^24 (the float32 sum is exact).
+// (the two products rounded in that order), inv_s_out = float32(1/s_out). `input`: int8x4 in a
+// channels-packed layout, rank 3 or 4; `output`: [N, C, 1, 1] in the input's layout, or [N, C]
+// in 4H4W (keepdim = False / flattened: q8ta_mean_flat, the rows a q8ta_linear reads);
+// H*W*255 < 2^24 (the float32 sum is exact).
 void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
                         graph::ValueRef output, const QuantParams& in_q,
                         const QuantParams& out_q);

@@ -683,6 +683,45 @@ elseif(CASE STREQUAL "compile_run_residual_pool")
   expect_stdout("\n  bq +int8 +\\[2,5,4,4\\] +0 0/160 ")
   expect_files("${OUT}" y.npy z.npy)
 
+elseif(CASE STREQUAL "compile_run_classifier_head")
+  # conv -> q, then three heads: adaptive_avg_pool2d -> q -> dq -> flatten (view_copy [2, -1])
+  # -> q -> dq -> linear -> q (the flatten folds into the mean: q8ta_mean_flat writes the [2, 8]
+  # rows in the linear's 4H4W), mean.dim keepdim=False -> q -> dq -> linear (float out), and
+  # dq -> view_copy [2, 8, 36] -> q (one q8ta_view kernel). Every node runs on the GPU, with no
+  # layout conversion, and the device matches the reference interpreter on every named tensor.
+  copy_to_work("${GRAPHS}/classifier_head.json" "${FIXTURE}/head.safetensors"
+               "${FIXTURE}/head_x.npy")
+  vkd(compile classifier_head.json --weights head.safetensors -o head.vkd --report)
+  expect_exit(0)
+  expect_stdout("fused dq -> aten.view_copy -> q \\(node 8..10\\) into q8ta_mean 'aq': "
+                "q8ta_mean_flat writes the \\[2, 8\\] rows 'fq' itself\n")
+  expect_stdout("fused dq -> aten.mean.dim -> q \\(node 16..18\\) into q8ta_mean_flat 'mq'\n")
+  expect_stdout("fused dq -> aten.view_copy -> q \\(node 21..23\\) into q8ta_view 'rq'")
+  expect_stdout("\\[layouts\\] no changes\n")
+  expect_stdout("\\[final\\] 9 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_quantize\\(x\\) -> xq\n"
+                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+                "  q8ta_mean_flat\\(cq\\) -> fq\n"
+                "  q8ta_linear\\(fq, w2, w2_scales, b2\\) -> lq\n"
+                "  q8ta_dequantize\\(lq\\) -> y\n"
+                "  q8ta_mean_flat\\(cq\\) -> mq\n"
+                "  q8ta_linear_dq\\(mq, w2, w2_scales, b2\\) -> z\n"
+                "  q8ta_view\\(cq\\) -> rq\n"
+                "  q8ta_dequantize\\(rq\\) -> v\n")
+  expect_stdout("\n  fq: int8x4 buffer 4H4W\n")
+  if(STDOUT MATCHES "as edge ops|not fused")
+    message(FATAL_ERROR "a node was left for the host or not fused")
+  endif()
+  vkd(run head.vkd --input x=head_x.npy --output-dir out --check classifier_head.json
+      --weights head.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  fq +int8 +\\[2,8\\] +0 0/16 ")
+  expect_stdout("\n  lq +int8 +\\[2,3\\] +0 0/6 ")
+  expect_stdout("\n  mq +int8 +\\[2,8\\] +0 0/16 ")
+  expect_stdout("\n  rq +int8 +\\[2,8,36\\] +0 0/576 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy z.npy v.npy)
+
 elseif(CASE STREQUAL "compile_run_affine")
   # torchao affine quantization lowered to the GPU ops: choose_qparams_affine (asymmetric per
   # token, symmetric int4 per group along two dims) -> quantize_affine -> dequantize_affine, and

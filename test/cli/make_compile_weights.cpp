@@ -2,7 +2,8 @@
 // cases (test/cli/graphs/add_constant.json):
 //   add.other  F32 [1,4,1,1]  {0.5, -0.25, 1, 2}
 // and OUTDIR/linear.safetensors + OUTDIR/lin_x.npy for test/cli/graphs/linear.json, and
-// OUTDIR/conv.safetensors + OUTDIR/conv_x.npy for test/cli/graphs/conv.json: int8
+// OUTDIR/conv.safetensors + OUTDIR/conv_x.npy for test/cli/graphs/conv.json (head.safetensors +
+// head_x.npy for classifier_head.json and standalone_act.json): int8
 // weights, power-of-two scales and inputs that are multiples of 0.5, so every product and sum
 // the reference interpreter forms in float32 is exact and its answer equals the int8 kernels'
 // bit for bit (the arithmetic itself is checked by the custom-op ACCU cases).
@@ -80,6 +81,32 @@ void write_conv_fixture(const std::string& dir) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 13) % 37 - 18);
   x.data = f32_bytes(v);
   vkd::cli::write_npy(dir + "/conv_x.npy", x);
+}
+
+// A classifier head and a standalone relu6 (test/cli/graphs/classifier_head.json,
+// standalone_act.json): a 3x3 convolution 5 -> 8 channels and a linear 8 -> 3, with bias, over
+// a [2, 5, 6, 6] input of multiples of 0.5.
+void write_head_fixture(const std::string& dir) {
+  using vkd::compiler::SafetensorsTensor;
+  vkd::compiler::write_safetensors(
+      dir + "/head.safetensors",
+      {SafetensorsTensor{"conv.weight", "I8", {8, 5, 3, 3}, weight_bytes(8, 45, 6)},
+       SafetensorsTensor{"conv.scale", "F32", {8},
+                         f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f, 0.125f, 0.25f, 0.5f})},
+       SafetensorsTensor{"conv.bias", "F32", {8},
+                         f32_bytes({0.5f, -1.0f, 0.0f, 2.25f, -0.75f, 1.5f, -2.0f, 0.25f})},
+       SafetensorsTensor{"fc.weight", "I8", {3, 8}, weight_bytes(3, 8, 9)},
+       SafetensorsTensor{"fc.scale", "F32", {3}, f32_bytes({0.5f, 0.25f, 0.125f})},
+       SafetensorsTensor{"fc.bias", "F32", {3}, f32_bytes({1.0f, -0.5f, 0.25f})}});
+  vkd::cli::NpyArray x;
+  x.dtype = vkd::cli::NpyDType::Float32;
+  x.shape = {2, 5, 6, 6};
+  std::vector<float> v(2 * 5 * 6 * 6);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 11) % 41 - 20);
+  }
+  x.data = f32_bytes(v);
+  vkd::cli::write_npy(dir + "/head_x.npy", x);
 }
 
 // torchao affine quantization (test/cli/graphs/affine_constant.json, affine_dynamic.json): an
@@ -224,10 +251,12 @@ int main(int argc, char** argv) {
     write_linear_fixture(dir);
     write_conv_fixture(dir);
     write_affine_fixture(dir);
+    write_head_fixture(dir);
     write_half_shuffle_fixture(dir);
     write_partition_fixture(dir, argv[2], other);
     std::printf("make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy, "
-                "conv.safetensors, conv_x.npy, affine.safetensors, affine_x.npy, ps16_*.npy, "
+                "conv.safetensors, conv_x.npy, affine.safetensors, affine_x.npy, head.safetensors, "
+                "head_x.npy, ps16_*.npy, "
                 "host.safetensors, part_*.npy\n",
                 dir.c_str());
     return 0;

@@ -1,4 +1,5 @@
-// ACCU and PERF cases for q8ta_convert (every int8x4 layout pair) and float_convert.
+// ACCU and PERF cases for q8ta_convert (every int8x4 layout pair), q8ta_view (reshapes, every
+// layout pair) and float_convert.
 #include "runtime/ops/LayoutConvert.h"
 #include "test/custom_ops/Harness.h"
 #include "test/reference/LayoutReference.h"
@@ -53,6 +54,73 @@ class Int8ConvertCase : public CaseInstance {
   std::vector<int8_t> values_;
 };
 
+// q8ta_view: the reshape keeps the NCHW order, so the reference is the same values packed
+// under the output's sizes and layout.
+class Int8ViewCase : public CaseInstance {
+ public:
+  Int8ViewCase(std::vector<int64_t> in_sizes, std::vector<int64_t> out_sizes, MemoryLayout in,
+               MemoryLayout out, int zp)
+      : in_sizes_(std::move(in_sizes)), out_sizes_(std::move(out_sizes)), in_(in), out_(out),
+        zp_(zp) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ref_ = g.add_tensor({in_sizes_, DType::Int8x4, StorageType::Buffer, in_}, "a");
+    out_ref_ = g.add_tensor({out_sizes_, DType::Int8x4, StorageType::Buffer, out_}, "b");
+    ops::add_q8ta_view_node(g, in_ref_, out_ref_, zp_);
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    std::uniform_int_distribution<int> value(-128, 127);
+    values_.resize(static_cast<size_t>(g.spec(in_ref_).numel()));
+    for (auto& v : values_) v = static_cast<int8_t>(value(rng));
+    g.write_words(in_ref_, testing::ref_pack(in_, ref_shape(in_sizes_), values_, zp_));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    compare_words(g.read_words(out_ref_),
+                  testing::ref_pack(out_, ref_shape(out_sizes_), values_, zp_), r);
+    return r;
+  }
+  PerfWork work() const override {
+    return {4.0 * (testing::ref_word_count(in_, ref_shape(in_sizes_)) +
+                   testing::ref_word_count(out_, ref_shape(out_sizes_))),
+            0.0};
+  }
+
+ private:
+  std::vector<int64_t> in_sizes_, out_sizes_;
+  MemoryLayout in_, out_;
+  int zp_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+  std::vector<int8_t> values_;
+};
+
+// Reshapes as flatten / view / squeeze / unsqueeze make them, with partial 4-blocks on both
+// sides, in every layout pair.
+void register_view_cases(Registry& registry) {
+  using Sizes = std::vector<int64_t>;
+  const std::pair<Sizes, Sizes> views[] = {
+      {{2, 8, 1, 1}, {2, 8}},       {{1, 5, 7, 9}, {1, 35, 9}}, {{2, 3, 5, 6}, {2, 90}},
+      {{3, 10}, {3, 10, 1, 1}},     {{1, 17, 3, 3}, {17, 9}},   {{1, 6, 4, 4}, {1, 6, 16}},
+      {{2, 1280, 1, 1}, {2, 1280}}, {{5, 7}, {7, 5}}};
+  const int zero_points[] = {0, -128, 127, 5};
+  size_t index = 0;
+  for (const auto& [in_sizes, out_sizes] : views) {
+    const std::string shape = shape_string(in_sizes) + "->" + shape_string(out_sizes);
+    for (MemoryLayout in : kAllPackedInt8Layouts) {
+      for (MemoryLayout out : kAllPackedInt8Layouts) {
+        const int zp = zero_points[index++ % std::size(zero_points)];
+        const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
+        registry.add({"q8ta_view/" + pair + "/" + shape, "q8ta_view", shape, pair, true, false,
+                      false, Metric::GBps, [=] {
+                        return std::make_unique<Int8ViewCase>(in_sizes, out_sizes, in, out, zp);
+                      }});
+      }
+    }
+  }
+}
+
 class FloatConvertCase : public CaseInstance {
  public:
   FloatConvertCase(std::vector<int64_t> sizes, FloatPlacement in, FloatPlacement out)
@@ -92,6 +160,7 @@ class FloatConvertCase : public CaseInstance {
 }  // namespace
 
 void register_convert_cases(Registry& registry) {
+  register_view_cases(registry);
   const int zero_points[] = {0, -128, 127, 5};
   size_t index = 0;
   for (const auto& sizes : awkward_shapes()) {

@@ -83,16 +83,16 @@ class MaxPoolCase : public CaseInstance {
   std::vector<int8_t> x_;
 };
 
+// Output [N, C, 1, 1] in the input's layout, or with `rows` [N, C] in 4H4W (q8ta_mean_flat).
 class MeanCase : public CaseInstance {
  public:
   MeanCase(std::vector<int64_t> sizes, MemoryLayout layout, ops::QuantParams in_q,
-           ops::QuantParams out_q)
-      : sizes_(std::move(sizes)), layout_(layout), in_q_(in_q), out_q_(out_q) {}
+           ops::QuantParams out_q, bool rows = false)
+      : sizes_(std::move(sizes)), layout_(layout), in_q_(in_q), out_q_(out_q), rows_(rows) {}
 
   void build(graph::ComputeGraph& g) override {
     in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
-    out_ = g.add_tensor({{sizes_[0], sizes_[1], 1, 1}, DType::Int8x4, StorageType::Buffer, layout_},
-                        "y");
+    out_ = g.add_tensor({out_sizes(), DType::Int8x4, StorageType::Buffer, out_layout()}, "y");
     ops::add_q8ta_mean_node(g, in_, out_, in_q_, out_q_);
     g.add_input(in_);
     g.add_output(out_);
@@ -107,19 +107,26 @@ class MeanCase : public CaseInstance {
                                    out_q_.scale, out_q_.zero_point);
     AccuResult r;
     compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, ref_shape(g.spec(out_)), expected, out_q_.zero_point),
+                  testing::ref_pack(out_layout(), ref_shape(g.spec(out_)), expected,
+                                    out_q_.zero_point),
                   r);
     return r;
   }
   PerfWork work() const override {
-    return {int8x4_bytes(sizes_, layout_) + int8x4_bytes({sizes_[0], sizes_[1], 1, 1}, layout_),
-            0.0};
+    return {int8x4_bytes(sizes_, layout_) + int8x4_bytes(out_sizes(), out_layout()), 0.0};
   }
 
  private:
+  std::vector<int64_t> out_sizes() const {
+    return rows_ ? std::vector<int64_t>{sizes_[0], sizes_[1]}
+                 : std::vector<int64_t>{sizes_[0], sizes_[1], 1, 1};
+  }
+  MemoryLayout out_layout() const { return rows_ ? MemoryLayout::PackedInt8_4H4W : layout_; }
+
   std::vector<int64_t> sizes_;
   MemoryLayout layout_;
   ops::QuantParams in_q_, out_q_;
+  bool rows_;
   graph::ValueRef in_ = -1, out_ = -1;
   std::vector<int8_t> x_;
 };
@@ -147,6 +154,15 @@ void add_mean(Registry& registry, const std::string& prefix, std::vector<int64_t
   registry.add({prefix + "q8ta_mean/" + lname + "/" + tag + "/" + shape, "q8ta_mean", shape,
                 lname, accu, !accu, false, Metric::GBps,
                 [=] { return std::make_unique<MeanCase>(sizes, layout, in_q, out_q); }});
+}
+
+// q8ta_mean_flat: the [N, C] rows in 4H4W (keepdim = False, a classifier's pooled features).
+void add_mean_rows(Registry& registry, std::vector<int64_t> sizes, MemoryLayout layout,
+                   ops::QuantParams in_q, ops::QuantParams out_q, const std::string& tag) {
+  const std::string shape = shape_string(sizes), lname(to_string(layout));
+  registry.add({"q8ta_mean_flat/" + lname + "->4H4W/" + tag + "/" + shape, "q8ta_mean_flat",
+                shape, lname + " -> 4H4W rows", true, false, false, Metric::GBps,
+                [=] { return std::make_unique<MeanCase>(sizes, layout, in_q, out_q, true); }});
 }
 
 }  // namespace
@@ -190,6 +206,16 @@ void register_pool_cases(Registry& registry) {
   for (MemoryLayout layout : kChwLayouts) {
     for (const auto& sizes : mean_shapes) {
       for (const auto& q : quants) add_mean(registry, "", sizes, layout, q.in, q.out, q.tag, true);
+    }
+  }
+  // Rows: batches of 1, 2, 3 (a partial block of 4 rows), 5 and 4.
+  const std::vector<std::vector<int64_t>> rows_shapes = {
+      {1, 3, 2, 2}, {2, 17, 7, 7}, {3, 5, 3, 1}, {5, 8, 2, 3}, {4, 1280, 7, 7}};
+  for (MemoryLayout layout : kChwLayouts) {
+    for (const auto& sizes : rows_shapes) {
+      for (const auto& q : {quants[0], quants[3]}) {
+        add_mean_rows(registry, sizes, layout, q.in, q.out, q.tag);
+      }
     }
   }
 

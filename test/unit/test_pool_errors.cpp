@@ -1,6 +1,7 @@
-// q8ta_max_pool2d's and q8ta_mean's argument checks: bad dtypes, layouts, output sizes and
-// pooling parameters are InvalidArgument (limits: Unsupported) errors naming the op and the
-// problem, raised while the graph is built. The arithmetic is checked by the ACCU cases.
+// q8ta_max_pool2d's and q8ta_mean's (q8ta_mean_flat's) argument checks: bad dtypes, layouts,
+// output sizes and pooling parameters are InvalidArgument (limits: Unsupported) errors naming
+// the op and the problem, raised while the graph is built. The arithmetic is checked by the ACCU
+// cases.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -106,6 +107,19 @@ TEST_F(PoolChecks, MeanOutputAndLimitsAreChecked) {
   MeanSetup scale;
   scale.out_q.scale = -1.0f;
   expect_op_error(scale, ctx(), "q8ta_mean", "scale");
+}
+
+// q8ta_mean_flat's output: [N, C] rows, and only in 4H4W (the layout q8ta_linear reads).
+TEST_F(PoolChecks, MeanRowsOutputIsChecked) {
+  MeanSetup rows;
+  rows.out = int8_spec({2, 8}, MemoryLayout::PackedInt8_4H4W);
+  EXPECT_EQ(rows.build(ctx()).first, -1) << rows.build(ctx()).second;
+  MeanSetup channels_packed;
+  channels_packed.out = int8_spec({2, 8});
+  expect_op_error(channels_packed, ctx(), "q8ta_mean", "of rank 2 must be 4H4W");
+  MeanSetup wrong;
+  wrong.out = int8_spec({2, 7}, MemoryLayout::PackedInt8_4H4W);
+  expect_op_error(wrong, ctx(), "q8ta_mean", "must be [2, 8]");
 }
 
 }  // namespace

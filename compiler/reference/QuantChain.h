@@ -1,0 +1,27 @@
+// One int8 value through a short quantized chain, computed exactly as the reference interpreter
+// computes the edge ops (dequantize_per_tensor, relu / hardtanh / clamp, quantize_per_tensor;
+// compiler/reference/). Fusion compares it with what the backend op replacing such a chain
+// computes, for every one of the 256 int8 inputs, so such a fusion is bit-exact by enumeration
+// rather than by an argument about rounding.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "compiler/GraphIR.h"
+
+namespace vkd::compiler {
+
+// A float32 clamp as aten.clamp / aten.hardtanh apply it (an absent bound is not applied);
+// aten.relu is {0, none}.
+struct FloatClamp {
+  std::optional<float> lo, hi;
+};
+
+// quantize_per_tensor(out, clamps...(dequantize_per_tensor(in, q))): the int8 the edge graph
+// computes from `q`, the clamps applied in order.
+int64_t reference_dq_clamp_q(int64_t q, const QuantInfo& in, const std::vector<FloatClamp>& clamps,
+                             const QuantInfo& out);
+
+}  // namespace vkd::compiler

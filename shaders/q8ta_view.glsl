@@ -1,0 +1,76 @@
+// q8ta_view: a reshape of a packed int8x4 tensor (view_copy, and what flatten / reshape /
+// squeeze / unsqueeze become, on int8 data): the output holds the input's elements in the same
+// NCHW order under other sizes, in OUT_LAYOUT, read from IN_LAYOUT. Quantization is unchanged;
+// the output's padding gets the zero point.
+// Invocation i writes one 4 (c) x 4 (h) x 4 (w) tile of the output (walk order TILE_ORDER): each
+// element of the tile inside the output takes its NCHW index, finds the input element with the
+// same index, and reads that element's byte (word and lane per IN_LAYOUT); store_tile writes the
+// 16 words with the padding set.
+// Variants: IN_LAYOUT x OUT_LAYOUT over (4W4C, 4H4W, 4C1W).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glslh"
+#include "tile_walk.glslh"
+
+#define TILE_LAYOUT OUT_LAYOUT
+#define TILE_BINDING 0
+#define TILE_QUALIFIER writeonly
+#define TILE_FN(x) out_##x
+#define TILE_STORE
+#include "int8x4_tile.glslh"
+#undef TILE_LAYOUT
+#undef TILE_BINDING
+#undef TILE_QUALIFIER
+#undef TILE_FN
+#undef TILE_STORE
+
+layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
+
+layout(push_constant) uniform Params {
+  ivec4 out_sizes;  // N, C, H, W of the output (the walk's tiles)
+  ivec4 in_sizes;   // N, C, H, W of the input; same element count
+  int tile_count;   // invocations the tile walk launches
+  int zero_point;
+} p;
+
+// The byte of input element (n, c, h, w), sign-extended.
+int input_element(int n, int c, int h, int w) {
+  const ivec4 s = p.in_sizes;
+  const int C4 = div_up(s.y, 4), H4 = div_up(s.z, 4), W4 = div_up(s.w, 4);
+#if IN_LAYOUT == LAYOUT_4W4C
+  return lane_of(in_words[4 * (((n * s.z + h) * W4 + w / 4) * C4 + c / 4) + w % 4], c % 4);
+#elif IN_LAYOUT == LAYOUT_4H4W
+  return lane_of(in_words[4 * (((n * s.y + c) * H4 + h / 4) * W4 + w / 4) + h % 4], w % 4);
+#else
+  return lane_of(in_words[((n * s.z + h) * C4 + c / 4) * s.w + w], c % 4);
+#endif
+}
+
+// The input element whose NCHW index is `index`.
+int input_at(int index) {
+  const ivec4 s = p.in_sizes;
+  const int w = index % s.w, h = (index / s.w) % s.z, nc = index / (s.w * s.z);
+  return input_element(nc / s.y, nc % s.y, h, w);
+}
+
+void main() {
+  ivec4 tc;
+  if (!tile_of_invocation(p.out_sizes, p.tile_count, tc)) return;
+  const ivec4 s = p.out_sizes;
+  ivec4 tile[4];
+  for (int hh = 0; hh < 4; ++hh) {
+    for (int ww = 0; ww < 4; ++ww) {
+      const int h = 4 * tc.z + hh, w = 4 * tc.w + ww;
+      int word = 0;
+      for (int cc = 0; cc < 4; ++cc) {
+        const int c = 4 * tc.y + cc;
+        // Elements outside the output are padding: store_tile overwrites them.
+        const bool inside = c < s.y && h < s.z && w < s.w;
+        const int v = inside ? input_at(((tc.x * s.y + c) * s.z + h) * s.w + w) : 0;
+        word = with_lane(word, cc, v);
+      }
+      tile[hh][ww] = word;
+    }
+  }
+  out_store_tile(s, tc, tile, p.zero_point);
+}
