@@ -13,21 +13,53 @@
 
 namespace vkd::compiler {
 
+namespace {
+
+bool is_edge_op(const std::string& op) {
+  const auto& edge = accepted_edge_ops();
+  return std::find(edge.begin(), edge.end(), op) != edge.end();
+}
+
+// Why the backend cannot run `node` ("" when it can). An op with no descriptor is "not
+// supported"; every edge op the parser knows is planned for the backend (README table), so a
+// missing pattern or kernel is "not yet" supported, unless a tensor is beyond any device's rank.
+std::string unsupported_reason(const Graph& g, const Node& node) {
+  const schema::OpSchema* schema = schema::find_op_schema(node.op);
+  const std::string no_op = " (no fusion pattern or backend op for '" + node.op + "')";
+  if (schema == nullptr && !is_edge_op(node.op)) return "not supported by the backend" + no_op;
+  if (const Value* v = tensor_beyond_device(g, node)) {
+    return "not supported by the backend (" + beyond_device_reason(*v) + ")";
+  }
+  if (schema == nullptr) return "not yet supported by the backend" + no_op;
+  if (!schema->runnable()) {
+    return "not yet supported by the backend (backend op '" + schema->name +
+           "' has no kernel yet)";
+  }
+  return "";
+}
+
+// Values of a rank no device tensor has that no node reads or writes (a graph input passed
+// through to the outputs, an unread constant): the nodes' own list does not name them.
+std::vector<std::string> untouched_values_beyond_device(const Graph& g) {
+  std::vector<std::string> out;
+  for (const std::string& name : g.value_names()) {
+    const Value& v = g.value(name);
+    if (v.shape.size() <= kMaxDeviceRank) continue;
+    if (g.producer(name) >= 0 || !g.consumers(name).empty()) continue;
+    out.push_back(beyond_device_reason(v));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> unsupported_nodes(const Graph& g) {
   std::vector<std::string> out;
   for (const auto& node : g.nodes) {
-    const schema::OpSchema* schema = schema::find_op_schema(node.op);
-    if (schema == nullptr) {
-      // Every edge op the parser accepts is planned for the backend (README table).
-      const auto& planned = accepted_edge_ops();
-      const bool later = std::find(planned.begin(), planned.end(), node.op) != planned.end();
-      out.push_back(node.origin + (later ? ": not yet supported by the backend" : ": not supported by the backend") +
-                    " (no fusion pattern or backend op for '" + node.op + "')");
-    } else if (!schema->runnable()) {
-      out.push_back(node.origin + ": not yet supported by the backend (backend op '" +
-                    schema->name + "' has no kernel yet)");
-    }
+    const std::string reason = unsupported_reason(g, node);
+    if (!reason.empty()) out.push_back(node.origin + ": " + reason);
   }
+  for (std::string& v : untouched_values_beyond_device(g)) out.push_back(std::move(v));
   return out;
 }
 
@@ -47,7 +79,11 @@ void place_and_emit(Graph g, const CompileOptions& options, CompileResult& resul
   const bool all_backend_ops = std::all_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
     return schema::find_op_schema(n.op) != nullptr;
   });
-  if (all_backend_ops) {
+  // Placement needs every tensor to fit a device tensor (TensorSpec::dims4).
+  const bool all_fit_device =
+      std::all_of(g.value_names().begin(), g.value_names().end(),
+                  [&](const std::string& v) { return g.value(v).shape.size() <= kMaxDeviceRank; });
+  if (all_backend_ops && all_fit_device) {
     result.reports.push_back(propagate_layouts(g, options.layout));
     result.reports.push_back(fold_identities(g));
   }

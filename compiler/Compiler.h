@@ -54,7 +54,9 @@ PartitionedResult compile_partitioned(Graph g, const CompileOptions& options);
 std::string partition_plan_json(const PartitionedResult& result,
                                 const std::vector<std::string>& blob_files);
 
-// Every node of a lowered graph the backend cannot run, with its reason.
+// Every node of a lowered graph the backend cannot run, with its reason ("node 3 (aten.gelu):
+// not supported by the backend (...)"), then every value beyond a device tensor's rank that no
+// node touches.
 std::vector<std::string> unsupported_nodes(const Graph& g);
 
 // `vkd compile --report`: every pass's lines, then each tensor's final placement.

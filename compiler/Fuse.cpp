@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/Partition.h"
 #include "compiler/fusion/FuseState.h"
 #include "compiler/fusion/PassSteps.h"
 #include "compiler/ops/EdgeOp.h"
@@ -17,10 +18,27 @@ namespace {
 
 using fusion::FuseState;
 
+// The nodes (graph as given) that read or write a tensor of a rank no device tensor has: they
+// stay edge ops (host nodes under --partition). A pattern's values have its anchor's shapes
+// (dq, activations and q are elementwise), so keeping the anchor keeps the whole pattern.
+std::vector<bool> host_only_nodes(FuseState& state) {
+  const Graph& g = state.graph;
+  std::vector<bool> host_only(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Value* v = tensor_beyond_device(g, g.nodes[i]);
+    if (v == nullptr) continue;
+    host_only[i] = true;
+    if (find_edge_op(g.nodes[i].op) == nullptr) continue;  // unknown: never lowered anyway
+    state.note("kept node " + std::to_string(i) + " (" + g.nodes[i].op +
+               ") as an edge op: " + beyond_device_reason(*v));
+  }
+  return host_only;
+}
+
 // Tries every pattern anchored at a node not yet taken by an earlier match, in node order.
-void match_patterns(FuseState& state) {
+void match_patterns(FuseState& state, const std::vector<bool>& host_only) {
   for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
-    if (state.claimed[i]) continue;
+    if (state.claimed[i] || host_only[i]) continue;
     const EdgeOp* op = find_edge_op(state.graph.nodes[i].op);
     if (op != nullptr && op->fuse != nullptr) op->fuse(state, static_cast<int>(i));
   }
@@ -47,14 +65,16 @@ void report_lowering(FuseState& state, const std::map<std::string, int>& counts,
 
 // Lowers the edge ops left after fusion that have a direct backend op; `origin` holds each
 // node's index in the graph as given (what messages name).
-void lower_remaining(FuseState& state, const std::vector<int>& origin) {
+void lower_remaining(FuseState& state, const std::vector<int>& origin,
+                     const std::vector<bool>& host_only) {
   std::map<std::string, int> counts;
   std::vector<std::string> left;
   for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
     Node& n = state.graph.nodes[i];
     if (schema::find_op_schema(n.op) != nullptr) continue;  // fused above
     const EdgeOp* op = find_edge_op(n.op);
-    const std::string backend = op && op->lower ? op->lower(state, n, origin[i]) : "";
+    const bool lowerable = op && op->lower && !host_only[origin[i]];
+    const std::string backend = lowerable ? op->lower(state, n, origin[i]) : "";
     if (backend.empty()) {
       left.push_back(n.op + " (node " + std::to_string(origin[i]) + ")");
     } else {
@@ -68,10 +88,11 @@ void lower_remaining(FuseState& state, const std::vector<int>& origin) {
 
 PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
   FuseState state(g, options);
-  match_patterns(state);
+  const std::vector<bool> host_only = host_only_nodes(state);
+  match_patterns(state, host_only);
   std::vector<int> origin = fusion::apply_fusions(state);
   fusion::fold_weight_dqs(state, origin);
-  lower_remaining(state, origin);
+  lower_remaining(state, origin, host_only);
   fusion::assign_int8x4(state);
   for (const auto& n : g.nodes) fusion::check_against_schema(g, n);
   return std::move(state.report);

@@ -15,6 +15,7 @@
 
 #include "compiler/ShapeInference.h"
 #include "compiler/ops/EdgeOp.h"
+#include "partitioner_schema/OpSchema.h"
 #include "runtime/core/Error.h"
 
 namespace vkd::compiler {
@@ -24,7 +25,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr int64_t kGraphVersion = 1;
-constexpr size_t kMaxRank = 4;
+constexpr size_t kMaxRank = kMaxGraphRank;
 constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
 // ---- JSON helpers ----------------------------------------------------------------------------
@@ -298,37 +299,44 @@ void add_constants(Declarations& decls, const SafetensorsFile* weights, Graph& g
   }
 }
 
-const EdgeOp& node_op(const Json& jn, const std::string& at, Node& node) {
+// The descriptor of the node's op, or nullptr for an op the compiler has none for (kept as
+// given: a host node under --partition). Backend op names are refused: the graph IR is the
+// edge dialect, and a node named like a backend op would reach the backend unchecked.
+const EdgeOp* node_op(const Json& jn, const std::string& at, Node& node) {
   VKD_CHECK(jn.is_object(), ErrorCode::InvalidArgument, at, ": must be an object, got ",
             jn.type_name());
   const Json& jop = field(jn, "op", at);
   VKD_CHECK(jop.is_string(), ErrorCode::InvalidArgument, at, ": field 'op': must be a string, got ",
             show(jop));
   node.op = jop.get<std::string>();
+  VKD_CHECK(!node.op.empty(), ErrorCode::InvalidArgument, at, ": field 'op': must not be empty");
   node.origin = at + " (" + node.op + ")";
   const EdgeOp* spec = find_edge_op(node.op);
-  if (spec == nullptr) {
-    std::string known;
-    for (const EdgeOp& s : edge_ops()) known += std::string(known.empty() ? "" : ", ") + s.name;
-    VKD_THROW(ErrorCode::InvalidArgument, node.origin, ": field 'op': unknown op '", node.op,
-              "' (accepted: ", known, ")");
-  }
+  VKD_CHECK(spec != nullptr || schema::find_op_schema(node.op) == nullptr,
+            ErrorCode::InvalidArgument, node.origin, ": field 'op': '", node.op,
+            "' is a backend op; the graph IR takes edge-dialect ops (aten.*, "
+            "quantized_decomposed.*, torchao.*, or any other op, left to the host)");
   only_fields(jn, {"op", "inputs", "args", "outputs"}, node.origin);
-  return *spec;
+  return spec;
 }
 
-void parse_node_inputs(const Json& jn, const EdgeOp& spec, const Graph& g, Node& node) {
+// Each named input must be defined earlier. A known op's inputs are padded with "" to its
+// arity, a required one must be given; an unknown op's are kept as written.
+void parse_node_inputs(const Json& jn, const EdgeOp* spec, const Graph& g, Node& node) {
   const std::string& where = node.origin;
   node.inputs = string_list(field(jn, "inputs", where), where + ": field 'inputs'");
-  VKD_CHECK(node.inputs.size() <= spec.inputs.size(), ErrorCode::InvalidArgument, where,
-            ": field 'inputs': at most ", spec.inputs.size(), " tensor inputs, got ",
-            node.inputs.size());
-  node.inputs.resize(spec.inputs.size());
+  if (spec != nullptr) {
+    VKD_CHECK(node.inputs.size() <= spec->inputs.size(), ErrorCode::InvalidArgument, where,
+              ": field 'inputs': at most ", spec->inputs.size(), " tensor inputs, got ",
+              node.inputs.size());
+    node.inputs.resize(spec->inputs.size());
+  }
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const std::string& in = node.inputs[i];
     if (in.empty()) {
-      VKD_CHECK(i >= spec.required_inputs, ErrorCode::InvalidArgument, where, ": input ",
-                spec.inputs[i], " (position ", i, ") is required");
+      VKD_CHECK(spec == nullptr || i >= spec->required_inputs, ErrorCode::InvalidArgument,
+                where, ": input ", spec ? spec->inputs[i] : "", " (position ", i,
+                ") is required");
       continue;
     }
     VKD_CHECK(g.has_value(in), ErrorCode::InvalidArgument, where, ": input '", in,
@@ -346,7 +354,17 @@ const EdgeArg& schema_arg(const EdgeOp& spec, const std::string& name, const std
             " (accepted: ", known.empty() ? "none" : known, ")");
 }
 
-void parse_node_args(const Json& jn, const EdgeOp& spec, Node& node) {
+void check_arg_kind(const EdgeArg& as, const ArgValue& v, const Json& written,
+                    const std::string& afield) {
+  const bool is_none = std::holds_alternative<NoneArg>(v);
+  VKD_CHECK(lit_matches(v, as.kind) || (is_none && as.nullable), ErrorCode::InvalidArgument,
+            afield, ": must be ", lit_name(as.kind), as.nullable ? " or null" : "", ", got ",
+            show(written));
+}
+
+// The node's "args" as literals; a known op's are checked against its signature (name, kind,
+// None where allowed) and completed with their defaults, an unknown op's kept as written.
+void parse_node_args(const Json& jn, const EdgeOp* spec, Node& node) {
   const std::string& where = node.origin;
   if (jn.contains("args")) {
     const Json& jargs = jn["args"];
@@ -355,30 +373,29 @@ void parse_node_args(const Json& jn, const EdgeOp& spec, Node& node) {
     for (const auto& item : jargs.items()) {
       const std::string& name = item.key();
       const std::string afield = where + ": argument '" + name + "'";
-      const EdgeArg& as = schema_arg(spec, name, afield);
       ArgValue v = to_arg(item.value(), afield);
-      const bool is_none = std::holds_alternative<NoneArg>(v);
-      VKD_CHECK(lit_matches(v, as.kind) || (is_none && as.nullable),
-                ErrorCode::InvalidArgument, afield, ": must be ", lit_name(as.kind),
-                as.nullable ? " or null" : "", ", got ", show(item.value()));
+      if (spec != nullptr) check_arg_kind(schema_arg(*spec, name, afield), v, item.value(), afield);
       node.args[name] = std::move(v);
     }
   }
-  for (const EdgeArg& a : spec.args) {
+  if (spec == nullptr) return;
+  for (const EdgeArg& a : spec->args) {
     if (node.args.count(a.name)) continue;
     VKD_CHECK(!a.required, ErrorCode::InvalidArgument, where, ": argument '", a.name,
               "' is required but missing");
     if (a.def) node.args[a.name] = *a.def;
   }
-  if (spec.complete_args) spec.complete_args(node.args);
+  if (spec->complete_args) spec->complete_args(node.args);
 }
 
-void parse_node_outputs(const Json& jn, const EdgeOp& spec, Declarations& decls, Graph& g,
+// An unknown op may have any number of outputs; each must be declared in "values" (shape
+// inference cannot type them, and says so).
+void parse_node_outputs(const Json& jn, const EdgeOp* spec, Declarations& decls, Graph& g,
                         std::map<std::string, std::string>& written_by, Node& node) {
   const std::string& where = node.origin;
   node.outputs = string_list(field(jn, "outputs", where), where + ": field 'outputs'");
-  VKD_CHECK(node.outputs.size() == spec.outputs, ErrorCode::InvalidArgument, where,
-            ": field 'outputs': expected ", spec.outputs, " output(s), got ",
+  VKD_CHECK(spec == nullptr || node.outputs.size() == spec->outputs, ErrorCode::InvalidArgument,
+            where, ": field 'outputs': expected ", spec ? spec->outputs : 0, " output(s), got ",
             node.outputs.size());
   std::set<std::string> own;
   for (const std::string& out : node.outputs) {
@@ -406,7 +423,7 @@ void add_nodes(const Json& root, Declarations& decls, Graph& g) {
   for (size_t index = 0; index < jnodes.size(); ++index) {
     const Json& jn = jnodes[index];
     Node node;
-    const EdgeOp& spec = node_op(jn, "node " + std::to_string(index), node);
+    const EdgeOp* spec = node_op(jn, "node " + std::to_string(index), node);
     parse_node_inputs(jn, spec, g, node);
     parse_node_args(jn, spec, node);
     parse_node_outputs(jn, spec, decls, g, written_by, node);

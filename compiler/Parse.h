@@ -17,7 +17,9 @@ namespace vkd::compiler {
 // an int64 constant is narrowed to int32), then node outputs in node order. Node inputs are
 // padded with "" to the op's full tensor arity; absent optional args that have a plain default
 // in the README table are filled in with it; node.origin is "node <index> (<op>)", index
-// counted from 0 in `nodes`.
+// counted from 0 in `nodes`. A node whose op has no descriptor (not in the table) is kept as
+// written: inputs unpadded, args as literals, outputs typed as declared in "values" (each must
+// be declared). Values have rank at most kMaxGraphRank (6).
 //
 // Errors: vkd::Error(InvalidArgument) whose message names the node (or value) and the field.
 Graph parse_graph(const std::string& json_text, const std::string& source_name,

@@ -10,6 +10,23 @@ namespace vkd::compiler {
 
 bool runs_on_backend(const Node& node) { return schema::is_runnable_op(node.op); }
 
+const Value* tensor_beyond_device(const Graph& g, const Node& node) {
+  for (const auto* list : {&node.inputs, &node.outputs}) {
+    for (const std::string& name : *list) {
+      if (name.empty() || !g.has_value(name)) continue;
+      const Value& v = g.value(name);
+      if (v.shape.size() > kMaxDeviceRank) return &v;
+    }
+  }
+  return nullptr;
+}
+
+std::string beyond_device_reason(const Value& v) {
+  return "value '" + v.name + "' has rank " + std::to_string(v.shape.size()) + " (" +
+         shape_str(v.shape) + "); device tensors are at most " + std::to_string(kMaxDeviceRank) +
+         "-D";
+}
+
 namespace {
 
 // Which unit each node belongs to: a partition label for backend nodes, its own label for a

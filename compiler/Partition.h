@@ -19,6 +19,15 @@ namespace vkd::compiler {
 
 bool runs_on_backend(const Node& node);
 
+// Device tensors are at most 4-D (runtime/core TensorSpec); the graph IR allows up to
+// kMaxGraphRank, so a node reading or writing a higher-rank tensor can only run on the host:
+// fuse_and_lower keeps it an edge op, the compile without --partition lists it as unsupported.
+constexpr size_t kMaxDeviceRank = 4;
+// The first tensor `node` reads or writes that no device tensor can hold, or nullptr.
+const Value* tensor_beyond_device(const Graph& g, const Node& node);
+// "value 'x' has rank 5 ([1, 2, 3, 4, 5]); device tensors are at most 4-D".
+std::string beyond_device_reason(const Value& v);
+
 struct Partition {
   // The subgraph: its inputs are the tensors it reads from outside (graph inputs, host node or
   // other partition outputs), its outputs what the graph or a later step reads. Constants it

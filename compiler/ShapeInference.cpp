@@ -22,6 +22,16 @@ std::string typed_str(DType dtype, const std::vector<int64_t>& shape) {
   return std::string(to_string(dtype)) + " " + shape_str(shape);
 }
 
+// A node whose op has no descriptor: nothing to infer, but its outputs must have been
+// declared (the graph IR's "values") for later nodes and the host plan to know their types.
+void check_unknown_op_outputs(const Graph& graph, const Node& node) {
+  for (const std::string& name : node.outputs) {
+    VKD_CHECK(graph.has_value(name), ErrorCode::InvalidArgument, node.origin,
+              ": op: unknown op '", node.op, "' for shape inference: output '", name,
+              "' is not declared; declare its dtype and shape in 'values'");
+  }
+}
+
 }  // namespace
 
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
@@ -69,8 +79,7 @@ void infer_node_shapes(Graph& graph, size_t index) {
   Node node = graph.nodes[index];  // a copy: add_value below may not disturb it
   if (node.origin.empty()) node.origin = "node " + std::to_string(index) + " (" + node.op + ")";
   const EdgeOp* op = find_edge_op(node.op);
-  VKD_CHECK(op != nullptr, ErrorCode::InvalidArgument, node.origin,
-            ": op: unknown op '", node.op, "' for shape inference");
+  if (op == nullptr) return check_unknown_op_outputs(graph, node);
   const ShapeContext ctx(graph, node, *op);
   ctx.max_inputs();
   const std::vector<TypedShape> inferred = op->infer(ctx);
@@ -81,9 +90,9 @@ void infer_node_shapes(Graph& graph, size_t index) {
     const std::string& name = node.outputs[k];
     const TypedShape& t = inferred[k];
     if (name.empty()) ctx.fail("outputs", "output ", k, " has an empty name");
-    if (t.shape.size() > 4) {
+    if (t.shape.size() > kMaxGraphRank) {
       ctx.fail("output '" + name + "'", "inferred rank ", t.shape.size(),
-               " is above the supported 4: ", shape_str(t.shape));
+               " is above the supported ", kMaxGraphRank, ": ", shape_str(t.shape));
     }
     if (!graph.has_value(name)) {
       Value v;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "compiler/Interpreter.h"
+#include "compiler/Parse.h"
 #include "runtime/core/Error.h"
 #include "test/reference/QuantReference.h"
 
@@ -653,6 +654,29 @@ TEST(InterpreterGraph, ChecksDeclaredOutputsAndOps) {
   b.g.nodes[0].op = "aten.relu";
   b.g.nodes[0].inputs = {"nowhere"};
   EXPECT_EQ(code_of([&] { run1(b.g, iota_floats({1, 4, 2, 2})); }), ErrorCode::InvalidArgument);
+}
+
+// The parser keeps an op it has no descriptor for (a host node under --partition); the
+// interpreter cannot run it and says which node. Ranks up to 6 run like any other.
+TEST(InterpreterGraph, UnknownOpIsUnsupportedNamingTheNodeAndRank5Runs) {
+  const Graph g = parse_graph(
+      R"({"vkd_graph": 1, "inputs": ["x"], "outputs": ["g"],
+          "values": {"x": {"dtype": "float32", "shape": [1, 1, 2, 2, 2]},
+                     "g": {"dtype": "float32", "shape": [1, 1, 2, 2, 2]}},
+          "nodes": [{"op": "aten.relu", "inputs": ["x"], "outputs": ["r"]},
+                    {"op": "aten.gelu", "inputs": ["r"], "outputs": ["g"]}]})",
+      "g.json", nullptr);
+  const HostTensor x = iota_floats({1, 1, 2, 2, 2}, -4.0f);
+  std::string msg;
+  EXPECT_EQ(code_of([&] { interpret(g, {{"x", x}}); }, &msg), ErrorCode::Unsupported);
+  EXPECT_NE(msg.find("node 1 (aten.gelu): op 'aten.gelu' is not an edge op the interpreter knows"),
+            std::string::npos)
+      << msg;
+  Graph relu_only = g;
+  relu_only.nodes.pop_back();
+  relu_only.outputs = {"r"};
+  EXPECT_EQ(interpret(relu_only, {{"x", x}}).at("r").to_floats(),
+            (std::vector<float>{0, 0, 0, 0, 0, 1, 2, 3}));
 }
 
 }  // namespace

@@ -363,9 +363,63 @@ TEST(ParseTest, MissingTopLevelFieldIsRejected) {
                      {"graph: missing field 'nodes'"});
 }
 
-TEST(ParseTest, UnknownOpIsRejected) {
+// An op without a descriptor is kept as written (a host node under --partition): its inputs
+// (no padding, "" kept), its args as literals, its outputs with their declared types.
+TEST(ParseTest, UnknownOpWithDeclaredOutputsIsKeptVerbatim) {
+  const Graph g = parse_graph(
+      doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 8]},
+             "idx": {"dtype": "int32", "shape": [2, 3]})",
+          R"({"op": "aten.gelu", "inputs": ["x", ""], "outputs": ["y", "idx"],
+              "args": {"approximate": "tanh", "alpha": 0.5, "n": 3, "dims": [1, -1],
+                       "w": [0.5, 2], "flag": false, "none": null}},
+             {"op": "aten.relu", "inputs": ["y"], "outputs": ["r"]})",
+          R"(["r", "idx"])"),
+      "g.json", nullptr);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op, "aten.gelu");
+  EXPECT_EQ(n.origin, "node 0 (aten.gelu)");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", ""}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"y", "idx"}));
+  const Args want = {{"approximate", std::string("tanh")},
+                     {"alpha", 0.5},
+                     {"n", int64_t{3}},
+                     {"dims", std::vector<int64_t>{1, -1}},
+                     {"w", std::vector<double>{0.5, 2.0}},
+                     {"flag", false},
+                     {"none", NoneArg{}}};
+  EXPECT_TRUE(n.args == want);
+  expect_value(g, "y", DType::Float32, {1, 4, 8, 8});
+  expect_value(g, "idx", DType::Int32, {2, 3});
+  expect_value(g, "r", DType::Float32, {1, 4, 8, 8});  // inferred from the declared y
+}
+
+TEST(ParseTest, UndeclaredOutputOfAnUnknownOpIsRejected) {
   expect_parse_error(doc("", R"({"op": "aten.gelu", "inputs": ["x"], "outputs": ["y"]})"), nullptr,
-                     {"node 0 (aten.gelu): field 'op': unknown op 'aten.gelu'", "aten.relu"});
+                     {"g.json: node 0 (aten.gelu): ", "unknown op 'aten.gelu'", "output 'y'",
+                      "declare its dtype and shape in 'values'"});
+}
+
+TEST(ParseTest, UnknownOpInputsAndArgsAreStillChecked) {
+  const std::string y = R"("y": {"dtype": "float32", "shape": [4]})";
+  expect_parse_error(doc(y, R"({"op": "aten.gelu", "inputs": ["nope"], "outputs": ["y"]})"),
+                     nullptr, {"node 0 (aten.gelu): input 'nope' is not defined"});
+  expect_parse_error(
+      doc(y, R"({"op": "aten.gelu", "inputs": ["x"], "args": {"a": {}}, "outputs": ["y"]})"),
+      nullptr, {"node 0 (aten.gelu): argument 'a': must be a literal"});
+  expect_parse_error(doc(y, R"({"op": "aten.gelu", "inputs": ["x"], "outputs": ["y"], "k": 1})"),
+                     nullptr, {"node 0 (aten.gelu): unknown field 'k'"});
+  expect_parse_error(doc(y, R"({"op": "", "inputs": ["x"], "outputs": ["y"]})"), nullptr,
+                     {"node 0: field 'op': must not be empty"});
+}
+
+// The graph IR is the edge dialect: a node named like a backend op would reach the backend
+// without the checks fusion makes.
+TEST(ParseTest, BackendOpNameIsRejected) {
+  expect_parse_error(
+      doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 8]})",
+          R"({"op": "identity", "inputs": ["x"], "outputs": ["y"]})"),
+      nullptr, {"node 0 (identity): field 'op': 'identity' is a backend op"});
 }
 
 TEST(ParseTest, UndefinedInputIsRejected) {
@@ -438,12 +492,30 @@ TEST(ParseTest, Int64NonConstantIsRejected) {
 TEST(ParseTest, BadValueFieldsAreRejected) {
   expect_parse_error(doc(R"("b": {"dtype": "float64", "shape": [4]})", kRelu), nullptr,
                      {"value 'b': field 'dtype': expected one of", "got \"float64\""});
-  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [1, 2, 3, 4, 5]})", kRelu), nullptr,
-                     {"value 'b': field 'shape': rank 5 is above the supported 4"});
+  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [1, 2, 3, 4, 5, 6, 7]})", kRelu),
+                     nullptr, {"value 'b': field 'shape': rank 7 is above the supported 6"});
   expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4, -1]})", kRelu), nullptr,
                      {"value 'b': field 'shape': element 1 must be a non-negative integer, got -1"});
   expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4], "stride": [1]})", kRelu),
                      nullptr, {"value 'b': unknown field 'stride'"});
+}
+
+// Ranks up to 6 parse for graph inputs, constants and node outputs (the backend holds at most
+// 4-D tensors; what reads or writes more is left to the host).
+TEST(ParseTest, Rank5And6ValuesParse) {
+  const SafetensorsFile w =
+      make_weights({{"c", "F32", {1, 1, 1, 1, 2, 2}, f32_bytes({1, 2, 3, 4})}});
+  const Graph g = parse_graph(
+      R"({"vkd_graph": 1, "inputs": ["x"], "outputs": ["r", "s"],
+          "values": {"x": {"dtype": "float32", "shape": [1, 2, 3, 4, 5]},
+                     "c": {"dtype": "float32", "shape": [1, 1, 1, 1, 2, 2], "data": "c"}},
+          "nodes": [{"op": "aten.relu", "inputs": ["x"], "outputs": ["r"]},
+                    {"op": "aten.add.Tensor", "inputs": ["c", "c"], "outputs": ["s"]}]})",
+      "g.json", &w);
+  expect_value(g, "x", DType::Float32, {1, 2, 3, 4, 5});
+  expect_value(g, "r", DType::Float32, {1, 2, 3, 4, 5});
+  expect_value(g, "c", DType::Float32, {1, 1, 1, 1, 2, 2});
+  expect_value(g, "s", DType::Float32, {1, 1, 1, 1, 2, 2});
 }
 
 TEST(ParseTest, DeclaredValueNeverDefinedIsRejected) {

@@ -101,4 +101,20 @@ TEST(Partition, ValueReadInsideAndOutsideIsAnOutput) {
   EXPECT_TRUE(plan.steps[0].delegate);  // the host node needs the partition's output first
 }
 
+// Whatever the predicate, a node touching a tensor above rank 4 has one to name.
+TEST(Partition, TensorBeyondDeviceIsTheFirstAboveRank4) {
+  Builder b;
+  b.input("x");
+  b.node("B1", {"x", ""}, "a");
+  b.node("H", {"a"}, "h");
+  b.g.value("h").shape = {1, 1, 2, 2, 4};
+  b.g.outputs = {"h"};
+  EXPECT_EQ(tensor_beyond_device(b.g, b.g.nodes[0]), nullptr);
+  const Value* v = tensor_beyond_device(b.g, b.g.nodes[1]);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->name, "h");
+  EXPECT_EQ(beyond_device_reason(*v),
+            "value 'h' has rank 5 ([1, 1, 2, 2, 4]); device tensors are at most 4-D");
+}
+
 }  // namespace

@@ -8,6 +8,9 @@
 #include "compiler/Compiler.h"
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
+#include "partitioner_schema/KernelSignatures.h"
+#include "runtime/core/Error.h"
+#include "serialization/Deserializer.h"
 
 namespace {
 
@@ -137,6 +140,114 @@ TEST(Pipeline, ReportOnAGraphWithEveryFusionPattern) {
         "folded 2 weight dequantize node(s)", "[placements]", "  p: int8x4 buffer 4W4C",
         "  y: int8x4 buffer 4H4W"}) {
     EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
+  }
+}
+
+// ---- ops the backend cannot run: unknown ops and tensors above rank 4 ----------------------
+
+const std::string kQ = "quantized_decomposed.quantize_per_tensor";
+const std::string kDq = "quantized_decomposed.dequantize_per_tensor";
+
+// Every partition blob is a model the runtime's loader accepts (same check as emit's).
+void expect_valid_blobs(const PartitionedResult& r) {
+  const auto table = vkd::schema::kernel_signatures();
+  for (const CompileResult& part : r.parts) {
+    ASSERT_TRUE(part.ok());
+    EXPECT_NO_THROW(vkd::serialization::deserialize(part.blob, &table));
+  }
+}
+
+std::vector<std::string> host_ops(const PartitionedResult& r) {
+  std::vector<std::string> ops;
+  for (const PartitionStep& s : r.plan.steps) {
+    if (!s.delegate) ops.push_back(r.lowered.nodes[s.index].op);
+  }
+  return ops;
+}
+
+// q -> aten.frobnicate (no descriptor; its int8 output declared) -> dq.
+std::string unknown_op_graph() {
+  return "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"y\"],"
+         " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]},"
+         "  \"f\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]}},"
+         " \"nodes\": [" +
+         node(kQ, "x", q_args(0.5, 1), "xq") + ", " +
+         node("aten.frobnicate", "xq", "{\"mode\": \"fast\", \"dims\": [1, 2]}", "f") +
+         ", " + node(kDq, "f", q_args(0.5, 1), "y") + "]}";
+}
+
+TEST(Pipeline, UnknownOpIsListedAsUnsupportedWithoutPartition) {
+  const CompileResult r = compile_graph(parse_graph(unknown_op_graph(), "test", nullptr), {});
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.blob.empty());
+  EXPECT_EQ(r.unsupported, std::vector<std::string>{
+                               "node 1 (aten.frobnicate): not supported by the backend (no fusion "
+                               "pattern or backend op for 'aten.frobnicate')"});
+  try {
+    r.throw_if_unsupported();
+    ADD_FAILURE() << "expected Unsupported";
+  } catch (const vkd::Error& e) {
+    EXPECT_EQ(e.code(), vkd::ErrorCode::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("1 node(s) cannot be compiled:\n  node 1 "
+                                         "(aten.frobnicate): not supported by the backend"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Pipeline, UnknownOpIsAHostStepWithItsArgsUnderPartition) {
+  const PartitionedResult r =
+      compile_partitioned(parse_graph(unknown_op_graph(), "test", nullptr), {});
+  ASSERT_EQ(r.plan.steps.size(), 3u);
+  ASSERT_EQ(r.parts.size(), 2u);
+  EXPECT_EQ(host_ops(r), std::vector<std::string>{"aten.frobnicate"});
+  expect_valid_blobs(r);
+  const std::string plan = partition_plan_json(r, {"m.p0.vkd", "m.p1.vkd"});
+  for (const char* part :
+       {"\"host\": \"aten.frobnicate\"", "\"mode\": \"fast\"",
+        "\"origin\": \"node 1 (aten.frobnicate)\"", "\"delegate\": \"m.p1.vkd\""}) {
+    EXPECT_NE(plan.find(part), std::string::npos) << part << "\n" << plan;
+  }
+}
+
+// dq -> aten.unsqueeze_copy (to 5-D) -> relu -> aten.squeeze_copy -> q: the relu reads and
+// writes 5-D tensors, so it is no backend op whatever --partition says.
+std::string rank5_graph() {
+  const std::string f32_4 = "{\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]}";
+  return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"y\"],"
+         " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]},"
+         "  \"u\": {\"dtype\": \"float32\", \"shape\": [1, 1, 4, 4, 4]}, \"s\": " + f32_4 + "},"
+         " \"nodes\": [" +
+         node(kDq, "xq", q_args(0.5, 1), "x") + ", " +
+         node("aten.unsqueeze_copy", "x", "{\"dim\": 1}", "u") + ", " +
+         node("aten.relu", "u", "{}", "r") + ", " +
+         node("aten.squeeze_copy", "r", "{\"dim\": 1}", "s") + ", " +
+         node(kQ, "s", q_args(0.5, 1), "y") + "]}";
+}
+
+TEST(Pipeline, Rank5TensorIsNeverOnTheBackend) {
+  const CompileResult r = compile_graph(parse_graph(rank5_graph(), "test", nullptr), {});
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_dequantize", "aten.unsqueeze_copy",
+                                                       "aten.relu", "aten.squeeze_copy",
+                                                       "q8ta_quantize"}));
+  const std::string rank5 =
+      "node 2 (aten.relu): not supported by the backend (value 'u' has rank 5 ([1, 1, 4, 4, 4]);"
+      " device tensors are at most 4-D)";
+  EXPECT_NE(std::find(r.unsupported.begin(), r.unsupported.end(), rank5), r.unsupported.end());
+  EXPECT_EQ(r.unsupported.size(), 3u);  // and the two unknown ops
+  EXPECT_NE(format_report(r).find("kept node 2 (aten.relu) as an edge op: value 'u' has rank 5"),
+            std::string::npos);
+
+  const PartitionedResult p = compile_partitioned(parse_graph(rank5_graph(), "test", nullptr), {});
+  EXPECT_EQ(host_ops(p), (std::vector<std::string>{"aten.unsqueeze_copy", "aten.relu",
+                                                   "aten.squeeze_copy"}));
+  ASSERT_EQ(p.parts.size(), 2u);
+  expect_valid_blobs(p);
+  for (const Partition& part : p.plan.partitions) {
+    for (const std::string& v : part.graph.value_names()) {
+      EXPECT_LE(part.graph.value(v).shape.size(), 4u) << v;
+    }
   }
 }
 

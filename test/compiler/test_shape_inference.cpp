@@ -480,5 +480,27 @@ TEST(ShapeInferenceTest, UnknownOpsAndUndefinedInputs) {
   expect_infer_error(no_origin.g, {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32"});
 }
 
+// An op without a descriptor is not inferred: its declared outputs are taken as they are and
+// later nodes are inferred from them; an undeclared output names the node, the op and itself.
+TEST(ShapeInferenceTest, UnknownOpOutputsAreTheDeclaredValues) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 2, 3})
+      .node("aten.unsqueeze_copy", {"x"}, {{"dim", int64_t{0}}}, {"u"})
+      .node("aten.relu", {"u"}, {}, {"y"});
+  Value u;
+  u.name = "u";
+  u.shape = {1, 1, 2, 3, 1, 1};
+  b.g.add_value(u);
+  infer_shapes(b.g);
+  expect_type(b.g, "u", DType::Float32, {1, 1, 2, 3, 1, 1});
+  expect_type(b.g, "y", DType::Float32, {1, 1, 2, 3, 1, 1});  // rank 6 is a graph rank
+
+  Builder undeclared;
+  undeclared.input("x", DType::Float32, {4}).node("aten.gelu", {"x"}, {}, {"y"});
+  expect_infer_error(undeclared.g, {"node 0 (aten.gelu): ", "unknown op 'aten.gelu'",
+                                    "output 'y' is not declared",
+                                    "declare its dtype and shape in 'values'"});
+}
+
 }  // namespace
 }  // namespace vkd::compiler
