@@ -18,6 +18,8 @@ std::vector<HostTensor> reference_clamp(const ReferenceContext& c);
 namespace fusion {
 // dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add.
 void fuse_add(FuseState& state, int anchor);
+// dq -> relu | hardtanh | clamp [-> act] -> q after a fused int8 op => that op's epilogue.
+void fuse_activation(FuseState& state, int anchor);
 std::string lower_relu(FuseState& state, Node& node, int where);  // -> relu
 std::string lower_clamp(FuseState& state, Node& node, int where);  // hardtanh, clamp
 }  // namespace fusion
@@ -62,6 +64,9 @@ std::vector<TypedShape> clamp(const ShapeContext& c) {
   return out;
 }
 
+// What a standalone activation can join: the requantizing epilogue of these ops.
+const std::vector<std::string> kEpilogueOps = {"q8ta_conv2d", "q8ta_linear", "q8ta_add"};
+
 }  // namespace
 
 std::vector<EdgeOp> elementwise_edge_ops() {
@@ -76,6 +81,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
           .fused_by(fusion::fuse_add, {"q8ta_add"}),
       EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float}
           .computed_by(reference_relu)
+          .fused_by(fusion::fuse_activation, kEpilogueOps)
           .lowered_by(fusion::lower_relu, {"relu"}),
       EdgeOp{"aten.hardtanh",
              {"self"},
@@ -85,6 +91,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              1,
              hardtanh}
           .computed_by(reference_hardtanh)
+          .fused_by(fusion::fuse_activation, kEpilogueOps)
           .lowered_by(fusion::lower_clamp, {"clamp"}),
       EdgeOp{"aten.clamp",
              {"self"},
@@ -93,6 +100,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              1,
              clamp}
           .computed_by(reference_clamp)
+          .fused_by(fusion::fuse_activation, kEpilogueOps)
           .lowered_by(fusion::lower_clamp, {"clamp"}),
   };
 }

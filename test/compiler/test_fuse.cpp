@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "compiler/Fuse.h"
@@ -1295,6 +1296,121 @@ TEST(Fuse, Int8ViewCopyLowersToQ8taView) {
   EXPECT_TRUE(has_line(r, "lowered 3 node(s): 1 q8ta_dequantize, 1 q8ta_quantize, 1 q8ta_view"))
       << all_lines(r);
   expect_valid(b.g);
+}
+
+// ---- standalone int8 activations ---------------------------------------------------------------
+
+// conv_act_graph (no activation, output yq quantized with `dq_scale`, `dq_zp` unless
+// `conv_zp` says otherwise) -> dq (`dq_scale`, `dq_zp`) -> `act` -> q (`scale`, `zp`, quant_min
+// `qmin`) -> hq.
+Builder standalone_act_graph(const std::string& act, Args act_args, double dq_scale,
+                             int64_t dq_zp, double scale, int64_t zp, int64_t qmin = -128,
+                             std::optional<int64_t> conv_zp = std::nullopt) {
+  Builder b = conv_act_graph("", {}, dq_scale, conv_zp.value_or(dq_zp));
+  b.g.outputs.clear();
+  b.dq("yq", "yf", dq_scale, dq_zp);                                      // 4
+  b.value("a", DType::Float32, {1, 4, 4, 4});
+  b.node(act, {"yf"}, std::move(act_args), {"a"});                        // 5
+  b.value("hq", DType::Int8, {1, 4, 4, 4});
+  b.node(kQ, {"a"}, q_args(scale, zp, qmin, 127), {"hq"});                // 6
+  b.output("hq");
+  return b;
+}
+
+std::pair<int64_t, int64_t> activation_of(const Node& n) {
+  return {arg_i(n, "activation_min"), arg_i(n, "activation_max")};
+}
+
+// q -> dq -> hardtanh(0, 6) -> q with the conv's own scale and zero point: the conv writes hq,
+// clamped to [q(0), q(6)] = [-128, -8]; the dq / hardtanh / q nodes disappear.
+TEST(Fuse, StandaloneRelu6JoinsTheConvEpilogue) {
+  Builder b = standalone_act_graph("aten.hardtanh", {{"min_val", 0.0}, {"max_val", 6.0}}, 0.05,
+                                   -128, 0.05, -128);
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d"})) << all_lines(r);
+  EXPECT_EQ(g.nodes[0].outputs, (std::vector<std::string>{"hq"}));
+  EXPECT_EQ(activation_of(g.nodes[0]), (std::pair<int64_t, int64_t>{-128, -8}));
+  EXPECT_FALSE(g.has_value("yq"));
+  expect_quant(g.value("hq"), 0.05, -128, -128, 127);
+  EXPECT_TRUE(has_line(r, "fused dq -> aten.hardtanh -> q (node 4..6) into the epilogue of "
+                          "q8ta_conv2d: it writes 'hq', activation range -128..127 -> -128..-8"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+// relu and clamp, and two activations in a row; a q whose range starts at the zero point.
+TEST(Fuse, StandaloneActivationRanges) {
+  using R = std::pair<int64_t, int64_t>;
+  auto range = [](const std::string& act, Args args, int64_t zp, int64_t qmin = -128) {
+    Builder b = standalone_act_graph(act, std::move(args), 0.1, zp, 0.1, zp, qmin);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d"})) << all_lines(r);
+    expect_valid(b.g);
+    return b.g.nodes.empty() ? R{} : activation_of(b.g.nodes[0]);
+  };
+  EXPECT_EQ(range("aten.relu", {}, 3), R(3, 127));
+  EXPECT_EQ(range("aten.clamp", {{"min", -0.5}, {"max", 0.45}}, 3), R(-2, 7));  // 4.5 -> 4 (even)
+  EXPECT_EQ(range("aten.relu", {}, 3, 3), R(3, 127));
+  EXPECT_EQ(range("aten.hardtanh", {}, -5), R(-15, 5));  // defaults -1, 1
+}
+
+// The add writes 0.3 / 0; dq -> relu -> q with the same parameters narrows its range to [0, 127].
+TEST(Fuse, StandaloneReluJoinsTheAddEpilogue) {
+  Builder b = add_graph({1, 4, 3, 3}, {1, 4, 3, 3}, {1, 4, 3, 3});
+  b.g.outputs.clear();
+  b.dq("yq", "yf", 0.3, 0);
+  b.value("rr", DType::Float32, {1, 4, 3, 3});
+  b.node("aten.relu", {"yf"}, {}, {"rr"});
+  b.q("rr", "rq", 0.3, 0);
+  b.output("rq");
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_add"})) << all_lines(r);
+  EXPECT_EQ(b.g.nodes[0].outputs, (std::vector<std::string>{"rq"}));
+  EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{0, 127}));
+  expect_valid(b.g);
+}
+
+// What keeps a standalone activation out of the epilogue, each with its report line.
+TEST(Fuse, StandaloneActivationThatCannotJoinTheEpilogue) {
+  {  // the q requantizes
+    Builder b = standalone_act_graph("aten.relu", {}, 0.05, -128, 0.1, -128);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
+                            "q8ta_conv2d: the q (scale 0.1 zero_point -128 range -128..127) "
+                            "requantizes (the dq is scale 0.05 zero_point -128 range -128..127)"))
+        << all_lines(r);
+  }
+  {  // the dq reads the conv's output with other parameters
+    Builder b = standalone_act_graph("aten.relu", {}, 0.1, 0, 0.1, 0, -128, -128);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
+                            "q8ta_conv2d: the dq (scale 0.1 zero_point 0 range -128..127) reads "
+                            "'yq' with other parameters than it was written with (scale 0.1 "
+                            "zero_point -128 range -128..127)"))
+        << all_lines(r);
+  }
+  {  // the conv output is also a graph output
+    Builder b = standalone_act_graph("aten.relu", {}, 0.05, -128, 0.05, -128);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
+                            "q8ta_conv2d: 'yq' is a graph output"))
+        << all_lines(r);
+  }
+  {  // nothing fused writes the dequantized value
+    Builder b;
+    b.input("xq", DType::Int8, {1, 4, 2, 2});
+    b.dq("xq", "x", 0.1, 0);
+    b.value("rr", DType::Float32, {1, 4, 2, 2});
+    b.node("aten.relu", {"x"}, {}, {"rr"});
+    b.q("rr", "rq", 0.1, 0);
+    b.output("rq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 0..2) as the epilogue of "
+                            "'xq''s writer: 'xq' is not written by a fused int8 op"))
+        << all_lines(r);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,148 @@
+// Standalone int8 activations: dq -> aten.relu | aten.hardtanh | aten.clamp [-> act] -> q, where
+// PyTorch left the activation apart from the op before it (FX keeps a ReLU6 after an add, or
+// after an op it did not fuse with). When the dequantized int8 value is the output of a fused
+// int8 op with an activation range (q8ta_conv2d, q8ta_linear, q8ta_add) that nothing else reads,
+// and the q quantizes with the scale and zero point that op wrote, the chain joins the op's
+// epilogue: the op writes the q's output itself, its activation range narrowed to the chain's
+// clamp. The narrowed range comes from no argument about rounding: the chain is computed as the
+// reference interpreter computes it for every int8 value the op can write, and it fuses only
+// when that equals clamping those values to one range (then the two graphs agree bit for bit).
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/Patterns.h"
+#include "compiler/reference/QuantChain.h"
+
+namespace vkd::compiler::fusion {
+namespace {
+
+// The float32 clamps of activation nodes `acts` in order, as the reference applies them.
+std::string clamps_of(const Graph& g, const std::vector<int>& acts, std::vector<FloatClamp>& out) {
+  for (int a : acts) {
+    const Node& n = g.nodes[a];
+    if (n.op == kRelu) {
+      out.push_back({0.0f, std::nullopt});
+      continue;
+    }
+    double lo = 0, hi = 0;
+    const std::string why = activation_bounds(n, lo, hi);
+    if (!why.empty()) return why;
+    FloatClamp c;
+    if (!std::isinf(lo)) c.lo = static_cast<float>(lo);
+    if (!std::isinf(hi)) c.hi = static_cast<float>(hi);
+    out.push_back(c);
+  }
+  return "";
+}
+
+// The int8 ops whose requantizing epilogue clamps to [activation_min, activation_max].
+bool has_activation_range(const std::string& op) {
+  return op == "q8ta_conv2d" || op == "q8ta_linear" || op == "q8ta_add";
+}
+
+bool same_scale_and_zero_point(const QuantInfo& a, const QuantInfo& b) {
+  return a.scale == b.scale && a.zero_point == b.zero_point;
+}
+
+// A matched dq -> act [-> act] -> q chain reading the int8 value `x_q`.
+struct ActChain {
+  std::vector<int> nodes;  // dq, the anchor, the tail's nodes
+  std::string chain;       // "dq -> aten.hardtanh -> q"
+  std::string x_q, output;
+  QuantInfo in_q, out_q;
+  std::vector<FloatClamp> clamps;
+};
+
+// "" when `c` can join the epilogue of match `f` (which writes c.x_q).
+std::string check_epilogue(FuseState& state, const Fusion& f, const ActChain& c) {
+  if (!has_activation_range(f.node.op)) return f.node.op + " has no activation range";
+  std::string why = single_use(state.graph, c.x_q);
+  if (!why.empty()) return why;
+  const QuantInfo written = state.produced.at(c.x_q);
+  if (!same_scale_and_zero_point(written, c.in_q)) {
+    return "the dq (" + describe_quant(c.in_q) + ") reads " + quoted(c.x_q) + " with other "
+           "parameters than it was written with (" + describe_quant(written) + ")";
+  }
+  if (!same_scale_and_zero_point(c.in_q, c.out_q)) {
+    return "the q (" + describe_quant(c.out_q) + ") requantizes (the dq is " +
+           describe_quant(c.in_q) + ")";
+  }
+  return "";
+}
+
+// The range [lo, hi] such that the chain maps every int8 value v the op writes (its range
+// [min, max]) to clamp(v, lo, hi); "" or the first value where the chain is not such a clamp.
+std::string narrowed_range(const ActChain& c, int64_t min, int64_t max, Activation& range) {
+  range.min = reference_dq_clamp_q(min, c.in_q, c.clamps, c.out_q);
+  range.max = reference_dq_clamp_q(max, c.in_q, c.clamps, c.out_q);
+  for (int64_t v = min; v <= max; ++v) {
+    const int64_t got = reference_dq_clamp_q(v, c.in_q, c.clamps, c.out_q);
+    if (range.min > range.max || got != std::min(std::max(v, range.min), range.max)) {
+      return "the chain maps int8 value " + std::to_string(v) + " to " + std::to_string(got) +
+             ", not a clamp of the op's output";
+    }
+  }
+  return "";
+}
+
+// Folds chain `c` into match `f`: it now writes c.output, clamped to `range`.
+void join_epilogue(FuseState& state, Fusion& f, const ActChain& c, const Activation& range,
+                   const std::vector<std::string>& dead) {
+  const int64_t old_min = std::get<int64_t>(f.node.args.at("activation_min"));
+  const int64_t old_max = std::get<int64_t>(f.node.args.at("activation_max"));
+  state.absorb(f, c.nodes, dead, c.output, c.out_q);
+  f.node.args["activation_min"] = range.min;
+  f.node.args["activation_max"] = range.max;
+  state.note("fused " + c.chain + " (" + node_list(c.nodes) + ") into the epilogue of " +
+             f.node.op + ": it writes " + quoted(c.output) + ", activation range " +
+             std::to_string(old_min) + ".." + std::to_string(old_max) + " -> " +
+             std::to_string(range.min) + ".." + std::to_string(range.max));
+}
+
+}  // namespace
+
+void fuse_activation(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.size() != 1) return;
+  const int p = g.producer(n.inputs[0]);
+  if (!node_is(g, p, kDq)) return;  // not a quantized pattern
+  const Tail tail = match_tail(g, n.outputs[0]);
+  // No quantize after it: a float activation, lowered on its own.
+  if (tail.kind == Tail::None || tail.q < 0) return;
+  ActChain c;
+  c.nodes = {p, i};
+  c.nodes.insert(c.nodes.end(), tail.nodes.begin(), tail.nodes.end());
+  c.chain = state.chain_of({p}, i, tail.nodes);
+  c.x_q = g.nodes[p].inputs[0];
+  Fusion* f = state.fusion_writing(c.x_q);
+  const std::string target = "the epilogue of " + (f ? f->node.op : quoted(c.x_q) + "'s writer");
+  auto fail = [&](const std::string& why) { state.not_fused(c.chain, c.nodes, target, why); };
+
+  std::string why = check_activation_dq(g, g.nodes[p], p, c.in_q);
+  if (why.empty()) why = single_use(g, n.inputs[0]);
+  if (why.empty() && tail.kind == Tail::Half) why = tail.why;
+  if (why.empty()) why = clamps_of(g, tail.act >= 0 ? std::vector<int>{i, tail.act}
+                                                    : std::vector<int>{i}, c.clamps);
+  if (why.empty() && !f) why = quoted(c.x_q) + " is not written by a fused int8 op";
+  if (!why.empty()) return fail(why);
+  c.out_q = tail.out_q;
+  c.output = g.nodes[tail.q].outputs[0];
+  why = check_epilogue(state, *f, c);
+  Activation range;
+  if (why.empty()) {
+    why = narrowed_range(c, std::get<int64_t>(f->node.args.at("activation_min")),
+                         std::get<int64_t>(f->node.args.at("activation_max")), range);
+  }
+  if (why.empty() && state.any_claimed(c.nodes)) why = "overlaps another fused pattern";
+  if (!why.empty()) return fail(why);
+  std::vector<std::string> dead = {n.inputs[0]};
+  dead.insert(dead.end(), tail.values.begin(), tail.values.end());
+  join_epilogue(state, *f, c, range, dead);
+}
+
+}  // namespace vkd::compiler::fusion
