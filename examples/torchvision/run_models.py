@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Whole torchvision models (and the tiny U-Net) through vkdelegate, checked against PyTorch.
+
+For each model: quantize with the project's exporter (vkdelegate.export's Python API), compile
+with `vkd compile --report`, time with `vkd run --bench N`, check every tensor with
+`vkd run --check` (per op against the CPU reference interpreter) and compare the logits with
+PyTorch's own int8 execution (convert_fx of the very prepared + calibrated model the graph IR
+comes from, qnnpack engine); for information also with PyTorch's reference-quantized FX model
+(float ops between quantize / dequantize, what the graph IR is written from) and the float model.
+
+Exit status 0 when every model compiles with no host step, passes --check and meets the
+thresholds; 1 otherwise (each failure printed); 2 for a usage error. examples/torchvision/
+README.md says more.
+"""
+import argparse
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+from torch.ao.quantization.backend_config import get_qnnpack_backend_config
+from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx
+
+from vkdelegate import examples_models
+from vkdelegate.export import pipeline, safetensors, to_graph_ir
+from vkdelegate.export.ir import to_json_text
+from vkdelegate.export.quantization import observed_ranges, qconfig_mapping
+
+CLASSIFIERS = ("mobilenet_v2", "resnet18", "resnet50")
+MODELS = CLASSIFIERS + ("unet",)
+COSINE_MIN = 0.99
+SEED = 0
+CALIBRATION_SAMPLES = 8
+
+
+class ModelFailure(Exception):
+    """A model that did not make it (compile, run, check or threshold): the reason, printed."""
+
+
+def parse_args(argv):
+    """The command line (see the module docstring)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--models", default=",".join(MODELS),
+                   help=f"comma-separated subset of {','.join(MODELS)}")
+    p.add_argument("--input-size", type=int, default=None,
+                   help="square input side (default 224; the U-Net 256)")
+    p.add_argument("--vkd", default=default_vkd(), help="the vkd binary (default build/vkd)")
+    p.add_argument("--out", default="out/torchvision", help="where the files go")
+    p.add_argument("--bench", type=int, default=20, help="timed runs of vkd run --bench")
+    p.add_argument("--json", help="also write the results as JSON to this file")
+    args = p.parse_args(argv)
+    args.models = [m for m in args.models.split(",") if m]
+    unknown = [m for m in args.models if m not in MODELS]
+    if unknown or not args.models:
+        p.error(f"unknown model(s) {', '.join(unknown)} (accepted: {', '.join(MODELS)})")
+    if args.bench < 1:
+        p.error("--bench must be at least 1")
+    if not os.access(args.vkd, os.X_OK):
+        p.error(f"--vkd {args.vkd}: not an executable file")
+    return args
+
+
+def default_vkd():
+    """build/vkd of the source tree this script lives in."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(root, "build", "vkd")
+
+
+def build_model(name, size):
+    """The float model with seeded random weights (batch norms measured on random inputs, as
+    random torchvision weights alone make the activations collapse)."""
+    torch.manual_seed(SEED)
+    if name == "unet":
+        return examples_models.tiny_unet().eval()
+    return examples_models.torchvision_quantizable(name, input_size=size).eval()
+
+
+def prepare_and_calibrate(model, x, samples):
+    """prepare_fx with the exporter's qconfig mapping (qnnpack backend config) and calibration:
+    the one observed model both the graph IR and PyTorch's int8 model are converted from."""
+    backend = get_qnnpack_backend_config()
+    prepared = prepare_fx(copy.deepcopy(model), qconfig_mapping(), (x,), backend_config=backend)
+    with torch.no_grad():
+        for sample in samples:
+            prepared(sample)
+    return prepared
+
+
+def export_model(name, model, x, samples, out_dir):
+    """Quantizes and writes NAME.json / .safetensors / .calibration.json / .input.npy as
+    vkdelegate.export.export does, keeping the prepared model for PyTorch's int8 execution.
+    Returns (paths, reference GraphModule, PyTorch int8 GraphModule)."""
+    backend = get_qnnpack_backend_config()
+    prepared = prepare_and_calibrate(model, x, samples)
+    reference = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend)
+    reference.vkd_calibration = observed_ranges(prepared)
+    native = convert_fx(copy.deepcopy(prepared), backend_config=backend)
+    graph, tensors = to_graph_ir(reference, (x,), name)
+    paths = pipeline.output_paths(out_dir, name, True)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(paths["graph"], "w") as f:
+        f.write(to_json_text(graph))
+    safetensors.save(paths["weights"], tensors)
+    with open(paths["calibration"], "w") as f:
+        json.dump(pipeline.calibration_summary(reference, graph, len(samples), "histogram",
+                                               True), f, indent=1)
+    np.save(paths["input"], x.numpy().astype(np.float32))
+    return paths, graph, reference, native
+
+
+def run_vkd(cmd):
+    """Runs vkd; its combined output and exit status (the binary may be mid-rebuild by another
+    job: a missing or busy file is retried a few times)."""
+    for attempt in range(5):
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            return done.returncode, done.stdout + done.stderr
+        except OSError as e:
+            if attempt == 4:
+                raise ModelFailure(f"cannot run {cmd[0]}: {e.strerror}") from e
+            time.sleep(3)
+
+
+def compile_model(vkd, paths):
+    """`vkd compile --report`; fails on a compile error or on any host step / unsupported node
+    the report lists (the whole model must run on the GPU)."""
+    rc, text = run_vkd([vkd, "compile", paths["graph"], "--weights", paths["weights"],
+                        "-o", paths["blob"], "--report", "--force"])
+    with open(paths["report"], "w") as f:
+        f.write(text)
+    if rc != 0:
+        raise ModelFailure(f"vkd compile failed (exit {rc}), see {paths['report']}:\n"
+                           + text.strip()[-2000:])
+    hosted = [line for line in text.splitlines()
+              if re.search(r"\bhost\b|unsupported|not supported|cannot be compiled", line, re.I)]
+    if hosted:
+        raise ModelFailure("the compile report lists host steps / unsupported nodes:\n"
+                           + "\n".join(hosted[:20]))
+    return text
+
+
+def bench(vkd, paths, runs, out_dir):
+    """Median GPU time (ms) and host wall (ms) from `vkd run --bench`, and the output array."""
+    rc, text = run_vkd([vkd, "run", paths["blob"], "--input", "x=" + paths["input"],
+                        "--output-dir", out_dir, "--force", "--bench", str(runs)])
+    if rc != 0:
+        raise ModelFailure(f"vkd run failed (exit {rc}):\n{text.strip()[-2000:]}")
+    m = re.search(r"host wall median ([\d.]+) ms.*GPU total median ([\d.]+) µs", text)
+    if not m:
+        raise ModelFailure("no bench line in vkd run's output:\n" + text[-1000:])
+    outputs = re.findall(r"^output (\S+):", text, re.M)
+    if len(outputs) != 1:
+        raise ModelFailure(f"expected one output, vkd run wrote {outputs}")
+    y = np.load(os.path.join(out_dir, outputs[0] + ".npy"))
+    return float(m.group(2)) / 1000.0, float(m.group(1)), y
+
+
+def check(vkd, paths, out_dir):
+    """`vkd run --check`: every tensor vs the reference interpreter, each op fed the device's
+    own inputs. Returns (passed, tensors compared, rounding ties, first difference or '')."""
+    rc, text = run_vkd([vkd, "run", paths["blob"], "--input", "x=" + paths["input"],
+                        "--output-dir", out_dir, "--force", "--check", paths["graph"],
+                        "--weights", paths["weights"]])
+    with open(os.path.join(out_dir, "check.txt"), "w") as f:
+        f.write(text)
+    compared = re.search(r"compared (\d+) tensor", text)
+    if compared is None:
+        raise ModelFailure(f"vkd run --check did not finish (exit {rc}):\n{text[-2000:]}")
+    ties = re.search(r"rounding ties: (\d+)", text)
+    first = re.search(r"^first difference: (.*)$", text, re.M)
+    return (rc == 0, int(compared.group(1)), int(ties.group(1)) if ties else 0,
+            first.group(1) if first else "")
+
+
+def cosine(a, b):
+    """Cosine similarity of two arrays, flattened, in float64."""
+    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    denom = np.linalg.norm(a) * np.linalg.norm(b)
+    return float(a @ b / denom) if denom else float(np.array_equal(a, b))
+
+
+def run_one(name, args):
+    """Export, compile, bench, check and compare one model; its result dict."""
+    size = args.input_size or (256 if name == "unet" else 224)
+    out_dir = os.path.join(args.out, f"{name}_{size}")
+    gen = torch.Generator().manual_seed(SEED + 1)
+    shape = (1, 3, size, size)
+    samples = [torch.randn(shape, generator=gen) for _ in range(CALIBRATION_SAMPLES)]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(SEED + 2))
+    result = {"model": name, "input": list(shape)}
+
+    t = time.perf_counter()
+    model = build_model(name, size)
+    paths, graph, reference, native = export_model(name, model, x, samples, out_dir)
+    result["export_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    compile_model(args.vkd, paths)
+    result["compile_s"] = time.perf_counter() - t
+    result["gpu_ms"], result["host_ms"], y = bench(args.vkd, paths, args.bench, out_dir)
+    passed, compared, ties, first = check(args.vkd, paths, out_dir)
+    result.update(check_passed=passed, check_tensors=compared, check_ties=ties,
+                  check_first_difference=first)
+
+    torch.backends.quantized.engine = "qnnpack"
+    with torch.no_grad():
+        y_torch = native(x).numpy()
+        y_reference, y_float = reference(x).numpy(), model(x).numpy()
+    result["cosine_vs_torch_int8"] = cosine(y, y_torch)
+    result["cosine_vs_torch_reference"] = cosine(y, y_reference)
+    result["cosine_vs_float"] = cosine(y, y_float)
+    result["cosine_torch_int8_vs_reference"] = cosine(y_torch, y_reference)
+    if name in CLASSIFIERS:
+        result["argmax_equal"] = bool(np.argmax(y) == np.argmax(y_torch))
+    return result
+
+
+def verdict(result):
+    """The reasons a finished model fails the assertions ([] when it passes)."""
+    reasons = []
+    if not result["check_passed"]:
+        reasons.append("vkd run --check: " + (result["check_first_difference"] or "failed"))
+    if result["cosine_vs_torch_int8"] < COSINE_MIN:
+        reasons.append(f"cosine {result['cosine_vs_torch_int8']:.5f} < {COSINE_MIN}")
+    if result.get("argmax_equal") is False:
+        reasons.append("argmax differs from PyTorch's int8 model")
+    return reasons
+
+
+def print_result(r):
+    """One model's numbers, one line each."""
+    print(f"{r['model']} {'x'.join(map(str, r['input']))}")
+    print(f"  export {r['export_s']:.2f} s   compile {r['compile_s']:.2f} s")
+    print(f"  latency: GPU median {r['gpu_ms']:.3f} ms, host wall median {r['host_ms']:.3f} ms")
+    arg = f", argmax equal: {r['argmax_equal']}" if "argmax_equal" in r else ""
+    print(f"  vs PyTorch int8 (qnnpack): cosine {r['cosine_vs_torch_int8']:.6f}{arg}")
+    print(f"  (for information: cosine vs PyTorch's reference-quantized FX model "
+          f"{r['cosine_vs_torch_reference']:.6f}, vs the float model {r['cosine_vs_float']:.6f}; "
+          f"PyTorch int8 vs its reference {r['cosine_torch_int8_vs_reference']:.6f})")
+    state = "pass" if r["check_passed"] else "FAIL: " + r["check_first_difference"]
+    print(f"  vkd run --check: {state} ({r['check_tensors']} tensors, "
+          f"{r['check_ties']} rounding ties)")
+
+
+def main(argv=None):
+    """Runs every selected model; exit 1 when any failed."""
+    args = parse_args(argv)
+    results, failed = [], 0
+    for name in args.models:
+        try:
+            r = run_one(name, args)
+        except ModelFailure as e:
+            print(f"{name}: FAILED: {e}", file=sys.stderr)
+            results.append({"model": name, "error": str(e)})
+            failed += 1
+            continue
+        print_result(r)
+        reasons = verdict(r)
+        r["passed"] = not reasons
+        for reason in reasons:
+            print(f"  FAILED: {reason}", file=sys.stderr)
+        failed += bool(reasons)
+        results.append(r)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+            f.write("\n")
+    print(f"{len(results) - failed} of {len(results)} model(s) passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
