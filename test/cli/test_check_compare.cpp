@@ -100,6 +100,36 @@ TEST(CheckCompare, OneOffAtAnExactTieIsCountedApart) {
   EXPECT_TRUE(pre_rounding_values(g.nodes[2], values).empty());
 }
 
+TEST(CheckCompare, ATieBeforeAViewIsTheRequantizedValuesTie) {
+  // q -> dq -> view_copy -> q with one quantization (a global pool's output flattened): the
+  // second quantize rounds nothing, so its ties are the first quantize's; with other parameters
+  // it rounds on its own.
+  const char* text = R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["f", "g"],
+    "values": {"x": {"dtype": "float32", "shape": [1, 4, 1, 1]}},
+    "nodes": [
+      {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["x"],
+       "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+                "dtype": "int8"}, "outputs": ["xq"]},
+      {"op": "quantized_decomposed.dequantize_per_tensor", "inputs": ["xq"],
+       "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+                "dtype": "int8"}, "outputs": ["xd"]},
+      {"op": "aten.view_copy", "inputs": ["xd"], "args": {"size": [1, 4]}, "outputs": ["v"]},
+      {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["v"],
+       "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+                "dtype": "int8"}, "outputs": ["f"]},
+      {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["v"],
+       "args": {"scale": 0.25, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+                "dtype": "int8"}, "outputs": ["g"]}]})";
+  const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
+  const HostTensor x = HostTensor::from_floats({1, 4, 1, 1}, {0.25f, 1.25f, 1.0f, 0.6f});
+  const auto values = compiler::interpret(g, {{"x", x}});
+  const std::vector<double> first = {0.5, 2.5, 2.0, 1.2000000476837158};
+  EXPECT_EQ(rounding_of(g, "xq", values), first);
+  EXPECT_EQ(rounding_of(g, "f", values), first);
+  EXPECT_EQ(rounding_of(g, "g", values), (std::vector<double>{0.0, 4.0, 4.0, 2.0}));
+  EXPECT_TRUE(rounding_of(g, "v", values).empty());
+}
+
 TEST(CheckCompare, TieTolerance) {
   EXPECT_TRUE(is_rounding_tie(2.5));
   EXPECT_TRUE(is_rounding_tie(-3.5));

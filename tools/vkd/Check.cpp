@@ -150,7 +150,7 @@ class LocalReferences {
     const TensorMap values =
         interpret_or_throw(check_.path, [&] { return compiler::interpret(sub, inputs); });
     r.value = values.at(name);
-    r.pre_rounding = pre_rounding_values(g.nodes[g.producer(name)], values);
+    r.pre_rounding = rounding_of(sub, name, values);
     return r;
   }
 

@@ -111,6 +111,50 @@ std::vector<double> pre_rounding_values(const compiler::Node& node,
   return pre;
 }
 
+namespace {
+
+bool is_view_op(const std::string& op) {
+  return op == "aten.view_copy" || op == "aten.clone" || op == "aten.alias_copy" ||
+         op == "aten._clone_dim_order";
+}
+
+bool same_qparams(const compiler::Node& a, const compiler::Node& b) {
+  return compiler::arg_float(a, "scale") == compiler::arg_float(b, "scale") &&
+         compiler::arg_int(a, "zero_point") == compiler::arg_int(b, "zero_point");
+}
+
+// The quantize whose int8 output reaches quantize `q` unchanged (q's input is dequantize with
+// q's parameters, through views), or -1.
+int requantized_source(const compiler::Graph& g, const compiler::Node& q) {
+  if (q.op != "quantized_decomposed.quantize_per_tensor") return -1;
+  int p = q.inputs.empty() ? -1 : g.producer(q.inputs[0]);
+  while (p >= 0 && is_view_op(g.nodes[p].op)) p = g.producer(g.nodes[p].inputs[0]);
+  if (p < 0 || g.nodes[p].op != "quantized_decomposed.dequantize_per_tensor" ||
+      !same_qparams(g.nodes[p], q)) {
+    return -1;
+  }
+  int source = g.producer(g.nodes[p].inputs[0]);
+  while (source >= 0 && is_view_op(g.nodes[source].op)) {
+    source = g.producer(g.nodes[source].inputs[0]);
+  }
+  if (source < 0 || g.nodes[source].op != "quantized_decomposed.quantize_per_tensor" ||
+      !same_qparams(g.nodes[source], q)) {
+    return -1;
+  }
+  return source;
+}
+
+}  // namespace
+
+std::vector<double> rounding_of(const compiler::Graph& g, const std::string& name,
+                                const std::map<std::string, HostTensor>& values) {
+  int node = g.producer(name);
+  for (int source; node >= 0 && (source = requantized_source(g, g.nodes[node])) >= 0;) {
+    node = source;
+  }
+  return node < 0 ? std::vector<double>{} : pre_rounding_values(g.nodes[node], values);
+}
+
 Region region_of(const compiler::Graph& g, const std::string& target,
                  const std::set<std::string>& sources) {
   Region r;

@@ -50,6 +50,12 @@ bool is_rounding_tie(double v);
 // reference computes it); empty otherwise. `values` holds the node's inputs.
 std::vector<double> pre_rounding_values(const compiler::Node& node,
                                         const std::map<std::string, compiler::HostTensor>& values);
+// The same for value `name` written by a quantize of `g`, looking through a requantize that
+// cannot change the value: when the quantize's input is dequantize (same scale and zero point)
+// -> views / clones of an earlier quantize's output, that earlier quantize did the rounding
+// (a fused global pool -> flatten: its tie is the pool's). Views keep the element order.
+std::vector<double> rounding_of(const compiler::Graph& g, const std::string& name,
+                                const std::map<std::string, compiler::HostTensor>& values);
 
 // The nodes of `g` that recompute value `target` from `sources` (the values the device exposes
 // with the graph's dtype and shape): from target's producer back through every input that is
