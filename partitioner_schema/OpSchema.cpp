@@ -211,6 +211,17 @@ void add_schemas(std::vector<OpSchema>& s) {
                tied(tensor_out("output", i8x4, int8), 0))));
 }
 
+// A standalone relu / hardtanh / clamp between int8 ops that could not join the producer's
+// epilogue: requantizing, any layout (the output shares the input's).
+void clamp_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const PlacementSet int8 = PlacementSet::all_int8();
+  s.push_back(kernel_op("q8ta_clamp", "int8 requantizing relu / clamp (a standalone activation)",
+                        arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
+                                 per_tensor_qparams("output_"), activation_range(),
+                                 tied(tensor_out("output", i8x4, int8), 0))));
+}
+
 void pool_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
@@ -275,6 +286,7 @@ std::vector<OpSchema> build_schemas() {
   linear_schemas(s);
   conv2d_schemas(s);
   add_schemas(s);
+  clamp_schemas(s);
   pool_schemas(s);
   int8_pixel_shuffle_schemas(s);
   float_schemas(s);

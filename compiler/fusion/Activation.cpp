@@ -1,12 +1,15 @@
 // Standalone int8 activations: dq -> aten.relu | aten.hardtanh | aten.clamp [-> act] -> q, where
 // PyTorch left the activation apart from the op before it (FX keeps a ReLU6 after an add, or
-// after an op it did not fuse with). When the dequantized int8 value is the output of a fused
-// int8 op with an activation range (q8ta_conv2d, q8ta_linear, q8ta_add) that nothing else reads,
-// and the q quantizes with the scale and zero point that op wrote, the chain joins the op's
-// epilogue: the op writes the q's output itself, its activation range narrowed to the chain's
-// clamp. The narrowed range comes from no argument about rounding: the chain is computed as the
-// reference interpreter computes it for every int8 value the op can write, and it fuses only
-// when that equals clamping those values to one range (then the two graphs agree bit for bit).
+// after an op it did not fuse with).
+// - When the dequantized int8 value is the output of a fused int8 op with an activation range
+//   (q8ta_conv2d, q8ta_linear, q8ta_add) that nothing else reads, and the q quantizes with the
+//   scale and zero point that op wrote, the chain joins the op's epilogue: the op writes the q's
+//   output itself, its activation range narrowed to the chain's clamp.
+// - Otherwise the chain becomes q8ta_clamp (one requantizing kernel).
+// Neither range comes from an argument about rounding: the chain is computed as the reference
+// interpreter computes it for every int8 value it can read, and it fuses only when the backend
+// arithmetic (a clamp of the op's output; q8ta_clamp's requantization) gives the same values, so
+// the two graphs agree bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -103,6 +106,68 @@ void join_epilogue(FuseState& state, Fusion& f, const ActChain& c, const Activat
              std::to_string(range.min) + ".." + std::to_string(range.max));
 }
 
+// The range [lo, hi] for which q8ta_clamp computes the chain for all 256 int8 inputs; "" or the
+// first input where no range does.
+std::string clamp_kernel_range(const ActChain& c, Activation& range) {
+  range.min = 127;
+  range.max = -128;
+  for (int64_t v = -128; v <= 127; ++v) {
+    const int64_t want = reference_dq_clamp_q(v, c.in_q, c.clamps, c.out_q);
+    range.min = std::min(range.min, want);
+    range.max = std::max(range.max, want);
+  }
+  for (int64_t v = -128; v <= 127; ++v) {
+    const int64_t want = reference_dq_clamp_q(v, c.in_q, c.clamps, c.out_q);
+    const int64_t got = requantize_clamp(v, c.in_q, c.out_q, range.min, range.max);
+    if (got != want) {
+      return "int8 value " + std::to_string(v) + " requantizes to " + std::to_string(got) +
+             ", the chain gives " + std::to_string(want);
+    }
+  }
+  return "";
+}
+
+// Replaces chain `c` (anchor `i`, dq node `p`) by a q8ta_clamp node, or reports why not.
+void fuse_clamp_kernel(FuseState& state, int i, int p, const ActChain& c,
+                       const std::vector<std::string>& dead) {
+  Activation range;
+  std::string why = state.may_target("q8ta_clamp") ? clamp_kernel_range(c, range)
+                                                   : "it has no kernel yet (left to the host)";
+  if (!why.empty()) return state.not_fused(c.chain, c.nodes, "q8ta_clamp", why);
+  Fusion f;
+  f.nodes = c.nodes;
+  f.dead = dead;
+  Node& n = f.node;
+  n.op = "q8ta_clamp";
+  n.inputs = {c.x_q};
+  n.outputs = {c.output};
+  n.args["input_scale"] = c.in_q.scale;
+  n.args["input_zero_point"] = c.in_q.zero_point;
+  n.args["output_scale"] = c.out_q.scale;
+  n.args["output_zero_point"] = c.out_q.zero_point;
+  n.args["activation_min"] = range.min;
+  n.args["activation_max"] = range.max;
+  n.origin = state.fused_origin(i, n.op);
+  state.produced[c.output] = c.out_q;
+  state.consume_quant(c.x_q, p, c.in_q);
+  state.commit(std::move(f), c.chain,
+               " (activation range " + std::to_string(range.min) + ".." +
+                   std::to_string(range.max) + ")");
+}
+
+// "" when chain `c` (anchor `i`, dq node `p`, `tail` after the anchor) is a quantized chain
+// both routes can take; fills its parameters.
+std::string read_chain(const Graph& g, int i, int p, const Tail& tail, ActChain& c) {
+  std::string why = check_activation_dq(g, g.nodes[p], p, c.in_q);
+  if (why.empty()) why = single_use(g, g.nodes[i].inputs[0]);
+  if (why.empty() && tail.kind == Tail::Half) why = tail.why;
+  if (!why.empty()) return why;
+  c.out_q = tail.out_q;
+  c.output = g.nodes[tail.q].outputs[0];
+  return clamps_of(g, tail.act >= 0 ? std::vector<int>{i, tail.act} : std::vector<int>{i},
+                   c.clamps);
+}
+
 }  // namespace
 
 void fuse_activation(FuseState& state, int i) {
@@ -119,30 +184,22 @@ void fuse_activation(FuseState& state, int i) {
   c.nodes.insert(c.nodes.end(), tail.nodes.begin(), tail.nodes.end());
   c.chain = state.chain_of({p}, i, tail.nodes);
   c.x_q = g.nodes[p].inputs[0];
-  Fusion* f = state.fusion_writing(c.x_q);
-  const std::string target = "the epilogue of " + (f ? f->node.op : quoted(c.x_q) + "'s writer");
-  auto fail = [&](const std::string& why) { state.not_fused(c.chain, c.nodes, target, why); };
-
-  std::string why = check_activation_dq(g, g.nodes[p], p, c.in_q);
-  if (why.empty()) why = single_use(g, n.inputs[0]);
-  if (why.empty() && tail.kind == Tail::Half) why = tail.why;
-  if (why.empty()) why = clamps_of(g, tail.act >= 0 ? std::vector<int>{i, tail.act}
-                                                    : std::vector<int>{i}, c.clamps);
-  if (why.empty() && !f) why = quoted(c.x_q) + " is not written by a fused int8 op";
-  if (!why.empty()) return fail(why);
-  c.out_q = tail.out_q;
-  c.output = g.nodes[tail.q].outputs[0];
-  why = check_epilogue(state, *f, c);
-  Activation range;
-  if (why.empty()) {
-    why = narrowed_range(c, std::get<int64_t>(f->node.args.at("activation_min")),
-                         std::get<int64_t>(f->node.args.at("activation_max")), range);
-  }
+  std::string why = read_chain(g, i, p, tail, c);
   if (why.empty() && state.any_claimed(c.nodes)) why = "overlaps another fused pattern";
-  if (!why.empty()) return fail(why);
+  if (!why.empty()) return state.not_fused(c.chain, c.nodes, "q8ta_clamp", why);
   std::vector<std::string> dead = {n.inputs[0]};
   dead.insert(dead.end(), tail.values.begin(), tail.values.end());
-  join_epilogue(state, *f, c, range, dead);
+  if (Fusion* f = state.fusion_writing(c.x_q)) {
+    Activation range;
+    why = check_epilogue(state, *f, c);
+    if (why.empty()) {
+      why = narrowed_range(c, std::get<int64_t>(f->node.args.at("activation_min")),
+                           std::get<int64_t>(f->node.args.at("activation_max")), range);
+    }
+    if (why.empty()) return join_epilogue(state, *f, c, range, dead);
+    state.not_fused(c.chain, c.nodes, "the epilogue of " + f->node.op, why);
+  }
+  fuse_clamp_kernel(state, i, p, c, dead);
 }
 
 }  // namespace vkd::compiler::fusion

@@ -18,7 +18,8 @@ std::vector<HostTensor> reference_clamp(const ReferenceContext& c);
 namespace fusion {
 // dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add.
 void fuse_add(FuseState& state, int anchor);
-// dq -> relu | hardtanh | clamp [-> act] -> q after a fused int8 op => that op's epilogue.
+// dq -> relu | hardtanh | clamp [-> act] -> q => the epilogue of the fused int8 op before it,
+// else q8ta_clamp.
 void fuse_activation(FuseState& state, int anchor);
 std::string lower_relu(FuseState& state, Node& node, int where);  // -> relu
 std::string lower_clamp(FuseState& state, Node& node, int where);  // hardtanh, clamp
@@ -64,8 +65,10 @@ std::vector<TypedShape> clamp(const ShapeContext& c) {
   return out;
 }
 
-// What a standalone activation can join: the requantizing epilogue of these ops.
-const std::vector<std::string> kEpilogueOps = {"q8ta_conv2d", "q8ta_linear", "q8ta_add"};
+// What a standalone activation becomes: the requantizing epilogue of the int8 op before it, or
+// its own requantizing kernel.
+const std::vector<std::string> kStandaloneActOps = {"q8ta_conv2d", "q8ta_linear", "q8ta_add",
+                                               "q8ta_clamp"};
 
 }  // namespace
 
@@ -81,7 +84,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
           .fused_by(fusion::fuse_add, {"q8ta_add"}),
       EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float}
           .computed_by(reference_relu)
-          .fused_by(fusion::fuse_activation, kEpilogueOps)
+          .fused_by(fusion::fuse_activation, kStandaloneActOps)
           .lowered_by(fusion::lower_relu, {"relu"}),
       EdgeOp{"aten.hardtanh",
              {"self"},
@@ -91,7 +94,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              1,
              hardtanh}
           .computed_by(reference_hardtanh)
-          .fused_by(fusion::fuse_activation, kEpilogueOps)
+          .fused_by(fusion::fuse_activation, kStandaloneActOps)
           .lowered_by(fusion::lower_clamp, {"clamp"}),
       EdgeOp{"aten.clamp",
              {"self"},
@@ -100,7 +103,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              1,
              clamp}
           .computed_by(reference_clamp)
-          .fused_by(fusion::fuse_activation, kEpilogueOps)
+          .fused_by(fusion::fuse_activation, kStandaloneActOps)
           .lowered_by(fusion::lower_clamp, {"clamp"}),
   };
 }

@@ -1,8 +1,9 @@
 // One int8 value through a short quantized chain, computed exactly as the reference interpreter
 // computes the edge ops (dequantize_per_tensor, relu / hardtanh / clamp, quantize_per_tensor;
-// compiler/reference/). Fusion compares it with what the backend op replacing such a chain
-// computes, for every one of the 256 int8 inputs, so such a fusion is bit-exact by enumeration
-// rather than by an argument about rounding.
+// compiler/reference/), and as the backend's requantizing clamp computes it. Fusion compares
+// the chain with what the backend op replacing it computes, for every one of the 256 int8
+// inputs, so such a fusion is bit-exact by enumeration rather than by an argument about
+// rounding.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,11 @@ struct FloatClamp {
 // computes from `q`, the clamps applied in order.
 int64_t reference_dq_clamp_q(int64_t q, const QuantInfo& in, const std::vector<FloatClamp>& clamps,
                              const QuantInfo& out);
+
+// The requantizing clamp of the backend (q8ta_clamp, runtime/ops/Elementwise.h):
+//   clamp(roundEven(float32(float32(q - zp_in) * s_in) * inv_s_out) + zp_out, act_min, act_max)
+// with inv_s_out = float32(1 / s_out), each product rounded on its own.
+int64_t requantize_clamp(int64_t q, const QuantInfo& in, const QuantInfo& out, int64_t act_min,
+                         int64_t act_max);
 
 }  // namespace vkd::compiler

@@ -1,4 +1,4 @@
-// Op family: element-wise int8 ops (q8ta_add).
+// Op family: element-wise int8 ops (q8ta_add, q8ta_clamp).
 #include "runtime/ops/Elementwise.h"
 
 #include <optional>
@@ -18,6 +18,13 @@ struct AddPush {
   int32_t chunk_count, word_count, b_mode, b_batched;
   int32_t a_zp, b_zp, out_zp;
   float a_scale, b_scale, inv_out_scale, act_lo, act_hi;
+};
+
+// Mirrors `Params` in shaders/q8ta_clamp.glsl.
+struct ClampPush {
+  std::array<int32_t, 4> sizes;
+  int32_t chunk_count, word_count, in_zp, out_zp;
+  float in_scale, inv_out_scale, act_lo, act_hi;
 };
 
 // B_SAME / B_CHANNEL / B_SCALAR in the shader.
@@ -98,6 +105,44 @@ void add_q8ta_add_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::Val
   graph.add_node(std::move(node));
 }
 
+void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                         graph::ValueRef output, const ClampParams& params) {
+  const std::string op = "q8ta_clamp";
+  check_int8x4_tensor(op, graph.tensor(input));
+  check_int8x4_tensor(op, graph.tensor(output));
+  check_same_sizes(op, graph.tensor(input), graph.tensor(output));
+  check_quant_params(op, params.input);
+  check_requantized_output(op, params.output, params.activation_min, params.activation_max);
+  const TensorSpec& si = graph.spec(input);
+  const TensorSpec& so = graph.spec(output);
+  VKD_CHECK(si.layout == so.layout, ErrorCode::InvalidArgument, op,
+            ": input and output must share one packed layout (", to_string(si.layout), ", ",
+            to_string(so.layout), ")");
+
+  const Dims4 d = so.dims4();
+  const int64_t words = packed_int8_word_count(so.layout, d);
+  const int64_t chunks = (words + 3) / 4;
+  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", words,
+            " words exceed the 2^31 a kernel can index");
+  const QuantParams& out = params.output;
+  const ClampPush push{nchw_sizes(d),
+                       int32_t(chunks),
+                       int32_t(words),
+                       params.input.zero_point,
+                       out.zero_point,
+                       params.input.scale,
+                       inverse_scale(out.scale),
+                       float(params.activation_min - out.zero_point),
+                       float(params.activation_max - out.zero_point)};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_clamp[int8_layout_index(so.layout)];
+  node.bindings = {output, input};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(chunks));
+  graph.add_node(std::move(node));
+}
+
 // --- registry entries -------------------------------------------------------------
 
 namespace {
@@ -115,8 +160,22 @@ void build_add(const OpCall& call) {
   add_q8ta_add_node(call.graph(), call.tensor("a"), call.tensor("b"), call.tensor("output"), p);
 }
 
+void build_clamp(const OpCall& call) {
+  ClampParams p;
+  p.input = call.quant("input");
+  p.output = call.quant("output");
+  p.activation_min = call.int32_arg("activation_min", -128, 127);
+  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  call.set_zero_point("input", p.input.zero_point);
+  call.set_zero_point("output", p.output.zero_point);
+  add_q8ta_clamp_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
+}
+
 }  // namespace
 
-void register_elementwise_ops(OpRegistry& registry) { registry.add("q8ta_add", build_add); }
+void register_elementwise_ops(OpRegistry& registry) {
+  registry.add("q8ta_add", build_add);
+  registry.add("q8ta_clamp", build_clamp);
+}
 
 }  // namespace vkd::ops

@@ -725,8 +725,9 @@ elseif(CASE STREQUAL "compile_run_classifier_head")
 elseif(CASE STREQUAL "compile_run_standalone_act")
   # conv -> q -> dq -> hardtanh(0, 6) -> q and add -> q -> dq -> relu -> q, each q with the
   # parameters of the one before (activations PyTorch left standalone): the activation joins the
-  # conv's and the add's epilogue (their activation range narrowed), the dq / act / q nodes go,
-  # every node runs on the GPU, and the device matches the reference interpreter.
+  # conv's and the add's epilogue (their activation range narrowed), the dq / act / q nodes go;
+  # dq -> clamp -> q requantizing the add's output (also read elsewhere) becomes one q8ta_clamp.
+  # Every node runs on the GPU, and the device matches the reference interpreter.
   copy_to_work("${GRAPHS}/standalone_act.json" "${FIXTURE}/head.safetensors"
                "${FIXTURE}/head_x.npy")
   vkd(compile standalone_act.json --weights head.safetensors -o act.vkd --report)
@@ -735,21 +736,28 @@ elseif(CASE STREQUAL "compile_run_standalone_act")
                 "q8ta_conv2d: it writes 'hq', activation range -128..127 -> -10..14\n")
   expect_stdout("fused dq -> aten.relu -> q \\(node 12..14\\) into the epilogue of "
                 "q8ta_add: it writes 'rq', activation range -128..127 -> 0..127\n")
-  expect_stdout("\\[final\\] 4 nodes, [0-9]+ blob bytes\n"
+  expect_stdout("not fused: dq -> aten.clamp -> q \\(node 16..18\\) as the epilogue of "
+                "q8ta_add: 'rq' has 2 consumers \\(node 15..16\\)\n"
+                "  fused dq -> aten.clamp -> q \\(node 16..18\\) into q8ta_clamp 'kq' "
+                "\\(activation range 8..127\\)\n")
+  expect_stdout("\\[final\\] 6 nodes, [0-9]+ blob bytes\n"
                 "  q8ta_quantize\\(x\\) -> xq\n"
                 "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> hq\n"
                 "  q8ta_add\\(hq, hq\\) -> rq\n"
-                "  q8ta_dequantize\\(rq\\) -> y\n")
-  if(STDOUT MATCHES "as edge ops|not fused")
-    message(FATAL_ERROR "a node was left for the host or not fused")
+                "  q8ta_dequantize\\(rq\\) -> y\n"
+                "  q8ta_clamp\\(rq\\) -> kq\n"
+                "  q8ta_dequantize\\(kq\\) -> z\n")
+  if(STDOUT MATCHES "as edge ops")
+    message(FATAL_ERROR "a node was left for the host")
   endif()
   vkd(run act.vkd --input x=head_x.npy --output-dir out --check standalone_act.json
       --weights head.safetensors)
   expect_exit(0)
   expect_stdout("\n  hq +int8 +\\[2,8,6,6\\] +0 0/576 ")
   expect_stdout("\n  rq +int8 +\\[2,8,6,6\\] +0 0/576 ")
+  expect_stdout("\n  kq +int8 +\\[2,8,6,6\\] +0 0/576 ")
   expect_stdout("check: every compared tensor matches the reference\n")
-  expect_files("${OUT}" y.npy)
+  expect_files("${OUT}" y.npy z.npy)
 
 elseif(CASE STREQUAL "compile_run_affine")
   # torchao affine quantization lowered to the GPU ops: choose_qparams_affine (asymmetric per

@@ -1398,18 +1398,49 @@ TEST(Fuse, StandaloneActivationThatCannotJoinTheEpilogue) {
                             "q8ta_conv2d: 'yq' is a graph output"))
         << all_lines(r);
   }
-  {  // nothing fused writes the dequantized value
+}
+
+// A standalone activation that cannot join an epilogue becomes q8ta_clamp: requantizing, with
+// the range for which its arithmetic equals the chain on all 256 int8 inputs.
+TEST(Fuse, StandaloneActivationBecomesQ8taClamp) {
+  {  // the q requantizes: after the conv's own epilogue
+    Builder b = standalone_act_graph("aten.hardtanh", {{"min_val", 0.0}, {"max_val", 6.0}}, 0.05,
+                                     -128, 0.1, -20);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_clamp"}))
+        << all_lines(r);
+    const Node& n = b.g.nodes[1];
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{"yq"}));
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{"hq"}));
+    EXPECT_EQ(arg_d(n, "input_scale"), 0.05);
+    EXPECT_EQ(arg_i(n, "input_zero_point"), -128);
+    EXPECT_EQ(arg_d(n, "output_scale"), 0.1);
+    EXPECT_EQ(arg_i(n, "output_zero_point"), -20);
+    // The conv writes 0 .. 12.75: 0 -> -20, 6 -> 40.
+    EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-20, 40}));
+    expect_quant(b.g.value("hq"), 0.1, -20, -128, 127);
+    EXPECT_TRUE(has_line(r, "fused dq -> aten.hardtanh -> q (node 4..6) into q8ta_clamp 'hq' "
+                            "(activation range -20..40)"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {  // nothing fused writes the dequantized value (a graph input), relu then clamp
     Builder b;
     b.input("xq", DType::Int8, {1, 4, 2, 2});
     b.dq("xq", "x", 0.1, 0);
     b.value("rr", DType::Float32, {1, 4, 2, 2});
     b.node("aten.relu", {"x"}, {}, {"rr"});
-    b.q("rr", "rq", 0.1, 0);
+    b.value("cc", DType::Float32, {1, 4, 2, 2});
+    b.node("aten.clamp", {"rr"}, {{"max", 2.0}}, {"cc"});
+    b.q("cc", "rq", 0.05, 3);
     b.output("rq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 0..2) as the epilogue of "
-                            "'xq''s writer: 'xq' is not written by a fused int8 op"))
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_clamp"})) << all_lines(r);
+    EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{3, 43}));
+    EXPECT_TRUE(has_line(r, "fused dq -> aten.relu -> aten.clamp -> q (node 0..3) into "
+                            "q8ta_clamp 'rq' (activation range 3..43)"))
         << all_lines(r);
+    expect_valid(b.g);
   }
 }
 

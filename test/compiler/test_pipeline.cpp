@@ -33,14 +33,15 @@ std::string node(const std::string& op, const std::string& in, const std::string
          ", \"outputs\": [\"" + out + "\"]}";
 }
 
-// Two quantized pixel shuffles with a float relu between them that no pattern absorbs: the
-// relu stays a float op, fenced by a dequantize before and a quantize after, and no layout
-// conversion is needed anywhere.
+// Two quantized pixel shuffles with a float relu between them that no pattern absorbs (its
+// output is also a graph output, so it is no standalone int8 activation): the relu stays a float
+// op, fenced by a dequantize before and a quantize after, and no layout conversion is needed
+// anywhere.
 TEST(Pipeline, FloatOpBetweenTwoQuantizedOpsGetsDequantizeAndQuantizeAtItsBoundaries) {
   const std::string dq = "quantized_decomposed.dequantize_per_tensor";
   const std::string q = "quantized_decomposed.quantize_per_tensor";
   const std::string json =
-      "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"c\"],"
+      "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"c\", \"r\"],"
       " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 16, 2, 2]}},"
       " \"nodes\": [" +
       node(dq, "xq", q_args(0.5, 1), "x") + ", " +

@@ -1,5 +1,6 @@
 // ACCU and PERF cases for q8ta_add: same shapes in every packed layout, [1, C, 1, 1],
-// [N, C, 1, 1] and [1, 1, 1, 1] operands in either position, fused relu / clamp, zero points at both ends.
+// [N, C, 1, 1] and [1, 1, 1, 1] operands in either position, fused relu / clamp, zero points at
+// both ends; and for q8ta_clamp: every layout, awkward shapes, relu / clamp ranges, exact ties.
 #include "runtime/ops/Elementwise.h"
 #include "test/custom_ops/Harness.h"
 #include "test/reference/ElementwiseReference.h"
@@ -133,9 +134,91 @@ void add_case(Registry& registry, const std::string& prefix, const std::vector<i
                 [=] { return std::make_unique<AddCase>(sizes, layout, bcast, q, act); }});
 }
 
+// q8ta_clamp: (input, output) parameters and the activation range in output units.
+struct ClampQuant {
+  ops::QuantParams in, out;
+  int act_min, act_max;
+  const char* tag;
+};
+// "ties": (q - zp) * 0.5 * 1 is a multiple of 1/2, so round-half-to-even decides; "relu6" is a
+// relu6 requantized to a finer scale; the others put zero points at both ends and a range that
+// excludes the output zero point (padding must still hold it).
+const ClampQuant kClampQuants[] = {
+    {{0.5f, 0}, {1.0f, -3}, -3, 127, "ties"},
+    {{0.05f, -128}, {0.025f, -128}, -128, 112, "relu6"},
+    {{0.013f, 127}, {0.2f, -128}, -120, -100, "narrow"},
+    {{0.2f, -5}, {0.07f, 127}, -128, 127, "none"},
+};
+
+class ClampCase : public CaseInstance {
+ public:
+  ClampCase(std::vector<int64_t> sizes, MemoryLayout layout, ClampQuant q)
+      : sizes_(std::move(sizes)), layout_(layout), q_(q) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
+    out_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
+    ops::add_q8ta_clamp_node(g, in_, out_, {q_.in, q_.out, q_.act_min, q_.act_max});
+    g.add_input(in_);
+    g.add_output(out_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    std::uniform_int_distribution<int> value(-128, 127);
+    x_.resize(static_cast<size_t>(g.spec(in_).numel()));
+    for (auto& v : x_) v = static_cast<int8_t>(value(rng));
+    g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, q_.in.zero_point));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const auto expected = testing::reference_clamp(x_, {q_.in.scale, q_.in.zero_point},
+                                                   {q_.out.scale, q_.out.zero_point},
+                                                   q_.act_min, q_.act_max);
+    AccuResult r;
+    compare_words(g.read_words(out_),
+                  testing::ref_pack(layout_, ref_shape(g.spec(out_)), expected,
+                                    q_.out.zero_point),
+                  r);
+    return r;
+  }
+  PerfWork work() const override {
+    const TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, layout_};
+    return {8.0 * testing::ref_word_count(layout_, ref_shape(s)), 0.0};
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  MemoryLayout layout_;
+  ClampQuant q_;
+  graph::ValueRef in_ = -1, out_ = -1;
+  std::vector<int8_t> x_;
+};
+
+void add_clamp_case(Registry& registry, const std::string& prefix,
+                    const std::vector<int64_t>& sizes, MemoryLayout layout, ClampQuant q,
+                    bool accu) {
+  const std::string shape = shape_string(sizes), lname(to_string(layout));
+  registry.add({prefix + "q8ta_clamp/" + lname + "/" + q.tag + "/" + shape, "q8ta_clamp", shape,
+                lname + " " + q.tag, accu, !accu, false, Metric::GBps,
+                [=] { return std::make_unique<ClampCase>(sizes, layout, q); }});
+}
+
+void register_clamp_cases(Registry& registry) {
+  size_t index = 0;
+  for (MemoryLayout layout : kAllPackedInt8Layouts) {
+    for (const auto& sizes : awkward_shapes()) {
+      add_clamp_case(registry, "", sizes, layout, kClampQuants[index++ % std::size(kClampQuants)],
+                     true);
+    }
+    for (const ClampQuant& q : kClampQuants) {  // every parameter set on one odd shape
+      add_clamp_case(registry, "", {2, 17, 5, 6}, layout, q, true);
+    }
+    add_clamp_case(registry, "perf/", {1, 64, 256, 256}, layout, kClampQuants[1], false);
+  }
+}
+
 }  // namespace
 
 void register_elementwise_cases(Registry& registry) {
+  register_clamp_cases(registry);
   size_t index = 0;
   const Act acts[] = {Act::None, Act::Relu, Act::Clamp};
   for (MemoryLayout layout : kAllPackedInt8Layouts) {

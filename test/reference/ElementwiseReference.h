@@ -1,8 +1,9 @@
-// CPU reference for q8ta_add, written for the tests (shares no code with the shader or the
-// runtime). Per element, each float32 operation rounded on its own:
-//   y = float(qa - zp_a) * s_a + float(qb - zp_b) * s_b
+// CPU references for q8ta_add and q8ta_clamp, written for the tests (they share no code with the
+// shaders or the runtime). Per element, each float32 operation rounded on its own:
+//   add:    y = float(qa - zp_a) * s_a + float(qb - zp_b) * s_b
+//   clamp:  y = float(q - zp_in) * s_in
 //   q = clamp(nearbyint(y * inv_s_out) + zp_out, act_min, act_max), inv_s_out = float(1/s_out)
-// b broadcasts when it is [1, C, 1, 1] or [1, 1, 1, 1] (NCHW element vectors).
+// add's b broadcasts when it is [1, C, 1, 1] or [1, 1, 1, 1] (NCHW element vectors).
 #pragma once
 
 #include <cmath>
@@ -51,6 +52,21 @@ inline std::vector<int8_t> reference_add(const std::vector<int8_t>& a, const Ref
     }
   }
   return out;
+}
+
+// q8ta_clamp of every element (NCHW order kept).
+inline std::vector<int8_t> reference_clamp(const std::vector<int8_t>& x, RefQuant in,
+                                           RefQuant out, int act_min, int act_max) {
+  const float inv = static_cast<float>(1.0 / static_cast<double>(out.scale));
+  std::vector<int8_t> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float f = static_cast<float>(x[i] - in.zero_point) * in.scale;
+    const float t = f * inv;
+    double q = std::nearbyint(static_cast<double>(t)) + out.zero_point;  // ties to even
+    q = std::fmin(std::fmax(q, act_min), act_max);
+    y[i] = static_cast<int8_t>(q);
+  }
+  return y;
 }
 
 }  // namespace vkd::testing

@@ -1,6 +1,7 @@
-// q8ta_add's argument checks: bad dtypes, layouts, shapes that do not broadcast, quantization
-// and activation parameters are InvalidArgument errors naming the op and the problem, raised
-// while the graph is built. The arithmetic is checked by the custom-op ACCU cases.
+// q8ta_add's and q8ta_clamp's argument checks: bad dtypes, layouts, shapes that do not
+// broadcast (or differ), quantization and activation parameters are InvalidArgument errors
+// naming the op and the problem, raised while the graph is built. The arithmetic is checked by
+// the custom-op ACCU cases.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -97,6 +98,36 @@ TEST_F(AddChecks, BadQuantizationAndActivationAreNamed) {
   act.p.activation_min = 10;
   act.p.activation_max = 5;
   expect_error(act, ctx(), "activation range");
+}
+
+// q8ta_clamp of [1, 8, 5, 3] into [1, 8, 5, 3], with one thing changed by the test.
+struct ClampSetup {
+  TensorSpec in = int8_spec({1, 8, 5, 3});
+  TensorSpec out = int8_spec({1, 8, 5, 3});
+  vkd::ops::ClampParams p{{0.1f, 0, -128, 127}, {0.3f, -5, -128, 127}, -5, 100};
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_q8ta_clamp_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"), p);
+    });
+  }
+};
+
+TEST_F(AddChecks, ClampChecksAreNamed) {
+  EXPECT_EQ(ClampSetup{}.build(ctx()).first, -1) << ClampSetup{}.build(ctx()).second;
+  ClampSetup sizes;
+  sizes.out = int8_spec({1, 8, 3, 5});
+  expect_op_error(sizes, ctx(), "q8ta_clamp", "sizes");
+  ClampSetup layouts;
+  layouts.out = int8_spec({1, 8, 5, 3}, MemoryLayout::PackedInt8_4C1W);
+  expect_op_error(layouts, ctx(), "q8ta_clamp", "share one packed layout");
+  ClampSetup flt;
+  flt.in = {{1, 8, 5, 3}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  expect_op_error(flt, ctx(), "q8ta_clamp", "tensor 'x'");
+  ClampSetup act;
+  act.p.activation_min = 10;
+  act.p.activation_max = 5;
+  expect_op_error(act, ctx(), "q8ta_clamp", "activation range");
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+// q8ta_clamp: a standalone relu / hardtanh / clamp between int8 ops, requantized, on one int8x4
+// tensor: out = quantize_out(clamp(dequantize_in(in))). Input and output share their sizes and
+// packed layout (INT8_LAYOUT); each has its own scale and zero point. Per element, every
+// operation rounded on its own (`precise`: no fused multiply-add), so the CPU reference
+// (test/reference/ElementwiseReference.h) and the compiler's check of the chain it replaces
+// (compiler/reference/QuantChain.h) match bit for bit:
+//   y = float32(q - zp_in) * s_in
+//   q = clamp(roundEven(y * inv_s_out) + zp_out, act_min, act_max),  inv_s_out = float32(1/s_out)
+// where [act_min, act_max] is the float clamp's range in output units.
+//
+// Each invocation computes one 16-byte chunk (4 consecutive words) of the output: the words of
+// in and out at the same index hold the same elements (same sizes and layout), so the kernel
+// walks both word arrays linearly with 16-byte loads and stores. Only the padding needs the
+// chunk's position (int8x4_chunk.glslh): it is written as out's zero point whatever the
+// arithmetic says (the activation range may exclude it).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glslh"
+#include "int8x4_chunk.glslh"
+
+// Scalar and 16-byte views of each buffer (4C1W rows of odd width end mid-chunk).
+layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
+layout(set = 0, binding = 0) writeonly buffer OutWords4 { ivec4 out_words4[]; };
+layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
+layout(set = 0, binding = 1) readonly buffer InWords4 { ivec4 in_words4[]; };
+
+layout(push_constant) uniform Params {
+  ivec4 sizes;        // N, C, H, W of in and out
+  int chunk_count;    // ceil(word_count / 4): invocations that do work
+  int word_count;     // words of in and out
+  int in_zp;
+  int out_zp;
+  float in_scale;
+  float inv_out_scale;
+  float act_lo;       // float(act_min - out_zp)
+  float act_hi;       // float(act_max - out_zp)
+} p;
+
+// One requantized word, lanes >= `valid` set to out_zp.
+int clamp_word(int w, int valid) {
+  int word = 0;
+  for (int lane = 0; lane < 4; ++lane) {
+    // |q - zp| <= 255: exact through the mantissa (common.glslh).
+    precise float y = small_int_to_float(lane_of(w, lane) - p.in_zp) * p.in_scale;
+    // Rounding commutes with clamping to integers: clamp first, then round through the mantissa.
+    precise float t = clamp(y * p.inv_out_scale, p.act_lo, p.act_hi);
+    word |= ((round_even_small(t) + p.out_zp) & 0xFF) << (8 * lane);
+  }
+  return valid >= 4 ? word
+                    : bitfieldInsert(word, splat_byte(p.out_zp), 8 * valid, 32 - 8 * valid);
+}
+
+void main() {
+  const int k = int(linear_invocation_id());
+  if (k >= p.chunk_count) return;
+  const bool whole = 4 * k + 3 < p.word_count;  // 4C1W: the last chunk may end early
+  ivec4 w;
+  if (whole) {
+    w = in_words4[k];
+  } else {
+    for (int j = 0; j < 4; ++j) w[j] = in_words[min(4 * k + j, p.word_count - 1)];
+  }
+  const ivec4 valid = chunk_valid_lanes(k, p.sizes);
+  ivec4 result;
+  for (int j = 0; j < 4; ++j) result[j] = clamp_word(w[j], valid[j]);
+  if (whole) {
+    out_words4[k] = result;
+  } else {
+    for (int j = 0; j < 4; ++j) {
+      if (4 * k + j < p.word_count) out_words[4 * k + j] = result[j];
+    }
+  }
+}
