@@ -16,57 +16,25 @@ RefShape ref_shape(const std::vector<int64_t>& sizes) {
   return {d.n, d.c, d.h, d.w};
 }
 
-class Int8ConvertCase : public CaseInstance {
+// q8ta_convert (same sizes, another layout) and q8ta_view (a reshape): both keep the NCHW
+// order, so the reference is the same values packed under the output's sizes and layout.
+enum class Repack { Convert, View };
+
+class Int8RepackCase : public CaseInstance {
  public:
-  Int8ConvertCase(std::vector<int64_t> sizes, MemoryLayout in, MemoryLayout out, int zp)
-      : sizes_(std::move(sizes)), in_(in), out_(out), zp_(zp) {}
-
-  void build(graph::ComputeGraph& g) override {
-    in_ref_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, in_}, "a");
-    out_ref_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, out_}, "b");
-    ops::add_q8ta_convert_node(g, in_ref_, out_ref_, zp_);
-    g.add_input(in_ref_);
-    g.add_output(out_ref_);
-  }
-  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
-    std::uniform_int_distribution<int> value(-128, 127);
-    values_.resize(static_cast<size_t>(g.spec(in_ref_).numel()));
-    for (auto& v : values_) v = static_cast<int8_t>(value(rng));
-    g.write_words(in_ref_, testing::ref_pack(in_, ref_shape(sizes_), values_, zp_));
-  }
-  AccuResult check(const graph::ComputeGraph& g) override {
-    AccuResult r;
-    compare_words(g.read_words(out_ref_), testing::ref_pack(out_, ref_shape(sizes_), values_, zp_),
-                  r);
-    return r;
-  }
-  PerfWork work() const override {
-    return {4.0 * (testing::ref_word_count(in_, ref_shape(sizes_)) +
-                   testing::ref_word_count(out_, ref_shape(sizes_))),
-            0.0};
-  }
-
- private:
-  std::vector<int64_t> sizes_;
-  MemoryLayout in_, out_;
-  int zp_;
-  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
-  std::vector<int8_t> values_;
-};
-
-// q8ta_view: the reshape keeps the NCHW order, so the reference is the same values packed
-// under the output's sizes and layout.
-class Int8ViewCase : public CaseInstance {
- public:
-  Int8ViewCase(std::vector<int64_t> in_sizes, std::vector<int64_t> out_sizes, MemoryLayout in,
-               MemoryLayout out, int zp)
-      : in_sizes_(std::move(in_sizes)), out_sizes_(std::move(out_sizes)), in_(in), out_(out),
-        zp_(zp) {}
+  Int8RepackCase(Repack op, std::vector<int64_t> in_sizes, std::vector<int64_t> out_sizes,
+                 MemoryLayout in, MemoryLayout out, int zp)
+      : op_(op), in_sizes_(std::move(in_sizes)), out_sizes_(std::move(out_sizes)), in_(in),
+        out_(out), zp_(zp) {}
 
   void build(graph::ComputeGraph& g) override {
     in_ref_ = g.add_tensor({in_sizes_, DType::Int8x4, StorageType::Buffer, in_}, "a");
     out_ref_ = g.add_tensor({out_sizes_, DType::Int8x4, StorageType::Buffer, out_}, "b");
-    ops::add_q8ta_view_node(g, in_ref_, out_ref_, zp_);
+    if (op_ == Repack::View) {
+      ops::add_q8ta_view_node(g, in_ref_, out_ref_, zp_);
+    } else {
+      ops::add_q8ta_convert_node(g, in_ref_, out_ref_, zp_);
+    }
     g.add_input(in_ref_);
     g.add_output(out_ref_);
   }
@@ -89,6 +57,7 @@ class Int8ViewCase : public CaseInstance {
   }
 
  private:
+  Repack op_;
   std::vector<int64_t> in_sizes_, out_sizes_;
   MemoryLayout in_, out_;
   int zp_;
@@ -114,7 +83,8 @@ void register_view_cases(Registry& registry) {
         const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
         registry.add({"q8ta_view/" + pair + "/" + shape, "q8ta_view", shape, pair, true, false,
                       false, Metric::GBps, [=] {
-                        return std::make_unique<Int8ViewCase>(in_sizes, out_sizes, in, out, zp);
+                        return std::make_unique<Int8RepackCase>(Repack::View, in_sizes,
+                                                                out_sizes, in, out, zp);
                       }});
       }
     }
@@ -171,7 +141,10 @@ void register_convert_cases(Registry& registry) {
         const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
         registry.add({"q8ta_convert/" + pair + "/" + shape, "q8ta_convert", shape, pair, true,
                       false, false, Metric::GBps,
-                      [=] { return std::make_unique<Int8ConvertCase>(sizes, in, out, zp); }});
+                      [=] {
+                        return std::make_unique<Int8RepackCase>(Repack::Convert, sizes, sizes,
+                                                                in, out, zp);
+                      }});
       }
     }
     for (StorageType si : {StorageType::Buffer, StorageType::Texture3D}) {
@@ -195,7 +168,10 @@ void register_convert_cases(Registry& registry) {
         const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
         registry.add({"perf/q8ta_convert/" + pair + "/" + shape, "q8ta_convert", shape, pair,
                       false, true, false, Metric::GBps,
-                      [=] { return std::make_unique<Int8ConvertCase>(sizes, in, out, 0); }});
+                      [=] {
+                        return std::make_unique<Int8RepackCase>(Repack::Convert, sizes, sizes,
+                                                                in, out, 0);
+                      }});
       }
     }
   }
