@@ -16,6 +16,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "int8x4_chunk.glslh"
 
 #define B_SAME 0
 #define B_CHANNEL 1
@@ -53,12 +54,9 @@ int add_word(int wa, int wb, int valid) {
     precise float fa = small_int_to_float(lane_of(wa, lane) - p.a_zp) * p.a_scale;
     precise float fb = small_int_to_float(lane_of(wb, lane) - p.b_zp) * p.b_scale;
     precise float y = fa + fb;
-    // Rounding commutes with clamping to integers: clamp first, then round through the mantissa.
-    precise float t = clamp(y * p.inv_out_scale, p.act_lo, p.act_hi);
-    word |= ((round_even_small(t) + p.out_zp) & 0xFF) << (8 * lane);
+    word |= requantized_byte(y, p.inv_out_scale, p.act_lo, p.act_hi, p.out_zp) << (8 * lane);
   }
-  return valid >= 4 ? word
-                    : bitfieldInsert(word, splat_byte(p.out_zp), 8 * valid, 32 - 8 * valid);
+  return pad_lanes(word, valid, p.out_zp);
 }
 
 void main() {
@@ -68,26 +66,23 @@ void main() {
   const int C4 = div_up(C, 4), H4 = div_up(H, 4), W4 = div_up(W, 4);
 
   ivec4 wa, wb;
-  ivec4 valid;  // real lanes of each word (0: the whole word is padding)
   const int b_scalar = splat_byte(lane_of(b_words[0], 0));
 #if INT8_LAYOUT == LAYOUT_4W4C
   // Chunk k = ((n*H + h)*W4 + w4)*C4 + c4: word ww is width 4*w4 + ww, lanes are channels.
-  const int c4 = k % C4, w4 = (k / C4) % W4, nb = p.b_batched * (k / (C4 * W4 * H));
+  const int c4 = k % C4, nb = p.b_batched * (k / (C4 * W4 * H));
   wa = a_words4[k];
   wb = p.b_mode == B_SAME ? b_words4[k]
      : p.b_mode == B_CHANNEL ? ivec4(b_words4[nb * C4 + c4].x)  // [N, C, 1, 1]: word 0 of a chunk
                              : ivec4(b_scalar);
-  for (int ww = 0; ww < 4; ++ww) valid[ww] = 4 * w4 + ww < W ? min(4, C - 4 * c4) : 0;
 #elif INT8_LAYOUT == LAYOUT_4H4W
   // Chunk k = ((n*C + c)*H4 + h4)*W4 + w4: word hh is height 4*h4 + hh, lanes are widths.
-  const int w4 = k % W4, h4 = (k / W4) % H4, nc = k / (W4 * H4), c = nc % C;
+  const int nc = k / (W4 * H4), c = nc % C;
   wa = a_words4[k];
   // [N, C, 1, 1] in 4H4W: (n, c)'s value is lane 0 of word 0 of chunk n*C + c.
   const int b_chunk = p.b_batched != 0 ? nc : c;
   wb = p.b_mode == B_SAME ? b_words4[k]
      : p.b_mode == B_CHANNEL ? ivec4(splat_byte(lane_of(b_words4[b_chunk].x, 0)))
                              : ivec4(b_scalar);
-  for (int hh = 0; hh < 4; ++hh) valid[hh] = 4 * h4 + hh < H ? min(4, W - 4 * w4) : 0;
 #else  // LAYOUT_4C1W: word i = ((n*H + h)*C4 + c4)*W + w, lanes are channels; chunks cross rows.
   if (4 * k + 3 < p.word_count) {
     wa = a_words4[k];
@@ -101,12 +96,12 @@ void main() {
   }
   for (int j = 0; j < 4; ++j) {
     const int row = (4 * k + j) / W, c4 = row % C4;
-    valid[j] = min(4, C - 4 * c4);
     // [N, C, 1, 1] in 4C1W: word n*C4 + c4, n = row / (C4 * H).
     if (p.b_mode == B_CHANNEL) wb[j] = b_words[p.b_batched * (row / (C4 * H)) * C4 + c4];
   }
 #endif
 
+  const ivec4 valid = chunk_valid_lanes(k, p.sizes);  // real lanes (0: a word of padding)
   ivec4 result;
   for (int j = 0; j < 4; ++j) result[j] = add_word(wa[j], wb[j], valid[j]);
 

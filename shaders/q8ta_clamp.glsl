@@ -42,12 +42,9 @@ int clamp_word(int w, int valid) {
   for (int lane = 0; lane < 4; ++lane) {
     // |q - zp| <= 255: exact through the mantissa (common.glslh).
     precise float y = small_int_to_float(lane_of(w, lane) - p.in_zp) * p.in_scale;
-    // Rounding commutes with clamping to integers: clamp first, then round through the mantissa.
-    precise float t = clamp(y * p.inv_out_scale, p.act_lo, p.act_hi);
-    word |= ((round_even_small(t) + p.out_zp) & 0xFF) << (8 * lane);
+    word |= requantized_byte(y, p.inv_out_scale, p.act_lo, p.act_hi, p.out_zp) << (8 * lane);
   }
-  return valid >= 4 ? word
-                    : bitfieldInsert(word, splat_byte(p.out_zp), 8 * valid, 32 - 8 * valid);
+  return pad_lanes(word, valid, p.out_zp);
 }
 
 void main() {

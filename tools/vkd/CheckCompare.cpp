@@ -160,10 +160,10 @@ Region region_of(const compiler::Graph& g, const std::string& target,
   Region r;
   std::set<int> nodes;
   std::set<std::string> inputs;
-  std::vector<int> todo{g.producer(target)};
-  while (!todo.empty()) {
-    const int n = todo.back();
-    todo.pop_back();
+  std::vector<int> pending{g.producer(target)};
+  while (!pending.empty()) {
+    const int n = pending.back();
+    pending.pop_back();
     if (n < 0 || !nodes.insert(n).second) continue;
     for (const std::string& in : g.nodes[n].inputs) {
       if (in.empty() || g.value(in).is_constant()) continue;
@@ -171,7 +171,7 @@ Region region_of(const compiler::Graph& g, const std::string& target,
       if (sources.count(in) || g.is_graph_input(in) || producer < 0) {
         inputs.insert(in);
       } else {
-        todo.push_back(producer);
+        pending.push_back(producer);
       }
     }
   }
