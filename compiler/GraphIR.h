@@ -17,6 +17,13 @@ namespace vkd::compiler {
 // A shape in compiler messages: "[1, 3, 5, 7]".
 inline std::string shape_str(const std::vector<int64_t>& shape) { return sizes_string(shape, ", "); }
 
+// The element count of a shape (1 for a scalar).
+inline int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 // A node argument literal (named as in the op's ATen schema). Lists keep their element type.
 struct NoneArg {
   bool operator==(const NoneArg&) const { return true; }

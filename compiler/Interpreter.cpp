@@ -51,7 +51,7 @@ void check_against(const Value& v, const HostTensor& t, const std::string& what)
 // ---------------------------------------------------------------------------------------------
 // HostTensor
 
-int64_t HostTensor::numel() const { return numel_of(shape); }
+int64_t HostTensor::numel() const { return element_count(shape); }
 
 namespace {
 
@@ -60,7 +60,7 @@ template <typename T, typename Setter>
 HostTensor tensor_from(const char* what, DType dtype, std::vector<int64_t> shape,
                        const std::vector<T>& values, Setter set) {
   check_shape_valid(shape, what);
-  VKD_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), ErrorCode::InvalidArgument,
+  VKD_CHECK(element_count(shape) == static_cast<int64_t>(values.size()), ErrorCode::InvalidArgument,
             what, ": ", values.size(), " values for shape ", shape_str(shape));
   HostTensor t = make_tensor(dtype, std::move(shape));
   for (size_t i = 0; i < values.size(); ++i) set(t, static_cast<int64_t>(i), values[i]);
@@ -148,7 +148,7 @@ std::map<std::string, HostTensor> interpret(const Graph& g,
     VKD_CHECK(elem_bytes(v.dtype) != 0, ErrorCode::Unsupported, "constant '", name, "': dtype ",
               to_string(v.dtype), " is not supported by the interpreter");
     check_shape_valid(v.shape, "constant '" + name + "'");
-    const size_t need = static_cast<size_t>(numel_of(v.shape)) * elem_bytes(v.dtype);
+    const size_t need = static_cast<size_t>(element_count(v.shape)) * elem_bytes(v.dtype);
     VKD_CHECK(v.data->size() == need, ErrorCode::InvalidArgument, "constant '", name, "' holds ",
               v.data->size(), " bytes, its shape ", shape_str(v.shape), " and dtype need ", need);
     values[name] = HostTensor{v.dtype, v.shape, *v.data};

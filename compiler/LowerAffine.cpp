@@ -12,7 +12,6 @@ namespace {
 using fusion::kChooseQparamsAffine;
 using fusion::kDequantizeAffine;
 using fusion::kQuantizeAffine;
-using fusion::numel;
 using fusion::quoted;
 
 // A string arg without torchao's enum prefix ("MappingType.ASYMMETRIC" -> "ASYMMETRIC"), or ""
@@ -42,7 +41,7 @@ int64_t block_count(const std::vector<int64_t>& shape, const std::vector<int64_t
 // An int32 constant of `blocks` zeros (a zero point made here for an earlier node, or the same
 // numbers given in the graph).
 bool is_int32_zeros(const Value& v, int64_t blocks) {
-  if (!v.is_constant() || v.dtype != DType::Int32 || numel(v.shape) != blocks) return false;
+  if (!v.is_constant() || v.dtype != DType::Int32 || element_count(v.shape) != blocks) return false;
   return std::all_of(v.data->begin(), v.data->end(), [](uint8_t b) { return b == 0; });
 }
 
@@ -113,7 +112,7 @@ std::string lower_affine_node(Graph& g, Node& n) {
   const std::string scale = n.inputs.size() > 1 ? n.inputs[1] : "";
   if (scale.empty()) return "no scale";
   std::string zero_point = n.inputs.size() > 2 ? n.inputs[2] : "";
-  if (!zero_point.empty() && numel(g.value(zero_point).shape) == 0) zero_point.clear();
+  if (!zero_point.empty() && element_count(g.value(zero_point).shape) == 0) zero_point.clear();
   if (zero_point.empty()) {
     // torchao treats an absent (or empty) zero point as 0 everywhere; the backend ops always
     // read one int32 per block, laid out like the scale. One zeros constant per scale: a
@@ -127,7 +126,7 @@ std::string lower_affine_node(Graph& g, Node& n) {
       z.name = g.unique_name(name);
       z.dtype = DType::Int32;
       z.shape = g.value(scale).shape;
-      if (numel(z.shape) != blocks) z.shape = {blocks};
+      if (element_count(z.shape) != blocks) z.shape = {blocks};
       z.data = std::vector<uint8_t>(static_cast<size_t>(blocks) * sizeof(int32_t), 0);
       zero_point = g.add_value(std::move(z)).name;
     }

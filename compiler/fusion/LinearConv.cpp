@@ -19,7 +19,7 @@ struct Operands {
 std::string check_bias(const Graph& g, const std::string& b, int64_t out_channels) {
   if (b.empty()) return "";
   const Value& bv = g.value(b);
-  if (!bv.is_constant() || bv.dtype != DType::Float32 || numel(bv.shape) != out_channels ||
+  if (!bv.is_constant() || bv.dtype != DType::Float32 || element_count(bv.shape) != out_channels ||
       bv.shape.size() != 1) {
     return "bias " + quoted(b) + " is not a float32 constant of shape [" +
            std::to_string(out_channels) + "]";

@@ -53,12 +53,6 @@ bool same_quant(const QuantInfo& a, const QuantInfo& b) {
          a.quant_max == b.quant_max;
 }
 
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 bool node_is(const Graph& g, int node, const char* op) {
   return node >= 0 && g.nodes[node].op == op;
 }
@@ -323,7 +317,7 @@ std::string fold_per_tensor(const Node& d, int p, const Value& wq, int64_t n, We
 std::string read_channel_scales(const Graph& g, const Node& d, int64_t n, WeightFold& out) {
   if (d.inputs.size() < 2 || d.inputs[1].empty()) return "weight dequantize has no scales";
   const Value& s = g.value(d.inputs[1]);
-  if (!s.is_constant() || s.dtype != DType::Float32 || numel(s.shape) != n ||
+  if (!s.is_constant() || s.dtype != DType::Float32 || element_count(s.shape) != n ||
       s.data->size() != static_cast<size_t>(n) * 4) {
     return "weight scales " + quoted(s.name) + " are not a float32 constant of " +
            std::to_string(n) + " elements";
@@ -345,7 +339,7 @@ std::string check_channel_zero_points(const Graph& g, const Node& d, const Value
   const Value& zp = g.value(d.inputs[2]);
   const size_t bytes = zp.is_constant() ? zp.data->size() : 0;
   const size_t width = n > 0 ? bytes / static_cast<size_t>(n) : 0;
-  if (!zp.is_constant() || numel(zp.shape) != n ||
+  if (!zp.is_constant() || element_count(zp.shape) != n ||
       !(width == 1 || width == 2 || width == 4 || width == 8) ||
       width * static_cast<size_t>(n) != bytes) {
     return "weight zero points " + quoted(zp.name) + " are not an integer constant of " +

@@ -144,10 +144,4 @@ void ShapeContext::int8_zero_point(const std::string& name) const {
   if (zp < -128 || zp > 127) fail(arg_field(name), "expected a value in [-128, 127], got ", zp);
 }
 
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 }  // namespace vkd::compiler

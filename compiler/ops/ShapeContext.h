@@ -71,7 +71,4 @@ class ShapeContext {
   const EdgeOp& op_;
 };
 
-// The element count of a shape (1 for a scalar).
-int64_t element_count(const std::vector<int64_t>& shape);
-
 }  // namespace vkd::compiler

@@ -66,7 +66,7 @@ std::vector<int64_t> block_of_elements(const std::vector<int64_t>& shape, const 
   const size_t rank = shape.size();
   std::vector<int64_t> gstride(rank, 1);
   for (size_t d = rank; d-- > 1;) gstride[d - 1] = gstride[d] * g.count[d];
-  std::vector<int64_t> out(static_cast<size_t>(numel_of(shape)));
+  std::vector<int64_t> out(static_cast<size_t>(element_count(shape)));
   std::vector<int64_t> idx(rank, 0);
   for (size_t i = 0; i < out.size(); ++i) {
     int64_t blk = 0;
@@ -253,7 +253,7 @@ std::vector<HostTensor> reference_choose_qparams_affine(const ReferenceContext& 
   // row-major grid order, so a declared shape with the same element count is taken as is.
   const auto qshape = [&](size_t k) {
     auto d = c.declared_shape(k);
-    return d && numel_of(*d) == g.blocks ? *d : g.qparam_shape;
+    return d && element_count(*d) == g.blocks ? *d : g.qparam_shape;
   };
   HostTensor scale_out = make_tensor(DType::Float32, qshape(0));
   HostTensor zp_out = make_tensor(zp_dtype, qshape(1));

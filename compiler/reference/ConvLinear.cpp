@@ -111,7 +111,7 @@ std::vector<HostTensor> reference_linear(const ReferenceContext& c) {
                                             " does not match input ", shape_str(x.shape)));
   if (b) c.require(b->numel() == NO, detail::concat("bias has ", b->numel(), " elements, ", NO,
                                                     " outputs"));
-  const int64_t rows = numel_of({x.shape.begin(), x.shape.end() - 1});
+  const int64_t rows = element_count({x.shape.begin(), x.shape.end() - 1});
   const std::vector<float> xv = x.to_floats(), wv = w.to_floats();
   const std::vector<float> bv = b ? b->to_floats() : std::vector<float>{};
   std::vector<float> ov(static_cast<size_t>(rows * NO));

@@ -39,7 +39,7 @@ std::vector<HostTensor> reference_view_copy(const ReferenceContext& c) {
               detail::concat("size ", shape_str(size), " is invalid for ", x.numel(), " elements"));
     size[static_cast<size_t>(infer)] = x.numel() / known;
   }
-  c.require(numel_of(size) == x.numel(),
+  c.require(element_count(size) == x.numel(),
             detail::concat("size ", shape_str(size), " is invalid for ", x.numel(), " elements"));
   HostTensor out = x;
   out.shape = size;

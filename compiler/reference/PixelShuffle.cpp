@@ -22,7 +22,7 @@ std::vector<HostTensor> reference_pixel_shuffle(const ReferenceContext& c) {
   const int64_t C = x.shape[rank - 3], H = x.shape[rank - 2], W = x.shape[rank - 1];
   c.require(C % (r * r) == 0, detail::concat("channels ", C, " are not divisible by ", r * r));
   const int64_t OC = C / (r * r), OH = H * r, OW = W * r;
-  const int64_t batch = numel_of({x.shape.begin(), x.shape.end() - 3});
+  const int64_t batch = element_count({x.shape.begin(), x.shape.end() - 3});
   std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 3);
   shape.insert(shape.end(), {OC, OH, OW});
   HostTensor out = make_tensor(x.dtype, shape);

@@ -55,7 +55,7 @@ HostTensor mean_over(const ReferenceContext& c, const HostTensor& x, std::vector
     ostrides[d] = reduced[d] ? 0 : s;
     s *= kept_shape[d];
   }
-  std::vector<float> acc(static_cast<size_t>(numel_of(kept_shape)), 0.0f);
+  std::vector<float> acc(static_cast<size_t>(element_count(kept_shape)), 0.0f);
   strided_loop(x.shape, {ostrides}, [&](int64_t i, const std::vector<int64_t>& off) {
     acc[static_cast<size_t>(off[0])] = acc[static_cast<size_t>(off[0])] + get_f32(x, i);
   });
@@ -91,7 +91,7 @@ std::vector<HostTensor> reference_max_pool2d(const ReferenceContext& c) {
             "padding must be non-negative and at most half of the kernel size");
   const size_t rank = x.shape.size();
   const int64_t H = x.shape[rank - 2], W = x.shape[rank - 1];
-  const int64_t planes = numel_of({x.shape.begin(), x.shape.end() - 2});
+  const int64_t planes = element_count({x.shape.begin(), x.shape.end() - 2});
   const int64_t OH = pool_output_size(H, kh, ph, sh, dh, ceil_mode);
   const int64_t OW = pool_output_size(W, kw, pw, sw, dw, ceil_mode);
   c.require(OH >= 1 && OW >= 1, detail::concat("output size ", OH, "x", OW, " is too small"));

@@ -22,17 +22,11 @@ size_t elem_bytes(DType dtype) {
   }
 }
 
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 HostTensor make_tensor(DType dtype, std::vector<int64_t> shape) {
   HostTensor t;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  t.bytes.assign(static_cast<size_t>(numel_of(t.shape)) * elem_bytes(dtype), 0);
+  t.bytes.assign(static_cast<size_t>(element_count(t.shape)) * elem_bytes(dtype), 0);
   return t;
 }
 
@@ -152,7 +146,7 @@ void strided_loop(const std::vector<int64_t>& shape,
                   const std::vector<std::vector<int64_t>>& strides,
                   const std::function<void(int64_t, const std::vector<int64_t>&)>& f) {
   const size_t rank = shape.size();
-  const int64_t n = numel_of(shape);
+  const int64_t n = element_count(shape);
   std::vector<int64_t> idx(rank, 0), off(strides.size(), 0);
   for (int64_t i = 0; i < n; ++i) {
     f(i, off);

@@ -53,8 +53,6 @@ inline uint32_t float_to_bits(float f) {
 // moved (copies, views, pixel shuffle: byte-exact); every arithmetic op checks for float32.
 size_t elem_bytes(DType dtype);
 
-// Product of `shape` (1 for rank 0).
-int64_t numel_of(const std::vector<int64_t>& shape);
 
 // ---------------------------------------------------------------------------------------------
 // Typed scratch tensors used while computing. Element accessors take a flat C-order index
