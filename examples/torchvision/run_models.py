@@ -3,10 +3,19 @@
 
 For each model: quantize with the project's exporter (vkdelegate.export's Python API), compile
 with `vkd compile --report`, time with `vkd run --bench N`, check every tensor with
-`vkd run --check` (per op against the CPU reference interpreter) and compare the logits with
-PyTorch's own int8 execution (convert_fx of the very prepared + calibrated model the graph IR
-comes from, qnnpack engine); for information also with PyTorch's reference-quantized FX model
-(float ops between quantize / dequantize, what the graph IR is written from) and the float model.
+`vkd run --check` (per op against the CPU reference interpreter), compare every int8 tensor
+the device keeps (`vkd run --intermediates`) with PyTorch's reference-quantized FX model, layer
+by layer, each layer fed the device's own inputs (vkdelegate.per_layer: within 1 LSB, and only
+at rounding ties), and compare the output with PyTorch's own int8 execution (convert_fx of the
+very prepared + calibrated model the graph IR comes from, qnnpack engine); for information also
+end to end with the reference model and with the float model.
+
+Two things on PyTorch's side are set so that comparison means something (both printed):
+ResNets get trained-like residual branch scales (examples_models.scale_residual_branches: with
+random init's 1 a deep random ResNet is chaotic and PyTorch's own int8 kernels agree with its
+reference model at cosine 0.97), and where PyTorch 1.13's quantized hardtanh / ReLU6 returns a
+channels-last input's elements in the wrong order (qnnpack; the U-Net's ReLU6 after a conv), its
+int8 model gets the input made contiguous first.
 
 Exit status 0 when every model compiles with no host step, passes --check and meets the
 thresholds; 1 otherwise (each failure printed); 2 for a usage error. examples/torchvision/
@@ -26,7 +35,7 @@ import torch
 from torch.ao.quantization.backend_config import get_qnnpack_backend_config
 from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx
 
-from vkdelegate import examples_models
+from vkdelegate import examples_models, per_layer
 from vkdelegate.export import pipeline, safetensors, to_graph_ir
 from vkdelegate.export.ir import to_json_text
 from vkdelegate.export.quantization import observed_ranges, qconfig_mapping
@@ -34,6 +43,7 @@ from vkdelegate.export.quantization import observed_ranges, qconfig_mapping
 CLASSIFIERS = ("mobilenet_v2", "resnet18", "resnet50")
 MODELS = CLASSIFIERS + ("unet",)
 COSINE_MIN = 0.99
+RESIDUAL_GAMMA = 0.25  # examples_models.scale_residual_branches, for the ResNets
 SEED = 0
 CALIBRATION_SAMPLES = 8
 
@@ -77,7 +87,37 @@ def build_model(name, size):
     torch.manual_seed(SEED)
     if name == "unet":
         return examples_models.tiny_unet().eval()
-    return examples_models.torchvision_quantizable(name, input_size=size).eval()
+    gamma = RESIDUAL_GAMMA if name.startswith("resnet") else None
+    return examples_models.torchvision_quantizable(name, input_size=size,
+                                                   residual_gamma=gamma).eval()
+
+
+def quantized_hardtanh_is_broken():
+    """Whether this PyTorch's quantized hardtanh (qnnpack) scrambles a channels-last tensor, as
+    1.13's does: the right values in NCHW order over data laid out NHWC. A quantized conv's
+    output is channels last, so a standalone ReLU6 after a conv permutes the activations in
+    PyTorch's own int8 model (the U-Net's stem)."""
+    torch.backends.quantized.engine = "qnnpack"
+    x = torch.arange(-36, 36, dtype=torch.float32).reshape(1, 8, 3, 3) / 8.0
+    q = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
+    q = q.contiguous(memory_format=torch.channels_last)
+    got = torch.nn.functional.hardtanh(q, 0.0, 6.0).dequantize()
+    return not torch.equal(got, torch.clamp(q.dequantize(), 0.0, 6.0))
+
+
+def hardtanh_on_contiguous(native):
+    """`native` with each ReLU6 / Hardtanh module's input made contiguous first (the workaround
+    for quantized_hardtanh_is_broken); the number of modules changed."""
+    changed = 0
+    for node in list(native.graph.nodes):
+        if node.op == "call_module" and isinstance(native.get_submodule(node.target),
+                                                   (torch.nn.ReLU6, torch.nn.Hardtanh)):
+            with native.graph.inserting_before(node):
+                contiguous = native.graph.call_method("contiguous", (node.args[0],))
+            node.replace_input_with(node.args[0], contiguous)
+            changed += 1
+    native.recompile()
+    return changed
 
 
 def prepare_and_calibrate(model, x, samples):
@@ -177,6 +217,18 @@ def check(vkd, paths, out_dir):
             first.group(1) if first else "")
 
 
+def compare_per_layer(vkd, paths, reference, x, out_dir):
+    """Every int8 tensor the device keeps (`vkd run --intermediates`) against PyTorch's
+    reference-quantized model fed the device's inputs layer by layer (vkdelegate.per_layer)."""
+    directory = os.path.join(out_dir, "intermediates")
+    os.makedirs(directory, exist_ok=True)
+    rc, text = run_vkd([vkd, "run", paths["blob"], "--input", "x=" + paths["input"],
+                        "--output-dir", directory, "--force", "--intermediates"])
+    if rc != 0:
+        raise ModelFailure(f"vkd run --intermediates failed (exit {rc}):\n{text[-2000:]}")
+    return per_layer.compare(reference, (x,), per_layer.load_intermediates(directory))
+
+
 def cosine(a, b):
     """Cosine similarity of two arrays, flattened, in float64."""
     a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
@@ -206,6 +258,14 @@ def run_one(name, args):
     result.update(check_passed=passed, check_tensors=compared, check_ties=ties,
                   check_first_difference=first)
 
+    layers = compare_per_layer(args.vkd, paths, reference, x, out_dir)
+    result.update(per_layer_tensors=len(layers.layers), per_layer_fused=len(layers.missing),
+                  per_layer_ties=layers.ties,
+                  per_layer_real=sum(r.real for r in layers.layers),
+                  per_layer_summary=layers.summary())
+
+    if quantized_hardtanh_is_broken():
+        result["pytorch_hardtanh_workaround"] = hardtanh_on_contiguous(native)
     torch.backends.quantized.engine = "qnnpack"
     with torch.no_grad():
         y_torch = native(x).numpy()
@@ -224,6 +284,10 @@ def verdict(result):
     reasons = []
     if not result["check_passed"]:
         reasons.append("vkd run --check: " + (result["check_first_difference"] or "failed"))
+    if result["per_layer_tensors"] == 0:
+        reasons.append("per layer: vkd run --intermediates wrote no tensor of the reference graph")
+    if result["per_layer_real"]:
+        reasons.append("per layer vs PyTorch's reference model: " + result["per_layer_summary"])
     if result["cosine_vs_torch_int8"] < COSINE_MIN:
         reasons.append(f"cosine {result['cosine_vs_torch_int8']:.5f} < {COSINE_MIN}")
     if result.get("argmax_equal") is False:
@@ -241,6 +305,11 @@ def print_result(r):
     print(f"  (for information: cosine vs PyTorch's reference-quantized FX model "
           f"{r['cosine_vs_torch_reference']:.6f}, vs the float model {r['cosine_vs_float']:.6f}; "
           f"PyTorch int8 vs its reference {r['cosine_torch_int8_vs_reference']:.6f})")
+    print(f"  per layer: {r['per_layer_summary']} ({r['per_layer_fused']} fused away)")
+    if r.get("pytorch_hardtanh_workaround"):
+        print(f"  (PyTorch's int8 model: {r['pytorch_hardtanh_workaround']} ReLU6/hardtanh "
+              f"input(s) made contiguous: this PyTorch's quantized hardtanh scrambles "
+              f"channels-last tensors)")
     state = "pass" if r["check_passed"] else "FAIL: " + r["check_first_difference"]
     print(f"  vkd run --check: {state} ({r['check_tensors']} tensors, "
           f"{r['check_ties']} rounding ties)")

@@ -178,7 +178,10 @@ int cmd_run(const std::vector<std::string>& args) {
   if (opt.check_graph) check = read_check_graph(*opt.check_graph, opt.weights.value_or(""));
   const bool create_out_dir = output_dir_to_create(opt.out_dir);
 
-  const DelegateOptions options = delegate_options(opt.device);
+  DelegateOptions options = delegate_options(opt.device);
+  // The delegate then lists every intermediate after the model's outputs (as --check's own
+  // run does), so they are written like outputs: per-layer comparisons with another framework.
+  options.expose_intermediates = opt.intermediates;
   std::unique_ptr<Delegate> delegate = create_delegate(blob, options, opt.model_path);
   const std::vector<const InputArg*> matched = match_and_check_inputs(*delegate, opt.inputs, check);
   std::vector<OutputSlot> outputs = output_slots(output_infos(*delegate), opt.out_dir);

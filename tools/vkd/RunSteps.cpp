@@ -298,6 +298,9 @@ void check_model_kind_options(const RunOptions& o) {
   }
   if (o.check_graph) throw UsageError("--check takes a .vkd model; not a partitioned model yet");
   if (o.trace_path) throw UsageError("--trace takes a .vkd model; not a partitioned model yet");
+  if (o.intermediates) {
+    throw UsageError("--intermediates takes a .vkd model; not a partitioned model yet");
+  }
 }
 
 }  // namespace
@@ -324,6 +327,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
                                          {"--output-dir", true},
                                          {"--bench", true},
                                          {"--profile", false},
+                                         {"--intermediates", false},
                                          {"--trace", true},
                                          {"--device", true},
                                          {"--check", true},
@@ -339,6 +343,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
   o.model_path = a.positional[0];
   o.force = a.has("--force");
   o.profile = a.has("--profile");
+  o.intermediates = a.has("--intermediates");
   if (a.has("--bench")) {
     o.bench = static_cast<int>(parse_int_option("--bench", *a.last("--bench"), 1, 1000000));
   }

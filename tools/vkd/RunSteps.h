@@ -36,6 +36,7 @@ struct RunOptions {
   bool partitioned = false;  // MODEL.partition.json (is_partition_plan_path)
   bool force = false;
   bool profile = false;
+  bool intermediates = false;  // --intermediates: every tensor the blob keeps is an output too
   int bench = 0;  // timed runs after the first one; 0: no benchmark
   std::string out_dir;
   std::optional<std::string> trace_path;

@@ -55,7 +55,7 @@ constexpr const char* kInspectUsage =
 
 constexpr const char* kRunUsage =
     "usage: vkd run MODEL.vkd --input NAME=FILE.npy ... [--output-dir DIR] [--force] [--bench N]\n"
-    "               [--profile] [--trace FILE.json] [--device SEL]\n"
+    "               [--profile] [--trace FILE.json] [--device SEL] [--intermediates]\n"
     "               [--check GRAPH.json [--weights W.safetensors]]\n"
     "       vkd run MODEL.partition.json --input NAME=FILE.npy ... [--weights W.safetensors]\n"
     "               [--output-dir DIR] [--force] [--bench N] [--profile] [--device SEL]\n"
@@ -70,6 +70,9 @@ constexpr const char* kRunUsage =
     "  --bench N           then 3 warm-up and N timed runs: median/min host and GPU time\n"
     "  --profile           per-node GPU time table of the last run\n"
     "  --trace FILE        Chrome/Perfetto trace (JSON) of the last run\n"
+    "  --intermediates     also write every tensor the blob keeps (the int8 activations\n"
+    "                      between fused ops, named as in the graph) to --output-dir; the\n"
+    "                      model then shares no memory between them (slower, larger)\n"
     "  --device SEL        device index or name substring (overrides $VKD_DEVICE)\n"
     "  --check GRAPH       also compare every tensor, in op order, with the CPU reference\n"
     "                      interpreter on GRAPH.json fed the device's inputs of that op; report\n"
