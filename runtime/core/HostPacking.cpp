@@ -171,4 +171,28 @@ float from_float16(uint16_t bits) {
   return out;
 }
 
+namespace {
+
+// `bytes` read as `From` elements, each converted by `convert` and stored as a `To`.
+template <typename From, typename To>
+std::vector<uint8_t> convert_elements(const std::vector<uint8_t>& bytes, To (*convert)(From)) {
+  std::vector<uint8_t> out(bytes.size() * sizeof(To) / sizeof(From));
+  for (size_t i = 0; i < bytes.size() / sizeof(From); ++i) {
+    From x;
+    std::memcpy(&x, bytes.data() + sizeof(From) * i, sizeof(From));
+    const To y = convert(x);
+    std::memcpy(out.data() + sizeof(To) * i, &y, sizeof(To));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> float16_bytes_to_float32(const std::vector<uint8_t>& half) {
+  return convert_elements(half, from_float16);
+}
+std::vector<uint8_t> float32_bytes_to_float16(const std::vector<uint8_t>& single) {
+  return convert_elements(single, to_float16);
+}
+
 }  // namespace vkd

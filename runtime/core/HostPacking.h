@@ -43,4 +43,9 @@ std::vector<T> unpack_strided(const T* device, const Dims4& dims, StorageType st
 uint16_t to_float16(float value);
 float from_float16(uint16_t bits);
 
+// The same over little-endian host data (the APIs exchange float16 tensors as float32):
+// widening is exact; narrowing rounds to nearest even (exact for values that came from float16).
+std::vector<uint8_t> float16_bytes_to_float32(const std::vector<uint8_t>& half);
+std::vector<uint8_t> float32_bytes_to_float16(const std::vector<uint8_t>& single);
+
 }  // namespace vkd

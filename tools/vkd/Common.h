@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/GraphIR.h"
+#include "runtime/core/HostPacking.h"  // float16_bytes_to_float32 and back, used with the API
 #include "vkdelegate/Delegate.hpp"
 
 namespace vkd::cli {
@@ -58,12 +59,5 @@ std::string memory_report_text(const MemoryReport& m, const std::string& indent 
 
 // The lines of `text`, each prefixed with `indent`.
 std::string indent_lines(const std::string& text, const std::string& indent);
-
-// Little-endian float16 <-> float32 host data (the delegate exchanges float16 tensors as
-// float32). Widening is exact; narrowing rounds to nearest even (exact for values that came
-// from float16).
-std::vector<uint8_t> float16_bytes_to_float32(const std::vector<uint8_t>& half);
-std::vector<uint8_t> float32_bytes_to_float16(const std::vector<uint8_t>& single);
-
 
 }  // namespace vkd::cli

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "runtime/core/Error.h"
 #include "tools/vkd/Args.h"
 
 namespace vkd::cli {
@@ -19,20 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string unique_suffix() { return std::to_string(static_cast<long>(::getpid())); }
-
-// "a character device", ... for a file that is not a regular file or a directory.
-std::string file_type_name(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-std::string not_regular(mode_t mode) {
-  return S_ISDIR(mode) ? "it is a directory" : "it is " + file_type_name(mode) + ", not a regular file";
-}
 
 // Errors of creating or renaming a file in the target's directory that the user fixes by
 // choosing another place (exit 2); anything else (disk full, I/O) is a failure (exit 1).
@@ -56,69 +43,12 @@ fs::path normal_absolute(const std::string& path) {
 
 }  // namespace
 
-InputFile::InputFile(const std::string& path) {
-  // stat() first, so that a device is never opened (opening one can have effects); the open
-  // descriptor is checked again below.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    const int err = errno;
-    throw InputFileError(err == ENOENT ? "no such file" : std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) throw InputFileError(not_regular(st.st_mode));
-  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd_ < 0) throw InputFileError(std::strerror(errno));
-  std::string why;
-  if (::fstat(fd_, &st) != 0) {
-    why = std::strerror(errno);
-  } else if (!S_ISREG(st.st_mode)) {
-    why = not_regular(st.st_mode);  // replaced between stat() and open()
-  }
-  if (!why.empty()) {
-    ::close(fd_);
-    throw InputFileError(why);
-  }
-  size_ = static_cast<uint64_t>(st.st_size);
-}
-
-InputFile::~InputFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-std::vector<uint8_t> InputFile::read(uint64_t n) {
-  constexpr uint64_t kChunk = uint64_t{1} << 24;
-  std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(std::min(n, size_)));
-  while (out.size() < n) {
-    const size_t old = out.size();
-    const size_t chunk = static_cast<size_t>(std::min(n - old, kChunk));
-    out.resize(old + chunk);
-    const ssize_t got = ::read(fd_, out.data() + old, chunk);
-    if (got < 0) {
-      out.resize(old);
-      if (errno == EINTR) continue;
-      throw InputFileError(std::string("read error: ") + std::strerror(errno));
-    }
-    out.resize(old + static_cast<size_t>(got));
-    if (got == 0) break;
-  }
-  return out;
-}
-
 std::vector<uint8_t> read_input_file(const std::string& path, const std::string& what,
                                      uint64_t max_bytes) {
-  const std::string where = "cannot read " + what + " '" + path + "': ";
   try {
-    InputFile file(path);
-    if (file.size() > max_bytes) {
-      const std::string cap = max_bytes >= (1u << 20) && max_bytes % (1u << 20) == 0
-                                  ? std::to_string(max_bytes >> 20) + " MiB"
-                                  : std::to_string(max_bytes) + " bytes";
-      throw CliError(2, where + "it is " + std::to_string(file.size()) + " bytes, more than the " +
-                            cap + " a " + what + " may have");
-    }
-    return file.read(file.size());
-  } catch (const InputFileError& e) {
-    throw CliError(2, where + e.what());
+    return vkd::read_input_file(path, what, max_bytes);
+  } catch (const Error& e) {
+    throw CliError(2, e.what());
   }
 }
 

@@ -1,8 +1,7 @@
 // The files of the vkd commands.
 //
-// Inputs: only a regular file is read (symlinks followed): a device, FIFO or socket would make a
-// read that never ends or blocks (/dev/zero, a pipe), so it is refused; and no read goes past a
-// cap (whole files) or past what a header announces (.npy, Npy.cpp).
+// Inputs: read through runtime/core/InputFile.h (regular files only, capped; shared with
+// vkd::Model), a failure as CliError(2).
 //
 // Outputs: every target is checked before anything is written (FilePlan), a file is written so
 // that it is either absent or complete, an existing file is replaced only with --force, and never
@@ -15,45 +14,16 @@
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "runtime/core/InputFile.h"
+
 namespace vkd::cli {
 
-// Why an input file cannot be read; what() is the reason alone ("no such file", "it is a
-// character device, not a regular file", ...), the caller adds which file it is.
-class InputFileError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// A regular file opened for reading. Opened without blocking (a FIFO would wait for a writer)
-// and checked on the open descriptor, so what is read is what was checked.
-class InputFile {
- public:
-  explicit InputFile(const std::string& path);  // InputFileError when it is not readable
-  ~InputFile();
-  InputFile(const InputFile&) = delete;
-  InputFile& operator=(const InputFile&) = delete;
-
-  uint64_t size() const { return size_; }  // when it was opened
-  // The next `n` bytes; fewer only at the end of the file. InputFileError on a read error.
-  std::vector<uint8_t> read(uint64_t n);
-
- private:
-  int fd_ = -1;
-  uint64_t size_ = 0;
-};
-
-// Caps on the files read whole (larger ones are refused before anything is read).
-inline constexpr uint64_t kMaxModelFileBytes = 16ull << 30;    // a .vkd blob
-inline constexpr uint64_t kMaxWeightsFileBytes = 64ull << 30;  // a .safetensors file
-inline constexpr uint64_t kMaxGraphFileBytes = 256ull << 20;   // a graph IR .json file
-
-// The whole of the regular file `path`, at most `max_bytes`; else CliError(2) "cannot read
-// <what> '<path>': <reason>".
+// vkd::read_input_file (runtime/core/InputFile.h: regular files only, capped) with its error as
+// CliError(2) "cannot read <what> '<path>': <reason>".
 std::vector<uint8_t> read_input_file(const std::string& path, const std::string& what,
                                      uint64_t max_bytes);
 
