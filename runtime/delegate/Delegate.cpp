@@ -8,46 +8,14 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/core/TensorSpec.h"
+#include "runtime/delegate/ApiBoundary.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/vk/Context.h"
 
 namespace vkd {
 namespace {
 
-Status status_of(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::InvalidArgument: return Status::InvalidArgument;
-    case ErrorCode::Unsupported: return Status::Unsupported;
-    case ErrorCode::OutOfMemory: return Status::OutOfMemory;
-    case ErrorCode::DeviceLost: return Status::DeviceLost;
-    case ErrorCode::VulkanFailure: return Status::VulkanFailure;
-    case ErrorCode::Internal: return Status::Internal;
-    case ErrorCode::Timeout: return Status::Timeout;
-  }
-  return Status::Internal;
-}
-
-// Runs `body`, converting anything it throws into a Status and a message.
-template <typename Body>
-Status guarded(std::string& message, Body&& body) {
-  try {
-    body();
-    message.clear();
-    return Status::Ok;
-  } catch (const Error& e) {
-    message = e.what();
-    return status_of(e.code());
-  } catch (const std::bad_alloc&) {
-    message = "out of host memory";
-    return Status::OutOfMemory;
-  } catch (const std::exception& e) {
-    message = std::string("internal error: ") + e.what();
-    return Status::Internal;
-  } catch (...) {
-    message = "internal error: unknown exception";
-    return Status::Internal;
-  }
-}
+using api::guarded;
 
 HostDType host_dtype_of(DType dtype) {
   switch (dtype) {
@@ -71,27 +39,6 @@ TensorInfo info_of(const delegate::GraphIO& io) {
   info.storage = std::string(to_string(io.spec.storage));
   info.layout = std::string(to_string(io.spec.layout));
   return info;
-}
-
-// Checks one caller view against the tensor it is for.
-template <typename View>
-void check_view(const char* role, size_t index, const TensorInfo& info, const View& view,
-                const std::vector<std::string>& fixed_shape_ops) {
-  const std::string what = std::string(role) + " " + std::to_string(index) + " '" + info.name + "'";
-  VKD_CHECK(view.dtype == info.host_dtype, ErrorCode::InvalidArgument, what, " is ",
-            host_dtype_name(info.host_dtype), ", got ", host_dtype_name(view.dtype));
-  if (view.sizes != info.sizes) {
-    std::string ops;
-    for (const auto& op : fixed_shape_ops) {
-      if (ops.find(op) == std::string::npos) ops += (ops.empty() ? "" : ", ") + op;
-    }
-    VKD_THROW(ErrorCode::InvalidArgument, what, " has shape ", sizes_string(view.sizes),
-              ", the model was compiled for ", sizes_string(info.sizes),
-              "; resizing is not supported by ", ops.empty() ? "this graph" : ops);
-  }
-  VKD_CHECK(view.bytes == info.host_bytes(), ErrorCode::InvalidArgument, what, " needs ",
-            info.host_bytes(), " bytes, got ", view.bytes);
-  VKD_CHECK(view.data != nullptr, ErrorCode::InvalidArgument, what, ": data is null");
 }
 
 }  // namespace
@@ -157,10 +104,10 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
   VKD_CHECK(out.size() == outputs.size(), ErrorCode::InvalidArgument, "the model gives ",
             outputs.size(), " outputs, got ", out.size());
   for (size_t i = 0; i < in.size(); ++i) {
-    check_view("input", i, inputs[i], in[i], loaded.ops_without_resize);
+    api::check_view("input", i, inputs[i], in[i], loaded.ops_without_resize);
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    check_view("output", i, outputs[i], out[i], loaded.ops_without_resize);
+    api::check_view("output", i, outputs[i], out[i], loaded.ops_without_resize);
   }
   graph::ComputeGraph& graph = *loaded.graph;
   for (size_t i = 0; i < in.size(); ++i) {
