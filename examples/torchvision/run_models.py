@@ -39,6 +39,7 @@ from vkdelegate import examples_models, per_layer
 from vkdelegate.export import pipeline, safetensors, to_graph_ir
 from vkdelegate.export.ir import to_json_text
 from vkdelegate.export.quantization import observed_ranges, qconfig_mapping
+from vkdelegate.export.torch_compat import fx_tuple_unpacking
 
 CLASSIFIERS = ("mobilenet_v2", "resnet18", "resnet50")
 MODELS = CLASSIFIERS + ("unet",)
@@ -124,7 +125,9 @@ def prepare_and_calibrate(model, x, samples):
     """prepare_fx with the exporter's qconfig mapping (qnnpack backend config) and calibration:
     the one observed model both the graph IR and PyTorch's int8 model are converted from."""
     backend = get_qnnpack_backend_config()
-    prepared = prepare_fx(copy.deepcopy(model), qconfig_mapping(), (x,), backend_config=backend)
+    with fx_tuple_unpacking():
+        prepared = prepare_fx(copy.deepcopy(model), qconfig_mapping(), (x,),
+                              backend_config=backend)
     with torch.no_grad():
         for sample in samples:
             prepared(sample)

@@ -279,6 +279,30 @@ class ModelExportTest(unittest.TestCase):
                 self.assertLessEqual(readers.get(node["outputs"][0], 0), 1)
 
 
+class TupleUnpackingTest(unittest.TestCase):
+    """`a, b = x.chunk(2, dim=1)` in forward (torchvision's ShuffleNetV2 block): torch 1.13's FX
+    tracer fails on it under Python 3.11 ("Proxy object cannot be iterated"); quantize() traces
+    it through vkdelegate.export.torch_compat, and leaves Proxy as it found it."""
+
+    class Halves(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(4, 4, 1)
+
+        def forward(self, x):
+            a, b = x.chunk(2, dim=1)
+            return self.conv(torch.cat((b, a), dim=1))
+
+    def test_unpacking_a_traced_tuple(self):
+        original = torch.fx.proxy.Proxy.__iter__
+        x = torch.randn(1, 4, 4, 4)
+        gm = quantize(self.Halves().eval(), (x,), [x])
+        targets = {getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes}
+        self.assertIn("chunk", str(gm.code))
+        self.assertIn("cat", targets)
+        self.assertIs(torch.fx.proxy.Proxy.__iter__, original)
+
+
 class Int8MappingTest(unittest.TestCase):
     def test_quint8_maps_to_int8_exactly(self):
         """PyTorch's quint8 quantize minus 128 equals the IR's int8 quantize with the shifted

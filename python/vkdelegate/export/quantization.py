@@ -18,6 +18,7 @@ from torch.ao.quantization.observer import ObserverBase
 from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
 
 from .errors import ExportError
+from .torch_compat import fx_tuple_unpacking
 
 OBSERVERS = {"histogram": HistogramObserver, "minmax": MinMaxObserver}
 
@@ -85,8 +86,9 @@ def quantize(model, example_inputs, calibration, per_channel=True, observer="his
     model = copy.deepcopy(model).eval()
     t = perf_counter()
     try:
-        prepared = prepare_fx(model, qconfig_mapping(per_channel, observer), tuple(example_inputs),
-                              backend_config=backend)
+        with fx_tuple_unpacking():
+            prepared = prepare_fx(model, qconfig_mapping(per_channel, observer),
+                                  tuple(example_inputs), backend_config=backend)
     except ExportError:
         raise
     except Exception as e:  # symbolic tracing failed on the model's code, or PyTorch refused it
