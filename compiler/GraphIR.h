@@ -46,6 +46,9 @@ struct Value {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;                // NCHW for rank 4
   std::optional<std::vector<uint8_t>> data;  // constant: host NCHW bytes (little-endian)
+  // Constants read from the weights file: the tensor's name there (the graph IR's "data"), so a
+  // partition plan can name it for the host ("" for a constant the compiler made).
+  std::string weights_name;
   std::optional<QuantInfo> quant;            // int8/int8x4 activations after fusion
   // Decided by layout propagation (unset before it runs).
   std::optional<StorageType> storage;

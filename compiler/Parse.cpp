@@ -191,6 +191,7 @@ Value make_constant(const Decl& d, const SafetensorsFile* weights) {
   v.name = d.name;
   v.dtype = info.dtype;
   v.shape = d.shape;
+  v.weights_name = *d.data;
   if (d.dtype_name != "int64") {
     v.data = t->bytes();
     return v;

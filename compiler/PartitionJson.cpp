@@ -33,6 +33,9 @@ Json tensor_json(const Value& v) {
                   {"quant_max", v.quant->quant_max}};
   }
   if (v.is_constant()) j["constant"] = true;
+  // Where the host finds it: the original weights file's tensor (the plan reader falls back to
+  // the value's name when "data" is absent).
+  if (v.is_constant() && !v.weights_name.empty()) j["data"] = v.weights_name;
   return j;
 }
 

@@ -472,16 +472,22 @@ elseif(CASE STREQUAL "run_partitioned")
   expect_stdout("\noutput y: float32 \\[1,4,3,5\\][^\n]* -> out/y.npy\n  min ")
   expect_stdout("\nstep 2 \\(GPU m.p1.vkd\\) profile \\(last run, 2 dispatch nodes\\):\n")
   expect_stdout("validation: no messages\n$")
-  # A host step that reads a constant: float add of a [1,4,1,1] weight, from --weights by the
-  # value's name (host.safetensors holds it as "other").
+  # A host step that reads a constant: float add of a [1,4,1,1] weight, from --weights (the
+  # original graph's weights) by the tensor name the plan gives under "data" ("add.other").
   copy_to_work("${GRAPHS}/add_constant.json" "${FIXTURE}/weights.safetensors"
                "${FIXTURE}/host.safetensors" "${FIXTURE}/part_add_x.npy")
   vkd(compile add_constant.json --weights weights.safetensors --partition -o a.vkd)
   expect_exit(0)
-  vkd(run a.partition.json --input x=part_add_x.npy --output-dir out --weights host.safetensors
+  vkd(run a.partition.json --input x=part_add_x.npy --output-dir out --weights weights.safetensors
       --force)
   expect_exit(0)
   expect_stdout("\nstep 1  host  aten.add.Tensor +xd, other -> s +CPU ")
+  expect_same_npy("${OUT}/y.npy" "${FIXTURE}/part_add_expected.npy")
+  # A plan without "data" looks the constant up by its value's name (host.safetensors: "other").
+  derive_file(a.partition.json nodata.partition.json ",\n      \"data\": \"add.other\"" "")
+  vkd(run nodata.partition.json --input x=part_add_x.npy --output-dir out
+      --weights host.safetensors --force)
+  expect_exit(0)
   expect_same_npy("${OUT}/y.npy" "${FIXTURE}/part_add_expected.npy")
   # A .vkd still runs as before, and --weights still needs --check there.
   vkd(run m.p0.vkd --input x=part_pool_x.npy --output-dir out --force)
@@ -531,12 +537,12 @@ elseif(CASE STREQUAL "run_partitioned_errors")
   vkd(run a.partition.json --input x=part_add_x.npy --output-dir out)
   expect_exit(2)
   expect_stderr("^vkd run: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\) reads constant 'other': pass --weights W.safetensors \\(the original graph's weights\\)\n$")
-  vkd(run a.partition.json --input x=part_add_x.npy --output-dir out --weights weights.safetensors)
-  expect_exit(2)
-  expect_stderr("^vkd run: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\): constant 'other': no tensor 'other' in weights.safetensors \\(constants are looked up by value name\\)\n$")
-  # Inputs are matched to the plan's as to a .vkd's.
   copy_to_work("${FIXTURE}/host.safetensors")
-  vkd(run a.partition.json --input x=part_pool_x.npy --output-dir out --weights host.safetensors)
+  vkd(run a.partition.json --input x=part_add_x.npy --output-dir out --weights host.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd run: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\): constant 'other': no tensor 'add.other' in host.safetensors \\(constants are looked up by value name\\)\n$")
+  # Inputs are matched to the plan's as to a .vkd's.
+  vkd(run a.partition.json --input x=part_pool_x.npy --output-dir out --weights weights.safetensors)
   expect_exit(2)
   expect_stderr("^vkd run: input 'x' \\(input0\\) from part_pool_x.npy: wrong shape: the model expects \\[1,4,4,4\\], the file has \\[1,4,6,10\\]\n$")
   expect_files("${OUT}")

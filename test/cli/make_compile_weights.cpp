@@ -208,7 +208,7 @@ std::vector<uint8_t> interpreted_y(const std::string& graph, const std::string& 
 // test/compiler/graphs/qdq_maxpool.json (part_pool_x.npy) and for test/cli/graphs/
 // add_constant.json (part_add_x.npy), each graph's output as the reference interpreter computes
 // it (part_*_expected.npy), and host.safetensors: the add's constant under its value name
-// ("other"), which is where a partition plan looks for it.
+// ("other"), where a partition plan without "data" looks for it.
 void write_partition_fixture(const std::string& dir, const std::string& source_dir,
                              const std::vector<uint8_t>& other) {
   vkd::compiler::write_safetensors(dir + "/host.safetensors",

@@ -211,6 +211,27 @@ TEST(Pipeline, UnknownOpIsAHostStepWithItsArgsUnderPartition) {
   }
 }
 
+// A float add of a constant has no kernel: the host step reads the constant, and the plan names
+// the weights file's tensor it came from ("data"), which is what the host looks up.
+TEST(Pipeline, PlanNamesTheWeightsTensorOfAHostStepsConstant) {
+  const std::string json =
+      "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"y\"],"
+      " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]},"
+      "  \"b\": {\"dtype\": \"float32\", \"shape\": [1, 4, 1, 1], \"data\": \"head.bias\"}},"
+      " \"nodes\": [" + node(kQ, "x", q_args(0.25, 0), "xq") + ", " +
+      node(kDq, "xq", q_args(0.25, 0), "xd") + ", "
+      "{\"op\": \"aten.add.Tensor\", \"inputs\": [\"xd\", \"b\"], \"args\": {},"
+      " \"outputs\": [\"y\"]}]}";
+  const SafetensorsFile weights = SafetensorsFile::from_bytes(
+      serialize_safetensors({{"head.bias", "F32", {1, 4, 1, 1}, std::vector<uint8_t>(16)}}),
+      "weights");
+  const PartitionedResult r = compile_partitioned(parse_graph(json, "test", &weights), {});
+  EXPECT_EQ(host_ops(r), std::vector<std::string>{"aten.add.Tensor"});
+  const std::string plan = partition_plan_json(r, {"m.p0.vkd"});
+  EXPECT_NE(plan.find("\"constant\": true,\n      \"data\": \"head.bias\""), std::string::npos)
+      << plan;
+}
+
 // dq -> aten.unsqueeze_copy (to 5-D) -> relu -> aten.squeeze_copy -> q: the relu reads and
 // writes 5-D tensors, so it is no backend op whatever --partition says.
 std::string rank5_graph() {
