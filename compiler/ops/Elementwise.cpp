@@ -41,14 +41,8 @@ std::vector<TypedShape> add(const ShapeContext& c) {
   return {{DType::Float32, out}};
 }
 
-std::vector<TypedShape> unary_float(const ShapeContext& c) {
-  const Value& x = c.in("self");
-  c.dtype(x, "self", DType::Float32);
-  return {{DType::Float32, x.shape}};
-}
-
 std::vector<TypedShape> hardtanh(const ShapeContext& c) {
-  std::vector<TypedShape> out = unary_float(c);
+  std::vector<TypedShape> out = unary_float_shape(c);
   const double lo = c.opt_f64("min_val").value_or(-1.0);
   const double hi = c.opt_f64("max_val").value_or(1.0);
   if (!(lo <= hi)) {
@@ -58,7 +52,7 @@ std::vector<TypedShape> hardtanh(const ShapeContext& c) {
 }
 
 std::vector<TypedShape> clamp(const ShapeContext& c) {
-  std::vector<TypedShape> out = unary_float(c);
+  std::vector<TypedShape> out = unary_float_shape(c);
   const std::optional<double> lo = c.opt_f64("min");
   const std::optional<double> hi = c.opt_f64("max");
   if (!lo && !hi) c.fail("arguments 'min'/'max'", "at least one of min and max must not be None");
@@ -82,7 +76,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              add}
           .computed_by(reference_add)
           .fused_by(fusion::fuse_add, {"q8ta_add"}),
-      EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float}
+      EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float_shape}
           .computed_by(reference_relu)
           .fused_by(fusion::fuse_activation, kStandaloneActOps)
           .lowered_by(fusion::lower_relu, {"relu"}),

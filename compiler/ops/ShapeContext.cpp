@@ -144,4 +144,10 @@ void ShapeContext::int8_zero_point(const std::string& name) const {
   if (zp < -128 || zp > 127) fail(arg_field(name), "expected a value in [-128, 127], got ", zp);
 }
 
+std::vector<TypedShape> unary_float_shape(const ShapeContext& c) {
+  const Value& x = c.in("self");
+  c.dtype(x, "self", DType::Float32);
+  return {{DType::Float32, x.shape}};
+}
+
 }  // namespace vkd::compiler

@@ -71,4 +71,7 @@ class ShapeContext {
   const EdgeOp& op_;
 };
 
+// The shape rule of an element-wise op on one float32 tensor 'self': float32 of its shape.
+std::vector<TypedShape> unary_float_shape(const ShapeContext& c);
+
 }  // namespace vkd::compiler

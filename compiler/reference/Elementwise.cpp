@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <vector>
 
@@ -29,16 +28,6 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in_shape,
     s *= in_shape[din];
   }
   return strides;
-}
-
-// relu, hardtanh and clamp: `f` applied to every element of a float32 input.
-std::vector<HostTensor> unary_float(const ReferenceContext& c,
-                                    const std::function<float(float)>& f) {
-  const HostTensor& x = c.input(0, "self");
-  c.expect_dtype(x, DType::Float32, "self");
-  HostTensor out = make_tensor(DType::Float32, x.shape);
-  for (int64_t i = 0; i < x.numel(); ++i) set_f32(out, i, f(get_f32(x, i)));
-  return {out};
 }
 
 }  // namespace

@@ -174,6 +174,15 @@ int64_t quantize_one(float x, float inv_scale, double zero_point, int64_t qmin, 
   return static_cast<int64_t>(q);  // NaN became qmin in fmax
 }
 
+std::vector<HostTensor> unary_float(const ReferenceContext& c,
+                                    const std::function<float(float)>& f) {
+  const HostTensor& x = c.input(0, "self");
+  c.expect_dtype(x, DType::Float32, "self");
+  HostTensor out = make_tensor(DType::Float32, x.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) set_f32(out, i, f(get_f32(x, i)));
+  return {out};
+}
+
 float clamp_float(float x, std::optional<float> lo, std::optional<float> hi) {
   if (std::isnan(x)) return x;
   if (lo && x < *lo) x = *lo;

@@ -163,6 +163,10 @@ int64_t norm_dim(const ReferenceContext& c, int64_t dim, size_t rank);
 std::pair<int64_t, int64_t> pair_arg(const ReferenceContext& c, const std::vector<int64_t>& v,
                                      const char* name);
 
+// An element-wise op on one float32 tensor 'self' (input 0): `f` applied to every element.
+std::vector<HostTensor> unary_float(const ReferenceContext& c,
+                                    const std::function<float(float)>& f);
+
 // Visits every element of `shape` in row-major order, with the matching offset into each
 // operand whose (broadcast) strides are given (stride 0 repeats an element).
 void strided_loop(const std::vector<int64_t>& shape,
