@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -76,6 +77,24 @@ Status guarded(std::string& message, Body&& body) {
     message = "internal error: unknown exception";
     return Status::Internal;
   }
+}
+
+// A static factory at the API boundary (Delegate::create, Model::load): runs `make`, which
+// returns the new object, converting what it throws as guarded() does; `*out` gets the object
+// only on success, `*error` (when non-null) the message. `fn` names the factory when `out` is
+// null.
+template <typename Api, typename Make>
+Status create_guarded(std::unique_ptr<Api>* out, std::string* error, const char* fn,
+                      Make&& make) {
+  std::string message;
+  std::unique_ptr<Api> made;
+  const Status status = guarded(message, [&] {
+    VKD_CHECK(out != nullptr, ErrorCode::InvalidArgument, fn, ": out is null");
+    made = make();
+  });
+  if (error) *error = message;
+  if (status == Status::Ok) *out = std::move(made);
+  return status;
 }
 
 // Checks one caller view against the tensor it is for (InvalidArgument naming it: "input 0
@@ -312,6 +331,12 @@ inline vkd_status tensor_info(CHandle* handle, size_t index, vkd_tensor_info* in
                       " out of range (the model has " + std::to_string(infos.size()) +
                       (input ? " inputs)" : " outputs)");
       return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    if (infos[index].sizes.size() > VKD_MAX_RANK) {  // a model's host-only tensor may be 5-D
+      handle->error = std::string(fn) + ": '" + infos[index].name + "' has rank " +
+                      std::to_string(infos[index].sizes.size()) + ", above VKD_MAX_RANK (" +
+                      std::to_string(VKD_MAX_RANK) + "); the C++ API describes it";
+      return VKD_ERROR_UNSUPPORTED;
     }
     return write_out_struct(make_info(infos[index], bytes[index]), info, fn, handle->error);
   });

@@ -213,16 +213,13 @@ Delegate::~Delegate() = default;
 
 Status Delegate::create(const void* blob, size_t size, const DelegateOptions& options,
                         std::unique_ptr<Delegate>* out, std::string* error) {
-  std::string message;
-  std::unique_ptr<Impl> impl;
-  const Status status = guarded(message, [&] {
-    VKD_CHECK(out != nullptr, ErrorCode::InvalidArgument, "Delegate::create: out is null");
+  return api::create_guarded(out, error, "Delegate::create", [&] {
     VKD_CHECK(blob != nullptr || size == 0, ErrorCode::InvalidArgument,
               "Delegate::create: blob is null");
     VKD_CHECK(options.gpu_timeout_ms > 0, ErrorCode::InvalidArgument,
               "Delegate::create: gpu_timeout_ms is 0; give the longest a GPU wait may take, in "
               "milliseconds (default 120000)");
-    impl = std::make_unique<Impl>();
+    auto impl = std::make_unique<Impl>();
     impl->options = options;
     vk::ContextOptions ctx = vk::ContextOptions::from_env();
     if (!options.device.empty()) ctx.device_selector = options.device;
@@ -235,10 +232,8 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
                                         options.expose_intermediates);
     for (const auto& io : impl->loaded.inputs) impl->inputs.push_back(info_of(io));
     for (const auto& io : impl->loaded.outputs) impl->outputs.push_back(info_of(io));
+    return std::unique_ptr<Delegate>(new Delegate(std::move(impl)));
   });
-  if (error) *error = message;
-  if (status == Status::Ok) out->reset(new Delegate(std::move(impl)));
-  return status;
 }
 
 size_t Delegate::input_count() const { return impl_->inputs.size(); }

@@ -540,7 +540,7 @@ elseif(CASE STREQUAL "run_partitioned_errors")
   copy_to_work("${FIXTURE}/host.safetensors")
   vkd(run a.partition.json --input x=part_add_x.npy --output-dir out --weights host.safetensors)
   expect_exit(2)
-  expect_stderr("^vkd run: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\): constant 'other': no tensor 'add.other' in host.safetensors \\(constants are looked up by value name\\)\n$")
+  expect_stderr("^vkd run: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\): constant 'other': no tensor 'add.other' in host.safetensors \\(the name the plan gives under 'data'\\)\n$")
   # Inputs are matched to the plan's as to a .vkd's.
   vkd(run a.partition.json --input x=part_pool_x.npy --output-dir out --weights weights.safetensors)
   expect_exit(2)

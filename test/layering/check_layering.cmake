@@ -22,8 +22,17 @@ set(_allowed_runtime/ops
   "runtime/core/;runtime/graph/;serialization/;partitioner_schema/;vkd/generated/;runtime/vk/DeviceProfile.h;runtime/vk/WorkgroupChooser.h")
 set(_allowed_runtime/delegate
   "runtime/core/;runtime/vk/;runtime/graph/;runtime/ops/;serialization/;partitioner_schema/;vkdelegate/")
+# The model layer sits above both the runtime and the compiler: the delegate only through its
+# public headers (plus the header-only boundary helpers its own API shares), never the Vulkan
+# runtime's internals.
+set(_allowed_model
+  "runtime/core/;serialization/;partitioner_schema/;compiler/;vkdelegate/;runtime/delegate/ApiBoundary.h")
+# The CLI: the public APIs, the model layer and the compiler; of the Vulkan runtime only the
+# context (`vkd devices` prints the device profile).
+set(_allowed_tools/vkd
+  "runtime/core/;serialization/;partitioner_schema/;compiler/;model/;vkdelegate/;runtime/vk/Context.h")
 set(_layers runtime/core serialization partitioner_schema compiler runtime/vk runtime/graph
-  runtime/ops runtime/delegate)
+  runtime/ops runtime/delegate model tools/vkd)
 
 set(_violations 0)
 set(_checked 0)

@@ -6,62 +6,64 @@
 
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
-#include "tools/vkd/PartitionedModel.h"
+#include "vkdelegate/Model.hpp"
 
 namespace vkd::cli {
 namespace {
 
-using compiler::HostTensor;
+// Model::load with the command's options, or CliError naming the plan, the step and the file
+// or tensor (exit 2 for a fault in the files, 1 for the device or the library).
+std::unique_ptr<Model> load_model(const RunOptions& opt, const DelegateOptions& options) {
+  ModelOptions model_options;
+  model_options.delegate = options;
+  model_options.weights_path = opt.weights.value_or("");
+  std::unique_ptr<Model> model;
+  std::string error;
+  const Status s = Model::load(opt.model_path, model_options, &model, &error);
+  if (s != Status::Ok) throw CliError(exit_code_for(s), error);
+  return model;
+}
+
+std::vector<StepInfo> model_steps(const Model& m) {
+  std::vector<StepInfo> steps;
+  for (size_t i = 0; i < m.step_count(); ++i) steps.push_back(m.step(i));
+  return steps;
+}
 
 // The input files in model input order; every mismatch with the plan in one CliError(2).
-std::vector<const InputArg*> match_plan_inputs(const PartitionedModel& m,
+std::vector<const InputArg*> match_plan_inputs(const Model& m,
                                                const std::vector<InputArg>& inputs) {
   std::vector<std::string> errors;
-  const std::vector<const InputArg*> matched = match_inputs(m.input_infos(), inputs, errors);
+  const std::vector<const InputArg*> matched = match_inputs(input_infos(m), inputs, errors);
   if (!errors.empty()) throw CliError(2, join_lines(errors));
   return matched;
 }
 
 // The files the run reads besides the model and the inputs: every blob, the weights.
-std::vector<std::pair<std::string, std::string>> plan_files(const PartitionPlan& plan,
+std::vector<std::pair<std::string, std::string>> plan_files(const std::vector<StepInfo>& steps,
                                                             const RunOptions& opt) {
   std::vector<std::pair<std::string, std::string>> files;
-  for (const PlanStep& s : plan.steps) {
-    if (s.on_gpu) files.emplace_back("the partition " + s.blob, s.blob_path);
+  for (const StepInfo& s : steps) {
+    if (s.place == StepPlace::Gpu) files.emplace_back("the partition " + s.blob, s.blob_path);
   }
   if (opt.weights) files.emplace_back("the weights file", *opt.weights);
   return files;
 }
 
-// Each input file as the host tensor the plan describes (a float16 tensor may come from a
-// float32 file, rounded as the runtime rounds an upload).
-TensorMap plan_inputs(const PartitionPlan& plan, const std::vector<const InputArg*>& matched) {
-  TensorMap inputs;
-  for (size_t i = 0; i < matched.size(); ++i) {
-    const PlanTensor& t = plan.tensor(plan.inputs[i]);
-    const NpyArray& arr = matched[i]->array;
-    const bool narrow = t.dtype == DType::Float16 && arr.dtype == NpyDType::Float32;
-    inputs[t.name] = HostTensor{t.dtype, t.shape,
-                                narrow ? float32_bytes_to_float16(arr.data) : arr.data};
-  }
-  return inputs;
-}
-
-void print_plan_header(const RunOptions& opt, const PartitionedModel& m,
+void print_plan_header(const RunOptions& opt, const Model& m, const std::vector<StepInfo>& steps,
                        const std::vector<const InputArg*>& matched) {
-  const PartitionPlan& plan = m.plan();
-  const size_t gpu = plan.gpu_step_count();
+  const size_t gpu = static_cast<size_t>(std::count_if(
+      steps.begin(), steps.end(), [](const StepInfo& s) { return s.place == StepPlace::Gpu; }));
   std::printf("model: %s (%zu step(s): %zu partition(s) on the GPU, %zu on the host), %zu "
               "input(s), %zu output(s)\n",
-              opt.model_path.c_str(), plan.steps.size(), gpu, plan.steps.size() - gpu,
-              plan.inputs.size(), plan.outputs.size());
+              opt.model_path.c_str(), steps.size(), gpu, steps.size() - gpu, m.input_count(),
+              m.output_count());
   std::printf("device: %s\n", m.device_name().c_str());
-  for (const PlanStep& s : plan.steps) {
-    if (!s.on_gpu) continue;
-    std::printf("%s:\n%s", s.label().c_str(),
-                memory_report_text(m.delegate(s.index)->memory(), "  ").c_str());
+  for (const StepInfo& s : steps) {
+    if (s.place != StepPlace::Gpu) continue;
+    std::printf("%s:\n%s", s.label.c_str(), memory_report_text(s.memory, "  ").c_str());
   }
-  const std::vector<TensorInfo> infos = m.input_infos();
+  const std::vector<TensorInfo> infos = input_infos(m);
   for (size_t i = 0; i < matched.size(); ++i) {
     std::printf("input  %s: %s <- %s\n", infos[i].name.c_str(),
                 tensor_summary(infos[i]).c_str(), matched[i]->path.c_str());
@@ -82,17 +84,16 @@ std::string gpu_time(const std::vector<NodeProfile>& profile) {
 }
 
 // "step 0  GPU   m.p0.vkd         x -> xd   GPU 12.34 µs over 2 dispatch node(s), ..."
-void print_step(const StepTiming& t) {
-  const PlanStep& s = *t.step;
+void print_step(const StepInfo& s, const StepTiming& t) {
   const std::string flow = name_list(s.inputs) + " -> " + name_list(s.outputs);
-  if (s.on_gpu) {
+  if (s.place == StepPlace::Gpu) {
     std::printf("step %zu  GPU   %-20s %-24s %s over %zu dispatch node(s), execute %.3f ms "
                 "host wall\n",
-                s.index, s.blob.c_str(), flow.c_str(), gpu_time(t.profile).c_str(),
+                t.step, s.blob.c_str(), flow.c_str(), gpu_time(t.profile).c_str(),
                 t.profile.size(), t.wall_us / 1000.0);
   } else {
     std::printf("step %zu  host  %-20s %-24s CPU %s \xC2\xB5s (%s, reference interpreter)\n",
-                s.index, s.op.c_str(), flow.c_str(), fixed(t.wall_us, 2).c_str(),
+                t.step, s.op.c_str(), flow.c_str(), fixed(t.wall_us, 2).c_str(),
                 s.origin.c_str());
   }
 }
@@ -107,13 +108,14 @@ RunTotals totals(const std::vector<StepTiming>& timings) {
   for (const StepTiming& t : timings) {
     r.gpu_us += total_gpu_us(t.profile);
     r.dispatches += t.profile.size();
-    if (!t.step->on_gpu) r.host_us += t.wall_us;
+    if (t.place == StepPlace::Host) r.host_us += t.wall_us;
   }
   return r;
 }
 
-void print_run(const std::vector<StepTiming>& timings, double wall_us) {
-  for (const StepTiming& t : timings) print_step(t);
+void print_run(const std::vector<StepInfo>& steps, const std::vector<StepTiming>& timings,
+               double wall_us) {
+  for (const StepTiming& t : timings) print_step(steps[t.step], t);
   const RunTotals r = totals(timings);
   std::printf("run: %zu step(s) in %.3f ms host wall: GPU %s \xC2\xB5s over %zu dispatch nodes, "
               "host steps %s \xC2\xB5s\n",
@@ -121,23 +123,22 @@ void print_run(const std::vector<StepTiming>& timings, double wall_us) {
               fixed(r.host_us, 2).c_str());
 }
 
-// One run of every step, timed on the host (µs).
-double run_timed(PartitionedModel& m, const TensorMap& inputs, std::vector<StepTiming>* timings,
-                 TensorMap* values) {
+// One execute of every step, timed on the host (µs); CliError naming the step on failure.
+double run_timed(Model& m, const InputViews& in, const std::vector<TensorView>& out) {
   const auto t0 = std::chrono::steady_clock::now();
-  *values = m.run(inputs, timings);
+  const Status s = m.execute(in.views, out);
+  if (s != Status::Ok) throw CliError(exit_code_for(s), m.last_error());
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// --bench: warm-up runs, then `bench` timed ones (summarized); `timings` gets the last one's.
-void run_benchmark(PartitionedModel& m, const TensorMap& inputs, int bench,
-                   std::vector<StepTiming>* timings) {
-  TensorMap values;
-  for (int i = 0; i < kWarmupRuns; ++i) run_timed(m, inputs, timings, &values);
+// --bench: warm-up runs, then `bench` timed ones (summarized); the last one's timings stay.
+void run_benchmark(Model& m, const InputViews& in, const std::vector<TensorView>& out,
+                   int bench) {
+  for (int i = 0; i < kWarmupRuns; ++i) run_timed(m, in, out);
   std::vector<double> wall_ms, gpu_us;
   for (int i = 0; i < bench; ++i) {
-    wall_ms.push_back(run_timed(m, inputs, timings, &values) / 1000.0);
-    gpu_us.push_back(totals(*timings).gpu_us);
+    wall_ms.push_back(run_timed(m, in, out) / 1000.0);
+    gpu_us.push_back(totals(m.last_timings()).gpu_us);
   }
   std::printf("bench: %d warm-up + %d timed runs of every step: host wall median %.3f ms, min "
               "%.3f ms; GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n",
@@ -146,23 +147,15 @@ void run_benchmark(PartitionedModel& m, const TensorMap& inputs, int bench,
               *std::min_element(gpu_us.begin(), gpu_us.end()));
 }
 
-// The model's outputs into their slots (host dtype: float16 widened to float32).
-void fill_outputs(const TensorMap& values, std::vector<OutputSlot>& outputs) {
-  for (OutputSlot& o : outputs) {
-    const HostTensor& t = values.at(o.info.name);
-    o.data = t.dtype == DType::Float16 ? float16_bytes_to_float32(t.bytes) : t.bytes;
-  }
-}
-
 void print_step_profiles(const std::vector<StepTiming>& timings) {
   for (const StepTiming& t : timings) {
-    if (!t.step->on_gpu) continue;
-    std::printf("%s ", t.step->label().c_str());
+    if (t.place != StepPlace::Gpu) continue;
+    std::printf("%s ", t.label.c_str());
     print_profile(t.profile);
   }
 }
 
-int validation_result(const DelegateOptions& options, const PartitionedModel& m) {
+int validation_result(const DelegateOptions& options, const Model& m) {
   if (!options.validation) return 0;
   const uint64_t messages = m.validation_message_count();
   if (messages > 0) {
@@ -177,29 +170,28 @@ int validation_result(const DelegateOptions& options, const PartitionedModel& m)
 }  // namespace
 
 int run_partitioned(RunOptions opt) {
-  // Everything that can be checked without the device, in the order the user would fix it.
-  PlanFiles files = read_plan_files(opt.model_path, opt.weights);
+  // Everything that can be checked without the device, in the order the user would fix it;
+  // Model::load reads and checks every file of the model before its first delegate.
   read_input_files(opt.inputs);
   const bool create_out_dir = output_dir_to_create(opt.out_dir);
 
   const DelegateOptions options = delegate_options(opt.device);
-  std::unique_ptr<PartitionedModel> model = PartitionedModel::create(std::move(files), options);
+  std::unique_ptr<Model> model = load_model(opt, options);
+  const std::vector<StepInfo> steps = model_steps(*model);
   const std::vector<const InputArg*> matched = match_plan_inputs(*model, opt.inputs);
-  std::vector<OutputSlot> outputs = output_slots(model->output_infos(), opt.out_dir);
-  check_run_files(opt, plan_files(model->plan(), opt), create_out_dir, outputs);
-  print_plan_header(opt, *model, matched);
+  std::vector<OutputSlot> outputs = output_slots(output_infos(*model), opt.out_dir);
+  check_run_files(opt, plan_files(steps, opt), create_out_dir, outputs);
+  print_plan_header(opt, *model, steps, matched);
 
-  const TensorMap inputs = plan_inputs(model->plan(), matched);
-  std::vector<StepTiming> timings;
-  TensorMap values;
-  const double wall_us = run_timed(*model, inputs, &timings, &values);
-  print_run(timings, wall_us);
-  fill_outputs(values, outputs);
-  if (opt.bench > 0) run_benchmark(*model, inputs, opt.bench, &timings);
+  const InputViews in = input_views(matched);
+  const std::vector<TensorView> out = output_views(outputs);
+  const double wall_us = run_timed(*model, in, out);
+  print_run(steps, model->last_timings(), wall_us);
+  if (opt.bench > 0) run_benchmark(*model, in, out, opt.bench);
 
   if (create_out_dir) create_output_dir(opt.out_dir);
   write_outputs(outputs, opt.force);
-  if (opt.profile) print_step_profiles(timings);
+  if (opt.profile) print_step_profiles(model->last_timings());
   return validation_result(options, *model);
 }
 

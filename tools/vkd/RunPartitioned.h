@@ -1,7 +1,7 @@
 // `vkd run MODEL.partition.json --input NAME=FILE.npy ... [--weights W]`: a partitioned model
-// run whole (PartitionedModel.h), one line per step saying where it ran and how long it took,
-// outputs written as for a .vkd. The same order as a .vkd run: every file and every input is
-// checked before the first step runs, so a failing call writes nothing.
+// run whole through the public C++ API (vkd::Model, vkdelegate/Model.hpp), one line per step
+// saying where it ran and how long it took, outputs written as for a .vkd. As for a .vkd, every
+// file and every input is checked before the first step runs, so a failing call writes nothing.
 #pragma once
 
 #include "tools/vkd/RunSteps.h"

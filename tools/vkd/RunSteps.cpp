@@ -7,11 +7,11 @@
 #include <limits>
 #include <set>
 
+#include "model/PartitionPlan.h"
 #include "runtime/core/TensorSpec.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Files.h"
-#include "tools/vkd/PartitionPlan.h"
 
 namespace vkd::cli {
 
@@ -354,7 +354,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
   o.check_graph = a.last("--check");
   o.weights = a.last("--weights");
   if (o.weights && o.weights->empty()) throw UsageError("--weights needs a file name");
-  o.partitioned = is_partition_plan_path(o.model_path);
+  o.partitioned = model::is_partition_plan_path(o.model_path);
   check_model_kind_options(o);
   o.device = a.last("--device");
   o.inputs = parse_input_specs(a.all("--input"));
@@ -371,18 +371,6 @@ void read_input_files(std::vector<InputArg>& inputs) {
     }
   }
   if (!errors.empty()) throw CliError(2, join_lines(errors));
-}
-
-std::vector<TensorInfo> input_infos(const Delegate& d) {
-  std::vector<TensorInfo> infos;
-  for (size_t i = 0; i < d.input_count(); ++i) infos.push_back(d.input(i));
-  return infos;
-}
-
-std::vector<TensorInfo> output_infos(const Delegate& d) {
-  std::vector<TensorInfo> infos;
-  for (size_t i = 0; i < d.output_count(); ++i) infos.push_back(d.output(i));
-  return infos;
 }
 
 std::vector<OutputSlot> output_slots(const std::vector<TensorInfo>& infos,

@@ -59,8 +59,19 @@ void read_input_files(std::vector<InputArg>& inputs);
 bool output_dir_to_create(const std::string& dir);
 void create_output_dir(const std::string& out_dir);
 
-std::vector<TensorInfo> input_infos(const Delegate& d);
-std::vector<TensorInfo> output_infos(const Delegate& d);
+// The inputs (outputs) of a vkd::Delegate or a vkd::Model, in order.
+template <typename Runnable>
+std::vector<TensorInfo> input_infos(const Runnable& r) {
+  std::vector<TensorInfo> infos;
+  for (size_t i = 0; i < r.input_count(); ++i) infos.push_back(r.input(i));
+  return infos;
+}
+template <typename Runnable>
+std::vector<TensorInfo> output_infos(const Runnable& r) {
+  std::vector<TensorInfo> infos;
+  for (size_t i = 0; i < r.output_count(); ++i) infos.push_back(r.output(i));
+  return infos;
+}
 
 // Matches the --input arguments to the model's inputs, by name or by position ("input<i>"; a
 // real input name wins). Every problem goes into `errors`; the result is in model input order

@@ -1,4 +1,4 @@
-// tools/vkd/PartitionPlan: a plan as `vkd compile --partition` writes it is read back (steps,
+// model/PartitionPlan: a plan as `vkd compile --partition` writes it is read back (steps,
 // labels, tensors, host args with their types); every data-flow mistake is found before
 // anything runs, with the step and the tensor named; a host step becomes a one-node graph the
 // interpreter runs, its declared outputs checked by the op's shape rule.
@@ -7,10 +7,10 @@
 #include <string>
 
 #include "compiler/Interpreter.h"
-#include "tools/vkd/Args.h"
-#include "tools/vkd/PartitionPlan.h"
+#include "model/PartitionPlan.h"
+#include "runtime/core/Error.h"
 
-namespace vkd::cli {
+namespace vkd::model {
 namespace {
 
 // The plan of test/compiler/graphs/qdq_maxpool.json (a max_pool host step between two
@@ -33,12 +33,12 @@ std::string plan_text(const std::string& steps = kSteps, const std::string& tens
          R"(, "tensors": )" + tensors + "}";
 }
 
-// The message of the CliError parsing `text` throws ("" when it parses).
+// The message of the Error parsing `text` throws ("" when it parses).
 std::string plan_error(const std::string& text) {
   try {
     parse_partition_plan(text, "dir/m.partition.json");
-  } catch (const CliError& e) {
-    EXPECT_EQ(e.exit_code(), 2);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
     return e.what();
   }
   return "";
@@ -146,7 +146,7 @@ TEST(PartitionPlan, HostStepOutputsMustFitTheOpsShapeRule) {
   try {
     host_step_graph(p, p.steps[1], {});
     FAIL() << "no error";
-  } catch (const CliError& e) {
+  } catch (const Error& e) {
     const std::string message = e.what();
     EXPECT_EQ(message.rfind("m.partition.json: step 1: node 3 (aten.max_pool2d)", 0), 0u)
         << message;
@@ -162,7 +162,7 @@ TEST(PartitionPlan, HostStepTheInterpreterCannotRunIsRefusedFirst) {
   try {
     host_step_graph(p, p.steps[1], {});
     FAIL() << "no error";
-  } catch (const CliError& e) {
+  } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
                  "m.partition.json: step 1 (host node 3 (aten.max_pool2d)): the host runs its "
                  "steps with the CPU reference interpreter, which has no function for "
@@ -171,4 +171,4 @@ TEST(PartitionPlan, HostStepTheInterpreterCannotRunIsRefusedFirst) {
 }
 
 }  // namespace
-}  // namespace vkd::cli
+}  // namespace vkd::model

@@ -1,7 +1,7 @@
 // The host's plan of a partitioned model: MODEL.partition.json as `vkd compile --partition`
 // writes it (format: compiler/README.md, "Partitioning"). Read and validated here without a
 // device, so every mistake in the plan is reported before anything runs, with the step and the
-// tensor named. No Vulkan and no delegate: the CLI tests link it on its own.
+// tensor named. No Vulkan and no delegate (it needs the compiler: its ops and shape rules).
 #pragma once
 
 #include <cstdint>
@@ -12,11 +12,12 @@
 
 #include "compiler/GraphIR.h"
 #include "compiler/Interpreter.h"
+#include "runtime/core/Error.h"
 
-namespace vkd::cli {
+namespace vkd::model {
 
-// Whether `vkd run` takes `model_path` for a partition plan: a name ending in ".json" (a blob
-// is a .vkd; anything else is read as a blob and rejected by its magic bytes).
+// Whether `model_path` names a partition plan (vkd::Model::load, `vkd run`): a name ending in
+// ".json" (a blob is a .vkd; anything else is read as a blob and rejected by its magic bytes).
 bool is_partition_plan_path(const std::string& model_path);
 
 // A tensor as the host holds it between steps: int8x4 activations are int8 NCHW with their
@@ -27,8 +28,8 @@ struct PlanTensor {
   std::vector<int64_t> shape;
   std::optional<compiler::QuantInfo> quant;
   bool constant = false;
-  // Constants: the weights-file tensor it comes from: the plan's "data" where it names one,
-  // else the value's own name (what the plan format promises).
+  // Constants: the weights-file tensor it comes from: the plan's "data" (vkd compile writes it),
+  // else the value's own name (compiler/README.md, "Partitioning").
   std::string weights_name;
 };
 
@@ -48,6 +49,9 @@ struct PlanStep {
 
 struct PartitionPlan {
   std::string path;
+  // A plain blob read as a plan (vkd::Model::load of a .vkd): one GPU step, whose inputs,
+  // outputs and tensors its delegate describes once it is loaded (PartitionedModel::create).
+  bool from_blob = false;
   std::vector<std::string> inputs, outputs;
   std::vector<PlanStep> steps;
   std::map<std::string, PlanTensor> tensors;
@@ -61,17 +65,26 @@ struct PartitionPlan {
 // the JSON structure and every field's type; each tensor a step or the model names is
 // described in "tensors" (dtype, shape); each step reads only tensors that a model input, a
 // constant or an earlier step provides, and writes tensors nothing else writes; each model
-// output is written. CliError(2) "<path>: <what>", one line per problem.
+// output is written. Error(InvalidArgument) "<path>: <what>", one line per problem.
 PartitionPlan parse_partition_plan(const std::string& json_text, const std::string& path);
 // parse_partition_plan() of a file (a regular file, size-capped).
 PartitionPlan read_partition_plan(const std::string& path);
 
+// Every problem in `errors` at once, one per line, as Error(InvalidArgument); none: nothing.
+void throw_if_any(const std::vector<std::string>& errors);
+
+// `e`, thrown by the compiler (a shape rule, the interpreter) for a step, as that step's error:
+// prefixed with `where`, Internal kept (the compiler's own fault), anything else InvalidArgument
+// (the plan's or the inputs').
+Error step_error(const std::string& where, const Error& e);
+
 // The one-node graph a host step runs as on the CPU reference interpreter: its inputs are the
 // step's tensor inputs (each once), its constants the values in `constants`, every value
 // declared as the plan describes it. The step's output dtypes and shapes are checked against
-// the op's shape rule (CliError(2) naming the step on a mismatch or a bad argument), and an op
-// the interpreter has no function for is refused here, before anything runs.
+// the op's shape rule (an Error naming the step on a mismatch or a bad argument: Internal for
+// the compiler's own faults, else InvalidArgument), and an op the interpreter has no function
+// for is refused here (InvalidArgument), before anything runs.
 compiler::Graph host_step_graph(const PartitionPlan& plan, const PlanStep& step,
                                 const std::map<std::string, compiler::HostTensor>& constants);
 
-}  // namespace vkd::cli
+}  // namespace vkd::model

@@ -1,146 +1,67 @@
-#include "tools/vkd/PartitionedModel.h"
+#include "model/PartitionedModel.h"
 
 #include <chrono>
-#include <cstring>
-#include <limits>
+#include <set>
 
-#include "compiler/Safetensors.h"
 #include "runtime/core/Error.h"
+#include "runtime/core/HostPacking.h"
 #include "runtime/core/TensorSpec.h"
-#include "tools/vkd/Args.h"
-#include "tools/vkd/Common.h"
-#include "tools/vkd/Files.h"
-#include "tools/vkd/RunSteps.h"
+#include "runtime/delegate/ApiBoundary.h"
 
-namespace vkd::cli {
+namespace vkd::model {
 namespace {
 
 using compiler::HostTensor;
-
-// Every blob the plan names, all unreadable ones in one CliError(2).
-std::vector<std::vector<uint8_t>> read_blobs(const PartitionPlan& plan) {
-  std::vector<std::vector<uint8_t>> blobs(plan.steps.size());
-  std::vector<std::string> errors;
-  for (const PlanStep& s : plan.steps) {
-    if (!s.on_gpu) continue;
-    try {
-      blobs[s.index] = read_model_file(s.blob_path);
-    } catch (const CliError& e) {
-      errors.push_back(plan.path + ": " + s.label() + ": " + e.what());
-    }
-  }
-  if (!errors.empty()) throw CliError(2, join_lines(errors));
-  return blobs;
-}
-
-// The first host step that reads constant `name` (for messages).
-const PlanStep& reader_of(const PartitionPlan& plan, const std::string& name) {
-  for (const PlanStep& s : plan.steps) {
-    for (const std::string& in : s.inputs) {
-      if (in == name) return s;
-    }
-  }
-  return plan.steps.front();
-}
-
-// The safetensors dtype a constant of `dtype` is stored as (int32 constants may come as int64,
-// which the compiler narrows too).
-bool stored_as(DType dtype, const std::string& st) {
-  switch (dtype) {
-    case DType::Float32: return st == "F32";
-    case DType::Float16: return st == "F16";
-    case DType::Int8: return st == "I8";
-    case DType::Int32: return st == "I32" || st == "I64";
-    default: return false;
-  }
-}
-
-// `view` as the host tensor the plan describes; int64 narrowed to int32 where every value fits.
-HostTensor constant_tensor(const PlanTensor& t, const compiler::SafetensorsTensorView& view,
-                           const std::string& where) {
-  HostTensor out{t.dtype, t.shape, view.bytes()};
-  if (view.dtype != "I64") return out;
-  out.bytes.assign(view.nbytes / 2, 0);
-  for (size_t i = 0; i < view.nbytes / 8; ++i) {
-    int64_t v;
-    std::memcpy(&v, view.data + 8 * i, 8);
-    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-      throw CliError(2, where + ": int64 value " + std::to_string(v) + " does not fit int32");
-    }
-    const int32_t narrow = static_cast<int32_t>(v);
-    std::memcpy(out.bytes.data() + 4 * i, &narrow, 4);
-  }
-  return out;
-}
-
-// The constants the host steps read, from the original weights file.
-TensorMap read_constants(const PartitionPlan& plan, const std::string& weights_path) {
-  std::optional<compiler::SafetensorsFile> file;
-  try {
-    file = compiler::SafetensorsFile::from_bytes(
-        read_input_file(weights_path, "weights file", kMaxWeightsFileBytes), weights_path);
-  } catch (const Error& e) {
-    throw CliError(2, e.what());
-  }
-  TensorMap constants;
-  std::vector<std::string> errors;
-  for (const auto& [name, t] : plan.tensors) {
-    if (!t.constant) continue;
-    const std::string where = plan.path + ": " + reader_of(plan, name).label() +
-                              ": constant '" + name + "'";
-    const compiler::SafetensorsTensorView* view = file->find(t.weights_name);
-    if (view == nullptr) {
-      errors.push_back(where + ": no tensor '" + t.weights_name + "' in " + weights_path +
-                       " (constants are looked up by value name)");
-    } else if (!stored_as(t.dtype, view->dtype) || view->shape != t.shape) {
-      errors.push_back(where + ": " + weights_path + " holds " + view->dtype + " " +
-                       sizes_string(view->shape) + ", the plan expects " +
-                       std::string(to_string(t.dtype)) + " " + sizes_string(t.shape));
-    } else {
-      constants[name] = constant_tensor(t, *view, where);
-    }
-  }
-  if (!errors.empty()) throw CliError(2, join_lines(errors));
-  return constants;
-}
-
-std::string first_constant_reader(const PartitionPlan& plan) {
-  for (const auto& [name, t] : plan.tensors) {
-    if (t.constant) return reader_of(plan, name).label() + " reads constant '" + name + "'";
-  }
-  return "";
-}
-
-}  // namespace
-
-PlanFiles read_plan_files(const std::string& plan_path,
-                          const std::optional<std::string>& weights_path) {
-  PlanFiles f;
-  f.plan = read_partition_plan(plan_path);
-  f.blobs = read_blobs(f.plan);
-  if (f.plan.needs_weights() && !weights_path) {
-    throw CliError(2, plan_path + ": " + first_constant_reader(f.plan) +
-                          ": pass --weights W.safetensors (the original graph's weights)");
-  }
-  if (!f.plan.needs_weights() && weights_path) {
-    throw CliError(2, "--weights " + *weights_path + ": " + plan_path +
-                          " has no host step that reads a constant");
-  }
-  if (weights_path) f.constants = read_constants(f.plan, *weights_path);
-  f.host_graphs.resize(f.plan.steps.size());
-  for (const PlanStep& s : f.plan.steps) {
-    if (!s.on_gpu) f.host_graphs[s.index] = host_step_graph(f.plan, s, f.constants);
-  }
-  return f;
-}
-
-namespace {
 
 HostDType host_dtype_of(DType d) {
   switch (d) {
     case DType::Int8: return HostDType::Int8;
     case DType::Int32: return HostDType::Int32;
     default: return HostDType::Float32;  // float16 is exchanged as float32
+  }
+}
+
+// How the host holds a tensor a delegate describes (float16 as float16, int8x4 as int8).
+DType plan_dtype_of(const TensorInfo& info) {
+  if (info.device_dtype == "float16") return DType::Float16;
+  switch (info.host_dtype) {
+    case HostDType::Int8: return DType::Int8;
+    case HostDType::Int32: return DType::Int32;
+    case HostDType::Float32: break;
+  }
+  return DType::Float32;
+}
+
+std::unique_ptr<Delegate> load_delegate(const std::vector<uint8_t>& blob,
+                                        const DelegateOptions& options, const std::string& path) {
+  std::unique_ptr<Delegate> delegate;
+  std::string error;
+  const Status s = Delegate::create(blob.data(), blob.size(), options, &delegate, &error);
+  if (s == Status::Ok && delegate) return delegate;
+  VKD_THROW(s == Status::Ok ? ErrorCode::Internal : api::error_code_of(s), "cannot load model '",
+            path, "' (", status_name(s), "): ",
+            s == Status::Ok ? "Delegate::create returned Ok without a delegate" : error);
+}
+
+// A plain blob's one step: its inputs and outputs are the delegate's, under the delegate's
+// names (positional, "input<i>" / "output<i>", when two share one), described as it describes
+// them.
+void describe_blob_step(PartitionPlan& plan, const Delegate& d) {
+  std::vector<TensorInfo> infos;
+  for (size_t i = 0; i < d.input_count(); ++i) infos.push_back(d.input(i));
+  for (size_t i = 0; i < d.output_count(); ++i) infos.push_back(d.output(i));
+  std::set<std::string> names;
+  bool unique = true;
+  for (const TensorInfo& info : infos) unique = unique && names.insert(info.name).second;
+  PlanStep& step = plan.steps.front();
+  for (size_t k = 0; k < infos.size(); ++k) {
+    const bool is_input = k < d.input_count();
+    const size_t i = is_input ? k : k - d.input_count();
+    const std::string name =
+        unique ? infos[k].name : (is_input ? "input" : "output") + std::to_string(i);
+    (is_input ? step.inputs : step.outputs).push_back(name);
+    (is_input ? plan.inputs : plan.outputs).push_back(name);
+    plan.tensors[name] = PlanTensor{name, plan_dtype_of(infos[k]), infos[k].sizes, {}, false, ""};
   }
 }
 
@@ -181,7 +102,7 @@ void check_delegate_io(const PartitionPlan& plan, const PlanStep& s, const Deleg
                errors);
     }
   }
-  if (!errors.empty()) throw CliError(2, join_lines(errors));
+  throw_if_any(errors);
 }
 
 // What a delegate reads: float16 tensors widened to float32.
@@ -207,18 +128,28 @@ double microseconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
+StepTiming timing_of(const PlanStep& s, double wall_us) {
+  StepTiming t;
+  t.step = s.index;
+  t.place = s.on_gpu ? StepPlace::Gpu : StepPlace::Host;
+  t.label = s.label();
+  t.wall_us = wall_us;
+  return t;
+}
+
 }  // namespace
 
 std::unique_ptr<PartitionedModel> PartitionedModel::create(PlanFiles files,
                                                            const DelegateOptions& options) {
   std::unique_ptr<PartitionedModel> m(new PartitionedModel(std::move(files)));
-  const PartitionPlan& plan = m->files_.plan;
+  PartitionPlan& plan = m->files_.plan;
   m->delegates_.resize(plan.steps.size());
   for (const PlanStep& s : plan.steps) {
     if (!s.on_gpu) continue;
     std::vector<uint8_t>& blob = m->files_.blobs[s.index];
-    m->delegates_[s.index] = create_delegate(blob, options, s.blob_path);
+    m->delegates_[s.index] = load_delegate(blob, options, s.blob_path);
     blob = {};  // the delegate keeps what it needs
+    if (plan.from_blob) describe_blob_step(plan, *m->delegates_[s.index]);
     check_delegate_io(plan, s, *m->delegates_[s.index]);
   }
   return m;
@@ -258,6 +189,24 @@ std::vector<TensorInfo> PartitionedModel::output_infos() const {
   return infos;
 }
 
+std::vector<StepInfo> PartitionedModel::step_infos() const {
+  std::vector<StepInfo> infos;
+  for (const PlanStep& s : plan().steps) {
+    StepInfo info;
+    info.place = s.on_gpu ? StepPlace::Gpu : StepPlace::Host;
+    info.label = s.label();
+    info.blob = s.blob;
+    info.blob_path = s.blob_path;
+    info.op = s.op;
+    info.origin = s.origin;
+    info.inputs = s.inputs;
+    info.outputs = s.outputs;
+    if (s.on_gpu) info.memory = delegates_[s.index]->memory();
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
 std::string PartitionedModel::device_name() const {
   for (const auto& d : delegates_) {
     if (d) return d->device_name();
@@ -283,11 +232,9 @@ StepTiming PartitionedModel::run_gpu_step(const PlanStep& s, TensorMap& values) 
   }
   const auto t0 = std::chrono::steady_clock::now();
   const Status status = d.execute(in.views, out);
-  StepTiming timing{&s, microseconds_since(t0), {}};
-  if (status != Status::Ok) {
-    throw CliError(exit_code_for(status), plan().path + ": " + s.label() + ": execute failed (" +
-                                              status_name(status) + "): " + d.last_error());
-  }
+  StepTiming timing = timing_of(s, microseconds_since(t0));
+  VKD_CHECK(status == Status::Ok, api::error_code_of(status), plan().path, ": ", s.label(),
+            ": execute failed (", status_name(status), "): ", d.last_error());
   timing.profile = d.last_profile();
   for (size_t i = 0; i < data.size(); ++i) {
     const PlanTensor& t = plan().tensor(s.outputs[i]);
@@ -306,10 +253,9 @@ StepTiming PartitionedModel::run_host_step(const PlanStep& s, TensorMap& values)
   try {
     result = compiler::interpret(g, inputs);
   } catch (const Error& e) {
-    throw CliError(e.code() == ErrorCode::Internal ? 1 : 2,
-                   plan().path + ": " + s.label() + ": " + e.what());
+    throw step_error(plan().path + ": " + s.label(), e);
   }
-  StepTiming timing{&s, microseconds_since(t0), {}};
+  StepTiming timing = timing_of(s, microseconds_since(t0));
   for (const std::string& name : s.outputs) values[name] = std::move(result.at(name));
   return timing;
 }
@@ -331,4 +277,4 @@ TensorMap PartitionedModel::run(const TensorMap& inputs, std::vector<StepTiming>
   return values;
 }
 
-}  // namespace vkd::cli
+}  // namespace vkd::model

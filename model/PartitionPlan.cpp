@@ -1,4 +1,4 @@
-#include "tools/vkd/PartitionPlan.h"
+#include "model/PartitionPlan.h"
 
 #include <filesystem>
 #include <set>
@@ -8,17 +8,18 @@
 #include "compiler/ShapeInference.h"
 #include "compiler/ops/EdgeOp.h"
 #include "runtime/core/Error.h"
-#include "tools/vkd/Args.h"
-#include "tools/vkd/Files.h"
+#include "runtime/core/InputFile.h"
 
-namespace vkd::cli {
+namespace vkd::model {
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 // A plan problem that stops parsing; the caller prefixes the plan's path.
-[[noreturn]] void fail(const std::string& message) { throw CliError(2, message); }
+[[noreturn]] void fail(const std::string& message) {
+  throw Error(ErrorCode::InvalidArgument, message);
+}
 
 const Json& field(const Json& object, const char* key, const std::string& where) {
   if (!object.contains(key)) fail(where + ": field '" + key + "' is missing");
@@ -220,10 +221,8 @@ void check_data_flow(const PartitionPlan& p) {
   for (const std::string& name : p.outputs) {
     if (!writer.count(name)) errors.push_back("model output '" + name + "' is written by no step");
   }
-  if (errors.empty()) return;
-  std::string message;
-  for (const std::string& e : errors) message += (message.empty() ? "" : "\n") + p.path + ": " + e;
-  throw CliError(2, message);
+  for (std::string& e : errors) e = p.path + ": " + e;
+  throw_if_any(errors);
 }
 
 PartitionPlan parse_document(const Json& doc, const std::string& path) {
@@ -249,6 +248,18 @@ PartitionPlan parse_document(const Json& doc, const std::string& path) {
 }
 
 }  // namespace
+
+void throw_if_any(const std::vector<std::string>& errors) {
+  if (errors.empty()) return;
+  std::string message;
+  for (const std::string& e : errors) message += (message.empty() ? "" : "\n") + e;
+  throw Error(ErrorCode::InvalidArgument, message);
+}
+
+Error step_error(const std::string& where, const Error& e) {
+  return Error(e.code() == ErrorCode::Internal ? ErrorCode::Internal : ErrorCode::InvalidArgument,
+               where + ": " + e.what());
+}
 
 bool is_partition_plan_path(const std::string& model_path) {
   return fs::path(model_path).extension() == ".json";
@@ -289,9 +300,9 @@ PartitionPlan parse_partition_plan(const std::string& json_text, const std::stri
   try {
     plan = parse_document(Json::parse(json_text), path);
   } catch (const Json::exception& e) {
-    throw CliError(2, path + ": malformed JSON: " + e.what());
-  } catch (const CliError& e) {
-    throw CliError(2, path + ": " + e.what());
+    throw Error(ErrorCode::InvalidArgument, path + ": malformed JSON: " + e.what());
+  } catch (const Error& e) {
+    throw Error(e.code(), path + ": " + e.what());
   }
   check_data_flow(plan);
   return plan;
@@ -358,9 +369,9 @@ compiler::Graph host_step_graph(const PartitionPlan& plan, const PlanStep& step,
     // The op's own rule checks the arguments and that the outputs are what the plan says.
     compiler::infer_node_shapes(g, 0);
   } catch (const Error& e) {
-    throw CliError(e.code() == ErrorCode::Internal ? 1 : 2, where + ": " + e.what());
+    throw step_error(where, e);
   }
   return g;
 }
 
-}  // namespace vkd::cli
+}  // namespace vkd::model

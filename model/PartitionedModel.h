@@ -1,0 +1,50 @@
+// A model run whole (vkd::Model's engine): every step in the plan's order, GPU steps through
+// the public C++ API (vkd::Delegate) on host tensors, host steps on the CPU through the
+// compiler's reference interpreter (a one-node graph per step). Between steps the host holds
+// int8 boundary tensors as int8 NCHW (their quantization is in the plan) and float tensors as
+// float32 (float16 ones as float16, widened for a delegate).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/PlanFiles.h"
+#include "vkdelegate/Delegate.hpp"
+#include "vkdelegate/Model.hpp"
+
+namespace vkd::model {
+
+class PartitionedModel {
+ public:
+  // Loads every blob on the device (an Error naming the step and the delegate's status on
+  // failure) and checks each delegate's inputs and outputs against the plan (names, dtypes,
+  // shapes). A plain blob's plan (PartitionPlan::from_blob) is described from its delegate.
+  static std::unique_ptr<PartitionedModel> create(PlanFiles files, const DelegateOptions& options);
+
+  const PartitionPlan& plan() const { return files_.plan; }
+  // The model's inputs and outputs as a delegate describes its own: dtype and shape from the
+  // plan, the device fields from the delegate step that reads (writes) it, "host" otherwise.
+  std::vector<TensorInfo> input_infos() const;
+  std::vector<TensorInfo> output_infos() const;
+  std::vector<StepInfo> step_infos() const;
+  std::string device_name() const;
+  uint64_t validation_message_count() const;  // summed over the delegates
+
+  // Runs every step in order. `inputs`: each model input by name, with the plan's dtype and
+  // shape. Returns every tensor (inputs, constants, each step's outputs); `timings` gets one
+  // entry per step. A failing step is an Error naming it (a delegate's with its status's code).
+  TensorMap run(const TensorMap& inputs, std::vector<StepTiming>* timings);
+
+ private:
+  explicit PartitionedModel(PlanFiles files) : files_(std::move(files)) {}
+  TensorInfo boundary_info(const std::string& name, bool is_input) const;
+  StepTiming run_gpu_step(const PlanStep& step, TensorMap& values);
+  StepTiming run_host_step(const PlanStep& step, TensorMap& values) const;
+
+  PlanFiles files_;
+  std::vector<std::unique_ptr<Delegate>> delegates_;  // per step; null for a host step
+};
+
+}  // namespace vkd::model

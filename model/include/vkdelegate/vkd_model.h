@@ -1,0 +1,52 @@
+/* vkdelegate C API for a whole model (libvkdmodel): load what `vkd compile` wrote - a
+ * partitioned model (MODEL.partition.json of `vkd compile --partition`: GPU partitions plus
+ * host steps the CPU runs) or a plain model.vkd - and run it on host tensors, as `vkd run`
+ * does. The C++ API is vkdelegate/Model.hpp.
+ *
+ * The rules of vkd_delegate.h hold here too (ABI, errors, threads, host data, string
+ * lifetimes); the options are the delegate's (vkd_options_init), used for every GPU step.
+ * The message of a failed vkd_model_load is vkd_model_load_error() (per thread), afterwards
+ * vkd_model_last_error(handle).
+ */
+#ifndef VKDELEGATE_VKD_MODEL_H
+#define VKDELEGATE_VKD_MODEL_H
+
+#include "vkdelegate/vkd_delegate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vkd_model vkd_model;
+
+/* Loads `path`: a name ending in ".json" is a partition plan, anything else a blob. Every file
+ * is read and checked before the device is touched. weights_path: the original graph's weights
+ * (.safetensors) when a host step reads a constant, else NULL. options may be NULL (defaults).
+ * On failure *out is NULL and vkd_model_load_error() holds the message. */
+VKD_C_API vkd_status vkd_model_load(const char* path, const char* weights_path,
+                                    const vkd_options* options, vkd_model** out);
+VKD_C_API const char* vkd_model_load_error(void);
+
+VKD_C_API size_t vkd_model_input_count(const vkd_model* handle);
+VKD_C_API size_t vkd_model_output_count(const vkd_model* handle);
+/* Storage "host" and layout "nchw" for a tensor that only host steps touch. */
+VKD_C_API vkd_status vkd_model_input_info(vkd_model* handle, size_t index, vkd_tensor_info* info);
+VKD_C_API vkd_status vkd_model_output_info(vkd_model* handle, size_t index,
+                                           vkd_tensor_info* info);
+
+/* One inference through every step; inputs/outputs in the model's order, each matching its
+ * info exactly. */
+VKD_C_API vkd_status vkd_model_execute(vkd_model* handle, const vkd_tensor* inputs,
+                                       size_t input_count, vkd_tensor* outputs,
+                                       size_t output_count);
+
+VKD_C_API const char* vkd_model_last_error(const vkd_model* handle);
+/* Frees the handle and every delegate it holds; exactly once per handle, NULL is a no-op (the
+ * rules of vkd_delegate_destroy). */
+VKD_C_API void vkd_model_destroy(vkd_model* handle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKDELEGATE_VKD_MODEL_H */

@@ -1,0 +1,2 @@
+#include "compiler/Interpreter.h"
+#include "runtime/graph/ComputeGraph.h"

@@ -1,0 +1,2 @@
+#include "model/PartitionPlan.h"
+#include "runtime/ops/OpRegistry.h"
