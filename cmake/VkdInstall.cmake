@@ -1,15 +1,18 @@
 # Install rules: `cmake --install build --prefix P` gives
 #
 #   P/lib/libvkdelegate.so{,.0,.0.1.0}            the shared library (C and C++ API)
-#   P/include/vkdelegate/{vkd_delegate.h,Delegate.hpp}
+#   P/lib/libvkdmodel.so{,.0,.0.1.0}              whole models (vkd::Model, vkd_model_*; the
+#                                                 compiler's interpreter inside), over libvkdelegate
+#   P/include/vkdelegate/{vkd_delegate.h,Delegate.hpp,vkd_model.h,Model.hpp}
 #   P/lib/cmake/vkdelegate/vkdelegateConfig.cmake, vkdelegateConfigVersion.cmake,
 #                          vkdelegateTargets{,-<config>}.cmake   find_package(vkdelegate)
-#   P/lib/pkgconfig/vkdelegate.pc                  pkg-config --cflags --libs vkdelegate
+#   P/lib/pkgconfig/{vkdelegate,vkdmodel}.pc       pkg-config --cflags --libs vkdelegate (vkdmodel)
 #   P/bin/vkd                                      the CLI (links the delegate statically)
 #
-# Only `vkdelegate` is exported: the internal static libraries (vkd_runtime, vkd_core,
-# vkd_shaders, vkd_serialization) are linked into the .so with --exclude-libs and are neither
-# installed nor exported. Consumers link vkdelegate::vkdelegate.
+# Only `vkdelegate` and `vkdmodel` are exported: the internal static libraries (vkd_runtime,
+# vkd_core, vkd_shaders, vkd_serialization, vkd_compiler) are linked into the .so files with
+# --exclude-libs and are neither installed nor exported. Consumers link vkdelegate::vkdelegate,
+# and vkdelegate::vkdmodel for whole models.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -25,7 +28,7 @@ if(NOT CMAKE_INSTALL_INCLUDEDIR STREQUAL "include")
   set(_vkd_install_includes INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
 
-install(TARGETS vkdelegate
+install(TARGETS vkdelegate vkdmodel
   EXPORT vkdelegateTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT vkdelegate_runtime
           NAMELINK_COMPONENT vkdelegate_development
@@ -36,6 +39,8 @@ install(TARGETS vkdelegate
 install(FILES
   ${PROJECT_SOURCE_DIR}/runtime/delegate/include/vkdelegate/vkd_delegate.h
   ${PROJECT_SOURCE_DIR}/runtime/delegate/include/vkdelegate/Delegate.hpp
+  ${PROJECT_SOURCE_DIR}/model/include/vkdelegate/vkd_model.h
+  ${PROJECT_SOURCE_DIR}/model/include/vkdelegate/Model.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vkdelegate
   COMPONENT vkdelegate_development)
 
@@ -82,15 +87,17 @@ foreach(_vkd_dir LIBDIR INCLUDEDIR)
     set(VKD_PC_${_vkd_dir} "\${prefix}/${CMAKE_INSTALL_${_vkd_dir}}")
   endif()
 endforeach()
-set(_vkd_pc_template "${CMAKE_CURRENT_LIST_DIR}/vkdelegate.pc.in")
-set(_vkd_pc_file "${PROJECT_BINARY_DIR}/pkgconfig/vkdelegate.pc")
-install(CODE "
-  set(VKD_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  set(VKD_PC_LIBDIR [==[${VKD_PC_LIBDIR}]==])
-  set(VKD_PC_INCLUDEDIR [==[${VKD_PC_INCLUDEDIR}]==])
-  set(VKD_PC_VERSION [==[${PROJECT_VERSION}]==])
-  configure_file([==[${_vkd_pc_template}]==] [==[${_vkd_pc_file}]==] @ONLY)
-  " COMPONENT vkdelegate_development)
-install(FILES ${_vkd_pc_file}
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-  COMPONENT vkdelegate_development)
+foreach(_vkd_pc vkdelegate vkdmodel)
+  set(_vkd_pc_template "${CMAKE_CURRENT_LIST_DIR}/${_vkd_pc}.pc.in")
+  set(_vkd_pc_file "${PROJECT_BINARY_DIR}/pkgconfig/${_vkd_pc}.pc")
+  install(CODE "
+    set(VKD_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+    set(VKD_PC_LIBDIR [==[${VKD_PC_LIBDIR}]==])
+    set(VKD_PC_INCLUDEDIR [==[${VKD_PC_INCLUDEDIR}]==])
+    set(VKD_PC_VERSION [==[${PROJECT_VERSION}]==])
+    configure_file([==[${_vkd_pc_template}]==] [==[${_vkd_pc_file}]==] @ONLY)
+    " COMPONENT vkdelegate_development)
+  install(FILES ${_vkd_pc_file}
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+    COMPONENT vkdelegate_development)
+endforeach()

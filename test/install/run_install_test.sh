@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # CTest `install_and_app`: the installed package works for an outside app.
 #
-#  1. cmake --install BUILD_DIR into a temporary prefix; check the file list, the .so's exported
-#     symbols (only vkd_* C functions and vkd:: API) and its dependencies (libvulkan.so.1 plus
-#     the C/C++ runtime only), and that nothing internal (vkd_runtime, ...) was installed;
-#  2. build test/install/app (C app + C++ app) with find_package(vkdelegate) and
+#  1. cmake --install BUILD_DIR into a temporary prefix; check the file list, each .so's exported
+#     symbols (only vkd_* C functions and vkd:: API) and its dependencies (libvkdelegate.so:
+#     libvulkan.so.1 plus the C/C++ runtime only; libvkdmodel.so: libvkdelegate.so.0 plus the
+#     runtime), and that nothing internal (vkd_runtime, ...) was installed;
+#  2. build test/install/app (C app, C++ app, whole-model app) with find_package(vkdelegate) and
 #     -DCMAKE_PREFIX_PATH=prefix;
-#  3. build the same C app with a plain `cc ... $(pkg-config --cflags --libs vkdelegate)`;
+#  3. build the same C app with a plain `cc ... $(pkg-config --cflags --libs vkdelegate)`, and
+#     the model app with `c++ ... $(pkg-config --cflags --libs vkdmodel)`;
 #  4. write the model, input and CPU-reference output (vkd_make_app_blob);
 #  5. run the apps (they compare exactly with the reference and test the C API's error paths),
 #     and check that a wrong expected file makes the app fail.
@@ -53,10 +55,15 @@ step "cmake --install $BUILD_DIR --prefix $PREFIX"
 LIB="$(find "$PREFIX" -name libvkdelegate.so -print -quit)"
 [ -n "$LIB" ] || fail "libvkdelegate.so not installed"
 LIBDIR="$(dirname "$LIB")"
+MODEL_LIB="$LIBDIR/libvkdmodel.so"
 for f in \
     "$LIBDIR/libvkdelegate.so.0" \
+    "$MODEL_LIB" "$LIBDIR/libvkdmodel.so.0" \
     "$PREFIX/include/vkdelegate/vkd_delegate.h" \
     "$PREFIX/include/vkdelegate/Delegate.hpp" \
+    "$PREFIX/include/vkdelegate/vkd_model.h" \
+    "$PREFIX/include/vkdelegate/Model.hpp" \
+    "$LIBDIR/pkgconfig/vkdmodel.pc" \
     "$LIBDIR/cmake/vkdelegate/vkdelegateConfig.cmake" \
     "$LIBDIR/cmake/vkdelegate/vkdelegateConfigVersion.cmake" \
     "$LIBDIR/cmake/vkdelegate/vkdelegateTargets.cmake" \
@@ -68,47 +75,71 @@ internal="$(find "$PREFIX" -name '*.a' -o -name 'libvkd_*' -o -name '*ShaderRegi
             -path '*/runtime/*' -o -path '*/serialization/*')"
 [ -z "$internal" ] || fail "internal files installed: $internal"
 
-step "exported symbols of $(basename "$LIB")"
-nm -D --defined-only "$LIB" | awk '{print $NF}' | sort -u > "$WORK/symbols.txt"
-c++filt < "$WORK/symbols.txt" > "$WORK/symbols.demangled.txt"
-paste "$WORK/symbols.txt" "$WORK/symbols.demangled.txt" | while IFS=$'\t' read -r raw demangled; do
-  case "$raw" in vkd_*) continue ;; esac
-  case "$demangled" in
-    vkd::Delegate::Impl::*) ;;  # private implementation: must stay hidden
-    vkd::*|"typeinfo for vkd::"*|"typeinfo name for vkd::"*|"vtable for vkd::"*) continue ;;
-  esac
-  echo "$demangled"
-done > "$WORK/symbols.unexpected.txt"
-c_count="$(grep -c '^vkd_' "$WORK/symbols.txt" || true)"
-cpp_count="$(grep -c '^vkd::' "$WORK/symbols.demangled.txt" || true)"
-total="$(wc -l < "$WORK/symbols.txt")"
-echo "exported: $total symbols ($c_count vkd_* C functions, $cpp_count vkd:: C++ symbols)"
-sed 's/^/  /' "$WORK/symbols.demangled.txt"
-if [ -s "$WORK/symbols.unexpected.txt" ]; then
-  sed 's/^/  unexpected: /' "$WORK/symbols.unexpected.txt" >&2
-  fail "libvkdelegate.so exports symbols outside vkd_* / vkd::"
-fi
-for fn in vkd_status_name vkd_options_init vkd_delegate_init vkd_init_error \
-          vkd_delegate_input_count vkd_delegate_output_count vkd_delegate_input_info \
-          vkd_delegate_output_info vkd_delegate_execute vkd_delegate_profile_count \
-          vkd_delegate_profile_entry vkd_delegate_last_error vkd_delegate_destroy; do
-  grep -qx "$fn" "$WORK/symbols.txt" || fail "C function $fn is not exported"
-done
+# check_exports LIB REQUIRED_C_FUNCTION...: LIB exports only vkd_* C functions and the vkd:: API
+# (never a private Impl), the required ones among them.
+check_exports() {
+  local lib="$1" name
+  name="$(basename "$lib")"
+  shift
+  step "exported symbols of $name"
+  nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u > "$WORK/symbols.txt"
+  c++filt < "$WORK/symbols.txt" > "$WORK/symbols.demangled.txt"
+  paste "$WORK/symbols.txt" "$WORK/symbols.demangled.txt" | while IFS=$'\t' read -r raw demangled; do
+    case "$raw" in vkd_*) continue ;; esac
+    case "$demangled" in
+      vkd::*::Impl::*) ;;  # private implementation: must stay hidden
+      vkd::*|"typeinfo for vkd::"*|"typeinfo name for vkd::"*|"vtable for vkd::"*) continue ;;
+    esac
+    echo "$demangled"
+  done > "$WORK/symbols.unexpected.txt"
+  c_count="$(grep -c '^vkd_' "$WORK/symbols.txt" || true)"
+  cpp_count="$(grep -c '^vkd::' "$WORK/symbols.demangled.txt" || true)"
+  total="$(wc -l < "$WORK/symbols.txt")"
+  echo "exported: $total symbols ($c_count vkd_* C functions, $cpp_count vkd:: C++ symbols)"
+  sed 's/^/  /' "$WORK/symbols.demangled.txt"
+  if [ -s "$WORK/symbols.unexpected.txt" ]; then
+    sed 's/^/  unexpected: /' "$WORK/symbols.unexpected.txt" >&2
+    fail "$name exports symbols outside vkd_* / vkd::"
+  fi
+  for fn in "$@"; do
+    grep -qx "$fn" "$WORK/symbols.txt" || fail "C function $fn is not exported by $name"
+  done
+}
+check_exports "$LIB" vkd_status_name vkd_options_init vkd_delegate_init vkd_init_error \
+  vkd_delegate_input_count vkd_delegate_output_count vkd_delegate_input_info \
+  vkd_delegate_output_info vkd_delegate_execute vkd_delegate_profile_count \
+  vkd_delegate_profile_entry vkd_delegate_last_error vkd_delegate_destroy
+check_exports "$MODEL_LIB" vkd_model_load vkd_model_load_error vkd_model_input_count \
+  vkd_model_output_count vkd_model_input_info vkd_model_output_info vkd_model_execute \
+  vkd_model_last_error vkd_model_destroy
 
-step "dependencies of $(basename "$LIB")"
-readelf -d "$LIB" | grep -E 'NEEDED|RPATH|RUNPATH' || true
-ldd "$LIB" || true
-readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | while read -r needed; do
-  case "$needed" in
-    libvulkan.so.1|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|\
-    libstdc++.so.*|libgcc_s.so.*) ;;
-    *) fail "unexpected dependency: $needed" ;;
-  esac
-done
-readelf -d "$LIB" | grep -q 'NEEDED.*\[libvulkan\.so\.1\]' || fail "libvulkan.so.1 not NEEDED"
-if readelf -d "$LIB" | grep -E 'RPATH|RUNPATH' | grep -qF "$BUILD_DIR"; then
-  fail "installed library keeps a RUNPATH into the build tree"
-fi
+# check_dependencies LIB NEEDED...: LIB needs the NEEDED libraries and otherwise only the C/C++
+# runtime, and keeps no RUNPATH into the build tree.
+check_dependencies() {
+  local lib="$1" needed name
+  name="$(basename "$lib")"
+  shift
+  step "dependencies of $name"
+  readelf -d "$lib" | grep -E 'NEEDED|RPATH|RUNPATH' || true
+  ldd "$lib" || true
+  readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | while read -r needed; do
+    case " $* " in *" $needed "*) continue ;; esac
+    case "$needed" in
+      libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|\
+      libstdc++.so.*|libgcc_s.so.*) ;;
+      *) fail "unexpected dependency of $name: $needed" ;;
+    esac
+  done
+  for needed in "$@"; do
+    readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -qxF "$needed" ||
+      fail "$needed not NEEDED by $name"
+  done
+  if readelf -d "$lib" | grep -E 'RPATH|RUNPATH' | grep -qF "$BUILD_DIR"; then
+    fail "installed $name keeps a RUNPATH into the build tree"
+  fi
+}
+check_dependencies "$LIB" libvulkan.so.1
+check_dependencies "$MODEL_LIB" libvkdelegate.so.0
 
 # --- 2. find_package ----------------------------------------------------------------------------
 step "find_package(vkdelegate): configure and build test/install/app"
@@ -124,6 +155,7 @@ grep -q "^vkdelegate_DIR:PATH=$LIBDIR/cmake/vkdelegate\$" "$WORK/app-build/CMake
 "$CMAKE" --build "$WORK/app-build"
 APP_CMAKE="$WORK/app-build/vkd_install_app"
 APP_CPP="$WORK/app-build/vkd_install_app_cpp"
+APP_MODEL="$WORK/app-build/vkd_install_model_app"
 
 # --- 3. pkg-config ------------------------------------------------------------------------------
 step "pkg-config vkdelegate: plain cc build"
@@ -139,8 +171,12 @@ APP_PC="$WORK/app-pkgconfig"
 # shellcheck disable=SC2086  # the flags are meant to split
 "$CC_BIN" -std=c99 -pedantic -Wall -Wextra -Werror -o "$APP_PC" "$HERE/app.c" $pc_flags \
   -Wl,-rpath,"$pc_libdir"
+APP_MODEL_PC="$WORK/app-model-pkgconfig"
+# shellcheck disable=SC2046  # the flags are meant to split
+"$CXX_BIN" -std=c++17 -pedantic -Wall -Wextra -Werror -o "$APP_MODEL_PC" "$HERE/app_model.cpp" \
+  $(pkg-config --cflags --libs vkdmodel) -Wl,-rpath,"$pc_libdir"
 
-for app in "$APP_CMAKE" "$APP_CPP" "$APP_PC"; do
+for app in "$APP_CMAKE" "$APP_CPP" "$APP_PC" "$APP_MODEL" "$APP_MODEL_PC"; do
   resolved="$(ldd "$app" | awk '/libvkdelegate\.so/ {print $3}')"
   echo "$(basename "$app"): libvkdelegate.so.0 => $resolved"
   case "$resolved" in "$LIBDIR"/*) ;; *) fail "$(basename "$app") does not load the installed library" ;; esac
@@ -174,6 +210,10 @@ step "run: C app with the formula input (no comparison)"
 run_app "C app (formula input)" "$APP_PC" "$WORK/model.vkd" -
 step "run: C++ app"
 run_app "C++ app" "$APP_CPP" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
+step "run: model app (find_package build)"
+run_app "model app (find_package)" "$APP_MODEL" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
+step "run: model app (pkg-config build)"
+run_app "model app (pkg-config)" "$APP_MODEL_PC" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
 step "run: C app against a wrong expected file (must fail)"
 if "$APP_PC" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected_bad.bin" > "$WORK/bad.log" 2>&1; then
   cat "$WORK/bad.log"
