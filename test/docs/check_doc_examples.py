@@ -5,10 +5,10 @@ Scans README.md and docs/*.md under --source-dir for fenced code blocks whose in
 starts with `c` or `cpp` (also `c++`, `cxx`):
 
   ```c                 a whole program: compiled with -std=c11 (C++: -std=c++17) -Wall -Wextra
-                       -Wpedantic -Werror against runtime/delegate/include, linked against
-                       libvkdelegate.so (--library), then run as `PROGRAM MODEL.vkd` on the
-                       model --make-blob writes (VKD_VALIDATION=1 from CTest: any validation
-                       message fails the block)
+                       -Wpedantic -Werror against the public headers (--include-dir, each),
+                       linked against libvkdelegate.so and libvkdmodel.so (--library, each),
+                       then run as `PROGRAM MODEL.vkd` on the model --make-blob writes
+                       (VKD_VALIDATION=1 from CTest: any validation message fails the block)
   ```c fragment        part of a program: only compiled (-fsyntax-only, same flags)
 
 A whole program must exit 0. Fails when a block fails, or when docs/DELEGATE_API.md has no C
@@ -56,8 +56,9 @@ def main():
     p.add_argument("--work-dir", required=True)
     p.add_argument("--cc", required=True)
     p.add_argument("--cxx", required=True)
-    p.add_argument("--include-dir", required=True)
-    p.add_argument("--library", required=True, help="libvkdelegate.so of this build")
+    p.add_argument("--include-dir", required=True, action="append")
+    p.add_argument("--library", required=True, action="append",
+                   help="libvkdelegate.so / libvkdmodel.so of this build")
     p.add_argument("--make-blob", required=True, help="vkd_make_app_blob (test/install)")
     a = p.parse_args()
 
@@ -73,7 +74,8 @@ def main():
 
     docs = [os.path.join(a.source_dir, "README.md")]
     docs += sorted(glob.glob(os.path.join(a.source_dir, "docs", "*.md")))
-    lib_dir = os.path.dirname(os.path.abspath(a.library))
+    includes = [flag for d in a.include_dir for flag in ("-I", d)]
+    rpaths = sorted({f"-Wl,-rpath,{os.path.dirname(os.path.abspath(lib))}" for lib in a.library})
     warnings = ["-Wall", "-Wextra", "-Wpedantic", "-Werror"]
     failures, counted, per_lang = 0, 0, {"c": 0, "cpp": 0}
     for doc in docs:
@@ -91,12 +93,11 @@ def main():
             what = f"{rel}:{line} ({'C' if lang == 'c' else 'C++'}"
             if "fragment" in words:
                 what += " fragment)"
-                cmd = [compiler, std, *warnings, "-I", a.include_dir, "-fsyntax-only", src]
+                cmd = [compiler, std, *warnings, *includes, "-fsyntax-only", src]
             else:
                 what += " program)"
                 exe = os.path.join(a.work_dir, name)
-                cmd = [compiler, std, *warnings, "-I", a.include_dir, src, "-o", exe,
-                       a.library, f"-Wl,-rpath,{lib_dir}"]
+                cmd = [compiler, std, *warnings, *includes, src, "-o", exe, *a.library, *rpaths]
             r = run(cmd)
             if r.returncode != 0:
                 failures += 1
