@@ -50,6 +50,14 @@ std::vector<uint8_t> emit_blob(const Graph& g) {
     for (const auto& a : schema->args) {
       switch (a.kind) {
         case schema::ArgKind::Tensor: args.push_back(tensor_id(uses.at(next_tensor++).value)); break;
+        case schema::ArgKind::TensorList: {
+          std::vector<serialization::ValueId> items;
+          while (next_tensor < uses.size() && uses[next_tensor].arg == &a) {
+            items.push_back(tensor_id(uses[next_tensor++].value));
+          }
+          args.push_back(b.add_value_list(std::move(items)));
+          break;
+        }
         case schema::ArgKind::Int: args.push_back(b.add_int(arg_int(node, a.name))); break;
         case schema::ArgKind::Float: args.push_back(b.add_float(arg_float(node, a.name))); break;
         case schema::ArgKind::Bool: args.push_back(b.add_bool(arg_bool(node, a.name))); break;

@@ -10,7 +10,8 @@ static_assert(static_cast<int>(ArgKind::Tensor) == static_cast<int>(ValueKind::T
                   static_cast<int>(ArgKind::Float) == static_cast<int>(ValueKind::Float) &&
                   static_cast<int>(ArgKind::Bool) == static_cast<int>(ValueKind::Bool) &&
                   static_cast<int>(ArgKind::IntList) == static_cast<int>(ValueKind::IntList) &&
-                  static_cast<int>(ArgKind::FloatList) == static_cast<int>(ValueKind::FloatList),
+                  static_cast<int>(ArgKind::FloatList) == static_cast<int>(ValueKind::FloatList) &&
+                  static_cast<int>(ArgKind::TensorList) == static_cast<int>(ValueKind::ValueList),
               "ArgKind and serialization::ValueKind drifted");
 
 ValueKind to_value_kind(ArgKind kind) { return static_cast<ValueKind>(static_cast<int>(kind)); }

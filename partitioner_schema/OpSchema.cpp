@@ -31,6 +31,12 @@ ArgSchema tensor_out(std::string name, std::vector<DType> dtypes, PlacementSet s
   a.output = true;
   return a;
 }
+// One or more tensors of one argument (a value_list in the blob).
+ArgSchema tensor_list_in(std::string name, std::vector<DType> dtypes, PlacementSet set) {
+  ArgSchema a = tensor_in(std::move(name), std::move(dtypes), set);
+  a.kind = ArgKind::TensorList;
+  return a;
+}
 ArgSchema tied(ArgSchema a, int to) {
   a.tied_to = to;
   return a;
@@ -276,6 +282,25 @@ void float_schemas(std::vector<OpSchema>& s) {
                                  tied(tensor_out("output", f32_f16, any_float), 0))));
 }
 
+// aten.cat and what split / chunk / slice_copy become: int8 data moved along one dim, each
+// input requantized where its quantization differs from the output's (one kernel, q8ta_cat);
+// any layout, shared by inputs and output.
+void concat_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const PlacementSet int8 = PlacementSet::all_int8();
+  s.push_back(kernel_op("q8ta_cat", "int8 concatenation along one dim, requantizing",
+                        arg_list(tensor_list_in("inputs", i8x4, int8),
+                                 scalar("input_scales", ArgKind::FloatList),
+                                 scalar("input_zero_points", ArgKind::IntList),
+                                 scalar("dim", ArgKind::Int), per_tensor_qparams("output_"),
+                                 quant_range(), tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(kernel_op("q8ta_slice", "int8 slice (start, step) along one dim, requantizing",
+                        arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
+                                 scalar("dim", ArgKind::Int), scalar("start", ArgKind::Int),
+                                 scalar("step", ArgKind::Int), per_tensor_qparams("output_"),
+                                 quant_range(), tied(tensor_out("output", i8x4, int8), 0))));
+}
+
 // The order of op_schemas(): kernel signatures and compiler reports list ops in it.
 std::vector<OpSchema> build_schemas() {
   std::vector<OpSchema> s;
@@ -288,6 +313,7 @@ std::vector<OpSchema> build_schemas() {
   add_schemas(s);
   clamp_schemas(s);
   pool_schemas(s);
+  concat_schemas(s);
   int8_pixel_shuffle_schemas(s);
   float_schemas(s);
   return s;

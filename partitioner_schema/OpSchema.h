@@ -15,8 +15,10 @@
 
 namespace vkd::schema {
 
-// Argument kinds in blob order; same set as serialization::ValueKind.
-enum class ArgKind : uint8_t { Tensor, Int, Float, Bool, IntList, FloatList };
+// Argument kinds in blob order; numbered as serialization::ValueKind. TensorList: one or more
+// input tensors (a value_list in the blob) of one argument (aten.cat's inputs), each checked
+// and placed like a Tensor argument of the same schema (dtypes, placements, ties).
+enum class ArgKind : uint8_t { Tensor, Int, Float, Bool, IntList, FloatList, TensorList = 7 };
 
 // A (storage, memory layout) a tensor can live in.
 struct Placement {
@@ -72,6 +74,11 @@ struct ArgSchema {
   // (per-output-channel weight scales and bias: dim 0 of the weight).
   std::string count_is_dim0_of;
 };
+
+// A Tensor or TensorList argument: what the tensor walks (placements, data flow) go over.
+inline bool holds_tensors(const ArgSchema& a) {
+  return a.kind == ArgKind::Tensor || a.kind == ArgKind::TensorList;
+}
 
 struct OpSchema {
   std::string name;

@@ -24,7 +24,12 @@
 #undef TILE_FN
 #undef TILE_STORE
 
-layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
+#define TILE_LAYOUT IN_LAYOUT
+#define TILE_BINDING 1
+#define TILE_QUALIFIER readonly
+#define TILE_FN(x) in_##x
+#define TILE_LOAD
+#include "int8x4_tile.glslh"
 
 layout(push_constant) uniform Params {
   ivec4 out_sizes;  // N, C, H, W of the output (the walk's tiles)
@@ -33,24 +38,11 @@ layout(push_constant) uniform Params {
   int zero_point;
 } p;
 
-// The byte of input element (n, c, h, w), sign-extended.
-int input_element(int n, int c, int h, int w) {
-  const ivec4 s = p.in_sizes;
-  const int C4 = div_up(s.y, 4), H4 = div_up(s.z, 4), W4 = div_up(s.w, 4);
-#if IN_LAYOUT == LAYOUT_4W4C
-  return lane_of(in_words[4 * (((n * s.z + h) * W4 + w / 4) * C4 + c / 4) + w % 4], c % 4);
-#elif IN_LAYOUT == LAYOUT_4H4W
-  return lane_of(in_words[4 * (((n * s.y + c) * H4 + h / 4) * W4 + w / 4) + h % 4], w % 4);
-#else
-  return lane_of(in_words[((n * s.z + h) * C4 + c / 4) * s.w + w], c % 4);
-#endif
-}
-
 // The input element whose NCHW index is `index`.
 int input_at(int index) {
   const ivec4 s = p.in_sizes;
   const int w = index % s.w, h = (index / s.w) % s.z, nc = index / (s.w * s.z);
-  return input_element(nc / s.y, nc % s.y, h, w);
+  return in_load_element(s, ivec4(nc / s.y, nc % s.y, h, w));
 }
 
 void main() {

@@ -2,6 +2,7 @@
 // bug in a pattern or lowering, caught here rather than by the runtime's loader.
 #include <algorithm>
 
+#include "compiler/SchemaView.h"
 #include "compiler/fusion/PassSteps.h"
 #include "partitioner_schema/OpSchema.h"
 #include "runtime/core/Error.h"
@@ -16,7 +17,8 @@ bool arg_has_kind(const ArgValue& v, schema::ArgKind kind) {
     case schema::ArgKind::Bool: return std::holds_alternative<bool>(v);
     case schema::ArgKind::IntList: return std::holds_alternative<std::vector<int64_t>>(v);
     case schema::ArgKind::FloatList: return std::holds_alternative<std::vector<double>>(v);
-    case schema::ArgKind::Tensor: return false;
+    case schema::ArgKind::Tensor:
+    case schema::ArgKind::TensorList: return false;
   }
   return false;
 }
@@ -26,31 +28,34 @@ bool arg_has_kind(const ArgValue& v, schema::ArgKind kind) {
 void check_against_schema(const Graph& g, const Node& n) {
   const schema::OpSchema* s = schema::find_op_schema(n.op);
   if (s == nullptr) return;
-  size_t in = 0, out = 0, scalars = 0;
+  size_t scalars = 0;
   for (const auto& a : s->args) {
-    if (a.kind != schema::ArgKind::Tensor) {
-      ++scalars;
-      auto it = n.args.find(a.name);
-      VKD_CHECK(it != n.args.end() && arg_has_kind(it->second, a.kind), ErrorCode::Internal,
-                "fuse_and_lower: ", n.origin, ": ", n.op, " argument '", a.name,
-                "' is missing or of the wrong kind");
-      continue;
-    }
-    const std::vector<std::string>& list = a.output ? n.outputs : n.inputs;
-    const size_t k = a.output ? out++ : in++;
-    VKD_CHECK(k < list.size() && !list[k].empty(), ErrorCode::Internal, "fuse_and_lower: ",
-              n.origin, ": ", n.op, " has no tensor for '", a.name, "'");
-    const Value& v = g.value(list[k]);
+    if (schema::holds_tensors(a)) continue;
+    ++scalars;
+    auto it = n.args.find(a.name);
+    VKD_CHECK(it != n.args.end() && arg_has_kind(it->second, a.kind), ErrorCode::Internal,
+              "fuse_and_lower: ", n.origin, ": ", n.op, " argument '", a.name,
+              "' is missing or of the wrong kind");
+  }
+  std::vector<TensorUse> uses;
+  try {
+    uses = tensor_uses(n, *s);
+  } catch (const Error& e) {
+    VKD_THROW(ErrorCode::Internal, "fuse_and_lower: ", e.what());
+  }
+  for (const TensorUse& u : uses) {
+    const schema::ArgSchema& a = *u.arg;
+    VKD_CHECK(!u.value.empty(), ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ", n.op,
+              " has no tensor for '", a.name, "'");
+    const Value& v = g.value(u.value);
     VKD_CHECK(std::find(a.dtypes.begin(), a.dtypes.end(), v.dtype) != a.dtypes.end(),
               ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ", n.op, " '", a.name,
               "' is ", to_string(v.dtype));
     VKD_CHECK(!a.constant || v.is_constant(), ErrorCode::Internal, "fuse_and_lower: ", n.origin,
               ": ", n.op, " '", a.name, "' must be a constant");
   }
-  VKD_CHECK(n.inputs.size() == in && n.outputs.size() == out && n.args.size() == scalars,
-            ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ", n.op, " has ",
-            n.inputs.size(), " inputs, ", n.outputs.size(), " outputs and ", n.args.size(),
-            " args; its schema has ", in, ", ", out, " and ", scalars);
+  VKD_CHECK(n.args.size() == scalars, ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ",
+            n.op, " has ", n.args.size(), " args; its schema has ", scalars);
 }
 
 }  // namespace vkd::compiler::fusion

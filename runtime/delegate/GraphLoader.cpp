@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
 #include "runtime/core/Error.h"
 #include "runtime/ops/OpRegistry.h"
@@ -25,7 +26,14 @@ std::string value_name(const DeserializedGraph& g, ValueId id) {
   return "v" + std::to_string(id);
 }
 
-// "scale=0.02", "input=x" for `vkd inspect`.
+// The tensor values an argument of `kind` names: itself, or a tensor list's items.
+std::vector<ValueId> tensor_ids(const DeserializedGraph& g, ValueKind kind, ValueId id) {
+  if (kind == ValueKind::Tensor) return {id};
+  if (kind != ValueKind::ValueList) return {};
+  return std::get<serialization::ValueListValue>(g.values.at(id)).items;
+}
+
+// "scale=0.02", "input=x", "inputs=[a,b]" for `vkd inspect`.
 std::string describe_arg(const DeserializedGraph& g, const ops::ArgSpec& spec, ValueId id) {
   std::ostringstream os;
   os << spec.name << "=";
@@ -41,6 +49,10 @@ std::string describe_arg(const DeserializedGraph& g, const ops::ArgSpec& spec, V
   } else if (const auto* l = std::get_if<serialization::IntListValue>(&v)) {
     os << "[";
     for (size_t k = 0; k < l->items.size(); ++k) os << (k ? "," : "") << l->items[k];
+    os << "]";
+  } else if (const auto* t = std::get_if<serialization::ValueListValue>(&v)) {
+    os << "[";
+    for (size_t k = 0; k < t->items.size(); ++k) os << (k ? "," : "") << value_name(g, t->items[k]);
     os << "]";
   } else {
     os << "<" << serialization::to_string(serialization::kind_of(v)) << ">";
@@ -67,12 +79,16 @@ void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry
               call.args.size());
     // Reads first: an op may not read what it writes.
     for (size_t a = 0; a < call.args.size(); ++a) {
-      if (entry->args[a].kind != ValueKind::Tensor || entry->args[a].output) continue;
-      const ValueId id = call.args[a];
-      VKD_CHECK(source[id] != Source::None, ErrorCode::InvalidArgument, "op ", k, " '",
-                call.name, "': argument '", entry->args[a].name, "' reads tensor '",
-                value_name(g, id), "' (value ", id,
-                ") before any op writes it (not a constant or graph input either)");
+      if (entry->args[a].output) continue;
+      for (const ValueId id : tensor_ids(g, entry->args[a].kind, call.args[a])) {
+        VKD_CHECK(as_tensor(g, id) != nullptr, ErrorCode::InvalidArgument, "op ", k, " '",
+                  call.name, "': argument '", entry->args[a].name, "' lists value ", id,
+                  ", which is not a tensor");
+        VKD_CHECK(source[id] != Source::None, ErrorCode::InvalidArgument, "op ", k, " '",
+                  call.name, "': argument '", entry->args[a].name, "' reads tensor '",
+                  value_name(g, id), "' (value ", id,
+                  ") before any op writes it (not a constant or graph input either)");
+      }
     }
     for (size_t a = 0; a < call.args.size(); ++a) {
       if (!entry->args[a].output) continue;
@@ -94,6 +110,36 @@ void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry
   }
 }
 
+// Tensor `id`, given for argument `arg` of op call `k`, against the argument's schema.
+void check_tensor_argument(const DeserializedGraph& g, size_t k,
+                           const serialization::OpCall& call, const schema::OpSchema& schema,
+                           const schema::ArgSchema& arg, ValueId id) {
+  const TensorValue& t = *as_tensor(g, id);
+  const std::string what = "op " + std::to_string(k) + " '" + call.name + "': argument '" +
+                           arg.name + "' (tensor '" + value_name(g, id) + "')";
+  std::string accepted;
+  for (DType d : arg.dtypes) accepted += (accepted.empty() ? "" : " or ") + std::string(to_string(d));
+  VKD_CHECK(std::find(arg.dtypes.begin(), arg.dtypes.end(), t.spec.dtype) != arg.dtypes.end(),
+            ErrorCode::InvalidArgument, what, " is ", to_string(t.spec.dtype), ", expected ",
+            accepted);
+  if (!arg.constant) return;
+  VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, what,
+            " must be a constant in the blob");
+  VKD_CHECK(arg.constant_rank == 0 ||
+                t.spec.sizes.size() == static_cast<size_t>(arg.constant_rank),
+            ErrorCode::InvalidArgument, what, " is ", t.spec.describe(), ", expected rank ",
+            arg.constant_rank);
+  if (arg.count_is_dim0_of.empty()) return;
+  const int of = schema.arg_index(arg.count_is_dim0_of);
+  VKD_CHECK(of >= 0, ErrorCode::Internal, "schema of '", call.name, "' names no argument '",
+            arg.count_is_dim0_of, "'");
+  const TensorValue& other = *as_tensor(g, call.args[static_cast<size_t>(of)]);
+  VKD_CHECK(!other.spec.sizes.empty() && t.spec.numel() == other.spec.sizes[0],
+            ErrorCode::InvalidArgument, what, " holds ", t.spec.numel(),
+            " values, expected one per output channel (dim 0 of '", arg.count_is_dim0_of,
+            "' ", other.spec.describe(), ")");
+}
+
 // Every tensor argument against the op's schema: dtype, constant-ness and, for constants the
 // builders read on the host (weights, scales, bias), rank and element count. Checked before any
 // builder runs, so no builder reads a constant's bytes as a type or count the blob did not
@@ -106,31 +152,9 @@ void check_tensor_arguments(const DeserializedGraph& g) {
               "op '", call.name, "' is registered without a matching schema");
     for (size_t a = 0; a < call.args.size(); ++a) {
       const schema::ArgSchema& arg = schema->args[a];
-      if (arg.kind != schema::ArgKind::Tensor) continue;
-      const TensorValue& t = *as_tensor(g, call.args[a]);
-      const std::string what = "op " + std::to_string(k) + " '" + call.name + "': argument '" +
-                               arg.name + "' (tensor '" + value_name(g, call.args[a]) + "')";
-      std::string accepted;
-      for (DType d : arg.dtypes) accepted += (accepted.empty() ? "" : " or ") + std::string(to_string(d));
-      VKD_CHECK(std::find(arg.dtypes.begin(), arg.dtypes.end(), t.spec.dtype) != arg.dtypes.end(),
-                ErrorCode::InvalidArgument, what, " is ", to_string(t.spec.dtype), ", expected ",
-                accepted);
-      if (!arg.constant) continue;
-      VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, what,
-                " must be a constant in the blob");
-      VKD_CHECK(arg.constant_rank == 0 ||
-                    t.spec.sizes.size() == static_cast<size_t>(arg.constant_rank),
-                ErrorCode::InvalidArgument, what, " is ", t.spec.describe(), ", expected rank ",
-                arg.constant_rank);
-      if (arg.count_is_dim0_of.empty()) continue;
-      const int of = schema->arg_index(arg.count_is_dim0_of);
-      VKD_CHECK(of >= 0, ErrorCode::Internal, "schema of '", call.name, "' names no argument '",
-                arg.count_is_dim0_of, "'");
-      const TensorValue& other = *as_tensor(g, call.args[static_cast<size_t>(of)]);
-      VKD_CHECK(!other.spec.sizes.empty() && t.spec.numel() == other.spec.sizes[0],
-                ErrorCode::InvalidArgument, what, " holds ", t.spec.numel(),
-                " values, expected one per output channel (dim 0 of '", arg.count_is_dim0_of,
-                "' ", other.spec.describe(), ")");
+      for (const ValueId id : tensor_ids(g, schema::to_value_kind(arg.kind), call.args[a])) {
+        check_tensor_argument(g, k, call, *schema, arg, id);
+      }
     }
   }
 }

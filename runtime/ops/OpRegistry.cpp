@@ -19,6 +19,7 @@ void register_conv2d_ops(OpRegistry& registry);
 void register_pixel_shuffle_ops(OpRegistry& registry);
 void register_elementwise_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
+void register_concat_ops(OpRegistry& registry);
 
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
   const schema::OpSchema* schema = schema::find_op_schema(name);
@@ -60,6 +61,7 @@ const OpRegistry& op_registry() {
     register_pixel_shuffle_ops(r);
     register_elementwise_ops(r);
     register_pool_ops(r);
+    register_concat_ops(r);
     return r;
   }();
   return registry;
@@ -103,6 +105,22 @@ const serialization::Value& OpCall::value(std::string_view arg, ValueKind kind) 
 
 graph::ValueRef OpCall::tensor(std::string_view arg) const {
   return tensor_for_(value_id(arg, ValueKind::Tensor));
+}
+
+std::vector<graph::ValueRef> OpCall::tensor_list(std::string_view arg) const {
+  const serialization::ValueId id = value_id(arg, ValueKind::ValueList);
+  const auto& items = std::get<serialization::ValueListValue>(blob_.values.at(id)).items;
+  VKD_CHECK(!items.empty(), ErrorCode::InvalidArgument, label_, ": argument '", arg,
+            "' (value ", id, ") lists no tensor");
+  std::vector<graph::ValueRef> refs;
+  for (serialization::ValueId item : items) {
+    const serialization::ValueKind kind = serialization::kind_of(blob_.values.at(item));
+    VKD_CHECK(kind == ValueKind::Tensor, ErrorCode::InvalidArgument, label_, ": argument '",
+              arg, "' lists value ", item, ", a ", serialization::to_string(kind),
+              ", not a tensor");
+    refs.push_back(tensor_for_(item));
+  }
+  return refs;
 }
 
 const serialization::TensorValue& OpCall::constant(std::string_view arg) const {
@@ -173,6 +191,10 @@ bool OpCall::bool_arg(std::string_view arg) const {
 
 std::vector<int64_t> OpCall::int_list(std::string_view arg) const {
   return std::get<serialization::IntListValue>(value(arg, ValueKind::IntList)).items;
+}
+
+std::vector<double> OpCall::float_list(std::string_view arg) const {
+  return std::get<serialization::FloatListValue>(value(arg, ValueKind::FloatList)).items;
 }
 
 void OpCall::set_zero_point(std::string_view tensor_arg, int32_t zero_point) const {

@@ -79,6 +79,9 @@ class OpCall {
   // a schema change that a builder does not follow fails here instead of silently reading the
   // neighbouring argument: a name the schema lacks throws Internal.
   graph::ValueRef tensor(std::string_view arg) const;
+  // A TensorList argument: its tensors in order (InvalidArgument when it is empty or an item is
+  // no tensor).
+  std::vector<graph::ValueRef> tensor_list(std::string_view arg) const;
   // A constant tensor argument as stored in the blob (host NCHW bytes, valid during the build),
   // for builders that prepack it into their own form with graph().add_constant(): the default
   // tensor is then never created. InvalidArgument when the argument is not a constant.
@@ -97,6 +100,7 @@ class OpCall {
   int32_t int32_arg(std::string_view arg, int64_t lo, int64_t hi) const;
   bool bool_arg(std::string_view arg) const;
   std::vector<int64_t> int_list(std::string_view arg) const;
+  std::vector<double> float_list(std::string_view arg) const;
   // int_list checked to have one of `lengths` entries, each in [lo, hi] (geometry lists:
   // stride, padding, dilation, kernel size).
   std::vector<int32_t> int32_list(std::string_view arg, std::initializer_list<size_t> lengths,

@@ -100,7 +100,7 @@ TileWalk choose_tile_walk(const Dims4& d, const TensorSpec& out, const TensorSpe
 
 void add_tile_node(graph::ComputeGraph& graph, const std::string& op, shaders::Kernel kernel,
                    std::vector<graph::ValueRef> bindings, std::vector<uint8_t> push,
-                   const TileWalk& walk) {
+                   const TileWalk& walk, const std::vector<uint32_t>& op_constants) {
   VKD_CHECK(walk.items < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", walk.items,
             " tiles exceed the 2^31 invocations a tile kernel can index");
   graph::DispatchNode node;
@@ -109,6 +109,7 @@ void add_tile_node(graph::ComputeGraph& graph, const std::string& op, shaders::K
   node.bindings = std::move(bindings);
   node.push_constants = std::move(push);
   node.spec_constants = {walk.order};
+  node.spec_constants.insert(node.spec_constants.end(), op_constants.begin(), op_constants.end());
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(walk.items));
   graph.add_node(std::move(node));
 }

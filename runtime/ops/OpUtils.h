@@ -60,11 +60,11 @@ std::array<int32_t, 4> nchw_sizes(const Dims4& d);
 std::array<int32_t, 4> float_tile_meta(const TensorSpec& spec);
 
 // Adds a node of a tile kernel: `bindings` in the kernel's binding order (the output first, then
-// the input and any per-op buffers), specialization constant 3 = the walk order, one invocation
-// per walk item.
+// the input and any per-op buffers), specialization constant 3 = the walk order and the kernel's
+// own constants from 4 (`op_constants`), one invocation per walk item.
 void add_tile_node(graph::ComputeGraph& graph, const std::string& op, shaders::Kernel kernel,
                    std::vector<graph::ValueRef> bindings, std::vector<uint8_t> push,
-                   const TileWalk& walk);
+                   const TileWalk& walk, const std::vector<uint32_t>& op_constants = {});
 
 // Index of an int8x4 layout / a storage type in the generated variant tables (manifest order).
 int int8_layout_index(MemoryLayout layout);

@@ -374,6 +374,7 @@ int run(int argc, char** argv) {
   register_pixel_shuffle_cases(registry);
   register_elementwise_cases(registry);
   register_pool_cases(registry);
+  register_concat_cases(registry);
 
   std::regex filter;
   try {

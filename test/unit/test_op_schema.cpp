@@ -36,6 +36,7 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   if (conv && a.output) return {1, 3, 6, 7};
   if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};  // mean over H and W, keepdim
   if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};  // keepdim = False: [N, C]
+  if (op.name == "q8ta_cat" && a.output) return {2, 5, 6, 7};   // two inputs along dim 0
   if (op.name == "q8ta_pixel_shuffle" || op.name == "pixel_shuffle") {  // upscale_factor 2
     return a.output ? std::vector<int64_t>{1, 2, 12, 14} : std::vector<int64_t>{1, 8, 6, 7};
   }
@@ -46,13 +47,27 @@ size_t constant_bytes(const vkd::TensorSpec& spec) {
   return static_cast<size_t>(spec.numel()) * vkd::host_element_size(spec.dtype);
 }
 
-// A one-op blob: tensor args as chosen, scalars with plausible values.
+// A one-op blob: tensor args as chosen (a tensor list: two tensors of the choice), scalars with
+// plausible values.
 std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorChoice>& tensors) {
   GraphBuilder b;
   std::vector<ValueId> args, inputs, outputs;
   size_t t = 0;
   for (const auto& a : op.args) {
     switch (a.kind) {
+      case ArgKind::TensorList: {
+        const auto& c = tensors[t++];
+        const vkd::TensorSpec spec{sizes_of(op, a), c.dtype, c.placement.storage,
+                                   c.placement.layout};
+        std::vector<ValueId> items;
+        for (int k = 0; k < 2; ++k) {
+          const std::string name = a.name + std::to_string(t) + "_" + std::to_string(k);
+          items.push_back(b.add_tensor(spec, name));
+          inputs.push_back(items.back());
+        }
+        args.push_back(b.add_value_list(items));
+        break;
+      }
       case ArgKind::Tensor: {
         const auto& c = tensors[t++];
         const vkd::TensorSpec spec{sizes_of(op, a), c.dtype, c.placement.storage,
@@ -71,6 +86,7 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
                                  : a.name == "quant_min" ? -128
                                  : a.name == "groups"    ? 1
                                  : a.name == "upscale_factor" ? 2
+                                 : a.name == "step"      ? 1
                                                          : 0));
         break;
       case ArgKind::Float: args.push_back(b.add_float(0.5)); break;
@@ -82,7 +98,10 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
                            ? b.add_int_list({0, 0})
                            : b.add_int_list({1, 1}));
         break;
-      case ArgKind::FloatList: args.push_back(b.add_float_list({1.0})); break;
+      case ArgKind::FloatList:  // one per input of a tensor list
+        args.push_back(a.name == "input_scales" ? b.add_float_list({0.5, 0.25})
+                                                : b.add_float_list({1.0}));
+        break;
     }
   }
   b.add_op(op.name, args);
@@ -99,14 +118,14 @@ TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
     if (!op.has_kernel) continue;
     std::vector<const ArgSchema*> tensor_args;
     for (const auto& a : op.args) {
-      if (a.kind == ArgKind::Tensor) tensor_args.push_back(&a);
+      if (holds_tensors(a)) tensor_args.push_back(&a);
     }
     // Full cross product over every tensor's (dtype, placement) claims; a tensor tied to
     // another (tied_to: an index into op.args) only ever gets that one's placement and dtype.
     std::vector<TensorChoice> choice(tensor_args.size());
     auto tensor_index = [&](int arg) {
       size_t k = 0;
-      for (int j = 0; j < arg; ++j) k += op.args[static_cast<size_t>(j)].kind == ArgKind::Tensor;
+      for (int j = 0; j < arg; ++j) k += holds_tensors(op.args[static_cast<size_t>(j)]);
       return k;
     };
     std::function<void(size_t)> walk = [&](size_t i) {
@@ -177,13 +196,14 @@ TEST(OpSchema, EveryRuntimeOpIsInTheSchemaWithAKernel) {
 TEST(OpSchema, TiesAndPreferencesAreConsistent) {
   for (const auto& s : op_schemas()) {
     for (const auto& a : s.args) {
-      if (a.kind != ArgKind::Tensor) continue;
+      if (!holds_tensors(a)) continue;
+      EXPECT_FALSE(a.output && a.kind == ArgKind::TensorList) << s.name;  // inputs only
       EXPECT_FALSE(a.dtypes.empty()) << s.name << "." << a.name;
       EXPECT_FALSE(a.placements.empty()) << s.name << "." << a.name;
       for (const auto& p : a.preferred) EXPECT_TRUE(a.placements.contains(p)) << s.name;
       if (a.tied_to >= 0) {
         ASSERT_LT(static_cast<size_t>(a.tied_to), s.args.size()) << s.name;
-        EXPECT_EQ(s.args[a.tied_to].kind, ArgKind::Tensor) << s.name;
+        EXPECT_TRUE(holds_tensors(s.args[a.tied_to])) << s.name;
         EXPECT_FALSE((s.args[a.tied_to].placements & a.placements).empty()) << s.name;
         EXPECT_EQ(s.args[a.tied_to].dtypes, a.dtypes) << s.name;  // a tie shares the dtype too
       }

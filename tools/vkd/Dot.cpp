@@ -96,12 +96,18 @@ void write_edges(std::ostream& os, size_t index, const OpCall& call, const Deser
             index, " ('", call.name, "'): ", call.args.size(), " arguments, the schema has ",
             schema->args.size());
   for (size_t a = 0; a < call.args.size(); ++a) {
-    const ValueId v = call.args[a];
-    if (!std::holds_alternative<TensorValue>(g.values[v])) continue;  // scalars are not drawn
-    if (schema->args[a].output) {
-      os << "  " << op_id(index) << " -> " << tensor_id(v) << ";\n";
-    } else {
-      os << "  " << tensor_id(v) << " -> " << op_id(index) << ";\n";
+    // A tensor list (cat's inputs) draws an edge per item; scalars are not drawn.
+    std::vector<ValueId> tensors = {call.args[a]};
+    if (const auto* list = std::get_if<serialization::ValueListValue>(&g.values[call.args[a]])) {
+      tensors = list->items;
+    }
+    for (const ValueId v : tensors) {
+      if (!std::holds_alternative<TensorValue>(g.values[v])) continue;
+      if (schema->args[a].output) {
+        os << "  " << op_id(index) << " -> " << tensor_id(v) << ";\n";
+      } else {
+        os << "  " << tensor_id(v) << " -> " << op_id(index) << ";\n";
+      }
     }
   }
 }
