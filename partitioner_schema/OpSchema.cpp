@@ -205,16 +205,23 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
                         arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
 }
 
+// q8ta_add and q8ta_mul: the same arguments (one kernel family, q8ta_binary).
 void add_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet int8 = PlacementSet::all_int8();
-  s.push_back(kernel_op(
+  auto binary = [&](const char* name, const char* summary) {
+    return kernel_op(name, summary,
+                     arg_list(tensor_in("a", i8x4, int8, {k4W4C}), per_tensor_qparams("a_"),
+                              tied(tensor_in("b", i8x4, int8), 0), per_tensor_qparams("b_"),
+                              per_tensor_qparams("output_"), activation_range(),
+                              tied(tensor_out("output", i8x4, int8), 0)));
+  };
+  s.push_back(binary(
       "q8ta_add",
-      "int8 add with own scales, fused relu; b (or a) may be [N or 1, C, 1, 1] or [1, 1, 1, 1]",
-      arg_list(tensor_in("a", i8x4, int8, {k4W4C}), per_tensor_qparams("a_"),
-               tied(tensor_in("b", i8x4, int8), 0), per_tensor_qparams("b_"),
-               per_tensor_qparams("output_"), activation_range(),
-               tied(tensor_out("output", i8x4, int8), 0))));
+      "int8 add with own scales, fused relu; b (or a) may be [N or 1, C, 1, 1] or [1, 1, 1, 1]"));
+  s.push_back(binary(
+      "q8ta_mul",
+      "int8 mul with own scales, fused relu; b (or a) may be [N or 1, C, 1, 1] or [1, 1, 1, 1]"));
 }
 
 // A standalone relu / hardtanh / clamp between int8 ops that could not join the producer's
@@ -225,6 +232,12 @@ void clamp_schemas(std::vector<OpSchema>& s) {
   s.push_back(kernel_op("q8ta_clamp", "int8 requantizing relu / clamp (a standalone activation)",
                         arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
                                  per_tensor_qparams("output_"), activation_range(),
+                                 tied(tensor_out("output", i8x4, int8), 0))));
+  // A multiplication by a constant scalar, requantizing (the q8ta_clamp kernel).
+  s.push_back(kernel_op("q8ta_mul_scalar", "int8 requantizing multiplication by a scalar",
+                        arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
+                                 scalar("scalar", ArgKind::Float), per_tensor_qparams("output_"),
+                                 activation_range(),
                                  tied(tensor_out("output", i8x4, int8), 0))));
 }
 

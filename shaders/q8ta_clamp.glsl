@@ -1,10 +1,12 @@
-// q8ta_clamp: a standalone relu / hardtanh / clamp between int8 ops, requantized, on one int8x4
-// tensor: out = quantize_out(clamp(dequantize_in(in))). Input and output share their sizes and
-// packed layout (INT8_LAYOUT); each has its own scale and zero point. Per element, every
-// operation rounded on its own (`precise`: no fused multiply-add), so the CPU reference
+// q8ta_clamp and q8ta_mul_scalar: a standalone relu / hardtanh / clamp between int8 ops, or a
+// multiplication by a scalar constant, requantized, on one int8x4 tensor:
+// out = quantize_out(clamp(dequantize_in(in) * m)), m = 1 for q8ta_clamp (a float32 product
+// with 1 is exact, so the clamp's results do not depend on it). Input and output share their
+// sizes and packed layout (INT8_LAYOUT); each has its own scale and zero point. Per element,
+// every operation rounded on its own (`precise`: no fused multiply-add), so the CPU reference
 // (test/reference/ElementwiseReference.h) and the compiler's check of the chain it replaces
 // (compiler/reference/QuantChain.h) match bit for bit:
-//   y = float32(q - zp_in) * s_in
+//   y = float32(float32(q - zp_in) * s_in) * m
 //   q = clamp(roundEven(y * inv_s_out) + zp_out, act_min, act_max),  inv_s_out = float32(1/s_out)
 // where [act_min, act_max] is the float clamp's range in output units.
 //
@@ -31,6 +33,7 @@ layout(push_constant) uniform Params {
   int in_zp;
   int out_zp;
   float in_scale;
+  float multiplier;   // m: 1 for q8ta_clamp, the scalar for q8ta_mul_scalar
   float inv_out_scale;
   float act_lo;       // float(act_min - out_zp)
   float act_hi;       // float(act_max - out_zp)
@@ -41,7 +44,8 @@ int clamp_word(int w, int valid) {
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
     // |q - zp| <= 255: exact through the mantissa (common.glslh).
-    precise float y = small_int_to_float(lane_of(w, lane) - p.in_zp) * p.in_scale;
+    precise float x = small_int_to_float(lane_of(w, lane) - p.in_zp) * p.in_scale;
+    precise float y = x * p.multiplier;
     word |= requantized_byte(y, p.inv_out_scale, p.act_lo, p.act_hi, p.out_zp) << (8 * lane);
   }
   return pad_lanes(word, valid, p.out_zp);

@@ -1,6 +1,6 @@
 // The two kinds of function fuse_and_lower (compiler/Fuse.h) calls per edge op: a fusion pattern
 // anchored at the op and a direct lowering of a node left after fusion. Each is defined in its own
-// unit in this folder (LinearConv.cpp, Add.cpp, ..., Lowerings.cpp); the op's descriptor
+// unit in this folder (LinearConv.cpp, Binary.cpp, ..., Lowerings.cpp); the op's descriptor
 // (compiler/ops/<Family>.cpp) declares the ones it uses and points at them
 // (`.fused_by(fusion::fuse_add, {"q8ta_add"})`).
 #pragma once
@@ -22,5 +22,13 @@ using FusePattern = void (*)(FuseState& state, int anchor);
 // it in place into its backend op and returns that op's name, or returns "" with `node`
 // unchanged when it cannot (the node stays an edge op for the host).
 using DirectLowering = std::string (*)(FuseState& state, Node& node, int where);
+
+// The multiplication by a scalar (Activation.cpp), shared by aten.mul.Scalar's pattern and
+// aten.mul.Tensor's (Binary.cpp) when one operand is a one-element constant: dq -> mul (node
+// `anchor`, whose input `x_input` is the dequantized value) [-> act] -> q => q8ta_mul_scalar
+// with `scalar` as float32. `scalar_dq`: the weight dequantize the scalar came through ("" for
+// none), folded away when nothing else reads it.
+void fuse_scaled_chain(FuseState& state, int anchor, int x_input, float scalar,
+                       const std::string& scalar_dq);
 
 }  // namespace vkd::compiler::fusion

@@ -1,4 +1,5 @@
-// aten.add.Tensor and the activations aten.relu, aten.hardtanh, aten.clamp.
+// aten.add.Tensor, aten.mul.Tensor, aten.mul.Scalar and the activations aten.relu,
+// aten.hardtanh, aten.clamp.
 #include "compiler/ops/EdgeOp.h"
 
 #include <optional>
@@ -10,6 +11,8 @@ namespace vkd::compiler {
 
 // The CPU references, defined (with their semantics) in compiler/reference/Elementwise.cpp.
 std::vector<HostTensor> reference_add(const ReferenceContext& c);
+std::vector<HostTensor> reference_mul(const ReferenceContext& c);
+std::vector<HostTensor> reference_mul_scalar(const ReferenceContext& c);
 std::vector<HostTensor> reference_relu(const ReferenceContext& c);
 std::vector<HostTensor> reference_hardtanh(const ReferenceContext& c);
 std::vector<HostTensor> reference_clamp(const ReferenceContext& c);
@@ -18,6 +21,11 @@ std::vector<HostTensor> reference_clamp(const ReferenceContext& c);
 namespace fusion {
 // dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add.
 void fuse_add(FuseState& state, int anchor);
+// dq, dq -> aten.mul.Tensor [-> act] -> q => q8ta_mul; with one operand a one-element constant,
+// dq -> mul [-> act] -> q => q8ta_mul_scalar.
+void fuse_mul(FuseState& state, int anchor);
+// dq -> aten.mul.Scalar [-> act] -> q => q8ta_mul_scalar.
+void fuse_mul_scalar(FuseState& state, int anchor);
 // dq -> relu | hardtanh | clamp [-> act] -> q => the epilogue of the fused int8 op before it,
 // else q8ta_clamp.
 void fuse_activation(FuseState& state, int anchor);
@@ -27,18 +35,28 @@ std::string lower_clamp(FuseState& state, Node& node, int where);  // hardtanh, 
 
 namespace {
 
-std::vector<TypedShape> add(const ShapeContext& c) {
+// Two float32 tensors that broadcast.
+std::vector<TypedShape> binary_float(const ShapeContext& c) {
   const Value& a = c.in("self");
   const Value& b = c.in("other");
   c.dtype(a, "self", DType::Float32);
   c.dtype(b, "other", DType::Float32);
-  if (c.node().args.count("alpha") != 0) (void)c.f64("alpha");
   std::vector<int64_t> out;
   if (!broadcast_shapes(a.shape, b.shape, &out)) {
     c.fail(c.input_field("other"), "shape ", shape_str(b.shape),
            " does not broadcast with self shape ", shape_str(a.shape));
   }
   return {{DType::Float32, out}};
+}
+
+std::vector<TypedShape> add(const ShapeContext& c) {
+  if (c.node().args.count("alpha") != 0) (void)c.f64("alpha");
+  return binary_float(c);
+}
+
+std::vector<TypedShape> mul_scalar(const ShapeContext& c) {
+  (void)c.f64("other");
+  return unary_float_shape(c);
 }
 
 std::vector<TypedShape> hardtanh(const ShapeContext& c) {
@@ -62,7 +80,7 @@ std::vector<TypedShape> clamp(const ShapeContext& c) {
 // What a standalone activation becomes: the requantizing epilogue of the int8 op before it, or
 // its own requantizing kernel.
 const std::vector<std::string> kStandaloneActOps = {"q8ta_conv2d", "q8ta_linear", "q8ta_add",
-                                               "q8ta_clamp"};
+                                                    "q8ta_mul", "q8ta_clamp"};
 
 }  // namespace
 
@@ -76,6 +94,12 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              add}
           .computed_by(reference_add)
           .fused_by(fusion::fuse_add, {"q8ta_add"}),
+      EdgeOp{"aten.mul.Tensor", {"self", "other"}, 2, {}, 1, binary_float}
+          .computed_by(reference_mul)
+          .fused_by(fusion::fuse_mul, {"q8ta_mul", "q8ta_mul_scalar"}),
+      EdgeOp{"aten.mul.Scalar", {"self"}, 1, {required_arg("other", Lit::Number)}, 1, mul_scalar}
+          .computed_by(reference_mul_scalar)
+          .fused_by(fusion::fuse_mul_scalar, {"q8ta_mul_scalar"}),
       EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float_shape}
           .computed_by(reference_relu)
           .fused_by(fusion::fuse_activation, kStandaloneActOps)

@@ -24,18 +24,19 @@ float dequantize(int64_t q, const QuantInfo& in) {
 }  // namespace
 
 int64_t reference_dq_clamp_q(int64_t q, const QuantInfo& in, const std::vector<FloatClamp>& clamps,
-                             const QuantInfo& out) {
-  float x = dequantize(q, in);
+                             const QuantInfo& out, float multiplier) {
+  float x = dequantize(q, in) * multiplier;
   for (const FloatClamp& c : clamps) x = reference::clamp_float(x, c.lo, c.hi);
   return reference::quantize_one(x, inverse_of(out.scale), static_cast<double>(out.zero_point),
                                  out.quant_min, out.quant_max);
 }
 
 int64_t requantize_clamp(int64_t q, const QuantInfo& in, const QuantInfo& out, int64_t act_min,
-                         int64_t act_max) {
+                         int64_t act_max, float multiplier) {
   // As the kernel does: clamp before rounding (rounding commutes with clamping to integers),
   // which also keeps the conversion to an integer in range.
-  const float t = dequantize(q, in) * inverse_of(out.scale);
+  const float y = dequantize(q, in) * multiplier;
+  const float t = y * inverse_of(out.scale);
   const float lo = static_cast<float>(act_min - out.zero_point);
   const float hi = static_cast<float>(act_max - out.zero_point);
   const float c = std::min(std::max(t, lo), hi);

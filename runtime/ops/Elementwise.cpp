@@ -1,6 +1,7 @@
-// Op family: element-wise int8 ops (q8ta_add, q8ta_clamp).
+// Op family: element-wise int8 ops (q8ta_add, q8ta_mul, q8ta_clamp, q8ta_mul_scalar).
 #include "runtime/ops/Elementwise.h"
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,8 +13,8 @@
 namespace vkd::ops {
 namespace {
 
-// Mirrors `Params` in shaders/q8ta_add.glsl.
-struct AddPush {
+// Mirrors `Params` in shaders/q8ta_binary.glsl.
+struct BinaryPush {
   std::array<int32_t, 4> sizes;
   int32_t chunk_count, word_count, b_mode, b_batched;
   int32_t a_zp, b_zp, out_zp;
@@ -24,8 +25,11 @@ struct AddPush {
 struct ClampPush {
   std::array<int32_t, 4> sizes;
   int32_t chunk_count, word_count, in_zp, out_zp;
-  float in_scale, inv_out_scale, act_lo, act_hi;
+  float in_scale, multiplier, inv_out_scale, act_lo, act_hi;
 };
+
+// The OP axis of the q8ta_binary variants (variants.json).
+enum class BinaryOp { Add = 0, Mul = 1 };
 
 // B_SAME / B_CHANNEL / B_SCALAR in the shader.
 enum class Broadcast : int32_t { Same = 0, Channel = 1, Scalar = 2 };
@@ -44,23 +48,21 @@ std::optional<Broadcast> broadcast_of(const Dims4& full, const Dims4& small) {
   return std::nullopt;
 }
 
-
-}  // namespace
-
-void add_q8ta_add_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::ValueRef b,
-                       graph::ValueRef output, const AddParams& params) {
-  const std::string op = "q8ta_add";
-  check_int8x4_tensor(op, graph.tensor(a));
-  check_int8x4_tensor(op, graph.tensor(b));
-  check_int8x4_tensor(op, graph.tensor(output));
-  check_quant_params(op, params.a);
-  check_quant_params(op, params.b);
-  check_requantized_output(op, params.output, params.activation_min, params.activation_max);
+// q8ta_add / q8ta_mul (`op` named `name`): checks, operand order and the node.
+void add_binary_node(graph::ComputeGraph& graph, BinaryOp op, const std::string& name,
+                     graph::ValueRef a, graph::ValueRef b, graph::ValueRef output,
+                     const BinaryParams& params) {
+  check_int8x4_tensor(name, graph.tensor(a));
+  check_int8x4_tensor(name, graph.tensor(b));
+  check_int8x4_tensor(name, graph.tensor(output));
+  check_quant_params(name, params.a);
+  check_quant_params(name, params.b);
+  check_requantized_output(name, params.output, params.activation_min, params.activation_max);
 
   QuantParams qa = params.a, qb = params.b;
   const Dims4 d = graph.spec(output).dims4();
   // The kernel reads the full-size operand as `a`: swap when a is the broadcast one (float
-  // addition is commutative, the result is the same).
+  // addition and multiplication are commutative, the result is the same).
   if (!(graph.spec(a).dims4() == d) && graph.spec(b).dims4() == d) {
     std::swap(a, b);
     std::swap(qa, qb);
@@ -68,61 +70,66 @@ void add_q8ta_add_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::Val
   const TensorSpec& sa = graph.spec(a);
   const TensorSpec& sb = graph.spec(b);
   const TensorSpec& so = graph.spec(output);
-  VKD_CHECK(sa.dims4() == d, ErrorCode::InvalidArgument, op, ": output sizes [",
+  VKD_CHECK(sa.dims4() == d, ErrorCode::InvalidArgument, name, ": output sizes [",
             sizes_string(so.sizes, ", "), "] differ from both inputs' ([",
             sizes_string(sa.sizes, ", "), "], [", sizes_string(sb.sizes, ", "), "])");
   const auto mode = broadcast_of(d, sb.dims4());
-  VKD_CHECK(mode.has_value(), ErrorCode::InvalidArgument, op, ": cannot add [",
-            sizes_string(sb.sizes, ", "), "] to [", sizes_string(so.sizes, ", "),
+  VKD_CHECK(mode.has_value(), ErrorCode::InvalidArgument, name, ": cannot combine [",
+            sizes_string(so.sizes, ", "), "] with [", sizes_string(sb.sizes, ", "),
             "]: the smaller operand must have the same sizes, [N or 1, C, 1, 1] or [1, 1, 1, 1]");
-  VKD_CHECK(sa.layout == so.layout && sb.layout == so.layout, ErrorCode::InvalidArgument, op,
+  VKD_CHECK(sa.layout == so.layout && sb.layout == so.layout, ErrorCode::InvalidArgument, name,
             ": a, b and output must share one packed layout (", to_string(sa.layout), ", ",
             to_string(sb.layout), ", ", to_string(so.layout), ")");
 
   const int64_t words = packed_int8_word_count(so.layout, d);
   const int64_t chunks = (words + 3) / 4;
-  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", words,
+  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, name, ": ", words,
             " words exceed the 2^31 a kernel can index");
-  const AddPush push{nchw_sizes(d),
-                     int32_t(chunks),
-                     int32_t(words),
-                     static_cast<int32_t>(*mode),
-                     *mode == Broadcast::Channel && sb.dims4().n > 1 ? 1 : 0,
-                     qa.zero_point,
-                     qb.zero_point,
-                     params.output.zero_point,
-                     qa.scale,
-                     qb.scale,
-                     inverse_scale(params.output.scale),
-                     float(params.activation_min - params.output.zero_point),
-                     float(params.activation_max - params.output.zero_point)};
+  const BinaryPush push{nchw_sizes(d),
+                        int32_t(chunks),
+                        int32_t(words),
+                        static_cast<int32_t>(*mode),
+                        *mode == Broadcast::Channel && sb.dims4().n > 1 ? 1 : 0,
+                        qa.zero_point,
+                        qb.zero_point,
+                        params.output.zero_point,
+                        qa.scale,
+                        qb.scale,
+                        inverse_scale(params.output.scale),
+                        float(params.activation_min - params.output.zero_point),
+                        float(params.activation_max - params.output.zero_point)};
   graph::DispatchNode node;
-  node.op = op;
-  node.kernel = shaders::variants::q8ta_add[int8_layout_index(so.layout)];
+  node.op = name;
+  node.kernel =
+      shaders::variants::q8ta_binary[static_cast<int>(op)][int8_layout_index(so.layout)];
   node.bindings = {output, a, b};
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(chunks));
   graph.add_node(std::move(node));
 }
 
-void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                         graph::ValueRef output, const ClampParams& params) {
-  const std::string op = "q8ta_clamp";
-  check_int8x4_tensor(op, graph.tensor(input));
-  check_int8x4_tensor(op, graph.tensor(output));
-  check_same_sizes(op, graph.tensor(input), graph.tensor(output));
-  check_quant_params(op, params.input);
-  check_requantized_output(op, params.output, params.activation_min, params.activation_max);
+// q8ta_clamp / q8ta_mul_scalar (named `name`): the requantizing kernel over one tensor, the
+// dequantized value multiplied by `multiplier` (1 for the clamp).
+void add_requantize_node(graph::ComputeGraph& graph, const std::string& name,
+                         graph::ValueRef input, graph::ValueRef output, const ClampParams& params,
+                         float multiplier) {
+  check_int8x4_tensor(name, graph.tensor(input));
+  check_int8x4_tensor(name, graph.tensor(output));
+  check_same_sizes(name, graph.tensor(input), graph.tensor(output));
+  check_quant_params(name, params.input);
+  check_requantized_output(name, params.output, params.activation_min, params.activation_max);
+  VKD_CHECK(std::isfinite(multiplier), ErrorCode::InvalidArgument, name, ": scalar ",
+            multiplier, " is not finite");
   const TensorSpec& si = graph.spec(input);
   const TensorSpec& so = graph.spec(output);
-  VKD_CHECK(si.layout == so.layout, ErrorCode::InvalidArgument, op,
+  VKD_CHECK(si.layout == so.layout, ErrorCode::InvalidArgument, name,
             ": input and output must share one packed layout (", to_string(si.layout), ", ",
             to_string(so.layout), ")");
 
   const Dims4 d = so.dims4();
   const int64_t words = packed_int8_word_count(so.layout, d);
   const int64_t chunks = (words + 3) / 4;
-  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", words,
+  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, name, ": ", words,
             " words exceed the 2^31 a kernel can index");
   const QuantParams& out = params.output;
   const ClampPush push{nchw_sizes(d),
@@ -131,11 +138,12 @@ void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input,
                        params.input.zero_point,
                        out.zero_point,
                        params.input.scale,
+                       multiplier,
                        inverse_scale(out.scale),
                        float(params.activation_min - out.zero_point),
                        float(params.activation_max - out.zero_point)};
   graph::DispatchNode node;
-  node.op = op;
+  node.op = name;
   node.kernel = shaders::variants::q8ta_clamp[int8_layout_index(so.layout)];
   node.bindings = {output, input};
   node.push_constants = graph::push_constant_bytes(push);
@@ -143,12 +151,37 @@ void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input,
   graph.add_node(std::move(node));
 }
 
+}  // namespace
+
+void add_q8ta_add_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::ValueRef b,
+                       graph::ValueRef output, const AddParams& params) {
+  add_binary_node(graph, BinaryOp::Add, "q8ta_add", a, b, output, params);
+}
+
+void add_q8ta_mul_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::ValueRef b,
+                       graph::ValueRef output, const MulParams& params) {
+  add_binary_node(graph, BinaryOp::Mul, "q8ta_mul", a, b, output, params);
+}
+
+void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                         graph::ValueRef output, const ClampParams& params) {
+  add_requantize_node(graph, "q8ta_clamp", input, output, params, 1.0f);
+}
+
+void add_q8ta_mul_scalar_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const MulScalarParams& params) {
+  add_requantize_node(graph, "q8ta_mul_scalar", input, output,
+                      {params.input, params.output, params.activation_min, params.activation_max},
+                      params.scalar);
+}
+
 // --- registry entries -------------------------------------------------------------
 
 namespace {
 
-void build_add(const OpCall& call) {
-  AddParams p;
+// q8ta_add / q8ta_mul: their arguments by name, the same for both.
+BinaryParams binary_params(const OpCall& call) {
+  BinaryParams p;
   p.a = call.quant("a");
   p.b = call.quant("b");
   p.output = call.quant("output");
@@ -157,10 +190,21 @@ void build_add(const OpCall& call) {
   call.set_zero_point("a", p.a.zero_point);
   call.set_zero_point("b", p.b.zero_point);
   call.set_zero_point("output", p.output.zero_point);
-  add_q8ta_add_node(call.graph(), call.tensor("a"), call.tensor("b"), call.tensor("output"), p);
+  return p;
 }
 
-void build_clamp(const OpCall& call) {
+void build_add(const OpCall& call) {
+  add_q8ta_add_node(call.graph(), call.tensor("a"), call.tensor("b"), call.tensor("output"),
+                    binary_params(call));
+}
+
+void build_mul(const OpCall& call) {
+  add_q8ta_mul_node(call.graph(), call.tensor("a"), call.tensor("b"), call.tensor("output"),
+                    binary_params(call));
+}
+
+// q8ta_clamp / q8ta_mul_scalar: the qparams and the activation range, the same for both.
+ClampParams requantize_params(const OpCall& call) {
   ClampParams p;
   p.input = call.quant("input");
   p.output = call.quant("output");
@@ -168,14 +212,28 @@ void build_clamp(const OpCall& call) {
   p.activation_max = call.int32_arg("activation_max", -128, 127);
   call.set_zero_point("input", p.input.zero_point);
   call.set_zero_point("output", p.output.zero_point);
-  add_q8ta_clamp_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
+  return p;
+}
+
+void build_clamp(const OpCall& call) {
+  add_q8ta_clamp_node(call.graph(), call.tensor("input"), call.tensor("output"),
+                      requantize_params(call));
+}
+
+void build_mul_scalar(const OpCall& call) {
+  const ClampParams c = requantize_params(call);
+  const MulScalarParams p{c.input, c.output, static_cast<float>(call.float_arg("scalar")),
+                          c.activation_min, c.activation_max};
+  add_q8ta_mul_scalar_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
 }
 
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& registry) {
   registry.add("q8ta_add", build_add);
+  registry.add("q8ta_mul", build_mul);
   registry.add("q8ta_clamp", build_clamp);
+  registry.add("q8ta_mul_scalar", build_mul_scalar);
 }
 
 }  // namespace vkd::ops

@@ -170,6 +170,10 @@ std::vector<int64_t> arg_l(const Node& n, const std::string& name) {
   return std::get<std::vector<int64_t>>(n.args.at(name));
 }
 
+std::pair<int64_t, int64_t> activation_of(const Node& n) {
+  return {arg_i(n, "activation_min"), arg_i(n, "activation_max")};
+}
+
 std::vector<std::string> arg_names(const Node& n) {
   std::vector<std::string> out;
   for (const auto& kv : n.args) out.push_back(kv.first);
@@ -1027,16 +1031,17 @@ TEST(Fuse, Deterministic) {
 
 // ---- q8ta_add broadcasting, max_pool2d, mean --------------------------------------------------
 
-// dq(aq) (0.1, 0) + dq(bq) (0.2, 1) -> aten.add.Tensor -> s (`out` shape) -> q (0.3, 0) -> yq.
+// dq(aq) (0.1, 0) + dq(bq) (0.2, 1) -> aten.add.Tensor (or `op`) -> s (`out` shape) -> q (0.3, 0)
+// -> yq.
 Builder add_graph(std::vector<int64_t> a_shape, std::vector<int64_t> b_shape,
-                  std::vector<int64_t> out) {
+                  std::vector<int64_t> out, const std::string& op = "aten.add.Tensor") {
   Builder b;
   b.input("aq", DType::Int8, std::move(a_shape));
   b.input("bq", DType::Int8, std::move(b_shape));
   b.dq("aq", "a", 0.1, 0);
   b.dq("bq", "bf", 0.2, 1);
   b.value("s", DType::Float32, std::move(out));
-  b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
+  b.node(op, {"a", "bf"}, {}, {"s"});
   b.q("s", "yq", 0.3, 0);
   b.output("yq");
   return b;
@@ -1072,6 +1077,165 @@ TEST(Fuse, AddBroadcastsAChannelOrScalarOperandInEitherPosition) {
                           "broadcasting add ([1, 4, 3, 3] + [1, 4, 1, 3]; q8ta_add broadcasts "
                           "only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)"))
       << all_lines(r);
+}
+
+// ---- mul -----------------------------------------------------------------------------------------
+
+// Squeeze-excite: dq(scale [N or 1, C, 1, 1]) * dq(x) -> q, the broadcast operand in either
+// position, as q8ta_add broadcasts; other broadcasts are reported.
+TEST(Fuse, MulOfTwoInt8TensorsBecomesQ8taMul) {
+  for (const std::vector<int64_t>& small :
+       {std::vector<int64_t>{1, 4, 1, 1}, {2, 4, 1, 1}, {1, 1, 1, 1}, {2, 4, 3, 3}}) {
+    for (bool small_first : {false, true}) {
+      const std::vector<int64_t> big = {2, 4, 3, 3};
+      Builder b = small_first ? add_graph(small, big, big, "aten.mul.Tensor")
+                              : add_graph(big, small, big, "aten.mul.Tensor");
+      const PassReport r = fuse_and_lower(b.g);
+      ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mul"})) << all_lines(r);
+      const Node& n = b.g.nodes[0];
+      EXPECT_EQ(n.inputs, (std::vector<std::string>{"aq", "bq"}));
+      EXPECT_EQ(arg_d(n, "a_scale"), 0.1);
+      EXPECT_EQ(arg_i(n, "a_zero_point"), 0);
+      EXPECT_EQ(arg_d(n, "b_scale"), 0.2);
+      EXPECT_EQ(arg_i(n, "b_zero_point"), 1);
+      EXPECT_EQ(arg_d(n, "output_scale"), 0.3);
+      EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-128, 127}));
+      EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.mul.Tensor -> q (node 0..3) into q8ta_mul "
+                              "'yq' (activation none)"))
+          << all_lines(r);
+      expect_valid(b.g);
+    }
+  }
+  Builder b = add_graph({1, 4, 3, 3}, {1, 4, 1, 3}, {1, 4, 3, 3}, "aten.mul.Tensor");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.mul.Tensor -> q (node 0..3) as q8ta_mul: "
+                          "broadcasting mul ([1, 4, 3, 3] * [1, 4, 1, 3]; q8ta_mul broadcasts "
+                          "only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)"))
+      << all_lines(r);
+}
+
+// A relu / hardtanh after the mul is its epilogue's range, like q8ta_add's; a float mul output
+// is reported (no float-output variant).
+TEST(Fuse, MulFusesItsActivationAndNeedsAQuantizedOutput) {
+  {
+    Builder b = add_graph({1, 4, 3, 3}, {1, 4, 1, 1}, {1, 4, 3, 3}, "aten.mul.Tensor");
+    b.g.nodes.pop_back();  // the q: hardtanh(0, 6) first, then q (0.05, -100)
+    b.g.remove_value("yq");
+    b.value("h", DType::Float32, {1, 4, 3, 3});
+    b.node("aten.hardtanh", {"s"}, {{"min_val", 0.0}, {"max_val", 6.0}}, {"h"});
+    b.q("h", "yq", 0.05, -100);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mul"})) << all_lines(r);
+    // 0 -> -100, 6 / 0.05 = 120 -> 20
+    EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{-100, 20}));
+    EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.mul.Tensor -> aten.hardtanh -> q (node 0..4) "
+                            "into q8ta_mul 'yq' (activation hardtanh(0, 6))"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {
+    Builder b = add_graph({1, 4, 3, 3}, {1, 4, 3, 3}, {1, 4, 3, 3}, "aten.mul.Tensor");
+    b.g.nodes.pop_back();
+    b.g.remove_value("yq");
+    b.g.outputs = {"s"};
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.mul.Tensor (node 0..2) as q8ta_mul: 's' is "
+                            "a graph output, not quantized (q8ta_mul has no float-output "
+                            "variant)"))
+        << all_lines(r);
+  }
+}
+
+// dq -> mul by a number (aten.mul.Scalar), by a float32 one-element constant, or by an int8
+// one-element constant behind its dequantize (FX's quantized buffer) [-> relu] -> q becomes
+// q8ta_mul_scalar: the float32 scalar as the reference multiplies by it, the range from the
+// chain over all 256 inputs (relu after a negative scalar keeps the inputs below the zero point).
+TEST(Fuse, MulByAScalarBecomesQ8taMulScalar) {
+  {
+    Builder b = unary_graph("aten.mul.Scalar", {1, 4, 3, 3}, {{"other", 0.5}}, {1, 4, 3, 3},
+                            0.1, 2);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mul_scalar"})) << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(arg_d(n, "scalar"), 0.5);
+    EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+    EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+    EXPECT_EQ(arg_d(n, "output_scale"), 0.1);
+    EXPECT_EQ(arg_i(n, "output_zero_point"), 2);
+    // (q - 2) * 0.5 + 2 over -128..127: -63..64.
+    EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-63, 64}));
+    EXPECT_TRUE(has_line(r, "fused dq -> aten.mul.Scalar -> q (node 0..2) into q8ta_mul_scalar "
+                            "'yq' (scalar 0.5, activation range -63..64)"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {  // float32 constant [1] as the first operand, then relu
+    Builder b;
+    b.input("xq", DType::Int8, {1, 4, 3, 3});
+    b.dq("xq", "x", 0.1, 0);
+    b.constant("k", DType::Float32, {1}, f32_bytes({-2.0f}));
+    b.value("m", DType::Float32, {1, 4, 3, 3});
+    b.node("aten.mul.Tensor", {"k", "x"}, {}, {"m"});
+    b.value("r", DType::Float32, {1, 4, 3, 3});
+    b.node("aten.relu", {"m"}, {}, {"r"});
+    b.q("r", "yq", 0.2, -128);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mul_scalar"})) << all_lines(r);
+    EXPECT_EQ(arg_d(b.g.nodes[0], "scalar"), -2.0);
+    EXPECT_EQ(b.g.nodes[0].inputs, (std::vector<std::string>{"xq"}));
+    // relu(-0.2 q) / 0.2 - 128: q = -128 gives 128 - 128 = 0; q >= 0 gives -128.
+    EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{-128, 0}));
+    EXPECT_TRUE(has_line(r, "fused dq -> aten.mul.Tensor -> aten.relu -> q (node 0..3) into "
+                            "q8ta_mul_scalar 'yq' (scalar -2, activation range -128..0)"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {  // int8 constant behind a dequantize: scalar = (100 - (-128)) * 0.0025 = 0.57
+    Builder b;
+    b.input("xq", DType::Int8, {1, 4, 3, 3});
+    b.constant("kq", DType::Int8, {1}, {100});
+    b.dq("kq", "k", 0.0025, -128);
+    b.dq("xq", "x", 0.1, 0);
+    b.value("m", DType::Float32, {1, 4, 3, 3});
+    b.node("aten.mul.Tensor", {"x", "k"}, {}, {"m"});
+    b.q("m", "yq", 0.1, 0);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mul_scalar"})) << all_lines(r);
+    EXPECT_EQ(arg_d(b.g.nodes[0], "scalar"), static_cast<double>(228.0f * 0.0025f));
+    EXPECT_FALSE(b.g.has_value("kq"));
+    EXPECT_TRUE(has_line(r, "folded 1 weight dequantize node(s) (node 0)")) << all_lines(r);
+    expect_valid(b.g);
+  }
+  {  // a scalar of higher rank than x broadcasts it: not this kernel
+    Builder b;
+    b.input("xq", DType::Int8, {4, 3});
+    b.dq("xq", "x", 0.1, 0);
+    b.constant("k", DType::Float32, {1, 1, 1}, f32_bytes({3.0f}));
+    b.value("m", DType::Float32, {1, 4, 3});
+    b.node("aten.mul.Tensor", {"x", "k"}, {}, {"m"});
+    b.q("m", "yq", 0.1, 0);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.mul.Tensor -> q (node 0..2) as "
+                            "q8ta_mul_scalar: the scalar 'k' broadcasts [4, 3] to [1, 4, 3]"))
+        << all_lines(r);
+  }
+  {  // a per-channel float constant is no scalar and no int8 operand
+    Builder b;
+    b.input("xq", DType::Int8, {1, 4, 3, 3});
+    b.dq("xq", "x", 0.1, 0);
+    b.constant("k", DType::Float32, {1, 4, 1, 1}, f32_bytes({1, 2, 3, 4}));
+    b.value("m", DType::Float32, {1, 4, 3, 3});
+    b.node("aten.mul.Tensor", {"x", "k"}, {}, {"m"});
+    b.q("m", "yq", 0.1, 0);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.mul.Tensor -> q (node 0..2) as q8ta_mul: 'k' "
+                            "is not dequantized (a constant)"))
+        << all_lines(r);
+  }
 }
 
 TEST(Fuse, MaxPoolWithSharedQparamsFuses) {
@@ -1315,10 +1479,6 @@ Builder standalone_act_graph(const std::string& act, Args act_args, double dq_sc
   b.node(kQ, {"a"}, q_args(scale, zp, qmin, 127), {"hq"});                // 6
   b.output("hq");
   return b;
-}
-
-std::pair<int64_t, int64_t> activation_of(const Node& n) {
-  return {arg_i(n, "activation_min"), arg_i(n, "activation_max")};
 }
 
 // q -> dq -> hardtanh(0, 6) -> q with the conv's own scale and zero point: the conv writes hq,

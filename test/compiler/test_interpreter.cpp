@@ -507,6 +507,33 @@ TEST(InterpreterElementwise, AddBroadcasting) {
   EXPECT_EQ(code_of([&] { run1(bad.g, iota_floats({2, 3})); }), ErrorCode::InvalidArgument);
 }
 
+// mul.Tensor broadcasts like add (float32: one rounding per product; int32 wraps); mul.Scalar
+// multiplies by the number rounded to float32 (0.1 -> 0.100000001490116...).
+TEST(InterpreterElementwise, MulBroadcastingAndScalar) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 2, 2, 2})
+      .constant("c", HostTensor::from_floats({1, 2, 1, 1}, {10, -0.5f}))
+      .node("aten.mul.Tensor", {"c", "x"}, {}, "a", DType::Float32, {1, 2, 2, 2})
+      .node("aten.mul.Scalar", {"x"}, {{"other", 0.1}}, "s", DType::Float32, {1, 2, 2, 2})
+      .node("aten.mul.Scalar", {"x"}, {{"other", int64_t{-3}}}, "i", DType::Float32,
+            {1, 2, 2, 2});
+  auto values = interpret(b.g, {{"x", iota_floats({1, 2, 2, 2})}});
+  EXPECT_EQ(values.at("a").to_floats(),
+            (std::vector<float>{0, 10, 20, 30, -2, -2.5f, -3, -3.5f}));
+  std::vector<float> tenth;
+  for (int k = 0; k < 8; ++k) tenth.push_back(static_cast<float>(k) * 0.1f);
+  EXPECT_EQ(values.at("s").to_floats(), tenth);
+  EXPECT_EQ(values.at("i").to_floats(), (std::vector<float>{0, -3, -6, -9, -12, -15, -18, -21}));
+
+  GraphBuilder g2;  // int32 [2, 1] * [3], wrapping at 2^31
+  g2.input("x", DType::Int32, {2, 1})
+      .constant("c", HostTensor::from_int32({3}, {1, 2, 3}))
+      .node("aten.mul.Tensor", {"x", "c"}, {}, "y", DType::Int32, {2, 3});
+  EXPECT_EQ(run1(g2.g, HostTensor::from_int32({2, 1}, {10, 1 << 30})).to_int32(),
+            (std::vector<int32_t>{10, 20, 30, 1 << 30, std::numeric_limits<int32_t>::min(),
+                                  -(1 << 30)}));
+}
+
 TEST(InterpreterElementwise, ReluHardtanhClamp) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   GraphBuilder b;

@@ -133,6 +133,8 @@ const char* kEveryOp = R"({
      "outputs": ["h1"]},
     {"op": "aten.clamp", "inputs": ["h1"], "args": {"min": 0.0, "max": null}, "outputs": ["cl"]},
     {"op": "aten.add.Tensor", "inputs": ["cl", "bias4"], "outputs": ["a1"]},
+    {"op": "aten.mul.Tensor", "inputs": ["bias4", "a1"], "outputs": ["mt"]},
+    {"op": "aten.mul.Scalar", "inputs": ["a1"], "args": {"other": -0.5}, "outputs": ["ms"]},
     {"op": "aten.pixel_shuffle", "inputs": ["a1"], "args": {"upscale_factor": 2},
      "outputs": ["ps"]},
     {"op": "aten.max_pool2d", "inputs": ["ps"],
@@ -193,7 +195,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 20u);
+  ASSERT_EQ(g.nodes.size(), 22u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -208,6 +210,8 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "h1", DType::Float32, {1, 4, 4, 4});
   expect_value(g, "cl", DType::Float32, {1, 4, 4, 4});
   expect_value(g, "a1", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "mt", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "ms", DType::Float32, {1, 4, 4, 4});
   expect_value(g, "ps", DType::Float32, {1, 1, 8, 8});
   // ceil((8 + 2 - 2 - 1) / 2) + 1 = 5; the last window starts at 8 < 8 + 1: kept.
   expect_value(g, "mp", DType::Float32, {1, 1, 5, 5});

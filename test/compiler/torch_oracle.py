@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Torch oracle for the CPU reference interpreter (compiler/Interpreter.h).
 
-Computes conv2d / linear / max_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add with
-torch (float32, CPU) on fixed seeded inputs and writes, into --out DIR:
+Computes conv2d / linear / max_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add / mul
+with torch (float32, CPU) on fixed seeded inputs and writes, into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
       case NAME OP
       input NAME D0,D1,... FILE      (float32 tensor; "input - - -" for an absent optional one)
@@ -125,6 +125,17 @@ def pixel_shuffle_cases(w):
                F.pixel_shuffle(x, r))
 
 
+def permute_cases(w):
+    # Any rank up to 6 (ShuffleNet's 5-D transpose), negative dims, view and copy op names.
+    x = uniform(2, 3, 4, 5)
+    w.case("permute_nhwc", "aten.permute_copy", [("self", x)], [("dims", "ints", (0, 2, 3, 1))],
+           x.permute(0, 2, 3, 1))
+    x = uniform(3, 4, 5)
+    w.case("permute_negative_dims", "aten.permute", [("self", x)], [("dims", "ints", (-1, 0, 1))],
+           x.permute(-1, 0, 1))
+    x = uniform(1, 2, 3, 4, 5)
+    w.case("transpose_5d_shuffle", "aten.transpose_copy.int", [("self", x)],
+           [("dim0", "int", 1), ("dim1", "int", 2)], torch.transpose(x, 1, 2))
 def mean_cases(w):
     x = uniform(1, 8, 7, 5)
     w.case("mean_hw_keepdim", "aten.mean.dim", [("self", x)],
@@ -144,6 +155,7 @@ def add_cases(w):
     w.case("add_general_broadcast", "aten.add.Tensor", [("self", a), ("other", b)], [], a + b)
 
 
+    w.case("mul_channel_broadcast", "aten.mul.Tensor", [("self", b), ("other", a)], [], b * a)
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)

@@ -1,6 +1,8 @@
-// ACCU and PERF cases for q8ta_add: same shapes in every packed layout, [1, C, 1, 1],
-// [N, C, 1, 1] and [1, 1, 1, 1] operands in either position, fused relu / clamp, zero points at
-// both ends; and for q8ta_clamp: every layout, awkward shapes, relu / clamp ranges, exact ties.
+// ACCU and PERF cases for q8ta_add and q8ta_mul: same shapes in every packed layout,
+// [1, C, 1, 1], [N, C, 1, 1] and [1, 1, 1, 1] operands in either position (mul's [N, C, H, W] x
+// [N, C, 1, 1] is the squeeze-excite scale), fused relu / clamp, zero points at both ends, exact
+// ties; and for q8ta_clamp and q8ta_mul_scalar: every layout, awkward shapes, relu / clamp
+// ranges, exact ties, negative and zero scalars.
 #include "runtime/ops/Elementwise.h"
 #include "test/custom_ops/Harness.h"
 #include "test/reference/ElementwiseReference.h"
@@ -22,6 +24,19 @@ const AddQuant kQuants[] = {
     {{0.013f, -128}, {0.2f, 127}, {0.11f, -128}},
     {{0.2f, 127}, {0.02f, -128}, {0.09f, 127}},
 };
+// The same for mul, with output scales that keep most products in range. The first is exact
+// throughout: y = qa * qb / 16 and y * inv_s_out = qa * qb / 128, a tie whenever qa * qb is 64
+// modulo 128; the last is squeeze-excite's: a hardsigmoid output (scale 1/256, [0, 1)) times x.
+const AddQuant kMulQuants[] = {
+    {{0.5f, 0}, {0.125f, 0}, {8.0f, 0}},
+    {{0.05f, 3}, {0.031f, -7}, {0.2f, 1}},
+    {{0.013f, -128}, {0.2f, 127}, {0.7f, 127}},
+    {{0.2f, 127}, {0.02f, -128}, {1.0f, 127}},
+    {{1.0f / 256, -128}, {0.05f, -10}, {0.05f, -10}},
+};
+
+using testing::RefBinaryOp;
+const char* op_name(RefBinaryOp op) { return op == RefBinaryOp::Add ? "q8ta_add" : "q8ta_mul"; }
 
 enum class Act { None, Relu, Clamp };
 const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? "relu" : "clamp"; }
@@ -46,10 +61,11 @@ RefShape ref_shape(const TensorSpec& spec) {
   return {d.n, d.c, d.h, d.w};
 }
 
-class AddCase : public CaseInstance {
+class BinaryCase : public CaseInstance {
  public:
-  AddCase(std::vector<int64_t> sizes, MemoryLayout layout, Bcast bcast, AddQuant q, Act act)
-      : sizes_(std::move(sizes)), layout_(layout), bcast_(bcast), q_(q) {
+  BinaryCase(RefBinaryOp op, std::vector<int64_t> sizes, MemoryLayout layout, Bcast bcast,
+             AddQuant q, Act act)
+      : op_(op), sizes_(std::move(sizes)), layout_(layout), bcast_(bcast), q_(q) {
     act_min_ = -128;
     act_max_ = 127;
     if (act == Act::Relu) act_min_ = q_.out.zero_point;
@@ -71,8 +87,12 @@ class AddCase : public CaseInstance {
     a_ = g.add_tensor({sa, DType::Int8x4, StorageType::Buffer, layout_}, "a");
     b_ = g.add_tensor({sb, DType::Int8x4, StorageType::Buffer, layout_}, "b");
     out_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "out");
-    ops::AddParams p{q_.a, q_.b, q_.out, act_min_, act_max_};
-    ops::add_q8ta_add_node(g, a_, b_, out_, p);
+    const ops::BinaryParams p{q_.a, q_.b, q_.out, act_min_, act_max_};
+    if (op_ == RefBinaryOp::Add) {
+      ops::add_q8ta_add_node(g, a_, b_, out_, p);
+    } else {
+      ops::add_q8ta_mul_node(g, a_, b_, out_, p);
+    }
     g.add_input(a_);
     g.add_input(b_);
     g.add_output(out_);
@@ -91,15 +111,15 @@ class AddCase : public CaseInstance {
     const testing::RefQuant ra{q_.a.scale, q_.a.zero_point}, rb{q_.b.scale, q_.b.zero_point},
         ro{q_.out.scale, q_.out.zero_point};
     const RefShape so = ref_shape(g.spec(out_));
-    // The reference broadcasts its second operand: put the full-size one first (the sum is
-    // commutative in float32).
+    // The reference broadcasts its second operand: put the full-size one first (the sum and
+    // the product are commutative in float32).
     const bool a_small =
         bcast_ == Bcast::AChannel || bcast_ == Bcast::AScalar || bcast_ == Bcast::ABatch;
     const auto expected_q =
-        a_small ? testing::reference_add(qb_, so, qa_, ref_shape(g.spec(a_)), rb, ra, ro,
-                                         act_min_, act_max_)
-                : testing::reference_add(qa_, so, qb_, ref_shape(g.spec(b_)), ra, rb, ro,
-                                         act_min_, act_max_);
+        a_small ? testing::reference_binary(op_, qb_, so, qa_, ref_shape(g.spec(a_)), rb, ra, ro,
+                                            act_min_, act_max_)
+                : testing::reference_binary(op_, qa_, so, qb_, ref_shape(g.spec(b_)), ra, rb, ro,
+                                            act_min_, act_max_);
     AccuResult r;
     compare_words(g.read_words(out_),
                   testing::ref_pack(layout_, so, expected_q, q_.out.zero_point), r);
@@ -113,6 +133,7 @@ class AddCase : public CaseInstance {
   }
 
  private:
+  RefBinaryOp op_;
   std::vector<int64_t> sizes_;
   MemoryLayout layout_;
   Bcast bcast_;
@@ -122,21 +143,23 @@ class AddCase : public CaseInstance {
   std::vector<int8_t> qa_, qb_;
 };
 
-void add_case(Registry& registry, const std::string& prefix, const std::vector<int64_t>& sizes,
-              MemoryLayout layout, Bcast bcast, AddQuant q, Act act, bool accu,
-              const std::string& tag = "") {
+void add_case(Registry& registry, RefBinaryOp op, const std::string& prefix,
+              const std::vector<int64_t>& sizes, MemoryLayout layout, Bcast bcast, AddQuant q,
+              Act act, bool accu, const std::string& tag = "") {
   const std::string shape = shape_string(sizes);
   const std::string lname(to_string(layout));
-  registry.add({prefix + "q8ta_add/" + lname + "/" + bcast_name(bcast) + "/" + act_name(act) +
-                    tag + "/" + shape,
-                "q8ta_add", shape, lname + " " + bcast_name(bcast), accu, !accu, false,
+  registry.add({prefix + op_name(op) + "/" + lname + "/" + bcast_name(bcast) + "/" +
+                    act_name(act) + tag + "/" + shape,
+                op_name(op), shape, lname + " " + bcast_name(bcast), accu, !accu, false,
                 Metric::GBps,
-                [=] { return std::make_unique<AddCase>(sizes, layout, bcast, q, act); }});
+                [=] { return std::make_unique<BinaryCase>(op, sizes, layout, bcast, q, act); }});
 }
 
-// q8ta_clamp: (input, output) parameters and the activation range in output units.
+// q8ta_clamp / q8ta_mul_scalar: (input, output) parameters, the scalar (1 for the clamp) and
+// the activation range in output units.
 struct ClampQuant {
   ops::QuantParams in, out;
+  float scalar;
   int act_min, act_max;
   const char* tag;
 };
@@ -144,10 +167,20 @@ struct ClampQuant {
 // relu6 requantized to a finer scale; the others put zero points at both ends and a range that
 // excludes the output zero point (padding must still hold it).
 const ClampQuant kClampQuants[] = {
-    {{0.5f, 0}, {1.0f, -3}, -3, 127, "ties"},
-    {{0.05f, -128}, {0.025f, -128}, -128, 112, "relu6"},
-    {{0.013f, 127}, {0.2f, -128}, -120, -100, "narrow"},
-    {{0.2f, -5}, {0.07f, 127}, -128, 127, "none"},
+    {{0.5f, 0}, {1.0f, -3}, 1.0f, -3, 127, "ties"},
+    {{0.05f, -128}, {0.025f, -128}, 1.0f, -128, 112, "relu6"},
+    {{0.013f, 127}, {0.2f, -128}, 1.0f, -120, -100, "narrow"},
+    {{0.2f, -5}, {0.07f, 127}, 1.0f, -128, 127, "none"},
+};
+// Scalars: "ties" has y * inv_s_out = (q - 3) / 4 exactly (a tie at every q - 3 = 2 mod 4);
+// negative, large and zero scalars (0: every output is the zero point); a relu after a
+// negative scale, so the kept range is the inputs below the zero point.
+const ClampQuant kMulScalarQuants[] = {
+    {{0.5f, 3}, {1.0f, -3}, 0.5f, -128, 127, "ties"},
+    {{0.05f, -128}, {0.05f, 20}, -0.75f, -128, 127, "negative"},
+    {{0.013f, 127}, {0.2f, 127}, 12.5f, -128, 127, "large"},
+    {{0.2f, -5}, {0.07f, 127}, 0.0f, -128, 127, "zero"},
+    {{0.1f, 7}, {0.25f, -100}, -2.0f, -100, 127, "neg_relu"},
 };
 
 class ClampCase : public CaseInstance {
@@ -158,7 +191,12 @@ class ClampCase : public CaseInstance {
   void build(graph::ComputeGraph& g) override {
     in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
     out_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
-    ops::add_q8ta_clamp_node(g, in_, out_, {q_.in, q_.out, q_.act_min, q_.act_max});
+    if (q_.scalar == 1.0f) {
+      ops::add_q8ta_clamp_node(g, in_, out_, {q_.in, q_.out, q_.act_min, q_.act_max});
+    } else {
+      ops::add_q8ta_mul_scalar_node(g, in_, out_,
+                                    {q_.in, q_.out, q_.scalar, q_.act_min, q_.act_max});
+    }
     g.add_input(in_);
     g.add_output(out_);
   }
@@ -169,9 +207,9 @@ class ClampCase : public CaseInstance {
     g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, q_.in.zero_point));
   }
   AccuResult check(const graph::ComputeGraph& g) override {
-    const auto expected = testing::reference_clamp(x_, {q_.in.scale, q_.in.zero_point},
-                                                   {q_.out.scale, q_.out.zero_point},
-                                                   q_.act_min, q_.act_max);
+    const auto expected = testing::reference_requantize(
+        x_, {q_.in.scale, q_.in.zero_point}, q_.scalar, {q_.out.scale, q_.out.zero_point},
+        q_.act_min, q_.act_max);
     AccuResult r;
     compare_words(g.read_words(out_),
                   testing::ref_pack(layout_, ref_shape(g.spec(out_)), expected,
@@ -192,40 +230,40 @@ class ClampCase : public CaseInstance {
   std::vector<int8_t> x_;
 };
 
+// A q8ta_clamp case, or a q8ta_mul_scalar case when `q` scales.
 void add_clamp_case(Registry& registry, const std::string& prefix,
                     const std::vector<int64_t>& sizes, MemoryLayout layout, ClampQuant q,
                     bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
-  registry.add({prefix + "q8ta_clamp/" + lname + "/" + q.tag + "/" + shape, "q8ta_clamp", shape,
+  const std::string op = q.scalar == 1.0f ? "q8ta_clamp" : "q8ta_mul_scalar";
+  registry.add({prefix + op + "/" + lname + "/" + q.tag + "/" + shape, op, shape,
                 lname + " " + q.tag, accu, !accu, false, Metric::GBps,
                 [=] { return std::make_unique<ClampCase>(sizes, layout, q); }});
 }
 
-void register_clamp_cases(Registry& registry) {
+// `quants` rotated over the awkward shapes, then each of them on one odd shape, per layout.
+template <size_t N>
+void register_requantize_cases(Registry& registry, const ClampQuant (&quants)[N]) {
   size_t index = 0;
   for (MemoryLayout layout : kAllPackedInt8Layouts) {
     for (const auto& sizes : awkward_shapes()) {
-      add_clamp_case(registry, "", sizes, layout, kClampQuants[index++ % std::size(kClampQuants)],
-                     true);
+      add_clamp_case(registry, "", sizes, layout, quants[index++ % N], true);
     }
-    for (const ClampQuant& q : kClampQuants) {  // every parameter set on one odd shape
-      add_clamp_case(registry, "", {2, 17, 5, 6}, layout, q, true);
-    }
-    add_clamp_case(registry, "perf/", {1, 64, 256, 256}, layout, kClampQuants[1], false);
+    for (const ClampQuant& q : quants) add_clamp_case(registry, "", {2, 17, 5, 6}, layout, q, true);
+    add_clamp_case(registry, "perf/", {1, 64, 256, 256}, layout, quants[1], false);
   }
 }
 
-}  // namespace
-
-void register_elementwise_cases(Registry& registry) {
-  register_clamp_cases(registry);
+// q8ta_add or q8ta_mul cases with `quants`: awkward shapes, broadcast operands in both
+// positions, every parameter set; PERF at 1x64x256x256 and 1x256x56x56.
+template <size_t N>
+void register_binary_cases(Registry& registry, RefBinaryOp op, const AddQuant (&quants)[N]) {
   size_t index = 0;
   const Act acts[] = {Act::None, Act::Relu, Act::Clamp};
   for (MemoryLayout layout : kAllPackedInt8Layouts) {
     for (const auto& sizes : awkward_shapes()) {
       const Act act = acts[index % std::size(acts)];
-      add_case(registry, "", sizes, layout, Bcast::None, kQuants[index++ % std::size(kQuants)],
-               act, true);
+      add_case(registry, op, "", sizes, layout, Bcast::None, quants[index++ % N], act, true);
     }
     // Broadcast operands in both positions, odd channel counts, batch 2.
     const std::vector<std::vector<int64_t>> bshapes = {
@@ -235,23 +273,34 @@ void register_elementwise_cases(Registry& registry) {
                       Bcast::BBatch, Bcast::ABatch}) {
         if ((b == Bcast::BBatch || b == Bcast::ABatch) && sizes[0] == 1) continue;
         const Act act = acts[index % std::size(acts)];
-        add_case(registry, "", sizes, layout, b, kQuants[index++ % std::size(kQuants)], act, true);
+        add_case(registry, op, "", sizes, layout, b, quants[index++ % N], act, true);
       }
     }
-    for (size_t qi = 0; qi < std::size(kQuants); ++qi) {  // every parameter set, relu and none
+    for (size_t qi = 0; qi < N; ++qi) {  // every parameter set, relu and none
       for (Act act : {Act::None, Act::Relu}) {
-        add_case(registry, "", {2, 17, 9, 6}, layout, Bcast::None, kQuants[qi], act, true,
+        add_case(registry, op, "", {2, 17, 9, 6}, layout, Bcast::None, quants[qi], act, true,
                  "/q" + std::to_string(qi));
       }
     }
   }
   for (const auto& sizes : std::vector<std::vector<int64_t>>{{1, 64, 256, 256}, {1, 256, 56, 56}}) {
     for (MemoryLayout layout : kAllPackedInt8Layouts) {
-      add_case(registry, "perf/", sizes, layout, Bcast::None, kQuants[0], Act::Relu, false);
+      add_case(registry, op, "perf/", sizes, layout, Bcast::None, quants[1], Act::Relu, false);
     }
-    add_case(registry, "perf/", sizes, MemoryLayout::PackedInt8_4W4C, Bcast::BChannel,
-             kQuants[0], Act::None, false);
+    // Squeeze-excite: the per-channel scale is the first operand of PyTorch's mul.
+    add_case(registry, op, "perf/", sizes, MemoryLayout::PackedInt8_4W4C,
+             op == RefBinaryOp::Add ? Bcast::BChannel : Bcast::AChannel, quants[1], Act::None,
+             false);
   }
+}
+
+}  // namespace
+
+void register_elementwise_cases(Registry& registry) {
+  register_requantize_cases(registry, kClampQuants);
+  register_binary_cases(registry, RefBinaryOp::Add, kQuants);
+  register_requantize_cases(registry, kMulScalarQuants);
+  register_binary_cases(registry, RefBinaryOp::Mul, kMulQuants);
 }
 
 }  // namespace vkd::custom_ops

@@ -30,7 +30,7 @@ KNOWN_OPS = {
     "quantized_decomposed.dequantize_per_channel", "aten.convolution", "aten.linear",
     "aten.add.Tensor", "aten.relu", "aten.hardtanh", "aten.clamp", "aten.max_pool2d",
     "aten.mean.dim", "aten.adaptive_avg_pool2d", "aten.view_copy", "aten.pixel_shuffle",
-    "aten.clone",
+    "aten.clone", "aten.mul.Tensor", "aten.mul.Scalar", "aten.avg_pool2d",
 }
 SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I8": np.int8, "I32": np.int32,
                       "I64": np.int64}
@@ -116,6 +116,52 @@ def max_pool2d(x, a):
     return cols.max(axis=(4, 5))
 
 
+def pool_windows(size, out, start_end):
+    """(clipped start, clipped end, unclipped extent) of each output position's window along a
+    dim of `size`, from `start_end(o)` = the window's (start, end)."""
+    out_windows = []
+    for o in range(out):
+        lo, hi = start_end(o)
+        out_windows.append((max(lo, 0), min(hi, size), hi - lo))
+    return out_windows
+
+
+def avg_pool2d(x, a):
+    """PyTorch's avg_pool2d: windows from o * stride - padding, at most kernel long and ending
+    inside the padded input; the divisor is divisor_override, else the padded window's size
+    (count_include_pad) or the number of input elements in it; with ceil_mode a last window
+    starting in the right padding is dropped."""
+    k, s, p = a["kernel_size"], a["stride"], a["padding"]
+    ceil, include_pad = a.get("ceil_mode", False), a.get("count_include_pad", True)
+    axes = []
+    for d in range(2):
+        size = x.shape[2 + d]
+        out = (size + 2 * p[d] - k[d] + (s[d] - 1 if ceil else 0)) // s[d] + 1
+        if ceil and (out - 1) * s[d] >= size + p[d]:
+            out -= 1
+        axes.append(pool_windows(size, out, lambda o, d=d, size=size: (
+            o * s[d] - p[d], min(o * s[d] - p[d] + k[d], size + p[d]))))
+    y = np.zeros(x.shape[:2] + (len(axes[0]), len(axes[1])), np.float32)
+    for i, (h0, h1, hn) in enumerate(axes[0]):
+        for j, (w0, w1, wn) in enumerate(axes[1]):
+            divisor = a.get("divisor_override") or (
+                hn * wn if include_pad else (h1 - h0) * (w1 - w0))
+            y[:, :, i, j] = x[:, :, h0:h1, w0:w1].sum(axis=(2, 3)) / divisor
+    return y
+
+
+def adaptive_avg_pool2d(x, size):
+    """Output o of a dim averages input [floor(o * in / out), ceil((o + 1) * in / out))."""
+    axes = [pool_windows(x.shape[2 + d], size[d], lambda o, d=d: (
+        o * x.shape[2 + d] // size[d], -(-(o + 1) * x.shape[2 + d] // size[d])))
+        for d in range(2)]
+    y = np.zeros(x.shape[:2] + tuple(size), np.float32)
+    for i, (h0, h1, _) in enumerate(axes[0]):
+        for j, (w0, w1, _) in enumerate(axes[1]):
+            y[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+    return y
+
+
 def pixel_shuffle(x, r):
     n, c, h, w = x.shape
     x = x.reshape(n, c // (r * r), r, r, h, w).transpose(0, 1, 4, 2, 5, 3)
@@ -146,8 +192,13 @@ def run_node(op, xs, a):
     if op == "aten.mean.dim":
         return xs[0].mean(axis=tuple(a["dim"]), keepdims=a.get("keepdim", False))
     if op == "aten.adaptive_avg_pool2d":
-        assert a["output_size"] == [1, 1]
-        return xs[0].mean(axis=(2, 3), keepdims=True)
+        return adaptive_avg_pool2d(xs[0], a["output_size"])
+    if op == "aten.avg_pool2d":
+        return avg_pool2d(xs[0], a)
+    if op == "aten.mul.Tensor":
+        return xs[0] * xs[1]
+    if op == "aten.mul.Scalar":
+        return xs[0] * np.float32(a["other"])
     if op == "aten.view_copy":
         return xs[0].reshape(a["size"])
     if op == "aten.pixel_shuffle":
@@ -225,8 +276,10 @@ class ModelExportTest(unittest.TestCase):
                 defined.add(name)
         for name in graph["outputs"]:
             self.assertIn(name, defined)
+        # Weights; not a one-element buffer, which FX quantizes as an activation (full range).
         weight_dqs = [n for n in graph["nodes"] if "dequantize" in n["op"]
-                      and "data" in values[n["inputs"][0]]]
+                      and "data" in values[n["inputs"][0]]
+                      and np.prod(values[n["inputs"][0]]["shape"]) > 1]
         self.assertTrue(weight_dqs, "no int8 weights")
         for n in weight_dqs:
             self.assertEqual(values[n["inputs"][0]]["dtype"], "int8")
@@ -259,6 +312,24 @@ class ModelExportTest(unittest.TestCase):
                   for n in hardtanhs]
         self.assertIn(["quantized_decomposed.dequantize_per_tensor", "aten.add.Tensor"], chains)
 
+    def test_mul_and_average_pools(self):
+        """Squeeze-excite's mul (the scale first), mul by a number and by a one-element buffer,
+        every avg_pool2d argument, adaptive pooling to 3x2 and a mean over H and W."""
+        torch.manual_seed(0)
+        graph = self.export_and_check("mul_pool", MulPoolNet(), expect_ops=[
+            "aten.mul.Tensor", "aten.mul.Scalar", "aten.avg_pool2d", "aten.adaptive_avg_pool2d",
+            "aten.mean.dim"])
+        pools = [n["args"] for n in graph["nodes"] if n["op"] == "aten.avg_pool2d"]
+        self.assertEqual(pools, [
+            {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": True,
+             "count_include_pad": False},
+            {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0], "ceil_mode": False,
+             "count_include_pad": True, "divisor_override": 3}])
+        scalars = [n["args"] for n in graph["nodes"] if n["op"] == "aten.mul.Scalar"]
+        self.assertEqual(scalars, [{"other": 0.5}])
+        muls = [n for n in graph["nodes"] if n["op"] == "aten.mul.Tensor"]
+        self.assertEqual(len(muls), 2)  # the gate, and the buffer behind its dequantize
+
     def test_per_tensor_weights(self):
         torch.manual_seed(0)
         graph = self.export_and_check("tiny_unet_per_tensor", tiny_unet(), per_channel=False)
@@ -277,6 +348,30 @@ class ModelExportTest(unittest.TestCase):
         for node in graph["nodes"]:
             if node["op"] == "quantized_decomposed.dequantize_per_tensor":
                 self.assertLessEqual(readers.get(node["outputs"][0], 0), 1)
+
+
+class MulPoolNet(torch.nn.Module):
+    """A squeeze-excite gate, scalar multiplications and every average pool the exporter
+    handles."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Conv2d(8, 8, 1)
+        self.pool = torch.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True,
+                                       count_include_pad=False)
+        self.out = torch.nn.Conv2d(8, 8, 1)
+        self.register_buffer("k", torch.tensor([0.75]))
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x))
+        gate = torch.nn.functional.hardtanh(self.fc(torch.nn.functional.adaptive_avg_pool2d(x, 1)),
+                                            0.0, 1.0)
+        y = gate * x * 0.5
+        y = self.pool(y * self.k)
+        y = torch.nn.functional.avg_pool2d(y, 2, divisor_override=3)
+        y = torch.nn.functional.adaptive_avg_pool2d(self.out(y), (3, 2))
+        return y.mean([2, 3])
 
 
 class TupleUnpackingTest(unittest.TestCase):

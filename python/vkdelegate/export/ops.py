@@ -273,6 +273,22 @@ def _add(w, node):
     return w.emit("aten.add.Tensor", [w.input(a), w.input(b)], args, w.out())
 
 
+@handles(torch.mul, operator.mul, operator.imul, "Tensor.mul", "Tensor.mul_", "aten.mul.Tensor",
+         "aten.mul.Scalar")
+def _mul(w, node):
+    """A product of two tensors is aten.mul.Tensor; of a tensor and a number (either first:
+    multiplication commutes) aten.mul.Scalar(self, other)."""
+    a, b = arg(node, 0, ("input", "self")), arg(node, 1, "other")
+    if w.is_tensor(a) and w.is_tensor(b):
+        return w.emit("aten.mul.Tensor", [w.input(a), w.input(b)], {}, w.out())
+    if w.is_tensor(b):
+        a, b = b, a
+    value = None if not w.is_tensor(a) else w.literal(b)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return generic(w, node)
+    return w.emit("aten.mul.Scalar", [w.input(a)], {"other": value}, w.out())
+
+
 @handles(F.relu, torch.relu, torch.relu_, "Tensor.relu", "Tensor.relu_", "aten.relu.default",
          "aten.relu_.default")
 def _relu(w, node):
@@ -322,6 +338,32 @@ def _max_pool2d(w, node):
         [("kernel_size", _REQUIRED), ("stride", None), ("padding", 0), ("dilation", 1),
          ("ceil_mode", False)], start=1)]
     return emit_max_pool2d(w, w.input(node.args[0]), *values, w.out())
+
+
+def emit_avg_pool2d(w, x, params, out):
+    """aten.avg_pool2d with every argument explicit: ints expanded to pairs, an absent or empty
+    stride the kernel size, divisor_override None left out."""
+    kernel = _ntuple(params["kernel_size"], 2)
+    stride = params["stride"]
+    args = {"kernel_size": kernel,
+            "stride": kernel if stride in (None, [], ()) else _ntuple(stride, 2),
+            "padding": _ntuple(params["padding"], 2), "ceil_mode": bool(params["ceil_mode"]),
+            "count_include_pad": bool(params["count_include_pad"])}
+    if params["divisor_override"] is not None:
+        args["divisor_override"] = int(params["divisor_override"])
+    return w.emit("aten.avg_pool2d", [x], args, out)
+
+
+_AVG_POOL_ARGS = [("kernel_size", _REQUIRED), ("stride", None), ("padding", 0),
+                  ("ceil_mode", False), ("count_include_pad", True), ("divisor_override", None)]
+
+
+@handles(F.avg_pool2d, "aten.avg_pool2d.default")
+def _avg_pool2d(w, node):
+    """avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None)."""
+    params = {k: w.literal(arg(node, i, k, d)) for i, (k, d) in enumerate(_AVG_POOL_ARGS, 1)}
+    return emit_avg_pool2d(w, w.input(node.args[0]), params, w.out())
 
 
 def emit_adaptive_avg_pool2d(w, x, output_size, out):
@@ -437,6 +479,11 @@ def _max_pool2d_module(w, m, path, x, out):
         raise w.fail("MaxPool2d with return_indices")
     return emit_max_pool2d(w, x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode,
                            out)
+
+
+@handles_module(nn.AvgPool2d)
+def _avg_pool2d_module(w, m, path, x, out):
+    return emit_avg_pool2d(w, x, {k: getattr(m, k) for k, _ in _AVG_POOL_ARGS}, out)
 
 
 @handles_module(nn.AdaptiveAvgPool2d)

@@ -1,12 +1,16 @@
-// q8ta_add: out = requantize(dequantize(a) + dequantize(b)), three int8x4 tensors sharing one
+// q8ta_binary: the element-wise int8 ops of two operands, OP_ADD (q8ta_add) and OP_MUL
+// (q8ta_mul): out = requantize(dequantize(a) OP dequantize(b)), three int8x4 tensors sharing one
 // packed layout (INT8_LAYOUT), each with its own scale and zero point. Per element, every
 // operation rounded on its own (`precise`: no fused multiply-add), so the CPU reference
-// (test/reference/ElementwiseReference.h) matches bit for bit:
-//   fa = float32(qa - zp_a) * s_a;  fb = float32(qb - zp_b) * s_b;  y = fa + fb
+// (test/reference/ElementwiseReference.h) and the compiler's interpreter of the dq, dq -> op ->
+// q graph it replaces match bit for bit:
+//   fa = float32(qa - zp_a) * s_a;  fb = float32(qb - zp_b) * s_b;  y = fa + fb  |  y = fa * fb
 //   q  = clamp(roundEven(y * inv_s_out) + zp_out, act_min, act_max),  inv_s_out = float32(1/s_out)
+// (for mul, mathematically q = zp_out + round((qa - zp_a) * (qb - zp_b) * s_a * s_b / s_out),
+// computed as that float32 chain, not as one fixed-point multiplier).
 // b is either a's shape (B_SAME), [N or 1, C, 1, 1] (B_CHANNEL: one value per (batch,)
-// channel) or [1, 1, 1, 1] (B_SCALAR); the host swaps the operands when a is the broadcast one (float
-// addition is commutative, so the bytes do not change).
+// channel) or [1, 1, 1, 1] (B_SCALAR); the host swaps the operands when a is the broadcast one
+// (float addition and multiplication are commutative, so the bytes do not change).
 //
 // Each invocation computes one 16-byte chunk (4 consecutive words) of the output: the words
 // of a, b and out at the same index hold the same elements, as the three share a layout and
@@ -17,6 +21,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 #include "int8x4_chunk.glslh"
+
+#define OP_ADD 0
+#define OP_MUL 1
 
 #define B_SAME 0
 #define B_CHANNEL 1
@@ -46,14 +53,18 @@ layout(push_constant) uniform Params {
   float act_hi;       // float(act_max - out_zp)
 } p;
 
-// The requantized sum of one word of a and one of b, lanes >= `valid` set to out_zp.
-int add_word(int wa, int wb, int valid) {
+// The requantized sum or product of one word of a and one of b, lanes >= `valid` set to out_zp.
+int binary_word(int wa, int wb, int valid) {
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
     // |q - zp| <= 255: exact through the mantissa (common.glslh).
     precise float fa = small_int_to_float(lane_of(wa, lane) - p.a_zp) * p.a_scale;
     precise float fb = small_int_to_float(lane_of(wb, lane) - p.b_zp) * p.b_scale;
+#if OP == OP_ADD
     precise float y = fa + fb;
+#else
+    precise float y = fa * fb;
+#endif
     word |= requantized_byte(y, p.inv_out_scale, p.act_lo, p.act_hi, p.out_zp) << (8 * lane);
   }
   return pad_lanes(word, valid, p.out_zp);
@@ -103,7 +114,7 @@ void main() {
 
   const ivec4 valid = chunk_valid_lanes(k, p.sizes);  // real lanes (0: a word of padding)
   ivec4 result;
-  for (int j = 0; j < 4; ++j) result[j] = add_word(wa[j], wb[j], valid[j]);
+  for (int j = 0; j < 4; ++j) result[j] = binary_word(wa[j], wb[j], valid[j]);
 
 #if INT8_LAYOUT == LAYOUT_4C1W
   if (4 * k + 3 < p.word_count) {
