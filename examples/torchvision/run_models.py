@@ -41,8 +41,11 @@ from vkdelegate.export.ir import to_json_text
 from vkdelegate.export.quantization import observed_ranges, qconfig_mapping
 from vkdelegate.export.torch_compat import fx_tuple_unpacking
 
-CLASSIFIERS = ("mobilenet_v2", "resnet18", "resnet50")
-MODELS = CLASSIFIERS + ("unet",)
+CLASSIFIERS = ("mobilenet_v2", "resnet18", "resnet50", "mobilenet_v3_large",
+               "shufflenet_v2_x1_0", "googlenet")
+# The U-Net-style segmentation models: name -> factory in vkdelegate.examples_models.
+UNETS = {"unet": "tiny_unet"}
+MODELS = CLASSIFIERS + tuple(UNETS)
 COSINE_MIN = 0.99
 RESIDUAL_GAMMA = 0.25  # examples_models.scale_residual_branches, for the ResNets
 SEED = 0
@@ -86,8 +89,8 @@ def build_model(name, size):
     """The float model with seeded random weights (batch norms measured on random inputs, as
     random torchvision weights alone make the activations collapse)."""
     torch.manual_seed(SEED)
-    if name == "unet":
-        return examples_models.tiny_unet().eval()
+    if name in UNETS:
+        return getattr(examples_models, UNETS[name])().eval()
     gamma = RESIDUAL_GAMMA if name.startswith("resnet") else None
     return examples_models.torchvision_quantizable(name, input_size=size,
                                                    residual_gamma=gamma).eval()
@@ -241,7 +244,7 @@ def cosine(a, b):
 
 def run_one(name, args):
     """Export, compile, bench, check and compare one model; its result dict."""
-    size = args.input_size or (256 if name == "unet" else 224)
+    size = args.input_size or (256 if name in UNETS else 224)
     out_dir = os.path.join(args.out, f"{name}_{size}")
     gen = torch.Generator().manual_seed(SEED + 1)
     shape = (1, 3, size, size)

@@ -99,6 +99,8 @@ def torchvision_quantizable(name, input_size=224, residual_gamma=None, **kwargs)
     """
     import torchvision
     factory = getattr(torchvision.models.quantization, name)
+    if name == "googlenet":  # its random init, said explicitly (torchvision warns otherwise)
+        kwargs.setdefault("init_weights", True)
     model = factory(weights=None, quantize=False, **kwargs)
     if residual_gamma is not None:
         scale_residual_branches(model, float(residual_gamma))
