@@ -17,6 +17,7 @@ void register_layout_convert_ops(OpRegistry& registry);
 void register_linear_ops(OpRegistry& registry);
 void register_conv2d_ops(OpRegistry& registry);
 void register_pixel_shuffle_ops(OpRegistry& registry);
+void register_permute_ops(OpRegistry& registry);
 void register_elementwise_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
 void register_concat_ops(OpRegistry& registry);
@@ -59,6 +60,7 @@ const OpRegistry& op_registry() {
     register_linear_ops(r);
     register_conv2d_ops(r);
     register_pixel_shuffle_ops(r);
+    register_permute_ops(r);
     register_elementwise_ops(r);
     register_pool_ops(r);
     register_concat_ops(r);

@@ -66,9 +66,6 @@ int64_t tile_count(const Dims4& d) {
   return d.n * div_up(d.c, 4) * div_up(d.h, 4) * div_up(d.w, 4);
 }
 
-namespace {
-
-// The dim whose consecutive elements (or 4-element groups) are adjacent in memory.
 int fastest_dim(const TensorSpec& s) {
   switch (s.layout) {
     case MemoryLayout::PackedInt8_4W4C: return 1;  // channel blocks
@@ -77,6 +74,8 @@ int fastest_dim(const TensorSpec& s) {
     default: return s.storage == StorageType::Texture3D ? 3 : packed_dim_nchw(s.layout);
   }
 }
+
+namespace {
 
 TileOrder natural_order(const TensorSpec& s) {
   if (s.layout == MemoryLayout::PackedInt8_4W4C) return TileOrder::CWHN;

@@ -50,6 +50,9 @@ struct TileWalk {
   int64_t items;
 };
 enum class TileOrder : uint32_t { CWHN = 0, WCHN = 1, WHCN = 2, Patch = 3 };
+// The dim (NCHW numbering) whose consecutive elements, or 4-element groups, are adjacent in
+// memory: channels for 4W4C, widths for 4H4W and 4C1W, the packed dim of float buffers.
+int fastest_dim(const TensorSpec& s);
 // The walk for a kernel whose output is `out` and input `in`: follow the output's memory order
 // when both sides agree on their fastest dim, else the patch order. VKD_TILE_ORDER=0..3
 // overrides (tuning experiments).

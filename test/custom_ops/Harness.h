@@ -73,6 +73,7 @@ void register_peak_cases(Registry& registry);
 void register_linear_cases(Registry& registry);
 void register_conv_cases(Registry& registry);
 void register_pixel_shuffle_cases(Registry& registry);
+void register_permute_cases(Registry& registry);
 void register_elementwise_cases(Registry& registry);
 void register_pool_cases(Registry& registry);
 void register_concat_cases(Registry& registry);

@@ -372,6 +372,7 @@ int run(int argc, char** argv) {
   register_linear_cases(registry);
   register_conv_cases(registry);
   register_pixel_shuffle_cases(registry);
+  register_permute_cases(registry);
   register_elementwise_cases(registry);
   register_pool_cases(registry);
   register_concat_cases(registry);

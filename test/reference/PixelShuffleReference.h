@@ -33,12 +33,8 @@ inline std::vector<int8_t> reference_q8ta_pixel_shuffle(const std::vector<int8_t
                                                         int64_t c_in, int64_t h, int64_t w,
                                                         int64_t r, float in_scale, int in_zp,
                                                         float out_scale, int out_zp) {
-  std::vector<int8_t> shuffled = reference_pixel_shuffle(q, n, c_in, h, w, r);
-  if (in_scale == out_scale && in_zp == out_zp) return shuffled;
-  for (auto& v : shuffled) {
-    v = reference_quantize(reference_dequantize(v, in_scale, in_zp), out_scale, out_zp, -128, 127);
-  }
-  return shuffled;
+  return reference_requantize(reference_pixel_shuffle(q, n, c_in, h, w, r), in_scale, in_zp,
+                              out_scale, out_zp);
 }
 
 }  // namespace vkd::testing

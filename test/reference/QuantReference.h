@@ -46,4 +46,16 @@ inline std::vector<float> reference_dequantize(const std::vector<int8_t>& q, flo
   return out;
 }
 
+// What the int8 data-movement ops (q8ta_pixel_shuffle, q8ta_channel_shuffle, q8ta_permute) do
+// to each value they move: the byte itself when the input and output parameters are equal,
+// else dequantize with the input's and quantize with the output's over the full int8 range.
+inline std::vector<int8_t> reference_requantize(std::vector<int8_t> q, float in_scale, int in_zp,
+                                                float out_scale, int out_zp) {
+  if (in_scale == out_scale && in_zp == out_zp) return q;
+  for (auto& v : q) {
+    v = reference_quantize(reference_dequantize(v, in_scale, in_zp), out_scale, out_zp, -128, 127);
+  }
+  return q;
+}
+
 }  // namespace vkd::testing

@@ -91,8 +91,9 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
         break;
       case ArgKind::Float: args.push_back(b.add_float(0.5)); break;
       case ArgKind::Bool: args.push_back(b.add_bool(false)); break;
-      case ArgKind::IntList:  // block_size: per element of the rank-4 activations
+      case ArgKind::IntList:  // block_size, a permute's dims: per dim of the rank-4 activations
         args.push_back(a.name == "block_size" ? b.add_int_list({1, 1, 1, 1})
+                       : a.name == "dims"     ? b.add_int_list({0, 1, 2, 3})
                        // max_pool2d's padding must be at most half its (1x1) kernel
                        : op.name == "q8ta_max_pool2d" && a.name == "padding"
                            ? b.add_int_list({0, 0})
