@@ -1,5 +1,6 @@
 #include "compiler/Parse.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -322,11 +323,16 @@ const EdgeOp* node_op(const Json& jn, const std::string& at, Node& node) {
 }
 
 // Each named input must be defined earlier. A known op's inputs are padded with "" to its
-// arity, a required one must be given; an unknown op's are kept as written.
+// arity, a required one must be given (a tensor list, the last input of aten.cat, takes one or
+// more values, each required); an unknown op's are kept as written.
 void parse_node_inputs(const Json& jn, const EdgeOp* spec, const Graph& g, Node& node) {
   const std::string& where = node.origin;
   node.inputs = string_list(field(jn, "inputs", where), where + ": field 'inputs'");
-  if (spec != nullptr) {
+  if (spec != nullptr && spec->tensor_list) {
+    VKD_CHECK(node.inputs.size() >= spec->inputs.size(), ErrorCode::InvalidArgument, where,
+              ": field 'inputs': at least ", spec->inputs.size(), " tensor input(s), got ",
+              node.inputs.size());
+  } else if (spec != nullptr) {
     VKD_CHECK(node.inputs.size() <= spec->inputs.size(), ErrorCode::InvalidArgument, where,
               ": field 'inputs': at most ", spec->inputs.size(), " tensor inputs, got ",
               node.inputs.size());
@@ -335,8 +341,9 @@ void parse_node_inputs(const Json& jn, const EdgeOp* spec, const Graph& g, Node&
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const std::string& in = node.inputs[i];
     if (in.empty()) {
-      VKD_CHECK(spec == nullptr || i >= spec->required_inputs, ErrorCode::InvalidArgument,
-                where, ": input ", spec ? spec->inputs[i] : "", " (position ", i,
+      const size_t slot = spec ? std::min(i, spec->inputs.size() - 1) : i;
+      VKD_CHECK(spec == nullptr || slot >= spec->required_inputs, ErrorCode::InvalidArgument,
+                where, ": input ", spec ? spec->inputs[slot] : "", " (position ", i,
                 ") is required");
       continue;
     }
@@ -390,14 +397,20 @@ void parse_node_args(const Json& jn, const EdgeOp* spec, Node& node) {
 }
 
 // An unknown op may have any number of outputs; each must be declared in "values" (shape
-// inference cannot type them, and says so).
+// inference cannot type them, and says so). A known op with a variable count (split) has one
+// or more; shape inference checks how many.
 void parse_node_outputs(const Json& jn, const EdgeOp* spec, Declarations& decls, Graph& g,
                         std::map<std::string, std::string>& written_by, Node& node) {
   const std::string& where = node.origin;
   node.outputs = string_list(field(jn, "outputs", where), where + ": field 'outputs'");
-  VKD_CHECK(spec == nullptr || node.outputs.size() == spec->outputs, ErrorCode::InvalidArgument,
-            where, ": field 'outputs': expected ", spec ? spec->outputs : 0, " output(s), got ",
-            node.outputs.size());
+  if (spec != nullptr && spec->outputs == 0) {
+    VKD_CHECK(!node.outputs.empty(), ErrorCode::InvalidArgument, where,
+              ": field 'outputs': expected one or more outputs, got none");
+  } else {
+    VKD_CHECK(spec == nullptr || node.outputs.size() == spec->outputs,
+              ErrorCode::InvalidArgument, where, ": field 'outputs': expected ",
+              spec ? spec->outputs : 0, " output(s), got ", node.outputs.size());
+  }
   std::set<std::string> own;
   for (const std::string& out : node.outputs) {
     VKD_CHECK(!out.empty(), ErrorCode::InvalidArgument, where,

@@ -48,7 +48,7 @@ struct EdgeOp {
   std::vector<const char*> inputs;  // tensor argument names, ATen schema order
   size_t required_inputs = 0;       // the first ones are required, the rest optional
   std::vector<EdgeArg> args;        // non-tensor arguments
-  size_t outputs = 1;
+  size_t outputs = 1;               // 0: one or more, as many as the shape rule infers (split)
   ShapeRule infer = nullptr;        // dtypes and shapes of the outputs, checking the inputs
   // Defaults that depend on another argument (max_pool2d: stride = kernel_size); may be null.
   void (*complete_args)(Args& args) = nullptr;
@@ -58,6 +58,9 @@ struct EdgeOp {
   std::vector<std::string> lowers_to;
   fusion::FusePattern fuse = nullptr;
   fusion::DirectLowering lower = nullptr;
+  // The last tensor input is a list (ATen's Tensor[], aten.cat's `tensors`): a node gives it one
+  // or more values, each read as that input (set by taking_a_tensor_list()).
+  bool tensor_list = false;
 
   int input_index(std::string_view input_name) const;  // -1 when absent
 
@@ -66,6 +69,7 @@ struct EdgeOp {
   EdgeOp& computed_by(ReferenceFn fn);
   EdgeOp& fused_by(fusion::FusePattern pattern, std::vector<std::string> backend_ops);
   EdgeOp& lowered_by(fusion::DirectLowering lowering, std::vector<std::string> backend_ops);
+  EdgeOp& taking_a_tensor_list();
 };
 
 // Every edge op, families in a fixed order (the order of "accepted: ..." messages).

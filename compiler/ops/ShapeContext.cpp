@@ -5,7 +5,7 @@
 namespace vkd::compiler {
 
 void ShapeContext::max_inputs() const {
-  if (node_.inputs.size() > op_.inputs.size()) {
+  if (!op_.tensor_list && node_.inputs.size() > op_.inputs.size()) {
     fail("inputs", "expected at most ", op_.inputs.size(), " tensor inputs, got ",
          node_.inputs.size());
   }
@@ -39,6 +39,16 @@ const Value* ShapeContext::opt_in(const char* name) const {
   const size_t i = index_of(name);
   if (i >= node_.inputs.size() || node_.inputs[i].empty()) return nullptr;
   return &defined(i, name);
+}
+
+std::vector<const Value*> ShapeContext::list(const char* name) const {
+  VKD_CHECK(op_.tensor_list && index_of(name) + 1 == op_.inputs.size(), ErrorCode::Internal,
+            node_.origin, ": the shape rule of ", op_.name, " reads input '", name,
+            "' as a tensor list, which its signature does not make it");
+  std::vector<const Value*> values;
+  for (size_t i = index_of(name); i < node_.inputs.size(); ++i) values.push_back(&defined(i, name));
+  if (values.empty()) fail(input_field(name), "the tensor list is empty");
+  return values;
 }
 
 const Value& ShapeContext::defined(size_t i, const char* name) const {
@@ -102,6 +112,15 @@ void ShapeContext::str_in(const std::string& name, std::initializer_list<const c
     list += std::string("\"") + a + "\"";
   }
   fail(arg_field(name), "expected ", list, none_ok ? " or None" : "", ", got \"", *s, "\"");
+}
+
+int64_t ShapeContext::dim_arg(const std::string& name, size_t rank) const {
+  const int64_t dim = i64(name), r = static_cast<int64_t>(rank);
+  if (dim < -r || dim >= r) {
+    fail(arg_field(name), "dim ", dim, " is out of range for rank ", rank, " (expected ", -r,
+         "..", r - 1, ")");
+  }
+  return dim < 0 ? dim + r : dim;
 }
 
 std::vector<int64_t> ShapeContext::pair(const std::string& name, int64_t min) const {

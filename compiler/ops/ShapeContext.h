@@ -33,6 +33,8 @@ class ShapeContext {
   std::string input_field(const char* name) const;
   const Value& in(const char* name) const;        // a required input
   const Value* opt_in(const char* name) const;    // nullptr when absent
+  // The values of the tensor list `name` (EdgeOp::tensor_list: the last input), in order.
+  std::vector<const Value*> list(const char* name) const;
 
   void dtype(const Value& v, const char* name, DType want) const;
   void rank(const Value& v, const char* name, size_t want) const;
@@ -52,6 +54,8 @@ class ShapeContext {
   // A string arg that must be one of `allowed` (None allowed when `none_ok`).
   void str_in(const std::string& name, std::initializer_list<const char*> allowed,
               bool none_ok) const;
+  // Int arg `name`, a dim of a rank-`rank` tensor in [-rank, rank), made non-negative.
+  int64_t dim_arg(const std::string& name, size_t rank) const;
   // An int[2] arg given as 1 or 2 ints, each >= `min`.
   std::vector<int64_t> pair(const std::string& name, int64_t min) const;
   std::vector<int64_t> checked_pair(const std::string& name, std::vector<int64_t> v,

@@ -161,7 +161,16 @@ const char* kEveryOp = R"({
     {"op": "torchao.dequantize_affine", "inputs": ["qa", "sc", "zp"],
      "args": {"block_size": [1, 5], "input_dtype": "int8", "quant_min": -128, "quant_max": 127,
               "output_dtype": "float32"},
-     "outputs": ["da"]}
+     "outputs": ["da"]},
+    {"op": "aten.cat", "inputs": ["cd", "cln", "cd"], "args": {"dim": -1}, "outputs": ["cat"]},
+    {"op": "aten.split_with_sizes_copy", "inputs": ["cat"],
+     "args": {"split_sizes": [4, 11], "dim": -1}, "outputs": ["sws0", "sws1"]},
+    {"op": "aten.split_copy.Tensor", "inputs": ["cat"], "args": {"split_size": 4, "dim": 1},
+     "outputs": ["spl0", "spl1", "spl2", "spl3"]},
+    {"op": "aten.chunk", "inputs": ["cat"], "args": {"chunks": 4, "dim": -1},
+     "outputs": ["chk0", "chk1", "chk2", "chk3"]},
+    {"op": "aten.slice_copy.Tensor", "inputs": ["cat"],
+     "args": {"dim": 1, "start": -7, "end": null, "step": 2}, "outputs": ["slc"]}
   ]
 })";
 
@@ -195,7 +204,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 22u);
+  ASSERT_EQ(g.nodes.size(), 27u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -226,6 +235,11 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "zp", DType::Int32, {1, 1});
   expect_value(g, "qa", DType::Int8, {1, 5});
   expect_value(g, "da", DType::Float32, {1, 5});
+  expect_value(g, "cat", DType::Float32, {1, 15});
+  expect_value(g, "sws1", DType::Float32, {1, 11});
+  expect_value(g, "spl3", DType::Float32, {1, 3});  // 4, 4, 4, 3
+  expect_value(g, "chk3", DType::Float32, {1, 3});  // chunks of ceil(15 / 4) = 4
+  expect_value(g, "slc", DType::Float32, {1, 4});   // indices 8, 10, 12, 14
 
   // Constants: bytes copied; the int64 zero points narrowed to int32.
   const Value& w1 = g.value("w1");
@@ -604,6 +618,30 @@ TEST(ParseTest, BadNodeStructureIsRejected) {
                      nullptr, {"node 0 (aten.relu): unknown field 'name'"});
   expect_parse_error(doc("", R"({"inputs": ["x"], "outputs": ["y"]})"), nullptr,
                      {"node 0: missing field 'op'"});
+}
+
+// aten.cat takes a tensor list (one or more inputs, each required); a split has as many outputs
+// as pieces: at least one at parse time, the exact count checked by shape inference.
+TEST(ParseTest, TensorListsAndVariableOutputCounts) {
+  expect_parse_error(doc("", R"({"op": "aten.cat", "inputs": [], "outputs": ["y"]})"), nullptr,
+                     {"node 0 (aten.cat): field 'inputs': at least 1 tensor input(s), got 0"});
+  expect_parse_error(doc("", R"({"op": "aten.cat", "inputs": ["x", ""], "outputs": ["y"]})"),
+                     nullptr, {"node 0 (aten.cat): input tensors (position 1) is required"});
+  expect_parse_error(
+      doc("", R"({"op": "aten.chunk", "inputs": ["x"], "args": {"chunks": 2}, "outputs": []})"),
+      nullptr, {"node 0 (aten.chunk): field 'outputs': expected one or more outputs, got none"});
+  expect_parse_error(doc("", R"({"op": "aten.chunk", "inputs": ["x"],
+                                 "args": {"chunks": 3, "dim": 2}, "outputs": ["y", "z"]})"),
+                     nullptr, {"node 0 (aten.chunk): outputs: expected 3 output(s), got 2"});
+  const Graph g = parse_graph(
+      doc("", R"({"op": "aten.cat", "inputs": ["x", "x", "x"], "args": {"dim": 1},
+                  "outputs": ["c"]},
+                 {"op": "aten.chunk", "inputs": ["c"], "args": {"chunks": 2, "dim": 1},
+                  "outputs": ["y", "z"]})"),
+      "g.json", nullptr);
+  EXPECT_EQ(g.nodes[0].inputs, (std::vector<std::string>{"x", "x", "x"}));
+  expect_value(g, "y", DType::Float32, {1, 6, 8, 8});
+  EXPECT_EQ(g.producer("z"), 1);
 }
 
 TEST(ParseTest, GraphOutputMustBeDefined) {

@@ -273,4 +273,40 @@ TEST(Pipeline, Rank5TensorIsNeverOnTheBackend) {
   }
 }
 
+// Two quantized branches joined by aten.cat, then cut by aten.chunk (the middle piece unread),
+// from JSON to a blob: one q8ta_cat whose inputs share the output's placement (a value_list
+// in the blob) and one q8ta_slice per piece read; the blob reads back through the validating
+// deserializer.
+TEST(Pipeline, CatAndChunkCompileToABlob) {
+  const std::string dq = "quantized_decomposed.dequantize_per_tensor";
+  const std::string q = "quantized_decomposed.quantize_per_tensor";
+  const std::string json =
+      "{\"vkd_graph\": 1, \"inputs\": [\"aq\", \"bq\"], \"outputs\": [\"y0\", \"y2\"],"
+      " \"values\": {\"aq\": {\"dtype\": \"int8\", \"shape\": [1, 3, 4, 4]},"
+      "              \"bq\": {\"dtype\": \"int8\", \"shape\": [1, 6, 4, 4]}},"
+      " \"nodes\": [" +
+      node(dq, "aq", q_args(0.5, 1), "a") + ", " + node(dq, "bq", q_args(0.25, -2), "b") + ", " +
+      "{\"op\": \"aten.cat\", \"inputs\": [\"a\", \"b\"], \"args\": {\"dim\": 1}, "
+      "\"outputs\": [\"c\"]}, " +
+      node(q, "c", q_args(0.5, 1), "cq") + ", " + node(dq, "cq", q_args(0.5, 1), "cd") + ", " +
+      "{\"op\": \"aten.chunk\", \"inputs\": [\"cd\"], \"args\": {\"chunks\": 3, \"dim\": 1}, "
+      "\"outputs\": [\"k0\", \"k1\", \"k2\"]}, " +
+      node(q, "k0", q_args(0.5, 1), "y0") + ", " + node(q, "k2", q_args(0.125, 0), "y2") + "]}";
+  const CompileResult r = compile_graph(parse_graph(json, "test", nullptr), {});
+  ASSERT_TRUE(r.ok()) << format_report(r);
+  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_cat", "q8ta_slice", "q8ta_slice"}))
+      << format_report(r);
+  for (const char* v : {"aq", "bq"}) {
+    EXPECT_EQ(r.graph.value(v).layout, r.graph.value("cq").layout) << v;
+  }
+  const auto table = vkd::schema::kernel_signatures();
+  const auto blob = vkd::serialization::deserialize(r.blob, &table);
+  ASSERT_EQ(blob.ops.size(), 3u);
+  EXPECT_EQ(blob.ops[0].name, "q8ta_cat");
+  const auto* list =
+      std::get_if<vkd::serialization::ValueListValue>(&blob.values.at(blob.ops[0].args.at(0)));
+  ASSERT_NE(list, nullptr);
+  EXPECT_EQ(list->items.size(), 2u);
+}
+
 }  // namespace

@@ -321,6 +321,63 @@ TEST(ShapeInferenceTest, ViewCopyAndClones) {
                                "permutation of the 2 dims"});
 }
 
+TEST(ShapeInferenceTest, CatAndSplits) {
+  Builder b;
+  b.input("a", DType::Int8, {2, 3, 4}).input("c", DType::Int8, {2, 5, 4});
+  b.node("aten.cat", {"a", "c", "a"}, {{"dim", int64_t{-2}}}, {"y"})
+      .node("aten.split_with_sizes_copy", {"y"}, {{"split_sizes", I{1, 9, 1}}, {"dim", int64_t{1}}},
+            {"s0", "s1", "s2"})
+      .node("aten.chunk", {"y"}, {{"chunks", int64_t{4}}, {"dim", int64_t{1}}},
+            {"k0", "k1", "k2", "k3"})
+      .node("aten.split_copy.Tensor", {"y"}, {{"split_size", int64_t{3}}, {"dim", int64_t{2}}},
+            {"t0", "t1"})
+      .node("aten.slice_copy.Tensor", {"y"},
+            {{"dim", int64_t{1}}, {"start", int64_t{2}}, {"end", NoneArg{}}, {"step", int64_t{4}}},
+            {"l"});
+  infer_shapes(b.g);
+  expect_type(b.g, "y", DType::Int8, {2, 11, 4});
+  expect_type(b.g, "s1", DType::Int8, {2, 9, 4});
+  expect_type(b.g, "k3", DType::Int8, {2, 2, 4});  // 3, 3, 3, 2
+  expect_type(b.g, "t1", DType::Int8, {2, 11, 1});
+  expect_type(b.g, "l", DType::Int8, {2, 3, 4});   // 2, 6, 10
+
+  auto cat = [](Shape second, DType dtype, int64_t dim) {
+    Builder g;
+    g.input("a", DType::Float32, {2, 3, 4}).input("b", dtype, std::move(second));
+    g.node("aten.cat", {"a", "b"}, {{"dim", dim}}, {"y"});
+    return g.g;
+  };
+  expect_infer_error(cat({2, 3, 5}, DType::Float32, 1),
+                     {"node 0 (aten.cat): input 'tensors' [1] (value 'b'): shape [2, 3, 5] does "
+                      "not match the first tensor's [2, 3, 4] in every dim but 1"});
+  expect_infer_error(cat({2, 3, 4}, DType::Int8, 1),
+                     {"input 'tensors' [1] (value 'b'): dtype int8 differs from the first "
+                      "tensor's float32"});
+  expect_infer_error(cat({2, 3, 4}, DType::Float32, 3),
+                     {"node 0 (aten.cat): argument 'dim': dim 3 is out of range for rank 3"});
+  auto split = [](const std::string& op, Args args, size_t outputs) {
+    Builder g;
+    g.input("x", DType::Float32, {2, 10});
+    std::vector<std::string> outs;
+    for (size_t k = 0; k < outputs; ++k) outs.push_back("o" + std::to_string(k));
+    g.node(op, {"x"}, std::move(args), outs);
+    return g.g;
+  };
+  expect_infer_error(split("aten.split_with_sizes_copy", {{"split_sizes", I{3, 3}}}, 2),
+                     {"node 0 (aten.split_with_sizes_copy): argument 'split_sizes': split_sizes "
+                      "add up to 6, the dim has 2"});
+  expect_infer_error(split("aten.chunk", {{"chunks", int64_t{0}}, {"dim", int64_t{1}}}, 1),
+                     {"argument 'chunks': chunks must be positive, got 0"});
+  expect_infer_error(split("aten.split_copy.Tensor", {{"split_size", int64_t{0}},
+                                                      {"dim", int64_t{1}}}, 1),
+                     {"argument 'split_size': split_size can only be 0 if the dim is 0 long"});
+  expect_infer_error(split("aten.slice_copy.Tensor", {{"dim", int64_t{1}}, {"step", int64_t{0}}},
+                           1),
+                     {"argument 'step': slice step must be positive, got 0"});
+  expect_infer_error(split("aten.chunk", {{"chunks", int64_t{3}}, {"dim", int64_t{1}}}, 2),
+                     {"node 0 (aten.chunk): outputs: expected 3 output(s), got 2"});
+}
+
 TEST(ShapeInferenceTest, QuantizeDequantize) {
   Builder b;
   b.input("x", DType::Float32, {1, 3, 4, 4})

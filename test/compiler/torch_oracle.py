@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Torch oracle for the CPU reference interpreter (compiler/Interpreter.h).
 
-Computes conv2d / linear / max_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add / mul
-with torch (float32, CPU) on fixed seeded inputs and writes, into --out DIR:
+Computes conv2d / linear / max_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add / mul,
+cat and the splits (split_with_sizes_copy, split_copy, chunk, slice_copy) with torch (float32,
+CPU) on fixed seeded inputs and writes, into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
       case NAME OP
       input NAME D0,D1,... FILE      (float32 tensor; "input - - -" for an absent optional one)
       arg NAME int V | ints V,V,... | float V | bool 0|1 | none
-      output D0,D1,... FILE
+      output D0,D1,... FILE          (one line per output, in order)
       end
   *.bin         float32 little-endian tensors, C order.
 With --checker PATH it then runs `PATH DIR` (the interpreter side) and exits with its status.
@@ -58,8 +59,10 @@ class Writer:
             elif kind == "none":
                 value = ""
             self.lines.append(f"arg {arg_name} {kind} {value}".rstrip())
-        shape, fname = self.tensor(name, "out", output)
-        self.lines.append(f"output {shape} {fname}")
+        outputs = output if isinstance(output, (list, tuple)) else [output]
+        for k, out in enumerate(outputs):  # several for the splits: out, out1, out2, ...
+            shape, fname = self.tensor(name, "out" if k == 0 else f"out{k}", out)
+            self.lines.append(f"output {shape} {fname}")
         self.lines.append("end")
         self.count += 1
 
@@ -156,6 +159,41 @@ def add_cases(w):
 
 
     w.case("mul_channel_broadcast", "aten.mul.Tensor", [("self", b), ("other", a)], [], b * a)
+def concat_cases(w):
+    """cat (3 tensors, negative dim, rank 2 and 3) and the splits, one output per piece: uneven
+    sizes, a split_size above the dim, chunk giving fewer pieces than asked, slices with None,
+    negative, clamped and empty bounds and steps."""
+    a, b, c = uniform(2, 3, 4, 5), uniform(2, 1, 4, 5), uniform(2, 6, 4, 5)
+    w.case("cat_channels_3", "aten.cat", [("t0", a), ("t1", b), ("t2", c)],
+           [("dim", "int", 1)], torch.cat([a, b, c], 1))
+    a, b = uniform(3, 2), uniform(3, 7)
+    w.case("cat_rank2_dim_neg1", "aten.cat", [("t0", a), ("t1", b)], [("dim", "int", -1)],
+           torch.cat([a, b], -1))
+    a, b = uniform(2, 3, 4), uniform(5, 3, 4)
+    w.case("cat_rank3_default_dim", "aten.cat", [("t0", a), ("t1", b)], [], torch.cat([a, b]))
+    x = uniform(2, 10, 3)
+    w.case("split_with_sizes_3_3_4", "aten.split_with_sizes_copy", [("self", x)],
+           [("split_sizes", "ints", [3, 3, 4]), ("dim", "int", 1)],
+           torch.ops.aten.split_with_sizes_copy(x, [3, 3, 4], 1))
+    for size in (4, 20):
+        w.case(f"split_copy_{size}", "aten.split_copy.Tensor", [("self", x)],
+               [("split_size", "int", size), ("dim", "int", 1)],
+               torch.ops.aten.split_copy(x, size, 1))
+    y = uniform(3, 6, 2)
+    for chunks, dim in ((4, 1), (3, -2), (2, 0)):  # chunk(4) of 6 gives 3 pieces of 2
+        w.case(f"chunk_{chunks}_dim{dim}", "aten.chunk", [("self", y)],
+               [("chunks", "int", chunks), ("dim", "int", dim)], torch.chunk(y, chunks, dim))
+    z = uniform(2, 11, 3)
+    for name, start, end, step in (("from1_step2", 1, None, 2), ("neg", -5, -1, 1),
+                                   ("clamped", None, 100, 3), ("empty", 7, 2, 1)):
+        args = [("dim", "int", 1)]
+        args += [(k, "none", None) if v is None else (k, "int", v)
+                 for k, v in (("start", start), ("end", end))]
+        args.append(("step", "int", step))
+        w.case(f"slice_{name}", "aten.slice_copy.Tensor", [("self", z)], args,
+               torch.ops.aten.slice_copy(z, 1, start, end, step))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -171,6 +209,7 @@ def main():
     pixel_shuffle_cases(w)
     mean_cases(w)
     add_cases(w)
+    concat_cases(w)
     w.finish()
     print(f"torch_oracle: torch {torch.__version__}, {w.count} cases written to {args.out}")
     if args.checker:

@@ -1,6 +1,7 @@
 // The interpreter side of the torch oracle test (torch_oracle.py writes DIR/manifest.txt and the
-// tensors): every case is one node run by compiler::interpret on torch's inputs, and each output
-// element must satisfy |got - want| <= 1e-5 * max(|want|, 1) (relative, with values below 1
+// tensors): every case is one node run by compiler::interpret on torch's inputs (several
+// `output` lines: a node with that many outputs, compared in order), and each output element
+// must satisfy |got - want| <= 1e-5 * max(|want|, 1) (relative, with values below 1
 // compared absolutely, since sums of products of numbers in [-1, 1) can land near zero, where a
 // different but equally correct summation order gives a large relative difference).
 // Usage: vkd_interpreter_oracle_check DIR. Exit status 0 only when every case passes.
@@ -48,7 +49,7 @@ struct Case {
   std::string name;
   Graph graph;
   std::map<std::string, HostTensor> inputs;
-  HostTensor expected;
+  std::vector<HostTensor> expected;  // one per output: out, out1, out2, ... (the splits)
 };
 
 std::vector<Case> read_manifest(const std::string& dir) {
@@ -102,13 +103,14 @@ std::vector<Case> read_manifest(const std::string& dir) {
       std::string shape, file;
       ls >> shape >> file;
       vkd::compiler::Value v;
-      v.name = "out";
+      const size_t k = cur.expected.size();
+      v.name = k == 0 ? "out" : "out" + std::to_string(k);
       v.dtype = vkd::DType::Float32;
       v.shape = parse_ints(shape);
       cur.graph.add_value(v);
-      cur.graph.outputs = {"out"};
-      node.outputs = {"out"};
-      cur.expected = read_tensor(dir, file, v.shape);
+      cur.graph.outputs.push_back(v.name);
+      node.outputs.push_back(v.name);
+      cur.expected.push_back(read_tensor(dir, file, v.shape));
     } else if (kind == "end") {
       cur.graph.nodes.push_back(node);
       cases.push_back(std::move(cur));
@@ -141,8 +143,13 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     try {
       const auto values = vkd::compiler::interpret(c.graph, c.inputs);
-      const std::vector<float> got = values.at("out").to_floats();
-      const std::vector<float> want = c.expected.to_floats();
+      std::vector<float> got, want;  // every output's values, in output order
+      for (size_t k = 0; k < c.expected.size(); ++k) {
+        const std::vector<float> g = values.at(c.graph.outputs[k]).to_floats();
+        const std::vector<float> e = c.expected[k].to_floats();
+        got.insert(got.end(), g.begin(), g.end());
+        want.insert(want.end(), e.begin(), e.end());
+      }
       double worst = 0.0;
       size_t worst_at = 0, bad = 0;
       for (size_t i = 0; i < want.size(); ++i) {

@@ -31,6 +31,7 @@ KNOWN_OPS = {
     "aten.add.Tensor", "aten.relu", "aten.hardtanh", "aten.clamp", "aten.max_pool2d",
     "aten.mean.dim", "aten.adaptive_avg_pool2d", "aten.view_copy", "aten.pixel_shuffle",
     "aten.clone", "aten.mul.Tensor", "aten.mul.Scalar", "aten.avg_pool2d",
+    "aten.cat", "aten.split_with_sizes_copy", "aten.slice_copy.Tensor",
 }
 SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I8": np.int8, "I32": np.int32,
                       "I64": np.int64}
@@ -205,6 +206,14 @@ def run_node(op, xs, a):
         return pixel_shuffle(xs[0], a["upscale_factor"])
     if op == "aten.clone":
         return xs[0].copy()
+    if op == "aten.cat":
+        return np.concatenate(xs, axis=a.get("dim", 0))
+    if op == "aten.split_with_sizes_copy":  # several outputs
+        return np.split(xs[0], np.cumsum(a["split_sizes"])[:-1], axis=a.get("dim", 0))
+    if op == "aten.slice_copy.Tensor":
+        index = [slice(None)] * xs[0].ndim
+        index[a.get("dim", 0)] = slice(a.get("start"), a.get("end"), a.get("step", 1))
+        return xs[0][tuple(index)]
     raise AssertionError(f"the test interpreter has no {op}")
 
 
@@ -215,7 +224,10 @@ def interpret(graph, weights, inputs):
             env[name] = weights[v["data"]]
     for node in graph["nodes"]:
         xs = [env[i] for i in node["inputs"]]
-        env[node["outputs"][0]] = run_node(node["op"], xs, node["args"])
+        result = run_node(node["op"], xs, node["args"])
+        results = result if isinstance(result, list) else [result]
+        assert len(results) == len(node["outputs"]), node
+        env.update(zip(node["outputs"], results))
     return [env[o] for o in graph["outputs"]]
 
 
@@ -330,6 +342,28 @@ class ModelExportTest(unittest.TestCase):
         muls = [n for n in graph["nodes"] if n["op"] == "aten.mul.Tensor"]
         self.assertEqual(len(muls), 2)  # the gate, and the buffer behind its dequantize
 
+    def test_cat_and_splits(self):
+        """cat of 4 branches and of a chunk's pieces, splits by count and by sizes, narrow and
+        x[:, 1:] / x[:, :, ::2] / x[..., 1:-1]: every split is split_with_sizes_copy with its
+        pieces' sizes, its outputs the getitems' names; slicing is one slice_copy per sliced
+        dim."""
+        torch.manual_seed(0)
+        graph = self.export_and_check("join_cut", JoinCutNet(), expect_ops=[
+            "aten.cat", "aten.split_with_sizes_copy", "aten.slice_copy.Tensor"])
+        nodes = graph["nodes"]
+        cats = [len(n["inputs"]) for n in nodes if n["op"] == "aten.cat"]
+        self.assertEqual(cats, [4, 2, 2])
+        splits = [(n["args"], len(n["outputs"])) for n in nodes
+                  if n["op"] == "aten.split_with_sizes_copy"]
+        self.assertEqual(splits, [({"split_sizes": [4, 4], "dim": 1}, 2),
+                                  ({"split_sizes": [5, 3], "dim": 1}, 2)])
+        slices = [n["args"] for n in nodes if n["op"] == "aten.slice_copy.Tensor"]
+        self.assertEqual(slices, [
+            {"dim": 1, "start": 1, "end": 4, "step": 1},  # narrow(1, 1, 3)
+            {"dim": 1, "start": 1, "end": None, "step": 1},  # q[:, 1:]
+            {"dim": 2, "start": None, "end": None, "step": 2},  # y[:, :, ::2]
+            {"dim": 3, "start": 1, "end": -1, "step": 1}])  # [..., 1:-1]
+
     def test_per_tensor_weights(self):
         torch.manual_seed(0)
         graph = self.export_and_check("tiny_unet_per_tensor", tiny_unet(), per_channel=False)
@@ -348,6 +382,54 @@ class ModelExportTest(unittest.TestCase):
         for node in graph["nodes"]:
             if node["op"] == "quantized_decomposed.dequantize_per_tensor":
                 self.assertLessEqual(readers.get(node["outputs"][0], 0), 1)
+
+
+class JoinCutNet(torch.nn.Module):
+    """googlenet's 4-branch channel cat (odd channel counts), shufflenet's chunk / cat, a
+    split by sizes, narrow and basic slicing."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 10, 3, padding=1)
+        self.branches = torch.nn.ModuleList(torch.nn.Conv2d(10, c, 1) for c in (3, 5, 2, 7))
+        self.mix = torch.nn.Conv2d(17, 8, 1)
+        self.side = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.out = torch.nn.Conv2d(5, 6, 1)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        x = self.mix(torch.cat([b(x) for b in self.branches], dim=1))
+        a, b = x.chunk(2, dim=1)
+        x = torch.cat((a, self.side(b)), 1)
+        p, q = torch.split(x, [5, 3], dim=1)
+        y = torch.cat([p.narrow(1, 1, 3), q[:, 1:]], 1)
+        return self.out(y[:, :, ::2][..., 1:-1])
+
+
+class SmoothNet(torch.nn.Module):
+    """MobileNetV3's hardswish and squeeze-excite hardsigmoid, then every other smooth
+    activation and softmax spelling the exporter maps (modules and functions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.act = torch.nn.Hardswish()
+        self.fc = torch.nn.Conv2d(8, 8, 1)
+        self.gate = torch.nn.Hardsigmoid()
+        self.mid = torch.nn.Conv2d(8, 8, 1)
+        self.silu = torch.nn.SiLU()
+        self.softmax = torch.nn.Softmax(dim=-1)
+        self.out = torch.nn.Conv2d(8, 6, 1)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        x = self.act(self.conv(x))
+        x = x * self.gate(self.fc(F.adaptive_avg_pool2d(x, 1)))
+        x = self.silu(self.mid(x))
+        x = torch.tanh(F.gelu(x, approximate="tanh")) + torch.sigmoid(F.gelu(x))
+        x = F.elu(x, 0.5) + F.leaky_relu(x, 0.2)
+        x = self.softmax(x) + F.log_softmax(x, dim=-1) + x.softmax(-1)
+        return self.out(x)
 
 
 class MulPoolNet(torch.nn.Module):

@@ -54,10 +54,17 @@ class GraphIR:
 
     def add_node(self, op, inputs, args, output, dtype, shape):
         """Appends one single-output node and declares its output; returns the output's name."""
-        self.values[output] = {"dtype": dtype, "shape": list(shape)}
+        return self.add_node_outputs(op, inputs, args, [(output, dtype, shape)])[0]
+
+    def add_node_outputs(self, op, inputs, args, outputs):
+        """Appends one node with `outputs` [(name, dtype, shape), ...] (a split has several) and
+        declares each; returns their names."""
+        for name, dtype, shape in outputs:
+            self.values[name] = {"dtype": dtype, "shape": list(shape)}
+        names = [name for name, _, _ in outputs]
         self.nodes.append({"op": op, "inputs": list(inputs), "args": dict(args),
-                           "outputs": [output]})
-        return output
+                           "outputs": names})
+        return names
 
     def to_dict(self):
         return {"vkd_graph": 1, "inputs": list(self.inputs), "outputs": list(self.outputs),

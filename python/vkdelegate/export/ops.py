@@ -425,6 +425,81 @@ def _dropout(w, node):
     return w.emit("aten.clone", [w.input(node.args[0])], {}, w.out())
 
 
+# ---- joining and cutting along one dim --------------------------------------------------------
+
+@handles(torch.cat, torch.concat, "aten.cat.default", "aten.concat.default")
+def _cat(w, node):
+    """cat(tensors, dim=0): aten.cat with one input per tensor of the list."""
+    tensors = arg(node, 0, "tensors")
+    dim = w.literal(arg(node, 1, "dim", 0))
+    return w.emit("aten.cat", [w.input(t) for t in tensors], {"dim": dim}, w.out())
+
+
+@handles(torch.split, torch.chunk, "Tensor.split", "Tensor.chunk", "Tensor.split_with_sizes",
+         "aten.split.Tensor", "aten.split_with_sizes.default", "aten.split_copy.Tensor",
+         "aten.split_with_sizes_copy.default", "aten.chunk.default")
+def _split_pieces(w, node):
+    """Every split (split by a size or by sizes, chunk) is aten.split_with_sizes_copy with the
+    pieces' sizes from shape propagation (as the edge dialect spells them); its outputs are
+    named after the getitem nodes that pick them."""
+    outs = w.outs()
+    dim = w.literal(arg(node, 2, "dim", 0))
+    sizes = [o.shape[dim] for o in outs]
+    return w.emit_pieces("aten.split_with_sizes_copy", [w.input(node.args[0])],
+                         {"split_sizes": sizes, "dim": dim}, outs)
+
+
+@handles(torch.narrow, "Tensor.narrow", "aten.narrow.default", "aten.slice.Tensor",
+         "aten.slice_copy.Tensor")
+def _slice(w, node):
+    """narrow(input, dim, start, length) and ATen's slice(self, dim=0, start=None, end=None,
+    step=1): aten.slice_copy.Tensor."""
+    x = w.input(node.args[0])
+    dim = w.literal(arg(node, 1, "dim", 0))
+    if node_key(node) in (torch.narrow, "Tensor.narrow", "aten.narrow.default"):
+        start = w.literal(arg(node, 2, "start"))
+        args = {"start": start, "end": start + w.literal(arg(node, 3, "length")), "step": 1}
+    else:
+        args = {"start": w.literal(arg(node, 2, "start", None)),
+                "end": w.literal(arg(node, 3, "end", None)),
+                "step": w.literal(arg(node, 4, "step", 1))}
+    return w.emit("aten.slice_copy.Tensor", [x], dict(dim=dim, **args), w.out())
+
+
+@handles(operator.getitem)
+def _getitem(w, node):
+    """A piece of a split; or basic slicing of a tensor, x[a:b, ..., ::s] (slices and one
+    Ellipsis), as one aten.slice_copy.Tensor per sliced dim; other indexing generically."""
+    source, index = node.args[0], node.args[1]
+    if w.is_pieces(source):
+        names = w.ref(source).names
+        return Tensor(names[w.literal(index) % len(names)])
+    index = index if isinstance(index, tuple) else (index,)
+    if not w.is_tensor(source) or not all(i is Ellipsis or isinstance(i, slice) for i in index) \
+            or sum(i is Ellipsis for i in index) > 1:
+        return generic(w, node)
+    return _slice_dims(w, w.input(source), index, w.out())
+
+
+def _slice_dims(w, x, index, out):
+    """x[index] for slices and at most one Ellipsis: each non-trivial slice one slice_copy."""
+    dtype, shape = w.value_type(x)
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1:]
+    steps = [(d, s) for d, s in enumerate(index) if s != slice(None)]
+    if not steps:
+        return w.emit("aten.clone", [x], {}, out)
+    for k, (d, s) in enumerate(steps):
+        lit = [w.literal(v) for v in (s.start, s.stop, s.step)]
+        shape = list(shape)
+        shape[d] = len(range(*slice(*lit).indices(shape[d])))
+        target = out if k + 1 == len(steps) else w.temp(f"{out.name}_dim{d}", dtype, shape)
+        args = {"dim": d, "start": lit[0], "end": lit[1], "step": 1 if lit[2] is None else lit[2]}
+        x = w.emit("aten.slice_copy.Tensor", [x], args, target).name
+    return Tensor(x)
+
+
 # ---- modules ----------------------------------------------------------------------------------
 
 def _module_handler(cls):

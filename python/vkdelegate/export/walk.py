@@ -12,6 +12,7 @@ Everything here is shared by the handlers: values as the walk sees them (Ref kin
 arguments, emitting nodes, constants and the int8 mapping of PyTorch's quantized dtypes.
 """
 import math
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,13 @@ class Dequant:
     base: str
     shape: list
     uses: int = 0
+
+
+@dataclass
+class Pieces:
+    """The tensors of a node with several outputs (a split) in the IR, in order; a getitem
+    picks one."""
+    names: list
 
 
 @dataclass
@@ -186,7 +194,9 @@ class Walker:
         if node.op == "get_attr":
             return Param(_fetch_attr(self.gm, node.target), node.target)
         if node.op == "output":
-            self.ir.outputs.extend(self.input(a) for a in _leaves(node.args[0]))
+            for a in _leaves(node.args[0]):
+                ref = self.ref(a)
+                self.ir.outputs.extend(ref.names if isinstance(ref, Pieces) else [self.input(a)])
             return None
         if "vkd_literal" in node.meta:
             return Literal(node.meta["vkd_literal"])
@@ -215,6 +225,9 @@ class Walker:
     def is_tensor(self, arg):
         return isinstance(self.ref(arg), (Tensor, Param, Dequant))
 
+    def is_pieces(self, arg):
+        return isinstance(self.ref(arg), Pieces)
+
     def input(self, arg):
         """The IR value name of a tensor argument: writes a constant the first time it is read,
         emits a fresh dequantize for each consumer of a deferred one."""
@@ -230,6 +243,8 @@ class Walker:
             if not ref.written:
                 ref.written = self.constant(ref.tensor, ref.data_name)
             return ref.written
+        if isinstance(ref, Pieces):
+            raise self.fail("expected a tensor argument, got the pieces of a split (index them)")
         raise self.fail(f"expected a tensor argument, got {ref.value!r}")
 
     def literal(self, arg):
@@ -257,6 +272,20 @@ class Walker:
             raise self.fail("its result is not a single tensor (only single-output ops export)")
         return Out(self.ir.claim(node.name), dtype_name(meta.dtype), list(meta.shape))
 
+    def outs(self, node=None):
+        """The Outs of a node whose result is a sequence of tensors (a split), each named after
+        the getitem that picks it (a piece nothing picks: after the node)."""
+        node = node or self.node
+        metas = node.meta.get("tensor_meta")
+        if not isinstance(metas, (list, tuple)) or not all(hasattr(m, "shape") for m in metas):
+            raise self.fail("its result is not a sequence of tensors")
+        picked = {}
+        for user in node.users:
+            if user.target is operator.getitem and isinstance(user.args[1], int):
+                picked[user.args[1] % len(metas)] = user.name
+        return [Out(self.ir.claim(picked[k]) if k in picked else self.ir.fresh(f"{node.name}_{k}"),
+                    dtype_name(m.dtype), list(m.shape)) for k, m in enumerate(metas)]
+
     def temp(self, base, dtype, shape):
         """An Out for an intermediate value (a fused module's inner result)."""
         return Out(self.ir.fresh(base), dtype, list(shape))
@@ -269,12 +298,20 @@ class Walker:
 
     def emit(self, op, inputs, args, out):
         """One IR node; trailing absent optional inputs ("") are left out."""
+        return Tensor(self.emit_outputs(op, inputs, args, [out])[0])
+
+    def emit_pieces(self, op, inputs, args, outs):
+        """One IR node with several outputs (`outs`, in order): a split."""
+        return Pieces(self.emit_outputs(op, inputs, args, outs))
+
+    def emit_outputs(self, op, inputs, args, outs):
         inputs = list(inputs)
         while inputs and inputs[-1] == "":
             inputs.pop()
         args = {k: json_literal(v, f"{self.where}node '{self.node.name}' arg '{k}'")
                 for k, v in args.items()}
-        return Tensor(self.ir.add_node(op, inputs, args, out.name, out.dtype, out.shape))
+        return self.ir.add_node_outputs(op, inputs, args,
+                                        [(o.name, o.dtype, o.shape) for o in outs])
 
     def constant(self, tensor, data_name):
         """Writes a float/int constant; returns its IR value name (named after its data)."""
