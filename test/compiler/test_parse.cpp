@@ -280,17 +280,21 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   EXPECT_EQ(std::get<double>(g.nodes[5].args.at("max_val")), 6.0);
   const Node& add = g.nodes[7];
   EXPECT_EQ(std::get<int64_t>(add.args.at("alpha")), 1);  // default filled in
-  const Node& pool = g.nodes[9];
+  // Later nodes by the value they write (the list grows in the middle as ops are added).
+  auto writer = [&g](const char* value) -> const Node& {
+    return g.nodes[static_cast<size_t>(g.producer(value))];
+  };
+  const Node& pool = writer("mp");
   EXPECT_EQ(std::get<std::vector<int64_t>>(pool.args.at("dilation")), (std::vector<int64_t>{1, 1}));
-  const Node& lin = g.nodes[13];
+  const Node& lin = writer("l");
   EXPECT_EQ(lin.inputs, (std::vector<std::string>{"v", "wl", "bl"}));
-  const Node& cln = g.nodes[14];
+  const Node& cln = writer("cln");
   EXPECT_TRUE(std::holds_alternative<NoneArg>(cln.args.at("memory_format")));
-  const Node& dim_order = g.nodes[16];
+  const Node& dim_order = writer("cd");
   EXPECT_FALSE(std::get<bool>(dim_order.args.at("non_blocking")));
-  EXPECT_EQ(std::get<double>(g.nodes[17].args.at("eps")), 1e-6);
-  EXPECT_EQ(g.nodes[17].outputs, (std::vector<std::string>{"sc", "zp"}));
-  EXPECT_EQ(g.producer("zp"), 17);
+  EXPECT_EQ(std::get<double>(writer("sc").args.at("eps")), 1e-6);
+  EXPECT_EQ(writer("sc").outputs, (std::vector<std::string>{"sc", "zp"}));
+  EXPECT_EQ(g.producer("zp"), g.producer("sc"));
 }
 
 TEST(ParseTest, OptionalInputsArePaddedAndDefaultsFilled) {
