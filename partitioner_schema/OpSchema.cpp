@@ -253,6 +253,23 @@ void pool_schemas(std::vector<OpSchema>& s) {
                                  scalar("dilation", ArgKind::IntList),
                                  scalar("ceil_mode", ArgKind::Bool),
                                  tied(tensor_out("output", i8x4, chw_int8), 0))));
+  s.push_back(kernel_op("q8ta_avg_pool2d", "int8 avg_pool2d (int32 sums), requantized",
+                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
+                                 per_tensor_qparams("input_"),
+                                 scalar("kernel_size", ArgKind::IntList),
+                                 scalar("stride", ArgKind::IntList),
+                                 scalar("padding", ArgKind::IntList),
+                                 scalar("ceil_mode", ArgKind::Bool),
+                                 scalar("count_include_pad", ArgKind::Bool),
+                                 scalar("divisor_override", ArgKind::Int),  // 0: none
+                                 per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
+  // Output sizes are the output tensor's.
+  s.push_back(kernel_op("q8ta_adaptive_avg_pool2d",
+                        "int8 adaptive_avg_pool2d to any size (int32 sums), requantized",
+                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
+                                 per_tensor_qparams("input_"), per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
   s.push_back(kernel_op("q8ta_mean", "int8 mean over H and W (keepdim), requantized",
                         arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
                                  per_tensor_qparams("input_"), per_tensor_qparams("output_"),

@@ -17,6 +17,7 @@ inline constexpr char kHardtanh[] = "aten.hardtanh";
 inline constexpr char kClamp[] = "aten.clamp";
 inline constexpr char kPixelShuffle[] = "aten.pixel_shuffle";
 inline constexpr char kMaxPool[] = "aten.max_pool2d";
+inline constexpr char kAvgPool[] = "aten.avg_pool2d";
 inline constexpr char kMean[] = "aten.mean.dim";
 inline constexpr char kAdaptiveAvgPool[] = "aten.adaptive_avg_pool2d";
 inline constexpr char kViewCopy[] = "aten.view_copy";

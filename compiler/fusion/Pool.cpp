@@ -1,8 +1,10 @@
 // dq -> aten.max_pool2d -> q => q8ta_max_pool2d, with the same qparams on both sides (max
 // commutes with the monotonic dequantization, so the kernel only takes maxima of int8 values);
+// dq -> aten.avg_pool2d -> q => q8ta_avg_pool2d (int32 sums, requantized);
 // dq -> aten.mean.dim (dim = H and W) | aten.adaptive_avg_pool2d (1) -> q => q8ta_mean
 // (requantized; keepdim = False: q8ta_mean_flat, whose [N, C] rows are the q8ta_linear input
-// layout). Neither fuses an activation or has a float-output variant.
+// layout); adaptive_avg_pool2d to another size => q8ta_adaptive_avg_pool2d. None fuses an
+// activation or has a float-output variant.
 #include <optional>
 #include <set>
 
@@ -30,36 +32,53 @@ std::string check_pool(const Graph& g, const Node& n, int p, const Tail& tail,
   return "";
 }
 
-// q8ta_max_pool2d's args from aten.max_pool2d `n` (an empty stride meaning the kernel size).
-std::string read_max_pool_args(const Node& n, const QuantInfo& in_q, const QuantInfo& out_q,
-                               Args& args) {
-  if (!same_quant(in_q, out_q)) {
-    return "input (" + describe_quant(in_q) + ") and output (" + describe_quant(out_q) +
-           ") quantization differ";
-  }
+// A bool arg of `n`, `def` when absent; nullopt when of another kind.
+std::optional<bool> bool_or(const Node& n, const char* name, bool def) {
+  const auto it = n.args.find(name);
+  if (it == n.args.end()) return def;
+  const auto* b = std::get_if<bool>(&it->second);
+  return b ? std::optional<bool>(*b) : std::nullopt;
+}
+
+// The window args of max_pool2d / avg_pool2d `n`: kernel_size, stride (an empty list meaning the
+// kernel size), padding, ceil_mode.
+std::string read_window_args(const Node& n, Args& args) {
   const auto kernel = opt_ints(n, "kernel_size");
   if (!kernel || kernel->empty()) return "kernel_size is missing";
   const auto stride = arg_present(n, "stride") ? opt_ints(n, "stride")
                                                : std::optional<std::vector<int64_t>>{};
   const auto padding = arg_present(n, "padding") ? opt_ints(n, "padding")
                                                  : std::vector<int64_t>{0};
-  const auto dilation = arg_present(n, "dilation") ? opt_ints(n, "dilation")
-                                                   : std::vector<int64_t>{1};
-  if ((arg_present(n, "stride") && !stride) || !padding || !dilation) {
-    return "stride, padding or dilation is not an int list";
+  if ((arg_present(n, "stride") && !stride) || !padding) {
+    return "stride or padding is not an int list";
   }
-  bool ceil_mode = false;
-  if (arg_present(n, "ceil_mode")) {
-    const auto* b = std::get_if<bool>(&n.args.at("ceil_mode"));
-    if (!b) return "ceil_mode is not a bool";
-    ceil_mode = *b;
-  }
+  const std::optional<bool> ceil_mode = bool_or(n, "ceil_mode", false);
+  if (!ceil_mode) return "ceil_mode is not a bool";
   args["kernel_size"] = *kernel;
   args["stride"] = stride ? *stride : std::vector<int64_t>{};
   args["padding"] = *padding;
-  args["dilation"] = *dilation;
-  args["ceil_mode"] = ceil_mode;
+  args["ceil_mode"] = *ceil_mode;
   return "";
+}
+
+// q8ta_max_pool2d's args from aten.max_pool2d `n`.
+std::string read_max_pool_args(const Node& n, const QuantInfo& in_q, const QuantInfo& out_q,
+                               Args& args) {
+  if (!same_quant(in_q, out_q)) {
+    return "input (" + describe_quant(in_q) + ") and output (" + describe_quant(out_q) +
+           ") quantization differ";
+  }
+  const auto dilation = arg_present(n, "dilation") ? opt_ints(n, "dilation")
+                                                   : std::vector<int64_t>{1};
+  if (!dilation) return "dilation is not an int list";
+  args["dilation"] = *dilation;
+  return read_window_args(n, args);
+}
+
+// adaptive_avg_pool2d to 1x1 is the mean over H and W.
+bool is_global_pool(const Node& n) {
+  const auto size = opt_ints(n, "output_size");
+  return size && (*size == std::vector<int64_t>{1} || *size == std::vector<int64_t>{1, 1});
 }
 
 // "" when `n` averages exactly the H and W dims of its rank-`rank` input (into 1x1, or dropped
@@ -79,17 +98,11 @@ std::string check_mean_over_hw(const Node& n, int64_t rank) {
     if (arg_present(n, "dtype")) return "a dtype is given";
     return "";
   }
-  const auto size = opt_ints(n, "output_size");
-  if (!size || (*size != std::vector<int64_t>{1} && *size != std::vector<int64_t>{1, 1})) {
-    return "output_size is not 1x1";
-  }
-  return "";
+  return is_global_pool(n) ? "" : "output_size is not 1x1";
 }
 
-// q8ta_mean's output args: it requantizes into the full int8 range only.
-std::string read_mean_args(const Node& n, int64_t rank, const QuantInfo& out_q, Args& args) {
-  const std::string why = check_mean_over_hw(n, rank);
-  if (!why.empty()) return why;
+// The output args of the averaging kernels: they requantize into the full int8 range only.
+std::string read_average_output(const QuantInfo& out_q, Args& args) {
   if (out_q.quant_min != -128 || out_q.quant_max != 127) {
     return "output range " + std::to_string(out_q.quant_min) + ".." +
            std::to_string(out_q.quant_max) + " is not the full int8 range";
@@ -99,15 +112,48 @@ std::string read_mean_args(const Node& n, int64_t rank, const QuantInfo& out_q, 
   return "";
 }
 
+// q8ta_mean's output args.
+std::string read_mean_args(const Node& n, int64_t rank, const QuantInfo& out_q, Args& args) {
+  const std::string why = check_mean_over_hw(n, rank);
+  return why.empty() ? read_average_output(out_q, args) : why;
+}
+
+// q8ta_avg_pool2d's args from aten.avg_pool2d `n` (divisor_override None is 0).
+std::string read_avg_pool_args(const Node& n, const QuantInfo& out_q, Args& args) {
+  std::string why = read_window_args(n, args);
+  if (!why.empty()) return why;
+  const std::optional<bool> include_pad = bool_or(n, "count_include_pad", true);
+  if (!include_pad) return "count_include_pad is not a bool";
+  args["count_include_pad"] = *include_pad;
+  args["divisor_override"] = opt_int(n, "divisor_override").value_or(0);
+  return read_average_output(out_q, args);
+}
+
+// The backend op pool `n` becomes.
+std::string pool_backend(const Graph& g, const Node& n) {
+  if (n.op == kMaxPool) return "q8ta_max_pool2d";
+  if (n.op == kAvgPool) return "q8ta_avg_pool2d";
+  if (n.op == kAdaptiveAvgPool && !is_global_pool(n)) return "q8ta_adaptive_avg_pool2d";
+  // keepdim = False leaves [N, C]: the rows variant.
+  const bool flat = n.outputs.size() == 1 && g.value(n.outputs[0]).shape.size() == 2;
+  return flat ? "q8ta_mean_flat" : "q8ta_mean";
+}
+
+// The backend args of pool `n` into `backend` (rank: of its input).
+std::string read_pool_args(const Node& n, const std::string& backend, int64_t rank,
+                           const QuantInfo& in_q, const QuantInfo& out_q, Args& args) {
+  if (backend == "q8ta_max_pool2d") return read_max_pool_args(n, in_q, out_q, args);
+  if (backend == "q8ta_avg_pool2d") return read_avg_pool_args(n, out_q, args);
+  if (backend == "q8ta_adaptive_avg_pool2d") return read_average_output(out_q, args);
+  return read_mean_args(n, rank, out_q, args);
+}
+
 }  // namespace
 
 void fuse_pool(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
-  const bool max_pool = n.op == kMaxPool;
-  // keepdim = False leaves [N, C]: the rows variant.
-  const bool flat = !max_pool && n.outputs.size() == 1 && g.value(n.outputs[0]).shape.size() == 2;
-  const std::string backend = max_pool ? "q8ta_max_pool2d" : flat ? "q8ta_mean_flat" : "q8ta_mean";
+  const std::string backend = pool_backend(g, n);
   const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
   if (!m) return;
   const Tail& tail = m->tail;
@@ -127,8 +173,7 @@ void fuse_pool(FuseState& state, int i) {
   out.args["input_scale"] = in_q.scale;
   out.args["input_zero_point"] = in_q.zero_point;
   const int64_t rank = static_cast<int64_t>(g.value(x).shape.size());
-  why = max_pool ? read_max_pool_args(n, in_q, tail.out_q, out.args)
-                 : read_mean_args(n, rank, tail.out_q, out.args);
+  why = read_pool_args(n, backend, rank, in_q, tail.out_q, out.args);
   if (!why.empty()) return fail(why);
   if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
   f.dead = {x};

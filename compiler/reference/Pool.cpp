@@ -1,5 +1,5 @@
-// CPU reference of the pooling and reduction ops: max_pool2d, mean.dim, adaptive_avg_pool2d
-// (semantics above each function). Built with -ffp-contract=off (compiler/CMakeLists.txt), so each
+// CPU reference of the pooling and reduction ops: max_pool2d, avg_pool2d, mean.dim,
+// adaptive_avg_pool2d (semantics above each function). Built with -ffp-contract=off (compiler/CMakeLists.txt), so each
 // float32 sum is rounded on its own, in the order written here.
 #include "compiler/reference/Reference.h"
 
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,54 @@ HostTensor mean_over(const ReferenceContext& c, const HostTensor& x, std::vector
   return HostTensor::from_floats(out_shape, acc);
 }
 
+// The window arguments of max_pool2d / avg_pool2d, (h, w) each: an absent or empty stride is
+// the kernel size, absent padding 0, absent dilation 1.
+struct PoolArgs {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  bool ceil_mode;
+};
+
+PoolArgs read_pool_args(const ReferenceContext& c) {
+  PoolArgs a{};
+  std::tie(a.kh, a.kw) = pair_arg(c, c.ints_arg("kernel_size"), "kernel_size");
+  const std::vector<int64_t> stride_v =
+      c.present("stride") ? c.ints_arg("stride") : std::vector<int64_t>{};
+  std::tie(a.sh, a.sw) =
+      stride_v.empty() ? std::make_pair(a.kh, a.kw) : pair_arg(c, stride_v, "stride");
+  std::tie(a.ph, a.pw) = c.present("padding") ? pair_arg(c, c.ints_arg("padding"), "padding")
+                                              : std::make_pair<int64_t, int64_t>(0, 0);
+  std::tie(a.dh, a.dw) = c.present("dilation")
+                             ? pair_arg(c, c.ints_arg("dilation"), "dilation")
+                             : std::make_pair<int64_t, int64_t>(1, 1);
+  a.ceil_mode = c.bool_arg("ceil_mode", false);
+  c.require(a.kh > 0 && a.kw > 0, "kernel_size must be positive");
+  c.require(a.sh > 0 && a.sw > 0, "stride must be positive");
+  c.require(a.dh > 0 && a.dw > 0, "dilation must be positive");
+  c.require(a.ph >= 0 && a.pw >= 0 && a.ph <= a.kh / 2 && a.pw <= a.kw / 2,
+            "padding must be non-negative and at most half of the kernel size");
+  return a;
+}
+
+// The output of a 2-d window op on `x` (rank 3 or 4) with output size OH x OW: the leading
+// dims kept.
+HostTensor pool_output(const ReferenceContext& c, const HostTensor& x, int64_t OH, int64_t OW) {
+  c.require(OH >= 1 && OW >= 1, detail::concat("output size ", OH, "x", OW, " is too small"));
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 2);
+  shape.insert(shape.end(), {OH, OW});
+  return make_tensor(x.dtype, shape);
+}
+
+// The float32 sum of plane `p` of `x` (H x W planes) over rows [h0, h1) and columns [w0, w1),
+// added in row-major order as PyTorch's CPU pooling kernels add them.
+float window_sum(const HostTensor& x, int64_t p, int64_t H, int64_t W, int64_t h0, int64_t h1,
+                 int64_t w0, int64_t w1) {
+  float sum = 0.0f;
+  for (int64_t ih = h0; ih < h1; ++ih) {
+    for (int64_t iw = w0; iw < w1; ++iw) sum += get_f32(x, (p * H + ih) * W + iw);
+  }
+  return sum;
+}
+
 }  // namespace
 
 // aten.max_pool2d: PyTorch's output size (pooling_output_shape: with ceil_mode the last window
@@ -75,29 +124,13 @@ std::vector<HostTensor> reference_max_pool2d(const ReferenceContext& c) {
     c.fail(ErrorCode::Unsupported, detail::concat("max_pool2d of ", to_string(x.dtype)));
   }
   c.require(x.shape.size() == 3 || x.shape.size() == 4, "input must have rank 3 or 4");
-  const auto [kh, kw] = pair_arg(c, c.ints_arg("kernel_size"), "kernel_size");
-  std::vector<int64_t> stride_v =
-      c.present("stride") ? c.ints_arg("stride") : std::vector<int64_t>{};
-  const auto [sh, sw] = stride_v.empty() ? std::make_pair(kh, kw) : pair_arg(c, stride_v, "stride");
-  const auto [ph, pw] = c.present("padding") ? pair_arg(c, c.ints_arg("padding"), "padding")
-                                             : std::make_pair<int64_t, int64_t>(0, 0);
-  const auto [dh, dw] = c.present("dilation") ? pair_arg(c, c.ints_arg("dilation"), "dilation")
-                                              : std::make_pair<int64_t, int64_t>(1, 1);
-  const bool ceil_mode = c.bool_arg("ceil_mode", false);
-  c.require(kh > 0 && kw > 0, "kernel_size must be positive");
-  c.require(sh > 0 && sw > 0, "stride must be positive");
-  c.require(dh > 0 && dw > 0, "dilation must be positive");
-  c.require(ph >= 0 && pw >= 0 && ph <= kh / 2 && pw <= kw / 2,
-            "padding must be non-negative and at most half of the kernel size");
+  const auto [kh, kw, sh, sw, ph, pw, dh, dw, ceil_mode] = read_pool_args(c);
   const size_t rank = x.shape.size();
   const int64_t H = x.shape[rank - 2], W = x.shape[rank - 1];
   const int64_t planes = element_count({x.shape.begin(), x.shape.end() - 2});
   const int64_t OH = pool_output_size(H, kh, ph, sh, dh, ceil_mode);
   const int64_t OW = pool_output_size(W, kw, pw, sw, dw, ceil_mode);
-  c.require(OH >= 1 && OW >= 1, detail::concat("output size ", OH, "x", OW, " is too small"));
-  std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 2);
-  shape.insert(shape.end(), {OH, OW});
-  HostTensor out = make_tensor(x.dtype, shape);
+  HostTensor out = pool_output(c, x, OH, OW);
   const bool is_float = x.dtype == DType::Float32;
   for (int64_t p = 0; p < planes; ++p) {
     for (int64_t oh = 0; oh < OH; ++oh) {
@@ -131,11 +164,55 @@ std::vector<HostTensor> reference_max_pool2d(const ReferenceContext& c) {
   return {out};
 }
 
-// aten.mean.dim (any dims; empty list = all dims) and aten.adaptive_avg_pool2d (output 1x1
-//   only; PyTorch itself computes it as mean over (-1, -2)): for each output element one float32
+// aten.avg_pool2d: PyTorch's output size (as max_pool2d's, dilation 1) and CPU kernel: along
+//   each dim a window starts at o * stride - padding and ends at min(start + kernel, size +
+//   padding); pool_size = the product of the two (end - start); both then clipped to the input.
+//   The float32 sum of the window's input elements (row-major order) is divided by
+//   float32(divisor): divisor_override if given, else pool_size (count_include_pad) or the
+//   number of input elements in the window. Padding must be <= kernel / 2, divisor_override != 0.
+std::vector<HostTensor> reference_avg_pool2d(const ReferenceContext& c) {
+  const HostTensor& x = c.input(0, "self");
+  c.expect_dtype(x, DType::Float32, "self");
+  c.require(x.shape.size() == 3 || x.shape.size() == 4, "input must have rank 3 or 4");
+  const PoolArgs a = read_pool_args(c);
+  const bool include_pad = c.bool_arg("count_include_pad", true);
+  const int64_t divisor_override = c.present("divisor_override") ? c.int_arg("divisor_override")
+                                                                 : 0;
+  c.require(!c.present("divisor_override") || divisor_override != 0,
+            "divisor_override must not be 0");
+  const size_t rank = x.shape.size();
+  const int64_t H = x.shape[rank - 2], W = x.shape[rank - 1];
+  const int64_t planes = element_count({x.shape.begin(), x.shape.end() - 2});
+  const int64_t OH = pool_output_size(H, a.kh, a.ph, a.sh, 1, a.ceil_mode);
+  const int64_t OW = pool_output_size(W, a.kw, a.pw, a.sw, 1, a.ceil_mode);
+  HostTensor out = pool_output(c, x, OH, OW);
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t h0 = oh * a.sh - a.ph, h1 = std::min(h0 + a.kh, H + a.ph);
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t w0 = ow * a.sw - a.pw, w1 = std::min(w0 + a.kw, W + a.pw);
+        const int64_t pool_size = (h1 - h0) * (w1 - w0);
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, H);
+        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, W);
+        const int64_t divisor = divisor_override != 0 ? divisor_override
+                                : include_pad        ? pool_size
+                                                     : (he - hs) * (we - ws);
+        const float sum = window_sum(x, p, H, W, hs, he, ws, we);
+        set_f32(out, (p * OH + oh) * OW + ow, sum / static_cast<float>(divisor));
+      }
+    }
+  }
+  return {out};
+}
+
+// aten.mean.dim (any dims; empty list = all dims) and aten.adaptive_avg_pool2d to 1x1 (PyTorch
+//   itself computes that as a mean over (-1, -2)): for each output element one float32
 //   accumulator sums the reduced elements in row-major order of the input, then divides by the
 //   element count (as a float32). PyTorch sums in a different (vectorized, cascaded) order, so
 //   means agree with it to rounding, not bit for bit.
+// aten.adaptive_avg_pool2d to another size: PyTorch's CPU kernel: output o of a dim averages
+//   input [floor(o * in / out), ceil((o + 1) * in / out)); the float32 sum (row-major order) is
+//   divided by float32(kh), then by float32(kw) (kh, kw the window's sizes), as PyTorch does.
 std::vector<HostTensor> reference_mean_dim(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "self");
   if (c.present("dtype")) {
@@ -147,13 +224,26 @@ std::vector<HostTensor> reference_mean_dim(const ReferenceContext& c) {
 
 std::vector<HostTensor> reference_adaptive_avg_pool2d(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "self");
-  const auto [oh, ow] = pair_arg(c, c.ints_arg("output_size"), "output_size");
-  if (oh != 1 || ow != 1) {
-    c.fail(ErrorCode::Unsupported, detail::concat("adaptive_avg_pool2d to ", oh, "x", ow,
-                                                  " (only 1x1 is supported)"));
-  }
+  const auto [OH, OW] = pair_arg(c, c.ints_arg("output_size"), "output_size");
   c.require(x.shape.size() == 3 || x.shape.size() == 4, "input must have rank 3 or 4");
-  return {mean_over(c, x, {-2, -1}, true)};
+  if (OH == 1 && OW == 1) return {mean_over(c, x, {-2, -1}, true)};
+  c.expect_dtype(x, DType::Float32, "self");
+  const size_t rank = x.shape.size();
+  const int64_t H = x.shape[rank - 2], W = x.shape[rank - 1];
+  const int64_t planes = element_count({x.shape.begin(), x.shape.end() - 2});
+  HostTensor out = pool_output(c, x, OH, OW);
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
+        const float sum = window_sum(x, p, H, W, h0, h1, w0, w1);
+        const float by_rows = sum / static_cast<float>(h1 - h0);
+        set_f32(out, (p * OH + oh) * OW + ow, by_rows / static_cast<float>(w1 - w0));
+      }
+    }
+  }
+  return {out};
 }
 
 }  // namespace vkd::compiler

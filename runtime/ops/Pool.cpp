@@ -1,7 +1,9 @@
-// Op family: pooling over channels-packed int8x4 tensors (q8ta_max_pool2d, q8ta_mean and
-// q8ta_mean_flat).
+// Op family: pooling over channels-packed int8x4 tensors (q8ta_max_pool2d, q8ta_avg_pool2d,
+// q8ta_adaptive_avg_pool2d, q8ta_mean and q8ta_mean_flat).
 #include "runtime/ops/Pool.h"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +22,14 @@ struct MaxPoolPush {
   std::array<int32_t, 4> in_sizes, out_sizes;
   std::array<int32_t, 2> kernel, stride, padding, dilation;
   int32_t word_count, zero_point;
+};
+
+// Mirrors `Params` in shaders/q8ta_avg_pool2d.glsl.
+struct AvgPoolPush {
+  std::array<int32_t, 4> in_sizes, out_sizes;
+  std::array<int32_t, 2> kernel, stride, padding;
+  int32_t invocations, in_word_count, adaptive, count_include_pad, table_w, in_zp, out_zp;
+  float inv_out_scale;
 };
 
 // Mirrors `Params` in shaders/q8ta_mean.glsl.
@@ -61,6 +71,44 @@ int checked_pool_layout(const std::string& op, const graph::GpuTensor& in,
   return layout;
 }
 
+// Kernel, stride and dilation positive, 0 <= padding <= kernel / 2 (as PyTorch requires), and
+// output `out` of the sizes the window geometry gives input `in` (rank 3 or 4 alike).
+void check_pool_geometry(const std::string& op, std::array<int32_t, 2> kernel,
+                         std::array<int32_t, 2> stride, std::array<int32_t, 2> padding,
+                         std::array<int32_t, 2> dilation, bool ceil_mode,
+                         const graph::GpuTensor& in, const graph::GpuTensor& out);
+
+// Output [N, C, oh, ow] of input `d` (rank 3 or 4 alike).
+void check_pool_output(const std::string& op, const graph::GpuTensor& out, const Dims4& d,
+                       int64_t oh, int64_t ow) {
+  const Dims4 o = out.spec().dims4();
+  VKD_CHECK(o.n == d.n && o.c == d.c && o.h == oh && o.w == ow, ErrorCode::InvalidArgument, op,
+            ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, ", ", oh, ", ", ow,
+            "]");
+}
+
+void check_pool_geometry(const std::string& op, std::array<int32_t, 2> kernel,
+                         std::array<int32_t, 2> stride, std::array<int32_t, 2> padding,
+                         std::array<int32_t, 2> dilation, bool ceil_mode,
+                         const graph::GpuTensor& in, const graph::GpuTensor& out) {
+  for (int k = 0; k < 2; ++k) {
+    VKD_CHECK(kernel[k] > 0 && stride[k] > 0 && dilation[k] > 0, ErrorCode::InvalidArgument, op,
+              ": kernel, stride and dilation must be positive (", kernel[k], ", ", stride[k],
+              ", ", dilation[k], ")");
+    VKD_CHECK(padding[k] >= 0 && padding[k] <= kernel[k] / 2, ErrorCode::InvalidArgument, op,
+              ": padding ", padding[k], " must be >= 0 and at most half the kernel size ",
+              kernel[k]);
+  }
+  const Dims4 d = in.spec().dims4();
+  const int64_t oh =
+      max_pool_output_size(d.h, kernel[0], padding[0], stride[0], dilation[0], ceil_mode);
+  const int64_t ow =
+      max_pool_output_size(d.w, kernel[1], padding[1], stride[1], dilation[1], ceil_mode);
+  VKD_CHECK(oh >= 1 && ow >= 1, ErrorCode::InvalidArgument, op, ": output size ", oh, "x", ow,
+            " of input ", d.h, "x", d.w, " is too small");
+  check_pool_output(op, out, d, oh, ow);
+}
+
 int32_t to_i32(const std::string& op, const char* what, int64_t v) {
   VKD_CHECK(v < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", what, " ", v,
             " exceeds the 2^31 a kernel can index");
@@ -86,25 +134,9 @@ void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const int layout = checked_pool_layout(op, in, out);
   VKD_CHECK(-128 <= p.zero_point && p.zero_point <= 127, ErrorCode::InvalidArgument, op,
             ": zero_point ", p.zero_point, " outside [-128, 127]");
-  for (int k = 0; k < 2; ++k) {
-    VKD_CHECK(p.kernel[k] > 0 && p.stride[k] > 0 && p.dilation[k] > 0,
-              ErrorCode::InvalidArgument, op, ": kernel, stride and dilation must be positive (",
-              p.kernel[k], ", ", p.stride[k], ", ", p.dilation[k], ")");
-    VKD_CHECK(p.padding[k] >= 0 && p.padding[k] <= p.kernel[k] / 2, ErrorCode::InvalidArgument,
-              op, ": padding ", p.padding[k], " must be >= 0 and at most half the kernel size ",
-              p.kernel[k]);
-  }
+  check_pool_geometry(op, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode, in, out);
   const Dims4 d = in.spec().dims4();
   const Dims4 o = out.spec().dims4();
-  const int64_t oh = max_pool_output_size(d.h, p.kernel[0], p.padding[0], p.stride[0],
-                                          p.dilation[0], p.ceil_mode);
-  const int64_t ow = max_pool_output_size(d.w, p.kernel[1], p.padding[1], p.stride[1],
-                                          p.dilation[1], p.ceil_mode);
-  VKD_CHECK(oh >= 1 && ow >= 1, ErrorCode::InvalidArgument, op, ": output size ", oh, "x", ow,
-            " of input ", d.h, "x", d.w, " is too small");
-  VKD_CHECK(o.n == d.n && o.c == d.c && o.h == oh && o.w == ow, ErrorCode::InvalidArgument, op,
-            ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, ", ", oh, ", ", ow,
-            "]");
   const int64_t words = packed_int8_word_count(out.spec().layout, o);
   const MaxPoolPush push{nchw_sizes(d),
                          nchw_sizes(o),
@@ -122,6 +154,135 @@ void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(words));
   graph.add_node(std::move(node));
+}
+
+namespace {
+
+// How q8ta_avg_pool2d's windows are placed: pooling (kernel, stride, padding) or adaptive.
+struct AvgWindows {
+  bool adaptive = false;
+  std::array<int32_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0};
+  bool ceil_mode = false;
+  bool count_include_pad = false;
+  int32_t divisor_override = 0;
+};
+
+// The window of output position o along one dim (d: 0 = h, 1 = w) of input size `in` and output
+// size `out`, as the shader's pool_window computes it: clipped [start, end) and the extent.
+struct Window {
+  int64_t start, end, extent;
+};
+Window pool_window(const AvgWindows& w, int d, int64_t o, int64_t in, int64_t out) {
+  if (w.adaptive) {
+    const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
+    return {start, end, end - start};
+  }
+  const int64_t start = o * w.stride[d] - w.padding[d];
+  const int64_t end = std::min<int64_t>(start + w.kernel[d], in + w.padding[d]);
+  return {std::max<int64_t>(start, 0), std::min(end, in), end - start};
+}
+
+// The longest window along dim d (extent, or clipped length when no padding counts): the
+// multiplier table's size along it.
+int64_t longest_window(const AvgWindows& w, int d, int64_t in, int64_t out) {
+  if (!w.adaptive) return w.kernel[d];
+  int64_t longest = 0;
+  for (int64_t o = 0; o < out; ++o) longest = std::max(longest, pool_window(w, d, o, in, out).extent);
+  return longest;
+}
+
+// Largest window q8ta_avg_pool2d sums: 255 * 16448 < 2^22, the range the kernel converts to
+// float32 exactly (small_int_to_float).
+constexpr int64_t kMaxAvgWindow = 16448;
+
+// m(a, b) = float32(s_in / divisor) for every window of a x b positions (row-major, b fastest),
+// divisor = divisor_override or a * b: the kernel's table.
+std::vector<uint8_t> avg_multipliers(int64_t rows, int64_t cols, float in_scale,
+                                     int32_t divisor_override) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * cols) * 4);
+  for (int64_t a = 1; a <= rows; ++a) {
+    for (int64_t b = 1; b <= cols; ++b) {
+      const double divisor = divisor_override != 0 ? divisor_override : static_cast<double>(a * b);
+      const float m = static_cast<float>(static_cast<double>(in_scale) / divisor);
+      std::memcpy(bytes.data() + 4 * ((a - 1) * cols + (b - 1)), &m, 4);
+    }
+  }
+  return bytes;
+}
+
+// q8ta_avg_pool2d / q8ta_adaptive_avg_pool2d (named `op`) with windows `w`.
+void add_avg_pool_node(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef input,
+                       graph::ValueRef output, const AvgWindows& w, const QuantParams& in_q,
+                       const QuantParams& out_q) {
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  const int layout = checked_pool_layout(op, in, out);
+  check_quant_params(op, in_q);
+  check_quant_params(op, out_q);
+  const Dims4 d = in.spec().dims4();
+  const Dims4 o = out.spec().dims4();
+  if (w.adaptive) {
+    check_pool_output(op, out, d, o.h, o.w);  // any output size: the same N and C
+  } else {
+    check_pool_geometry(op, w.kernel, w.stride, w.padding, {1, 1}, w.ceil_mode, in, out);
+  }
+  const int64_t rows = longest_window(w, 0, d.h, o.h), cols = longest_window(w, 1, d.w, o.w);
+  VKD_CHECK(rows * cols <= kMaxAvgWindow, ErrorCode::Unsupported, op, ": a window of ", rows,
+            "x", cols, " positions exceeds ", kMaxAvgWindow,
+            ", beyond which the int32 sum does not convert to float32 exactly in the kernel");
+  const int64_t in_words = packed_int8_word_count(in.spec().layout, d);
+  const int64_t invocations = d.n * o.h * div_up(d.c, 4) * div_up(o.w, 4);
+  const AvgPoolPush push{nchw_sizes(d),
+                         nchw_sizes(o),
+                         w.kernel,
+                         w.stride,
+                         w.padding,
+                         to_i32(op, "invocations", invocations),
+                         to_i32(op, "input words", in_words),
+                         w.adaptive ? 1 : 0,
+                         w.count_include_pad ? 1 : 0,
+                         static_cast<int32_t>(cols),
+                         in_q.zero_point,
+                         out_q.zero_point,
+                         inverse_scale(out_q.scale)};
+  to_i32(op, "output words", packed_int8_word_count(out.spec().layout, o));
+  const TensorSpec table{{rows * cols}, DType::Float32, StorageType::Buffer,
+                         MemoryLayout::WidthPacked};
+  const float in_scale = in_q.scale;
+  const int32_t divisor = w.divisor_override;
+  const graph::ValueRef multipliers = graph.add_constant(
+      table, out.name() + ".multipliers",
+      [rows, cols, in_scale, divisor] { return avg_multipliers(rows, cols, in_scale, divisor); },
+      static_cast<uint64_t>(rows * cols * 4));
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_avg_pool2d[layout];
+  node.bindings = {output, input, multipliers};
+  node.push_constants = graph::push_constant_bytes(push);
+  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(invocations));
+  graph.add_node(std::move(node));
+}
+
+}  // namespace
+
+void add_q8ta_avg_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const AvgPool2dParams& p) {
+  AvgWindows w;
+  w.kernel = p.kernel;
+  w.stride = p.stride;
+  w.padding = p.padding;
+  w.ceil_mode = p.ceil_mode;
+  w.count_include_pad = p.count_include_pad;
+  w.divisor_override = p.divisor_override;
+  add_avg_pool_node(graph, "q8ta_avg_pool2d", input, output, w, p.input, p.output);
+}
+
+void add_q8ta_adaptive_avg_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                                       graph::ValueRef output, const QuantParams& in_q,
+                                       const QuantParams& out_q) {
+  AvgWindows w;
+  w.adaptive = true;
+  add_avg_pool_node(graph, "q8ta_adaptive_avg_pool2d", input, output, w, in_q, out_q);
 }
 
 namespace {
@@ -214,6 +375,30 @@ void build_max_pool2d(const OpCall& call) {
   add_q8ta_max_pool2d_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
 }
 
+void build_avg_pool2d(const OpCall& call) {
+  AvgPool2dParams p;
+  p.input = call.quant("input");
+  p.output = call.quant("output");
+  p.kernel = pair_arg(call, "kernel_size", {0, 0});
+  p.stride = pair_arg(call, "stride", p.kernel);
+  p.padding = pair_arg(call, "padding", {0, 0});
+  p.ceil_mode = call.bool_arg("ceil_mode");
+  p.count_include_pad = call.bool_arg("count_include_pad");
+  p.divisor_override = call.int32_arg("divisor_override", -(1 << 20), 1 << 20);
+  call.set_zero_point("input", p.input.zero_point);
+  call.set_zero_point("output", p.output.zero_point);
+  add_q8ta_avg_pool2d_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
+}
+
+void build_adaptive_avg_pool2d(const OpCall& call) {
+  const QuantParams in_q = call.quant("input");
+  const QuantParams out_q = call.quant("output");
+  call.set_zero_point("input", in_q.zero_point);
+  call.set_zero_point("output", out_q.zero_point);
+  add_q8ta_adaptive_avg_pool2d_node(call.graph(), call.tensor("input"), call.tensor("output"),
+                                    in_q, out_q);
+}
+
 void build_mean(const OpCall& call) {
   const QuantParams in_q = call.quant("input");
   const QuantParams out_q = call.quant("output");
@@ -226,6 +411,8 @@ void build_mean(const OpCall& call) {
 
 void register_pool_ops(OpRegistry& registry) {
   registry.add("q8ta_max_pool2d", build_max_pool2d);
+  registry.add("q8ta_avg_pool2d", build_avg_pool2d);
+  registry.add("q8ta_adaptive_avg_pool2d", build_adaptive_avg_pool2d);
   registry.add("q8ta_mean", build_mean);
   registry.add("q8ta_mean_flat", build_mean);  // the same kernel, output [N, C] in 4H4W
 }

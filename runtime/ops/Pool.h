@@ -1,5 +1,5 @@
-// Pooling over channels-packed int8x4 tensors: q8ta_max_pool2d and q8ta_mean (global average
-// over H and W).
+// Pooling over channels-packed int8x4 tensors: q8ta_max_pool2d, q8ta_avg_pool2d and
+// q8ta_adaptive_avg_pool2d (windows, requantized), q8ta_mean (global average over H and W).
 #pragma once
 
 #include <array>
@@ -30,6 +30,41 @@ int64_t max_pool_output_size(int64_t in, int64_t kernel, int64_t pad, int64_t st
 // max_pool_output_size; 0 <= padding <= kernel / 2 (as PyTorch requires).
 void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                               graph::ValueRef output, const MaxPool2dParams& params);
+
+// PyTorch avg_pool2d's parameters, (h, w) each, and the input's and output's quantization.
+struct AvgPool2dParams {
+  std::array<int32_t, 2> kernel{1, 1};
+  std::array<int32_t, 2> stride{1, 1};
+  std::array<int32_t, 2> padding{0, 0};
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+  int32_t divisor_override = 0;  // 0: none (PyTorch refuses 0 as a divisor)
+  QuantParams input;
+  QuantParams output;
+};
+
+// Average pooling, requantized, per output (shaders/q8ta_avg_pool2d.glsl):
+//   acc = sum over the window's input positions of (q - zp_in)           (int32, exact)
+//   m = float32(double(s_in) / divisor)                                   (on the host)
+//   q_out = clamp(roundEven(float32(float32(acc) * m) * inv_s_out) + zp_out, -128, 127)
+// inv_s_out = float32(1/s_out); mathematically zp_out + round(acc * s_in / (divisor * s_out)).
+// Windows are PyTorch's: along each dim, start = o * stride - padding, end = min(start + kernel,
+// size + padding); divisor = divisor_override, else (count_include_pad) the product of the two
+// (end - start), else the number of input positions in the window (start and end clipped to the
+// input); output size per max_pool_output_size with dilation 1 (ceil_mode drops a last window
+// that would start in the right padding). `input`, `output`: int8x4 in one channels-packed
+// layout (4W4C or 4C1W), rank 3 or 4; 0 <= padding <= kernel / 2; kernel_h * kernel_w <= 16448
+// (255 times that converts to float32 exactly in the kernel's arithmetic).
+void add_q8ta_avg_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const AvgPool2dParams& params);
+
+// adaptive_avg_pool2d to the sizes of `output` (any OH, OW >= 1), requantized as
+// q8ta_avg_pool2d: output o of a dim of input size `in` and output size `out` averages input
+// positions [floor(o * in / out), ceil((o + 1) * in / out)), divisor = the window's element
+// count. Tensors as q8ta_avg_pool2d's; the largest window has at most 16448 positions.
+void add_q8ta_adaptive_avg_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                                       graph::ValueRef output, const QuantParams& in_q,
+                                       const QuantParams& out_q);
 
 // Mean over H and W, keepdim ([N, C, H, W] -> [N, C, 1, 1]), per channel, each float32
 // operation rounded on its own (shaders/q8ta_mean.glsl):

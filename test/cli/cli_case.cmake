@@ -765,6 +765,39 @@ elseif(CASE STREQUAL "compile_run_standalone_act")
   expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy z.npy)
 
+elseif(CASE STREQUAL "compile_run_mul_pool")
+  # A squeeze-excite mul (the [2, 8, 1, 1] mean times the conv output), a mul by a number with a
+  # relu after it, avg_pool2d (ceil_mode, count_include_pad = False) and adaptive_avg_pool2d to
+  # 3x2: each becomes its int8 kernel (q8ta_mul, q8ta_mul_scalar, q8ta_avg_pool2d,
+  # q8ta_adaptive_avg_pool2d), nothing is left for the host, and the device matches the
+  # reference interpreter.
+  copy_to_work("${GRAPHS}/mul_pool.json" "${FIXTURE}/head.safetensors" "${FIXTURE}/head_x.npy")
+  vkd(compile mul_pool.json --weights head.safetensors -o mp.vkd --report)
+  expect_exit(0)
+  expect_stdout("fused dq, dq -> aten.mul.Tensor -> q \\(node 8..11\\) into q8ta_mul 'sq' "
+                "\\(activation none\\)\n")
+  expect_stdout("fused dq -> aten.mul.Scalar -> aten.relu -> q \\(node 12..15\\) into "
+                "q8ta_mul_scalar 'rq' \\(scalar -0.75, activation range -128..64\\)\n")
+  expect_stdout("\\[final\\] 8 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_quantize\\(x\\) -> xq\n"
+                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+                "  q8ta_mean\\(cq\\) -> mq\n"
+                "  q8ta_mul\\(mq, cq\\) -> sq\n"
+                "  q8ta_mul_scalar\\(sq\\) -> rq\n"
+                "  q8ta_avg_pool2d\\(rq\\) -> apq\n"
+                "  q8ta_adaptive_avg_pool2d\\(apq\\) -> adq\n"
+                "  q8ta_dequantize\\(adq\\) -> y\n")
+  if(STDOUT MATCHES "as edge ops")
+    message(FATAL_ERROR "a node was left for the host")
+  endif()
+  vkd(run mp.vkd --input x=head_x.npy --output-dir out --check mul_pool.json
+      --weights head.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  apq +int8 +\\[2,8,4,4\\] +0 0/256 ")
+  expect_stdout("\n  adq +int8 +\\[2,8,3,2\\] +0 0/96 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy)
+
 elseif(CASE STREQUAL "compile_run_affine")
   # torchao affine quantization lowered to the GPU ops: choose_qparams_affine (asymmetric per
   # token, symmetric int4 per group along two dims) -> quantize_affine -> dequantize_affine, and

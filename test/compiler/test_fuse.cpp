@@ -1306,7 +1306,78 @@ TEST(Fuse, MeanOverHeightAndWidthAndAdaptiveAvgPoolFuse) {
   }
 }
 
-// ---- int8 views and the classifier head --------------------------------------------------------
+// avg_pool2d: every argument goes to q8ta_avg_pool2d (an absent stride stays empty: the kernel
+// size; divisor_override None is 0), requantized to the q's parameters; adaptive pooling to
+// another size than 1x1 becomes q8ta_adaptive_avg_pool2d (to 1x1 it stays q8ta_mean).
+TEST(Fuse, AvgPoolAndAdaptiveAvgPoolFuse) {
+  using I = std::vector<int64_t>;
+  {
+    Builder b = unary_graph("aten.avg_pool2d", {1, 4, 7, 6},
+                            {{"kernel_size", I{3, 3}}, {"stride", I{2, 2}}, {"padding", I{1, 1}},
+                             {"ceil_mode", true}, {"count_include_pad", false},
+                             {"divisor_override", NoneArg{}}},
+                            {1, 4, 4, 4}, 0.05, -3);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_avg_pool2d"})) << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(arg_l(n, "kernel_size"), (I{3, 3}));
+    EXPECT_EQ(arg_l(n, "stride"), (I{2, 2}));
+    EXPECT_EQ(arg_l(n, "padding"), (I{1, 1}));
+    EXPECT_TRUE(std::get<bool>(n.args.at("ceil_mode")));
+    EXPECT_FALSE(std::get<bool>(n.args.at("count_include_pad")));
+    EXPECT_EQ(arg_i(n, "divisor_override"), 0);
+    EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+    EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+    EXPECT_EQ(arg_d(n, "output_scale"), 0.05);
+    EXPECT_EQ(arg_i(n, "output_zero_point"), -3);
+    EXPECT_TRUE(has_line(r, "fused dq -> aten.avg_pool2d -> q (node 0..2) into q8ta_avg_pool2d "
+                            "'yq'"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {  // defaults: no stride, padding 0, count_include_pad true; divisor_override 3
+    Builder b = unary_graph("aten.avg_pool2d", {1, 4, 6, 6},
+                            {{"kernel_size", I{2, 2}}, {"divisor_override", int64_t{3}}},
+                            {1, 4, 3, 3}, 0.1, 2);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_avg_pool2d"})) << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(arg_l(n, "stride"), (I{}));
+    EXPECT_EQ(arg_l(n, "padding"), (I{0}));
+    EXPECT_TRUE(std::get<bool>(n.args.at("count_include_pad")));
+    EXPECT_EQ(arg_i(n, "divisor_override"), 3);
+    expect_valid(b.g);
+  }
+  {
+    Builder b = unary_graph("aten.adaptive_avg_pool2d", {2, 8, 7, 9},
+                            {{"output_size", I{3, 2}}}, {2, 8, 3, 2}, 0.05, -3);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_adaptive_avg_pool2d"}))
+        << all_lines(r);
+    EXPECT_EQ(arg_d(b.g.nodes[0], "output_scale"), 0.05);
+    EXPECT_EQ(arg_i(b.g.nodes[0], "output_zero_point"), -3);
+    EXPECT_TRUE(has_line(r, "fused dq -> aten.adaptive_avg_pool2d -> q (node 0..2) into "
+                            "q8ta_adaptive_avg_pool2d 'yq'"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {  // the averaging kernels requantize into the full int8 range only
+    Builder b;
+    b.input("xq", DType::Int8, {1, 4, 6, 6});
+    b.dq("xq", "x", 0.1, 2);
+    b.value("m", DType::Float32, {1, 4, 3, 3});
+    b.node("aten.avg_pool2d", {"x"}, {{"kernel_size", I{2, 2}}}, {"m"});
+    b.value("yq", DType::Int8, {1, 4, 3, 3});
+    b.node(kQ, {"m"}, q_args(0.1, 2, -127, 127), {"yq"});
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.avg_pool2d -> q (node 0..2) as "
+                            "q8ta_avg_pool2d: output range -127..127 is not the full int8 range"))
+        << all_lines(r);
+  }
+}
+
+// ---- int8 views and the classifier head// ---- int8 views and the classifier head --------------------------------------------------------
 
 
 // xq [2, 8, 5, 5] -> dq -> `pool` -> q (0.05, -3) -> aq; then `head` builds the rest.

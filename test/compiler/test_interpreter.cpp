@@ -579,9 +579,37 @@ TEST(InterpreterReduce, MeanAndAdaptiveAvgPool) {
             DType::Float32, {1, 1, 1, 1});
   EXPECT_EQ(run1(s.g, HostTensor::from_floats({1, 1, 1, 4}, {1e8f, 1, 1, 1})).to_floats(),
             (std::vector<float>{1e8f / 4.0f}));
+  // Another size: windows [floor(o * in / out), ceil((o + 1) * in / out)), widths [0, 2) and
+  // [1, 3) of 3, rows [0, 1) and [1, 2) of 2.
   b.g.nodes[2].args["output_size"] = std::vector<int64_t>{2, 2};
-  EXPECT_EQ(code_of([&] { interpret(b.g, {{"x", iota_floats({1, 2, 2, 3})}}); }),
-            ErrorCode::Unsupported);
+  b.g.value("p").shape = {1, 2, 2, 2};
+  EXPECT_EQ(interpret(b.g, {{"x", iota_floats({1, 2, 2, 3})}}).at("p").to_floats(),
+            (std::vector<float>{0.5f, 1.5f, 3.5f, 4.5f, 6.5f, 7.5f, 9.5f, 10.5f}));
+}
+
+// avg_pool2d 2x2, stride 2, padding 1 over 0..8 (3x3): windows rows / columns [0, 1) and [1, 3),
+// each of extent 2; the divisor is 4 with count_include_pad, else the input positions, or the
+// override. ceil_mode drops the third window, which would start in the right padding.
+TEST(InterpreterReduce, AvgPool2dDivisors) {
+  const std::vector<int64_t> k2 = {2, 2};
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 1, 3, 3})
+      .node("aten.avg_pool2d", {"x"},
+            {{"kernel_size", k2}, {"stride", k2}, {"padding", std::vector<int64_t>{1, 1}},
+             {"ceil_mode", true}},
+            "with", DType::Float32, {1, 1, 2, 2})
+      .node("aten.avg_pool2d", {"x"},
+            {{"kernel_size", k2}, {"stride", k2}, {"padding", std::vector<int64_t>{1, 1}},
+             {"count_include_pad", false}},
+            "without", DType::Float32, {1, 1, 2, 2})
+      .node("aten.avg_pool2d", {"x"},
+            {{"kernel_size", k2}, {"padding", std::vector<int64_t>{1, 1}},
+             {"divisor_override", int64_t{3}}},
+            "over", DType::Float32, {1, 1, 2, 2});
+  auto values = interpret(b.g, {{"x", iota_floats({1, 1, 3, 3})}});
+  EXPECT_EQ(values.at("with").to_floats(), (std::vector<float>{0, 0.75f, 2.25f, 6}));
+  EXPECT_EQ(values.at("without").to_floats(), (std::vector<float>{0, 1.5f, 4.5f, 6}));
+  EXPECT_EQ(values.at("over").to_floats(), (std::vector<float>{0, 1, 3, 8}));
 }
 
 TEST(InterpreterCopies, ViewCloneAlias) {

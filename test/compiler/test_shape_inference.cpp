@@ -284,11 +284,45 @@ TEST(ShapeInferenceTest, MeanAndAdaptiveAvgPool) {
       .node("aten.mean.dim", {"x"}, {{"dim", I{1}}}, {"m"});
   expect_infer_error(bad_dim.g, {"node 0 (aten.mean.dim): argument 'dim': only the spatial dims "
                                  "[-1, -2] / [2, 3] are supported, got [1]"});
+  Builder sizes;  // any output size, one int for both dims
+  sizes.input("x", DType::Float32, {6, 5, 7})
+      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", I{3, 9}}}, {"a"})
+      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", I{2}}}, {"b"});
+  infer_shapes(sizes.g);
+  expect_type(sizes.g, "a", DType::Float32, {6, 3, 9});
+  expect_type(sizes.g, "b", DType::Float32, {6, 2, 2});
   Builder bad_size;
   bad_size.input("x", DType::Float32, {2, 6, 5, 7})
-      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", I{2, 2}}}, {"a"});
-  expect_infer_error(bad_size.g, {"node 0 (aten.adaptive_avg_pool2d): argument 'output_size': "
-                                  "only [1, 1] is supported, got [2, 2]"});
+      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", I{2, 0}}}, {"a"});
+  expect_infer_error(bad_size.g, {"node 0 (aten.adaptive_avg_pool2d): argument 'output_size'"});
+}
+
+// avg_pool2d: PyTorch's output size (as max_pool2d's with dilation 1), an absent stride is the
+// kernel size; padding above half the kernel and a zero divisor_override are refused.
+TEST(ShapeInferenceTest, AvgPool2d) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 3, 7, 6})
+      .node("aten.avg_pool2d", {"x"},
+            {{"kernel_size", I{3, 3}}, {"stride", I{2, 2}}, {"padding", I{1, 1}},
+             {"ceil_mode", true}, {"count_include_pad", false}},
+            {"c"})
+      .node("aten.avg_pool2d", {"x"}, {{"kernel_size", I{2}}, {"divisor_override", int64_t{3}}},
+            {"f"});
+  infer_shapes(b.g);
+  expect_type(b.g, "c", DType::Float32, {1, 3, 4, 4});  // ceil((7 + 2 - 3) / 2) + 1, same for 6
+  expect_type(b.g, "f", DType::Float32, {1, 3, 3, 3});
+
+  Builder pad;
+  pad.input("x", DType::Float32, {1, 3, 7, 6})
+      .node("aten.avg_pool2d", {"x"}, {{"kernel_size", I{3, 3}}, {"padding", I{2, 1}}}, {"p"});
+  expect_infer_error(pad.g, {"node 0 (aten.avg_pool2d): argument 'padding': must be at most half "
+                             "of kernel_size [3, 3], got [2, 1]"});
+  Builder div;
+  div.input("x", DType::Float32, {1, 3, 7, 6})
+      .node("aten.avg_pool2d", {"x"}, {{"kernel_size", I{3, 3}}, {"divisor_override", int64_t{0}}},
+            {"p"});
+  expect_infer_error(div.g, {"node 0 (aten.avg_pool2d): argument 'divisor_override': must not be "
+                             "0"});
 }
 
 TEST(ShapeInferenceTest, ViewCopyAndClones) {

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Torch oracle for the CPU reference interpreter (compiler/Interpreter.h).
 
-Computes conv2d / linear / max_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add / mul,
-cat and the splits (split_with_sizes_copy, split_copy, chunk, slice_copy) with torch (float32,
-CPU) on fixed seeded inputs and writes, into --out DIR:
+Computes conv2d / linear / max_pool2d / avg_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d /
+add / mul, cat and the splits (split_with_sizes_copy, split_copy, chunk, slice_copy) with torch
+(float32, CPU) on fixed seeded inputs and writes, into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
       case NAME OP
       input NAME D0,D1,... FILE      (float32 tensor; "input - - -" for an absent optional one)
@@ -121,6 +121,33 @@ def max_pool_cases(w):
                 ("dilation", "ints", d), ("ceil_mode", "bool", ceil)], y)
 
 
+def avg_pool_cases(w):
+    # (name, input shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    configs = [
+        ("avgpool_k3_s2_p1", (1, 3, 7, 7), (3, 3), (2, 2), (1, 1), False, True, None),
+        ("avgpool_k3_s2_p1_ceil_nopad", (1, 2, 8, 7), (3, 3), (2, 2), (1, 1), True, False, None),
+        ("avgpool_k2_s2_p1_ceil_drop", (1, 2, 5, 5), (2, 2), (2, 2), (1, 1), True, True, None),
+        ("avgpool_k3x2_s2x1_div", (2, 3, 8, 7), (3, 2), (2, 1), (1, 0), True, False, 5),
+        ("avgpool_k2_div_neg", (1, 2, 6, 6), (2, 2), (2, 2), (0, 0), False, True, -3),
+        ("avgpool_k7_s1_p3", (1, 2, 5, 6), (7, 7), (1, 1), (3, 3), False, False, None),
+    ]
+    for name, xs, k, s, p, ceil, include_pad, div in configs:
+        x = uniform(*xs)
+        y = F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=include_pad,
+                         divisor_override=div)
+        args = [("kernel_size", "ints", k), ("stride", "ints", s), ("padding", "ints", p),
+                ("ceil_mode", "bool", ceil), ("count_include_pad", "bool", include_pad)]
+        args.append(("divisor_override", "none", None) if div is None
+                    else ("divisor_override", "int", div))
+        w.case(name, "aten.avg_pool2d", [("self", x)], args, y)
+    for name, xs, size in [("adaptive_avg_pool_3x2", (1, 3, 7, 9), (3, 2)),
+                           ("adaptive_avg_pool_up", (2, 2, 4, 5), (7, 6)),
+                           ("adaptive_avg_pool_even", (1, 4, 8, 8), (4, 2))]:
+        x = uniform(*xs)
+        w.case(name, "aten.adaptive_avg_pool2d", [("self", x)], [("output_size", "ints", size)],
+               F.adaptive_avg_pool2d(x, size))
+
+
 def pixel_shuffle_cases(w):
     for name, xs, r in [("pixel_shuffle_r2", (1, 8, 3, 4), 2), ("pixel_shuffle_r3", (2, 18, 2, 3), 3)]:
         x = uniform(*xs)
@@ -158,7 +185,17 @@ def add_cases(w):
     w.case("add_general_broadcast", "aten.add.Tensor", [("self", a), ("other", b)], [], a + b)
 
 
+def mul_cases(w):
+    a, b = uniform(2, 5, 3, 3), uniform(2, 5, 1, 1)  # squeeze-excite: the scale first
     w.case("mul_channel_broadcast", "aten.mul.Tensor", [("self", b), ("other", a)], [], b * a)
+    a, b = uniform(2, 1, 5), uniform(3, 1)
+    w.case("mul_general_broadcast", "aten.mul.Tensor", [("self", a), ("other", b)], [], a * b)
+    a = uniform(1, 3, 4, 5)
+    for name, s in [("mul_scalar_tenth", 0.1), ("mul_scalar_neg", -2.75)]:
+        w.case(name, "aten.mul.Scalar", [("self", a)], [("other", "float", s)],
+               torch.ops.aten.mul.Scalar(a, s))
+
+
 def concat_cases(w):
     """cat (3 tensors, negative dim, rank 2 and 3) and the splits, one output per piece: uneven
     sizes, a split_size above the dim, chunk giving fewer pieces than asked, slices with None,
@@ -209,6 +246,8 @@ def main():
     pixel_shuffle_cases(w)
     mean_cases(w)
     add_cases(w)
+    mul_cases(w)
+    avg_pool_cases(w)
     concat_cases(w)
     w.finish()
     print(f"torch_oracle: torch {torch.__version__}, {w.count} cases written to {args.out}")

@@ -1,4 +1,8 @@
-// ACCU and PERF cases for q8ta_max_pool2d and q8ta_mean (channels-packed int8x4 layouts).
+// ACCU and PERF cases for q8ta_max_pool2d, q8ta_avg_pool2d, q8ta_adaptive_avg_pool2d and
+// q8ta_mean (channels-packed int8x4 layouts).
+#include <array>
+#include <utility>
+
 #include "runtime/ops/Pool.h"
 #include "test/custom_ops/Harness.h"
 #include "test/reference/LayoutReference.h"
@@ -83,6 +87,82 @@ class MaxPoolCase : public CaseInstance {
   std::vector<int8_t> x_;
 };
 
+// q8ta_avg_pool2d (`pool`), or q8ta_adaptive_avg_pool2d to `adaptive` (OH, OW) when it is set.
+class AvgPoolCase : public CaseInstance {
+ public:
+  AvgPoolCase(std::vector<int64_t> sizes, MemoryLayout layout, testing::RefAvgPool pool,
+              std::array<int64_t, 2> adaptive, ops::QuantParams in_q, ops::QuantParams out_q)
+      : sizes_(std::move(sizes)), layout_(layout), pool_(pool), adaptive_(adaptive),
+        in_q_(in_q), out_q_(out_q) {}
+
+  void build(graph::ComputeGraph& g) override {
+    in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
+    if (is_adaptive()) {
+      out_sizes_ = {sizes_[0], sizes_[1], adaptive_[0], adaptive_[1]};
+      out_ = g.add_tensor({out_sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
+      ops::add_q8ta_adaptive_avg_pool2d_node(g, in_, out_, in_q_, out_q_);
+    } else {
+      ops::AvgPool2dParams p;
+      p.kernel = {pool_.kh, pool_.kw};
+      p.stride = {pool_.sh, pool_.sw};
+      p.padding = {pool_.ph, pool_.pw};
+      p.ceil_mode = pool_.ceil_mode;
+      p.count_include_pad = pool_.count_include_pad;
+      p.divisor_override = pool_.divisor_override;
+      p.input = in_q_;
+      p.output = out_q_;
+      out_sizes_ = {sizes_[0], sizes_[1],
+                    ops::max_pool_output_size(sizes_[2], p.kernel[0], p.padding[0], p.stride[0],
+                                              1, p.ceil_mode),
+                    ops::max_pool_output_size(sizes_[3], p.kernel[1], p.padding[1], p.stride[1],
+                                              1, p.ceil_mode)};
+      out_ = g.add_tensor({out_sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
+      ops::add_q8ta_avg_pool2d_node(g, in_, out_, p);
+    }
+    g.add_input(in_);
+    g.add_output(out_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    x_ = random_int8(g.spec(in_).numel(), rng);
+    g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, in_q_.zero_point));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const RefShape s = ref_shape(g.spec(in_));
+    RefShape os{s.n, s.c, adaptive_[0], adaptive_[1]};
+    const auto expected =
+        is_adaptive()
+            ? testing::reference_adaptive_avg_pool2d(x_, s, os.h, os.w, in_q_.scale,
+                                                     in_q_.zero_point, out_q_.scale,
+                                                     out_q_.zero_point)
+            : testing::reference_avg_pool2d(x_, s, pool_, in_q_.scale, in_q_.zero_point,
+                                            out_q_.scale, out_q_.zero_point, os);
+    AccuResult r;
+    // The reference's own output size must agree with the runtime's.
+    if (os.h != out_sizes_[2] || os.w != out_sizes_[3]) {
+      r.mismatches = 1;
+      r.checked = 1;
+      return r;
+    }
+    compare_words(g.read_words(out_),
+                  testing::ref_pack(layout_, os, expected, out_q_.zero_point), r);
+    return r;
+  }
+  PerfWork work() const override {
+    return {int8x4_bytes(sizes_, layout_) + int8x4_bytes(out_sizes_, layout_), 0.0};
+  }
+
+ private:
+  bool is_adaptive() const { return adaptive_[0] > 0; }
+
+  std::vector<int64_t> sizes_, out_sizes_;
+  MemoryLayout layout_;
+  testing::RefAvgPool pool_;
+  std::array<int64_t, 2> adaptive_;
+  ops::QuantParams in_q_, out_q_;
+  graph::ValueRef in_ = -1, out_ = -1;
+  std::vector<int8_t> x_;
+};
+
 // Output [N, C, 1, 1] in the input's layout, or with `rows` [N, C] in 4H4W (q8ta_mean_flat).
 class MeanCase : public CaseInstance {
  public:
@@ -147,6 +227,96 @@ void add_max_pool(Registry& registry, const std::string& prefix, std::vector<int
                 [=] { return std::make_unique<MaxPoolCase>(sizes, layout, p, zp); }});
 }
 
+std::string avg_pool_name(const testing::RefAvgPool& p) {
+  auto pair = [](int a, int b) { return std::to_string(a) + "x" + std::to_string(b); };
+  return "k" + pair(p.kh, p.kw) + "_s" + pair(p.sh, p.sw) + "_p" + pair(p.ph, p.pw) +
+         (p.ceil_mode ? "_ceil" : "_floor") + (p.count_include_pad ? "_withpad" : "_nopad") +
+         (p.divisor_override != 0 ? "_div" + std::to_string(p.divisor_override) : "");
+}
+
+// The (input, output) parameters of the average cases. "ties": y * inv_s_out = acc / divisor
+// exactly for divisors 1, 2, 4, 8 (a tie at every odd multiple of divisor / 2); the others put
+// zero points at both ends.
+struct AvgQuant {
+  ops::QuantParams in, out;
+  const char* tag;
+};
+const AvgQuant kAvgQuants[] = {
+    {{0.05f, 3}, {0.02f, -4}, "q0"},
+    {{0.5f, 0}, {0.5f, 0}, "ties"},
+    {{0.013f, -128}, {0.011f, 127}, "q2"},
+    {{0.2f, 127}, {0.09f, -128}, "q3"},
+};
+
+void add_avg_pool(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
+                  MemoryLayout layout, testing::RefAvgPool p, const AvgQuant& q, bool accu) {
+  const std::string shape = shape_string(sizes), lname(to_string(layout));
+  registry.add({prefix + "q8ta_avg_pool2d/" + lname + "/" + avg_pool_name(p) + "/" + q.tag +
+                    "/" + shape,
+                "q8ta_avg_pool2d", shape, lname + " " + avg_pool_name(p), accu, !accu, false,
+                Metric::GBps, [=] {
+                  return std::make_unique<AvgPoolCase>(sizes, layout, p,
+                                                       std::array<int64_t, 2>{0, 0}, q.in, q.out);
+                }});
+}
+
+void add_adaptive_pool(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
+                       MemoryLayout layout, std::array<int64_t, 2> out, const AvgQuant& q,
+                       bool accu) {
+  const std::string shape = shape_string(sizes), lname(to_string(layout));
+  const std::string to = std::to_string(out[0]) + "x" + std::to_string(out[1]);
+  registry.add({prefix + "q8ta_adaptive_avg_pool2d/" + lname + "/" + to + "/" + q.tag + "/" +
+                    shape,
+                "q8ta_adaptive_avg_pool2d", shape, lname + " -> " + to, accu, !accu, false,
+                Metric::GBps, [=] {
+                  return std::make_unique<AvgPoolCase>(sizes, layout, testing::RefAvgPool{},
+                                                       out, q.in, q.out);
+                }});
+}
+
+// avg_pool2d: every argument with ceil_mode's dropped windows and the border divisors;
+// adaptive pooling to sizes that divide the input, do not, and exceed it.
+void register_avg_pool_cases(Registry& registry) {
+  // kernel h/w, stride h/w, padding h/w, ceil_mode, count_include_pad, divisor_override.
+  const testing::RefAvgPool pools[] = {
+      {2, 2, 2, 2, 0, 0, false, true, 0},  {3, 3, 2, 2, 1, 1, false, true, 0},
+      {3, 3, 2, 2, 1, 1, true, true, 0},   {3, 3, 2, 2, 1, 1, true, false, 0},
+      {3, 3, 1, 1, 1, 1, false, false, 0}, {2, 2, 2, 2, 1, 1, true, true, 0},  // dropped window
+      {3, 2, 2, 1, 1, 0, true, false, 0},  {2, 2, 2, 2, 0, 0, false, true, 3},
+      {5, 3, 3, 2, 2, 1, true, true, 0},   {3, 3, 2, 2, 1, 1, true, false, -7},
+      {7, 7, 1, 1, 3, 3, false, false, 0}, {1, 1, 2, 2, 0, 0, true, true, 0},
+  };
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 3, 7, 9}, {2, 5, 8, 8}, {1, 17, 11, 6}, {1, 4, 5, 5}, {2, 16, 14, 15}};
+  size_t index = 0;
+  for (MemoryLayout layout : kChwLayouts) {
+    for (const auto& p : pools) {
+      for (const auto& sizes : shapes) {
+        add_avg_pool(registry, "", sizes, layout, p, kAvgQuants[index++ % std::size(kAvgQuants)],
+                     true);
+      }
+    }
+    // Adaptive: (input, output) sizes.
+    const std::pair<std::vector<int64_t>, std::array<int64_t, 2>> adaptive[] = {
+        {{1, 3, 7, 9}, {3, 2}},   {{2, 5, 8, 8}, {3, 3}}, {{1, 17, 11, 6}, {4, 6}},
+        {{1, 4, 5, 5}, {7, 6}},   {{2, 16, 14, 15}, {7, 5}}, {{1, 6, 9, 4}, {1, 1}},
+        {{1, 8, 12, 12}, {4, 4}},
+    };
+    for (const auto& [sizes, out] : adaptive) {
+      for (const AvgQuant& q : {kAvgQuants[0], kAvgQuants[2]}) {
+        add_adaptive_pool(registry, "", sizes, layout, out, q, true);
+      }
+    }
+    add_adaptive_pool(registry, "", {1, 8, 6, 6}, layout, {3, 3}, kAvgQuants[1], true);  // /4
+  }
+  for (MemoryLayout layout : kChwLayouts) {
+    for (const testing::RefAvgPool& p : {pools[0], pools[1], pools[4]}) {
+      add_avg_pool(registry, "perf/", {1, 64, 256, 256}, layout, p, kAvgQuants[0], false);
+    }
+    add_adaptive_pool(registry, "perf/", {1, 256, 56, 56}, layout, {7, 7}, kAvgQuants[0], false);
+  }
+}
+
 void add_mean(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
               MemoryLayout layout, ops::QuantParams in_q, ops::QuantParams out_q,
               const std::string& tag, bool accu) {
@@ -168,6 +338,7 @@ void add_mean_rows(Registry& registry, std::vector<int64_t> sizes, MemoryLayout 
 }  // namespace
 
 void register_pool_cases(Registry& registry) {
+  register_avg_pool_cases(registry);
   // kernel h/w, stride h/w, padding h/w, dilation h/w, ceil_mode.
   const testing::RefPool pools[] = {
       {2, 2, 2, 2, 0, 0, 1, 1, false}, {2, 2, 2, 2, 0, 0, 1, 1, true},
@@ -222,7 +393,7 @@ void register_pool_cases(Registry& registry) {
   for (MemoryLayout layout : kChwLayouts) {
     add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], 0, false);
     for (const auto& sizes : std::vector<std::vector<int64_t>>{
-             {1, 512, 7, 7}, {1, 1280, 7, 7}, {1, 64, 112, 112}}) {
+             {1, 512, 7, 7}, {1, 1280, 7, 7}, {1, 64, 112, 112}, {1, 64, 256, 256}}) {
       add_mean(registry, "perf/", sizes, layout, quants[0].in, quants[0].out, "q0", false);
     }
   }

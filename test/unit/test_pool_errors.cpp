@@ -1,7 +1,7 @@
-// q8ta_max_pool2d's and q8ta_mean's (q8ta_mean_flat's) argument checks: bad dtypes, layouts,
-// output sizes and pooling parameters are InvalidArgument (limits: Unsupported) errors naming
-// the op and the problem, raised while the graph is built. The arithmetic is checked by the ACCU
-// cases.
+// The argument checks of q8ta_max_pool2d, q8ta_avg_pool2d, q8ta_adaptive_avg_pool2d and
+// q8ta_mean (q8ta_mean_flat): bad dtypes, layouts, output sizes, pooling and quantization
+// parameters are InvalidArgument (limits: Unsupported) errors naming the op and the problem,
+// raised while the graph is built. The arithmetic is checked by the ACCU cases.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -48,11 +48,73 @@ struct MeanSetup {
   }
 };
 
+// 3x3 stride-2 padding-1 ceil-mode average pool over [1, 8, 7, 6] -> [1, 8, 4, 4] (or adaptive
+// to the output's size), 4C1W.
+struct AvgPoolSetup {
+  bool adaptive = false;
+  TensorSpec in = int8_spec({1, 8, 7, 6}, MemoryLayout::PackedInt8_4C1W);
+  TensorSpec out = int8_spec({1, 8, 4, 4}, MemoryLayout::PackedInt8_4C1W);
+  vkd::ops::AvgPool2dParams p{{3, 3}, {2, 2}, {1, 1}, true, false, 0,
+                              {0.1f, 0, -128, 127}, {0.05f, 3, -128, 127}};
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      if (adaptive) {
+        vkd::ops::add_q8ta_adaptive_avg_pool2d_node(g, g.add_tensor(in, "x"),
+                                                    g.add_tensor(out, "y"), p.input, p.output);
+      } else {
+        vkd::ops::add_q8ta_avg_pool2d_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"), p);
+      }
+    });
+  }
+};
+
 class PoolChecks : public GpuTest {};
 
 TEST_F(PoolChecks, TheSetupsBuild) {
   EXPECT_EQ(PoolSetup{}.build(ctx()).first, -1) << PoolSetup{}.build(ctx()).second;
   EXPECT_EQ(MeanSetup{}.build(ctx()).first, -1) << MeanSetup{}.build(ctx()).second;
+  EXPECT_EQ(AvgPoolSetup{}.build(ctx()).first, -1) << AvgPoolSetup{}.build(ctx()).second;
+  AvgPoolSetup adaptive;
+  adaptive.adaptive = true;
+  adaptive.out = int8_spec({1, 8, 9, 2}, MemoryLayout::PackedInt8_4C1W);  // any size
+  EXPECT_EQ(adaptive.build(ctx()).first, -1) << adaptive.build(ctx()).second;
+}
+
+TEST_F(PoolChecks, AvgPoolArgumentsAreChecked) {
+  const std::string op = "q8ta_avg_pool2d";
+  AvgPoolSetup wrong;  // floor mode gives 4x3
+  wrong.p.ceil_mode = false;
+  expect_op_error(wrong, ctx(), op, "must be [1, 8, 4, 3]");
+  AvgPoolSetup pad;
+  pad.p.padding = {2, 1};
+  expect_op_error(pad, ctx(), op, "at most half the kernel size");
+  AvgPoolSetup stride;
+  stride.p.stride = {0, 2};
+  expect_op_error(stride, ctx(), op, "must be positive");
+  AvgPoolSetup mixed;
+  mixed.out = int8_spec({1, 8, 4, 4});
+  expect_op_error(mixed, ctx(), op, "share their layout");
+  AvgPoolSetup h4w;
+  h4w.in = int8_spec({1, 8, 7, 6}, MemoryLayout::PackedInt8_4H4W);
+  h4w.out = int8_spec({1, 8, 4, 4}, MemoryLayout::PackedInt8_4H4W);
+  expect_op_error(h4w, ctx(), op, "channels-packed");
+  AvgPoolSetup flt;
+  flt.in = {{1, 8, 7, 6}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  expect_op_error(flt, ctx(), op, "tensor 'x'");
+  AvgPoolSetup scale;
+  scale.p.output.scale = 0.0f;
+  expect_op_error(scale, ctx(), op, "scale");
+  AvgPoolSetup big;  // a 129x128 window: 255 * 16512 >= 2^22
+  big.p = {{129, 128}, {1, 1}, {0, 0}, false, true, 0, big.p.input, big.p.output};
+  big.in = int8_spec({1, 4, 129, 128});
+  big.out = int8_spec({1, 4, 1, 1});
+  expect_op_error(big, ctx(), op, "a window of 129x128 positions exceeds 16448",
+                  ErrorCode::Unsupported);
+  AvgPoolSetup adaptive;  // channels must match
+  adaptive.adaptive = true;
+  adaptive.out = int8_spec({1, 4, 2, 2}, MemoryLayout::PackedInt8_4C1W);
+  expect_op_error(adaptive, ctx(), "q8ta_adaptive_avg_pool2d", "must be [1, 8, 2, 2]");
 }
 
 TEST_F(PoolChecks, MaxPoolOutputSizeFollowsPyTorch) {
