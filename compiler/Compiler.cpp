@@ -91,11 +91,18 @@ void place_and_emit(Graph g, const CompileOptions& options, CompileResult& resul
   result.graph = std::move(g);
 }
 
+// sink_dequantize's report, when it moved anything (most graphs have nothing to move).
+void sink_dequantizes(Graph& g, std::vector<PassReport>& reports) {
+  PassReport r = sink_dequantize(g);
+  if (!r.lines.empty()) reports.push_back(std::move(r));
+}
+
 }  // namespace
 
 CompileResult compile_graph(Graph g, const CompileOptions& options) {
   CompileResult result;
   infer_shapes(g);
+  sink_dequantizes(g, result.reports);
   result.reports.push_back(fuse_and_lower(g));
   place_and_emit(std::move(g), options, result);
   return result;
@@ -104,6 +111,7 @@ CompileResult compile_graph(Graph g, const CompileOptions& options) {
 PartitionedResult compile_partitioned(Graph g, const CompileOptions& options) {
   PartitionedResult result;
   infer_shapes(g);
+  sink_dequantizes(g, result.before_fusion);
   result.fusion = fuse_and_lower(g, FuseOptions{true});
   result.plan = partition_graph(g);
   for (const auto& part : result.plan.partitions) {

@@ -41,6 +41,7 @@ CompileResult compile_file(const std::string& graph_path, const std::string& wei
 // `vkd compile --partition`: fusion only into ops with kernels, then one compiled blob per
 // partition (compiler/Partition.h); the host nodes keep their edge ops.
 struct PartitionedResult {
+  std::vector<PassReport> before_fusion;  // sink_dequantize's, when it moved anything
   PassReport fusion;
   Graph lowered;                     // after fusion, before placement
   PartitionPlan plan;

@@ -20,27 +20,36 @@ using fusion::FuseState;
 
 // The nodes (graph as given) that read or write a tensor of a rank no device tensor has: they
 // stay edge ops (host nodes under --partition). A pattern's values have its anchor's shapes
-// (dq, activations and q are elementwise), so keeping the anchor keeps the whole pattern.
-std::vector<bool> host_only_nodes(FuseState& state) {
-  const Graph& g = state.graph;
+// (dq, activations and q are elementwise), so keeping the anchor keeps the whole pattern;
+// a pattern that takes such anchors (EdgeOp::fuses_beyond_device) makes a 4-D op of them.
+std::vector<bool> host_only_nodes(const Graph& g) {
   std::vector<bool> host_only(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Value* v = tensor_beyond_device(g, g.nodes[i]);
-    if (v == nullptr) continue;
-    host_only[i] = true;
-    if (find_edge_op(g.nodes[i].op) == nullptr) continue;  // unknown: never lowered anyway
-    state.note("kept node " + std::to_string(i) + " (" + g.nodes[i].op +
-               ") as an edge op: " + beyond_device_reason(*v));
+    host_only[i] = tensor_beyond_device(g, g.nodes[i]) != nullptr;
   }
   return host_only;
 }
 
-// Tries every pattern anchored at a node not yet taken by an earlier match, in node order.
+// Reports the host-only nodes no pattern took.
+void note_host_only(FuseState& state, const std::vector<bool>& host_only) {
+  const Graph& g = state.graph;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!host_only[i] || state.claimed[i]) continue;
+    if (find_edge_op(g.nodes[i].op) == nullptr) continue;  // unknown: never lowered anyway
+    state.note("kept node " + std::to_string(i) + " (" + g.nodes[i].op +
+               ") as an edge op: " + beyond_device_reason(*tensor_beyond_device(g, g.nodes[i])));
+  }
+}
+
+// Tries every pattern anchored at a node not yet taken by an earlier match, in node order; an
+// anchor beyond the device's rank only where its pattern says it takes such nodes.
 void match_patterns(FuseState& state, const std::vector<bool>& host_only) {
   for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
-    if (state.claimed[i] || host_only[i]) continue;
+    if (state.claimed[i]) continue;
     const EdgeOp* op = find_edge_op(state.graph.nodes[i].op);
-    if (op != nullptr && op->fuse != nullptr) op->fuse(state, static_cast<int>(i));
+    if (op == nullptr || op->fuse == nullptr) continue;
+    if (host_only[i] && !op->fuses_beyond_device) continue;
+    op->fuse(state, static_cast<int>(i));
   }
 }
 
@@ -88,8 +97,9 @@ void lower_remaining(FuseState& state, const std::vector<int>& origin,
 
 PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
   FuseState state(g, options);
-  const std::vector<bool> host_only = host_only_nodes(state);
+  const std::vector<bool> host_only = host_only_nodes(g);
   match_patterns(state, host_only);
+  note_host_only(state, host_only);
   std::vector<int> origin = fusion::apply_fusions(state);
   fusion::fold_weight_dqs(state, origin);
   lower_remaining(state, origin, host_only);

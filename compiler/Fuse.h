@@ -7,6 +7,9 @@
 //    dq -> aten.convolution [-> act] -> q  => q8ta_conv2d      (no q: q8ta_conv2d_dq)
 //    dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add
 //    dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q => q8ta_pixel_shuffle
+//    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
+//      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
+//      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
 //    act = aten.relu | aten.hardtanh | aten.clamp, folded into activation_min/max (int8 range).
 //    Weights must be dequantize_per_channel(axis 0) / dequantize_per_tensor of an int8 constant
 //    with all-zero zero points; those weight dq nodes are folded away. Every intermediate value
@@ -34,6 +37,16 @@ struct FuseOptions {
   // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
   bool runnable_only = false;
 };
+
+// The pass before fuse_and_lower: a per-tensor dequantize of an int8 activation whose result
+// only flows through data movement (view_copy, permute / transpose, clones) into readers other
+// than a quantize moves below that movement, which then moves the int8 values (they commute
+// exactly); each reader gets a dequantize of its own. So dq -> view -> transpose -> view -> conv
+// fuses into an int8 channel shuffle and an int8 conv. Report lines:
+//   "moved dq (node 12) below aten.view_copy -> ... (node 13..16): they move the int8 values of
+//    'x', 'y' is dequantized after them"
+// Node numbers are those of the graph as the pass gets it.
+PassReport sink_dequantize(Graph& g);
 
 // Rewrites `g` in place. Report lines:
 //   "fused dq -> aten.convolution -> aten.relu -> q (node 3..6) into q8ta_conv2d 'y_q'

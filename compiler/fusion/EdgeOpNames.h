@@ -24,6 +24,10 @@ inline constexpr char kViewCopy[] = "aten.view_copy";
 inline constexpr char kClone[] = "aten.clone";
 inline constexpr char kCloneDimOrder[] = "aten._clone_dim_order";
 inline constexpr char kAliasCopy[] = "aten.alias_copy";
+inline constexpr char kPermuteCopy[] = "aten.permute_copy";
+inline constexpr char kPermute[] = "aten.permute";
+inline constexpr char kTransposeCopy[] = "aten.transpose_copy.int";
+inline constexpr char kTranspose[] = "aten.transpose.int";
 inline constexpr char kQuantizeAffine[] = "torchao.quantize_affine";
 inline constexpr char kDequantizeAffine[] = "torchao.dequantize_affine";
 inline constexpr char kChooseQparamsAffine[] = "torchao.choose_qparams_affine";
@@ -32,6 +36,17 @@ inline constexpr char kChooseQparamsAffine[] = "torchao.choose_qparams_affine";
 // identity).
 inline bool is_clone(const std::string& op) {
   return op == kClone || op == kCloneDimOrder || op == kAliasCopy;
+}
+
+// Permutations of dims: permute (dims) and transpose (dim0, dim1), view and copy forms.
+inline bool is_permute(const std::string& op) {
+  return op == kPermuteCopy || op == kPermute || op == kTransposeCopy || op == kTranspose;
+}
+
+// Ops that only move elements (every value the output holds is one the input held, unchanged):
+// they commute with a per-tensor dequantize, so they can move int8 data instead of floats.
+inline bool is_data_movement(const std::string& op) {
+  return op == kViewCopy || is_clone(op) || is_permute(op);
 }
 
 // The activations a fused pattern folds into its int8 output range.

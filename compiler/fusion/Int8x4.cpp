@@ -65,9 +65,18 @@ std::optional<QuantInfo> quant_of(FuseState& state, const std::string& name) {
   return q;
 }
 
-bool is_view(const Node& n) { return n.op == "identity" || n.op == "q8ta_view"; }
+// A data-movement op fused or lowered on int8 data (no dequantize / quantize around it to
+// read parameters from): it moves values without requantizing, its args are filled in below.
+bool is_int8_data_movement(const Node& n) {
+  return (n.op == "q8ta_channel_shuffle" || n.op == "q8ta_permute") &&
+         n.args.count("input_scale") == 0;
+}
 
-// Views (identity, q8ta_view) carry their input's quantization, both ways.
+bool is_view(const Node& n) {
+  return n.op == "identity" || n.op == "q8ta_view" || is_int8_data_movement(n);
+}
+
+// Views (identity, q8ta_view, int8 data movement) carry their input's quantization, both ways.
 void propagate_through_views(const Graph& g, const std::set<std::string>& activations,
                              std::map<std::string, QuantInfo>& quant) {
   for (bool changed = true; changed;) {
@@ -86,12 +95,22 @@ void propagate_through_views(const Graph& g, const std::set<std::string>& activa
   }
 }
 
-// A lowered q8ta_view pads its output with the zero point of the value it views, known only now.
+// A lowered q8ta_view pads its output with the zero point of the value it views, and int8 data
+// movement takes the parameters of the values it moves (the same on both sides): known only now.
 void set_view_zero_points(Graph& g, const std::map<std::string, QuantInfo>& quant) {
   for (auto& n : g.nodes) {
-    if (n.op != "q8ta_view" || n.args.count("zero_point")) continue;
+    const bool view = n.op == "q8ta_view" && !n.args.count("zero_point");
+    if (!view && !is_int8_data_movement(n)) continue;
     auto it = quant.find(n.inputs[0]);
-    n.args["zero_point"] = it == quant.end() ? int64_t{0} : it->second.zero_point;
+    const QuantInfo q = it == quant.end() ? QuantInfo{} : it->second;
+    if (view) {
+      n.args["zero_point"] = q.zero_point;
+      continue;
+    }
+    for (const char* side : {"input_", "output_"}) {
+      n.args[std::string(side) + "scale"] = q.scale;
+      n.args[std::string(side) + "zero_point"] = q.zero_point;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/reference/QuantChain.h"
 
 namespace vkd::compiler::fusion {
 
@@ -144,6 +145,21 @@ std::string check_q(const Graph& g, const Node& n, int at, QuantInfo& q) {
   if (g.value(n.outputs[0]).dtype != DType::Int8) return "q output is not int8";
   const std::string why = read_qparams(n, q);
   return why.empty() ? "" : "q (node " + std::to_string(at) + "): " + why;
+}
+
+std::string check_round_trip(const QuantInfo& in, const QuantInfo& out) {
+  if (in.scale != out.scale || in.zero_point != out.zero_point) {
+    return "input (" + describe_quant(in) + ") and output (" + describe_quant(out) +
+           ") quantization differ";
+  }
+  for (int64_t v = -128; v <= 127; ++v) {
+    if (reference_dq_clamp_q(v, in, {}, out) != v) {
+      return "quantizing with range " + std::to_string(out.quant_min) + ".." +
+             std::to_string(out.quant_max) + " does not give back int8 value " +
+             std::to_string(v);
+    }
+  }
+  return "";
 }
 
 std::string single_use(const Graph& g, const std::string& v) {

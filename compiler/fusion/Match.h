@@ -42,6 +42,10 @@ std::string read_qparams(const Node& n, QuantInfo& q);
 std::string check_activation_dq(const Graph& g, const Node& n, int at, QuantInfo& q);
 // "" when `n` (a quantize_per_tensor, node `at` in messages) turns float32 into int8.
 std::string check_q(const Graph& g, const Node& n, int at, QuantInfo& q);
+// "" when dequantizing with `in` and quantizing with `out` gives back every int8 value (the
+// same scale and zero point, and a range that keeps all 256; checked against the reference
+// arithmetic).
+std::string check_round_trip(const QuantInfo& in, const QuantInfo& out);
 // "" when `v` has exactly one consumer and is not a graph output.
 std::string single_use(const Graph& g, const std::string& v);
 // Who reads `v`, for a pattern whose quantize_per_tensor is missing.

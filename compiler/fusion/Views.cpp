@@ -12,27 +12,11 @@
 #include <utility>
 
 #include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/MoveChain.h"
 #include "compiler/fusion/Patterns.h"
-#include "compiler/reference/QuantChain.h"
 
 namespace vkd::compiler::fusion {
 namespace {
-
-// "" when dequantizing with `in` and quantizing with `out` gives back every int8 value.
-std::string check_round_trip(const QuantInfo& in, const QuantInfo& out) {
-  if (in.scale != out.scale || in.zero_point != out.zero_point) {
-    return "input (" + describe_quant(in) + ") and output (" + describe_quant(out) +
-           ") quantization differ";
-  }
-  for (int64_t v = -128; v <= 127; ++v) {
-    if (reference_dq_clamp_q(v, in, {}, out) != v) {
-      return "quantizing with range " + std::to_string(out.quant_min) + ".." +
-             std::to_string(out.quant_max) + " does not give back int8 value " +
-             std::to_string(v);
-    }
-  }
-  return "";
-}
 
 // A view of int8 data as matched: `source` (int8) viewed into `output` (int8) by `nodes`, whose
 // intermediates are `dead`; `q` is the output's quantization when a q ends the chain.
@@ -82,6 +66,9 @@ void fuse_view(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
   if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.size() != 1) return;
+  if (fuse_move_chain(state, i)) return;  // it starts a chain with a permute or a 5-D tensor
+  // Plain views of 5-D / 6-D tensors stay edge ops (fuse_and_lower reported them).
+  if (g.value(n.inputs[0]).shape.size() > 4 || g.value(n.outputs[0]).shape.size() > 4) return;
   if (g.value(n.inputs[0]).dtype == DType::Int8) return fuse_int8_view(state, i);
   const bool free = same_packed_shape(g.value(n.inputs[0]).shape, g.value(n.outputs[0]).shape);
   const std::string backend = free ? "identity" : "q8ta_view";

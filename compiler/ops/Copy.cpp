@@ -15,7 +15,9 @@ std::vector<HostTensor> reference_copy(const ReferenceContext& c);
 namespace fusion {
 std::string lower_identity(FuseState& state, Node& node, int where);  // clones
 // dq -> aten.view_copy -> q (same quantization) => identity | q8ta_view, or folded into the
-// q8ta_mean it flattens (q8ta_mean_flat); int8 view_copy into a q8ta_mean's output likewise.
+// q8ta_mean it flattens (q8ta_mean_flat); int8 view_copy into a q8ta_mean's output likewise. A
+// view that starts a chain with a permute or a 5-D / 6-D tensor is fuse_data_movement's
+// (compiler/fusion/Permute.cpp): a channel shuffle, a permute, or a view again.
 void fuse_view(FuseState& state, int anchor);
 // identity when the packed shape is the same, else q8ta_view on int8 data.
 std::string lower_view(FuseState& state, Node& node, int where);
@@ -25,11 +27,7 @@ namespace {
 
 std::vector<TypedShape> view_copy(const ShapeContext& c) {
   const Value& x = c.in("self");
-  std::vector<int64_t> size = c.ints("size");
-  if (size.size() > 4) {
-    c.fail(c.arg_field("size"), "rank ", size.size(), " is above the supported 4: ",
-           shape_str(size));
-  }
+  std::vector<int64_t> size = c.ints("size");  // any graph rank (5-D inside channel shuffles)
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < size.size(); ++i) {
@@ -85,7 +83,9 @@ std::vector<EdgeOp> copy_edge_ops() {
   return {
       EdgeOp{"aten.view_copy", {"self"}, 1, {required_arg("size", Lit::Ints)}, 1, view_copy}
           .computed_by(reference_view_copy)
-          .fused_by(fusion::fuse_view, {"identity", "q8ta_view", "q8ta_mean_flat"})
+          .fused_by(fusion::fuse_view, {"identity", "q8ta_view", "q8ta_mean_flat",
+                                        "q8ta_channel_shuffle", "q8ta_permute"})
+          .fusing_beyond_device()
           .lowered_by(fusion::lower_view, {"identity", "q8ta_view"}),
       EdgeOp{"aten.clone", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1, clone_like}
           .computed_by(reference_copy)

@@ -58,6 +58,10 @@ struct EdgeOp {
   std::vector<std::string> lowers_to;
   fusion::FusePattern fuse = nullptr;
   fusion::DirectLowering lower = nullptr;
+  // The pattern is tried even when the anchor reads or writes a tensor above the device rank
+  // (a 5-D view inside a channel shuffle): it keeps such nodes only inside a match whose
+  // backend op is at most 4-D. Other patterns never see those anchors.
+  bool fuses_beyond_device = false;
   // The last tensor input is a list (ATen's Tensor[], aten.cat's `tensors`): a node gives it one
   // or more values, each read as that input (set by taking_a_tensor_list()).
   bool tensor_list = false;
@@ -69,6 +73,7 @@ struct EdgeOp {
   EdgeOp& computed_by(ReferenceFn fn);
   EdgeOp& fused_by(fusion::FusePattern pattern, std::vector<std::string> backend_ops);
   EdgeOp& lowered_by(fusion::DirectLowering lowering, std::vector<std::string> backend_ops);
+  EdgeOp& fusing_beyond_device();
   EdgeOp& taking_a_tensor_list();
 };
 

@@ -14,6 +14,7 @@ std::vector<EdgeOp> elementwise_edge_ops();
 std::vector<EdgeOp> pixel_shuffle_edge_ops();
 std::vector<EdgeOp> pool_edge_ops();
 std::vector<EdgeOp> copy_edge_ops();
+std::vector<EdgeOp> permute_edge_ops();
 std::vector<EdgeOp> concat_edge_ops();
 std::vector<EdgeOp> affine_edge_ops();
 
@@ -78,6 +79,11 @@ EdgeOp& EdgeOp::taking_a_tensor_list() {
   return *this;
 }
 
+EdgeOp& EdgeOp::fusing_beyond_device() {
+  fuses_beyond_device = true;
+  return *this;
+}
+
 namespace {
 
 // A descriptor the rest of the compiler can rely on: a shape rule, a reference, and backend
@@ -101,7 +107,7 @@ const std::vector<EdgeOp>& edge_ops() {
     std::vector<EdgeOp> all;
     for (auto family : {quantize_edge_ops, conv_linear_edge_ops, elementwise_edge_ops,
                         pixel_shuffle_edge_ops, pool_edge_ops, copy_edge_ops,
-                        concat_edge_ops,
+                        concat_edge_ops, permute_edge_ops,
                         affine_edge_ops}) {
       for (EdgeOp& op : family()) {
         check_descriptor(op);

@@ -174,7 +174,16 @@ const char* kEveryOp = R"({
     {"op": "aten.chunk", "inputs": ["cat"], "args": {"chunks": 4, "dim": -1},
      "outputs": ["chk0", "chk1", "chk2", "chk3"]},
     {"op": "aten.slice_copy.Tensor", "inputs": ["cat"],
-     "args": {"dim": 1, "start": -7, "end": null, "step": 2}, "outputs": ["slc"]}
+     "args": {"dim": 1, "start": -7, "end": null, "step": 2}, "outputs": ["slc"]},
+    {"op": "aten.permute_copy", "inputs": ["ps"], "args": {"dims": [0, 2, 3, 1]},
+     "outputs": ["pm"]},
+    {"op": "aten.permute", "inputs": ["pm"], "args": {"dims": [-1, 0, 1, 2]}, "outputs": ["pm2"]},
+    {"op": "aten.transpose.int", "inputs": ["mp"], "args": {"dim0": 1, "dim1": -1},
+     "outputs": ["tr"]},
+    {"op": "aten.view_copy", "inputs": ["ps"], "args": {"size": [1, 1, 2, 4, 8]},
+     "outputs": ["v5"]},
+    {"op": "aten.transpose_copy.int", "inputs": ["v5"], "args": {"dim0": 2, "dim1": 3},
+     "outputs": ["tr5"]}
   ]
 })";
 
@@ -208,7 +217,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 28u);
+  ASSERT_EQ(g.nodes.size(), 33u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -246,6 +255,11 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "spl3", DType::Float32, {1, 3});  // 4, 4, 4, 3
   expect_value(g, "chk3", DType::Float32, {1, 3});  // chunks of ceil(15 / 4) = 4
   expect_value(g, "slc", DType::Float32, {1, 4});   // indices 8, 10, 12, 14
+  expect_value(g, "pm", DType::Float32, {1, 8, 8, 1});
+  expect_value(g, "pm2", DType::Float32, {1, 1, 8, 8});
+  expect_value(g, "tr", DType::Float32, {1, 5, 5, 1});
+  expect_value(g, "v5", DType::Float32, {1, 1, 2, 4, 8});  // a 5-D view
+  expect_value(g, "tr5", DType::Float32, {1, 1, 4, 2, 8});
 
   // Constants: bytes copied; the int64 zero points narrowed to int32.
   const Value& w1 = g.value("w1");

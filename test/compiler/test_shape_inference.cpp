@@ -355,6 +355,47 @@ TEST(ShapeInferenceTest, ViewCopyAndClones) {
                                "permutation of the 2 dims"});
 }
 
+// Views up to the graph rank (ShuffleNet's 5-D channel shuffle), permutes and transposes of any
+// dtype, with negative dims; bad dims name the node and the argument.
+TEST(ShapeInferenceTest, FiveDimViewsPermutesAndTransposes) {
+  Builder b;
+  b.input("x", DType::Int8, {1, 6, 4, 5})
+      .node("aten.view_copy", {"x"}, {{"size", I{1, 2, 3, 4, 5}}}, {"v"})
+      .node("aten.transpose_copy.int", {"v"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{-3}}},
+            {"t"})
+      .node("aten.transpose.int", {"x"}, {{"dim0", int64_t{-1}}, {"dim1", int64_t{-1}}}, {"s"})
+      .node("aten.permute_copy", {"x"}, {{"dims", I{0, 2, 3, 1}}}, {"p"})
+      .node("aten.permute", {"p"}, {{"dims", I{-4, -1, 1, 2}}}, {"q"});
+  infer_shapes(b.g);
+  expect_type(b.g, "v", DType::Int8, {1, 2, 3, 4, 5});
+  expect_type(b.g, "t", DType::Int8, {1, 3, 2, 4, 5});
+  expect_type(b.g, "s", DType::Int8, {1, 6, 4, 5});
+  expect_type(b.g, "p", DType::Int8, {1, 4, 5, 6});
+  expect_type(b.g, "q", DType::Int8, {1, 6, 4, 5});
+
+  auto permute = [](I dims) {
+    Builder g;
+    g.input("x", DType::Float32, {2, 3, 4}).node("aten.permute_copy", {"x"}, {{"dims", dims}},
+                                                 {"y"});
+    return g.g;
+  };
+  expect_infer_error(permute({0, 1}), {"node 0 (aten.permute_copy): argument 'dims': expected 3 "
+                                       "dims for shape [2, 3, 4], got [0, 1]"});
+  expect_infer_error(permute({0, 2, -1}), {"argument 'dims': dim 2 appears more than once in "
+                                           "[0, 2, -1]"});
+  expect_infer_error(permute({0, 1, 3}), {"argument 'dims': dim 3 is out of range for rank 3 "
+                                          "(expected -3..2)"});
+  Builder t;
+  t.input("x", DType::Float32, {2, 3})
+      .node("aten.transpose.int", {"x"}, {{"dim0", int64_t{0}}, {"dim1", int64_t{-3}}}, {"y"});
+  expect_infer_error(t.g, {"node 0 (aten.transpose.int): argument 'dim1': dim -3 is out of "
+                           "range for rank 2"});
+  Builder v7;
+  v7.input("x", DType::Float32, {128})
+      .node("aten.view_copy", {"x"}, {{"size", I{2, 2, 2, 2, 2, 2, 2}}}, {"y"});
+  expect_infer_error(v7.g, {"node 0 (aten.view_copy)", "rank 7 is above the supported 6"});
+}
+
 TEST(ShapeInferenceTest, CatAndSplits) {
   Builder b;
   b.input("a", DType::Int8, {2, 3, 4}).input("c", DType::Int8, {2, 5, 4});

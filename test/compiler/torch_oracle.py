@@ -2,8 +2,8 @@
 """Torch oracle for the CPU reference interpreter (compiler/Interpreter.h).
 
 Computes conv2d / linear / max_pool2d / avg_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d /
-add / mul, cat and the splits (split_with_sizes_copy, split_copy, chunk, slice_copy) with torch
-(float32, CPU) on fixed seeded inputs and writes, into --out DIR:
+add / mul, cat and the splits (split_with_sizes_copy, split_copy, chunk, slice_copy), permute /
+transpose with torch (float32, CPU) on fixed seeded inputs and writes, into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
       case NAME OP
       input NAME D0,D1,... FILE      (float32 tensor; "input - - -" for an absent optional one)
@@ -166,6 +166,11 @@ def permute_cases(w):
     x = uniform(1, 2, 3, 4, 5)
     w.case("transpose_5d_shuffle", "aten.transpose_copy.int", [("self", x)],
            [("dim0", "int", 1), ("dim1", "int", 2)], torch.transpose(x, 1, 2))
+    x = uniform(2, 1, 3, 2, 2, 3)
+    w.case("transpose_6d_negative", "aten.transpose.int", [("self", x)],
+           [("dim0", "int", -1), ("dim1", "int", 0)], torch.transpose(x, -1, 0))
+
+
 def mean_cases(w):
     x = uniform(1, 8, 7, 5)
     w.case("mean_hw_keepdim", "aten.mean.dim", [("self", x)],
@@ -244,6 +249,7 @@ def main():
     linear_cases(w)
     max_pool_cases(w)
     pixel_shuffle_cases(w)
+    permute_cases(w)
     mean_cases(w)
     add_cases(w)
     mul_cases(w)

@@ -43,6 +43,11 @@ auto run_compiler(const std::string& graph, F&& f) {
   }
 }
 
+void print_pass_report(const compiler::PassReport& r) {
+  std::printf("[%s]\n", r.pass.c_str());
+  for (const auto& line : r.lines) std::printf("  %s\n", line.c_str());
+}
+
 int compile_partitioned(const std::string& graph, const std::string& weights,
                         const compiler::CompileOptions& options, const fs::path& out, bool force,
                         bool report) {
@@ -64,8 +69,8 @@ int compile_partitioned(const std::string& graph, const std::string& weights,
   check_files(graph, weights, targets, force);
 
   if (report) {
-    std::printf("[%s]\n", result.fusion.pass.c_str());
-    for (const auto& line : result.fusion.lines) std::printf("  %s\n", line.c_str());
+    for (const auto& r : result.before_fusion) print_pass_report(r);
+    print_pass_report(result.fusion);
     for (size_t i = 0; i < result.parts.size(); ++i) {
       std::printf("=== partition %zu (%s)\n%s", i, blob_names[i].c_str(),
                   compiler::format_report(result.parts[i]).c_str());

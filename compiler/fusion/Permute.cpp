@@ -1,0 +1,181 @@
+// Data movement on quantized data as one backend op (the chains: MoveChain.h).
+// - A chain of views, permutes / transposes and clones between a dequantize and a quantize
+//   (round-trip q -> dq pairs between the moves, as FX's reference graphs write reshapes), or
+//   on int8 data (what sink_dequantize leaves in front of a float consumer) => the op that moves
+//   the elements the same way: q8ta_channel_shuffle for view [N, g, C/g, H, W] -> transpose(1, 2)
+//   -> view [N, C, H, W] (ShuffleNet's channel shuffle, with or without a contiguous clone), or
+//   anything equivalent; q8ta_permute for a permute of the 4 dims; identity / q8ta_view when
+//   the chain only reshapes (a permute and its inverse). Which one is decided by evaluating the
+//   chain for every element, not by the node sequence. Intermediate quantizations must give
+//   back every int8 value; the final quantize may requantize (full int8 range), which the op
+//   then does per element, checked for all 256 values against the reference arithmetic.
+// - A lone int8 permute / transpose left after fusion is lowered the same way.
+// Views that start such a chain (a permute in it, or a 5-D / 6-D tensor) come here from
+// fuse_view; other views stay with it.
+#include <optional>
+#include <utility>
+
+#include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/MoveChain.h"
+#include "compiler/fusion/Patterns.h"
+#include "compiler/reference/QuantChain.h"
+
+namespace vkd::compiler::fusion {
+namespace {
+
+// Any data-movement op, for messages about a chain no op takes yet.
+constexpr char kAnyMovementOp[] = "a data-movement op";
+
+std::string chain_label(const Graph& g, const std::vector<int>& nodes) {
+  std::string s;
+  for (size_t k = 0; k < nodes.size(); ++k) s += (k ? " -> " : "") + label(g.nodes[nodes[k]]);
+  return s;
+}
+
+// A float chain's quantization: the first dequantize (`in`), every pair inside (round trips
+// of `in`) and the final quantize (`out`). "" or why the chain does not fuse.
+std::string check_quantization(const Graph& g, const MoveChain& c, QuantInfo& in,
+                               QuantInfo& out) {
+  std::string why = check_activation_dq(g, g.nodes[c.dq], c.dq, in);
+  if (!why.empty()) return why;
+  for (int k : c.nodes) {
+    const Node& n = g.nodes[k];
+    if (k == c.dq || (n.op != kQ && n.op != kDq) || k == c.q) continue;
+    QuantInfo mid;
+    why = n.op == kQ ? check_q(g, n, k, mid) : check_activation_dq(g, n, k, mid);
+    if (why.empty()) why = check_round_trip(in, mid);
+    if (!why.empty()) return "inside the chain: " + why;
+  }
+  if (c.q < 0) return c.why;
+  return check_q(g, g.nodes[c.q], c.q, out);
+}
+
+// "" when the op can requantize from `in` to `out` as the chain does: identity-valued when
+// they round-trip, else a per-element requantization to the full int8 range that equals the
+// chain's dequantize -> quantize for all 256 inputs.
+std::string check_requantization(const Movement& m, const QuantInfo& in, const QuantInfo& out) {
+  const std::string differ = check_round_trip(in, out);
+  if (differ.empty()) return "";
+  if (m.kind == Movement::View) return "a view does not requantize (" + differ + ")";
+  if (out.quant_min != -128 || out.quant_max != 127) {
+    return "the final quantize's range " + std::to_string(out.quant_min) + ".." +
+           std::to_string(out.quant_max) + " is not the full int8 range a requantizing move uses";
+  }
+  for (int64_t v = -128; v <= 127; ++v) {
+    if (reference_dq_clamp_q(v, in, {}, out) != requantize_clamp(v, in, out, -128, 127)) {
+      return "requantizing int8 value " + std::to_string(v) + " differs from the chain's result";
+    }
+  }
+  return "";
+}
+
+void set_qparams(Node& n, const QuantInfo& in, const QuantInfo& out) {
+  n.args["input_scale"] = in.scale;
+  n.args["input_zero_point"] = in.zero_point;
+  n.args["output_scale"] = out.scale;
+  n.args["output_zero_point"] = out.zero_point;
+}
+
+// The backend node moving `source` into `output` as `m` does. Without `q` (int8 data) the
+// quantization args are filled in once the values' quantization is known (assign_int8x4).
+Node movement_node(const Graph& g, const Movement& m, const std::string& source,
+                   const std::string& output,
+                   const std::optional<std::pair<QuantInfo, QuantInfo>>& q) {
+  Node n;
+  n.inputs = {source};
+  n.outputs = {output};
+  switch (m.kind) {
+    case Movement::View:
+      n.op = same_packed_shape(g.value(source).shape, g.value(output).shape) ? "identity"
+                                                                               : "q8ta_view";
+      if (n.op == "q8ta_view" && q) n.args["zero_point"] = q->first.zero_point;
+      return n;
+    case Movement::ChannelShuffle:
+      n.op = "q8ta_channel_shuffle";
+      n.args["groups"] = m.groups;
+      break;
+    case Movement::Permute:
+      n.op = "q8ta_permute";
+      n.args["dims"] = m.dims;
+      break;
+  }
+  if (q) set_qparams(n, q->first, q->second);
+  return n;
+}
+
+// The first node of the chain with a pattern (clones have none): the one anchor that tries it.
+int first_anchor(const Graph& g, const MoveChain& c) {
+  for (int k : c.moves) {
+    if (!is_clone(g.nodes[k].op)) return k;
+  }
+  return -1;
+}
+
+std::vector<const Node*> move_nodes(const Graph& g, const MoveChain& c) {
+  std::vector<const Node*> out;
+  for (int k : c.moves) out.push_back(&g.nodes[k]);
+  return out;
+}
+
+// Matches and commits the chain `c` anchored at `anchor`, or reports why it does not fuse.
+void fuse_chain(FuseState& state, int anchor, const MoveChain& c) {
+  const Graph& g = state.graph;
+  const std::string chain = chain_label(g, c.nodes);
+  auto fail = [&](const std::string& why) {
+    state.not_fused(chain, c.nodes, kAnyMovementOp, why);
+  };
+  std::optional<std::pair<QuantInfo, QuantInfo>> q;
+  if (c.float_domain()) {
+    QuantInfo in, out;
+    const std::string why = check_quantization(g, c, in, out);
+    if (!why.empty()) return fail(why);
+    q = std::make_pair(in, out);
+  }
+  Movement m;
+  std::string why = classify_movement(g, move_nodes(g, c), c.source, c.output, m);
+  if (why.empty() && q) why = check_requantization(m, q->first, q->second);
+  if (!why.empty()) return fail(why);
+  Fusion f;
+  f.nodes = c.nodes;
+  f.dead = c.dead;
+  f.node = movement_node(g, m, c.source, c.output, q);
+  if (!state.allowed(anchor, f.node.op)) return;
+  if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
+  f.node.origin = state.fused_origin(anchor, f.node.op);
+  if (q) {
+    state.consume_quant(c.source, c.dq, q->first);
+    state.produced[c.output] = q->second;
+  }
+  state.commit(std::move(f), chain, " (" + m.describe() + ")");
+}
+
+}  // namespace
+
+bool fuse_move_chain(FuseState& state, int anchor) {
+  const std::optional<MoveChain> c = find_move_chain(state.graph, anchor);
+  if (!c || !needs_movement_op(state.graph, *c)) return false;
+  // Tried once, from its first anchor (node order); later anchors of the chain only confirm
+  // that it is not fuse_view's.
+  if (first_anchor(state.graph, *c) == anchor) fuse_chain(state, anchor, *c);
+  return true;
+}
+
+void fuse_data_movement(FuseState& state, int anchor) { (void)fuse_move_chain(state, anchor); }
+
+std::string lower_permute(FuseState& state, Node& node, int where) {
+  (void)where;  // the node keeps its parsed origin
+  const Graph& g = state.graph;
+  if (node.inputs.empty() || node.inputs[0].empty() || node.outputs.size() != 1) return "";
+  const Value& in = g.value(node.inputs[0]);
+  if (in.is_constant() || (in.dtype != DType::Int8 && in.dtype != DType::Int8x4)) return "";
+  Movement m;
+  if (!classify_movement(g, {&node}, node.inputs[0], node.outputs[0], m).empty()) return "";
+  const Node lowered = movement_node(g, m, node.inputs[0], node.outputs[0], std::nullopt);
+  if (!state.may_target(lowered.op)) return "";
+  node.op = lowered.op;
+  node.inputs.resize(1);
+  node.args = lowered.args;
+  return node.op;
+}
+
+}  // namespace vkd::compiler::fusion
