@@ -32,6 +32,7 @@ KNOWN_OPS = {
     "aten.mean.dim", "aten.adaptive_avg_pool2d", "aten.view_copy", "aten.pixel_shuffle",
     "aten.clone", "aten.mul.Tensor", "aten.mul.Scalar", "aten.avg_pool2d",
     "aten.cat", "aten.split_with_sizes_copy", "aten.slice_copy.Tensor",
+    "aten.permute_copy", "aten.transpose_copy.int",
 }
 SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I8": np.int8, "I32": np.int32,
                       "I64": np.int64}
@@ -206,6 +207,10 @@ def run_node(op, xs, a):
         return pixel_shuffle(xs[0], a["upscale_factor"])
     if op == "aten.clone":
         return xs[0].copy()
+    if op == "aten.permute_copy":
+        return xs[0].transpose(a["dims"])
+    if op == "aten.transpose_copy.int":
+        return np.swapaxes(xs[0], a["dim0"], a["dim1"])
     if op == "aten.cat":
         return np.concatenate(xs, axis=a.get("dim", 0))
     if op == "aten.split_with_sizes_copy":  # several outputs
@@ -364,6 +369,25 @@ class ModelExportTest(unittest.TestCase):
             {"dim": 2, "start": None, "end": None, "step": 2},  # y[:, :, ::2]
             {"dim": 3, "start": 1, "end": -1, "step": 1}])  # [..., 1:-1]
 
+    def test_permutes_and_channel_shuffle(self):
+        """ShuffleNet's channel shuffle (5-D view, transpose, contiguous, view), permute given as
+        one list or as separate dims, Tensor.transpose and swapaxes: every permute is
+        aten.permute_copy with its dims as one list, every transpose aten.transpose_copy.int."""
+        torch.manual_seed(0)
+        graph = self.export_and_check("permutes", PermuteNet(), expect_ops=[
+            "aten.permute_copy", "aten.transpose_copy.int"])
+        nodes = graph["nodes"]
+        moves = [(n["op"], n["args"]) for n in nodes
+                 if n["op"] in ("aten.permute_copy", "aten.transpose_copy.int")]
+        self.assertEqual(moves, [
+            ("aten.transpose_copy.int", {"dim0": 1, "dim1": 2}),  # the shuffle
+            ("aten.permute_copy", {"dims": [0, 2, 3, 1]}),  # y.permute(0, 2, 3, 1)
+            ("aten.permute_copy", {"dims": [0, 3, 1, 2]}),  # torch.permute(y, (0, 3, 1, 2))
+            ("aten.transpose_copy.int", {"dim0": 2, "dim1": 3}),  # y.transpose(2, 3)
+            ("aten.transpose_copy.int", {"dim0": -1, "dim1": -2})])  # torch.swapaxes
+        views = [n["args"]["size"] for n in nodes if n["op"] == "aten.view_copy"]
+        self.assertEqual(views[:2], [[1, 2, 4, 64, 64], [1, 8, 64, 64]])
+
     def test_per_tensor_weights(self):
         torch.manual_seed(0)
         graph = self.export_and_check("tiny_unet_per_tensor", tiny_unet(), per_channel=False)
@@ -382,6 +406,24 @@ class ModelExportTest(unittest.TestCase):
         for node in graph["nodes"]:
             if node["op"] == "quantized_decomposed.dequantize_per_tensor":
                 self.assertLessEqual(readers.get(node["outputs"][0], 0), 1)
+
+
+class PermuteNet(torch.nn.Module):
+    """A channel shuffle (groups 2) between convs, then permutes and transposes of every
+    spelling."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        n, c, h, w = y.size()
+        y = torch.transpose(y.view(n, 2, c // 2, h, w), 1, 2).contiguous().view(n, -1, h, w)
+        y = self.b(y)
+        y = torch.permute(y.permute(0, 2, 3, 1), (0, 3, 1, 2))
+        return torch.swapaxes(y.transpose(2, 3), -1, -2)
 
 
 class JoinCutNet(torch.nn.Module):

@@ -403,6 +403,26 @@ def _view(w, node):
     return w.emit("aten.view_copy", [w.input(node.args[0])], {"size": out.shape}, out)
 
 
+@handles(torch.transpose, torch.swapaxes, torch.swapdims, "Tensor.transpose", "Tensor.swapaxes",
+         "Tensor.swapdims", "aten.transpose.int", "aten.transpose_copy.int")
+def _transpose(w, node):
+    """Every transpose is aten.transpose_copy.int (the edge dialect's copy form, as reshapes are
+    view_copy): transpose(input, dim0, dim1), swapaxes / swapdims(axis0 / dim0, axis1 / dim1)."""
+    args = {"dim0": w.literal(arg(node, 1, ("dim0", "axis0"))),
+            "dim1": w.literal(arg(node, 2, ("dim1", "axis1")))}
+    return w.emit("aten.transpose_copy.int", [w.input(node.args[0])], args, w.out())
+
+
+@handles(torch.permute, "Tensor.permute", "aten.permute.default", "aten.permute_copy.default")
+def _permute(w, node):
+    """aten.permute_copy(dims): torch.permute(x, dims), x.permute(dims) or x.permute(*dims)."""
+    rest = [w.literal(a) for a in node.args[1:]]
+    if len(rest) == 1 and isinstance(rest[0], (list, tuple)):
+        rest = list(rest[0])
+    dims = rest or list(w.literal(node.kwargs["dims"]))
+    return w.emit("aten.permute_copy", [w.input(node.args[0])], {"dims": dims}, w.out())
+
+
 @handles(F.pixel_shuffle, "aten.pixel_shuffle.default")
 def _pixel_shuffle(w, node):
     factor = w.literal(arg(node, 1, "upscale_factor"))
