@@ -765,6 +765,43 @@ elseif(CASE STREQUAL "compile_run_standalone_act")
   expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy z.npy)
 
+elseif(CASE STREQUAL "compile_run_channel_shuffle")
+  # ShuffleNet's channel shuffle as FX writes it (5-D view, transpose, clone, view, a q -> dq pair
+  # after each) between a conv and a permute to channels-last that a linear reads with no
+  # quantize in between: the shuffle is one q8ta_channel_shuffle, the dq moves below the permute
+  # ([sink_dequantize]), which then runs on the int8 data (4W4C in, the linear's 4H4W out) and
+  # the linear is an int8 one. Nothing is left for the host; the device matches the reference.
+  copy_to_work("${GRAPHS}/channel_shuffle.json" "${FIXTURE}/head.safetensors"
+               "${FIXTURE}/head_x.npy")
+  vkd(compile channel_shuffle.json --weights head.safetensors -o cs.vkd --report)
+  expect_exit(0)
+  expect_stdout("\\[sink_dequantize\\]\n  moved dq \\(node 17\\) below aten.permute_copy "
+                "\\(node 18\\): they move the int8 values of 'sq', 'p' is dequantized after them\n")
+  expect_stdout("fused dq -> aten.view_copy -> q -> dq -> aten.transpose_copy.int -> q -> dq -> "
+                "aten.clone -> q -> dq -> aten.view_copy -> q \\(node 5..16\\) into "
+                "q8ta_channel_shuffle 'sq' \\(channel shuffle \\(groups 2\\)\\)\n")
+  expect_stdout("fused aten.permute_copy \\(node 17\\) into q8ta_permute 'p_int8' \\(permute "
+                "\\[0, 2, 3, 1\\]\\)\n")
+  expect_stdout("\\[final\\] 6 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_quantize\\(x\\) -> xq\n"
+                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+                "  q8ta_channel_shuffle\\(cq\\) -> sq\n"
+                "  q8ta_permute\\(sq\\) -> p_int8\n"
+                "  q8ta_linear\\(p_int8, wl, wl_scales, bl\\) -> lq\n"
+                "  q8ta_dequantize\\(lq\\) -> y\n")
+  expect_stdout("  sq: int8x4 buffer 4W4C\n")
+  expect_stdout("  p_int8: int8x4 buffer 4H4W\n")
+  if(STDOUT MATCHES "as edge ops")
+    message(FATAL_ERROR "a node was left for the host")
+  endif()
+  vkd(run cs.vkd --input x=head_x.npy --output-dir out --check channel_shuffle.json
+      --weights head.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  sq +int8 +\\[2,8,6,6\\] +0 0/576 ")
+  expect_stdout("\n  lq +int8 +\\[2,6,6,3\\] +0 0/216 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy)
+
 elseif(CASE STREQUAL "compile_run_mul_pool")
   # A squeeze-excite mul (the [2, 8, 1, 1] mean times the conv output), a mul by a number with a
   # relu after it, avg_pool2d (ceil_mode, count_include_pad = False) and adaptive_avg_pool2d to

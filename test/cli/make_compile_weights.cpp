@@ -3,7 +3,7 @@
 //   add.other  F32 [1,4,1,1]  {0.5, -0.25, 1, 2}
 // and OUTDIR/linear.safetensors + OUTDIR/lin_x.npy for test/cli/graphs/linear.json, and
 // OUTDIR/conv.safetensors + OUTDIR/conv_x.npy for test/cli/graphs/conv.json (head.safetensors +
-// head_x.npy for classifier_head.json and standalone_act.json): int8
+// head_x.npy for classifier_head.json, standalone_act.json and channel_shuffle.json): int8
 // weights, power-of-two scales and inputs that are multiples of 0.5, so every product and sum
 // the reference interpreter forms in float32 is exact and its answer equals the int8 kernels'
 // bit for bit (the arithmetic itself is checked by the custom-op ACCU cases).
@@ -83,9 +83,9 @@ void write_conv_fixture(const std::string& dir) {
   vkd::cli::write_npy(dir + "/conv_x.npy", x);
 }
 
-// A classifier head and a standalone relu6 (test/cli/graphs/classifier_head.json,
-// standalone_act.json): a 3x3 convolution 5 -> 8 channels and a linear 8 -> 3, with bias, over
-// a [2, 5, 6, 6] input of multiples of 0.5.
+// A classifier head, a standalone relu6 and a channel shuffle (test/cli/graphs/
+// classifier_head.json, standalone_act.json, channel_shuffle.json): a 3x3 convolution 5 -> 8
+// channels and a linear 8 -> 3, with bias, over a [2, 5, 6, 6] input of multiples of 0.5.
 void write_head_fixture(const std::string& dir) {
   using vkd::compiler::SafetensorsTensor;
   vkd::compiler::write_safetensors(
