@@ -59,9 +59,8 @@ int finish_word(int w, int valid) {
 #if REQUANT
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
-    // |q - zp| <= 255: exact through the mantissa (common.glslh).
-    precise float y = small_int_to_float(lane_of(w, lane) - p.in_zp) * p.in_scale;
-    word |= requantized_byte(y, p.inv_out_scale, p.t_min, p.t_max, p.out_zp) << (8 * lane);
+    word |= requantize_moved(lane_of(w, lane), p.in_zp, p.in_scale, p.inv_out_scale, p.t_min,
+                             p.t_max, p.out_zp) << (8 * lane);
   }
   w = word;
 #endif

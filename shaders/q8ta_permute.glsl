@@ -16,7 +16,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 #include "tile_walk.glslh"
-#include "int8x4_chunk.glslh"  // requantized_byte
+#include "int8x4_chunk.glslh"  // requantize_moved
 
 #define TILE_LAYOUT OUT_LAYOUT
 #define TILE_BINDING 0
@@ -57,9 +57,7 @@ layout(push_constant) uniform Params {
 // One element through the output's parameters (REQUANT) or as it is.
 int convert(int q) {
 #if REQUANT
-  // |q - zp| <= 255: exact through the mantissa (common.glslh).
-  precise float y = small_int_to_float(q - p.in_zp) * p.in_scale;
-  return requantized_byte(y, p.inv_out_scale, p.t_min, p.t_max, p.out_zp);
+  return requantize_moved(q, p.in_zp, p.in_scale, p.inv_out_scale, p.t_min, p.t_max, p.out_zp);
 #else
   return q;
 #endif

@@ -24,6 +24,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "int8x4_chunk.glslh"  // requantize_moved
 
 layout(constant_id = 3) const int R = 2;       // upscale factor
 layout(constant_id = 4) const int C_OUT = 1;   // output channels
@@ -66,13 +67,10 @@ const uint IN_BLOCK_STRIDE = 4u;
 #endif
 
 #if REQUANT
-// One lane: clamp(roundEven(t) + zp_out) == roundEven(clamp(t, -128 - zp_out, 127 - zp_out)) +
-// zp_out (the bounds are integers); both conversions go through the float mantissa
-// (common.glslh), exact at these magnitudes.
+// One lane (int8x4_chunk.glslh): clamp(roundEven(t) + zp_out) == roundEven(clamp(t, -128 -
+// zp_out, 127 - zp_out)) + zp_out, the bounds being integers.
 int requantize(int q) {
-  precise float y = small_int_to_float(q - p.in_zp) * p.in_scale;
-  precise float t = clamp(y * p.inv_out_scale, p.t_min, p.t_max);
-  return round_even_small(t) + p.out_zp;
+  return requantize_moved(q, p.in_zp, p.in_scale, p.inv_out_scale, p.t_min, p.t_max, p.out_zp);
 }
 #endif
 

@@ -4,7 +4,6 @@
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "compiler/ops/ShapeContext.h"
 

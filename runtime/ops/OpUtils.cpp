@@ -62,6 +62,15 @@ void check_same_sizes(const std::string& op, const graph::GpuTensor& a,
             "' ", b.spec().describe());
 }
 
+bool check_moved_quant(const std::string& op, const QuantParams& in_q, const QuantParams& out_q) {
+  check_quant_params(op + " input", in_q);
+  check_quant_params(op + " output", out_q);
+  VKD_CHECK(out_q.quant_min == -128 && out_q.quant_max == 127, ErrorCode::InvalidArgument, op,
+            ": the output must use the full int8 range [-128, 127], got [", out_q.quant_min,
+            ", ", out_q.quant_max, "]");
+  return in_q.scale != out_q.scale || in_q.zero_point != out_q.zero_point;
+}
+
 int64_t tile_count(const Dims4& d) {
   return d.n * div_up(d.c, 4) * div_up(d.h, 4) * div_up(d.w, 4);
 }

@@ -40,6 +40,11 @@ void check_float_buffer(const std::string& op, const graph::GpuTensor& t);
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
                               int32_t act_max);
 
+// The parameters of an op that moves int8 values (pixel shuffle, channel shuffle, permute): both
+// valid, the output over the full int8 range (what the requantizing variants clamp to). Returns
+// whether the values change (the parameters differ: requantize) or only move.
+bool check_moved_quant(const std::string& op, const QuantParams& in_q, const QuantParams& out_q);
+
 // N * C4 * H4 * W4 tiles of 4x4x4 elements.
 int64_t tile_count(const Dims4& d);
 

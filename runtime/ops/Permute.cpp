@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <array>
-#include <numeric>
+#include <utility>
 
 #include "runtime/core/Error.h"
 #include "runtime/core/PackedInt8Layout.h"
@@ -37,21 +37,16 @@ struct PermutePush {
   RequantPush requant;
 };
 
-// Both tensors int8x4, both parameter sets valid, the output over the full int8 range (what
-// the requantizing variant clamps to). Returns whether the element values change (requantize).
+// Both tensors int8x4 (of int32-indexable size), both parameter sets valid, the output over the
+// full int8 range. Returns whether the element values change (requantize).
 bool check_tensors_and_quant(const std::string& op, const graph::GpuTensor& in,
                              const QuantParams& in_q, const graph::GpuTensor& out,
                              const QuantParams& out_q) {
   check_int8x4_tensor(op, in);
   check_int8x4_tensor(op, out);
-  check_quant_params(op + " input", in_q);
-  check_quant_params(op + " output", out_q);
-  VKD_CHECK(out_q.quant_min == -128 && out_q.quant_max == 127, ErrorCode::InvalidArgument, op,
-            ": the output must use the full int8 range [-128, 127], got [", out_q.quant_min,
-            ", ", out_q.quant_max, "]");
   VKD_CHECK(in.spec().numel() < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ",
             in.spec().numel(), " elements exceed the 2^31 the kernel can index");
-  return in_q.scale != out_q.scale || in_q.zero_point != out_q.zero_point;
+  return check_moved_quant(op, in_q, out_q);
 }
 
 RequantPush requant_push(const QuantParams& in_q, const QuantParams& out_q) {
@@ -156,20 +151,22 @@ void add_q8ta_permute_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
 namespace {
 
-void build_channel_shuffle(const OpCall& call) {
-  const QuantParams in_q = call.quant("input");
-  const QuantParams out_q = call.quant("output");
+// The input's and the output's quantization, recorded as their tensors' zero points.
+std::pair<QuantParams, QuantParams> moved_quant(const OpCall& call) {
+  const QuantParams in_q = call.quant("input"), out_q = call.quant("output");
   call.set_zero_point("input", in_q.zero_point);
   call.set_zero_point("output", out_q.zero_point);
+  return {in_q, out_q};
+}
+
+void build_channel_shuffle(const OpCall& call) {
+  const auto [in_q, out_q] = moved_quant(call);
   add_q8ta_channel_shuffle_node(call.graph(), call.tensor("input"), in_q, call.int_arg("groups"),
                                 call.tensor("output"), out_q);
 }
 
 void build_permute(const OpCall& call) {
-  const QuantParams in_q = call.quant("input");
-  const QuantParams out_q = call.quant("output");
-  call.set_zero_point("input", in_q.zero_point);
-  call.set_zero_point("output", out_q.zero_point);
+  const auto [in_q, out_q] = moved_quant(call);
   add_q8ta_permute_node(call.graph(), call.tensor("input"), in_q, call.int_list("dims"),
                         call.tensor("output"), out_q);
 }

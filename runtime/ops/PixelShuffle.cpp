@@ -70,10 +70,7 @@ void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef inp
               " must be in a channels-packed int8 layout (4W4C or 4C1W)");
   }
   check_shuffle_shapes(op, in, out, upscale_factor);
-  check_quant_params(op + " input", in_q);
-  check_quant_params(op + " output", out_q);
-  VKD_CHECK(out_q.quant_min == -128 && out_q.quant_max == 127, ErrorCode::InvalidArgument, op,
-            ": the output must use the full int8 range [-128, 127]");
+  const bool requant = check_moved_quant(op, in_q, out_q);
 
   const Dims4 o = out.spec().dims4();
   const Dims4 i = in.spec().dims4();
@@ -87,8 +84,7 @@ void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef inp
       upscale_factor != 2 ? words
       : out.spec().layout == MemoryLayout::PackedInt8_4C1W ? i.n * i.h * c4 * i.w
                                                            : i.n * i.h * c4 * align_up(i.w, 2);
-  // Same parameters: the byte-shuffle variant (no arithmetic).
-  const bool requant = in_q.scale != out_q.scale || in_q.zero_point != out_q.zero_point;
+  // Same parameters (requant false): the byte-shuffle variant, no arithmetic.
   const Int8ShufflePush push{int32_t(items),
                              in_q.zero_point,
                              out_q.zero_point,
