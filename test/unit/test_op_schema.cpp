@@ -94,8 +94,8 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
       case ArgKind::IntList:  // block_size, a permute's dims: per dim of the rank-4 activations
         args.push_back(a.name == "block_size" ? b.add_int_list({1, 1, 1, 1})
                        : a.name == "dims"     ? b.add_int_list({0, 1, 2, 3})
-                       // max_pool2d's padding must be at most half its (1x1) kernel
-                       : op.name == "q8ta_max_pool2d" && a.name == "padding"
+                       // a pool's padding must be at most half its (1x1) kernel
+                       : a.name == "padding" && op.name.find("pool2d") != std::string::npos
                            ? b.add_int_list({0, 0})
                            : b.add_int_list({1, 1}));
         break;
