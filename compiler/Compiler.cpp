@@ -6,6 +6,7 @@
 #include "compiler/Emit.h"
 #include "compiler/Fold.h"
 #include "compiler/Fuse.h"
+#include "compiler/InPlace.h"
 #include "compiler/Parse.h"
 #include "compiler/ShapeInference.h"
 #include "partitioner_schema/OpSchema.h"
@@ -86,6 +87,8 @@ void place_and_emit(Graph g, const CompileOptions& options, CompileResult& resul
   if (all_backend_ops && all_fit_device) {
     result.reports.push_back(propagate_layouts(g, options.layout));
     result.reports.push_back(fold_identities(g));
+    PassReport in_place = report_in_place(g);  // only for graphs with q8ta_cat / q8ta_slice
+    if (!in_place.lines.empty()) result.reports.push_back(std::move(in_place));
   }
   if (result.ok()) result.blob = emit_blob(g);
   result.graph = std::move(g);

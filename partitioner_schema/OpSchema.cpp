@@ -203,6 +203,16 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
                                  tensor_out("output", i8x4, chw_int8, {k4W4C}))));
   s.push_back(kernel_op("q8ta_conv2d_dq", "int8 conv2d, float32 output",
                         arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
+  // Weights in q8ta_conv2d's order [C_out, C_in / groups, KH, KW] (the compiler swaps PyTorch's
+  // [C_in, C_out / groups, KH, KW]), so scales and bias are one per output channel as there.
+  s.push_back(kernel_op(
+      "q8ta_conv_transpose2d", "int8 transposed conv2d, requantized output, fused relu/clamp",
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"),
+               per_channel_weights(4), scalar("stride", ArgKind::IntList),
+               scalar("padding", ArgKind::IntList), scalar("output_padding", ArgKind::IntList),
+               scalar("dilation", ArgKind::IntList), scalar("groups", ArgKind::Int),
+               per_tensor_qparams("output_"), activation_range(),
+               tensor_out("output", i8x4, chw_int8, {k4W4C}))));
 }
 
 // q8ta_add and q8ta_mul: the same arguments (one kernel family, q8ta_binary).
@@ -252,6 +262,7 @@ void pool_schemas(std::vector<OpSchema>& s) {
                                  scalar("padding", ArgKind::IntList),
                                  scalar("dilation", ArgKind::IntList),
                                  scalar("ceil_mode", ArgKind::Bool),
+                                 per_tensor_qparams("output_"),
                                  tied(tensor_out("output", i8x4, chw_int8), 0))));
   s.push_back(kernel_op("q8ta_avg_pool2d", "int8 avg_pool2d (int32 sums), requantized",
                         arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
@@ -310,6 +321,28 @@ void permute_schemas(std::vector<OpSchema>& s) {
                                  tensor_out("output", i8x4, int8))));
 }
 
+// upsample_nearest2d / upsample_bilinear2d on int8, any layout (the output shares the input's);
+// scales_h / scales_w are ATen's scale factors (0 = none: the step is in / out).
+void upsample_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const PlacementSet int8 = PlacementSet::all_int8();
+  const std::vector<ArgSchema> scales = {scalar("scales_h", ArgKind::Float),
+                                         scalar("scales_w", ArgKind::Float)};
+  s.push_back(kernel_op("q8ta_upsample_nearest2d",
+                        "int8 nearest upsampling (bytes moved, or requantized)",
+                        arg_list(tensor_in("input", i8x4, int8, {k4W4C}),
+                                 per_tensor_qparams("input_"), scales,
+                                 per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(kernel_op("q8ta_upsample_bilinear2d",
+                        "int8 bilinear upsampling (exact fixed-point weights, one requantization)",
+                        arg_list(tensor_in("input", i8x4, int8, {k4W4C}),
+                                 per_tensor_qparams("input_"),
+                                 scalar("align_corners", ArgKind::Bool), scales,
+                                 per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, int8), 0))));
+}
+
 void float_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32};
   // float16 buffers need 16-bit storage on the device (textures need nothing extra).
@@ -359,9 +392,12 @@ std::vector<OpSchema> build_schemas() {
   conv2d_schemas(s);
   add_schemas(s);
   clamp_schemas(s);
+  lut_schemas(s);
+  softmax_schemas(s);
   pool_schemas(s);
   concat_schemas(s);
   int8_pixel_shuffle_schemas(s);
+  upsample_schemas(s);
   permute_schemas(s);
   float_schemas(s);
   return s;

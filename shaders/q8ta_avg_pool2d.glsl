@@ -19,9 +19,12 @@
 // are padding words) and 4 consecutive words of one row in 4C1W (row (n * OH + oh) * C4 + c4,
 // invocation row * OW4 + ow4). For each input row of the window it reads the words of the widths
 // the 4 windows cover with aligned 16-byte loads and adds each word's 4 channels into the sums of
-// the windows that contain it. Lanes past C hold the zero point.
+// the windows that contain it. Windows of up to 3 rows whose 4 outputs span at most 4 chunks per
+// row (k2s2, k3s2, k3s1, ...) issue all their loads before adding (they are independent, so
+// their latencies overlap); larger ones stream row by row. Lanes past C hold the zero point.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
@@ -63,6 +66,44 @@ ivec4 lanes(int word) {
   return ivec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2), lane_of(word, 3));
 }
 
+// The 16-byte chunks holding input row h of block (n, c4) from width w_lo on: chunk j is
+// in_words4[first + j * step], its word e is width width0 + 4 * j + e (4W4C: chunks of 4 widths,
+// C4 chunks apart; 4C1W: the row's W words are contiguous, read in aligned chunks, so width0 may
+// lie before the row and the last chunk past it).
+struct RowChunks {
+  int first, step, width0;
+};
+RowChunks row_chunks(int n, int c4, int h, int w_lo) {
+  const int C4 = div_up(p.in_sizes.y, 4), H = p.in_sizes.z, W = p.in_sizes.w;
+#if INT8_LAYOUT == LAYOUT_4W4C
+  return RowChunks(((n * H + h) * div_up(W, 4) + w_lo / 4) * C4 + c4, C4, 4 * (w_lo / 4));
+#else
+  const int row_start = ((n * H + h) * C4 + c4) * W, m4 = (row_start + w_lo) / 4;
+  return RowChunks(m4, 1, 4 * m4 - row_start);
+#endif
+}
+
+// Chunk `index`; the tensor's last one may end early (4C1W): words past the end are not read.
+ivec4 load_chunk(int index) {
+  if (4 * index + 3 < p.in_word_count) return in_words4[index];
+  ivec4 words;
+  for (int e = 0; e < 4; ++e) words[e] = in_words[min(4 * index + e, p.in_word_count - 1)];
+  return words;
+}
+
+// Adds the words of a chunk starting at width `width0` to the sums of the windows `ww` that
+// hold them (widths outside [w_lo, w_hi) belong to none).
+void add_chunk(ivec4 words, int width0, int w_lo, int w_hi, ivec3 ww[4], inout ivec4 sums[4]) {
+  for (int e = 0; e < 4; ++e) {
+    const int w = width0 + e;
+    if (w < w_lo || w >= w_hi) continue;
+    const ivec4 v = lanes(words[e]);
+    for (int j = 0; j < 4; ++j) {
+      if (w >= ww[j].x && w < ww[j].y) sums[j] += v;
+    }
+  }
+}
+
 // The requantized word of one output: the window's channel sums `sum` over `count` positions,
 // divisor (a, b); lanes >= `real` are the zero point.
 int requantized_word(ivec4 sum, int count, ivec2 ab, int real) {
@@ -102,34 +143,33 @@ void main() {
   const int w_lo = ww[0].x, w_hi = ww[outputs - 1].y;  // the widths any window covers
 
   ivec4 sums[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
-  for (int h = wh.x; h < wh.y; ++h) {
-#if INT8_LAYOUT == LAYOUT_4W4C
-    // Widths 4 * w4 .. 4 * w4 + 3 are chunk ((n * H + h) * W4 + w4) * C4 + c4.
-    const int base = (n * H + h) * div_up(W, 4);
-    for (int w4 = w_lo / 4; 4 * w4 < w_hi; ++w4) {
-      const ivec4 words = in_words4[(base + w4) * C4 + c4];
-#else
-    // A row of W words from word ((n * H + h) * C4 + c4) * W, read in aligned chunks.
-    const int row_start = ((n * H + h) * C4 + c4) * W;
-    for (int m4 = (row_start + w_lo) / 4; 4 * m4 - row_start < w_hi; ++m4) {
-      ivec4 words;
-      if (4 * m4 + 3 < p.in_word_count) {
-        words = in_words4[m4];
-      } else {  // the tensor's last chunk may end early: words past the end are not read
-        for (int e = 0; e < 4; ++e) words[e] = in_words[min(4 * m4 + e, p.in_word_count - 1)];
+  const int rows = wh.y - wh.x;
+  RowChunks rc[3];
+  int chunks[3] = int[3](0, 0, 0);
+  bool buffered = rows <= 3;
+  [[unroll]] for (int r = 0; r < 3; ++r) {
+    if (r >= rows) break;
+    rc[r] = row_chunks(n, c4, wh.x + r, w_lo);
+    chunks[r] = div_up(w_hi - rc[r].width0, 4);
+    buffered = buffered && chunks[r] <= 4;
+  }
+  if (buffered) {
+    ivec4 buf[12];
+    [[unroll]] for (int r = 0; r < 3; ++r) {
+      [[unroll]] for (int j = 0; j < 4; ++j) {
+        if (j < chunks[r]) buf[4 * r + j] = load_chunk(rc[r].first + j * rc[r].step);
       }
-#endif
-      for (int e = 0; e < 4; ++e) {
-#if INT8_LAYOUT == LAYOUT_4W4C
-        const int w = 4 * w4 + e;
-#else
-        const int w = 4 * m4 - row_start + e;
-#endif
-        if (w < w_lo || w >= w_hi) continue;
-        const ivec4 v = lanes(words[e]);
-        for (int j = 0; j < 4; ++j) {
-          if (w >= ww[j].x && w < ww[j].y) sums[j] += v;
-        }
+    }
+    [[unroll]] for (int r = 0; r < 3; ++r) {
+      [[unroll]] for (int j = 0; j < 4; ++j) {
+        if (j < chunks[r]) add_chunk(buf[4 * r + j], rc[r].width0 + 4 * j, w_lo, w_hi, ww, sums);
+      }
+    }
+  } else {
+    for (int h = wh.x; h < wh.y; ++h) {
+      const RowChunks c = row_chunks(n, c4, h, w_lo);
+      for (int j = 0; c.width0 + 4 * j < w_hi; ++j) {
+        add_chunk(load_chunk(c.first + j * c.step), c.width0 + 4 * j, w_lo, w_hi, ww, sums);
       }
     }
   }

@@ -11,12 +11,13 @@
 // element of a window's tiles comes from the window's inputs and every tile is written once.
 // In tile registers the lanes are always channels (int8x4_tile.glslh), so one code path serves
 // every layout:
-// - a tile whose elements all come from one input with step 1 loads the one or two input tiles
-//   holding them (two when the slice starts mid-tile, e.g. a channel offset that is no multiple
-//   of 4 straddles int8x4 words) and shifts them into place: bytes across words for DIM = C,
-//   whole words for H and W;
-// - a tile on a boundary between inputs, or of a slice with step > 1, gathers its elements one
-//   by one (word and lane of each from int8x4_position).
+// - with step 1, each input a tile overlaps contributes the one or two input tiles holding its
+//   elements (two when its slice starts mid-tile, e.g. a channel offset that is no multiple of
+//   4 straddles int8x4 words), shifted into place (bytes across words for DIM = C, whole words
+//   for H and W) and merged by position: a tile inside one input is one or two tile loads, one
+//   on a boundary between inputs a few more;
+// - a slice with step > 1 gathers its elements one by one (word and lane of each from
+//   int8x4_position).
 // Requantization (input i with bit i of `requant` set), per element, each operation rounded once
 // (`precise`), as q8ta_clamp computes it and compiler/reference/QuantChain.h checks it:
 //   y = float32(q - zp_i) * s_i;  q_out = clamp(roundEven(y * inv_s_out) + zp_out, qmin, qmax)
@@ -153,30 +154,73 @@ void requantize_tile(int i, inout ivec4 tile[4]) {
   }
 }
 
-// The output tile at `tc` when all its elements come from input i with step 1, the first at
-// input index s0 along DIM: input tile s0 / SPAN, and when s0 is not tile-aligned the next one
-// too, shifted by r = s0 % SPAN elements.
-void shifted_tile(int i, ivec4 tc, int s0, out ivec4 tile[4]) {
-  const int r = s0 % SPAN;
+// Input i's part of the output tile at `tc` (step 1): input indices s0 .. s0 + SPAN - 1 along
+// DIM in the tile's positions 0 .. SPAN - 1, from the input tile holding s0 and, when s0 is not
+// tile-aligned, the next one, shifted into place by r = s0 mod SPAN elements. s0 is negative
+// where the output tile starts before the input; positions the input does not hold come out
+// as 0 (or whatever a neighbouring input element is: merge_positions keeps only the input's).
+void input_part(int i, ivec4 tc, int s0, out ivec4 tile[4]) {
+  const int r = ((s0 % SPAN) + SPAN) % SPAN;
+  const int first = (s0 - r) / SPAN;  // -1 when the tile starts before the input
+  ivec4 low[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
+  ivec4 high[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
   ivec4 src = tc;
-  src[DIM] = s0 / SPAN;
-  load_input_tile(i, src, tile);
-  if (r == 0) return;
-  // The next tile exists whenever the output tile needs it (else its elements past the input's
-  // end along DIM are outside the output as well).
-  ivec4 next[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
-  src[DIM] += 1;
-  if (SPAN * src[DIM] < p.in_extent[i]) load_input_tile(i, src, next);
+  src[DIM] = first;
+  // A tile overlapping the input has s0 < extent, so the first tile exists when first >= 0;
+  // the next one only when the input reaches it.
+  if (first >= 0) load_input_tile(i, src, low);
+  if (r == 0) {
+    tile = low;
+    return;
+  }
+  src[DIM] = first + 1;
+  if (SPAN * src[DIM] < p.in_extent[i]) load_input_tile(i, src, high);
   for (int hh = 0; hh < 4; ++hh) {
     for (int ww = 0; ww < 4; ++ww) {
-      if (DIM == 1) {  // lanes r..3 of this word, then lanes 0..r-1 of the next tile's
-        tile[hh][ww] = int(uint(tile[hh][ww]) >> (8 * r)) | (next[hh][ww] << (32 - 8 * r));
-      } else if (DIM == 2) {  // rows; ascending, so each read is of a row not yet replaced
-        tile[hh][ww] = hh + r < 4 ? tile[hh + r][ww] : next[hh + r - 4][ww];
+      if (DIM == 1) {  // lanes r..3 of the low word, then lanes 0..r-1 of the high one
+        tile[hh][ww] = int(uint(low[hh][ww]) >> (8 * r)) | (high[hh][ww] << (32 - 8 * r));
+      } else if (DIM == 2) {  // rows
+        tile[hh][ww] = hh + r < 4 ? low[hh + r][ww] : high[hh + r - 4][ww];
       } else {  // DIM == 3: widths
-        tile[hh][ww] = ww + r < 4 ? tile[hh][ww + r] : next[hh][ww + r - 4];
+        tile[hh][ww] = ww + r < 4 ? low[hh][ww + r] : high[hh][ww + r - 4];
       }
     }
+  }
+}
+
+// Positions first .. last along DIM (lanes for C, rows for H, widths for W) of `part` into
+// `tile`.
+void merge_positions(inout ivec4 tile[4], ivec4 part[4], int first, int last) {
+  const uint lanes = (last >= 3 ? 0xFFFFFFFFu : (1u << (8 * (last + 1))) - 1u) &
+                     ~((1u << (8 * first)) - 1u);
+  for (int hh = 0; hh < 4; ++hh) {
+    for (int ww = 0; ww < 4; ++ww) {
+      const int at = DIM == 2 ? hh : DIM == 3 ? ww : 0;
+      if (DIM == 1) {
+        tile[hh][ww] = int((uint(tile[hh][ww]) & ~lanes) | (uint(part[hh][ww]) & lanes));
+      } else if (at >= first && at <= last) {
+        tile[hh][ww] = part[hh][ww];
+      }
+    }
+  }
+}
+
+// The output tile at `tc` starting at output index t0 along DIM and ending at t_last (step 1):
+// one part per input it overlaps (one inside an input, up to 4 on the boundaries between
+// inputs), each requantized when its input is, merged by position.
+void joined_tile(ivec4 tc, int t0, int t_last, out ivec4 tile[4]) {
+  const int first = input_of(t0), last = input_of(t_last);
+  tile = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
+  for (int i = first; i <= last; ++i) {
+    ivec4 part[4];
+    input_part(i, tc, p.src_start + t0 - p.in_lo[i], part);
+    if (requantizes(i)) requantize_tile(i, part);
+    if (first == last) {
+      tile = part;
+      return;
+    }
+    const int end = i + 1 < p.count ? p.in_lo[i + 1] : t_last + 1;  // the input's end, clipped
+    merge_positions(tile, part, max(p.in_lo[i], t0) - t0, min(end, t_last + 1) - 1 - t0);
   }
 }
 
@@ -208,11 +252,9 @@ void main() {
   const int t0 = SPAN * tc[DIM];  // first output index of the tile along DIM
   if (t0 < p.own_lo || t0 >= p.own_hi) return;
   const int t_last = min(t0 + SPAN, p.out_sizes[DIM]) - 1;
-  const int i = input_of(t0);
   ivec4 tile[4];
-  if (p.src_step == 1 && input_of(t_last) == i) {
-    shifted_tile(i, tc, p.src_start + t0 - p.in_lo[i], tile);
-    if (requantizes(i)) requantize_tile(i, tile);
+  if (p.src_step == 1) {
+    joined_tile(tc, t0, t_last, tile);
   } else {
     gathered_tile(tc, tile);
   }

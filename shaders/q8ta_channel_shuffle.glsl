@@ -39,12 +39,7 @@ const ivec4 SIZES = ivec4(1, C, H, W);  // what int8x4_chunk.glslh reads (N is n
 layout(push_constant) uniform Params {
   int chunk_count;   // ceil(word_count / 4): invocations that do work
   int word_count;    // words of in and out
-  int in_zp;
-  int out_zp;
-  float in_scale;
-  float inv_out_scale;
-  float t_min;       // -128 - out_zp
-  float t_max;       // 127 - out_zp
+  MovedRequant requant;  // int8x4_chunk.glslh
 } p;
 
 // The input channel of output channel c; a padding channel (c >= C) reads the last real one,
@@ -59,12 +54,11 @@ int finish_word(int w, int valid) {
 #if REQUANT
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
-    word |= requantize_moved(lane_of(w, lane), p.in_zp, p.in_scale, p.inv_out_scale, p.t_min,
-                             p.t_max, p.out_zp) << (8 * lane);
+    word |= requantize_moved(lane_of(w, lane), p.requant) << (8 * lane);
   }
   w = word;
 #endif
-  return pad_lanes(w, valid, p.out_zp);
+  return pad_lanes(w, valid, p.requant.out_zp);
 }
 
 #if INT8_LAYOUT == LAYOUT_4H4W

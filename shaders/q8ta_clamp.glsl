@@ -12,19 +12,15 @@
 //
 // Each invocation computes one 16-byte chunk (4 consecutive words) of the output: the words of
 // in and out at the same index hold the same elements (same sizes and layout), so the kernel
-// walks both word arrays linearly with 16-byte loads and stores. Only the padding needs the
-// chunk's position (int8x4_chunk.glslh): it is written as out's zero point whatever the
-// arithmetic says (the activation range may exclude it).
+// walks both word arrays linearly with 16-byte loads and stores (int8x4_chunk.glslh's
+// map_chunk, mapping each word by map_word below). Only the padding needs the chunk's position:
+// it is written as out's zero point whatever the arithmetic says (the activation range may
+// exclude it).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#define CHUNK_MAP
 #include "int8x4_chunk.glslh"
-
-// Scalar and 16-byte views of each buffer (4C1W rows of odd width end mid-chunk).
-layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
-layout(set = 0, binding = 0) writeonly buffer OutWords4 { ivec4 out_words4[]; };
-layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
-layout(set = 0, binding = 1) readonly buffer InWords4 { ivec4 in_words4[]; };
 
 layout(push_constant) uniform Params {
   ivec4 sizes;        // N, C, H, W of in and out
@@ -40,7 +36,7 @@ layout(push_constant) uniform Params {
 } p;
 
 // One requantized word, lanes >= `valid` set to out_zp.
-int clamp_word(int w, int valid) {
+int map_word(int w, int valid) {
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
     // |q - zp| <= 255: exact through the mantissa (common.glslh).
@@ -53,22 +49,5 @@ int clamp_word(int w, int valid) {
 
 void main() {
   const int k = int(linear_invocation_id());
-  if (k >= p.chunk_count) return;
-  const bool whole = 4 * k + 3 < p.word_count;  // 4C1W: the last chunk may end early
-  ivec4 w;
-  if (whole) {
-    w = in_words4[k];
-  } else {
-    for (int j = 0; j < 4; ++j) w[j] = in_words[min(4 * k + j, p.word_count - 1)];
-  }
-  const ivec4 valid = chunk_valid_lanes(k, p.sizes);
-  ivec4 result;
-  for (int j = 0; j < 4; ++j) result[j] = clamp_word(w[j], valid[j]);
-  if (whole) {
-    out_words4[k] = result;
-  } else {
-    for (int j = 0; j < 4; ++j) {
-      if (4 * k + j < p.word_count) out_words[4 * k + j] = result[j];
-    }
-  }
+  if (k < p.chunk_count) map_chunk(k, p.word_count, p.sizes);
 }

@@ -8,12 +8,17 @@
 // each float operation rounded on its own (`precise`), float32(acc) exact (|acc| < 2^24,
 // checked by the host).
 //
-// One workgroup of WG invocations per (n, c4) block (group id x = c4, y = n): invocation t
-// sums the words of positions t, t + WG, ... of the H*W plane (4 channel sums each); the
-// partial sums are then reduced in shared memory, and invocation 0 requantizes and writes the
-// output chunk (4W4C: word 0 of the chunk real, words 1..3 = widths past 1 = padding; rows: the
-// word of row n in its block of 4 rows, and the workgroups of the last row n = N - 1 also write
-// the block's rows past N, which are padding).
+// STAGE_WHOLE: one workgroup of WG invocations per (n, c4) block (group id x = c4, y = n):
+// invocation t sums the words of positions t, t + WG, ... of the H*W plane (4 channel sums
+// each); the partial sums are then reduced in shared memory, and invocation 0 requantizes and
+// writes the output chunk (4W4C: word 0 of the chunk real, words 1..3 = widths past 1 = padding;
+// rows: the word of row n in its block of 4 rows, and the workgroups of the last row n = N - 1
+// also write the block's rows past N, which are padding).
+// A large plane with few (n, c4) blocks is split into p.slices consecutive ranges of
+// p.slice_len positions, so that enough workgroups run: STAGE_PARTIAL sums one range per
+// workgroup (group id z = the range) into partials[(n * C4 + c4) * slices + z]; STAGE_FINAL then
+// adds each block's ranges (one invocation per (n, c4)) and requantizes as above. Integer sums,
+// so the result does not depend on the split.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define VKD_FIXED_LOCAL_SIZE
@@ -21,9 +26,21 @@
 layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
 
+#define STAGE_WHOLE 0
+#define STAGE_PARTIAL 1
+#define STAGE_FINAL 2
+
+#if STAGE == STAGE_PARTIAL
+layout(set = 0, binding = 0) writeonly buffer Partials { ivec4 partials_out[]; };
+#else
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
 layout(set = 0, binding = 0) writeonly buffer OutWords4 { ivec4 out_words4[]; };
+#endif
+#if STAGE == STAGE_FINAL
+layout(set = 0, binding = 1) readonly buffer PartialsIn { ivec4 partials_in[]; };
+#else
 layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
+#endif
 
 layout(push_constant) uniform Params {
   ivec4 sizes;  // N, C, H, W of the input
@@ -32,18 +49,20 @@ layout(push_constant) uniform Params {
   float mean_scale;     // float32(s_in / (H * W))
   float inv_out_scale;  // float32(1 / s_out)
   int out_rows;         // 1: output [N, C] in 4H4W; 0: [N, C, 1, 1] in INT8_LAYOUT
+  int slices;           // ranges per (n, c4) block (1: STAGE_WHOLE)
+  int slice_len;        // positions per range
 } p;
 
+#if STAGE != STAGE_FINAL
 shared ivec4 partial[WG];
 
-void main() {
-  const int c4 = int(gl_WorkGroupID.x), n = int(gl_WorkGroupID.y);
+// The 4 channel sums of block (n, c4) over plane positions [begin, end), reduced over the
+// workgroup: the total in invocation 0.
+ivec4 workgroup_sum(int n, int c4, int begin, int end) {
   const int t = int(gl_LocalInvocationID.x);
-  const int C = p.sizes.y, H = p.sizes.z, W = p.sizes.w;
-  const int C4 = div_up(C, 4), count = H * W;
-
+  const int C4 = div_up(p.sizes.y, 4), H = p.sizes.z, W = p.sizes.w;
   ivec4 sum = ivec4(0);
-  for (int pos = t; pos < count; pos += WG) {
+  for (int pos = begin + t; pos < end; pos += WG) {
     const int h = pos / W, w = pos % W;
 #if INT8_LAYOUT == LAYOUT_4W4C
     const int v = in_words[4 * (((n * H + h) * div_up(W, 4) + w / 4) * C4 + c4) + w % 4];
@@ -58,9 +77,15 @@ void main() {
     if (t < half_size) partial[t] += partial[t + half_size];
     barrier();
   }
-  if (t != 0) return;
+  return partial[0];
+}
+#endif
 
-  const ivec4 acc = partial[0] - count * p.in_zp;
+#if STAGE != STAGE_PARTIAL
+// Requantizes the channel sums `sum` of block (n, c4) and writes the output word.
+void write_mean(int n, int c4, ivec4 sum) {
+  const int C = p.sizes.y, C4 = div_up(C, 4), count = p.sizes.z * p.sizes.w;
+  const ivec4 acc = sum - count * p.in_zp;
   const int real = min(4, C - 4 * c4);
   int word = 0;
   // Rounding commutes with clamping to integers: clamp t first, which also keeps it in
@@ -87,5 +112,27 @@ void main() {
   out_words4[n * C4 + c4] = ivec4(word, pad, pad, pad);
 #else
   out_words[n * C4 + c4] = word;
+#endif
+}
+#endif
+
+void main() {
+#if STAGE == STAGE_FINAL
+  const int C4 = div_up(p.sizes.y, 4), block = int(gl_GlobalInvocationID.x);
+  if (block >= p.sizes.x * C4) return;
+  ivec4 sum = ivec4(0);
+  for (int s = 0; s < p.slices; ++s) sum += partials_in[block * p.slices + s];
+  write_mean(block / C4, block % C4, sum);
+#else
+  const int c4 = int(gl_WorkGroupID.x), n = int(gl_WorkGroupID.y), s = int(gl_WorkGroupID.z);
+  const int count = p.sizes.z * p.sizes.w;
+  const int begin = s * p.slice_len, end = min(begin + p.slice_len, count);
+  const ivec4 sum = workgroup_sum(n, c4, begin, end);
+  if (gl_LocalInvocationID.x != 0) return;
+#if STAGE == STAGE_PARTIAL
+  partials_out[(n * div_up(p.sizes.y, 4) + c4) * p.slices + s] = sum;
+#else
+  write_mean(n, c4, sum);
+#endif
 #endif
 }

@@ -46,18 +46,13 @@ layout(push_constant) uniform Params {
   ivec4 out_sizes;  // N, C, H, W of the output (the walk's tiles)
   ivec4 in_sizes;   // N, C, H, W of the input
   int tile_count;   // invocations the tile walk launches
-  int in_zp;
-  int out_zp;
-  float in_scale;
-  float inv_out_scale;
-  float t_min;      // -128 - out_zp
-  float t_max;      // 127 - out_zp
+  MovedRequant requant;  // int8x4_chunk.glslh
 } p;
 
 // One element through the output's parameters (REQUANT) or as it is.
 int convert(int q) {
 #if REQUANT
-  return requantize_moved(q, p.in_zp, p.in_scale, p.inv_out_scale, p.t_min, p.t_max, p.out_zp);
+  return requantize_moved(q, p.requant);
 #else
   return q;
 #endif
@@ -118,5 +113,5 @@ void main() {
   } else {
     gather_tile(tc, tile);
   }
-  out_store_tile(p.out_sizes, tc, tile, p.out_zp);
+  out_store_tile(p.out_sizes, tc, tile, p.requant.out_zp);
 }

@@ -38,13 +38,8 @@ layout(std430, set = 0, binding = 0) writeonly buffer Out2 { ivec2 out_pairs[]; 
 layout(std430, set = 0, binding = 1) readonly buffer In { int in_words[]; };
 
 layout(push_constant) uniform Params {
-  int item_count;     // invocations: output words, or (R = 2) input positions x C4_OUT
-  int in_zp;
-  int out_zp;
-  float in_scale;
-  float inv_out_scale;
-  float t_min;        // -128 - out_zp
-  float t_max;        // 127 - out_zp
+  int item_count;         // invocations: output words, or (R = 2) input positions x C4_OUT
+  MovedRequant requant;   // int8x4_chunk.glslh
 } p;
 
 // Unsigned, so that division by these constants needs no sign fix-up.
@@ -70,7 +65,7 @@ const uint IN_BLOCK_STRIDE = 4u;
 // One lane (int8x4_chunk.glslh): clamp(roundEven(t) + zp_out) == roundEven(clamp(t, -128 -
 // zp_out, 127 - zp_out)) + zp_out, the bounds being integers.
 int requantize(int q) {
-  return requantize_moved(q, p.in_zp, p.in_scale, p.inv_out_scale, p.t_min, p.t_max, p.out_zp);
+  return requantize_moved(q, p.requant);
 }
 #endif
 
@@ -106,14 +101,14 @@ void shuffle_by_2(uint i) {
   const uint out0 = 4u * (((n * UOUT_H + 2u * ih) * OUT_W4 + iwp) * C4_OUT + c4) + 2u * half_w;
   const uint row_stride = 4u * OUT_W4 * C4_OUT;
   if (iw >= UIN_W) {  // the padding widths 2 W, 2 W + 1 of the last 4W4C block
-    const ivec2 zp = ivec2(splat_byte(p.out_zp));
+    const ivec2 zp = ivec2(splat_byte(p.requant.out_zp));
     out_pairs[out0 / 2u] = zp;
     out_pairs[(out0 + row_stride) / 2u] = zp;
     return;
   }
 #endif
   const uint base = in_base(n, ih, iw);
-  ivec4 m = ivec4(splat_byte(p.out_zp));  // m[j]: input channel block 4 c4 + j
+  ivec4 m = ivec4(splat_byte(p.requant.out_zp));  // m[j]: input channel block 4 c4 + j
   for (uint j = 0u; j < 4u; ++j) {
     if (4u * c4 + j < uint(C_OUT)) m[j] = convert_word(in_words[base + (4u * c4 + j) * IN_BLOCK_STRIDE]);
   }
@@ -140,7 +135,7 @@ void main() {
   const uint c4 = (i / 4u) % C4_OUT;
   const uint row = i / (4u * C4_OUT * OUT_W4);
   if (ow >= UOUT_W) {  // a padding width
-    out_words[i] = splat_byte(p.out_zp);
+    out_words[i] = splat_byte(p.requant.out_zp);
     return;
   }
 #endif
@@ -149,7 +144,7 @@ void main() {
   // Input channel of lane 0; lane j's is R^2 further.
   const uint ci0 = 4u * c4 * UR * UR + (oh % UR) * UR + ow % UR;
 
-  int word = splat_byte(p.out_zp);
+  int word = splat_byte(p.requant.out_zp);
   for (uint j = 0u; j < 4u; ++j) {
     if (4u * c4 + j < uint(C_OUT)) {
       const uint ci = ci0 + j * UR * UR;

@@ -46,7 +46,8 @@ std::string clamps_of(const Graph& g, const std::vector<int>& acts, std::vector<
 
 // The int8 ops whose requantizing epilogue clamps to [activation_min, activation_max].
 bool has_activation_range(const std::string& op) {
-  return op == "q8ta_conv2d" || op == "q8ta_linear" || op == "q8ta_add" || op == "q8ta_mul";
+  return op == "q8ta_conv2d" || op == "q8ta_conv_transpose2d" || op == "q8ta_linear" ||
+         op == "q8ta_add" || op == "q8ta_mul";
 }
 
 bool same_scale_and_zero_point(const QuantInfo& a, const QuantInfo& b) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/InPlace.h"
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Patterns.h"
 #include "compiler/reference/QuantChain.h"
@@ -25,8 +26,7 @@ namespace {
 // byte copy where the kernel copies (the output's scale and zero point, the full int8 range),
 // else the requantization clamped to the output's range.
 std::string check_requantization(const QuantInfo& in, const QuantInfo& out) {
-  const bool copies = in.scale == out.scale && in.zero_point == out.zero_point &&
-                      out.quant_min == -128 && out.quant_max == 127;
+  const bool copies = copies_bytes(in, out);
   for (int64_t v = -128; v <= 127; ++v) {
     const int64_t want = reference_dq_clamp_q(v, in, {}, out);
     const int64_t got = copies ? v : requantize_clamp(v, in, out, out.quant_min, out.quant_max);

@@ -1,6 +1,9 @@
 // dq -> aten.linear | aten.convolution [-> act] -> q => q8ta_linear | q8ta_conv2d, or, when
-// nothing quantized follows, the float-output q8ta_linear_dq | q8ta_conv2d_dq. The weight must
-// be a symmetric dequantization of an int8 constant (its dq node is folded away later).
+// nothing quantized follows, the float-output q8ta_linear_dq | q8ta_conv2d_dq. A transposed
+// convolution becomes q8ta_conv_transpose2d (quantized output only), its weight [C_in, C_out /
+// groups, KH, KW] rewritten into q8ta_conv2d's order [C_out, C_in / groups, KH, KW] and its
+// scales (per tensor, or per channel along axis 1) one per output channel. The weight must be a
+// symmetric dequantization of an int8 constant (its dq node is folded away later).
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Patterns.h"
 
@@ -10,9 +13,10 @@ namespace {
 // The operands of a matching linear / convolution, all read before anything is built.
 struct Operands {
   QuantInfo in_q;
-  WeightFold weight;
-  std::string bias;  // "" when absent: a zeros constant is made
-  Args conv_args;    // stride, padding, dilation, groups (convolution only)
+  WeightFold weight;  // scales: one per output channel
+  std::string bias;   // "" when absent: a zeros constant is made
+  Args conv_args;     // stride, padding, dilation, groups (+ output_padding when transposed)
+  bool transposed = false;
 };
 
 // "" when bias `b` is absent or a float32 constant of shape [out_channels].
@@ -27,26 +31,30 @@ std::string check_bias(const Graph& g, const std::string& b, int64_t out_channel
   return "";
 }
 
-// "" unless aten.convolution's `transposed` is set (true, nonzero, or of another kind).
-std::string check_not_transposed(const Node& n) {
+// aten.convolution's `transposed` (absent: false; a bool or an int), or "" in `why`.
+std::string read_transposed(const Node& n, bool& transposed) {
+  transposed = false;
   if (!arg_present(n, "transposed")) return "";
   const ArgValue& v = n.args.at("transposed");
   const bool* t = std::get_if<bool>(&v);
   const int64_t* ti = std::get_if<int64_t>(&v);
-  if ((t && *t) || (ti && *ti) || (!t && !ti)) return "transposed convolution";
+  if (!t && !ti) return "transposed is not a bool";
+  transposed = t ? *t : *ti != 0;
   return "";
 }
 
-// A 2-D convolution's stride / padding / dilation (one value meaning both) and groups.
-std::string read_conv_args(const Graph& g, const Node& n, const Value& wq, Args& conv_args) {
-  const std::string why = check_not_transposed(n);
-  if (!why.empty()) return why;
+// A 2-D convolution's stride / padding / dilation (+ output_padding when transposed; one value
+// meaning both) and groups.
+std::string read_conv_args(const Graph& g, const Node& n, const Value& wq, bool transposed,
+                           Args& conv_args) {
   const size_t rank = g.value(n.inputs[0]).shape.size();
   if (rank != 4 || wq.shape.size() != 4) {
     return "only 2-D convolution is supported (input rank " + std::to_string(rank) +
            ", weight rank " + std::to_string(wq.shape.size()) + ")";
   }
-  for (const char* name : {"stride", "padding", "dilation"}) {
+  std::vector<const char*> lists = {"stride", "padding", "dilation"};
+  if (transposed) lists.push_back("output_padding");
+  for (const char* name : lists) {
     auto list = opt_ints(n, name);
     if (!list) return std::string("missing or non-integer ") + name;
     if (list->size() == 1) list->push_back(list->front());
@@ -62,25 +70,67 @@ std::string read_conv_args(const Graph& g, const Node& n, const Value& wq, Args&
   return "";
 }
 
+// A transposed convolution's per-index scales (along axis 1: C_out / groups of them) as one
+// per output channel: channel co of group g takes index co - g * C_out / groups.
+void scales_per_output_channel(WeightFold& w, int64_t groups) {
+  const std::vector<float> per_group = w.scales;
+  w.scales.clear();
+  for (int64_t g = 0; g < groups; ++g) {
+    w.scales.insert(w.scales.end(), per_group.begin(), per_group.end());
+  }
+}
+
+// The weight, its scales (one per output channel) and the convolution's args.
+std::string read_weight_and_args(const Graph& g, const Node& n, Operands& ops) {
+  if (n.inputs.size() < 2) return "no weight";
+  std::string why = n.op == kConv ? read_transposed(n, ops.transposed) : "";
+  if (why.empty()) why = fold_weight(g, n.inputs[1], ops.weight, ops.transposed ? 1 : 0);
+  if (!why.empty()) return why;
+  const Value& wq = g.value(ops.weight.weight);
+  if (n.op != kConv) {
+    return wq.shape.size() == 2 ? "" : "linear weight " + quoted(wq.name) + " has rank " +
+                                           std::to_string(wq.shape.size()) + ", expected 2";
+  }
+  why = read_conv_args(g, n, wq, ops.transposed, ops.conv_args);
+  if (why.empty() && ops.transposed) {
+    scales_per_output_channel(ops.weight, std::get<int64_t>(ops.conv_args.at("groups")));
+  }
+  return why;
+}
+
 // Reads the operands of anchor `n` whose input dq is node `p`; "" or why they do not fit.
 std::string read_operands(const Graph& g, const Node& n, int p, Operands& ops) {
   std::string why = check_activation_dq(g, g.nodes[p], p, ops.in_q);
   if (why.empty()) why = single_use(g, n.inputs[0]);
+  if (why.empty()) why = read_weight_and_args(g, n, ops);
   if (!why.empty()) return why;
-  if (n.inputs.size() < 2) return "no weight";
-  why = fold_weight(g, n.inputs[1], ops.weight);
-  if (!why.empty()) return why;
-  const int64_t out_channels = static_cast<int64_t>(ops.weight.scales.size());
   ops.bias = n.inputs.size() > 2 ? n.inputs[2] : "";
-  why = check_bias(g, ops.bias, out_channels);
-  if (!why.empty()) return why;
-  const Value& wq = g.value(ops.weight.weight);
-  if (n.op == kConv) return read_conv_args(g, n, wq, ops.conv_args);
-  if (wq.shape.size() != 2) {
-    return "linear weight " + quoted(wq.name) + " has rank " + std::to_string(wq.shape.size()) +
-           ", expected 2";
+  return check_bias(g, ops.bias, static_cast<int64_t>(ops.weight.scales.size()));
+}
+
+// PyTorch's transposed weight [C_in, C_out / groups, KH, KW] as a new int8 constant in
+// q8ta_conv2d's order [C_out, C_in / groups, KH, KW]: out[co][i][ky][kx] = w[g * Cin_g + i]
+// [co - g * Cout_g][ky][kx], g = co / Cout_g.
+std::string swapped_weight(FuseState& state, const std::string& weight, int64_t groups) {
+  const Value& w = state.graph.value(weight);
+  const int64_t cin = w.shape[0], cout_g = w.shape[1], taps = w.shape[2] * w.shape[3];
+  const int64_t cin_g = cin / groups;
+  Value v;
+  v.name = state.graph.unique_name(weight + "_oihw");
+  v.dtype = DType::Int8;
+  v.shape = {cout_g * groups, cin_g, w.shape[2], w.shape[3]};
+  v.data = std::vector<uint8_t>(w.data->size());
+  for (int64_t co = 0; co < cout_g * groups; ++co) {
+    const int64_t g = co / cout_g;
+    for (int64_t i = 0; i < cin_g; ++i) {
+      for (int64_t t = 0; t < taps; ++t) {
+        (*v.data)[static_cast<size_t>((co * cin_g + i) * taps + t)] =
+            (*w.data)[static_cast<size_t>(((g * cin_g + i) * cout_g + co - g * cout_g) * taps + t)];
+      }
+    }
   }
-  return "";
+  state.graph.add_value(v);
+  return v.name;
 }
 
 // The backend node for anchor `i` (input dq `p`): quantized when `tail` is given, else the
@@ -93,7 +143,11 @@ Node build_node(FuseState& state, int p, int i, const std::string& backend, cons
   const std::string output = tail ? g.nodes[tail->q].outputs[0] : g.nodes[i].outputs[0];
   const std::string x_q = g.nodes[p].inputs[0];
   const int64_t out_channels = static_cast<int64_t>(ops.weight.scales.size());
-  out.inputs = {x_q, ops.weight.weight, state.scales_constant(ops.weight),
+  const std::string weight =
+      ops.transposed ? swapped_weight(state, ops.weight.weight,
+                                      std::get<int64_t>(ops.conv_args.at("groups")))
+                     : ops.weight.weight;
+  out.inputs = {x_q, weight, state.scales_constant(ops.weight),
                 ops.bias.empty() ? state.zero_bias(output, out_channels) : ops.bias};
   out.args["input_scale"] = ops.in_q.scale;
   out.args["input_zero_point"] = ops.in_q.zero_point;
@@ -116,12 +170,17 @@ Node build_node(FuseState& state, int p, int i, const std::string& backend, cons
 void fuse_linear_conv(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
-  const std::string backend = n.op == kConv ? "q8ta_conv2d" : "q8ta_linear";
+  bool transposed = false;  // a malformed flag reads as false here and is reported below
+  if (n.op == kConv) (void)read_transposed(n, transposed);
+  const std::string backend = n.op != kConv ? "q8ta_linear"
+                              : transposed  ? "q8ta_conv_transpose2d"
+                                            : "q8ta_conv2d";
   const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
   if (!m) return;
   const Tail& tail = m->tail;
   const int p = m->dq;
-  const std::string full_backend = tail.kind == Tail::None ? backend + "_dq" : backend;
+  const std::string full_backend =
+      tail.kind == Tail::None && !transposed ? backend + "_dq" : backend;
   auto fail = [&](const std::string& why) {
     state.not_fused(m->chain, m->nodes, full_backend, why);
   };
@@ -129,6 +188,12 @@ void fuse_linear_conv(FuseState& state, int i) {
   Operands ops;
   const std::string why = read_operands(g, n, p, ops);
   if (!why.empty()) return fail(why);
+  if (transposed && tail.kind != Tail::Ok) {
+    return fail(tail.kind == Tail::Half ? tail.why
+                                        : describe_consumers(g, n.outputs[0]) +
+                                              " (q8ta_conv_transpose2d has no float-output "
+                                              "variant)");
+  }
   // Only the quantized tail failed: say why, then fuse the float-output variant.
   const bool quantized = tail.kind == Tail::Ok;
   if (tail.kind == Tail::Half) state.not_fused(m->chain, m->nodes, backend, tail.why);

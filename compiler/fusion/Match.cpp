@@ -303,6 +303,19 @@ Tail match_tail(const Graph& g, const std::string& y) {
   return t;
 }
 
+std::string check_quantized_anchor(const Graph& g, const Node& n, int p, const Tail& tail,
+                                   const std::string& backend, QuantInfo& in_q) {
+  std::string why = check_activation_dq(g, g.nodes[p], p, in_q);
+  if (why.empty()) why = single_use(g, n.inputs[0]);
+  if (!why.empty()) return why;
+  if (tail.kind == Tail::None) {
+    return describe_consumers(g, n.outputs[0]) + " (" + backend + " has no float-output variant)";
+  }
+  if (tail.kind == Tail::Half) return tail.why;
+  if (tail.act >= 0) return "an activation follows (" + backend + " fuses none)";
+  return "";
+}
+
 // ---- weights --------------------------------------------------------------------------------
 
 namespace {
@@ -371,15 +384,15 @@ std::string check_channel_zero_points(const Graph& g, const Node& d, const Value
   return "";
 }
 
-// dequantize_per_channel of weight `wq` along axis 0 (its `n` output channels).
+// dequantize_per_channel of weight `wq` along `channel_axis` (its `n` output channels).
 std::string fold_per_channel(const Graph& g, const Node& d, const Value& wq, int64_t n,
-                             WeightFold& out) {
+                             int64_t channel_axis, WeightFold& out) {
   const auto axis = opt_int(d, "axis");
   if (!axis) return "weight dequantize_per_channel has no integer axis";
   const int64_t a = *axis < 0 ? *axis + static_cast<int64_t>(wq.shape.size()) : *axis;
-  if (a != 0) {
+  if (a != channel_axis) {
     return "weight " + quoted(wq.name) + " is quantized along axis " + std::to_string(a) +
-           ", not 0 (output channels)";
+           ", not " + std::to_string(channel_axis) + " (output channels)";
   }
   const std::string why = read_channel_scales(g, d, n, out);
   if (!why.empty()) return why;
@@ -388,7 +401,8 @@ std::string fold_per_channel(const Graph& g, const Node& d, const Value& wq, int
 
 }  // namespace
 
-std::string fold_weight(const Graph& g, const std::string& w, WeightFold& out) {
+std::string fold_weight(const Graph& g, const std::string& w, WeightFold& out,
+                        int64_t channel_axis) {
   const std::string not_dq = "weight " + quoted(w) + " is not a dequantized int8 constant";
   if (w.empty()) return "no weight";
   const int p = g.producer(w);
@@ -401,13 +415,17 @@ std::string fold_weight(const Graph& g, const std::string& w, WeightFold& out) {
     return not_dq + " (" + quoted(wq.name) + " is not an int8 constant)";
   }
   if (wq.shape.empty()) return "weight " + quoted(wq.name) + " is a scalar";
+  if (static_cast<int64_t>(wq.shape.size()) <= channel_axis) {
+    return "weight " + quoted(wq.name) + " has no axis " + std::to_string(channel_axis);
+  }
   const auto dtype = opt_string(d, "dtype");
   if (dtype && *dtype != "int8") return "weight dequantize dtype is " + *dtype;
-  const int64_t n = wq.shape[0];
+  const int64_t n = wq.shape[static_cast<size_t>(channel_axis)];
   out.dq = p;
   out.weight = wq.name;
   out.scales.clear();
-  return d.op == kDq ? fold_per_tensor(d, p, wq, n, out) : fold_per_channel(g, d, wq, n, out);
+  return d.op == kDq ? fold_per_tensor(d, p, wq, n, out)
+                     : fold_per_channel(g, d, wq, n, channel_axis, out);
 }
 
 }  // namespace vkd::compiler::fusion

@@ -82,6 +82,12 @@ struct Tail {
 // Follows the anchor's float output `y` into an optional activation and a quantize_per_tensor.
 Tail match_tail(const Graph& g, const std::string& y);
 
+// "" when anchor `n` of a pattern whose backend op fuses no activation and has no float-output
+// variant fits it: its first input the output of dq node `p` (an int8 activation that `n` alone
+// reads) and `tail` exactly a quantize_per_tensor. Fills the input qparams.
+std::string check_quantized_anchor(const Graph& g, const Node& n, int p, const Tail& tail,
+                                   const std::string& backend, QuantInfo& in_q);
+
 // ---- weights --------------------------------------------------------------------------------
 
 struct WeightFold {
@@ -91,7 +97,9 @@ struct WeightFold {
 };
 
 // "" when float weight `w` is a symmetric dequantization (per tensor, or per channel along
-// axis 0) of an int8 constant; fills `out`.
-std::string fold_weight(const Graph& g, const std::string& w, WeightFold& out);
+// `channel_axis`: 0, or 1 for a transposed convolution's [C_in, C_out / groups, KH, KW]) of an
+// int8 constant; fills `out` with one scale per index along that axis.
+std::string fold_weight(const Graph& g, const std::string& w, WeightFold& out,
+                        int64_t channel_axis = 0);
 
 }  // namespace vkd::compiler::fusion

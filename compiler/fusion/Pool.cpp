@@ -17,14 +17,8 @@ namespace {
 // "" when pool `n` (input dq node `p`) and its `tail` fit `backend`; fills the input qparams.
 std::string check_pool(const Graph& g, const Node& n, int p, const Tail& tail,
                        const std::string& backend, QuantInfo& in_q) {
-  std::string why = check_activation_dq(g, g.nodes[p], p, in_q);
-  if (why.empty()) why = single_use(g, n.inputs[0]);
+  const std::string why = check_quantized_anchor(g, n, p, tail, backend, in_q);
   if (!why.empty()) return why;
-  if (tail.kind == Tail::None) {
-    return describe_consumers(g, n.outputs[0]) + " (" + backend + " has no float-output variant)";
-  }
-  if (tail.kind == Tail::Half) return tail.why;
-  if (tail.act >= 0) return "an activation follows (" + backend + " fuses none)";
   const std::vector<int64_t>& shape = g.value(n.inputs[0]).shape;
   if (shape.size() != 3 && shape.size() != 4) {
     return "input " + shape_str(shape) + " is not of rank 3 or 4";

@@ -1,6 +1,8 @@
 // aten.convolution and aten.linear (float; the quantized patterns around them are fused).
 #include "compiler/ops/EdgeOp.h"
 
+#include <algorithm>
+
 #include "compiler/ShapeInference.h"
 #include "compiler/ops/ShapeContext.h"
 
@@ -12,12 +14,51 @@ std::vector<HostTensor> reference_linear(const ReferenceContext& c);
 
 // The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
 namespace fusion {
-// dq -> aten.linear | aten.convolution [-> act] -> q => q8ta_linear | q8ta_conv2d; with no
-// quantized tail the float-output q8ta_linear_dq | q8ta_conv2d_dq.
+// dq -> aten.linear | aten.convolution [-> act] -> q => q8ta_linear | q8ta_conv2d (transposed:
+// q8ta_conv_transpose2d); with no quantized tail the float-output q8ta_linear_dq |
+// q8ta_conv2d_dq (none for transposed).
 void fuse_linear_conv(FuseState& state, int anchor);
 }  // namespace fusion
 
 namespace {
+
+// aten.convolution with transposed = true: weight [C_in, C_out / groups, KH, KW], output
+// (H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1 (W likewise), each
+// output_padding smaller than its stride or dilation (PyTorch's rule).
+std::vector<TypedShape> transposed_convolution(const ShapeContext& c, const Value& x,
+                                               const Value& w) {
+  const std::vector<int64_t> stride = c.pair("stride", 1);
+  const std::vector<int64_t> padding = c.pair("padding", 0);
+  const std::vector<int64_t> dilation = c.pair("dilation", 1);
+  const std::vector<int64_t> output_padding = c.pair("output_padding", 0);
+  const int64_t groups = c.i64("groups");
+  if (groups < 1) c.fail(c.arg_field("groups"), "expected a value >= 1, got ", groups);
+  const int64_t ch = x.shape[1];
+  if (w.shape[0] != ch || ch % groups != 0) {
+    c.fail(c.input_field("weight"), "expected [C_in = ", ch, ", C_out / groups, KH, KW] with C_in "
+           "divisible by groups ", groups, " (transposed), got ", shape_str(w.shape));
+  }
+  const int64_t oc = w.shape[1] * groups;
+  if (const Value* b = c.opt_in("bias")) {
+    c.dtype(*b, "bias", DType::Float32);
+    c.shape(*b, "bias", {oc}, "one per output channel");
+  }
+  std::vector<int64_t> out = {x.shape[0], oc, 0, 0};
+  for (size_t i = 0; i < 2; ++i) {
+    if (output_padding[i] >= std::max(stride[i], dilation[i])) {
+      c.fail(c.arg_field("output_padding"), "must be smaller than either stride ",
+             shape_str(stride), " or dilation ", shape_str(dilation), ", got ",
+             shape_str(output_padding));
+    }
+    out[2 + i] = (x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] +
+                 dilation[i] * (w.shape[2 + i] - 1) + output_padding[i] + 1;
+  }
+  if (out[2] < 1 || out[3] < 1) {
+    c.fail(c.input_field("input"), "spatial size ", x.shape[2], "x", x.shape[3], " with padding ",
+           shape_str(padding), " gives an empty output ", out[2], "x", out[3]);
+  }
+  return {{DType::Float32, out}};
+}
 
 std::vector<TypedShape> convolution(const ShapeContext& c) {
   const Value& x = c.in("input");
@@ -26,10 +67,7 @@ std::vector<TypedShape> convolution(const ShapeContext& c) {
   c.rank(x, "input", 4);
   c.dtype(w, "weight", DType::Float32);
   c.rank(w, "weight", 4);
-  if (c.flag_or("transposed", false)) {
-    c.fail(c.arg_field("transposed"),
-           "transposed convolution is not supported (expected false, got true)");
-  }
+  if (c.flag_or("transposed", false)) return transposed_convolution(c, x, w);
   const std::vector<int64_t> stride = c.pair("stride", 1);
   const std::vector<int64_t> padding = c.pair("padding", 0);
   const std::vector<int64_t> dilation = c.pair("dilation", 1);
@@ -101,7 +139,8 @@ std::vector<EdgeOp> conv_linear_edge_ops() {
              1,
              convolution}
           .computed_by(reference_convolution)
-          .fused_by(fusion::fuse_linear_conv, {"q8ta_conv2d", "q8ta_conv2d_dq"}),
+          .fused_by(fusion::fuse_linear_conv,
+                    {"q8ta_conv2d", "q8ta_conv2d_dq", "q8ta_conv_transpose2d"}),
       EdgeOp{"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear}
           .computed_by(reference_linear)
           .fused_by(fusion::fuse_linear_conv, {"q8ta_linear", "q8ta_linear_dq"}),

@@ -20,9 +20,10 @@ namespace vkd::compiler {
 class ShapeContext;
 
 // The literal kinds of non-tensor arguments, as the graph IR writes them.
-enum class Lit { Int, Number, Bool, String, Ints };
+enum class Lit { Int, Number, Bool, String, Ints, Numbers };
 const char* lit_name(Lit kind);                    // "an integer", "a list of integers", ...
-bool lit_matches(const ArgValue& value, Lit kind);  // an int is a Number and a one-entry Ints
+// An int is a Number and a one-entry Ints; a list of ints is also a list of Numbers.
+bool lit_matches(const ArgValue& value, Lit kind);
 
 // A non-tensor argument of the op's ATen schema.
 struct EdgeArg {
@@ -58,13 +59,13 @@ struct EdgeOp {
   std::vector<std::string> lowers_to;
   fusion::FusePattern fuse = nullptr;
   fusion::DirectLowering lower = nullptr;
+  // The last tensor input is a list (ATen's Tensor[], aten.cat's `tensors`): a node gives it one
+  // or more values, each read as that input (set by taking_a_tensor_list()).
+  bool tensor_list = false;
   // The pattern is tried even when the anchor reads or writes a tensor above the device rank
   // (a 5-D view inside a channel shuffle): it keeps such nodes only inside a match whose
   // backend op is at most 4-D. Other patterns never see those anchors.
   bool fuses_beyond_device = false;
-  // The last tensor input is a list (ATen's Tensor[], aten.cat's `tensors`): a node gives it one
-  // or more values, each read as that input (set by taking_a_tensor_list()).
-  bool tensor_list = false;
 
   int input_index(std::string_view input_name) const;  // -1 when absent
 
@@ -73,8 +74,8 @@ struct EdgeOp {
   EdgeOp& computed_by(ReferenceFn fn);
   EdgeOp& fused_by(fusion::FusePattern pattern, std::vector<std::string> backend_ops);
   EdgeOp& lowered_by(fusion::DirectLowering lowering, std::vector<std::string> backend_ops);
-  EdgeOp& fusing_beyond_device();
   EdgeOp& taking_a_tensor_list();
+  EdgeOp& fusing_beyond_device();
 };
 
 // Every edge op, families in a fixed order (the order of "accepted: ..." messages).

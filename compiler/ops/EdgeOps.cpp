@@ -12,11 +12,14 @@ std::vector<EdgeOp> quantize_edge_ops();
 std::vector<EdgeOp> conv_linear_edge_ops();
 std::vector<EdgeOp> elementwise_edge_ops();
 std::vector<EdgeOp> pixel_shuffle_edge_ops();
+std::vector<EdgeOp> upsample_edge_ops();
 std::vector<EdgeOp> pool_edge_ops();
 std::vector<EdgeOp> copy_edge_ops();
-std::vector<EdgeOp> permute_edge_ops();
 std::vector<EdgeOp> concat_edge_ops();
+std::vector<EdgeOp> permute_edge_ops();
 std::vector<EdgeOp> affine_edge_ops();
+std::vector<EdgeOp> activation_edge_ops();
+std::vector<EdgeOp> softmax_edge_ops();
 
 const char* lit_name(Lit kind) {
   switch (kind) {
@@ -25,6 +28,7 @@ const char* lit_name(Lit kind) {
     case Lit::Bool: return "a bool";
     case Lit::String: return "a string";
     case Lit::Ints: return "a list of integers";
+    case Lit::Numbers: return "a list of numbers";
   }
   return "?";
 }
@@ -38,6 +42,9 @@ bool lit_matches(const ArgValue& v, Lit kind) {
     case Lit::String: return std::holds_alternative<std::string>(v);
     case Lit::Ints:
       return std::holds_alternative<std::vector<int64_t>>(v) || std::holds_alternative<int64_t>(v);
+    case Lit::Numbers:
+      return std::holds_alternative<std::vector<double>>(v) ||
+             std::holds_alternative<std::vector<int64_t>>(v);
   }
   return false;
 }
@@ -74,13 +81,13 @@ EdgeOp& EdgeOp::lowered_by(fusion::DirectLowering lowering, std::vector<std::str
   return *this;
 }
 
-EdgeOp& EdgeOp::taking_a_tensor_list() {
-  tensor_list = true;
+EdgeOp& EdgeOp::fusing_beyond_device() {
+  fuses_beyond_device = true;
   return *this;
 }
 
-EdgeOp& EdgeOp::fusing_beyond_device() {
-  fuses_beyond_device = true;
+EdgeOp& EdgeOp::taking_a_tensor_list() {
+  tensor_list = true;
   return *this;
 }
 
@@ -106,9 +113,9 @@ const std::vector<EdgeOp>& edge_ops() {
   static const std::vector<EdgeOp> kOps = [] {
     std::vector<EdgeOp> all;
     for (auto family : {quantize_edge_ops, conv_linear_edge_ops, elementwise_edge_ops,
-                        pixel_shuffle_edge_ops, pool_edge_ops, copy_edge_ops,
-                        concat_edge_ops, permute_edge_ops,
-                        affine_edge_ops}) {
+                        pixel_shuffle_edge_ops, upsample_edge_ops, pool_edge_ops, copy_edge_ops,
+                        concat_edge_ops,
+                        permute_edge_ops, affine_edge_ops, activation_edge_ops, softmax_edge_ops}) {
       for (EdgeOp& op : family()) {
         check_descriptor(op);
         all.push_back(std::move(op));

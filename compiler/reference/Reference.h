@@ -6,9 +6,9 @@
 //
 // A reference function reads the node's inputs and arguments from its ReferenceContext and
 // returns the node's outputs in order. Not supported (vkd::Error Unsupported naming the node):
-// transposed convolution, other ranks than those below, zero_point_domain other than INT,
-// preserve_zero = false, dtypes other than float32 / int8 / int32 (float16 only for the ops that
-// move data: pixel_shuffle, clone, alias_copy, view_copy; bit-exact). Malformed nodes (missing
+// other ranks than those below, zero_point_domain other than INT, preserve_zero = false, dtypes
+// other than float32 / int8 / int32 (float16 only for the ops that move data: pixel_shuffle,
+// upsample_nearest2d, clone, alias_copy, view_copy; bit-exact). Malformed nodes (missing
 // inputs or arguments, shapes that do not fit) give InvalidArgument naming the node.
 #pragma once
 

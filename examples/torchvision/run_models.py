@@ -7,12 +7,14 @@ with `vkd compile --report`, time with `vkd run --bench N`, check every tensor w
 the device keeps (`vkd run --intermediates`) with PyTorch's reference-quantized FX model, layer
 by layer, each layer fed the device's own inputs (vkdelegate.per_layer: within 1 LSB, and only
 at rounding ties), and compare the output with PyTorch's own int8 execution (convert_fx of the
-very prepared + calibrated model the graph IR comes from, qnnpack engine); for information also
+very prepared + calibrated model the graph IR comes from: weights packed by the default engine,
+oneDNN here, or qnnpack where oneDNN cannot pack a layer; run with qnnpack selected); for
+information also
 end to end with the reference model and with the float model.
 
 Two things on PyTorch's side are set so that comparison means something (both printed):
-ResNets get trained-like residual branch scales (examples_models.scale_residual_branches: with
-random init's 1 a deep random ResNet is chaotic and PyTorch's own int8 kernels agree with its
+ResNets and MobileNetV3 get trained-like residual branch scales
+(examples_models.scale_residual_branches: with random init's 1 a deep random ResNet is chaotic and PyTorch's own int8 kernels agree with its
 reference model at cosine 0.97), and where PyTorch 1.13's quantized hardtanh / ReLU6 returns a
 channels-last input's elements in the wrong order (qnnpack; the U-Net's ReLU6 after a conv), its
 int8 model gets the input made contiguous first.
@@ -44,10 +46,12 @@ from vkdelegate.export.torch_compat import fx_tuple_unpacking
 CLASSIFIERS = ("mobilenet_v2", "resnet18", "resnet50", "mobilenet_v3_large",
                "shufflenet_v2_x1_0", "googlenet")
 # The U-Net-style segmentation models: name -> factory in vkdelegate.examples_models.
-UNETS = {"unet": "tiny_unet"}
+UNETS = {"unet": "tiny_unet", "unet_transposed": "tiny_unet_transposed"}
 MODELS = CLASSIFIERS + tuple(UNETS)
 COSINE_MIN = 0.99
-RESIDUAL_GAMMA = 0.25  # examples_models.scale_residual_branches, for the ResNets
+RESIDUAL_GAMMA = 0.25  # examples_models.scale_residual_branches, for the ResNets and MobileNetV3
+DEFAULT_ENGINE = torch.backends.quantized.engine  # before anything here selects qnnpack
+GAMMA_MODELS = ("resnet18", "resnet50", "mobilenet_v3_large")
 SEED = 0
 CALIBRATION_SAMPLES = 8
 
@@ -91,7 +95,7 @@ def build_model(name, size):
     torch.manual_seed(SEED)
     if name in UNETS:
         return getattr(examples_models, UNETS[name])().eval()
-    gamma = RESIDUAL_GAMMA if name.startswith("resnet") else None
+    gamma = RESIDUAL_GAMMA if name in GAMMA_MODELS else None
     return examples_models.torchvision_quantizable(name, input_size=size,
                                                    residual_gamma=gamma).eval()
 
@@ -137,6 +141,26 @@ def prepare_and_calibrate(model, x, samples):
     return prepared
 
 
+def convert_native(prepared, backend):
+    """PyTorch's int8 model (convert_fx), its conv / linear weights packed by the quantized
+    engine selected at conversion: the default one (oneDNN in Debian's torch 1.13, whose kernels
+    requantize closest to the reference model), else qnnpack where it cannot pack a layer (oneDNN
+    refuses a transposed conv with output_padding). Sets native.vkd_engine to the one used."""
+    default = torch.backends.quantized.engine
+    for engine in dict.fromkeys([DEFAULT_ENGINE, "qnnpack"]):
+        torch.backends.quantized.engine = engine
+        try:
+            native = convert_fx(copy.deepcopy(prepared), backend_config=backend)
+        except RuntimeError as e:
+            print(f"  PyTorch int8: the {engine} engine cannot pack this model ({e})")
+            continue
+        finally:
+            torch.backends.quantized.engine = default
+        native.vkd_engine = engine
+        return native
+    raise RuntimeError("no quantized engine of this PyTorch packs the model")
+
+
 def export_model(name, model, x, samples, out_dir):
     """Quantizes and writes NAME.json / .safetensors / .calibration.json / .input.npy as
     vkdelegate.export.export does, keeping the prepared model for PyTorch's int8 execution.
@@ -145,7 +169,7 @@ def export_model(name, model, x, samples, out_dir):
     prepared = prepare_and_calibrate(model, x, samples)
     reference = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend)
     reference.vkd_calibration = observed_ranges(prepared)
-    native = convert_fx(copy.deepcopy(prepared), backend_config=backend)
+    native = convert_native(prepared, backend)
     graph, tensors = to_graph_ir(reference, (x,), name)
     paths = pipeline.output_paths(out_dir, name, True)
     os.makedirs(out_dir, exist_ok=True)
@@ -270,6 +294,7 @@ def run_one(name, args):
                   per_layer_real=sum(r.real for r in layers.layers),
                   per_layer_summary=layers.summary())
 
+    result["pytorch_weights_engine"] = native.vkd_engine
     if quantized_hardtanh_is_broken():
         result["pytorch_hardtanh_workaround"] = hardtanh_on_contiguous(native)
     torch.backends.quantized.engine = "qnnpack"
@@ -307,7 +332,7 @@ def print_result(r):
     print(f"  export {r['export_s']:.2f} s   compile {r['compile_s']:.2f} s")
     print(f"  latency: GPU median {r['gpu_ms']:.3f} ms, host wall median {r['host_ms']:.3f} ms")
     arg = f", argmax equal: {r['argmax_equal']}" if "argmax_equal" in r else ""
-    print(f"  vs PyTorch int8 (qnnpack): cosine {r['cosine_vs_torch_int8']:.6f}{arg}")
+    print(f"  vs PyTorch int8 ({r['pytorch_weights_engine']} weights): cosine {r['cosine_vs_torch_int8']:.6f}{arg}")
     print(f"  (for information: cosine vs PyTorch's reference-quantized FX model "
           f"{r['cosine_vs_torch_reference']:.6f}, vs the float model {r['cosine_vs_float']:.6f}; "
           f"PyTorch int8 vs its reference {r['cosine_torch_int8_vs_reference']:.6f})")

@@ -45,6 +45,44 @@ def tiny_unet(in_channels=3, width=16, classes=4):
     return TinyUNet(in_channels, width, classes)
 
 
+class TinyUNetTransposed(nn.Module):
+    """A U-Net that upsamples the other two ways and concatenates its skips.
+
+    Encoder: conv + ReLU, then twice max pool + conv + ReLU. Decoder: a learned 2x upsample
+    (ConvTranspose2d, kernel 3, stride 2, padding 1, output_padding 1, + ReLU), torch.cat with
+    the encoder map of the same size, conv + ReLU; then a fixed bilinear 2x upsample
+    (nn.Upsample, half-pixel centres), torch.cat with the first encoder map, conv + ReLU. Head:
+    1x1 conv to `classes` channels at the input resolution (H and W divisible by 4).
+    """
+
+    def __init__(self, in_channels=3, width=8, classes=4):
+        super().__init__()
+        w = width
+        self.enc1 = nn.Sequential(_conv(in_channels, w, 3), nn.ReLU())
+        self.enc2 = nn.Sequential(nn.MaxPool2d(2), _conv(w, 2 * w, 3), nn.ReLU())
+        self.enc3 = nn.Sequential(nn.MaxPool2d(2), _conv(2 * w, 4 * w, 3), nn.ReLU())
+        self.up2 = nn.Sequential(
+            nn.ConvTranspose2d(4 * w, 2 * w, 3, stride=2, padding=1, output_padding=1),
+            nn.ReLU())
+        self.dec2 = nn.Sequential(_conv(4 * w, 2 * w, 3), nn.ReLU())
+        self.up1 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec1 = nn.Sequential(_conv(3 * w, w, 3), nn.ReLU())
+        self.head = _conv(w, classes, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(e1)
+        e3 = self.enc3(e2)
+        d2 = self.dec2(torch.cat([self.up2(e3), e2], dim=1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], dim=1))
+        return self.head(d1)
+
+
+def tiny_unet_transposed(in_channels=3, width=8, classes=4):
+    """Factory for `--model vkdelegate.examples_models:tiny_unet_transposed`."""
+    return TinyUNetTransposed(in_channels, width, classes)
+
+
 def recalibrate_batchnorm(model, input_shape, batches=4, seed=0):
     """Measures the batch-norm statistics of a randomly initialised model on random inputs.
 
@@ -70,16 +108,18 @@ def recalibrate_batchnorm(model, input_shape, batches=4, seed=0):
 
 
 def scale_residual_branches(model, gamma):
-    """Sets the weight of the last batch norm of every torchvision ResNet block to `gamma`.
+    """Sets the weight of the last batch norm of every residual branch to `gamma`: torchvision's
+    ResNet blocks and the MobileNetV3 inverted residuals that add their input back.
 
-    Trained ResNets end their residual branches with small batch-norm weights (training with
+    Trained networks end their residual branches with small batch-norm weights (training with
     zero_init_residual starts them at 0), so each block nudges the residual stream. With the
-    random init's 1 every block adds a unit-variance branch and a deep random ResNet becomes
+    random init's 1 every block adds a unit-variance branch and a deep random network becomes
     chaotic: a 1-LSB rounding difference grows layer by layer (at 64x64, ResNet-50's logits from
     PyTorch's own int8 kernels agree with PyTorch's reference-quantized model at cosine 0.970
-    with gamma 1; 0.996 with 0.5; 0.999 with 0.25), so no comparison between two correct int8
-    engines could be tighter than that.
+    with gamma 1; 0.996 with 0.5; 0.999 with 0.25; MobileNetV3-Large's at 0.976 with gamma 1),
+    so no comparison between two correct int8 engines could be tighter than that.
     """
+    from torchvision.models.mobilenetv3 import InvertedResidual
     from torchvision.models.resnet import BasicBlock, Bottleneck
     with torch.no_grad():
         for m in model.modules():
@@ -87,6 +127,8 @@ def scale_residual_branches(model, gamma):
                 m.bn3.weight.fill_(gamma)
             elif isinstance(m, BasicBlock):
                 m.bn2.weight.fill_(gamma)
+            elif isinstance(m, InvertedResidual) and m.use_res_connect:
+                m.block[-1][1].weight.fill_(gamma)  # the projection's (conv, batch norm)
     return model
 
 
@@ -94,7 +136,7 @@ def torchvision_quantizable(name, input_size=224, residual_gamma=None, **kwargs)
     """`torchvision.models.quantization.<name>` (float, random weights) with batch-norm
     statistics measured on 4 x 2 random inputs of input_size^2 (recalibrate_batchnorm):
     `--model vkdelegate.examples_models:torchvision_quantizable --model-arg name=mobilenet_v2`.
-    `residual_gamma`: for ResNets, the trained-like residual branch scale of
+    `residual_gamma`: for ResNets and MobileNetV3, the trained-like residual branch scale of
     scale_residual_branches (default: left at the random init's 1).
     """
     import torchvision

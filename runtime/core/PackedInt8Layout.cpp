@@ -1,5 +1,7 @@
 #include "runtime/core/PackedInt8Layout.h"
 
+#include <vector>
+
 #include "runtime/core/Error.h"
 
 namespace vkd {
@@ -44,6 +46,40 @@ WordLane packed_int8_position(MemoryLayout layout, const Dims4& d, int64_t n, in
     default: break;
   }
   VKD_THROW(ErrorCode::Internal, "unhandled packed int8 layout");
+}
+
+int64_t contiguous_slice_offset(MemoryLayout layout, const Dims4& dims, int dim4, int64_t start,
+                                int64_t length) {
+  check_layout_and_dims(layout, dims);
+  const int64_t size[4] = {dims.n, dims.c, dims.h, dims.w};
+  VKD_CHECK(dim4 >= 0 && dim4 < 4 && start >= 0 && length >= 1 &&
+                start + length <= size[dim4],
+            ErrorCode::InvalidArgument, "slice [", start, ", ", start + length, ") of dim ", dim4,
+            " is outside dims [", dims.n, ",", dims.c, ",", dims.h, ",", dims.w, "]");
+  // Memory order outer to inner (N first), and whether each dim is packed 4 to a block.
+  std::vector<int> order;
+  bool blocked[4] = {false, false, false, false};
+  switch (layout) {
+    case MemoryLayout::PackedInt8_4W4C:
+      order = {0, 2, 3, 1}, blocked[1] = blocked[3] = true;
+      break;
+    case MemoryLayout::PackedInt8_4H4W:
+      order = {0, 1, 2, 3}, blocked[2] = blocked[3] = true;
+      break;
+    default:  // 4C1W
+      order = {0, 2, 1, 3}, blocked[1] = true;
+      break;
+  }
+  for (int d : order) {
+    if (d == dim4) break;
+    // A packed dim's blocks are what lies outer (the element within a block is innermost).
+    if ((blocked[d] ? div_up(size[d], 4) : size[d]) != 1) return -1;
+  }
+  const bool ends = start + length == size[dim4];
+  if (blocked[dim4] && (start % 4 != 0 || (length % 4 != 0 && !ends))) return -1;
+  int64_t at[4] = {0, 0, 0, 0};
+  at[dim4] = start;
+  return 4 * packed_int8_position(layout, dims, at[0], at[1], at[2], at[3]).word;
 }
 
 }  // namespace vkd

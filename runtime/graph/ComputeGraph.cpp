@@ -111,6 +111,7 @@ ValueRef ComputeGraph::add_tensor(const TensorSpec& spec, std::string name) {
   roles_.push_back(kIntermediate);
   packers_.emplace_back();
   zero_points_.emplace_back();
+  aliases_.emplace_back();
   return ref;
 }
 
@@ -202,6 +203,37 @@ void ComputeGraph::add_node(DispatchNode node) {
   nodes_.push_back(std::move(node));
 }
 
+bool ComputeGraph::alias(ValueRef view, ValueRef base, uint64_t byte_offset) {
+  VKD_CHECK(!prepared_, ErrorCode::Internal, "alias after prepare()");
+  const GpuTensor& v = tensor(view);
+  const GpuTensor& b = tensor(base);
+  if (is_constant(view) || is_constant(base) || v.is_image() || b.is_image()) return false;
+  const auto [root, root_offset] = alias_root(base);
+  if (aliases_[view].base >= 0 || root == view || byte_offset + v.bytes() > b.bytes()) {
+    return false;
+  }
+  // The root is placed at a multiple of its own alignment, the view's buffer bound at that plus
+  // the offset, and the view's whole buffer (its size rounded as the driver asks) inside.
+  const VkMemoryRequirements& need = v.buffer().requirements();
+  const VkMemoryRequirements& has = tensor(root).buffer().requirements();
+  const uint64_t at = root_offset + byte_offset;
+  if (need.alignment == 0 || at % need.alignment != 0 || has.alignment % need.alignment != 0 ||
+      at + need.size > has.size || (need.memoryTypeBits & has.memoryTypeBits) == 0) {
+    return false;
+  }
+  aliases_[view] = {base, byte_offset};
+  return true;
+}
+
+std::pair<ValueRef, uint64_t> ComputeGraph::alias_root(ValueRef ref) const {
+  uint64_t offset = 0;
+  while (aliases_.at(ref).base >= 0) {
+    offset += aliases_[ref].offset;
+    ref = aliases_[ref].base;
+  }
+  return {ref, offset};
+}
+
 void ComputeGraph::add_input(ValueRef ref) {
   VKD_CHECK(!is_constant(ref), ErrorCode::InvalidArgument, "constant '", tensor(ref).name(),
             "' cannot be a graph input");
@@ -275,6 +307,7 @@ void ComputeGraph::plan_and_bind_memory() {
   plan_buffer_groups(persistent, intermediates);
   bind_buffer_group(persistent);
   bind_buffer_group(intermediates);
+  bind_views();
   // Images own their memory: ids after the blocks', each its own.
   auto next_memory = static_cast<uint32_t>(blocks_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) {
@@ -285,8 +318,18 @@ void ComputeGraph::plan_and_bind_memory() {
 void ComputeGraph::collect_buffer_groups(BufferGroup& persistent_group,
                                          BufferGroup& intermediates) {
   // Inputs, outputs and constants live for the whole graph (they hold data across
-  // executions); an intermediate lives from its first to its last node.
-  const Lifetimes life = tensor_lifetimes(nodes_, tensors_.size());
+  // executions); an intermediate lives from its first to its last node. A view has no memory of
+  // its own: its root (the tensor whose bytes it shares) lives for both and is persistent when
+  // either is.
+  Lifetimes life = tensor_lifetimes(nodes_, tensors_.size());
+  std::vector<uint8_t> roles = roles_;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const ValueRef root = alias_root(static_cast<ValueRef>(i)).first;
+    if (root == static_cast<ValueRef>(i)) continue;
+    life.first[root] = std::min(life.first[root], life.first[i]);
+    life.last[root] = std::max(life.last[root], life.last[i]);
+    roles[root] |= roles_[i];
+  }
   for (size_t i = 0; i < tensors_.size(); ++i) {
     GpuTensor& t = *tensors_[i];
     if (t.is_image()) {
@@ -294,8 +337,9 @@ void ComputeGraph::collect_buffer_groups(BufferGroup& persistent_group,
       if (roles_[i] & kConstant) stats_.constant_device_bytes += t.bytes();
       continue;
     }
+    if (aliases_[i].base >= 0) continue;  // bound in its root's memory (bind_views)
     const auto& req = t.buffer().requirements();
-    const bool persistent = roles_[i] != kIntermediate || life.last[i] < 0;
+    const bool persistent = roles[i] != kIntermediate || life.last[i] < 0;
     BufferGroup& group = persistent ? persistent_group : intermediates;
     group.items.push_back({req.size, req.alignment, persistent ? 0 : life.first[i],
                            persistent ? 0 : life.last[i]});
@@ -344,6 +388,18 @@ void ComputeGraph::bind_buffer_group(const BufferGroup& group) {
     context_.memory().bind(t.buffer_to_bind(), blocks_[block], p.offset,
                            "tensor '" + t.name() + "'");
     memory_ranges_[group.refs[k]] = {block, p.offset, group.items[k].bytes};
+  }
+}
+
+void ComputeGraph::bind_views() {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (aliases_[i].base < 0) continue;
+    const auto [root, offset] = alias_root(static_cast<ValueRef>(i));
+    const MemoryRange& r = memory_ranges_[root];
+    GpuTensor& t = *tensors_[i];
+    context_.memory().bind(t.buffer_to_bind(), blocks_[r.memory], r.offset + offset,
+                           "tensor '" + t.name() + "' (a view of '" + tensor(root).name() + "')");
+    memory_ranges_[i] = {r.memory, r.offset + offset, t.buffer().requirements().size};
   }
 }
 

@@ -120,6 +120,17 @@ class ComputeGraph {
   void add_input(ValueRef ref);
   void add_output(ValueRef ref);
 
+  // Makes tensor `view` share the bytes of buffer tensor `base` from `byte_offset` on, so no
+  // kernel has to move them (a slice that is a contiguous byte range of what it is cut from,
+  // a producer writing straight into its part of a concatenation). `view` keeps its own spec
+  // and may still be an input or output of the graph; the planner keeps `base`'s memory for
+  // both lifetimes. Returns false, changing nothing, when `view` is a constant, an image or
+  // already a view, the bytes fall outside `base`, `view` would end up viewing itself, or the
+  // device's buffer alignment does not allow the offset. Before prepare() only.
+  bool alias(ValueRef view, ValueRef base, uint64_t byte_offset);
+  // The tensor whose bytes `ref` shares and where in them (itself and 0 when it is no view).
+  std::pair<ValueRef, uint64_t> alias_root(ValueRef ref) const;
+
   void prepare();
   bool prepared() const { return prepared_; }
 
@@ -193,6 +204,7 @@ class ComputeGraph {
   void collect_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
   void plan_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
   void bind_buffer_group(const BufferGroup& group);
+  void bind_views();  // each view's buffer in its root's memory
   // What each dispatch node may read and write, from its bindings and the kernel's reflection.
   std::vector<NodeAccess> node_accesses() const;
   void create_staging_buffers();
@@ -217,6 +229,11 @@ class ComputeGraph {
   std::vector<uint8_t> roles_;                // Role bits per tensor
   std::vector<ConstantPacker> packers_;       // per tensor; empty unless constant
   std::vector<std::optional<int32_t>> zero_points_;
+  struct Alias {
+    ValueRef base = -1;  // -1: no view
+    uint64_t offset = 0;
+  };
+  std::vector<Alias> aliases_;                // per tensor, see alias()
   std::vector<vk::MemoryBlock> blocks_;       // shared memory the buffers are bound in
   std::vector<MemoryRange> memory_ranges_;    // per tensor, from plan_and_bind_memory()
   std::vector<bool> barrier_before_;          // per dispatch node, from prepare()

@@ -24,11 +24,13 @@ struct CatPush {
 };
 
 // One input of a dispatch: its tensor, where it starts along the dim in the output, its size
-// along the dim, and its quantization.
+// along the dim, its quantization, and whether its producer writes it in place (a view of its
+// part of the output: nothing to copy).
 struct CatInput {
   graph::ValueRef tensor;
   int64_t lo, extent;
   QuantParams quant;
+  bool in_place = false;
 };
 
 // The geometry every dispatch shares.
@@ -124,16 +126,39 @@ void add_dispatch(graph::ComputeGraph& graph, const std::string& op, graph::Valu
                 {static_cast<uint32_t>(geo.dim4)});
 }
 
+// The output ranges along the dim (tile-aligned, merged) holding an element of an input that
+// is not written in place: what the kernel still has to write. A tile straddling an input
+// written in place rewrites that input's bytes with themselves (it reads them to assemble the
+// tile), which is harmless.
+std::vector<std::pair<int64_t, int64_t>> copied_ranges(const std::vector<CatInput>& inputs,
+                                                       int64_t span, int64_t total) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const CatInput& in : inputs) {
+    if (in.in_place) continue;
+    const int64_t a = in.lo / span * span;
+    const int64_t b = std::min(total, div_up(in.lo + in.extent, span) * span);
+    if (!ranges.empty() && ranges.back().second >= a) {
+      ranges.back().second = std::max(ranges.back().second, b);
+    } else {
+      ranges.emplace_back(a, b);
+    }
+  }
+  return ranges;
+}
+
 // The dispatches of a cat of `inputs` (in order along the dim): windows of up to kMaxInputs
 // consecutive inputs. A tile (`span` elements along the dim: 1 for N, else 4) holds elements
 // of up to 4 inputs, so a window owns the tiles starting from where the previous one stopped up
 // to the last tile that needs no input after the window; it always owns at least one, as its
 // first input holds the first owned tile's start and each input is at least one element long.
+// A window dispatches over the parts of its tiles that copied_ranges leaves (none when all its
+// inputs are written in place).
 void add_cat_dispatches(graph::ComputeGraph& graph, const std::string& op,
                         graph::ValueRef output, const CatGeometry& geo,
                         const std::vector<CatInput>& inputs) {
   const int64_t total = dim4_size(geo.out, geo.dim4);
   const int64_t span = geo.dim4 == 0 ? 1 : 4;
+  const auto copied = copied_ranges(inputs, span, total);
   int64_t own_lo = 0;
   while (own_lo < total) {
     size_t first = 0;
@@ -143,9 +168,22 @@ void add_cat_dispatches(graph::ComputeGraph& graph, const std::string& op,
     VKD_CHECK(own_hi > own_lo, ErrorCode::Internal, op, ": no progress at index ", own_lo);
     const std::vector<CatInput> window(inputs.begin() + static_cast<long>(first),
                                        inputs.begin() + static_cast<long>(end));
-    add_dispatch(graph, op, output, geo, window, own_lo, own_hi);
+    for (const auto& [a, b] : copied) {
+      const int64_t lo = std::max(own_lo, a), hi = std::min(own_hi, b);
+      if (lo < hi) add_dispatch(graph, op, output, geo, window, lo, hi);
+    }
     own_lo = own_hi;
   }
+}
+
+// Input `in` of a cat into `output` written in place by its producer: its part of the output
+// is one contiguous byte range (PackedInt8Layout.h) and it is quantized like the output.
+bool write_in_place(graph::ComputeGraph& graph, graph::ValueRef output, const CatGeometry& geo,
+                    const CatInput& in) {
+  if (!copies_bytes(in.quant, geo.output)) return false;
+  const TensorSpec& s = graph.spec(output);
+  const int64_t offset = contiguous_slice_offset(s.layout, geo.out, geo.dim4, in.lo, in.extent);
+  return offset >= 0 && graph.alias(in.tensor, output, static_cast<uint64_t>(offset));
 }
 
 }  // namespace
@@ -169,6 +207,7 @@ void add_q8ta_cat_node(graph::ComputeGraph& graph, const std::vector<graph::Valu
     list.push_back({inputs[i], lo, extent, params.inputs[i]});
     lo += extent;
   }
+  for (CatInput& in : list) in.in_place = write_in_place(graph, output, geo, in);
   VKD_CHECK(lo == dim4_size(geo.out, geo.dim4), ErrorCode::InvalidArgument, op,
             ": the inputs' sizes along dim ", params.dim, " add up to ", lo, ", the output '",
             graph.tensor(output).name(), "' ", graph.spec(output).describe(), " has ",
@@ -196,6 +235,13 @@ void add_q8ta_slice_node(graph::ComputeGraph& graph, graph::ValueRef input,
             graph.tensor(input).name(), "' ", graph.spec(input).describe(),
             ", which has ", in_size, " (need start >= 0, step >= 1, start + (", out_size,
             " - 1) * step < ", in_size, ")");
+  // Quantized like its input and one contiguous byte range of it: a view, no kernel.
+  if (copies_bytes(params.input, params.output) && geo.src_step == 1) {
+    const int64_t offset = contiguous_slice_offset(graph.spec(input).layout,
+                                                   graph.spec(input).dims4(), geo.dim4,
+                                                   geo.src_start, out_size);
+    if (offset >= 0 && graph.alias(output, input, static_cast<uint64_t>(offset))) return;
+  }
   add_dispatch(graph, op, output, geo, {{input, 0, in_size, params.input}}, 0, out_size);
 }
 

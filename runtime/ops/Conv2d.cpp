@@ -51,23 +51,13 @@ int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation
 
 void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const Conv2dWeights& w,
                 const Conv2dGeometry& g) {
-  VKD_CHECK(w.weight != nullptr && w.scales != nullptr, ErrorCode::InvalidArgument, op,
-            ": weights and weight scales are required");
-  VKD_CHECK(w.out_channels >= 1 && w.in_per_group >= 1 && w.kh >= 1 && w.kw >= 1,
-            ErrorCode::InvalidArgument, op, ": weight shape [", w.out_channels, ", ",
-            w.in_per_group, ", ", w.kh, ", ", w.kw, "] must be positive");
+  check_conv_weights(op, in.c, w, g.groups);
   VKD_CHECK(g.stride_h >= 1 && g.stride_w >= 1 && g.dilation_h >= 1 && g.dilation_w >= 1,
             ErrorCode::InvalidArgument, op, ": stride (", g.stride_h, ", ", g.stride_w,
             ") and dilation (", g.dilation_h, ", ", g.dilation_w, ") must be >= 1");
   VKD_CHECK(g.pad_top >= 0 && g.pad_left >= 0 && g.pad_bottom >= 0 && g.pad_right >= 0,
             ErrorCode::InvalidArgument, op, ": padding (top ", g.pad_top, ", left ", g.pad_left,
             ", bottom ", g.pad_bottom, ", right ", g.pad_right, ") must be >= 0");
-  VKD_CHECK(g.groups >= 1 && in.c % g.groups == 0 && w.out_channels % g.groups == 0 &&
-                in.c / g.groups == w.in_per_group,
-            ErrorCode::InvalidArgument, op, ": groups = ", g.groups, " must divide C_in = ", in.c,
-            " and C_out = ", w.out_channels, ", and the weights must hold C_in / groups = ",
-            in.c / std::max<int64_t>(g.groups, 1), " input channels (they hold ", w.in_per_group,
-            ")");
   VKD_CHECK(w.in_per_group * w.kh * w.kw <= kMaxTaps, ErrorCode::Unsupported, op, ": ",
             w.in_per_group * w.kh * w.kw, " products per output exceed ", kMaxTaps,
             " (int32 accumulation could overflow)");
@@ -228,6 +218,7 @@ LinearParams linear_params(const Conv2dParams& p) {
   lp.output = p.output;
   lp.activation_min = p.activation_min;
   lp.activation_max = p.activation_max;
+  lp.route = p.gemm;
   return lp;
 }
 
@@ -304,6 +295,21 @@ void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const st
 }
 
 }  // namespace
+
+void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights& w,
+                        int32_t groups) {
+  VKD_CHECK(w.weight != nullptr && w.scales != nullptr, ErrorCode::InvalidArgument, op,
+            ": weights and weight scales are required");
+  VKD_CHECK(w.out_channels >= 1 && w.in_per_group >= 1 && w.kh >= 1 && w.kw >= 1,
+            ErrorCode::InvalidArgument, op, ": weight shape [", w.out_channels, ", ",
+            w.in_per_group, ", ", w.kh, ", ", w.kw, "] must be positive");
+  VKD_CHECK(groups >= 1 && c_in % groups == 0 && w.out_channels % groups == 0 &&
+                c_in / groups == w.in_per_group,
+            ErrorCode::InvalidArgument, op, ": groups = ", groups, " must divide C_in = ", c_in,
+            " and C_out = ", w.out_channels, ", and the weights must hold C_in / groups = ",
+            c_in / std::max<int64_t>(groups, 1), " input channels (they hold ", w.in_per_group,
+            ")");
+}
 
 std::string to_string(Conv2dRoute route) {
   switch (route) {

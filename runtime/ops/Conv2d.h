@@ -18,6 +18,7 @@
 #include <string>
 
 #include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/Linear.h"
 #include "runtime/ops/OpUtils.h"
 
 namespace vkd::ops {
@@ -68,10 +69,19 @@ struct Conv2dParams {
   int32_t activation_max = 127;
   Conv2dGeometry geometry;
   Conv2dRoute route = Conv2dRoute::Auto;
+  // The GEMM kernel of the Pointwise and Im2col routes (Auto: the linear kernels' choice); for
+  // tests and tuning.
+  LinearRoute gemm = LinearRoute::Auto;
   // Depthwise route: output rows each invocation computes, 1..4 (0 = chosen by the output's
   // size); for tests and tuning.
   int32_t depthwise_rows = 0;
 };
+
+// The weights of a convolution of `c_in` input channels in `groups` groups (q8ta_conv2d's and
+// q8ta_conv_transpose2d's): given, of a positive shape, C_in / groups input channels each, and
+// groups dividing C_in and C_out; else InvalidArgument naming `op`.
+void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights& w,
+                        int32_t groups);
 
 // `input`: int8x4 buffer, PackedInt8_4W4C or PackedInt8_4C1W, sizes [N, C_in, H, W] (rank 3 =
 // N 1). `output`: sizes [N, C_out, H_out, W_out]; an int8x4 buffer in 4W4C or 4C1W when

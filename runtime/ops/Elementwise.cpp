@@ -113,24 +113,15 @@ void add_binary_node(graph::ComputeGraph& graph, BinaryOp op, const std::string&
 void add_requantize_node(graph::ComputeGraph& graph, const std::string& name,
                          graph::ValueRef input, graph::ValueRef output, const ClampParams& params,
                          float multiplier) {
-  check_int8x4_tensor(name, graph.tensor(input));
-  check_int8x4_tensor(name, graph.tensor(output));
-  check_same_sizes(name, graph.tensor(input), graph.tensor(output));
+  const int64_t words =
+      check_elementwise_int8x4(name, graph.tensor(input), graph.tensor(output));
   check_quant_params(name, params.input);
   check_requantized_output(name, params.output, params.activation_min, params.activation_max);
   VKD_CHECK(std::isfinite(multiplier), ErrorCode::InvalidArgument, name, ": scalar ",
             multiplier, " is not finite");
-  const TensorSpec& si = graph.spec(input);
   const TensorSpec& so = graph.spec(output);
-  VKD_CHECK(si.layout == so.layout, ErrorCode::InvalidArgument, name,
-            ": input and output must share one packed layout (", to_string(si.layout), ", ",
-            to_string(so.layout), ")");
-
   const Dims4 d = so.dims4();
-  const int64_t words = packed_int8_word_count(so.layout, d);
   const int64_t chunks = (words + 3) / 4;
-  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, name, ": ", words,
-            " words exceed the 2^31 a kernel can index");
   const QuantParams& out = params.output;
   const ClampPush push{nchw_sizes(d),
                        int32_t(chunks),

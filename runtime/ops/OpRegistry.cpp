@@ -16,11 +16,15 @@ void register_affine_quant_ops(OpRegistry& registry);
 void register_layout_convert_ops(OpRegistry& registry);
 void register_linear_ops(OpRegistry& registry);
 void register_conv2d_ops(OpRegistry& registry);
+void register_conv_transpose2d_ops(OpRegistry& registry);
 void register_pixel_shuffle_ops(OpRegistry& registry);
 void register_permute_ops(OpRegistry& registry);
+void register_upsample_ops(OpRegistry& registry);
 void register_elementwise_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
 void register_concat_ops(OpRegistry& registry);
+void register_lut_ops(OpRegistry& registry);
+void register_softmax_ops(OpRegistry& registry);
 
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
   const schema::OpSchema* schema = schema::find_op_schema(name);
@@ -59,11 +63,15 @@ const OpRegistry& op_registry() {
     register_layout_convert_ops(r);
     register_linear_ops(r);
     register_conv2d_ops(r);
+    register_conv_transpose2d_ops(r);
     register_pixel_shuffle_ops(r);
     register_permute_ops(r);
+    register_upsample_ops(r);
     register_elementwise_ops(r);
     register_pool_ops(r);
     register_concat_ops(r);
+    register_lut_ops(r);
+    register_softmax_ops(r);
     return r;
   }();
   return registry;

@@ -5,6 +5,7 @@
 #include "runtime/core/Env.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/FloatLayout.h"
+#include "runtime/core/PackedInt8Layout.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
@@ -55,6 +56,22 @@ void check_requantized_output(const std::string& op, const QuantParams& q, int32
             "] must lie in [-128, 127] and not be empty");
 }
 
+int64_t check_elementwise_int8x4(const std::string& op, const graph::GpuTensor& input,
+                                 const graph::GpuTensor& output) {
+  check_int8x4_tensor(op, input);
+  check_int8x4_tensor(op, output);
+  check_same_sizes(op, input, output);
+  const TensorSpec& si = input.spec();
+  const TensorSpec& so = output.spec();
+  VKD_CHECK(si.layout == so.layout, ErrorCode::InvalidArgument, op,
+            ": input and output must share one packed layout (", to_string(si.layout), ", ",
+            to_string(so.layout), ")");
+  const int64_t words = packed_int8_word_count(so.layout, so.dims4());
+  VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", words,
+            " words exceed the 2^31 a kernel can index");
+  return words;
+}
+
 void check_same_sizes(const std::string& op, const graph::GpuTensor& a,
                       const graph::GpuTensor& b) {
   VKD_CHECK(a.spec().dims4() == b.spec().dims4(), ErrorCode::InvalidArgument, op,
@@ -69,6 +86,11 @@ bool check_moved_quant(const std::string& op, const QuantParams& in_q, const Qua
             ": the output must use the full int8 range [-128, 127], got [", out_q.quant_min,
             ", ", out_q.quant_max, "]");
   return in_q.scale != out_q.scale || in_q.zero_point != out_q.zero_point;
+}
+
+MovedRequantPush moved_requant_push(const QuantParams& in_q, const QuantParams& out_q) {
+  return {in_q.zero_point, out_q.zero_point, in_q.scale, inverse_scale(out_q.scale),
+          float(-128 - out_q.zero_point), float(127 - out_q.zero_point)};
 }
 
 int64_t tile_count(const Dims4& d) {

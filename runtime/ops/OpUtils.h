@@ -40,10 +40,24 @@ void check_float_buffer(const std::string& op, const graph::GpuTensor& t);
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
                               int32_t act_max);
 
+// The operands of a one-tensor element-wise int8 kernel (q8ta_clamp, q8ta_mul_scalar,
+// q8ta_lut): `input` and `output` int8x4 of the same sizes in one packed layout. Returns their
+// word count (Unsupported from 2^31 on: the kernels index words with int).
+int64_t check_elementwise_int8x4(const std::string& op, const graph::GpuTensor& input,
+                                 const graph::GpuTensor& output);
+
 // The parameters of an op that moves int8 values (pixel shuffle, channel shuffle, permute): both
 // valid, the output over the full int8 range (what the requantizing variants clamp to). Returns
 // whether the values change (the parameters differ: requantize) or only move.
 bool check_moved_quant(const std::string& op, const QuantParams& in_q, const QuantParams& out_q);
+// Mirrors `MovedRequant` (shaders/common/int8x4_chunk.glslh), the push-constant member from
+// which those kernels requantize.
+struct MovedRequantPush {
+  int32_t in_zp, out_zp;
+  float in_scale, inv_out_scale;
+  float t_min, t_max;  // -128 - out_zp, 127 - out_zp
+};
+MovedRequantPush moved_requant_push(const QuantParams& in_q, const QuantParams& out_q);
 
 // N * C4 * H4 * W4 tiles of 4x4x4 elements.
 int64_t tile_count(const Dims4& d);

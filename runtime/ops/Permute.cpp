@@ -16,25 +16,18 @@
 namespace vkd::ops {
 namespace {
 
-// The requantization both shaders end their push constants with (REQUANT variants).
-struct RequantPush {
-  int32_t in_zp, out_zp;
-  float in_scale, inv_out_scale;
-  float t_min, t_max;  // -128 - out_zp, 127 - out_zp
-};
-
 // Mirrors `Params` in shaders/q8ta_channel_shuffle.glsl (the geometry is specialization
 // constants).
 struct ChannelShufflePush {
   int32_t chunk_count, word_count;
-  RequantPush requant;
+  MovedRequantPush requant;
 };
 
 // Mirrors `Params` in shaders/q8ta_permute.glsl.
 struct PermutePush {
   std::array<int32_t, 4> out_sizes, in_sizes;
   int32_t tile_count;
-  RequantPush requant;
+  MovedRequantPush requant;
 };
 
 // Both tensors int8x4 (of int32-indexable size), both parameter sets valid, the output over the
@@ -47,15 +40,6 @@ bool check_tensors_and_quant(const std::string& op, const graph::GpuTensor& in,
   VKD_CHECK(in.spec().numel() < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ",
             in.spec().numel(), " elements exceed the 2^31 the kernel can index");
   return check_moved_quant(op, in_q, out_q);
-}
-
-RequantPush requant_push(const QuantParams& in_q, const QuantParams& out_q) {
-  return {in_q.zero_point,
-          out_q.zero_point,
-          in_q.scale,
-          inverse_scale(out_q.scale),
-          float(-128 - out_q.zero_point),
-          float(127 - out_q.zero_point)};
 }
 
 std::string dims_string(const std::vector<int64_t>& dims) {
@@ -106,7 +90,8 @@ void add_q8ta_channel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef i
   const int64_t chunks = (words + 3) / 4;
   VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", words,
             " words exceed the 2^31 the kernel can index");
-  const ChannelShufflePush push{int32_t(chunks), int32_t(words), requant_push(in_q, out_q)};
+  const ChannelShufflePush push{int32_t(chunks), int32_t(words),
+                                moved_requant_push(in_q, out_q)};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::variants::q8ta_channel_shuffle[int8_layout_index(so.layout)]
@@ -138,7 +123,7 @@ void add_q8ta_permute_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
   const TileWalk walk = permute_walk(o, out.spec(), in.spec(), dims);
   const PermutePush push{nchw_sizes(o), nchw_sizes(i), int32_t(walk.items),
-                         requant_push(in_q, out_q)};
+                         moved_requant_push(in_q, out_q)};
   add_tile_node(graph, op,
                 shaders::variants::q8ta_permute[int8_layout_index(in.spec().layout)]
                                                [int8_layout_index(out.spec().layout)]

@@ -16,9 +16,7 @@ namespace {
 // Mirrors `Params` in shaders/q8ta_pixel_shuffle.glsl.
 struct Int8ShufflePush {
   int32_t item_count;
-  int32_t in_zp, out_zp;
-  float in_scale, inv_out_scale;
-  float t_min, t_max;
+  MovedRequantPush requant;
 };
 
 // Mirrors `Params` in shaders/pixel_shuffle.glsl.
@@ -85,13 +83,7 @@ void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef inp
       : out.spec().layout == MemoryLayout::PackedInt8_4C1W ? i.n * i.h * c4 * i.w
                                                            : i.n * i.h * c4 * align_up(i.w, 2);
   // Same parameters (requant false): the byte-shuffle variant, no arithmetic.
-  const Int8ShufflePush push{int32_t(items),
-                             in_q.zero_point,
-                             out_q.zero_point,
-                             in_q.scale,
-                             inverse_scale(out_q.scale),
-                             float(-128 - out_q.zero_point),
-                             float(127 - out_q.zero_point)};
+  const Int8ShufflePush push{int32_t(items), moved_requant_push(in_q, out_q)};
   const auto index = [](MemoryLayout l) { return l == MemoryLayout::PackedInt8_4W4C ? 0 : 1; };
   graph::DispatchNode node;
   node.op = op;

@@ -37,11 +37,18 @@ struct MeanPush {
   std::array<int32_t, 4> sizes;
   int32_t in_zp, out_zp;
   float mean_scale, inv_out_scale;
-  int32_t out_rows;
+  int32_t out_rows, slices, slice_len;
 };
 
 // Local size of q8ta_mean (WG in the shader).
 constexpr uint32_t kMeanWorkgroup = 128;
+// A plane whose (n, c4) blocks alone give fewer workgroups than kMeanGroups is split into
+// ranges of at least kMeanMinRange positions (STAGE_PARTIAL + STAGE_FINAL in the shader).
+constexpr int64_t kMeanGroups = 256;
+constexpr int64_t kMeanMinRange = 2048;
+
+// The q8ta_mean variants' STAGE axis (variants.json).
+enum class MeanStage { Whole = 0, Partial = 1, Final = 2 };
 
 // Index of a channels-packed layout in the pool families' variant tables (4W4C, 4C1W).
 int chw_layout_index(const std::string& op, const graph::GpuTensor& t) {
@@ -331,20 +338,44 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
   VKD_CHECK(count * 255 < (int64_t(1) << 24), ErrorCode::Unsupported, op, ": H*W = ", count,
             " exceeds 65793, beyond which the int32 sum does not convert to float32 exactly");
   to_i32(op, "input words", packed_int8_word_count(in.spec().layout, d));
-  const int64_t c4 = div_up(d.c, 4);
+  const int64_t c4 = div_up(d.c, 4), blocks = d.n * c4;
+  const int64_t wanted = std::min(div_up(kMeanGroups, blocks), div_up(count, kMeanMinRange));
+  const int64_t slice_len = div_up(count, std::max<int64_t>(wanted, 1));
+  const int64_t slices = div_up(count, slice_len);
   // Group counts past the device's limits are reported by ComputeGraph's per-node checks.
-  const MeanPush push{nchw_sizes(d), in_q.zero_point, out_q.zero_point,
+  const MeanPush push{nchw_sizes(d),
+                      in_q.zero_point,
+                      out_q.zero_point,
                       static_cast<float>(static_cast<double>(in_q.scale) /
                                          static_cast<double>(count)),
-                      inverse_scale(out_q.scale), rows ? 1 : 0};
-  graph::DispatchNode node;
-  node.op = op;
-  node.kernel = shaders::variants::q8ta_mean[layout];
-  node.bindings = {output, input};
-  node.push_constants = graph::push_constant_bytes(push);
-  node.plan.local_size = {kMeanWorkgroup, 1, 1};
-  node.plan.group_count = {static_cast<uint32_t>(c4), static_cast<uint32_t>(d.n), 1};
-  graph.add_node(std::move(node));
+                      inverse_scale(out_q.scale),
+                      rows ? 1 : 0,
+                      static_cast<int32_t>(slices),
+                      static_cast<int32_t>(slice_len)};
+  auto add_stage = [&](MeanStage stage, std::vector<graph::ValueRef> bindings,
+                       std::array<uint32_t, 3> groups) {
+    graph::DispatchNode node;
+    node.op = op;
+    node.kernel = shaders::variants::q8ta_mean[static_cast<int>(stage)][layout];
+    node.bindings = std::move(bindings);
+    node.push_constants = graph::push_constant_bytes(push);
+    node.plan.local_size = {kMeanWorkgroup, 1, 1};
+    node.plan.group_count = groups;
+    graph.add_node(std::move(node));
+  };
+  const auto c4_groups = static_cast<uint32_t>(c4), n_groups = static_cast<uint32_t>(d.n);
+  if (slices == 1) {
+    add_stage(MeanStage::Whole, {output, input}, {c4_groups, n_groups, 1});
+    return;
+  }
+  // The ranges' int32 channel sums, one 16-byte block per (n, c4, range).
+  const graph::ValueRef partials = graph.add_tensor(
+      {{blocks * slices, 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+      out.name() + ".partials");
+  add_stage(MeanStage::Partial, {partials, input},
+            {c4_groups, n_groups, static_cast<uint32_t>(slices)});
+  add_stage(MeanStage::Final, {output, partials},
+            {static_cast<uint32_t>(div_up(blocks, int64_t{kMeanWorkgroup})), 1, 1});
 }
 
 // --- registry entries -------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "compiler/Fuse.h"
 #include "partitioner_schema/OpSchema.h"
 #include "runtime/core/Error.h"
+#include "test/reference/LutReference.h"
 
 namespace {
 
@@ -565,16 +567,6 @@ TEST(Fuse, ConvFloatOutputGroupsAndPadding) {
   EXPECT_TRUE(has_line(r, "fused dq -> aten.convolution (node 1..2) into q8ta_conv2d_dq 'y'"))
       << all_lines(r);
   expect_valid(g);
-}
-
-TEST(Fuse, TransposedConvStaysUnfused) {
-  Builder b = conv_act_graph("", {}, 0.1, 0);
-  b.g.nodes[2].args["transposed"] = true;
-  const PassReport r = fuse_and_lower(b.g);
-  EXPECT_EQ(count_op(b.g, "aten.convolution"), 1);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
-                          "transposed convolution"))
-      << all_lines(r);
 }
 
 // ---- half matches -----------------------------------------------------------------------------
@@ -2011,6 +2003,346 @@ TEST(Fuse, StandaloneActivationBecomesQ8taClamp) {
   }
 }
 
+// ---- smooth activations by table (q8ta_lut) ----------------------------------------------------
+
+// xq [1, 3, 5, 7] -> dq (in_s, in_zp) -> `op` (`args`) [-> relu] -> q (out_s, out_zp, range)
+// -> yq.
+Builder lut_graph(const std::string& op, Args args, double in_s, int64_t in_zp, double out_s,
+                  int64_t out_zp, bool relu = false, int64_t qmin = -128, int64_t qmax = 127) {
+  Builder b;
+  const std::vector<int64_t> shape = {1, 3, 5, 7};
+  b.input("xq", DType::Int8, shape);
+  b.dq("xq", "x", in_s, in_zp);                                            // 0
+  b.value("a", DType::Float32, shape);
+  b.node(op, {"x"}, std::move(args), {"a"});                               // 1
+  std::string last = "a";
+  if (relu) {
+    b.value("r", DType::Float32, shape);
+    b.node("aten.relu", {"a"}, {}, {"r"});                                 // 2
+    last = "r";
+  }
+  b.value("yq", DType::Int8, shape);
+  b.node(kQ, {last}, q_args(out_s, out_zp, qmin, qmax), {"yq"});
+  b.output("yq");
+  return b;
+}
+
+// The int8 table of the fused graph's constant `name`.
+std::vector<int8_t> table_of(const Graph& g, const std::string& name) {
+  const Value& v = g.value(name);
+  EXPECT_EQ(v.dtype, DType::Int8);
+  EXPECT_EQ(v.shape, (std::vector<int64_t>{256}));
+  EXPECT_TRUE(v.data.has_value()) << name;
+  return v.data ? std::vector<int8_t>(v.data->begin(), v.data->end()) : std::vector<int8_t>{};
+}
+
+// Every table entry the compiler wrote equals the test's own reference (LutReference.h).
+void expect_table(const std::vector<int8_t>& got, const std::array<int8_t, 256>& want,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), 256u) << what;
+  for (int v = -128; v <= 127; ++v) {
+    EXPECT_EQ(got[static_cast<size_t>(v + 128)], want[static_cast<size_t>(v + 128)])
+        << what << ": int8 input " << v;
+  }
+}
+
+struct TableOp {
+  const char* op;
+  Args args;
+  vkd::testing::RefActivation f;
+  double in_s;
+  int64_t in_zp;
+  double out_s;
+  int64_t out_zp;
+};
+
+// Each smooth activation between int8 tensors becomes one q8ta_lut whose 256-entry table is the
+// chain dq -> op -> q, entry for entry (computed independently by the test), with the
+// quantization of both ends; the report names the table and the outputs' range.
+TEST(Fuse, SmoothActivationsBecomeQ8taLutWithTheChainsTable) {
+  using vkd::testing::RefAct;
+  const TableOp cases[] = {
+      {"aten.hardswish", {}, {RefAct::Hardswish, "hardswish"}, 0.03225, -4, 0.0186, -108},
+      {"aten.hardsigmoid", {}, {RefAct::Hardsigmoid, "hardsigmoid"}, 0.00697, 3, 1.0 / 256,
+       -128},
+      {"aten.sigmoid", {}, {RefAct::Sigmoid, "sigmoid"}, 0.05, 0, 1.0 / 256, -128},
+      {"aten.tanh", {}, {RefAct::Tanh, "tanh"}, 0.031, 5, 2.0 / 256, 0},
+      {"aten.silu", {}, {RefAct::Silu, "silu"}, 0.06, -10, 0.03, -100},
+      {"aten.gelu", {}, {RefAct::GeluErf, "gelu"}, 0.05, 7, 0.04, -90},
+      {"aten.gelu", {{"approximate", std::string("tanh")}}, {RefAct::GeluTanh, "gelu_tanh"},
+       0.05, 7, 0.04, -90},
+      {"aten.elu",
+       {{"alpha", 0.5}, {"scale", 1.25}, {"input_scale", 0.75}},
+       {RefAct::Elu, "elu", 0.5, 1.25, 0.75},
+       0.04, 20, 0.03, 10},
+      {"aten.leaky_relu", {{"negative_slope", 0.2}}, {RefAct::LeakyRelu, "leaky_relu", 0.2},
+       0.05, -3, 0.04, 2},
+  };
+  for (const TableOp& t : cases) {
+    Builder b = lut_graph(t.op, t.args, t.in_s, t.in_zp, t.out_s, t.out_zp);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_lut"})) << t.f.name << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "yq_table"})) << t.f.name;
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"})) << t.f.name;
+    EXPECT_EQ(arg_d(n, "input_scale"), t.in_s);
+    EXPECT_EQ(arg_i(n, "input_zero_point"), t.in_zp);
+    EXPECT_EQ(arg_d(n, "output_scale"), t.out_s);
+    EXPECT_EQ(arg_i(n, "output_zero_point"), t.out_zp);
+    const auto want = vkd::testing::ref_lut_table(
+        t.f, {static_cast<float>(t.in_s), static_cast<int>(t.in_zp)},
+        {static_cast<float>(t.out_s), static_cast<int>(t.out_zp)});
+    const std::vector<int8_t> got = table_of(b.g, "yq_table");
+    expect_table(got, want, t.f.name);
+    const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
+    EXPECT_TRUE(has_line(r, std::string("fused dq -> ") + t.op + " -> q (node 0..2) into "
+                            "q8ta_lut 'yq' (table 'yq_table', outputs " + std::to_string(*lo) +
+                            ".." + std::to_string(*hi) + ")"))
+        << all_lines(r);
+    expect_quant(b.g.value("yq"), t.out_s, t.out_zp, -128, 127);
+    EXPECT_EQ(b.g.value("xq").dtype, DType::Int8x4);
+    expect_valid(b.g);
+  }
+}
+
+// A relu after the activation and a narrowed quantize range are part of the table: relu then
+// quantize = max(quantize, the zero point), then the range's clamp.
+TEST(Fuse, LutTableIncludesATrailingReluAndTheQuantizeRange) {
+  Builder b = lut_graph("aten.silu", {}, 0.06, -10, 0.03, -100, true, -110, 100);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_lut"})) << all_lines(r);
+  auto want = vkd::testing::ref_lut_table({vkd::testing::RefAct::Silu, "silu"}, {0.06f, -10},
+                                          {0.03f, -100, -110, 100});
+  for (int8_t& v : want) v = std::max<int8_t>(v, -100);
+  expect_table(table_of(b.g, "yq_table"), want, "silu -> relu");
+  expect_quant(b.g.value("yq"), 0.03, -100, -110, 100);
+  EXPECT_TRUE(has_line(r, "fused dq -> aten.silu -> aten.relu -> q (node 0..3) into q8ta_lut "
+                          "'yq' (table 'yq_table', outputs -100.." +
+                          std::to_string(*std::max_element(want.begin(), want.end())) + ")"))
+      << all_lines(r);
+  expect_valid(b.g);
+}
+
+// MobileNetV3's pattern: a conv's requantized output, dequantized into hardswish and quantized
+// again: the conv writes yq, q8ta_lut reads it.
+TEST(Fuse, HardswishAfterAConvReadsTheConvsInt8Output) {
+  Builder b = standalone_act_graph("aten.hardswish", {}, 0.05, -20, 0.04, -100);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_lut"})) << all_lines(r);
+  EXPECT_EQ(b.g.nodes[1].inputs, (std::vector<std::string>{"yq", "hq_table"}));
+  expect_table(table_of(b.g, "hq_table"),
+               vkd::testing::ref_lut_table({vkd::testing::RefAct::Hardswish, "hardswish"},
+                                           {0.05f, -20}, {0.04f, -100}),
+               "hardswish");
+  expect_valid(b.g);
+}
+
+// Without a quantize after it the activation is a float op: no backend op, left to the host.
+TEST(Fuse, FloatSmoothActivationIsNotFused) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 3, 5, 7});
+  b.dq("xq", "x", 0.05, 0);
+  b.value("g", DType::Float32, {1, 3, 5, 7});
+  b.node("aten.gelu", {"x"}, {{"approximate", std::string("none")}}, {"g"});
+  b.output("g");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten.gelu"}))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.gelu (node 0..1) as q8ta_lut: 'g' is a graph "
+                          "output, not quantized (q8ta_lut has int8 output only)"))
+      << all_lines(r);
+}
+
+// ---- softmax ------------------------------------------------------------------------------------
+
+// xq [2, 3, 10] -> dq (0.1, 3) -> `op` (dim `dim`) [-> q (1/256, -128) -> yq].
+Builder softmax_graph(const std::string& op, int64_t dim, bool quantized) {
+  Builder b;
+  const std::vector<int64_t> shape = {2, 3, 10};
+  b.input("xq", DType::Int8, shape);
+  b.dq("xq", "x", 0.1, 3);
+  b.value("s", DType::Float32, shape);
+  Args args = {{"dim", dim}};
+  if (op == "aten._softmax" || op == "aten._log_softmax") args["half_to_float"] = false;
+  b.node(op, {"x"}, args, {"s"});
+  if (quantized) {
+    b.q("s", "yq", 1.0 / 256, -128);
+    b.output("yq");
+  } else {
+    b.output("s");
+  }
+  return b;
+}
+
+// Followed by a quantize: q8ta_softmax writes the int8 output; alone: q8ta_softmax_dq writes the
+// float one; log_softmax sets `log`; the .int forms fuse the same way.
+TEST(Fuse, SoftmaxOverTheLastDimFuses) {
+  {
+    Builder b = softmax_graph("aten._softmax", -1, true);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_softmax"})) << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq"}));
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+    EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+    EXPECT_EQ(arg_i(n, "input_zero_point"), 3);
+    EXPECT_EQ(std::get<bool>(n.args.at("log")), false);
+    EXPECT_EQ(arg_d(n, "output_scale"), 1.0 / 256);
+    EXPECT_EQ(arg_i(n, "output_zero_point"), -128);
+    expect_quant(b.g.value("yq"), 1.0 / 256, -128, -128, 127);
+    EXPECT_TRUE(has_line(r, "fused dq -> aten._softmax -> q (node 0..2) into q8ta_softmax 'yq'"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  for (const char* op : {"aten._log_softmax", "aten.log_softmax.int", "aten.softmax.int"}) {
+    Builder b = softmax_graph(op, 2, false);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_softmax_dq"})) << op << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{"s"}));
+    EXPECT_EQ(std::get<bool>(n.args.at("log")), std::string(op).find("log") != std::string::npos);
+    EXPECT_EQ(b.g.value("s").dtype, DType::Float32);
+    EXPECT_TRUE(has_line(r, std::string("fused dq -> ") + op + " (node 0..1) into "
+                            "q8ta_softmax_dq 's'"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+}
+
+// Another dim than the last stays a host op; a quantize into a narrowed range is not folded in
+// (the kernel clamps to the int8 range): the float variant, then q8ta_quantize.
+TEST(Fuse, SoftmaxLimits) {
+  {
+    Builder b = softmax_graph("aten._softmax", 1, false);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten._softmax"}))
+        << all_lines(r);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten._softmax (node 0..1) as q8ta_softmax_dq: dim "
+                            "1 is not the last dim of a rank-3 input (only the last dim is "
+                            "supported)"))
+        << all_lines(r);
+  }
+  {
+    Builder b = softmax_graph("aten._softmax", -1, false);
+    b.g.outputs.clear();
+    b.value("yq", DType::Int8, {2, 3, 10});
+    b.node(kQ, {"s"}, q_args(1.0 / 256, -128, -128, 100), {"yq"});
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_softmax_dq", "q8ta_quantize"}))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+}
+
+// ---- upsampling -------------------------------------------------------------------------------
+
+// dq -> upsample -> q with `op` and `args` on a [1, 3, 4, 5] input, output `out_shape`.
+Builder upsample_graph(const std::string& op, Args args, std::vector<int64_t> out_shape,
+                       double out_scale, int64_t out_zp) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 3, 4, 5});
+  b.dq("xq", "x", 0.05, -7);
+  b.value("u", DType::Float32, std::move(out_shape));
+  b.node(op, {"x"}, std::move(args), {"u"});
+  b.q("u", "yq", out_scale, out_zp);
+  b.output("yq");
+  return b;
+}
+
+TEST(Fuse, NearestUpsampleWithScaleFactorsMovesBytes) {
+  Builder b = upsample_graph("aten.upsample_nearest2d.vec",
+                             {{"output_size", NoneArg{}},
+                              {"scale_factors", std::vector<double>{2.0, 3.0}}},
+                             {1, 3, 8, 15}, 0.05, -7);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = b.g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_upsample_nearest2d");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_EQ(arg_names(n), (std::vector<std::string>{"input_scale", "input_zero_point",
+                                                    "output_scale", "output_zero_point",
+                                                    "scales_h", "scales_w"}));
+  EXPECT_EQ(arg_d(n, "scales_h"), 2.0);
+  EXPECT_EQ(arg_d(n, "scales_w"), 3.0);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.05);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), -7);
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.upsample_nearest2d.vec -> q (node 0..2) into "
+                           "q8ta_upsample_nearest2d 'yq' (bytes moved)");
+  expect_quant(b.g.value("yq"), 0.05, -7, -128, 127);
+  expect_valid(b.g);
+}
+
+// The default overload with an output size: no scale reaches the kernel (0 = none).
+TEST(Fuse, BilinearUpsampleWithOutputSizeRequantizes) {
+  Builder b = upsample_graph("aten.upsample_bilinear2d",
+                             {{"output_size", std::vector<int64_t>{7, 9}},
+                              {"align_corners", true}},
+                             {1, 3, 7, 9}, 0.04, 3);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
+  const Node& n = b.g.nodes[0];
+  EXPECT_EQ(n.op, "q8ta_upsample_bilinear2d");
+  EXPECT_EQ(std::get<bool>(n.args.at("align_corners")), true);
+  EXPECT_EQ(arg_d(n, "scales_h"), 0.0);
+  EXPECT_EQ(arg_d(n, "scales_w"), 0.0);
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.05);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), -7);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.04);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), 3);
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.upsample_bilinear2d -> q (node 0..2) into "
+                           "q8ta_upsample_bilinear2d 'yq' (requantized)");
+  expect_valid(b.g);
+}
+
+TEST(Fuse, UpsampleLimits) {
+  {  // an activation after it
+    Builder b;
+    b.input("xq", DType::Int8, {1, 3, 4, 5});
+    b.dq("xq", "x", 0.05, -7);
+    b.value("u", DType::Float32, {1, 3, 8, 10});
+    b.node("aten.upsample_bilinear2d.vec", {"x"},
+           {{"output_size", std::vector<int64_t>{8, 10}}, {"align_corners", false},
+            {"scale_factors", NoneArg{}}},
+           {"u"});
+    b.value("r", DType::Float32, {1, 3, 8, 10});
+    b.node("aten.relu", {"u"}, {}, {"r"});
+    b.q("r", "yq", 0.05, -128);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.upsample_bilinear2d.vec -> aten.relu -> q "
+                            "(node 0..3) as q8ta_upsample_bilinear2d: an activation follows "
+                            "(q8ta_upsample_bilinear2d fuses none)"))
+        << all_lines(r);
+  }
+  {  // a float output
+    Builder b;
+    b.input("xq", DType::Int8, {1, 3, 4, 5});
+    b.dq("xq", "x", 0.05, -7);
+    b.value("u", DType::Float32, {1, 3, 8, 10});
+    b.node("aten.upsample_nearest2d", {"x"}, {{"output_size", std::vector<int64_t>{8, 10}}},
+           {"u"});
+    b.output("u");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.upsample_nearest2d (node 0..1) as "
+                            "q8ta_upsample_nearest2d: 'u' is a graph output, not quantized "
+                            "(q8ta_upsample_nearest2d has no float-output variant)"))
+        << all_lines(r);
+  }
+  {  // a quantize into a narrowed range
+    Builder b = upsample_graph("aten.upsample_nearest2d",
+                               {{"output_size", std::vector<int64_t>{8, 10}}}, {1, 3, 8, 10},
+                               0.05, -7);
+    b.g.nodes[2].args = q_args(0.05, -7, -100, 100);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.upsample_nearest2d -> q (node 0..2) as "
+                            "q8ta_upsample_nearest2d: output range -100..100 is not the full "
+                            "int8 range"))
+        << all_lines(r);
+  }
+}
+
 // ---- cat and the splits ------------------------------------------------------------------------
 
 // dq(a), dq(b), dq(c) -> aten.cat (dim 1) -> q: the inputs with quantizations of their own.
@@ -2225,6 +2557,130 @@ TEST(Fuse, SplitWithAnOutputNoQuantizeReadsIsNotFused) {
                           "q8ta_slice: output 1: 's' feeds aten.relu (node 3), not "
                           "quantize_per_tensor"))
       << all_lines(r);
+}
+
+// ---- transposed convolution ------------------------------------------------------------------
+
+// dq -> convolution(transposed, k3 s2 p1 op1, groups 2) over [1, 4, 3, 3] -> [1, 6, 6, 6] with a
+// weight [4, 3, 3, 3] dequantized per tensor (scale 0.02) or per channel along `axis`, then
+// `act` (may be "") and q.
+Builder deconv_graph(bool per_channel, int64_t axis, const std::string& act) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 3, 3});
+  b.dq("xq", "x", 0.1, 2);
+  b.constant("w", DType::Int8, {4, 3, 3, 3}, ramp_i8(108));
+  b.value("wf", DType::Float32, {4, 3, 3, 3});
+  if (per_channel) {
+    const std::vector<float> all = {0.5f, 0.25f, 2.0f, 1.0f};
+    const int64_t n = axis == 1 ? 3 : 4;  // C_out / groups along 1, C_in along 0
+    b.constant("ws", DType::Float32, {n},
+               f32_bytes(std::vector<float>(all.begin(), all.begin() + n)));
+    b.node(kDqChannel, {"w", "ws"},
+           {{"axis", axis}, {"quant_min", int64_t{-127}}, {"quant_max", int64_t{127}},
+            {"dtype", std::string("int8")}},
+           {"wf"});
+  } else {
+    b.node(kDq, {"w"}, q_args(0.02, 0, -127, 127), {"wf"});
+  }
+  b.constant("b", DType::Float32, {6}, f32_bytes({0.5f, -1, 2, 0, 1, -2}));
+  b.conv("x", "wf", "b", "y", {1, 6, 6, 6},
+         {{"stride", std::vector<int64_t>{2, 2}}, {"padding", std::vector<int64_t>{1, 1}},
+          {"transposed", true}, {"output_padding", std::vector<int64_t>{1, 1}},
+          {"groups", int64_t{2}}});
+  std::string last = "y";
+  if (!act.empty()) {
+    b.value("r", DType::Float32, {1, 6, 6, 6});
+    b.node(act, {"y"}, {}, {"r"});
+    last = "r";
+  }
+  b.q(last, "yq", 0.2, -3);
+  b.output("yq");
+  return b;
+}
+
+// The weight becomes q8ta_conv2d's [C_out, C_in / groups, KH, KW] (a new constant: the
+// original goes), one scale per output channel, the relu the activation range.
+TEST(Fuse, TransposedConvSwapsItsWeight) {
+  Builder b = deconv_graph(false, 0, "aten.relu");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv_transpose2d"})) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w_oihw", "w_scales", "b"}));
+  EXPECT_EQ(arg_l(n, "stride"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(arg_l(n, "padding"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_l(n, "output_padding"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_l(n, "dilation"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_i(n, "groups"), 2);
+  EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-3, 127}));
+  EXPECT_FALSE(g.has_value("w"));
+  const Value& w = g.value("w_oihw");
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{6, 2, 3, 3}));
+  // out[co][i][t] = in[g * 2 + i][co - 3 g][t], in[c][o][t] = ramp(c * 27 + o * 9 + t).
+  const std::vector<uint8_t> ramp = ramp_i8(108);
+  for (int64_t co = 0; co < 6; ++co) {
+    for (int64_t i = 0; i < 2; ++i) {
+      for (int64_t t = 0; t < 9; ++t) {
+        const int64_t grp = co / 3;
+        EXPECT_EQ((*w.data)[static_cast<size_t>((co * 2 + i) * 9 + t)],
+                  ramp[static_cast<size_t>(((grp * 2 + i) * 3 + co - 3 * grp) * 9 + t)])
+            << co << " " << i << " " << t;
+      }
+    }
+  }
+  EXPECT_EQ(floats_of(g.value("w_scales")), std::vector<float>(6, 0.02f));
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.convolution -> aten.relu -> q (nodes 0, 2..4) into "
+                           "q8ta_conv_transpose2d 'yq' (activation relu)");
+  expect_valid(g);
+}
+
+// Per-channel weights along axis 1 (C_out / groups scales) give each group's channels the same
+// scales; along axis 0 (input channels) they cannot be folded into the output's.
+TEST(Fuse, TransposedConvPerChannelScales) {
+  {
+    Builder b = deconv_graph(true, 1, "");
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv_transpose2d"})) << all_lines(r);
+    EXPECT_EQ(floats_of(b.g.value("w_scales")),
+              (std::vector<float>{0.5f, 0.25f, 2.0f, 0.5f, 0.25f, 2.0f}));
+    expect_valid(b.g);
+  }
+  {
+    Builder b = deconv_graph(true, 0, "");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (nodes 0, 2..3) as "
+                            "q8ta_conv_transpose2d: weight 'w' is quantized along axis 0, not 1 "
+                            "(output channels)"))
+        << all_lines(r);
+  }
+}
+
+TEST(Fuse, TransposedConvWithoutAQuantizedOutputIsNotFused) {
+  Builder b = deconv_graph(false, 0, "");
+  b.g.nodes.pop_back();  // the q
+  b.g.outputs = {"y"};
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution (nodes 0, 2) as "
+                          "q8ta_conv_transpose2d: 'y' is a graph output, not quantized "
+                          "(q8ta_conv_transpose2d has no float-output variant)"))
+      << all_lines(r);
+}
+
+// PyTorch 1.13's FX keeps ConvTranspose2d and its ReLU apart (q -> dq -> relu -> q): the relu
+// joins the epilogue as it does a conv's.
+TEST(Fuse, StandaloneReluJoinsTheTransposedConvEpilogue) {
+  Builder b = deconv_graph(false, 0, "");
+  b.g.outputs.clear();
+  b.dq("yq", "yf", 0.2, -3);
+  b.value("a", DType::Float32, {1, 6, 6, 6});
+  b.node("aten.relu", {"yf"}, {}, {"a"});
+  b.q("a", "hq", 0.2, -3);
+  b.output("hq");
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv_transpose2d"})) << all_lines(r);
+  EXPECT_EQ(b.g.nodes[0].outputs, (std::vector<std::string>{"hq"}));
+  EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{-3, 127}));
+  expect_valid(b.g);
 }
 
 }  // namespace

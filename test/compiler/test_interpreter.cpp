@@ -159,8 +159,10 @@ TEST(InterpreterConv, Rejects) {
   EXPECT_EQ(code_of([&] { run1(b.g, iota_floats({1, 3, 4, 4})); }, &msg),
             ErrorCode::InvalidArgument);
   EXPECT_NE(msg.find("node 0 (aten.convolution)"), std::string::npos) << msg;
-  b.g.nodes[0].args["transposed"] = true;
-  EXPECT_EQ(code_of([&] { run1(b.g, iota_floats({1, 3, 4, 4})); }), ErrorCode::Unsupported);
+  b.g.nodes[0].args["transposed"] = true;  // a transposed weight needs C_in = 3 rows
+  EXPECT_EQ(code_of([&] { run1(b.g, iota_floats({1, 3, 4, 4})); }, &msg),
+            ErrorCode::InvalidArgument);
+  EXPECT_NE(msg.find("does not match input channels 3"), std::string::npos) << msg;
 }
 
 // y = x W^T + b on [2, 3] and [1, 2, 3] inputs.
@@ -559,6 +561,56 @@ TEST(InterpreterElementwise, ReluHardtanhClamp) {
   check("cmax", {-3, -0.5f, 0.25f, 0.5f, 0.5f});
 }
 
+// Hand-computed points of the smooth activations (the torch oracle compares them with PyTorch
+// on many more): hardswish / hardsigmoid are exact float32 piecewise functions, the
+// transcendental ones are the double-precision values rounded to float32.
+TEST(InterpreterActivation, HandComputedPoints) {
+  const std::vector<float> x = {-4.0f, -1.5f, 0.0f, 1.0f, 3.0f};
+  auto run = [&](const std::string& op, Args args) {
+    GraphBuilder b;
+    b.input("x", DType::Float32, {5}).node(op, {"x"}, std::move(args), "y", DType::Float32, {5});
+    return run1(b.g, HostTensor::from_floats({5}, x)).to_floats();
+  };
+  EXPECT_EQ(run("aten.hardswish", {}), (std::vector<float>{-0.0f, -0.375f, 0.0f, 4.0f / 6, 3.0f}));
+  EXPECT_EQ(run("aten.hardsigmoid", {}),
+            (std::vector<float>{0.0f, 0.25f, 0.5f, 4.0f / 6, 1.0f}));
+  EXPECT_EQ(run("aten.leaky_relu", {{"negative_slope", 0.5}}),
+            (std::vector<float>{-2.0f, -0.75f, 0.0f, 1.0f, 3.0f}));
+  EXPECT_EQ(run("aten.elu", {{"alpha", 2.0}}),
+            (std::vector<float>{static_cast<float>(2.0 * std::expm1(-4.0)),
+                                static_cast<float>(2.0 * std::expm1(-1.5)), 0.0f, 1.0f, 3.0f}));
+  EXPECT_EQ(run("aten.sigmoid", {})[3], static_cast<float>(1.0 / (1.0 + std::exp(-1.0))));
+  EXPECT_EQ(run("aten.tanh", {})[1], static_cast<float>(std::tanh(-1.5)));
+  EXPECT_EQ(run("aten.silu", {})[0], static_cast<float>(-4.0 / (1.0 + std::exp(4.0))));
+  EXPECT_EQ(run("aten.gelu", {})[3],
+            static_cast<float>(0.5 * (1.0 + std::erf(1.0 / std::sqrt(2.0)))));
+  std::string msg;
+  EXPECT_EQ(code_of([&] { run("aten.gelu", {{"approximate", std::string("fast")}}); }, &msg),
+            ErrorCode::InvalidArgument);
+  EXPECT_NE(msg.find("approximate must be 'none' or 'tanh'"), std::string::npos) << msg;
+}
+
+// softmax / log_softmax along any dim: rows [0, ln 2] give 1/3, 2/3; a NaN spoils its row only.
+TEST(InterpreterActivation, SoftmaxAlongAnyDim) {
+  const float ln2 = static_cast<float>(std::log(2.0));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 2})
+      .node("aten._softmax", {"x"}, {{"dim", int64_t{0}}, {"half_to_float", false}}, "s",
+            DType::Float32, {2, 2})
+      .node("aten.log_softmax.int", {"x"}, {{"dim", int64_t{-1}}}, "l", DType::Float32, {2, 2});
+  auto values = interpret(b.g, {{"x", HostTensor::from_floats({2, 2}, {0.0f, nan, ln2, 1.0f})}});
+  const std::vector<float> s = values.at("s").to_floats();
+  EXPECT_EQ(s[0], static_cast<float>(1.0 / 3));  // column 0: [0, ln 2]
+  EXPECT_EQ(s[2], static_cast<float>(2.0 / 3));
+  EXPECT_TRUE(std::isnan(s[1]) && std::isnan(s[3]));  // column 1 holds the NaN
+  const std::vector<float> l = values.at("l").to_floats();
+  EXPECT_TRUE(std::isnan(l[0]) && std::isnan(l[1]));  // row 0 holds the NaN
+  const double d = static_cast<double>(ln2) - 1.0;   // row 1: [ln 2, 1], max 1
+  EXPECT_EQ(l[2], static_cast<float>(d - std::log(std::exp(d) + 1.0)));
+  EXPECT_EQ(l[3], static_cast<float>(-std::log(std::exp(d) + 1.0)));
+}
+
 TEST(InterpreterReduce, MeanAndAdaptiveAvgPool) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 2, 2, 3})
@@ -703,7 +755,7 @@ TEST(InterpreterGraph, ChecksDeclaredOutputsAndOps) {
   EXPECT_NE(msg.find("node 0 (aten.pixel_shuffle): output 'y' has shape [1, 1, 4, 4]"),
             std::string::npos)
       << msg;
-  b.g.nodes[0].op = "aten.sigmoid";
+  b.g.nodes[0].op = "aten.cumsum";
   EXPECT_EQ(code_of([&] { run1(b.g, iota_floats({1, 4, 2, 2})); }), ErrorCode::Unsupported);
   // A node reading a value nothing computed.
   b.g.nodes[0].op = "aten.relu";
@@ -719,13 +771,14 @@ TEST(InterpreterGraph, UnknownOpIsUnsupportedNamingTheNodeAndRank5Runs) {
           "values": {"x": {"dtype": "float32", "shape": [1, 1, 2, 2, 2]},
                      "g": {"dtype": "float32", "shape": [1, 1, 2, 2, 2]}},
           "nodes": [{"op": "aten.relu", "inputs": ["x"], "outputs": ["r"]},
-                    {"op": "aten.gelu", "inputs": ["r"], "outputs": ["g"]}]})",
+                    {"op": "aten.cumsum", "inputs": ["r"], "outputs": ["g"]}]})",
       "g.json", nullptr);
   const HostTensor x = iota_floats({1, 1, 2, 2, 2}, -4.0f);
   std::string msg;
   EXPECT_EQ(code_of([&] { interpret(g, {{"x", x}}); }, &msg), ErrorCode::Unsupported);
-  EXPECT_NE(msg.find("node 1 (aten.gelu): op 'aten.gelu' is not an edge op the interpreter knows"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("node 1 (aten.cumsum): op 'aten.cumsum' is not an edge op the interpreter knows"),
+      std::string::npos)
       << msg;
   Graph relu_only = g;
   relu_only.nodes.pop_back();

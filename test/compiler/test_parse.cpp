@@ -166,6 +166,21 @@ const char* kEveryOp = R"({
      "args": {"block_size": [1, 5], "input_dtype": "int8", "quant_min": -128, "quant_max": 127,
               "output_dtype": "float32"},
      "outputs": ["da"]},
+    {"op": "aten.hardswish", "inputs": ["da"], "outputs": ["hsw"]},
+    {"op": "aten.hardsigmoid", "inputs": ["hsw"], "outputs": ["hsg"]},
+    {"op": "aten.sigmoid", "inputs": ["hsg"], "outputs": ["sg"]},
+    {"op": "aten.tanh", "inputs": ["sg"], "outputs": ["th"]},
+    {"op": "aten.silu", "inputs": ["th"], "outputs": ["sl"]},
+    {"op": "aten.gelu", "inputs": ["sl"], "args": {"approximate": "tanh"}, "outputs": ["ge"]},
+    {"op": "aten.elu", "inputs": ["ge"], "args": {"alpha": 0.5}, "outputs": ["el"]},
+    {"op": "aten.leaky_relu", "inputs": ["el"], "args": {"negative_slope": 0.1},
+     "outputs": ["lr"]},
+    {"op": "aten._softmax", "inputs": ["lr"], "args": {"dim": -1, "half_to_float": false},
+     "outputs": ["sm"]},
+    {"op": "aten._log_softmax", "inputs": ["sm"], "args": {"dim": 0}, "outputs": ["lsm"]},
+    {"op": "aten.softmax.int", "inputs": ["lsm"], "args": {"dim": 1, "dtype": null},
+     "outputs": ["smi"]},
+    {"op": "aten.log_softmax.int", "inputs": ["smi"], "args": {"dim": -2}, "outputs": ["lsmi"]},
     {"op": "aten.cat", "inputs": ["cd", "cln", "cd"], "args": {"dim": -1}, "outputs": ["cat"]},
     {"op": "aten.split_with_sizes_copy", "inputs": ["cat"],
      "args": {"split_sizes": [4, 11], "dim": -1}, "outputs": ["sws0", "sws1"]},
@@ -183,7 +198,17 @@ const char* kEveryOp = R"({
     {"op": "aten.view_copy", "inputs": ["ps"], "args": {"size": [1, 1, 2, 4, 8]},
      "outputs": ["v5"]},
     {"op": "aten.transpose_copy.int", "inputs": ["v5"], "args": {"dim0": 2, "dim1": 3},
-     "outputs": ["tr5"]}
+     "outputs": ["tr5"]},
+    {"op": "aten.upsample_nearest2d.vec", "inputs": ["ps"],
+     "args": {"output_size": null, "scale_factors": [2.0, 1.5]}, "outputs": ["unv"]},
+    {"op": "aten.upsample_nearest2d", "inputs": ["ps"], "args": {"output_size": [3, 5]},
+     "outputs": ["un"]},
+    {"op": "aten.upsample_bilinear2d.vec", "inputs": ["ps"],
+     "args": {"output_size": [9, 7], "align_corners": true, "scale_factors": null},
+     "outputs": ["ubv"]},
+    {"op": "aten.upsample_bilinear2d", "inputs": ["ps"],
+     "args": {"output_size": [16, 16], "align_corners": false, "scales_h": 2.0, "scales_w": 2},
+     "outputs": ["ub"]}
   ]
 })";
 
@@ -217,7 +242,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 33u);
+  ASSERT_EQ(g.nodes.size(), 49u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -243,6 +268,11 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "ap", DType::Float32, {1, 1, 1, 1});
   expect_value(g, "v", DType::Float32, {1, 1});
   expect_value(g, "l", DType::Float32, {1, 5});
+  expect_value(g, "hsw", DType::Float32, {1, 5});
+  expect_value(g, "ge", DType::Float32, {1, 5});
+  expect_value(g, "lr", DType::Float32, {1, 5});
+  expect_value(g, "sm", DType::Float32, {1, 5});
+  expect_value(g, "lsmi", DType::Float32, {1, 5});
   expect_value(g, "cln", DType::Float32, {1, 5});
   expect_value(g, "al", DType::Float32, {1, 5});
   expect_value(g, "cd", DType::Float32, {1, 5});
@@ -260,6 +290,10 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "tr", DType::Float32, {1, 5, 5, 1});
   expect_value(g, "v5", DType::Float32, {1, 1, 2, 4, 8});  // a 5-D view
   expect_value(g, "tr5", DType::Float32, {1, 1, 4, 2, 8});
+  expect_value(g, "unv", DType::Float32, {1, 1, 16, 12});  // floor(8 * 2), floor(8 * 1.5)
+  expect_value(g, "un", DType::Float32, {1, 1, 3, 5});
+  expect_value(g, "ubv", DType::Float32, {1, 1, 9, 7});
+  expect_value(g, "ub", DType::Float32, {1, 1, 16, 16});
 
   // Constants: bytes copied; the int64 zero points narrowed to int32.
   const Value& w1 = g.value("w1");
@@ -315,6 +349,13 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   EXPECT_EQ(std::get<double>(writer("sc").args.at("eps")), 1e-6);
   EXPECT_EQ(writer("sc").outputs, (std::vector<std::string>{"sc", "zp"}));
   EXPECT_EQ(g.producer("zp"), g.producer("sc"));
+  const Node& elu = g.nodes[static_cast<size_t>(g.producer("el"))];
+  EXPECT_EQ(std::get<double>(elu.args.at("scale")), 1.0);  // defaults filled in
+  EXPECT_EQ(std::get<double>(elu.args.at("input_scale")), 1.0);
+  const Node& softmax = g.nodes[static_cast<size_t>(g.producer("sm"))];
+  EXPECT_FALSE(std::get<bool>(softmax.args.at("half_to_float")));
+  const Node& hsw = g.nodes[static_cast<size_t>(g.producer("hsw"))];
+  EXPECT_TRUE(hsw.args.empty());
 }
 
 TEST(ParseTest, OptionalInputsArePaddedAndDefaultsFilled) {
@@ -355,6 +396,11 @@ TEST(ParseTest, FilesRoundTrip) {
   write_safetensors(st_path, every_op_tensors());
   const Graph g = parse_graph_file(json_path, st_path);
   expect_value(g, "da", DType::Float32, {1, 5});
+  expect_value(g, "pm", DType::Float32, {1, 8, 8, 1});
+  expect_value(g, "pm2", DType::Float32, {1, 1, 8, 8});
+  expect_value(g, "tr", DType::Float32, {1, 5, 5, 1});
+  expect_value(g, "v5", DType::Float32, {1, 1, 2, 4, 8});  // a 5-D view
+  expect_value(g, "tr5", DType::Float32, {1, 1, 4, 2, 8});
   EXPECT_EQ(g.value("s1").data->size(), 16u);
   std::remove(json_path.c_str());
   std::remove(st_path.c_str());
@@ -411,7 +457,7 @@ TEST(ParseTest, UnknownOpWithDeclaredOutputsIsKeptVerbatim) {
   const Graph g = parse_graph(
       doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 8]},
              "idx": {"dtype": "int32", "shape": [2, 3]})",
-          R"({"op": "aten.gelu", "inputs": ["x", ""], "outputs": ["y", "idx"],
+          R"({"op": "aten.cumsum", "inputs": ["x", ""], "outputs": ["y", "idx"],
               "args": {"approximate": "tanh", "alpha": 0.5, "n": 3, "dims": [1, -1],
                        "w": [0.5, 2], "flag": false, "none": null}},
              {"op": "aten.relu", "inputs": ["y"], "outputs": ["r"]})",
@@ -419,8 +465,8 @@ TEST(ParseTest, UnknownOpWithDeclaredOutputsIsKeptVerbatim) {
       "g.json", nullptr);
   ASSERT_EQ(g.nodes.size(), 2u);
   const Node& n = g.nodes[0];
-  EXPECT_EQ(n.op, "aten.gelu");
-  EXPECT_EQ(n.origin, "node 0 (aten.gelu)");
+  EXPECT_EQ(n.op, "aten.cumsum");
+  EXPECT_EQ(n.origin, "node 0 (aten.cumsum)");
   EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", ""}));
   EXPECT_EQ(n.outputs, (std::vector<std::string>{"y", "idx"}));
   const Args want = {{"approximate", std::string("tanh")},
@@ -437,20 +483,22 @@ TEST(ParseTest, UnknownOpWithDeclaredOutputsIsKeptVerbatim) {
 }
 
 TEST(ParseTest, UndeclaredOutputOfAnUnknownOpIsRejected) {
-  expect_parse_error(doc("", R"({"op": "aten.gelu", "inputs": ["x"], "outputs": ["y"]})"), nullptr,
-                     {"g.json: node 0 (aten.gelu): ", "unknown op 'aten.gelu'", "output 'y'",
+  expect_parse_error(doc("", R"({"op": "aten.cumsum", "inputs": ["x"], "outputs": ["y"]})"),
+                     nullptr,
+                     {"g.json: node 0 (aten.cumsum): ", "unknown op 'aten.cumsum'", "output 'y'",
                       "declare its dtype and shape in 'values'"});
 }
 
 TEST(ParseTest, UnknownOpInputsAndArgsAreStillChecked) {
   const std::string y = R"("y": {"dtype": "float32", "shape": [4]})";
-  expect_parse_error(doc(y, R"({"op": "aten.gelu", "inputs": ["nope"], "outputs": ["y"]})"),
-                     nullptr, {"node 0 (aten.gelu): input 'nope' is not defined"});
+  expect_parse_error(doc(y, R"({"op": "aten.cumsum", "inputs": ["nope"], "outputs": ["y"]})"),
+                     nullptr, {"node 0 (aten.cumsum): input 'nope' is not defined"});
   expect_parse_error(
-      doc(y, R"({"op": "aten.gelu", "inputs": ["x"], "args": {"a": {}}, "outputs": ["y"]})"),
-      nullptr, {"node 0 (aten.gelu): argument 'a': must be a literal"});
-  expect_parse_error(doc(y, R"({"op": "aten.gelu", "inputs": ["x"], "outputs": ["y"], "k": 1})"),
-                     nullptr, {"node 0 (aten.gelu): unknown field 'k'"});
+      doc(y, R"({"op": "aten.cumsum", "inputs": ["x"], "args": {"a": {}}, "outputs": ["y"]})"),
+      nullptr, {"node 0 (aten.cumsum): argument 'a': must be a literal"});
+  expect_parse_error(
+      doc(y, R"({"op": "aten.cumsum", "inputs": ["x"], "outputs": ["y"], "k": 1})"), nullptr,
+      {"node 0 (aten.cumsum): unknown field 'k'"});
   expect_parse_error(doc(y, R"({"op": "", "inputs": ["x"], "outputs": ["y"]})"), nullptr,
                      {"node 0: field 'op': must not be empty"});
 }

@@ -309,4 +309,45 @@ TEST(Pipeline, CatAndChunkCompileToABlob) {
   EXPECT_EQ(list->items.size(), 2u);
 }
 
+// A batch cat and a batch chunk quantized alike: every part is a contiguous byte range, so the
+// report says the cat's producers write in place and the slices are views (the runtime decides
+// the same: test/unit/test_concat_errors.cpp); a channel cat in 4W4C copies (and a tensor shares
+// the bytes of one other at most: test_concat_errors and the report agree on that too).
+TEST(Pipeline, InPlaceReportNamesFreeCatsAndViews) {
+  const std::string dq = "quantized_decomposed.dequantize_per_tensor";
+  const std::string q = "quantized_decomposed.quantize_per_tensor";
+  const std::string json =
+      "{\"vkd_graph\": 1, \"inputs\": [\"aq\", \"bq\", \"eq\"],"
+      " \"outputs\": [\"y0\", \"y2\", \"dq\"],"
+      " \"values\": {\"aq\": {\"dtype\": \"int8\", \"shape\": [1, 5, 3, 4]},"
+      "              \"bq\": {\"dtype\": \"int8\", \"shape\": [2, 5, 3, 4]},"
+      "              \"eq\": {\"dtype\": \"int8\", \"shape\": [1, 5, 3, 4]}},"
+      " \"nodes\": [" +
+      node(dq, "aq", q_args(0.5, 1), "a") + ", " + node(dq, "bq", q_args(0.5, 1), "b") + ", " +
+      "{\"op\": \"aten.cat\", \"inputs\": [\"a\", \"b\"], \"outputs\": [\"c\"]}, " +
+      node(q, "c", q_args(0.5, 1), "cq") + ", " + node(dq, "cq", q_args(0.5, 1), "cd") + ", " +
+      "{\"op\": \"aten.chunk\", \"inputs\": [\"cd\"], \"args\": {\"chunks\": 3}, "
+      "\"outputs\": [\"k0\", \"k1\", \"k2\"]}, " +
+      node(q, "k0", q_args(0.5, 1), "y0") + ", " + node(q, "k2", q_args(0.5, 1), "y2") + ", " +
+      node(dq, "eq", q_args(0.5, 1), "a2") + ", " + node(dq, "eq", q_args(0.5, 1), "a3") + ", " +
+      "{\"op\": \"aten.cat\", \"inputs\": [\"a2\", \"a3\"], \"args\": {\"dim\": 1}, "
+      "\"outputs\": [\"d\"]}, " +
+      node(q, "d", q_args(0.5, 1), "dq") + "]}";
+  const CompileResult r = compile_graph(parse_graph(json, "test", nullptr), {});
+  ASSERT_TRUE(r.ok()) << format_report(r);
+  const std::string report = format_report(r);
+  for (const char* line :
+       {"[in place]\n"
+        "  q8ta_cat 'cq': free: every input's producer writes it in place (contiguous parts in "
+        "4W4C, where the device's buffer alignment allows)\n"
+        "  q8ta_slice 'y0': free: a view of 'cq' from byte 0 (where the device's buffer "
+        "alignment allows)\n"
+        "  q8ta_slice 'y2': free: a view of 'cq' from byte 192 (where the device's buffer "
+        "alignment allows)\n"
+        "  q8ta_cat 'dq': copies its 2 input(s) (dim 1 of [1, 10, 3, 4] in 4W4C is cut into "
+        "strided parts)\n"}) {
+    EXPECT_NE(report.find(line), std::string::npos) << report;
+  }
+}
+
 }  // namespace

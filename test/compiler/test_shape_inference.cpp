@@ -2,6 +2,7 @@
 // output-size formulas, each op's shape and dtype rules, and the errors naming node and field.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -157,9 +158,14 @@ TEST(ShapeInferenceTest, ConvolutionErrors) {
   expect_infer_error(graph({16, 8, 3, 3}, conv_args({0}, {1}, {1}, 1)),
                      {"argument 'stride': each value must be >= 1"});
   Args transposed = conv_args({1}, {1}, {1}, 1);
-  transposed["transposed"] = true;
+  transposed["transposed"] = true;  // the weight is [C_in, C_out / groups, KH, KW] then
   expect_infer_error(graph({16, 8, 3, 3}, transposed),
-                     {"argument 'transposed': transposed convolution is not supported"});
+                     {"input 'weight' (value 'w'): expected [C_in = 8, C_out / groups, KH, KW] "
+                      "with C_in divisible by groups 1 (transposed), got [16, 8, 3, 3]"});
+  transposed["output_padding"] = I{2, 0};
+  expect_infer_error(graph({8, 16, 3, 3}, transposed),
+                     {"argument 'output_padding': must be smaller than either stride [1, 1] or "
+                      "dilation [1, 1], got [2, 0]"});
 
   // Dtypes: the edge graph convolves float32 (weights dequantized by dequantize_per_channel).
   Builder b;
@@ -227,6 +233,56 @@ TEST(ShapeInferenceTest, ActivationsKeepTheShape) {
   int8.input("x", DType::Int8, {1, 3, 4, 4}).node("aten.relu", {"x"}, {}, {"y"});
   expect_infer_error(int8.g, {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32, got "
                               "int8"});
+}
+
+// The smooth activations keep the shape; their arguments are checked.
+TEST(ShapeInferenceTest, SmoothActivationsKeepTheShape) {
+  Builder b;
+  b.input("x", DType::Float32, {2, 3, 5})
+      .node("aten.hardswish", {"x"}, {}, {"a"})
+      .node("aten.gelu", {"a"}, {{"approximate", std::string("tanh")}}, {"b"})
+      .node("aten.elu", {"b"}, {{"alpha", 0.5}}, {"c"})
+      .node("aten.leaky_relu", {"c"}, {}, {"d"});
+  infer_shapes(b.g);
+  expect_type(b.g, "d", DType::Float32, {2, 3, 5});
+
+  Builder gelu;
+  gelu.input("x", DType::Float32, {4})
+      .node("aten.gelu", {"x"}, {{"approximate", std::string("erf")}}, {"y"});
+  expect_infer_error(gelu.g, {"node 0 (aten.gelu): argument 'approximate': expected \"none\", "
+                              "\"tanh\" or None, got \"erf\""});
+  Builder elu;
+  elu.input("x", DType::Float32, {4}).node("aten.elu", {"x"}, {{"scale", INFINITY}}, {"y"});
+  expect_infer_error(elu.g,
+                     {"node 0 (aten.elu): argument 'scale': expected a finite value, got inf"});
+  Builder int8;
+  int8.input("x", DType::Int8, {4}).node("aten.sigmoid", {"x"}, {}, {"y"});
+  expect_infer_error(int8.g, {"node 0 (aten.sigmoid): input 'self' (value 'x'): expected dtype "
+                              "float32, got int8"});
+}
+
+TEST(ShapeInferenceTest, SoftmaxDimAndConversions) {
+  Builder b;
+  b.input("x", DType::Float32, {2, 3, 5})
+      .node("aten._softmax", {"x"}, {{"dim", int64_t{-3}}, {"half_to_float", false}}, {"a"})
+      .node("aten.log_softmax.int", {"a"}, {{"dim", int64_t{2}}, {"dtype", NoneArg{}}}, {"b"});
+  infer_shapes(b.g);
+  expect_type(b.g, "b", DType::Float32, {2, 3, 5});
+
+  Builder dim;
+  dim.input("x", DType::Float32, {2, 3, 5})
+      .node("aten._log_softmax", {"x"}, {{"dim", int64_t{3}}}, {"y"});
+  expect_infer_error(dim.g, {"node 0 (aten._log_softmax): argument 'dim': expected a dim in "
+                             "[-3, 3), got 3"});
+  Builder half;
+  half.input("x", DType::Float32, {4})
+      .node("aten._softmax", {"x"}, {{"dim", int64_t{0}}, {"half_to_float", true}}, {"y"});
+  expect_infer_error(half.g, {"node 0 (aten._softmax): argument 'half_to_float': must be false"});
+  Builder dtype;
+  dtype.input("x", DType::Float32, {4})
+      .node("aten.softmax.int", {"x"}, {{"dim", int64_t{0}}, {"dtype", std::string("float64")}},
+            {"y"});
+  expect_infer_error(dtype.g, {"node 0 (aten.softmax.int): argument 'dtype': must be None"});
 }
 
 TEST(ShapeInferenceTest, PixelShuffle) {
@@ -628,8 +684,8 @@ TEST(ShapeInferenceTest, UnknownOpOutputsAreTheDeclaredValues) {
   expect_type(b.g, "y", DType::Float32, {1, 1, 2, 3, 1, 1});  // rank 6 is a graph rank
 
   Builder undeclared;
-  undeclared.input("x", DType::Float32, {4}).node("aten.gelu", {"x"}, {}, {"y"});
-  expect_infer_error(undeclared.g, {"node 0 (aten.gelu): ", "unknown op 'aten.gelu'",
+  undeclared.input("x", DType::Float32, {4}).node("aten.cumsum", {"x"}, {}, {"y"});
+  expect_infer_error(undeclared.g, {"node 0 (aten.cumsum): ", "unknown op 'aten.cumsum'",
                                     "output 'y' is not declared",
                                     "declare its dtype and shape in 'values'"});
 }

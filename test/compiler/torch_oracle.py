@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Torch oracle for the CPU reference interpreter (compiler/Interpreter.h).
 
-Computes conv2d / linear / max_pool2d / avg_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d /
-add / mul, cat and the splits (split_with_sizes_copy, split_copy, chunk, slice_copy), permute /
-transpose with torch (float32, CPU) on fixed seeded inputs and writes, into --out DIR:
+Computes conv2d / conv_transpose2d / linear / max_pool2d / avg_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add / mul,
+upsample_nearest2d / upsample_bilinear2d,
+the smooth activations (hardswish, hardsigmoid, sigmoid, tanh, silu, gelu, elu, leaky_relu) and
+softmax / log_softmax, cat and the splits (split_with_sizes_copy, split_copy, chunk,
+slice_copy), permute / transpose with torch (float32, CPU) on fixed seeded inputs and writes,
+into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
       case NAME OP
       input NAME D0,D1,... FILE      (float32 tensor; "input - - -" for an absent optional one)
-      arg NAME int V | ints V,V,... | float V | bool 0|1 | none
+      arg NAME int V | ints V,V,... | float V | floats V,V,... | bool 0|1 | str V | none
       output D0,D1,... FILE          (one line per output, in order)
+      tol ABS                        (optional: |got - torch| <= ABS instead of the default)
       end
   *.bin         float32 little-endian tensors, C order.
 With --checker PATH it then runs `PATH DIR` (the interpreter side) and exits with its status.
@@ -41,7 +45,7 @@ class Writer:
         assert shape, "rank-0 tensors are not used"
         return shape, fname
 
-    def case(self, name, op, inputs, args, output):
+    def case(self, name, op, inputs, args, output, tol=None):
         self.lines.append(f"case {name} {op}")
         for in_name, t in inputs:
             if t is None:
@@ -52,6 +56,8 @@ class Writer:
         for arg_name, kind, value in args:
             if kind == "ints":
                 value = ",".join(str(v) for v in value)
+            elif kind == "floats":
+                value = ",".join(repr(float(v)) for v in value)
             elif kind == "bool":
                 value = "1" if value else "0"
             elif kind == "float":
@@ -63,6 +69,8 @@ class Writer:
         for k, out in enumerate(outputs):  # several for the splits: out, out1, out2, ...
             shape, fname = self.tensor(name, "out" if k == 0 else f"out{k}", out)
             self.lines.append(f"output {shape} {fname}")
+        if tol is not None:
+            self.lines.append(f"tol {float(tol)!r}")
         self.lines.append("end")
         self.count += 1
 
@@ -93,6 +101,33 @@ def conv_cases(w):
                [("stride", "ints", stride), ("padding", "ints", padding),
                 ("dilation", "ints", dilation), ("transposed", "bool", False),
                 ("output_padding", "ints", (0, 0)), ("groups", "int", groups)], y)
+
+
+def conv_transpose_cases(w):
+    """aten.convolution with transposed = true (weight [C_in, C_out / groups, KH, KW])."""
+    # (name, input shape, weight shape, bias, stride, padding, output_padding, dilation, groups)
+    configs = [
+        ("deconv_k2_s2", (1, 4, 3, 5), (4, 3, 2, 2), True, (2, 2), (0, 0), (0, 0), (1, 1), 1),
+        ("deconv_k3_s2_p1_op1", (1, 5, 4, 3), (5, 6, 3, 3), True, (2, 2), (1, 1), (1, 1), (1, 1),
+         1),
+        ("deconv_k4_s2_p1_nobias", (2, 3, 3, 4), (3, 2, 4, 4), False, (2, 2), (1, 1), (0, 0),
+         (1, 1), 1),
+        ("deconv_groups2_rect", (1, 4, 5, 4), (4, 3, 3, 2), True, (2, 1), (1, 0), (1, 0), (1, 2),
+         2),
+        ("deconv_depthwise_d2", (1, 3, 4, 4), (3, 1, 3, 3), True, (2, 2), (2, 2), (1, 1), (2, 2),
+         3),
+        ("deconv_s3_pad_beyond", (1, 2, 4, 3), (2, 4, 3, 3), True, (3, 3), (3, 2), (2, 0), (1, 1),
+         1),
+    ]
+    for name, xs, ws, has_bias, stride, padding, out_pad, dilation, groups in configs:
+        x, wt = uniform(*xs), uniform(*ws)
+        b = uniform(ws[1] * groups) if has_bias else None
+        y = F.conv_transpose2d(x, wt, b, stride=stride, padding=padding, output_padding=out_pad,
+                               groups=groups, dilation=dilation)
+        w.case(name, "aten.convolution", [("input", x), ("weight", wt), ("bias", b)],
+               [("stride", "ints", stride), ("padding", "ints", padding),
+                ("dilation", "ints", dilation), ("transposed", "bool", True),
+                ("output_padding", "ints", out_pad), ("groups", "int", groups)], y)
 
 
 def linear_cases(w):
@@ -201,6 +236,84 @@ def mul_cases(w):
                torch.ops.aten.mul.Scalar(a, s))
 
 
+def activation_cases(w):
+    """The smooth activations on [-8, 8) and on their kinks (-3, 3, 0)."""
+    x = torch.cat([uniform(2, 3, 9, 7).reshape(-1) * 8,
+                   torch.tensor([-3.0, 3.0, 0.0, -0.0, -2.9999998, 2.9999998])])
+    configs = [
+        ("hardswish", "aten.hardswish", [], F.hardswish),
+        ("hardsigmoid", "aten.hardsigmoid", [], F.hardsigmoid),
+        ("sigmoid", "aten.sigmoid", [], torch.sigmoid),
+        ("tanh", "aten.tanh", [], torch.tanh),
+        ("silu", "aten.silu", [], F.silu),
+        ("gelu", "aten.gelu", [], F.gelu),
+        ("gelu_tanh", "aten.gelu", [("approximate", "str", "tanh")],
+         lambda t: F.gelu(t, approximate="tanh")),
+        ("elu", "aten.elu", [("alpha", "float", 0.5), ("scale", "float", 1.25),
+                             ("input_scale", "float", 0.75)],
+         lambda t: torch.ops.aten.elu(t, 0.5, 1.25, 0.75)),
+        ("leaky_relu", "aten.leaky_relu", [("negative_slope", "float", 0.2)],
+         lambda t: F.leaky_relu(t, 0.2)),
+    ]
+    for name, op, args, fn in configs:
+        w.case(name, op, [("self", x)], args, fn(x))
+
+
+def softmax_cases(w):
+    x = uniform(2, 3, 4, 17) * 10
+    w.case("softmax_last", "aten._softmax", [("self", x)],
+           [("dim", "int", -1), ("half_to_float", "bool", False)], torch.softmax(x, -1))
+    w.case("log_softmax_dim1", "aten._log_softmax", [("self", x)],
+           [("dim", "int", 1), ("half_to_float", "bool", False)], torch.log_softmax(x, 1))
+    x = uniform(3, 1000) * 20
+    w.case("softmax_int_rows", "aten.softmax.int", [("self", x)],
+           [("dim", "int", 1), ("dtype", "none", None)], torch.softmax(x, 1))
+    w.case("log_softmax_int_rows", "aten.log_softmax.int", [("self", x)],
+           [("dim", "int", -1)], torch.log_softmax(x, -1))
+
+
+def upsample_cases(w):
+    """upsample_nearest2d / upsample_bilinear2d, both overloads, scale factors (integer, not,
+    and the ones PyTorch special-cases: the size unchanged or exactly doubled) and output sizes
+    (up, down, mixed). Nearest is exact; bilinear's reference uses the kernel's 2^-20 weights,
+    each within 2^-21 of PyTorch's, so it may differ by 2^-19 * max|x| plus float32 rounding."""
+    configs = [  # (name, input shape, output_size, scale_factors)
+        ("s2", (1, 3, 5, 7), None, (2.0, 2.0)),
+        ("s3_s4", (2, 2, 4, 5), None, (3.0, 4.0)),
+        ("s1.5_s2.5", (1, 2, 6, 7), None, (1.5, 2.5)),
+        ("s2.05_s1.1", (1, 2, 9, 5), None, (2.05, 1.1)),  # 18 = 2 * 9 rows, 5 = 5 columns:
+        # the NCHW kernel still steps by 1 / scale (the channels-last one copies / halves)
+        ("size_up", (1, 3, 5, 6), (13, 11), None),
+        ("size_down_mixed", (2, 2, 11, 6), (4, 15), None),
+        ("size_1x1_in", (1, 2, 1, 1), (3, 5), None),
+        ("size_to_1", (1, 2, 5, 4), (1, 1), None),
+    ]
+    for name, xs, size, scales in configs:
+        x = uniform(*xs)
+        kw = {"size": size} if size else {"scale_factor": scales}
+        args = [("output_size", "ints", size) if size else ("output_size", "none", None),
+                ("scale_factors", "floats", scales) if scales else ("scale_factors", "none", None)]
+        w.case(f"nearest_vec_{name}", "aten.upsample_nearest2d.vec", [("input", x)], args,
+               F.interpolate(x, mode="nearest", **kw))
+        bound = (2 ** -19 + 8 * 2 ** -24) * float(x.abs().max())
+        for align in (False, True):  # align_corners ignores the scale factors' values
+            y = F.interpolate(x, mode="bilinear", align_corners=align, **kw)
+            w.case(f"bilinear_vec_{name}_{'align' if align else 'half'}",
+                   "aten.upsample_bilinear2d.vec", [("input", x)],
+                   [args[0], ("align_corners", "bool", align), args[1]], y, tol=bound)
+        # The default overload with the output size PyTorch computed and its scales.
+        out = list(F.interpolate(x, mode="nearest", **kw).shape[2:])
+        default_args = [("output_size", "ints", out)]
+        if scales:
+            default_args += [("scales_h", "float", scales[0]), ("scales_w", "float", scales[1])]
+        w.case(f"nearest_default_{name}", "aten.upsample_nearest2d", [("self", x)],
+               default_args, torch.ops.aten.upsample_nearest2d(x, out, *(scales or ())))
+        y = torch.ops.aten.upsample_bilinear2d(x, out, False, *(scales or ()))
+        w.case(f"bilinear_default_{name}", "aten.upsample_bilinear2d", [("self", x)],
+               [default_args[0], ("align_corners", "bool", False)] + default_args[1:], y,
+               tol=bound)
+
+
 def concat_cases(w):
     """cat (3 tensors, negative dim, rank 2 and 3) and the splits, one output per piece: uneven
     sizes, a split_size above the dim, chunk giving fewer pieces than asked, slices with None,
@@ -246,14 +359,18 @@ def main():
     torch.set_num_threads(1)
     w = Writer(args.out)
     conv_cases(w)
+    conv_transpose_cases(w)
     linear_cases(w)
     max_pool_cases(w)
     pixel_shuffle_cases(w)
     permute_cases(w)
     mean_cases(w)
     add_cases(w)
+    activation_cases(w)
+    softmax_cases(w)
     mul_cases(w)
     avg_pool_cases(w)
+    upsample_cases(w)
     concat_cases(w)
     w.finish()
     print(f"torch_oracle: torch {torch.__version__}, {w.count} cases written to {args.out}")

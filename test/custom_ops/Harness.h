@@ -74,9 +74,12 @@ void register_linear_cases(Registry& registry);
 void register_conv_cases(Registry& registry);
 void register_pixel_shuffle_cases(Registry& registry);
 void register_permute_cases(Registry& registry);
+void register_upsample_cases(Registry& registry);
 void register_elementwise_cases(Registry& registry);
 void register_pool_cases(Registry& registry);
 void register_concat_cases(Registry& registry);
+void register_lut_cases(Registry& registry);
+void register_softmax_cases(Registry& registry);
 
 // Shapes that exercise partial blocks in every dimension.
 const std::vector<std::vector<int64_t>>& awkward_shapes();

@@ -2,8 +2,10 @@
 // W (ranks 2 to 4) with channel counts and offsets that are no multiple of 4 (slices straddling
 // int8x4 words), more inputs than one dispatch binds (several windows, 1-channel inputs sharing
 // a word), inputs copied (the output's quantization) or requantized (other scales, exact ties,
-// a narrower output range); slices with misaligned starts and steps > 1.
+// a narrower output range); slices with misaligned starts and steps > 1; cats whose inputs
+// their producers write in place and slices that are views.
 #include "runtime/ops/Concat.h"
+#include "runtime/ops/LayoutConvert.h"
 #include "test/custom_ops/Harness.h"
 #include "test/reference/ConcatReference.h"
 #include "test/reference/LayoutReference.h"
@@ -110,6 +112,9 @@ class CatCase : public CaseInstance {
     for (const auto& s : sizes_) bytes += tensor_bytes(layout_, s);
     return {bytes, 0.0};
   }
+  const std::vector<std::vector<int64_t>>& input_sizes() const { return sizes_; }
+  const std::vector<int64_t>& out_sizes() const { return out_sizes_; }
+  int dim() const { return dim_; }
 
  private:
   std::vector<std::vector<int64_t>> sizes_;
@@ -180,6 +185,96 @@ class SliceCase : public CaseInstance {
   QuantSet q_;
   graph::ValueRef in_ = -1, out_ = -1;
   std::vector<int8_t> x_;
+};
+
+// Kernel producers writing a cat's inputs, or a kernel reading a slice, around a cat / slice
+// whose parts are contiguous byte ranges (a batch, a row of 4W4C / 4C1W, a channel of 4H4W):
+// q8ta_convert (same layout: a copy) writes each input, the cat has them written in place (the
+// producers write into the output), or copies the slice's view of the input out. Quantized
+// like the output; what the runtime did is the unit tests' business
+// (test/unit/test_concat_errors.cpp), the values are checked here either way.
+class InPlaceCase : public CaseInstance {
+ public:
+  InPlaceCase(std::vector<std::vector<int64_t>> inputs, int dim, MemoryLayout layout, bool slice)
+      : cat_(std::move(inputs), dim, layout, kCopy), sizes_(cat_sizes()), layout_(layout),
+        slice_(slice) {}
+
+  void build(graph::ComputeGraph& g) override {
+    const TensorSpec out{cat_.out_sizes(), DType::Int8x4, StorageType::Buffer, layout_};
+    if (slice_) {  // x -> slice (the last input's part) -> t -> convert -> y
+      x_.push_back(g.add_tensor(out, "x"));
+      const TensorSpec part{sizes_.back(), DType::Int8x4, StorageType::Buffer, layout_};
+      const graph::ValueRef t = g.add_tensor(part, "t");
+      y_ = g.add_tensor(part, "y");
+      ops::SliceParams p;
+      p.dim = cat_.dim();
+      p.start = cat_.out_sizes()[static_cast<size_t>(p.dim)] -
+                sizes_.back()[static_cast<size_t>(p.dim)];
+      p.input = p.output = to_params(kCopy.output);
+      ops::add_q8ta_slice_node(g, x_[0], t, p);
+      ops::add_q8ta_convert_node(g, t, y_, kCopy.output.zero_point);
+    } else {  // x_i -> convert -> t_i; cat(t_i) -> y
+      std::vector<graph::ValueRef> parts;
+      ops::CatParams p;
+      p.dim = cat_.dim();
+      p.output = to_params(kCopy.output);
+      for (size_t i = 0; i < sizes_.size(); ++i) {
+        const TensorSpec s{sizes_[i], DType::Int8x4, StorageType::Buffer, layout_};
+        x_.push_back(g.add_tensor(s, "x" + std::to_string(i)));
+        parts.push_back(g.add_tensor(s, "t" + std::to_string(i)));
+        ops::add_q8ta_convert_node(g, x_.back(), parts.back(), kCopy.output.zero_point);
+        p.inputs.push_back(p.output);
+      }
+      y_ = g.add_tensor(out, "y");
+      ops::add_q8ta_cat_node(g, parts, y_, p);
+    }
+    for (graph::ValueRef x : x_) g.add_input(x);
+    g.add_output(y_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    values_.clear();
+    for (graph::ValueRef x : x_) {
+      values_.push_back(random_int8(static_cast<size_t>(g.spec(x).numel()), rng));
+      g.write_words(x, testing::ref_pack(layout_, ref_shape(g.spec(x).sizes), values_.back(),
+                                         kCopy.output.zero_point));
+    }
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const int dim4 = cat_.dim() + 4 - static_cast<int>(sizes_[0].size());
+    std::vector<int8_t> expected;
+    if (slice_) {
+      const auto& out = sizes_.back();
+      const int64_t d = static_cast<int64_t>(cat_.dim());
+      expected = testing::reference_slice(
+          values_[0], ref_shape(cat_.out_sizes()), kCopy.output, dim4,
+          cat_.out_sizes()[static_cast<size_t>(d)] - out[static_cast<size_t>(d)], 1,
+          ref_shape(out), kCopy.output);
+    } else {
+      std::vector<RefShape> shapes;
+      for (const auto& s : sizes_) shapes.push_back(ref_shape(s));
+      expected = testing::reference_cat(values_, shapes,
+                                        std::vector<RefQuantRange>(sizes_.size(), kCopy.output),
+                                        dim4, ref_shape(cat_.out_sizes()), kCopy.output);
+    }
+    AccuResult r;
+    compare_words(g.read_words(y_),
+                  testing::ref_pack(layout_, ref_shape(g.spec(y_).sizes), expected,
+                                    kCopy.output.zero_point),
+                  r);
+    return r;
+  }
+  PerfWork work() const override { return cat_.work(); }
+
+ private:
+  std::vector<std::vector<int64_t>> cat_sizes() const { return cat_.input_sizes(); }
+
+  CatCase cat_;  // the shapes, the dim and the bytes
+  std::vector<std::vector<int64_t>> sizes_;
+  MemoryLayout layout_;
+  bool slice_;
+  std::vector<graph::ValueRef> x_;
+  graph::ValueRef y_ = -1;
+  std::vector<std::vector<int8_t>> values_;
 };
 
 std::string sizes_list(const std::vector<std::vector<int64_t>>& inputs) {
@@ -259,6 +354,16 @@ const std::vector<SliceSpec>& accu_slices() {
   return slices;
 }
 
+void add_in_place(Registry& registry, const std::vector<std::vector<int64_t>>& inputs, int dim,
+                  MemoryLayout layout, bool slice) {
+  const std::string shape = sizes_list(inputs), lname(to_string(layout));
+  const std::string what = slice ? "q8ta_slice" : "q8ta_cat";
+  registry.add({what + "/" + lname + "/dim" + std::to_string(dim) + "/in_place/" + shape, what,
+                shape, lname + " dim " + std::to_string(dim) + " in place", true, false, false,
+                Metric::GBps,
+                [=] { return std::make_unique<InPlaceCase>(inputs, dim, layout, slice); }});
+}
+
 }  // namespace
 
 void register_concat_cases(Registry& registry) {
@@ -269,8 +374,17 @@ void register_concat_cases(Registry& registry) {
     for (const SliceSpec& s : accu_slices()) {
       add_slice(registry, "", s, layout, *slice_quants[k++ % std::size(slice_quants)], true);
     }
+    // Parts that are contiguous byte ranges: batches; rows of 4W4C / 4C1W, channels of 4H4W.
+    const bool channels = layout == MemoryLayout::PackedInt8_4H4W;
+    const std::vector<std::vector<int64_t>> parts =
+        channels ? std::vector<std::vector<int64_t>>{{1, 3, 6, 7}, {1, 5, 6, 7}, {1, 4, 6, 7}}
+                 : std::vector<std::vector<int64_t>>{{1, 6, 3, 7}, {1, 6, 5, 7}, {1, 6, 4, 7}};
+    for (bool slice : {false, true}) {
+      add_in_place(registry, {{1, 5, 3, 4}, {2, 5, 3, 4}}, 0, layout, slice);
+      add_in_place(registry, parts, channels ? 1 : 2, layout, slice);
+    }
     // 1x64x256x256: channel cats aligned (copy, requantized) and straddling, a row cat, and
-    // the two halves of a channel split, aligned and straddling.
+    // the second half of a channel split, aligned and straddling.
     add_cat(registry, "perf/", {{1, 32, 256, 256}, {1, 32, 256, 256}}, 1, layout, kCopy, false);
     add_cat(registry, "perf/", {{1, 32, 256, 256}, {1, 32, 256, 256}}, 1, layout, kRequant,
             false);
@@ -278,6 +392,9 @@ void register_concat_cases(Registry& registry) {
     add_cat(registry, "perf/", {{1, 64, 128, 256}, {1, 64, 128, 256}}, 2, layout, kCopy, false);
     add_slice(registry, "perf/", {{1, 64, 256, 256}, 1, 32, 32, 1}, layout, kCopy, false);
     add_slice(registry, "perf/", {{1, 64, 256, 256}, 1, 30, 32, 1}, layout, kCopy, false);
+    // 4x larger: past the dispatch's fixed cost, towards the streaming rate.
+    add_cat(registry, "perf/", {{1, 128, 256, 256}, {1, 128, 256, 256}}, 1, layout, kCopy, false);
+    add_cat(registry, "perf/", {{1, 126, 256, 256}, {1, 130, 256, 256}}, 1, layout, kCopy, false);
   }
 }
 

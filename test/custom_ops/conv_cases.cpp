@@ -1,5 +1,6 @@
 // ACCU and PERF cases for q8ta_conv2d (int8x4 4W4C / 4C1W in; int8 4W4C / 4C1W or float out;
-// the Direct, Pointwise, Depthwise and Im2col routes).
+// the Direct, Pointwise, Depthwise and Im2col routes) and q8ta_conv_transpose2d (its phase
+// convolution through each of them).
 // Compiled with -ffp-contract=off (test/CMakeLists.txt): the reference's float epilogue must
 // round the product before adding the bias, as the shader does.
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/ops/Conv2d.h"
+#include "runtime/ops/ConvTranspose2d.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/ConvReference.h"
@@ -615,8 +617,11 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
                 false, true, false, metric, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
 }
 
+void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names);
+
 void register_perf_cases(Registry& registry) {
   std::set<std::string> names;
+  register_deconv_perf_cases(registry, names);
   // Network layers and pointwise layers in 4W4C in and out: the layout a chain of pointwise
   // (Pointwise route) and depthwise layers keeps without conversions.
   for (const auto& list : {mobilenet_v2_shapes(), refinenet_shapes(), resnet18_shapes(),
@@ -652,10 +657,307 @@ void register_perf_cases(Registry& registry) {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// q8ta_conv_transpose2d
+
+// One transposed convolution: input sizes, C_out, kernel and geometry.
+struct DeconvShape {
+  int64_t n, c_in, h, w, c_out, kh, kw;
+  ops::ConvTranspose2dGeometry geo;
+};
+
+// Square kernel, stride, padding, output padding and dilation.
+DeconvShape deconv(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, int64_t k,
+                   int32_t stride, int32_t pad, int32_t output_pad = 0, int32_t dilation = 1,
+                   int32_t groups = 1) {
+  ops::ConvTranspose2dGeometry g;
+  g.stride_h = g.stride_w = stride;
+  g.pad_h = g.pad_w = pad;
+  g.output_pad_h = g.output_pad_w = output_pad;
+  g.dilation_h = g.dilation_w = dilation;
+  g.groups = groups;
+  return {n, c_in, h, w, c_out, k, k, g};
+}
+
+testing::RefConvTranspose2d ref_deconv(const DeconvShape& s) {
+  testing::RefConvTranspose2d c;
+  c.n = s.n;
+  c.c_in = s.c_in;
+  c.h = s.h;
+  c.w = s.w;
+  c.c_out = s.c_out;
+  c.kh = s.kh;
+  c.kw = s.kw;
+  c.stride_h = s.geo.stride_h;
+  c.stride_w = s.geo.stride_w;
+  c.pad_h = s.geo.pad_h;
+  c.pad_w = s.geo.pad_w;
+  c.output_pad_h = s.geo.output_pad_h;
+  c.output_pad_w = s.geo.output_pad_w;
+  c.dilation_h = s.geo.dilation_h;
+  c.dilation_w = s.geo.dilation_w;
+  c.groups = s.geo.groups;
+  return c;
+}
+
+RefShape output_shape(const DeconvShape& s) {
+  const testing::RefConvTranspose2d c = ref_deconv(s);
+  return {s.n, s.c_out, testing::reference_conv_transpose_out_h(c),
+          testing::reference_conv_transpose_out_w(c)};
+}
+
+// The convolution whose weights the case draws: same channels, kernel and groups.
+ConvShape weight_shape(const DeconvShape& s) {
+  return rect(s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, 1, 1, 1, 1, s.geo.groups);
+}
+
+// Multiply-adds: every input pixel times its group's output channels and the kernel taps.
+double macs(const DeconvShape& s) {
+  return double(s.n * s.c_in * s.h * s.w) * double(s.c_out / s.geo.groups) * double(s.kh * s.kw);
+}
+
+// The phase convolution runtime/ops/ConvTranspose2d.h describes (stride 1, T = dilation *
+// (K - 1) / stride + 1 taps padded T - 1 before, groups * stride_h * stride_w * (C_out /
+// groups rounded up to 4) channels, rows up to the last output's coarse row), so a case can
+// name the route q8ta_conv2d's Auto must take on it.
+ConvShape phase_conv(const DeconvShape& s) {
+  const ops::ConvTranspose2dGeometry& g = s.geo;
+  auto taps = [](int64_t k, int64_t st, int64_t d) { return d * (k - 1) / st + 1; };
+  auto rows = [](int64_t in, int64_t out, int64_t st, int64_t pad) {
+    return std::max(in, (out - 1 + pad) / st + 1);
+  };
+  const RefShape o = output_shape(s);
+  const int64_t th = taps(s.kh, g.stride_h, g.dilation_h), tw = taps(s.kw, g.stride_w, g.dilation_w);
+  const int64_t channels = g.groups * g.stride_h * g.stride_w * ((s.c_out / g.groups + 3) / 4 * 4);
+  ConvShape z = rect(s.n, s.c_in, s.h, s.w, channels, th, tw, 1, 1, 1, 1, g.groups);
+  z.geo.pad_top = int32_t(th - 1);
+  z.geo.pad_left = int32_t(tw - 1);
+  z.geo.pad_bottom = int32_t(rows(s.h, o.h, g.stride_h, g.pad_h) - s.h);
+  z.geo.pad_right = int32_t(rows(s.w, o.w, g.stride_w, g.pad_w) - s.w);
+  return z;
+}
+
+struct DeconvSetup {
+  DeconvShape shape;
+  MemoryLayout in_layout = k4W4C, out_layout = k4W4C;
+  Conv2dRoute route = Conv2dRoute::Auto;     // of the phase convolution, asked for
+  Conv2dRoute expected = Conv2dRoute::Direct;
+  ops::LinearRoute gemm = ops::LinearRoute::Auto;
+  int32_t input_zp = 0;
+  OutputQuant out{"none", 0, -128, 127};
+  bool bias = true;
+  bool accu = true;
+  uint32_t seed = 0;
+};
+
+class Q8taConvTranspose2dCase : public CaseInstance {
+ public:
+  explicit Q8taConvTranspose2dCase(DeconvSetup s) : s_(std::move(s)) {}
+
+  void build(graph::ComputeGraph& g) override {
+    const DeconvShape& shape = s_.shape;
+    VKD_CHECK(s_.accu || !g.profile().is_cpu() || 2.0 * macs(shape) <= kCpuMaxOps,
+              ErrorCode::Unsupported, "layer too large for a CPU device");
+    const RefShape in{shape.n, shape.c_in, shape.h, shape.w}, out = output_shape(shape);
+    std::mt19937 rng(s_.seed);
+    qx_ = random_int8(numel(in), -128, 127, rng);
+    // An output sums C_in / groups channels of about KH * KW / stride^2 taps.
+    const float taps = float(shape.kh * shape.kw) / float(shape.geo.stride_h * shape.geo.stride_w);
+    const float typical_acc =
+        kTypicalProduct * std::sqrt(std::max(1.0f, float(shape.c_in / shape.geo.groups) * taps));
+    host_ = random_conv_weights(weight_shape(shape), s_.bias, typical_acc, rng);
+
+    p_.input = {kInputScale, s_.input_zp, -128, 127};
+    p_.geometry = shape.geo;
+    p_.route = s_.route;
+    p_.gemm = s_.gemm;
+    if (s_.accu) {
+      y_ = testing::reference_q8ta_conv_transpose2d(qx_, host_.weight, ref_deconv(shape),
+                                                    kInputScale, s_.input_zp, host_.scales,
+                                                    host_.bias);
+    }
+    p_.output = {case_output_scale(s_.accu, y_, s_.out.zero_point, typical_acc),
+                 s_.out.zero_point, -128, 127};
+    p_.activation_min = s_.out.act_min;
+    p_.activation_max = s_.out.act_max;
+    in_bytes_ = 4.0 * double(testing::ref_word_count(s_.in_layout, in));
+    out_bytes_ = 4.0 * double(testing::ref_word_count(s_.out_layout, out));
+
+    in_ref_ = g.add_tensor({sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout}, "x");
+    out_ref_ = g.add_tensor({sizes_of(out), DType::Int8x4, StorageType::Buffer, s_.out_layout},
+                            "y");
+    const Conv2dRoute taken =
+        ops::add_q8ta_conv_transpose2d_node(g, in_ref_, host_.view(), out_ref_, p_);
+    VKD_CHECK(taken == s_.expected, ErrorCode::Internal, "q8ta_conv_transpose2d's phase "
+              "convolution took route ", ops::to_string(taken), ", expected ",
+              ops::to_string(s_.expected));
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
+    const RefShape in{s_.shape.n, s_.shape.c_in, s_.shape.h, s_.shape.w};
+    g.write_words(in_ref_, testing::ref_pack(s_.in_layout, in, qx_, s_.input_zp));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    const RefShape out = output_shape(s_.shape);
+    const auto expected = testing::reference_quantize(y_, p_.output.scale, s_.out.zero_point,
+                                                      s_.out.act_min, s_.out.act_max);
+    // Every word, padding lanes included (they must hold the output zero point).
+    compare_words(g.read_words(out_ref_),
+                  testing::ref_pack(s_.out_layout, out, expected, s_.out.zero_point), r);
+    if (r.mismatches) report_first_mismatch(g.read_int8(out_ref_), expected, 0.0,
+                                          [&](int64_t i) { return nchw_position(out, i); });
+    return r;
+  }
+  PerfWork work() const override {
+    return {host_.bytes() + in_bytes_ + out_bytes_, 2.0 * macs(s_.shape)};
+  }
+
+ private:
+  DeconvSetup s_;
+  double in_bytes_ = 0, out_bytes_ = 0;
+  ops::ConvTranspose2dParams p_;
+  std::vector<int8_t> qx_;
+  HostConv host_;
+  std::vector<float> y_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+};
+
+// "1x8x5x7->5 k3 s2 p1 op1 d2 g2" (non-square parts as "AxB").
+std::string geometry_name(const DeconvShape& s) {
+  const ops::ConvTranspose2dGeometry& g = s.geo;
+  auto pair = [](int64_t a, int64_t b) {
+    return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
+  };
+  std::string name = shape_string({s.n, s.c_in, s.h, s.w}) + "->" + std::to_string(s.c_out) +
+                     " k" + pair(s.kh, s.kw) + " s" + pair(g.stride_h, g.stride_w) + " p" +
+                     pair(g.pad_h, g.pad_w);
+  if (g.output_pad_h || g.output_pad_w) name += " op" + pair(g.output_pad_h, g.output_pad_w);
+  if (g.dilation_h != 1 || g.dilation_w != 1) name += " d" + pair(g.dilation_h, g.dilation_w);
+  if (g.groups != 1) name += " g" + std::to_string(g.groups);
+  return name;
+}
+
+void add_deconv_case(Registry& registry, const DeconvSetup& s, const std::string& prefix) {
+  std::string name = prefix + "q8ta_conv_transpose2d " +
+                     (s.route == Conv2dRoute::Auto
+                          ? "auto(" + ops::to_string(s.expected) + ")"
+                          : ops::to_string(s.route)) +
+                     (s.gemm == ops::LinearRoute::Auto ? "" : "+" + ops::to_string(s.gemm)) + " " +
+                     geometry_name(s.shape) + " " + layout_short(s.in_layout) + "->" +
+                     layout_short(s.out_layout);
+  if (s.accu) {
+    name += " zpx" + std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) +
+            " " + s.out.name + (s.bias ? " bias" : " nobias");
+  }
+  const RefShape o = output_shape(s.shape);
+  Case c{name, "q8ta_conv_transpose2d",
+         shape_string({s.shape.n, s.shape.c_in, s.shape.h, s.shape.w}) + "->" +
+             shape_string(sizes_of(o)),
+         layout_short(s.in_layout) + " -> " + layout_short(s.out_layout), s.accu, !s.accu,
+         // The fallback run switches subgroup arithmetic off, which the cooperative matrices need.
+         s.accu && s.gemm != ops::LinearRoute::CoopMat, Metric::GOPs,
+         [s] { return std::make_unique<Q8taConvTranspose2dCase>(s); }};
+  if (s.gemm == ops::LinearRoute::CoopMat) {
+    c.unavailable = ops::linear_coopmat_unavailable;
+    c.peak = "peak/int8_coopmat";
+  }
+  registry.add(std::move(c));
+}
+
+// Kernels 1-4, strides 1-3 and non-square ones, output padding, dilation (with a stride phase
+// that no tap reaches), padding beyond the kernel's reach, groups with whole-word and byte-wise
+// channel groups, depthwise, odd channel counts, batch 2, and shapes for each route of the phase
+// convolution: Pointwise (kernel == stride, no padding), GEMV (at most 4 image rows), Im2col
+// (>= 64 products), Direct.
+std::vector<DeconvShape> deconv_shapes() {
+  DeconvShape rect_shape = deconv(1, 6, 5, 6, 8, 3, 2, 1, 1, 1);
+  rect_shape.kw = 2;
+  rect_shape.geo.stride_w = 1;
+  rect_shape.geo.pad_w = 0;
+  rect_shape.geo.output_pad_w = 0;
+  rect_shape.geo.dilation_w = 2;
+  return {
+      deconv(1, 8, 5, 7, 5, 2, 2, 0),          // k2 s2: the phase convolution is 1x1
+      deconv(1, 7, 6, 5, 6, 3, 2, 1, 1),       // the U-Net's k3 s2 p1 op1
+      deconv(2, 16, 4, 5, 12, 4, 2, 1),        // k4 s2 p1, batch 2
+      deconv(1, 5, 7, 6, 9, 3, 1, 1),          // stride 1: a flipped convolution
+      deconv(1, 6, 4, 4, 7, 3, 3, 0, 2),       // s3, output padding 2
+      rect_shape,                              // 3x2, s2x1, p1x0, op1x0, d1x2
+      deconv(1, 8, 5, 5, 6, 3, 2, 1, 1, 1, 2),   // groups 2 of 3 outputs: bytes
+      deconv(1, 8, 4, 5, 16, 2, 2, 0, 0, 1, 4),  // groups 4 of 4 outputs: words
+      deconv(1, 6, 5, 6, 6, 3, 2, 1, 1, 1, 6),   // depthwise
+      deconv(1, 5, 5, 5, 4, 3, 2, 0, 1, 2),    // d2 s2: phase 1 has no tap
+      deconv(1, 4, 6, 5, 5, 3, 2, 2),          // padding 2 > the kernel's reach per phase
+      deconv(1, 32, 6, 7, 20, 3, 2, 1, 1),     // 128 products: Im2col
+      deconv(1, 16, 1, 3, 8, 2, 2, 0),         // one image row: GEMV
+      deconv(1, 6, 4, 5, 7, 1, 2, 0, 1),       // 1x1 s2 op1
+      deconv(1, 12, 5, 4, 33, 2, 2, 0),        // 33 outputs
+  };
+}
+
+void register_deconv_accu_cases(Registry& registry) {
+  uint32_t index = 0;
+  for (const DeconvShape& shape : deconv_shapes()) {
+    const ConvShape z = phase_conv(shape);
+    const bool groups_1 = shape.geo.groups == 1;
+    std::vector<DeconvSetup> setups;
+    for (int v = 0; v < 2; ++v) {  // Auto, two rotating layout pairs
+      DeconvSetup s;
+      std::tie(s.in_layout, s.out_layout) = kLayoutPairs[(2 * index + v) % 4];
+      s.expected = auto_route(z, s.in_layout, true, k4W4C);
+      setups.push_back(s);
+    }
+    DeconvSetup direct;
+    direct.route = direct.expected = Conv2dRoute::Direct;
+    direct.out_layout = k4C1W;
+    setups.push_back(direct);
+    if (groups_1) {
+      DeconvSetup im2col;
+      im2col.route = im2col.expected = Conv2dRoute::Im2col;
+      im2col.in_layout = k4C1W;
+      setups.push_back(im2col);
+      im2col.gemm = ops::LinearRoute::CoopMat;  // NOT RUN where the device lacks it
+      setups.push_back(im2col);
+    }
+    for (DeconvSetup& s : setups) {
+      s.shape = shape;
+      s.input_zp = kInputZeroPoints[index % 3];
+      s.out = kOutputQuants[index % 7];
+      s.bias = (index % 5) % 2 == 0;
+      s.seed = 5000 + index++;
+      add_deconv_case(registry, s, "");
+    }
+  }
+}
+
+// U-Net decoder layers, each with its twin q8ta_conv2d of the same multiply-adds: the
+// convolution whose transpose it is (input and output swapped, same kernel, stride, padding).
+void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names) {
+  const std::pair<DeconvShape, ConvShape> pairs[] = {
+      {deconv(1, 128, 64, 64, 64, 2, 2, 0), conv(1, 64, 128, 128, 128, 2, 2, 0)},
+      {deconv(1, 64, 64, 64, 32, 3, 2, 1, 1), conv(1, 32, 128, 128, 64, 3, 2, 1)},
+      {deconv(1, 64, 32, 32, 32, 4, 2, 1), conv(1, 32, 64, 64, 64, 4, 2, 1)},
+  };
+  for (const auto& [t, c] : pairs) {
+    DeconvSetup s;
+    s.shape = t;
+    s.expected = auto_route(phase_conv(t), k4W4C, true, k4W4C);
+    s.input_zp = -2;
+    s.out = {"none", -1, -128, 127};
+    s.accu = false;
+    s.seed = 7;
+    add_deconv_case(registry, s, "perf/");
+    add_perf_case(registry, names, {c, "deconv twin"}, k4W4C, k4W4C);
+  }
+}
+
 }  // namespace
 
 void register_conv_cases(Registry& registry) {
   register_accu_cases(registry);
+  register_deconv_accu_cases(registry);
   register_perf_cases(registry);
 }
 

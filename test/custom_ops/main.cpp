@@ -373,9 +373,12 @@ int run(int argc, char** argv) {
   register_conv_cases(registry);
   register_pixel_shuffle_cases(registry);
   register_permute_cases(registry);
+  register_upsample_cases(registry);
   register_elementwise_cases(registry);
   register_pool_cases(registry);
   register_concat_cases(registry);
+  register_lut_cases(registry);
+  register_softmax_cases(registry);
 
   std::regex filter;
   try {

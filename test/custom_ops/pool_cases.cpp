@@ -373,7 +373,8 @@ void register_pool_cases(Registry& registry) {
   };
   const std::vector<std::vector<int64_t>> mean_shapes = {
       {1, 3, 1, 1},   {1, 5, 2, 2},     {2, 17, 7, 7},    {1, 1280, 7, 7},
-      {2, 5, 13, 11}, {1, 3, 112, 112}, {1, 17, 112, 112}, {2, 4, 3, 1}};
+      {2, 5, 13, 11}, {1, 3, 112, 112}, {1, 17, 112, 112}, {2, 4, 3, 1},
+      {1, 6, 100, 83}};  // planes of 2048+ positions are summed in ranges, then added
   for (MemoryLayout layout : kChwLayouts) {
     for (const auto& sizes : mean_shapes) {
       for (const auto& q : quants) add_mean(registry, "", sizes, layout, q.in, q.out, q.tag, true);
@@ -381,7 +382,7 @@ void register_pool_cases(Registry& registry) {
   }
   // Rows: batches of 1, 2, 3 (a partial block of 4 rows), 5 and 4.
   const std::vector<std::vector<int64_t>> rows_shapes = {
-      {1, 3, 2, 2}, {2, 17, 7, 7}, {3, 5, 3, 1}, {5, 8, 2, 3}, {4, 1280, 7, 7}};
+      {1, 3, 2, 2}, {2, 17, 7, 7}, {3, 5, 3, 1}, {5, 8, 2, 3}, {4, 1280, 7, 7}, {3, 5, 64, 48}};
   for (MemoryLayout layout : kChwLayouts) {
     for (const auto& sizes : rows_shapes) {
       for (const auto& q : {quants[0], quants[3]}) {

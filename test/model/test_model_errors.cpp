@@ -138,15 +138,15 @@ TEST_F(ModelErrors, WeightsMissingWrongOrNeedlessAreNamed) {
                            " has no host step that reads a constant");
 }
 
-// host_ops.json keeps aten.gelu (not in the compiler's table) for the host; the reference
+// host_ops.json keeps aten.cumsum (not in the compiler's table) for the host; the reference
 // interpreter has no function for it, so the model is refused at load, before any device work.
 TEST_F(ModelErrors, AHostStepTheInterpreterCannotRunIsRefusedAtLoad) {
   const LoadFailure f = load_failure(compile_partitioned(kCompilerGraphs + "/host_ops.json", "",
                                                          "h"));
   EXPECT_EQ(f.status, Status::InvalidArgument);
-  EXPECT_TRUE(says(f.message, ": step 1 (host node 2 (aten.gelu)): the host runs its steps with "
-                              "the CPU reference interpreter, which has no function for "
-                              "'aten.gelu'"));
+  EXPECT_TRUE(says(f.message, ": step 1 (host node 2 (aten.cumsum)): the host runs its steps "
+                              "with the CPU reference interpreter, which has no function for "
+                              "'aten.cumsum'"));
 }
 
 TEST_F(ModelErrors, LoadWithoutAnOutPointerFails) {

@@ -9,6 +9,7 @@ graph IR and its output is compared with the FX reference model's float output.
 import contextlib
 import io
 import json
+import math
 import os
 import struct
 import subprocess
@@ -20,12 +21,16 @@ import unittest
 import numpy as np
 import torch
 
-from vkdelegate.examples_models import tiny_unet, torchvision_quantizable
+from vkdelegate.examples_models import tiny_unet, tiny_unet_transposed, torchvision_quantizable
 from vkdelegate.export import cli, quantize, safetensors, to_graph_ir
 from vkdelegate.export.ir import to_json_text
 
 SHAPE = (1, 3, 64, 64)
+SMOOTH_ACTIVATIONS = {"aten.hardswish", "aten.hardsigmoid", "aten.sigmoid", "aten.tanh",
+                      "aten.silu", "aten.gelu", "aten.elu", "aten.leaky_relu"}
 KNOWN_OPS = {
+    *SMOOTH_ACTIVATIONS, "aten._softmax", "aten._log_softmax",
+    "aten.upsample_nearest2d.vec", "aten.upsample_bilinear2d.vec",
     "quantized_decomposed.quantize_per_tensor", "quantized_decomposed.dequantize_per_tensor",
     "quantized_decomposed.dequantize_per_channel", "aten.convolution", "aten.linear",
     "aten.add.Tensor", "aten.relu", "aten.hardtanh", "aten.clamp", "aten.max_pool2d",
@@ -95,8 +100,32 @@ def windows(x, kernel, stride, dilation):
     return view[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]]
 
 
+def conv_transpose(x, w, b, a):
+    """PyTorch's transposed convolution (weight [C_in, C_out / groups, KH, KW]): every input
+    pixel scatters into the outputs i * stride + k * dilation, then padding is cut off both
+    sides (output_padding extends the far side)."""
+    s, p, d, op, g = a["stride"], a["padding"], a["dilation"], a["output_padding"], a["groups"]
+    n, c, h, wd = x.shape
+    cout_g, kh, kw = w.shape[1:]
+    out = [(size - 1) * s[i] - 2 * p[i] + d[i] * (k - 1) + op[i] + 1
+           for i, (size, k) in enumerate(((h, kh), (wd, kw)))]
+    y = np.zeros((n, g * cout_g, p[0] + out[0], p[1] + out[1]), np.float32)
+    xg = x.reshape(n, g, c // g, h, wd)
+    wg = w.reshape(g, c // g, cout_g, kh, kw)
+    for ky in range(kh):
+        for kx in range(kw):
+            part = np.einsum("ngihw,gio->ngohw", xg, wg[..., ky, kx]).reshape(n, -1, h, wd)
+            rows = slice(ky * d[0], ky * d[0] + (h - 1) * s[0] + 1, s[0])
+            cols = slice(kx * d[1], kx * d[1] + (wd - 1) * s[1] + 1, s[1])
+            fit = y[:, :, rows, cols]  # cut where output_padding is smaller than the reach
+            fit += part[:, :, :fit.shape[2], :fit.shape[3]]
+    y = y[:, :, p[0]:, p[1]:]
+    return y + (0 if b is None else b.reshape(1, -1, 1, 1))
+
+
 def convolution(x, w, b, a):
-    assert not a["transposed"]
+    if a["transposed"]:
+        return conv_transpose(x, w, b, a)
     p = a["padding"]
     x = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
     cols = windows(x, w.shape[2:], a["stride"], a["dilation"])
@@ -164,13 +193,102 @@ def adaptive_avg_pool2d(x, size):
     return y
 
 
+def upsample_geometry(x, a):
+    """(output sizes, scale factors or [None, None]) of an upsample_*2d.vec node: the output
+    size floor(in * scale) when scale factors are given."""
+    if a["output_size"] is not None:
+        return a["output_size"], [None, None]
+    scales = a["scale_factors"]
+    return [math.floor(x.shape[2 + i] * scales[i]) for i in range(2)], scales
+
+
+def upsample_step(size, out, scale):
+    """PyTorch's float32 source step: 1 / scale when given, else in / out."""
+    if scale:
+        return np.float32(1.0 / scale)
+    return np.float32(np.float32(size) / np.float32(out))
+
+
+def upsample_nearest2d(x, a):
+    """PyTorch 1.13's NCHW kernel: source min(floor(float32(d) * step), in - 1)."""
+    out, scales = upsample_geometry(x, a)
+    idx = []
+    for i in range(2):
+        step = upsample_step(x.shape[2 + i], out[i], scales[i])
+        d = np.arange(out[i], dtype=np.float32)
+        idx.append(np.minimum(np.floor(d * step).astype(np.int64), x.shape[2 + i] - 1))
+    return x[:, :, idx[0]][:, :, :, idx[1]]
+
+
+def bilinear_taps(size, out, align, scale):
+    """PyTorch 1.13's taps along one dim: the real index in double from the float32 step
+    (d * step with align_corners, else (d + 0.5) * step - 0.5 clamped at 0), lambda its float32
+    fraction; the same size copies."""
+    if align:
+        step = np.float32(np.float32(size - 1) / np.float32(out - 1)) if out > 1 else 0.0
+    else:
+        step = upsample_step(size, out, scale)
+    i0, i1, lam = [], [], []
+    for d in range(out):
+        real = float(d) if out == size else float(step) * d if align else \
+            max(float(step) * (d + 0.5) - 0.5, 0.0)
+        i0.append(int(real))
+        i1.append(min(int(real) + 1, size - 1))
+        lam.append(np.float32(real - int(real)))
+    return i0, i1, np.array(lam, np.float32)
+
+
+def upsample_bilinear2d(x, a):
+    out, scales = upsample_geometry(x, a)
+    y = x
+    for i in range(2):
+        i0, i1, lam = bilinear_taps(x.shape[2 + i], out[i], a["align_corners"], scales[i])
+        shape = [1, 1, 1, 1]
+        shape[2 + i] = -1
+        lam = lam.reshape(shape)
+        y = np.take(y, i0, axis=2 + i) * (np.float32(1) - lam) + np.take(y, i1, axis=2 + i) * lam
+    return y.astype(np.float32)
+
+
 def pixel_shuffle(x, r):
     n, c, h, w = x.shape
     x = x.reshape(n, c // (r * r), r, r, h, w).transpose(0, 1, 4, 2, 5, 3)
     return x.reshape(n, c // (r * r), h * r, w * r)
 
 
+def softmax(x, dim, log):
+    """softmax / log_softmax along `dim`, in float64 (the reference's definition)."""
+    d = x.astype(np.float64) - x.max(axis=dim, keepdims=True)
+    log_sum = np.log(np.exp(d).sum(axis=dim, keepdims=True))
+    return (d - log_sum if log else np.exp(d - log_sum)).astype(np.float32)
+
+
+def smooth_activation(op, x, a):
+    """The smooth activations as compiler/reference/Activation.cpp defines them, in float64."""
+    d = x.astype(np.float64)
+    erf = np.vectorize(math.erf)
+    fns = {
+        "aten.hardswish": lambda: d * np.clip(d + 3, 0, 6) / 6,
+        "aten.hardsigmoid": lambda: np.clip(d + 3, 0, 6) / 6,
+        "aten.sigmoid": lambda: 1 / (1 + np.exp(-d)),
+        "aten.tanh": lambda: np.tanh(d),
+        "aten.silu": lambda: d / (1 + np.exp(-d)),
+        "aten.gelu": lambda: 0.5 * d * (1 + (
+            np.tanh(math.sqrt(2 / math.pi) * (d + 0.044715 * d ** 3))
+            if a.get("approximate", "none") == "tanh" else erf(d / math.sqrt(2)))),
+        "aten.elu": lambda: np.where(
+            d > 0, d * a.get("scale", 1.0),
+            a.get("alpha", 1.0) * a.get("scale", 1.0) * np.expm1(d * a.get("input_scale", 1.0))),
+        "aten.leaky_relu": lambda: np.where(d > 0, d, d * a.get("negative_slope", 0.01)),
+    }
+    return fns[op]().astype(np.float32)
+
+
 def run_node(op, xs, a):
+    if op in ("aten._softmax", "aten._log_softmax"):
+        return softmax(xs[0], a["dim"], op == "aten._log_softmax")
+    if op in SMOOTH_ACTIVATIONS:
+        return smooth_activation(op, xs[0], a)
     if op == "quantized_decomposed.quantize_per_tensor":
         return ref_quantize(xs[0], a)
     if op == "quantized_decomposed.dequantize_per_tensor":
@@ -205,6 +323,10 @@ def run_node(op, xs, a):
         return xs[0].reshape(a["size"])
     if op == "aten.pixel_shuffle":
         return pixel_shuffle(xs[0], a["upscale_factor"])
+    if op == "aten.upsample_nearest2d.vec":
+        return upsample_nearest2d(xs[0], a)
+    if op == "aten.upsample_bilinear2d.vec":
+        return upsample_bilinear2d(xs[0], a)
     if op == "aten.clone":
         return xs[0].copy()
     if op == "aten.permute_copy":
@@ -347,6 +469,24 @@ class ModelExportTest(unittest.TestCase):
         muls = [n for n in graph["nodes"] if n["op"] == "aten.mul.Tensor"]
         self.assertEqual(len(muls), 2)  # the gate, and the buffer behind its dequantize
 
+    def test_smooth_activations_and_softmax(self):
+        """nn.SiLU as aten.silu (not the generic 'si_lu'), every softmax spelling as aten._softmax /
+        aten._log_softmax with the dim and half_to_float = False (F.softmax's _stacklevel
+        dropped), the activations' arguments by their ATen names."""
+        torch.manual_seed(0)
+        graph = self.export_and_check("smooth", SmoothNet(), expect_ops=[
+            "aten.hardswish", "aten.hardsigmoid", "aten.silu", "aten.gelu", "aten.tanh",
+            "aten.sigmoid", "aten.elu", "aten.leaky_relu", "aten._softmax", "aten._log_softmax"])
+        args = {}
+        for n in graph["nodes"]:
+            args.setdefault(n["op"], []).append(n["args"])
+        self.assertEqual(args["aten._softmax"], [{"dim": -1, "half_to_float": False}] * 2)
+        self.assertEqual(args["aten._log_softmax"], [{"dim": -1, "half_to_float": False}])
+        self.assertEqual(args["aten.gelu"], [{"approximate": "tanh"}, {"approximate": "none"}])
+        self.assertEqual(args["aten.elu"], [{"alpha": 0.5}])
+        self.assertEqual(args["aten.leaky_relu"], [{"negative_slope": 0.2}])
+        self.assertEqual(args["aten.silu"], [{}])
+
     def test_cat_and_splits(self):
         """cat of 4 branches and of a chunk's pieces, splits by count and by sizes, narrow and
         x[:, 1:] / x[:, :, ::2] / x[..., 1:-1]: every split is split_with_sizes_copy with its
@@ -388,6 +528,57 @@ class ModelExportTest(unittest.TestCase):
         views = [n["args"]["size"] for n in nodes if n["op"] == "aten.view_copy"]
         self.assertEqual(views[:2], [[1, 2, 4, 64, 64], [1, 8, 64, 64]])
 
+    def test_tiny_unet_transposed(self):
+        """ConvTranspose2d as aten.convolution(transposed=True) with PyTorch's weight
+        [C_in, C_out, KH, KW] (per tensor: 1.13 refuses per-channel transposed weights), the
+        bilinear nn.Upsample as upsample_bilinear2d.vec with its scale factors, observed as
+        F.interpolate is: one scale and zero point on both sides."""
+        torch.manual_seed(0)
+        graph = self.export_and_check("tiny_unet_transposed", tiny_unet_transposed(),
+                                      expect_ops=["aten.convolution", "aten.cat",
+                                                  "aten.upsample_bilinear2d.vec",
+                                                  "aten.max_pool2d"])
+        nodes, values = graph["nodes"], graph["values"]
+        (deconv,) = [n for n in nodes if n["op"] == "aten.convolution" and n["args"]["transposed"]]
+        self.assertEqual(deconv["args"], {"stride": [2, 2], "padding": [1, 1], "dilation": [1, 1],
+                                          "transposed": True, "output_padding": [1, 1],
+                                          "groups": 1})
+        self.assertEqual(values[deconv["inputs"][1]]["shape"], [32, 16, 3, 3])
+        producer = {o: n for n in nodes for o in n["outputs"]}
+        weight_dq = producer[deconv["inputs"][1]]
+        self.assertEqual(weight_dq["op"], "quantized_decomposed.dequantize_per_tensor")
+        (up,) = [n for n in nodes if n["op"] == "aten.upsample_bilinear2d.vec"]
+        self.assertEqual(up["args"], {"output_size": None, "align_corners": False,
+                                      "scale_factors": [2.0, 2.0]})
+        dq = producer[up["inputs"][0]]
+        (q,) = [n for n in nodes if up["outputs"][0] in n["inputs"]]
+        self.assertEqual(q["op"], "quantized_decomposed.quantize_per_tensor")
+        self.assertEqual((dq["args"]["scale"], dq["args"]["zero_point"]),
+                         (q["args"]["scale"], q["args"]["zero_point"]))
+
+    def test_interpolate_forms(self):
+        """F.interpolate by size and by scale, align_corners, recompute_scale_factor (the
+        computed size, no scales) and the nn.Upsample subclasses, each as the .vec op with
+        F.interpolate's arguments."""
+        torch.manual_seed(0)
+        graph = self.export_and_check("interpolate", InterpolateNet(), expect_ops=[
+            "aten.upsample_nearest2d.vec", "aten.upsample_bilinear2d.vec"])
+        ups = [(n["op"].split(".")[1][9:], n["args"]) for n in graph["nodes"]
+               if n["op"].startswith("aten.upsample")]
+        self.assertEqual(ups, [
+            ("bilinear2d", {"output_size": [13, 11], "align_corners": True,
+                            "scale_factors": None}),
+            ("nearest2d", {"output_size": None, "scale_factors": [3.0, 3.0]}),
+            ("nearest2d", {"output_size": [19, 19], "scale_factors": None}),
+            ("bilinear2d", {"output_size": None, "align_corners": True,
+                            "scale_factors": [2.0, 2.0]}),
+            ("nearest2d", {"output_size": None, "scale_factors": [2.0, 1.5]})])
+        # A mode the backend has no op for stays generic (F.interpolate's own name and args).
+        x = random_inputs(1, 1, (1, 3, 8, 8))[0]
+        gm = quantize(BicubicNet(), (x,), [x])
+        graph, _ = to_graph_ir(gm, (x,), "bicubic")
+        self.assertIn("aten.interpolate", [n["op"] for n in graph["nodes"]])
+
     def test_per_tensor_weights(self):
         torch.manual_seed(0)
         graph = self.export_and_check("tiny_unet_per_tensor", tiny_unet(), per_channel=False)
@@ -424,6 +615,36 @@ class PermuteNet(torch.nn.Module):
         y = self.b(y)
         y = torch.permute(y.permute(0, 2, 3, 1), (0, 3, 1, 2))
         return torch.swapaxes(y.transpose(2, 3), -1, -2)
+
+
+class InterpolateNet(torch.nn.Module):
+    """Every F.interpolate / nn.Upsample form the exporter maps to ATen's upsample ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.recomputed = torch.nn.Upsample(scale_factor=1.5, recompute_scale_factor=True)
+        self.bilinear = torch.nn.UpsamplingBilinear2d(scale_factor=2)  # align_corners=True
+        self.nearest = torch.nn.Upsample(scale_factor=(2, 1.5))
+        self.out = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        x = self.conv(x)
+        a = F.interpolate(x, size=(13, 11), mode="bilinear", align_corners=True)
+        b = F.interpolate(a, scale_factor=3)  # 39x33
+        c = self.recomputed(F.adaptive_avg_pool2d(b, 13))  # floor(13 * 1.5) = 19
+        d = self.bilinear(c)
+        return self.out(self.nearest(d))
+
+
+class BicubicNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        return torch.nn.functional.interpolate(self.conv(x), scale_factor=2, mode="bicubic")
 
 
 class JoinCutNet(torch.nn.Module):

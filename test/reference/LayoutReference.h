@@ -16,6 +16,13 @@ struct RefShape {
 
 inline int64_t ref_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The [N, C, H, W] of `sizes` of rank 1 to 4 (missing leading dims are 1).
+inline RefShape ref_shape_of(const std::vector<int64_t>& sizes) {
+  int64_t d[4] = {1, 1, 1, 1};
+  for (size_t i = 0; i < sizes.size() && i < 4; ++i) d[4 - sizes.size() + i] = sizes[i];
+  return {d[0], d[1], d[2], d[3]};
+}
+
 inline int64_t ref_word_count(MemoryLayout layout, const RefShape& s) {
   const int64_t C4 = ref_div_up(s.c, 4), H4 = ref_div_up(s.h, 4), W4 = ref_div_up(s.w, 4);
   switch (layout) {

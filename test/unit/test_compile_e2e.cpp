@@ -2,6 +2,8 @@
 // reference interpreter running the ORIGINAL (unfused, unlowered) graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "compiler/Compiler.h"
@@ -54,6 +56,45 @@ TEST(CompileEndToEnd, QuantizedChainWithClonesMatchesTheInterpreter) {
   infer_shapes(original);
   const auto ref = interpret(original, {{"x", HostTensor::from_floats(shape, x)}});
   EXPECT_TRUE(vkd_test::floats_equal(ref.at("y").to_floats(), y));
+  EXPECT_EQ(d->validation_message_count(), 0u);
+}
+
+// dq -> hardswish -> q -> dq -> gelu(tanh) -> q: two q8ta_lut nodes whose blob tables the
+// runtime reads; then log_softmax (float output) and softmax requantized to 1/256, both over the
+// last dim. The table chain equals the interpreter bit for bit; softmax, computed with the
+// device's exp and log, within 1e-5 relative (log_softmax) and one output step (softmax).
+TEST(CompileEndToEnd, TableActivationsAndSoftmaxMatchTheInterpreter) {
+  const CompileResult r = compile_file(kGraphs + "/qdq_activations.json", "", {});
+  ASSERT_TRUE(r.ok());
+  std::vector<std::string> ops;
+  for (const auto& n : r.graph.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"q8ta_quantize", "q8ta_lut", "q8ta_lut",
+                                           "q8ta_dequantize", "q8ta_softmax_dq", "q8ta_softmax",
+                                           "q8ta_dequantize"}));
+  std::unique_ptr<vkd::Delegate> d;
+  std::string error;
+  ASSERT_EQ(vkd::Delegate::create(r.blob.data(), r.blob.size(), {}, &d, &error), vkd::Status::Ok)
+      << error;
+  const std::vector<int64_t> shape = {1, 5, 7, 9};
+  const auto x = random_floats(315, 5);
+  std::vector<float> h(315), y(315), z(315);
+  auto view = [&](std::vector<float>& v) {
+    return vkd::TensorView{v.data(), v.size() * 4, vkd::HostDType::Float32, shape};
+  };
+  ASSERT_EQ(d->execute({{x.data(), x.size() * 4, vkd::HostDType::Float32, shape}},
+                       {view(h), view(y), view(z)}),
+            vkd::Status::Ok)
+      << d->last_error();
+
+  Graph original = parse_graph_file(kGraphs + "/qdq_activations.json", "");
+  infer_shapes(original);
+  const auto ref = interpret(original, {{"x", HostTensor::from_floats(shape, x)}});
+  EXPECT_TRUE(vkd_test::floats_equal(ref.at("h").to_floats(), h));
+  const std::vector<float> y_ref = ref.at("y").to_floats(), z_ref = ref.at("z").to_floats();
+  for (size_t i = 0; i < y.size(); ++i) {
+    EXPECT_NEAR(y[i], y_ref[i], 1e-5 * std::max(1.0f, std::fabs(y_ref[i]))) << i;
+    EXPECT_NEAR(z[i], z_ref[i], 1.0 / 256 + 1e-7) << i;
+  }
   EXPECT_EQ(d->validation_message_count(), 0u);
 }
 

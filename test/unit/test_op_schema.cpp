@@ -28,12 +28,15 @@ struct TensorChoice {
 // dilation 1, so the output keeps 6 x 7).
 std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   const bool linear = op.name.rfind("q8ta_linear", 0) == 0;
-  const bool conv = op.name.rfind("q8ta_conv2d", 0) == 0;
+  // q8ta_conv_transpose2d's weights are in q8ta_conv2d's order; with stride and padding 1 (and
+  // output_padding 0) a 3x3 kernel also keeps 6 x 7.
+  const bool conv = op.name.rfind("q8ta_conv2d", 0) == 0 || op.name == "q8ta_conv_transpose2d";
   if (linear && a.name == "weight") return {3, 7};
   if (conv && a.name == "weight") return {3, 5, 3, 3};
   if ((linear || conv) && a.constant) return {3};
   if (linear && a.output) return {1, 5, 6, 3};
   if (conv && a.output) return {1, 3, 6, 7};
+  if (op.name == "q8ta_lut" && a.name == "table") return {256};  // one entry per int8 value
   if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};  // mean over H and W, keepdim
   if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};  // keepdim = False: [N, C]
   if (op.name == "q8ta_cat" && a.output) return {2, 5, 6, 7};   // two inputs along dim 0
@@ -94,6 +97,8 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
       case ArgKind::IntList:  // block_size, a permute's dims: per dim of the rank-4 activations
         args.push_back(a.name == "block_size" ? b.add_int_list({1, 1, 1, 1})
                        : a.name == "dims"     ? b.add_int_list({0, 1, 2, 3})
+                       // below the stride (1) of a transposed conv
+                       : a.name == "output_padding" ? b.add_int_list({0, 0})
                        // a pool's padding must be at most half its (1x1) kernel
                        : a.name == "padding" && op.name.find("pool2d") != std::string::npos
                            ? b.add_int_list({0, 0})

@@ -319,6 +319,34 @@ def _clamp(w, node):
     return w.emit("aten.clamp", [w.input(node.args[0])], args, w.out())
 
 
+_SOFTMAX_TARGETS = {F.softmax: 3, F.log_softmax: 3, torch.softmax: 2, torch.log_softmax: 2}
+
+
+@handles(F.softmax, F.log_softmax, torch.softmax, torch.log_softmax, "Tensor.softmax",
+         "Tensor.log_softmax", "aten.softmax.int", "aten.log_softmax.int",
+         "aten._softmax.default", "aten._log_softmax.default")
+def _softmax(w, node):
+    """softmax / log_softmax(input, dim, dtype=None) in every spelling -> core ATen's
+    aten._softmax / aten._log_softmax(self, dim, half_to_float=False) (F.softmax's _stacklevel
+    dropped). An implicit dim (None) or a dtype conversion stays generic."""
+    key = str(node_key(node))
+    log = "log_softmax" in key or getattr(node.target, "__name__", "") == "log_softmax"
+    dim = w.literal(arg(node, 1, "dim", None))
+    if key.startswith("aten._"):
+        converts = bool(w.literal(arg(node, 2, "half_to_float", False)))
+    else:
+        converts = w.literal(arg(node, _SOFTMAX_TARGETS.get(node.target, 2), "dtype", None)) \
+            is not None
+    if dim is None or converts:
+        return generic(w, node)
+    return emit_softmax(w, w.input(node.args[0]), dim, log, w.out())
+
+
+def emit_softmax(w, x, dim, log, out):
+    op = "aten._log_softmax" if log else "aten._softmax"
+    return w.emit(op, [x], {"dim": dim, "half_to_float": False}, out)
+
+
 # ---- pooling, reductions, data movement -------------------------------------------------------
 
 def emit_max_pool2d(w, x, kernel, stride, padding, dilation, ceil_mode, out):
@@ -430,6 +458,47 @@ def _pixel_shuffle(w, node):
                   w.out())
 
 
+def emit_interpolate(w, x, params, out):
+    """F.interpolate / nn.Upsample as ATen's upsample_nearest2d.vec / upsample_bilinear2d.vec
+    (what F.interpolate calls for a 4-D input): output_size or scale_factors, exactly as
+    F.interpolate passes them (recompute_scale_factor: the computed size, no scales). Other modes,
+    ranks and antialias stay generic (None returned)."""
+    mode, size, scale = params["mode"], params["size"], params["scale_factor"]
+    if mode not in ("nearest", "bilinear") or len(w.value_type(x)[1]) != 4 or \
+            params["antialias"] or (size is None) == (scale is None):
+        return None
+    if scale is not None and params["recompute_scale_factor"]:
+        size, scale = list(out.shape[2:]), None
+    args = {"output_size": None if size is None else _ntuple(size, 2)}
+    if mode == "bilinear":
+        args["align_corners"] = bool(params["align_corners"])
+    args["scale_factors"] = None if scale is None else [float(s) for s in _ntuple(scale, 2)]
+    return w.emit(f"aten.upsample_{mode}2d.vec", [x], args, out)
+
+
+_INTERPOLATE_ARGS = [("size", None), ("scale_factor", None), ("mode", "nearest"),
+                     ("align_corners", None), ("recompute_scale_factor", None),
+                     ("antialias", False)]
+
+
+@handles(F.interpolate)
+def _interpolate(w, node):
+    params = {k: w.literal(arg(node, i, k, d)) for i, (k, d) in enumerate(_INTERPOLATE_ARGS, 1)}
+    out = w.out()
+    return emit_interpolate(w, w.input(node.args[0]), params, out) or generic(w, node, out)
+
+
+@handles_module(nn.Upsample)
+def _upsample_module(w, m, path, x, out):
+    """nn.Upsample and its subclasses UpsamplingNearest2d / UpsamplingBilinear2d (whose forward
+    is F.interpolate with the module's attributes); other modes and ranks generically."""
+    params = {"size": m.size, "scale_factor": m.scale_factor, "mode": m.mode,
+              "align_corners": m.align_corners,
+              "recompute_scale_factor": getattr(m, "recompute_scale_factor", None),
+              "antialias": False}
+    return emit_interpolate(w, x, params, out)  # None: exported generically
+
+
 @handles(torch.clone, "Tensor.clone", "Tensor.contiguous", "aten.clone.default")
 def _clone(w, node):
     fmt = node.kwargs.get("memory_format")
@@ -534,7 +603,10 @@ def _call_module(w, node):
     handler = _module_handler(type(module))
     if handler is None or len(node.args) != 1 or node.kwargs:
         return generic_module(w, node, module)
-    return handler(w, module, node.target, w.input(node.args[0]), w.out())
+    # A handler returns None for a configuration it leaves to the generic form.
+    out = w.out()
+    result = handler(w, module, node.target, w.input(node.args[0]), out)
+    return generic_module(w, node, module, out) if result is None else result
 
 
 @handles_module(_FusedModule)
@@ -566,6 +638,19 @@ def _hardtanh_module(w, m, path, x, out):
     """nn.Hardtanh and its subclass nn.ReLU6 (min 0, max 6)."""
     return w.emit("aten.hardtanh", [x], {"min_val": float(m.min_val),
                                          "max_val": float(m.max_val)}, out)
+
+
+@handles_module(nn.SiLU)
+def _silu_module(w, m, path, x, out):
+    """nn.SiLU (the generic path would spell its class 'si_lu')."""
+    return w.emit("aten.silu", [x], {}, out)
+
+
+@handles_module(nn.Softmax, nn.LogSoftmax)
+def _softmax_module(w, m, path, x, out):
+    if m.dim is None:
+        raise w.fail(f"{type(m).__name__} without a dim (PyTorch's implicit choice is deprecated)")
+    return emit_softmax(w, x, m.dim, isinstance(m, nn.LogSoftmax), out)
 
 
 @handles_module(nn.MaxPool2d)
@@ -663,21 +748,22 @@ def _named(w, fn, args, kwargs):
     return [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
 
 
-def generic(w, node):
+def generic(w, node, out=None):
     """`aten.<name>` with the node's arguments by name: for ops the compiler passes through
-    with the declared output dtype and shape."""
+    with the declared output dtype and shape. `out`: the node's Out when already claimed."""
     op, pairs = _schema_pairs(w, node)
-    return _split(w, pairs, w.out(), op)
+    return _split(w, pairs, out or w.out(), op)
 
 
 def _snake(name):
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("re_lu", "relu")
 
 
-def generic_module(w, node, module):
+def generic_module(w, node, module, out=None):
     """A module without a handler: `aten.<snake_case class name>` with the module's constants
-    (`__constants__`, what PyTorch lists as its hyperparameters) as args."""
+    (`__constants__`, what PyTorch lists as its hyperparameters) as args. `out`: the node's Out
+    when already claimed."""
     pairs = [(f"arg{i}", a) for i, a in enumerate(node.args)] + list(node.kwargs.items())
     pairs += [(k, getattr(module, k)) for k in getattr(module, "__constants__", [])
               if hasattr(module, k)]
-    return _split(w, pairs, w.out(), "aten." + _snake(type(module).__name__))
+    return _split(w, pairs, out or w.out(), "aten." + _snake(type(module).__name__))

@@ -1,6 +1,8 @@
 """Static int8 quantization of a float model through PyTorch's FX graph mode.
 
-prepare_fx with qnnpack's backend config and a qconfig mapping equal to qnnpack's default except
+prepare_fx with qnnpack's backend config (plus nn.Upsample, observed as F.interpolate is: PyTorch
+1.13's config lists the function but not the module, whose output would stay float) and a qconfig
+mapping equal to qnnpack's default except
 for the observers: activations quint8 affine per tensor (HistogramObserver as qnnpack, or
 MinMaxObserver, which is faster), weights qint8 symmetric restricted to [-127, 127], per output
 channel or per tensor. Then calibration on the given samples and convert_to_reference_fx: the
@@ -13,7 +15,8 @@ from time import perf_counter
 import torch
 from torch.ao.quantization import (HistogramObserver, MinMaxObserver, PerChannelMinMaxObserver,
                                    QConfig, QConfigMapping, get_default_qconfig_mapping)
-from torch.ao.quantization.backend_config import get_qnnpack_backend_config
+from torch.ao.quantization.backend_config import (BackendPatternConfig,
+                                                  get_qnnpack_backend_config)
 from torch.ao.quantization.observer import ObserverBase
 from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
 
@@ -68,6 +71,21 @@ def qconfig_mapping(per_channel=True, observer="histogram"):
     return mapping
 
 
+def backend_config():
+    """qnnpack's backend config, with nn.Upsample and its subclasses configured as
+    F.interpolate is (the output shares the input's observer, so a nearest upsample moves int8
+    values unchanged)."""
+    config = get_qnnpack_backend_config()
+    interpolate = config.configs[torch.nn.functional.interpolate]
+    for module in (torch.nn.Upsample, torch.nn.UpsamplingNearest2d,
+                   torch.nn.UpsamplingBilinear2d):
+        config.set_backend_pattern_config(
+            BackendPatternConfig(module)
+            .set_observation_type(interpolate.observation_type)
+            .set_dtype_configs(interpolate.dtype_configs))
+    return config
+
+
 def as_args(sample):
     """A calibration sample as the positional arguments of the model."""
     return tuple(sample) if isinstance(sample, (tuple, list)) else (sample,)
@@ -82,7 +100,7 @@ def quantize(model, example_inputs, calibration, per_channel=True, observer="his
     `gm.vkd_calibration` (value name -> summary), as the observers are gone after convert.
     `log(step, seconds, detail)` is called after each step when given.
     """
-    backend = get_qnnpack_backend_config()
+    backend = backend_config()
     model = copy.deepcopy(model).eval()
     t = perf_counter()
     try:
