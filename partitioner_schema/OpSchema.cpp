@@ -251,6 +251,37 @@ void clamp_schemas(std::vector<OpSchema>& s) {
                                  tied(tensor_out("output", i8x4, int8), 0))));
 }
 
+// An element-wise function of one int8 tensor between fixed quantizations (the smooth
+// activations: hardswish, sigmoid, gelu, ...): the compiler computes its 256 outputs into an
+// int8 table [256] (entry v + 128 for input v), the kernel looks them up; any layout (the output
+// shares the input's).
+void lut_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const PlacementSet int8 = PlacementSet::all_int8();
+  ArgSchema table = constant_in("table", DType::Int8);
+  table.constant_rank = 1;
+  s.push_back(kernel_op("q8ta_lut", "int8 -> int8 by a 256-entry table (a smooth activation)",
+                        arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
+                                 table, per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, int8), 0))));
+}
+
+// softmax / log_softmax (`log`) over the last dim of a dequantized int8 tensor (any layout):
+// float32 out (_dq, any float buffer), or requantized into the input's layout.
+void softmax_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
+  const PlacementSet int8 = PlacementSet::all_int8();
+  const std::vector<ArgSchema> head = arg_list(
+      tensor_in("input", i8x4, int8), per_tensor_qparams("input_"), scalar("log", ArgKind::Bool));
+  s.push_back(kernel_op("q8ta_softmax", "int8 softmax / log_softmax over the last dim, requantized",
+                        arg_list(head, per_tensor_qparams("output_"),
+                                 tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(kernel_op("q8ta_softmax_dq",
+                        "int8 softmax / log_softmax over the last dim, float32 output",
+                        arg_list(head, tensor_out("output", f32, PlacementSet::float_buffers(),
+                                                  {kBufW}))));
+}
+
 void pool_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
