@@ -162,6 +162,23 @@ std::string check_round_trip(const QuantInfo& in, const QuantInfo& out) {
   return "";
 }
 
+std::string check_moved_requantization(const QuantInfo& in, const QuantInfo& out) {
+  if (out.quant_min != -128 || out.quant_max != 127) {
+    return "the quantize's range " + std::to_string(out.quant_min) + ".." +
+           std::to_string(out.quant_max) + " is not the full int8 range a requantizing kernel " +
+           "writes";
+  }
+  for (int64_t v = -128; v <= 127; ++v) {
+    const int64_t want = reference_dq_clamp_q(v, in, {}, out);
+    const int64_t got = requantize_clamp(v, in, out, -128, 127);
+    if (got != want) {
+      return "requantizing int8 value " + std::to_string(v) + " gives " + std::to_string(got) +
+             ", dq -> q gives " + std::to_string(want);
+    }
+  }
+  return "";
+}
+
 std::string single_use(const Graph& g, const std::string& v) {
   if (g.is_graph_output(v)) return quoted(v) + " is a graph output";
   const auto c = g.consumers(v);

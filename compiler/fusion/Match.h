@@ -46,6 +46,11 @@ std::string check_q(const Graph& g, const Node& n, int at, QuantInfo& q);
 // same scale and zero point, and a range that keeps all 256; checked against the reference
 // arithmetic).
 std::string check_round_trip(const QuantInfo& in, const QuantInfo& out);
+// "" when a kernel that requantizes each int8 value it moves or selects (requantize_moved:
+// the data-movement ops, q8ta_max_pool2d) computes what dequantizing with `in` and quantizing
+// with `out` computes, for all 256 int8 values: `out` over the full int8 range (what those
+// kernels clamp to) and every result equal (checked against the reference arithmetic).
+std::string check_moved_requantization(const QuantInfo& in, const QuantInfo& out);
 // "" when `v` has exactly one consumer and is not a graph output.
 std::string single_use(const Graph& g, const std::string& v);
 // Who reads `v`, for a pattern whose quantize_per_tensor is missing.

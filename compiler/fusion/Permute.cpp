@@ -18,7 +18,6 @@
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/MoveChain.h"
 #include "compiler/fusion/Patterns.h"
-#include "compiler/reference/QuantChain.h"
 
 namespace vkd::compiler::fusion {
 namespace {
@@ -57,16 +56,7 @@ std::string check_requantization(const Movement& m, const QuantInfo& in, const Q
   const std::string differ = check_round_trip(in, out);
   if (differ.empty()) return "";
   if (m.kind == Movement::View) return "a view does not requantize (" + differ + ")";
-  if (out.quant_min != -128 || out.quant_max != 127) {
-    return "the final quantize's range " + std::to_string(out.quant_min) + ".." +
-           std::to_string(out.quant_max) + " is not the full int8 range a requantizing move uses";
-  }
-  for (int64_t v = -128; v <= 127; ++v) {
-    if (reference_dq_clamp_q(v, in, {}, out) != requantize_clamp(v, in, out, -128, 127)) {
-      return "requantizing int8 value " + std::to_string(v) + " differs from the chain's result";
-    }
-  }
-  return "";
+  return check_moved_requantization(in, out);
 }
 
 void set_qparams(Node& n, const QuantInfo& in, const QuantInfo& out) {
