@@ -285,7 +285,9 @@ void softmax_schemas(std::vector<OpSchema>& s) {
 void pool_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
-  s.push_back(kernel_op("q8ta_max_pool2d", "int8 max_pool2d (input and output share qparams)",
+  // The max of the int8 values; requantized once (full int8 range) when the qparams differ.
+  s.push_back(kernel_op("q8ta_max_pool2d",
+                        "int8 max_pool2d (the max, requantized when the qparams differ)",
                         arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
                                  per_tensor_qparams("input_"),
                                  scalar("kernel_size", ArgKind::IntList),

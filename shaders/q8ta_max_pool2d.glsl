@@ -1,16 +1,25 @@
 // q8ta_max_pool2d: PyTorch max_pool2d (kernel, stride, padding, dilation, ceil_mode) over a
-// channels-packed int8x4 tensor (INT8_LAYOUT: 4W4C or 4C1W; output in the same layout). Input
-// and output share their quantization (max commutes with the monotonic dequantization), so
-// each output lane is the max of the int8 values in its window, byte lane by byte lane.
+// channels-packed int8x4 tensor (INT8_LAYOUT: 4W4C or 4C1W; output in the same layout). Each
+// output lane is the max of the int8 values in its window, byte lane by byte lane: the
+// dequantization is monotone (non-decreasing), so the max of the dequantized window is the
+// dequantized max of the int8 values.
+// REQUANT 0: input and output share scale and zero point; the max is the output byte.
+// REQUANT 1: the output's quantization differs; the max is requantized once, per lane, as the
+//   data-movement kernels requantize a moved value (requantize_moved, int8x4_chunk.glslh):
+//   y = float32(q - zp_in) * s_in;  q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)
+//   (inv_s_out = float32(1 / s_out)). Being non-decreasing too, requantizing after the max
+//   equals quantizing the max of the dequantized window, which is what dq -> max_pool2d -> q
+//   computes.
 // Padding never wins (window positions outside the input are skipped); a window with no input
-// position (possible only with dilation) gives -128, as -inf quantizes to it.
+// position (possible only with dilation) gives -128 in both variants, as -inf quantizes to it.
 //
 // Each invocation computes one output word (4 channels at one (n, oh, ow)); consecutive
 // invocations write consecutive words (the output's memory order). Words of the output that
-// lie outside the tensor (4W4C widths past OW) and lanes past C hold the zero point.
+// lie outside the tensor (4W4C widths past OW) and lanes past C hold the output zero point.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "int8x4_chunk.glslh"  // MovedRequant, requantize_moved, pad_lanes
 
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
 layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
@@ -23,7 +32,7 @@ layout(push_constant) uniform Params {
   ivec2 padding;
   ivec2 dilation;
   int word_count;   // words of the output
-  int zero_point;
+  MovedRequant requant;  // int8x4_chunk.glslh; requant.out_zp pads in both variants
 } p;
 
 int in_word(int n, int c4, int h, int w) {
@@ -46,7 +55,7 @@ void main() {
   const int c4 = q % C4; q /= C4;
   const int ow = 4 * (q % div_up(OW, 4)) + i % 4; q /= div_up(OW, 4);
   if (ow >= OW) {
-    out_words[i] = splat_byte(p.zero_point);
+    out_words[i] = splat_byte(p.requant.out_zp);
     return;
   }
 #else
@@ -60,6 +69,7 @@ void main() {
   const int H = p.in_sizes.z, W = p.in_sizes.w;
   const ivec2 start = ivec2(oh, ow) * p.stride - p.padding;
   ivec4 m = ivec4(-128);
+  bool any_position = false;
   for (int kh = 0; kh < p.kernel.x; ++kh) {
     const int h = start.x + kh * p.dilation.x;
     if (h < 0 || h >= H) continue;
@@ -68,10 +78,14 @@ void main() {
       if (w < 0 || w >= W) continue;
       const int v = in_word(n, c4, h, w);
       m = max(m, ivec4(lane_of(v, 0), lane_of(v, 1), lane_of(v, 2), lane_of(v, 3)));
+      any_position = true;
     }
   }
-  const int real = min(4, C - 4 * c4);
-  const int word = pack_lanes(m);
-  out_words[i] =
-      real >= 4 ? word : bitfieldInsert(word, splat_byte(p.zero_point), 8 * real, 32 - 8 * real);
+#if REQUANT
+  // An empty window stays -128 (-inf quantized), not the requantized -128 of the input.
+  if (any_position) {
+    for (int j = 0; j < 4; ++j) m[j] = requantize_moved(m[j], p.requant);
+  }
+#endif
+  out_words[i] = pad_lanes(pack_lanes(m), C - 4 * c4, p.requant.out_zp);
 }

@@ -1,5 +1,8 @@
-// dq -> aten.max_pool2d -> q => q8ta_max_pool2d, with the same qparams on both sides (max
-// commutes with the monotonic dequantization, so the kernel only takes maxima of int8 values);
+// dq -> aten.max_pool2d -> q => q8ta_max_pool2d: max commutes with the dequantization and the
+// quantization (both non-decreasing), so the kernel takes maxima of the int8 values and, when
+// the two quantizations differ, requantizes the max once (requantize_moved), which must equal
+// the chain's dq -> q for all 256 int8 values (U-Net encoders: FX gives a pooled map that is
+// also a cat input its own observer);
 // dq -> aten.avg_pool2d -> q => q8ta_avg_pool2d (int32 sums, requantized);
 // dq -> aten.mean.dim (dim = H and W) | aten.adaptive_avg_pool2d (1) -> q => q8ta_mean
 // (requantized; keepdim = False: q8ta_mean_flat, whose [N, C] rows are the q8ta_linear input
@@ -55,13 +58,19 @@ std::string read_window_args(const Node& n, Args& args) {
   return "";
 }
 
-// q8ta_max_pool2d's args from aten.max_pool2d `n`.
+// q8ta_max_pool2d's args from aten.max_pool2d `n`: the max as it is when the quantizations
+// are the same, else requantized as dq -> q does.
 std::string read_max_pool_args(const Node& n, const QuantInfo& in_q, const QuantInfo& out_q,
                                Args& args) {
   if (!same_quant(in_q, out_q)) {
-    return "input (" + describe_quant(in_q) + ") and output (" + describe_quant(out_q) +
-           ") quantization differ";
+    const std::string why = check_moved_requantization(in_q, out_q);
+    if (!why.empty()) {
+      return "input (" + describe_quant(in_q) + ") and output (" + describe_quant(out_q) +
+             ") quantization differ and " + why;
+    }
   }
+  args["output_scale"] = out_q.scale;
+  args["output_zero_point"] = out_q.zero_point;
   const auto dilation = arg_present(n, "dilation") ? opt_ints(n, "dilation")
                                                    : std::vector<int64_t>{1};
   if (!dilation) return "dilation is not an int list";
@@ -133,6 +142,19 @@ std::string pool_backend(const Graph& g, const Node& n) {
   return flat ? "q8ta_mean_flat" : "q8ta_mean";
 }
 
+// The report's note on a max pool that requantizes (the kernel's requantizing variant runs
+// where scale or zero point differ).
+std::string max_pool_detail(const std::string& backend, const QuantInfo& in_q,
+                            const QuantInfo& out_q) {
+  if (backend != "q8ta_max_pool2d" ||
+      (in_q.scale == out_q.scale && in_q.zero_point == out_q.zero_point)) {
+    return "";
+  }
+  return " (the max requantized: scale " + fmt(in_q.scale) + " zero_point " +
+         std::to_string(in_q.zero_point) + " -> scale " + fmt(out_q.scale) + " zero_point " +
+         std::to_string(out_q.zero_point) + ")";
+}
+
 // The backend args of pool `n` into `backend` (rank: of its input).
 std::string read_pool_args(const Node& n, const std::string& backend, int64_t rank,
                            const QuantInfo& in_q, const QuantInfo& out_q, Args& args) {
@@ -179,7 +201,7 @@ void fuse_pool(FuseState& state, int i) {
   out.origin = state.fused_origin(i, out.op);
   state.produced[output] = tail.out_q;
   state.consume_quant(x_q, p, in_q);
-  state.commit(std::move(f), chain, "");
+  state.commit(std::move(f), chain, max_pool_detail(backend, in_q, tail.out_q));
 }
 
 }  // namespace vkd::compiler::fusion

@@ -21,7 +21,8 @@ namespace {
 struct MaxPoolPush {
   std::array<int32_t, 4> in_sizes, out_sizes;
   std::array<int32_t, 2> kernel, stride, padding, dilation;
-  int32_t word_count, zero_point;
+  int32_t word_count;
+  MovedRequantPush requant;  // requant.out_zp pads in both variants
 };
 
 // Mirrors `Params` in shaders/q8ta_avg_pool2d.glsl.
@@ -139,8 +140,7 @@ void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   const int layout = checked_pool_layout(op, in, out);
-  VKD_CHECK(-128 <= p.zero_point && p.zero_point <= 127, ErrorCode::InvalidArgument, op,
-            ": zero_point ", p.zero_point, " outside [-128, 127]");
+  const bool requant = check_moved_quant(op, p.input, p.output);
   check_pool_geometry(op, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode, in, out);
   const Dims4 d = in.spec().dims4();
   const Dims4 o = out.spec().dims4();
@@ -152,11 +152,11 @@ void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                          p.padding,
                          p.dilation,
                          to_i32(op, "output words", words),
-                         p.zero_point};
+                         moved_requant_push(p.input, p.output)};
   to_i32(op, "input words", packed_int8_word_count(in.spec().layout, d));
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_max_pool2d[layout];
+  node.kernel = shaders::variants::q8ta_max_pool2d[layout][requant ? 1 : 0];
   node.bindings = {output, input};
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(words));
@@ -392,17 +392,16 @@ std::array<int32_t, 2> pair_arg(const OpCall& call, std::string_view arg,
 
 // Input and output share the input's qparams; an empty stride is the kernel size.
 void build_max_pool2d(const OpCall& call) {
-  const QuantParams q = call.quant("input");
-  check_quant_params("q8ta_max_pool2d", q);
   MaxPool2dParams p;
+  p.input = call.quant("input");
+  p.output = call.quant("output");
   p.kernel = pair_arg(call, "kernel_size", {0, 0});
   p.stride = pair_arg(call, "stride", p.kernel);
   p.padding = pair_arg(call, "padding", {0, 0});
   p.dilation = pair_arg(call, "dilation", {1, 1});
   p.ceil_mode = call.bool_arg("ceil_mode");
-  p.zero_point = q.zero_point;
-  call.set_zero_point("input", q.zero_point);
-  call.set_zero_point("output", q.zero_point);
+  call.set_zero_point("input", p.input.zero_point);
+  call.set_zero_point("output", p.output.zero_point);
   add_q8ta_max_pool2d_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
 }
 

@@ -9,14 +9,15 @@
 
 namespace vkd::ops {
 
-// PyTorch max_pool2d's parameters, (h, w) each.
+// PyTorch max_pool2d's parameters, (h, w) each, and the input's and output's quantization.
 struct MaxPool2dParams {
   std::array<int32_t, 2> kernel{1, 1};
   std::array<int32_t, 2> stride{1, 1};
   std::array<int32_t, 2> padding{0, 0};
   std::array<int32_t, 2> dilation{1, 1};
   bool ceil_mode = false;
-  int32_t zero_point = 0;  // of input and output (they share their quantization)
+  QuantParams input;
+  QuantParams output;  // the full int8 range
 };
 
 // PyTorch's pooling output size: floor (or ceil) of (in + 2 pad - dil (k - 1) - 1) / stride + 1;
@@ -24,10 +25,16 @@ struct MaxPool2dParams {
 int64_t max_pool_output_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
                              int64_t dilation, bool ceil_mode);
 
-// out[n, c, oh, ow] = max of input[n, c, oh*s - p + i*d, ow*s - p + j*d] over the window
-// positions inside the input (int8 values; -128 when none is). `input`, `output`: int8x4 in
-// one channels-packed layout (4W4C or 4C1W), rank 3 or 4, output sizes per
-// max_pool_output_size; 0 <= padding <= kernel / 2 (as PyTorch requires).
+// m = max of input[n, c, oh*s - p + i*d, ow*s - p + j*d] over the window positions inside the
+// input (int8 values). out[n, c, oh, ow] = m when input and output share scale and zero point,
+// else m requantized as the data-movement ops requantize a moved value (float32, each
+// operation rounded on its own):
+//   q_out = clamp(roundEven(float32(float32(m - zp_in) * s_in) * inv_s_out) + zp_out, -128, 127)
+// with inv_s_out = float32(1/s_out): both maps are non-decreasing, so this is
+// quantize(max(dequantize(window))), dq -> max_pool2d -> q. A window with no input position
+// gives -128 (what -inf quantizes to). `input`, `output`: int8x4 in one channels-packed layout
+// (4W4C or 4C1W), rank 3 or 4, output sizes per max_pool_output_size; 0 <= padding <=
+// kernel / 2 (as PyTorch requires); the output over the full int8 range.
 void add_q8ta_max_pool2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                               graph::ValueRef output, const MaxPool2dParams& params);
 

@@ -67,6 +67,13 @@ function(expect_stdout regex)
   endif()
 endfunction()
 
+# `vkd compile --report` left no node as an edge op (for the host).
+function(expect_no_host_step)
+  if(STDOUT MATCHES "as edge ops")
+    message(FATAL_ERROR "a node was left for the host")
+  endif()
+endfunction()
+
 # The files in `dir` (hidden ones included) are exactly `names...` (none when empty).
 function(expect_files dir)
   file(GLOB found RELATIVE "${dir}" "${dir}/*" "${dir}/.*")
@@ -753,9 +760,7 @@ elseif(CASE STREQUAL "compile_run_standalone_act")
                 "  q8ta_dequantize\\(rq\\) -> y\n"
                 "  q8ta_clamp\\(rq\\) -> kq\n"
                 "  q8ta_dequantize\\(kq\\) -> z\n")
-  if(STDOUT MATCHES "as edge ops")
-    message(FATAL_ERROR "a node was left for the host")
-  endif()
+  expect_no_host_step()
   vkd(run act.vkd --input x=head_x.npy --output-dir out --check standalone_act.json
       --weights head.safetensors)
   expect_exit(0)
@@ -791,9 +796,7 @@ elseif(CASE STREQUAL "compile_run_channel_shuffle")
                 "  q8ta_dequantize\\(lq\\) -> y\n")
   expect_stdout("  sq: int8x4 buffer 4W4C\n")
   expect_stdout("  p_int8: int8x4 buffer 4H4W\n")
-  if(STDOUT MATCHES "as edge ops")
-    message(FATAL_ERROR "a node was left for the host")
-  endif()
+  expect_no_host_step()
   vkd(run cs.vkd --input x=head_x.npy --output-dir out --check channel_shuffle.json
       --weights head.safetensors)
   expect_exit(0)
@@ -824,14 +827,39 @@ elseif(CASE STREQUAL "compile_run_mul_pool")
                 "  q8ta_avg_pool2d\\(rq\\) -> apq\n"
                 "  q8ta_adaptive_avg_pool2d\\(apq\\) -> adq\n"
                 "  q8ta_dequantize\\(adq\\) -> y\n")
-  if(STDOUT MATCHES "as edge ops")
-    message(FATAL_ERROR "a node was left for the host")
-  endif()
+  expect_no_host_step()
   vkd(run mp.vkd --input x=head_x.npy --output-dir out --check mul_pool.json
       --weights head.safetensors)
   expect_exit(0)
   expect_stdout("\n  apq +int8 +\\[2,8,4,4\\] +0 0/256 ")
   expect_stdout("\n  adq +int8 +\\[2,8,3,2\\] +0 0/96 ")
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_files("${OUT}" y.npy)
+
+elseif(CASE STREQUAL "compile_run_max_pool_requant")
+  # dq -> max_pool2d -> q whose q has other qparams than the dq (a U-Net's encoder pool, whose
+  # pooled map FX observes apart): q8ta_max_pool2d requantizes the max; a second max pool with
+  # the same qparams on both sides takes the byte variant. Nothing is left for the host, and
+  # the device matches the reference interpreter bit for bit.
+  copy_to_work("${GRAPHS}/max_pool_requant.json" "${FIXTURE}/head.safetensors"
+               "${FIXTURE}/head_x.npy")
+  vkd(compile max_pool_requant.json --weights head.safetensors -o mpr.vkd --report)
+  expect_exit(0)
+  expect_stdout("fused dq -> aten.max_pool2d -> q \\(node 5..7\\) into q8ta_max_pool2d 'm1q' "
+                "\\(the max requantized: scale 1 zero_point -10 -> scale 0.75 zero_point 5\\)\n")
+  expect_stdout("fused dq -> aten.max_pool2d -> q \\(node 8..10\\) into q8ta_max_pool2d 'm2q'\n")
+  expect_stdout("\\[final\\] 5 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_quantize\\(x\\) -> xq\n"
+                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+                "  q8ta_max_pool2d\\(cq\\) -> m1q\n"
+                "  q8ta_max_pool2d\\(m1q\\) -> m2q\n"
+                "  q8ta_dequantize\\(m2q\\) -> y\n")
+  expect_no_host_step()
+  vkd(run mpr.vkd --input x=head_x.npy --output-dir out --check max_pool_requant.json
+      --weights head.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  m1q +int8 +\\[2,8,4,4\\] +0 0/256 ")
+  expect_stdout("\n  m2q +int8 +\\[2,8,3,3\\] +0 0/144 ")
   expect_stdout("check: every compared tensor matches the reference\n")
   expect_files("${OUT}" y.npy)
 
@@ -980,7 +1008,8 @@ elseif(CASE STREQUAL "compile_unsupported")
   copy_to_work("${GRAPHS}/unsupported.json")
   vkd(compile unsupported.json -o m.vkd --report)
   expect_exit(2)
-  # (the pixel shuffle before it fuses into q8ta_pixel_shuffle, which has a kernel)
+  # (the pixel shuffle before it fuses into q8ta_pixel_shuffle, which has a kernel; the max pool's
+  # q has the range -127..127, which q8ta_max_pool2d does not write)
   set(max_pool "node 5 \\(aten.max_pool2d\\): not yet supported by the backend \\(no fusion pattern or backend op for 'aten.max_pool2d'\\)")
   expect_stderr("^vkd compile: unsupported.json: 1 node\\(s\\) cannot be compiled:\nvkd compile:   ${max_pool}\n$")
   # The report still shows how far the passes got, and ends with the same list.

@@ -1254,17 +1254,44 @@ TEST(Fuse, MaxPoolWithSharedQparamsFuses) {
   EXPECT_EQ(std::get<std::vector<int64_t>>(n.args.at("padding")), (std::vector<int64_t>{1, 1}));
   EXPECT_TRUE(std::get<bool>(n.args.at("ceil_mode")));
   EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), 2);
   EXPECT_EQ(r.lines.at(0), "fused dq -> aten.max_pool2d -> q (node 0..2) into q8ta_max_pool2d 'yq'");
   expect_valid(b.g);
 }
 
-TEST(Fuse, MaxPoolWithOtherOutputQparamsIsNotFused) {
+// Other output qparams: the kernel requantizes the max (U-Net encoders, where FX gives the
+// pooled map its own observer), which equals dq -> q for all 256 int8 values.
+TEST(Fuse, MaxPoolWithOtherOutputQparamsRequantizes) {
+  Builder b = unary_graph("aten.max_pool2d", {1, 4, 6, 6},
+                          {{"kernel_size", std::vector<int64_t>{2, 2}}}, {1, 4, 3, 3}, 0.2, -5);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"q8ta_max_pool2d"}) << all_lines(r);
+  const Node& n = b.g.nodes[0];
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), -5);
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.max_pool2d -> q (node 0..2) into q8ta_max_pool2d "
+                           "'yq' (the max requantized: scale 0.1 zero_point 2 -> scale 0.2 "
+                           "zero_point -5)");
+  expect_valid(b.g);
+}
+
+// A narrower output range is no requantization the kernel does (it clamps to -128..127).
+TEST(Fuse, MaxPoolIntoANarrowerRangeIsNotFused) {
   Builder b = unary_graph("aten.max_pool2d", {1, 4, 6, 6},
                           {{"kernel_size", std::vector<int64_t>{2, 2}}}, {1, 4, 3, 3}, 0.2, 2);
+  b.g.nodes.back().args["quant_min"] = int64_t{-127};
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_TRUE(has_line(r, "not fused: dq -> aten.max_pool2d -> q (node 0..2) as q8ta_max_pool2d: "
                           "input (scale 0.1 zero_point 2 range -128..127) and output (scale 0.2 "
-                          "zero_point 2 range -128..127) quantization differ"))
+                          "zero_point 2 range -127..127) quantization differ and the quantize's "
+                          "range -127..127 is not the full int8 range a requantizing kernel "
+                          "writes"))
+      << all_lines(r);
+  EXPECT_EQ(ops_of(b.g),
+            (std::vector<std::string>{"q8ta_dequantize", "aten.max_pool2d", "q8ta_quantize"}))
       << all_lines(r);
 }
 

@@ -32,10 +32,13 @@ double int8x4_bytes(const std::vector<int64_t>& sizes, MemoryLayout layout) {
   return 4.0 * testing::ref_word_count(layout, ref_shape(s));
 }
 
+// q8ta_max_pool2d: the byte variant where `in_q` and `out_q` share scale and zero point
+// (checked against the int8 max), else the requantizing one (checked against dq -> max -> q).
 class MaxPoolCase : public CaseInstance {
  public:
-  MaxPoolCase(std::vector<int64_t> sizes, MemoryLayout layout, testing::RefPool pool, int zp)
-      : sizes_(std::move(sizes)), layout_(layout), pool_(pool), zp_(zp) {}
+  MaxPoolCase(std::vector<int64_t> sizes, MemoryLayout layout, testing::RefPool pool,
+              ops::QuantParams in_q, ops::QuantParams out_q)
+      : sizes_(std::move(sizes)), layout_(layout), pool_(pool), in_q_(in_q), out_q_(out_q) {}
 
   void build(graph::ComputeGraph& g) override {
     const int64_t H = sizes_[2], W = sizes_[3];
@@ -52,18 +55,23 @@ class MaxPoolCase : public CaseInstance {
     p.padding = {pool_.ph, pool_.pw};
     p.dilation = {pool_.dh, pool_.dw};
     p.ceil_mode = pool_.ceil_mode;
-    p.zero_point = zp_;
+    p.input = in_q_;
+    p.output = out_q_;
     ops::add_q8ta_max_pool2d_node(g, in_, out_, p);
     g.add_input(in_);
     g.add_output(out_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
     x_ = random_int8(g.spec(in_).numel(), rng);
-    g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, zp_));
+    g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, in_q_.zero_point));
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     RefShape os{};
-    const auto expected = testing::reference_max_pool2d(x_, ref_shape(g.spec(in_)), pool_, os);
+    const RefShape s = ref_shape(g.spec(in_));
+    const auto expected =
+        requantizes() ? testing::reference_max_pool2d(x_, s, pool_, in_q_.scale, in_q_.zero_point,
+                                                      out_q_.scale, out_q_.zero_point, os)
+                      : testing::reference_max_pool2d(x_, s, pool_, os);
     AccuResult r;
     // The reference's own output size must agree with the runtime's.
     if (os.h != out_sizes_[2] || os.w != out_sizes_[3]) {
@@ -71,7 +79,8 @@ class MaxPoolCase : public CaseInstance {
       r.checked = 1;
       return r;
     }
-    compare_words(g.read_words(out_), testing::ref_pack(layout_, os, expected, zp_), r);
+    compare_words(g.read_words(out_),
+                  testing::ref_pack(layout_, os, expected, out_q_.zero_point), r);
     return r;
   }
   PerfWork work() const override {
@@ -79,10 +88,14 @@ class MaxPoolCase : public CaseInstance {
   }
 
  private:
+  bool requantizes() const {
+    return in_q_.scale != out_q_.scale || in_q_.zero_point != out_q_.zero_point;
+  }
+
   std::vector<int64_t> sizes_, out_sizes_;
   MemoryLayout layout_;
   testing::RefPool pool_;
-  int zp_;
+  ops::QuantParams in_q_, out_q_;
   graph::ValueRef in_ = -1, out_ = -1;
   std::vector<int8_t> x_;
 };
@@ -217,14 +230,26 @@ std::string pool_name(const testing::RefPool& p) {
          pair(p.dh, p.dw) + (p.ceil_mode ? "_ceil" : "_floor");
 }
 
+// (input, output) parameters of a max pool; `tag` names the case.
+struct MaxPoolQuant {
+  ops::QuantParams in, out;
+  std::string tag;
+};
+
+// Input and output quantized alike (the byte variant), zero point `zp`.
+MaxPoolQuant shared_quant(int zp) {
+  const ops::QuantParams q{0.05f, zp, -128, 127};
+  return {q, q, "zp" + std::to_string(zp)};
+}
+
 void add_max_pool(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
-                  MemoryLayout layout, testing::RefPool p, int zp, bool accu) {
+                  MemoryLayout layout, testing::RefPool p, const MaxPoolQuant& q, bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
-  registry.add({prefix + "q8ta_max_pool2d/" + lname + "/" + pool_name(p) + "/zp" +
-                    std::to_string(zp) + "/" + shape,
+  registry.add({prefix + "q8ta_max_pool2d/" + lname + "/" + pool_name(p) + "/" + q.tag + "/" +
+                    shape,
                 "q8ta_max_pool2d", shape, lname + " " + pool_name(p), accu, !accu, false,
                 Metric::GBps,
-                [=] { return std::make_unique<MaxPoolCase>(sizes, layout, p, zp); }});
+                [=] { return std::make_unique<MaxPoolCase>(sizes, layout, p, q.in, q.out); }});
 }
 
 std::string avg_pool_name(const testing::RefAvgPool& p) {
@@ -335,18 +360,50 @@ void add_mean_rows(Registry& registry, std::vector<int64_t> sizes, MemoryLayout 
                 [=] { return std::make_unique<MeanCase>(sizes, layout, in_q, out_q, true); }});
 }
 
+// kernel h/w, stride h/w, padding h/w, dilation h/w, ceil_mode.
+const testing::RefPool kMaxPools[] = {
+    {2, 2, 2, 2, 0, 0, 1, 1, false}, {2, 2, 2, 2, 0, 0, 1, 1, true},
+    {3, 3, 2, 2, 1, 1, 1, 1, false}, {3, 3, 2, 2, 1, 1, 1, 1, true},
+    {3, 3, 1, 1, 1, 1, 1, 1, false}, {2, 2, 1, 1, 0, 0, 1, 1, false},
+    {3, 3, 2, 2, 0, 0, 2, 2, false}, {3, 3, 2, 2, 1, 1, 2, 2, true},
+    {3, 2, 2, 1, 1, 0, 1, 1, true},  {2, 2, 2, 2, 1, 1, 1, 1, true},  // last: dropped window
+};
+
+// Output parameters other than the input's: the max requantized. "ties": y * inv_s_out =
+// (q - 3) / 2, a rounding tie at every even q; the others widen (saturating at both ends),
+// narrow, and move the zero point across the range.
+const MaxPoolQuant kRequantMaxPool[] = {
+    {{0.05f, 3, -128, 127}, {0.02f, -4, -128, 127}, "requant_q0"},
+    {{0.5f, 3, -128, 127}, {1.0f, -2, -128, 127}, "requant_ties"},
+    {{0.013f, -128, -128, 127}, {0.031f, -100, -128, 127}, "requant_q2"},
+    {{0.2f, 100, -128, 127}, {0.5f, -20, -128, 127}, "requant_q3"},
+};
+
+// Requantizing max pools (both layouts, odd channels, padding, ceil_mode, dilation) and,
+// for both variants, windows with no input position (H = 3, kernel 2, padding 1, dilation 4:
+// the one output row's taps are rows -1 and 3), which give -128, not the requantized -128.
+void register_requantizing_max_pool_cases(Registry& registry) {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 3, 7, 9}, {2, 5, 8, 8}, {1, 17, 11, 6}};
+  const testing::RefPool empty = {2, 2, 1, 1, 1, 1, 4, 1, false};
+  size_t index = 0;
+  for (MemoryLayout layout : kChwLayouts) {
+    for (const testing::RefPool& p :
+         {kMaxPools[0], kMaxPools[3], kMaxPools[6], kMaxPools[7], kMaxPools[8]}) {
+      for (const auto& sizes : shapes) {
+        add_max_pool(registry, "", sizes, layout, p,
+                     kRequantMaxPool[index++ % std::size(kRequantMaxPool)], true);
+      }
+    }
+    add_max_pool(registry, "", {1, 5, 3, 6}, layout, empty, kRequantMaxPool[3], true);
+    add_max_pool(registry, "", {1, 5, 3, 6}, layout, empty, shared_quant(-5), true);
+  }
+}
+
 }  // namespace
 
 void register_pool_cases(Registry& registry) {
   register_avg_pool_cases(registry);
-  // kernel h/w, stride h/w, padding h/w, dilation h/w, ceil_mode.
-  const testing::RefPool pools[] = {
-      {2, 2, 2, 2, 0, 0, 1, 1, false}, {2, 2, 2, 2, 0, 0, 1, 1, true},
-      {3, 3, 2, 2, 1, 1, 1, 1, false}, {3, 3, 2, 2, 1, 1, 1, 1, true},
-      {3, 3, 1, 1, 1, 1, 1, 1, false}, {2, 2, 1, 1, 0, 0, 1, 1, false},
-      {3, 3, 2, 2, 0, 0, 2, 2, false}, {3, 3, 2, 2, 1, 1, 2, 2, true},
-      {3, 2, 2, 1, 1, 0, 1, 1, true},  {2, 2, 2, 2, 1, 1, 1, 1, true},  // last: dropped window
-  };
+  const auto& pools = kMaxPools;
   const std::vector<std::vector<int64_t>> shapes = {
       {1, 3, 7, 9}, {2, 5, 8, 8}, {1, 17, 11, 6}, {1, 4, 5, 5}, {2, 16, 14, 15}};
   const int zps[] = {0, -128, 127, -5};
@@ -354,10 +411,12 @@ void register_pool_cases(Registry& registry) {
   for (MemoryLayout layout : kChwLayouts) {
     for (const auto& p : pools) {
       for (const auto& sizes : shapes) {
-        add_max_pool(registry, "", sizes, layout, p, zps[index++ % std::size(zps)], true);
+        add_max_pool(registry, "", sizes, layout, p,
+                     shared_quant(zps[index++ % std::size(zps)]), true);
       }
     }
   }
+  register_requantizing_max_pool_cases(registry);
 
   // Mean: (input, output) parameters; the second gives exact ties on a 2x2 plane
   // (y * inv_s_out = acc / 4), the others zero points at both ends.
@@ -392,7 +451,9 @@ void register_pool_cases(Registry& registry) {
   }
 
   for (MemoryLayout layout : kChwLayouts) {
-    add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], 0, false);
+    add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], shared_quant(0), false);
+    add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], kRequantMaxPool[0],
+                 false);
     for (const auto& sizes : std::vector<std::vector<int64_t>>{
              {1, 512, 7, 7}, {1, 1280, 7, 7}, {1, 64, 112, 112}, {1, 64, 256, 256}}) {
       add_mean(registry, "perf/", sizes, layout, quants[0].in, quants[0].out, "q0", false);

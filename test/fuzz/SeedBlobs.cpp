@@ -214,8 +214,9 @@ std::vector<uint8_t> max_pool(L layout, bool ceil_mode) {
   const ValueId o = s.q8(out, layout);
   s.op("q8ta_max_pool2d", {{q}, s.qparams(kInScale, kInZp),
                            {s.ints_list({3, 3}), s.ints_list({2}), s.ints_list({1, 1}),
-                            s.ints_list({}), s.b.add_bool(ceil_mode), o}});
-  return s.finish(x, o, out, kInScale, kInZp);
+                            s.ints_list({}), s.b.add_bool(ceil_mode)},
+                           s.qparams(0.04f, -3), {o}});  // requantized
+  return s.finish(x, o, out, 0.04f, -3);
 }
 
 std::vector<uint8_t> mean(L layout) {
@@ -312,7 +313,8 @@ std::vector<uint8_t> residual_block() {
   const ValueId pooled = s.q8(pooled_sz);
   s.op("q8ta_max_pool2d", {{sum}, s.qparams(0.1f, 0),
                            {s.ints_list({2, 2}), s.ints_list({}), s.ints_list({}),
-                            s.ints_list({1}), s.b.add_bool(false), pooled}});
+                            s.ints_list({1}), s.b.add_bool(false)},
+                           s.qparams(0.1f, 0), {pooled}});
   const Sizes mean_sz = {1, 8, 1, 1};
   const ValueId m = s.q8(mean_sz);
   s.op("q8ta_mean", {{pooled}, s.qparams(0.1f, 0), s.qparams(0.05f, 0), {m}});

@@ -10,8 +10,8 @@
 namespace vkd_test {
 namespace {
 
-// qdq_maxpool.json: quantize -> clone -> dequantize on the GPU, the float max_pool (no kernel)
-// on the host, quantize -> dequantize on the GPU again.
+// qdq_maxpool.json: quantize -> clone -> dequantize on the GPU, the float max_pool on the host
+// (no kernel writes its q's range -127..127), quantize -> dequantize on the GPU again.
 TEST_F(ModelTest, PartitionedModelMatchesTheInterpreterOnTheWholeGraph) {
   const std::string graph = kCompilerGraphs + "/qdq_maxpool.json";
   const std::unique_ptr<vkd::Model> model = load(compile_partitioned(graph, "", "m"));

@@ -1,7 +1,10 @@
 // CPU references for q8ta_max_pool2d, q8ta_avg_pool2d, q8ta_adaptive_avg_pool2d and q8ta_mean,
 // written for the tests (they share no code with the shaders or the runtime). NCHW int8 vectors.
 //   max_pool2d: PyTorch semantics; padding never wins; a window with no input position gives
-//               -128 (what -inf quantizes to).
+//               -128 (what -inf quantizes to). With other output parameters, what the edge graph
+//               dq -> max_pool2d -> q computes: the inputs dequantized (float32), the float
+//               max (-inf for an empty window), quantized to the output's (full int8 range),
+//               with QuantReference.h's rounding; not the kernel's requantize-after-max order.
 //   avg_pool2d: PyTorch's windows and divisor (below); over the window's input positions
 //               acc = sum(q) - count * zp_in;  m = float(double(s_in) / divisor)
 //               q = clamp(nearbyint(float(float(acc) * m) * inv_s_out) + zp_out, -128, 127)
@@ -14,9 +17,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "test/reference/LayoutReference.h"
+#include "test/reference/QuantReference.h"
 
 namespace vkd::testing {
 
@@ -35,30 +40,48 @@ inline int64_t ref_pool_out(int64_t in, int k, int p, int s, int d, bool ceil_mo
   return out;
 }
 
-inline std::vector<int8_t> reference_max_pool2d(const std::vector<int8_t>& x, const RefShape& s,
-                                                const RefPool& p, RefShape& out_shape) {
+// The window maxima of NCHW `x` (int8 or float), `lowest` where a window has no input position.
+template <typename T>
+std::vector<T> ref_max_windows(const std::vector<T>& x, const RefShape& s, const RefPool& p,
+                               T lowest, RefShape& out_shape) {
   const int64_t OH = ref_pool_out(s.h, p.kh, p.ph, p.sh, p.dh, p.ceil_mode);
   const int64_t OW = ref_pool_out(s.w, p.kw, p.pw, p.sw, p.dw, p.ceil_mode);
   out_shape = {s.n, s.c, OH, OW};
-  std::vector<int8_t> out(static_cast<size_t>(s.n * s.c * OH * OW));
+  std::vector<T> out(static_cast<size_t>(s.n * s.c * OH * OW));
   size_t o = 0;
   for (int64_t plane = 0; plane < s.n * s.c; ++plane) {
     for (int64_t oh = 0; oh < OH; ++oh) {
       for (int64_t ow = 0; ow < OW; ++ow, ++o) {
-        int best = -128;
+        T best = lowest;
         for (int i = 0; i < p.kh; ++i) {
           for (int j = 0; j < p.kw; ++j) {
             const int64_t h = oh * p.sh - p.ph + int64_t(i) * p.dh;
             const int64_t w = ow * p.sw - p.pw + int64_t(j) * p.dw;
             if (h < 0 || h >= s.h || w < 0 || w >= s.w) continue;
-            best = std::max<int>(best, x[static_cast<size_t>((plane * s.h + h) * s.w + w)]);
+            best = std::max(best, x[static_cast<size_t>((plane * s.h + h) * s.w + w)]);
           }
         }
-        out[o] = static_cast<int8_t>(best);
+        out[o] = best;
       }
     }
   }
   return out;
+}
+
+inline std::vector<int8_t> reference_max_pool2d(const std::vector<int8_t>& x, const RefShape& s,
+                                                const RefPool& p, RefShape& out_shape) {
+  return ref_max_windows<int8_t>(x, s, p, -128, out_shape);
+}
+
+// dq (in_scale, in_zp) -> max_pool2d -> q (out_scale, out_zp, -128..127).
+inline std::vector<int8_t> reference_max_pool2d(const std::vector<int8_t>& x, const RefShape& s,
+                                                const RefPool& p, float in_scale, int in_zp,
+                                                float out_scale, int out_zp,
+                                                RefShape& out_shape) {
+  const std::vector<float> pooled =
+      ref_max_windows<float>(reference_dequantize(x, in_scale, in_zp), s, p,
+                             -std::numeric_limits<float>::infinity(), out_shape);
+  return reference_quantize(pooled, out_scale, out_zp, -128, 127);
 }
 
 // One requantized average: `sum` of `count` int8 values, divided by `divisor`.

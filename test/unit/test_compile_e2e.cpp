@@ -104,9 +104,9 @@ TEST(CompileEndToEnd, SameGraphGivesByteIdenticalBlobs) {
   EXPECT_EQ(a.blob, b.blob);
 }
 
-// --partition: the max-pool (no kernel yet) is left to the host between two partitions; running
-// partition 0 on the device, the host node on the CPU and partition 1 on the device gives the
-// interpreter's answer for the whole graph.
+// --partition: the max-pool (no kernel writes its -127..127 output range) is left to the host
+// between two partitions; running partition 0 on the device, the host node on the CPU and
+// partition 1 on the device gives the interpreter's answer for the whole graph.
 TEST(CompileEndToEnd, PartitionedGraphRunsPieceByPiece) {
   Graph original = parse_graph_file(kGraphs + "/qdq_maxpool.json", "");
   const PartitionedResult r = compile_partitioned(original, {});

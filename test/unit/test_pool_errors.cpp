@@ -4,6 +4,7 @@
 // raised while the graph is built. The arithmetic is checked by the ACCU cases.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,13 @@ using vkd::StorageType;
 using vkd::TensorSpec;
 using vkd::graph::ComputeGraph;
 
-// 3x3 stride-2 padding-1 max pool over [1, 8, 7, 6] -> [1, 8, 4, 3].
+// 3x3 stride-2 padding-1 max pool over [1, 8, 7, 6] -> [1, 8, 4, 3], input and output
+// quantized alike.
 struct PoolSetup {
   TensorSpec in = int8_spec({1, 8, 7, 6});
   TensorSpec out = int8_spec({1, 8, 4, 3});
-  vkd::ops::MaxPool2dParams p{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false, 0};
+  vkd::ops::MaxPool2dParams p{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false,
+                              {0.1f, 0, -128, 127}, {0.1f, 0, -128, 127}};
 
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
     return build_result(ctx, [&](ComputeGraph& g) {
@@ -73,6 +76,9 @@ class PoolChecks : public GpuTest {};
 
 TEST_F(PoolChecks, TheSetupsBuild) {
   EXPECT_EQ(PoolSetup{}.build(ctx()).first, -1) << PoolSetup{}.build(ctx()).second;
+  PoolSetup requant;  // the requantizing variant
+  requant.p.output = {0.05f, -7, -128, 127};
+  EXPECT_EQ(requant.build(ctx()).first, -1) << requant.build(ctx()).second;
   EXPECT_EQ(MeanSetup{}.build(ctx()).first, -1) << MeanSetup{}.build(ctx()).second;
   EXPECT_EQ(AvgPoolSetup{}.build(ctx()).first, -1) << AvgPoolSetup{}.build(ctx()).second;
   AvgPoolSetup adaptive;
@@ -138,8 +144,29 @@ TEST_F(PoolChecks, MaxPoolBadParametersAreNamed) {
   stride.p.stride = {0, 2};
   expect_op_error(stride, ctx(), "q8ta_max_pool2d", "must be positive");
   PoolSetup small;  // a 9x9 window over 7x6 without padding
-  small.p = {{9, 9}, {1, 1}, {0, 0}, {1, 1}, false, 0};
+  small.p = {{9, 9}, {1, 1}, {0, 0}, {1, 1}, false, small.p.input, small.p.output};
   expect_op_error(small, ctx(), "q8ta_max_pool2d", "too small");
+}
+
+// Both quantizations valid; the output over the full int8 range, which the requantizing
+// variant clamps to (and the byte variant's values span).
+TEST_F(PoolChecks, MaxPoolQuantizationIsChecked) {
+  const std::string op = "q8ta_max_pool2d";
+  PoolSetup scale;
+  scale.p.output.scale = 0.0f;
+  expect_op_error(scale, ctx(), op, "q8ta_max_pool2d output: scale must be finite and > 0");
+  PoolSetup in_scale;
+  in_scale.p.input.scale = std::numeric_limits<float>::infinity();
+  expect_op_error(in_scale, ctx(), op, "q8ta_max_pool2d input: scale must be finite and > 0");
+  PoolSetup zp;
+  zp.p.output.zero_point = 128;
+  expect_op_error(zp, ctx(), op, "q8ta_max_pool2d output: zero_point 128 outside");
+  PoolSetup range;  // a narrower output range, requantizing or not
+  range.p.output = {0.05f, 0, -127, 127};
+  expect_op_error(range, ctx(), op, "the output must use the full int8 range [-128, 127], got "
+                                    "[-127, 127]");
+  range.p.input = range.p.output;
+  expect_op_error(range, ctx(), op, "the output must use the full int8 range");
 }
 
 TEST_F(PoolChecks, LayoutsAreChecked) {
