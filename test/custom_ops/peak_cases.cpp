@@ -23,7 +23,10 @@ struct CopyPush {
 // Peak: 256 MiB each way on GPUs (read + write = 512 MiB, ten times a 50 MB L2), smaller on CPU
 // devices and within the device's storage-buffer range. Accu: 1 MiB, checked. Floor: 256 bytes,
 // one workgroup: what a dispatch costs with (almost) no work, the floor under every small layer.
-enum class CopySize { Peak, Accu, Floor };
+// Layer: 4 MiB each way, the traffic of an int8 op over 1x64x256x256 in and out: the best any
+// single dispatch of that size reaches (the dispatch cost is a large part of it), the ceiling
+// the memory-bound ops of that size are compared with besides the peak.
+enum class CopySize { Peak, Accu, Floor, Layer };
 
 class CopyPeakCase : public CaseInstance {
  public:
@@ -31,6 +34,7 @@ class CopyPeakCase : public CaseInstance {
 
   void build(graph::ComputeGraph& g) override {
     uint64_t bytes = size_ == CopySize::Floor ? 256
+                     : size_ == CopySize::Layer ? (4u << 20)
                      : small_                 ? (1u << 20)
                      : g.profile().is_cpu()   ? (32u << 20)
                                               : (256u << 20);
@@ -239,6 +243,9 @@ void register_peak_cases(Registry& registry) {
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Peak); }});
   registry.add({"floor/dispatch", "bench_copy", "256 B", "buffer -> buffer", false, true, false,
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Floor); }});
+  registry.add({"ceiling/copy_4MiB", "bench_copy", "4 MiB", "buffer -> buffer", false, true,
+                false, Metric::GBps,
+                [] { return std::make_unique<CopyPeakCase>(CopySize::Layer); }});
   registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(false); }});
   registry.add({"peak/int8_coopmat", "bench_int8_coopmat", "", "registers", false, true, false,
