@@ -1,5 +1,7 @@
 // dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q => q8ta_pixel_shuffle. A shuffle only
 // moves values, so the clones around it (what export leaves for memory-format changes) go too.
+// The kernel moves the bytes where the qparams round-trip, else requantizes each one into the
+// full int8 range (requantize_moved): the fusion checks that this is the chain's dq -> q.
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Patterns.h"
 
@@ -57,6 +59,16 @@ void walk_to_q(const Graph& g, int i, ShuffleChain& c) {
   }
 }
 
+// "" when q8ta_pixel_shuffle computes dq -> q for every int8 value: the bytes as they are where
+// `in` and `out` round-trip, else each one requantized (checked for all 256 values).
+std::string check_requantization(const QuantInfo& in, const QuantInfo& out) {
+  if (check_round_trip(in, out).empty()) return "";
+  const std::string why = check_moved_requantization(in, out);
+  if (why.empty()) return "";
+  return "input (" + describe_quant(in) + ") and output (" + describe_quant(out) +
+         ") quantization differ and " + why;
+}
+
 // "" when the found chain fits q8ta_pixel_shuffle; fills the qparams of both ends.
 std::string check_chain(const Graph& g, const ShuffleChain& c, QuantInfo& in_q,
                         QuantInfo& out_q) {
@@ -67,7 +79,9 @@ std::string check_chain(const Graph& g, const ShuffleChain& c, QuantInfo& in_q,
     if (!use.empty()) return use;
   }
   if (c.q < 0) return c.why;
-  return check_q(g, g.nodes[c.q], c.q, out_q);
+  const std::string q_why = check_q(g, g.nodes[c.q], c.q, out_q);
+  if (!q_why.empty()) return q_why;
+  return check_requantization(in_q, out_q);
 }
 
 Node build_shuffle(FuseState& state, int i, const ShuffleChain& c, const QuantInfo& in_q,

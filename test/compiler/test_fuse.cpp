@@ -1278,21 +1278,52 @@ TEST(Fuse, MaxPoolWithOtherOutputQparamsRequantizes) {
   expect_valid(b.g);
 }
 
-// A narrower output range is no requantization the kernel does (it clamps to -128..127).
-TEST(Fuse, MaxPoolIntoANarrowerRangeIsNotFused) {
-  Builder b = unary_graph("aten.max_pool2d", {1, 4, 6, 6},
-                          {{"kernel_size", std::vector<int64_t>{2, 2}}}, {1, 4, 3, 3}, 0.2, 2);
-  b.g.nodes.back().args["quant_min"] = int64_t{-127};
+// A pixel shuffle moves values as a max pool selects them: into other output qparams over the
+// full int8 range the kernel requantizes each one, which equals dq -> q for all 256 int8 values
+// (PixelShuffleThroughClones checks the args).
+TEST(Fuse, PixelShuffleRequantizingIntoTheFullRangeFuses) {
+  Builder b = unary_graph("aten.pixel_shuffle", {1, 8, 2, 2}, {{"upscale_factor", int64_t{2}}},
+                          {1, 2, 4, 4}, 0.2, -5);
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.max_pool2d -> q (node 0..2) as q8ta_max_pool2d: "
-                          "input (scale 0.1 zero_point 2 range -128..127) and output (scale 0.2 "
-                          "zero_point 2 range -127..127) quantization differ and the quantize's "
-                          "range -127..127 is not the full int8 range a requantizing kernel "
-                          "writes"))
-      << all_lines(r);
-  EXPECT_EQ(ops_of(b.g),
-            (std::vector<std::string>{"q8ta_dequantize", "aten.max_pool2d", "q8ta_quantize"}))
-      << all_lines(r);
+  ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"q8ta_pixel_shuffle"}) << all_lines(r);
+  EXPECT_EQ(arg_i(b.g.nodes[0], "output_zero_point"), -5);
+  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.pixel_shuffle -> q (node 0..2) into "
+                           "q8ta_pixel_shuffle 'yq'");
+  expect_valid(b.g);
+}
+
+// A narrower output range is no requantization the kernels that move or select int8 values do
+// (they clamp to -128..127), and, with the dq's scale too, no byte move (-128 does not come
+// back): reported, and the nodes stay edge ops.
+TEST(Fuse, MaxPoolAndPixelShuffleIntoANarrowerRangeAreNotFused) {
+  struct Case {
+    std::string op;
+    Args args;
+    std::vector<int64_t> in, out;
+    std::string backend, edge_op;  // the edge op as lowered
+  };
+  const std::vector<Case> cases = {
+      {"aten.max_pool2d", {{"kernel_size", std::vector<int64_t>{2, 2}}}, {1, 4, 6, 6},
+       {1, 4, 3, 3}, "q8ta_max_pool2d", "aten.max_pool2d"},
+      {"aten.pixel_shuffle", {{"upscale_factor", int64_t{2}}}, {1, 8, 2, 2}, {1, 2, 4, 4},
+       "q8ta_pixel_shuffle", "pixel_shuffle"}};
+  for (const Case& c : cases) {
+    for (const auto& [scale, text] : {std::pair<double, std::string>{0.2, "0.2"}, {0.1, "0.1"}}) {
+      Builder b = unary_graph(c.op, c.in, c.args, c.out, scale, 2);
+      b.g.nodes.back().args["quant_min"] = int64_t{-127};
+      const PassReport r = fuse_and_lower(b.g);
+      EXPECT_TRUE(has_line(r, "not fused: dq -> " + c.op + " -> q (node 0..2) as " + c.backend +
+                                  ": input (scale 0.1 zero_point 2 range -128..127) and output "
+                                  "(scale " + text + " zero_point 2 range -127..127) "
+                                  "quantization differ and the quantize's range -127..127 is "
+                                  "not the full int8 range a requantizing kernel writes"))
+          << all_lines(r);
+      EXPECT_EQ(ops_of(b.g),
+                (std::vector<std::string>{"q8ta_dequantize", c.edge_op, "q8ta_quantize"}))
+          << all_lines(r);
+      expect_valid(b.g);
+    }
+  }
 }
 
 TEST(Fuse, MeanOverHeightAndWidthAndAdaptiveAvgPoolFuse) {
