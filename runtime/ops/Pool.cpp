@@ -31,6 +31,7 @@ struct AvgPoolPush {
   std::array<int32_t, 2> kernel, stride, padding;
   int32_t invocations, in_word_count, adaptive, count_include_pad, table_w, in_zp, out_zp;
   float inv_out_scale;
+  float full_m;
 };
 
 // Mirrors `Params` in shaders/q8ta_mean.glsl.
@@ -202,15 +203,30 @@ int64_t longest_window(const AvgWindows& w, int d, int64_t in, int64_t out) {
 // float32 exactly (small_int_to_float).
 constexpr int64_t kMaxAvgWindow = 16448;
 
-// m(a, b) = float32(s_in / divisor) for every window of a x b positions (row-major, b fastest),
-// divisor = divisor_override or a * b: the kernel's table.
+// Windows the shader's WINDOWS_FIXED variant takes: at most 257 positions (its 16-bit column
+// sums of q + 128 cannot carry) and 3 * stride_w + kernel_w input widths per invocation (its
+// MAX_SPAN).
+constexpr int64_t kMaxFixedWindow = 257;
+constexpr int64_t kMaxFixedSpan = 16;
+
+bool fits_fixed_windows(const AvgWindows& w) {
+  return !w.adaptive && int64_t(w.kernel[0]) * w.kernel[1] <= kMaxFixedWindow &&
+         3 * int64_t(w.stride[1]) + w.kernel[1] <= kMaxFixedSpan;
+}
+
+// m(a, b) = float32(s_in / divisor), divisor = divisor_override or a * b.
+float avg_multiplier(int64_t a, int64_t b, float in_scale, int32_t divisor_override) {
+  const double divisor = divisor_override != 0 ? divisor_override : static_cast<double>(a * b);
+  return static_cast<float>(static_cast<double>(in_scale) / divisor);
+}
+
+// m(a, b) for every window of a x b positions (row-major, b fastest): the kernel's table.
 std::vector<uint8_t> avg_multipliers(int64_t rows, int64_t cols, float in_scale,
                                      int32_t divisor_override) {
   std::vector<uint8_t> bytes(static_cast<size_t>(rows * cols) * 4);
   for (int64_t a = 1; a <= rows; ++a) {
     for (int64_t b = 1; b <= cols; ++b) {
-      const double divisor = divisor_override != 0 ? divisor_override : static_cast<double>(a * b);
-      const float m = static_cast<float>(static_cast<double>(in_scale) / divisor);
+      const float m = avg_multiplier(a, b, in_scale, divisor_override);
       std::memcpy(bytes.data() + 4 * ((a - 1) * cols + (b - 1)), &m, 4);
     }
   }
@@ -238,7 +254,11 @@ void add_avg_pool_node(graph::ComputeGraph& graph, const std::string& op, graph:
             "x", cols, " positions exceeds ", kMaxAvgWindow,
             ", beyond which the int32 sum does not convert to float32 exactly in the kernel");
   const int64_t in_words = packed_int8_word_count(in.spec().layout, d);
-  const int64_t invocations = d.n * o.h * div_up(d.c, 4) * div_up(o.w, 4);
+  const bool fixed = fits_fixed_windows(w);
+  // The fixed variant's output rows per invocation (OUT_ROWS): 2 where windows share at least
+  // half their rows (each input row is then loaded once for both).
+  const int64_t out_rows = fixed && 2 * w.stride[0] <= w.kernel[0] ? 2 : 1;
+  const int64_t invocations = d.n * div_up(o.h, out_rows) * div_up(d.c, 4) * div_up(o.w, 4);
   const AvgPoolPush push{nchw_sizes(d),
                          nchw_sizes(o),
                          w.kernel,
@@ -251,7 +271,9 @@ void add_avg_pool_node(graph::ComputeGraph& graph, const std::string& op, graph:
                          static_cast<int32_t>(cols),
                          in_q.zero_point,
                          out_q.zero_point,
-                         inverse_scale(out_q.scale)};
+                         inverse_scale(out_q.scale),
+                         avg_multiplier(w.kernel[0], w.kernel[1], in_q.scale,
+                                        w.divisor_override)};
   to_i32(op, "output words", packed_int8_word_count(out.spec().layout, o));
   const TensorSpec table{{rows * cols}, DType::Float32, StorageType::Buffer,
                          MemoryLayout::WidthPacked};
@@ -263,7 +285,12 @@ void add_avg_pool_node(graph::ComputeGraph& graph, const std::string& op, graph:
       static_cast<uint64_t>(rows * cols * 4));
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_avg_pool2d[layout];
+  node.kernel = shaders::variants::q8ta_avg_pool2d[fixed ? 1 : 0][layout];
+  if (fixed) {
+    node.spec_constants = {uint32_t(w.kernel[0]), uint32_t(w.kernel[1]), uint32_t(w.stride[0]),
+                           uint32_t(w.stride[1]), uint32_t(w.padding[0]), uint32_t(w.padding[1]),
+                           uint32_t(out_rows)};
+  }
   node.bindings = {output, input, multipliers};
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(invocations));
