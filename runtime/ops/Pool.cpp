@@ -45,12 +45,24 @@ struct MeanPush {
 // Local size of q8ta_mean (WG in the shader).
 constexpr uint32_t kMeanWorkgroup = 128;
 // A plane whose (n, c4) blocks alone give fewer workgroups than kMeanGroups is split into
-// ranges of at least kMeanMinRange positions (STAGE_PARTIAL + STAGE_FINAL in the shader).
+// ranges of at least kMeanMinRange positions (STAGE_SLICES in the shader: still one dispatch).
+// Measured on the H100 at 1x64x256x256 (16 blocks): 256 groups of 4096 positions 8.2 / 7.7 us
+// (4W4C / 4C1W) with 8 loads per loop step; 1024 groups 9.5 / 8.5; 2048 groups of 512
+// positions (4 loads) 11.7 / 10.6: more workgroups cost more than they hide.
 constexpr int64_t kMeanGroups = 256;
-constexpr int64_t kMeanMinRange = 2048;
+constexpr int64_t kMeanMinRange = 1024;
+// The shader's UNROLL: loads in flight per invocation and loop step. A small plane (7x7: one
+// position per invocation) keeps 4; 16 there cost 0.1-0.35 us on the H100.
+constexpr uint32_t kMeanUnrollWhole = 4;
+constexpr uint32_t kMeanUnrollSlices = 8;
 
 // The q8ta_mean variants' STAGE axis (variants.json).
-enum class MeanStage { Whole = 0, Partial = 1, Final = 2 };
+enum class MeanStage { Whole = 0, Slices = 1 };
+
+// STAGE_SLICES' accumulator: per (n, c4) block 4 channel sums and an arrival count (8 int32
+// words), zero when the graph is loaded; each execution's last range of a block sets them back
+// to zero.
+std::vector<uint8_t> zero_bytes(size_t bytes) { return std::vector<uint8_t>(bytes, 0); }
 
 // Index of a channels-packed layout in the pool families' variant tables (4W4C, 4C1W).
 int chw_layout_index(const std::string& op, const graph::GpuTensor& t) {
@@ -366,7 +378,12 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
             " exceeds 65793, beyond which the int32 sum does not convert to float32 exactly");
   to_i32(op, "input words", packed_int8_word_count(in.spec().layout, d));
   const int64_t c4 = div_up(d.c, 4), blocks = d.n * c4;
-  const int64_t wanted = std::min(div_up(kMeanGroups, blocks), div_up(count, kMeanMinRange));
+  // STAGE_SLICES' atomics use Device scope, which an enabled memory model allows only with
+  // its device-scope feature: without it, one workgroup per block.
+  const vk::DeviceProfile& profile = graph.profile();
+  const bool atomics_ok = !profile.vulkan_memory_model || profile.memory_model_device_scope;
+  const int64_t wanted =
+      atomics_ok ? std::min(div_up(kMeanGroups, blocks), div_up(count, kMeanMinRange)) : 1;
   const int64_t slice_len = div_up(count, std::max<int64_t>(wanted, 1));
   const int64_t slices = div_up(count, slice_len);
   // Group counts past the device's limits are reported by ComputeGraph's per-node checks.
@@ -379,30 +396,24 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
                       rows ? 1 : 0,
                       static_cast<int32_t>(slices),
                       static_cast<int32_t>(slice_len)};
-  auto add_stage = [&](MeanStage stage, std::vector<graph::ValueRef> bindings,
-                       std::array<uint32_t, 3> groups) {
-    graph::DispatchNode node;
-    node.op = op;
-    node.kernel = shaders::variants::q8ta_mean[static_cast<int>(stage)][layout];
-    node.bindings = std::move(bindings);
-    node.push_constants = graph::push_constant_bytes(push);
-    node.plan.local_size = {kMeanWorkgroup, 1, 1};
-    node.plan.group_count = groups;
-    graph.add_node(std::move(node));
-  };
-  const auto c4_groups = static_cast<uint32_t>(c4), n_groups = static_cast<uint32_t>(d.n);
-  if (slices == 1) {
-    add_stage(MeanStage::Whole, {output, input}, {c4_groups, n_groups, 1});
-    return;
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_mean[static_cast<int>(
+      slices == 1 ? MeanStage::Whole : MeanStage::Slices)][layout];
+  node.bindings = {output, input};
+  if (slices > 1) {
+    const TensorSpec accum{{blocks, 8}, DType::Int32, StorageType::Buffer,
+                           MemoryLayout::WidthPacked};
+    const auto bytes = static_cast<size_t>(blocks * 8 * 4);
+    node.bindings.push_back(graph.add_constant(
+        accum, out.name() + ".accumulator", [bytes] { return zero_bytes(bytes); }, bytes));
   }
-  // The ranges' int32 channel sums, one 16-byte block per (n, c4, range).
-  const graph::ValueRef partials = graph.add_tensor(
-      {{blocks * slices, 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
-      out.name() + ".partials");
-  add_stage(MeanStage::Partial, {partials, input},
-            {c4_groups, n_groups, static_cast<uint32_t>(slices)});
-  add_stage(MeanStage::Final, {output, partials},
-            {static_cast<uint32_t>(div_up(blocks, int64_t{kMeanWorkgroup})), 1, 1});
+  node.push_constants = graph::push_constant_bytes(push);
+  node.spec_constants = {slices == 1 ? kMeanUnrollWhole : kMeanUnrollSlices};
+  node.plan.local_size = {kMeanWorkgroup, 1, 1};
+  node.plan.group_count = {static_cast<uint32_t>(c4), static_cast<uint32_t>(d.n),
+                           static_cast<uint32_t>(slices)};
+  graph.add_node(std::move(node));
 }
 
 // --- registry entries -------------------------------------------------------------

@@ -55,6 +55,7 @@ Context::Context(const ContextOptions& options) : options_(options) {
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   memory_model.vulkanMemoryModel = VK_TRUE;
+  memory_model.vulkanMemoryModelDeviceScope = profile_.memory_model_device_scope;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   executable_info.pipelineExecutableInfo = VK_TRUE;

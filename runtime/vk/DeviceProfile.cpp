@@ -165,6 +165,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.int8_arithmetic = f16i8.shaderInt8;
   p.float16_arithmetic = f16i8.shaderFloat16;
   p.vulkan_memory_model = v12 && memory_model.vulkanMemoryModel;
+  p.memory_model_device_scope = p.vulkan_memory_model && memory_model.vulkanMemoryModelDeviceScope;
   p.cooperative_matrix_nv = ext->cooperative_matrix_nv;
   p.cooperative_matrix_khr = ext->cooperative_matrix_khr;
   read_cooperative_matrix_shapes(instance, device, p);
@@ -267,7 +268,8 @@ std::string DeviceProfile::summary() const {
      << " (accelerated: " << yes(int8_dot_product_accelerated) << ")\n";
   os << "  8-bit storage: " << yes(storage_8bit) << ", 16-bit storage: " << yes(storage_16bit)
      << ", int8 arith: " << yes(int8_arithmetic) << ", float16 arith: " << yes(float16_arithmetic)
-     << ", memory model: " << yes(vulkan_memory_model) << "\n";
+     << ", memory model: " << yes(vulkan_memory_model)
+     << " (device scope: " << yes(memory_model_device_scope) << ")\n";
   os << "  kernel statistics (VK_KHR_pipeline_executable_properties): "
      << yes(pipeline_executable_info) << "\n";
   os << "  cooperative matrix: NV " << yes(cooperative_matrix_nv) << ", KHR "

@@ -33,6 +33,9 @@ struct DeviceProfile {
   bool storage_8bit = false, storage_16bit = false;
   bool int8_arithmetic = false, float16_arithmetic = false;
   bool vulkan_memory_model = false;           // the Vulkan memory model (cooperative-matrix kernels)
+  // vulkanMemoryModelDeviceScope: with the memory model enabled, a kernel may use Device scope
+  // (any GLSL atomic or memoryBarrierBuffer without the memory-model extension) only with it.
+  bool memory_model_device_scope = false;
   bool cooperative_matrix_nv = false, cooperative_matrix_khr = false;
   std::vector<CooperativeMatrixShape> int8_cooperative_matrix_shapes;  // int8 x int8 -> int32
 
