@@ -184,6 +184,28 @@ VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t ind
   });
 }
 
+VKD_C_API vkd_status vkd_delegate_execute_profile(vkd_delegate* handle,
+                                                  vkd_execute_profile* profile) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return with_handle_locked(handle, &handle->error, "vkd_delegate_execute_profile",
+                            [&]() -> vkd_status {
+    if (profile == nullptr) {
+      handle->error = "vkd_delegate_execute_profile: profile is NULL";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    const vkd::ExecuteProfile p = handle->impl->last_execute_profile();
+    vkd_execute_profile full{};
+    full.struct_size = sizeof(full);
+    full.host_wall_us = p.host_wall_us;
+    full.input_copy_us = p.input_copy_us;
+    full.submit_wait_us = p.submit_wait_us;
+    full.output_copy_us = p.output_copy_us;
+    full.gpu_span_us = p.gpu_span_us;
+    full.gpu_total_us = p.gpu_total_us;
+    return write_out_struct(full, profile, "vkd_delegate_execute_profile", handle->error);
+  });
+}
+
 VKD_C_API const char* vkd_delegate_last_error(const vkd_delegate* handle) {
   if (handle == nullptr) return kNullHandleMessage;
   return last_error_copy(handle,

@@ -2,6 +2,7 @@
 // every exception becomes a Status plus a message kept on the handle.
 #include "vkdelegate/Delegate.hpp"
 
+#include <chrono>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -86,13 +87,28 @@ struct __attribute__((visibility("hidden"))) Delegate::Impl {
   std::string last_error;
   bool device_lost = false;
   std::vector<NodeProfile> profile;
+  ExecuteProfile execute_profile;
 
   void run(const std::vector<ConstTensorView>& in, const std::vector<TensorView>& out);
   std::string describe() const;
 };
 
+namespace {
+
+// Microseconds since `t0`; restarts `t0` at now (consecutive phases share their boundaries).
+double lap_us(std::chrono::steady_clock::time_point& t0) {
+  const auto t1 = std::chrono::steady_clock::now();
+  const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+  t0 = t1;
+  return us;
+}
+
+}  // namespace
+
 void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
                          const std::vector<TensorView>& out) {
+  const auto start = std::chrono::steady_clock::now();
+  execute_profile = {};
   VKD_CHECK(!device_lost, ErrorCode::DeviceLost,
             "the device was lost in an earlier call; destroy this delegate and create a new one");
   // Checked before the inputs are written: the timed-out run may still read their staging.
@@ -110,6 +126,8 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
     api::check_view("output", i, outputs[i], out[i], loaded.ops_without_resize);
   }
   graph::ComputeGraph& graph = *loaded.graph;
+  ExecuteProfile times;
+  auto t = std::chrono::steady_clock::now();
   for (size_t i = 0; i < in.size(); ++i) {
     const graph::ValueRef ref = loaded.inputs[i].ref;
     const size_t n = inputs[i].numel();
@@ -126,7 +144,9 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
         break;
     }
   }
+  times.input_copy_us = lap_us(t);
   graph.execute();
+  times.submit_wait_us = lap_us(t);
   for (size_t i = 0; i < out.size(); ++i) {
     const graph::ValueRef ref = loaded.outputs[i].ref;
     switch (out[i].dtype) {
@@ -147,12 +167,18 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
       }
     }
   }
+  times.output_copy_us = lap_us(t);
+  // Reading the queries is bookkeeping after the inference, outside the host wall.
+  times.host_wall_us = std::chrono::duration<double, std::micro>(t - start).count();
   profile.clear();
   if (options.profiling) {
-    for (const auto& t : graph.last_timings()) {
-      profile.push_back({t.op, t.kernel, t.tensors, t.gpu_us});
+    for (const auto& n : graph.last_timings()) {
+      profile.push_back({n.op, n.kernel, n.tensors, n.gpu_us});
+      times.gpu_total_us += n.gpu_us;
     }
+    times.gpu_span_us = graph.last_gpu_span_us();
   }
+  execute_profile = times;
 }
 
 std::string Delegate::Impl::describe() const {
@@ -229,7 +255,7 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     impl->context = std::make_unique<vk::Context>(ctx);
     impl->loaded = delegate::load_graph(*impl->context, static_cast<const uint8_t*>(blob), size,
                                         options.constant_batch_bytes,
-                                        options.expose_intermediates);
+                                        options.expose_intermediates, options.profiling);
     for (const auto& io : impl->loaded.inputs) impl->inputs.push_back(info_of(io));
     for (const auto& io : impl->loaded.outputs) impl->outputs.push_back(info_of(io));
     return std::unique_ptr<Delegate>(new Delegate(std::move(impl)));
@@ -263,6 +289,11 @@ std::string Delegate::last_error() const {
 std::vector<NodeProfile> Delegate::last_profile() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->profile;
+}
+
+ExecuteProfile Delegate::last_execute_profile() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->execute_profile;
 }
 
 MemoryReport Delegate::memory() const {

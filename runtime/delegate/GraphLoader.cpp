@@ -162,7 +162,8 @@ void check_tensor_arguments(const DeserializedGraph& g) {
 }  // namespace
 
 LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
-                       uint64_t constant_batch_bytes, bool expose_intermediates) {
+                       uint64_t constant_batch_bytes, bool expose_intermediates,
+                       bool timestamps) {
   const ops::OpRegistry& registry = ops::op_registry();
   const auto signatures = registry.signatures();
   const DeserializedGraph g = serialization::deserialize(blob, size, &signatures);
@@ -247,6 +248,7 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
       out.outputs.push_back({graph.tensor(ref).name(), true, ref, graph.spec(ref)});
     }
   }
+  graph.set_timestamps(timestamps);
   graph.prepare();
   return out;
 }

@@ -38,8 +38,9 @@ struct LoadedGraph {
 // Deserializes (validating against the op registry's signatures), builds and prepares.
 // With `expose_intermediates`, every tensor an op writes is also a graph output (after the
 // blob's outputs, in op order), so a debugger can read it after execute(); those tensors then
-// get their own memory instead of sharing it.
+// get their own memory instead of sharing it. `timestamps`: ComputeGraph::set_timestamps.
 LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
-                       uint64_t constant_batch_bytes, bool expose_intermediates = false);
+                       uint64_t constant_batch_bytes, bool expose_intermediates = false,
+                       bool timestamps = true);
 
 }  // namespace vkd::delegate

@@ -594,6 +594,11 @@ vk::DescriptorTally descriptor_tally(const std::vector<DispatchNode>& nodes) {
 
 }  // namespace
 
+void ComputeGraph::set_timestamps(bool on) {
+  VKD_CHECK(!prepared_, ErrorCode::Internal, "set_timestamps() after prepare()");
+  timestamps_on_ = on;
+}
+
 void ComputeGraph::prepare() {
   VKD_CHECK(!prepared_, ErrorCode::Internal, "prepare() called twice");
   plan_and_bind_memory();
@@ -602,8 +607,10 @@ void ComputeGraph::prepare() {
   // Pipelines first (a kernel the device cannot build fails here, before any recording).
   create_pipelines();
   create_descriptor_sets();
-  timestamps_ = vk::TimestampQueries(context_.device(), profile(),
-                                     static_cast<uint32_t>(nodes_.size()));
+  if (timestamps_on_) {
+    timestamps_ = vk::TimestampQueries(context_.device(), profile(),
+                                       static_cast<uint32_t>(nodes_.size()));
+  }
   initialize_image_layouts();
   upload_constants();
   record_execution();
@@ -676,8 +683,8 @@ void ComputeGraph::initialize_image_layouts() {
   submit_and_wait_keeping(context_, init, "image layout initialization");
 }
 
-// The command buffer execute() resubmits: input staging -> tensors, every dispatch between
-// timestamps, tensors -> output staging.
+// The command buffer execute() resubmits: input staging -> tensors, every dispatch (between
+// timestamps when they are on), tensors -> output staging.
 void ComputeGraph::record_execution() {
   command_buffer_ = context_.new_command_buffer();
   vk::CommandBuffer& cb = command_buffer_;
@@ -886,6 +893,8 @@ std::vector<NodeTiming> ComputeGraph::last_timings() const {
   }
   return out;
 }
+
+double ComputeGraph::last_gpu_span_us() const { return timestamps_.span_us(); }
 
 std::vector<NodeKernelStatistics> ComputeGraph::kernel_statistics() const {
   VKD_CHECK(prepared_, ErrorCode::Internal, "kernel_statistics() before prepare()");

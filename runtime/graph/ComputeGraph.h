@@ -1,8 +1,8 @@
 // A ComputeGraph owns GPU tensors and an ordered list of dispatch nodes. prepare() plans and
 // binds device memory (intermediates whose lifetimes do not overlap share it), uploads the
 // constants in size-bounded batches, creates pipelines and descriptor sets and records ONE
-// command buffer for the whole graph (input uploads, every dispatch with a timestamp pair
-// around it, output downloads); execute() resubmits it. Between two dispatches a barrier is
+// command buffer for the whole graph (input uploads, every dispatch - with a timestamp pair
+// around it when timestamps are on - output downloads); execute() resubmits it. Between two dispatches a barrier is
 // recorded only where one touches memory the other writes (HazardTracker.h). Host data enters
 // and leaves through per-tensor staging buffers in the tensor's device element order (packing
 // happens on the CPU, runtime/core/HostPacking.h).
@@ -131,6 +131,12 @@ class ComputeGraph {
   // The tensor whose bytes `ref` shares and where in them (itself and 0 when it is no view).
   std::pair<ValueRef, uint64_t> alias_root(ValueRef ref) const;
 
+  // Whether prepare() records a timestamp pair around every dispatch (default on), so
+  // last_timings() and last_gpu_span_us() report the GPU side of each execute(). Off, an
+  // execute() does no query work at all. Before prepare() only.
+  void set_timestamps(bool on);
+  bool timestamps() const { return timestamps_on_; }
+
   void prepare();
   bool prepared() const { return prepared_; }
 
@@ -170,6 +176,9 @@ class ComputeGraph {
 
   // GPU time of every dispatch node in the last execute() (empty without timestamp support).
   std::vector<NodeTiming> last_timings() const;
+  // First dispatch's start to last dispatch's end in the last execute() (µs): the GPU time of
+  // the dispatches with the gaps between them; 0 without timestamps or dispatch nodes.
+  double last_gpu_span_us() const;
 
   // Per dispatch node, in order: the kernel and its pipeline's driver statistics (registers,
   // shared memory, ...). Empty when the context does not capture them
@@ -243,6 +252,7 @@ class ComputeGraph {
   std::vector<ValueRef> input_refs_, output_refs_;
   std::vector<Staging> inputs_, outputs_;
   bool prepared_ = false;
+  bool timestamps_on_ = true;
   vk::DescriptorPool descriptor_pool_;
   vk::TimestampQueries timestamps_;
   vk::CommandBuffer command_buffer_;

@@ -28,22 +28,35 @@ void TimestampQueries::end(CommandBuffer& cmd, uint32_t region) {
   if (pool_) cmd.write_timestamp(pool_.get(), 2 * region + 1);
 }
 
-std::vector<double> TimestampQueries::read_us() const {
-  std::vector<double> out;
-  if (!pool_) return out;
+std::vector<uint64_t> TimestampQueries::read_ticks() const {
   std::vector<uint64_t> ticks(2 * regions_);
   VKD_VK_CHECK(vkGetQueryPoolResults(device_, pool_.get(), 0, 2 * regions_,
                                      ticks.size() * sizeof(uint64_t), ticks.data(),
                                      sizeof(uint64_t),
                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
                "vkGetQueryPoolResults");
+  for (uint64_t& t : ticks) t &= mask_;
+  return ticks;
+}
+
+double TimestampQueries::ticks_to_us(uint64_t t0, uint64_t t1) const {
+  const uint64_t delta = (t1 - t0) & mask_;  // wraps correctly inside the valid bits
+  return double(delta) * period_ns_ / 1000.0;
+}
+
+std::vector<double> TimestampQueries::read_us() const {
+  std::vector<double> out;
+  if (!pool_) return out;
+  const std::vector<uint64_t> ticks = read_ticks();
   out.reserve(regions_);
-  for (uint32_t r = 0; r < regions_; ++r) {
-    const uint64_t t0 = ticks[2 * r] & mask_, t1 = ticks[2 * r + 1] & mask_;
-    const uint64_t delta = (t1 - t0) & mask_;  // wraps correctly inside the valid bits
-    out.push_back(double(delta) * period_ns_ / 1000.0);
-  }
+  for (uint32_t r = 0; r < regions_; ++r) out.push_back(ticks_to_us(ticks[2 * r], ticks[2 * r + 1]));
   return out;
+}
+
+double TimestampQueries::span_us() const {
+  if (!pool_) return 0.0;
+  const std::vector<uint64_t> ticks = read_ticks();
+  return ticks_to_us(ticks.front(), ticks.back());
 }
 
 }  // namespace vkd::vk

@@ -27,8 +27,15 @@ class TimestampQueries {
   void end(CommandBuffer& cmd, uint32_t region);
   // Durations of every region of the last completed submission, in microseconds.
   std::vector<double> read_us() const;
+  // From the first region's begin to the last region's end of the last completed submission
+  // (what the regions took together, gaps and overlaps included), in microseconds; 0 when
+  // disabled.
+  double span_us() const;
 
  private:
+  std::vector<uint64_t> read_ticks() const;  // every query, masked to the valid bits
+  double ticks_to_us(uint64_t t0, uint64_t t1) const;
+
   VkDevice device_ = VK_NULL_HANDLE;
   UniqueQueryPool pool_;
   uint32_t regions_ = 0;

@@ -191,7 +191,9 @@ if(CASE STREQUAL "run_qcd")
   expect_stdout("load peak: ")
   expect_stdout("input  x: float32 \\[1,5,7,9\\]")
   expect_stdout("output y: float32 \\[1,5,7,9\\][^\n]* -> out/y.npy\n  min ")
+  expect_stdout("\nrun: [0-9.]+ ms host wall \\(execute\\), GPU [0-9.]+ µs over 3 dispatch nodes\n")
   expect_stdout("bench: 3 warm-up \\+ 3 timed runs: host wall median [0-9.]+ ms, min [0-9.]+ ms; GPU total median")
+  expect_stdout("\nbench: host phases median: input copy [0-9.]+ µs, submit -> fence [0-9.]+ µs, output copy [0-9.]+ µs; GPU span median [0-9.]+ µs \\(first dispatch start to last dispatch end\\)\n")
   expect_stdout("profile \\(last run, [0-9]+ dispatch nodes\\)")
   foreach(op q8ta_quantize q8ta_convert q8ta_dequantize)
     expect_stdout("\n +[0-9]+  ${op} ")
@@ -216,6 +218,8 @@ elseif(CASE STREQUAL "run_force")
   file(WRITE "${OUT}/y.npy" "${SENTINEL}")
   vkd(run "${MODEL}" --input "input0=${X}" --output-dir out --force)  # position works too
   expect_exit(0)
+  # No --bench/--profile/--trace: the run executes without timestamp queries.
+  expect_stdout("\nrun: [0-9.]+ ms host wall \\(execute\\), GPU not timed \\(--bench, --profile and --trace time it\\)\n")
   expect_same_npy("${OUT}/y.npy" "${FIXTURE}/expected.npy")
   expect_files("${OUT}" y.npy)
 

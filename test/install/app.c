@@ -435,6 +435,31 @@ int main(int argc, char** argv) {
     CHECK(((const unsigned char*)&old.entry.gpu_us)[0] == 0xAB,
           "profile_entry wrote past the caller's struct_size");
   }
+  {
+    /* Where the execute's time went: the phases inside the host wall, the GPU span (profiling is
+       on) covering the longest dispatch. */
+    vkd_execute_profile ep;
+    double longest = 0.0;
+    memset(&ep, 0, sizeof(ep));
+    ep.struct_size = sizeof(ep);
+    st = vkd_delegate_execute_profile(h, &ep);
+    CHECK(st == VKD_OK, "execute_profile: %s", vkd_delegate_last_error(h));
+    for (i = 0; i < profile_count; ++i) {
+      vkd_node_profile entry = new_profile_entry();
+      if (vkd_delegate_profile_entry(h, i, &entry) == VKD_OK && entry.gpu_us > longest) {
+        longest = entry.gpu_us;
+      }
+    }
+    printf("execute: %.1f us host wall (input copy %.1f, submit -> fence %.1f, output copy "
+           "%.1f), GPU span %.2f us\n", ep.host_wall_us, ep.input_copy_us, ep.submit_wait_us,
+           ep.output_copy_us, ep.gpu_span_us);
+    CHECK(ep.input_copy_us >= 0.0 && ep.submit_wait_us > 0.0 && ep.output_copy_us >= 0.0 &&
+              ep.input_copy_us + ep.submit_wait_us + ep.output_copy_us <= ep.host_wall_us,
+          "execute_profile: host phases inconsistent with the host wall");
+    CHECK(ep.gpu_span_us >= longest && ep.gpu_span_us <= ep.host_wall_us,
+          "execute_profile: GPU span %.2f us outside [longest dispatch %.2f, host wall %.2f]",
+          ep.gpu_span_us, longest, ep.host_wall_us);
+  }
   printf("device: %s\n", vkd_delegate_device_name(h));
   CHECK(vkd_delegate_validation_message_count(h) == 0, "%lu validation messages",
         (unsigned long)vkd_delegate_validation_message_count(h));

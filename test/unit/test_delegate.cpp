@@ -3,6 +3,7 @@
 // the CPU references in test/reference/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -130,6 +131,69 @@ TEST(Delegate, QuantizeConvertDequantizeMatchesReference) {
   const auto x2 = random_input(5 * 7 * 9, 2);
   ASSERT_EQ(run_float(*d, x2, y), vkd::Status::Ok);
   EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x2), y));
+  EXPECT_EQ(d->validation_message_count(), 0u);
+}
+
+// The invariants of ExecuteProfile that hold with and without timestamps: every host phase
+// measured, one after the other inside the host wall.
+void expect_host_phases_consistent(const vkd::ExecuteProfile& p) {
+  EXPECT_GT(p.host_wall_us, 0.0);
+  EXPECT_GE(p.input_copy_us, 0.0);
+  EXPECT_GT(p.submit_wait_us, 0.0);  // a fence wait never takes no time
+  EXPECT_GE(p.output_copy_us, 0.0);
+  EXPECT_LE(p.input_copy_us + p.submit_wait_us + p.output_copy_us, p.host_wall_us);
+}
+
+TEST(Delegate, ExecuteProfileSplitsTheHostWallAndSpansTheDispatches) {
+  const std::vector<int64_t> sizes = {1, 8, 16, 16};
+  auto d = load(chain_blob(sizes, 3));  // profiling is on by default
+  ASSERT_TRUE(d);
+  const vkd::ExecuteProfile before = d->last_execute_profile();
+  EXPECT_EQ(before.host_wall_us, 0.0);
+  EXPECT_EQ(before.gpu_span_us, 0.0);
+  const auto x = random_input(8 * 16 * 16, 4);
+  std::vector<float> y;
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
+    EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
+    const vkd::ExecuteProfile p = d->last_execute_profile();
+    const auto nodes = d->last_profile();
+    ASSERT_EQ(nodes.size(), 5u);  // quantize, 3 conversions, dequantize
+    expect_host_phases_consistent(p);
+    double longest = 0.0, total = 0.0;
+    for (const auto& n : nodes) {
+      longest = std::max(longest, n.gpu_us);
+      total += n.gpu_us;
+    }
+    EXPECT_GT(p.gpu_span_us, 0.0);
+    // The span holds every dispatch and happens while the host waits for the fence.
+    EXPECT_GE(p.gpu_span_us, longest);
+    EXPECT_LE(p.gpu_span_us, p.host_wall_us);
+    EXPECT_DOUBLE_EQ(p.gpu_total_us, total);
+  }
+  // A failed call leaves no stale times behind.
+  std::vector<float> wrong(3, 0.0f);
+  EXPECT_NE(d->execute({}, {{wrong.data(), 12, vkd::HostDType::Float32, {3}}}), vkd::Status::Ok);
+  EXPECT_EQ(d->last_execute_profile().host_wall_us, 0.0);
+  EXPECT_EQ(d->last_execute_profile().gpu_span_us, 0.0);
+  EXPECT_EQ(d->validation_message_count(), 0u);
+}
+
+TEST(Delegate, WithoutProfilingExecuteRecordsNoTimestampsButTimesTheHostPhases) {
+  const std::vector<int64_t> sizes = {1, 8, 16, 16};
+  vkd::DelegateOptions options;
+  options.profiling = false;
+  auto d = load(chain_blob(sizes, 3), options);
+  ASSERT_TRUE(d);
+  const auto x = random_input(8 * 16 * 16, 5);
+  std::vector<float> y;
+  ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
+  EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
+  EXPECT_TRUE(d->last_profile().empty());
+  const vkd::ExecuteProfile p = d->last_execute_profile();
+  expect_host_phases_consistent(p);
+  EXPECT_EQ(p.gpu_span_us, 0.0);
+  EXPECT_EQ(p.gpu_total_us, 0.0);
   EXPECT_EQ(d->validation_message_count(), 0u);
 }
 

@@ -58,10 +58,12 @@ void print_run_header(const std::string& model_path, size_t blob_bytes, const De
   }
 }
 
-// One execute(): its host wall time and the GPU profile the delegate recorded for it.
+// One execute(): its host wall time, the GPU profile the delegate recorded for it and where
+// the delegate says the time went.
 struct TimedRun {
   double wall_us = 0.0;
   std::vector<NodeProfile> profile;
+  ExecuteProfile phases;
 };
 
 // The inputs and outputs every execute() of the run uses.
@@ -82,12 +84,42 @@ double execute_timed(Delegate& d, const RunViews& views) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
 
-void print_first_run(const TimedRun& run) {
+// One execute() through execute_timed(), with the delegate's records of it.
+TimedRun run_once(Delegate& d, const RunViews& views) {
+  const double wall_us = execute_timed(d, views);
+  return {wall_us, d.last_profile(), d.last_execute_profile()};
+}
+
+void print_first_run(const TimedRun& run, bool profiling) {
+  if (!profiling) {
+    std::printf("run: %.3f ms host wall (execute), GPU not timed (--bench, --profile and "
+                "--trace time it)\n",
+                run.wall_us / 1000.0);
+    return;
+  }
   std::printf("run: %.3f ms host wall (execute), GPU %s over %zu dispatch nodes\n",
               run.wall_us / 1000.0,
               run.profile.empty() ? "time n/a"
                                   : (fixed(total_gpu_us(run.profile), 2) + " \xC2\xB5s").c_str(),
               run.profile.size());
+}
+
+// Medians over the timed runs of where execute()'s time went (ExecuteProfile).
+void print_phases(const std::vector<ExecuteProfile>& runs, bool gpu_timed) {
+  const auto med = [&](double ExecuteProfile::*field) {
+    std::vector<double> v;
+    for (const ExecuteProfile& p : runs) v.push_back(p.*field);
+    return median(v);
+  };
+  std::printf("bench: host phases median: input copy %.1f \xC2\xB5s, submit -> fence %.1f "
+              "\xC2\xB5s, output copy %.1f \xC2\xB5s",
+              med(&ExecuteProfile::input_copy_us), med(&ExecuteProfile::submit_wait_us),
+              med(&ExecuteProfile::output_copy_us));
+  if (gpu_timed) {
+    std::printf("; GPU span median %.2f \xC2\xB5s (first dispatch start to last dispatch end)",
+                med(&ExecuteProfile::gpu_span_us));
+  }
+  std::printf("\n");
 }
 
 // A warning for each output of the last run that differs from the first run's.
@@ -111,10 +143,12 @@ TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
   for (int i = 0; i < kWarmupRuns; ++i) execute_timed(d, views);
   TimedRun last;
   std::vector<double> wall_ms, gpu_us;
+  std::vector<ExecuteProfile> phases;
   for (int i = 0; i < bench; ++i) {
-    last = {execute_timed(d, views), d.last_profile()};
+    last = run_once(d, views);
     wall_ms.push_back(last.wall_us / 1000.0);
     gpu_us.push_back(total_gpu_us(last.profile));
+    phases.push_back(last.phases);
   }
   std::printf("bench: %d warm-up + %d timed runs: host wall median %.3f ms, min %.3f ms",
               kWarmupRuns, bench, median(wall_ms),
@@ -125,6 +159,7 @@ TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
     std::printf("; GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n", median(gpu_us),
                 *std::min_element(gpu_us.begin(), gpu_us.end()));
   }
+  print_phases(phases, !last.profile.empty());
   warn_if_outputs_changed(outputs, first);
   return last;
 }
@@ -182,6 +217,8 @@ int cmd_run(const std::vector<std::string>& args) {
   // The delegate then lists every intermediate after the model's outputs (as --check's own
   // run does), so they are written like outputs: per-layer comparisons with another framework.
   options.expose_intermediates = opt.intermediates;
+  // Timestamp queries only where the run reports GPU time: a plain run executes as an app's.
+  options.profiling = opt.bench > 0 || opt.profile || opt.trace_path.has_value();
   std::unique_ptr<Delegate> delegate = create_delegate(blob, options, opt.model_path);
   const std::vector<const InputArg*> matched = match_and_check_inputs(*delegate, opt.inputs, check);
   std::vector<OutputSlot> outputs = output_slots(output_infos(*delegate), opt.out_dir);
@@ -191,8 +228,8 @@ int cmd_run(const std::vector<std::string>& args) {
   const InputViews inputs = input_views(matched);
   const std::vector<TensorView> out_views = output_views(outputs);
   const RunViews views{inputs.views, out_views};
-  TimedRun last{execute_timed(*delegate, views), delegate->last_profile()};
-  print_first_run(last);
+  TimedRun last = run_once(*delegate, views);
+  print_first_run(last, options.profiling);
   if (opt.bench > 0) last = run_benchmark(*delegate, views, opt.bench, outputs);
 
   if (create_out_dir) create_output_dir(opt.out_dir);

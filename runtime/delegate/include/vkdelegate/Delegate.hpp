@@ -80,7 +80,9 @@ struct TensorView {
 struct DelegateOptions {
   std::string device;               // index or name substring; "" = $VKD_DEVICE, else default order
   bool validation = false;          // Khronos validation layer; messages are counted
-  bool profiling = true;            // per-node GPU timestamps each run
+  // Timestamp queries around every dispatch of each run (last_profile(), the GPU fields of
+  // last_execute_profile()). Off, execute() records and reads no queries at all.
+  bool profiling = true;
   std::string pipeline_cache_file;  // "" = none; else loaded if valid, saved on destroy
   uint64_t constant_batch_bytes = 16ull << 20;  // staging bound while uploading constants
   // A GPU wait longer than this fails with Status::Timeout (the handle is then poisoned); must
@@ -97,6 +99,18 @@ struct NodeProfile {
   std::string kernel;   // shader variant, i.e. the route taken
   std::string tensors;  // "out=[1,3,8,8] int8x4 packed_int8_4w4c; in=..."
   double gpu_us = 0.0;
+};
+
+// Where the time of the last execute() went, in microseconds. The host phases follow each
+// other inside host_wall_us (the rest is argument checks): input_copy_us + submit_wait_us +
+// output_copy_us <= host_wall_us. The GPU fields are 0 without DelegateOptions::profiling.
+struct ExecuteProfile {
+  double host_wall_us = 0.0;    // the execute() call, up to the outputs in the caller's memory
+  double input_copy_us = 0.0;   // caller memory -> input staging (packing on the CPU)
+  double submit_wait_us = 0.0;  // submit -> fence signalled (staging copies + dispatches)
+  double output_copy_us = 0.0;  // output staging -> caller memory (unpacking on the CPU)
+  double gpu_span_us = 0.0;     // first dispatch's start to last dispatch's end
+  double gpu_total_us = 0.0;    // sum of the dispatches' own times (last_profile()'s gpu_us)
 };
 
 struct MemoryReport {
@@ -131,6 +145,7 @@ class VKD_API Delegate {
 
   std::string last_error() const;          // "" after a successful call
   std::vector<NodeProfile> last_profile() const;  // empty before the first run / without timestamps
+  ExecuteProfile last_execute_profile() const;     // all 0 before the first run / after a failed one
   MemoryReport memory() const;
   std::string device_name() const;
   uint64_t validation_message_count() const;  // with options.validation

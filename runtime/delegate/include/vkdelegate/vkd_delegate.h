@@ -68,7 +68,7 @@ typedef struct vkd_tensor {
   int64_t sizes[VKD_MAX_RANK];
 } vkd_tensor;
 
-/* Out-structs (vkd_tensor_info, vkd_node_profile): set struct_size = sizeof(the struct) before
+/* Out-structs (vkd_tensor_info, vkd_node_profile, vkd_execute_profile): set struct_size = sizeof(the struct) before
  * the call; the library writes only the fields that fit, so apps built against an older header
  * keep working when fields are appended. */
 typedef struct vkd_tensor_info {
@@ -90,6 +90,19 @@ typedef struct vkd_node_profile {
   double gpu_us;
   const char* tensors;     /* "out: y [1,5,7,9] float32 ...; in: ..." */
 } vkd_node_profile;
+
+/* Where the time of the last execute went, in microseconds (vkd::ExecuteProfile): the host
+ * phases follow each other inside host_wall_us; the GPU fields are 0 without
+ * options.profiling, and everything is 0 before the first execute or after a failed one. */
+typedef struct vkd_execute_profile {
+  size_t struct_size;
+  double host_wall_us;     /* the execute call, up to the outputs in the caller's memory */
+  double input_copy_us;    /* caller memory -> input staging (packing on the CPU) */
+  double submit_wait_us;   /* submit -> fence signalled */
+  double output_copy_us;   /* output staging -> caller memory (unpacking on the CPU) */
+  double gpu_span_us;      /* first dispatch's start to last dispatch's end */
+  double gpu_total_us;     /* sum of the dispatches' own times */
+} vkd_execute_profile;
 
 VKD_C_API const char* vkd_status_name(vkd_status status);
 VKD_C_API void vkd_options_init(vkd_options* options);
@@ -116,6 +129,10 @@ VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor
 VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle);
 VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t index,
                                                 vkd_node_profile* entry);
+
+/* Host phases and GPU span of the last execute (see vkd_execute_profile). */
+VKD_C_API vkd_status vkd_delegate_execute_profile(vkd_delegate* handle,
+                                                  vkd_execute_profile* profile);
 
 VKD_C_API const char* vkd_delegate_last_error(const vkd_delegate* handle);
 /* Name of the Vulkan device the handle runs on (owned by the handle). */
