@@ -1,6 +1,7 @@
 #include "runtime/vk/Context.h"
 
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/Env.h"
@@ -113,7 +114,13 @@ Context::Context(const ContextOptions& options) : options_(options) {
   VKD_VK_CHECK(vkCreateCommandPool(device, &pi, nullptr, &pool), "vkCreateCommandPool");
   command_pool_ = UniqueCommandPool(device, pool);
   memory_ = std::make_unique<MemoryAllocator>(physical_, device, profile_);
-  pipelines_ = std::make_unique<PipelineCache>(device, profile_, options.pipeline_cache_file,
+  PipelineCacheFile cache_file;
+  if (options.pipeline_cache_file.empty()) {
+    cache_file = {default_pipeline_cache_file(profile_), true};
+  } else if (options.pipeline_cache_file != kPipelineCacheOff) {
+    cache_file = {options.pipeline_cache_file, false};
+  }
+  pipelines_ = std::make_unique<PipelineCache>(device, profile_, std::move(cache_file),
                                                capture_statistics);
 }
 

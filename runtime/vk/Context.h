@@ -19,10 +19,15 @@
 
 namespace vkd::vk {
 
+// ContextOptions::pipeline_cache_file (and VKD_PIPELINE_CACHE) value: no persistent cache.
+inline constexpr const char* kPipelineCacheOff = "off";
+
 struct ContextOptions {
   std::string device_selector;      // index or name substring; "" = default order
   bool validation = false;          // Khronos validation layer + debug messenger
-  std::string pipeline_cache_file;  // "" = no persistent pipeline cache
+  // Where the VkPipelineCache persists between processes: "" = the per-user default file
+  // (default_pipeline_cache_file), kPipelineCacheOff ("off") = nowhere, else this file.
+  std::string pipeline_cache_file;
   std::chrono::milliseconds gpu_timeout{std::chrono::seconds(120)};
   ProfileOverrides overrides;       // switch features off (tests of fallback paths)
   // Ask the driver to keep per-kernel statistics (registers, shared memory, ...) through

@@ -1,14 +1,19 @@
 #include "runtime/vk/PipelineCache.h"
 
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/core/Env.h"
 #include "runtime/vk/VkError.h"
 
 namespace vkd::vk {
@@ -77,6 +82,64 @@ std::vector<char> read_cache_file(const std::string& path) {
   return data;
 }
 
+// The per-user default path's contents when they are a pipeline cache of this device and driver,
+// else {}: whatever else is there (text, a truncated header, another device's cache, a file
+// that cannot be read) is ignored, never an error. `*replaceable`: the path holds a regular file
+// or nothing, so save() may rename a new cache over it; anything else (a directory, a device
+// file) is left alone.
+std::vector<char> read_default_cache_file(const std::string& path, const DeviceProfile& profile,
+                                          bool* replaceable) {
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  *replaceable = type == std::filesystem::file_type::not_found ||
+                 (!ec && type == std::filesystem::file_type::regular);
+  if (ec || type != std::filesystem::file_type::regular) return {};
+  std::vector<char> data;
+  try {
+    data = read_cache_file(path);
+  } catch (const Error&) {
+    return {};
+  }
+  if (!cache_header_matches(data, profile)) return {};
+  return data;
+}
+
+// Creates each missing directory of `dir` with mode 0700 (the XDG base-directory rule for the
+// cache home; the cache holds compiled code of this user's processes), leaving existing ones as
+// they are. false with `*why` when `dir` is not a directory afterwards.
+bool make_private_directories(const std::string& dir, std::string* why) {
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    const std::string part = dir.substr(0, end);
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+      *why = "cannot create '" + part + "': " + std::strerror(errno);
+      return false;
+    }
+    if (end == std::string::npos) break;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *why = "'" + dir + "' is not a directory";
+    return false;
+  }
+  return true;
+}
+
+// $XDG_CACHE_HOME when absolute (the XDG rule: a relative one is ignored), else $HOME/.cache;
+// "" when neither is usable.
+std::string user_cache_home() {
+  const std::string xdg = env_string("XDG_CACHE_HOME");
+  if (!xdg.empty() && xdg[0] == '/') return xdg;
+  const std::string home = env_string("HOME");
+  if (!home.empty() && home[0] == '/') return home + "/.cache";
+  return "";
+}
+
+std::string hex(uint64_t value, int digits) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%0*llx", digits, static_cast<unsigned long long>(value));
+  return text;
+}
+
 // The driver's fixed-size, NUL-terminated strings (bounded anyway: a driver bug must not make
 // us read past the array).
 template <size_t N>
@@ -100,6 +163,51 @@ std::string format_statistic(const VkPipelineExecutableStatisticKHR& s) {
 
 }  // namespace
 
+uint64_t embedded_spirv_hash() {
+  static const uint64_t hash = [] {
+    uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
+    auto add = [&h](const void* bytes, size_t size) {
+      for (size_t i = 0; i < size; ++i) {
+        h = (h ^ static_cast<const uint8_t*>(bytes)[i]) * 1099511628211ull;  // FNV prime
+      }
+    };
+    for (size_t k = 0; k < shaders::kKernelCount; ++k) {
+      const auto& info = shaders::shader_info(static_cast<shaders::Kernel>(k));
+      const uint64_t words = info.spirv_words;  // separates one module from the next
+      add(&words, sizeof(words));
+      add(info.spirv, info.spirv_words * sizeof(uint32_t));
+    }
+    return h;
+  }();
+  return hash;
+}
+
+std::string default_pipeline_cache_file(const DeviceProfile& profile) {
+  const char* const advice =
+      "; pipelines are compiled anew in every process (VKD_PIPELINE_CACHE=FILE names a cache "
+      "file, VKD_PIPELINE_CACHE=off silences this)";
+  const std::string home = user_cache_home();
+  if (home.empty()) {
+    std::fprintf(stderr,
+                 "vkd: warning: no per-user cache directory for the pipeline cache (neither "
+                 "$XDG_CACHE_HOME nor $HOME is an absolute path)%s\n",
+                 advice);
+    return "";
+  }
+  const std::string dir = home + "/vkdelegate";
+  std::string why;
+  if (!make_private_directories(dir, &why)) {
+    std::fprintf(stderr, "vkd: warning: no pipeline cache directory: %s%s\n", why.c_str(),
+                 advice);
+    return "";
+  }
+  std::string uuid;
+  for (uint8_t byte : profile.pipeline_cache_uuid) uuid += hex(byte, 2);
+  return dir + "/pipelines-" + hex(profile.vendor_id, 4) + "-" + hex(profile.device_id, 4) +
+         "-" + hex(profile.driver_version, 8) + "-" + uuid + "-" + hex(embedded_spirv_hash(), 16) +
+         ".vkpc";
+}
+
 void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
   const auto& info = shaders::shader_info(kernel);
   auto need = [&](uint32_t bit, bool have, const char* what) {
@@ -118,9 +226,9 @@ void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
   need(shaders::kReqCooperativeMatrixKHR, p.cooperative_matrix_khr, "VK_KHR_cooperative_matrix");
 }
 
-PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file,
-                             bool capture_statistics)
-    : device_(device), profile_(profile), cache_file_(std::move(cache_file)) {
+PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile,
+                             PipelineCacheFile cache_file, bool capture_statistics)
+    : device_(device), profile_(profile), file_(std::move(cache_file)) {
   if (capture_statistics) {
     // Extension commands are not exported by the loader library; ask the device for them.
     get_executable_properties_ = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
@@ -134,12 +242,15 @@ PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile, std:
     }
   }
   std::vector<char> data;
-  if (!cache_file_.empty()) {
-    data = read_cache_file(cache_file_);
+  if (file_.per_user_default && !file_.path.empty()) {
+    data = read_default_cache_file(file_.path, profile_, &save_to_file_);
+  } else if (!file_.path.empty()) {
+    data = read_cache_file(file_.path);
     // A cache from another device or driver is ignored rather than handed to the driver.
     if (!data.empty() && !cache_header_matches(data, profile_)) data.clear();
-    loaded_from_file_ = !data.empty();
+    save_to_file_ = true;
   }
+  loaded_from_file_ = !data.empty();
   VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   info.initialDataSize = data.size();
   info.pInitialData = data.empty() ? nullptr : data.data();
@@ -151,25 +262,36 @@ PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile, std:
 PipelineCache::~PipelineCache() = default;
 
 void PipelineCache::save() const {
-  if (cache_file_.empty()) return;
+  if (!save_to_file_) return;
   size_t size = 0;
   VKD_VK_CHECK(vkGetPipelineCacheData(device_, cache_.get(), &size, nullptr),
                "vkGetPipelineCacheData");
   std::vector<char> data(size);
   VKD_VK_CHECK(vkGetPipelineCacheData(device_, cache_.get(), &size, data.data()),
                "vkGetPipelineCacheData");
-  // Write to a temporary file and rename, so a crash never leaves a truncated cache. The
-  // process id in its name keeps it off any file of the user's and off another process's.
-  const std::string tmp = cache_file_ + ".tmp." + std::to_string(::getpid());
+  // Write to a temporary file in the same directory and rename it over the cache (atomic within
+  // one file system), so a crash never leaves a truncated cache and a process loading the cache
+  // while another saves it reads the old file or the new one whole. The process id and a
+  // per-process count in its name keep it off any file of the user's, another process's and
+  // another context's of this process (two delegates may share the per-user default file).
+  static std::atomic<uint64_t> saves{0};
+  const std::string& path = file_.path;
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(saves++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write pipeline cache file '", tmp, "'");
+    VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write pipeline cache file '", tmp,
+              "'");
     out.write(data.data(), static_cast<std::streamsize>(size));
+    out.close();
+    if (!out.good()) std::remove(tmp.c_str());
     VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "failed writing pipeline cache file '", tmp,
               "'");
   }
-  VKD_CHECK(std::rename(tmp.c_str(), cache_file_.c_str()) == 0, ErrorCode::InvalidArgument,
-            "cannot move pipeline cache into place at '", cache_file_, "'");
+  const bool moved = std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!moved) std::remove(tmp.c_str());
+  VKD_CHECK(moved, ErrorCode::InvalidArgument,
+            "cannot move pipeline cache into place at '", path, "'");
 }
 
 VkDescriptorSetLayout PipelineCache::set_layout_for(const shaders::ShaderInfo& info) {

@@ -1,7 +1,8 @@
 // Compute pipelines, created once and cached by (kernel, local size, specialization constants),
 // with the descriptor-set and pipeline layouts they need (cached by binding kinds and push-
-// constant size). Backed by a VkPipelineCache that can be saved to and loaded from a file; the
-// file's header is checked against this device and driver before the driver sees it.
+// constant size). Backed by a VkPipelineCache that can be saved to and loaded from a file (by
+// default one per device, driver and shader set in the per-user cache directory); the file's
+// header is checked against this device and driver before the driver sees it.
 // Optionally the pipelines are built with statistics capture, so the driver can say what it
 // made of each kernel (VK_KHR_pipeline_executable_properties).
 #pragma once
@@ -56,13 +57,35 @@ struct PipelineExecutableStatistics {
 // an Unsupported error naming the kernel and the missing feature.
 void check_kernel_supported(const DeviceProfile& profile, shaders::Kernel kernel);
 
+// Where a PipelineCache's data lives between processes.
+struct PipelineCacheFile {
+  std::string path;  // "" = in memory only
+  // The path is the per-user default (default_pipeline_cache_file), not one the user named:
+  // anything there that is not a pipeline cache of this device and driver (corrupt, truncated
+  // header, another device's, not a regular file) is ignored and, when a regular file, replaced;
+  // nothing about it is an error. A file the user named is refused by name instead (never read
+  // as a cache, never overwritten) when it is not a Vulkan pipeline cache.
+  bool per_user_default = false;
+};
+
+// The per-user default cache file for this device, driver and shader set:
+// $XDG_CACHE_HOME/vkdelegate (an absolute XDG_CACHE_HOME), else $HOME/.cache/vkdelegate, created
+// with mode 0700 where missing; the name holds the vendor and device ids, the driver version, the
+// pipelineCacheUUID and a hash of every embedded SPIR-V module, so another GPU, driver or build
+// of the library never meets this file. "" after one warning on stderr when there is no usable
+// directory (the caller then keeps its pipelines in memory only).
+std::string default_pipeline_cache_file(const DeviceProfile& profile);
+
+// FNV-1a 64 over all embedded SPIR-V (each kernel's word count, then its words), computed once.
+uint64_t embedded_spirv_hash();
+
 class PipelineCache {
  public:
-  // `cache_file`: where pipeline-cache data is loaded from and saved to ("" = in memory only).
+  // `cache_file`: where pipeline-cache data is loaded from and saved to.
   // `capture_statistics`: build pipelines with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   // the device must have been created with VK_KHR_pipeline_executable_properties and its
   // pipelineExecutableInfo feature (Context does that when asked and available).
-  PipelineCache(VkDevice device, const DeviceProfile& profile, std::string cache_file,
+  PipelineCache(VkDevice device, const DeviceProfile& profile, PipelineCacheFile cache_file,
                 bool capture_statistics = false);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
@@ -70,7 +93,9 @@ class PipelineCache {
 
   const Pipeline& get(const PipelineKey& key);
 
-  // Writes the driver's pipeline-cache data to the cache file (no-op without a file).
+  // Writes the driver's pipeline-cache data to the cache file (no-op without a file, or when
+  // the per-user default path holds something other than a regular file), through a temporary
+  // file in the same directory renamed over it, so a reader never sees a torn file.
   void save() const;
 
   // What the driver made of `pipeline` (one of ours): every executable with every statistic.
@@ -82,6 +107,7 @@ class PipelineCache {
   size_t pipeline_count() const { return pipelines_.size(); }
   size_t created_count() const { return created_; }
   bool loaded_from_file() const { return loaded_from_file_; }
+  const std::string& cache_file() const { return file_.path; }
 
  private:
   VkDescriptorSetLayout set_layout_for(const shaders::ShaderInfo& info);
@@ -90,8 +116,9 @@ class PipelineCache {
 
   VkDevice device_;
   const DeviceProfile& profile_;
-  std::string cache_file_;
+  PipelineCacheFile file_;
   bool loaded_from_file_ = false;
+  bool save_to_file_ = false;
   UniquePipelineCache cache_;
   std::map<std::vector<shaders::DescriptorKind>, UniqueDescriptorSetLayout> set_layouts_;
   std::map<std::pair<VkDescriptorSetLayout, uint32_t>, UniquePipelineLayout> pipeline_layouts_;

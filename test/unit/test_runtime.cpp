@@ -7,13 +7,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iterator>
 #include <memory>
 #include <ostream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -191,7 +195,7 @@ INSTANTIATE_TEST_SUITE_P(Runtime, TextureRoundTrip, ::testing::ValuesIn(texture_
 
 TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
   // A private cache on the shared device, so its counters start at zero whatever ran before.
-  vk::PipelineCache cache(ctx().device(), ctx().profile(), "");
+  vk::PipelineCache cache(ctx().device(), ctx().profile(), {});
   EXPECT_EQ(cache.created_count(), 0u);
   EXPECT_FALSE(cache.loaded_from_file());
   const vk::PipelineKey key{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {kWalkWHCN}};
@@ -291,6 +295,213 @@ TEST_F(RuntimeTest, NonCachePipelineCacheFileIsRefusedAndKept) {
                              vkd::ErrorCode::InvalidArgument,
                              {std::string("'") + not_regular + "'", "is not a regular file"}));
   }
+}
+
+// ---- the per-user default pipeline cache -------------------------------------------------------
+
+// A fresh directory of this test's own under the test temp dir, so tests running in parallel
+// never share a cache home; removed with everything in it afterwards.
+class TempCacheHome {
+ public:
+  explicit TempCacheHome(const std::string& stem)
+      : path_(::testing::TempDir() + stem + "_" + std::to_string(::getpid())) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempCacheHome() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  return names;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// The first 32 bytes are a VkPipelineCacheHeaderVersionOne of `profile`'s device.
+bool has_header_of(const std::string& bytes, const vkd::vk::DeviceProfile& profile) {
+  if (bytes.size() < 32) return false;
+  uint32_t words[4];
+  std::memcpy(words, bytes.data(), sizeof(words));
+  return words[0] >= 32 && words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
+         words[2] == profile.vendor_id && words[3] == profile.device_id &&
+         std::memcmp(bytes.data() + 16, profile.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
+}
+
+std::string hex_of(uint64_t value, int digits) {
+  std::ostringstream os;
+  os << std::hex << std::setfill('0') << std::setw(digits) << value;
+  return os.str();
+}
+
+// Neither the option nor VKD_PIPELINE_CACHE names a file: the cache lives in
+// $XDG_CACHE_HOME/vkdelegate (0700), in a file named after the device, driver and shader set,
+// written when the context is destroyed and loaded by the next one.
+TEST_F(RuntimeTest, DefaultPipelineCacheIsPerUserAndKeyedByDevice) {
+  const TempCacheHome home("vkd_cache_home");
+  const ScopedEnv xdg("XDG_CACHE_HOME", home.path().c_str());
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = "";
+  const vk::PipelineKey key{shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}};
+  const std::string dir = home.path() + "/vkdelegate";
+  std::string path;
+  {
+    vk::Context first(options);
+    ValidationWatch watch(first, true);
+    path = first.pipelines().cache_file();
+    EXPECT_EQ(path.rfind(dir + "/pipelines-", 0), 0u) << path;
+    EXPECT_FALSE(first.pipelines().loaded_from_file());
+    first.pipelines().get(key);
+    watch.check("first context");
+    EXPECT_TRUE(files_in(dir).empty()) << "the cache is written when the context is destroyed";
+  }
+  const auto perms = std::filesystem::status(dir).permissions();
+  EXPECT_EQ(perms & std::filesystem::perms::all, std::filesystem::perms::owner_all)
+      << "the cache directory is private (0700)";
+  const vkd::vk::DeviceProfile& profile = ctx().profile();
+  std::string uuid;
+  for (uint8_t byte : profile.pipeline_cache_uuid) uuid += hex_of(byte, 2);
+  const std::string key_text = hex_of(profile.vendor_id, 4) + "-" + hex_of(profile.device_id, 4) +
+                               "-" + hex_of(profile.driver_version, 8) + "-" + uuid + "-" +
+                               hex_of(vk::embedded_spirv_hash(), 16);
+  EXPECT_EQ(files_in(dir), std::vector<std::string>{"pipelines-" + key_text + ".vkpc"})
+      << "one file, no temporary left behind";
+  EXPECT_TRUE(has_header_of(read_bytes(path), profile));
+  {
+    vk::Context second(options);
+    ValidationWatch watch(second, true);
+    EXPECT_EQ(second.pipelines().cache_file(), path);
+    EXPECT_TRUE(second.pipelines().loaded_from_file());
+    EXPECT_NE(second.pipelines().get(key).pipeline, VK_NULL_HANDLE);
+    watch.check("second context");
+  }
+
+  // Without XDG_CACHE_HOME (or with a relative one, which the XDG rule ignores): $HOME/.cache.
+  const ScopedEnv relative_xdg("XDG_CACHE_HOME", "relative/cache");
+  const ScopedEnv user_home("HOME", home.path().c_str());
+  {
+    vk::Context context(options);
+    EXPECT_EQ(context.pipelines().cache_file(),
+              home.path() + "/.cache/vkdelegate/pipelines-" + key_text + ".vkpc");
+  }
+  EXPECT_EQ(files_in(home.path() + "/.cache/vkdelegate").size(), 1u);
+}
+
+// The hash changes with any byte of the embedded SPIR-V: computed here independently.
+TEST(PipelineCacheKey, SpirvHashCoversEveryKernel) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t k = 0; k < shaders::kKernelCount; ++k) {
+    const auto& info = shaders::shader_info(static_cast<shaders::Kernel>(k));
+    const uint64_t words = info.spirv_words;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&words);
+    for (size_t i = 0; i < sizeof(words); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    bytes = reinterpret_cast<const uint8_t*>(info.spirv);
+    for (size_t i = 0; i < info.spirv_words * 4; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  EXPECT_EQ(vk::embedded_spirv_hash(), h);
+}
+
+// VKD_PIPELINE_CACHE=off (or the option "off"): no cache file, no directory.
+TEST_F(RuntimeTest, DefaultPipelineCacheOffWritesNothing) {
+  const TempCacheHome home("vkd_cache_off");
+  const ScopedEnv xdg("XDG_CACHE_HOME", home.path().c_str());
+  {
+    const ScopedEnv off("VKD_PIPELINE_CACHE", "off");
+    vk::ContextOptions options = test_context_options();
+    EXPECT_EQ(options.pipeline_cache_file, "off");
+    vk::Context context(options);
+    EXPECT_EQ(context.pipelines().cache_file(), "");
+    context.pipelines().get({shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}});
+  }
+  // (Mesa keeps its own shader cache under $XDG_CACHE_HOME too: only ours must be absent.)
+  EXPECT_FALSE(std::filesystem::exists(home.path() + "/vkdelegate"))
+      << "VKD_PIPELINE_CACHE=off wrote a cache";
+}
+
+// Whatever sits at the default path and is not this device's cache (text, a truncated header,
+// another device's cache) is ignored, never an error, and replaced by this device's cache; a
+// directory there is left alone.
+TEST_F(RuntimeTest, DefaultPipelineCacheIgnoresAndReplacesWhatIsNotOurs) {
+  const TempCacheHome home("vkd_cache_bad");
+  const ScopedEnv xdg("XDG_CACHE_HOME", home.path().c_str());
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = "";
+  std::string path;
+  {
+    vk::Context context(options);
+    path = context.pipelines().cache_file();
+  }
+  const std::string ours = read_bytes(path);
+  ASSERT_TRUE(has_header_of(ours, ctx().profile()));
+  std::string foreign = ours;
+  foreign[8] ^= 0x5a;  // another vendor id
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"text", "this is not a Vulkan pipeline cache, just some text long enough to look like one"},
+      {"truncated header", ours.substr(0, 20)},
+      {"another device's cache", foreign},
+      {"empty", ""},
+  };
+  for (const auto& [what, bytes] : cases) {
+    SCOPED_TRACE(what);
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out << bytes;
+    }
+    {
+      vk::Context context(options);
+      ValidationWatch watch(context, true);
+      EXPECT_FALSE(context.pipelines().loaded_from_file());
+      context.pipelines().get({shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}});
+      watch.check("context over a bad cache file");
+    }
+    EXPECT_TRUE(has_header_of(read_bytes(path), ctx().profile())) << "not replaced";
+  }
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);
+  {
+    vk::Context context(options);
+    EXPECT_FALSE(context.pipelines().loaded_from_file());
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(path)) << "a directory at the cache path was replaced";
+}
+
+// No usable cache directory: one warning on stderr, pipelines kept in memory, no error.
+TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
+  const TempCacheHome home("vkd_cache_blocked");
+  const std::string blocker = home.path() + "/not_a_directory";
+  { std::ofstream(blocker) << "a file where the cache home should be"; }
+  const ScopedEnv xdg("XDG_CACHE_HOME", blocker.c_str());
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = "";
+  ::testing::internal::CaptureStderr();
+  {
+    vk::Context context(options);
+    EXPECT_EQ(context.pipelines().cache_file(), "");
+    EXPECT_NE(context.pipelines().get({shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1},
+                                       {kWalkWHCN}}).pipeline,
+              VK_NULL_HANDLE);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("vkd: warning: no pipeline cache directory: cannot create '" + blocker +
+                     "/vkdelegate'"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("warning"), err.rfind("warning")) << "more than one warning: " << err;
+  EXPECT_EQ(read_bytes(blocker), "a file where the cache home should be");
 }
 
 // A GPU that does not finish in time: ErrorCode::Timeout (not DeviceLost), the context refuses

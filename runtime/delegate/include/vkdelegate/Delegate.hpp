@@ -83,7 +83,9 @@ struct DelegateOptions {
   // Timestamp queries around every dispatch of each run (last_profile(), the GPU fields of
   // last_execute_profile()). Off, execute() records and reads no queries at all.
   bool profiling = true;
-  std::string pipeline_cache_file;  // "" = none; else loaded if valid, saved on destroy
+  // VkPipelineCache file, loaded if valid, saved on destroy. "" = $VKD_PIPELINE_CACHE, else the
+  // per-user default under $XDG_CACHE_HOME/vkdelegate; "off" = no persistent cache.
+  std::string pipeline_cache_file;
   uint64_t constant_batch_bytes = 16ull << 20;  // staging bound while uploading constants
   // A GPU wait longer than this fails with Status::Timeout (the handle is then poisoned); must
   // be > 0 (0 is InvalidArgument).

@@ -53,7 +53,8 @@ typedef struct vkd_options {
   const char* device;              /* index or name substring; NULL or "" = default */
   int validation;                  /* 1: Khronos validation layer */
   int profiling;                   /* 1: per-node GPU timestamps (default 1) */
-  const char* pipeline_cache_file; /* NULL = none */
+  const char* pipeline_cache_file; /* NULL or "" = $VKD_PIPELINE_CACHE, else per-user default;
+                                      "off" = none */
   uint64_t constant_batch_bytes;   /* staging bound while uploading constants */
   uint32_t gpu_timeout_ms;         /* a GPU wait longer than this fails with VKD_ERROR_TIMEOUT
                                       instead of hanging; must be > 0 */
