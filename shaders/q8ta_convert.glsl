@@ -8,24 +8,7 @@
 #include "common.glslh"
 #include "tile_walk.glslh"
 
-#define TILE_LAYOUT OUT_LAYOUT
-#define TILE_BINDING 0
-#define TILE_QUALIFIER writeonly
-#define TILE_FN(x) out_##x
-#define TILE_STORE
-#include "int8x4_tile.glslh"
-#undef TILE_LAYOUT
-#undef TILE_BINDING
-#undef TILE_QUALIFIER
-#undef TILE_FN
-#undef TILE_STORE
-
-#define TILE_LAYOUT IN_LAYOUT
-#define TILE_BINDING 1
-#define TILE_QUALIFIER readonly
-#define TILE_FN(x) in_##x
-#define TILE_LOAD
-#include "int8x4_tile.glslh"
+#include "int8x4_tile_move.glslh"  // out_* (binding 0), in_* (binding 1)
 
 layout(push_constant) uniform Params {
   ivec4 sizes;  // N, C, H, W

@@ -18,24 +18,7 @@
 #include "tile_walk.glslh"
 #include "int8x4_chunk.glslh"  // requantize_moved
 
-#define TILE_LAYOUT OUT_LAYOUT
-#define TILE_BINDING 0
-#define TILE_QUALIFIER writeonly
-#define TILE_FN(x) out_##x
-#define TILE_STORE
-#include "int8x4_tile.glslh"
-#undef TILE_LAYOUT
-#undef TILE_BINDING
-#undef TILE_QUALIFIER
-#undef TILE_FN
-#undef TILE_STORE
-
-#define TILE_LAYOUT IN_LAYOUT
-#define TILE_BINDING 1
-#define TILE_QUALIFIER readonly
-#define TILE_FN(x) in_##x
-#define TILE_LOAD
-#include "int8x4_tile.glslh"
+#include "int8x4_tile_move.glslh"  // out_* (binding 0), in_* (binding 1)
 
 layout(constant_id = 4) const int DIM0 = 0;
 layout(constant_id = 5) const int DIM1 = 1;
