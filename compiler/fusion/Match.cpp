@@ -179,6 +179,14 @@ std::string check_moved_requantization(const QuantInfo& in, const QuantInfo& out
   return "";
 }
 
+std::string check_bytes_or_requantization(const QuantInfo& in, const QuantInfo& out) {
+  if (check_round_trip(in, out).empty()) return "";
+  const std::string why = check_moved_requantization(in, out);
+  if (why.empty()) return "";
+  return "input (" + describe_quant(in) + ") and output (" + describe_quant(out) +
+         ") quantization differ and " + why;
+}
+
 std::string single_use(const Graph& g, const std::string& v) {
   if (g.is_graph_output(v)) return quoted(v) + " is a graph output";
   const auto c = g.consumers(v);

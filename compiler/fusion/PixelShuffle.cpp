@@ -59,16 +59,6 @@ void walk_to_q(const Graph& g, int i, ShuffleChain& c) {
   }
 }
 
-// "" when q8ta_pixel_shuffle computes dq -> q for every int8 value: the bytes as they are where
-// `in` and `out` round-trip, else each one requantized (checked for all 256 values).
-std::string check_requantization(const QuantInfo& in, const QuantInfo& out) {
-  if (check_round_trip(in, out).empty()) return "";
-  const std::string why = check_moved_requantization(in, out);
-  if (why.empty()) return "";
-  return "input (" + describe_quant(in) + ") and output (" + describe_quant(out) +
-         ") quantization differ and " + why;
-}
-
 // "" when the found chain fits q8ta_pixel_shuffle; fills the qparams of both ends.
 std::string check_chain(const Graph& g, const ShuffleChain& c, QuantInfo& in_q,
                         QuantInfo& out_q) {
@@ -81,7 +71,7 @@ std::string check_chain(const Graph& g, const ShuffleChain& c, QuantInfo& in_q,
   if (c.q < 0) return c.why;
   const std::string q_why = check_q(g, g.nodes[c.q], c.q, out_q);
   if (!q_why.empty()) return q_why;
-  return check_requantization(in_q, out_q);
+  return check_bytes_or_requantization(in_q, out_q);
 }
 
 Node build_shuffle(FuseState& state, int i, const ShuffleChain& c, const QuantInfo& in_q,

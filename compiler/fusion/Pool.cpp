@@ -62,13 +62,8 @@ std::string read_window_args(const Node& n, Args& args) {
 // are the same, else requantized as dq -> q does.
 std::string read_max_pool_args(const Node& n, const QuantInfo& in_q, const QuantInfo& out_q,
                                Args& args) {
-  if (!same_quant(in_q, out_q)) {
-    const std::string why = check_moved_requantization(in_q, out_q);
-    if (!why.empty()) {
-      return "input (" + describe_quant(in_q) + ") and output (" + describe_quant(out_q) +
-             ") quantization differ and " + why;
-    }
-  }
+  const std::string why = check_bytes_or_requantization(in_q, out_q);
+  if (!why.empty()) return why;
   args["output_scale"] = out_q.scale;
   args["output_zero_point"] = out_q.zero_point;
   const auto dilation = arg_present(n, "dilation") ? opt_ints(n, "dilation")

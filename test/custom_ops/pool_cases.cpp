@@ -27,6 +27,21 @@ std::vector<int8_t> random_int8(int64_t count, std::mt19937& rng) {
   return v;
 }
 
+// Compares pooled output `out` (sizes `out_sizes`) with the reference's `expected` of output
+// shape `os`; the reference's own output size must agree with the runtime's.
+AccuResult compare_pooled(const graph::ComputeGraph& g, graph::ValueRef out, MemoryLayout layout,
+                          const std::vector<int64_t>& out_sizes, const RefShape& os,
+                          const std::vector<int8_t>& expected, int32_t zero_point) {
+  AccuResult r;
+  if (os.h != out_sizes[2] || os.w != out_sizes[3]) {
+    r.mismatches = 1;
+    r.checked = 1;
+    return r;
+  }
+  compare_words(g.read_words(out), testing::ref_pack(layout, os, expected, zero_point), r);
+  return r;
+}
+
 double int8x4_bytes(const std::vector<int64_t>& sizes, MemoryLayout layout) {
   const TensorSpec s{sizes, DType::Int8x4, StorageType::Buffer, layout};
   return 4.0 * testing::ref_word_count(layout, ref_shape(s));
@@ -72,16 +87,7 @@ class MaxPoolCase : public CaseInstance {
         requantizes() ? testing::reference_max_pool2d(x_, s, pool_, in_q_.scale, in_q_.zero_point,
                                                       out_q_.scale, out_q_.zero_point, os)
                       : testing::reference_max_pool2d(x_, s, pool_, os);
-    AccuResult r;
-    // The reference's own output size must agree with the runtime's.
-    if (os.h != out_sizes_[2] || os.w != out_sizes_[3]) {
-      r.mismatches = 1;
-      r.checked = 1;
-      return r;
-    }
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, os, expected, out_q_.zero_point), r);
-    return r;
+    return compare_pooled(g, out_, layout_, out_sizes_, os, expected, out_q_.zero_point);
   }
   PerfWork work() const override {
     return {int8x4_bytes(sizes_, layout_) + int8x4_bytes(out_sizes_, layout_), 0.0};
@@ -149,16 +155,7 @@ class AvgPoolCase : public CaseInstance {
                                                      out_q_.zero_point)
             : testing::reference_avg_pool2d(x_, s, pool_, in_q_.scale, in_q_.zero_point,
                                             out_q_.scale, out_q_.zero_point, os);
-    AccuResult r;
-    // The reference's own output size must agree with the runtime's.
-    if (os.h != out_sizes_[2] || os.w != out_sizes_[3]) {
-      r.mismatches = 1;
-      r.checked = 1;
-      return r;
-    }
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, os, expected, out_q_.zero_point), r);
-    return r;
+    return compare_pooled(g, out_, layout_, out_sizes_, os, expected, out_q_.zero_point);
   }
   PerfWork work() const override {
     return {int8x4_bytes(sizes_, layout_) + int8x4_bytes(out_sizes_, layout_), 0.0};
