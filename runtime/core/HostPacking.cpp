@@ -1,5 +1,7 @@
 #include "runtime/core/HostPacking.h"
 
+#include <algorithm>
+
 #include "runtime/core/Error.h"
 #include "runtime/core/PackedInt8Layout.h"
 
@@ -31,28 +33,41 @@ void for_each_position(const Dims4& d, MemoryLayout layout, int64_t words, Fn fn
 
 }  // namespace
 
-std::vector<int32_t> pack_int8(const int8_t* nchw, const Dims4& d, MemoryLayout layout,
-                               int8_t pad_value) {
-  const int64_t words = packed_int8_word_count(layout, d);  // checks layout and dims
-  VKD_CHECK(nchw != nullptr, ErrorCode::InvalidArgument, "pack_int8: null input");
+void pack_int8_into(const int8_t* nchw, int32_t* words, const Dims4& d, MemoryLayout layout,
+                    int8_t pad_value) {
+  const int64_t count = packed_int8_word_count(layout, d);  // checks layout and dims
+  VKD_CHECK(nchw != nullptr && words != nullptr, ErrorCode::InvalidArgument,
+            "pack_int8: null pointer");
   // Start with every lane = pad_value, then overwrite the lanes that hold elements; what is
   // left is exactly the padding.
-  std::vector<uint32_t> out(static_cast<size_t>(words), splat(pad_value));
-  for_each_position(d, layout, words, [&](int64_t i, const WordLane& p) {
+  auto* out = reinterpret_cast<uint32_t*>(words);
+  std::fill(out, out + count, splat(pad_value));
+  for_each_position(d, layout, count, [&](int64_t i, const WordLane& p) {
     const int shift = 8 * p.lane;
-    uint32_t& word = out[static_cast<size_t>(p.word)];
+    uint32_t& word = out[p.word];
     word = (word & ~(0xFFu << shift)) | (static_cast<uint32_t>(static_cast<uint8_t>(nchw[i])) << shift);
   });
-  return std::vector<int32_t>(out.begin(), out.end());
+}
+
+std::vector<int32_t> pack_int8(const int8_t* nchw, const Dims4& d, MemoryLayout layout,
+                               int8_t pad_value) {
+  std::vector<int32_t> out(static_cast<size_t>(packed_int8_word_count(layout, d)));
+  pack_int8_into(nchw, out.data(), d, layout, pad_value);
+  return out;
+}
+
+void unpack_int8_into(const int32_t* words, int8_t* nchw, const Dims4& d, MemoryLayout layout) {
+  const int64_t count = packed_int8_word_count(layout, d);  // checks layout and dims
+  VKD_CHECK(words != nullptr && nchw != nullptr, ErrorCode::InvalidArgument,
+            "unpack_int8: null pointer");
+  for_each_position(d, layout, count, [&](int64_t i, const WordLane& p) {
+    nchw[i] = word_lane(words[p.word], p.lane);
+  });
 }
 
 std::vector<int8_t> unpack_int8(const int32_t* words, const Dims4& d, MemoryLayout layout) {
-  const int64_t count = packed_int8_word_count(layout, d);  // checks layout and dims
-  VKD_CHECK(words != nullptr, ErrorCode::InvalidArgument, "unpack_int8: null input");
   std::vector<int8_t> out(static_cast<size_t>(d.numel()));
-  for_each_position(d, layout, count, [&](int64_t i, const WordLane& p) {
-    out[static_cast<size_t>(i)] = word_lane(words[p.word], p.lane);
-  });
+  unpack_int8_into(words, out.data(), d, layout);
   return out;
 }
 
@@ -68,16 +83,25 @@ std::vector<int8_t> unpack_int8(const int32_t* words, const Dims4& d, MemoryLayo
 namespace vkd {
 namespace {
 
-// Calls fn(nchw_index, device_index) for every element of the tensor.
+// Calls fn(nchw_index, device_index, run) for every run of `run` elements that are
+// consecutive both in NCHW order and on the device (whole width rows of a buffer whose width
+// stride is 1, single elements otherwise).
 template <typename Fn>
-void for_each_element(const Dims4& d, StorageType storage, MemoryLayout layout, Fn fn) {
+void for_each_run(const Dims4& d, StorageType storage, MemoryLayout layout, Fn fn) {
   if (storage == StorageType::Buffer) {
     const auto s = buffer_strides(layout, d);
     int64_t i = 0;
     for (int64_t n = 0; n < d.n; ++n)
       for (int64_t c = 0; c < d.c; ++c)
-        for (int64_t h = 0; h < d.h; ++h)
-          for (int64_t w = 0; w < d.w; ++w, ++i) fn(i, n * s[0] + c * s[1] + h * s[2] + w * s[3]);
+        for (int64_t h = 0; h < d.h; ++h) {
+          const int64_t row = n * s[0] + c * s[1] + h * s[2];
+          if (s[3] == 1) {
+            fn(i, row, d.w);
+            i += d.w;
+          } else {
+            for (int64_t w = 0; w < d.w; ++w, ++i) fn(i, row + w * s[3], int64_t(1));
+          }
+        }
     return;
   }
   const TextureExtents e = texture_extents(layout, d);
@@ -92,9 +116,11 @@ void for_each_element(const Dims4& d, StorageType storage, MemoryLayout layout, 
           if (packed == 3) { x = w / 4; comp = w % 4; }
           if (packed == 2) { y = h / 4; comp = h % 4; }
           if (packed == 1) { z = n * c4 + c / 4; comp = c % 4; }
-          fn(i, ((z * e.y + y) * e.x + x) * 4 + comp);
+          fn(i, ((z * e.y + y) * e.x + x) * 4 + comp, int64_t(1));
         }
 }
+
+}  // namespace
 
 int64_t device_element_count(const Dims4& d, StorageType storage, MemoryLayout layout) {
   if (storage == StorageType::Buffer) return d.numel();
@@ -102,13 +128,30 @@ int64_t device_element_count(const Dims4& d, StorageType storage, MemoryLayout l
   return e.x * e.y * e.z * 4;
 }
 
-}  // namespace
+template <typename T>
+void pack_strided_into(const T* nchw, T* device, const Dims4& dims, StorageType storage,
+                       MemoryLayout layout) {
+  const int64_t count = device_element_count(dims, storage, layout);
+  // Texture padding components must read 0; a buffer has none.
+  if (count != dims.numel()) std::fill(device, device + count, T(0));
+  for_each_run(dims, storage, layout, [&](int64_t src, int64_t dst, int64_t run) {
+    std::memcpy(device + dst, nchw + src, static_cast<size_t>(run) * sizeof(T));
+  });
+}
+
+template <typename T>
+void unpack_strided_into(const T* device, T* nchw, const Dims4& dims, StorageType storage,
+                         MemoryLayout layout) {
+  for_each_run(dims, storage, layout, [&](int64_t dst, int64_t src, int64_t run) {
+    std::memcpy(nchw + dst, device + src, static_cast<size_t>(run) * sizeof(T));
+  });
+}
 
 template <typename T>
 std::vector<T> pack_strided(const T* nchw, const Dims4& dims, StorageType storage,
                             MemoryLayout layout) {
   std::vector<T> out(static_cast<size_t>(device_element_count(dims, storage, layout)), T(0));
-  for_each_element(dims, storage, layout, [&](int64_t src, int64_t dst) { out[dst] = nchw[src]; });
+  pack_strided_into(nchw, out.data(), dims, storage, layout);
   return out;
 }
 
@@ -116,7 +159,7 @@ template <typename T>
 std::vector<T> unpack_strided(const T* device, const Dims4& dims, StorageType storage,
                               MemoryLayout layout) {
   std::vector<T> out(static_cast<size_t>(dims.numel()));
-  for_each_element(dims, storage, layout, [&](int64_t dst, int64_t src) { out[dst] = device[src]; });
+  unpack_strided_into(device, out.data(), dims, storage, layout);
   return out;
 }
 
@@ -125,6 +168,11 @@ template std::vector<int32_t> pack_strided(const int32_t*, const Dims4&, Storage
 template std::vector<float> unpack_strided(const float*, const Dims4&, StorageType, MemoryLayout);
 template std::vector<int32_t> unpack_strided(const int32_t*, const Dims4&, StorageType,
                                              MemoryLayout);
+template void pack_strided_into(const float*, float*, const Dims4&, StorageType, MemoryLayout);
+template void pack_strided_into(const int32_t*, int32_t*, const Dims4&, StorageType, MemoryLayout);
+template void unpack_strided_into(const float*, float*, const Dims4&, StorageType, MemoryLayout);
+template void unpack_strided_into(const int32_t*, int32_t*, const Dims4&, StorageType,
+                                  MemoryLayout);
 
 uint16_t to_float16(float value) {
   uint32_t x;

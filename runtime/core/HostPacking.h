@@ -17,6 +17,11 @@ std::vector<int32_t> pack_int8(const int8_t* nchw, const Dims4& dims, MemoryLayo
 
 // Unpacks words (packed_int8_word_count(layout, dims) of them) back into NCHW int8.
 std::vector<int8_t> unpack_int8(const int32_t* words, const Dims4& dims, MemoryLayout layout);
+// The same into caller memory (staging, the caller's tensor): `words` holds
+// packed_int8_word_count(layout, dims) words, `nchw` dims.numel() values.
+void pack_int8_into(const int8_t* nchw, int32_t* words, const Dims4& dims, MemoryLayout layout,
+                    int8_t pad_value);
+void unpack_int8_into(const int32_t* words, int8_t* nchw, const Dims4& dims, MemoryLayout layout);
 
 // Byte `lane` of `word` as a signed int8.
 inline int8_t word_lane(int32_t word, int lane) {
@@ -38,6 +43,15 @@ std::vector<T> pack_strided(const T* nchw, const Dims4& dims, StorageType storag
 template <typename T>
 std::vector<T> unpack_strided(const T* device, const Dims4& dims, StorageType storage,
                               MemoryLayout layout);
+// The same into caller memory: `device` holds device_element_count() elements, `nchw`
+// dims.numel(). Rows that are contiguous on both sides are copied whole.
+int64_t device_element_count(const Dims4& dims, StorageType storage, MemoryLayout layout);
+template <typename T>
+void pack_strided_into(const T* nchw, T* device, const Dims4& dims, StorageType storage,
+                       MemoryLayout layout);
+template <typename T>
+void unpack_strided_into(const T* device, T* nchw, const Dims4& dims, StorageType storage,
+                         MemoryLayout layout);
 
 // IEEE half conversions, round to nearest even.
 uint16_t to_float16(float value);

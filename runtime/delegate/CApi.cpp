@@ -148,6 +148,16 @@ VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor
                         outputs, output_count, &handle->profile);
 }
 
+VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int on) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return with_handle_locked(handle, &handle->error, "vkd_delegate_set_profiling",
+                            [&]() -> vkd_status {
+    const vkd_status status = from_status(handle->impl->set_profiling(on != 0));
+    handle->error = status == VKD_OK ? std::string() : handle->impl->last_error();
+    return status;
+  });
+}
+
 VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle) {
   if (handle == nullptr) return 0;
   try {
@@ -202,6 +212,8 @@ VKD_C_API vkd_status vkd_delegate_execute_profile(vkd_delegate* handle,
     full.output_copy_us = p.output_copy_us;
     full.gpu_span_us = p.gpu_span_us;
     full.gpu_total_us = p.gpu_total_us;
+    full.gpu_input_copy_us = p.gpu_input_copy_us;
+    full.gpu_output_copy_us = p.gpu_output_copy_us;
     return write_out_struct(full, profile, "vkd_delegate_execute_profile", handle->error);
   });
 }

@@ -88,6 +88,7 @@ struct __attribute__((visibility("hidden"))) Delegate::Impl {
   bool device_lost = false;
   std::vector<NodeProfile> profile;
   ExecuteProfile execute_profile;
+  bool profiling = false;  // this run records timestamps (options.profiling, set_profiling())
 
   void run(const std::vector<ConstTensorView>& in, const std::vector<TensorView>& out);
   std::string describe() const;
@@ -148,35 +149,34 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
   graph.execute();
   times.submit_wait_us = lap_us(t);
   for (size_t i = 0; i < out.size(); ++i) {
+    // Unpacked straight from the mapped staging memory into the caller's.
     const graph::ValueRef ref = loaded.outputs[i].ref;
+    const size_t n = outputs[i].numel();
     switch (out[i].dtype) {
-      case HostDType::Float32: {
-        const auto v = graph.read_float(ref);
-        std::copy(v.begin(), v.end(), static_cast<float*>(out[i].data));
+      case HostDType::Float32:
+        graph.read_float(ref, static_cast<float*>(out[i].data), n);
         break;
-      }
-      case HostDType::Int32: {
-        const auto v = graph.read_int32(ref);
-        std::copy(v.begin(), v.end(), static_cast<int32_t*>(out[i].data));
+      case HostDType::Int32:
+        graph.read_int32(ref, static_cast<int32_t*>(out[i].data), n);
         break;
-      }
-      case HostDType::Int8: {
-        const auto v = graph.read_int8(ref);
-        std::copy(v.begin(), v.end(), static_cast<int8_t*>(out[i].data));
+      case HostDType::Int8:
+        graph.read_int8(ref, static_cast<int8_t*>(out[i].data), n);
         break;
-      }
     }
   }
   times.output_copy_us = lap_us(t);
   // Reading the queries is bookkeeping after the inference, outside the host wall.
   times.host_wall_us = std::chrono::duration<double, std::micro>(t - start).count();
   profile.clear();
-  if (options.profiling) {
+  if (profiling) {
     for (const auto& n : graph.last_timings()) {
       profile.push_back({n.op, n.kernel, n.tensors, n.gpu_us});
       times.gpu_total_us += n.gpu_us;
     }
     times.gpu_span_us = graph.last_gpu_span_us();
+    const auto copies = graph.last_copy_times();
+    times.gpu_input_copy_us = copies.inputs_us;
+    times.gpu_output_copy_us = copies.outputs_us;
   }
   execute_profile = times;
 }
@@ -256,6 +256,7 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     impl->loaded = delegate::load_graph(*impl->context, static_cast<const uint8_t*>(blob), size,
                                         options.constant_batch_bytes,
                                         options.expose_intermediates, options.profiling);
+    impl->profiling = options.profiling;
     for (const auto& io : impl->loaded.inputs) impl->inputs.push_back(info_of(io));
     for (const auto& io : impl->loaded.outputs) impl->outputs.push_back(info_of(io));
     return std::unique_ptr<Delegate>(new Delegate(std::move(impl)));
@@ -279,6 +280,17 @@ Status Delegate::execute(const std::vector<ConstTensorView>& inputs,
   const Status status = guarded(impl_->last_error, [&] { impl_->run(inputs, outputs); });
   if (status == Status::DeviceLost) impl_->device_lost = true;
   return status;
+}
+
+Status Delegate::set_profiling(bool on) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return guarded(impl_->last_error, [&] {
+    VKD_CHECK(!on || impl_->options.profiling, ErrorCode::InvalidArgument,
+              "set_profiling(true): the delegate was created with options.profiling off, so "
+              "its execution records no timestamps");
+    impl_->loaded.graph->set_timed_execution(on);
+    impl_->profiling = on;
+  });
 }
 
 std::string Delegate::last_error() const {

@@ -597,6 +597,7 @@ vk::DescriptorTally descriptor_tally(const std::vector<DispatchNode>& nodes) {
 void ComputeGraph::set_timestamps(bool on) {
   VKD_CHECK(!prepared_, ErrorCode::Internal, "set_timestamps() after prepare()");
   timestamps_on_ = on;
+  timed_execution_ = on;
 }
 
 void ComputeGraph::prepare() {
@@ -608,8 +609,9 @@ void ComputeGraph::prepare() {
   create_pipelines();
   create_descriptor_sets();
   if (timestamps_on_) {
+    // One region per dispatch node, then the input copies and the output copies.
     timestamps_ = vk::TimestampQueries(context_.device(), profile(),
-                                       static_cast<uint32_t>(nodes_.size()));
+                                       static_cast<uint32_t>(nodes_.size()) + 2);
   }
   initialize_image_layouts();
   upload_constants();
@@ -685,12 +687,22 @@ void ComputeGraph::initialize_image_layouts() {
 
 // The command buffer execute() resubmits: input staging -> tensors, every dispatch (between
 // timestamps when they are on), tensors -> output staging.
+// With timestamps on, two are recorded: one with the queries (profiled runs) and one without,
+// so a run that is not profiled pays for no query (set_timed_execution).
 void ComputeGraph::record_execution() {
-  command_buffer_ = context_.new_command_buffer();
-  vk::CommandBuffer& cb = command_buffer_;
+  const vk::TimestampQueries none;
+  command_buffer_ = record_execution(none);
+  if (timestamps_.enabled()) timed_command_buffer_ = record_execution(timestamps_);
+}
+
+vk::CommandBuffer ComputeGraph::record_execution(const vk::TimestampQueries& ts) {
+  vk::CommandBuffer cb = context_.new_command_buffer();
   cb.begin(false);
-  timestamps_.reset(cb);
+  ts.reset(cb);
+  const auto copy_in_region = static_cast<uint32_t>(nodes_.size());
+  ts.begin(cb, copy_in_region);
   for (const auto& s : inputs_) record_copy(cb, tensor(s.tensor), s.buffer.handle(), true);
+  ts.end(cb, copy_in_region);
   for (size_t n = 0; n < nodes_.size(); ++n) {
     // After the input copies a full barrier; between dispatches a compute-only one, and only
     // where the dispatch depends on one since the last barrier (or overwrites what it reads).
@@ -699,15 +711,18 @@ void ComputeGraph::record_execution() {
     } else if (barrier_before_[n]) {
       cb.compute_barrier();
     }
-    timestamps_.begin(cb, static_cast<uint32_t>(n));
+    ts.begin(cb, static_cast<uint32_t>(n));
     record_dispatch(cb, n);
-    timestamps_.end(cb, static_cast<uint32_t>(n));
+    ts.end(cb, static_cast<uint32_t>(n));
   }
   cb.memory_barrier();
+  ts.begin(cb, copy_in_region + 1);
   for (const auto& s : outputs_) record_copy(cb, tensor(s.tensor), s.buffer.handle(), false);
+  ts.end(cb, copy_in_region + 1);
   // Make the transfer writes visible to the host.
   cb.host_read_barrier();
   cb.end();
+  return cb;
 }
 
 void ComputeGraph::record_dispatch(vk::CommandBuffer& cb, size_t n) {
@@ -776,18 +791,20 @@ const ComputeGraph::Staging& ComputeGraph::staging_for(const std::vector<Staging
   VKD_THROW(ErrorCode::InvalidArgument, "tensor '", tensor(ref).name(), "' is not a graph ", role);
 }
 
-void ComputeGraph::upload_bytes(ValueRef input, const void* data, size_t bytes) {
+void* ComputeGraph::input_staging(ValueRef input, size_t bytes) {
   const Staging& s = staging_for(inputs_, input, "input");
   VKD_CHECK(bytes == tensor(input).bytes(), ErrorCode::Internal, "staging size mismatch");
-  std::memcpy(s.buffer.mapped(), data, bytes);
-  s.buffer.flush();
+  return s.buffer.mapped();
 }
 
-std::vector<uint8_t> ComputeGraph::download_bytes(ValueRef output) const {
+const void* ComputeGraph::output_staging(ValueRef output) const {
   const Staging& s = staging_for(outputs_, output, "output");
   s.buffer.invalidate();
-  const auto* p = static_cast<const uint8_t*>(s.buffer.mapped());
-  return std::vector<uint8_t>(p, p + tensor(output).bytes());
+  return s.buffer.mapped();
+}
+
+void ComputeGraph::flush_input(ValueRef input) {
+  staging_for(inputs_, input, "input").buffer.flush();
 }
 
 void ComputeGraph::write_float(ValueRef input, const float* nchw, size_t count) {
@@ -798,14 +815,17 @@ void ComputeGraph::write_float(ValueRef input, const float* nchw, size_t count) 
   VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument,
             "input '", tensor(input).name(), "' ", spec.describe(), " needs ", spec.numel(),
             " values, got ", count);
-  const auto packed = pack_strided(nchw, spec.dims4(), spec.storage, spec.layout);
+  const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
   if (spec.dtype == DType::Float32) {
-    upload_bytes(input, packed.data(), packed.size() * sizeof(float));
-    return;
+    // Packed straight into the mapped staging memory.
+    auto* staging = static_cast<float*>(input_staging(input, elements * sizeof(float)));
+    pack_strided_into(nchw, staging, spec.dims4(), spec.storage, spec.layout);
+  } else {
+    const auto packed = pack_strided(nchw, spec.dims4(), spec.storage, spec.layout);
+    auto* staging = static_cast<uint16_t*>(input_staging(input, elements * sizeof(uint16_t)));
+    std::transform(packed.begin(), packed.end(), staging, to_float16);
   }
-  std::vector<uint16_t> half(packed.size());
-  std::transform(packed.begin(), packed.end(), half.begin(), to_float16);
-  upload_bytes(input, half.data(), half.size() * sizeof(uint16_t));
+  flush_input(input);
 }
 
 void ComputeGraph::write_int32(ValueRef input, const int32_t* nchw, size_t count) {
@@ -813,8 +833,10 @@ void ComputeGraph::write_int32(ValueRef input, const int32_t* nchw, size_t count
   VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' ", spec.describe(),
             " cannot take ", count, " int32 values");
-  const auto packed = pack_strided(nchw, spec.dims4(), spec.storage, spec.layout);
-  upload_bytes(input, packed.data(), packed.size() * sizeof(int32_t));
+  const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
+  auto* staging = static_cast<int32_t*>(input_staging(input, elements * sizeof(int32_t)));
+  pack_strided_into(nchw, staging, spec.dims4(), spec.storage, spec.layout);
+  flush_input(input);
 }
 
 void ComputeGraph::write_int8(ValueRef input, const int8_t* nchw, size_t count,
@@ -823,69 +845,100 @@ void ComputeGraph::write_int8(ValueRef input, const int8_t* nchw, size_t count,
   VKD_CHECK(spec.dtype == DType::Int8x4 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' ", spec.describe(),
             " cannot take ", count, " int8 values");
-  const auto words = pack_int8(nchw, spec.dims4(), spec.layout, pad_value);
-  upload_bytes(input, words.data(), words.size() * sizeof(int32_t));
+  const int64_t words = packed_int8_word_count(spec.layout, spec.dims4());
+  auto* staging = static_cast<int32_t*>(input_staging(input, words * sizeof(int32_t)));
+  pack_int8_into(nchw, staging, spec.dims4(), spec.layout, pad_value);
+  flush_input(input);
 }
 
 void ComputeGraph::write_words(ValueRef input, const std::vector<int32_t>& words) {
   VKD_CHECK(words.size() * 4 == tensor(input).bytes(), ErrorCode::InvalidArgument, "input '",
             tensor(input).name(), "' holds ", tensor(input).bytes() / 4, " words, got ",
             words.size());
-  upload_bytes(input, words.data(), words.size() * sizeof(int32_t));
+  std::memcpy(input_staging(input, words.size() * 4), words.data(), words.size() * 4);
+  flush_input(input);
+}
+
+void ComputeGraph::set_timed_execution(bool on) {
+  VKD_CHECK(!on || timestamps_on_, ErrorCode::InvalidArgument,
+            "timed execution needs the graph's timestamps on before prepare()");
+  timed_execution_ = on;
 }
 
 void ComputeGraph::execute() {
   VKD_CHECK(prepared_, ErrorCode::Internal, "execute() before prepare()");
-  context_.submit_and_wait(command_buffer_, "graph execution");
+  const bool timed = timed_execution_ && timestamps_.enabled();
+  last_execute_timed_ = false;
+  context_.submit_and_wait(timed ? timed_command_buffer_ : command_buffer_, "graph execution");
+  last_execute_timed_ = timed;
 }
 
-std::vector<float> ComputeGraph::read_float(ValueRef output) const {
+void ComputeGraph::read_float(ValueRef output, float* nchw, size_t count) const {
   const TensorSpec& spec = tensor(output).spec();
   VKD_CHECK(spec.dtype == DType::Float32 || spec.dtype == DType::Float16,
             ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' is ",
             to_string(spec.dtype), ", not a float tensor");
-  const auto bytes = download_bytes(output);
-  std::vector<float> device(spec.dtype == DType::Float32 ? bytes.size() / 4 : bytes.size() / 2);
+  VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument, "output '",
+            tensor(output).name(), "' ", spec.describe(), " gives ", spec.numel(),
+            " values, not ", count);
+  const void* staging = output_staging(output);
   if (spec.dtype == DType::Float32) {
-    std::memcpy(device.data(), bytes.data(), device.size() * 4);
-  } else {
-    for (size_t i = 0; i < device.size(); ++i) {
-      uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
-      device[i] = from_float16(h);
-    }
+    // Unpacked straight out of the mapped staging memory.
+    unpack_strided_into(static_cast<const float*>(staging), nchw, spec.dims4(), spec.storage,
+                        spec.layout);
+    return;
   }
-  return unpack_strided(device.data(), spec.dims4(), spec.storage, spec.layout);
+  const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
+  const auto* half = static_cast<const uint16_t*>(staging);
+  std::vector<float> device(static_cast<size_t>(elements));
+  std::transform(half, half + elements, device.begin(), from_float16);
+  unpack_strided_into(device.data(), nchw, spec.dims4(), spec.storage, spec.layout);
+}
+
+void ComputeGraph::read_int32(ValueRef output, int32_t* nchw, size_t count) const {
+  const TensorSpec& spec = tensor(output).spec();
+  VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(count) == spec.numel(),
+            ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' ",
+            spec.describe(), " cannot give ", count, " int32 values");
+  unpack_strided_into(static_cast<const int32_t*>(output_staging(output)), nchw, spec.dims4(),
+                      spec.storage, spec.layout);
+}
+
+void ComputeGraph::read_int8(ValueRef output, int8_t* nchw, size_t count) const {
+  const TensorSpec& spec = tensor(output).spec();
+  VKD_CHECK(spec.dtype == DType::Int8x4 && static_cast<int64_t>(count) == spec.numel(),
+            ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' ",
+            spec.describe(), " cannot give ", count, " int8 values");
+  unpack_int8_into(static_cast<const int32_t*>(output_staging(output)), nchw, spec.dims4(),
+                   spec.layout);
+}
+
+std::vector<float> ComputeGraph::read_float(ValueRef output) const {
+  std::vector<float> out(static_cast<size_t>(tensor(output).spec().numel()));
+  read_float(output, out.data(), out.size());
+  return out;
 }
 
 std::vector<int32_t> ComputeGraph::read_int32(ValueRef output) const {
-  const TensorSpec& spec = tensor(output).spec();
-  VKD_CHECK(spec.dtype == DType::Int32, ErrorCode::InvalidArgument, "output '",
-            tensor(output).name(), "' is not int32");
-  const auto bytes = download_bytes(output);
-  std::vector<int32_t> device(bytes.size() / 4);
-  std::memcpy(device.data(), bytes.data(), bytes.size());
-  return unpack_strided(device.data(), spec.dims4(), spec.storage, spec.layout);
-}
-
-std::vector<int32_t> ComputeGraph::read_words(ValueRef output) const {
-  const auto bytes = download_bytes(output);
-  std::vector<int32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), words.size() * 4);
-  return words;
+  std::vector<int32_t> out(static_cast<size_t>(tensor(output).spec().numel()));
+  read_int32(output, out.data(), out.size());
+  return out;
 }
 
 std::vector<int8_t> ComputeGraph::read_int8(ValueRef output) const {
-  const TensorSpec& spec = tensor(output).spec();
-  VKD_CHECK(spec.dtype == DType::Int8x4, ErrorCode::InvalidArgument, "output '",
-            tensor(output).name(), "' is not int8x4");
-  const auto words = read_words(output);
-  return unpack_int8(words.data(), spec.dims4(), spec.layout);
+  std::vector<int8_t> out(static_cast<size_t>(tensor(output).spec().numel()));
+  read_int8(output, out.data(), out.size());
+  return out;
+}
+
+std::vector<int32_t> ComputeGraph::read_words(ValueRef output) const {
+  const auto* words = static_cast<const int32_t*>(output_staging(output));
+  return std::vector<int32_t>(words, words + tensor(output).bytes() / 4);
 }
 
 std::vector<NodeTiming> ComputeGraph::last_timings() const {
   std::vector<NodeTiming> out;
-  if (!timestamps_.enabled()) return out;
+  if (!last_execute_timed_) return out;
   const auto us = timestamps_.read_us();
   for (size_t n = 0; n < nodes_.size(); ++n) {
     out.push_back(
@@ -894,7 +947,16 @@ std::vector<NodeTiming> ComputeGraph::last_timings() const {
   return out;
 }
 
-double ComputeGraph::last_gpu_span_us() const { return timestamps_.span_us(); }
+double ComputeGraph::last_gpu_span_us() const {
+  if (!last_execute_timed_ || nodes_.empty()) return 0.0;
+  return timestamps_.span_us(0, static_cast<uint32_t>(nodes_.size()) - 1);
+}
+
+ComputeGraph::CopyTimes ComputeGraph::last_copy_times() const {
+  if (!last_execute_timed_) return {};
+  const auto us = timestamps_.read_us();
+  return {us[nodes_.size()], us[nodes_.size() + 1]};
+}
 
 std::vector<NodeKernelStatistics> ComputeGraph::kernel_statistics() const {
   VKD_CHECK(prepared_, ErrorCode::Internal, "kernel_statistics() before prepare()");

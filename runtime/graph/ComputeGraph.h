@@ -136,6 +136,9 @@ class ComputeGraph {
   // execute() does no query work at all. Before prepare() only.
   void set_timestamps(bool on);
   bool timestamps() const { return timestamps_on_; }
+  // With timestamps on: whether the following execute()s record them (default) or run the
+  // command buffer without any query (last_timings() etc. are then empty / 0).
+  void set_timed_execution(bool on);
 
   void prepare();
   bool prepared() const { return prepared_; }
@@ -169,6 +172,11 @@ class ComputeGraph {
 
   void execute();
 
+  // Output staging -> host, NCHW. The pointer forms write `count` elements (checked against
+  // the tensor) straight into caller memory, unpacked from the mapped staging memory.
+  void read_float(ValueRef output, float* nchw, size_t count) const;
+  void read_int32(ValueRef output, int32_t* nchw, size_t count) const;
+  void read_int8(ValueRef output, int8_t* nchw, size_t count) const;
   std::vector<float> read_float(ValueRef output) const;
   std::vector<int32_t> read_int32(ValueRef output) const;
   std::vector<int8_t> read_int8(ValueRef output) const;
@@ -179,6 +187,12 @@ class ComputeGraph {
   // First dispatch's start to last dispatch's end in the last execute() (µs): the GPU time of
   // the dispatches with the gaps between them; 0 without timestamps or dispatch nodes.
   double last_gpu_span_us() const;
+  // GPU time of the staging copies in the last execute() (µs): inputs staging -> tensors,
+  // tensors -> output staging; zeros without timestamps.
+  struct CopyTimes {
+    double inputs_us = 0.0, outputs_us = 0.0;
+  };
+  CopyTimes last_copy_times() const;
 
   // Per dispatch node, in order: the kernel and its pipeline's driver statistics (registers,
   // shared memory, ...). Empty when the context does not capture them
@@ -225,12 +239,16 @@ class ComputeGraph {
   uint64_t constant_staging_capacity() const;
   void upload_constants();
   void record_execution();
+  vk::CommandBuffer record_execution(const vk::TimestampQueries& ts);
 
   void note_load_bytes(uint64_t transient_bytes);
   const Staging& staging_for(const std::vector<Staging>& list, ValueRef ref,
                              const char* role) const;
-  void upload_bytes(ValueRef input, const void* data, size_t bytes);
-  std::vector<uint8_t> download_bytes(ValueRef output) const;
+  // The mapped staging memory of an input (`bytes` long, checked) / of an output (made
+  // visible to the host first); flush_input() makes the host's writes visible to the device.
+  void* input_staging(ValueRef input, size_t bytes);
+  const void* output_staging(ValueRef output) const;
+  void flush_input(ValueRef input);
   void record_dispatch(vk::CommandBuffer& cb, size_t node_index);
 
   vk::Context& context_;
@@ -255,7 +273,10 @@ class ComputeGraph {
   bool timestamps_on_ = true;
   vk::DescriptorPool descriptor_pool_;
   vk::TimestampQueries timestamps_;
-  vk::CommandBuffer command_buffer_;
+  vk::CommandBuffer command_buffer_;        // execute() without timestamp queries
+  vk::CommandBuffer timed_command_buffer_;  // with them (timestamps on)
+  bool timed_execution_ = true;
+  bool last_execute_timed_ = false;
   std::vector<const vk::Pipeline*> node_pipelines_;
   std::vector<VkDescriptorSet> node_sets_;
 };

@@ -1,5 +1,6 @@
 #include "runtime/vk/Context.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@ ContextOptions ContextOptions::from_env() {
   o.device_selector = env_string("VKD_DEVICE");
   o.validation = env_flag("VKD_VALIDATION");
   o.pipeline_cache_file = env_string("VKD_PIPELINE_CACHE");
+  if (const auto spin = env_uint("VKD_FENCE_SPIN_US", 0, 60000000)) o.fence_spin_us = *spin;
   return o;
 }
 
@@ -114,6 +116,11 @@ Context::Context(const ContextOptions& options) : options_(options) {
   VKD_VK_CHECK(vkCreateCommandPool(device, &pi, nullptr, &pool), "vkCreateCommandPool");
   command_pool_ = UniqueCommandPool(device, pool);
   memory_ = std::make_unique<MemoryAllocator>(physical_, device, profile_);
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence = VK_NULL_HANDLE;
+  VKD_VK_CHECK(vkCreateFence(device, &fi, nullptr, &fence), "vkCreateFence");
+  fence_ = UniqueFence(device, fence);
+  fence_spin_us_ = options.fence_spin_us.value_or(profile_.fence_spin_us);
   PipelineCacheFile cache_file;
   if (options.pipeline_cache_file.empty()) {
     cache_file = {default_pipeline_cache_file(profile_), true};
@@ -147,23 +154,40 @@ void Context::submit_and_wait(const CommandBuffer& cmd, const std::string& what)
   VKD_CHECK(!timed_out_, ErrorCode::Timeout, what, ": refused, '", timed_out_what_,
             "' did not finish within ", options_.gpu_timeout.count(),
             " ms earlier; destroy this delegate (or context) and create a new one");
-  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VkFence fence_handle = VK_NULL_HANDLE;
-  VKD_VK_CHECK(vkCreateFence(device_.get(), &fi, nullptr, &fence_handle), "vkCreateFence");
-  UniqueFence fence(device_.get(), fence_handle);
   VkCommandBuffer handle = cmd.handle();
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &handle;
-  VKD_VK_CHECK(vkQueueSubmit(queue_, 1, &si, fence_handle), "vkQueueSubmit (", what, ")");
-  const uint64_t timeout_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.gpu_timeout).count();
-  const VkResult r = vkWaitForFences(device_.get(), 1, &fence_handle, VK_TRUE, timeout_ns);
+  VKD_VK_CHECK(vkQueueSubmit(queue_, 1, &si, fence_.get()), "vkQueueSubmit (", what, ")");
+  wait_for_fence(what);
+  VkFence fence = fence_.get();
+  VKD_VK_CHECK(vkResetFences(device_.get(), 1, &fence), "vkResetFences (", what, ")");
+}
+
+// Polls for up to fence_spin_us_, then sleeps in vkWaitForFences for the rest of the timeout.
+void Context::wait_for_fence(const std::string& what) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto spin_end = start + std::chrono::microseconds(fence_spin_us_);
+  VkResult r = VK_NOT_READY;
+  while (fence_spin_us_ > 0) {
+    r = vkGetFenceStatus(device_.get(), fence_.get());
+    if (r != VK_NOT_READY || Clock::now() >= spin_end) break;
+  }
+  if (r == VK_NOT_READY) {
+    const auto left = options_.gpu_timeout - std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 Clock::now() - start);
+    const uint64_t timeout_ns = static_cast<uint64_t>(
+        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count()));
+    VkFence fence = fence_.get();
+    r = vkWaitForFences(device_.get(), 1, &fence, VK_TRUE, timeout_ns);
+  }
   if (r == VK_TIMEOUT) {
-    // The submission is still pending: its fence may not be destroyed yet.
+    // The submission is still pending: its fence may not be destroyed yet, so it is kept
+    // until the device is idle and the context refuses further submissions.
     timed_out_ = true;
     timed_out_what_ = what;
-    keep_until_idle(std::make_shared<UniqueFence>(std::move(fence)));
+    keep_until_idle(std::make_shared<UniqueFence>(std::move(fence_)));
     VKD_THROW(ErrorCode::Timeout, what, ": the GPU did not finish within ",
               options_.gpu_timeout.count(), " ms (gpu_timeout_ms); the work is still running, "
               "destroy this delegate (or context) and create a new one");

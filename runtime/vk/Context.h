@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,13 @@ struct ContextOptions {
   // VK_KHR_pipeline_executable_properties, where the device offers it. Off by default: the
   // driver may keep extra data per pipeline, and only diagnostics tools want it.
   bool capture_kernel_statistics = false;
+  // How long submit_and_wait() polls the fence before it sleeps in vkWaitForFences, in
+  // microseconds; unset = the device profile's choice (fence_spin_us). A sleeping wait wakes
+  // up tens to hundreds of microseconds after the GPU finished on some drivers, which is more
+  // than a small model's whole GPU time; polling keeps one CPU core busy meanwhile.
+  std::optional<uint32_t> fence_spin_us;
 
-  // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE.
+  // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE, VKD_FENCE_SPIN_US.
   static ContextOptions from_env();
 };
 
@@ -89,6 +95,12 @@ class Context {
   bool timed_out_ = false;
   std::string timed_out_what_;                    // the submission that timed out
   std::vector<std::shared_ptr<void>> kept_until_idle_;  // includes the timed-out fence
+  // One fence for every submission (unsignalled between them): creating one per execute
+  // costs a driver call on the latency path.
+  UniqueFence fence_;
+  uint32_t fence_spin_us_ = 0;
+
+  void wait_for_fence(const std::string& what);
 };
 
 }  // namespace vkd::vk

@@ -211,6 +211,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   }
   p.timestamps = p.timestamp_valid_bits > 0 && lim.timestampPeriod > 0.0f;
   p.timestamp_period_ns = lim.timestampPeriod;
+  p.fence_spin_us = p.is_cpu() ? 0 : 20000;
 
   // Quirks. The AMD proprietary driver advertises accelerated packed dot4 on GPUs without
   // the instruction and returns wrong sums (public reports against llama.cpp / ollama); RADV
@@ -287,7 +288,7 @@ std::string DeviceProfile::summary() const {
      << " B, image 3D " << max_image_dimension_3d << " texels\n";
   os << "  device-local heap " << (device_local_heap_bytes >> 20) << " MiB, timestamps "
      << (timestamps ? "yes" : "no") << " (period " << timestamp_period_ns << " ns, "
-     << timestamp_valid_bits << " bits)\n";
+     << timestamp_valid_bits << " bits), fence polled " << fence_spin_us << " us before sleeping\n";
   for (const auto& d : disabled) os << "  disabled: " << d << "\n";
   return os.str();
 }

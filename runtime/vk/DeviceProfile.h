@@ -66,6 +66,11 @@ struct DeviceProfile {
   double timestamp_period_ns = 1.0;
   uint32_t timestamp_valid_bits = 0;
 
+  // Host waits: how long to poll a submission's fence before sleeping on it (microseconds).
+  // GPUs: long enough for a whole small model, because a sleeping vkWaitForFences wakes late;
+  // CPU devices (lavapipe): 0, a polling thread would take a core from the device's workers.
+  uint32_t fence_spin_us = 0;
+
   // Named driver-bug flags; each one is documented where it is set (DeviceProfile.cpp).
   struct Quirks {
     bool int8_dot_untrusted = false;  // AMD proprietary driver: claims dot4, gives wrong sums

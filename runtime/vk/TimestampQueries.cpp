@@ -16,15 +16,15 @@ TimestampQueries::TimestampQueries(VkDevice device, const DeviceProfile& profile
   pool_ = UniqueQueryPool(device, pool);
 }
 
-void TimestampQueries::reset(CommandBuffer& cmd) {
+void TimestampQueries::reset(CommandBuffer& cmd) const {
   if (pool_) cmd.reset_queries(pool_.get(), 0, 2 * regions_);
 }
 
-void TimestampQueries::begin(CommandBuffer& cmd, uint32_t region) {
+void TimestampQueries::begin(CommandBuffer& cmd, uint32_t region) const {
   if (pool_) cmd.write_timestamp(pool_.get(), 2 * region);
 }
 
-void TimestampQueries::end(CommandBuffer& cmd, uint32_t region) {
+void TimestampQueries::end(CommandBuffer& cmd, uint32_t region) const {
   if (pool_) cmd.write_timestamp(pool_.get(), 2 * region + 1);
 }
 
@@ -54,9 +54,15 @@ std::vector<double> TimestampQueries::read_us() const {
 }
 
 double TimestampQueries::span_us() const {
+  return regions_ == 0 ? 0.0 : span_us(0, regions_ - 1);
+}
+
+double TimestampQueries::span_us(uint32_t first, uint32_t last) const {
   if (!pool_) return 0.0;
+  VKD_CHECK(first <= last && last < regions_, ErrorCode::Internal, "timestamp regions ", first,
+            "..", last, " outside ", regions_);
   const std::vector<uint64_t> ticks = read_ticks();
-  return ticks_to_us(ticks.front(), ticks.back());
+  return ticks_to_us(ticks[2 * first], ticks[2 * last + 1]);
 }
 
 }  // namespace vkd::vk

@@ -20,17 +20,19 @@ class TimestampQueries {
 
   bool enabled() const { return static_cast<bool>(pool_); }
   uint32_t regions() const { return regions_; }
-  void reset(CommandBuffer& cmd);
+  void reset(CommandBuffer& cmd) const;
   // begin: written once all earlier commands completed (so waiting on them is not counted);
   // end: written once the region's commands completed.
-  void begin(CommandBuffer& cmd, uint32_t region);
-  void end(CommandBuffer& cmd, uint32_t region);
+  void begin(CommandBuffer& cmd, uint32_t region) const;
+  void end(CommandBuffer& cmd, uint32_t region) const;
   // Durations of every region of the last completed submission, in microseconds.
   std::vector<double> read_us() const;
   // From the first region's begin to the last region's end of the last completed submission
   // (what the regions took together, gaps and overlaps included), in microseconds; 0 when
   // disabled.
   double span_us() const;
+  // The same from region `first`'s begin to region `last`'s end.
+  double span_us(uint32_t first, uint32_t last) const;
 
  private:
   std::vector<uint64_t> read_ticks() const;  // every query, masked to the valid bits

@@ -459,6 +459,26 @@ int main(int argc, char** argv) {
     CHECK(ep.gpu_span_us >= longest && ep.gpu_span_us <= ep.host_wall_us,
           "execute_profile: GPU span %.2f us outside [longest dispatch %.2f, host wall %.2f]",
           ep.gpu_span_us, longest, ep.host_wall_us);
+    CHECK(ep.gpu_input_copy_us > 0.0 && ep.gpu_output_copy_us > 0.0,
+          "execute_profile: staging copies not timed (in %.2f, out %.2f us)",
+          ep.gpu_input_copy_us, ep.gpu_output_copy_us);
+  }
+  {
+    /* Timestamps off for the next execute: no per-node profile, no GPU times; then back on. */
+    vkd_execute_profile ep;
+    st = vkd_delegate_set_profiling(h, 0);
+    CHECK(st == VKD_OK, "set_profiling(0): %s", vkd_delegate_last_error(h));
+    st = vkd_delegate_execute(h, inputs, n_in, outputs, n_out);
+    CHECK(st == VKD_OK, "execute without profiling: %s", vkd_delegate_last_error(h));
+    memset(&ep, 0, sizeof(ep));
+    ep.struct_size = sizeof(ep);
+    st = vkd_delegate_execute_profile(h, &ep);
+    CHECK(st == VKD_OK && ep.host_wall_us > 0.0 && ep.gpu_span_us == 0.0 &&
+              vkd_delegate_profile_count(h) == 0,
+          "set_profiling(0): GPU times still reported (span %.2f us, %lu nodes)", ep.gpu_span_us,
+          (unsigned long)vkd_delegate_profile_count(h));
+    st = vkd_delegate_set_profiling(h, 1);
+    CHECK(st == VKD_OK, "set_profiling(1): %s", vkd_delegate_last_error(h));
   }
   printf("device: %s\n", vkd_delegate_device_name(h));
   CHECK(vkd_delegate_validation_message_count(h) == 0, "%lu validation messages",

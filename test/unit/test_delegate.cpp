@@ -170,6 +170,10 @@ TEST(Delegate, ExecuteProfileSplitsTheHostWallAndSpansTheDispatches) {
     EXPECT_GE(p.gpu_span_us, longest);
     EXPECT_LE(p.gpu_span_us, p.host_wall_us);
     EXPECT_DOUBLE_EQ(p.gpu_total_us, total);
+    // The staging copies are timed apart from the dispatches, inside the fence wait.
+    EXPECT_GT(p.gpu_input_copy_us, 0.0);
+    EXPECT_GT(p.gpu_output_copy_us, 0.0);
+    EXPECT_LE(p.gpu_input_copy_us + p.gpu_span_us + p.gpu_output_copy_us, p.host_wall_us);
   }
   // A failed call leaves no stale times behind.
   std::vector<float> wrong(3, 0.0f);
@@ -195,6 +199,40 @@ TEST(Delegate, WithoutProfilingExecuteRecordsNoTimestampsButTimesTheHostPhases) 
   EXPECT_EQ(p.gpu_span_us, 0.0);
   EXPECT_EQ(p.gpu_total_us, 0.0);
   EXPECT_EQ(d->validation_message_count(), 0u);
+}
+
+TEST(Delegate, SetProfilingSwitchesTheTimestampsOfLaterRunsOffAndOn) {
+  const std::vector<int64_t> sizes = {1, 8, 16, 16};
+  auto d = load(chain_blob(sizes, 3));  // profiling on
+  ASSERT_TRUE(d);
+  std::vector<float> y;
+  for (int round = 0; round < 2; ++round) {
+    const auto x = random_input(8 * 16 * 16, 10 + round);
+    ASSERT_EQ(d->set_profiling(false), vkd::Status::Ok) << d->last_error();
+    ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
+    EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
+    EXPECT_TRUE(d->last_profile().empty());
+    const vkd::ExecuteProfile off = d->last_execute_profile();
+    expect_host_phases_consistent(off);
+    EXPECT_EQ(off.gpu_span_us, 0.0);
+    EXPECT_EQ(off.gpu_input_copy_us, 0.0);
+    ASSERT_EQ(d->set_profiling(true), vkd::Status::Ok) << d->last_error();
+    ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
+    EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
+    EXPECT_EQ(d->last_profile().size(), 5u);
+    EXPECT_GT(d->last_execute_profile().gpu_span_us, 0.0);
+  }
+  // Without profiling at creation there are no timestamps to switch on.
+  vkd::DelegateOptions options;
+  options.profiling = false;
+  auto plain = load(chain_blob(sizes, 3), options);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->set_profiling(true), vkd::Status::InvalidArgument);
+  EXPECT_NE(plain->last_error().find("created with options.profiling off"), std::string::npos)
+      << plain->last_error();
+  EXPECT_EQ(plain->set_profiling(false), vkd::Status::Ok);
+  EXPECT_EQ(d->validation_message_count(), 0u);
+  EXPECT_EQ(plain->validation_message_count(), 0u);
 }
 
 TEST(Delegate, ChainOfIntermediatesSharesMemoryAndStaysCorrect) {

@@ -394,6 +394,54 @@ TEST(FloatLayout, TextureExtentsAndPackedDim) {
 // ---------------------------------------------------------------------------------------------
 // DType / TensorSpec.
 
+// Device index of NCHW element (n, c, h, w), written from FloatLayout.h's description (not from
+// buffer_strides / texture_extents): buffers in the layout's dim order, textures as texels of 4.
+int64_t float_device_index(StorageType storage, MemoryLayout layout, const Dims4& d, int64_t n,
+                           int64_t c, int64_t h, int64_t w) {
+  if (storage == StorageType::Buffer) {
+    switch (layout) {
+      case MemoryLayout::WidthPacked: return ((n * d.c + c) * d.h + h) * d.w + w;
+      case MemoryLayout::HeightPacked: return ((n * d.c + c) * d.w + w) * d.h + h;
+      default: return ((n * d.h + h) * d.w + w) * d.c + c;  // ChannelsPacked: NHWC
+    }
+  }
+  const int64_t w4 = (d.w + 3) / 4, h4 = (d.h + 3) / 4, c4 = (d.c + 3) / 4;
+  switch (layout) {
+    case MemoryLayout::WidthPacked: return (((n * d.c + c) * d.h + h) * w4 + w / 4) * 4 + w % 4;
+    case MemoryLayout::HeightPacked: return (((n * d.c + c) * h4 + h / 4) * d.w + w) * 4 + h % 4;
+    default: return (((n * c4 + c / 4) * d.h + h) * d.w + w) * 4 + c % 4;
+  }
+}
+
+TEST(HostPacking, StridedPackIntoCallerMemoryMatchesTheLayoutDescription) {
+  const Dims4 d{2, 5, 3, 6};  // no dim a multiple of 4 except none: texture padding exists
+  std::vector<float> nchw(static_cast<size_t>(d.numel()));
+  for (size_t i = 0; i < nchw.size(); ++i) nchw[i] = 0.5f + static_cast<float>(i);
+  for (StorageType storage : {StorageType::Buffer, StorageType::Texture3D}) {
+    for (MemoryLayout layout :
+         {MemoryLayout::WidthPacked, MemoryLayout::HeightPacked, MemoryLayout::ChannelsPacked}) {
+      SCOPED_TRACE(std::string(to_string(storage)) + " " + std::string(to_string(layout)));
+      const int64_t count = device_element_count(d, storage, layout);
+      // Stale staging contents: padding must come out 0 regardless.
+      std::vector<float> device(static_cast<size_t>(count), -7.0f);
+      pack_strided_into(nchw.data(), device.data(), d, storage, layout);
+      std::vector<float> expected(static_cast<size_t>(count), 0.0f);
+      int64_t i = 0;
+      for (int64_t n = 0; n < d.n; ++n)
+        for (int64_t c = 0; c < d.c; ++c)
+          for (int64_t h = 0; h < d.h; ++h)
+            for (int64_t w = 0; w < d.w; ++w, ++i)
+              expected[static_cast<size_t>(float_device_index(storage, layout, d, n, c, h, w))] =
+                  nchw[static_cast<size_t>(i)];
+      EXPECT_EQ(device, expected);
+      EXPECT_EQ(pack_strided(nchw.data(), d, storage, layout), expected);
+      std::vector<float> back(nchw.size(), -1.0f);
+      unpack_strided_into(device.data(), back.data(), d, storage, layout);
+      EXPECT_EQ(back, nchw);
+    }
+  }
+}
+
 TEST(DType, NamesRoundTrip) {
   for (DType t : {DType::Float32, DType::Float16, DType::Int32, DType::Int8, DType::Int8x4})
     EXPECT_EQ(parse_dtype(to_string(t)), t);

@@ -104,22 +104,29 @@ void print_first_run(const TimedRun& run, bool profiling) {
               run.profile.size());
 }
 
-// Medians over the timed runs of where execute()'s time went (ExecuteProfile).
-void print_phases(const std::vector<ExecuteProfile>& runs, bool gpu_timed) {
-  const auto med = [&](double ExecuteProfile::*field) {
-    std::vector<double> v;
-    for (const ExecuteProfile& p : runs) v.push_back(p.*field);
-    return median(v);
-  };
+double median_of(const std::vector<ExecuteProfile>& runs, double ExecuteProfile::*field) {
+  std::vector<double> v;
+  for (const ExecuteProfile& p : runs) v.push_back(p.*field);
+  return median(v);
+}
+
+// Medians of where execute()'s time went (ExecuteProfile): the host phases of the runs without
+// timestamps, the GPU side of the profiled ones.
+void print_phases(const std::vector<ExecuteProfile>& plain,
+                  const std::vector<ExecuteProfile>& profiled) {
   std::printf("bench: host phases median: input copy %.1f \xC2\xB5s, submit -> fence %.1f "
-              "\xC2\xB5s, output copy %.1f \xC2\xB5s",
-              med(&ExecuteProfile::input_copy_us), med(&ExecuteProfile::submit_wait_us),
-              med(&ExecuteProfile::output_copy_us));
-  if (gpu_timed) {
-    std::printf("; GPU span median %.2f \xC2\xB5s (first dispatch start to last dispatch end)",
-                med(&ExecuteProfile::gpu_span_us));
-  }
-  std::printf("\n");
+              "\xC2\xB5s, output copy %.1f \xC2\xB5s\n",
+              median_of(plain, &ExecuteProfile::input_copy_us),
+              median_of(plain, &ExecuteProfile::submit_wait_us),
+              median_of(plain, &ExecuteProfile::output_copy_us));
+  if (profiled.empty()) return;
+  std::printf("bench: GPU median: span %.2f \xC2\xB5s (first dispatch start to last dispatch "
+              "end), staging copies in %.2f / out %.2f \xC2\xB5s; host wall with timestamps "
+              "%.3f ms\n",
+              median_of(profiled, &ExecuteProfile::gpu_span_us),
+              median_of(profiled, &ExecuteProfile::gpu_input_copy_us),
+              median_of(profiled, &ExecuteProfile::gpu_output_copy_us),
+              median_of(profiled, &ExecuteProfile::host_wall_us) / 1000.0);
 }
 
 // A warning for each output of the last run that differs from the first run's.
@@ -135,31 +142,43 @@ void warn_if_outputs_changed(const std::vector<OutputSlot>& outputs,
   }
 }
 
-// --bench: warm-up runs, then `bench` timed ones (summarized); returns the last timed run.
+// --bench: warm-up runs, then `bench` runs without timestamps (the host wall an app sees) and
+// `bench` profiled ones (GPU times; their timestamps serialize the dispatches); returns the
+// last profiled run.
 TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
                        const std::vector<OutputSlot>& outputs) {
   std::vector<std::vector<uint8_t>> first;
   for (const OutputSlot& o : outputs) first.push_back(o.data);
+  const auto set_profiling = [&d](bool on) {
+    const Status s = d.set_profiling(on);
+    if (s != Status::Ok) throw CliError(exit_code_for(s), d.last_error());
+  };
+  set_profiling(false);
   for (int i = 0; i < kWarmupRuns; ++i) execute_timed(d, views);
-  TimedRun last;
   std::vector<double> wall_ms, gpu_us;
-  std::vector<ExecuteProfile> phases;
+  std::vector<ExecuteProfile> plain, profiled;
+  for (int i = 0; i < bench; ++i) {
+    wall_ms.push_back(execute_timed(d, views) / 1000.0);
+    plain.push_back(d.last_execute_profile());
+  }
+  set_profiling(true);
+  TimedRun last;
   for (int i = 0; i < bench; ++i) {
     last = run_once(d, views);
-    wall_ms.push_back(last.wall_us / 1000.0);
     gpu_us.push_back(total_gpu_us(last.profile));
-    phases.push_back(last.phases);
+    profiled.push_back(last.phases);
   }
   std::printf("bench: %d warm-up + %d timed runs: host wall median %.3f ms, min %.3f ms",
               kWarmupRuns, bench, median(wall_ms),
               *std::min_element(wall_ms.begin(), wall_ms.end()));
   if (last.profile.empty()) {
     std::printf("; GPU time n/a\n");
+    profiled.clear();
   } else {
-    std::printf("; GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n", median(gpu_us),
-                *std::min_element(gpu_us.begin(), gpu_us.end()));
+    std::printf("; then %d profiled: GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n",
+                bench, median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()));
   }
-  print_phases(phases, !last.profile.empty());
+  print_phases(plain, profiled);
   warn_if_outputs_changed(outputs, first);
   return last;
 }

@@ -113,6 +113,8 @@ struct ExecuteProfile {
   double output_copy_us = 0.0;  // output staging -> caller memory (unpacking on the CPU)
   double gpu_span_us = 0.0;     // first dispatch's start to last dispatch's end
   double gpu_total_us = 0.0;    // sum of the dispatches' own times (last_profile()'s gpu_us)
+  double gpu_input_copy_us = 0.0;   // GPU: input staging -> input tensors
+  double gpu_output_copy_us = 0.0;  // GPU: output tensors -> output staging
 };
 
 struct MemoryReport {
@@ -144,6 +146,11 @@ class VKD_API Delegate {
   // One inference: inputs and outputs in the blob's order, every view matching its TensorInfo.
   Status execute(const std::vector<ConstTensorView>& inputs,
                  const std::vector<TensorView>& outputs);
+
+  // Created with options.profiling: switches the timestamps of the following execute()s off
+  // (no query is recorded or read: what an app's own latency measurement should see) and
+  // back on. Turning them on for a delegate created without profiling is InvalidArgument.
+  Status set_profiling(bool on);
 
   std::string last_error() const;          // "" after a successful call
   std::vector<NodeProfile> last_profile() const;  // empty before the first run / without timestamps

@@ -103,6 +103,8 @@ typedef struct vkd_execute_profile {
   double output_copy_us;   /* output staging -> caller memory (unpacking on the CPU) */
   double gpu_span_us;      /* first dispatch's start to last dispatch's end */
   double gpu_total_us;     /* sum of the dispatches' own times */
+  double gpu_input_copy_us;  /* GPU: input staging -> tensors (appended: older callers' */
+  double gpu_output_copy_us; /* smaller struct_size gets the fields above only) */
 } vkd_execute_profile;
 
 VKD_C_API const char* vkd_status_name(vkd_status status);
@@ -130,6 +132,10 @@ VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor
 VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle);
 VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t index,
                                                 vkd_node_profile* entry);
+
+/* Created with options.profiling: on = 0 switches the timestamps of the following executes
+ * off (no query recorded or read), on = 1 back on; 1 without options.profiling fails. */
+VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int on);
 
 /* Host phases and GPU span of the last execute (see vkd_execute_profile). */
 VKD_C_API vkd_status vkd_delegate_execute_profile(vkd_delegate* handle,
