@@ -148,6 +148,47 @@ VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor
                         outputs, output_count, &handle->profile);
 }
 
+namespace {
+
+vkd_status staging_tensor(vkd_delegate* handle, bool input, size_t index, vkd_tensor* tensor,
+                          const char* where) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return with_handle_locked(handle, &handle->error, where, [&]() -> vkd_status {
+    if (tensor == nullptr) {
+      handle->error = std::string(where) + ": tensor is NULL";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    vkd::TensorView view;
+    const vkd::Status st = input ? handle->impl->staging_input(index, &view)
+                                 : handle->impl->staging_output(index, &view);
+    if (st != vkd::Status::Ok) {
+      handle->error = handle->impl->last_error();
+      return from_status(st);
+    }
+    vkd_tensor out{};
+    out.data = view.data;
+    out.bytes = view.bytes;
+    out.dtype = static_cast<vkd_dtype>(static_cast<int>(view.dtype));
+    out.rank = static_cast<uint32_t>(view.sizes.size());  // <= 4: the blob's ranks are checked
+    for (size_t i = 0; i < view.sizes.size() && i < VKD_MAX_RANK; ++i) out.sizes[i] = view.sizes[i];
+    *tensor = out;
+    handle->error.clear();
+    return VKD_OK;
+  });
+}
+
+}  // namespace
+
+VKD_C_API vkd_status vkd_delegate_staging_input(vkd_delegate* handle, size_t index,
+                                                vkd_tensor* tensor) {
+  return staging_tensor(handle, true, index, tensor, "vkd_delegate_staging_input");
+}
+
+VKD_C_API vkd_status vkd_delegate_staging_output(vkd_delegate* handle, size_t index,
+                                                 vkd_tensor* tensor) {
+  return staging_tensor(handle, false, index, tensor, "vkd_delegate_staging_output");
+}
+
 VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int on) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
   return with_handle_locked(handle, &handle->error, "vkd_delegate_set_profiling",

@@ -91,6 +91,7 @@ struct __attribute__((visibility("hidden"))) Delegate::Impl {
   bool profiling = false;  // this run records timestamps (options.profiling, set_profiling())
 
   void run(const std::vector<ConstTensorView>& in, const std::vector<TensorView>& out);
+  Status staging_view(bool input, size_t index, TensorView* view);
   std::string describe() const;
 };
 
@@ -132,6 +133,10 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
   for (size_t i = 0; i < in.size(); ++i) {
     const graph::ValueRef ref = loaded.inputs[i].ref;
     const size_t n = inputs[i].numel();
+    if (in[i].data == graph.staging_data(ref)) {  // a staging view: already in place
+      graph.flush_input(ref);
+      continue;
+    }
     switch (in[i].dtype) {
       case HostDType::Float32:
         graph.write_float(ref, static_cast<const float*>(in[i].data), n);
@@ -152,6 +157,10 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
     // Unpacked straight from the mapped staging memory into the caller's.
     const graph::ValueRef ref = loaded.outputs[i].ref;
     const size_t n = outputs[i].numel();
+    if (out[i].data == graph.staging_data(ref)) {  // a staging view: the caller reads in place
+      graph.invalidate_output(ref);
+      continue;
+    }
     switch (out[i].dtype) {
       case HostDType::Float32:
         graph.read_float(ref, static_cast<float*>(out[i].data), n);
@@ -280,6 +289,37 @@ Status Delegate::execute(const std::vector<ConstTensorView>& inputs,
   const Status status = guarded(impl_->last_error, [&] { impl_->run(inputs, outputs); });
   if (status == Status::DeviceLost) impl_->device_lost = true;
   return status;
+}
+
+Status Delegate::Impl::staging_view(bool input, size_t index, TensorView* view) {
+  return guarded(last_error, [&] {
+    const char* role = input ? "input" : "output";
+    const auto& list = input ? inputs : outputs;
+    VKD_CHECK(view != nullptr, ErrorCode::InvalidArgument, "staging_", role, ": view is null");
+    VKD_CHECK(index < list.size(), ErrorCode::InvalidArgument, "staging_", role, ": index ",
+              index, " out of range (the model has ", list.size(), " ", role, "s)");
+    const TensorInfo& info = list[index];
+    const graph::ValueRef ref = (input ? loaded.inputs : loaded.outputs)[index].ref;
+    VKD_CHECK(loaded.graph->staging_is_host_form(ref), ErrorCode::Unsupported, "staging_", role,
+              ": ", role, " ", index, " ('", info.name, "') is ", info.device_dtype, " ",
+              info.storage, " ", info.layout,
+              " on the device, not contiguous NCHW float32/int32: its staging is not its host "
+              "form, so it is copied (packed) by execute()");
+    view->data = loaded.graph->staging_data(ref);
+    view->bytes = info.host_bytes();
+    view->dtype = info.host_dtype;
+    view->sizes = info.sizes;
+  });
+}
+
+Status Delegate::staging_input(size_t index, TensorView* view) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->staging_view(true, index, view);
+}
+
+Status Delegate::staging_output(size_t index, TensorView* view) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->staging_view(false, index, view);
 }
 
 Status Delegate::set_profiling(bool on) {

@@ -638,12 +638,15 @@ void ComputeGraph::create_staging_buffers() {
   note_load_bytes(0);
 }
 
+// One pipeline per distinct (kernel, local size, specialization constants) the nodes use,
+// the missing ones created together on the context's pipeline threads.
 void ComputeGraph::create_pipelines() {
-  auto& pipelines = context_.pipelines();
+  std::vector<vk::PipelineKey> keys;
+  keys.reserve(nodes_.size());
   for (const auto& node : nodes_) {
-    node_pipelines_.push_back(
-        &pipelines.get({node.kernel, node.plan.local_size, node.spec_constants}));
+    keys.push_back({node.kernel, node.plan.local_size, node.spec_constants});
   }
+  node_pipelines_ = context_.pipelines().get_all(keys);
 }
 
 void ComputeGraph::create_descriptor_sets() {
@@ -801,6 +804,23 @@ const void* ComputeGraph::output_staging(ValueRef output) const {
   const Staging& s = staging_for(outputs_, output, "output");
   s.buffer.invalidate();
   return s.buffer.mapped();
+}
+
+bool ComputeGraph::staging_is_host_form(ValueRef ref) const {
+  const TensorSpec& spec = tensor(ref).spec();
+  return (spec.dtype == DType::Float32 || spec.dtype == DType::Int32) &&
+         spec.storage == StorageType::Buffer && spec.layout == MemoryLayout::WidthPacked;
+}
+
+void* ComputeGraph::staging_data(ValueRef ref) {
+  VKD_CHECK(prepared_, ErrorCode::Internal, "graph used before prepare()");
+  for (auto* list : {&inputs_, &outputs_}) {
+    for (const auto& s : *list) {
+      if (s.tensor == ref) return s.buffer.mapped();
+    }
+  }
+  VKD_THROW(ErrorCode::InvalidArgument, "tensor '", tensor(ref).name(),
+            "' is neither a graph input nor a graph output");
 }
 
 void ComputeGraph::flush_input(ValueRef input) {

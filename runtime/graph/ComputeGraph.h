@@ -172,6 +172,16 @@ class ComputeGraph {
 
   void execute();
 
+  // Whether graph input/output `ref`'s staging memory holds exactly its NCHW host form (a
+  // float32 or int32 buffer, width-packed, so contiguous NCHW): then callers may write / read
+  // that mapped memory in place (staging_data) and skip the host copy.
+  bool staging_is_host_form(ValueRef ref) const;
+  // The mapped staging memory of graph input or output `ref`; kept for the graph's lifetime.
+  void* staging_data(ValueRef ref);
+  // After the host wrote an input's staging in place: its writes made visible to the device.
+  void flush_input(ValueRef input);
+  // Before the host reads an output's staging in place: the device's writes made visible.
+  void invalidate_output(ValueRef output) const { output_staging(output); }
   // Output staging -> host, NCHW. The pointer forms write `count` elements (checked against
   // the tensor) straight into caller memory, unpacked from the mapped staging memory.
   void read_float(ValueRef output, float* nchw, size_t count) const;
@@ -245,10 +255,9 @@ class ComputeGraph {
   const Staging& staging_for(const std::vector<Staging>& list, ValueRef ref,
                              const char* role) const;
   // The mapped staging memory of an input (`bytes` long, checked) / of an output (made
-  // visible to the host first); flush_input() makes the host's writes visible to the device.
+  // visible to the host first).
   void* input_staging(ValueRef input, size_t bytes);
   const void* output_staging(ValueRef output) const;
-  void flush_input(ValueRef input);
   void record_dispatch(vk::CommandBuffer& cb, size_t node_index);
 
   vk::Context& context_;

@@ -147,6 +147,14 @@ class VKD_API Delegate {
   Status execute(const std::vector<ConstTensorView>& inputs,
                  const std::vector<TensorView>& outputs);
 
+  // Zero-copy inputs/outputs: a view of the mapped memory execute() stages input / output
+  // `index` through, kept for the delegate's lifetime. Fill an input's view before execute() and
+  // read an output's after it (until the next execute()); passing these views to execute()
+  // skips the host-side copy. Only where the tensor's device form is its host form (float32 or
+  // int32, buffer, width-packed: contiguous NCHW); elsewhere Unsupported, saying why.
+  Status staging_input(size_t index, TensorView* view);
+  Status staging_output(size_t index, TensorView* view);
+
   // Created with options.profiling: switches the timestamps of the following execute()s off
   // (no query is recorded or read: what an app's own latency measurement should see) and
   // back on. Turning them on for a delegate created without profiling is InvalidArgument.

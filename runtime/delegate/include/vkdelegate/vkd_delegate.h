@@ -133,6 +133,16 @@ VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle);
 VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t index,
                                                 vkd_node_profile* entry);
 
+/* Zero-copy inputs/outputs: *tensor describes the mapped memory the delegate stages input /
+ * output `index` through (valid for the delegate's lifetime). Fill an input's before execute
+ * and read an output's after it (until the next execute); passing these tensors to execute
+ * skips the host-side copy. Only for tensors whose device form is contiguous NCHW float32 /
+ * int32; others fail with VKD_ERROR_UNSUPPORTED and a message saying why. */
+VKD_C_API vkd_status vkd_delegate_staging_input(vkd_delegate* handle, size_t index,
+                                                vkd_tensor* tensor);
+VKD_C_API vkd_status vkd_delegate_staging_output(vkd_delegate* handle, size_t index,
+                                                 vkd_tensor* tensor);
+
 /* Created with options.profiling: on = 0 switches the timestamps of the following executes
  * off (no query recorded or read), on = 1 back on; 1 without options.profiling fails. */
 VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int on);
