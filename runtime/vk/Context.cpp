@@ -16,6 +16,7 @@ ContextOptions ContextOptions::from_env() {
   o.validation = env_flag("VKD_VALIDATION");
   o.pipeline_cache_file = env_string("VKD_PIPELINE_CACHE");
   if (const auto spin = env_uint("VKD_FENCE_SPIN_US", 0, 60000000)) o.fence_spin_us = *spin;
+  if (const auto threads = env_uint("VKD_PIPELINE_THREADS", 1, 64)) o.pipeline_threads = *threads;
   return o;
 }
 
@@ -128,7 +129,7 @@ Context::Context(const ContextOptions& options) : options_(options) {
     cache_file = {options.pipeline_cache_file, false};
   }
   pipelines_ = std::make_unique<PipelineCache>(device, profile_, std::move(cache_file),
-                                               capture_statistics);
+                                               capture_statistics, options.pipeline_threads);
 }
 
 Context::~Context() {

@@ -40,8 +40,11 @@ struct ContextOptions {
   // up tens to hundreds of microseconds after the GPU finished on some drivers, which is more
   // than a small model's whole GPU time; polling keeps one CPU core busy meanwhile.
   std::optional<uint32_t> fence_spin_us;
+  // How many pipelines a graph creates at once (PipelineCache::get_all); unset = the device
+  // profile's pipeline_threads, 1 = one after the other on the calling thread.
+  std::optional<uint32_t> pipeline_threads;
 
-  // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE, VKD_FENCE_SPIN_US.
+  // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE, VKD_FENCE_SPIN_US, VKD_PIPELINE_THREADS.
   static ContextOptions from_env();
 };
 

@@ -70,6 +70,10 @@ struct DeviceProfile {
   // GPUs: long enough for a whole small model, because a sleeping vkWaitForFences wakes late;
   // CPU devices (lavapipe): 0, a polling thread would take a core from the device's workers.
   uint32_t fence_spin_us = 0;
+  // Host threads that create a graph's pipelines at once (PipelineCache::get_all): the
+  // machine's hardware threads, at most 8 (a graph has a few dozen distinct kernels at most).
+  // A driver that compiles at pipeline creation spends the first inference's time there.
+  uint32_t pipeline_threads = 1;
 
   // Named driver-bug flags; each one is documented where it is set (DeviceProfile.cpp).
   struct Quirks {

@@ -1,5 +1,6 @@
 #include "runtime/vk/PipelineCache.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -8,12 +9,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <system_error>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/core/Env.h"
+#include "runtime/core/ParallelFor.h"
 #include "runtime/vk/VkError.h"
 
 namespace vkd::vk {
@@ -227,8 +231,12 @@ void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
 }
 
 PipelineCache::PipelineCache(VkDevice device, const DeviceProfile& profile,
-                             PipelineCacheFile cache_file, bool capture_statistics)
-    : device_(device), profile_(profile), file_(std::move(cache_file)) {
+                             PipelineCacheFile cache_file, bool capture_statistics,
+                             std::optional<uint32_t> build_threads)
+    : device_(device),
+      profile_(profile),
+      file_(std::move(cache_file)),
+      build_threads_(std::max<uint32_t>(1, build_threads.value_or(profile.pipeline_threads))) {
   if (capture_statistics) {
     // Extension commands are not exported by the loader library; ask the device for them.
     get_executable_properties_ = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
@@ -341,10 +349,7 @@ VkShaderModule PipelineCache::module_for(shaders::Kernel kernel) {
   return modules_.emplace(kernel, UniqueShaderModule(device_, module)).first->second.get();
 }
 
-const Pipeline& PipelineCache::get(const PipelineKey& key) {
-  auto it = pipelines_.find(key);
-  if (it != pipelines_.end()) return it->second.second;
-
+PipelineCache::Built PipelineCache::build(const PipelineKey& key) {
   const auto& info = shaders::shader_info(key.kernel);
   check_kernel_supported(profile_, key.kernel);
   VKD_CHECK(key.spec_constants.size() == info.spec_constant_count, ErrorCode::Internal, "kernel ",
@@ -379,12 +384,15 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
 
   Pipeline result{};
   result.info = &info;
-  result.set_layout = set_layout_for(info);
-  result.layout = pipeline_layout_for(result.set_layout, info.push_constant_bytes);
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  {
+    const std::lock_guard<std::mutex> lock(shared_objects_mutex_);
+    result.set_layout = set_layout_for(info);
+    result.layout = pipeline_layout_for(result.set_layout, info.push_constant_bytes);
+    ci.stage.module = module_for(key.kernel);
+  }
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  ci.stage.module = module_for(key.kernel);
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   ci.layout = result.layout;
@@ -394,11 +402,36 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
   VKD_VK_CHECK(vkCreateComputePipelines(device_, cache_.get(), 1, &ci, nullptr, &pipeline),
                "vkCreateComputePipelines for kernel ", info.name);
   result.pipeline = pipeline;
-  ++created_;
-  auto& slot = pipelines_[key];
-  slot.first = UniquePipeline(device_, pipeline);
-  slot.second = result;
-  return slot.second;
+  return {UniquePipeline(device_, pipeline), result};
+}
+
+std::vector<const Pipeline*> PipelineCache::get_all(const std::vector<PipelineKey>& keys) {
+  // The distinct keys not built yet, in first-use order.
+  std::vector<const PipelineKey*> missing;
+  std::set<PipelineKey> seen;
+  for (const auto& key : keys) {
+    if (pipelines_.count(key) == 0 && seen.insert(key).second) missing.push_back(&key);
+  }
+  std::vector<std::optional<Built>> built(missing.size());
+  std::exception_ptr error;
+  try {
+    parallel_for(missing.size(), build_threads_, [&](size_t i) { built[i] = build(*missing[i]); });
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // What was built is cached even when another key failed: its handle has an owner, and a
+  // later call does not build it again.
+  for (size_t i = 0; i < missing.size(); ++i) {
+    if (!built[i]) continue;
+    pipelines_.emplace(*missing[i],
+                       std::make_pair(std::move(built[i]->handle), built[i]->pipeline));
+    ++created_;
+  }
+  if (error) std::rethrow_exception(error);
+  std::vector<const Pipeline*> result;
+  result.reserve(keys.size());
+  for (const auto& key : keys) result.push_back(&pipelines_.at(key).second);
+  return result;
 }
 
 std::vector<PipelineExecutableStatistics> PipelineCache::statistics(VkPipeline pipeline) const {

@@ -1,4 +1,5 @@
-// Compute pipelines, created once and cached by (kernel, local size, specialization constants),
+// Compute pipelines, created once and cached by (kernel, local size, specialization constants;
+// a graph's missing ones on several threads at once),
 // with the descriptor-set and pipeline layouts they need (cached by binding kinds and push-
 // constant size). Backed by a VkPipelineCache that can be saved to and loaded from a file (by
 // default one per device, driver and shader set in the per-user cache directory); the file's
@@ -12,6 +13,8 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -85,13 +88,25 @@ class PipelineCache {
   // `capture_statistics`: build pipelines with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   // the device must have been created with VK_KHR_pipeline_executable_properties and its
   // pipelineExecutableInfo feature (Context does that when asked and available).
+  // `build_threads`: how many pipelines get_all() creates at once; unset = the device
+  // profile's pipeline_threads.
   PipelineCache(VkDevice device, const DeviceProfile& profile, PipelineCacheFile cache_file,
-                bool capture_statistics = false);
+                bool capture_statistics = false,
+                std::optional<uint32_t> build_threads = std::nullopt);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
 
-  const Pipeline& get(const PipelineKey& key);
+  // The pipelines of `keys`, in order; equal keys get the same pipeline. The missing ones are
+  // created once per distinct key, up to build_threads() at a time (vkCreateComputePipelines
+  // may run concurrently for distinct pipelines on one VkPipelineCache: one created without
+  // VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT is synchronized by the driver). A key
+  // that cannot be built (kernel the device cannot run, wrong specialization constants, a
+  // failed vkCreateComputePipelines) throws its error naming the kernel here, on the calling
+  // thread, once every key has been tried: the first such key's in `keys` order. The others
+  // are built and stay cached.
+  std::vector<const Pipeline*> get_all(const std::vector<PipelineKey>& keys);
+  const Pipeline& get(const PipelineKey& key) { return *get_all({key}).front(); }
 
   // Writes the driver's pipeline-cache data to the cache file (no-op without a file, or when
   // the per-user default path holds something other than a regular file), through a temporary
@@ -106,10 +121,19 @@ class PipelineCache {
 
   size_t pipeline_count() const { return pipelines_.size(); }
   size_t created_count() const { return created_; }
+  uint32_t build_threads() const { return build_threads_; }
   bool loaded_from_file() const { return loaded_from_file_; }
   const std::string& cache_file() const { return file_.path; }
 
  private:
+  struct Built {
+    UniquePipeline handle;
+    Pipeline pipeline;
+  };
+  // Checks `key` against the device and creates its pipeline; safe to run on several threads
+  // at once for distinct keys (the layouts and modules it shares are made under
+  // shared_objects_mutex_).
+  Built build(const PipelineKey& key);
   VkDescriptorSetLayout set_layout_for(const shaders::ShaderInfo& info);
   VkPipelineLayout pipeline_layout_for(VkDescriptorSetLayout set_layout, uint32_t push_bytes);
   VkShaderModule module_for(shaders::Kernel kernel);
@@ -125,6 +149,8 @@ class PipelineCache {
   std::map<shaders::Kernel, UniqueShaderModule> modules_;
   std::map<PipelineKey, std::pair<UniquePipeline, Pipeline>> pipelines_;
   size_t created_ = 0;
+  uint32_t build_threads_ = 1;
+  std::mutex shared_objects_mutex_;  // set_layouts_, pipeline_layouts_, modules_ during build()
   // Extension entry points, loaded only when capturing (null otherwise).
   PFN_vkGetPipelineExecutablePropertiesKHR get_executable_properties_ = nullptr;
   PFN_vkGetPipelineExecutableStatisticsKHR get_executable_statistics_ = nullptr;

@@ -237,6 +237,140 @@ TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
   EXPECT_EQ(ctx().pipelines().created_count(), after_first_graph);
 }
 
+// get_all: one pipeline per distinct key whatever the order and repetition of the keys, equal
+// keys get the same pipeline, and a second call builds nothing.
+TEST_F(RuntimeTest, PipelineCacheGetAllBuildsEachDistinctKeyOnce) {
+  vk::PipelineCache cache(ctx().device(), ctx().profile(), {}, false, 4);
+  EXPECT_EQ(cache.build_threads(), 4u);
+  const vk::PipelineKey a{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey b{shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey c{shaders::Kernel::q8ta_convert_4h4w_4c1w, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey a_other_spec{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {0}};
+  const std::vector<vk::PipelineKey> keys = {a, b, a, c, b, a_other_spec, a};
+  const auto pipelines = cache.get_all(keys);
+  ASSERT_EQ(pipelines.size(), keys.size());
+  EXPECT_EQ(cache.created_count(), 4u) << "a, b, c and a with other specialization constants";
+  EXPECT_EQ(cache.pipeline_count(), 4u);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const bool same_key = !(keys[i] < keys[j]) && !(keys[j] < keys[i]);
+      EXPECT_EQ(pipelines[i]->pipeline == pipelines[j]->pipeline, same_key) << i << " vs " << j;
+    }
+    EXPECT_NE(pipelines[i]->pipeline, VK_NULL_HANDLE);
+    EXPECT_EQ(pipelines[i]->info, &shaders::shader_info(keys[i].kernel));
+  }
+  EXPECT_EQ(cache.get_all(keys), pipelines);
+  EXPECT_EQ(cache.created_count(), 4u);
+}
+
+// A graph creates exactly one pipeline per distinct kernel (with its local size and
+// specialization constants) its nodes use: three identical conversions share one.
+TEST_F(RuntimeTest, GraphCreatesOnePipelinePerDistinctKernel) {
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = vk::kPipelineCacheOff;
+  vk::Context context(options);  // its own, so its pipeline store starts empty
+  ValidationWatch watch(context, true);
+  {
+    ComputeGraph g(context);
+    const std::vector<int64_t> sizes = {1, 8, 5, 6};
+    auto int8 = [&](MemoryLayout layout) {
+      return g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, layout});
+    };
+    const ValueRef x = int8(MemoryLayout::PackedInt8_4W4C);
+    const ValueRef y = int8(MemoryLayout::PackedInt8_4H4W);
+    for (int i = 0; i < 3; ++i) {
+      vkd::ops::add_q8ta_convert_node(g, x, int8(MemoryLayout::PackedInt8_4C1W), 0);
+    }
+    vkd::ops::add_q8ta_convert_node(g, x, y, 0);
+    g.add_input(x);
+    g.add_output(y);
+    ASSERT_EQ(g.nodes().size(), 4u);
+    g.prepare();
+    EXPECT_EQ(context.pipelines().created_count(), 2u);
+    EXPECT_EQ(context.pipelines().pipeline_count(), 2u);
+  }
+  watch.check("a graph's pipelines");
+}
+
+// Pipelines created on one thread or on four give the same results: a quantize -> two layout
+// conversions -> dequantize graph (four distinct kernels) run on a context of each, its output
+// equal to the CPU reference's round trip and between the two, bit for bit.
+TEST(PipelineThreads, ParallelCreationGivesTheSerialResults) {
+  const std::vector<int64_t> sizes = {2, 7, 9, 6};
+  const size_t count = 2 * 7 * 9 * 6;
+  const std::vector<float> x = random_floats(count, 20);
+  const vkd::ops::QuantParams q{8.0f, -3, -128, 127};
+  auto run = [&](uint32_t threads) {
+    vk::ContextOptions options = test_context_options();
+    options.pipeline_cache_file = vk::kPipelineCacheOff;
+    options.pipeline_threads = threads;
+    vk::Context context(options);
+    ValidationWatch watch(context, true);
+    EXPECT_EQ(context.pipelines().build_threads(), threads);
+    std::vector<float> out;
+    {
+      ComputeGraph g(context);
+      auto int8 = [&](MemoryLayout layout) {
+        return g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, layout});
+      };
+      const ValueRef in = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
+                                        MemoryLayout::WidthPacked}, "x");
+      const ValueRef a = int8(MemoryLayout::PackedInt8_4W4C);
+      const ValueRef b = int8(MemoryLayout::PackedInt8_4C1W);
+      const ValueRef c = int8(MemoryLayout::PackedInt8_4H4W);
+      const ValueRef y = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
+                                       MemoryLayout::WidthPacked}, "y");
+      vkd::ops::add_q8ta_quantize_node(g, in, a, q);
+      vkd::ops::add_q8ta_convert_node(g, a, b, q.zero_point);
+      vkd::ops::add_q8ta_convert_node(g, b, c, q.zero_point);
+      vkd::ops::add_q8ta_dequantize_node(g, c, y, q);
+      g.add_input(in);
+      g.add_output(y);
+      g.prepare();
+      EXPECT_EQ(context.pipelines().created_count(), 4u);
+      g.write_float(in, x.data(), x.size());
+      g.execute();
+      out = g.read_float(y);
+    }
+    watch.check(std::to_string(threads) + " pipeline threads");
+    return out;
+  };
+  std::vector<float> expected(count);
+  for (size_t i = 0; i < count; ++i) {
+    expected[i] = vkd::testing::reference_dequantize(
+        vkd::testing::reference_quantize(x[i], q.scale, q.zero_point, q.quant_min, q.quant_max),
+        q.scale, q.zero_point);
+  }
+  const std::vector<float> serial = run(1);
+  EXPECT_TRUE(floats_equal(expected, serial));
+  EXPECT_TRUE(floats_equal(serial, run(4)));
+}
+
+// A key that cannot be built fails in its worker; the error reaches the caller as the usual
+// vkd::Error naming the kernel (the first failing key's, in key order), after every worker has
+// finished; the keys that could be built are cached and not built again.
+TEST_F(RuntimeTest, PipelineBuildErrorInAWorkerReachesTheCaller) {
+  // The int8 dot product is off on this context: its kernels are Unsupported.
+  vk::PipelineCache cache(no_dot_ctx().device(), no_dot_ctx().profile(), {}, false, 4);
+  const vk::PipelineKey a{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey b{shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey c{shaders::Kernel::q8ta_convert_4h4w_4c1w, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey needs_dot{shaders::Kernel::q8ta_linear_gemm_int8_sdot, {16, 16, 1},
+                                  std::vector<uint32_t>(
+                                      shaders::shader_info(shaders::Kernel::q8ta_linear_gemm_int8_sdot)
+                                          .spec_constant_count, 0)};
+  const vk::PipelineKey wrong_spec{shaders::Kernel::q8ta_convert_4h4w_4w4c, {64, 1, 1}, {}};
+  EXPECT_TRUE(throws_error([&] { cache.get_all({a, needs_dot, b, wrong_spec, c}); },
+                           ErrorCode::Unsupported,
+                           {"kernel q8ta_linear_gemm_int8_sdot", "the int8 dot product"}));
+  EXPECT_EQ(cache.created_count(), 3u) << "a, b and c are built and kept";
+  EXPECT_TRUE(throws_error([&] { cache.get_all({wrong_spec, a}); }, ErrorCode::Internal,
+                           {"kernel q8ta_convert_4h4w_4w4c", "declares 1 specialization constants",
+                            "passed 0"}));
+  EXPECT_NE(cache.get(c).pipeline, VK_NULL_HANDLE);
+  EXPECT_EQ(cache.created_count(), 3u);
+}
+
 std::string temp_path(const std::string& stem) {
   return ::testing::TempDir() + stem + "_" + std::to_string(::getpid()) + ".bin";
 }
