@@ -18,6 +18,11 @@
 #define TILE_STORE
 #include "int8x4_tile.glslh"
 
+#if FLOAT_STORAGE == STORAGE_BUFFER
+// The float input's access path for every tile, fixed by the op (float_tile.glslh).
+layout(constant_id = 4) const int FLOAT_VECTOR_DIM = -1;
+#define FTILE_VECTOR_DIM FLOAT_VECTOR_DIM
+#endif
 #define FTILE_STORAGE FLOAT_STORAGE
 #define FTILE_BINDING 1
 #define FTILE_QUALIFIER readonly

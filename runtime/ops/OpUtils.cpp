@@ -158,6 +158,17 @@ std::array<int32_t, 4> float_tile_meta(const TensorSpec& spec) {
           static_cast<int32_t>(s[3])};
 }
 
+int32_t float_tile_vector_dim(const TensorSpec& spec) {
+  if (spec.storage != StorageType::Buffer) return -1;
+  const auto m = float_tile_meta(spec);
+  const Dims4 d = spec.dims4();
+  // vector_dim of float_tile.glslh, whose per-tile bound then holds for every tile; the dims
+  // in NCHW numbering (DIM_W 3, DIM_C 1).
+  if (m[3] == 1 && m[0] % 4 == 0 && m[1] % 4 == 0 && m[2] % 4 == 0 && d.w % 4 == 0) return 3;
+  if (m[1] == 1 && m[0] % 4 == 0 && m[2] % 4 == 0 && m[3] % 4 == 0 && d.c % 4 == 0) return 1;
+  return -1;
+}
+
 int int8_layout_index(MemoryLayout layout) {
   switch (layout) {
     case MemoryLayout::PackedInt8_4W4C: return 0;

@@ -80,6 +80,10 @@ std::array<int32_t, 4> nchw_sizes(const Dims4& d);
 // The `meta` ivec4 of shaders/common/float_tile.glslh: element strides for buffers, the packed
 // dim (NCHW numbering) for textures.
 std::array<int32_t, 4> float_tile_meta(const TensorSpec& spec);
+// FTILE_VECTOR_DIM of float_tile.glslh for a buffer: the vec4 path every tile of `spec` takes
+// (its vector_dim's choice, which is the same for all tiles when the vector dim's size is a
+// multiple of 4), else -1 (each tile chooses).
+int32_t float_tile_vector_dim(const TensorSpec& spec);
 
 // Adds a node of a tile kernel: `bindings` in the kernel's binding order (the output first, then
 // the input and any per-op buffers), specialization constant 3 = the walk order and the kernel's

@@ -26,6 +26,13 @@ struct DequantizePush {
   int32_t zero_point;
 };
 
+// Specialization constant 4 of the buffer variants: the float side's access path, fixed for
+// every tile where it can be (float_tile_vector_dim), so the kernel holds that path's code only.
+std::vector<uint32_t> float_path_constants(const TensorSpec& float_side) {
+  if (float_side.storage != StorageType::Buffer) return {};
+  return {static_cast<uint32_t>(float_tile_vector_dim(float_side))};
+}
+
 }  // namespace
 
 void add_q8ta_quantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -47,7 +54,8 @@ void add_q8ta_quantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
   add_tile_node(graph, op,
                 shaders::variants::q8ta_quantize[storage_index(in.spec().storage)]
                                                 [int8_layout_index(out.spec().layout)],
-                {output, input}, graph::push_constant_bytes(push), walk);
+                {output, input}, graph::push_constant_bytes(push), walk,
+                float_path_constants(in.spec()));
 }
 
 void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -67,7 +75,8 @@ void add_q8ta_dequantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
   add_tile_node(graph, op,
                 shaders::variants::q8ta_dequantize[storage_index(out.spec().storage)]
                                                   [int8_layout_index(in.spec().layout)],
-                {output, input}, graph::push_constant_bytes(push), walk);
+                {output, input}, graph::push_constant_bytes(push), walk,
+                float_path_constants(out.spec()));
 }
 
 // --- registry entries -------------------------------------------------------------

@@ -371,6 +371,13 @@ TEST_F(RuntimeTest, PipelineBuildErrorInAWorkerReachesTheCaller) {
   EXPECT_EQ(cache.created_count(), 3u);
 }
 
+// A pipeline of the buffer quantize kernel, whose specialization constants are the walk order
+// and the float input's access path (-1: each tile's own, float_tile.glslh).
+vk::PipelineKey quantize_key() {
+  return {shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1},
+          {kWalkWHCN, static_cast<uint32_t>(-1)}};
+}
+
 std::string temp_path(const std::string& stem) {
   return ::testing::TempDir() + stem + "_" + std::to_string(::getpid()) + ".bin";
 }
@@ -380,7 +387,7 @@ TEST_F(RuntimeTest, PipelineCacheSavedAndLoadedFromFile) {
   std::remove(path.c_str());
   vk::ContextOptions options = test_context_options();
   options.pipeline_cache_file = path;
-  const vk::PipelineKey key{shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey key = quantize_key();
   {
     vk::Context first(options);
     ValidationWatch watch(first, true);
@@ -490,7 +497,7 @@ TEST_F(RuntimeTest, DefaultPipelineCacheIsPerUserAndKeyedByDevice) {
   const ScopedEnv xdg("XDG_CACHE_HOME", home.path().c_str());
   vk::ContextOptions options = test_context_options();
   options.pipeline_cache_file = "";
-  const vk::PipelineKey key{shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey key = quantize_key();
   const std::string dir = home.path() + "/vkdelegate";
   std::string path;
   {
@@ -559,7 +566,7 @@ TEST_F(RuntimeTest, DefaultPipelineCacheOffWritesNothing) {
     EXPECT_EQ(options.pipeline_cache_file, "off");
     vk::Context context(options);
     EXPECT_EQ(context.pipelines().cache_file(), "");
-    context.pipelines().get({shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}});
+    context.pipelines().get(quantize_key());
   }
   // (Mesa keeps its own shader cache under $XDG_CACHE_HOME too: only ours must be absent.)
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/vkdelegate"))
@@ -599,7 +606,7 @@ TEST_F(RuntimeTest, DefaultPipelineCacheIgnoresAndReplacesWhatIsNotOurs) {
       vk::Context context(options);
       ValidationWatch watch(context, true);
       EXPECT_FALSE(context.pipelines().loaded_from_file());
-      context.pipelines().get({shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1}, {kWalkWHCN}});
+      context.pipelines().get(quantize_key());
       watch.check("context over a bad cache file");
     }
     EXPECT_TRUE(has_header_of(read_bytes(path), ctx().profile())) << "not replaced";
@@ -625,9 +632,7 @@ TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
   {
     vk::Context context(options);
     EXPECT_EQ(context.pipelines().cache_file(), "");
-    EXPECT_NE(context.pipelines().get({shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1},
-                                       {kWalkWHCN}}).pipeline,
-              VK_NULL_HANDLE);
+    EXPECT_NE(context.pipelines().get(quantize_key()).pipeline, VK_NULL_HANDLE);
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("vkd: warning: no pipeline cache directory: cannot create '" + blocker +
