@@ -401,7 +401,7 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   // ROWS output rows, each input row loaded once for all of them (shaders/q8ta_conv2d_dw.glsl).
   const int64_t tiles = d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out;
   const int64_t rows_per_invocation = depthwise ? depthwise_rows(tiles, p.depthwise_rows) : 1;
-  node.spec_constants = {epilogue_acc_below_2_22(w.in_per_group * w.kh * w.kw)};
+  node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), w.in_per_group * w.kh * w.kw)};
   if (depthwise) {
     node.spec_constants.insert(
         node.spec_constants.end(),

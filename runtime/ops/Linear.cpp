@@ -186,7 +186,8 @@ graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWe
       static_cast<uint64_t>(w.n * 8));
 }
 
-uint32_t epilogue_acc_below_2_22(int64_t products_per_output) {
+uint32_t epilogue_acc_below_2_22(const vk::DeviceProfile& profile, int64_t products_per_output) {
+  if (profile.fewer_pipeline_variants) return 0;
   return products_per_output * 128 * 255 < (int64_t(1) << 22) ? 1 : 0;
 }
 
@@ -253,7 +254,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   node.kernel = k.kernel;
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
-  node.spec_constants = {epilogue_acc_below_2_22(weights.k)};
+  node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), weights.k)};
   node.plan = k.plan;
   graph.add_node(std::move(node));
   return k.route;

@@ -214,6 +214,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.timestamp_period_ns = lim.timestampPeriod;
   p.fence_spin_us = p.is_cpu() ? 0 : 20000;
   p.pipeline_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  p.fewer_pipeline_variants = p.is_cpu();
 
   // Quirks. The AMD proprietary driver advertises accelerated packed dot4 on GPUs without
   // the instruction and returns wrong sums (public reports against llama.cpp / ollama); RADV
@@ -291,7 +292,9 @@ std::string DeviceProfile::summary() const {
   os << "  device-local heap " << (device_local_heap_bytes >> 20) << " MiB, timestamps "
      << (timestamps ? "yes" : "no") << " (period " << timestamp_period_ns << " ns, "
      << timestamp_valid_bits << " bits), fence polled " << fence_spin_us << " us before sleeping\n";
-  os << "  pipelines created on up to " << pipeline_threads << " threads\n";
+  os << "  pipelines created on up to " << pipeline_threads << " threads"
+     << (fewer_pipeline_variants ? ", fewer variants (speed-only specializations off)" : "")
+     << "\n";
   for (const auto& d : disabled) os << "  disabled: " << d << "\n";
   return os.str();
 }
