@@ -169,7 +169,10 @@ void Context::submit_and_wait(const CommandBuffer& cmd, const std::string& what)
 void Context::wait_for_fence(const std::string& what) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const auto spin_end = start + std::chrono::microseconds(fence_spin_us_);
+  // Never polls past the GPU timeout.
+  const auto spin_end =
+      start + std::min<std::chrono::nanoseconds>(std::chrono::microseconds(fence_spin_us_),
+                                                 options_.gpu_timeout);
   VkResult r = VK_NOT_READY;
   while (fence_spin_us_ > 0) {
     r = vkGetFenceStatus(device_.get(), fence_.get());

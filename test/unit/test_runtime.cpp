@@ -3,6 +3,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -647,8 +648,19 @@ TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
 // further submissions, and destroying the graph and context waits for the running work instead
 // of freeing objects it uses (the validation layer would report VUID-vkDestroyFence-fence-01120,
 // VUID-vkFreeCommandBuffers-pCommandBuffers-00047, VUID-vkDestroyBuffer-buffer-00922).
-TEST(GpuTimeout, ExecuteTimeoutKeepsEverythingAliveUntilIdle) {
-  vk::Context context(test_context_options());
+// Without and with fence polling (the GPUs' default; lavapipe's is none): polling longer than
+// the timeout still stops at the timeout.
+class GpuTimeoutWait : public ::testing::TestWithParam<uint32_t> {};
+INSTANTIATE_TEST_SUITE_P(GpuTimeout, GpuTimeoutWait, ::testing::Values(0u, 10000000u),
+                         [](const auto& info) {
+                           return info.param == 0 ? std::string("Sleeping")
+                                                  : std::string("Polling10s");
+                         });
+
+TEST_P(GpuTimeoutWait, ExecuteTimeoutKeepsEverythingAliveUntilIdle) {
+  vk::ContextOptions options = test_context_options();
+  options.fence_spin_us = GetParam();
+  vk::Context context(options);
   ValidationWatch watch(context, true);
   {
     ComputeGraph g(context);
@@ -662,9 +674,15 @@ TEST(GpuTimeout, ExecuteTimeoutKeepsEverythingAliveUntilIdle) {
     g.add_output(out);
     g.prepare();
     g.write_float(in, std::vector<float>(16u << 20, 1.0f));
+    // Within the 120 s default timeout, and with polling, the result is right.
+    g.execute();
+    const auto q = g.read_int8(out);
+    EXPECT_TRUE(std::all_of(q.begin(), q.end(), [](int8_t v) { return v == 5; }));  // 1/0.5 + 3
     context.set_gpu_timeout(std::chrono::milliseconds(1));
+    const auto t0 = std::chrono::steady_clock::now();
     EXPECT_TRUE(throws_error([&] { g.execute(); }, vkd::ErrorCode::Timeout,
                              {"graph execution", "did not finish within 1 ms"}));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
     EXPECT_TRUE(context.timed_out());
     EXPECT_TRUE(throws_error([&] { g.execute(); }, vkd::ErrorCode::Timeout,
                              {"refused", "'graph execution' did not finish"}));
