@@ -187,7 +187,7 @@ graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWe
 }
 
 uint32_t epilogue_acc_below_2_22(const vk::DeviceProfile& profile, int64_t products_per_output) {
-  if (profile.fewer_pipeline_variants) return 0;
+  if (profile.compact_kernels) return 0;
   return products_per_output * 128 * 255 < (int64_t(1) << 22) ? 1 : 0;
 }
 
@@ -255,6 +255,10 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), weights.k)};
+  // The GEMM's COMPACT (specialization constant 7, shaders/q8ta_linear_gemm.glsl).
+  if (k.route == LinearRoute::Gemm) {
+    node.spec_constants.push_back(graph.profile().compact_kernels ? 1 : 0);
+  }
   node.plan = k.plan;
   graph.add_node(std::move(node));
   return k.route;

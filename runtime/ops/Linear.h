@@ -74,8 +74,8 @@ graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWe
 // Specialization constant 3 of the kernels that include quant_epilogue.glslh: 1 when at most
 // 128 products make an output (|acc - zp_x * wsum| <= 128 * 128 * 255 < 2^22), which lets the
 // epilogue convert the accumulator through the float mantissa instead of a conversion
-// instruction; else 0. Always 0 where the profile wants fewer pipeline variants (CPU devices:
-// one pipeline per kernel instead of two, the same results).
+// instruction; else 0. Always 0 where the profile wants compact kernels (CPU devices: one
+// pipeline per kernel instead of two, the same results).
 uint32_t epilogue_acc_below_2_22(const vk::DeviceProfile& profile, int64_t products_per_output);
 
 // The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,

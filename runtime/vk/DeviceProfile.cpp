@@ -214,7 +214,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.timestamp_period_ns = lim.timestampPeriod;
   p.fence_spin_us = p.is_cpu() ? 0 : 20000;
   p.pipeline_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  p.fewer_pipeline_variants = p.is_cpu();
+  p.compact_kernels = p.is_cpu();
 
   // Quirks. The AMD proprietary driver advertises accelerated packed dot4 on GPUs without
   // the instruction and returns wrong sums (public reports against llama.cpp / ollama); RADV
@@ -248,6 +248,9 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   }
   if (switch_off(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16", "float16")) {
     p.float16_arithmetic = p.storage_16bit = false;
+  }
+  if (const auto compact = env_uint("VKD_COMPACT_KERNELS", 0, 1)) {
+    p.compact_kernels = *compact == 1;
   }
   apply_limit_overrides(overrides.limits, p);
   return p;
@@ -293,7 +296,7 @@ std::string DeviceProfile::summary() const {
      << (timestamps ? "yes" : "no") << " (period " << timestamp_period_ns << " ns, "
      << timestamp_valid_bits << " bits), fence polled " << fence_spin_us << " us before sleeping\n";
   os << "  pipelines created on up to " << pipeline_threads << " threads"
-     << (fewer_pipeline_variants ? ", fewer variants (speed-only specializations off)" : "")
+     << (compact_kernels ? ", compact kernels (no speed-only specializations or unrolling)" : "")
      << "\n";
   for (const auto& d : disabled) os << "  disabled: " << d << "\n";
   return os.str();

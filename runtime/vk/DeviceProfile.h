@@ -74,11 +74,13 @@ struct DeviceProfile {
   // machine's hardware threads, at most 8 (a graph has a few dozen distinct kernels at most).
   // A driver that compiles at pipeline creation spends the first inference's time there.
   uint32_t pipeline_threads = 1;
-  // Leave specializations that only make a kernel faster at their general value, so that a
-  // graph has fewer distinct pipelines: CPU devices, where conversions cost nothing extra and
-  // lavapipe compiles every pipeline with LLVM at its first dispatch, one after the other on
-  // its queue thread (0.05-1.5 s each). Today: the epilogue's ACC_BELOW_2_22 (Linear.h).
-  bool fewer_pipeline_variants = false;
+  // Kernels built for a short compile rather than the last bit of GPU speed: specializations
+  // that only make a kernel faster stay at their general value (fewer distinct pipelines) and
+  // long unrolled loops stay loops. CPU devices: lavapipe compiles every pipeline with LLVM at
+  // its first dispatch, one after the other on its queue thread (0.05-1.3 s each), and neither
+  // choice changed its run time (README example, vkd run --bench). Today: the epilogue's
+  // ACC_BELOW_2_22 (Linear.h) and the GEMM's COMPACT. VKD_COMPACT_KERNELS=0/1 overrides it.
+  bool compact_kernels = false;
 
   // Named driver-bug flags; each one is documented where it is set (DeviceProfile.cpp).
   struct Quirks {
