@@ -115,6 +115,7 @@ struct LinearKernel {
   LinearRoute route;
   shaders::Kernel kernel;
   vk::DispatchPlan plan;
+  bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
 };
 
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
@@ -142,6 +143,7 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
     const bool coopmat = route == LinearRoute::CoopMat;
     k.kernel = coopmat ? shaders::variants::q8ta_linear_coopmat[out]
                        : shaders::variants::q8ta_linear_gemm[out][dot];
+    k.compact_constant = !coopmat;
     k.plan.local_size = coopmat ? std::array<uint32_t, 3>{256, 1, 1}
                                 : std::array<uint32_t, 3>{16, 16, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
@@ -256,7 +258,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   node.push_constants = graph::push_constant_bytes(push);
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), weights.k)};
   // The GEMM's COMPACT (specialization constant 7, shaders/q8ta_linear_gemm.glsl).
-  if (k.route == LinearRoute::Gemm) {
+  if (k.compact_constant) {
     node.spec_constants.push_back(graph.profile().compact_kernels ? 1 : 0);
   }
   node.plan = k.plan;
