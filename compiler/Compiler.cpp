@@ -106,7 +106,9 @@ CompileResult compile_graph(Graph g, const CompileOptions& options) {
   CompileResult result;
   infer_shapes(g);
   sink_dequantizes(g, result.reports);
-  result.reports.push_back(fuse_and_lower(g));
+  FuseOptions fuse;
+  fuse.fuse_epilogues = options.fuse_epilogues;
+  result.reports.push_back(fuse_and_lower(g, fuse));
   place_and_emit(std::move(g), options, result);
   return result;
 }
@@ -115,7 +117,10 @@ PartitionedResult compile_partitioned(Graph g, const CompileOptions& options) {
   PartitionedResult result;
   infer_shapes(g);
   sink_dequantizes(g, result.before_fusion);
-  result.fusion = fuse_and_lower(g, FuseOptions{true});
+  FuseOptions fuse;
+  fuse.runnable_only = true;
+  fuse.fuse_epilogues = options.fuse_epilogues;
+  result.fusion = fuse_and_lower(g, fuse);
   result.plan = partition_graph(g);
   for (const auto& part : result.plan.partitions) {
     CompileResult r;

@@ -17,6 +17,9 @@ namespace vkd::compiler {
 
 struct CompileOptions {
   LayoutOptions layout;
+  // Fusions into a conv / linear epilogue (FuseOptions::fuse_epilogues; the CLI's
+  // --no-fuse-epilogue turns them off).
+  bool fuse_epilogues = true;
 };
 
 struct CompileResult {

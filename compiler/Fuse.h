@@ -6,7 +6,9 @@
 //    dq -> aten.linear      [-> act] -> q  => q8ta_linear      (no q: q8ta_linear_dq)
 //    dq -> aten.convolution [-> act] -> q  => q8ta_conv2d      (no q: q8ta_conv2d_dq)
 //    dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add
-//    dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q => q8ta_pixel_shuffle
+//    dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q => q8ta_pixel_shuffle, or, moving
+//      the bytes of a q8ta_conv2d's output that it alone reads, that conv's epilogue:
+//      q8ta_conv2d_ps (compiler/fusion/Epilogue.cpp)
 //    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
 //      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
 //      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
@@ -36,6 +38,9 @@ struct FuseOptions {
   // Fuse and lower only into backend ops the runtime has a kernel for; everything else stays
   // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
   bool runnable_only = false;
+  // Run a byte-moving pixel shuffle in the epilogue of the convolution before it (fusion/
+  // Epilogue.cpp); false: each its own op (`vkd compile --no-fuse-epilogue`).
+  bool fuse_epilogues = true;
 };
 
 // The pass before fuse_and_lower: a per-tensor dequantize of an int8 activation whose result
@@ -52,6 +57,9 @@ PassReport sink_dequantize(Graph& g);
 //   "fused dq -> aten.convolution -> aten.relu -> q (node 3..6) into q8ta_conv2d 'y_q'
 //    (activation relu)"
 //   "not fused: dq -> aten.linear -> q (node 0..2) as q8ta_linear: <why>"
+//   "fused dq -> aten.pixel_shuffle -> q (node 7..9) into the epilogue of q8ta_conv2d 'c':
+//    q8ta_conv2d_ps writes 'y' pixel-shuffled (upscale 2)" (or "not fused: ... into the
+//    epilogue of q8ta_conv2d 'c': <why>", then the shuffle's own line)
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its

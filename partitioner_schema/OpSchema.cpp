@@ -203,6 +203,12 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
                                  tensor_out("output", i8x4, chw_int8, {k4W4C}))));
   s.push_back(kernel_op("q8ta_conv2d_dq", "int8 conv2d, float32 output",
                         arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
+  // q8ta_conv2d then the byte-moving pixel shuffle, in the convolution's store: output
+  // [N, C_out / r^2, H_out r, W_out r] (runtime/ops/Conv2d.h).
+  s.push_back(kernel_op(
+      "q8ta_conv2d_ps", "int8 conv2d writing its output pixel-shuffled, fused relu/clamp",
+      arg_list(head, scalar("upscale_factor", ArgKind::Int), per_tensor_qparams("output_"),
+               activation_range(), tensor_out("output", i8x4, chw_int8, {k4W4C}))));
   // Weights in q8ta_conv2d's order [C_out, C_in / groups, KH, KW] (the compiler swaps PyTorch's
   // [C_in, C_out / groups, KH, KW]), so scales and bias are one per output channel as there.
   s.push_back(kernel_op(

@@ -7,7 +7,8 @@
 //   fa = float32(qa - zp_a) * s_a;  fb = float32(qb - zp_b) * s_b;  y = fa + fb  |  y = fa * fb
 //   q  = clamp(roundEven(y * inv_s_out) + zp_out, act_min, act_max),  inv_s_out = float32(1/s_out)
 // (for mul, mathematically q = zp_out + round((qa - zp_a) * (qb - zp_b) * s_a * s_b / s_out),
-// computed as that float32 chain, not as one fixed-point multiplier).
+// computed as that float32 chain, not as one fixed-point multiplier). The arithmetic is
+// requant.glslh's binary_word, which the conv / linear epilogue's fused residual add also runs.
 // b is either a's shape (B_SAME), [N or 1, C, 1, 1] (B_CHANNEL: one value per (batch,)
 // channel) or [1, 1, 1, 1] (B_SCALAR); the host swaps the operands when a is the broadcast one
 // (float addition and multiplication are commutative, so the bytes do not change).
@@ -22,8 +23,8 @@
 #include "common.glslh"
 #include "int8x4_chunk.glslh"
 
-#define OP_ADD 0
-#define OP_MUL 1
+#define OP_ADD BINARY_ADD  // requant.glslh
+#define OP_MUL BINARY_MUL
 
 #define B_SAME 0
 #define B_CHANNEL 1
@@ -43,31 +44,12 @@ layout(push_constant) uniform Params {
   int word_count;     // words of out
   int b_mode;         // B_SAME | B_CHANNEL | B_SCALAR
   int b_batched;      // B_CHANNEL: 1 when b is [N, C, 1, 1], 0 when [1, C, 1, 1]
-  int a_zp;
-  int b_zp;
-  int out_zp;
-  float a_scale;
-  float b_scale;
-  float inv_out_scale;
-  float act_lo;       // float(act_min - out_zp)
-  float act_hi;       // float(act_max - out_zp)
+  BinaryQuant q;      // requant.glslh
 } p;
 
 // The requantized sum or product of one word of a and one of b, lanes >= `valid` set to out_zp.
-int binary_word(int wa, int wb, int valid) {
-  int word = 0;
-  for (int lane = 0; lane < 4; ++lane) {
-    // |q - zp| <= 255: exact through the mantissa (common.glslh).
-    precise float fa = small_int_to_float(lane_of(wa, lane) - p.a_zp) * p.a_scale;
-    precise float fb = small_int_to_float(lane_of(wb, lane) - p.b_zp) * p.b_scale;
-#if OP == OP_ADD
-    precise float y = fa + fb;
-#else
-    precise float y = fa * fb;
-#endif
-    word |= requantized_byte(y, p.inv_out_scale, p.act_lo, p.act_hi, p.out_zp) << (8 * lane);
-  }
-  return pad_lanes(word, valid, p.out_zp);
+int op_word(int wa, int wb, int valid) {
+  return pad_lanes(binary_word(wa, wb, p.q, OP), valid, p.q.out_zp);
 }
 
 void main() {
@@ -114,7 +96,7 @@ void main() {
 
   const ivec4 valid = chunk_valid_lanes(k, p.sizes);  // real lanes (0: a word of padding)
   ivec4 result;
-  for (int j = 0; j < 4; ++j) result[j] = binary_word(wa[j], wb[j], valid[j]);
+  for (int j = 0; j < 4; ++j) result[j] = op_word(wa[j], wb[j], valid[j]);
 
 #if INT8_LAYOUT == LAYOUT_4C1W
   if (4 * k + 3 < p.word_count) {

@@ -7,10 +7,15 @@
 // Weights: ivec4 block ((co4 * KH + ky) * KW + kx) * C4_in + ci4, component j = output channel
 // 4 co4 + j, byte lane i = input channel 4 ci4 + i; zero outside the channel's group and past
 // C_in / C_out, so a block that straddles groups or the padding adds nothing.
+// The int8 output can be written pixel-shuffled (q8ta_conv2d_ps / _add; specialization
+// constants 4, 5) and added to a residual tensor (OUTPUT 3 / 4): conv_common.glslh.
+// Variants: IN_LAYOUT x OUTPUT (int8 4W4C / 4C1W, float, int8 4W4C / 4C1W + residual) x
+// INT8_DOT_FALLBACK.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 #include "int8_dot.glslh"
+#define CONV_SHUFFLED_STORE
 #include "conv_common.glslh"
 
 layout(std430, binding = 2) readonly buffer W { ivec4 w_blocks[]; };

@@ -28,7 +28,7 @@
 //
 // A KHR variant needs only common/coopmat_nv.glslh's types changed (and coopMatLoad / MulAdd
 // names) once the toolchain's glslang knows GL_KHR_cooperative_matrix.
-// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed).
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -193,7 +193,7 @@ void main() {
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       [[unroll]] for (int t = 0; t < 2; ++t) {
-#if OUT_DTYPE == 0
+#if OUT_DTYPE != 1
         const int fr = 4 * (2 * t + lane / 16) + lane % 4, fc = 4 * ((lane % 16) / 4);
 #else
         const int fr = 8 * t + lane / 4, fc = 4 * (lane % 4);

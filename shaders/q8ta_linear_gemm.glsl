@@ -15,7 +15,8 @@
 // padded row r is batch r / (4 H4), row r % (4 H4), real when that is < H. Padded rows and
 // channels >= N are computed (the weights are zero there) but written as the output zero point
 // (int8) or not written (float).
-// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed) x INT8_DOT_FALLBACK.
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add) x
+// INT8_DOT_FALLBACK.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require

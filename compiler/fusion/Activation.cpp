@@ -46,12 +46,8 @@ std::string clamps_of(const Graph& g, const std::vector<int>& acts, std::vector<
 
 // The int8 ops whose requantizing epilogue clamps to [activation_min, activation_max].
 bool has_activation_range(const std::string& op) {
-  return op == "q8ta_conv2d" || op == "q8ta_conv_transpose2d" || op == "q8ta_linear" ||
-         op == "q8ta_add" || op == "q8ta_mul";
-}
-
-bool same_scale_and_zero_point(const QuantInfo& a, const QuantInfo& b) {
-  return a.scale == b.scale && a.zero_point == b.zero_point;
+  return op == "q8ta_conv2d" || op == "q8ta_conv2d_ps" || op == "q8ta_conv_transpose2d" ||
+         op == "q8ta_linear" || op == "q8ta_add" || op == "q8ta_mul";
 }
 
 // A matched dq -> act [-> act] -> q chain reading the int8 value `x_q`, or dq -> mul by a scalar
@@ -69,13 +65,8 @@ struct ActChain {
 // "" when `c` can join the epilogue of match `f` (which writes c.x_q).
 std::string check_epilogue(FuseState& state, const Fusion& f, const ActChain& c) {
   if (!has_activation_range(f.node.op)) return f.node.op + " has no activation range";
-  std::string why = single_use(state.graph, c.x_q);
+  const std::string why = state.read_as_written(c.x_q, c.in_q);
   if (!why.empty()) return why;
-  const QuantInfo written = state.produced.at(c.x_q);
-  if (!same_scale_and_zero_point(written, c.in_q)) {
-    return "the dq (" + describe_quant(c.in_q) + ") reads " + quoted(c.x_q) + " with other "
-           "parameters than it was written with (" + describe_quant(written) + ")";
-  }
   if (!same_scale_and_zero_point(c.in_q, c.out_q)) {
     return "the q (" + describe_quant(c.out_q) + ") requantizes (the dq is " +
            describe_quant(c.in_q) + ")";

@@ -99,6 +99,17 @@ std::string FuseState::fused_origin(int anchor, const std::string& backend) cons
   return base + " fused into " + backend;
 }
 
+void FuseState::retarget(Fusion& f, const std::string& op) {
+  const std::string suffix = " fused into " + f.node.op;
+  std::string& origin = f.node.origin;
+  if (origin.size() >= suffix.size() &&
+      origin.compare(origin.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    origin.resize(origin.size() - f.node.op.size());
+    origin += op;
+  }
+  f.node.op = op;
+}
+
 std::string FuseState::scales_constant(const WeightFold& w) {
   const std::string key = graph.nodes[w.dq].outputs.at(0);
   auto it = scales_for.find(key);
@@ -121,6 +132,17 @@ std::string FuseState::zero_bias(const std::string& output, int64_t n) {
   v.data = std::vector<uint8_t>(static_cast<size_t>(n) * sizeof(float), 0);
   graph.add_value(v);
   return v.name;
+}
+
+std::string FuseState::read_as_written(const std::string& v, const QuantInfo& read_as) const {
+  const std::string use = single_use(graph, v);
+  if (!use.empty()) return use;
+  const QuantInfo& written = produced.at(v);
+  if (!same_scale_and_zero_point(written, read_as)) {
+    return "the dq (" + describe_quant(read_as) + ") reads " + quoted(v) +
+           " with other parameters than it was written with (" + describe_quant(written) + ")";
+  }
+  return "";
 }
 
 void FuseState::consume_quant(const std::string& v, int node, const QuantInfo& q) {

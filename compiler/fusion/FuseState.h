@@ -81,11 +81,17 @@ struct FuseState {
               const std::string& output, const QuantInfo& q);
   // The origin of a fused node: the anchor's own origin, or its place and op.
   std::string fused_origin(int anchor, const std::string& backend) const;
+  // Match `f`'s node becomes backend op `op` (an epilogue joined it); its origin says so.
+  static void retarget(Fusion& f, const std::string& op);
 
   // The float32 weight_scales constant of `w` (one per weight dq, shared by its users).
   std::string scales_constant(const WeightFold& w);
   // A float32 zeros constant of `n` elements, the bias of `output`'s node.
   std::string zero_bias(const std::string& output, int64_t n);
+  // "" when int8 activation `v`, written by a fused op, is read by one node only (a dequantize
+  // with `read_as`) with the scale and zero point it was written with: an op reading it can
+  // then join its producer's epilogue.
+  std::string read_as_written(const std::string& v, const QuantInfo& read_as) const;
   // Records that node `node` (original index) dequantizes int8 activation `v` with `q`.
   void consume_quant(const std::string& v, int node, const QuantInfo& q);
 };

@@ -54,6 +54,10 @@ bool same_quant(const QuantInfo& a, const QuantInfo& b) {
          a.quant_max == b.quant_max;
 }
 
+bool same_scale_and_zero_point(const QuantInfo& a, const QuantInfo& b) {
+  return a.scale == b.scale && a.zero_point == b.zero_point;
+}
+
 bool node_is(const Graph& g, int node, const char* op) {
   return node >= 0 && g.nodes[node].op == op;
 }

@@ -20,6 +20,7 @@ std::string node_list(std::vector<int> idx);  // "node 3", "node 3..6", "nodes 1
 std::string label(const Node& n);             // "q", "dq" or the op itself
 std::string describe_quant(const QuantInfo& q);
 bool same_quant(const QuantInfo& a, const QuantInfo& b);
+bool same_scale_and_zero_point(const QuantInfo& a, const QuantInfo& b);  // ranges may differ
 // Whether `node` (an index, -1 for none) exists and is an `op` node.
 bool node_is(const Graph& g, int node, const char* op);
 // Equal after dropping leading 1s: the packed dims (W, H, C) agree, so a view between the two

@@ -31,4 +31,22 @@ using DirectLowering = std::string (*)(FuseState& state, Node& node, int where);
 void fuse_scaled_chain(FuseState& state, int anchor, int x_input, float scalar,
                        const std::string& scalar_dq);
 
+// A matched int8 op that may run in the epilogue of the committed match writing its input
+// (Epilogue.cpp): the store of that op then does its work, one dispatch instead of two.
+struct EpilogueCandidate {
+  std::string x_q;                // the int8 value it reads: the producer's output
+  QuantInfo in_q;                 // how its dequantize reads x_q
+  std::vector<int> nodes;         // its nodes, the dequantize of x_q included
+  std::vector<std::string> dead;  // its intermediate values
+  std::string output;             // the int8 value it writes
+  QuantInfo out_q;
+  std::string chain;              // "dq -> aten.pixel_shuffle -> q", for the report
+};
+
+// A pixel shuffle by `factor` (PixelShuffle.cpp's match `c`) joins the epilogue of the
+// q8ta_conv2d match writing c.x_q, which becomes q8ta_conv2d_ps writing c.output: true when
+// it did (reported); false when not, reported when x_q is a q8ta_conv2d / q8ta_linear output
+// (the shuffle is then its own op).
+bool join_shuffle_epilogue(FuseState& state, const EpilogueCandidate& c, int64_t factor);
+
 }  // namespace vkd::compiler::fusion

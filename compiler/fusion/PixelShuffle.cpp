@@ -2,6 +2,8 @@
 // moves values, so the clones around it (what export leaves for memory-format changes) go too.
 // The kernel moves the bytes where the qparams round-trip, else requantizes each one into the
 // full int8 range (requantize_moved): the fusion checks that this is the chain's dq -> q.
+// A shuffle of a convolution's output may instead join that convolution's epilogue
+// (Epilogue.cpp: q8ta_conv2d_ps).
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Patterns.h"
 
@@ -118,9 +120,12 @@ void fuse_pixel_shuffle(FuseState& state, int i) {
   if (!why.empty()) return fail(why);
   const auto factor = opt_int(n, "upscale_factor");
   if (!factor || *factor < 1) return fail("upscale_factor is not a positive integer");
+  if (state.any_claimed(c.nodes)) return fail("overlaps another fused pattern");
+  const EpilogueCandidate epilogue{g.nodes[c.dq].inputs[0], in_q, c.nodes, c.values,
+                                   g.nodes[c.q].outputs[0], out_q, chain};
+  if (join_shuffle_epilogue(state, epilogue, *factor)) return;
   Fusion f;
   f.nodes = c.nodes;
-  if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
   f.dead = c.values;
   f.node = build_shuffle(state, i, c, in_q, out_q, *factor);
   state.commit(std::move(f), chain, "");

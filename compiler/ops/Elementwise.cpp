@@ -79,8 +79,8 @@ std::vector<TypedShape> clamp(const ShapeContext& c) {
 
 // What a standalone activation becomes: the requantizing epilogue of the int8 op before it, or
 // its own requantizing kernel.
-const std::vector<std::string> kStandaloneActOps = {"q8ta_conv2d", "q8ta_linear", "q8ta_add",
-                                                    "q8ta_mul", "q8ta_clamp"};
+const std::vector<std::string> kStandaloneActOps = {
+    "q8ta_conv2d", "q8ta_conv2d_ps", "q8ta_linear", "q8ta_add", "q8ta_mul", "q8ta_clamp"};
 
 }  // namespace
 

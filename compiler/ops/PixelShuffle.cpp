@@ -48,7 +48,7 @@ std::vector<EdgeOp> pixel_shuffle_edge_ops() {
              1,
              pixel_shuffle}
           .computed_by(reference_pixel_shuffle)
-          .fused_by(fusion::fuse_pixel_shuffle, {"q8ta_pixel_shuffle"})
+          .fused_by(fusion::fuse_pixel_shuffle, {"q8ta_pixel_shuffle", "q8ta_conv2d_ps"})
           .lowered_by(fusion::lower_pixel_shuffle, {"pixel_shuffle"}),
   };
 }

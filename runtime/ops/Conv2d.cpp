@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "runtime/core/Error.h"
 #include "runtime/ops/Linear.h"
@@ -80,8 +81,72 @@ bool fits_pointwise(const TensorSpec& in, const TensorSpec& out, const Conv2dWei
          out.layout == MemoryLayout::PackedInt8_4W4C;
 }
 
-bool fits_depthwise(const Dims4& in, const Conv2dWeights& w, const Conv2dGeometry& g) {
-  return g.groups == in.c && w.out_channels == in.c;
+// Whether the int8 output is written pixel-shuffled (shaders/common/conv_common.glslh,
+// linear_common.glslh): the depthwise kernel's store does not do that.
+bool fused_store(const Conv2dParams& p) { return p.upscale > 1; }
+
+bool fits_depthwise(const Dims4& in, const Conv2dWeights& w, const Conv2dParams& p) {
+  const Conv2dGeometry& g = p.geometry;
+  return g.groups == in.c && w.out_channels == in.c && !fused_store(p);
+}
+
+// The largest upscale factor of a pixel-shuffled output (as q8ta_pixel_shuffle's).
+constexpr int32_t kMaxUpscale = 1024;
+
+// The convolution's own output sizes: the output's, or, written pixel-shuffled by r = p.upscale
+// > 1 (q8ta_conv2d_ps), [N, C r^2, H / r, W / r] of the output's [N, C, H, W]. Its C r^2
+// channels are computed in phase-major order (phase_major_weights), so C must be a multiple
+// of 4 (a packed word then holds channels of one sub-pixel phase) and the groups 1 (the
+// permutation mixes them).
+Dims4 conv_output_dims(const std::string& op, const Dims4& out, const Conv2dParams& p) {
+  const int32_t r = p.upscale;
+  VKD_CHECK(r >= 1 && r <= kMaxUpscale, ErrorCode::InvalidArgument, op, ": upscale_factor ", r,
+            " must be in [1, ", kMaxUpscale, "]");
+  if (r == 1) return out;
+  VKD_CHECK(p.output.has_value(), ErrorCode::InvalidArgument, op,
+            ": a pixel-shuffled output must be int8");
+  VKD_CHECK(p.geometry.groups == 1, ErrorCode::InvalidArgument, op,
+            ": a pixel-shuffled output needs groups 1 (groups = ", p.geometry.groups,
+            "): its channels are computed in phase-major order");
+  VKD_CHECK(out.c % 4 == 0 && out.h % r == 0 && out.w % r == 0, ErrorCode::InvalidArgument, op,
+            ": output sizes [", out.n, ", ", out.c, ", ", out.h, ", ", out.w,
+            "] of a pixel shuffle by ", r, " need H and W multiples of ", r,
+            " and C a multiple of 4 (a packed word holds channels of one sub-pixel phase)");
+  return {out.n, out.c * r * r, out.h / r, out.w / r};
+}
+
+// The weights, scales and bias with the output channels in phase-major order for an output
+// pixel-shuffled by r: channel (i r + j) C + c is channel c r^2 + i r + j as given (C = C_out /
+// r^2), so the 4 channels of a packed word go to one output word (sub-pixel phase (i, j),
+// channels c .. c + 3). The arrays live in the result's owner (with the given owner).
+Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r) {
+  struct Arrays {
+    std::vector<int8_t> weight;
+    std::vector<float> scales, bias;
+    std::shared_ptr<const void> given;
+  };
+  auto a = std::make_shared<Arrays>();
+  const int64_t row = w.in_per_group * w.kh * w.kw, phases = int64_t(r) * r;
+  const int64_t c_out = w.out_channels / phases;
+  a->weight.resize(static_cast<size_t>(w.out_channels * row));
+  a->scales.resize(static_cast<size_t>(w.out_channels));
+  if (w.bias) a->bias.resize(static_cast<size_t>(w.out_channels));
+  for (int64_t phase = 0; phase < phases; ++phase) {
+    for (int64_t c = 0; c < c_out; ++c) {
+      const int64_t from = c * phases + phase, to = phase * c_out + c;
+      std::copy(w.weight + from * row, w.weight + (from + 1) * row,
+                a->weight.begin() + to * row);
+      a->scales[static_cast<size_t>(to)] = w.scales[from];
+      if (w.bias) a->bias[static_cast<size_t>(to)] = w.bias[from];
+    }
+  }
+  a->given = w.owner;
+  Conv2dWeights out = w;
+  out.weight = a->weight.data();
+  out.scales = a->scales.data();
+  out.bias = w.bias ? a->bias.data() : nullptr;
+  out.owner = a;
+  return out;
 }
 
 // The im2col route's intermediate matrix holds KH * KW input words per output pixel, so it is
@@ -106,8 +171,9 @@ uint64_t im2col_bytes(const Dims4& in, const Dims4& out, const Conv2dWeights& w)
 
 // "" when the im2col route fits, else what it needs. The GEMM writes only the 4W4C block
 // structure (int8), and its weights are one [C_out, K] matrix (no groups).
-std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Conv2dWeights& w,
-                         const Conv2dParams& p, const vk::DeviceProfile& profile) {
+std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Dims4& conv_out,
+                         const Conv2dWeights& w, const Conv2dParams& p,
+                         const vk::DeviceProfile& profile) {
   if (p.geometry.groups != 1) {
     return "groups 1 (groups = " + std::to_string(p.geometry.groups) + ")";
   }
@@ -115,7 +181,7 @@ std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Conv
     return std::string("an int8 4W4C output (the GEMM writes no ") +
            (p.output.has_value() ? "4C1W" : "float") + " output)";
   }
-  const uint64_t bytes = im2col_bytes(in.dims4(), out.dims4(), w);
+  const uint64_t bytes = im2col_bytes(in.dims4(), conv_out, w);
   const uint64_t cap = std::min(kMaxIm2colBytes, profile.max_storage_buffer_range_bytes);
   if (bytes > cap) {
     return "an im2col matrix of at most " + std::to_string(cap) +
@@ -135,21 +201,22 @@ std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Conv
 // On lavapipe (dot-product GEMM) the two were within 15% of each other.
 bool prefer_im2col(const Conv2dWeights& w) { return w.in_per_group * w.kh * w.kw >= 64; }
 
+// `conv_out`: the convolution's own output sizes (conv_output_dims).
 Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const TensorSpec& out,
-                         const Conv2dWeights& w, const Conv2dParams& p,
+                         const Dims4& conv_out, const Conv2dWeights& w, const Conv2dParams& p,
                          const vk::DeviceProfile& profile) {
   const bool pointwise = fits_pointwise(in, out, w, p);
-  const bool depthwise = fits_depthwise(in.dims4(), w, p.geometry);
+  const bool depthwise = fits_depthwise(in.dims4(), w, p);
   switch (p.route) {
     case Conv2dRoute::Auto:
       if (pointwise) return Conv2dRoute::Pointwise;
       if (depthwise) return Conv2dRoute::Depthwise;
-      if (im2col_unfit(in, out, w, p, profile).empty() && prefer_im2col(w)) {
+      if (im2col_unfit(in, out, conv_out, w, p, profile).empty() && prefer_im2col(w)) {
         return Conv2dRoute::Im2col;
       }
       return Conv2dRoute::Direct;
     case Conv2dRoute::Im2col: {
-      const std::string unfit = im2col_unfit(in, out, w, p, profile);
+      const std::string unfit = im2col_unfit(in, out, conv_out, w, p, profile);
       VKD_CHECK(unfit.empty(), ErrorCode::InvalidArgument, op, ": the im2col route needs ",
                 unfit);
       break;
@@ -161,7 +228,8 @@ Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const Tens
       break;
     case Conv2dRoute::Depthwise:
       VKD_CHECK(depthwise, ErrorCode::InvalidArgument, op,
-                ": the depthwise route needs groups == C_in == C_out");
+                ": the depthwise route needs groups == C_in == C_out and an output that is not "
+                "pixel-shuffled");
       break;
     case Conv2dRoute::Direct: break;
   }
@@ -291,7 +359,7 @@ void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const st
                                                        std::shared_ptr<const void>>>(matrix, w.owner);
   const LinearWeights lw{matrix->data(), w.scales, w.bias, w.out_channels, k, owners};
   add_q8ta_linear_rows_node(graph, op, cols, d_out.n * d_out.h, d_out.w, lw, output,
-                            linear_params(p));
+                            linear_params(p), RowsShuffle{p.upscale, d_out.h});
 }
 
 }  // namespace
@@ -323,9 +391,10 @@ std::string to_string(Conv2dRoute route) {
 }
 
 Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                                 const Conv2dWeights& weights, graph::ValueRef output,
+                                 const Conv2dWeights& given, graph::ValueRef output,
                                  const Conv2dParams& p) {
-  const std::string op = p.output ? "q8ta_conv2d" : "q8ta_conv2d_dq";
+  const std::string op = !p.output ? "q8ta_conv2d_dq" : p.upscale != 1 ? "q8ta_conv2d_ps"
+                                                                       : "q8ta_conv2d";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   check_int8x4_tensor(op, in);
@@ -346,15 +415,18 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   check_quant_params(op, p.input);
   VKD_CHECK(p.depthwise_rows >= 0 && p.depthwise_rows <= 4, ErrorCode::InvalidArgument, op,
             ": depthwise_rows ", p.depthwise_rows, " must be 0 (chosen by size) or 1..4");
-  const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
-  check_conv(op, d_in, d_out, weights, p.geometry);
+  // d_out: the convolution's own output (the output's sizes, unless it is pixel-shuffled).
+  const Dims4 d_in = in.spec().dims4(), d_out = conv_output_dims(op, out.spec().dims4(), p);
+  check_conv(op, d_in, d_out, given, p.geometry);
+  const Conv2dWeights weights = fused_store(p) ? phase_major_weights(given, p.upscale) : given;
 
-  const Conv2dRoute route = choose_route(op, in.spec(), out.spec(), weights, p, graph.profile());
+  const Conv2dRoute route =
+      choose_route(op, in.spec(), out.spec(), d_out, weights, p, graph.profile());
   const std::string name = out.name().empty() ? op : out.name();
   if (route == Conv2dRoute::Pointwise) {
     // 4W4C blocks are (4 pixels of one image row) x (4 channels): the linear kernels' rows x K.
     add_q8ta_linear_rows_node(graph, op, input, d_in.n * d_in.h, d_in.w, as_matrix(weights),
-                              output, linear_params(p));
+                              output, linear_params(p), RowsShuffle{p.upscale, d_out.h});
     return route;
   }
   if (route == Conv2dRoute::Im2col) {
@@ -409,6 +481,13 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
          uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
          uint32_t(rows_per_invocation)});
   }
+  if (!depthwise && p.output) {
+    // The direct kernel's store (conv_common.glslh): upscale factor and output channels, the
+    // defaults (1, 4) when not shuffled, so unshuffled nodes share one pipeline.
+    const int64_t r = p.upscale;
+    node.spec_constants.push_back(uint32_t(r));
+    node.spec_constants.push_back(uint32_t(r > 1 ? d_out.c / (r * r) : 4));
+  }
   node.plan = vk::plan_linear(graph.profile(),
                               static_cast<uint64_t>(d_out.n * div_up(d_out.h, rows_per_invocation) *
                                                     div_up(d_out.w, 4) * c4_out));
@@ -456,13 +535,27 @@ Conv2dParams blob_params(const OpCall& call) {
   return p;
 }
 
-void build_q8ta_conv2d(const OpCall& call) {
+// q8ta_conv2d's arguments and its requantized output's (shared with q8ta_conv2d_ps).
+Conv2dParams requantized_params(const OpCall& call) {
   Conv2dParams p = blob_params(call);
   p.output = call.quant("output");
   p.activation_min = call.int32_arg("activation_min", -128, 127);
   p.activation_max = call.int32_arg("activation_max", -128, 127);
   call.set_zero_point("input", p.input.zero_point);
   call.set_zero_point("output", p.output->zero_point);
+  return p;
+}
+
+void build_q8ta_conv2d(const OpCall& call) {
+  add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), requantized_params(call));
+}
+
+// The output pixel-shuffled by upscale_factor (>= 2; 1 would be q8ta_conv2d), checked against
+// the output's sizes and the weights by add_q8ta_conv2d_node.
+void build_q8ta_conv2d_ps(const OpCall& call) {
+  Conv2dParams p = requantized_params(call);
+  p.upscale = call.int32_arg("upscale_factor", 2, kMaxUpscale);
   add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
                        call.tensor("output"), p);
 }
@@ -479,6 +572,7 @@ void build_q8ta_conv2d_dq(const OpCall& call) {
 void register_conv2d_ops(OpRegistry& registry) {
   registry.add("q8ta_conv2d", build_q8ta_conv2d);
   registry.add("q8ta_conv2d_dq", build_q8ta_conv2d_dq);
+  registry.add("q8ta_conv2d_ps", build_q8ta_conv2d_ps);
 }
 
 }  // namespace vkd::ops

@@ -17,8 +17,7 @@ namespace {
 struct BinaryPush {
   std::array<int32_t, 4> sizes;
   int32_t chunk_count, word_count, b_mode, b_batched;
-  int32_t a_zp, b_zp, out_zp;
-  float a_scale, b_scale, inv_out_scale, act_lo, act_hi;
+  BinaryQuantPush quant;
 };
 
 // Mirrors `Params` in shaders/q8ta_clamp.glsl.
@@ -90,14 +89,8 @@ void add_binary_node(graph::ComputeGraph& graph, BinaryOp op, const std::string&
                         int32_t(words),
                         static_cast<int32_t>(*mode),
                         *mode == Broadcast::Channel && sb.dims4().n > 1 ? 1 : 0,
-                        qa.zero_point,
-                        qb.zero_point,
-                        params.output.zero_point,
-                        qa.scale,
-                        qb.scale,
-                        inverse_scale(params.output.scale),
-                        float(params.activation_min - params.output.zero_point),
-                        float(params.activation_max - params.output.zero_point)};
+                        binary_quant_push(qa, qb, params.output, params.activation_min,
+                                          params.activation_max)};
   graph::DispatchNode node;
   node.op = name;
   node.kernel =

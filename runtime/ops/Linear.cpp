@@ -4,6 +4,7 @@
 #include "runtime/ops/Linear.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "runtime/core/Error.h"
@@ -158,6 +159,15 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
   return k;
 }
 
+// Specialization constants 4-6 of the int8-output kernels (linear_common.glslh): the upscale
+// factor, the output channels N / r^2 and the image rows; the defaults (1, 4, 1) when the store
+// is not shuffled, so every such node shares one pipeline.
+std::array<uint32_t, 3> shuffle_constants(const RowsShuffle& s, int64_t n) {
+  if (s.upscale <= 1) return {1, 4, 1};
+  return {uint32_t(s.upscale), uint32_t(n / (int64_t(s.upscale) * s.upscale)),
+          uint32_t(s.image_rows)};
+}
+
 void check_4h4w_buffer(const std::string& op, const char* what, const graph::GpuTensor& t) {
   check_int8x4_tensor(op, t);
   VKD_CHECK(t.spec().layout == MemoryLayout::PackedInt8_4H4W &&
@@ -238,7 +248,7 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
                                       graph::ValueRef input, int64_t groups, int64_t row_count,
                                       const LinearWeights& weights, graph::ValueRef output,
-                                      const LinearParams& p) {
+                                      const LinearParams& p, const RowsShuffle& shuffle) {
   const auto& out = graph.tensor(output);
   const RowShape rows{groups, row_count, div_up(row_count, 4)};
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
@@ -257,6 +267,10 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), weights.k)};
+  if (p.output) {
+    const std::array<uint32_t, 3> store = shuffle_constants(shuffle, weights.n);
+    node.spec_constants.insert(node.spec_constants.end(), store.begin(), store.end());
+  }
   // The GEMM's COMPACT (specialization constant 7, shaders/q8ta_linear_gemm.glsl).
   if (k.compact_constant) {
     node.spec_constants.push_back(graph.profile().compact_kernels ? 1 : 0);

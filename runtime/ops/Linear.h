@@ -78,16 +78,28 @@ graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWe
 // pipeline per kernel instead of two, the same results).
 uint32_t epilogue_acc_below_2_22(const vk::DeviceProfile& profile, int64_t products_per_output);
 
+// A convolution's int8 output written pixel-shuffled by add_q8ta_linear_rows_node (q8ta_conv2d_ps
+// through the pointwise and im2col routes): its rows are the 4W4C pixels of `image_rows` image
+// rows per image, its N = C r^2 channels in phase-major order (channel (i r + j) C + c is the
+// convolution's channel c r^2 + i r + j; the caller permutes the weights so), C a multiple of
+// 4; the output is the [N_img, C, H r, W r] 4W4C tensor (shaders/common/linear_common.glslh).
+// upscale 1: the rows' own block structure.
+struct RowsShuffle {
+  int32_t upscale = 1;
+  int64_t image_rows = 1;
+};
+
 // The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,
 // k4) at rb * K4 + k4 holds 4 rows x 4 K values (component = row, byte lane = K): 4H4W, and
 // also 4W4C, whose rows are pixels (4 widths of one image row) and K its channels, so a 1x1
 // convolution is this GEMM. `groups` groups of `rows` real rows, each padded to a multiple of
-// 4; the output has the same block structure with N for K (int8) or is float32 [groups * rows,
-// N]. No tensor checks: the caller's. Returns the route taken.
+// 4; the output has the same block structure with N for K (int8; or is pixel-shuffled, see
+// RowsShuffle) or is float32 [groups * rows, N]. No tensor checks: the caller's. Returns the
+// route taken.
 LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
                                       graph::ValueRef input, int64_t groups, int64_t rows,
                                       const LinearWeights& weights, graph::ValueRef output,
-                                      const LinearParams& p);
+                                      const LinearParams& p, const RowsShuffle& shuffle = {});
 
 // `input`, `output`: float32 buffer width-packed, sizes [..., K] and [..., N].
 void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,

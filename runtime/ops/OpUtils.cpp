@@ -93,6 +93,12 @@ MovedRequantPush moved_requant_push(const QuantParams& in_q, const QuantParams& 
           float(-128 - out_q.zero_point), float(127 - out_q.zero_point)};
 }
 
+BinaryQuantPush binary_quant_push(const QuantParams& a, const QuantParams& b,
+                                  const QuantParams& out, int32_t act_min, int32_t act_max) {
+  return {a.zero_point, b.zero_point, out.zero_point, a.scale, b.scale, inverse_scale(out.scale),
+          float(act_min - out.zero_point), float(act_max - out.zero_point)};
+}
+
 int64_t tile_count(const Dims4& d) {
   return d.n * div_up(d.c, 4) * div_up(d.h, 4) * div_up(d.w, 4);
 }

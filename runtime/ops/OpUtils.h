@@ -59,6 +59,17 @@ struct MovedRequantPush {
 };
 MovedRequantPush moved_requant_push(const QuantParams& in_q, const QuantParams& out_q);
 
+// Mirrors `BinaryQuant` (shaders/common/requant.glslh): the quantization of q8ta_add /
+// q8ta_mul's arithmetic (runtime/ops/Elementwise.h), a push-constant member of q8ta_binary and
+// of the conv / linear kernels whose epilogue adds a residual.
+struct BinaryQuantPush {
+  int32_t a_zp, b_zp, out_zp;
+  float a_scale, b_scale, inv_out_scale;
+  float act_lo, act_hi;  // act_min - out_zp, act_max - out_zp
+};
+BinaryQuantPush binary_quant_push(const QuantParams& a, const QuantParams& b,
+                                  const QuantParams& out, int32_t act_min, int32_t act_max);
+
 // N * C4 * H4 * W4 tiles of 4x4x4 elements.
 int64_t tile_count(const Dims4& d);
 

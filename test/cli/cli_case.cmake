@@ -642,6 +642,32 @@ elseif(CASE STREQUAL "compile_run_pixel_shuffle")
   expect_stdout("q8ta_pixel_shuffle_4w4c_4w4c_shuffle")
   expect_stdout("pixel_shuffle_buffer_buffer_float32")
 
+elseif(CASE STREQUAL "compile_run_epilogue")
+  # A byte-moving pixel shuffle after a pointwise convolution (the linear kernels) and after a
+  # 3x3 one (the direct kernel) joins the convolution's store: q8ta_conv2d_ps. The same graph
+  # compiled with --no-fuse-epilogue keeps q8ta_conv2d -> q8ta_pixel_shuffle. Both blobs match
+  # the reference interpreter on every named tensor, and their outputs are the same bytes.
+  compile_conv_graph(epilogue.json epi.vkd)
+  expect_stdout("q \\(node 6..8\\) into the epilogue of q8ta_conv2d 'pq': q8ta_conv2d_ps writes 'aq'")
+  expect_stdout("q \\(node 14..16\\) into the epilogue of q8ta_conv2d 'cq': q8ta_conv2d_ps writes 'bq'")
+  expect_stdout("\n  q8ta_conv2d_ps\\(xq, wp, wp_scales, pq_bias\\) -> aq\n")
+  expect_stdout("\n  q8ta_conv2d_ps\\(xq, w3, w3_scales, b3\\) -> bq\n")
+  run_checked_conv_graph(epilogue.json epi.vkd)
+  expect_stdout("\n  aq +int8 +\\[2,4,14,12\\] +0 0/1344 ")
+  expect_stdout("\n  bq +int8 +\\[2,4,14,12\\] +0 0/1344 ")
+  file(RENAME "${OUT}" "${WORK}/fused")
+  vkd(inspect epi.vkd)
+  expect_exit(0)
+  expect_stdout("kernel q8ta_linear_")         # the pointwise route
+  expect_stdout("kernel q8ta_conv2d_4w4c_int8_4w4c_")  # the direct route
+  vkd(compile epilogue.json --weights conv.safetensors -o unfused.vkd --report --no-fuse-epilogue)
+  expect_exit(0)
+  expect_stdout("\\(node 6..8\\) into the epilogue of q8ta_conv2d 'pq': epilogue fusion is off")
+  expect_stdout("fused dq -> aten.pixel_shuffle -> q \\(node 14..16\\) into q8ta_pixel_shuffle 'bq'")
+  run_checked_conv_graph(epilogue.json unfused.vkd)
+  expect_same_npy("${WORK}/fused/a.npy" "${OUT}/a.npy")
+  expect_same_npy("${WORK}/fused/b.npy" "${OUT}/b.npy")
+
 elseif(CASE STREQUAL "compile_run_pixel_shuffle_f16")
   # A float16 graph: clone (folded) -> pixel_shuffle r = 2, and pixel_shuffle r = 4, compiled to
   # float16 tensors, run on a '<f2' input and written as '<f2' files that equal the fixture's own

@@ -1,14 +1,16 @@
 # The bundled example model end to end (cmake -P): examples/refinenet_lite/make_model.py writes
 # the graph, weights and input; `vkd compile --report` compiles it; the compiled graph must have
-# every pattern fused and no conversion node (q8ta_convert / float_convert) next to a pixel
-# shuffle; `vkd run --check` then compares every named tensor and the float logits with the CPU
-# reference interpreter (int8 exactly, float32 within 1e-5 relative). Any failed check is a
-# FATAL_ERROR.
+# every pattern fused (the pixel shuffles into the convolutions' stores) and no conversion node
+# (q8ta_convert / float_convert) next to a pixel shuffle; `vkd run --check` then compares every
+# named tensor and the float logits with the CPU reference interpreter (int8 exactly, float32
+# within 1e-5 relative); the same graph compiled with --no-fuse-epilogue gives the same logits,
+# byte for byte. Any failed check is a FATAL_ERROR.
 #
 #   -DVKD=path -DPYTHON=path (with torch and numpy) -DSOURCE_DIR=dir -DWORK=dir (emptied first)
+#   -DNPY_COMPARE=path
 cmake_minimum_required(VERSION 3.22)
 
-foreach(_var VKD PYTHON SOURCE_DIR WORK)
+foreach(_var VKD PYTHON SOURCE_DIR WORK NPY_COMPARE)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "example_refinenet_lite.cmake: -D${_var}= missing")
   endif()
@@ -67,10 +69,10 @@ foreach(line IN LISTS final_lines)
 endforeach()
 list(LENGTH nodes node_count)
 
-# Every quantized pattern of the graph is fused: 1 quantize, 18 conv, 4 add, 4 pixel shuffles,
-# 1 dequantize and nothing else but conversions (counted below).
-foreach(pair "q8ta_quantize;1" "q8ta_conv2d;18" "q8ta_add;4" "q8ta_pixel_shuffle;4"
-             "q8ta_dequantize;1")
+# Every quantized pattern of the graph is fused: 1 quantize, 14 conv, 4 conv writing their output
+# pixel-shuffled, 4 add, 1 dequantize and nothing else but conversions (counted below).
+foreach(pair "q8ta_quantize;1" "q8ta_conv2d;14" "q8ta_conv2d_ps;4" "q8ta_add;4"
+             "q8ta_pixel_shuffle;0" "q8ta_dequantize;1")
   list(GET pair 0 op)
   list(GET pair 1 want)
   set(got 0)
@@ -84,7 +86,9 @@ foreach(pair "q8ta_quantize;1" "q8ta_conv2d;18" "q8ta_add;4" "q8ta_pixel_shuffle
   endif()
 endforeach()
 
-# Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output.
+# Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output
+# (of a q8ta_pixel_shuffle or of a convolution that writes its output shuffled).
+set(shuffles q8ta_pixel_shuffle q8ta_conv2d_ps)
 set(adjacent 0)
 set(conversions 0)
 foreach(n IN LISTS nodes)
@@ -96,12 +100,12 @@ foreach(n IN LISTS nodes)
   if(op STREQUAL "q8ta_convert" OR op STREQUAL "float_convert")
     math(EXPR conversions "${conversions} + 1")
     foreach(i IN LISTS ins)
-      if("${op_of_${i}}" STREQUAL "q8ta_pixel_shuffle")
+      if("${op_of_${i}}" IN_LIST shuffles)
         math(EXPR adjacent "${adjacent} + 1")
         message("conversion after a pixel shuffle: ${n}")
       endif()
     endforeach()
-  elseif(op STREQUAL "q8ta_pixel_shuffle")
+  elseif(op IN_LIST shuffles)
     foreach(i IN LISTS ins)
       if("${op_of_${i}}" STREQUAL "q8ta_convert" OR "${op_of_${i}}" STREQUAL "float_convert")
         math(EXPR adjacent "${adjacent} + 1")
@@ -131,3 +135,16 @@ endif()
 if(NOT EXISTS "${WORK}/out/logits.npy")
   message(FATAL_ERROR "vkd run: out/logits.npy not written")
 endif()
+
+# Without the epilogue fusions: q8ta_conv2d -> q8ta_pixel_shuffle again, the same logits.
+run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
+    -o unfused.vkd --report --no-fuse-epilogue)
+expect_exit(0 "vkd compile --no-fuse-epilogue")
+if(NOT STDOUT MATCHES "into q8ta_pixel_shuffle 'up4'")
+  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the last pixel shuffle is not its own op")
+endif()
+file(MAKE_DIRECTORY "${WORK}/unfused")
+run("${VKD}" run unfused.vkd --input x=image.npy --output-dir unfused)
+expect_exit(0 "vkd run unfused.vkd")
+run("${NPY_COMPARE}" out/logits.npy unfused/logits.npy)
+expect_exit(0 "the logits with and without the epilogue fusions")

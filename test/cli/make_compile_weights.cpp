@@ -61,7 +61,7 @@ void write_linear_fixture(const std::string& dir) {
 }
 
 // Three convolutions (3x3 + relu, depthwise 3x3 stride 2, pointwise 1x1) over a [2, 5, 7, 6]
-// input of multiples of 0.5.
+// input of multiples of 0.5, and the convolutions of epilogue.json over the same input.
 void write_conv_fixture(const std::string& dir) {
   using vkd::compiler::SafetensorsTensor;
   vkd::compiler::write_safetensors(
@@ -73,7 +73,14 @@ void write_conv_fixture(const std::string& dir) {
        SafetensorsTensor{"dw.weight", "I8", {5, 1, 3, 3}, weight_bytes(5, 9, 5)},
        SafetensorsTensor{"dw.scale", "F32", {5}, f32_bytes({0.5f, 0.25f, 0.125f, 0.25f, 1.0f})},
        SafetensorsTensor{"pw.weight", "I8", {4, 5, 1, 1}, weight_bytes(4, 5, 3)},
-       SafetensorsTensor{"pw.scale", "F32", {4}, f32_bytes({0.125f, 0.25f, 0.0625f, 0.5f})}});
+       SafetensorsTensor{"pw.scale", "F32", {4}, f32_bytes({0.125f, 0.25f, 0.0625f, 0.5f})},
+       // test/cli/graphs/epilogue.json: a pointwise and a 3x3 convolution 5 -> 16 channels
+       // whose outputs are pixel-shuffled.
+       SafetensorsTensor{"epi_pw.weight", "I8", {16, 5, 1, 1}, weight_bytes(16, 5, 8)},
+       SafetensorsTensor{"epi_pw.scale", "F32", {16}, f32_bytes(std::vector<float>(16, 0.125f))},
+       SafetensorsTensor{"epi_c3.weight", "I8", {16, 5, 3, 3}, weight_bytes(16, 45, 10)},
+       SafetensorsTensor{"epi_c3.scale", "F32", {16}, f32_bytes(std::vector<float>(16, 0.0625f))},
+       SafetensorsTensor{"epi_c3.bias", "F32", {16}, f32_bytes(std::vector<float>(16, 0.5f))}});
   vkd::cli::NpyArray x;
   x.dtype = vkd::cli::NpyDType::Float32;
   x.shape = {2, 5, 7, 6};

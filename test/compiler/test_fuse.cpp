@@ -2742,3 +2742,113 @@ TEST(Fuse, StandaloneReluJoinsTheTransposedConvEpilogue) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- a pixel shuffle in the convolution's epilogue ---------------------------------------------
+
+// 0 weight dq, 1 dq, 2 conv 3x3 (4 -> c_out channels, `groups`) on [1, 4, 6, 5], 3 q (0.1, -5)
+// 'cq', 4 dq (dq_scale, -5), 5 pixel_shuffle(2), 6 q (ps_scale, -5) 'yq'.
+Builder conv_shuffle_graph(int64_t c_out, int64_t groups = 1, double dq_scale = 0.1,
+                           double ps_scale = 0.1) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 6, 5});
+  b.per_channel_weight({c_out, 4 / groups, 3, 3}, std::vector<float>(size_t(c_out), 0.25f),
+                       std::vector<int32_t>(size_t(c_out), 0));
+  b.constant("b", DType::Float32, {c_out}, f32_bytes(std::vector<float>(size_t(c_out), 0.5f)));
+  b.dq("xq", "x", 0.1, 2);
+  b.conv("x", "wf", "b", "y", {1, c_out, 6, 5}, {{"groups", groups}});
+  b.q("y", "cq", 0.1, -5);
+  b.dq("cq", "c", dq_scale, -5);
+  b.value("p", DType::Float32, {1, c_out / 4, 12, 10});
+  b.node("aten.pixel_shuffle", {"c"}, {{"upscale_factor", int64_t{2}}}, {"p"});
+  b.q("p", "yq", ps_scale, -5);
+  b.output("yq");
+  return b;
+}
+
+// A shuffle that moves the bytes of the conv's output becomes the conv's store.
+TEST(Fuse, BytePixelShuffleAfterAConvJoinsItsEpilogue) {
+  Builder b = conv_shuffle_graph(16);
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_ps"})) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales", "b"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_EQ(arg_i(n, "upscale_factor"), 2);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), -5);
+  EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-128, 127}));
+  EXPECT_EQ(n.origin, "node 2 (aten.convolution) fused into q8ta_conv2d_ps");
+  EXPECT_FALSE(g.has_value("cq"));
+  expect_quant(g.value("yq"), 0.1, -5, -128, 127);
+  EXPECT_EQ(r.lines.at(1), "fused dq -> aten.pixel_shuffle -> q (node 4..6) into the epilogue of "
+                           "q8ta_conv2d 'cq': q8ta_conv2d_ps writes 'yq' pixel-shuffled "
+                           "(upscale 2)");
+  expect_valid(g);
+}
+
+// Where the conv's store cannot do the shuffle, the report says why and the shuffle is its own
+// op (q8ta_pixel_shuffle, requantizing where the qparams differ).
+TEST(Fuse, PixelShuffleTheConvEpilogueCannotTakeIsItsOwnOp) {
+  struct Case {
+    Builder b;
+    std::string why;
+    bool epilogues = true;
+  };
+  Case cases[] = {
+      {conv_shuffle_graph(8), "2 channels after the shuffle, not a multiple of 4: a packed word "
+                              "would hold channels of two sub-pixel phases"},
+      {conv_shuffle_graph(16, 2), "groups 2: the shuffled store computes the channels in "
+                                  "phase-major order, across groups"},
+      {conv_shuffle_graph(16, 1, 0.1, 0.2),
+       "only a shuffle that moves the bytes joins: input (scale 0.1 zero_point -5 range "
+       "-128..127) and output (scale 0.2 zero_point -5 range -128..127) quantization differ"},
+      {conv_shuffle_graph(16, 1, 0.2, 0.2),
+       "the dq (scale 0.2 zero_point -5 range -128..127) reads 'cq' with other parameters than "
+       "it was written with (scale 0.1 zero_point -5 range -128..127)"},
+      {conv_shuffle_graph(16), "'cq' is a graph output"},
+      {conv_shuffle_graph(16), "epilogue fusion is off (--no-fuse-epilogue)", false},
+  };
+  cases[4].b.output("cq");
+  for (Case& c : cases) {
+    FuseOptions options;
+    options.fuse_epilogues = c.epilogues;
+    const PassReport r = fuse_and_lower(c.b.g, options);
+    EXPECT_EQ(ops_of(c.b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_pixel_shuffle"}))
+        << all_lines(r);
+    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.pixel_shuffle -> q (node 4..6) into the "
+                            "epilogue of q8ta_conv2d 'cq': " + c.why))
+        << all_lines(r);
+    EXPECT_TRUE(has_line(r, "fused dq -> aten.pixel_shuffle -> q (node 4..6) into "
+                            "q8ta_pixel_shuffle 'yq'"))
+        << all_lines(r);
+    expect_valid(c.b.g);
+  }
+}
+
+// A linear's output rows are [..., M, N]: a shuffle of that tensor moves N along the width.
+TEST(Fuse, PixelShuffleAfterALinearIsItsOwnOp) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 8, 2, 6});
+  b.per_channel_weight({4, 6}, {0.5f, 0.25f, 0.125f, 0.0625f}, {0, 0, 0, 0});
+  b.dq("xq", "x", 0.1, 2);
+  b.value("y", DType::Float32, {1, 8, 2, 4});
+  b.node("aten.linear", {"x", "wf"}, {}, {"y"});
+  b.q("y", "lq", 0.2, 0);
+  b.dq("lq", "l", 0.2, 0);
+  b.value("p", DType::Float32, {1, 2, 4, 8});
+  b.node("aten.pixel_shuffle", {"l"}, {{"upscale_factor", int64_t{2}}}, {"p"});
+  b.q("p", "yq", 0.2, 0);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_linear", "q8ta_pixel_shuffle"}))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.pixel_shuffle -> q (node 4..6) into the "
+                          "epilogue of q8ta_linear 'lq': q8ta_linear writes [..., M, N] rows: "
+                          "its N is the shuffle's width, not its channels"))
+      << all_lines(r);
+}
+
+}  // namespace

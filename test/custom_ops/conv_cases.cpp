@@ -16,6 +16,7 @@
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/ConvReference.h"
 #include "test/reference/LayoutReference.h"
+#include "test/reference/PixelShuffleReference.h"
 #include "test/reference/QuantReference.h"
 
 namespace vkd::custom_ops {
@@ -153,7 +154,23 @@ struct ConvSetup {
   bool bias = true;
   bool accu = true;  // false: a PERF case (no reference)
   uint32_t seed = 0;
+  int32_t upscale = 1;  // the int8 output pixel-shuffled by this factor (q8ta_conv2d_ps)
 };
+
+// The output as stored: the convolution's, pixel-shuffled by s.upscale.
+RefShape stored_shape(const ConvSetup& s) {
+  const RefShape o = output_shape(s.shape);
+  const int64_t r = s.upscale;
+  return {o.n, o.c / (r * r), o.h * r, o.w * r};
+}
+
+// The convolution's int8 output (NCHW) as stored: the reference pixel shuffle of it (bytes
+// moved), the unfused q8ta_conv2d -> q8ta_pixel_shuffle.
+std::vector<int8_t> stored_values(const ConvSetup& s, std::vector<int8_t> q) {
+  if (s.upscale == 1) return q;
+  const RefShape o = output_shape(s.shape);
+  return testing::reference_pixel_shuffle(q, o.n, o.c, o.h, o.w, int64_t(s.upscale));
+}
 
 // Host weights of one layer: symmetric int8 weights in [-127, 127], scales ~U(0.001, 0.02),
 // and (optionally) a bias of the size of a typical output, `typical_acc * input_scale * s_w[co]`.
@@ -203,7 +220,7 @@ class Q8taConv2dCase : public CaseInstance {
     const ConvShape& shape = s_.shape;
     VKD_CHECK(s_.accu || !g.profile().is_cpu() || 2.0 * macs(shape) <= kCpuMaxOps,
               ErrorCode::Unsupported, "layer too large for a CPU device");
-    const RefShape in = input_shape(shape), out = output_shape(shape);
+    const RefShape in = input_shape(shape), out = stored_shape(s_);
     std::mt19937 rng(s_.seed);
     qx_ = random_int8(numel(in), -128, 127, rng);
     const float typical_acc =
@@ -224,6 +241,7 @@ class Q8taConv2dCase : public CaseInstance {
       p_.activation_min = s_.out.act_min;
       p_.activation_max = s_.out.act_max;
     }
+    p_.upscale = s_.upscale;
 
     const TensorSpec out_spec =
         s_.int8_out
@@ -249,10 +267,11 @@ class Q8taConv2dCase : public CaseInstance {
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
-    const RefShape out = output_shape(s_.shape);
+    const RefShape out = stored_shape(s_);
     if (s_.int8_out) {
-      const auto expected = testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
-                                                        s_.out.act_min, s_.out.act_max);
+      const auto expected = stored_values(
+          s_, testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
+                                          s_.out.act_min, s_.out.act_max));
       // Every word, padding lanes included (they must hold the output zero point).
       compare_words(g.read_words(out_ref_),
                     testing::ref_pack(s_.out_layout, out, expected, s_.out.zero_point), r);
@@ -953,11 +972,73 @@ void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// Fused epilogues: q8ta_conv2d_ps against the unfused q8ta_conv2d -> q8ta_pixel_shuffle
+// computed on the CPU (stored_values), through every route that writes int8 (pointwise: GEMV,
+// GEMM or cooperative matrices by the number of pixels; im2col; direct, both output layouts).
+
+// One fused ACCU case, its quantization rotating with `index` as add_accu_case's.
+void add_fused_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
+                         int32_t upscale, uint32_t index) {
+  ConvSetup s;
+  s.shape = shape;
+  s.in_layout = v.in;
+  s.out_layout = v.out;
+  s.route = v.route;
+  s.expected = v.route == Conv2dRoute::Auto ? auto_route(shape, v.in, true, v.out) : v.route;
+  s.upscale = upscale;
+  s.input_zp = kInputZeroPoints[index % 3];
+  s.out = kOutputQuants[index % 7];
+  s.bias = (index % 5) % 2 == 0;
+  s.seed = 8000 + index;
+  const std::string op = "q8ta_conv2d_ps";
+  const std::string name = op + " r" + std::to_string(upscale) + " " + route_name(s) + " " +
+                           geometry_name(shape) + " " + layouts_name(s) + " zpx" +
+                           std::to_string(s.input_zp) + " zpy" +
+                           std::to_string(s.out.zero_point) + " " + s.out.name +
+                           (s.bias ? " bias" : " nobias");
+  registry.add({name, op, shape_column(shape), layout_column(s), true, false, true, Metric::GOPs,
+                [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+}
+
+void register_fused_accu_cases(Registry& registry) {
+  struct Fused {
+    ConvShape shape;  // C_out = C r^2, C a multiple of 4
+    int32_t upscale;
+    Variant v;
+  };
+  const Variant auto_4w4c{Conv2dRoute::Auto, k4W4C, true, k4W4C};
+  const Fused cases[] = {
+      // Pointwise: widths 9 and 7 leave padding pixels whose shuffled places are the output's
+      // padding widths; 16 pixels or more take the GEMM (cooperative matrices on a GPU that
+      // has them), 3 pixels GEMV.
+      {conv(1, 8, 7, 9, 32, 1, 1, 0), 2, auto_4w4c},
+      {conv(1, 24, 16, 9, 96, 1, 1, 0), 2, auto_4w4c},  // refinenet_lite's up3 / up4 shape
+      {conv(2, 12, 3, 7, 16, 1, 1, 0), 2, auto_4w4c},   // batch 2, C 4
+      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, auto_4w4c},   // 3 pixels: GEMV
+      {conv(1, 5, 3, 5, 64, 1, 1, 0), 4, auto_4w4c},    // r 4: C 4
+      {conv(1, 20, 33, 17, 72, 1, 1, 0), 3, auto_4w4c}, // r 3, several GEMM row tiles
+      // Im2col (>= 64 products per output).
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, auto_4w4c},   // refinenet_lite's up1 / up2 shape
+      {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, auto_4w4c},    // r 3, C 4
+      {conv(1, 9, 6, 5, 32, 3, 2, 1), 2, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}},
+      // Direct: a 4C1W output, the 3-channel stem (27 products), forced on a 4W4C output.
+      {conv(1, 6, 7, 5, 32, 3, 2, 1), 2, {Conv2dRoute::Auto, k4W4C, true, k4C1W}},
+      {conv(2, 3, 5, 7, 16, 3, 1, 1), 2, auto_4w4c},
+      {conv(1, 8, 5, 3, 36, 3, 1, 1), 3, {Conv2dRoute::Auto, k4C1W, true, k4C1W}},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, {Conv2dRoute::Direct, k4W4C, true, k4W4C}},
+      {conv(1, 16, 5, 6, 32, 1, 1, 0), 2, {Conv2dRoute::Direct, k4C1W, true, k4W4C}},
+  };
+  uint32_t index = 0;
+  for (const Fused& f : cases) add_fused_accu_case(registry, f.shape, f.v, f.upscale, index++);
+}
+
 }  // namespace
 
 void register_conv_cases(Registry& registry) {
   register_accu_cases(registry);
   register_deconv_accu_cases(registry);
+  register_fused_accu_cases(registry);
   register_perf_cases(registry);
 }
 

@@ -210,5 +210,48 @@ TEST_F(Conv2dChecks, MissingWeightsAreNamed) {
   expect_error(s, ctx(), ErrorCode::InvalidArgument, "weights and weight scales are required");
 }
 
+// q8ta_conv2d_ps: the setup's convolution with 16 output channels, written pixel-shuffled by 2
+// into [1, 4, 12, 10].
+ConvSetup shuffled() {
+  ConvSetup s;
+  s.weight.assign(16 * 8 * 3 * 3, 1);
+  s.scales.assign(16, 0.01f);
+  s.w.out_channels = 16;
+  s.out = int8_spec({1, 4, 12, 10});
+  s.p.upscale = 2;
+  return s;
+}
+
+TEST_F(Conv2dChecks, PixelShuffledOutputBuildsAndNeedsItsConditions) {
+  EXPECT_EQ(shuffled().build(ctx()).first, -1) << shuffled().build(ctx()).second;
+  const std::string op = "q8ta_conv2d_ps";
+  ConvSetup s = shuffled();
+  s.p.upscale = 0;
+  expect_op_error(s, ctx(), op, "upscale_factor 0 must be in [1, 1024]");
+  s = shuffled();
+  s.out = int8_spec({1, 4, 12, 11});
+  expect_op_error(s, ctx(), op, "need H and W multiples of 2 and C a multiple of 4");
+  s = shuffled();  // 8 channels: 2 after the shuffle
+  s.weight.resize(8 * 8 * 3 * 3);
+  s.w.out_channels = 8;
+  s.out = int8_spec({1, 2, 12, 10});
+  expect_op_error(s, ctx(), op, "C a multiple of 4 (a packed word holds channels of one sub-pixel");
+  s = shuffled();
+  s.p.geometry.groups = 2;
+  s.weight.resize(16 * 4 * 3 * 3);
+  s.w.in_per_group = 4;
+  expect_op_error(s, ctx(), op, "needs groups 1 (groups = 2)");
+  s = shuffled();
+  s.out = int8_spec({1, 8, 12, 10});
+  expect_op_error(s, ctx(), op, "output sizes [1, 32, 6, 5] must be [1, 16, 6, 5]");
+  s = shuffled();
+  s.p.output.reset();
+  s.out = {{1, 4, 12, 10}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  expect_op_error(s, ctx(), "q8ta_conv2d_dq", "a pixel-shuffled output must be int8");
+  s = shuffled();
+  s.p.route = Conv2dRoute::Depthwise;
+  expect_op_error(s, ctx(), op, "an output that is not pixel-shuffled");
+}
+
 }  // namespace
 }  // namespace vkd_test

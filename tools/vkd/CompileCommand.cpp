@@ -1,5 +1,5 @@
 // vkd compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]
-//   [--max-texture-extent N] [--partition]: runs the ahead-of-time compiler
+//   [--max-texture-extent N] [--partition] [--no-fuse-epilogue]: runs the ahead-of-time compiler
 // (compiler/Compiler.h) and writes the blob atomically; an existing output is
 // replaced only with --force. With --partition, unsupported nodes are left to the host: it
 // writes MODEL.p0.vkd, MODEL.p1.vkd, ... (one per partition) and MODEL.partition.json (the
@@ -100,7 +100,8 @@ int cmd_compile(const std::vector<std::string>& args) {
                                          {"--report", false},
                                          {"--force", false},
                                          {"--partition", false},
-                                         {"--max-texture-extent", true}});
+                                         {"--max-texture-extent", true},
+                                         {"--no-fuse-epilogue", false}});
   if (a.positional.size() != 1) {
     throw UsageError(a.positional.empty() ? "missing GRAPH.json" : "one graph expected");
   }
@@ -111,6 +112,7 @@ int cmd_compile(const std::vector<std::string>& args) {
   const fs::path out_path(*out);
   const bool force = a.has("--force");
   compiler::CompileOptions options;
+  options.fuse_epilogues = !a.has("--no-fuse-epilogue");
   if (const auto v = a.last("--max-texture-extent")) {
     options.layout.max_texture_extent = parse_int_option("--max-texture-extent", *v, 1, 1 << 20);
   }

@@ -27,7 +27,7 @@ struct Command {
 
 constexpr const char* kCompileUsage =
     "usage: vkd compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]\n"
-    "                   [--max-texture-extent N] [--partition]\n"
+    "                   [--max-texture-extent N] [--partition] [--no-fuse-epilogue]\n"
     "compile a graph IR file (partitioner_schema/README.md) into a delegate blob\n"
     "  --weights FILE          the safetensors file the graph's constants name\n"
     "  -o, --output FILE       the blob to write\n"
@@ -36,7 +36,9 @@ constexpr const char* kCompileUsage =
     "  --max-texture-extent N  largest texture extent the layouts may assume (default 16384)\n"
     "  --partition             leave unsupported nodes to the host: MODEL.p<i>.vkd per\n"
     "                          partition plus MODEL.partition.json (steps, host nodes, boundary\n"
-    "                          tensors)\n";
+    "                          tensors)\n"
+    "  --no-fuse-epilogue      keep a pixel shuffle after a convolution its own op instead of\n"
+    "                          the convolution's store (q8ta_conv2d_ps; same bytes)\n";
 
 constexpr const char* kDevicesUsage =
     "usage: vkd devices [--device SEL]\n"
