@@ -1,20 +1,26 @@
 // q8ta_conv2d, depthwise route (groups == C_in == C_out): each output channel sees only its own
 // input channel, so the 4 channels of a packed word stay in their byte lanes.
-// Invocation = one output tile column: 4 widths x 4 channels (conv_common.glslh) of ROWS
-// consecutive output rows. It walks the input rows those rows read once each, top to bottom:
-// per input row it loads the SPAN words the tile's 4 widths read into `win` (4W4C: TILES whole
-// 16-byte tiles; 4C1W: SPAN words), adds that row's taps to every output row that reads it,
-// and stores an output row as soon as its last kernel row is in. A product is
-// dot(x, mask_i) = x[i] * w[i] into lane i's accumulator, mask_i being the tap's weight word
+// Invocation = one output tile column: 4 TW widths (TW tiles of conv_common.glslh's 4 widths
+// x 4 channels) of ROWS consecutive output rows. It walks the input rows those rows read once
+// each, top to bottom: per input row it loads the SPAN words the tiles' widths read into `win`
+// (4W4C: TILES whole 16-byte tiles; 4C1W: SPAN words), adds that row's taps to every output
+// row that reads it, and stores an output row as soon as its last kernel row is in. A product
+// is dot(x, mask_i) = x[i] * w[i] into lane i's accumulator, mask_i being the tap's weight word
 // with only lane i kept: 4 packed dot products instead of 4 byte extracts and multiplies each.
 // The geometry is specialization constants, so every loop unrolls: `win` and `acc` indices
 // are constants (registers, no local-memory arrays), only the rows in flight are live
 // (KH of them at stride 1), and a row's window is loaded once for all the output rows
-// that read it.
+// that read it; TW = 2 shares a window's overlap between two tiles (4 tiles loaded for 8
+// widths at 3x3 instead of 3 for 4).
 // H100, 1x96x1024x1024 3x3 4W4C: 376 us with one scalar load per tap and width; 248-296 us
 // with a window per (output row, kernel row); 221-233 us computing 4 output rows per
 // invocation that way (each input row loaded 3 times); see docs/BENCHMARKS.md for this one.
 // Weights: int word (c4 * KH + ky) * KW + kx, byte lane i = channel 4 c4 + i (zero past C).
+//
+// Measured on the way (H100, 1x64x256x256 3x3, 12.9 us with one row and tile): interior
+// invocations running a second copy of the body without bounds checks doubled the registers
+// (48 -> 86) and took 16.3 us; weights premasked on the host (4 masks per tap loaded as an
+// ivec4) on top of that made 4 rows per invocation 6.7x slower (1x96x1024x1024: 1150 us).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -33,9 +39,12 @@ layout(constant_id = 8) const int DH = 1;     // dilations
 layout(constant_id = 9) const int DW = 1;
 layout(constant_id = 10) const int PL = 1;    // left padding (the top one is a push constant)
 layout(constant_id = 11) const int ROWS = 1;  // output rows per invocation
+layout(constant_id = 12) const int TW = 1;    // output tiles (4 widths each) per invocation
 
-// Input words one row of the tile reads: widths ox0 SW - PL + w SW + kx DW for w < 4, kx < KW.
-const int SPAN = 3 * SW + (KW - 1) * DW + 1;
+const int WIDTHS = 4 * TW;
+// Input words one row of the tile reads: widths ox0 SW - PL + w SW + kx DW for w < WIDTHS,
+// kx < KW.
+const int SPAN = (WIDTHS - 1) * SW + (KW - 1) * DW + 1;
 // ox0 SW is a multiple of 4, so the first of them sits OFF words into its 4W4C tile.
 const int OFF = (4 - PL % 4) % 4;
 const int TILES = (OFF + SPAN + 3) / 4;
@@ -50,19 +59,19 @@ int row_reading(int rel, int ky) {
 
 void main() {
   OutTile t;
-  if (!out_tile(t, ROWS, IN_LAYOUT == LAYOUT_4C1W)) return;
+  if (!out_tile(t, ROWS, TW, IN_LAYOUT == LAYOUT_4C1W)) return;
   const int iy0 = t.oy * SH - p.pad_top;  // input row `rel` is iy0 + rel
   const int ix_min = t.ox0 * SW - PL;     // the window's first word; win[OFF + j] = word ix_min + j
   const int zp = splat_byte(p.in_zp);
-  // Every tap's 4 single-lane masks, made once for all ROWS rows.
+  // Every tap's 4 single-lane masks, made once for all rows and widths.
   ivec4 masks[KH * KW];
   [[unroll]] for (int i = 0; i < KH * KW; ++i) {
     const int wk = w_words[t.c4 * KH * KW + i];
     masks[i] = ivec4(wk & 0xFF, wk & 0xFF00, wk & 0xFF0000, wk & int(0xFF000000));
   }
-  ivec4 acc[ROWS][4];
+  ivec4 acc[ROWS][WIDTHS];
   [[unroll]] for (int r = 0; r < ROWS; ++r) {
-    [[unroll]] for (int w = 0; w < 4; ++w) acc[r][w] = ivec4(0);
+    [[unroll]] for (int w = 0; w < WIDTHS; ++w) acc[r][w] = ivec4(0);
   }
 
   [[unroll]] for (int rel = 0; rel < IN_ROWS; ++rel) {
@@ -92,19 +101,25 @@ void main() {
       if (r < 0) continue;
       [[unroll]] for (int kx = 0; kx < KW; ++kx) {
         const ivec4 m = masks[ky * KW + kx];
-        [[unroll]] for (int w = 0; w < 4; ++w) {
+        [[unroll]] for (int w = 0; w < WIDTHS; ++w) {
           const int x = win[OFF + w * SW + kx * DW];
           acc[r][w] += ivec4(dot_int8x4(x, m.x), dot_int8x4(x, m.y), dot_int8x4(x, m.z),
                              dot_int8x4(x, m.w));
         }
       }
     }
-    // Output rows whose last kernel row this was are complete.
+    // Output rows whose last kernel row this was are complete: each of their tiles that
+    // exists is stored.
     [[unroll]] for (int r = 0; r < ROWS; ++r) {
-      if (r * SH + (KH - 1) * DH == rel && t.oy + r < p.h_out) {
-        OutTile row = t;
-        row.oy += r;
-        store_tile(row, acc[r]);
+      if (r * SH + (KH - 1) * DH != rel || t.oy + r >= p.h_out) continue;
+      [[unroll]] for (int k = 0; k < TW; ++k) {
+        OutTile tile = t;
+        tile.oy += r;
+        tile.ox0 += 4 * k;
+        if (tile.ox0 >= p.w_out) break;
+        const ivec4 a[4] = ivec4[4](acc[r][4 * k], acc[r][4 * k + 1], acc[r][4 * k + 2],
+                                    acc[r][4 * k + 3]);
+        store_tile(tile, a);
       }
     }
   }

@@ -32,16 +32,29 @@ struct Conv2dPush {
 // The bound that keeps int32 accumulation exact (as for q8ta_linear): taps per output.
 constexpr int64_t kMaxTaps = 65536;
 
-// Output rows per depthwise invocation: the requested count, else the most of 4, 2, 1 that still
-// leaves 2^18 invocations (an H100 keeps 132 x 2048 = 270k resident), since more rows per
-// invocation load each input row fewer times (ROWS + KH - 1 rows for ROWS outputs) but leave
-// fewer invocations (4 rows took a 1x32x112x112 layer from 7.9 to 11.6 us). Beyond 4 the
-// driver stops unrolling the kernel: its arrays went to local memory and 8 rows ran 5x slower.
-int64_t depthwise_rows(int64_t tiles, int32_t requested) {
-  if (requested > 0) return requested;
-  int64_t rows = 4;
-  while (rows > 1 && tiles / rows < (int64_t(1) << 18)) rows /= 2;
-  return rows;
+// What one depthwise invocation computes: `rows` output rows of `tiles_w` tiles (4 widths x 4
+// channels each) along the row (shaders/q8ta_conv2d_dw.glsl, ROWS and TW).
+struct DepthwiseMapping {
+  int64_t rows = 1, tiles_w = 1;
+};
+
+// The requested mapping, else the most tiles per invocation of 4 (2 rows x 2 tiles), 2 (1 row
+// x 2 tiles) and 1 that still leaves 2^17 invocations (an H100 keeps 132 x 2048 = 270k
+// resident). More tiles per invocation load each input word fewer times (a row's window is
+// shared by its tiles, an input row by the output rows reading it) but leave fewer invocations
+// to hide latency. H100, µs, 3x3 4W4C (1 / 2 / 4 tiles): 1x64x256x256 (2^18 tiles) 12.9 /
+// 12.4 (2 rows x 1 tile 12.6) / 12.7 (4 rows x 1; 2 x 2: 13.0); 1x128x128x128 8.8 / 8.8 /
+// 10.1; 1x288x16x16 5.4 / 5.9 / 8.1; 1x96x1024x1024 (6.3M tiles): 4 rows x 1 tile 183.5, 2 x 2
+// 174.0. Beyond 4 tiles the driver stops unrolling the kernel: its arrays went to local memory
+// and 8 rows ran 5x slower.
+DepthwiseMapping depthwise_mapping(int64_t tiles, const Conv2dParams& p) {
+  if (p.depthwise_rows > 0 || p.depthwise_tiles_w > 0) {
+    return {std::max<int64_t>(p.depthwise_rows, 1), std::max<int64_t>(p.depthwise_tiles_w, 1)};
+  }
+  constexpr int64_t kMinInvocations = int64_t(1) << 17;
+  if (tiles / 4 >= kMinInvocations) return {2, 2};
+  if (tiles / 2 >= kMinInvocations) return {1, 2};
+  return {1, 1};
 }
 
 int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation, int64_t k,
@@ -413,8 +426,12 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
             ": output ", out.spec().describe(), " must have the input's rank");
   check_quant_params(op, p.input);
-  VKD_CHECK(p.depthwise_rows >= 0 && p.depthwise_rows <= 4, ErrorCode::InvalidArgument, op,
-            ": depthwise_rows ", p.depthwise_rows, " must be 0 (chosen by size) or 1..4");
+  VKD_CHECK(p.depthwise_rows >= 0 && p.depthwise_rows <= 4 && p.depthwise_tiles_w >= 0 &&
+                p.depthwise_tiles_w <= 2 &&
+                std::max(p.depthwise_rows, 1) * std::max(p.depthwise_tiles_w, 1) <= 4,
+            ErrorCode::InvalidArgument, op, ": depthwise_rows ", p.depthwise_rows,
+            " and depthwise_tiles_w ", p.depthwise_tiles_w,
+            " must be 0 (chosen by size) or 1..4 and 1..2, at most 4 rows x tiles");
   // d_out: the convolution's own output (the output's sizes, unless it is pixel-shuffled).
   const Dims4 d_in = in.spec().dims4(), d_out = conv_output_dims(op, out.spec().dims4(), p);
   check_conv(op, d_in, d_out, given, p.geometry);
@@ -470,16 +487,17 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
   // Depthwise: the geometry is specialized so every loop unrolls, and an invocation computes
-  // ROWS output rows, each input row loaded once for all of them (shaders/q8ta_conv2d_dw.glsl).
+  // ROWS output rows of TW tiles, each input row loaded once for all of them
+  // (shaders/q8ta_conv2d_dw.glsl).
   const int64_t tiles = d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out;
-  const int64_t rows_per_invocation = depthwise ? depthwise_rows(tiles, p.depthwise_rows) : 1;
+  const DepthwiseMapping m = depthwise ? depthwise_mapping(tiles, p) : DepthwiseMapping{};
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), w.in_per_group * w.kh * w.kw)};
   if (depthwise) {
     node.spec_constants.insert(
         node.spec_constants.end(),
         {uint32_t(w.kh), uint32_t(w.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),
-         uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
-         uint32_t(rows_per_invocation)});
+         uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left), uint32_t(m.rows),
+         uint32_t(m.tiles_w)});
   }
   if (!depthwise && p.output) {
     // The direct kernel's store (conv_common.glslh): upscale factor and output channels, the
@@ -489,8 +507,8 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     node.spec_constants.push_back(uint32_t(r > 1 ? d_out.c / (r * r) : 4));
   }
   node.plan = vk::plan_linear(graph.profile(),
-                              static_cast<uint64_t>(d_out.n * div_up(d_out.h, rows_per_invocation) *
-                                                    div_up(d_out.w, 4) * c4_out));
+                              static_cast<uint64_t>(d_out.n * div_up(d_out.h, m.rows) *
+                                                    div_up(d_out.w, 4 * m.tiles_w) * c4_out));
   graph.add_node(std::move(node));
   return route;
 }

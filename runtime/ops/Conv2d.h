@@ -79,9 +79,11 @@ struct Conv2dParams {
   // The GEMM kernel of the Pointwise and Im2col routes (Auto: the linear kernels' choice); for
   // tests and tuning.
   LinearRoute gemm = LinearRoute::Auto;
-  // Depthwise route: output rows each invocation computes, 1..4 (0 = chosen by the output's
-  // size); for tests and tuning.
+  // Depthwise route: output rows each invocation computes, 1..4, and output tiles of 4 widths
+  // along each row, 1 or 2, at most 4 rows x tiles (both 0 = chosen by the output's size; one
+  // 0 = 1); for tests and tuning.
   int32_t depthwise_rows = 0;
+  int32_t depthwise_tiles_w = 0;
 };
 
 // The weights of a convolution of `c_in` input channels in `groups` groups (q8ta_conv2d's and

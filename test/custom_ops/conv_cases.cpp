@@ -149,6 +149,7 @@ struct ConvSetup {
   Conv2dRoute route = Conv2dRoute::Auto;  // asked for
   Conv2dRoute expected = Conv2dRoute::Direct;  // the route the op must report
   int32_t depthwise_rows = 0;  // output rows per depthwise invocation asked for (0: the op's)
+  int32_t depthwise_tiles_w = 0;  // and output tiles along the row (0: the op's)
   int32_t input_zp = 0;
   OutputQuant out{"none", 0, -128, 127};
   bool bias = true;
@@ -231,6 +232,7 @@ class Q8taConv2dCase : public CaseInstance {
     p_.geometry = shape.geo;
     p_.route = s_.route;
     p_.depthwise_rows = s_.depthwise_rows;
+    p_.depthwise_tiles_w = s_.depthwise_tiles_w;
     if (s_.accu) {
       y_ = testing::reference_q8ta_conv2d(qx_, host_.weight, ref_conv(shape), kInputScale,
                                           s_.input_zp, host_.scales, host_.bias);
@@ -343,6 +345,12 @@ std::string geometry_name(const ConvShape& s) {
   return name;
 }
 
+// " rows2 tw2": the depthwise mapping asked for ("" when the op chooses).
+std::string mapping_name(const ConvSetup& s) {
+  return (s.depthwise_rows ? " rows" + std::to_string(s.depthwise_rows) : "") +
+         (s.depthwise_tiles_w ? " tw" + std::to_string(s.depthwise_tiles_w) : "");
+}
+
 std::string shape_column(const ConvShape& s) {
   return shape_string(sizes_of(input_shape(s))) + "->" + shape_string(sizes_of(output_shape(s)));
 }
@@ -357,6 +365,7 @@ struct Variant {
   bool int8_out;
   MemoryLayout out = k4W4C;
   int32_t depthwise_rows = 0;  // 0: the op's choice
+  int32_t depthwise_tiles_w = 0;
 };
 
 // The four int8 layout pairs, rotated over the shapes so every pair meets every kind of shape.
@@ -409,6 +418,12 @@ std::vector<ConvShape> depthwise_shapes() {
       depthwise(1, 96, 13, 11, 3, 1, 1),
       depthwise(1, 8, 5, 7, 1, 1, 0),     // 1x1 depthwise: not Pointwise (groups 8)
       with_pads(rect(1, 12, 10, 9, 12, 5, 3, 2, 1, 1, 2, 12), 2, 1, 2, 1),  // 5x3, s2x1, d1x2
+      // Wide enough for invocations whose window lies inside the image between the border
+      // ones, with a partial last tile, and at 2 tiles per invocation a partial last pair (37:
+      // 10 tiles; 21 + 2 padding: 6 tiles; 45 at stride 2: 6 tiles).
+      depthwise(1, 12, 20, 37, 3, 1, 1),
+      depthwise(1, 8, 19, 21, 3, 1, 2),   // padding 2: the output is wider than the input
+      depthwise(2, 20, 17, 45, 5, 2, 2),
   };
 }
 
@@ -462,6 +477,7 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
   s.out_layout = v.out;
   s.route = v.route;
   s.depthwise_rows = v.depthwise_rows;
+  s.depthwise_tiles_w = v.depthwise_tiles_w;
   s.expected = v.route == Conv2dRoute::Auto ? auto_route(shape, v.in, v.int8_out, v.out) : v.route;
   s.input_zp = kInputZeroPoints[(index + shape_index) % 3];
   s.out = kOutputQuants[index % 7];
@@ -471,7 +487,7 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
                      layouts_name(s) + " zpx" + std::to_string(s.input_zp);
   name += s.int8_out ? " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name : "";
   name += s.bias ? " bias" : " nobias";
-  name += s.depthwise_rows ? " rows" + std::to_string(s.depthwise_rows) : "";
+  name += mapping_name(s);
   registry.add({name, "q8ta_conv2d", shape_column(shape), layout_column(s), true, false, true,
                 Metric::GOPs, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
 }
@@ -502,7 +518,13 @@ void register_accu_cases(Registry& registry) {
     const int32_t rows = std::array<int32_t, 3>{4, 2, 3}[shape_index % 3];
     add_accu_case(registry, shape, {Conv2dRoute::Depthwise, in, true, out, rows}, index++,
                   shape_index);
-    ++index;  // 5 cases and 1 shape would bring every shape the same input zero point
+    // Two tiles along the row per invocation (one or two rows; a partial last pair where the
+    // width is not a multiple of 8), from the other layouts, every third shape to a float output.
+    const auto& [in2, out2] = kLayoutPairs[(shape_index + 1) % 4];
+    add_accu_case(registry, shape,
+                  {Conv2dRoute::Depthwise, in2, shape_index % 3 != 2, out2,
+                   std::array<int32_t, 3>{1, 2, 1}[shape_index % 3], 2},
+                  index++, shape_index);
     ++shape_index;
   }
   // A depthwise output of >= 2^20 tiles, where each invocation computes 4 output rows
