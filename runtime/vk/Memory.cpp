@@ -118,6 +118,7 @@ MemoryBlock MemoryAllocator::allocate_block(VkDeviceSize bytes, uint32_t type_bi
                " (", format_bytes(bytes), ")");
   out.memory_ = UniqueMemory(device_, memory);
   out.size_ = bytes;
+  out.memory_type_ = alloc.memoryTypeIndex;
   return out;
 }
 
@@ -132,6 +133,8 @@ void MemoryAllocator::bind(Buffer& buffer, const MemoryBlock& block, VkDeviceSiz
   VKD_VK_CHECK(vkBindBufferMemory(device_, buffer.handle(), block.handle(), offset),
                "vkBindBufferMemory for ", what);
   buffer.bound_ = true;
+  buffer.memory_type_ = block.memory_type();
+  buffer.memory_offset_ = offset;
 }
 
 Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
@@ -163,6 +166,7 @@ Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
   VKD_VK_CHECK(vkBindBufferMemory(device_, out.handle(), memory, 0), "vkBindBufferMemory for ",
                what);
   out.bound_ = true;
+  out.memory_type_ = type;
 
   const auto flags = memory_props_.memoryTypes[type].propertyFlags;
   out.coherent_ = flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -209,6 +213,7 @@ Image MemoryAllocator::create_image_3d(VkFormat format, VkExtent3D extent,
   VKD_VK_CHECK(vkAllocateMemory(device_, &alloc, nullptr, &memory), "vkAllocateMemory for ", what,
                " (", format_bytes(req.size), ")");
   out.memory_ = UniqueMemory(device_, memory);
+  out.memory_type_ = alloc.memoryTypeIndex;
   VKD_VK_CHECK(vkBindImageMemory(device_, image, memory, 0), "vkBindImageMemory for ", what);
 
   VkImageViewCreateInfo view{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};

@@ -19,6 +19,9 @@ enum class MemoryUse {
   HostReadback,  // staging written by the GPU, read by the CPU (cached when available)
 };
 
+// No memory type: an object not (yet) bound to memory.
+inline constexpr uint32_t kNoMemoryType = ~0u;
+
 class Buffer {
  public:
   Buffer() = default;
@@ -28,6 +31,10 @@ class Buffer {
   const VkMemoryRequirements& requirements() const { return requirements_; }
   bool bound() const { return bound_; }
   void* mapped() const { return mapped_; }  // non-null for host-visible memory
+  // Where it landed: the memory type of its allocation (kNoMemoryType while unbound) and its
+  // offset in that allocation (a buffer bound inside a MemoryBlock sits at its planned offset).
+  uint32_t memory_type() const { return memory_type_; }
+  VkDeviceSize memory_offset() const { return memory_offset_; }
   // Make CPU writes visible to the GPU / GPU writes visible to the CPU (no-ops when coherent).
   void flush() const;
   void invalidate() const;
@@ -42,6 +49,8 @@ class Buffer {
   bool bound_ = false;
   void* mapped_ = nullptr;
   bool coherent_ = true;
+  uint32_t memory_type_ = kNoMemoryType;
+  VkDeviceSize memory_offset_ = 0;
 };
 
 // One device-local allocation shared by several buffers; must outlive every buffer bound in it.
@@ -50,11 +59,13 @@ class MemoryBlock {
   MemoryBlock() = default;
   VkDeviceMemory handle() const { return memory_.get(); }
   VkDeviceSize size() const { return size_; }
+  uint32_t memory_type() const { return memory_type_; }
 
  private:
   friend class MemoryAllocator;
   UniqueMemory memory_;
   VkDeviceSize size_ = 0;
+  uint32_t memory_type_ = kNoMemoryType;
 };
 
 class Image {
@@ -64,6 +75,7 @@ class Image {
   VkImageView view() const { return view_.get(); }
   VkFormat format() const { return format_; }
   VkExtent3D extent() const { return extent_; }
+  uint32_t memory_type() const { return memory_type_; }  // of its own allocation
 
  private:
   friend class MemoryAllocator;
@@ -72,6 +84,7 @@ class Image {
   UniqueImageView view_;
   VkFormat format_ = VK_FORMAT_UNDEFINED;
   VkExtent3D extent_{};
+  uint32_t memory_type_ = kNoMemoryType;
 };
 
 class MemoryAllocator {
@@ -93,6 +106,8 @@ class MemoryAllocator {
   uint32_t device_local_type(uint32_t type_bits, const std::string& what) const;
   // A 3-D storage image in VK_IMAGE_LAYOUT_UNDEFINED; the graph moves it to GENERAL.
   Image create_image_3d(VkFormat format, VkExtent3D extent, const std::string& what) const;
+  // The device's memory types and heaps (what memory_type() indices refer to).
+  const VkPhysicalDeviceMemoryProperties& properties() const { return memory_props_; }
 
  private:
   void check_buffer_limits(VkDeviceSize padded, const std::string& what) const;

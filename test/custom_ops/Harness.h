@@ -55,6 +55,9 @@ struct Case {
   // The peak case whose rate is this case's 100% ("" = peak/copy for GB/s, peak/int8_dot for
   // GOP/s).
   std::string peak;
+  // The reference backend's latency for the same problem on an H100 (EtvkShapes.h), printed
+  // next to ours with the ratio; 0: none.
+  double reference_us = 0;
 };
 
 class Registry {
@@ -80,6 +83,9 @@ void register_pool_cases(Registry& registry);
 void register_concat_cases(Registry& registry);
 void register_lut_cases(Registry& registry);
 void register_softmax_cases(Registry& registry);
+
+// The clock probe's kernel (PerfChecks.h): the int8 dot-product peak loop, ~2^18 invocations.
+std::unique_ptr<CaseInstance> make_clock_probe();
 
 // Shapes that exercise partial blocks in every dimension.
 const std::vector<std::vector<int64_t>>& awkward_shapes();

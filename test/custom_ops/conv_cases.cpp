@@ -12,6 +12,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/ops/Conv2d.h"
 #include "runtime/ops/ConvTranspose2d.h"
+#include "test/custom_ops/EtvkShapes.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/ConvReference.h"
@@ -556,33 +557,16 @@ void register_accu_cases(Registry& registry) {
 
 struct PerfShape {
   ConvShape shape;
-  const char* model;  // where the layer comes from, appended to the case name
+  const char* model;         // where the layer comes from, appended to the case name
+  double reference_us = 0;   // the reference backend's H100 µs (EtvkShapes.h), 0: none
 };
 
-// The reference backend's suites (etvk-reference.md section 6.5; tuples there are (OC, IC, H,
-// W, k, s, p, d, g) for test_q8ta_conv2d, (OC, IC, H, W) for _pw, (C, H, W, k, s, p) for _dw).
-std::vector<PerfShape> reference_suite_shapes() {
+// The reference backend's PERF shapes (EtvkShapes.h: its pointwise, general and depthwise
+// tests), each with its H100 latency.
+std::vector<PerfShape> etvk_shapes() {
   std::vector<PerfShape> list;
-  auto general = [&](int64_t oc, int64_t ic, int64_t h, int64_t w, int64_t k, int32_t s,
-                     int32_t p, int32_t d, int32_t g) {
-    list.push_back({conv(1, ic, h, w, oc, k, s, p, d, g), "etvk"});
-  };
-  general(32, 3, 64, 64, 3, 2, 1, 1, 1);
-  general(64, 32, 64, 64, 3, 1, 1, 1, 1);
-  general(16, 32, 77, 77, 3, 1, 1, 1, 1);
-  general(64, 32, 64, 64, 3, 1, 1, 1, 2);
-  general(96, 96, 64, 64, 5, 2, 2, 1, 4);
-  general(64, 64, 128, 128, 3, 1, 1, 1, 1);
-  general(2048, 1024, 14, 14, 1, 2, 0, 1, 1);
-  for (const auto& [oc, ic, h, w] : std::vector<std::array<int64_t, 4>>{
-           {32, 3, 64, 64}, {64, 32, 32, 32}, {13, 7, 57, 33}, {80, 40, 64, 64},
-           {22, 48, 256, 256}, {128, 128, 128, 128}, {64, 576, 128, 128}}) {
-    list.push_back({conv(1, ic, h, w, oc, 1, 1, 0), "etvk"});
-  }
-  for (const auto& [c, h, w, k, s, p] : std::vector<std::array<int64_t, 6>>{
-           {32, 64, 64, 3, 1, 1}, {64, 32, 32, 3, 2, 2}, {16, 57, 33, 3, 1, 1},
-           {32, 64, 64, 5, 1, 2}, {96, 64, 64, 5, 2, 2}, {64, 256, 256, 3, 1, 1}}) {
-    list.push_back({depthwise(1, c, h, w, k, int32_t(s), int32_t(p)), "etvk"});
+  for (const etvk::ConvShape& e : etvk::kConv) {
+    list.push_back({conv(1, e.c_in, e.h, e.w, e.c_out, e.k, e.s, e.p, e.d, e.g), "", e.reference_us});
   }
   return list;
 }
@@ -634,67 +618,91 @@ std::vector<PerfShape> target_shapes() {
           {depthwise(1, 96, 1024, 1024, 3, 1, 1), "target"}};
 }
 
+// How one PERF case runs its layer: layouts, route, and the depthwise mapping (0: the op's).
+struct PerfVariant {
+  MemoryLayout in = k4W4C, out = k4W4C;
+  Conv2dRoute route = Conv2dRoute::Auto;
+  int32_t depthwise_rows = 0, depthwise_tiles_w = 0;
+};
+
+// "perf/q8ta_conv2d <route> <geometry> <layouts>[ rowsR][ twT] <model>", or for the reference
+// backend's shapes "etvk/q8ta_conv2d ..." without the model (runs once per name).
 void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfShape& p,
-                   MemoryLayout in, MemoryLayout out, int32_t depthwise_rows = 0,
-                   Conv2dRoute route = Conv2dRoute::Auto) {
+                   const PerfVariant& v = {}) {
   ConvSetup s;
-  s.depthwise_rows = depthwise_rows;
+  s.depthwise_rows = v.depthwise_rows;
+  s.depthwise_tiles_w = v.depthwise_tiles_w;
   s.shape = p.shape;
-  s.in_layout = in;
-  s.out_layout = out;
-  s.route = route;
-  s.expected = route == Conv2dRoute::Auto ? auto_route(p.shape, in, true, out) : route;
+  s.in_layout = v.in;
+  s.out_layout = v.out;
+  s.route = v.route;
+  s.expected = v.route == Conv2dRoute::Auto ? auto_route(p.shape, v.in, true, v.out) : v.route;
   s.input_zp = -2;
   s.out = {"none", -1, -128, 127};
   s.accu = false;
   s.seed = 7;
-  const std::string name = "perf/q8ta_conv2d " + route_name(s) + " " + geometry_name(p.shape) +
-                           " " + layouts_name(s) +
-                           (depthwise_rows ? " rows" + std::to_string(depthwise_rows) : "");
+  const bool etvk = p.reference_us > 0;
+  const std::string name = std::string(etvk ? "etvk/" : "perf/") + "q8ta_conv2d " +
+                           route_name(s) + " " + geometry_name(p.shape) + " " + layouts_name(s) +
+                           mapping_name(s);
   if (!names.insert(name).second) return;  // a layer several suites share runs once
   // Depthwise layers do 9-25 multiply-adds per output byte: memory-bound, rated in GB/s.
   const Metric metric = is_depthwise(p.shape) ? Metric::GBps : Metric::GOPs;
-  registry.add({name + " " + p.model, "q8ta_conv2d", shape_column(p.shape), layout_column(s),
-                false, true, false, metric, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+  Case c{etvk ? name : name + " " + p.model, "q8ta_conv2d", shape_column(p.shape),
+         layout_column(s), false, true, false, metric,
+         [s] { return std::make_unique<Q8taConv2dCase>(s); }};
+  c.reference_us = p.reference_us;
+  registry.add(std::move(c));
 }
 
 void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names);
 
+// Depthwise mappings timed on the depthwise shapes: rows, tiles along the row (Auto takes one
+// of 1 x 1, 1 x 2, 2 x 2; Conv2d.cpp's depthwise_mapping).
+constexpr int32_t kDepthwiseMappings[][2] = {{1, 1}, {2, 1}, {1, 2}, {4, 1}, {2, 2}};
+
+// The reference backend's shapes: each in 4W4C through Auto (what a model gets), the general
+// and depthwise ones also in 4C1W (the reference's direct-conv layout), the general ones with
+// groups 1 also through the route Auto does not take (the measurement behind Conv2d.cpp's
+// prefer_im2col: "direct" next to "auto(im2col)", or "im2col" next to "auto(direct)"), and the
+// depthwise ones with each mapping of rows x tiles per invocation.
+void register_etvk_perf_cases(Registry& registry, std::set<std::string>& names) {
+  for (const PerfShape& p : etvk_shapes()) {
+    add_perf_case(registry, names, p);
+    const Conv2dRoute chosen = auto_route(p.shape, k4W4C, true, k4W4C);
+    if (chosen != Conv2dRoute::Pointwise) add_perf_case(registry, names, p, {k4C1W, k4C1W});
+    if (chosen == Conv2dRoute::Im2col) {
+      add_perf_case(registry, names, p, {k4W4C, k4W4C, Conv2dRoute::Direct});
+    } else if (chosen == Conv2dRoute::Direct && p.shape.geo.groups == 1) {
+      add_perf_case(registry, names, p, {k4W4C, k4W4C, Conv2dRoute::Im2col});
+    }
+    if (chosen != Conv2dRoute::Depthwise) continue;
+    for (const auto& m : kDepthwiseMappings) {
+      add_perf_case(registry, names, p, {k4W4C, k4W4C, Conv2dRoute::Depthwise, m[0], m[1]});
+    }
+  }
+}
+
 void register_perf_cases(Registry& registry) {
   std::set<std::string> names;
+  register_etvk_perf_cases(registry, names);
   register_deconv_perf_cases(registry, names);
   // Network layers and pointwise layers in 4W4C in and out: the layout a chain of pointwise
   // (Pointwise route) and depthwise layers keeps without conversions.
   for (const auto& list : {mobilenet_v2_shapes(), refinenet_shapes(), resnet18_shapes(),
-                           target_shapes(), reference_suite_shapes()}) {
-    for (const PerfShape& p : list) add_perf_case(registry, names, p, k4W4C, k4W4C);
+                           target_shapes()}) {
+    for (const PerfShape& p : list) add_perf_case(registry, names, p);
   }
-  // The depthwise target with each output-row count per invocation (Auto's choice is one).
+  // The depthwise target with each output-row count per invocation (Auto's choice is 2 rows x
+  // 2 tiles), and in 4C1W.
   for (const int32_t rows : {1, 2, 4}) {
-    add_perf_case(registry, names, target_shapes()[1], k4W4C, k4W4C, rows);
+    add_perf_case(registry, names, target_shapes()[1],
+                  {k4W4C, k4W4C, Conv2dRoute::Auto, rows});
   }
-  // The general and depthwise kernels also in 4C1W, the reference backend's direct-conv layout.
-  for (const auto& list : {reference_suite_shapes(), target_shapes()}) {
-    for (const PerfShape& p : list) {
-      if (auto_route(p.shape, k4W4C, true, k4W4C) != Conv2dRoute::Pointwise) {
-        add_perf_case(registry, names, p, k4C1W, k4C1W);
-      }
-    }
-  }
-  // The direct kernel's twins of the general layers Auto runs through im2col + GEMM (the
-  // measurement behind Conv2d.cpp's prefer_im2col, and the 3-channel stem the other way): the
-  // same name with "direct" for "auto(im2col)" (or "im2col" for "auto(direct)"), so each pair
-  // reads side by side.
-  for (const auto& list : {resnet18_shapes(), reference_suite_shapes()}) {
-    for (const PerfShape& p : list) {
-      if (p.shape.geo.groups != 1) continue;
-      const Conv2dRoute chosen = auto_route(p.shape, k4W4C, true, k4W4C);
-      if (chosen == Conv2dRoute::Im2col) {
-        add_perf_case(registry, names, p, k4W4C, k4W4C, 0, Conv2dRoute::Direct);
-      } else if (chosen == Conv2dRoute::Direct) {
-        add_perf_case(registry, names, p, k4W4C, k4W4C, 0, Conv2dRoute::Im2col);
-      }
-    }
+  add_perf_case(registry, names, target_shapes()[1], {k4C1W, k4C1W});
+  // ResNet-18's layers also through the direct kernel (Auto takes im2col).
+  for (const PerfShape& p : resnet18_shapes()) {
+    add_perf_case(registry, names, p, {k4W4C, k4W4C, Conv2dRoute::Direct});
   }
 }
 
@@ -990,7 +998,7 @@ void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names
     s.accu = false;
     s.seed = 7;
     add_deconv_case(registry, s, "perf/");
-    add_perf_case(registry, names, {c, "deconv twin"}, k4W4C, k4W4C);
+    add_perf_case(registry, names, {c, "deconv twin"});
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/ops/Linear.h"
+#include "test/custom_ops/EtvkShapes.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/LayoutReference.h"
@@ -37,7 +38,11 @@ struct LinearSetup {
   int32_t input_zp = 0;
   OutputQuant out{"none", 0, -128, 127};
   bool bias = true;
-  bool accu = true;  // false: a PERF case (weight copies, no reference)
+  bool accu = true;  // false: a PERF case (no reference)
+  // PERF with at most 4 rows: rotate through weight copies so the weights stream from memory
+  // (weight_copies); false: one node, its weights cached between repetitions as in the
+  // reference backend's method (etvk/ cases).
+  bool stream_weights = true;
   uint32_t seed = 0;
 };
 
@@ -150,7 +155,9 @@ class Q8taLinearCase : public CaseInstance {
                                  MemoryLayout::WidthPacked};
     in_bytes_ = double(int8x4_bytes(s_.input_sizes));
     out_bytes_ = s_.int8_out ? double(int8x4_bytes(out_sizes)) : 4.0 * double(numel(out_sizes));
-    copies_ = s_.accu ? 1 : weight_copies(g.profile(), rows_, host_.bytes(), out_bytes_, in_bytes_);
+    copies_ = s_.accu || !s_.stream_weights
+                  ? 1
+                  : weight_copies(g.profile(), rows_, host_.bytes(), out_bytes_, in_bytes_);
 
     in_ref_ = g.add_tensor({s_.input_sizes, DType::Int8x4, StorageType::Buffer, k4H4W}, "x");
     g.add_input(in_ref_);
@@ -304,8 +311,8 @@ struct PerfShape {
   bool bias = true;
 };
 
-// GEMV (M <= 4) and GEMM shapes of LLM and vision layers, then the reference backend's
-// test_q8ta_linear list (etvk-reference.md section 6.5); duplicates are dropped.
+// GEMV (M <= 4) and GEMM shapes of LLM and vision layers (the reference backend's are the
+// etvk/ cases, EtvkShapes.h).
 std::vector<PerfShape> perf_shapes() {
   std::vector<PerfShape> list;
   for (int64_t m : {1, 4}) {
@@ -316,18 +323,6 @@ std::vector<PerfShape> perf_shapes() {
   for (int64_t m : {64, 512, 4096}) list.push_back({m, 4096, 4096});
   list.push_back({1024, 2048, 2048});
   list.push_back({1, 1280, 1000});  // image classifier head
-  const PerfShape reference[] = {
-      {1, 64, 32},       {1, 128, 64},      {1, 256, 128},       {1, 128, 64, false},
-      {4, 64, 32},       {4, 128, 64},      {4, 256, 128},       {32, 64, 32},
-      {32, 128, 64},     {32, 256, 128},    {32, 128, 64, false}, {32, 256, 128, false},
-      {1, 512, 512},     {1, 2048, 2048},   {1, 512, 9059},      {256, 2048, 2048},
-      {512, 2048, 2048}, {1024, 2048, 2048}};
-  for (const PerfShape& s : reference) {
-    const bool seen = std::any_of(list.begin(), list.end(), [&](const PerfShape& o) {
-      return o.m == s.m && o.k == s.k && o.n == s.n && o.bias == s.bias;
-    });
-    if (!seen) list.push_back(s);
-  }
   return list;
 }
 
@@ -362,6 +357,41 @@ bool perf_float_out(const PerfShape& s) {
   return s.k == 4096 && s.n == 4096 && (s.m == 1 || s.m == 512);
 }
 
+// The routes a PERF shape is timed on: GEMV and GEMM up to 4 rows, GEMM and cooperative matrix
+// above.
+std::vector<ops::LinearRoute> perf_routes(const PerfShape& s) {
+  if (s.m <= 4) return {ops::LinearRoute::Gemv, ops::LinearRoute::Gemm};
+  return {ops::LinearRoute::Gemm, ops::LinearRoute::CoopMat};
+}
+
+// "perf/q8ta_linear <route> M.. K.. N.. int8out" (at most 4 rows: through weight copies that
+// stream from memory), or with the reference backend's latency for the same shape (EtvkShapes.h)
+// "etvk/q8ta_linear ..." (one node, measured as the reference measures).
+void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute route,
+                   bool int8_out, double reference_us = 0) {
+  LinearSetup s;
+  s.input_sizes = {shape.m, shape.k};
+  s.n = shape.n;
+  s.route = route;
+  s.int8_out = int8_out;
+  s.input_zp = -2;
+  s.out = {"none", -1, -128, 127};
+  s.bias = shape.bias;
+  s.accu = false;
+  s.stream_weights = reference_us == 0;
+  s.seed = 7;
+  const std::string name = std::string(reference_us > 0 ? "etvk/" : "perf/") + "q8ta_linear " +
+                           ops::to_string(route) + " " + dims_name(s.input_sizes, s.n) +
+                           (int8_out ? " int8out" : " floatout") + (shape.bias ? "" : " nobias");
+  Case c{name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
+         layout_name(int8_out), false, true, false,
+         shape.m <= 4 ? Metric::GBps : Metric::GOPs,  // few rows: memory-bound
+         [s] { return std::make_unique<Q8taLinearCase>(s); }};
+  if (route == ops::LinearRoute::CoopMat) c.peak = "peak/int8_coopmat";
+  c.reference_us = reference_us;
+  registry.add(std::move(c));
+}
+
 }  // namespace
 
 void register_linear_cases(Registry& registry) {
@@ -392,32 +422,20 @@ void register_linear_cases(Registry& registry) {
   }
 
   for (const PerfShape& shape : perf_shapes()) {
-    std::vector<ops::LinearRoute> routes = {ops::LinearRoute::Gemm};
-    if (shape.m <= 4) routes.insert(routes.begin(), ops::LinearRoute::Gemv);
-    if (shape.m > 4) routes.push_back(ops::LinearRoute::CoopMat);
     for (bool int8_out : {true, false}) {
       if (!int8_out && !perf_float_out(shape)) continue;
-      for (ops::LinearRoute route : routes) {
-        LinearSetup s;
-        s.input_sizes = {shape.m, shape.k};
-        s.n = shape.n;
-        s.route = route;
-        s.int8_out = int8_out;
-        s.input_zp = -2;
-        s.out = {"none", -1, -128, 127};
-        s.bias = shape.bias;
-        s.accu = false;
-        s.seed = 7;
-        const std::string name = "perf/q8ta_linear " + ops::to_string(route) + " " +
-                                 dims_name(s.input_sizes, s.n) +
-                                 (int8_out ? " int8out" : " floatout") +
-                                 (shape.bias ? "" : " nobias");
-        Case c{name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
-               layout_name(int8_out), false, true, false,
-               shape.m <= 4 ? Metric::GBps : Metric::GOPs,  // few rows: memory-bound
-               [s] { return std::make_unique<Q8taLinearCase>(s); }};
-        if (route == ops::LinearRoute::CoopMat) c.peak = "peak/int8_coopmat";
-        registry.add(std::move(c));
+      for (ops::LinearRoute route : perf_routes(shape)) {
+        add_perf_case(registry, shape, route, int8_out);
+      }
+    }
+  }
+  // The reference backend's shapes on the routes that suit them (GEMV for one row, as the
+  // reference's fastest kernel there).
+  for (const etvk::LinearShape& e : etvk::kLinear) {
+    const PerfShape shape{e.m, e.k, e.n};
+    for (ops::LinearRoute route : perf_routes(shape)) {
+      if (e.m > 1 || route == ops::LinearRoute::Gemv) {
+        add_perf_case(registry, shape, route, true, e.reference_us);
       }
     }
   }

@@ -11,9 +11,15 @@
 //         one line per dispatch node shows what the driver made of its kernel (registers,
 //         shared memory, ... under the driver's own names; VK_KHR_pipeline_executable_properties),
 //         also in the --json output. A device without the extension says so once and runs as usual.
+//   Under each PERF case (PerfChecks.h): where its tensors landed (memory types, heaps, offset
+//         alignment) and, on GPUs, a clock probe's rate before and after its timed submission
+//         against the probe's best in the run, with a WARNING when either is off; the cases
+//         with the reference backend's shapes (etvk/) print its latency and ours / its.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -24,6 +30,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/vk/Context.h"
 #include "test/custom_ops/Harness.h"
+#include "test/custom_ops/PerfChecks.h"
 
 namespace vkd::custom_ops {
 namespace {
@@ -36,19 +43,26 @@ struct Options {
   std::string json_file;
   int warmup = 5, iterations = 30;
   int warmup_ms = 200;  // GPU time each case warms up for at least (GPU devices)
+  // GPU: before each case, the clock probe until it runs at 90% of its best, up to N ms. An
+  // H100 drops its SM clock to 345-555 MHz after ~1.5 s idle (the host preparing a large case)
+  // and raises it only after 0.2-0.6 s of load, longer than a case's warm-up: cases then
+  // measured 2-7x slow (issue 20 item 6; docs/BENCHMARKS.md).
+  int settle_ms = 2000;
   int seed = 1234;
 };
 
 constexpr const char* kUsage =
     "usage: vkd_custom_ops [--mode accu|perf|all] [--filter REGEX] [--device SEL]\n"
     "                      [--json FILE] [--iterations N] [--warmup N] [--warmup-ms N]\n"
-    "                      [--seed N] [--list]\n"
+    "                      [--seed N] [--list] [--settle-ms N]\n"
     "                      [--kernel-stats]\n"
     "  --mode      accu (default): correctness vs CPU reference; perf: GPU timings; all: both\n"
     "  --filter    run only cases whose name matches REGEX (std::regex, search)\n"
     "  --device    device index or name substring (default: VKD_DEVICE or the best device)\n"
     "  --warmup-ms on a GPU, warm each PERF case up for at least N ms of GPU time (default 200)\n"
     "  --json      also write PERF results to FILE\n"
+    "  --settle-ms on a GPU, before each PERF case run the clock probe until it reaches 90% of\n"
+    "              its best in the run, for up to N ms (default 2000; 0: off)\n"
     "  --kernel-stats  PERF: print what the driver compiled each node's kernel into (registers,\n"
     "              shared memory, ...; VK_KHR_pipeline_executable_properties), also in --json\n";
 
@@ -90,16 +104,18 @@ bool parse_options(int argc, char** argv, Options& o) {
       const char* v = value("--json");
       if (!v) return false;
       o.json_file = v;
-    } else if (a == "--iterations" || a == "--warmup" || a == "--warmup-ms" || a == "--seed") {
+    } else if (a == "--iterations" || a == "--warmup" || a == "--warmup-ms" || a == "--seed" ||
+               a == "--settle-ms") {
       const char* v = value(a.c_str());
       int n = 0;
       if (!v || !parse_int(v, n)) {
         std::fprintf(stderr, "vkd_custom_ops: %s needs a non-negative integer\n", a.c_str());
         return false;
       }
-      (a == "--iterations" ? o.iterations
-       : a == "--warmup"   ? o.warmup
+      (a == "--iterations"  ? o.iterations
+       : a == "--warmup"    ? o.warmup
        : a == "--warmup-ms" ? o.warmup_ms
+       : a == "--settle-ms" ? o.settle_ms
                             : o.seed) = n;
     } else if (a == "--list") {
       o.list = true;
@@ -174,7 +190,22 @@ struct PerfRow {
   double rate = 0, share = 0;
   std::string status = "ok";
   std::vector<graph::NodeKernelStatistics> kernel_stats;  // with --kernel-stats
+  // The conditions (PerfChecks.h): per timed repetition in order, end to end and kernel µs;
+  // the clock probe's GOP/s just before and after the timed submission (0: no probe); the
+  // submission's wall-clock span (Unix seconds); where the tensors landed.
+  std::vector<double> end_to_end_series, kernel_series;
+  double probe_before = 0, probe_after = 0;
+  double wall_start = 0, wall_end = 0;
+  PlacementReport placement;
 };
+
+// A probe share below this marks a case measured at lowered clocks.
+constexpr double kClockWarnShare = 0.85;
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 struct Repetitions {
   uint32_t warmup, timed;
@@ -202,20 +233,30 @@ Repetitions choose_repetitions(graph::ComputeGraph& g, const Options& o) {
   return r;
 }
 
-PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o) {
+// `probe` (GPU devices): measured around the timed submission, and settled before it with
+// --settle-ms.
+PerfRow run_perf_case(vk::Context& ctx, const Case& c, const Options& o, ClockProbe* probe) {
   PerfRow row{&c};
   try {
     auto instance = c.make();
     graph::ComputeGraph g(ctx);
     instance->build(g);
     g.prepare();
+    row.placement = report_placement(g, ctx.memory());
     std::mt19937 rng(static_cast<uint32_t>(o.seed));
     instance->write_inputs(g, rng);
     g.execute();  // uploads the inputs once
+    if (probe && o.settle_ms > 0) probe->settle(0.9, o.settle_ms);
     const Repetitions reps = choose_repetitions(g, o);
+    if (probe) row.probe_before = probe->measure();
+    row.wall_start = unix_seconds();
     auto [times, kernels] = g.benchmark(reps.warmup, reps.timed);
+    row.wall_end = unix_seconds();
+    if (probe) row.probe_after = probe->measure();
     VKD_CHECK(!times.empty() && times.front() > 0, ErrorCode::Unsupported,
               "no GPU timestamps on this device");
+    row.end_to_end_series = times;
+    row.kernel_series = kernels;
     std::sort(times.begin(), times.end());
     std::sort(kernels.begin(), kernels.end());
     row.median_us = times[times.size() / 2];
@@ -283,21 +324,107 @@ std::string kernel_stats_json(const std::vector<graph::NodeKernelStatistics>& no
   return out + "]";
 }
 
+// The clock probe's lower reading around a case as a share of its best in the run (0: none).
+double clock_share(const PerfRow& r, double best_probe) {
+  if (best_probe <= 0 || r.probe_before <= 0) return 0;
+  return std::min(r.probe_before, r.probe_after) / best_probe;
+}
+
+// "12:34:56.789" (UTC) of Unix time t, to line a case up with other logs of the machine.
+std::string utc_clock(double t) {
+  const auto secs = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>((t - double(secs)) * 1000.0));
+  return buf;
+}
+
+// The lines under a case's row: where its tensors landed, the clock probe and when it ran, on
+// GPUs the repetitions when they vary by more than 1.5x, and a WARNING per unexpected condition.
+void print_conditions(const PerfRow& r, double best_probe) {
+  std::printf("    memory: %s\n", r.placement.summary.c_str());
+  const double share = clock_share(r, best_probe);
+  if (share > 0) {
+    std::printf("    clock probe: %.0f%% before, %.0f%% after (of its best in this run); timed "
+                "%s-%s UTC\n",
+                100.0 * r.probe_before / best_probe, 100.0 * r.probe_after / best_probe,
+                utc_clock(r.wall_start).c_str(), utc_clock(r.wall_end).c_str());
+  }
+  const auto& t = r.end_to_end_series;
+  const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
+  if (share > 0 && !t.empty() && *hi > 1.5 * *lo) {  // GPUs (CPU devices vary anyway)
+    std::printf("    repetitions vary: end to end %.2f .. %.2f us; in order:", *lo, *hi);
+    for (double v : t) std::printf(" %.1f", v);
+    std::printf("\n");
+  }
+  for (const auto& w : r.placement.warnings) std::printf("    WARNING: %s\n", w.c_str());
+  if (share > 0 && share < kClockWarnShare) {
+    std::printf("    WARNING: the clock probe ran at %.0f%% of its best in this run around this "
+                "case: the GPU's clocks were lowered, its figures do not show the kernel\n",
+                100.0 * share);
+  }
+}
+
+std::string json_numbers(const std::vector<double>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%s%.3f", i ? ", " : "", v[i]);
+    out += buf;
+  }
+  return out + "]";
+}
+
+// A row's reference (etvk/ cases) and conditions as JSON members, each with a leading ", ".
+std::string json_conditions(const PerfRow& r, double best_probe) {
+  std::string out;
+  if (r.c->reference_us > 0) {
+    out += ", \"reference_us\": " + std::to_string(r.c->reference_us) + ", \"ratio\": " +
+           std::to_string(r.median_us > 0 ? r.median_us / r.c->reference_us : 0.0);
+  }
+  out += ", \"probe_before_gops\": " + std::to_string(r.probe_before) +
+         ", \"probe_after_gops\": " + std::to_string(r.probe_after) +
+         ", \"clock_share\": " + std::to_string(clock_share(r, best_probe)) +
+         ", \"wall_start\": " + std::to_string(r.wall_start) +
+         ", \"wall_end\": " + std::to_string(r.wall_end) +
+         ", \"end_to_end_series_us\": " + json_numbers(r.end_to_end_series) +
+         ", \"kernel_series_us\": " + json_numbers(r.kernel_series) +
+         ", \"placement\": {\"summary\": \"" + json_escape(r.placement.summary) +
+         "\", \"memory_types\": [";
+  for (size_t i = 0; i < r.placement.memory_types.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(r.placement.memory_types[i]);
+  }
+  out += "], \"min_offset_alignment\": " + std::to_string(r.placement.min_offset_alignment) +
+         ", \"warnings\": [";
+  for (size_t i = 0; i < r.placement.warnings.size(); ++i) {
+    out += std::string(i ? ", " : "") + "\"" + json_escape(r.placement.warnings[i]) + "\"";
+  }
+  return out + "]}";
+}
+
 int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const Case*>& cases,
              const Options& o) {
   std::map<std::string, double> peaks;  // peak case name -> rate
   std::vector<PerfRow> rows;
   for (const Case& c : registry.cases()) {
     if (c.name.rfind("peak/", 0) != 0) continue;
-    PerfRow row = run_perf_case(ctx, c, o);
+    PerfRow row = run_perf_case(ctx, c, o, nullptr);
     if (row.status == "ok") peaks[c.name] = row.rate;
     row.share = row.status == "ok" ? 1.0 : 0.0;
     rows.push_back(row);
   }
+  // GPUs: the clock probe, first measured right after the peaks kept the GPU busy.
+  std::unique_ptr<ClockProbe> probe;
+  if (!ctx.profile().is_cpu() && ctx.profile().timestamps) {
+    probe = std::make_unique<ClockProbe>(ctx);
+    probe->settle(1.0, 300);
+  }
   const double peak_gbps = peaks["peak/copy"], peak_gops = peaks["peak/int8_dot"];
   for (const Case* c : cases) {
     if (c->name.rfind("peak/", 0) == 0) continue;
-    PerfRow row = run_perf_case(ctx, *c, o);
+    PerfRow row = run_perf_case(ctx, *c, o, probe.get());
     const double peak = !c->peak.empty()              ? peaks[c->peak]
                         : c->metric == Metric::GBps ? peak_gbps
                                                     : peak_gops;
@@ -305,6 +432,7 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
     rows.push_back(row);
     std::fflush(stdout);
   }
+  const double best_probe = probe ? probe->best() : 0;
 
   std::printf("\nPERF on %s (warm-up: %d repetitions%s, then %d timed; GPU timestamps)\n",
               ctx.profile().name.c_str(), o.warmup,
@@ -318,13 +446,22 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
     std::printf(", int8 cooperative matrix %.1f GOP/s", peaks["peak/int8_coopmat"]);
   }
   std::printf("\n");
+  if (probe) {
+    std::printf("clock probe (int8 dot loop, ~2^18 invocations): best %.1f GOP/s%s\n", best_probe,
+                o.settle_ms > 0
+                    ? (", settled to 90% of it before each case (up to " +
+                       std::to_string(o.settle_ms) + " ms)").c_str()
+                    : "");
+  }
   if (o.kernel_stats && !ctx.captures_kernel_statistics()) {
     std::printf("kernel statistics: the device does not offer "
                 "VK_KHR_pipeline_executable_properties\n");
   }
-  std::printf("%-58s %-14s %-30s %11s %11s %11s %12s %8s\n", "case", "shape", "layout",
-              "median us", "min us", "kernel us", "rate", "of peak");
-  int failures = 0;
+  std::printf("ref us: the reference backend's latency for the same problem on an H100 "
+              "(etvk/ cases, test/custom_ops/EtvkShapes.h); ours/ref: median us / ref us\n");
+  std::printf("%-58s %-14s %-30s %11s %11s %11s %12s %8s %9s %8s\n", "case", "shape", "layout",
+              "median us", "min us", "kernel us", "rate", "of peak", "ref us", "ours/ref");
+  int failures = 0, warned = 0;
   for (const auto& r : rows) {
     if (r.status != "ok") {
       std::printf("%-58s %-14s %-30s %s\n", r.c->name.c_str(), r.c->shape.c_str(),
@@ -332,18 +469,31 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
       failures += r.status.rfind("FAIL", 0) == 0;
       continue;
     }
-    std::printf("%-58s %-14s %-30s %11.2f %11.2f %11.2f %7.1f %s %7.1f%%\n", r.c->name.c_str(),
+    std::string reference;
+    if (r.c->reference_us > 0) {
+      char buf[48];
+      std::snprintf(buf, sizeof(buf), " %9.1f %7.2fx", r.c->reference_us,
+                    r.median_us / r.c->reference_us);
+      reference = buf;
+    }
+    std::printf("%-58s %-14s %-30s %11.2f %11.2f %11.2f %7.1f %s %7.1f%%%s\n", r.c->name.c_str(),
                 r.c->shape.c_str(), r.c->layout.c_str(), r.median_us, r.min_us, r.kernel_us, r.rate,
-                r.c->metric == Metric::GBps ? "GB/s " : "GOP/s", 100.0 * r.share);
+                r.c->metric == Metric::GBps ? "GB/s " : "GOP/s", 100.0 * r.share,
+                reference.c_str());
     for (const auto& node : r.kernel_stats) std::printf("%s\n", kernel_stats_line(node).c_str());
+    print_conditions(r, best_probe);
+    const double share = clock_share(r, best_probe);
+    warned += !r.placement.warnings.empty() || (share > 0 && share < kClockWarnShare);
   }
+  std::printf("conditions: %d of %zu cases with a WARNING\n", warned, rows.size());
 
   if (!o.json_file.empty()) {
     std::ofstream out(o.json_file);
     VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write JSON file '", o.json_file, "'");
     out << "{\n  \"device\": \"" << json_escape(ctx.profile().name) << "\",\n"
         << "  \"peaks\": {\"copy_gbps\": " << peak_gbps << ", \"int8_dot_gops\": " << peak_gops
-        << ", \"int8_coopmat_gops\": " << peaks["peak/int8_coopmat"] << "},\n  \"results\": [\n";
+        << ", \"int8_coopmat_gops\": " << peaks["peak/int8_coopmat"]
+        << ", \"clock_probe_best_gops\": " << best_probe << "},\n  \"results\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       out << "    {\"case\": \"" << json_escape(r.c->name) << "\", \"op\": \"" << r.c->op
@@ -351,7 +501,7 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
           << "\", \"status\": \"" << json_escape(r.status) << "\", \"median_us\": " << r.median_us
           << ", \"min_us\": " << r.min_us << ", \"kernel_us\": " << r.kernel_us << ", \""
           << (r.c->metric == Metric::GBps ? "gbps" : "gops") << "\": " << r.rate
-          << ", \"share_of_peak\": " << r.share;
+          << ", \"share_of_peak\": " << r.share << json_conditions(r, best_probe);
       if (o.kernel_stats) out << ", \"kernel_stats\": " << kernel_stats_json(r.kernel_stats);
       out << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
     }

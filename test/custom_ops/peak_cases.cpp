@@ -94,14 +94,21 @@ int32_t dot_int8x4_ref(uint32_t a, uint32_t b) {
   return sum;
 }
 
+// Peak: the run's ceiling; Accu: checked; Probe: the clock probe (PerfChecks.h), a quarter of
+// the peak's invocations and an eighth of its iterations (~0.1 ms on an H100).
+enum class DotSize { Peak, Accu, Probe };
+
 class DotPeakCase : public CaseInstance {
  public:
-  explicit DotPeakCase(bool small) : small_(small) {}
+  explicit DotPeakCase(DotSize size) : small_(size == DotSize::Accu), size_(size) {}
 
   void build(graph::ComputeGraph& g) override {
     if (small_) {
       invocations_ = 512;
       iterations_ = 7;
+    } else if (size_ == DotSize::Probe) {
+      invocations_ = 1u << 18;
+      iterations_ = 32;
     } else if (g.profile().is_cpu()) {
       invocations_ = 1u << 14;
       iterations_ = 64;
@@ -159,6 +166,7 @@ class DotPeakCase : public CaseInstance {
 
  private:
   bool small_;
+  DotSize size_;
   uint32_t invocations_ = 0;
   int32_t iterations_ = 0;
   graph::ValueRef data_ref_ = -1;
@@ -238,6 +246,10 @@ class CoopMatPeakCase : public CaseInstance {
 
 }  // namespace
 
+std::unique_ptr<CaseInstance> make_clock_probe() {
+  return std::make_unique<DotPeakCase>(DotSize::Probe);
+}
+
 void register_peak_cases(Registry& registry) {
   registry.add({"peak/copy", "bench_copy", "", "buffer -> buffer", false, true, false,
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Peak); }});
@@ -247,7 +259,7 @@ void register_peak_cases(Registry& registry) {
                 false, Metric::GBps,
                 [] { return std::make_unique<CopyPeakCase>(CopySize::Layer); }});
   registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
-                Metric::GOPs, [] { return std::make_unique<DotPeakCase>(false); }});
+                Metric::GOPs, [] { return std::make_unique<DotPeakCase>(DotSize::Peak); }});
   registry.add({"peak/int8_coopmat", "bench_int8_coopmat", "", "registers", false, true, false,
                 Metric::GOPs,
                 [] { return std::make_unique<CoopMatPeakCase>(false, FragmentSource::Registers); }});
@@ -262,7 +274,7 @@ void register_peak_cases(Registry& registry) {
   registry.add({"bench_copy/accu", "bench_copy", "262144", "buffer -> buffer", true, false, false,
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Accu); }});
   registry.add({"int8_dot/accu", "bench_int8_dot", "512x7", "registers", true, false, true,
-                Metric::GOPs, [] { return std::make_unique<DotPeakCase>(true); }});
+                Metric::GOPs, [] { return std::make_unique<DotPeakCase>(DotSize::Accu); }});
   for (const auto& [name, source] : {std::pair{"registers", FragmentSource::Registers},
                                      std::pair{"shared", FragmentSource::Shared},
                                      std::pair{"staged", FragmentSource::Staged}}) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/ops/PixelShuffle.h"
+#include "test/custom_ops/EtvkShapes.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/LayoutReference.h"
@@ -134,13 +135,16 @@ const MemoryLayout kChannelsPacked[] = {MemoryLayout::PackedInt8_4W4C,
 
 std::string lname(MemoryLayout l) { return std::string(to_string(l)); }
 
+// `reference_us`: the reference backend's latency for the same problem (etvk/ cases).
 void add_int8_case(Registry& registry, const std::string& prefix, const ShuffleShape& s,
-                   MemoryLayout in, MemoryLayout out, const ShuffleQuant& q, bool accu) {
+                   MemoryLayout in, MemoryLayout out, const ShuffleQuant& q, bool accu,
+                   double reference_us = 0) {
   const std::string layouts = lname(in) + "->" + lname(out);
-  registry.add({prefix + "q8ta_pixel_shuffle/" + layouts + "/" + q.name + "/" + shape_name(s),
-                "q8ta_pixel_shuffle", shape_name(s), layouts + " " + q.name, accu, !accu, false,
-                Metric::GBps,
-                [=] { return std::make_unique<Q8taPixelShuffleCase>(s, in, out, q); }});
+  Case c{prefix + "q8ta_pixel_shuffle/" + layouts + "/" + q.name + "/" + shape_name(s),
+         "q8ta_pixel_shuffle", shape_name(s), layouts + " " + q.name, accu, !accu, false,
+         Metric::GBps, [=] { return std::make_unique<Q8taPixelShuffleCase>(s, in, out, q); }};
+  c.reference_us = reference_us;
+  registry.add(std::move(c));
 }
 
 void add_float_case(Registry& registry, const std::string& prefix, const ShuffleShape& s,
@@ -190,11 +194,16 @@ void register_pixel_shuffle_cases(Registry& registry) {
     }
   }
 
-  // PERF: the large shape (both paths, both layouts) and the model's size.
+  // PERF: the large shape and the model's size (both paths, both layouts); the reference
+  // backend's shapes (the same qparams, as it measured them).
   for (MemoryLayout l : kChannelsPacked) {
     for (const ShuffleShape& s : {ShuffleShape{1, 24, 1024, 1024, 2}, ShuffleShape{1, 24, 128, 72, 2}}) {
       add_int8_case(registry, "perf/", s, l, l, kQuants[0], false);
       add_int8_case(registry, "perf/", s, l, l, kQuants[2], false);
+    }
+    for (const etvk::PixelShuffleShape& e : etvk::kPixelShuffle) {
+      add_int8_case(registry, "etvk/", ShuffleShape{1, e.c / 4, e.h, e.w, 2}, l, l, kQuants[0],
+                    false, e.reference_us);
     }
   }
   const ShuffleShape mid{1, 16, 256, 256, 2};
