@@ -38,18 +38,25 @@ struct DepthwiseMapping {
   int64_t rows = 1, tiles_w = 1;
 };
 
-// The requested mapping, else the most tiles per invocation of 4 (2 rows x 2 tiles), 2 (1 row
-// x 2 tiles) and 1 that still leaves 2^17 invocations (an H100 keeps 132 x 2048 = 270k
-// resident). More tiles per invocation load each input word fewer times (a row's window is
-// shared by its tiles, an input row by the output rows reading it) but leave fewer invocations
-// to hide latency. H100, µs, 3x3 4W4C (1 / 2 / 4 tiles): 1x64x256x256 (2^18 tiles) 12.9 /
-// 12.4 (2 rows x 1 tile 12.6) / 12.7 (4 rows x 1; 2 x 2: 13.0); 1x128x128x128 8.8 / 8.8 /
-// 10.1; 1x288x16x16 5.4 / 5.9 / 8.1; 1x96x1024x1024 (6.3M tiles): 4 rows x 1 tile 183.5, 2 x 2
-// 174.0. Beyond 4 tiles the driver stops unrolling the kernel: its arrays went to local memory
-// and 8 rows ran 5x slower.
-DepthwiseMapping depthwise_mapping(int64_t tiles, const Conv2dParams& p) {
+// The requested mapping, else for a 4W4C input the most tiles per invocation of 4 (2 rows x 2
+// tiles), 2 (1 row x 2 tiles) and 1 that still leaves 2^17 invocations (an H100 keeps 132 x
+// 2048 = 270k resident). More tiles per invocation load each input word fewer times (a row's
+// window is shared by its tiles, an input row by the output rows reading it) but leave fewer
+// invocations to hide latency. H100, µs, 3x3 4W4C (1 / 2 / 4 tiles): 1x64x256x256 (2^18 tiles)
+// 12.9 / 12.4 (2 rows x 1 tile 12.6) / 12.7 (4 rows x 1; 2 x 2: 13.0); 1x128x128x128 8.8 /
+// 8.8 / 10.1; 1x288x16x16 5.4 / 5.9 / 8.1; 1x96x1024x1024 (6.3M tiles): 4 rows x 1 tile 183.5,
+// 2 x 2 174.0. A 4C1W input keeps one tile (rows 4, 2, 1 down to 2^18 invocations): its
+// neighbouring invocations take neighbouring widths, and 2 tiles each spread their loads
+// (1x64x256x256: 14.6 us with 1 tile, 18.6 with 2). Beyond 4 tiles the driver stops unrolling
+// the kernel: its arrays went to local memory and 8 rows ran 5x slower.
+DepthwiseMapping depthwise_mapping(int64_t tiles, const Conv2dParams& p, MemoryLayout in) {
   if (p.depthwise_rows > 0 || p.depthwise_tiles_w > 0) {
     return {std::max<int64_t>(p.depthwise_rows, 1), std::max<int64_t>(p.depthwise_tiles_w, 1)};
+  }
+  if (in == MemoryLayout::PackedInt8_4C1W) {
+    int64_t rows = 4;
+    while (rows > 1 && tiles / rows < (int64_t(1) << 18)) rows /= 2;
+    return {rows, 1};
   }
   constexpr int64_t kMinInvocations = int64_t(1) << 17;
   if (tiles / 4 >= kMinInvocations) return {2, 2};
@@ -490,7 +497,8 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   // ROWS output rows of TW tiles, each input row loaded once for all of them
   // (shaders/q8ta_conv2d_dw.glsl).
   const int64_t tiles = d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out;
-  const DepthwiseMapping m = depthwise ? depthwise_mapping(tiles, p) : DepthwiseMapping{};
+  const DepthwiseMapping m =
+      depthwise ? depthwise_mapping(tiles, p, in.spec().layout) : DepthwiseMapping{};
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), w.in_per_group * w.kh * w.kw)};
   if (depthwise) {
     node.spec_constants.insert(
