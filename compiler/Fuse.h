@@ -5,7 +5,9 @@
 // 1. Fusion (patterns matched on the graph as given, anchors in node order):
 //    dq -> aten.linear      [-> act] -> q  => q8ta_linear      (no q: q8ta_linear_dq)
 //    dq -> aten.convolution [-> act] -> q  => q8ta_conv2d      (no q: q8ta_conv2d_dq)
-//    dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add
+//    dq, dq -> aten.add.Tensor [-> act] -> q => q8ta_add, or, one operand the output of a
+//      q8ta_conv2d[_ps] / q8ta_linear that the add alone reads, that op's epilogue:
+//      q8ta_conv2d_add / q8ta_linear_add (compiler/fusion/Epilogue.cpp)
 //    dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q => q8ta_pixel_shuffle, or, moving
 //      the bytes of a q8ta_conv2d's output that it alone reads, that conv's epilogue:
 //      q8ta_conv2d_ps (compiler/fusion/Epilogue.cpp)
@@ -38,8 +40,9 @@ struct FuseOptions {
   // Fuse and lower only into backend ops the runtime has a kernel for; everything else stays
   // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
   bool runnable_only = false;
-  // Run a byte-moving pixel shuffle in the epilogue of the convolution before it (fusion/
-  // Epilogue.cpp); false: each its own op (`vkd compile --no-fuse-epilogue`).
+  // Run a byte-moving pixel shuffle or a residual add in the epilogue of the convolution /
+  // linear before it (fusion/Epilogue.cpp); false: each its own op (`vkd compile
+  // --no-fuse-epilogue`).
   bool fuse_epilogues = true;
 };
 
@@ -60,6 +63,8 @@ PassReport sink_dequantize(Graph& g);
 //   "fused dq -> aten.pixel_shuffle -> q (node 7..9) into the epilogue of q8ta_conv2d 'c':
 //    q8ta_conv2d_ps writes 'y' pixel-shuffled (upscale 2)" (or "not fused: ... into the
 //    epilogue of q8ta_conv2d 'c': <why>", then the shuffle's own line)
+//   "fused dq, dq -> aten.add.Tensor -> q (node 10..13) into the epilogue of q8ta_conv2d 'c':
+//    q8ta_conv2d_add adds 's' and writes 'y' (activation none)"
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its

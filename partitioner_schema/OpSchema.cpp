@@ -177,6 +177,21 @@ void identity_schemas(std::vector<OpSchema>& s) {
                                    tied(tensor_out("output", moved, anywhere), 0))));
 }
 
+// The epilogue arguments of q8ta_conv2d_add / q8ta_linear_add after the op's own `before` ones:
+// the op's int8 output (`prefix` scale, zero point, activation range), the tensor added to it
+// (`other`, one of `set`, preferably `preferred`) with its qparams, then the sum's qparams,
+// activation range and output, in `other`'s placement (runtime/ops/Linear.h, ResidualAdd).
+std::vector<ArgSchema> residual_add_args(const std::string& prefix, PlacementSet set,
+                                         Placement preferred, size_t before) {
+  const std::vector<DType> i8x4 = {DType::Int8x4};
+  const int other = static_cast<int>(before) + 4;
+  return arg_list(per_tensor_qparams(prefix), scalar(prefix + "activation_min", ArgKind::Int),
+                  scalar(prefix + "activation_max", ArgKind::Int),
+                  tensor_in("other", i8x4, set, {preferred}), per_tensor_qparams("other_"),
+                  per_tensor_qparams("output_"), activation_range(),
+                  tied(tensor_out("output", i8x4, set, {preferred}), other));
+}
+
 // int8 linear: the requantizing op (fused activation) and the dequantizing one (_dq).
 void linear_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
@@ -187,6 +202,10 @@ void linear_schemas(std::vector<OpSchema>& s) {
                                  tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
   s.push_back(kernel_op("q8ta_linear_dq", "int8 linear, float32 output (GEMM / GEMV kernels)",
                         arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
+  // q8ta_linear then q8ta_add with `other`, in the linear's store (runtime/ops/Linear.h).
+  s.push_back(kernel_op("q8ta_linear_add", "int8 linear + a residual int8 tensor, requantized",
+                        arg_list(head, residual_add_args("linear_", {k4H4W}, k4H4W,
+                                                         head.size()))));
 }
 
 // int8 conv2d, as linear: requantizing (fused activation) or dequantizing (_dq).
@@ -209,6 +228,12 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
       "q8ta_conv2d_ps", "int8 conv2d writing its output pixel-shuffled, fused relu/clamp",
       arg_list(head, scalar("upscale_factor", ArgKind::Int), per_tensor_qparams("output_"),
                activation_range(), tensor_out("output", i8x4, chw_int8, {k4W4C}))));
+  // q8ta_conv2d [-> the pixel shuffle (upscale_factor > 1)] then q8ta_add with `other`, in the
+  // convolution's store (runtime/ops/Conv2d.h).
+  s.push_back(kernel_op(
+      "q8ta_conv2d_add", "int8 conv2d [pixel-shuffled] + a residual int8 tensor, requantized",
+      arg_list(head, scalar("upscale_factor", ArgKind::Int),
+               residual_add_args("conv_", chw_int8, k4W4C, head.size() + 1))));
   // Weights in q8ta_conv2d's order [C_out, C_in / groups, KH, KW] (the compiler swaps PyTorch's
   // [C_in, C_out / groups, KH, KW]), so scales and bias are one per output channel as there.
   s.push_back(kernel_op(

@@ -2,7 +2,8 @@
 // PyTorch left the activation apart from the op before it (FX keeps a ReLU6 after an add, or
 // after an op it did not fuse with).
 // - When the dequantized int8 value is the output of a fused int8 op with an activation range
-//   (q8ta_conv2d, q8ta_linear, q8ta_add, q8ta_mul) that nothing else reads, and the q quantizes with the
+//   (q8ta_conv2d[_ps / _add], q8ta_linear[_add], q8ta_add, q8ta_mul; the range of an op with a
+//   fused add is the sum's) that nothing else reads, and the q quantizes with the
 //   scale and zero point that op wrote, the chain joins the op's epilogue: the op writes the q's
 //   output itself, its activation range narrowed to the chain's clamp.
 // - Otherwise the chain becomes q8ta_clamp (one requantizing kernel).
@@ -46,8 +47,9 @@ std::string clamps_of(const Graph& g, const std::vector<int>& acts, std::vector<
 
 // The int8 ops whose requantizing epilogue clamps to [activation_min, activation_max].
 bool has_activation_range(const std::string& op) {
-  return op == "q8ta_conv2d" || op == "q8ta_conv2d_ps" || op == "q8ta_conv_transpose2d" ||
-         op == "q8ta_linear" || op == "q8ta_add" || op == "q8ta_mul";
+  return op == "q8ta_conv2d" || op == "q8ta_conv2d_ps" || op == "q8ta_conv2d_add" ||
+         op == "q8ta_conv_transpose2d" || op == "q8ta_linear" || op == "q8ta_linear_add" ||
+         op == "q8ta_add" || op == "q8ta_mul";
 }
 
 // A matched dq -> act [-> act] -> q chain reading the int8 value `x_q`, or dq -> mul by a scalar

@@ -1,5 +1,6 @@
 // The binary element-wise patterns (neither has a float-output variant):
-//   dq(a), dq(b) -> aten.add.Tensor [-> act] -> q => q8ta_add
+//   dq(a), dq(b) -> aten.add.Tensor [-> act] -> q => q8ta_add, or the epilogue of the conv /
+//   linear writing a or b (Epilogue.cpp: q8ta_conv2d_add, q8ta_linear_add)
 //   dq(a), dq(b) -> aten.mul.Tensor [-> act] -> q => q8ta_mul
 // and aten.mul.Tensor with one operand a one-element constant (float32, or an int8 constant
 // behind a dequantize) => q8ta_mul_scalar (Activation.cpp's requantizing chain).
@@ -117,12 +118,19 @@ void fuse_binary(FuseState& state, int i, const BinaryKind& kind) {
   QuantInfo qa, qb;
   const std::string why = check_binary(g, n, kind, pa, pb, tail, qa, qb);
   if (!why.empty()) return fail(why);
+  if (state.any_claimed(all)) return fail("overlaps another fused pattern");
+  std::vector<std::string> dead = {a};
+  if (b != a) dead.push_back(b);
+  dead.insert(dead.end(), tail.values.begin(), tail.values.end());
+  if (std::string(kind.backend) == kAddKind.backend) {
+    const AddCandidate epilogue{{g.nodes[pa].inputs[0], g.nodes[pb].inputs[0]}, {pa, pb},
+                                {qa, qb}, all, dead, g.nodes[tail.q].outputs[0], tail.out_q,
+                                tail.activation, chain};
+    if (join_add_epilogue(state, epilogue)) return;
+  }
   Fusion f;
   f.nodes = all;
-  if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
-  f.dead = {a};
-  if (b != a) f.dead.push_back(b);
-  f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
+  f.dead = dead;
   f.node = build_binary(state, kind.backend, i, pa, pb, tail, qa, qb);
   state.commit(std::move(f), chain, " (activation " + tail.activation.label + ")");
 }

@@ -1,12 +1,17 @@
-// Ops that join the epilogue of the int8 convolution before them: the convolution's store does
-// their work, one dispatch instead of two, and the bytes stay those of the two ops in turn.
+// Ops that join the epilogue of the int8 convolution or linear before them: its store does
+// their work, one dispatch instead of two, and the bytes stay those of the ops in turn.
 //   dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q that moves the bytes (the qparams
 //   round-trip) of a q8ta_conv2d's output that nothing else reads => q8ta_conv2d_ps: the
 //   convolution computes its channels in phase-major order (runtime/ops/Conv2d.cpp permutes
 //   the weights when it loads them) and writes each packed word at its shuffled place.
-// Anything else stays the shuffle's own op, with the reason in the report; the compiler checks
-// here exactly what the runtime's q8ta_conv2d_ps requires (groups 1, channels after the shuffle
-// a multiple of 4), so a fused graph always loads.
+//   dq(a), dq(b) -> aten.add.Tensor [-> act] -> q where a (or b) is the output of a
+//   q8ta_conv2d / q8ta_conv2d_ps / q8ta_linear that nothing else reads, and the other operand
+//   has the same sizes => q8ta_conv2d_add / q8ta_linear_add: the op's int8 value, computed as
+//   before, is q8ta_add's operand and the other is read from memory at the same position
+//   (float addition commutes, so which operand the graph named first changes no bit).
+// Anything else stays its own op, with the reason in the report; the compiler checks here
+// exactly what the runtime requires (groups 1 and channels after the shuffle a multiple of 4 for
+// a shuffle, no depthwise convolution for an add), so a fused graph always loads.
 #include <string>
 
 #include "compiler/fusion/Patterns.h"
@@ -38,7 +43,93 @@ std::string check_shuffled_store(const FuseState& state, const Fusion& f,
   return "";
 }
 
+// The backend op a match `op` becomes with an add in its epilogue, and the prefix of its own
+// output's arguments there; "" for an op that takes none.
+struct AddTarget {
+  const char* op;
+  const char* prefix;
+};
+AddTarget add_target(const std::string& op) {
+  if (op == "q8ta_conv2d" || op == "q8ta_conv2d_ps") return {"q8ta_conv2d_add", "conv_"};
+  if (op == "q8ta_linear") return {"q8ta_linear_add", "linear_"};
+  return {"", ""};
+}
+
+// "" when match `f` (writing operand `side` of `c`) can add the other operand in its store.
+std::string check_add_store(const FuseState& state, const Fusion& f, const AddCandidate& c,
+                            int side) {
+  if (!state.options.fuse_epilogues) return "epilogue fusion is off (--no-fuse-epilogue)";
+  const Graph& g = state.graph;
+  const std::string& other = c.operand[1 - side];
+  if (other == c.operand[side]) return "both operands are its output";
+  std::string why = state.read_as_written(c.operand[side], c.in_q[side]);
+  if (!why.empty()) return why;
+  if (g.value(other).shape != g.value(c.operand[side]).shape) {
+    return quoted(other) + " " + shape_str(g.value(other).shape) +
+           " is broadcast; the epilogue adds a tensor of the output's sizes " +
+           shape_str(g.value(c.operand[side]).shape);
+  }
+  if (f.node.op != "q8ta_linear") {
+    const int64_t groups = std::get<int64_t>(f.node.args.at("groups"));
+    const Value& w = g.value(f.node.inputs.at(1));
+    if (groups > 1 && groups == w.shape.at(0) && w.shape.at(1) == 1) {
+      return "a depthwise convolution (groups " + std::to_string(groups) +
+             "): its kernel's store adds nothing";
+    }
+  }
+  return "";
+}
+
+// Rewrites match `f` into `target`, reading `other` (dequantized by node `other_dq` with
+// `other_q`) and writing c's output: its own output's arguments get the target's prefix.
+void add_in_store(FuseState& state, Fusion& f, const AddCandidate& c, const AddTarget& target,
+                  int side) {
+  Args& args = f.node.args;
+  const std::string prefix = target.prefix;
+  for (const char* name : {"scale", "zero_point"}) {
+    args[prefix + name] = args.at(std::string("output_") + name);
+  }
+  for (const char* name : {"activation_min", "activation_max"}) {
+    args[prefix + name] = args.at(name);
+  }
+  if (target.op == std::string("q8ta_conv2d_add") && !args.count("upscale_factor")) {
+    args["upscale_factor"] = int64_t{1};
+  }
+  const QuantInfo& other_q = c.in_q[1 - side];
+  args["other_scale"] = other_q.scale;
+  args["other_zero_point"] = other_q.zero_point;
+  args["output_scale"] = c.out_q.scale;
+  args["output_zero_point"] = c.out_q.zero_point;
+  args["activation_min"] = c.activation.min;
+  args["activation_max"] = c.activation.max;
+  f.node.inputs.push_back(c.operand[1 - side]);
+  state.absorb(f, c.nodes, c.dead, c.output, c.out_q);
+  FuseState::retarget(f, target.op);
+  state.consume_quant(c.operand[1 - side], c.dq[1 - side], other_q);
+}
+
 }  // namespace
+
+bool join_add_epilogue(FuseState& state, const AddCandidate& c) {
+  for (int side = 0; side < 2; ++side) {
+    Fusion* f = state.fusion_writing(c.operand[side]);
+    const AddTarget target = add_target(f ? f->node.op : "");
+    if (target.op[0] == '\0') continue;
+    const std::string into = " (" + node_list(c.nodes) + ") into the epilogue of " + f->node.op +
+                             " " + quoted(c.operand[side]) + ": ";
+    std::string why = check_add_store(state, *f, c, side);
+    if (why.empty() && !state.may_target(target.op)) why = std::string(target.op) + " has no kernel";
+    if (!why.empty()) {
+      state.note("not fused: " + c.chain + into + why);
+      continue;
+    }
+    add_in_store(state, *f, c, target, side);
+    state.note("fused " + c.chain + into + target.op + " adds " + quoted(c.operand[1 - side]) +
+               " and writes " + quoted(c.output) + " (activation " + c.activation.label + ")");
+    return true;
+  }
+  return false;
+}
 
 bool join_shuffle_epilogue(FuseState& state, const EpilogueCandidate& c, int64_t factor) {
   Fusion* f = state.fusion_writing(c.x_q);

@@ -49,4 +49,24 @@ struct EpilogueCandidate {
 // (the shuffle is then its own op).
 bool join_shuffle_epilogue(FuseState& state, const EpilogueCandidate& c, int64_t factor);
 
+// A matched dq(a), dq(b) -> aten.add.Tensor [-> act] -> q (Binary.cpp) that may run in the
+// epilogue of the match writing one of its operands (Epilogue.cpp).
+struct AddCandidate {
+  std::string operand[2];         // the int8 values the dequantizes read (a, b)
+  int dq[2] = {-1, -1};           // their dequantize nodes
+  QuantInfo in_q[2];
+  std::vector<int> nodes;         // the match's nodes, the dequantizes included
+  std::vector<std::string> dead;  // its intermediate values
+  std::string output;             // the int8 value it writes
+  QuantInfo out_q;
+  Activation activation;          // its relu / clamp on the sum
+  std::string chain;              // "dq, dq -> aten.add.Tensor -> q", for the report
+};
+
+// The add joins the epilogue of the q8ta_conv2d / q8ta_conv2d_ps / q8ta_linear match writing
+// one of its operands (the first that can take it), which becomes q8ta_conv2d_add /
+// q8ta_linear_add reading the other operand: true when it did (reported); false when not,
+// reported when an operand is such an op's output (the add is then its own op).
+bool join_add_epilogue(FuseState& state, const AddCandidate& c);
+
 }  // namespace vkd::compiler::fusion

@@ -80,7 +80,8 @@ std::vector<TypedShape> clamp(const ShapeContext& c) {
 // What a standalone activation becomes: the requantizing epilogue of the int8 op before it, or
 // its own requantizing kernel.
 const std::vector<std::string> kStandaloneActOps = {
-    "q8ta_conv2d", "q8ta_conv2d_ps", "q8ta_linear", "q8ta_add", "q8ta_mul", "q8ta_clamp"};
+    "q8ta_conv2d", "q8ta_conv2d_ps", "q8ta_conv2d_add", "q8ta_linear", "q8ta_linear_add",
+    "q8ta_add",    "q8ta_mul",       "q8ta_clamp"};
 
 }  // namespace
 
@@ -93,7 +94,7 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              1,
              add}
           .computed_by(reference_add)
-          .fused_by(fusion::fuse_add, {"q8ta_add"}),
+          .fused_by(fusion::fuse_add, {"q8ta_add", "q8ta_conv2d_add", "q8ta_linear_add"}),
       EdgeOp{"aten.mul.Tensor", {"self", "other"}, 2, {}, 1, binary_float}
           .computed_by(reference_mul)
           .fused_by(fusion::fuse_mul, {"q8ta_mul", "q8ta_mul_scalar"}),

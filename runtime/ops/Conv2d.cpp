@@ -28,6 +28,11 @@ struct Conv2dPush {
   float inv_out_scale;
   int32_t act_min, act_max;
 };
+// The same with the fused residual add's member (OUTPUT 3 / 4).
+struct Conv2dAddPush {
+  Conv2dPush conv;
+  BinaryQuantPush add;
+};
 
 // The bound that keeps int32 accumulation exact (as for q8ta_linear): taps per output.
 constexpr int64_t kMaxTaps = 65536;
@@ -101,9 +106,10 @@ bool fits_pointwise(const TensorSpec& in, const TensorSpec& out, const Conv2dWei
          out.layout == MemoryLayout::PackedInt8_4W4C;
 }
 
-// Whether the int8 output is written pixel-shuffled (shaders/common/conv_common.glslh,
-// linear_common.glslh): the depthwise kernel's store does not do that.
-bool fused_store(const Conv2dParams& p) { return p.upscale > 1; }
+// Whether the int8 output is written pixel-shuffled or added to a residual tensor
+// (shaders/common/conv_common.glslh, linear_common.glslh): the depthwise kernel's store does
+// neither.
+bool fused_store(const Conv2dParams& p) { return p.upscale > 1 || p.residual.has_value(); }
 
 bool fits_depthwise(const Dims4& in, const Conv2dWeights& w, const Conv2dParams& p) {
   const Conv2dGeometry& g = p.geometry;
@@ -248,8 +254,8 @@ Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const Tens
       break;
     case Conv2dRoute::Depthwise:
       VKD_CHECK(depthwise, ErrorCode::InvalidArgument, op,
-                ": the depthwise route needs groups == C_in == C_out and an output that is not "
-                "pixel-shuffled");
+                ": the depthwise route needs groups == C_in == C_out and an output that is neither "
+                "pixel-shuffled nor added to");
       break;
     case Conv2dRoute::Direct: break;
   }
@@ -307,6 +313,7 @@ LinearParams linear_params(const Conv2dParams& p) {
   lp.activation_min = p.activation_min;
   lp.activation_max = p.activation_max;
   lp.route = p.gemm;
+  lp.residual = p.residual;
   return lp;
 }
 
@@ -413,8 +420,10 @@ std::string to_string(Conv2dRoute route) {
 Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                  const Conv2dWeights& given, graph::ValueRef output,
                                  const Conv2dParams& p) {
-  const std::string op = !p.output ? "q8ta_conv2d_dq" : p.upscale != 1 ? "q8ta_conv2d_ps"
-                                                                       : "q8ta_conv2d";
+  const std::string op = !p.output    ? "q8ta_conv2d_dq"
+                         : p.residual  ? "q8ta_conv2d_add"
+                         : p.upscale != 1 ? "q8ta_conv2d_ps"
+                                          : "q8ta_conv2d";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   check_int8x4_tensor(op, in);
@@ -429,20 +438,24 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     check_requantized_output(op, *p.output, p.activation_min, p.activation_max);
   } else {
     check_float_buffer(op, out);
+    VKD_CHECK(!p.residual, ErrorCode::InvalidArgument, op, ": a residual add needs an int8 output");
   }
   VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
             ": output ", out.spec().describe(), " must have the input's rank");
   check_quant_params(op, p.input);
-  VKD_CHECK(p.depthwise_rows >= 0 && p.depthwise_rows <= 4 && p.depthwise_tiles_w >= 0 &&
-                p.depthwise_tiles_w <= 2 &&
+  VKD_CHECK(p.depthwise_rows >= 0 && p.depthwise_rows <= 4, ErrorCode::InvalidArgument, op,
+            ": depthwise_rows ", p.depthwise_rows, " must be 0 (chosen by size) or 1..4");
+  VKD_CHECK(p.depthwise_tiles_w >= 0 && p.depthwise_tiles_w <= 2 &&
                 std::max(p.depthwise_rows, 1) * std::max(p.depthwise_tiles_w, 1) <= 4,
-            ErrorCode::InvalidArgument, op, ": depthwise_rows ", p.depthwise_rows,
-            " and depthwise_tiles_w ", p.depthwise_tiles_w,
-            " must be 0 (chosen by size) or 1..4 and 1..2, at most 4 rows x tiles");
+            ErrorCode::InvalidArgument, op, ": depthwise_tiles_w ", p.depthwise_tiles_w,
+            " must be 0 (chosen by size) or 1..2, with at most 4 rows x tiles (depthwise_rows ",
+            p.depthwise_rows, ")");
   // d_out: the convolution's own output (the output's sizes, unless it is pixel-shuffled).
   const Dims4 d_in = in.spec().dims4(), d_out = conv_output_dims(op, out.spec().dims4(), p);
   check_conv(op, d_in, d_out, given, p.geometry);
-  const Conv2dWeights weights = fused_store(p) ? phase_major_weights(given, p.upscale) : given;
+  if (p.residual) check_residual_add(op, graph, output, *p.residual);
+  const Conv2dWeights weights =
+      p.upscale > 1 ? phase_major_weights(given, p.upscale) : given;
 
   const Conv2dRoute route =
       choose_route(op, in.spec(), out.spec(), d_out, weights, p, graph.profile());
@@ -485,7 +498,10 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                         int32_t(4 * c4_out), p.input.zero_point, q.zero_point,
                         inverse_scale(q.scale), p.activation_min, p.activation_max};
   const int in_layout = in.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
-  const int out_form = !p.output ? 2 : out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
+  // OUTPUT (conv_common.glslh): int8 4W4C / 4C1W, float, int8 4W4C / 4C1W + residual.
+  const int out_form = !p.output ? 2
+                       : (out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1) +
+                             (p.residual ? 3 : 0);
   const int dot = graph.profile().int8_dot_product ? 0 : 1;
   graph::DispatchNode node;
   node.op = op;
@@ -493,6 +509,12 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                           : shaders::variants::q8ta_conv2d[in_layout][out_form][dot];
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
+  if (p.residual) {
+    const ResidualAdd& r = *p.residual;
+    node.bindings.push_back(r.other);
+    node.push_constants = graph::push_constant_bytes(Conv2dAddPush{
+        push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
+  }
   // Depthwise: the geometry is specialized so every loop unrolls, and an invocation computes
   // ROWS output rows of TW tiles, each input row loaded once for all of them
   // (shaders/q8ta_conv2d_dw.glsl).
@@ -586,6 +608,20 @@ void build_q8ta_conv2d_ps(const OpCall& call) {
                        call.tensor("output"), p);
 }
 
+// The convolution's own int8 output ("conv_"), pixel-shuffled by upscale_factor (1: not), is
+// the add's a.
+void build_q8ta_conv2d_add(const OpCall& call) {
+  Conv2dParams p = blob_params(call);
+  p.output = call.quant("conv");
+  p.activation_min = call.int32_arg("conv_activation_min", -128, 127);
+  p.activation_max = call.int32_arg("conv_activation_max", -128, 127);
+  p.upscale = call.int32_arg("upscale_factor", 1, kMaxUpscale);
+  p.residual = residual_add(call);
+  call.set_zero_point("input", p.input.zero_point);
+  add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
+}
+
 void build_q8ta_conv2d_dq(const OpCall& call) {
   Conv2dParams p = blob_params(call);
   call.set_zero_point("input", p.input.zero_point);
@@ -599,6 +635,7 @@ void register_conv2d_ops(OpRegistry& registry) {
   registry.add("q8ta_conv2d", build_q8ta_conv2d);
   registry.add("q8ta_conv2d_dq", build_q8ta_conv2d_dq);
   registry.add("q8ta_conv2d_ps", build_q8ta_conv2d_ps);
+  registry.add("q8ta_conv2d_add", build_q8ta_conv2d_add);
 }
 
 }  // namespace vkd::ops

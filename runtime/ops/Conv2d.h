@@ -14,6 +14,9 @@
 // w r + j) = conv channel c r^2 + i r + j at (h, w)), written by the convolution's own store:
 // no other arithmetic, so the bytes equal q8ta_conv2d followed by the byte-moving
 // q8ta_pixel_shuffle.
+// q8ta_conv2d_add: that int8 output (pixel-shuffled or not) plus a residual tensor, q8ta_add's
+// arithmetic in the same store (ResidualAdd, runtime/ops/Linear.h): the bytes of q8ta_conv2d
+// [-> q8ta_pixel_shuffle] -> q8ta_add.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +57,8 @@ struct Conv2dGeometry {
 // Direct: one kernel for any shape, groups and layouts (shaders/q8ta_conv2d.glsl).
 // Pointwise: 1x1 / stride 1 / no padding / groups 1 with int8 4W4C in and out: the linear
 // kernels over pixels (GEMV, dot-product GEMM or cooperative matrices).
-// Depthwise: groups == C_in == C_out, output not pixel-shuffled (shaders/q8ta_conv2d_dw.glsl).
+// Depthwise: groups == C_in == C_out, output not pixel-shuffled nor added to
+// (shaders/q8ta_conv2d_dw.glsl).
 // Im2col: groups 1 with an int8 4W4C output, any input layout, kernel, stride, padding and
 // dilation: the input windows are gathered into an intermediate int8x4 matrix [output pixels,
 // KH * KW * C4_in * 4] (shaders/q8ta_im2col.glsl), which the same linear kernels multiply;
@@ -74,6 +78,9 @@ struct Conv2dParams {
   // int8 output only: written pixel-shuffled by this factor (q8ta_conv2d_ps), 1 = not. Needs
   // groups 1 and C_out / upscale^2 a multiple of 4; never the depthwise route.
   int32_t upscale = 1;
+  // int8 output only: added to a residual tensor in the store (q8ta_conv2d_add); never the
+  // depthwise route.
+  std::optional<ResidualAdd> residual;
   Conv2dGeometry geometry;
   Conv2dRoute route = Conv2dRoute::Auto;
   // The GEMM kernel of the Pointwise and Im2col routes (Auto: the linear kernels' choice); for
@@ -95,7 +102,8 @@ void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights
 // `input`: int8x4 buffer, PackedInt8_4W4C or PackedInt8_4C1W, sizes [N, C_in, H, W] (rank 3 =
 // N 1). `output`: sizes [N, C_out, H_out, W_out] ([N, C_out / r^2, H_out r, W_out r] with
 // p.upscale = r); an int8x4 buffer in 4W4C or 4C1W when p.output is set (padding lanes hold its
-// zero point), else a float32 width-packed buffer. Returns the route taken.
+// zero point), else a float32 width-packed buffer. p.residual: its `other` an int8x4 tensor of
+// the output's sizes and layout. Returns the route taken.
 Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                  const Conv2dWeights& weights, graph::ValueRef output,
                                  const Conv2dParams& p);

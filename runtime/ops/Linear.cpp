@@ -21,6 +21,11 @@ struct LinearPush {
   float inv_out_scale;
   int32_t act_min, act_max;
 };
+// The same with the fused residual add's member (OUT_DTYPE 2).
+struct LinearAddPush {
+  LinearPush linear;
+  BinaryQuantPush add;
+};
 
 // Mirrors `Params` in shaders/q8csw_linear.glsl.
 struct Q8cswPush {
@@ -123,8 +128,9 @@ struct LinearKernel {
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
 // q8ta_linear_coopmat.glsl). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
 // the device cannot run a 256-invocation workgroup.
+// `out`: the OUT_DTYPE variant (linear_common.glslh): 0 int8, 1 float, 2 int8 + residual add.
 LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowShape& rows,
-                                  int64_t n4, bool int8_out, LinearRoute requested) {
+                                  int64_t n4, int out, LinearRoute requested) {
   LinearRoute route = requested;
   const std::string no_coopmat = linear_coopmat_unavailable(profile);
   if (route == LinearRoute::Auto) {
@@ -136,10 +142,19 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
             "q8ta_linear: the cooperative-matrix route needs ", no_coopmat, ", which device '",
             profile.name, "' does not offer (or it was switched off)");
   if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256) route = LinearRoute::Gemv;
-  const int out = int8_out ? 0 : 1;
   const int dot = profile.int8_dot_product ? 0 : 1;
   LinearKernel k{route, {}, {}};
-  if (route == LinearRoute::CoopMat || route == LinearRoute::Gemm) {
+  if (route == LinearRoute::Gemm && profile.cpu_kernels) {
+    // CPU devices (shaders/q8ta_linear_cpu.glsl): an invocation = one row block x the
+    // workgroup's 32 channels (16 where N <= 16), a workgroup = one subgroup of 8 row blocks
+    // (on lavapipe at resnet18's shapes 16, 32 and 64 invocations were no faster, and fewer
+    // workgroups spread worse over the cores in the small late layers).
+    const int64_t tile_n4 = n4 <= 4 ? 4 : 8;
+    k.kernel = shaders::variants::q8ta_linear_cpu[out][tile_n4 == 4 ? 0 : 1];
+    k.plan.local_size = {8, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(rows.row_blocks(), 8)),
+                          static_cast<uint32_t>(div_up(n4, tile_n4)), 1};
+  } else if (route == LinearRoute::CoopMat || route == LinearRoute::Gemm) {
     // Both tile 128 rows x 128 channels per workgroup of 256 invocations.
     const bool coopmat = route == LinearRoute::CoopMat;
     k.kernel = coopmat ? shaders::variants::q8ta_linear_coopmat[out]
@@ -225,10 +240,24 @@ std::string to_string(LinearRoute route) {
   return "?";
 }
 
+void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
+                        graph::ValueRef output, const ResidualAdd& r) {
+  const auto& other = graph.tensor(r.other);
+  const TensorSpec& out = graph.spec(output);
+  check_int8x4_tensor(op, other);
+  VKD_CHECK(other.spec().sizes == out.sizes && other.spec().layout == out.layout &&
+                other.spec().storage == out.storage,
+            ErrorCode::InvalidArgument, op, ": the added tensor ", other.spec().describe(),
+            " must have the output's sizes and layout (", out.describe(), ")");
+  check_quant_params(op, r.other_quant);
+  check_requantized_output(op, r.output, r.activation_min, r.activation_max);
+}
+
 void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p) {
-  const std::string op = p.output ? "q8ta_linear" : "q8ta_linear_dq";
+  const std::string op = !p.output ? "q8ta_linear_dq" : p.residual ? "q8ta_linear_add"
+                                                                   : "q8ta_linear";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   check_4h4w_buffer(op, "input", in);
@@ -237,7 +266,9 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
     check_requantized_output(op, *p.output, p.activation_min, p.activation_max);
   } else {
     check_float_buffer(op, out);
+    VKD_CHECK(!p.residual, ErrorCode::InvalidArgument, op, ": a residual add needs an int8 output");
   }
+  if (p.residual) check_residual_add(op, graph, output, *p.residual);
   check_quant_params(op, p.input);
   check_weights(op, weights);
   check_linear_shapes(op, in.spec(), out.spec(), weights);
@@ -252,7 +283,8 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   const auto& out = graph.tensor(output);
   const RowShape rows{groups, row_count, div_up(row_count, 4)};
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
-  const LinearKernel k = choose_linear_kernel(graph.profile(), rows, n4, p.output.has_value(), p.route);
+  const int out_form = !p.output ? 1 : p.residual ? 2 : 0;
+  const LinearKernel k = choose_linear_kernel(graph.profile(), rows, n4, out_form, p.route);
   const auto [packed, channels] =
       add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name(),
                            k.route == LinearRoute::Gemv);
@@ -266,6 +298,12 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   node.kernel = k.kernel;
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
+  if (p.residual) {
+    const ResidualAdd& r = *p.residual;
+    node.bindings.push_back(r.other);
+    node.push_constants = graph::push_constant_bytes(LinearAddPush{
+        push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
+  }
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), weights.k)};
   if (p.output) {
     const std::array<uint32_t, 3> store = shuffle_constants(shuffle, weights.n);
@@ -307,6 +345,18 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
 // --- registry entries -------------------------------------------------------------
 
+ResidualAdd residual_add(const OpCall& call) {
+  ResidualAdd r;
+  r.other = call.tensor("other");
+  r.other_quant = call.quant("other");
+  r.output = call.quant("output");
+  r.activation_min = call.int32_arg("activation_min", -128, 127);
+  r.activation_max = call.int32_arg("activation_max", -128, 127);
+  call.set_zero_point("other", r.other_quant.zero_point);
+  call.set_zero_point("output", r.output.zero_point);
+  return r;
+}
+
 namespace {
 
 // The blob's constants stay valid until prepare() (the loader keeps the blob while it builds).
@@ -336,6 +386,19 @@ void build_q8ta_linear(const OpCall& call) {
                        call.tensor("output"), p);
 }
 
+// The linear's own int8 output ("linear_") is the add's a.
+void build_q8ta_linear_add(const OpCall& call) {
+  LinearParams p;
+  p.input = call.quant("input");
+  p.output = call.quant("linear");
+  p.activation_min = call.int32_arg("linear_activation_min", -128, 127);
+  p.activation_max = call.int32_arg("linear_activation_max", -128, 127);
+  p.residual = residual_add(call);
+  call.set_zero_point("input", p.input.zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
+}
+
 void build_q8ta_linear_dq(const OpCall& call) {
   LinearParams p;
   p.input = call.quant("input");
@@ -349,6 +412,7 @@ void build_q8ta_linear_dq(const OpCall& call) {
 void register_linear_ops(OpRegistry& registry) {
   registry.add("q8ta_linear", build_q8ta_linear);
   registry.add("q8ta_linear_dq", build_q8ta_linear_dq);
+  registry.add("q8ta_linear_add", build_q8ta_linear_add);
 }
 
 }  // namespace vkd::ops

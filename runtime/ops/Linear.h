@@ -10,6 +10,9 @@
 //   q[m][n]    = clamp(roundEven(float32(y * inv_y)) + zp_y, act_min, act_max), inv_y = float32(1/s_y)
 //   (the output quantize is q8ta_quantize's rounding; act_min/act_max encode relu/clamp and lie
 //   within [-128, 127]).
+// q8ta_linear_add: that int8 value q is then q8ta_add's operand a (runtime/ops/Elementwise.h),
+// with b an int8 tensor of the output's sizes read from memory: the sum requantized with the
+// add's output parameters and clamped to its activation range, in the same kernel.
 // q8csw_linear: y[m][n] = float32(sum_k x[m][k] * float(qw[n][k])) * s_w[n] + bias[n], float
 // accumulation in k order per invocation (not bit-exact against a CPU sum in another order).
 #pragma once
@@ -23,6 +26,8 @@
 #include "runtime/ops/OpUtils.h"
 
 namespace vkd::ops {
+
+class OpCall;
 
 // Host weights of a linear layer: int8 [N, K] row-major, per-output-channel symmetric scales
 // [N], optional bias [N] (nullptr = zeros). The pointers must stay valid until the graph's
@@ -50,17 +55,32 @@ std::string to_string(LinearRoute route);
 // matrices, 8 subgroups of 32 in a 256-invocation workgroup), else what it lacks.
 std::string linear_coopmat_unavailable(const vk::DeviceProfile& profile);
 
+// The residual add of q8ta_linear_add / q8ta_conv2d_add, computed in the op's epilogue: the
+// op's requantized int8 output (its `output` parameters and activation range) is q8ta_add's a,
+// `other` its b (an int8x4 tensor of the output's sizes and layout), and the kernel writes
+// clamp(roundEven((float(a - zp_a) * s_a + float(b - zp_b) * s_b) * inv_s) + zp, min, max),
+// q8ta_add's arithmetic (shaders/common/requant.glslh, binary_word).
+struct ResidualAdd {
+  graph::ValueRef other = -1;
+  QuantParams other_quant;
+  QuantParams output;             // the sum's quantization (the output tensor's)
+  int32_t activation_min = -128;  // the sum's relu / clamp
+  int32_t activation_max = 127;
+};
+
 struct LinearParams {
   QuantParams input;                  // scale and zero point of the int8 input
   std::optional<QuantParams> output;  // requantized int8 output; nullopt = float32 output
   int32_t activation_min = -128;      // int8 output only: fused relu / clamp
   int32_t activation_max = 127;
   LinearRoute route = LinearRoute::Auto;
+  std::optional<ResidualAdd> residual;  // int8 output only: q8ta_linear_add
 };
 
 // `input`: int8x4 buffer PackedInt8_4H4W, sizes [..., M, K] (leading dims are flattened into
 // rows; rank 1 is one row). `output`: sizes [..., M, N]; int8x4 buffer PackedInt8_4H4W when
 // p.output is set (padding lanes hold its zero point), else float32 buffer width-packed.
+// p.residual (q8ta_linear_add): its `other` an int8x4 4H4W buffer of the output's sizes.
 void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p);
@@ -100,6 +120,16 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
                                       graph::ValueRef input, int64_t groups, int64_t rows,
                                       const LinearWeights& weights, graph::ValueRef output,
                                       const LinearParams& p, const RowsShuffle& shuffle = {});
+
+// Checks a fused residual add's operand and quantization against `output` (op `op`):
+// `other` an int8x4 tensor of the output's sizes and layout; InvalidArgument otherwise.
+void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
+                        graph::ValueRef output, const ResidualAdd& r);
+
+// The residual add of a q8ta_conv2d_add / q8ta_linear_add blob op: `other`, its quantization,
+// the sum's (`output`) and its activation range; records the zero points of `other` and
+// `output`.
+ResidualAdd residual_add(const OpCall& call);
 
 // `input`, `output`: float32 buffer width-packed, sizes [..., K] and [..., N].
 void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,

@@ -178,6 +178,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
       (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
       (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
       (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  p.subgroup_ballot = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
   const auto& lim = base.limits;
   for (int i = 0; i < 3; ++i) {
     p.max_workgroup_size[i] = lim.maxComputeWorkGroupSize[i];
@@ -249,6 +251,12 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   if (switch_off(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16", "float16")) {
     p.float16_arithmetic = p.storage_16bit = false;
   }
+  // After the subgroup override: the CPU kernels need subgroup operations (kReqSubgroup).
+  p.cpu_kernels = p.is_cpu() && p.subgroup_size == 8 && p.subgroup_arithmetic && p.subgroup_ballot;
+  if (switch_off(p.cpu_kernels, overrides.disable_cpu_kernels, "VKD_DISABLE_CPU_KERNELS",
+                 "CPU-shaped kernels")) {
+    p.cpu_kernels = false;
+  }
   if (const auto compact = env_uint("VKD_COMPACT_KERNELS", 0, 1)) {
     p.compact_kernels = *compact == 1;
   }
@@ -285,7 +293,8 @@ std::string DeviceProfile::summary() const {
   for (const auto& s : int8_cooperative_matrix_shapes) {
     os << " " << s.m << "x" << s.n << "x" << s.k << (s.khr ? "(KHR)" : "(NV)");
   }
-  os << "\n  subgroup " << subgroup_size << (subgroup_arithmetic ? " (arithmetic)" : "") << ", workgroup size max " << max_workgroup_size[0] << "x"
+  os << "\n  subgroup " << subgroup_size << (subgroup_arithmetic ? " (arithmetic)" : "")
+     << (subgroup_ballot ? " (ballot)" : "") << ", workgroup size max " << max_workgroup_size[0] << "x"
      << max_workgroup_size[1] << "x" << max_workgroup_size[2] << " (" << max_workgroup_invocations
      << " invocations), workgroup count max " << max_workgroup_count[0] << "x"
      << max_workgroup_count[1] << "x" << max_workgroup_count[2] << "\n";
@@ -297,7 +306,7 @@ std::string DeviceProfile::summary() const {
      << timestamp_valid_bits << " bits), fence polled " << fence_spin_us << " us before sleeping\n";
   os << "  pipelines created on up to " << pipeline_threads << " threads"
      << (compact_kernels ? ", compact kernels (no speed-only specializations or unrolling)" : "")
-     << "\n";
+     << "\n  CPU-shaped kernels: " << yes(cpu_kernels) << "\n";
   for (const auto& d : disabled) os << "  disabled: " << d << "\n";
   return os.str();
 }

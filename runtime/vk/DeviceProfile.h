@@ -47,6 +47,15 @@ struct DeviceProfile {
   // Subgroups and workgroups
   uint32_t subgroup_size = 1;
   bool subgroup_arithmetic = false;  // basic + arithmetic subgroup operations in compute shaders
+  bool subgroup_ballot = false;      // ballot subgroup operations (subgroupBroadcast) in compute shaders
+  // Kernels shaped for a CPU device (Mesa lavapipe: llvmpipe runs a workgroup on one thread,
+  // each subgroup of 8 invocations as one 256-bit SIMD vector; a load whose address is not
+  // built from constants and push constants alone is a loop over the 8 lanes, a barrier a
+  // coroutine switch): no shared memory, values shared by subgroupBroadcast, wide register
+  // tiles in plain int32 arithmetic. Set for VK_PHYSICAL_DEVICE_TYPE_CPU with 8-wide subgroups
+  // and ballot + arithmetic subgroup operations; VKD_DISABLE_CPU_KERNELS switches it off (then
+  // such a device runs the GPU kernels, which the tests also cover there).
+  bool cpu_kernels = false;
   std::array<uint32_t, 3> max_workgroup_size{};
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_count{};
@@ -113,6 +122,7 @@ struct ProfileOverrides {
   bool disable_int8_dot = false;
   bool disable_cooperative_matrix = false;
   bool disable_subgroup_arithmetic = false;
+  bool disable_cpu_kernels = false;
   // Lower a limit to emulate a smaller device (0 = keep the device's own): lets tests and
   // users check that a graph fits e.g. a mobile GPU's limits on any machine.
   struct Limits {

@@ -1277,7 +1277,7 @@ elseif(CASE STREQUAL "help")
     endforeach()
     foreach(var VKD_DEVICE=SEL VKD_VALIDATION=1 VKD_PIPELINE_CACHE=FILE VKD_WORKGROUP_SIZE=N
                 VKD_TILE_ORDER=0..3 VKD_DISABLE_INT8_DOT=1 VKD_DISABLE_SUBGROUP_ARITH=1
-                VKD_DISABLE_FLOAT16=1 VKD_DISABLE_COOPMAT=1)
+                VKD_DISABLE_FLOAT16=1 VKD_DISABLE_COOPMAT=1 VKD_DISABLE_CPU_KERNELS=1)
       regex_escape(var_re "${var}")
       expect_stdout("\n  ${var_re} +[^\n]+\n")  # one line each
     endforeach()

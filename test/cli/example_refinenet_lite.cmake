@@ -1,6 +1,6 @@
 # The bundled example model end to end (cmake -P): examples/refinenet_lite/make_model.py writes
 # the graph, weights and input; `vkd compile --report` compiles it; the compiled graph must have
-# every pattern fused (the pixel shuffles into the convolutions' stores) and no conversion node
+# every pattern fused (the pixel shuffles and residual adds into the convolutions' stores) and no conversion node
 # (q8ta_convert / float_convert) next to a pixel shuffle; `vkd run --check` then compares every
 # named tensor and the float logits with the CPU reference interpreter (int8 exactly, float32
 # within 1e-5 relative); the same graph compiled with --no-fuse-epilogue gives the same logits,
@@ -69,10 +69,11 @@ foreach(line IN LISTS final_lines)
 endforeach()
 list(LENGTH nodes node_count)
 
-# Every quantized pattern of the graph is fused: 1 quantize, 14 conv, 4 conv writing their output
-# pixel-shuffled, 4 add, 1 dequantize and nothing else but conversions (counted below).
-foreach(pair "q8ta_quantize;1" "q8ta_conv2d;14" "q8ta_conv2d_ps;4" "q8ta_add;4"
-             "q8ta_pixel_shuffle;0" "q8ta_dequantize;1")
+# Every quantized pattern of the graph is fused: 1 quantize, 13 conv, 1 conv writing its output
+# pixel-shuffled, 4 conv adding a residual tensor in their store (3 of them pixel-shuffled), no
+# standalone add or shuffle, 1 dequantize and nothing else but conversions (counted below).
+foreach(pair "q8ta_quantize;1" "q8ta_conv2d;13" "q8ta_conv2d_ps;1" "q8ta_conv2d_add;4"
+             "q8ta_add;0" "q8ta_pixel_shuffle;0" "q8ta_dequantize;1")
   list(GET pair 0 op)
   list(GET pair 1 want)
   set(got 0)
@@ -88,7 +89,7 @@ endforeach()
 
 # Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output
 # (of a q8ta_pixel_shuffle or of a convolution that writes its output shuffled).
-set(shuffles q8ta_pixel_shuffle q8ta_conv2d_ps)
+set(shuffles q8ta_pixel_shuffle q8ta_conv2d_ps q8ta_conv2d_add)
 set(adjacent 0)
 set(conversions 0)
 foreach(n IN LISTS nodes)
@@ -142,6 +143,9 @@ run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
 expect_exit(0 "vkd compile --no-fuse-epilogue")
 if(NOT STDOUT MATCHES "into q8ta_pixel_shuffle 'up4'")
   message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the last pixel shuffle is not its own op")
+endif()
+if(NOT STDOUT MATCHES "into q8ta_add 'up3'")
+  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the last residual add is not its own op")
 endif()
 file(MAKE_DIRECTORY "${WORK}/unfused")
 run("${VKD}" run unfused.vkd --input x=image.npy --output-dir unfused)

@@ -81,8 +81,8 @@ std::vector<uint8_t> i8_ramp(size_t n) {
   return b;
 }
 
-// One graph with every fusion pattern: conv + relu, add + relu, pixel shuffle, linear. The
-// report names each fusion and the final placement of every tensor.
+// One graph with every fusion pattern: conv + relu, add + relu (in the conv's epilogue), pixel
+// shuffle, linear. The report names each fusion and the final placement of every tensor.
 TEST(Pipeline, ReportOnAGraphWithEveryFusionPattern) {
   const std::string dq = "quantized_decomposed.dequantize_per_tensor";
   const std::string dqc = "quantized_decomposed.dequantize_per_channel";
@@ -124,15 +124,14 @@ TEST(Pipeline, ReportOnAGraphWithEveryFusionPattern) {
                              {"lws", "F32", {5}, f32(std::vector<float>(5, 0.02f))}}),
       "weights");
   const CompileResult r = compile_graph(parse_graph(json, "test", &weights), {});
-  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_conv2d", "q8ta_add",
-                                                       "q8ta_pixel_shuffle", "q8ta_convert",
-                                                       "q8ta_linear"}));
+  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_conv2d_add", "q8ta_pixel_shuffle",
+                                                       "q8ta_convert", "q8ta_linear"}));
   const std::string report = format_report(r);
   for (const char* line :
        {"fused dq -> aten.convolution -> aten.relu -> q (nodes 0, 2..4) into q8ta_conv2d 'c' "
         "(activation relu)",
-        "fused dq, dq -> aten.add.Tensor -> aten.relu -> q (node 5..9) into q8ta_add 's' "
-        "(activation relu)",
+        "fused dq, dq -> aten.add.Tensor -> aten.relu -> q (node 5..9) into the epilogue of "
+        "q8ta_conv2d 'c': q8ta_conv2d_add adds 'xq' and writes 's' (activation relu)",
         "fused dq -> aten.pixel_shuffle -> q (node 10..12) into q8ta_pixel_shuffle 'p'",
         "fused dq -> aten.linear -> q (nodes 13, 15..16) into q8ta_linear 'y'",
         // the pixel shuffle writes 4W4C, the linear reads 4H4W only: the one forced conversion

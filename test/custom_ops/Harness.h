@@ -46,7 +46,8 @@ struct Case {
   bool accu = true;    // part of ACCU mode
   bool perf = false;   // part of PERF mode
   bool with_and_without_int8_dot = false;  // ACCU runs again with the int8 dot product and
-                                           // subgroup arithmetic off (the fallback paths)
+                                           // subgroup arithmetic off (the fallback paths) and,
+                                           // on a CPU device, with its CPU kernels off
   Metric metric = Metric::GBps;
   std::function<std::unique_ptr<CaseInstance>()> make;
   // What the device must offer for the case to run ("" = it has it); an ACCU case whose

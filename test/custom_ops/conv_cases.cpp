@@ -7,7 +7,9 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "runtime/core/Error.h"
 #include "runtime/ops/Conv2d.h"
@@ -15,6 +17,7 @@
 #include "test/custom_ops/EtvkShapes.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
+#include "test/custom_ops/ResidualCase.h"
 #include "test/reference/ConvReference.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/PixelShuffleReference.h"
@@ -157,6 +160,9 @@ struct ConvSetup {
   bool accu = true;  // false: a PERF case (no reference)
   uint32_t seed = 0;
   int32_t upscale = 1;  // the int8 output pixel-shuffled by this factor (q8ta_conv2d_ps)
+  // The int8 output added to a residual tensor (q8ta_conv2d_add; ACCU only): that tensor's zero
+  // point and the sum's quantization.
+  std::optional<std::pair<int32_t, OutputQuant>> residual;
 };
 
 // The output as stored: the convolution's, pixel-shuffled by s.upscale.
@@ -245,6 +251,11 @@ class Q8taConv2dCase : public CaseInstance {
       p_.activation_max = s_.out.act_max;
     }
     p_.upscale = s_.upscale;
+    if (s_.int8_out && s_.accu) {
+      stored_ = stored_values(s_, testing::reference_quantize(y_, p_.output->scale,
+                                                              s_.out.zero_point, s_.out.act_min,
+                                                              s_.out.act_max));
+    }
 
     const TensorSpec out_spec =
         s_.int8_out
@@ -257,6 +268,14 @@ class Q8taConv2dCase : public CaseInstance {
 
     in_ref_ = g.add_tensor({sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout}, "x");
     out_ref_ = g.add_tensor(out_spec, "y");
+    if (s_.residual) {
+      residual_.emplace(s_.residual->first, s_.residual->second);
+      residual_->draw(stored_, *p_.output, rng);
+      other_ref_ = g.add_tensor(out_spec, "other");
+      p_.residual = residual_->params(other_ref_);
+      g.add_input(other_ref_);
+      in_bytes_ += out_bytes_;
+    }
     const Conv2dRoute taken = ops::add_q8ta_conv2d_node(g, in_ref_, host_.view(), out_ref_, p_);
     VKD_CHECK(taken == s_.expected, ErrorCode::Internal, "q8ta_conv2d took route ",
               ops::to_string(taken), ", expected ", ops::to_string(s_.expected));
@@ -267,17 +286,22 @@ class Q8taConv2dCase : public CaseInstance {
     // Words from the test's own packing reference; padding lanes hold the input zero point.
     g.write_words(in_ref_,
                   testing::ref_pack(s_.in_layout, input_shape(s_.shape), qx_, s_.input_zp));
+    if (residual_) {
+      g.write_words(other_ref_, testing::ref_pack(s_.out_layout, stored_shape(s_),
+                                                  residual_->other(),
+                                                  residual_->other_zero_point()));
+    }
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
     const RefShape out = stored_shape(s_);
     if (s_.int8_out) {
-      const auto expected = stored_values(
-          s_, testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
-                                          s_.out.act_min, s_.out.act_max));
+      // The unfused sequence: conv [-> pixel shuffle] [-> add].
+      const auto expected = residual_ ? residual_->expected(stored_, *p_.output) : stored_;
+      const int32_t zp = residual_ ? residual_->sum_zero_point() : s_.out.zero_point;
       // Every word, padding lanes included (they must hold the output zero point).
-      compare_words(g.read_words(out_ref_),
-                    testing::ref_pack(s_.out_layout, out, expected, s_.out.zero_point), r);
+      compare_words(g.read_words(out_ref_), testing::ref_pack(s_.out_layout, out, expected, zp),
+                    r);
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
       if (r.mismatches) report_first_mismatch(g.read_int8(out_ref_), expected, 0.0,
                                             [&](int64_t i) { return nchw_position(out, i); });
@@ -302,7 +326,9 @@ class Q8taConv2dCase : public CaseInstance {
   std::vector<int8_t> qx_;
   HostConv host_;
   std::vector<float> y_;
-  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+  std::vector<int8_t> stored_;  // the expected int8 output of the convolution [shuffled]
+  std::optional<ResidualCase> residual_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1, other_ref_ = -1;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -1003,64 +1029,98 @@ void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names
 }
 
 // ---------------------------------------------------------------------------------------
-// Fused epilogues: q8ta_conv2d_ps against the unfused q8ta_conv2d -> q8ta_pixel_shuffle
-// computed on the CPU (stored_values), through every route that writes int8 (pointwise: GEMV,
-// GEMM or cooperative matrices by the number of pixels; im2col; direct, both output layouts).
+// Fused epilogues: q8ta_conv2d_ps and q8ta_conv2d_add against the unfused q8ta_conv2d ->
+// [q8ta_pixel_shuffle ->] [q8ta_add] computed on the CPU (stored_values, ResidualCase), through
+// every route that writes int8 (pointwise: GEMV, GEMM or cooperative matrices by the number of
+// pixels; im2col; direct, both output layouts; a depthwise shape, which a fused store takes to
+// the direct kernel).
 
-// One fused ACCU case, its quantization rotating with `index` as add_accu_case's.
+// The tensors added to the output rotate over zero points at both ends, zero and off zero.
+constexpr int32_t kResidualZeroPoints[] = {-128, 127, 0, -3};
+
+// One fused ACCU case, its quantization rotating with `index` as add_accu_case's; `residual`:
+// the output added to a tensor (q8ta_conv2d_add).
 void add_fused_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
-                         int32_t upscale, uint32_t index) {
+                         int32_t upscale, bool residual, uint32_t index) {
   ConvSetup s;
   s.shape = shape;
   s.in_layout = v.in;
   s.out_layout = v.out;
   s.route = v.route;
-  s.expected = v.route == Conv2dRoute::Auto ? auto_route(shape, v.in, true, v.out) : v.route;
+  s.expected = v.route != Conv2dRoute::Auto ? v.route
+               : is_depthwise(shape)       ? Conv2dRoute::Direct
+                                           : auto_route(shape, v.in, true, v.out);
   s.upscale = upscale;
   s.input_zp = kInputZeroPoints[index % 3];
   s.out = kOutputQuants[index % 7];
   s.bias = (index % 5) % 2 == 0;
   s.seed = 8000 + index;
-  const std::string op = "q8ta_conv2d_ps";
-  const std::string name = op + " r" + std::to_string(upscale) + " " + route_name(s) + " " +
-                           geometry_name(shape) + " " + layouts_name(s) + " zpx" +
-                           std::to_string(s.input_zp) + " zpy" +
-                           std::to_string(s.out.zero_point) + " " + s.out.name +
-                           (s.bias ? " bias" : " nobias");
+  if (residual) s.residual = {kResidualZeroPoints[index % 4], kOutputQuants[(index + 3) % 7]};
+  const std::string op = residual ? "q8ta_conv2d_add" : "q8ta_conv2d_ps";
+  std::string name = op + (upscale > 1 ? " r" + std::to_string(upscale) : "") + " " +
+                     route_name(s) + " " + geometry_name(shape) + " " + layouts_name(s) +
+                     " zpx" + std::to_string(s.input_zp) + " zpy" +
+                     std::to_string(s.out.zero_point) + " " + s.out.name +
+                     (s.bias ? " bias" : " nobias");
+  if (residual) {
+    name += " + zpb" + std::to_string(s.residual->first) + " -> zps" +
+            std::to_string(s.residual->second.zero_point) + " " + s.residual->second.name;
+  }
   registry.add({name, op, shape_column(shape), layout_column(s), true, false, true, Metric::GOPs,
                 [s] { return std::make_unique<Q8taConv2dCase>(s); }});
 }
 
 void register_fused_accu_cases(Registry& registry) {
   struct Fused {
-    ConvShape shape;  // C_out = C r^2, C a multiple of 4
+    ConvShape shape;  // with a shuffle: C_out = C r^2, C a multiple of 4
     int32_t upscale;
+    bool residual;
     Variant v;
   };
   const Variant auto_4w4c{Conv2dRoute::Auto, k4W4C, true, k4W4C};
+  const Variant auto_4c1w{Conv2dRoute::Auto, k4C1W, true, k4C1W};
   const Fused cases[] = {
       // Pointwise: widths 9 and 7 leave padding pixels whose shuffled places are the output's
       // padding widths; 16 pixels or more take the GEMM (cooperative matrices on a GPU that
       // has them), 3 pixels GEMV.
-      {conv(1, 8, 7, 9, 32, 1, 1, 0), 2, auto_4w4c},
-      {conv(1, 24, 16, 9, 96, 1, 1, 0), 2, auto_4w4c},  // refinenet_lite's up3 / up4 shape
-      {conv(2, 12, 3, 7, 16, 1, 1, 0), 2, auto_4w4c},   // batch 2, C 4
-      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, auto_4w4c},   // 3 pixels: GEMV
-      {conv(1, 5, 3, 5, 64, 1, 1, 0), 4, auto_4w4c},    // r 4: C 4
-      {conv(1, 20, 33, 17, 72, 1, 1, 0), 3, auto_4w4c}, // r 3, several GEMM row tiles
+      {conv(1, 8, 7, 9, 32, 1, 1, 0), 2, false, auto_4w4c},
+      {conv(1, 24, 16, 9, 96, 1, 1, 0), 2, false, auto_4w4c},  // refinenet_lite's up3 / up4
+      {conv(2, 12, 3, 7, 16, 1, 1, 0), 2, false, auto_4w4c},   // batch 2, C 4
+      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, false, auto_4w4c},   // 3 pixels: GEMV
+      {conv(1, 5, 3, 5, 64, 1, 1, 0), 4, false, auto_4w4c},    // r 4: C 4
+      {conv(1, 20, 33, 17, 72, 1, 1, 0), 3, false, auto_4w4c}, // r 3, several GEMM row tiles
       // Im2col (>= 64 products per output).
-      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, auto_4w4c},   // refinenet_lite's up1 / up2 shape
-      {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, auto_4w4c},    // r 3, C 4
-      {conv(1, 9, 6, 5, 32, 3, 2, 1), 2, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, false, auto_4w4c},   // refinenet_lite's up1 / up2
+      {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, false, auto_4w4c},    // r 3, C 4
+      {conv(1, 9, 6, 5, 32, 3, 2, 1), 2, false, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}},
       // Direct: a 4C1W output, the 3-channel stem (27 products), forced on a 4W4C output.
-      {conv(1, 6, 7, 5, 32, 3, 2, 1), 2, {Conv2dRoute::Auto, k4W4C, true, k4C1W}},
-      {conv(2, 3, 5, 7, 16, 3, 1, 1), 2, auto_4w4c},
-      {conv(1, 8, 5, 3, 36, 3, 1, 1), 3, {Conv2dRoute::Auto, k4C1W, true, k4C1W}},
-      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, {Conv2dRoute::Direct, k4W4C, true, k4W4C}},
-      {conv(1, 16, 5, 6, 32, 1, 1, 0), 2, {Conv2dRoute::Direct, k4C1W, true, k4W4C}},
+      {conv(1, 6, 7, 5, 32, 3, 2, 1), 2, false, {Conv2dRoute::Auto, k4W4C, true, k4C1W}},
+      {conv(2, 3, 5, 7, 16, 3, 1, 1), 2, false, auto_4w4c},
+      {conv(1, 8, 5, 3, 36, 3, 1, 1), 3, false, auto_4c1w},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, false, {Conv2dRoute::Direct, k4W4C, true, k4W4C}},
+      {conv(1, 16, 5, 6, 32, 1, 1, 0), 2, false, {Conv2dRoute::Direct, k4C1W, true, k4W4C}},
+      // A residual add: the same routes, channels off a multiple of 4 (padding lanes hold the
+      // sum's zero point), a grouped convolution, a depthwise shape (the direct kernel).
+      {conv(1, 24, 16, 9, 24, 1, 1, 0), 1, true, auto_4w4c},   // MobileNet's projection + add
+      {conv(2, 13, 3, 5, 7, 1, 1, 0), 1, true, auto_4w4c},     // GEMM, C 7
+      {conv(1, 16, 2, 2, 12, 1, 1, 0), 1, true, auto_4w4c},    // 4 pixels: GEMV
+      {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, auto_4w4c},    // ResNet's 3x3 + add: im2col
+      {conv(1, 9, 7, 6, 9, 3, 2, 1), 1, true, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}},
+      {conv(1, 6, 7, 5, 10, 3, 1, 1), 1, true, auto_4w4c},     // direct, 54 products
+      {conv(1, 6, 7, 5, 10, 3, 1, 1), 1, true, auto_4c1w},     // direct into 4C1W
+      {conv(1, 8, 5, 7, 8, 3, 1, 1, 1, 2), 1, true, {Conv2dRoute::Auto, k4C1W, true, k4W4C}},
+      {depthwise(1, 12, 7, 9, 3, 1, 1), 1, true, auto_4w4c},   // depthwise shape: direct
+      {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, {Conv2dRoute::Direct, k4W4C, true, k4W4C}},
+      // Shuffled and added: refinenet_lite's upsampling stages through each route.
+      {conv(1, 24, 16, 9, 96, 1, 1, 0), 2, true, auto_4w4c},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, auto_4w4c},
+      {conv(1, 8, 5, 3, 36, 3, 1, 1), 3, true, auto_4c1w},
+      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, true, auto_4w4c},    // GEMV
   };
   uint32_t index = 0;
-  for (const Fused& f : cases) add_fused_accu_case(registry, f.shape, f.v, f.upscale, index++);
+  for (const Fused& f : cases) {
+    add_fused_accu_case(registry, f.shape, f.v, f.upscale, f.residual, index++);
+  }
 }
 
 }  // namespace

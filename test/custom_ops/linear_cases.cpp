@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <utility>
 
 #include "runtime/core/Error.h"
 #include "runtime/ops/Linear.h"
 #include "test/custom_ops/EtvkShapes.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
+#include "test/custom_ops/ResidualCase.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/LinearReference.h"
 #include "test/reference/QuantReference.h"
@@ -44,6 +47,9 @@ struct LinearSetup {
   // reference backend's method (etvk/ cases).
   bool stream_weights = true;
   uint32_t seed = 0;
+  // The int8 output added to a residual tensor (q8ta_linear_add; ACCU only): that tensor's zero
+  // point and the sum's quantization.
+  std::optional<std::pair<int32_t, OutputQuant>> residual;
 };
 
 int64_t numel(const std::vector<int64_t>& sizes) {
@@ -147,6 +153,10 @@ class Q8taLinearCase : public CaseInstance {
       p_.activation_min = s_.out.act_min;
       p_.activation_max = s_.out.act_max;
     }
+    if (s_.int8_out && s_.accu) {
+      expected_ = testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
+                                              s_.out.act_min, s_.out.act_max);
+    }
 
     const auto out_sizes = output_sizes(s_.input_sizes, s_.n);
     const TensorSpec out_spec =
@@ -161,6 +171,14 @@ class Q8taLinearCase : public CaseInstance {
 
     in_ref_ = g.add_tensor({s_.input_sizes, DType::Int8x4, StorageType::Buffer, k4H4W}, "x");
     g.add_input(in_ref_);
+    if (s_.residual) {
+      residual_.emplace(s_.residual->first, s_.residual->second);
+      residual_->draw(expected_, *p_.output, rng);
+      other_ref_ = g.add_tensor(out_spec, "other");
+      p_.residual = residual_->params(other_ref_);
+      g.add_input(other_ref_);
+      in_bytes_ += out_bytes_;
+    }
     for (int64_t r = 0; r < copies_; ++r) {
       // One host array serves every copy: each node packs its own device constant from it.
       const graph::ValueRef out = g.add_tensor(out_spec, "y" + std::to_string(r));
@@ -172,15 +190,21 @@ class Q8taLinearCase : public CaseInstance {
   void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
     // Words from the test's own packing reference; padding lanes hold the input zero point.
     g.write_words(in_ref_, testing::ref_pack(k4H4W, ref_shape(s_.input_sizes), qx_, s_.input_zp));
+    if (residual_) {
+      const RefShape out_shape = ref_shape(output_sizes(s_.input_sizes, s_.n));
+      g.write_words(other_ref_, testing::ref_pack(k4H4W, out_shape, residual_->other(),
+                                                  residual_->other_zero_point()));
+    }
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
     if (s_.int8_out) {
-      const auto expected = testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
-                                                        s_.out.act_min, s_.out.act_max);
+      // The unfused sequence: linear [-> add].
+      const auto expected = residual_ ? residual_->expected(expected_, *p_.output) : expected_;
+      const int32_t zp = residual_ ? residual_->sum_zero_point() : s_.out.zero_point;
       const auto out_shape = ref_shape(output_sizes(s_.input_sizes, s_.n));
-      compare_words(g.read_words(out_refs_[0]),
-                    testing::ref_pack(k4H4W, out_shape, expected, s_.out.zero_point), r);
+      compare_words(g.read_words(out_refs_[0]), testing::ref_pack(k4H4W, out_shape, expected, zp),
+                    r);
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
       if (r.mismatches) report_first_mismatch(g.read_int8(out_refs_[0]), expected, 0.0,
                                             [&](int64_t i) { return matrix_position(s_.n, i); });
@@ -208,7 +232,9 @@ class Q8taLinearCase : public CaseInstance {
   std::vector<int8_t> qx_;
   HostLinear host_;
   std::vector<float> y_;
-  graph::ValueRef in_ref_ = -1;
+  std::vector<int8_t> expected_;  // the expected int8 output of the linear
+  std::optional<ResidualCase> residual_;
+  graph::ValueRef in_ref_ = -1, other_ref_ = -1;
   std::vector<graph::ValueRef> out_refs_;
 };
 
@@ -352,6 +378,39 @@ void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute 
   registry.add(std::move(c));
 }
 
+// A q8ta_linear_add ACCU case (the output plus a residual tensor, q8ta_add's arithmetic in the
+// epilogue) on `route`, its quantization rotating with `index`.
+void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
+                            uint32_t index) {
+  LinearSetup s;
+  s.input_sizes = shape.input;
+  s.n = shape.n;
+  s.route = route;
+  s.input_zp = kInputZeroPoints[index % 3];
+  s.out = kOutputQuants[index % 5];
+  s.bias = (index % 7) % 2 == 0;
+  s.seed = 9000 + index;
+  constexpr int32_t kOtherZeroPoints[] = {-128, 127, 0, -3};
+  s.residual = {kOtherZeroPoints[index % 4], kOutputQuants[(index + 2) % 5]};
+  const std::string name =
+      "q8ta_linear_add " + ops::to_string(route) + " " + dims_name(shape.input, shape.n) +
+      " zpx" + std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) + " " +
+      s.out.name + (s.bias ? " bias" : " nobias") + " + zpb" +
+      std::to_string(s.residual->first) + " -> zps" +
+      std::to_string(s.residual->second.zero_point) + " " + s.residual->second.name;
+  const bool coopmat = route == ops::LinearRoute::CoopMat;
+  Case c{name, "q8ta_linear_add", shape_string(shape.input) + "->" + std::to_string(s.n),
+         layout_name(true), true, false, !coopmat, Metric::GOPs,
+         [s] { return std::make_unique<Q8taLinearCase>(s); }};
+  if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
+  registry.add(std::move(c));
+}
+
+// q8ta_linear_add's shapes: GEMV rows, N off a multiple of 4 (padding lanes hold the sum's
+// zero point), batched planes that pad their rows, GEMM row and channel tiles.
+const AccuShape kResidualShapes[] = {{{1, 17}, 257}, {{4, 63}, 5}, {{5, 63}, 3},
+                                     {{2, 5, 17}, 63}, {{63, 63}, 63}, {{257, 17}, 130}};
+
 // Shapes whose float-output variant is also timed.
 bool perf_float_out(const PerfShape& s) {
   return s.k == 4096 && s.n == 4096 && (s.m == 1 || s.m == 512);
@@ -408,6 +467,15 @@ void register_linear_cases(Registry& registry) {
   for (const AccuShape& shape : kCoopMatWideShapes) {
     for (bool int8_out : {true, false}) {
       add_accu_case(registry, shape, ops::LinearRoute::CoopMat, int8_out, index++);
+    }
+  }
+  for (const AccuShape& shape : kResidualShapes) {
+    const int64_t rows = numel(shape.input) / shape.input.back();
+    for (ops::LinearRoute route : {ops::LinearRoute::Auto, ops::LinearRoute::Gemm,
+                                   ops::LinearRoute::CoopMat, ops::LinearRoute::Gemv}) {
+      if (route != ops::LinearRoute::Gemv || rows <= 4) {
+        add_residual_accu_case(registry, shape, route, index++);
+      }
     }
   }
   for (const AccuShape& shape : kQ8cswShapes) {

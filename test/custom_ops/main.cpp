@@ -147,8 +147,20 @@ AccuResult run_accu_case(vk::Context& ctx, const Case& c, int seed) {
   return instance->check(g);
 }
 
-int run_accu(vk::Context& ctx, vk::Context* no_dot_ctx, const std::vector<const Case*>& cases,
-             int seed) {
+// A further ACCU pass over the cases with int8-dot and fallback paths: a context with some
+// features switched off, and the label its results print with.
+struct AccuPass {
+  std::unique_ptr<vk::Context> ctx;
+  const char* label;
+};
+
+// The label of the main pass: which of a kernel's paths the device takes.
+const char* main_pass_label(const vk::DeviceProfile& p) {
+  return p.cpu_kernels ? "cpu" : p.int8_dot_product ? "int8dot" : "no-dot";
+}
+
+int run_accu(vk::Context& ctx, const std::vector<AccuPass>& passes,
+             const std::vector<const Case*>& cases, int seed) {
   int passed = 0, failed = 0, not_run = 0;
   auto run_one = [&](vk::Context& context, const Case& c, const char* variant) {
     try {
@@ -171,8 +183,9 @@ int run_accu(vk::Context& ctx, vk::Context* no_dot_ctx, const std::vector<const 
       std::printf("NOT RUN  %-57s the device lacks %s\n", c->name.c_str(), missing.c_str());
       continue;
     }
-    run_one(ctx, *c, ctx.profile().int8_dot_product ? "int8dot" : "no-dot");
-    if (c->with_and_without_int8_dot && no_dot_ctx) run_one(*no_dot_ctx, *c, "fallback");
+    run_one(ctx, *c, main_pass_label(ctx.profile()));
+    if (!c->with_and_without_int8_dot) continue;
+    for (const AccuPass& pass : passes) run_one(*pass.ctx, *c, pass.label);
   }
   std::printf("ACCU: %d passed, %d failed", passed, failed);
   if (not_run) std::printf(", %d not run (the device lacks what they need)", not_run);
@@ -557,20 +570,30 @@ int run(int argc, char** argv) {
 
   int failures = 0;
   if (o.accu) {
-    std::unique_ptr<vk::Context> no_dot;
+    std::vector<AccuPass> passes;
     const bool wants_no_dot = std::any_of(accu_cases.begin(), accu_cases.end(), [](const Case* c) {
       return c->with_and_without_int8_dot;
     });
     if (wants_no_dot && ctx.profile().int8_dot_product) {
       vk::ContextOptions no_dot_options = options;
       no_dot_options.overrides.disable_int8_dot = true;
-      // The same fallback pass covers kernels' paths for devices without subgroup arithmetic.
+      // The same fallback pass covers kernels' paths for devices without subgroup arithmetic
+      // (and, on a CPU device, the GPU kernels' fallback paths).
       no_dot_options.overrides.disable_subgroup_arithmetic = true;
-      no_dot = std::make_unique<vk::Context>(no_dot_options);
+      no_dot_options.overrides.disable_cpu_kernels = true;
+      passes.push_back({std::make_unique<vk::Context>(no_dot_options), "fallback"});
     }
-    failures += run_accu(ctx, no_dot.get(), accu_cases, o.seed);
-    if (no_dot) {
-      const auto& log = no_dot->instance().validation_log();
+    if (wants_no_dot && ctx.profile().cpu_kernels) {
+      // A CPU device runs its own kernels by default (DeviceProfile::cpu_kernels); the GPU
+      // kernels, the only ones other devices run, get this pass.
+      vk::ContextOptions gpu_options = options;
+      gpu_options.overrides.disable_cpu_kernels = true;
+      passes.push_back({std::make_unique<vk::Context>(gpu_options),
+                        ctx.profile().int8_dot_product ? "gpu-sdot" : "gpu"});
+    }
+    failures += run_accu(ctx, passes, accu_cases, o.seed);
+    for (const AccuPass& pass : passes) {
+      const auto& log = pass.ctx->instance().validation_log();
       failures += static_cast<int>(log.error_count() + log.warning_count());
     }
   }

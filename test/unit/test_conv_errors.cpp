@@ -183,7 +183,7 @@ TEST_F(Conv2dChecks, Im2colIsAGatherThenTheLinearKernels) {
   EXPECT_EQ(direct.rfind("q8ta_conv2d_", 0), 0u) << direct;
 }
 
-TEST_F(Conv2dChecks, DepthwiseRowsOutOfRangeAreRefused) {
+TEST_F(Conv2dChecks, DepthwiseRowsAndTilesOutOfRangeAreRefused) {
   ConvSetup s;
   s.in = int8_spec({1, 4, 6, 5});
   s.weight.assign(4 * 1 * 3 * 3, 1);
@@ -192,6 +192,13 @@ TEST_F(Conv2dChecks, DepthwiseRowsOutOfRangeAreRefused) {
   s.p.depthwise_rows = 5;
   expect_error(s, ctx(), ErrorCode::InvalidArgument, "depthwise_rows 5 must be 0");
   s.p.depthwise_rows = 4;
+  EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
+  // Tiles along the row: 1 or 2, at most 4 rows x tiles.
+  s.p.depthwise_tiles_w = 3;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "depthwise_tiles_w 3 must be 0");
+  s.p.depthwise_tiles_w = 2;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "at most 4 rows x tiles (depthwise_rows 4)");
+  s.p.depthwise_rows = 2;
   EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
 }
 
@@ -250,7 +257,7 @@ TEST_F(Conv2dChecks, PixelShuffledOutputBuildsAndNeedsItsConditions) {
   expect_op_error(s, ctx(), "q8ta_conv2d_dq", "a pixel-shuffled output must be int8");
   s = shuffled();
   s.p.route = Conv2dRoute::Depthwise;
-  expect_op_error(s, ctx(), op, "an output that is not pixel-shuffled");
+  expect_op_error(s, ctx(), op, "an output that is neither pixel-shuffled nor added to");
 }
 
 }  // namespace

@@ -32,11 +32,14 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   // output_padding 0) a 3x3 kernel also keeps 6 x 7.
   const bool conv = op.name.rfind("q8ta_conv2d", 0) == 0 || op.name == "q8ta_conv_transpose2d";
   if (linear && a.name == "weight") return {3, 7};
-  if (op.name == "q8ta_conv2d_ps") {  // upscale_factor 2: 16 = 4 * 2^2 channels shuffled
+  // q8ta_conv2d_ps / _add (upscale_factor 2): 16 = 4 * 2^2 channels shuffled; the added
+  // tensor has the output's sizes.
+  if (op.name == "q8ta_conv2d_ps" || op.name == "q8ta_conv2d_add") {
     if (a.name == "weight") return {16, 5, 3, 3};
     if (a.constant) return {16};
-    if (a.output) return {1, 4, 12, 14};
+    if (a.output || a.name == "other") return {1, 4, 12, 14};
   }
+  if (op.name == "q8ta_linear_add" && a.name == "other") return {1, 5, 6, 3};
   if (conv && a.name == "weight") return {3, 5, 3, 3};
   if ((linear || conv) && a.constant) return {3};
   if (linear && a.output) return {1, 5, 6, 3};

@@ -107,6 +107,7 @@ constexpr const char* kEnvironmentAndExitCodes =
     "  VKD_DISABLE_SUBGROUP_ARITH=1  no subgroup arithmetic\n"
     "  VKD_DISABLE_FLOAT16=1         no float16 arithmetic or 16-bit storage\n"
     "  VKD_DISABLE_COOPMAT=1         no cooperative matrices (no cooperative-matrix linear route)\n"
+    "  VKD_DISABLE_CPU_KERNELS=1     a CPU device runs the GPU-shaped kernels, not its own\n"
     "exit codes:\n"
     "  0  success\n"
     "  1  failure: a --check mismatch, validation messages, a device/driver/runtime error,\n"

@@ -1,0 +1,95 @@
+// q8ta_linear, GEMM for CPU devices (runtime/ops/Linear.h; the GEMM route where the device
+// profile has cpu_kernels, i.e. lavapipe). How llvmpipe runs a compute shader decides its
+// shape: a workgroup runs on one thread, each subgroup of 8 invocations as one 8-lane SIMD
+// vector; a storage-buffer or shared-memory load whose address is not built from constants and
+// push constants alone becomes a loop over the 8 lanes (a scalar load and a bounds check per
+// lane and component, ~8 instructions each), and a barrier a coroutine switch. So: no shared
+// memory and no barrier, every value loaded once per subgroup and shared by subgroupBroadcast
+// (an extract and a splat), and as many multiply-adds per loaded word as the registers allow,
+// in plain int32 arithmetic on bytes unpacked once per loaded word (the packed dot product is
+// lowered to the same shifts and multiplies, but unpacks both operands for every product).
+//
+// Invocation = 4 rows (one 4H4W row block, gl_GlobalInvocationID.x) x the workgroup's
+// 4 TILE_N4 output channels (channel groups 4 TILE_N4 gl_WorkGroupID.y ..): acc[4 g + j] holds
+// channel 4 g + j of the tile for the 4 rows (component = row). Each step covers 8 / TILE_N4
+// K blocks: lane l loads the weight block of channel group l % TILE_N4 at K block l / TILE_N4,
+// and the 8 blocks reach every lane by broadcast; each lane loads its own input words. Rows
+// past the tensor load the last row block and are not stored, so every lane takes part in
+// every broadcast.
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + a residual add) x
+// TILE_N4 (4: 16 channels, for N <= 16; 8: 32 channels, 32 ivec4 accumulators, which measured
+// ~20% faster than 16 where N fills them).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#include "common.glslh"
+
+#include "linear_common.glslh"
+
+#define K_STEP (8 / TILE_N4)  // K blocks per step
+
+// Byte b of each component of v, sign-extended.
+ivec4 byte_of(ivec4 v, int b) { return (v << (24 - 8 * b)) >> 24; }
+int byte_of(int v, int b) { return (v << (24 - 8 * b)) >> 24; }
+
+// acc[4 G + j] += the 4 rows' K bytes xb[0..3] times those of channel 4 G + j, whose word is
+// component j of the weight block that lane SRC loaded.
+#define MAC_GROUP(G, SRC)                                                                  \
+  {                                                                                        \
+    const ivec4 w_ = subgroupBroadcast(wq, SRC);                                           \
+    [[unroll]] for (int j = 0; j < 4; ++j) {                                               \
+      acc[4 * (G) + j] += xb[0] * byte_of(w_[j], 0) + xb[1] * byte_of(w_[j], 1) +          \
+                          xb[2] * byte_of(w_[j], 2) + xb[3] * byte_of(w_[j], 3);           \
+    }                                                                                      \
+  }
+
+// K block k0 + KK of the step: this lane's input words, then the channel groups' weight
+// blocks from lanes TILE_N4 KK ... A K block past K4 (the step's tail) reads K block K4 - 1
+// again, which meets the zero weights of the padding (linear_weights.glslh: stages of 8).
+#define K_BLOCK(KK)                                                                        \
+  {                                                                                        \
+    const ivec4 x = in_blocks[rb_load * p.k4 + min(k0 + (KK), p.k4 - 1)];                  \
+    const ivec4 xb[4] = ivec4[4](byte_of(x, 0), byte_of(x, 1), byte_of(x, 2), byte_of(x, 3)); \
+    MAC_GROUP(0, TILE_N4 * (KK) + 0)                                                       \
+    MAC_GROUP(1, TILE_N4 * (KK) + 1)                                                       \
+    MAC_GROUP(2, TILE_N4 * (KK) + 2)                                                       \
+    MAC_GROUP(3, TILE_N4 * (KK) + 3)                                                       \
+    MAC_GROUPS_4_TO_7(KK)                                                                  \
+  }
+#if TILE_N4 == 8
+#define MAC_GROUPS_4_TO_7(KK) \
+  MAC_GROUP(4, 8 * (KK) + 4) MAC_GROUP(5, 8 * (KK) + 5) MAC_GROUP(6, 8 * (KK) + 6) MAC_GROUP(7, 8 * (KK) + 7)
+#else
+#define MAC_GROUPS_4_TO_7(KK)
+#endif
+
+void main() {
+  const int lane = int(gl_SubgroupInvocationID);
+  const int rb = int(gl_GlobalInvocationID.x);
+  const int rb_load = min(rb, p.row_blocks - 1);
+  const int n4_0 = TILE_N4 * int(gl_WorkGroupID.y);
+  // Channel groups past N4 load the last real group's weights: computed, never stored.
+  const int w_n4 = min(n4_0 + lane % TILE_N4, p.n4 - 1), w_k = lane / TILE_N4;
+
+  ivec4 acc[4 * TILE_N4];
+  [[unroll]] for (int i = 0; i < 4 * TILE_N4; ++i) acc[i] = ivec4(0);
+
+  for (int k0 = 0; k0 < p.k4; k0 += K_STEP) {
+    const ivec4 wq = w_blocks[weight_block(w_n4, k0 + w_k, p.n4)];
+    K_BLOCK(0)
+#if K_STEP == 2
+    K_BLOCK(1)
+#endif
+  }
+
+  if (rb >= p.row_blocks) return;
+  [[unroll]] for (int g = 0; g < TILE_N4; ++g) {
+    const int g4 = n4_0 + g;
+    if (g4 >= p.n4) break;
+    [[unroll]] for (int i = 0; i < 4; ++i) {
+      store_output(ivec4(acc[4 * g][i], acc[4 * g + 1][i], acc[4 * g + 2][i], acc[4 * g + 3][i]),
+                   4 * rb + i, g4);
+    }
+  }
+}
