@@ -11,6 +11,8 @@
 //    dq -> [clone]* -> aten.pixel_shuffle -> [clone]* -> q => q8ta_pixel_shuffle, or, moving
 //      the bytes of a q8ta_conv2d's output that it alone reads, that conv's epilogue:
 //      q8ta_conv2d_ps (compiler/fusion/Epilogue.cpp)
+//    dq of a q8ta_conv2d's output that it alone reads, writing a value no node reads (the
+//      graph's last dequantize) => that conv's epilogue: q8ta_conv2d_q_dq (Epilogue.cpp)
 //    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
 //      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
 //      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
@@ -40,9 +42,9 @@ struct FuseOptions {
   // Fuse and lower only into backend ops the runtime has a kernel for; everything else stays
   // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
   bool runnable_only = false;
-  // Run a byte-moving pixel shuffle or a residual add in the epilogue of the convolution /
-  // linear before it (fusion/Epilogue.cpp); false: each its own op (`vkd compile
-  // --no-fuse-epilogue`).
+  // Run a byte-moving pixel shuffle, a residual add or the last dequantize in the epilogue of
+  // the convolution / linear before it (fusion/Epilogue.cpp); false: each its own op (`vkd
+  // compile --no-fuse-epilogue`).
   bool fuse_epilogues = true;
 };
 
@@ -65,6 +67,8 @@ PassReport sink_dequantize(Graph& g);
 //    epilogue of q8ta_conv2d 'c': <why>", then the shuffle's own line)
 //   "fused dq, dq -> aten.add.Tensor -> q (node 10..13) into the epilogue of q8ta_conv2d 'c':
 //    q8ta_conv2d_add adds 's' and writes 'y' (activation none)"
+//   "fused dq (node 14) into the epilogue of q8ta_conv2d 'y_q': q8ta_conv2d_q_dq writes 'y'
+//    dequantized (float32)"
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its

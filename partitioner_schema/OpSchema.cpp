@@ -222,6 +222,11 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
                                  tensor_out("output", i8x4, chw_int8, {k4W4C}))));
   s.push_back(kernel_op("q8ta_conv2d_dq", "int8 conv2d, float32 output",
                         arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
+  // q8ta_conv2d then q8ta_dequantize with its output's qparams, in the convolution's store
+  // (runtime/ops/Conv2d.h).
+  s.push_back(kernel_op("q8ta_conv2d_q_dq", "int8 conv2d, requantized then dequantized float32",
+                        arg_list(head, per_tensor_qparams("output_"), activation_range(),
+                                 tensor_out("output", f32, {kBufW}, {kBufW}))));
   // q8ta_conv2d then the byte-moving pixel shuffle, in the convolution's store: output
   // [N, C_out / r^2, H_out r, W_out r] (runtime/ops/Conv2d.h).
   s.push_back(kernel_op(

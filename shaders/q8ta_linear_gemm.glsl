@@ -16,7 +16,19 @@
 // channels >= N are computed (the weights are zero there) but written as the output zero point
 // (int8) or not written (float).
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add) x
-// INT8_DOT_FALLBACK.
+// INT8_DOT_FALLBACK x SPLIT_K.
+//
+// K slices (the split-K route, LinearRoute::SplitK: few output tiles, a long K): the grid's z
+// dimension splits K's stages into gl_NumWorkGroups.z consecutive ranges of equal length (the
+// last may be shorter); workgroup (x, y, z) multiplies its tile over range z only (z count 1:
+// the whole K, the plain kernel). With SPLIT_K the workgroup then adds its int32 partial sums
+// into the tile's words of the scratch buffer (atomics: exact in any order) and counts its
+// arrival in the tile's counter; the workgroup that arrives last finds every other range's sums
+// in the scratch (each workgroup's memoryBarrierBuffer orders its sums before its arrival), takes
+// the totals, leaving the words at zero for the next execution, resets the counter and runs
+// the normal epilogue: the same arithmetic on the same int32 sums as without slices, so the
+// bytes are identical. Every scratch access is atomic, so no cache holds a stale copy (the
+// scheme of q8ta_mean's STAGE_SLICES).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -65,6 +77,42 @@ layout(constant_id = 7) const bool COMPACT = false;
 shared int a_tile[BK4][BM];     // [k4][row]: one word = 4 K values of one row
 shared ivec4 b_tile[BK4][BN / 4];  // [k4][n4]: 4 channels' words
 
+#if SPLIT_K
+// After the bindings of linear_common.glslh (the residual's at 4 with EPILOGUE_ADD). Word
+// (r * 4 + j) * n4 + g4 holds the sum so far of padded row r, channel 4 g4 + j (consecutive tx
+// of a subgroup on consecutive words); after the 4 row_blocks * n_pad sums, one arrival counter
+// per tile (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x). Zero-filled by the host
+// (runtime/ops/Linear.cpp) and left at zero by each execution's last workgroup of each tile.
+#if EPILOGUE_ADD
+#define PARTIAL_BINDING 5
+#else
+#define PARTIAL_BINDING 4
+#endif
+layout(std430, binding = PARTIAL_BINDING) coherent buffer Partial { int partial[]; };
+shared bool is_last_slice;
+
+int partial_word(int r, int g4, int j) { return (r * 4 + j) * p.n4 + g4; }
+
+// Adds the tile's real rows and channels of `acc` (row ty + 16 i, half h) into the scratch; or,
+// with `take`, replaces them by the scratch's totals, leaving zeros there.
+#define PARTIAL_ROW(i, take)                                                                   \
+  {                                                                                            \
+    const int r = row0 + ty + 16 * i;                                                          \
+    if (r < 4 * p.row_blocks) {                                                                \
+      for (int half_ = 0; half_ < 2; ++half_) {                                                \
+        const int g4 = n4_0 + tx + 16 * half_;                                                 \
+        if (g4 >= p.n4) continue;                                                              \
+        ivec4 v = half_ == 0 ? acc_lo[i] : acc_hi[i];                                          \
+        for (int j = 0; j < 4; ++j) {                                                          \
+          if (take) v[j] = atomicExchange(partial[partial_word(r, g4, j)], 0);                 \
+          else atomicAdd(partial[partial_word(r, g4, j)], v[j]);                               \
+        }                                                                                      \
+        if (half_ == 0) acc_lo[i] = v; else acc_hi[i] = v;                                     \
+      }                                                                                        \
+    }                                                                                          \
+  }
+#endif
+
 void main() {
   const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
   const int lid = ty * 16 + tx;
@@ -86,14 +134,19 @@ void main() {
   // Software pipelining: the next stage's blocks are loaded into registers before this stage's
   // products, so their memory latency hides behind the arithmetic (one workgroup per SM cannot
   // hide it otherwise; without this a 2048-deep K ran at the same speed for 256 and 1024 rows).
-  ivec4 a = load_input(g_rb, a_k);
-  ivec4 b = load_weight(g_n4, b_k);
-  for (int k0 = 0; k0 < p.k4; k0 += BK4) {
+  // This workgroup's K range: stages [z * per_slice, (z + 1) * per_slice) (all of K with one
+  // slice). Only the last range can end off a stage boundary, where load_* give zeros past K.
+  const int per_slice = div_up(div_up(p.k4, BK4), int(gl_NumWorkGroups.z));
+  const int k_begin = int(gl_WorkGroupID.z) * per_slice * BK4;
+  const int k_end = min(p.k4, k_begin + per_slice * BK4);
+  ivec4 a = load_input(g_rb, k_begin + a_k);
+  ivec4 b = load_weight(g_n4, k_begin + b_k);
+  for (int k0 = k_begin; k0 < k_end; k0 += BK4) {
     barrier();  // the previous stage's reads are done
     [[unroll]] for (int i = 0; i < 4; ++i) a_tile[a_k][a_rb * 4 + i] = a[i];
     b_tile[b_k][b_n4] = b;
     barrier();
-    if (k0 + BK4 < p.k4) {
+    if (k0 + BK4 < k_end) {
       a = load_input(g_rb, k0 + BK4 + a_k);
       b = load_weight(g_n4, k0 + BK4 + b_k);
     }
@@ -103,6 +156,22 @@ void main() {
       [[unroll]] for (int kk = 0; kk < BK4; ++kk) STAGE_STEP(kk)
     }
   }
+
+#if SPLIT_K
+  [[unroll]] for (int i = 0; i < ROWS; ++i) PARTIAL_ROW(i, false)
+  memoryBarrierBuffer();  // this invocation's sums before the arrival below
+  barrier();              // every invocation's
+  if (lid == 0) {
+    const int counter = 4 * p.row_blocks * p.n_pad +
+                        int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x);
+    is_last_slice = atomicAdd(partial[counter], 1) == int(gl_NumWorkGroups.z) - 1;
+    if (is_last_slice) atomicExchange(partial[counter], 0);
+    memoryBarrierBuffer();  // every range's arrival (and so its sums) before the reads below
+  }
+  barrier();
+  if (!is_last_slice) return;
+  [[unroll]] for (int i = 0; i < ROWS; ++i) PARTIAL_ROW(i, true)
+#endif
 
   if (COMPACT) {
     [[dont_unroll]] for (int i = 0; i < ROWS; ++i) STORE_ROW(i)

@@ -9,6 +9,9 @@
 //   has the same sizes => q8ta_conv2d_add / q8ta_linear_add: the op's int8 value, computed as
 //   before, is q8ta_add's operand and the other is read from memory at the same position
 //   (float addition commutes, so which operand the graph named first changes no bit).
+//   dq of a q8ta_conv2d's output that nothing else reads, whose float result no node reads (the
+//   graph's last dequantize, writing a graph output) => q8ta_conv2d_q_dq: the convolution
+//   requantizes as before and its store dequantizes that int8 value as q8ta_dequantize does.
 // Anything else stays its own op, with the reason in the report; the compiler checks here
 // exactly what the runtime requires (groups 1 and channels after the shuffle a multiple of 4 for
 // a shuffle, no depthwise convolution for an add), so a fused graph always loads.
@@ -108,7 +111,44 @@ void add_in_store(FuseState& state, Fusion& f, const AddCandidate& c, const AddT
   state.consume_quant(c.operand[1 - side], c.dq[1 - side], other_q);
 }
 
+// "" when the convolution writing `x` can dequantize it in its store as the dq reading it with
+// `q`.
+std::string check_dequantized_store(const FuseState& state, const std::string& x,
+                                    const QuantInfo& q) {
+  if (!state.options.fuse_epilogues) return "epilogue fusion is off (--no-fuse-epilogue)";
+  return state.read_as_written(x, q);
+}
+
 }  // namespace
+
+void fuse_dequantize(FuseState& state, int anchor) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[anchor];
+  // Only a dequantize whose float result no node reads: one that feeds an op is that op's
+  // pattern's.
+  if (n.inputs.empty() || n.outputs.size() != 1 || !g.consumers(n.outputs[0]).empty()) return;
+  const std::string& x = n.inputs[0];
+  Fusion* f = state.fusion_writing(x);
+  // Only a convolution has the dequantizing store: after any other op the dequantize is simply
+  // its own op (lowered as usual), not a missed fusion worth a report line.
+  if (f == nullptr || f->node.op != "q8ta_conv2d") return;
+  const std::string into = "dq (" + node_list({anchor}) + ") into the epilogue of " + f->node.op +
+                           " " + quoted(x) + ": ";
+  QuantInfo q;
+  std::string why = check_activation_dq(g, n, anchor, q);
+  if (why.empty()) why = check_dequantized_store(state, x, q);
+  if (why.empty() && !state.may_target("q8ta_conv2d_q_dq")) why = "q8ta_conv2d_q_dq has no kernel";
+  if (!why.empty()) {
+    state.note("not fused: " + into + why);
+    return;
+  }
+  const std::string output = n.outputs[0];
+  state.absorb(*f, {anchor}, {}, output, q);
+  state.produced.erase(output);  // a float value
+  FuseState::retarget(*f, "q8ta_conv2d_q_dq");
+  state.note("fused " + into + "q8ta_conv2d_q_dq writes " + quoted(output) +
+             " dequantized (float32)");
+}
 
 bool join_add_epilogue(FuseState& state, const AddCandidate& c) {
   for (int side = 0; side < 2; ++side) {

@@ -69,4 +69,10 @@ struct AddCandidate {
 // reported when an operand is such an op's output (the add is then its own op).
 bool join_add_epilogue(FuseState& state, const AddCandidate& c);
 
+// The dequantize at node `anchor` whose float result no node reads (a graph output) joins the
+// epilogue of the q8ta_conv2d match writing its input when nothing else reads that int8 value:
+// it becomes q8ta_conv2d_q_dq writing the float output (Epilogue.cpp; reported, with the
+// reason when it does not join).
+void fuse_dequantize(FuseState& state, int anchor);
+
 }  // namespace vkd::compiler::fusion

@@ -16,6 +16,7 @@ std::vector<HostTensor> reference_dequantize_per_channel(const ReferenceContext&
 namespace fusion {
 std::string lower_quantize(FuseState& state, Node& node, int where);  // -> q8ta_quantize
 std::string lower_dequantize(FuseState& state, Node& node, int where);  // -> q8ta_dequantize
+void fuse_dequantize(FuseState& state, int anchor);  // -> q8ta_conv2d_q_dq (Epilogue.cpp)
 }  // namespace fusion
 
 namespace {
@@ -90,6 +91,7 @@ std::vector<EdgeOp> quantize_edge_ops() {
              1,
              dequantize_per_tensor}
           .computed_by(reference_dequantize_per_tensor)
+          .fused_by(fusion::fuse_dequantize, {"q8ta_conv2d_q_dq"})
           .lowered_by(fusion::lower_dequantize, {"q8ta_dequantize"}),
       EdgeOp{"quantized_decomposed.dequantize_per_channel",
              {"input", "scales", "zero_points"},

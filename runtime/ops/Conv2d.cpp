@@ -1,4 +1,5 @@
-// Op family: quantized 2-D convolution (q8ta_conv2d, q8ta_conv2d_dq).
+// Op family: quantized 2-D convolution (q8ta_conv2d, q8ta_conv2d_dq, q8ta_conv2d_ps,
+// q8ta_conv2d_add, q8ta_conv2d_q_dq).
 // Anatomy: push-constant struct (mirroring shaders/common/conv_common.glslh), checks, weight
 // prepacking per route, the route choice, add_q8ta_conv2d_node, registry entries.
 #include "runtime/ops/Conv2d.h"
@@ -32,6 +33,11 @@ struct Conv2dPush {
 struct Conv2dAddPush {
   Conv2dPush conv;
   BinaryQuantPush add;
+};
+// The same with the dequantizing store's scale (OUTPUT 5, q8ta_conv2d_q_dq).
+struct Conv2dDqPush {
+  Conv2dPush conv;
+  float out_scale;
 };
 
 // The bound that keeps int32 accumulation exact (as for q8ta_linear): taps per output.
@@ -106,10 +112,12 @@ bool fits_pointwise(const TensorSpec& in, const TensorSpec& out, const Conv2dWei
          out.layout == MemoryLayout::PackedInt8_4W4C;
 }
 
-// Whether the int8 output is written pixel-shuffled or added to a residual tensor
+// Whether the int8 output is written pixel-shuffled, added to a residual tensor or dequantized
 // (shaders/common/conv_common.glslh, linear_common.glslh): the depthwise kernel's store does
-// neither.
-bool fused_store(const Conv2dParams& p) { return p.upscale > 1 || p.residual.has_value(); }
+// none of these (no variant; a depthwise q8ta_conv2d_q_dq runs the direct kernel).
+bool fused_store(const Conv2dParams& p) {
+  return p.upscale > 1 || p.residual.has_value() || p.dequantize_output;
+}
 
 bool fits_depthwise(const Dims4& in, const Conv2dWeights& w, const Conv2dParams& p) {
   const Conv2dGeometry& g = p.geometry;
@@ -203,9 +211,10 @@ std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Dims
   if (p.geometry.groups != 1) {
     return "groups 1 (groups = " + std::to_string(p.geometry.groups) + ")";
   }
-  if (!p.output.has_value() || out.layout != MemoryLayout::PackedInt8_4W4C) {
+  if (!p.output.has_value() || p.dequantize_output ||
+      out.layout != MemoryLayout::PackedInt8_4W4C) {
     return std::string("an int8 4W4C output (the GEMM writes no ") +
-           (p.output.has_value() ? "4C1W" : "float") + " output)";
+           (p.output.has_value() && !p.dequantize_output ? "4C1W" : "float") + " output)";
   }
   const uint64_t bytes = im2col_bytes(in.dims4(), conv_out, w);
   const uint64_t cap = std::min(kMaxIm2colBytes, profile.max_storage_buffer_range_bytes);
@@ -255,7 +264,7 @@ Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const Tens
     case Conv2dRoute::Depthwise:
       VKD_CHECK(depthwise, ErrorCode::InvalidArgument, op,
                 ": the depthwise route needs groups == C_in == C_out and an output that is neither "
-                "pixel-shuffled nor added to");
+                "pixel-shuffled nor added to, nor dequantized");
       break;
     case Conv2dRoute::Direct: break;
   }
@@ -313,6 +322,7 @@ LinearParams linear_params(const Conv2dParams& p) {
   lp.activation_min = p.activation_min;
   lp.activation_max = p.activation_max;
   lp.route = p.gemm;
+  lp.split_k_slices = p.gemm_slices;
   lp.residual = p.residual;
   return lp;
 }
@@ -420,8 +430,9 @@ std::string to_string(Conv2dRoute route) {
 Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                  const Conv2dWeights& given, graph::ValueRef output,
                                  const Conv2dParams& p) {
-  const std::string op = !p.output    ? "q8ta_conv2d_dq"
-                         : p.residual  ? "q8ta_conv2d_add"
+  const std::string op = !p.output            ? "q8ta_conv2d_dq"
+                         : p.dequantize_output ? "q8ta_conv2d_q_dq"
+                         : p.residual          ? "q8ta_conv2d_add"
                          : p.upscale != 1 ? "q8ta_conv2d_ps"
                                           : "q8ta_conv2d";
   const auto& in = graph.tensor(input);
@@ -431,7 +442,12 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                 in.spec().sizes.size() <= 4,
             ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
             " must be an int8x4 buffer in 4W4C or 4C1W of rank 3 or 4 ([N,] C, H, W)");
-  if (p.output) {
+  if (p.output && p.dequantize_output) {
+    check_float_buffer(op, out);
+    check_requantized_output(op, *p.output, p.activation_min, p.activation_max);
+    VKD_CHECK(!p.residual && p.upscale == 1, ErrorCode::InvalidArgument, op,
+              ": a dequantized output is neither added to nor pixel-shuffled");
+  } else if (p.output) {
     check_int8x4_tensor(op, out);
     VKD_CHECK(is_channels_packed_int8(out.spec()), ErrorCode::InvalidArgument, op, ": output ",
               out.spec().describe(), " must be an int8x4 buffer in 4W4C or 4C1W");
@@ -498,10 +514,14 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                         int32_t(4 * c4_out), p.input.zero_point, q.zero_point,
                         inverse_scale(q.scale), p.activation_min, p.activation_max};
   const int in_layout = in.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
-  // OUTPUT (conv_common.glslh): int8 4W4C / 4C1W, float, int8 4W4C / 4C1W + residual.
+  // OUTPUT (conv_common.glslh): int8 4W4C / 4C1W, float, int8 4W4C / 4C1W + residual, float
+  // of the requantized int8.
+  const bool int8_out = p.output && !p.dequantize_output;
   const int out_form = !p.output ? 2
-                       : (out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1) +
-                             (p.residual ? 3 : 0);
+                       : p.dequantize_output
+                           ? 5
+                           : (out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1) +
+                                 (p.residual ? 3 : 0);
   const int dot = graph.profile().int8_dot_product ? 0 : 1;
   graph::DispatchNode node;
   node.op = op;
@@ -514,6 +534,9 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     node.bindings.push_back(r.other);
     node.push_constants = graph::push_constant_bytes(Conv2dAddPush{
         push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
+  }
+  if (p.dequantize_output) {
+    node.push_constants = graph::push_constant_bytes(Conv2dDqPush{push, q.scale});
   }
   // Depthwise: the geometry is specialized so every loop unrolls, and an invocation computes
   // ROWS output rows of TW tiles, each input row loaded once for all of them
@@ -529,7 +552,7 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
          uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left), uint32_t(m.rows),
          uint32_t(m.tiles_w)});
   }
-  if (!depthwise && p.output) {
+  if (!depthwise && int8_out) {
     // The direct kernel's store (conv_common.glslh): upscale factor and output channels, the
     // defaults (1, 4) when not shuffled, so unshuffled nodes share one pipeline.
     const int64_t r = p.upscale;
@@ -622,6 +645,18 @@ void build_q8ta_conv2d_add(const OpCall& call) {
                        call.tensor("output"), p);
 }
 
+// q8ta_conv2d's arguments; its requantized int8 value is dequantized into the float output.
+void build_q8ta_conv2d_q_dq(const OpCall& call) {
+  Conv2dParams p = blob_params(call);
+  p.output = call.quant("output");
+  p.dequantize_output = true;
+  p.activation_min = call.int32_arg("activation_min", -128, 127);
+  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  call.set_zero_point("input", p.input.zero_point);
+  add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
+}
+
 void build_q8ta_conv2d_dq(const OpCall& call) {
   Conv2dParams p = blob_params(call);
   call.set_zero_point("input", p.input.zero_point);
@@ -636,6 +671,7 @@ void register_conv2d_ops(OpRegistry& registry) {
   registry.add("q8ta_conv2d_dq", build_q8ta_conv2d_dq);
   registry.add("q8ta_conv2d_ps", build_q8ta_conv2d_ps);
   registry.add("q8ta_conv2d_add", build_q8ta_conv2d_add);
+  registry.add("q8ta_conv2d_q_dq", build_q8ta_conv2d_q_dq);
 }
 
 }  // namespace vkd::ops

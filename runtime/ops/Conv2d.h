@@ -17,6 +17,9 @@
 // q8ta_conv2d_add: that int8 output (pixel-shuffled or not) plus a residual tensor, q8ta_add's
 // arithmetic in the same store (ResidualAdd, runtime/ops/Linear.h): the bytes of q8ta_conv2d
 // [-> q8ta_pixel_shuffle] -> q8ta_add.
+// q8ta_conv2d_q_dq: that int8 output q (not pixel-shuffled, not added to) dequantized in the same
+// store, float32(q - zp_y) * s_y as q8ta_dequantize computes it, into a float32 NCHW output: the
+// floats of q8ta_conv2d -> q8ta_dequantize (unlike q8ta_conv2d_dq's y, which skips the int8).
 #pragma once
 
 #include <cstdint>
@@ -57,7 +60,7 @@ struct Conv2dGeometry {
 // Direct: one kernel for any shape, groups and layouts (shaders/q8ta_conv2d.glsl).
 // Pointwise: 1x1 / stride 1 / no padding / groups 1 with int8 4W4C in and out: the linear
 // kernels over pixels (GEMV, dot-product GEMM or cooperative matrices).
-// Depthwise: groups == C_in == C_out, output not pixel-shuffled nor added to
+// Depthwise: groups == C_in == C_out, output not pixel-shuffled, added to nor dequantized
 // (shaders/q8ta_conv2d_dw.glsl).
 // Im2col: groups 1 with an int8 4W4C output, any input layout, kernel, stride, padding and
 // dilation: the input windows are gathered into an intermediate int8x4 matrix [output pixels,
@@ -73,6 +76,10 @@ std::string to_string(Conv2dRoute route);
 struct Conv2dParams {
   QuantParams input;                  // scale and zero point of the int8 input
   std::optional<QuantParams> output;  // requantized int8 output; nullopt = float32 output
+  // With `output`: that int8 value is then dequantized in the store, q8ta_dequantize's
+  // float(q - zero_point) * scale, into a float32 NCHW output (q8ta_conv2d_q_dq); never the
+  // Pointwise or Im2col route (the linear kernels write no such output).
+  bool dequantize_output = false;
   int32_t activation_min = -128;      // int8 output only: fused relu / relu6 / clamp
   int32_t activation_max = 127;
   // int8 output only: written pixel-shuffled by this factor (q8ta_conv2d_ps), 1 = not. Needs
@@ -86,6 +93,7 @@ struct Conv2dParams {
   // The GEMM kernel of the Pointwise and Im2col routes (Auto: the linear kernels' choice); for
   // tests and tuning.
   LinearRoute gemm = LinearRoute::Auto;
+  int32_t gemm_slices = 0;  // with gemm SplitK: its K slices (0 = chosen)
   // Depthwise route: output rows each invocation computes, 1..4, and output tiles of 4 widths
   // along each row, 1 or 2, at most 4 rows x tiles (both 0 = chosen by the output's size; one
   // 0 = 1); for tests and tuning.

@@ -122,25 +122,73 @@ struct LinearKernel {
   shaders::Kernel kernel;
   vk::DispatchPlan plan;
   bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
+  int64_t slices = 1;             // SplitK: the K slices (the grid's z)
 };
+
+// The split-K route (shaders/q8ta_linear_gemm.glsl, SPLIT_K). Auto takes it on a GPU where the
+// GEMM has fewer 128 x 128 tiles than kSplitKMaxTiles (a large GPU has over 100 SMs) and K is at
+// least kSplitKMinK; it then aims at kSplitKGroups workgroups (tiles x slices), each slice at
+// least kSplitKMinStages stages of 32 K values (every slice adds its tile's sums to the scratch
+// with atomics: too short a slice spends more on them than on its products).
+constexpr int64_t kSplitKMaxTiles = 32;
+constexpr int64_t kSplitKMinK = 1024;
+constexpr int64_t kSplitKGroups = 128;
+constexpr int64_t kSplitKMinStages = 4;
+constexpr int64_t kStageK4 = 8;  // the GEMM's BK4
+
+// "" when the device can run the split-K kernel, else what it lacks.
+std::string split_k_unavailable(const vk::DeviceProfile& profile) {
+  if (profile.max_workgroup_invocations < 256) return "256-invocation workgroups";
+  if (!profile.device_scope_atomics()) return "Device-scope atomics under the memory model";
+  return "";
+}
+
+bool use_split_k(const vk::DeviceProfile& profile, int64_t tiles, int64_t k4) {
+  return !profile.cpu_kernels && tiles < kSplitKMaxTiles && 4 * k4 >= kSplitKMinK &&
+         split_k_unavailable(profile).empty();
+}
+
+// The slices of K's `stages`: `requested` (0 = kSplitKGroups / tiles, at least kSplitKMinStages
+// stages each), as equal ranges of whole stages: ceil(stages / ceil(stages / wanted)) of them,
+// none empty (the last may be shorter). The shader derives the same ranges from the count.
+int64_t split_k_slices(int64_t tiles, int64_t stages, int32_t requested) {
+  const int64_t wanted =
+      requested > 0 ? requested
+                    : std::max<int64_t>(1, std::min(div_up(kSplitKGroups, tiles),
+                                                    stages / kSplitKMinStages));
+  return div_up(stages, div_up(stages, wanted));
+}
 
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
 // q8ta_linear_coopmat.glsl). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
 // the device cannot run a 256-invocation workgroup.
 // `out`: the OUT_DTYPE variant (linear_common.glslh): 0 int8, 1 float, 2 int8 + residual add.
-LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowShape& rows,
-                                  int64_t n4, int out, LinearRoute requested) {
-  LinearRoute route = requested;
+// SplitK: the GEMM's tiles with the grid's z = K slices.
+LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
+                                  const RowShape& rows, int64_t n4, int64_t k4, int out,
+                                  const LinearParams& p) {
+  LinearRoute route = p.route;
   const std::string no_coopmat = linear_coopmat_unavailable(profile);
+  const int64_t tiles = div_up(n4, 32) * div_up(rows.row_blocks() * 4, 128);
   if (route == LinearRoute::Auto) {
-    route = rows.batches * rows.h <= 4 ? LinearRoute::Gemv
-            : no_coopmat.empty()       ? LinearRoute::CoopMat
-                                       : LinearRoute::Gemm;
+    route = rows.batches * rows.h <= 4          ? LinearRoute::Gemv
+            : use_split_k(profile, tiles, k4) ? LinearRoute::SplitK
+            : no_coopmat.empty()                ? LinearRoute::CoopMat
+                                                : LinearRoute::Gemm;
   }
   VKD_CHECK(route != LinearRoute::CoopMat || no_coopmat.empty(), ErrorCode::Unsupported,
-            "q8ta_linear: the cooperative-matrix route needs ", no_coopmat, ", which device '",
+            op, ": the cooperative-matrix route needs ", no_coopmat, ", which device '",
             profile.name, "' does not offer (or it was switched off)");
+  const int64_t stages = div_up(k4, kStageK4);
+  if (route == LinearRoute::SplitK) {
+    const std::string no_split = split_k_unavailable(profile);
+    VKD_CHECK(no_split.empty(), ErrorCode::Unsupported, op, ": the split-K route needs ",
+              no_split, ", which device '", profile.name, "' does not offer");
+    VKD_CHECK(p.split_k_slices >= 0 && p.split_k_slices <= stages, ErrorCode::InvalidArgument,
+              op, ": ", p.split_k_slices, " split-K slices asked for, but K = ", 4 * k4,
+              " has ", stages, " stages of 32 values (0 = chosen, else 1..", stages, ")");
+  }
   if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256) route = LinearRoute::Gemv;
   const int dot = profile.int8_dot_product ? 0 : 1;
   LinearKernel k{route, {}, {}};
@@ -154,16 +202,19 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const RowSha
     k.plan.local_size = {8, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(rows.row_blocks(), 8)),
                           static_cast<uint32_t>(div_up(n4, tile_n4)), 1};
-  } else if (route == LinearRoute::CoopMat || route == LinearRoute::Gemm) {
-    // Both tile 128 rows x 128 channels per workgroup of 256 invocations.
-    const bool coopmat = route == LinearRoute::CoopMat;
+  } else if (route == LinearRoute::CoopMat || route == LinearRoute::Gemm ||
+             route == LinearRoute::SplitK) {
+    // All tile 128 rows x 128 channels per workgroup of 256 invocations.
+    const bool coopmat = route == LinearRoute::CoopMat, split = route == LinearRoute::SplitK;
     k.kernel = coopmat ? shaders::variants::q8ta_linear_coopmat[out]
-                       : shaders::variants::q8ta_linear_gemm[out][dot];
+                       : shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
     k.compact_constant = !coopmat;
+    k.slices = split ? split_k_slices(tiles, stages, p.split_k_slices) : 1;
     k.plan.local_size = coopmat ? std::array<uint32_t, 3>{256, 1, 1}
                                 : std::array<uint32_t, 3>{16, 16, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
-                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
+                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)),
+                          static_cast<uint32_t>(k.slices)};
   } else {
     // 128 invocations, 2 channel groups (shaders/q8ta_linear_gemv.glsl has the sweep).
     k.kernel = shaders::variants::q8ta_linear_gemv[out][dot][profile.subgroup_arithmetic ? 1 : 0];
@@ -236,6 +287,7 @@ std::string to_string(LinearRoute route) {
     case LinearRoute::Gemm: return "gemm";
     case LinearRoute::Gemv: return "gemv";
     case LinearRoute::CoopMat: return "coopmat";
+    case LinearRoute::SplitK: return "splitk";
   }
   return "?";
 }
@@ -284,7 +336,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   const RowShape rows{groups, row_count, div_up(row_count, 4)};
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
   const int out_form = !p.output ? 1 : p.residual ? 2 : 0;
-  const LinearKernel k = choose_linear_kernel(graph.profile(), rows, n4, out_form, p.route);
+  const LinearKernel k = choose_linear_kernel(graph.profile(), op, rows, n4, k4, out_form, p);
   const auto [packed, channels] =
       add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name(),
                            k.route == LinearRoute::Gemv);
@@ -303,6 +355,17 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
     node.bindings.push_back(r.other);
     node.push_constants = graph::push_constant_bytes(LinearAddPush{
         push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
+  }
+  if (k.route == LinearRoute::SplitK) {
+    // The scratch of the slices' sums and the tiles' arrival counters (q8ta_linear_gemm.glsl's
+    // Partial), zero when the graph is loaded; each execution leaves them at zero.
+    const int64_t words = 4 * rows.row_blocks() * 4 * n4 + int64_t(k.plan.group_count[0]) *
+                                                               k.plan.group_count[1];
+    const auto bytes = static_cast<size_t>(words * 4);
+    node.bindings.push_back(graph.add_constant(
+        {{words}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+        (out.name().empty() ? op : out.name()) + ".split_k",
+        [bytes] { return std::vector<uint8_t>(bytes, 0); }, bytes));
   }
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), weights.k)};
   if (p.output) {

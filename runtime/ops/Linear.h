@@ -43,12 +43,18 @@ struct LinearWeights {
   std::shared_ptr<const void> owner;
 };
 
-// Which kernel runs a q8ta_linear. Auto picks GEMV for M <= 4 rows; otherwise the
-// cooperative-matrix kernel where the device has int8 16x16x32 NV cooperative matrices and
-// 32-wide subgroups, else the tiled dot-product GEMM. On a device without the int8 dot product
-// GEMM and GEMV use the emulated dot product. Asking for CoopMat on a device without it is an
-// Unsupported error.
-enum class LinearRoute { Auto, Gemm, Gemv, CoopMat };
+// Which kernel runs a q8ta_linear. Auto picks GEMV for M <= 4 rows; then, on a GPU (not a
+// device with CPU kernels), SplitK where the GEMM's 128 x 128 tiles are few and K long
+// (Linear.cpp: use_split_k); otherwise the cooperative-matrix kernel where the device has int8
+// 16x16x32 NV cooperative matrices and 32-wide subgroups, else the tiled dot-product GEMM. On
+// a device without the int8 dot product GEMM, SplitK and GEMV use the emulated dot product.
+// SplitK: the dot-product GEMM with K split into slices (a grid dimension) whose int32 partial
+// sums meet in a zero-initialised scratch buffer through atomics; the last slice of a tile to
+// arrive runs the epilogue (bit-identical to Gemm) and zeroes the scratch for the next execution
+// (shaders/q8ta_linear_gemm.glsl). Asking for CoopMat on a device without it, or SplitK on a
+// device without 256-invocation workgroups or Device-scope atomics, is an Unsupported error;
+// SplitK with a slice count above K's 32-value stages is an InvalidArgument error.
+enum class LinearRoute { Auto, Gemm, Gemv, CoopMat, SplitK };
 std::string to_string(LinearRoute route);
 
 // "" when the device can run the cooperative-matrix kernel (int8 16x16x32 NV cooperative
@@ -74,6 +80,8 @@ struct LinearParams {
   int32_t activation_min = -128;      // int8 output only: fused relu / clamp
   int32_t activation_max = 127;
   LinearRoute route = LinearRoute::Auto;
+  // SplitK: the K slices (0 = chosen by the op); for tests and tuning. Ignored by other routes.
+  int32_t split_k_slices = 0;
   std::optional<ResidualAdd> residual;  // int8 output only: q8ta_linear_add
 };
 

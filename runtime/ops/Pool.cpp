@@ -381,7 +381,7 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
   // STAGE_SLICES' atomics use Device scope, which an enabled memory model allows only with
   // its device-scope feature: without it, one workgroup per block.
   const vk::DeviceProfile& profile = graph.profile();
-  const bool atomics_ok = !profile.vulkan_memory_model || profile.memory_model_device_scope;
+  const bool atomics_ok = profile.device_scope_atomics();
   const int64_t wanted =
       atomics_ok ? std::min(div_up(kMeanGroups, blocks), div_up(count, kMeanMinRange)) : 1;
   const int64_t slice_len = div_up(count, std::max<int64_t>(wanted, 1));

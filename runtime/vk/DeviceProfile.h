@@ -100,6 +100,9 @@ struct DeviceProfile {
   std::vector<std::string> disabled;
 
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+  // Kernels may use Device-scope atomics and memoryBarrierBuffer (GLSL without the memory-model
+  // extension): always without the memory model, with it only with its device-scope feature.
+  bool device_scope_atomics() const { return !vulkan_memory_model || memory_model_device_scope; }
   std::string summary() const;  // multi-line human-readable description
 
   // Whether a kernel can use int8 x int8 -> int32 cooperative matrices of m x n x k through

@@ -693,20 +693,37 @@ elseif(CASE STREQUAL "compile_run_pixel_shuffle_f16")
 
 elseif(CASE STREQUAL "compile_run_conv")
   # dq -> conv -> relu -> q (3x3, direct), dq -> depthwise conv (float out) and dq -> 1x1 conv -> q
-  # (pointwise: the linear kernels over 4W4C pixels) fuse into q8ta_conv2d / q8ta_conv2d_dq; the
-  # device matches the reference interpreter on every named tensor.
+  # (pointwise: the linear kernels over 4W4C pixels) fuse into q8ta_conv2d / q8ta_conv2d_dq, the
+  # dequantizes of the graph outputs y and p into the convolutions' stores (q8ta_conv2d_q_dq); the
+  # device matches the reference interpreter on every named tensor, bit for bit.
   compile_conv_graph(conv.json conv.vkd)
   expect_stdout("into q8ta_conv2d 'yq' \\(activation relu\\)")
   expect_stdout("into q8ta_conv2d_dq 'z'")
   expect_stdout("into q8ta_conv2d 'pq'")
+  # The dequantizes of yq and pq (graph outputs) run in those convolutions' stores.
+  expect_stdout("into the epilogue of q8ta_conv2d 'yq': q8ta_conv2d_q_dq writes 'y' dequantized")
+  expect_stdout("into the epilogue of q8ta_conv2d 'pq': q8ta_conv2d_q_dq writes 'p' dequantized")
   run_checked_conv_graph(conv.json conv.vkd)
-  expect_stdout("\n  yq +int8 +\\[2,6,7,6\\] +0 0/504 ")
+  expect_stdout("\n  y \\(output\\) +float32 +\\[2,6,7,6\\] +0 0/504 ")
   expect_stdout("\n  z \\(output\\) +float32 +\\[2,5,4,3\\] +0 0/120 ")
-  expect_stdout("\n  pq +int8 +\\[2,4,7,6\\] +0 0/336 ")
+  expect_stdout("\n  p \\(output\\) +float32 +\\[2,4,7,6\\] +0 0/336 ")
   expect_files("${OUT}" y.npy z.npy p.npy)
   vkd(inspect conv.vkd)
   expect_exit(0)
   expect_stdout("q8ta_conv2d_dw_")
+  expect_stdout("q8ta_conv2d_4w4c_float_q_")
+  # Unfused, pq is the pointwise route (the linear kernels) and its own q8ta_dequantize: the
+  # same checks pass on every named tensor.
+  vkd(compile conv.json --weights conv.safetensors -o unfused.vkd --report --no-fuse-epilogue)
+  expect_exit(0)
+  expect_stdout("q8ta_dequantize\\(pq\\) -> p\n")
+  vkd(run unfused.vkd --input x=conv_x.npy --output-dir unfused_out --check conv.json
+      --weights conv.safetensors)
+  expect_exit(0)
+  expect_stdout("check: every compared tensor matches the reference\n")
+  expect_stdout("\n  pq +int8 +\\[2,4,7,6\\] +0 0/336 ")
+  vkd(inspect unfused.vkd)
+  expect_exit(0)
   expect_stdout("q8ta_linear_")
 
 elseif(CASE STREQUAL "compile_run_residual_pool")

@@ -154,6 +154,13 @@ struct ConvSetup {
   Conv2dRoute expected = Conv2dRoute::Direct;  // the route the op must report
   int32_t depthwise_rows = 0;  // output rows per depthwise invocation asked for (0: the op's)
   int32_t depthwise_tiles_w = 0;  // and output tiles along the row (0: the op's)
+  // The linear kernel of the Pointwise and Im2col routes asked for, and SplitK's slices (0: the
+  // op's choice).
+  ops::LinearRoute gemm = ops::LinearRoute::Auto;
+  int32_t gemm_slices = 0;
+  // ACCU: execute once before the checked execution, which must write the same bytes (the
+  // split-K scratch left at zero).
+  bool reexecute = false;
   int32_t input_zp = 0;
   OutputQuant out{"none", 0, -128, 127};
   bool bias = true;
@@ -163,7 +170,13 @@ struct ConvSetup {
   // The int8 output added to a residual tensor (q8ta_conv2d_add; ACCU only): that tensor's zero
   // point and the sum's quantization.
   std::optional<std::pair<int32_t, OutputQuant>> residual;
+  // The int8 output dequantized in the store into a float32 NCHW output (q8ta_conv2d_q_dq;
+  // ACCU only).
+  bool dequantized = false;
 };
+
+// Whether the case's output tensor is int8 (else float32 NCHW).
+bool int8_tensor_out(const ConvSetup& s) { return s.int8_out && !s.dequantized; }
 
 // The output as stored: the convolution's, pixel-shuffled by s.upscale.
 RefShape stored_shape(const ConvSetup& s) {
@@ -240,6 +253,8 @@ class Q8taConv2dCase : public CaseInstance {
     p_.route = s_.route;
     p_.depthwise_rows = s_.depthwise_rows;
     p_.depthwise_tiles_w = s_.depthwise_tiles_w;
+    p_.gemm = s_.gemm;
+    p_.gemm_slices = s_.gemm_slices;
     if (s_.accu) {
       y_ = testing::reference_q8ta_conv2d(qx_, host_.weight, ref_conv(shape), kInputScale,
                                           s_.input_zp, host_.scales, host_.bias);
@@ -251,6 +266,7 @@ class Q8taConv2dCase : public CaseInstance {
       p_.activation_max = s_.out.act_max;
     }
     p_.upscale = s_.upscale;
+    p_.dequantize_output = s_.dequantized;
     if (s_.int8_out && s_.accu) {
       stored_ = stored_values(s_, testing::reference_quantize(y_, p_.output->scale,
                                                               s_.out.zero_point, s_.out.act_min,
@@ -258,12 +274,12 @@ class Q8taConv2dCase : public CaseInstance {
     }
 
     const TensorSpec out_spec =
-        s_.int8_out
+        int8_tensor_out(s_)
             ? TensorSpec{sizes_of(out), DType::Int8x4, StorageType::Buffer, s_.out_layout}
             : TensorSpec{sizes_of(out), DType::Float32, StorageType::Buffer,
                          MemoryLayout::WidthPacked};
     in_bytes_ = 4.0 * double(testing::ref_word_count(s_.in_layout, in));
-    out_bytes_ = s_.int8_out ? 4.0 * double(testing::ref_word_count(s_.out_layout, out))
+    out_bytes_ = int8_tensor_out(s_) ? 4.0 * double(testing::ref_word_count(s_.out_layout, out))
                              : 4.0 * double(numel(out));
 
     in_ref_ = g.add_tensor({sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout}, "x");
@@ -291,11 +307,27 @@ class Q8taConv2dCase : public CaseInstance {
                                                   residual_->other(),
                                                   residual_->other_zero_point()));
     }
+    if (s_.reexecute) {
+      g.execute();
+      first_words_ = g.read_words(out_ref_);
+    }
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
+    // The re-execution's bytes against the first execution's (then both against the reference;
+    // the linear kernels write int8 only here).
+    if (s_.reexecute) compare_words(g.read_words(out_ref_), first_words_, r);
     const RefShape out = stored_shape(s_);
-    if (s_.int8_out) {
+    if (s_.dequantized) {
+      // The unfused q8ta_conv2d -> q8ta_dequantize: the reference's int8 output dequantized
+      // with the reference dequantize, compared bit for bit.
+      const auto expected = testing::reference_dequantize(stored_, p_.output->scale,
+                                                          s_.out.zero_point);
+      const auto actual = g.read_float(out_ref_);
+      compare_floats(actual, expected, 0.0, r);
+      if (r.mismatches) report_first_mismatch(actual, expected, 0.0,
+                                            [&](int64_t i) { return nchw_position(out, i); });
+    } else if (s_.int8_out) {
       // The unfused sequence: conv [-> pixel shuffle] [-> add].
       const auto expected = residual_ ? residual_->expected(stored_, *p_.output) : stored_;
       const int32_t zp = residual_ ? residual_->sum_zero_point() : s_.out.zero_point;
@@ -327,6 +359,7 @@ class Q8taConv2dCase : public CaseInstance {
   HostConv host_;
   std::vector<float> y_;
   std::vector<int8_t> stored_;  // the expected int8 output of the convolution [shuffled]
+  std::vector<int32_t> first_words_;  // reexecute: the output of the first execution
   std::optional<ResidualCase> residual_;
   graph::ValueRef in_ref_ = -1, out_ref_ = -1, other_ref_ = -1;
 };
@@ -338,19 +371,24 @@ std::string layout_short(MemoryLayout layout) { return layout == k4W4C ? "4W4C" 
 
 // "4W4C->4C1W" or "4C1W->float".
 std::string layouts_name(const ConvSetup& s) {
-  return layout_short(s.in_layout) + "->" + (s.int8_out ? layout_short(s.out_layout) : "float");
+  return layout_short(s.in_layout) + "->" +
+         (int8_tensor_out(s) ? layout_short(s.out_layout) : "float");
 }
 
 // The harness's layout column: "4W4C -> 4C1W" or "4C1W -> buffer/width_packed".
 std::string layout_column(const ConvSetup& s) {
   return layout_short(s.in_layout) + " -> " +
-         (s.int8_out ? layout_short(s.out_layout) : "buffer/width_packed");
+         (int8_tensor_out(s) ? layout_short(s.out_layout) : "buffer/width_packed");
 }
 
-// "Direct", or "Auto(Pointwise)": what was asked and, for Auto, what it must resolve to.
+// "Direct", or "Auto(Pointwise)": what was asked and, for Auto, what it must resolve to; then
+// the linear kernel asked for, "+splitk/S3" (the slices asked for; none = the op's choice).
 std::string route_name(const ConvSetup& s) {
-  if (s.route != Conv2dRoute::Auto) return ops::to_string(s.route);
-  return ops::to_string(s.route) + "(" + ops::to_string(s.expected) + ")";
+  std::string name = ops::to_string(s.route);
+  if (s.route == Conv2dRoute::Auto) name += "(" + ops::to_string(s.expected) + ")";
+  if (s.gemm != ops::LinearRoute::Auto) name += "+" + ops::to_string(s.gemm);
+  if (s.gemm_slices) name += "/S" + std::to_string(s.gemm_slices);
+  return name;
 }
 
 // "1x8x9x11->16 k3 s2 p1 d2 g4"; a non-square kernel or stride as "k3x5", asymmetric padding
@@ -393,7 +431,16 @@ struct Variant {
   MemoryLayout out = k4W4C;
   int32_t depthwise_rows = 0;  // 0: the op's choice
   int32_t depthwise_tiles_w = 0;
+  ops::LinearRoute gemm = ops::LinearRoute::Auto;  // the linear kernel of Pointwise / Im2col
+  int32_t gemm_slices = 0;                         // SplitK's (0: the op's choice)
 };
+
+// The variant's linear kernel into `s`; a split-K ACCU case also runs twice.
+void set_gemm(ConvSetup& s, const Variant& v) {
+  s.gemm = v.gemm;
+  s.gemm_slices = v.gemm_slices;
+  s.reexecute = v.gemm == ops::LinearRoute::SplitK;
+}
 
 // The four int8 layout pairs, rotated over the shapes so every pair meets every kind of shape.
 const std::pair<MemoryLayout, MemoryLayout> kLayoutPairs[] = {
@@ -505,6 +552,7 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
   s.route = v.route;
   s.depthwise_rows = v.depthwise_rows;
   s.depthwise_tiles_w = v.depthwise_tiles_w;
+  set_gemm(s, v);
   s.expected = v.route == Conv2dRoute::Auto ? auto_route(shape, v.in, v.int8_out, v.out) : v.route;
   s.input_zp = kInputZeroPoints[(index + shape_index) % 3];
   s.out = kOutputQuants[index % 7];
@@ -575,6 +623,25 @@ void register_accu_cases(Registry& registry) {
     add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}, index++,
                   shape_index);
     ++shape_index;
+  }
+  // The split-K linear kernel (forced; Auto takes it on GPUs only) under Pointwise (K 300: 10
+  // stages of 32) and Im2col (K 288 and 1600: 9 and 50 stages), slices that do and do not divide
+  // the stages, and the op's choice (0).
+  struct SplitK {
+    ConvShape shape;
+    Conv2dRoute route;
+    MemoryLayout in;
+    int32_t slices;
+  };
+  for (const SplitK& k : {SplitK{conv(1, 300, 7, 7, 40, 1, 1, 0), Conv2dRoute::Auto, k4W4C, 3},
+                          SplitK{conv(1, 300, 7, 7, 40, 1, 1, 0), Conv2dRoute::Auto, k4W4C, 10},
+                          SplitK{conv(1, 32, 7, 7, 40, 3, 1, 1), Conv2dRoute::Im2col, k4C1W, 4},
+                          SplitK{conv(1, 32, 7, 7, 40, 3, 1, 1), Conv2dRoute::Im2col, k4W4C, 0},
+                          SplitK{conv(1, 64, 9, 9, 136, 5, 1, 2), Conv2dRoute::Im2col, k4W4C, 7}}) {
+    Variant v{k.route, k.in, true, k4W4C};
+    v.gemm = ops::LinearRoute::SplitK;
+    v.gemm_slices = k.slices;
+    add_accu_case(registry, k.shape, v, index++, shape_index++);
   }
 }
 
@@ -649,6 +716,8 @@ struct PerfVariant {
   MemoryLayout in = k4W4C, out = k4W4C;
   Conv2dRoute route = Conv2dRoute::Auto;
   int32_t depthwise_rows = 0, depthwise_tiles_w = 0;
+  ops::LinearRoute gemm = ops::LinearRoute::Auto;
+  int32_t gemm_slices = 0;
 };
 
 // "perf/q8ta_conv2d <route> <geometry> <layouts>[ rowsR][ twT] <model>", or for the reference
@@ -658,6 +727,8 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
   ConvSetup s;
   s.depthwise_rows = v.depthwise_rows;
   s.depthwise_tiles_w = v.depthwise_tiles_w;
+  s.gemm = v.gemm;
+  s.gemm_slices = v.gemm_slices;
   s.shape = p.shape;
   s.in_layout = v.in;
   s.out_layout = v.out;
@@ -678,6 +749,7 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
          layout_column(s), false, true, false, metric,
          [s] { return std::make_unique<Q8taConv2dCase>(s); }};
   c.reference_us = p.reference_us;
+  if (v.gemm == ops::LinearRoute::CoopMat) c.unavailable = ops::linear_coopmat_unavailable;
   registry.add(std::move(c));
 }
 
@@ -709,9 +781,41 @@ void register_etvk_perf_cases(Registry& registry, std::set<std::string>& names) 
   }
 }
 
+// Few output tiles and a long K (the split-K route's shapes, Linear.cpp: use_split_k): the
+// reference backend's 3x3 512x7x7 (resnet18's last stage) and 1x1 s2 1024x14x14 -> 2048, and
+// mobilenet_v2's last pointwise layers, each through every linear kernel: the dot-product GEMM,
+// cooperative matrices, and split-K with the op's slices and 8, 16, 32 (where K has the stages).
+void register_split_k_perf_cases(Registry& registry, std::set<std::string>& names) {
+  std::vector<PerfShape> shapes;
+  for (const PerfShape& p : etvk_shapes()) {
+    const ConvShape& c = p.shape;
+    if ((c.c_in == 512 && c.h == 7 && c.kh == 3) || (c.c_in == 1024 && c.h == 14 && c.kh == 1)) {
+      shapes.push_back(p);
+    }
+  }
+  for (const PerfShape& p : mobilenet_v2_shapes()) {
+    if (p.shape.h == 7 && p.shape.kh == 1) shapes.push_back(p);
+  }
+  for (const PerfShape& p : shapes) {
+    const Conv2dRoute route = auto_route(p.shape, k4W4C, true, k4W4C);
+    const int64_t k = p.shape.kh * p.shape.kw * 4 * ((p.shape.c_in + 3) / 4);
+    PerfVariant v{k4W4C, k4W4C, route};
+    for (ops::LinearRoute gemm : {ops::LinearRoute::Gemm, ops::LinearRoute::CoopMat}) {
+      v.gemm = gemm;
+      add_perf_case(registry, names, p, v);
+    }
+    v.gemm = ops::LinearRoute::SplitK;
+    for (int32_t slices : {0, 8, 16, 32}) {
+      v.gemm_slices = slices;
+      if (32 * slices <= k) add_perf_case(registry, names, p, v);
+    }
+  }
+}
+
 void register_perf_cases(Registry& registry) {
   std::set<std::string> names;
   register_etvk_perf_cases(registry, names);
+  register_split_k_perf_cases(registry, names);
   register_deconv_perf_cases(registry, names);
   // Network layers and pointwise layers in 4W4C in and out: the layout a chain of pointwise
   // (Pointwise route) and depthwise layers keeps without conversions.
@@ -1047,6 +1151,7 @@ void add_fused_accu_case(Registry& registry, const ConvShape& shape, const Varia
   s.in_layout = v.in;
   s.out_layout = v.out;
   s.route = v.route;
+  set_gemm(s, v);
   s.expected = v.route != Conv2dRoute::Auto ? v.route
                : is_depthwise(shape)       ? Conv2dRoute::Direct
                                            : auto_route(shape, v.in, true, v.out);
@@ -1079,6 +1184,8 @@ void register_fused_accu_cases(Registry& registry) {
   };
   const Variant auto_4w4c{Conv2dRoute::Auto, k4W4C, true, k4W4C};
   const Variant auto_4c1w{Conv2dRoute::Auto, k4C1W, true, k4C1W};
+  const Variant split_k_im2col{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
+                               ops::LinearRoute::SplitK, 3};
   const Fused cases[] = {
       // Pointwise: widths 9 and 7 leave padding pixels whose shuffled places are the output's
       // padding widths; 16 pixels or more take the GEMM (cooperative matrices on a GPU that
@@ -1116,10 +1223,51 @@ void register_fused_accu_cases(Registry& registry) {
       {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, auto_4w4c},
       {conv(1, 8, 5, 3, 36, 3, 1, 1), 3, true, auto_4c1w},
       {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, true, auto_4w4c},    // GEMV
+      // Through the split-K linear kernel (its last slice runs the same epilogue).
+      {conv(1, 40, 7, 6, 20, 3, 1, 1), 1, true, split_k_im2col},  // K 360: 12 stages, 3 slices
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, split_k_im2col},
   };
   uint32_t index = 0;
   for (const Fused& f : cases) {
     add_fused_accu_case(registry, f.shape, f.v, f.upscale, f.residual, index++);
+  }
+}
+
+// q8ta_conv2d_q_dq (the graph's last dequantize in the convolution's store) against the
+// unfused q8ta_conv2d -> q8ta_dequantize on the CPU: the reference's int8 output dequantized
+// with reference_dequantize, compared bit for bit. A float output runs the direct kernel
+// whatever the shape (Conv2d.h), so the shapes of every int8 route go through it: pointwise
+// (refinenet_lite's head 24 -> 8; C_out off a multiple of 4), im2col-sized, the stem, both
+// input layouts, grouped, depthwise; each quantization rotates as add_accu_case's, the
+// activation ranges included.
+void register_dequantized_accu_cases(Registry& registry) {
+  const ConvShape shapes[] = {
+      conv(1, 24, 16, 9, 8, 1, 1, 0),       // refinenet_lite's head (pointwise shape)
+      conv(2, 13, 3, 5, 7, 1, 1, 0),        // batch 2, C_out 7
+      conv(1, 16, 9, 7, 16, 3, 1, 1),       // im2col-sized (144 products)
+      conv(1, 3, 9, 11, 24, 3, 2, 1),       // the stem
+      conv(1, 8, 5, 7, 10, 3, 1, 1, 1, 2),  // groups 2
+      depthwise(1, 12, 7, 9, 3, 1, 1),      // depthwise shape: direct
+  };
+  uint32_t index = 0;
+  for (const ConvShape& shape : shapes) {
+    for (const MemoryLayout in : {k4W4C, k4C1W}) {
+      ConvSetup s;
+      s.shape = shape;
+      s.in_layout = in;
+      s.dequantized = true;
+      s.expected = Conv2dRoute::Direct;
+      s.input_zp = kInputZeroPoints[index % 3];
+      s.out = kOutputQuants[index % 7];
+      s.bias = (index % 5) % 2 == 0;
+      s.seed = 9000 + index++;
+      const std::string name = "q8ta_conv2d_q_dq " + route_name(s) + " " + geometry_name(shape) +
+                               " " + layouts_name(s) + " zpx" + std::to_string(s.input_zp) +
+                               " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name +
+                               (s.bias ? " bias" : " nobias");
+      registry.add({name, "q8ta_conv2d_q_dq", shape_column(shape), layout_column(s), true, false,
+                    true, Metric::GOPs, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+    }
   }
 }
 
@@ -1129,6 +1277,7 @@ void register_conv_cases(Registry& registry) {
   register_accu_cases(registry);
   register_deconv_accu_cases(registry);
   register_fused_accu_cases(registry);
+  register_dequantized_accu_cases(registry);
   register_perf_cases(registry);
 }
 

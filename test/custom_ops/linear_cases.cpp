@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -37,6 +38,10 @@ struct LinearSetup {
   std::vector<int64_t> input_sizes;  // [..., M, K]
   int64_t n = 0;
   ops::LinearRoute route = ops::LinearRoute::Auto;
+  int32_t split_k_slices = 0;  // SplitK: the slices asked for (0: the op's choice)
+  // ACCU: execute once before the checked execution, which must write the same bytes (the
+  // split-K scratch left at zero).
+  bool reexecute = false;
   bool int8_out = true;
   int32_t input_zp = 0;
   OutputQuant out{"none", 0, -128, 127};
@@ -142,6 +147,7 @@ class Q8taLinearCase : public CaseInstance {
 
     p_.input = {kInputScale, s_.input_zp, -128, 127};
     p_.route = s_.route;
+    p_.split_k_slices = s_.split_k_slices;
     if (s_.accu) {
       const auto acc = testing::reference_linear_acc(qx_, host_.weight, rows_, k, s_.n, s_.input_zp);
       y_ = testing::reference_linear_epilogue(acc, rows_, s_.n, kInputScale, host_.scales,
@@ -195,9 +201,15 @@ class Q8taLinearCase : public CaseInstance {
       g.write_words(other_ref_, testing::ref_pack(k4H4W, out_shape, residual_->other(),
                                                   residual_->other_zero_point()));
     }
+    if (s_.reexecute) {
+      g.execute();
+      first_words_ = output_bits(g);
+    }
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
+    // The re-execution's bytes against the first execution's (then both against the reference).
+    if (s_.reexecute) compare_words(output_bits(g), first_words_, r);
     if (s_.int8_out) {
       // The unfused sequence: linear [-> add].
       const auto expected = residual_ ? residual_->expected(expected_, *p_.output) : expected_;
@@ -236,6 +248,16 @@ class Q8taLinearCase : public CaseInstance {
   std::optional<ResidualCase> residual_;
   graph::ValueRef in_ref_ = -1, other_ref_ = -1;
   std::vector<graph::ValueRef> out_refs_;
+  std::vector<int32_t> first_words_;  // reexecute: the output of the first execution
+
+  // The output's words (int8) or float bits.
+  std::vector<int32_t> output_bits(const graph::ComputeGraph& g) const {
+    if (s_.int8_out) return g.read_words(out_refs_[0]);
+    const std::vector<float> f = g.read_float(out_refs_[0]);
+    std::vector<int32_t> bits(f.size());
+    std::memcpy(bits.data(), f.data(), f.size() * 4);
+    return bits;
+  }
 };
 
 class Q8cswLinearCase : public CaseInstance {
@@ -352,20 +374,48 @@ std::vector<PerfShape> perf_shapes() {
   return list;
 }
 
+// The route (and SplitK's slices) of a case; a split-K ACCU case also runs twice (its
+// scratch must be left at zero).
+void set_route(LinearSetup& s, ops::LinearRoute route, int32_t slices) {
+  s.route = route;
+  s.split_k_slices = slices;
+  s.reexecute = route == ops::LinearRoute::SplitK;
+}
+
+// "splitk/S3" (the slices asked for; "splitk" = the op's choice), else the route's name.
+std::string route_name(const LinearSetup& s) {
+  return ops::to_string(s.route) + (s.split_k_slices ? "/S" + std::to_string(s.split_k_slices) : "");
+}
+
+// Split-K (forced; Auto takes it on GPUs only): K of 9 to 38 stages of 32 values split into
+// ranges that do and do not divide it, the last stage partial; one and two row tiles, one and
+// two channel tiles, batched planes that pad their rows; each with the slices asked for (0: the
+// op's choice; 1: one range, still through the scratch).
+struct SplitKShape {
+  AccuShape shape;
+  std::vector<int32_t> slices;
+};
+const SplitKShape kSplitKShapes[] = {
+    {{{5, 257}, 17}, {1, 2, 4, 9}},  // 9 stages: 5 + 4; 3 x 3; one stage each
+    {{{63, 1000}, 130}, {0, 3, 7}},  // 32 stages (the last partial): 11 + 11 + 10; 5 x 6 + 2
+    {{{130, 300}, 33}, {2, 5}},      // two row tiles; 10 stages
+    {{{2, 5, 1210}, 63}, {6}},       // batched; 38 stages: 7 x 5 + 3
+};
+
 // One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
 // periods (3, 5, 7), so every route and output type meets each of them.
 void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                   bool int8_out, uint32_t index) {
+                   bool int8_out, uint32_t index, int32_t slices = 0) {
   LinearSetup s;
   s.input_sizes = shape.input;
   s.n = shape.n;
-  s.route = route;
+  set_route(s, route, slices);
   s.int8_out = int8_out;
   s.input_zp = kInputZeroPoints[index % 3];
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
   s.seed = 1000 + index;
-  std::string name = "q8ta_linear " + ops::to_string(route) + " " + dims_name(shape.input, shape.n) +
+  std::string name = "q8ta_linear " + route_name(s) + " " + dims_name(shape.input, shape.n) +
                      " zpx" + std::to_string(s.input_zp);
   name += int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name
                    : " floatout";
@@ -381,11 +431,11 @@ void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute 
 // A q8ta_linear_add ACCU case (the output plus a residual tensor, q8ta_add's arithmetic in the
 // epilogue) on `route`, its quantization rotating with `index`.
 void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                            uint32_t index) {
+                            uint32_t index, int32_t slices = 0) {
   LinearSetup s;
   s.input_sizes = shape.input;
   s.n = shape.n;
-  s.route = route;
+  set_route(s, route, slices);
   s.input_zp = kInputZeroPoints[index % 3];
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
@@ -393,7 +443,7 @@ void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
   constexpr int32_t kOtherZeroPoints[] = {-128, 127, 0, -3};
   s.residual = {kOtherZeroPoints[index % 4], kOutputQuants[(index + 2) % 5]};
   const std::string name =
-      "q8ta_linear_add " + ops::to_string(route) + " " + dims_name(shape.input, shape.n) +
+      "q8ta_linear_add " + route_name(s) + " " + dims_name(shape.input, shape.n) +
       " zpx" + std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) + " " +
       s.out.name + (s.bias ? " bias" : " nobias") + " + zpb" +
       std::to_string(s.residual->first) + " -> zps" +
@@ -476,6 +526,14 @@ void register_linear_cases(Registry& registry) {
       if (route != ops::LinearRoute::Gemv || rows <= 4) {
         add_residual_accu_case(registry, shape, route, index++);
       }
+    }
+  }
+  for (const SplitKShape& sk : kSplitKShapes) {
+    for (int32_t slices : sk.slices) {
+      for (bool int8_out : {true, false}) {
+        add_accu_case(registry, sk.shape, ops::LinearRoute::SplitK, int8_out, index++, slices);
+      }
+      add_residual_accu_case(registry, sk.shape, ops::LinearRoute::SplitK, index++, slices);
     }
   }
   for (const AccuShape& shape : kQ8cswShapes) {

@@ -356,14 +356,14 @@ TEST_F(RuntimeTest, PipelineBuildErrorInAWorkerReachesTheCaller) {
   const vk::PipelineKey a{shaders::Kernel::q8ta_convert_4w4c_4c1w, {64, 1, 1}, {kWalkWHCN}};
   const vk::PipelineKey b{shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {kWalkWHCN}};
   const vk::PipelineKey c{shaders::Kernel::q8ta_convert_4h4w_4c1w, {64, 1, 1}, {kWalkWHCN}};
-  const vk::PipelineKey needs_dot{shaders::Kernel::q8ta_linear_gemm_int8_sdot, {16, 16, 1},
-                                  std::vector<uint32_t>(
-                                      shaders::shader_info(shaders::Kernel::q8ta_linear_gemm_int8_sdot)
-                                          .spec_constant_count, 0)};
+  const auto gemm = shaders::Kernel::q8ta_linear_gemm_int8_sdot_whole;
+  const vk::PipelineKey needs_dot{
+      gemm, {16, 16, 1},
+      std::vector<uint32_t>(shaders::shader_info(gemm).spec_constant_count, 0)};
   const vk::PipelineKey wrong_spec{shaders::Kernel::q8ta_convert_4h4w_4w4c, {64, 1, 1}, {}};
   EXPECT_TRUE(throws_error([&] { cache.get_all({a, needs_dot, b, wrong_spec, c}); },
                            ErrorCode::Unsupported,
-                           {"kernel q8ta_linear_gemm_int8_sdot", "the int8 dot product"}));
+                           {"kernel q8ta_linear_gemm_int8_sdot_whole", "the int8 dot product"}));
   EXPECT_EQ(cache.created_count(), 3u) << "a, b and c are built and kept";
   EXPECT_TRUE(throws_error([&] { cache.get_all({wrong_spec, a}); }, ErrorCode::Internal,
                            {"kernel q8ta_convert_4h4w_4w4c", "declares 1 specialization constants",
