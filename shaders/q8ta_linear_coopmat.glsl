@@ -2,11 +2,11 @@
 // int32): the same arithmetic as q8ta_linear_gemm.glsl (runtime/ops/Linear.h), the products on
 // the tensor cores.
 //
-// A workgroup of WARPS_M x WARPS_N subgroups of 32 computes a tile of BM = 64 WARPS_M rows x
-// BN = WN WARPS_N channels (128 x 128 here). K is walked in stages of BKW words (4 int8 each):
+// A workgroup of WARPS_M x WARPS_N subgroups of 32 computes a tile of BM = 16 FM WARPS_M rows x
+// BN = WN WARPS_N channels (128 x 128, or 128 x 32 with NARROW_N). K is walked in stages of BKW words (4 int8 each):
 // the invocations copy the stage's input blocks (4H4W: 4 rows x 4 K per 16 bytes) and weight
 // blocks (4 channels x 4 K) into shared memory as row-major [row][K] and [channel][K] int8
-// tiles; subgroup s then multiplies rows 64 (s % WARPS_M) .. + 63 with channels
+// tiles; subgroup s then multiplies rows 16 FM (s % WARPS_M) .. + 16 FM - 1 with channels
 // WN (s / WARPS_M) .. + WN - 1: FM x FN accumulator matrices of 16 x 16 int32 (4 x 2 = 64
 // registers per invocation here), BKW / 8 32-deep steps per stage.
 //
@@ -28,13 +28,14 @@
 //
 // A KHR variant needs only common/coopmat_nv.glslh's types changed (and coopMatLoad / MulAdd
 // names) once the toolchain's glslang knows GL_KHR_cooperative_matrix.
-// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add).
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add) x
+// NARROW_N (the tile shape below).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #define VKD_FIXED_LOCAL_SIZE
 
-// Tile shape: a WARPS_M x WARPS_N grid of subgroups, each 64 rows x WN channels; BKW K words
+// Tile shape: a WARPS_M x WARPS_N grid of subgroups, each 16 FM rows x WN channels; BKW K words
 // per stage. Sweep on an H100 (TOPS at 4096^3 / M512 K4096 N4096 / M1024 K2048 N2048):
 //   2x4, WN 32, BKW 16 (this):      277 / 288 / 245
 //   4x2, WN 64, BKW 8:              265 / 160 / 137
@@ -56,8 +57,18 @@
 // (to be read from its SASS) and the store -> barrier -> load round trip per stage. Loading the
 // B fragments straight from global memory (weights packed [N][K], no B staging) measured
 // 85 TOPS: 3.3x slower, so staging both operands stays.
+// NARROW_N (few output channels, N <= 32: the 1x1 convolutions 96 -> 24 of the README example,
+// 48 -> 22 of the reference backend's PERF set): 4 x 1 subgroups of 32 rows x 32 channels,
+// a 128 x 32 tile of 128 invocations, so no workgroup multiplies 96 zero channels.
+#if NARROW_N
+#define WARPS_M 4
+#define WARPS_N 1
+#define FM 2
+#else
 #define WARPS_M 2
 #define WARPS_N 4
+#define FM 4
+#endif
 #define WN 32
 #define BKW 16
 #define NT (32 * WARPS_M * WARPS_N)  // invocations
@@ -66,11 +77,10 @@ layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
 #include "coopmat_nv.glslh"
 #include "linear_common.glslh"
 
-#define BM (64 * WARPS_M)
+#define BM (16 * FM * WARPS_M)
 #define BN (WN * WARPS_N)
 #define STRIDE (BKW + 4)        // shared row stride in words: 16-byte aligned rows, and the +4
                                 // spreads the 8 rows of a fragment read over distinct banks
-#define FM 4
 #define FN (WN / 16)
 #define A_WORDS (BM * STRIDE)
 #define B_WORDS (BN * STRIDE)
@@ -152,7 +162,7 @@ void main() {
   const int sg = int(gl_SubgroupID);
   const int row0 = int(gl_WorkGroupID.y) * BM;
   const int n4_0 = int(gl_WorkGroupID.x) * (BN / 4);
-  const int sub_row0 = 64 * (sg % WARPS_M), sub_col0 = WN * (sg / WARPS_M);
+  const int sub_row0 = 16 * FM * (sg % WARPS_M), sub_col0 = WN * (sg / WARPS_M);
   const int a_frag0 = sub_row0 * STRIDE, b_frag0 = sub_col0 * STRIDE;
 
   [[unroll]] for (int i = 0; i < FM; ++i) {

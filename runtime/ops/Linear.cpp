@@ -130,10 +130,14 @@ struct LinearKernel {
 // least kSplitKMinK; it then aims at kSplitKGroups workgroups (tiles x slices), each slice at
 // least kSplitKMinStages stages of 32 K values (every slice adds its tile's sums to the scratch
 // with atomics: too short a slice spends more on them than on its products).
+// H100, int8 GOP/s of the cooperative-matrix kernel vs split-K with the slices chosen here
+// (vkd_custom_ops perf/q8ta_linear): M49 K960 N160 831 vs 1156, N320 1633 vs 2323,
+// M196 K2304 N256 7022 vs 10704; below K 768 cooperative matrices win or tie (M196 K576 N96
+// 1564 vs at best 1150, M49 K576 N160 643 vs 690).
 constexpr int64_t kSplitKMaxTiles = 32;
-constexpr int64_t kSplitKMinK = 1024;
+constexpr int64_t kSplitKMinK = 768;
 constexpr int64_t kSplitKGroups = 128;
-constexpr int64_t kSplitKMinStages = 4;
+constexpr int64_t kSplitKMinStages = 2;
 constexpr int64_t kStageK4 = 8;  // the GEMM's BK4
 
 // "" when the device can run the split-K kernel, else what it lacks.
@@ -159,9 +163,14 @@ int64_t split_k_slices(int64_t tiles, int64_t stages, int32_t requested) {
   return div_up(stages, div_up(stages, wanted));
 }
 
+// The cooperative-matrix kernel's narrow tile (128 rows x 32 channels) up to this many output
+// words (N <= 32). H100, GOP/s narrow vs wide: M65536 K48 N22 10895 vs 6737, M9216 K96 N24
+// 6636 vs 4723, M16384 K64 N32 10700 vs 7914; at N 64 a tie (15592 vs 15709).
+constexpr int64_t kNarrowMaxN4 = 8;
+
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
-// q8ta_linear_coopmat.glsl). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
+// q8ta_linear_coopmat.glsl; the latter 128 x 32 of 128 invocations for small N). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
 // the device cannot run a 256-invocation workgroup.
 // `out`: the OUT_DTYPE variant (linear_common.glslh): 0 int8, 1 float, 2 int8 + residual add.
 // SplitK: the GEMM's tiles with the grid's z = K slices.
@@ -180,6 +189,9 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
   VKD_CHECK(route != LinearRoute::CoopMat || no_coopmat.empty(), ErrorCode::Unsupported,
             op, ": the cooperative-matrix route needs ", no_coopmat, ", which device '",
             profile.name, "' does not offer (or it was switched off)");
+  VKD_CHECK(p.coopmat_tile_n == 0 || p.coopmat_tile_n == 32 || p.coopmat_tile_n == 128,
+            ErrorCode::InvalidArgument, op, ": cooperative-matrix tile width ", p.coopmat_tile_n,
+            " asked for (0 = chosen, 32 or 128)");
   const int64_t stages = div_up(k4, kStageK4);
   if (route == LinearRoute::SplitK) {
     const std::string no_split = split_k_unavailable(profile);
@@ -202,16 +214,21 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
     k.plan.local_size = {8, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(rows.row_blocks(), 8)),
                           static_cast<uint32_t>(div_up(n4, tile_n4)), 1};
-  } else if (route == LinearRoute::CoopMat || route == LinearRoute::Gemm ||
-             route == LinearRoute::SplitK) {
-    // All tile 128 rows x 128 channels per workgroup of 256 invocations.
-    const bool coopmat = route == LinearRoute::CoopMat, split = route == LinearRoute::SplitK;
-    k.kernel = coopmat ? shaders::variants::q8ta_linear_coopmat[out]
-                       : shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
-    k.compact_constant = !coopmat;
+  } else if (route == LinearRoute::CoopMat) {
+    // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (NARROW_N)
+    // where N has at most kNarrowMaxN4 words.
+    const bool narrow = p.coopmat_tile_n == 32 || (p.coopmat_tile_n == 0 && n4 <= kNarrowMaxN4);
+    k.kernel = shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
+    k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),
+                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
+  } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
+    // 128 rows x 128 channels per workgroup of 256 invocations.
+    const bool split = route == LinearRoute::SplitK;
+    k.kernel = shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
+    k.compact_constant = true;
     k.slices = split ? split_k_slices(tiles, stages, p.split_k_slices) : 1;
-    k.plan.local_size = coopmat ? std::array<uint32_t, 3>{256, 1, 1}
-                                : std::array<uint32_t, 3>{16, 16, 1};
+    k.plan.local_size = {16, 16, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
                           static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)),
                           static_cast<uint32_t>(k.slices)};

@@ -39,6 +39,7 @@ struct LinearSetup {
   int64_t n = 0;
   ops::LinearRoute route = ops::LinearRoute::Auto;
   int32_t split_k_slices = 0;  // SplitK: the slices asked for (0: the op's choice)
+  int32_t coopmat_tile_n = 0;  // CoopMat: the tile's channels asked for (0: the op's choice)
   // ACCU: execute once before the checked execution, which must write the same bytes (the
   // split-K scratch left at zero).
   bool reexecute = false;
@@ -148,6 +149,7 @@ class Q8taLinearCase : public CaseInstance {
     p_.input = {kInputScale, s_.input_zp, -128, 127};
     p_.route = s_.route;
     p_.split_k_slices = s_.split_k_slices;
+    p_.coopmat_tile_n = s_.coopmat_tile_n;
     if (s_.accu) {
       const auto acc = testing::reference_linear_acc(qx_, host_.weight, rows_, k, s_.n, s_.input_zp);
       y_ = testing::reference_linear_epilogue(acc, rows_, s_.n, kInputScale, host_.scales,
@@ -350,6 +352,17 @@ const AccuShape kAccuShapes[] = {
 // partial tiles in every dimension and K not a multiple of a 64-K stage.
 const AccuShape kCoopMatWideShapes[] = {{{1029, 37}, 6657}, {{2, 515, 70}, 6660}};
 
+// The cooperative-matrix kernel's tile widths forced against N (the op takes 32 channels for
+// N <= 32, 128 above): 32 over several channel tiles (partial last one), 128 over a few
+// channels, batched planes.
+struct CoopMatTileShape {
+  AccuShape shape;
+  int32_t tile_n;
+};
+const CoopMatTileShape kCoopMatTileShapes[] = {
+    {{{257, 63}, 63}, 32}, {{{63, 257}, 257}, 32}, {{{2, 515, 70}, 6660}, 32},
+    {{{257, 17}, 22}, 128}, {{{2, 5, 17}, 9}, 128}};
+
 const AccuShape kQ8cswShapes[] = {
     {{1, 17}, 63}, {{4, 64}, 32}, {{5, 257}, 17}, {{63, 3}, 5}, {{2, 5, 17}, 63}, {{257, 63}, 257},
 };
@@ -382,9 +395,12 @@ void set_route(LinearSetup& s, ops::LinearRoute route, int32_t slices) {
   s.reexecute = route == ops::LinearRoute::SplitK;
 }
 
-// "splitk/S3" (the slices asked for; "splitk" = the op's choice), else the route's name.
+// "splitk/S3" (the slices asked for; "splitk" = the op's choice), "coopmat/n32" (the tile's
+// channels asked for), else the route's name.
 std::string route_name(const LinearSetup& s) {
-  return ops::to_string(s.route) + (s.split_k_slices ? "/S" + std::to_string(s.split_k_slices) : "");
+  return ops::to_string(s.route) +
+         (s.split_k_slices ? "/S" + std::to_string(s.split_k_slices) : "") +
+         (s.coopmat_tile_n ? "/n" + std::to_string(s.coopmat_tile_n) : "");
 }
 
 // Split-K (forced; Auto takes it on GPUs only): K of 9 to 38 stages of 32 values split into
@@ -405,11 +421,12 @@ const SplitKShape kSplitKShapes[] = {
 // One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
 // periods (3, 5, 7), so every route and output type meets each of them.
 void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                   bool int8_out, uint32_t index, int32_t slices = 0) {
+                   bool int8_out, uint32_t index, int32_t slices = 0, int32_t tile_n = 0) {
   LinearSetup s;
   s.input_sizes = shape.input;
   s.n = shape.n;
   set_route(s, route, slices);
+  s.coopmat_tile_n = tile_n;
   s.int8_out = int8_out;
   s.input_zp = kInputZeroPoints[index % 3];
   s.out = kOutputQuants[index % 5];
@@ -431,11 +448,12 @@ void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute 
 // A q8ta_linear_add ACCU case (the output plus a residual tensor, q8ta_add's arithmetic in the
 // epilogue) on `route`, its quantization rotating with `index`.
 void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                            uint32_t index, int32_t slices = 0) {
+                            uint32_t index, int32_t slices = 0, int32_t tile_n = 0) {
   LinearSetup s;
   s.input_sizes = shape.input;
   s.n = shape.n;
   set_route(s, route, slices);
+  s.coopmat_tile_n = tile_n;
   s.input_zp = kInputZeroPoints[index % 3];
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
@@ -477,11 +495,14 @@ std::vector<ops::LinearRoute> perf_routes(const PerfShape& s) {
 // stream from memory), or with the reference backend's latency for the same shape (EtvkShapes.h)
 // "etvk/q8ta_linear ..." (one node, measured as the reference measures).
 void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute route,
-                   bool int8_out, double reference_us = 0) {
+                   bool int8_out, double reference_us = 0, int32_t tile_n = 0,
+                   int32_t slices = 0) {
   LinearSetup s;
   s.input_sizes = {shape.m, shape.k};
   s.n = shape.n;
   s.route = route;
+  s.coopmat_tile_n = tile_n;
+  s.split_k_slices = slices;
   s.int8_out = int8_out;
   s.input_zp = -2;
   s.out = {"none", -1, -128, 127};
@@ -490,7 +511,7 @@ void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute 
   s.stream_weights = reference_us == 0;
   s.seed = 7;
   const std::string name = std::string(reference_us > 0 ? "etvk/" : "perf/") + "q8ta_linear " +
-                           ops::to_string(route) + " " + dims_name(s.input_sizes, s.n) +
+                           route_name(s) + " " + dims_name(s.input_sizes, s.n) +
                            (int8_out ? " int8out" : " floatout") + (shape.bias ? "" : " nobias");
   Case c{name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
          layout_name(int8_out), false, true, false,
@@ -518,6 +539,12 @@ void register_linear_cases(Registry& registry) {
     for (bool int8_out : {true, false}) {
       add_accu_case(registry, shape, ops::LinearRoute::CoopMat, int8_out, index++);
     }
+  }
+  for (const CoopMatTileShape& t : kCoopMatTileShapes) {
+    for (bool int8_out : {true, false}) {
+      add_accu_case(registry, t.shape, ops::LinearRoute::CoopMat, int8_out, index++, 0, t.tile_n);
+    }
+    add_residual_accu_case(registry, t.shape, ops::LinearRoute::CoopMat, index++, 0, t.tile_n);
   }
   for (const AccuShape& shape : kResidualShapes) {
     const int64_t rows = numel(shape.input) / shape.input.back();
@@ -562,6 +589,28 @@ void register_linear_cases(Registry& registry) {
     for (ops::LinearRoute route : perf_routes(shape)) {
       if (e.m > 1 || route == ops::LinearRoute::Gemv) {
         add_perf_case(registry, shape, route, true, e.reference_us);
+      }
+    }
+  }
+  // Few output channels on both cooperative-matrix tile widths (the op takes 32 up to N = 32):
+  // the reference backend's pointwise 48 -> 22 over 256 x 256 pixels, the README example's
+  // 96 -> 24 over 128 x 72, and N 32 / 64 around the bound.
+  for (const PerfShape& shape : {PerfShape{65536, 48, 22}, PerfShape{9216, 96, 24},
+                                 PerfShape{16384, 64, 32}, PerfShape{16384, 64, 64}}) {
+    for (int32_t tile_n : {32, 128}) {
+      add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, tile_n);
+    }
+  }
+  // Few row tiles with a mid-sized K (mobilenet_v2's pointwise layers at 14 x 14 and 7 x 7):
+  // cooperative matrices against split-K with the op's slices and 4, 8, 16 (Linear.cpp's
+  // use_split_k bounds).
+  for (const PerfShape& shape : {PerfShape{196, 384, 96}, PerfShape{196, 576, 96},
+                                 PerfShape{49, 576, 160}, PerfShape{49, 960, 160},
+                                 PerfShape{49, 960, 320}, PerfShape{196, 2304, 256}}) {
+    add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true);
+    for (int32_t slices : {0, 4, 8, 16}) {
+      if (32 * slices <= shape.k) {
+        add_perf_case(registry, shape, ops::LinearRoute::SplitK, true, 0, 0, slices);
       }
     }
   }
