@@ -42,14 +42,19 @@ void note_host_only(FuseState& state, const std::vector<bool>& host_only) {
 }
 
 // Tries every pattern anchored at a node not yet taken by an earlier match, in node order; an
-// anchor beyond the device's rank only where its pattern says it takes such nodes.
+// anchor beyond the device's rank only where its pattern says it takes such nodes. The patterns
+// that join the match of a later node (EdgeOp::fuses_after_its_consumers) come in a second
+// pass, once those matches exist.
 void match_patterns(FuseState& state, const std::vector<bool>& host_only) {
-  for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
-    if (state.claimed[i]) continue;
-    const EdgeOp* op = find_edge_op(state.graph.nodes[i].op);
-    if (op == nullptr || op->fuse == nullptr) continue;
-    if (host_only[i] && !op->fuses_beyond_device) continue;
-    op->fuse(state, static_cast<int>(i));
+  for (const bool joining_later_matches : {false, true}) {
+    for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
+      if (state.claimed[i]) continue;
+      const EdgeOp* op = find_edge_op(state.graph.nodes[i].op);
+      if (op == nullptr || op->fuse == nullptr) continue;
+      if (op->fuses_after_its_consumers != joining_later_matches) continue;
+      if (host_only[i] && !op->fuses_beyond_device) continue;
+      op->fuse(state, static_cast<int>(i));
+    }
   }
 }
 

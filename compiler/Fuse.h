@@ -13,6 +13,9 @@
 //      q8ta_conv2d_ps (compiler/fusion/Epilogue.cpp)
 //    dq of a q8ta_conv2d's output that it alone reads, writing a value no node reads (the
 //      graph's last dequantize) => that conv's epilogue: q8ta_conv2d_q_dq (Epilogue.cpp)
+//    q of a float value nothing else reads, whose int8 output only a q8ta_conv2d reads (the
+//      graph's first quantize) => that conv's load: q8ta_conv2d_fq (Epilogue.cpp; tried after
+//      every other pattern, as it joins a later node's match)
 //    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
 //      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
 //      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
@@ -43,8 +46,8 @@ struct FuseOptions {
   // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
   bool runnable_only = false;
   // Run a byte-moving pixel shuffle, a residual add or the last dequantize in the epilogue of
-  // the convolution / linear before it (fusion/Epilogue.cpp); false: each its own op (`vkd
-  // compile --no-fuse-epilogue`).
+  // the convolution / linear before it, and the first quantize in the load of the convolution
+  // after it (fusion/Epilogue.cpp); false: each its own op (`vkd compile --no-fuse-epilogue`).
   bool fuse_epilogues = true;
 };
 
@@ -69,6 +72,8 @@ PassReport sink_dequantize(Graph& g);
 //    q8ta_conv2d_add adds 's' and writes 'y' (activation none)"
 //   "fused dq (node 14) into the epilogue of q8ta_conv2d 'y_q': q8ta_conv2d_q_dq writes 'y'
 //    dequantized (float32)"
+//   "fused q (node 0) into the load of q8ta_conv2d 'c': q8ta_conv2d_fq reads 'x' (float32) and
+//    quantizes it on load"
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its

@@ -9,8 +9,11 @@
 // C_in / C_out, so a block that straddles groups or the padding adds nothing.
 // The int8 output can be written pixel-shuffled (q8ta_conv2d_ps / _add; specialization
 // constants 4, 5) and added to a residual tensor (OUTPUT 3 / 4): conv_common.glslh.
-// Variants: IN_LAYOUT x OUTPUT (int8 4W4C / 4C1W, float, int8 4W4C / 4C1W + residual) x
-// INT8_DOT_FALLBACK.
+// A float32 NCHW input (IN_LAYOUT LAYOUT_WIDTH_PACKED, q8ta_conv2d_fq) is quantized as
+// q8ta_quantize would have quantized it, word by word as each invocation loads it.
+// Variants: IN_LAYOUT (int8 4W4C / 4C1W) x OUTPUT (int8 4W4C / 4C1W, float, int8 4W4C / 4C1W +
+// residual, float of the int8) x INT8_DOT_FALLBACK; family q8ta_conv2d_fq: the float input x
+// OUTPUT int8 4W4C / 4C1W x INT8_DOT_FALLBACK.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"

@@ -9,6 +9,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "requant.glslh"  // quantize_float
 #include "tile_walk.glslh"
 
 #define TILE_LAYOUT INT8_LAYOUT
@@ -41,8 +42,7 @@ layout(push_constant) uniform Params {
 } p;
 
 int quantize(float x) {
-  const float q = roundEven(x * p.inv_scale) + float(p.zero_point);
-  return int(clamp(q, float(p.quant_min), float(p.quant_max)));
+  return quantize_float(x, p.inv_scale, p.zero_point, p.quant_min, p.quant_max);
 }
 
 void main() {

@@ -12,6 +12,10 @@
 //   dq of a q8ta_conv2d's output that nothing else reads, whose float result no node reads (the
 //   graph's last dequantize, writing a graph output) => q8ta_conv2d_q_dq: the convolution
 //   requantizes as before and its store dequantizes that int8 value as q8ta_dequantize does.
+// And the mirror at the other end, in the convolution's load: a q whose float input nothing else
+// reads, writing an int8 value only a q8ta_conv2d match reads (through its dequantize, with the
+// same scale and zero point) => q8ta_conv2d_fq: the direct kernel reads the float32 input and
+// quantizes each element as q8ta_quantize does (the graph's first quantize).
 // Anything else stays its own op, with the reason in the report; the compiler checks here
 // exactly what the runtime requires (groups 1 and channels after the shuffle a multiple of 4 for
 // a shuffle, no depthwise convolution for an add), so a fused graph always loads.
@@ -119,7 +123,76 @@ std::string check_dequantized_store(const FuseState& state, const std::string& x
   return state.read_as_written(x, q);
 }
 
+// The committed q8ta_conv2d family match whose convolution reads int8 value `v`, or nullptr.
+Fusion* conv_reading(FuseState& state, const std::string& v) {
+  for (Fusion& f : state.fusions) {
+    if (f.node.op.rfind("q8ta_conv2d", 0) == 0 && !f.node.inputs.empty() &&
+        f.node.inputs[0] == v) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+// "" when the convolution of match `f` can quantize on load the float input of quantize node
+// `n` (its output written with `q`). Only plain q8ta_conv2d has the variant: its store writes an
+// int8 output, neither pixel-shuffled, added to nor dequantized (the kernel's store and load
+// would combine, but each combination is a shader variant no graph has needed yet).
+std::string check_quantized_load(const FuseState& state, const Fusion& f, const Node& n,
+                                 const QuantInfo& q) {
+  if (!state.options.fuse_epilogues) return "epilogue fusion is off (--no-fuse-epilogue)";
+  const Graph& g = state.graph;
+  const std::string &x = n.inputs[0], &x_q = n.outputs[0];
+  std::string why = single_use(g, x_q);
+  if (!why.empty()) return why;
+  const auto readers = g.consumers(x);
+  if (readers.size() != 1) {
+    return quoted(x) + " has " + std::to_string(readers.size()) + " consumers (" +
+           node_list(readers) + "): the float input is read by other nodes too";
+  }
+  if (g.value(x).is_constant()) return quoted(x) + " is a constant";
+  if (f.node.op != "q8ta_conv2d") {
+    return f.node.op + " has no quantizing load (only q8ta_conv2d, a plain int8 output, has)";
+  }
+  const QuantInfo read_as{arg_float(f.node, "input_scale"), arg_int(f.node, "input_zero_point")};
+  if (!same_scale_and_zero_point(q, read_as)) {
+    return "the dq (" + describe_quant(read_as) + ") reads " + quoted(x_q) +
+           " with other parameters than it was written with (" + describe_quant(q) + ")";
+  }
+  return "";
+}
+
 }  // namespace
+
+void fuse_quantize(FuseState& state, int anchor) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[anchor];
+  if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.size() != 1) return;
+  Fusion* f = conv_reading(state, n.outputs[0]);
+  // Only a convolution has the quantizing load: before any other op the quantize is simply its
+  // own op (lowered as usual), not a missed fusion worth a report line.
+  if (f == nullptr) return;
+  const std::string into = "q (" + node_list({anchor}) + ") into the load of " + f->node.op +
+                           " " + quoted(f->node.outputs.at(0)) + ": ";
+  QuantInfo q;
+  std::string why = check_q(g, n, anchor, q);
+  if (why.empty()) why = check_quantized_load(state, *f, n, q);
+  if (why.empty() && !state.may_target("q8ta_conv2d_fq")) why = "q8ta_conv2d_fq has no kernel";
+  if (!why.empty()) {
+    state.note("not fused: " + into + why);
+    return;
+  }
+  const std::string x = n.inputs[0];
+  state.claimed[anchor] = true;
+  f->nodes.push_back(anchor);
+  f->dead.push_back(n.outputs[0]);
+  f->node.inputs[0] = x;
+  f->node.args["input_quant_min"] = q.quant_min;
+  f->node.args["input_quant_max"] = q.quant_max;
+  FuseState::retarget(*f, "q8ta_conv2d_fq");
+  state.note("fused " + into + "q8ta_conv2d_fq reads " + quoted(x) +
+             " (float32) and quantizes it on load");
+}
 
 void fuse_dequantize(FuseState& state, int anchor) {
   const Graph& g = state.graph;

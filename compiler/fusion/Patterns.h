@@ -75,4 +75,10 @@ bool join_add_epilogue(FuseState& state, const AddCandidate& c);
 // reason when it does not join).
 void fuse_dequantize(FuseState& state, int anchor);
 
+// The quantize at node `anchor` whose float input nothing else reads joins the load of the
+// q8ta_conv2d match reading its int8 output when nothing else reads that: it becomes
+// q8ta_conv2d_fq reading the float input (Epilogue.cpp; reported, with the reason when it does
+// not join). Tried after every other pattern (EdgeOp::fuses_after_its_consumers).
+void fuse_quantize(FuseState& state, int anchor);
+
 }  // namespace vkd::compiler::fusion

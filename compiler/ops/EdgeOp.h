@@ -66,6 +66,10 @@ struct EdgeOp {
   // (a 5-D view inside a channel shuffle): it keeps such nodes only inside a match whose
   // backend op is at most 4-D. Other patterns never see those anchors.
   bool fuses_beyond_device = false;
+  // The pattern joins the match of a node after its anchor (a quantize joining the load of the
+  // convolution reading its output), so it is tried once every other pattern has been
+  // (compiler/Fuse.cpp: match_patterns).
+  bool fuses_after_its_consumers = false;
 
   int input_index(std::string_view input_name) const;  // -1 when absent
 
@@ -76,6 +80,7 @@ struct EdgeOp {
   EdgeOp& lowered_by(fusion::DirectLowering lowering, std::vector<std::string> backend_ops);
   EdgeOp& taking_a_tensor_list();
   EdgeOp& fusing_beyond_device();
+  EdgeOp& fusing_after_its_consumers();
 };
 
 // Every edge op, families in a fixed order (the order of "accepted: ..." messages).

@@ -86,6 +86,11 @@ EdgeOp& EdgeOp::fusing_beyond_device() {
   return *this;
 }
 
+EdgeOp& EdgeOp::fusing_after_its_consumers() {
+  fuses_after_its_consumers = true;
+  return *this;
+}
+
 EdgeOp& EdgeOp::taking_a_tensor_list() {
   tensor_list = true;
   return *this;

@@ -17,6 +17,7 @@ namespace fusion {
 std::string lower_quantize(FuseState& state, Node& node, int where);  // -> q8ta_quantize
 std::string lower_dequantize(FuseState& state, Node& node, int where);  // -> q8ta_dequantize
 void fuse_dequantize(FuseState& state, int anchor);  // -> q8ta_conv2d_q_dq (Epilogue.cpp)
+void fuse_quantize(FuseState& state, int anchor);    // -> q8ta_conv2d_fq (Epilogue.cpp)
 }  // namespace fusion
 
 namespace {
@@ -81,6 +82,8 @@ std::vector<EdgeOp> quantize_edge_ops() {
              1,
              quantize_per_tensor}
           .computed_by(reference_quantize_per_tensor)
+          .fused_by(fusion::fuse_quantize, {"q8ta_conv2d_fq"})
+          .fusing_after_its_consumers()
           .lowered_by(fusion::lower_quantize, {"q8ta_quantize"}),
       EdgeOp{"quantized_decomposed.dequantize_per_tensor",
              {"input"},

@@ -1,5 +1,5 @@
 // Op family: quantized 2-D convolution (q8ta_conv2d, q8ta_conv2d_dq, q8ta_conv2d_ps,
-// q8ta_conv2d_add, q8ta_conv2d_q_dq).
+// q8ta_conv2d_add, q8ta_conv2d_q_dq, q8ta_conv2d_fq).
 // Anatomy: push-constant struct (mirroring shaders/common/conv_common.glslh), checks, weight
 // prepacking per route, the route choice, add_q8ta_conv2d_node, registry entries.
 #include "runtime/ops/Conv2d.h"
@@ -38,6 +38,15 @@ struct Conv2dAddPush {
 struct Conv2dDqPush {
   Conv2dPush conv;
   float out_scale;
+};
+
+// The same with the quantizing load's parameters (IN_LAYOUT LAYOUT_WIDTH_PACKED,
+// q8ta_conv2d_fq).
+struct Conv2dFqPush {
+  Conv2dPush conv;
+  int32_t c_in;
+  float in_inv_scale;
+  int32_t in_quant_min, in_quant_max;
 };
 
 // The bound that keeps int32 accumulation exact (as for q8ta_linear): taps per output.
@@ -240,6 +249,14 @@ bool prefer_im2col(const Conv2dWeights& w) { return w.in_per_group * w.kh * w.kw
 Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const TensorSpec& out,
                          const Dims4& conv_out, const Conv2dWeights& w, const Conv2dParams& p,
                          const vk::DeviceProfile& profile) {
+  if (p.quantize_input) {
+    // Only the direct kernel has the quantizing load (shaders/common/conv_common.glslh).
+    VKD_CHECK(p.route == Conv2dRoute::Auto || p.route == Conv2dRoute::Direct,
+              ErrorCode::InvalidArgument, op, ": the ", to_string(p.route),
+              " route reads an int8 input; a float input is quantized on load by the direct "
+              "route only");
+    return Conv2dRoute::Direct;
+  }
   const bool pointwise = fits_pointwise(in, out, w, p);
   const bool depthwise = fits_depthwise(in.dims4(), w, p);
   switch (p.route) {
@@ -430,18 +447,29 @@ std::string to_string(Conv2dRoute route) {
 Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                  const Conv2dWeights& given, graph::ValueRef output,
                                  const Conv2dParams& p) {
-  const std::string op = !p.output            ? "q8ta_conv2d_dq"
+  const std::string op = p.quantize_input      ? "q8ta_conv2d_fq"
+                         : !p.output           ? "q8ta_conv2d_dq"
                          : p.dequantize_output ? "q8ta_conv2d_q_dq"
                          : p.residual          ? "q8ta_conv2d_add"
                          : p.upscale != 1 ? "q8ta_conv2d_ps"
                                           : "q8ta_conv2d";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_int8x4_tensor(op, in);
-  VKD_CHECK(is_channels_packed_int8(in.spec()) && in.spec().sizes.size() >= 3 &&
-                in.spec().sizes.size() <= 4,
-            ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
-            " must be an int8x4 buffer in 4W4C or 4C1W of rank 3 or 4 ([N,] C, H, W)");
+  const bool rank_3_or_4 = in.spec().sizes.size() >= 3 && in.spec().sizes.size() <= 4;
+  if (p.quantize_input) {
+    check_float_buffer(op, in);
+    VKD_CHECK(rank_3_or_4, ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
+              " must be a float32 buffer of rank 3 or 4 ([N,] C, H, W)");
+    VKD_CHECK(p.output && !p.dequantize_output && !p.residual && p.upscale == 1,
+              ErrorCode::InvalidArgument, op,
+              ": a float input quantized on load writes a plain int8 output (not dequantized, "
+              "added to or pixel-shuffled)");
+  } else {
+    check_int8x4_tensor(op, in);
+    VKD_CHECK(is_channels_packed_int8(in.spec()) && rank_3_or_4, ErrorCode::InvalidArgument, op,
+              ": input ", in.spec().describe(),
+              " must be an int8x4 buffer in 4W4C or 4C1W of rank 3 or 4 ([N,] C, H, W)");
+  }
   if (p.output && p.dequantize_output) {
     check_float_buffer(op, out);
     check_requantized_output(op, *p.output, p.activation_min, p.activation_max);
@@ -513,7 +541,7 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                         int32_t(w.in_per_group), int32_t(w.out_channels / groups),
                         int32_t(4 * c4_out), p.input.zero_point, q.zero_point,
                         inverse_scale(q.scale), p.activation_min, p.activation_max};
-  const int in_layout = in.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;
+  const int in_layout = in.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;  // int8
   // OUTPUT (conv_common.glslh): int8 4W4C / 4C1W, float, int8 4W4C / 4C1W + residual, float
   // of the requantized int8.
   const bool int8_out = p.output && !p.dequantize_output;
@@ -525,8 +553,9 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   const int dot = graph.profile().int8_dot_product ? 0 : 1;
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = depthwise ? shaders::variants::q8ta_conv2d_dw[in_layout][out_form][dot]
-                          : shaders::variants::q8ta_conv2d[in_layout][out_form][dot];
+  node.kernel = depthwise          ? shaders::variants::q8ta_conv2d_dw[in_layout][out_form][dot]
+                : p.quantize_input ? shaders::variants::q8ta_conv2d_fq[0][out_form][dot]
+                                   : shaders::variants::q8ta_conv2d[in_layout][out_form][dot];
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
   if (p.residual) {
@@ -537,6 +566,11 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   }
   if (p.dequantize_output) {
     node.push_constants = graph::push_constant_bytes(Conv2dDqPush{push, q.scale});
+  }
+  if (p.quantize_input) {
+    node.push_constants = graph::push_constant_bytes(
+        Conv2dFqPush{push, int32_t(d_in.c), inverse_scale(p.input.scale), p.input.quant_min,
+                     p.input.quant_max});
   }
   // Depthwise: the geometry is specialized so every loop unrolls, and an invocation computes
   // ROWS output rows of TW tiles, each input row loaded once for all of them
@@ -606,13 +640,21 @@ Conv2dParams blob_params(const OpCall& call) {
   return p;
 }
 
-// q8ta_conv2d's arguments and its requantized output's (shared with q8ta_conv2d_ps).
-Conv2dParams requantized_params(const OpCall& call) {
+// q8ta_conv2d's arguments and its requantized output's (shared with q8ta_conv2d_ps); with
+// `float_input` the input is float32, quantized on load with its qparams and range
+// (q8ta_conv2d_fq).
+Conv2dParams requantized_params(const OpCall& call, bool float_input = false) {
   Conv2dParams p = blob_params(call);
   p.output = call.quant("output");
   p.activation_min = call.int32_arg("activation_min", -128, 127);
   p.activation_max = call.int32_arg("activation_max", -128, 127);
-  call.set_zero_point("input", p.input.zero_point);
+  if (float_input) {
+    p.quantize_input = true;
+    p.input.quant_min = call.int32_arg("input_quant_min", -128, 127);
+    p.input.quant_max = call.int32_arg("input_quant_max", -128, 127);
+  } else {
+    call.set_zero_point("input", p.input.zero_point);
+  }
   call.set_zero_point("output", p.output->zero_point);
   return p;
 }
@@ -657,6 +699,13 @@ void build_q8ta_conv2d_q_dq(const OpCall& call) {
                        call.tensor("output"), p);
 }
 
+// q8ta_quantize with the input's qparams and range, then q8ta_conv2d: the float input is
+// quantized on load.
+void build_q8ta_conv2d_fq(const OpCall& call) {
+  add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), requantized_params(call, true));
+}
+
 void build_q8ta_conv2d_dq(const OpCall& call) {
   Conv2dParams p = blob_params(call);
   call.set_zero_point("input", p.input.zero_point);
@@ -672,6 +721,7 @@ void register_conv2d_ops(OpRegistry& registry) {
   registry.add("q8ta_conv2d_ps", build_q8ta_conv2d_ps);
   registry.add("q8ta_conv2d_add", build_q8ta_conv2d_add);
   registry.add("q8ta_conv2d_q_dq", build_q8ta_conv2d_q_dq);
+  registry.add("q8ta_conv2d_fq", build_q8ta_conv2d_fq);
 }
 
 }  // namespace vkd::ops

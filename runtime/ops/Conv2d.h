@@ -20,6 +20,12 @@
 // q8ta_conv2d_q_dq: that int8 output q (not pixel-shuffled, not added to) dequantized in the same
 // store, float32(q - zp_y) * s_y as q8ta_dequantize computes it, into a float32 NCHW output: the
 // floats of q8ta_conv2d -> q8ta_dequantize (unlike q8ta_conv2d_dq's y, which skips the int8).
+// q8ta_conv2d_fq: q8ta_quantize then q8ta_conv2d in one kernel: the input is float32 NCHW, each
+// element quantized on load with the input's scale, zero point and range exactly as
+// q8ta_quantize computes it (clamp(roundEven(x * float32(1 / s_x)) + zp_x, quant_min,
+// quant_max)); padding reads the zero point as for an int8 input. The bytes of q8ta_quantize ->
+// q8ta_conv2d; the direct kernel only, int8 output only (not pixel-shuffled, added to or
+// dequantized).
 #pragma once
 
 #include <cstdint>
@@ -68,13 +74,16 @@ struct Conv2dGeometry {
 // only while that matrix stays under a size cap (Conv2d.cpp: kMaxIm2colBytes).
 // Auto: Pointwise where it fits, then Depthwise, then Im2col where it fits and an output sums
 // at least 64 products (C_in / groups * KH * KW; measured, Conv2d.cpp: prefer_im2col), else
-// Direct. Asking for a route the shape or
-// layouts do not fit is an InvalidArgument error that says why.
+// Direct; a float input quantized on load (q8ta_conv2d_fq): Direct. Asking for a route the
+// shape or layouts do not fit is an InvalidArgument error that says why.
 enum class Conv2dRoute { Auto, Direct, Pointwise, Depthwise, Im2col };
 std::string to_string(Conv2dRoute route);
 
 struct Conv2dParams {
-  QuantParams input;                  // scale and zero point of the int8 input
+  QuantParams input;  // scale and zero point of the int8 input (its range: quantize_input's)
+  // The input is float32 NCHW (a width-packed buffer), quantized on load with `input`, its
+  // quant_min / quant_max included (q8ta_conv2d_fq); the Direct route only.
+  bool quantize_input = false;
   std::optional<QuantParams> output;  // requantized int8 output; nullopt = float32 output
   // With `output`: that int8 value is then dequantized in the store, q8ta_dequantize's
   // float(q - zero_point) * scale, into a float32 NCHW output (q8ta_conv2d_q_dq); never the
@@ -108,9 +117,10 @@ void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights
                         int32_t groups);
 
 // `input`: int8x4 buffer, PackedInt8_4W4C or PackedInt8_4C1W, sizes [N, C_in, H, W] (rank 3 =
-// N 1). `output`: sizes [N, C_out, H_out, W_out] ([N, C_out / r^2, H_out r, W_out r] with
-// p.upscale = r); an int8x4 buffer in 4W4C or 4C1W when p.output is set (padding lanes hold its
-// zero point), else a float32 width-packed buffer. p.residual: its `other` an int8x4 tensor of
+// N 1); with p.quantize_input a float32 width-packed buffer of those sizes. `output`: sizes
+// [N, C_out, H_out, W_out] ([N, C_out / r^2, H_out r, W_out r] with p.upscale = r); an int8x4
+// buffer in 4W4C or 4C1W when p.output is set (padding lanes hold its zero point), else a
+// float32 width-packed buffer. p.residual: its `other` an int8x4 tensor of
 // the output's sizes and layout. Returns the route taken.
 Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                  const Conv2dWeights& weights, graph::ValueRef output,

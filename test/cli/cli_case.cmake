@@ -703,6 +703,11 @@ elseif(CASE STREQUAL "compile_run_conv")
   # The dequantizes of yq and pq (graph outputs) run in those convolutions' stores.
   expect_stdout("into the epilogue of q8ta_conv2d 'yq': q8ta_conv2d_q_dq writes 'y' dequantized")
   expect_stdout("into the epilogue of q8ta_conv2d 'pq': q8ta_conv2d_q_dq writes 'p' dequantized")
+  # The quantize of x feeds three convolutions: it stays its own op (no q8ta_conv2d_fq).
+  string(CONCAT unfused_q "not fused: q \\(node 0\\) into the load of q8ta_conv2d_q_dq 'y': "
+         "'xq' has 3 consumers \\(nodes 1, 7, 10\\)\n")
+  expect_stdout("${unfused_q}")
+  expect_stdout("lowered [0-9]+ node\\(s\\): [^\n]*1 q8ta_quantize")
   run_checked_conv_graph(conv.json conv.vkd)
   expect_stdout("\n  y \\(output\\) +float32 +\\[2,6,7,6\\] +0 0/504 ")
   expect_stdout("\n  z \\(output\\) +float32 +\\[2,5,4,3\\] +0 0/120 ")
@@ -760,9 +765,8 @@ elseif(CASE STREQUAL "compile_run_classifier_head")
   expect_stdout("fused dq -> aten.mean.dim -> q \\(node 16..18\\) into q8ta_mean_flat 'mq'\n")
   expect_stdout("fused dq -> aten.view_copy -> q \\(node 21..23\\) into q8ta_view 'rq'")
   expect_stdout("\\[layouts\\] no changes\n")
-  expect_stdout("\\[final\\] 9 nodes, [0-9]+ blob bytes\n"
-                "  q8ta_quantize\\(x\\) -> xq\n"
-                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+  expect_stdout("\\[final\\] 8 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_conv2d_fq\\(x, w1, w1_scales, b1\\) -> cq\n"
                 "  q8ta_mean_flat\\(cq\\) -> fq\n"
                 "  q8ta_linear\\(fq, w2, w2_scales, b2\\) -> lq\n"
                 "  q8ta_dequantize\\(lq\\) -> y\n"
@@ -802,9 +806,8 @@ elseif(CASE STREQUAL "compile_run_standalone_act")
                 "q8ta_add: 'rq' has 2 consumers \\(node 15..16\\)\n"
                 "  fused dq -> aten.clamp -> q \\(node 16..18\\) into q8ta_clamp 'kq' "
                 "\\(activation range 8..127\\)\n")
-  expect_stdout("\\[final\\] 6 nodes, [0-9]+ blob bytes\n"
-                "  q8ta_quantize\\(x\\) -> xq\n"
-                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> hq\n"
+  expect_stdout("\\[final\\] 5 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_conv2d_fq\\(x, w1, w1_scales, b1\\) -> hq\n"
                 "  q8ta_add\\(hq, hq\\) -> rq\n"
                 "  q8ta_dequantize\\(rq\\) -> y\n"
                 "  q8ta_clamp\\(rq\\) -> kq\n"
@@ -836,9 +839,8 @@ elseif(CASE STREQUAL "compile_run_channel_shuffle")
                 "q8ta_channel_shuffle 'sq' \\(channel shuffle \\(groups 2\\)\\)\n")
   expect_stdout("fused aten.permute_copy \\(node 17\\) into q8ta_permute 'p_int8' \\(permute "
                 "\\[0, 2, 3, 1\\]\\)\n")
-  expect_stdout("\\[final\\] 6 nodes, [0-9]+ blob bytes\n"
-                "  q8ta_quantize\\(x\\) -> xq\n"
-                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+  expect_stdout("\\[final\\] 5 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_conv2d_fq\\(x, w1, w1_scales, b1\\) -> cq\n"
                 "  q8ta_channel_shuffle\\(cq\\) -> sq\n"
                 "  q8ta_permute\\(sq\\) -> p_int8\n"
                 "  q8ta_linear\\(p_int8, wl, wl_scales, bl\\) -> lq\n"
@@ -867,9 +869,8 @@ elseif(CASE STREQUAL "compile_run_mul_pool")
                 "\\(activation none\\)\n")
   expect_stdout("fused dq -> aten.mul.Scalar -> aten.relu -> q \\(node 12..15\\) into "
                 "q8ta_mul_scalar 'rq' \\(scalar -0.75, activation range -128..64\\)\n")
-  expect_stdout("\\[final\\] 8 nodes, [0-9]+ blob bytes\n"
-                "  q8ta_quantize\\(x\\) -> xq\n"
-                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+  expect_stdout("\\[final\\] 7 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_conv2d_fq\\(x, w1, w1_scales, b1\\) -> cq\n"
                 "  q8ta_mean\\(cq\\) -> mq\n"
                 "  q8ta_mul\\(mq, cq\\) -> sq\n"
                 "  q8ta_mul_scalar\\(sq\\) -> rq\n"
@@ -897,9 +898,8 @@ elseif(CASE STREQUAL "compile_run_max_pool_requant")
   expect_stdout("fused dq -> aten.max_pool2d -> q \\(node 5..7\\) into q8ta_max_pool2d 'm1q' "
                 "\\(the max requantized: scale 1 zero_point -10 -> scale 0.75 zero_point 5\\)\n")
   expect_stdout("fused dq -> aten.max_pool2d -> q \\(node 8..10\\) into q8ta_max_pool2d 'm2q'\n")
-  expect_stdout("\\[final\\] 5 nodes, [0-9]+ blob bytes\n"
-                "  q8ta_quantize\\(x\\) -> xq\n"
-                "  q8ta_conv2d\\(xq, w1, w1_scales, b1\\) -> cq\n"
+  expect_stdout("\\[final\\] 4 nodes, [0-9]+ blob bytes\n"
+                "  q8ta_conv2d_fq\\(x, w1, w1_scales, b1\\) -> cq\n"
                 "  q8ta_max_pool2d\\(cq\\) -> m1q\n"
                 "  q8ta_max_pool2d\\(m1q\\) -> m2q\n"
                 "  q8ta_dequantize\\(m2q\\) -> y\n")

@@ -1,7 +1,8 @@
 # The bundled example model end to end (cmake -P): examples/refinenet_lite/make_model.py writes
 # the graph, weights and input; `vkd compile --report` compiles it; the compiled graph must have
 # every pattern fused (the pixel shuffles, residual adds and the last dequantize into the
-# convolutions' stores) and no conversion node
+# convolutions' stores, the first quantize into the stem convolution's load) and no conversion
+# node
 # (q8ta_convert / float_convert) next to a pixel shuffle; `vkd run --check` then compares every
 # named tensor and the float logits with the CPU reference interpreter (int8 exactly, float32
 # within 1e-5 relative); the same graph compiled with --no-fuse-epilogue gives the same logits,
@@ -70,12 +71,14 @@ foreach(line IN LISTS final_lines)
 endforeach()
 list(LENGTH nodes node_count)
 
-# Every quantized pattern of the graph is fused: 1 quantize, 12 conv, 1 conv writing its output
-# pixel-shuffled, 4 conv adding a residual tensor in their store (3 of them pixel-shuffled), the
-# head conv dequantizing its output in its store, no standalone add, shuffle or dequantize, and
-# nothing else but conversions (counted below).
-foreach(pair "q8ta_quantize;1" "q8ta_conv2d;12" "q8ta_conv2d_ps;1" "q8ta_conv2d_add;4"
-             "q8ta_conv2d_q_dq;1" "q8ta_add;0" "q8ta_pixel_shuffle;0" "q8ta_dequantize;0")
+# Every quantized pattern of the graph is fused: the stem conv quantizing the float input on
+# load, 11 conv, 1 conv writing its output pixel-shuffled, 4 conv adding a residual tensor in
+# their store (3 of them pixel-shuffled), the head conv dequantizing its output in its store, no
+# standalone quantize, add, shuffle or dequantize, and nothing else but conversions (counted
+# below).
+foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;11" "q8ta_conv2d_ps;1"
+             "q8ta_conv2d_add;4" "q8ta_conv2d_q_dq;1" "q8ta_add;0" "q8ta_pixel_shuffle;0"
+             "q8ta_dequantize;0")
   list(GET pair 0 op)
   list(GET pair 1 want)
   set(got 0)
@@ -88,6 +91,12 @@ foreach(pair "q8ta_quantize;1" "q8ta_conv2d;12" "q8ta_conv2d_ps;1" "q8ta_conv2d_
     message(FATAL_ERROR "compiled graph: ${got} ${op} node(s), expected ${want}")
   endif()
 endforeach()
+
+string(CONCAT fq_line "fused q \\(node 0\\) into the load of q8ta_conv2d 'stem': "
+       "q8ta_conv2d_fq reads 'x' \\(float32\\) and quantizes it on load\n")
+if(NOT report MATCHES "${fq_line}")
+  message(FATAL_ERROR "vkd compile --report: no line for the quantize in the stem's load")
+endif()
 
 # Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output
 # (of a q8ta_pixel_shuffle or of a convolution that writes its output shuffled).
@@ -139,8 +148,8 @@ if(NOT EXISTS "${WORK}/out/logits.npy")
   message(FATAL_ERROR "vkd run: out/logits.npy not written")
 endif()
 
-# Without the epilogue fusions: q8ta_conv2d -> q8ta_pixel_shuffle and -> q8ta_dequantize
-# again, the same logits.
+# Without the epilogue fusions: q8ta_quantize -> q8ta_conv2d, q8ta_conv2d -> q8ta_pixel_shuffle
+# and -> q8ta_dequantize again, the same logits.
 run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
     -o unfused.vkd --report --no-fuse-epilogue)
 expect_exit(0 "vkd compile --no-fuse-epilogue")
@@ -152,6 +161,10 @@ if(NOT STDOUT MATCHES "into q8ta_add 'up3'")
 endif()
 if(NOT STDOUT MATCHES "q8ta_dequantize\\(logits_q\\) -> logits\n")
   message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the last dequantize is not its own op")
+endif()
+if(NOT STDOUT MATCHES "\n  q8ta_quantize\\(x\\) -> xq\n" OR
+   NOT STDOUT MATCHES "not fused: q \\(node 0\\) into the load of q8ta_conv2d 'stem': epilogue")
+  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the first quantize is not its own op")
 endif()
 file(MAKE_DIRECTORY "${WORK}/unfused")
 run("${VKD}" run unfused.vkd --input x=image.npy --output-dir unfused)

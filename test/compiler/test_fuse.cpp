@@ -3035,4 +3035,82 @@ TEST(Fuse, StandaloneReluJoinsTheFusedAdd) {
   expect_valid(b.g);
 }
 
+// The graph's first quantize before a conv: 0 q 'xq' (0.1, 2) of the float input 'x'
+// [1, 4, 6, 5], 1 weight dq, 2 dq (dq_scale, 2), 3 conv 3x3 (4 -> 4), 4 q (0.2, -5) 'yq'.
+Builder quantized_input_conv_graph(double dq_scale = 0.1) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 4, 6, 5});
+  b.q("x", "xq", 0.1, 2);
+  b.per_channel_weight({4, 4, 3, 3}, {0.5f, 0.25f, 0.125f, 0.5f}, {0, 0, 0, 0});
+  b.dq("xq", "xf", dq_scale, 2);
+  b.conv("xf", "wf", "", "y", {1, 4, 6, 5});
+  b.q("y", "yq", 0.2, -5);
+  b.output("yq");
+  return b;
+}
+
+// The quantize joins the conv's load: q8ta_conv2d_fq reads the float input, with the q's
+// parameters and range as input_*.
+TEST(Fuse, FirstQuantizeJoinsTheConvLoad) {
+  Builder b = quantized_input_conv_graph();
+  b.g.nodes[0].args["quant_min"] = int64_t{-100};
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_fq"})) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", "w", "w_scales", "yq_bias"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+  EXPECT_EQ(arg_i(n, "input_quant_min"), -100);
+  EXPECT_EQ(arg_i(n, "input_quant_max"), 127);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
+  EXPECT_EQ(n.origin, "node 3 (aten.convolution) fused into q8ta_conv2d_fq");
+  EXPECT_FALSE(g.has_value("xq"));
+  EXPECT_EQ(g.value("x").dtype, DType::Float32);
+  EXPECT_TRUE(has_line(r, "fused q (node 0) into the load of q8ta_conv2d 'yq': q8ta_conv2d_fq "
+                          "reads 'x' (float32) and quantizes it on load"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+// Where the conv's load cannot take the quantize, the report says why and it is its own op.
+TEST(Fuse, FirstQuantizeTheConvLoadCannotTakeIsItsOwnOp) {
+  struct Case {
+    Builder b;
+    std::string into, why;
+    bool epilogues = true;
+  };
+  const std::string into_conv = "into the load of q8ta_conv2d 'yq': ";
+  Case cases[] = {
+      {quantized_input_conv_graph(0.2), into_conv,
+       "the dq (scale 0.2 zero_point 2 range -128..127) reads 'xq' with other parameters than "
+       "it was written with (scale 0.1 zero_point 2 range -128..127)"},
+      {quantized_input_conv_graph(), into_conv, "'xq' is a graph output"},
+      {quantized_input_conv_graph(), into_conv,
+       "'x' has 2 consumers (nodes 0, 5): the float input is read by other nodes too"},
+      {quantized_input_conv_graph(), into_conv, "epilogue fusion is off (--no-fuse-epilogue)",
+       false},
+      // The last dequantize joined the conv's store first.
+      {quantized_input_conv_graph(), "into the load of q8ta_conv2d_q_dq 'yf': ",
+       "q8ta_conv2d_q_dq has no quantizing load (only q8ta_conv2d, a plain int8 output, has)"},
+  };
+  cases[1].b.output("xq");
+  cases[2].b.value("r", DType::Float32, {1, 4, 6, 5});
+  cases[2].b.node("aten.relu", {"x"}, {}, {"r"});
+  cases[2].b.output("r");
+  cases[4].b.g.outputs.clear();
+  cases[4].b.dq("yq", "yf", 0.2, -5);
+  cases[4].b.output("yf");
+  for (Case& c : cases) {
+    FuseOptions options;
+    options.fuse_epilogues = c.epilogues;
+    const PassReport r = fuse_and_lower(c.b.g, options);
+    EXPECT_EQ(count_op(c.b.g, "q8ta_quantize"), 1) << all_lines(r);
+    EXPECT_EQ(count_op(c.b.g, "q8ta_conv2d_fq"), 0) << all_lines(r);
+    EXPECT_TRUE(has_line(r, "not fused: q (node 0) " + c.into + c.why)) << all_lines(r);
+    expect_valid(c.b.g);
+  }
+}
+
 }  // namespace

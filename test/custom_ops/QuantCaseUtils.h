@@ -1,6 +1,7 @@
 // What the int8 GEMM-like op cases (linear_cases.cpp, conv_cases.cpp) share: the input
-// quantization, random int8 weights with per-channel scales and a bias, the output scale that
-// exercises both clamp ends, and the first-mismatch report.
+// quantization, float activations to quantize (quantize_cases.cpp too), random int8 weights
+// with per-channel scales and a bias, the output scale that exercises both clamp ends, and the
+// first-mismatch report.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +31,23 @@ inline std::vector<int8_t> random_int8(int64_t count, int lo, int hi, std::mt199
   std::vector<int8_t> v(static_cast<size_t>(count));
   for (auto& x : v) x = static_cast<int8_t>(value(rng));
   return v;
+}
+
+// Random values covering 1.3x the representable real range [(qmin - zp)s, (qmax - zp)s] around
+// its centre (so both ends saturate), with every fourth value an exact tie (k + 0.5) * scale to
+// exercise round-half-to-even.
+inline std::vector<float> random_activations(int64_t count, float scale, int32_t zero_point,
+                                             int32_t quant_min, int32_t quant_max,
+                                             std::mt19937& rng) {
+  const float centre = (0.5f * (quant_min + quant_max) - zero_point) * scale;
+  const float reach = 1.3f * 0.5f * (quant_max - quant_min) * scale;
+  std::uniform_real_distribution<float> value(centre - reach, centre + reach);
+  std::uniform_int_distribution<int> tie(-70, 70);
+  std::vector<float> x(static_cast<size_t>(count));
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = (i % 4 == 3) ? (static_cast<float>(tie(rng)) + 0.5f) * scale : value(rng);
+  }
+  return x;
 }
 
 // Per-output-channel weight scales ~U(0.001, 0.02) and (optionally) a bias of the size of a

@@ -1,6 +1,6 @@
-// ACCU and PERF cases for q8ta_conv2d (int8x4 4W4C / 4C1W in; int8 4W4C / 4C1W or float out;
-// the Direct, Pointwise, Depthwise and Im2col routes) and q8ta_conv_transpose2d (its phase
-// convolution through each of them).
+// ACCU and PERF cases for q8ta_conv2d (int8x4 4W4C / 4C1W in, or float32 quantized on load; int8
+// 4W4C / 4C1W or float out; the Direct, Pointwise, Depthwise and Im2col routes) and
+// q8ta_conv_transpose2d (its phase convolution through each of them).
 // Compiled with -ffp-contract=off (test/CMakeLists.txt): the reference's float epilogue must
 // round the product before adding the bias, as the shader does.
 #include <algorithm>
@@ -173,6 +173,9 @@ struct ConvSetup {
   // The int8 output dequantized in the store into a float32 NCHW output (q8ta_conv2d_q_dq;
   // ACCU only).
   bool dequantized = false;
+  // The input float32 NCHW, quantized on load with kInputScale, input_zp and this range
+  // {quant_min, quant_max} (q8ta_conv2d_fq; ACCU only).
+  std::optional<std::pair<int32_t, int32_t>> float_input;
 };
 
 // Whether the case's output tensor is int8 (else float32 NCHW).
@@ -222,6 +225,16 @@ HostConv random_conv_weights(const ConvShape& s, bool with_bias, float typical_a
   return h;
 }
 
+// Float inputs for a case quantizing on load: random_activations over 1.3x its range (both
+// ends saturate; every fourth value a rounding tie), and every ninth value +-1e6, far past
+// either end.
+std::vector<float> float_input_values(int64_t count, const ConvSetup& s, std::mt19937& rng) {
+  std::vector<float> x = random_activations(count, kInputScale, s.input_zp,
+                                            s.float_input->first, s.float_input->second, rng);
+  for (size_t i = 4; i < x.size(); i += 9) x[i] = (i / 9) % 2 ? -1.0e6f : 1.0e6f;
+  return x;
+}
+
 // "n 0 c 3 h 2 w 5": element i of an NCHW tensor of shape s.
 std::string nchw_position(const RefShape& s, int64_t i) {
   return "n " + std::to_string(i / (s.c * s.h * s.w)) + " c " + std::to_string(i / (s.h * s.w) % s.c) +
@@ -243,12 +256,22 @@ class Q8taConv2dCase : public CaseInstance {
               ErrorCode::Unsupported, "layer too large for a CPU device");
     const RefShape in = input_shape(shape), out = stored_shape(s_);
     std::mt19937 rng(s_.seed);
-    qx_ = random_int8(numel(in), -128, 127, rng);
+    // A float input: q8ta_quantize's int8 values of it (the CPU reference) feed the reference
+    // convolution, so the case compares with the unfused q8ta_quantize -> q8ta_conv2d.
+    const auto range = s_.float_input.value_or(std::pair<int32_t, int32_t>{-128, 127});
+    if (s_.float_input) {
+      xf_ = float_input_values(numel(in), s_, rng);
+      qx_ = testing::reference_quantize(xf_, kInputScale, s_.input_zp, range.first,
+                                        range.second);
+    } else {
+      qx_ = random_int8(numel(in), -128, 127, rng);
+    }
     const float typical_acc =
         kTypicalProduct * std::sqrt(float(shape.c_in / shape.geo.groups * shape.kh * shape.kw));
     host_ = random_conv_weights(shape, s_.bias, typical_acc, rng);
 
-    p_.input = {kInputScale, s_.input_zp, -128, 127};
+    p_.input = {kInputScale, s_.input_zp, range.first, range.second};
+    p_.quantize_input = s_.float_input.has_value();
     p_.geometry = shape.geo;
     p_.route = s_.route;
     p_.depthwise_rows = s_.depthwise_rows;
@@ -278,11 +301,17 @@ class Q8taConv2dCase : public CaseInstance {
             ? TensorSpec{sizes_of(out), DType::Int8x4, StorageType::Buffer, s_.out_layout}
             : TensorSpec{sizes_of(out), DType::Float32, StorageType::Buffer,
                          MemoryLayout::WidthPacked};
-    in_bytes_ = 4.0 * double(testing::ref_word_count(s_.in_layout, in));
+    in_bytes_ = 4.0 * double(s_.float_input ? numel(in)
+                                            : testing::ref_word_count(s_.in_layout, in));
     out_bytes_ = int8_tensor_out(s_) ? 4.0 * double(testing::ref_word_count(s_.out_layout, out))
                              : 4.0 * double(numel(out));
 
-    in_ref_ = g.add_tensor({sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout}, "x");
+    const TensorSpec in_spec =
+        s_.float_input
+            ? TensorSpec{sizes_of(in), DType::Float32, StorageType::Buffer,
+                         MemoryLayout::WidthPacked}
+            : TensorSpec{sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout};
+    in_ref_ = g.add_tensor(in_spec, "x");
     out_ref_ = g.add_tensor(out_spec, "y");
     if (s_.residual) {
       residual_.emplace(s_.residual->first, s_.residual->second);
@@ -300,8 +329,12 @@ class Q8taConv2dCase : public CaseInstance {
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
     // Words from the test's own packing reference; padding lanes hold the input zero point.
-    g.write_words(in_ref_,
-                  testing::ref_pack(s_.in_layout, input_shape(s_.shape), qx_, s_.input_zp));
+    if (s_.float_input) {
+      g.write_float(in_ref_, xf_);
+    } else {
+      g.write_words(in_ref_,
+                    testing::ref_pack(s_.in_layout, input_shape(s_.shape), qx_, s_.input_zp));
+    }
     if (residual_) {
       g.write_words(other_ref_, testing::ref_pack(s_.out_layout, stored_shape(s_),
                                                   residual_->other(),
@@ -356,6 +389,7 @@ class Q8taConv2dCase : public CaseInstance {
   double in_bytes_ = 0, out_bytes_ = 0;
   ops::Conv2dParams p_;
   std::vector<int8_t> qx_;
+  std::vector<float> xf_;  // float_input: the float32 input qx_ quantizes
   HostConv host_;
   std::vector<float> y_;
   std::vector<int8_t> stored_;  // the expected int8 output of the convolution [shuffled]
@@ -369,15 +403,16 @@ class Q8taConv2dCase : public CaseInstance {
 
 std::string layout_short(MemoryLayout layout) { return layout == k4W4C ? "4W4C" : "4C1W"; }
 
-// "4W4C->4C1W" or "4C1W->float".
+// "4W4C->4C1W", "4C1W->float" or "float->4W4C".
 std::string layouts_name(const ConvSetup& s) {
-  return layout_short(s.in_layout) + "->" +
+  return (s.float_input ? "float" : layout_short(s.in_layout)) + "->" +
          (int8_tensor_out(s) ? layout_short(s.out_layout) : "float");
 }
 
-// The harness's layout column: "4W4C -> 4C1W" or "4C1W -> buffer/width_packed".
+// The harness's layout column: "4W4C -> 4C1W", "4C1W -> buffer/width_packed" or
+// "buffer/width_packed -> 4W4C".
 std::string layout_column(const ConvSetup& s) {
-  return layout_short(s.in_layout) + " -> " +
+  return (s.float_input ? "buffer/width_packed" : layout_short(s.in_layout)) + " -> " +
          (int8_tensor_out(s) ? layout_short(s.out_layout) : "buffer/width_packed");
 }
 
@@ -1271,6 +1306,54 @@ void register_dequantized_accu_cases(Registry& registry) {
   }
 }
 
+// q8ta_conv2d_fq (the graph's first quantize in the convolution's load) against the unfused
+// q8ta_quantize -> q8ta_conv2d on the CPU: the float input quantized with reference_quantize,
+// then reference_q8ta_conv2d, the int8 output compared word for word. The direct kernel runs it
+// whatever the shape (Auto resolves to Direct): the refinenet_lite stem's 3x3 stride 2 (C_in 3,
+// small), C_in 5 and 8 (a whole channel word and one with padding lanes), batch 2, a pointwise
+// shape, groups and depthwise; both output layouts; input zero points at both ends of the range
+// and in narrowed quant ranges; each output quantization rotates as add_accu_case's, the
+// activation ranges included.
+void register_float_input_accu_cases(Registry& registry) {
+  struct InputQuant {
+    int32_t zero_point, quant_min, quant_max;
+  };
+  const InputQuant input_quants[] = {
+      {0, -128, 127}, {-128, -128, 127}, {127, -128, 127}, {5, -127, 127}, {-3, -100, 90}};
+  const ConvShape shapes[] = {
+      conv(1, 3, 18, 11, 16, 3, 2, 1),      // the stem, small
+      conv(1, 5, 9, 7, 6, 3, 1, 1),         // C_in 5, C_out 6
+      conv(1, 8, 6, 9, 12, 1, 1, 0),        // pointwise shape: still direct
+      conv(2, 3, 7, 10, 8, 3, 2, 1),        // batch 2
+      conv(1, 8, 5, 7, 8, 3, 1, 1, 1, 2),   // groups 2
+      depthwise(1, 8, 7, 9, 3, 1, 1),       // depthwise shape: direct
+  };
+  uint32_t index = 0;
+  for (const ConvShape& shape : shapes) {
+    for (const MemoryLayout out : {k4W4C, k4C1W}) {
+      const InputQuant& iq = input_quants[index % 5];
+      ConvSetup s;
+      s.shape = shape;
+      s.out_layout = out;
+      s.float_input = std::pair<int32_t, int32_t>{iq.quant_min, iq.quant_max};
+      s.input_zp = iq.zero_point;
+      s.route = index % 4 == 3 ? Conv2dRoute::Direct : Conv2dRoute::Auto;
+      s.expected = Conv2dRoute::Direct;
+      s.out = kOutputQuants[index % 7];
+      s.bias = (index % 5) % 2 == 0;
+      s.seed = 9500 + index++;
+      const std::string name = "q8ta_conv2d_fq " + route_name(s) + " " + geometry_name(shape) +
+                               " " + layouts_name(s) + " zpx" + std::to_string(s.input_zp) +
+                               " qx" + std::to_string(iq.quant_min) + ".." +
+                               std::to_string(iq.quant_max) + " zpy" +
+                               std::to_string(s.out.zero_point) + " " + s.out.name +
+                               (s.bias ? " bias" : " nobias");
+      registry.add({name, "q8ta_conv2d_fq", shape_column(shape), layout_column(s), true, false,
+                    true, Metric::GOPs, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+    }
+  }
+}
+
 }  // namespace
 
 void register_conv_cases(Registry& registry) {
@@ -1278,6 +1361,7 @@ void register_conv_cases(Registry& registry) {
   register_deconv_accu_cases(registry);
   register_fused_accu_cases(registry);
   register_dequantized_accu_cases(registry);
+  register_float_input_accu_cases(registry);
   register_perf_cases(registry);
 }
 

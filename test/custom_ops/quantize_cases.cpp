@@ -3,6 +3,7 @@
 
 #include "runtime/ops/QuantizeDequantize.h"
 #include "test/custom_ops/Harness.h"
+#include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/QuantReference.h"
 
@@ -19,21 +20,6 @@ const ops::QuantParams kParams[] = {
 RefShape ref_shape(const TensorSpec& spec) {
   const Dims4 d = spec.dims4();
   return {d.n, d.c, d.h, d.w};
-}
-
-// Random values covering 1.3x the representable real range [(qmin - zp)s, (qmax - zp)s] around
-// its centre (so both ends saturate), with every fourth value an exact tie (k + 0.5) * scale to
-// exercise round-half-to-even.
-std::vector<float> random_activations(int64_t count, const ops::QuantParams& q, std::mt19937& rng) {
-  const float centre = (0.5f * (q.quant_min + q.quant_max) - q.zero_point) * q.scale;
-  const float reach = 1.3f * 0.5f * (q.quant_max - q.quant_min) * q.scale;
-  std::uniform_real_distribution<float> value(centre - reach, centre + reach);
-  std::uniform_int_distribution<int> tie(-70, 70);
-  std::vector<float> x(static_cast<size_t>(count));
-  for (size_t i = 0; i < x.size(); ++i) {
-    x[i] = (i % 4 == 3) ? (static_cast<float>(tie(rng)) + 0.5f) * q.scale : value(rng);
-  }
-  return x;
 }
 
 // One pass over the float32 tensor plus one over its int8x4 words.
@@ -55,7 +41,8 @@ class QuantizeCase : public CaseInstance {
     g.add_output(out_ref_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
-    x_ = random_activations(g.spec(in_ref_).numel(), q_, rng);
+    x_ = random_activations(g.spec(in_ref_).numel(), q_.scale, q_.zero_point, q_.quant_min,
+                            q_.quant_max, rng);
     g.write_float(in_ref_, x_);
   }
   AccuResult check(const graph::ComputeGraph& g) override {

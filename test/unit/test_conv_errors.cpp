@@ -260,5 +260,52 @@ TEST_F(Conv2dChecks, PixelShuffledOutputBuildsAndNeedsItsConditions) {
   expect_op_error(s, ctx(), op, "an output that is neither pixel-shuffled nor added to");
 }
 
+// q8ta_conv2d_fq: the setup's convolution reading a float32 NCHW input [1, 8, 6, 5] that it
+// quantizes on load.
+ConvSetup float_input() {
+  ConvSetup s;
+  s.in = {{1, 8, 6, 5}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  s.p.quantize_input = true;
+  return s;
+}
+
+TEST_F(Conv2dChecks, FloatInputQuantizedOnLoadBuildsAndNeedsItsConditions) {
+  // One dispatch of the direct kernel's float-input variant, for Auto and Direct.
+  for (const Conv2dRoute route : {Conv2dRoute::Auto, Conv2dRoute::Direct}) {
+    ConvSetup s = float_input();
+    s.p.route = route;
+    ComputeGraph g(ctx());
+    ASSERT_EQ(s.build(g).first, -1) << s.build(ctx()).second;
+    ASSERT_EQ(g.nodes().size(), 1u);
+    const std::string kernel = vkd::shaders::shader_info(g.nodes()[0].kernel).name;
+    EXPECT_EQ(kernel.rfind("q8ta_conv2d_fq_float_int8_4w4c_", 0), 0u) << kernel;
+  }
+  const std::string op = "q8ta_conv2d_fq";
+  ConvSetup s = float_input();
+  s.in = int8_spec({1, 8, 6, 5});  // an int8 input: the wrong dtype
+  expect_op_error(s, ctx(), op, "must be float32");
+  s = float_input();
+  s.in.layout = MemoryLayout::ChannelsPacked;  // NHWC
+  expect_op_error(s, ctx(), op, "must be a width-packed float32 buffer");
+  s = float_input();
+  s.in = {{8, 30}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  expect_op_error(s, ctx(), op, "must be a float32 buffer of rank 3 or 4");
+  for (const Conv2dRoute route : {Conv2dRoute::Pointwise, Conv2dRoute::Im2col,
+                                  Conv2dRoute::Depthwise}) {
+    s = float_input();
+    s.p.route = route;
+    expect_op_error(s, ctx(), op,
+                    "the " + vkd::ops::to_string(route) + " route reads an int8 input; a float "
+                    "input is quantized on load by the direct route only");
+  }
+  s = float_input();
+  s.p.output.reset();
+  s.out = {{1, 4, 6, 5}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  expect_op_error(s, ctx(), op, "writes a plain int8 output");
+  s = float_input();
+  s.p.input.quant_min = 1;  // above the zero point 0
+  expect_op_error(s, ctx(), op, "zero_point 0 outside [quant_min, quant_max] = [1, 127]");
+}
+
 }  // namespace
 }  // namespace vkd_test

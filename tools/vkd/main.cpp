@@ -37,8 +37,10 @@ constexpr const char* kCompileUsage =
     "  --partition             leave unsupported nodes to the host: MODEL.p<i>.vkd per\n"
     "                          partition plus MODEL.partition.json (steps, host nodes, boundary\n"
     "                          tensors)\n"
-    "  --no-fuse-epilogue      keep a pixel shuffle after a convolution its own op instead of\n"
-    "                          the convolution's store (q8ta_conv2d_ps; same bytes)\n";
+    "  --no-fuse-epilogue      keep a pixel shuffle, residual add or the last dequantize after\n"
+    "                          a convolution and the first quantize before one their own ops\n"
+    "                          instead of the convolution's store / load (q8ta_conv2d_ps,\n"
+    "                          _add, _q_dq, _fq; same bytes)\n";
 
 constexpr const char* kDevicesUsage =
     "usage: vkd devices [--device SEL]\n"
