@@ -57,9 +57,10 @@
 // (to be read from its SASS) and the store -> barrier -> load round trip per stage. Loading the
 // B fragments straight from global memory (weights packed [N][K], no B staging) measured
 // 85 TOPS: 3.3x slower, so staging both operands stays.
-// NARROW_N (few output channels, N <= 32: the 1x1 convolutions 96 -> 24 of the README example,
-// 48 -> 22 of the reference backend's PERF set): 4 x 1 subgroups of 32 rows x 32 channels,
-// a 128 x 32 tile of 128 invocations, so no workgroup multiplies 96 zero channels.
+// NARROW_N (few output channels or a short K, runtime/ops/Linear.cpp: kNarrowMaxN4 and
+// kNarrowMaxK with the measurements): 4 x 1 subgroups of 32 rows x 32 channels, a 128 x 32 tile
+// of 128 invocations: no workgroup multiplies 96 zero channels where N <= 32, and a small
+// layer gets 4x the workgroups, each with a quarter of the epilogue.
 #if NARROW_N
 #define WARPS_M 4
 #define WARPS_N 1

@@ -163,10 +163,17 @@ int64_t split_k_slices(int64_t tiles, int64_t stages, int32_t requested) {
   return div_up(stages, div_up(stages, wanted));
 }
 
-// The cooperative-matrix kernel's narrow tile (128 rows x 32 channels) up to this many output
-// words (N <= 32). H100, GOP/s narrow vs wide: M65536 K48 N22 10895 vs 6737, M9216 K96 N24
-// 6636 vs 4723, M16384 K64 N32 10700 vs 7914; at N 64 a tie (15592 vs 15709).
+// The cooperative-matrix kernel's narrow tile (128 rows x 32 channels) where N has at most
+// kNarrowMaxN4 words or K at most kNarrowMaxK values: it gives the scheduler 4x the workgroups
+// and each a quarter of the epilogue, which wins wherever the grid is small or the epilogue
+// long, and loses where a large GEMM is bound by its operand traffic (the narrow tile reads
+// each input row once per 32 channels). H100, us narrow vs wide (perf/q8ta_linear
+// coopmat/n32, /n128): M65536 K48 N22 12.9 vs 20.5, M9216 K96 N24 6.3 vs 8.9, M3136 K576 N128
+// 9.5 vs 13.9, M196 K384 N96 8.0 vs 11.2, M49 K320 N1280 7.9 vs 10.9, M16384 K64 N64 a tie;
+// but M1024 K2048 N2048 69 vs 31 and M512 K4096 N4096 127 vs 55. Whole models (GPU total):
+// refinenet_lite 203 -> 176 us, mobilenet_v2 541 -> 448, resnet18 518 -> 487.
 constexpr int64_t kNarrowMaxN4 = 8;
+constexpr int64_t kNarrowMaxK = 1024;
 
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
@@ -216,8 +223,10 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
                           static_cast<uint32_t>(div_up(n4, tile_n4)), 1};
   } else if (route == LinearRoute::CoopMat) {
     // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (NARROW_N)
-    // where N has at most kNarrowMaxN4 words.
-    const bool narrow = p.coopmat_tile_n == 32 || (p.coopmat_tile_n == 0 && n4 <= kNarrowMaxN4);
+    // for few channels or a short K.
+    const bool narrow =
+        p.coopmat_tile_n == 32 ||
+        (p.coopmat_tile_n == 0 && (n4 <= kNarrowMaxN4 || 4 * k4 <= kNarrowMaxK));
     k.kernel = shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
     k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),

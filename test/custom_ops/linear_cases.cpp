@@ -352,16 +352,17 @@ const AccuShape kAccuShapes[] = {
 // partial tiles in every dimension and K not a multiple of a 64-K stage.
 const AccuShape kCoopMatWideShapes[] = {{{1029, 37}, 6657}, {{2, 515, 70}, 6660}};
 
-// The cooperative-matrix kernel's tile widths forced against N (the op takes 32 channels for
-// N <= 32, 128 above): 32 over several channel tiles (partial last one), 128 over a few
-// channels, batched planes.
+// The cooperative-matrix kernel's tile widths forced against the op's choice (32 channels for
+// N <= 32 or K <= 1024, else 128): 32 over several channel tiles (partial last one), 128 over
+// a few channels, over hundreds of tiles with a short K, and batched planes.
 struct CoopMatTileShape {
   AccuShape shape;
   int32_t tile_n;
 };
 const CoopMatTileShape kCoopMatTileShapes[] = {
     {{{257, 63}, 63}, 32}, {{{63, 257}, 257}, 32}, {{{2, 515, 70}, 6660}, 32},
-    {{{257, 17}, 22}, 128}, {{{2, 5, 17}, 9}, 128}};
+    {{{257, 17}, 22}, 128}, {{{2, 5, 17}, 9}, 128},  {{{1029, 37}, 6657}, 128},
+    {{{257, 63}, 63}, 128}};
 
 const AccuShape kQ8cswShapes[] = {
     {{1, 17}, 63}, {{4, 64}, 32}, {{5, 257}, 17}, {{63, 3}, 5}, {{2, 5, 17}, 63}, {{257, 63}, 257},
@@ -592,11 +593,15 @@ void register_linear_cases(Registry& registry) {
       }
     }
   }
-  // Few output channels on both cooperative-matrix tile widths (the op takes 32 up to N = 32):
-  // the reference backend's pointwise 48 -> 22 over 256 x 256 pixels, the README example's
-  // 96 -> 24 over 128 x 72, and N 32 / 64 around the bound.
-  for (const PerfShape& shape : {PerfShape{65536, 48, 22}, PerfShape{9216, 96, 24},
-                                 PerfShape{16384, 64, 32}, PerfShape{16384, 64, 64}}) {
+  // Both cooperative-matrix tile widths: the reference backend's pointwise 48 -> 22 over
+  // 256 x 256 pixels, the README example's 96 -> 24 over 128 x 72, N 32 / 64, mobilenet_v2's
+  // pointwise layers, and large GEMMs (Linear.cpp's kNarrowMaxTiles).
+  for (const PerfShape& shape :
+       {PerfShape{65536, 48, 22}, PerfShape{9216, 96, 24}, PerfShape{16384, 64, 32},
+        PerfShape{16384, 64, 64}, PerfShape{12544, 96, 24}, PerfShape{3136, 144, 24},
+        PerfShape{784, 192, 64}, PerfShape{196, 384, 96}, PerfShape{49, 320, 1280},
+        PerfShape{3136, 576, 128}, PerfShape{1024, 2048, 2048}, PerfShape{4096, 4096, 4096},
+        PerfShape{512, 4096, 4096}}) {
     for (int32_t tile_n : {32, 128}) {
       add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, tile_n);
     }
