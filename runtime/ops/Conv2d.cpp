@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "runtime/core/ConvRoutes.h"
 #include "runtime/core/Error.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
@@ -237,13 +238,11 @@ std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Dims
 }
 
 // Whether Auto runs a general convolution that the im2col route fits through it rather than
-// the direct kernel: when an output sums at least 64 products. Measured on an H100 (GPU us,
-// direct vs im2col + cooperative-matrix GEMM; docs/BENCHMARKS.md): ResNet-18's 3x3 layers
-// 33.8 / 18.2 at 64x56x56, 65.6 / 24.3 at 128x28x28, 123.5 / 37.4 at 256x14x14, 239.2 / 61.2
-// at 512x7x7; 32 -> 64 channels at 64x64 19.8 / 14.7; but the 3-channel stem (27 products)
-// 7.3 / 11.0, where the gather and a second dispatch cost more than the tiny GEMM saves.
-// On lavapipe (dot-product GEMM) the two were within 15% of each other.
-bool prefer_im2col(const Conv2dWeights& w) { return w.in_per_group * w.kh * w.kw >= 64; }
+// the direct kernel: when an output sums at least kIm2colMinProducts products
+// (runtime/core/ConvRoutes.h, with the measurements).
+bool prefer_im2col(const Conv2dWeights& w) {
+  return w.in_per_group * w.kh * w.kw >= kIm2colMinProducts;
+}
 
 // `conv_out`: the convolution's own output sizes (conv_output_dims).
 Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const TensorSpec& out,

@@ -3036,14 +3036,17 @@ TEST(Fuse, StandaloneReluJoinsTheFusedAdd) {
 }
 
 // The graph's first quantize before a conv: 0 q 'xq' (0.1, 2) of the float input 'x'
-// [1, 4, 6, 5], 1 weight dq, 2 dq (dq_scale, 2), 3 conv 3x3 (4 -> 4), 4 q (0.2, -5) 'yq'.
-Builder quantized_input_conv_graph(double dq_scale = 0.1) {
+// [1, c_in, 6, 5], 1 weight dq, 2 dq (dq_scale, 2), 3 conv k x k (c_in -> 4, `groups`, padding
+// k / 2), 4 q (0.2, -5) 'yq'.
+Builder quantized_input_conv_graph(double dq_scale = 0.1, int64_t c_in = 4, int64_t k = 3,
+                                   int64_t groups = 1) {
   Builder b;
-  b.input("x", DType::Float32, {1, 4, 6, 5});
+  b.input("x", DType::Float32, {1, c_in, 6, 5});
   b.q("x", "xq", 0.1, 2);
-  b.per_channel_weight({4, 4, 3, 3}, {0.5f, 0.25f, 0.125f, 0.5f}, {0, 0, 0, 0});
+  b.per_channel_weight({4, c_in / groups, k, k}, {0.5f, 0.25f, 0.125f, 0.5f}, {0, 0, 0, 0});
   b.dq("xq", "xf", dq_scale, 2);
-  b.conv("xf", "wf", "", "y", {1, 4, 6, 5});
+  b.conv("xf", "wf", "", "y", {1, 4, 6, 5},
+         {{"padding", std::vector<int64_t>{k / 2, k / 2}}, {"groups", groups}});
   b.q("y", "yq", 0.2, -5);
   b.output("yq");
   return b;
@@ -3094,6 +3097,15 @@ TEST(Fuse, FirstQuantizeTheConvLoadCannotTakeIsItsOwnOp) {
       // The last dequantize joined the conv's store first.
       {quantized_input_conv_graph(), "into the load of q8ta_conv2d_q_dq 'yf': ",
        "q8ta_conv2d_q_dq has no quantizing load (only q8ta_conv2d, a plain int8 output, has)"},
+      // Convolutions whose int8 input takes a faster route than the direct kernel.
+      {quantized_input_conv_graph(0.1, 8, 3), into_conv,
+       "72 products per output (>= 64) run im2col + GEMM on int8, faster than the direct "
+       "kernel"},
+      {quantized_input_conv_graph(0.1, 4, 1), into_conv,
+       "a 1x1 convolution runs the linear kernels on int8"},
+      {quantized_input_conv_graph(0.1, 4, 3, 2), into_conv,
+       "groups 2: the grouped / depthwise routes read int8 (only the direct kernel quantizes on "
+       "load)"},
   };
   cases[1].b.output("xq");
   cases[2].b.value("r", DType::Float32, {1, 4, 6, 5});
