@@ -164,16 +164,20 @@ int64_t split_k_slices(int64_t tiles, int64_t stages, int32_t requested) {
 }
 
 // The cooperative-matrix kernel's narrow tile (128 rows x 32 channels) where N has at most
-// kNarrowMaxN4 words or K at most kNarrowMaxK values: it gives the scheduler 4x the workgroups
-// and each a quarter of the epilogue, which wins wherever the grid is small or the epilogue
-// long, and loses where a large GEMM is bound by its operand traffic (the narrow tile reads
-// each input row once per 32 channels). H100, us narrow vs wide (perf/q8ta_linear
-// coopmat/n32, /n128): M65536 K48 N22 12.9 vs 20.5, M9216 K96 N24 6.3 vs 8.9, M3136 K576 N128
-// 9.5 vs 13.9, M196 K384 N96 8.0 vs 11.2, M49 K320 N1280 7.9 vs 10.9, M16384 K64 N64 a tie;
-// but M1024 K2048 N2048 69 vs 31 and M512 K4096 N4096 127 vs 55. Whole models (GPU total):
-// refinenet_lite 203 -> 176 us, mobilenet_v2 541 -> 448, resnet18 518 -> 487.
+// kNarrowMaxN4 words, or K at most kNarrowMaxK values and the wide tiles are fewer than
+// kNarrowMaxWideTiles: it gives the scheduler 4x the workgroups and each a quarter of the
+// epilogue, which wins where the grid is small or the epilogue long, and loses where the wide
+// grid already fills the GPU or a large GEMM is bound by its operand traffic (the narrow tile
+// reads each input row once per 32 channels). H100, us narrow vs wide (perf/q8ta_linear
+// coopmat/n32, /n128, and the etvk/ pointwise cases): M65536 K48 N22 12.9 vs 20.5, M9216 K96
+// N24 6.3 vs 8.9, M3136 K576 N128 (25 wide tiles) 9.5 vs 13.9, M196 K384 N96 8.0 vs 11.2,
+// M49 K320 N1280 7.9 vs 10.9, M16384 K64 N64 a tie; but M16384 K128 N128 (128 wide tiles)
+// 15.0 vs 9.7, M16384 K576 N64 15.9 vs 14.3, M1024 K2048 N2048 69 vs 31, M512 K4096 N4096
+// 127 vs 55. Whole models (GPU total): refinenet_lite 203 -> 176 us, mobilenet_v2
+// 541 -> 448, resnet18 518 -> 487 (narrow at every N with K <= 1024).
 constexpr int64_t kNarrowMaxN4 = 8;
 constexpr int64_t kNarrowMaxK = 1024;
+constexpr int64_t kNarrowMaxWideTiles = 64;
 
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
@@ -226,7 +230,8 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
     // for few channels or a short K.
     const bool narrow =
         p.coopmat_tile_n == 32 ||
-        (p.coopmat_tile_n == 0 && (n4 <= kNarrowMaxN4 || 4 * k4 <= kNarrowMaxK));
+        (p.coopmat_tile_n == 0 &&
+         (n4 <= kNarrowMaxN4 || (4 * k4 <= kNarrowMaxK && tiles < kNarrowMaxWideTiles)));
     k.kernel = shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
     k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),
