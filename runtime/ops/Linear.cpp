@@ -130,12 +130,13 @@ struct LinearKernel {
 // least kSplitKMinK; it then aims at kSplitKGroups workgroups (tiles x slices), each slice at
 // least kSplitKMinStages stages of 32 K values (every slice adds its tile's sums to the scratch
 // with atomics: too short a slice spends more on them than on its products).
-// H100, int8 GOP/s of the cooperative-matrix kernel vs split-K with the slices chosen here
-// (vkd_custom_ops perf/q8ta_linear): M49 K960 N160 831 vs 1156, N320 1633 vs 2323,
-// M196 K2304 N256 7022 vs 10704; below K 768 cooperative matrices win or tie (M196 K576 N96
-// 1564 vs at best 1150, M49 K576 N160 643 vs 690).
+// H100, us of the cooperative-matrix kernel vs split-K with the slices chosen here
+// (vkd_custom_ops perf/q8ta_linear): M49 K4608 N512 (resnet18's 3x3 512x7x7) 58.5 vs 17.4
+// (the best of 4..72 slices; 24: 19.0, 48: 18.9), M196 K2304 N256 33.1 vs 20.6; from K 1024
+// down the cooperative-matrix kernel's narrow tile wins (M49 K960 N160 11.9 vs 12.9, N320 12.0
+// vs 12.8, M196 K576 N96 9.6 vs 18.5).
 constexpr int64_t kSplitKMaxTiles = 32;
-constexpr int64_t kSplitKMinK = 768;
+constexpr int64_t kSplitKMinK = 1024;
 constexpr int64_t kSplitKGroups = 128;
 constexpr int64_t kSplitKMinStages = 2;
 constexpr int64_t kStageK4 = 8;  // the GEMM's BK4

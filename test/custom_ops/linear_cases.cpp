@@ -607,13 +607,14 @@ void register_linear_cases(Registry& registry) {
     }
   }
   // Few row tiles with a mid-sized K (mobilenet_v2's pointwise layers at 14 x 14 and 7 x 7):
-  // cooperative matrices against split-K with the op's slices and 4, 8, 16 (Linear.cpp's
-  // use_split_k bounds).
+  // cooperative matrices against split-K with the op's slices and 4 to 72 (Linear.cpp's
+  // use_split_k bounds), and resnet18's 3x3 512x7x7 as its GEMM (K 4608).
   for (const PerfShape& shape : {PerfShape{196, 384, 96}, PerfShape{196, 576, 96},
                                  PerfShape{49, 576, 160}, PerfShape{49, 960, 160},
-                                 PerfShape{49, 960, 320}, PerfShape{196, 2304, 256}}) {
+                                 PerfShape{49, 960, 320}, PerfShape{196, 2304, 256},
+                                 PerfShape{49, 4608, 512}}) {
     add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true);
-    for (int32_t slices : {0, 4, 8, 16}) {
+    for (int32_t slices : {0, 4, 8, 16, 24, 36, 48, 72}) {
       if (32 * slices <= shape.k) {
         add_perf_case(registry, shape, ops::LinearRoute::SplitK, true, 0, 0, slices);
       }
