@@ -639,34 +639,33 @@ Conv2dParams blob_params(const OpCall& call) {
   return p;
 }
 
-// q8ta_conv2d's arguments and its requantized output's (shared with q8ta_conv2d_ps); with
-// `float_input` the input is float32, quantized on load with its qparams and range
-// (q8ta_conv2d_fq).
-Conv2dParams requantized_params(const OpCall& call, bool float_input = false) {
+// q8ta_conv2d's arguments with its requantized int8 value's qparams and activation range
+// (shared by q8ta_conv2d, _ps, _fq and _q_dq; each declares the zero points of its int8 ends).
+Conv2dParams requantized_params(const OpCall& call) {
   Conv2dParams p = blob_params(call);
   p.output = call.quant("output");
   p.activation_min = call.int32_arg("activation_min", -128, 127);
   p.activation_max = call.int32_arg("activation_max", -128, 127);
-  if (float_input) {
-    p.quantize_input = true;
-    p.input.quant_min = call.int32_arg("input_quant_min", -128, 127);
-    p.input.quant_max = call.int32_arg("input_quant_max", -128, 127);
-  } else {
-    call.set_zero_point("input", p.input.zero_point);
-  }
+  return p;
+}
+
+// requantized_params with the zero points of the int8 input and output declared.
+Conv2dParams int8_io_params(const OpCall& call) {
+  Conv2dParams p = requantized_params(call);
+  call.set_zero_point("input", p.input.zero_point);
   call.set_zero_point("output", p.output->zero_point);
   return p;
 }
 
 void build_q8ta_conv2d(const OpCall& call) {
   add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
-                       call.tensor("output"), requantized_params(call));
+                       call.tensor("output"), int8_io_params(call));
 }
 
 // The output pixel-shuffled by upscale_factor (>= 2; 1 would be q8ta_conv2d), checked against
 // the output's sizes and the weights by add_q8ta_conv2d_node.
 void build_q8ta_conv2d_ps(const OpCall& call) {
-  Conv2dParams p = requantized_params(call);
+  Conv2dParams p = int8_io_params(call);
   p.upscale = call.int32_arg("upscale_factor", 2, kMaxUpscale);
   add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
                        call.tensor("output"), p);
@@ -688,11 +687,8 @@ void build_q8ta_conv2d_add(const OpCall& call) {
 
 // q8ta_conv2d's arguments; its requantized int8 value is dequantized into the float output.
 void build_q8ta_conv2d_q_dq(const OpCall& call) {
-  Conv2dParams p = blob_params(call);
-  p.output = call.quant("output");
+  Conv2dParams p = requantized_params(call);
   p.dequantize_output = true;
-  p.activation_min = call.int32_arg("activation_min", -128, 127);
-  p.activation_max = call.int32_arg("activation_max", -128, 127);
   call.set_zero_point("input", p.input.zero_point);
   add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
                        call.tensor("output"), p);
@@ -701,8 +697,13 @@ void build_q8ta_conv2d_q_dq(const OpCall& call) {
 // q8ta_quantize with the input's qparams and range, then q8ta_conv2d: the float input is
 // quantized on load.
 void build_q8ta_conv2d_fq(const OpCall& call) {
+  Conv2dParams p = requantized_params(call);
+  p.quantize_input = true;
+  p.input.quant_min = call.int32_arg("input_quant_min", -128, 127);
+  p.input.quant_max = call.int32_arg("input_quant_max", -128, 127);
+  call.set_zero_point("output", p.output->zero_point);
   add_q8ta_conv2d_node(call.graph(), call.tensor("input"), blob_weights(call),
-                       call.tensor("output"), requantized_params(call, true));
+                       call.tensor("output"), p);
 }
 
 void build_q8ta_conv2d_dq(const OpCall& call) {

@@ -37,6 +37,13 @@ function(expect_exit code what)
   endif()
 endfunction()
 
+# expect_stdout(regex what): the last run's stdout must match `regex`, else `what` fails.
+function(expect_stdout regex what)
+  if(NOT STDOUT MATCHES "${regex}")
+    message(FATAL_ERROR "${what}")
+  endif()
+endfunction()
+
 run("${PYTHON}" "${SOURCE_DIR}/examples/refinenet_lite/make_model.py" "${WORK}")
 expect_exit(0 "make_model.py")
 # A second run without --force must refuse to replace the files.
@@ -138,12 +145,10 @@ expect_exit(0 "vkd compile")
 run("${VKD}" run refinenet_lite.vkd --input x=image.npy --output-dir out
     --check refinenet_lite.json --weights refinenet_lite.safetensors)
 expect_exit(0 "vkd run --check")
-if(NOT STDOUT MATCHES "\n  logits \\(output\\) +float32 +\\[1,8,256,144\\] +[^ ]+ 0/294912 ")
-  message(FATAL_ERROR "vkd run --check: the float logits are not compared, or differ")
-endif()
-if(NOT STDOUT MATCHES "check: every compared tensor matches the reference\n")
-  message(FATAL_ERROR "vkd run --check: not every tensor matches")
-endif()
+expect_stdout("\n  logits \\(output\\) +float32 +\\[1,8,256,144\\] +[^ ]+ 0/294912 "
+              "vkd run --check: the float logits are not compared, or differ")
+expect_stdout("check: every compared tensor matches the reference\n"
+              "vkd run --check: not every tensor matches")
 if(NOT EXISTS "${WORK}/out/logits.npy")
   message(FATAL_ERROR "vkd run: out/logits.npy not written")
 endif()
@@ -153,19 +158,16 @@ endif()
 run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
     -o unfused.vkd --report --no-fuse-epilogue)
 expect_exit(0 "vkd compile --no-fuse-epilogue")
-if(NOT STDOUT MATCHES "into q8ta_pixel_shuffle 'up4'")
-  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the last pixel shuffle is not its own op")
-endif()
-if(NOT STDOUT MATCHES "into q8ta_add 'up3'")
-  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the last residual add is not its own op")
-endif()
-if(NOT STDOUT MATCHES "q8ta_dequantize\\(logits_q\\) -> logits\n")
-  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the last dequantize is not its own op")
-endif()
-if(NOT STDOUT MATCHES "\n  q8ta_quantize\\(x\\) -> xq\n" OR
-   NOT STDOUT MATCHES "not fused: q \\(node 0\\) into the load of q8ta_conv2d 'stem': epilogue")
-  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: the first quantize is not its own op")
-endif()
+expect_stdout("into q8ta_pixel_shuffle 'up4'"
+              "vkd compile --no-fuse-epilogue: the last pixel shuffle is not its own op")
+expect_stdout("into q8ta_add 'up3'"
+              "vkd compile --no-fuse-epilogue: the last residual add is not its own op")
+expect_stdout("q8ta_dequantize\\(logits_q\\) -> logits\n"
+              "vkd compile --no-fuse-epilogue: the last dequantize is not its own op")
+expect_stdout("\n  q8ta_quantize\\(x\\) -> xq\n"
+              "vkd compile --no-fuse-epilogue: the first quantize is not its own op")
+expect_stdout("not fused: q \\(node 0\\) into the load of q8ta_conv2d 'stem': epilogue"
+              "vkd compile --no-fuse-epilogue: the first quantize is not reported as unfused")
 file(MAKE_DIRECTORY "${WORK}/unfused")
 run("${VKD}" run unfused.vkd --input x=image.npy --output-dir unfused)
 expect_exit(0 "vkd run unfused.vkd")

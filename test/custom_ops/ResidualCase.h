@@ -12,6 +12,7 @@
 #include "runtime/ops/Linear.h"
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/ElementwiseReference.h"
+#include "test/reference/LayoutReference.h"
 
 namespace vkd::custom_ops {
 
@@ -35,13 +36,22 @@ class ResidualCase {
     sum_scale_ = output_scale_for(sums, sum_.zero_point);
   }
 
-  // The op's fused add, reading `other` (a tensor holding other() in the output's layout).
-  ops::ResidualAdd params(graph::ValueRef other) const {
-    return {other,
+  // Adds the added tensor to `g` as a graph input of `spec` (the op output's) and returns the
+  // op's fused add reading it.
+  ops::ResidualAdd add_input(graph::ComputeGraph& g, const TensorSpec& spec) {
+    ref_ = g.add_tensor(spec, "other");
+    g.add_input(ref_);
+    return {ref_,
             {other_scale_, other_zp_, -128, 127},
             {sum_scale_, sum_.zero_point, -128, 127},
             sum_.act_min,
             sum_.act_max};
+  }
+
+  // Writes the added tensor packed as the op's output: `layout`, `shape`, padding lanes at its
+  // zero point.
+  void write(graph::ComputeGraph& g, MemoryLayout layout, const testing::RefShape& shape) const {
+    g.write_words(ref_, testing::ref_pack(layout, shape, other_, other_zp_));
   }
 
   // q8ta_add of `a` (quantized with `a_q`) and the added tensor, element by element.
@@ -56,13 +66,12 @@ class ResidualCase {
     return out;
   }
 
-  const std::vector<int8_t>& other() const { return other_; }
-  int32_t other_zero_point() const { return other_zp_; }
   int32_t sum_zero_point() const { return sum_.zero_point; }
 
  private:
   int32_t other_zp_;
   OutputQuant sum_;
+  graph::ValueRef ref_ = -1;  // add_input's tensor
   std::vector<int8_t> other_;
   float other_scale_ = 1.0f, sum_scale_ = 1.0f;
 };

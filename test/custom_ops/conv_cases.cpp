@@ -316,9 +316,7 @@ class Q8taConv2dCase : public CaseInstance {
     if (s_.residual) {
       residual_.emplace(s_.residual->first, s_.residual->second);
       residual_->draw(stored_, *p_.output, rng);
-      other_ref_ = g.add_tensor(out_spec, "other");
-      p_.residual = residual_->params(other_ref_);
-      g.add_input(other_ref_);
+      p_.residual = residual_->add_input(g, out_spec);
       in_bytes_ += out_bytes_;
     }
     const Conv2dRoute taken = ops::add_q8ta_conv2d_node(g, in_ref_, host_.view(), out_ref_, p_);
@@ -335,11 +333,7 @@ class Q8taConv2dCase : public CaseInstance {
       g.write_words(in_ref_,
                     testing::ref_pack(s_.in_layout, input_shape(s_.shape), qx_, s_.input_zp));
     }
-    if (residual_) {
-      g.write_words(other_ref_, testing::ref_pack(s_.out_layout, stored_shape(s_),
-                                                  residual_->other(),
-                                                  residual_->other_zero_point()));
-    }
+    if (residual_) residual_->write(g, s_.out_layout, stored_shape(s_));
     if (s_.reexecute) {
       g.execute();
       first_words_ = g.read_words(out_ref_);
@@ -395,7 +389,7 @@ class Q8taConv2dCase : public CaseInstance {
   std::vector<int8_t> stored_;  // the expected int8 output of the convolution [shuffled]
   std::vector<int32_t> first_words_;  // reexecute: the output of the first execution
   std::optional<ResidualCase> residual_;
-  graph::ValueRef in_ref_ = -1, out_ref_ = -1, other_ref_ = -1;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -182,9 +182,7 @@ class Q8taLinearCase : public CaseInstance {
     if (s_.residual) {
       residual_.emplace(s_.residual->first, s_.residual->second);
       residual_->draw(expected_, *p_.output, rng);
-      other_ref_ = g.add_tensor(out_spec, "other");
-      p_.residual = residual_->params(other_ref_);
-      g.add_input(other_ref_);
+      p_.residual = residual_->add_input(g, out_spec);
       in_bytes_ += out_bytes_;
     }
     for (int64_t r = 0; r < copies_; ++r) {
@@ -198,11 +196,7 @@ class Q8taLinearCase : public CaseInstance {
   void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
     // Words from the test's own packing reference; padding lanes hold the input zero point.
     g.write_words(in_ref_, testing::ref_pack(k4H4W, ref_shape(s_.input_sizes), qx_, s_.input_zp));
-    if (residual_) {
-      const RefShape out_shape = ref_shape(output_sizes(s_.input_sizes, s_.n));
-      g.write_words(other_ref_, testing::ref_pack(k4H4W, out_shape, residual_->other(),
-                                                  residual_->other_zero_point()));
-    }
+    if (residual_) residual_->write(g, k4H4W, ref_shape(output_sizes(s_.input_sizes, s_.n)));
     if (s_.reexecute) {
       g.execute();
       first_words_ = output_bits(g);
@@ -248,7 +242,7 @@ class Q8taLinearCase : public CaseInstance {
   std::vector<float> y_;
   std::vector<int8_t> expected_;  // the expected int8 output of the linear
   std::optional<ResidualCase> residual_;
-  graph::ValueRef in_ref_ = -1, other_ref_ = -1;
+  graph::ValueRef in_ref_ = -1;
   std::vector<graph::ValueRef> out_refs_;
   std::vector<int32_t> first_words_;  // reexecute: the output of the first execution
 
