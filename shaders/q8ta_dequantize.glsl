@@ -6,6 +6,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
+#include "requant.glslh"  // dequantized_lane
 #include "tile_walk.glslh"
 
 #if FLOAT_STORAGE == STORAGE_BUFFER
@@ -46,7 +47,7 @@ void main() {
     for (int ww = 0; ww < 4; ++ww) {
       const int word = q[hh][ww];
       for (int lane = 0; lane < 4; ++lane) {
-        x[hh][ww][lane] = float(lane_of(word, lane) - p.zero_point) * p.scale;
+        x[hh][ww][lane] = dequantized_lane(word, lane, p.zero_point, p.scale);
       }
     }
   }

@@ -122,7 +122,6 @@ struct LinearKernel {
   shaders::Kernel kernel;
   vk::DispatchPlan plan;
   bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
-  int64_t slices = 1;             // SplitK: the K slices (the grid's z)
 };
 
 // The split-K route (shaders/q8ta_linear_gemm.glsl, SPLIT_K). Auto takes it on a GPU where the
@@ -191,7 +190,9 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
                                   const LinearParams& p) {
   LinearRoute route = p.route;
   const std::string no_coopmat = linear_coopmat_unavailable(profile);
-  const int64_t tiles = div_up(n4, 32) * div_up(rows.row_blocks() * 4, 128);
+  // Every tiled kernel takes 128 rows per workgroup; the wide tiles 32 channel words.
+  const int64_t row_tiles = div_up(rows.row_blocks() * 4, 128), wide_n4_tiles = div_up(n4, 32);
+  const int64_t tiles = wide_n4_tiles * row_tiles;
   if (route == LinearRoute::Auto) {
     route = rows.batches * rows.h <= 4          ? LinearRoute::Gemv
             : use_split_k(profile, tiles, k4) ? LinearRoute::SplitK
@@ -236,17 +237,17 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
     k.kernel = shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
     k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),
-                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)), 1};
+                          static_cast<uint32_t>(row_tiles), 1};
   } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
     // 128 rows x 128 channels per workgroup of 256 invocations.
     const bool split = route == LinearRoute::SplitK;
     k.kernel = shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
     k.compact_constant = true;
-    k.slices = split ? split_k_slices(tiles, stages, p.split_k_slices) : 1;
+    // SplitK: the grid's z is K's slices.
+    const int64_t slices = split ? split_k_slices(tiles, stages, p.split_k_slices) : 1;
     k.plan.local_size = {16, 16, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 32)),
-                          static_cast<uint32_t>(div_up(rows.row_blocks() * 4, 128)),
-                          static_cast<uint32_t>(k.slices)};
+    k.plan.group_count = {static_cast<uint32_t>(wide_n4_tiles), static_cast<uint32_t>(row_tiles),
+                          static_cast<uint32_t>(slices)};
   } else {
     // 128 invocations, 2 channel groups (shaders/q8ta_linear_gemv.glsl has the sweep).
     k.kernel = shaders::variants::q8ta_linear_gemv[out][dot][profile.subgroup_arithmetic ? 1 : 0];
