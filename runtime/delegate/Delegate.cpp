@@ -322,13 +322,18 @@ Status Delegate::staging_output(size_t index, TensorView* view) {
   return impl_->staging_view(false, index, view);
 }
 
-Status Delegate::set_profiling(bool on) {
+Status Delegate::set_profiling(Profiling mode) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return guarded(impl_->last_error, [&] {
+    const bool on = mode != Profiling::Off;
     VKD_CHECK(!on || impl_->options.profiling, ErrorCode::InvalidArgument,
-              "set_profiling(true): the delegate was created with options.profiling off, so "
-              "its execution records no timestamps");
-    impl_->loaded.graph->set_timed_execution(on);
+              "set_profiling(", mode == Profiling::Span ? "Span" : "PerDispatch",
+              "): the delegate was created with options.profiling off, so its execution records "
+              "no timestamps");
+    using Timing = graph::ComputeGraph::ExecutionTiming;
+    impl_->loaded.graph->set_execution_timing(mode == Profiling::Span          ? Timing::Span
+                                              : mode == Profiling::PerDispatch ? Timing::PerDispatch
+                                                                               : Timing::Off);
     impl_->profiling = on;
   });
 }

@@ -597,7 +597,7 @@ vk::DescriptorTally descriptor_tally(const std::vector<DispatchNode>& nodes) {
 void ComputeGraph::set_timestamps(bool on) {
   VKD_CHECK(!prepared_, ErrorCode::Internal, "set_timestamps() after prepare()");
   timestamps_on_ = on;
-  timed_execution_ = on;
+  timing_ = on ? ExecutionTiming::PerDispatch : ExecutionTiming::Off;
 }
 
 void ComputeGraph::prepare() {
@@ -609,9 +609,11 @@ void ComputeGraph::prepare() {
   create_pipelines();
   create_descriptor_sets();
   if (timestamps_on_) {
-    // One region per dispatch node, then the input copies and the output copies.
+    // One region per dispatch node (or one for them all), then the input copies and the output
+    // copies.
     timestamps_ = vk::TimestampQueries(context_.device(), profile(),
                                        static_cast<uint32_t>(nodes_.size()) + 2);
+    span_timestamps_ = vk::TimestampQueries(context_.device(), profile(), 3);
   }
   initialize_image_layouts();
   upload_constants();
@@ -688,24 +690,35 @@ void ComputeGraph::initialize_image_layouts() {
   submit_and_wait_keeping(context_, init, "image layout initialization");
 }
 
-// The command buffer execute() resubmits: input staging -> tensors, every dispatch (between
-// timestamps when they are on), tensors -> output staging.
-// With timestamps on, two are recorded: one with the queries (profiled runs) and one without,
-// so a run that is not profiled pays for no query (set_timed_execution).
+// Where record_execution() writes its timestamp pairs: dispatch node n into region
+// `dispatch0 + n` (per_dispatch) or all the dispatches into region `dispatch0`, then the input
+// and output copy phases.
+struct ComputeGraph::TimedRegions {
+  bool per_dispatch = true;
+  uint32_t dispatch0 = 0, copy_in = 0, copy_out = 0;
+};
+
+// The command buffer execute() resubmits: input staging -> tensors, every dispatch, tensors ->
+// output staging. With timestamps on, three are recorded: one without queries (runs that are
+// not profiled pay for none), one with a pair around every dispatch and one with a pair around
+// all of them (set_execution_timing).
 void ComputeGraph::record_execution() {
   const vk::TimestampQueries none;
-  command_buffer_ = record_execution(none);
-  if (timestamps_.enabled()) timed_command_buffer_ = record_execution(timestamps_);
+  const auto nodes = static_cast<uint32_t>(nodes_.size());
+  command_buffer_ = record_execution(none, {});
+  if (!timestamps_.enabled()) return;
+  timed_command_buffer_ = record_execution(timestamps_, {true, 0, nodes, nodes + 1});
+  span_command_buffer_ = record_execution(span_timestamps_, {false, 0, 1, 2});
 }
 
-vk::CommandBuffer ComputeGraph::record_execution(const vk::TimestampQueries& ts) {
+vk::CommandBuffer ComputeGraph::record_execution(const vk::TimestampQueries& ts,
+                                                 const TimedRegions& regions) {
   vk::CommandBuffer cb = context_.new_command_buffer();
   cb.begin(false);
   ts.reset(cb);
-  const auto copy_in_region = static_cast<uint32_t>(nodes_.size());
-  ts.begin(cb, copy_in_region);
+  ts.begin(cb, regions.copy_in);
   for (const auto& s : inputs_) record_copy(cb, tensor(s.tensor), s.buffer.handle(), true);
-  ts.end(cb, copy_in_region);
+  ts.end(cb, regions.copy_in);
   for (size_t n = 0; n < nodes_.size(); ++n) {
     // After the input copies a full barrier; between dispatches a compute-only one, and only
     // where the dispatch depends on one since the last barrier (or overwrites what it reads).
@@ -714,14 +727,19 @@ vk::CommandBuffer ComputeGraph::record_execution(const vk::TimestampQueries& ts)
     } else if (barrier_before_[n]) {
       cb.compute_barrier();
     }
-    ts.begin(cb, static_cast<uint32_t>(n));
+    const auto region = regions.dispatch0 + (regions.per_dispatch ? static_cast<uint32_t>(n) : 0);
+    if (regions.per_dispatch || n == 0) ts.begin(cb, region);
     record_dispatch(cb, n);
-    ts.end(cb, static_cast<uint32_t>(n));
+    if (regions.per_dispatch || n + 1 == nodes_.size()) ts.end(cb, region);
+  }
+  if (nodes_.empty() && !regions.per_dispatch) {  // an empty span, but every query written
+    ts.begin(cb, regions.dispatch0);
+    ts.end(cb, regions.dispatch0);
   }
   cb.memory_barrier();
-  ts.begin(cb, copy_in_region + 1);
+  ts.begin(cb, regions.copy_out);
   for (const auto& s : outputs_) record_copy(cb, tensor(s.tensor), s.buffer.handle(), false);
-  ts.end(cb, copy_in_region + 1);
+  ts.end(cb, regions.copy_out);
   // Make the transfer writes visible to the host.
   cb.host_read_barrier();
   cb.end();
@@ -879,18 +897,21 @@ void ComputeGraph::write_words(ValueRef input, const std::vector<int32_t>& words
   flush_input(input);
 }
 
-void ComputeGraph::set_timed_execution(bool on) {
-  VKD_CHECK(!on || timestamps_on_, ErrorCode::InvalidArgument,
+void ComputeGraph::set_execution_timing(ExecutionTiming timing) {
+  VKD_CHECK(timing == ExecutionTiming::Off || timestamps_on_, ErrorCode::InvalidArgument,
             "timed execution needs the graph's timestamps on before prepare()");
-  timed_execution_ = on;
+  timing_ = timing;
 }
 
 void ComputeGraph::execute() {
   VKD_CHECK(prepared_, ErrorCode::Internal, "execute() before prepare()");
-  const bool timed = timed_execution_ && timestamps_.enabled();
-  last_execute_timed_ = false;
-  context_.submit_and_wait(timed ? timed_command_buffer_ : command_buffer_, "graph execution");
-  last_execute_timed_ = timed;
+  const ExecutionTiming timing = timestamps_.enabled() ? timing_ : ExecutionTiming::Off;
+  last_timing_ = ExecutionTiming::Off;
+  context_.submit_and_wait(timing == ExecutionTiming::PerDispatch ? timed_command_buffer_
+                           : timing == ExecutionTiming::Span      ? span_command_buffer_
+                                                                  : command_buffer_,
+                           "graph execution");
+  last_timing_ = timing;
 }
 
 void ComputeGraph::read_float(ValueRef output, float* nchw, size_t count) const {
@@ -958,7 +979,7 @@ std::vector<int32_t> ComputeGraph::read_words(ValueRef output) const {
 
 std::vector<NodeTiming> ComputeGraph::last_timings() const {
   std::vector<NodeTiming> out;
-  if (!last_execute_timed_) return out;
+  if (last_timing_ != ExecutionTiming::PerDispatch) return out;
   const auto us = timestamps_.read_us();
   for (size_t n = 0; n < nodes_.size(); ++n) {
     out.push_back(
@@ -968,14 +989,22 @@ std::vector<NodeTiming> ComputeGraph::last_timings() const {
 }
 
 double ComputeGraph::last_gpu_span_us() const {
-  if (!last_execute_timed_ || nodes_.empty()) return 0.0;
-  return timestamps_.span_us(0, static_cast<uint32_t>(nodes_.size()) - 1);
+  if (nodes_.empty()) return 0.0;
+  switch (last_timing_) {
+    case ExecutionTiming::PerDispatch:
+      return timestamps_.span_us(0, static_cast<uint32_t>(nodes_.size()) - 1);
+    case ExecutionTiming::Span: return span_timestamps_.read_us()[0];
+    case ExecutionTiming::Off: break;
+  }
+  return 0.0;
 }
 
 ComputeGraph::CopyTimes ComputeGraph::last_copy_times() const {
-  if (!last_execute_timed_) return {};
-  const auto us = timestamps_.read_us();
-  return {us[nodes_.size()], us[nodes_.size() + 1]};
+  if (last_timing_ == ExecutionTiming::Off) return {};
+  const bool span = last_timing_ == ExecutionTiming::Span;
+  const auto us = (span ? span_timestamps_ : timestamps_).read_us();
+  const size_t copy_in = span ? 1 : nodes_.size();
+  return {us[copy_in], us[copy_in + 1]};
 }
 
 std::vector<NodeKernelStatistics> ComputeGraph::kernel_statistics() const {

@@ -131,14 +131,19 @@ class ComputeGraph {
   // The tensor whose bytes `ref` shares and where in them (itself and 0 when it is no view).
   std::pair<ValueRef, uint64_t> alias_root(ValueRef ref) const;
 
-  // Whether prepare() records a timestamp pair around every dispatch (default on), so
-  // last_timings() and last_gpu_span_us() report the GPU side of each execute(). Off, an
+  // Whether prepare() records the timed forms of the execution (default on), so
+  // last_timings() and last_gpu_span_us() can report the GPU side of an execute(). Off, an
   // execute() does no query work at all. Before prepare() only.
   void set_timestamps(bool on);
   bool timestamps() const { return timestamps_on_; }
-  // With timestamps on: whether the following execute()s record them (default) or run the
-  // command buffer without any query (last_timings() etc. are then empty / 0).
-  void set_timed_execution(bool on);
+  // With timestamps on, how the following execute()s are timed. PerDispatch (the default): a
+  // timestamp pair around every dispatch and around each staging-copy phase (last_timings(),
+  // the span, the copies); the pairs serialize the dispatches and add each one's launch to the
+  // span. Span: one pair around all the dispatches and one around each copy phase, nothing
+  // between the dispatches: the span as an execute() without profiling runs it (last_timings()
+  // empty). Off: no query at all (everything empty / 0).
+  enum class ExecutionTiming { Off, Span, PerDispatch };
+  void set_execution_timing(ExecutionTiming timing);
 
   void prepare();
   bool prepared() const { return prepared_; }
@@ -249,7 +254,8 @@ class ComputeGraph {
   uint64_t constant_staging_capacity() const;
   void upload_constants();
   void record_execution();
-  vk::CommandBuffer record_execution(const vk::TimestampQueries& ts);
+  struct TimedRegions;  // which timestamp region each part of the execution is (ComputeGraph.cpp)
+  vk::CommandBuffer record_execution(const vk::TimestampQueries& ts, const TimedRegions& regions);
 
   void note_load_bytes(uint64_t transient_bytes);
   const Staging& staging_for(const std::vector<Staging>& list, ValueRef ref,
@@ -281,11 +287,13 @@ class ComputeGraph {
   bool prepared_ = false;
   bool timestamps_on_ = true;
   vk::DescriptorPool descriptor_pool_;
-  vk::TimestampQueries timestamps_;
+  vk::TimestampQueries timestamps_;       // per dispatch node, then the two copy phases
+  vk::TimestampQueries span_timestamps_;  // all the dispatches, then the two copy phases
   vk::CommandBuffer command_buffer_;        // execute() without timestamp queries
-  vk::CommandBuffer timed_command_buffer_;  // with them (timestamps on)
-  bool timed_execution_ = true;
-  bool last_execute_timed_ = false;
+  vk::CommandBuffer timed_command_buffer_;  // with timestamps_ (timestamps on)
+  vk::CommandBuffer span_command_buffer_;   // with span_timestamps_ (timestamps on)
+  ExecutionTiming timing_ = ExecutionTiming::PerDispatch;
+  ExecutionTiming last_timing_ = ExecutionTiming::Off;  // of the last execute()
   std::vector<const vk::Pipeline*> node_pipelines_;
   std::vector<VkDescriptorSet> node_sets_;
 };

@@ -477,8 +477,25 @@ int main(int argc, char** argv) {
               vkd_delegate_profile_count(h) == 0,
           "set_profiling(0): GPU times still reported (span %.2f us, %lu nodes)", ep.gpu_span_us,
           (unsigned long)vkd_delegate_profile_count(h));
-    st = vkd_delegate_set_profiling(h, 1);
-    CHECK(st == VKD_OK, "set_profiling(1): %s", vkd_delegate_last_error(h));
+    /* Span only: the GPU span and the staging copies, no per-node profile. */
+    st = vkd_delegate_set_profiling(h, VKD_PROFILING_SPAN);
+    CHECK(st == VKD_OK, "set_profiling(SPAN): %s", vkd_delegate_last_error(h));
+    st = vkd_delegate_execute(h, inputs, n_in, outputs, n_out);
+    CHECK(st == VKD_OK, "execute with the span timed: %s", vkd_delegate_last_error(h));
+    memset(&ep, 0, sizeof(ep));
+    ep.struct_size = sizeof(ep);
+    st = vkd_delegate_execute_profile(h, &ep);
+    CHECK(st == VKD_OK && ep.gpu_span_us > 0.0 && ep.gpu_span_us <= ep.host_wall_us &&
+              ep.gpu_total_us == 0.0 && ep.gpu_input_copy_us > 0.0 &&
+              vkd_delegate_profile_count(h) == 0,
+          "set_profiling(SPAN): span %.2f us (host wall %.2f), total %.2f, copy in %.2f, %lu "
+          "nodes", ep.gpu_span_us, ep.host_wall_us, ep.gpu_total_us, ep.gpu_input_copy_us,
+          (unsigned long)vkd_delegate_profile_count(h));
+    st = vkd_delegate_set_profiling(h, 3);
+    CHECK(st == VKD_ERROR_INVALID_ARGUMENT && strstr(vkd_delegate_last_error(h), "mode 3") != NULL,
+          "set_profiling(3) not refused: %s", vkd_delegate_last_error(h));
+    st = vkd_delegate_set_profiling(h, VKD_PROFILING_NODES);
+    CHECK(st == VKD_OK, "set_profiling(NODES): %s", vkd_delegate_last_error(h));
   }
   if (n_in == 1 && n_out == 1) {
     /* Zero-copy: through the staging views where the device form is contiguous NCHW, the same

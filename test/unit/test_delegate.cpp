@@ -220,7 +220,23 @@ TEST(Delegate, SetProfilingSwitchesTheTimestampsOfLaterRunsOffAndOn) {
     ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
     EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
     EXPECT_EQ(d->last_profile().size(), 5u);
-    EXPECT_GT(d->last_execute_profile().gpu_span_us, 0.0);
+    const vkd::ExecuteProfile nodes = d->last_execute_profile();
+    EXPECT_GT(nodes.gpu_span_us, 0.0);
+    EXPECT_GT(nodes.gpu_total_us, 0.0);
+    // Span only: the span and the copies, no per-node times.
+    ASSERT_EQ(d->set_profiling(vkd::Delegate::Profiling::Span), vkd::Status::Ok)
+        << d->last_error();
+    ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
+    EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
+    EXPECT_TRUE(d->last_profile().empty());
+    const vkd::ExecuteProfile span = d->last_execute_profile();
+    expect_host_phases_consistent(span);
+    EXPECT_GT(span.gpu_span_us, 0.0);
+    EXPECT_LE(span.gpu_span_us, span.submit_wait_us);
+    EXPECT_EQ(span.gpu_total_us, 0.0);
+    EXPECT_GT(span.gpu_input_copy_us, 0.0);
+    EXPECT_GT(span.gpu_output_copy_us, 0.0);
+    ASSERT_EQ(d->set_profiling(true), vkd::Status::Ok) << d->last_error();
   }
   // Without profiling at creation there are no timestamps to switch on.
   vkd::DelegateOptions options;
@@ -229,6 +245,9 @@ TEST(Delegate, SetProfilingSwitchesTheTimestampsOfLaterRunsOffAndOn) {
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->set_profiling(true), vkd::Status::InvalidArgument);
   EXPECT_NE(plain->last_error().find("created with options.profiling off"), std::string::npos)
+      << plain->last_error();
+  EXPECT_EQ(plain->set_profiling(vkd::Delegate::Profiling::Span), vkd::Status::InvalidArgument);
+  EXPECT_NE(plain->last_error().find("set_profiling(Span)"), std::string::npos)
       << plain->last_error();
   EXPECT_EQ(plain->set_profiling(false), vkd::Status::Ok);
   EXPECT_EQ(d->validation_message_count(), 0u);

@@ -112,8 +112,8 @@ double median_of(const std::vector<ExecuteProfile>& runs, double ExecuteProfile:
 }
 
 // Medians of where execute()'s time went (ExecuteProfile): the host phases of the runs without
-// timestamps, the GPU side of the profiled ones.
-void print_phases(const std::vector<ExecuteProfile>& plain,
+// timestamps, the GPU side of the timed ones (span-only and per-dispatch).
+void print_phases(const std::vector<ExecuteProfile>& plain, const std::vector<ExecuteProfile>& span,
                   const std::vector<ExecuteProfile>& profiled) {
   std::printf("bench: host phases median: input copy %.1f \xC2\xB5s, submit -> fence %.1f "
               "\xC2\xB5s, output copy %.1f \xC2\xB5s\n",
@@ -122,11 +122,15 @@ void print_phases(const std::vector<ExecuteProfile>& plain,
               median_of(plain, &ExecuteProfile::output_copy_us));
   if (profiled.empty()) return;
   std::printf("bench: GPU median: span %.2f \xC2\xB5s (first dispatch start to last dispatch "
-              "end), staging copies in %.2f / out %.2f \xC2\xB5s; host wall with timestamps "
-              "%.3f ms\n",
+              "end, only those timestamps), staging copies in %.2f / out %.2f \xC2\xB5s; host "
+              "wall %.3f ms\n",
+              median_of(span, &ExecuteProfile::gpu_span_us),
+              median_of(span, &ExecuteProfile::gpu_input_copy_us),
+              median_of(span, &ExecuteProfile::gpu_output_copy_us),
+              median_of(span, &ExecuteProfile::host_wall_us) / 1000.0);
+  std::printf("bench: GPU median with a timestamp pair around every dispatch: span %.2f "
+              "\xC2\xB5s (the pairs serialize the dispatches), host wall %.3f ms\n",
               median_of(profiled, &ExecuteProfile::gpu_span_us),
-              median_of(profiled, &ExecuteProfile::gpu_input_copy_us),
-              median_of(profiled, &ExecuteProfile::gpu_output_copy_us),
               median_of(profiled, &ExecuteProfile::host_wall_us) / 1000.0);
 }
 
@@ -143,18 +147,18 @@ void warn_if_outputs_changed(const std::vector<OutputSlot>& outputs,
   }
 }
 
-// --bench: warm-up runs, then `bench` runs without timestamps (the host wall an app sees) and
-// `bench` profiled ones (GPU times; their timestamps serialize the dispatches); returns the
-// last profiled run.
+// --bench: warm-up runs, then `bench` runs without timestamps (the host wall an app sees),
+// `bench` with the GPU span timed alone and `bench` profiled ones (per-dispatch GPU times;
+// their timestamps serialize the dispatches); returns the last profiled run.
 TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
                        const std::vector<OutputSlot>& outputs) {
   std::vector<std::vector<uint8_t>> first;
   for (const OutputSlot& o : outputs) first.push_back(o.data);
-  const auto set_profiling = [&d](bool on) {
-    const Status s = d.set_profiling(on);
+  const auto set_profiling = [&d](Delegate::Profiling mode) {
+    const Status s = d.set_profiling(mode);
     if (s != Status::Ok) throw CliError(exit_code_for(s), d.last_error());
   };
-  set_profiling(false);
+  set_profiling(Delegate::Profiling::Off);
   for (int i = 0; i < kWarmupRuns; ++i) execute_timed(d, views);
   std::vector<double> wall_ms, gpu_us;
   std::vector<ExecuteProfile> plain, profiled;
@@ -162,7 +166,10 @@ TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
     wall_ms.push_back(execute_timed(d, views) / 1000.0);
     plain.push_back(d.last_execute_profile());
   }
-  set_profiling(true);
+  std::vector<ExecuteProfile> span;
+  set_profiling(Delegate::Profiling::Span);
+  for (int i = 0; i < bench; ++i) span.push_back(run_once(d, views).phases);
+  set_profiling(Delegate::Profiling::PerDispatch);
   TimedRun last;
   for (int i = 0; i < bench; ++i) {
     last = run_once(d, views);
@@ -179,7 +186,7 @@ TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
     std::printf("; then %d profiled: GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n",
                 bench, median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()));
   }
-  print_phases(plain, profiled);
+  print_phases(plain, span, profiled);
   warn_if_outputs_changed(outputs, first);
   return last;
 }

@@ -112,7 +112,8 @@ struct ExecuteProfile {
   double submit_wait_us = 0.0;  // submit -> fence signalled (staging copies + dispatches)
   double output_copy_us = 0.0;  // output staging -> caller memory (unpacking on the CPU)
   double gpu_span_us = 0.0;     // first dispatch's start to last dispatch's end
-  double gpu_total_us = 0.0;    // sum of the dispatches' own times (last_profile()'s gpu_us)
+  double gpu_total_us = 0.0;    // sum of the dispatches' own times (last_profile()'s gpu_us;
+                                // 0 when timed with Profiling::Span)
   double gpu_input_copy_us = 0.0;   // GPU: input staging -> input tensors
   double gpu_output_copy_us = 0.0;  // GPU: output tensors -> output staging
 };
@@ -155,10 +156,16 @@ class VKD_API Delegate {
   Status staging_input(size_t index, TensorView* view);
   Status staging_output(size_t index, TensorView* view);
 
-  // Created with options.profiling: switches the timestamps of the following execute()s off
-  // (no query is recorded or read: what an app's own latency measurement should see) and
-  // back on. Turning them on for a delegate created without profiling is InvalidArgument.
-  Status set_profiling(bool on);
+  // Created with options.profiling: how the following execute()s are timed. Off: no query is
+  // recorded or read (what an app's own latency measurement should see). PerDispatch (the
+  // default): a timestamp pair around every dispatch (last_profile(), gpu_total_us), which
+  // serializes the dispatches and adds each one's launch to gpu_span_us. Span: only a pair
+  // around all the dispatches and one around each staging-copy phase: gpu_span_us as an
+  // unprofiled execute() runs, last_profile() empty. Anything but Off for a delegate created
+  // without profiling is InvalidArgument. set_profiling(bool): PerDispatch or Off.
+  enum class Profiling { Off, Span, PerDispatch };
+  Status set_profiling(Profiling mode);
+  Status set_profiling(bool on) { return set_profiling(on ? Profiling::PerDispatch : Profiling::Off); }
 
   std::string last_error() const;          // "" after a successful call
   std::vector<NodeProfile> last_profile() const;  // empty before the first run / without timestamps

@@ -143,9 +143,16 @@ VKD_C_API vkd_status vkd_delegate_staging_input(vkd_delegate* handle, size_t ind
 VKD_C_API vkd_status vkd_delegate_staging_output(vkd_delegate* handle, size_t index,
                                                  vkd_tensor* tensor);
 
-/* Created with options.profiling: on = 0 switches the timestamps of the following executes
- * off (no query recorded or read), on = 1 back on; 1 without options.profiling fails. */
-VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int on);
+/* Created with options.profiling: how the following executes are timed (vkd::Delegate::
+ * set_profiling). VKD_PROFILING_OFF: no query recorded or read; VKD_PROFILING_NODES (the
+ * default): a timestamp pair around every dispatch (per-node profile; it serializes the
+ * dispatches and adds their launches to gpu_span_us); VKD_PROFILING_SPAN: one pair around all
+ * the dispatches (gpu_span_us as an unprofiled execute runs; no per-node profile). Any mode but
+ * OFF without options.profiling fails, as does a value that is none of these. */
+#define VKD_PROFILING_OFF 0
+#define VKD_PROFILING_NODES 1
+#define VKD_PROFILING_SPAN 2
+VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int mode);
 
 /* Host phases and GPU span of the last execute (see vkd_execute_profile). */
 VKD_C_API vkd_status vkd_delegate_execute_profile(vkd_delegate* handle,
