@@ -346,12 +346,51 @@ LinearParams linear_params(const Conv2dParams& p) {
 // Mirrors `Params` in shaders/q8ta_im2col.glsl.
 struct Im2colPush {
   int32_t blocks, k4;
-  int32_t c4_in, h_in, w_in;
-  int32_t h_out, w_out;
-  int32_t kw;
-  int32_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+  Im2colGeometry geometry;
   int32_t in_zp;
 };
+
+// The gather's geometry (shaders/common/im2col_gather.glslh) of input `d_in`, output `d_out`.
+Im2colGeometry im2col_geometry(const Dims4& d_in, const Dims4& d_out, const Conv2dWeights& w,
+                               const Conv2dGeometry& g) {
+  return {int32_t(div_up(d_in.c, 4)), int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h),
+          int32_t(d_out.w), int32_t(w.kw), g.stride_h, g.stride_w, g.pad_top, g.pad_left,
+          g.dilation_h, g.dilation_w};
+}
+
+// Whether Auto takes the implicit im2col where the linear kernel has it: the split-K and
+// dot-product GEMM kernels and the cooperative-matrix kernel's wide tile, not its narrow tile.
+// H100, us explicit -> implicit (perf/ and etvk/ q8ta_conv2d im2col+explicit / +implicit):
+// split-K 1x512x7x7 -> 512 21.1 -> 19.2 (resnet18's: 20.9 -> 19.1), 1x128x28x28 -> 128
+// 23.6 -> 21.0, 1x256x14x14 -> 256 24.4 -> 22.5, 1x1 s2 1x1024x14x14 -> 2048 19.7 -> 17.9;
+// wide cooperative-matrix tile 1x32x128x128 -> 64 17.7 -> 16.8, 1x64x128x128 -> 64 23.5 ->
+// 23.7 (a tie: 24.5 -> 24.1 in another run); but the narrow tile (small grids of 128
+// invocations with 4 gathered blocks each per stage: every stage's latency is exposed)
+// 1x64x56x56 -> 64 14.5 -> 29.3, refinenet_lite's 1x24x16x9 -> 96 and 1x24x32x18 -> 96
+// (pixel-shuffled) 11.8 -> 19.3 and 12.3 -> 21.6. The dot-product GEMM is split-K's kernel
+// with one slice (not measured on its own: the H100 runs cooperative matrices).
+bool prefer_implicit_im2col(const LinearChoice& gemm) {
+  return !(gemm.route == LinearRoute::CoopMat && gemm.narrow_tile);
+}
+
+// The Im2col route's form for the linear kernel `gemm` (Im2colForm's rule); InvalidArgument
+// where Implicit is asked for and the kernel has no such variant.
+bool implicit_im2col(const std::string& op, const vk::DeviceProfile& profile,
+                     const LinearChoice& gemm, Im2colForm form) {
+  const LinearRoute route = gemm.route;
+  const bool can = linear_gathers_im2col(profile, route);
+  switch (form) {
+    case Im2colForm::Explicit: return false;
+    case Im2colForm::Implicit:
+      VKD_CHECK(can, ErrorCode::InvalidArgument, op,
+                ": the implicit im2col needs the cooperative-matrix, GEMM or split-K kernel; this "
+                "convolution's GEMM runs the ",
+                to_string(route), " kernel", profile.cpu_kernels ? " of a CPU device" : "");
+      return true;
+    case Im2colForm::Auto: break;
+  }
+  return can && prefer_implicit_im2col(gemm);
+}
 
 // Im2col route: the weights (groups 1: [C_out, C_in, KH, KW]) as the GEMM's [C_out, K] matrix in
 // the im2col matrix's K order, k = ((ky * KW + kx) * C4_in + ci / 4) * 4 + ci % 4
@@ -374,30 +413,42 @@ std::vector<int8_t> im2col_weight_matrix(const Conv2dWeights& w, int64_t c_in) {
   return out;
 }
 
-// Im2col route, two dispatches. q8ta_im2col gathers the input windows into an intermediate
-// int8x4 tensor [N, K, H_out, W_out] in 4W4C: its 16-byte blocks are (4 output pixels of one
-// row) x (4 K values), the linear kernels' (rows x K) block structure with N * H_out groups of
-// W_out rows, as the conv's 4W4C output is with N = C_out for K. add_q8ta_linear_rows_node then
-// multiplies it by the reordered weights straight into the output (GEMV for at most 4 pixels,
-// else the dot-product GEMM or cooperative matrices). The intermediate is an ordinary graph
-// tensor, so the memory planner reuses its bytes once the GEMM has read it. The reordered
-// weight matrix is made here, on the CPU, and held by the LinearWeights until prepare() has
-// packed it into the GEMM's blocks.
+// Im2col route. The im2col matrix is an int8x4 tensor [N, K, H_out, W_out] in 4W4C: its
+// 16-byte blocks are (4 output pixels of one row) x (4 K values), the linear kernels' (rows x K)
+// block structure with N * H_out groups of W_out rows, as the conv's 4W4C output is with
+// N = C_out for K; add_q8ta_linear_rows_node multiplies it by the reordered weights straight
+// into the output (GEMV for at most 4 pixels, else the dot-product GEMM, split-K or cooperative
+// matrices). Implicit form: that kernel's "_im2col" variant reads the convolution's input and
+// gathers each block in its loads, one dispatch. Explicit form, two dispatches: q8ta_im2col
+// writes the matrix into an intermediate graph tensor (the memory planner reuses its bytes once
+// the GEMM has read it), which the plain kernel reads. The reordered weight matrix is made
+// here, on the CPU, and held by the LinearWeights until prepare() has packed it into the
+// GEMM's blocks.
 void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const std::string& name,
                      graph::ValueRef input, const Dims4& d_in, const Conv2dWeights& w,
                      graph::ValueRef output, const Dims4& d_out, const Conv2dParams& p) {
   const int64_t k = im2col_k(w, d_in.c);
+  auto matrix = std::make_shared<const std::vector<int8_t>>(im2col_weight_matrix(w, d_in.c));
+  // The packers keep both the matrix and whatever w's pointers point into.
+  const auto owners = std::make_shared<const std::pair<std::shared_ptr<const void>,
+                                                       std::shared_ptr<const void>>>(matrix, w.owner);
+  const LinearWeights lw{matrix->data(), w.scales, w.bias, w.out_channels, k, owners};
+  const LinearParams lp = linear_params(p);
+  const Im2colGeometry geometry = im2col_geometry(d_in, d_out, w, p.geometry);
+  const bool in_4w4c = graph.spec(input).layout == MemoryLayout::PackedInt8_4W4C;
+  const LinearChoice gemm =
+      chosen_linear_kernel(graph.profile(), op, d_out.n * d_out.h, d_out.w, w.out_channels, k, lp);
+  if (implicit_im2col(op, graph.profile(), gemm, p.im2col_form)) {
+    add_q8ta_linear_rows_node(graph, op, input, d_out.n * d_out.h, d_out.w, lw, output, lp,
+                              RowsShuffle{p.upscale, d_out.h}, Im2colInput{in_4w4c, geometry});
+    return;
+  }
   const graph::ValueRef cols =
       graph.add_tensor({{d_out.n, k, d_out.h, d_out.w}, DType::Int8x4, StorageType::Buffer,
                         MemoryLayout::PackedInt8_4W4C},
                        name + ".im2col");
   const int64_t blocks = d_out.n * d_out.h * div_up(d_out.w, 4) * (k / 4);
-  const Conv2dGeometry& g = p.geometry;
-  const Im2colPush push{int32_t(blocks), int32_t(k / 4), int32_t(div_up(d_in.c, 4)),
-                        int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h), int32_t(d_out.w),
-                        int32_t(w.kw), g.stride_h, g.stride_w, g.pad_top, g.pad_left,
-                        g.dilation_h, g.dilation_w, p.input.zero_point};
-  const bool in_4w4c = graph.spec(input).layout == MemoryLayout::PackedInt8_4W4C;
+  const Im2colPush push{int32_t(blocks), int32_t(k / 4), geometry, p.input.zero_point};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::variants::q8ta_im2col[in_4w4c ? 0 : 1];
@@ -405,14 +456,8 @@ void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const st
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(blocks));
   graph.add_node(std::move(node));
-
-  auto matrix = std::make_shared<const std::vector<int8_t>>(im2col_weight_matrix(w, d_in.c));
-  // The packers keep both the matrix and whatever w's pointers point into.
-  const auto owners = std::make_shared<const std::pair<std::shared_ptr<const void>,
-                                                       std::shared_ptr<const void>>>(matrix, w.owner);
-  const LinearWeights lw{matrix->data(), w.scales, w.bias, w.out_channels, k, owners};
-  add_q8ta_linear_rows_node(graph, op, cols, d_out.n * d_out.h, d_out.w, lw, output,
-                            linear_params(p), RowsShuffle{p.upscale, d_out.h});
+  add_q8ta_linear_rows_node(graph, op, cols, d_out.n * d_out.h, d_out.w, lw, output, lp,
+                            RowsShuffle{p.upscale, d_out.h});
 }
 
 }  // namespace
@@ -430,6 +475,15 @@ void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights
             " and C_out = ", w.out_channels, ", and the weights must hold C_in / groups = ",
             c_in / std::max<int64_t>(groups, 1), " input channels (they hold ", w.in_per_group,
             ")");
+}
+
+std::string to_string(Im2colForm form) {
+  switch (form) {
+    case Im2colForm::Auto: return "auto";
+    case Im2colForm::Implicit: return "implicit";
+    case Im2colForm::Explicit: return "explicit";
+  }
+  return "?";
 }
 
 std::string to_string(Conv2dRoute route) {

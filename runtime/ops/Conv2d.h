@@ -69,15 +69,27 @@ struct Conv2dGeometry {
 // Depthwise: groups == C_in == C_out, output not pixel-shuffled, added to nor dequantized
 // (shaders/q8ta_conv2d_dw.glsl).
 // Im2col: groups 1 with an int8 4W4C output, any input layout, kernel, stride, padding and
-// dilation: the input windows are gathered into an intermediate int8x4 matrix [output pixels,
-// KH * KW * C4_in * 4] (shaders/q8ta_im2col.glsl), which the same linear kernels multiply;
-// only while that matrix stays under a size cap (Conv2d.cpp: kMaxIm2colBytes).
+// dilation: the same linear kernels multiply the int8x4 matrix [output pixels,
+// KH * KW * C4_in * 4] of the input windows (shaders/common/im2col_gather.glslh), in one of two
+// forms (Im2colForm): implicit, each GEMM stage gathering its blocks from the input (one
+// dispatch), or explicit, q8ta_im2col writing the whole matrix into an intermediate tensor
+// first (two dispatches); the route (either form) only while that matrix would stay under a
+// size cap (Conv2d.cpp: kMaxIm2colBytes).
 // Auto: Pointwise where it fits, then Depthwise, then Im2col where it fits and an output sums
 // at least 64 products (C_in / groups * KH * KW; measured, Conv2d.cpp: prefer_im2col), else
 // Direct; a float input quantized on load (q8ta_conv2d_fq): Direct. Asking for a route the
 // shape or layouts do not fit is an InvalidArgument error that says why.
 enum class Conv2dRoute { Auto, Direct, Pointwise, Depthwise, Im2col };
 std::string to_string(Conv2dRoute route);
+
+// The Im2col route's form. Implicit: the cooperative-matrix / GEMM / split-K kernel's
+// "_im2col" variant gathers the matrix inside its loads; Explicit: q8ta_im2col writes the
+// matrix, then the linear kernel reads it. Auto: Implicit where the linear kernel the route
+// takes has that variant (not GEMV, not the CPU GEMM of CPU devices) and it measured no slower
+// (Conv2d.cpp: prefer_implicit_im2col), else Explicit. Asking for Implicit where the linear
+// kernel has no such variant is an InvalidArgument error; the bytes are the same either way.
+enum class Im2colForm { Auto, Implicit, Explicit };
+std::string to_string(Im2colForm form);
 
 struct Conv2dParams {
   QuantParams input;  // scale and zero point of the int8 input (its range: quantize_input's)
@@ -103,6 +115,7 @@ struct Conv2dParams {
   // tests and tuning.
   LinearRoute gemm = LinearRoute::Auto;
   int32_t gemm_slices = 0;  // with gemm SplitK: its K slices (0 = chosen)
+  Im2colForm im2col_form = Im2colForm::Auto;  // the Im2col route's form; for tests and tuning
   // Depthwise route: output rows each invocation computes, 1..4, and output tiles of 4 widths
   // along each row, 1 or 2, at most 4 rows x tiles (both 0 = chosen by the output's size; one
   // 0 = 1); for tests and tuning.

@@ -122,6 +122,7 @@ struct LinearKernel {
   shaders::Kernel kernel;
   vk::DispatchPlan plan;
   bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
+  bool narrow = false;            // CoopMat: the 128 x 32 tile (NARROW_N)
 };
 
 // The split-K route (shaders/q8ta_linear_gemm.glsl, SPLIT_K). Auto takes it on a GPU where the
@@ -184,10 +185,11 @@ constexpr int64_t kNarrowMaxWideTiles = 64;
 // q8ta_linear_coopmat.glsl; the latter 128 x 32 of 128 invocations for small N). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
 // the device cannot run a 256-invocation workgroup.
 // `out`: the OUT_DTYPE variant (linear_common.glslh): 0 int8, 1 float, 2 int8 + residual add.
-// SplitK: the GEMM's tiles with the grid's z = K slices.
+// SplitK: the GEMM's tiles with the grid's z = K slices. `im2col`: the "_im2col" variant of the
+// chosen kernel, whose load_input gathers from a convolution's input (int8 outputs only).
 LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
                                   const RowShape& rows, int64_t n4, int64_t k4, int out,
-                                  const LinearParams& p) {
+                                  const LinearParams& p, const Im2colInput* im2col = nullptr) {
   LinearRoute route = p.route;
   const std::string no_coopmat = linear_coopmat_unavailable(profile);
   // Every tiled kernel takes 128 rows per workgroup; the wide tiles 32 channel words.
@@ -217,6 +219,10 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
   if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256) route = LinearRoute::Gemv;
   const int dot = profile.int8_dot_product ? 0 : 1;
   LinearKernel k{route, {}, {}};
+  VKD_CHECK(!im2col || (linear_gathers_im2col(profile, route) && out != 1), ErrorCode::Internal,
+            op, ": the ", to_string(route), " kernel has no implicit im2col form");
+  // The im2col variants' axes (variants.json): the input's layout, OUT_DTYPE int8 / int8_add.
+  const int gather_in = im2col && im2col->in_4w4c ? 0 : 1, gather_out = out == 2 ? 1 : 0;
   if (route == LinearRoute::Gemm && profile.cpu_kernels) {
     // CPU devices (shaders/q8ta_linear_cpu.glsl): an invocation = one row block x the
     // workgroup's 32 channels (16 where N <= 16), a workgroup = one subgroup of 8 row blocks
@@ -234,14 +240,19 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
         p.coopmat_tile_n == 32 ||
         (p.coopmat_tile_n == 0 &&
          (n4 <= kNarrowMaxN4 || (4 * k4 <= kNarrowMaxK && tiles < kNarrowMaxWideTiles)));
-    k.kernel = shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
+    k.kernel = im2col ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out]
+                                                                    [narrow ? 1 : 0]
+                      : shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
+    k.narrow = narrow;
     k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),
                           static_cast<uint32_t>(row_tiles), 1};
   } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
     // 128 rows x 128 channels per workgroup of 256 invocations.
     const bool split = route == LinearRoute::SplitK;
-    k.kernel = shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
+    k.kernel = im2col ? shaders::variants::q8ta_linear_gemm_im2col[gather_in][gather_out][dot]
+                                                                 [split ? 1 : 0]
+                      : shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
     k.compact_constant = true;
     // SplitK: the grid's z is K's slices.
     const int64_t slices = split ? split_k_slices(tiles, stages, p.split_k_slices) : 1;
@@ -295,6 +306,21 @@ graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWe
   return graph.add_constant(
       spec, name + ".channels", [copy, input_scale] { return pack_channels(copy, input_scale); },
       static_cast<uint64_t>(w.n * 8));
+}
+
+bool linear_gathers_im2col(const vk::DeviceProfile& profile, LinearRoute route) {
+  return route == LinearRoute::CoopMat || route == LinearRoute::SplitK ||
+         (route == LinearRoute::Gemm && !profile.cpu_kernels &&
+          profile.max_workgroup_invocations >= 256);
+}
+
+LinearChoice chosen_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
+                                  int64_t groups, int64_t rows, int64_t n, int64_t k,
+                                  const LinearParams& p) {
+  const RowShape shape{groups, rows, div_up(rows, 4)};
+  const LinearKernel kernel =
+      choose_linear_kernel(profile, op, shape, div_up(n, 4), div_up(k, 4), p.output ? 0 : 1, p);
+  return {kernel.route, kernel.narrow};
 }
 
 uint32_t epilogue_acc_below_2_22(const vk::DeviceProfile& profile, int64_t products_per_output) {
@@ -364,12 +390,14 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
                                       graph::ValueRef input, int64_t groups, int64_t row_count,
                                       const LinearWeights& weights, graph::ValueRef output,
-                                      const LinearParams& p, const RowsShuffle& shuffle) {
+                                      const LinearParams& p, const RowsShuffle& shuffle,
+                                      const std::optional<Im2colInput>& im2col) {
   const auto& out = graph.tensor(output);
   const RowShape rows{groups, row_count, div_up(row_count, 4)};
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
   const int out_form = !p.output ? 1 : p.residual ? 2 : 0;
-  const LinearKernel k = choose_linear_kernel(graph.profile(), op, rows, n4, k4, out_form, p);
+  const LinearKernel k = choose_linear_kernel(graph.profile(), op, rows, n4, k4, out_form, p,
+                                              im2col ? &*im2col : nullptr);
   const auto [packed, channels] =
       add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name(),
                            k.route == LinearRoute::Gemv);
@@ -388,6 +416,11 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
     node.bindings.push_back(r.other);
     node.push_constants = graph::push_constant_bytes(LinearAddPush{
         push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
+  }
+  if (im2col) {
+    // The convolution's geometry after the other members (linear_common.glslh's p.conv).
+    const auto geometry = graph::push_constant_bytes(im2col->geometry);
+    node.push_constants.insert(node.push_constants.end(), geometry.begin(), geometry.end());
   }
   if (k.route == LinearRoute::SplitK) {
     // The scratch of the slices' sums and the tiles' arrival counters (q8ta_linear_gemm.glsl's

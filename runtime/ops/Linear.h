@@ -120,6 +120,26 @@ struct RowsShuffle {
   int64_t image_rows = 1;
 };
 
+// The convolution geometry of an implicit im2col input (q8ta_conv2d's Im2col route, implicit
+// form): mirrors Im2colGeometry in shaders/common/im2col_gather.glslh, which gathers the im2col
+// matrix's blocks from the convolution's input (q8ta_im2col.glsl's push constants hold it too).
+struct Im2colGeometry {
+  int32_t c4_in, h_in, w_in;
+  int32_t h_out, w_out;
+  int32_t kw;
+  int32_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+};
+
+// add_q8ta_linear_rows_node's input as a convolution's int8x4 input (4W4C, else 4C1W) whose
+// im2col matrix the kernel gathers inside its loads instead of reading a matrix from memory:
+// the rows are then the convolution's output pixels (groups = N * H_out, rows = W_out) and K
+// the matrix's (im2col_gather.glslh). Only the cooperative-matrix, dot-product GEMM and
+// split-K kernels have this form (linear_gathers_im2col).
+struct Im2colInput {
+  bool in_4w4c = true;
+  Im2colGeometry geometry{};
+};
+
 // The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,
 // k4) at rb * K4 + k4 holds 4 rows x 4 K values (component = row, byte lane = K): 4H4W, and
 // also 4W4C, whose rows are pixels (4 widths of one image row) and K its channels, so a 1x1
@@ -127,10 +147,29 @@ struct RowsShuffle {
 // 4; the output has the same block structure with N for K (int8; or is pixel-shuffled, see
 // RowsShuffle) or is float32 [groups * rows, N]. No tensor checks: the caller's. Returns the
 // route taken.
+// With `im2col`, `input` is that convolution input (see Im2colInput); the chosen kernel must
+// have the form (linear_gathers_im2col), else an Internal error.
 LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
                                       graph::ValueRef input, int64_t groups, int64_t rows,
                                       const LinearWeights& weights, graph::ValueRef output,
-                                      const LinearParams& p, const RowsShuffle& shuffle = {});
+                                      const LinearParams& p, const RowsShuffle& shuffle = {},
+                                      const std::optional<Im2colInput>& im2col = std::nullopt);
+
+// The linear kernel add_q8ta_linear_rows_node takes for `groups` groups of `rows` rows, N and K
+// (the errors of a route `p` asks for that the device cannot run included): its route and,
+// for CoopMat, whether its tile is the narrow 128 x 32 one (NARROW_N).
+struct LinearChoice {
+  LinearRoute route = LinearRoute::Auto;
+  bool narrow_tile = false;
+};
+LinearChoice chosen_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
+                                  int64_t groups, int64_t rows, int64_t n, int64_t k,
+                                  const LinearParams& p);
+
+// Whether `route`, on `profile`, has a kernel that gathers an implicit im2col input: the
+// cooperative-matrix and split-K kernels, and the dot-product GEMM where it is not the CPU
+// GEMM (q8ta_linear_cpu.glsl reads whole matrix blocks) nor GEMV.
+bool linear_gathers_im2col(const vk::DeviceProfile& profile, LinearRoute route);
 
 // Checks a fused residual add's operand and quantization against `output` (op `op`):
 // `other` an int8x4 tensor of the output's sizes and layout; InvalidArgument otherwise.

@@ -158,6 +158,10 @@ struct ConvSetup {
   // op's choice).
   ops::LinearRoute gemm = ops::LinearRoute::Auto;
   int32_t gemm_slices = 0;
+  // The Im2col route's form asked for (Auto: the op's choice); a forced form is also checked
+  // in the graph: Implicit = one dispatch of a "_im2col_" linear kernel reading the input,
+  // Explicit = q8ta_im2col, then the linear kernel.
+  ops::Im2colForm im2col_form = ops::Im2colForm::Auto;
   // ACCU: execute once before the checked execution, which must write the same bytes (the
   // split-K scratch left at zero).
   bool reexecute = false;
@@ -278,6 +282,7 @@ class Q8taConv2dCase : public CaseInstance {
     p_.depthwise_tiles_w = s_.depthwise_tiles_w;
     p_.gemm = s_.gemm;
     p_.gemm_slices = s_.gemm_slices;
+    p_.im2col_form = s_.im2col_form;
     if (s_.accu) {
       y_ = testing::reference_q8ta_conv2d(qx_, host_.weight, ref_conv(shape), kInputScale,
                                           s_.input_zp, host_.scales, host_.bias);
@@ -319,9 +324,11 @@ class Q8taConv2dCase : public CaseInstance {
       p_.residual = residual_->add_input(g, out_spec);
       in_bytes_ += out_bytes_;
     }
+    const size_t nodes_before = g.nodes().size();
     const Conv2dRoute taken = ops::add_q8ta_conv2d_node(g, in_ref_, host_.view(), out_ref_, p_);
     VKD_CHECK(taken == s_.expected, ErrorCode::Internal, "q8ta_conv2d took route ",
               ops::to_string(taken), ", expected ", ops::to_string(s_.expected));
+    check_im2col_form(g, nodes_before);
     g.add_input(in_ref_);
     g.add_output(out_ref_);
   }
@@ -379,6 +386,20 @@ class Q8taConv2dCase : public CaseInstance {
   }
 
  private:
+  // A forced im2col form as the graph holds it: Implicit one "_im2col_" linear kernel whose
+  // binding 1 is the convolution's input, Explicit q8ta_im2col and then a plain linear kernel.
+  void check_im2col_form(const graph::ComputeGraph& g, size_t nodes_before) const {
+    if (s_.im2col_form == ops::Im2colForm::Auto) return;
+    const bool implicit = s_.im2col_form == ops::Im2colForm::Implicit;
+    const size_t added = g.nodes().size() - nodes_before;
+    const std::string first = shaders::shader_info(g.nodes()[nodes_before].kernel).name;
+    const bool ok = implicit ? added == 1 && first.find("_im2col_") != std::string::npos &&
+                                   g.nodes()[nodes_before].bindings[1] == in_ref_
+                             : added == 2 && first.rfind("q8ta_im2col_", 0) == 0;
+    VKD_CHECK(ok, ErrorCode::Internal, "the ", ops::to_string(s_.im2col_form),
+              " im2col form took ", added, " dispatches, the first ", first);
+  }
+
   ConvSetup s_;
   double in_bytes_ = 0, out_bytes_ = 0;
   ops::Conv2dParams p_;
@@ -417,6 +438,7 @@ std::string route_name(const ConvSetup& s) {
   if (s.route == Conv2dRoute::Auto) name += "(" + ops::to_string(s.expected) + ")";
   if (s.gemm != ops::LinearRoute::Auto) name += "+" + ops::to_string(s.gemm);
   if (s.gemm_slices) name += "/S" + std::to_string(s.gemm_slices);
+  if (s.im2col_form != ops::Im2colForm::Auto) name += "+" + ops::to_string(s.im2col_form);
   return name;
 }
 
@@ -462,13 +484,30 @@ struct Variant {
   int32_t depthwise_tiles_w = 0;
   ops::LinearRoute gemm = ops::LinearRoute::Auto;  // the linear kernel of Pointwise / Im2col
   int32_t gemm_slices = 0;                         // SplitK's (0: the op's choice)
+  ops::Im2colForm im2col_form = ops::Im2colForm::Auto;  // Im2col's (Auto: the op's choice)
 };
 
-// The variant's linear kernel into `s`; a split-K ACCU case also runs twice.
+// The variant's linear kernel and im2col form into `s`; a split-K ACCU case also runs twice.
 void set_gemm(ConvSetup& s, const Variant& v) {
   s.gemm = v.gemm;
   s.gemm_slices = v.gemm_slices;
+  s.im2col_form = v.im2col_form;
   s.reexecute = v.gemm == ops::LinearRoute::SplitK;
+}
+
+// What the device must offer for a case's forced linear kernel (Case::unavailable): the
+// cooperative-matrix kernel, or for the implicit im2col through the GEMM (forced or chosen) a
+// GPU GEMM kernel (a CPU device runs its CPU GEMM, which has no implicit form; its GPU-kernel
+// passes cover the implicit GEMM through the Auto-form cases).
+std::function<std::string(const vk::DeviceProfile&)> case_unavailable(const ConvSetup& s) {
+  if (s.gemm == ops::LinearRoute::CoopMat) return ops::linear_coopmat_unavailable;
+  if (s.gemm != ops::LinearRoute::SplitK && s.im2col_form == ops::Im2colForm::Implicit) {
+    return [](const vk::DeviceProfile& p) {
+      return p.cpu_kernels ? std::string("a GPU GEMM kernel (its CPU kernels are on)")
+                           : std::string();
+    };
+  }
+  return {};
 }
 
 // The four int8 layout pairs, rotated over the shapes so every pair meets every kind of shape.
@@ -592,8 +631,12 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
   name += s.int8_out ? " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name : "";
   name += s.bias ? " bias" : " nobias";
   name += mapping_name(s);
-  registry.add({name, "q8ta_conv2d", shape_column(shape), layout_column(s), true, false, true,
-                Metric::GOPs, [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+  // (A forced cooperative-matrix kernel has no fallback path: its fallback pass would lack it.)
+  Case c{name, "q8ta_conv2d", shape_column(shape), layout_column(s), true, false,
+         s.gemm != ops::LinearRoute::CoopMat, Metric::GOPs,
+         [s] { return std::make_unique<Q8taConv2dCase>(s); }};
+  c.unavailable = case_unavailable(s);
+  registry.add(std::move(c));
 }
 
 void register_accu_cases(Registry& registry) {
@@ -645,31 +688,52 @@ void register_accu_cases(Registry& registry) {
     add_accu_case(registry, shape, {Conv2dRoute::Auto, k4W4C, false}, index++, shape_index);
     ++shape_index;
   }
-  // Im2col, from either input layout.
+  // Im2col, from either input layout, in the op's form; then each form forced (from the
+  // layouts in turn): explicit (q8ta_im2col + the op's linear kernel), implicit through the
+  // dot-product GEMM, and on every third shape implicit through cooperative matrices.
   for (const ConvShape& shape : im2col_shapes()) {
     add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4W4C, true, k4W4C}, index++,
                   shape_index);
     add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}, index++,
                   shape_index);
+    const MemoryLayout a = shape_index % 2 ? k4C1W : k4W4C, b = shape_index % 2 ? k4W4C : k4C1W;
+    Variant v{Conv2dRoute::Im2col, a, true, k4W4C};
+    v.im2col_form = ops::Im2colForm::Explicit;
+    add_accu_case(registry, shape, v, index++, shape_index);
+    v.in = b;
+    v.im2col_form = ops::Im2colForm::Implicit;
+    v.gemm = ops::LinearRoute::Gemm;
+    add_accu_case(registry, shape, v, index++, shape_index);
+    if (shape_index % 3 == 0) {
+      v.in = a;
+      v.gemm = ops::LinearRoute::CoopMat;
+      add_accu_case(registry, shape, v, index++, shape_index);
+    }
     ++shape_index;
   }
   // The split-K linear kernel (forced; Auto takes it on GPUs only) under Pointwise (K 300: 10
-  // stages of 32) and Im2col (K 288 and 1600: 9 and 50 stages), slices that do and do not divide
-  // the stages, and the op's choice (0).
+  // stages of 32) and Im2col (K 288 and 1600: 9 and 50 stages; the op's form, implicit, and the
+  // explicit form forced), slices that do and do not divide the stages, and the op's choice (0).
   struct SplitK {
     ConvShape shape;
     Conv2dRoute route;
     MemoryLayout in;
     int32_t slices;
+    ops::Im2colForm form = ops::Im2colForm::Auto;
   };
-  for (const SplitK& k : {SplitK{conv(1, 300, 7, 7, 40, 1, 1, 0), Conv2dRoute::Auto, k4W4C, 3},
-                          SplitK{conv(1, 300, 7, 7, 40, 1, 1, 0), Conv2dRoute::Auto, k4W4C, 10},
-                          SplitK{conv(1, 32, 7, 7, 40, 3, 1, 1), Conv2dRoute::Im2col, k4C1W, 4},
-                          SplitK{conv(1, 32, 7, 7, 40, 3, 1, 1), Conv2dRoute::Im2col, k4W4C, 0},
-                          SplitK{conv(1, 64, 9, 9, 136, 5, 1, 2), Conv2dRoute::Im2col, k4W4C, 7}}) {
+  constexpr auto kExplicit = ops::Im2colForm::Explicit;
+  for (const SplitK& k :
+       {SplitK{conv(1, 300, 7, 7, 40, 1, 1, 0), Conv2dRoute::Auto, k4W4C, 3},
+        SplitK{conv(1, 300, 7, 7, 40, 1, 1, 0), Conv2dRoute::Auto, k4W4C, 10},
+        SplitK{conv(1, 32, 7, 7, 40, 3, 1, 1), Conv2dRoute::Im2col, k4C1W, 4},
+        SplitK{conv(1, 32, 7, 7, 40, 3, 1, 1), Conv2dRoute::Im2col, k4W4C, 0},
+        SplitK{conv(1, 32, 7, 7, 40, 3, 1, 1), Conv2dRoute::Im2col, k4W4C, 4, kExplicit},
+        SplitK{conv(1, 64, 9, 9, 136, 5, 1, 2), Conv2dRoute::Im2col, k4W4C, 7},
+        SplitK{conv(1, 64, 9, 9, 136, 5, 1, 2), Conv2dRoute::Im2col, k4C1W, 0, kExplicit}}) {
     Variant v{k.route, k.in, true, k4W4C};
     v.gemm = ops::LinearRoute::SplitK;
     v.gemm_slices = k.slices;
+    v.im2col_form = k.form;
     add_accu_case(registry, k.shape, v, index++, shape_index++);
   }
 }
@@ -747,6 +811,8 @@ struct PerfVariant {
   int32_t depthwise_rows = 0, depthwise_tiles_w = 0;
   ops::LinearRoute gemm = ops::LinearRoute::Auto;
   int32_t gemm_slices = 0;
+  ops::Im2colForm im2col_form = ops::Im2colForm::Auto;
+  int32_t upscale = 1;  // the output pixel-shuffled (q8ta_conv2d_ps)
 };
 
 // "perf/q8ta_conv2d <route> <geometry> <layouts>[ rowsR][ twT] <model>", or for the reference
@@ -758,6 +824,8 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
   s.depthwise_tiles_w = v.depthwise_tiles_w;
   s.gemm = v.gemm;
   s.gemm_slices = v.gemm_slices;
+  s.im2col_form = v.im2col_form;
+  s.upscale = v.upscale;
   s.shape = p.shape;
   s.in_layout = v.in;
   s.out_layout = v.out;
@@ -768,9 +836,11 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
   s.accu = false;
   s.seed = 7;
   const bool etvk = p.reference_us > 0;
-  const std::string name = std::string(etvk ? "etvk/" : "perf/") + "q8ta_conv2d " +
-                           route_name(s) + " " + geometry_name(p.shape) + " " + layouts_name(s) +
-                           mapping_name(s);
+  const std::string name = std::string(etvk ? "etvk/" : "perf/") +
+                           (s.upscale > 1 ? "q8ta_conv2d_ps r" + std::to_string(s.upscale)
+                                          : std::string("q8ta_conv2d")) +
+                           " " + route_name(s) + " " + geometry_name(p.shape) + " " +
+                           layouts_name(s) + mapping_name(s);
   if (!names.insert(name).second) return;  // a layer several suites share runs once
   // Depthwise layers do 9-25 multiply-adds per output byte: memory-bound, rated in GB/s.
   const Metric metric = is_depthwise(p.shape) ? Metric::GBps : Metric::GOPs;
@@ -778,7 +848,7 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
          layout_column(s), false, true, false, metric,
          [s] { return std::make_unique<Q8taConv2dCase>(s); }};
   c.reference_us = p.reference_us;
-  if (v.gemm == ops::LinearRoute::CoopMat) c.unavailable = ops::linear_coopmat_unavailable;
+  c.unavailable = case_unavailable(s);
   registry.add(std::move(c));
 }
 
@@ -841,10 +911,35 @@ void register_split_k_perf_cases(Registry& registry, std::set<std::string>& name
   }
 }
 
+// The im2col route's two forms on the same shapes (Conv2d.cpp: prefer_implicit_im2col): the
+// reference backend's general groups-1 shapes that Auto runs through im2col, ResNet-18's 3x3
+// layers and refinenet_lite's two 3x3 upsampling convolutions (pixel-shuffled by 2), each
+// explicit (q8ta_im2col + the linear kernel) and implicit (gathered in the kernel's loads),
+// through the linear kernel the op chooses.
+void register_im2col_form_perf_cases(Registry& registry, std::set<std::string>& names) {
+  std::vector<std::pair<PerfShape, int32_t>> shapes;  // with the upscale factor
+  for (const PerfShape& p : etvk_shapes()) {
+    if (auto_route(p.shape, k4W4C, true, k4W4C) == Conv2dRoute::Im2col) shapes.push_back({p, 1});
+  }
+  for (const PerfShape& p : resnet18_shapes()) shapes.push_back({p, 1});
+  for (const ConvShape& c : {conv(1, 24, 16, 9, 96, 3, 1, 1), conv(1, 24, 32, 18, 96, 3, 1, 1)}) {
+    shapes.push_back({{c, "refinenet_lite"}, 2});
+  }
+  for (const auto& [p, upscale] : shapes) {
+    for (const ops::Im2colForm form : {ops::Im2colForm::Explicit, ops::Im2colForm::Implicit}) {
+      PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Im2col};
+      v.im2col_form = form;
+      v.upscale = upscale;
+      add_perf_case(registry, names, p, v);
+    }
+  }
+}
+
 void register_perf_cases(Registry& registry) {
   std::set<std::string> names;
   register_etvk_perf_cases(registry, names);
   register_split_k_perf_cases(registry, names);
+  register_im2col_form_perf_cases(registry, names);
   register_deconv_perf_cases(registry, names);
   // Network layers and pointwise layers in 4W4C in and out: the layout a chain of pointwise
   // (Pointwise route) and depthwise layers keeps without conversions.
@@ -1200,8 +1295,11 @@ void add_fused_accu_case(Registry& registry, const ConvShape& shape, const Varia
     name += " + zpb" + std::to_string(s.residual->first) + " -> zps" +
             std::to_string(s.residual->second.zero_point) + " " + s.residual->second.name;
   }
-  registry.add({name, op, shape_column(shape), layout_column(s), true, false, true, Metric::GOPs,
-                [s] { return std::make_unique<Q8taConv2dCase>(s); }});
+  Case c{name, op, shape_column(shape), layout_column(s), true, false,
+         s.gemm != ops::LinearRoute::CoopMat, Metric::GOPs,
+         [s] { return std::make_unique<Q8taConv2dCase>(s); }};
+  c.unavailable = case_unavailable(s);
+  registry.add(std::move(c));
 }
 
 void register_fused_accu_cases(Registry& registry) {
@@ -1215,6 +1313,19 @@ void register_fused_accu_cases(Registry& registry) {
   const Variant auto_4c1w{Conv2dRoute::Auto, k4C1W, true, k4C1W};
   const Variant split_k_im2col{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
                                ops::LinearRoute::SplitK, 3};
+  // The im2col route's forms forced: implicit through each GPU linear kernel (both input
+  // layouts), explicit through the op's kernel and split-K.
+  constexpr auto kImplicit = ops::Im2colForm::Implicit, kExplicit = ops::Im2colForm::Explicit;
+  const Variant gemm_implicit{Conv2dRoute::Im2col, k4C1W, true, k4W4C, 0, 0,
+                              ops::LinearRoute::Gemm, 0, kImplicit};
+  const Variant coopmat_implicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
+                                 ops::LinearRoute::CoopMat, 0, kImplicit};
+  const Variant split_k_implicit{Conv2dRoute::Im2col, k4C1W, true, k4W4C, 0, 0,
+                                 ops::LinearRoute::SplitK, 2, kImplicit};
+  const Variant auto_explicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
+                              ops::LinearRoute::Auto, 0, kExplicit};
+  const Variant split_k_explicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
+                                 ops::LinearRoute::SplitK, 3, kExplicit};
   const Fused cases[] = {
       // Pointwise: widths 9 and 7 leave padding pixels whose shuffled places are the output's
       // padding widths; 16 pixels or more take the GEMM (cooperative matrices on a GPU that
@@ -1255,6 +1366,17 @@ void register_fused_accu_cases(Registry& registry) {
       // Through the split-K linear kernel (its last slice runs the same epilogue).
       {conv(1, 40, 7, 6, 20, 3, 1, 1), 1, true, split_k_im2col},  // K 360: 12 stages, 3 slices
       {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, split_k_im2col},
+      // Each im2col form forced, shuffled and / or added (refinenet_lite's up1 / up2 and
+      // ResNet's 3x3 + add), the implicit one through every GPU linear kernel.
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, gemm_implicit},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, coopmat_implicit},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, split_k_implicit},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, auto_explicit},
+      {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, gemm_implicit},
+      {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, coopmat_implicit},
+      {conv(1, 9, 6, 5, 32, 3, 2, 1), 2, false, gemm_implicit},
+      {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, false, coopmat_implicit},
+      {conv(1, 40, 7, 6, 20, 3, 1, 1), 1, true, split_k_explicit},
   };
   uint32_t index = 0;
   for (const Fused& f : cases) {

@@ -153,8 +153,10 @@ TEST_F(Conv2dChecks, ForcedIm2colOverItsSizeCapIsRefused) {
 }
 
 TEST_F(Conv2dChecks, Im2colIsAGatherThenTheLinearKernels) {
+  // The explicit form (the implicit one below).
   ConvSetup s;
   s.p.route = Conv2dRoute::Im2col;
+  s.p.im2col_form = vkd::ops::Im2colForm::Explicit;
   ComputeGraph g(ctx());
   ASSERT_EQ(s.build(g).first, -1) << s.build(ctx()).second;
   ASSERT_EQ(g.nodes().size(), 2u);
@@ -167,6 +169,7 @@ TEST_F(Conv2dChecks, Im2colIsAGatherThenTheLinearKernels) {
   EXPECT_EQ(g.spec(g.nodes()[0].bindings[0]).sizes, (std::vector<int64_t>{1, 72, 6, 5}));
   // Auto takes it too (8 channels x 9 taps = 72 >= 64 products per output) ...
   ConvSetup a;
+  a.p.im2col_form = vkd::ops::Im2colForm::Explicit;
   ComputeGraph h(ctx());
   ASSERT_EQ(a.build(h).first, -1);
   ASSERT_EQ(h.nodes().size(), 2u);
@@ -181,6 +184,39 @@ TEST_F(Conv2dChecks, Im2colIsAGatherThenTheLinearKernels) {
   ASSERT_EQ(d.nodes().size(), 1u);
   const std::string direct = vkd::shaders::shader_info(d.nodes()[0].kernel).name;
   EXPECT_EQ(direct.rfind("q8ta_conv2d_", 0), 0u) << direct;
+}
+
+TEST_F(Conv2dChecks, ImplicitIm2colIsOneGatheringLinearKernel) {
+  // Through the split-K kernel (a GPU kernel on every device that has it): one dispatch whose
+  // binding 1 is the convolution's input, its "_im2col_" variant for the 4C1W input.
+  ConvSetup s;
+  s.in = int8_spec({1, 8, 6, 5}, MemoryLayout::PackedInt8_4C1W);
+  s.p.route = Conv2dRoute::Im2col;
+  s.p.gemm = vkd::ops::LinearRoute::SplitK;
+  s.p.im2col_form = vkd::ops::Im2colForm::Implicit;
+  ComputeGraph g(ctx());
+  ASSERT_EQ(s.build(g).first, -1) << s.build(ctx()).second;
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(std::string(vkd::shaders::shader_info(g.nodes()[0].kernel).name),
+            "q8ta_linear_gemm_im2col_4c1w_int8_" +
+                std::string(ctx().profile().int8_dot_product ? "sdot" : "fallback") + "_split");
+  const TensorSpec& read = g.spec(g.nodes()[0].bindings[1]);  // x itself
+  EXPECT_EQ(read.layout, MemoryLayout::PackedInt8_4C1W);
+  EXPECT_EQ(read.sizes, (std::vector<int64_t>{1, 8, 6, 5}));
+}
+
+TEST_F(Conv2dChecks, ForcedImplicitIm2colWithoutAGatheringKernelSaysWhy) {
+  // 4 output pixels: the GEMV kernel (every device), which reads whole matrix blocks.
+  ConvSetup s;
+  s.in = int8_spec({1, 8, 2, 2});
+  s.out = int8_spec({1, 4, 2, 2});
+  s.p.route = Conv2dRoute::Im2col;
+  s.p.im2col_form = vkd::ops::Im2colForm::Implicit;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "implicit im2col needs the cooperative-matrix, GEMM or split-K kernel; this "
+               "convolution's GEMM runs the gemv kernel");
+  s.p.im2col_form = vkd::ops::Im2colForm::Explicit;
+  EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
 }
 
 TEST_F(Conv2dChecks, DepthwiseRowsAndTilesOutOfRangeAreRefused) {
