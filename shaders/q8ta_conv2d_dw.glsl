@@ -17,6 +17,20 @@
 // invocation that way (each input row loaded 3 times); see docs/BENCHMARKS.md for this one.
 // Weights: int word (c4 * KH + ky) * KW + kx, byte lane i = channel 4 c4 + i (zero past C).
 //
+// ROW_DOTS = 1 (a 4W4C input whose kernel row spans at most 4 widths, (KW - 1) DW + 1 <= 4;
+// the host decides, runtime/ops/Conv2d.cpp) takes one dot product per (output width, channel,
+// kernel row) instead of one per tap: each 16-byte tile of the window is transposed in
+// registers (byte permutes) into 4 words of 4 consecutive widths of one channel, the word a
+// width's kernel row reads is funnel-shifted out of two neighbouring ones (one byte picked from
+// the untransposed word where a tile contributes only that), and the channel's kernel row is
+// packed into one weight word, tap kx in lane kx DW (the other lanes zero). 3x3 stride 1, per
+// output and kernel row: 1 dot product and about 1 permute or shift instead of 3 dot products.
+// H100, 1x64x256x256 3x3, 2 rows x 2 tiles: 11.20 -> 10.27 us (registers 128 -> 122);
+// 1x96x1024x1024: 161.0 -> 140.9 us.
+// A 4W4C int8 output tile is stored as one 16-byte word (CONV_TILE_STORE, conv_common.glslh):
+// with 4 word stores the same kernels took 0.7-1.0 us more at 1x64x256x256 (2 x 2 row dots
+// 12.32) and 20 us more at 1x96x1024x1024 (161.6).
+//
 // Measured on the way (H100, 1x64x256x256 3x3, 12.9 us with one row and tile): interior
 // invocations running a second copy of the body without bounds checks doubled the registers
 // (48 -> 86) and took 16.3 us; weights premasked on the host (4 masks per tap loaded as an
@@ -26,6 +40,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 #include "int8_dot.glslh"
+#define CONV_TILE_STORE
 #include "conv_common.glslh"
 
 layout(std430, binding = 2) readonly buffer W { int w_words[]; };
@@ -40,6 +55,7 @@ layout(constant_id = 9) const int DW = 1;
 layout(constant_id = 10) const int PL = 1;    // left padding (the top one is a push constant)
 layout(constant_id = 11) const int ROWS = 1;  // output rows per invocation
 layout(constant_id = 12) const int TW = 1;    // output tiles (4 widths each) per invocation
+layout(constant_id = 13) const int ROW_DOTS = 0;  // 1: one dot product per kernel row (above)
 
 const int WIDTHS = 4 * TW;
 // Input words one row of the tile reads: widths ox0 SW - PL + w SW + kx DW for w < WIDTHS,
@@ -51,11 +67,45 @@ const int TILES = (OFF + SPAN + 3) / 4;
 // Input rows the ROWS output rows span, from the first row's top tap.
 const int IN_ROWS = (ROWS - 1) * SH + (KH - 1) * DH + 1;
 
+// Widths one kernel row spans (ROW_DOTS: at most 4, one word).
+const int KSPAN = (KW - 1) * DW + 1;
+
 // The output row (0 .. ROWS - 1) whose kernel row ky reads input row `rel`, or -1.
 int row_reading(int rel, int ky) {
   const int d = rel - ky * DH;
   return d >= 0 && d % SH == 0 && d / SH < ROWS ? d / SH : -1;
 }
+
+
+// Byte lane c of word x, in lane 0 of the result.
+uint lane_byte(int x, int c) { return (uint(x) >> (8 * c)) & 0xFFu; }
+
+#if IN_LAYOUT == LAYOUT_4W4C
+// ROW_DOTS: how many words of window tile k (window words 4 k .. 4 k + 3) the kernel row of
+// output width w reads (window words OFF + w SW .. + KSPAN - 1).
+int words_read(int k, int w) {
+  const int s = OFF + w * SW;
+  return max(0, min(s + KSPAN, 4 * k + 4) - max(s, 4 * k));
+}
+// Whether some width reads two or more words of tile k: such a tile is transposed (below);
+// one read word alone (an edge of the window) is picked byte by byte.
+bool tile_transposed(int k) {
+  bool any = false;
+  [[unroll]] for (int w = 0; w < WIDTHS; ++w) any = any || words_read(k, w) >= 2;
+  return any;
+}
+// The 4x4 byte transpose of a 4W4C tile (word j = width j, lane c = channel c): word c holds
+// channel c of widths 0 .. 3 in lanes 0 .. 3. Two rounds of pairwise byte and half-word merges
+// (8 permutes).
+uvec4 transpose_tile(uvec4 v) {
+  const uint lo01 = (v.x & 0x00FF00FFu) | ((v.y & 0x00FF00FFu) << 8);  // x0 y0 x2 y2
+  const uint hi01 = ((v.x >> 8) & 0x00FF00FFu) | (v.y & 0xFF00FF00u);  // x1 y1 x3 y3
+  const uint lo23 = (v.z & 0x00FF00FFu) | ((v.w & 0x00FF00FFu) << 8);
+  const uint hi23 = ((v.z >> 8) & 0x00FF00FFu) | (v.w & 0xFF00FF00u);
+  return uvec4((lo01 & 0xFFFFu) | (lo23 << 16), (hi01 & 0xFFFFu) | (hi23 << 16),
+               (lo01 >> 16) | (lo23 & 0xFFFF0000u), (hi01 >> 16) | (hi23 & 0xFFFF0000u));
+}
+#endif
 
 void main() {
   OutTile t;
@@ -63,11 +113,19 @@ void main() {
   const int iy0 = t.oy * SH - p.pad_top;  // input row `rel` is iy0 + rel
   const int ix_min = t.ox0 * SW - PL;     // the window's first word; win[OFF + j] = word ix_min + j
   const int zp = splat_byte(p.in_zp);
-  // Every tap's 4 single-lane masks, made once for all rows and widths.
+  // Every tap's 4 single-lane masks, or with ROW_DOTS each channel's kernel rows (tap kx in
+  // lane kx DW), made once for all rows and widths; the unused ones fold away.
   ivec4 masks[KH * KW];
-  [[unroll]] for (int i = 0; i < KH * KW; ++i) {
-    const int wk = w_words[t.c4 * KH * KW + i];
-    masks[i] = ivec4(wk & 0xFF, wk & 0xFF00, wk & 0xFF0000, wk & int(0xFF000000));
+  int rows_w[KH][4];
+  [[unroll]] for (int ky = 0; ky < KH; ++ky) {
+    [[unroll]] for (int c = 0; c < 4; ++c) rows_w[ky][c] = 0;
+    [[unroll]] for (int kx = 0; kx < KW; ++kx) {
+      const int wk = w_words[(t.c4 * KH + ky) * KW + kx];
+      masks[ky * KW + kx] = ivec4(wk & 0xFF, wk & 0xFF00, wk & 0xFF0000, wk & int(0xFF000000));
+      [[unroll]] for (int c = 0; c < 4; ++c) {
+        rows_w[ky][c] |= int(lane_byte(wk, c) << (8 * kx * DW));
+      }
+    }
   }
   ivec4 acc[ROWS][WIDTHS];
   [[unroll]] for (int r = 0; r < ROWS; ++r) {
@@ -96,9 +154,35 @@ void main() {
       win[OFF + j] = row_in ? load_input_word(t.n, t.c4, iy, ix_min + j) : zp;
     }
 #endif
+#if IN_LAYOUT == LAYOUT_4W4C
+    if (ROW_DOTS != 0) {
+      uvec4 tr[TILES];  // the transposed tiles (tile_transposed), word c = channel c
+      [[unroll]] for (int k = 0; k < TILES; ++k) {
+        tr[k] = tile_transposed(k) ? transpose_tile(uvec4(win[4 * k], win[4 * k + 1],
+                                                          win[4 * k + 2], win[4 * k + 3]))
+                                   : uvec4(0);
+      }
+      [[unroll]] for (int w = 0; w < WIDTHS; ++w) {
+        // Window words s .. s + 3 of one channel: the rest of tile k from word s, then the
+        // start of tile k + 1 where the kernel row reaches it.
+        const int s = OFF + w * SW, k = s / 4, m = s % 4;
+        [[unroll]] for (int c = 0; c < 4; ++c) {
+          uint x = tile_transposed(k) ? tr[k][c] >> (8 * m) : lane_byte(win[s], c);
+          if (m + KSPAN > 4) {
+            x |= (tile_transposed(k + 1) ? tr[k + 1][c] : lane_byte(win[4 * k + 4], c))
+                 << (32 - 8 * m);
+          }
+          [[unroll]] for (int ky = 0; ky < KH; ++ky) {
+            const int r = row_reading(rel, ky);
+            if (r >= 0) acc[r][w][c] += dot_int8x4(int(x), rows_w[ky][c]);
+          }
+        }
+      }
+    }
+#endif
     [[unroll]] for (int ky = 0; ky < KH; ++ky) {
       const int r = row_reading(rel, ky);
-      if (r < 0) continue;
+      if (r < 0 || ROW_DOTS != 0) continue;
       [[unroll]] for (int kx = 0; kx < KW; ++kx) {
         const ivec4 m = masks[ky * KW + kx];
         [[unroll]] for (int w = 0; w < WIDTHS; ++w) {

@@ -61,16 +61,23 @@ struct DepthwiseMapping {
 
 // The requested mapping, else for a 4W4C input the most tiles per invocation of 4 (2 rows x 2
 // tiles), 2 (1 row x 2 tiles) and 1 that still leaves 2^17 invocations (an H100 keeps 132 x
-// 2048 = 270k resident). More tiles per invocation load each input word fewer times (a row's
-// window is shared by its tiles, an input row by the output rows reading it) but leave fewer
-// invocations to hide latency. H100, µs, 3x3 4W4C (1 / 2 / 4 tiles): 1x64x256x256 (2^18 tiles)
-// 12.9 / 12.4 (2 rows x 1 tile 12.6) / 12.7 (4 rows x 1; 2 x 2: 13.0); 1x128x128x128 8.8 /
-// 8.8 / 10.1; 1x288x16x16 5.4 / 5.9 / 8.1; 1x96x1024x1024 (6.3M tiles): 4 rows x 1 tile 183.5,
-// 2 x 2 174.0. A 4C1W input keeps one tile (rows 4, 2, 1 down to 2^18 invocations): its
+// 2048 = 270k resident), 2^16 with the row dot products (`row_dots`), whose windows and
+// transposes are shared by more products per invocation. More tiles per invocation load each
+// input word fewer times (a row's window is shared by its tiles, an input row by the output
+// rows reading it) but leave fewer invocations to hide latency. H100, µs, 3x3 4W4C, one dot
+// product per tap (1 / 2 / 4 tiles): 1x64x256x256 (2^18 tiles) 12.9 / 12.4 (2 rows x 1 tile
+// 12.6) / 12.7 (4 rows x 1; 2 x 2: 13.0); 1x128x128x128 8.8 / 8.8 / 10.1; 1x288x16x16 5.4 /
+// 5.9 / 8.1; 1x96x1024x1024 (6.3M tiles): 4 rows x 1 tile 183.5, 2 x 2 174.0. With the row dot
+// products and 16-byte stores (1 x 1 / 2 x 1 / 1 x 2 / 4 x 1 / 2 x 2): 1x64x256x256 12.38 /
+// 11.07 / 11.23 / 10.43 / 10.27; 1x128x128x128 (2^17 tiles) 8.61 / 7.68 / 7.81 / 8.32 / 8.10;
+// 1x288x16x16 5.15 / 5.70 / 5.70 / 7.30 / 7.14; 1x96x1024x1024 2 x 2 140.9 (one dot
+// product per tap with 16-byte stores: 161.0). A 4C1W input keeps one tile (rows 4, 2, 1 down
+// to 2^18 invocations): its
 // neighbouring invocations take neighbouring widths, and 2 tiles each spread their loads
 // (1x64x256x256: 14.6 us with 1 tile, 18.6 with 2). Beyond 4 tiles the driver stops unrolling
 // the kernel: its arrays went to local memory and 8 rows ran 5x slower.
-DepthwiseMapping depthwise_mapping(int64_t tiles, const Conv2dParams& p, MemoryLayout in) {
+DepthwiseMapping depthwise_mapping(int64_t tiles, const Conv2dParams& p, MemoryLayout in,
+                                   bool row_dots) {
   if (p.depthwise_rows > 0 || p.depthwise_tiles_w > 0) {
     return {std::max<int64_t>(p.depthwise_rows, 1), std::max<int64_t>(p.depthwise_tiles_w, 1)};
   }
@@ -79,10 +86,38 @@ DepthwiseMapping depthwise_mapping(int64_t tiles, const Conv2dParams& p, MemoryL
     while (rows > 1 && tiles / rows < (int64_t(1) << 18)) rows /= 2;
     return {rows, 1};
   }
-  constexpr int64_t kMinInvocations = int64_t(1) << 17;
-  if (tiles / 4 >= kMinInvocations) return {2, 2};
-  if (tiles / 2 >= kMinInvocations) return {1, 2};
+  const int64_t min_invocations = int64_t(1) << (row_dots ? 16 : 17);
+  if (tiles / 4 >= min_invocations) return {2, 2};
+  if (tiles / 2 >= min_invocations) return {1, 2};
   return {1, 1};
+}
+
+// Whether the depthwise kernel takes one int8 dot product per kernel row and channel instead of
+// one per tap and channel (ROW_DOTS, shaders/q8ta_conv2d_dw.glsl): as asked (InvalidArgument
+// where the kernel row does not fit one word of a 4W4C input), else wherever it fits on a GPU.
+// H100, 3x3 4W4C, µs, one dot product per tap / per kernel row, the same mapping: 1x64x256x256
+// 2 rows x 2 tiles 11.20 / 10.27, 1 x 2 11.39 / 11.23; 1x96x1024x1024 2 x 2 161.0 / 140.9;
+// the small layers at 1 x 1 within noise (mobilenet_v2's and refinenet's stride-1 ones
+// 5.4-6.6 either way), their stride-2 ones 0.1-0.35 faster (1x96x32x18 5.31 / 4.96).
+// A CPU device keeps one dot product per tap: lavapipe (2 loaded cores), 1x64x256x256 1 x 1
+// 14.6-19.0 ms per tap, 14.5-22.6 ms per kernel row, no gain to be seen.
+bool depthwise_row_dots(const std::string& op, const vk::DeviceProfile& profile,
+                        const Conv2dWeights& w, const Conv2dGeometry& g, MemoryLayout in,
+                        Conv2dParams::DepthwiseProducts asked) {
+  using Products = Conv2dParams::DepthwiseProducts;
+  const int64_t span = (w.kw - 1) * int64_t(g.dilation_w) + 1;
+  const bool fits = in == MemoryLayout::PackedInt8_4W4C && span <= 4;
+  switch (asked) {
+    case Products::LaneMasks: return false;
+    case Products::RowDots:
+      VKD_CHECK(fits, ErrorCode::InvalidArgument, op,
+                ": depthwise row dot products need a 4W4C input and a kernel row of at most 4 "
+                "widths ((KW - 1) * dilation_w + 1 = ",
+                span, ")");
+      return true;
+    case Products::Auto: break;
+  }
+  return fits && !profile.cpu_kernels;
 }
 
 int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation, int64_t k,
@@ -629,15 +664,18 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   // ROWS output rows of TW tiles, each input row loaded once for all of them
   // (shaders/q8ta_conv2d_dw.glsl).
   const int64_t tiles = d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out;
+  const bool row_dots =
+      depthwise && depthwise_row_dots(op, graph.profile(), w, g, in.spec().layout,
+                                      p.depthwise_products);
   const DepthwiseMapping m =
-      depthwise ? depthwise_mapping(tiles, p, in.spec().layout) : DepthwiseMapping{};
+      depthwise ? depthwise_mapping(tiles, p, in.spec().layout, row_dots) : DepthwiseMapping{};
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), w.in_per_group * w.kh * w.kw)};
   if (depthwise) {
     node.spec_constants.insert(
         node.spec_constants.end(),
         {uint32_t(w.kh), uint32_t(w.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),
          uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left), uint32_t(m.rows),
-         uint32_t(m.tiles_w)});
+         uint32_t(m.tiles_w), uint32_t(row_dots)});
   }
   if (!depthwise && int8_out) {
     // The direct kernel's store (conv_common.glslh): upscale factor and output channels, the

@@ -121,6 +121,12 @@ struct Conv2dParams {
   // 0 = 1); for tests and tuning.
   int32_t depthwise_rows = 0;
   int32_t depthwise_tiles_w = 0;
+  // Depthwise route: the products as one int8 dot product per tap and channel (LaneMasks) or
+  // per kernel row and channel (RowDots: a 4W4C input whose kernel row spans at most 4 widths,
+  // (KW - 1) * dilation_w + 1 <= 4); Auto = the device's choice (Conv2d.cpp:
+  // depthwise_row_dots); for tests and tuning.
+  enum class DepthwiseProducts { Auto, LaneMasks, RowDots };
+  DepthwiseProducts depthwise_products = DepthwiseProducts::Auto;
 };
 
 // The weights of a convolution of `c_in` input channels in `groups` groups (q8ta_conv2d's and

@@ -154,6 +154,8 @@ struct ConvSetup {
   Conv2dRoute expected = Conv2dRoute::Direct;  // the route the op must report
   int32_t depthwise_rows = 0;  // output rows per depthwise invocation asked for (0: the op's)
   int32_t depthwise_tiles_w = 0;  // and output tiles along the row (0: the op's)
+  // The depthwise products asked for (Auto: the op's choice).
+  ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
   // The linear kernel of the Pointwise and Im2col routes asked for, and SplitK's slices (0: the
   // op's choice).
   ops::LinearRoute gemm = ops::LinearRoute::Auto;
@@ -280,6 +282,7 @@ class Q8taConv2dCase : public CaseInstance {
     p_.route = s_.route;
     p_.depthwise_rows = s_.depthwise_rows;
     p_.depthwise_tiles_w = s_.depthwise_tiles_w;
+    p_.depthwise_products = s_.products;
     p_.gemm = s_.gemm;
     p_.gemm_slices = s_.gemm_slices;
     p_.im2col_form = s_.im2col_form;
@@ -461,10 +464,14 @@ std::string geometry_name(const ConvShape& s) {
   return name;
 }
 
-// " rows2 tw2": the depthwise mapping asked for ("" when the op chooses).
+// " rows2 tw2 rowdots": the depthwise mapping and products asked for ("" when the op chooses).
 std::string mapping_name(const ConvSetup& s) {
+  using Products = ops::Conv2dParams::DepthwiseProducts;
   return (s.depthwise_rows ? " rows" + std::to_string(s.depthwise_rows) : "") +
-         (s.depthwise_tiles_w ? " tw" + std::to_string(s.depthwise_tiles_w) : "");
+         (s.depthwise_tiles_w ? " tw" + std::to_string(s.depthwise_tiles_w) : "") +
+         (s.products == Products::LaneMasks ? " masks"
+          : s.products == Products::RowDots ? " rowdots"
+                                            : "");
 }
 
 std::string shape_column(const ConvShape& s) {
@@ -485,6 +492,7 @@ struct Variant {
   ops::LinearRoute gemm = ops::LinearRoute::Auto;  // the linear kernel of Pointwise / Im2col
   int32_t gemm_slices = 0;                         // SplitK's (0: the op's choice)
   ops::Im2colForm im2col_form = ops::Im2colForm::Auto;  // Im2col's (Auto: the op's choice)
+  ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
 };
 
 // The variant's linear kernel and im2col form into `s`; a split-K ACCU case also runs twice.
@@ -569,6 +577,21 @@ std::vector<ConvShape> depthwise_shapes() {
   };
 }
 
+// Whether the depthwise kernel's row dot products fit the shape from a 4W4C input (a kernel row
+// of at most 4 widths; Conv2d.cpp: depthwise_row_dots).
+bool fits_row_dots(const ConvShape& s) { return (s.kw - 1) * s.geo.dilation_w + 1 <= 4; }
+
+// Depthwise shapes for the row dot products only: a kernel row with gaps (2 taps, dilation 3:
+// 4 widths), 4 taps at stride 2, and stride 2 with padding 2 over an odd channel count, each
+// wide enough for window tiles of every offset.
+std::vector<ConvShape> row_dot_shapes() {
+  return {
+      with_pads(rect(1, 7, 9, 23, 7, 3, 2, 1, 1, 1, 3, 7), 1, 2, 1, 1),
+      with_pads(rect(1, 6, 8, 19, 6, 2, 4, 2, 2, 1, 1, 6), 0, 1, 1, 2),
+      depthwise(1, 7, 9, 27, 3, 2, 2),
+  };
+}
+
 // 1x1 / stride 1 / no padding / groups 1: Auto takes Pointwise for int8 4W4C in and out.
 // 1x64x40x40 -> 96 has pixels enough for the GEMM (or cooperative-matrix) kernels on a GPU.
 std::vector<ConvShape> pointwise_shapes() {
@@ -620,6 +643,7 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
   s.route = v.route;
   s.depthwise_rows = v.depthwise_rows;
   s.depthwise_tiles_w = v.depthwise_tiles_w;
+  s.products = v.products;
   set_gemm(s, v);
   s.expected = v.route == Conv2dRoute::Auto ? auto_route(shape, v.in, v.int8_out, v.out) : v.route;
   s.input_zp = kInputZeroPoints[(index + shape_index) % 3];
@@ -642,6 +666,14 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
 void register_accu_cases(Registry& registry) {
   uint32_t index = 0;
   uint32_t shape_index = 0;
+  // The row dot products (from a 4W4C input), to each output and with each mapping in turn.
+  auto add_row_dots_case = [&](const ConvShape& shape, uint32_t k) {
+    constexpr int32_t kMappings[][2] = {{1, 1}, {2, 2}, {3, 1}, {1, 2}, {4, 1}};
+    Variant v{Conv2dRoute::Depthwise, k4W4C, k % 3 != 2, k % 3 == 1 ? k4C1W : k4W4C,
+              kMappings[k % 5][0], kMappings[k % 5][1]};
+    v.products = ops::Conv2dParams::DepthwiseProducts::RowDots;
+    add_accu_case(registry, shape, v, index++, k);
+  };
   // Two int8 layout pairs and one float output per shape, all through Auto.
   auto add_rotated = [&](const ConvShape& shape) {
     const auto& [in_a, out_a] = kLayoutPairs[(2 * shape_index) % 4];
@@ -661,10 +693,12 @@ void register_accu_cases(Registry& registry) {
     const auto& [in, out] = kLayoutPairs[shape_index % 4];
     add_accu_case(registry, shape, {Conv2dRoute::Direct, in, true, out}, index++, shape_index);
     // Several output rows per invocation (each input row loaded once for all of them), with a
-    // partial last group where the height is not a multiple.
+    // partial last group where the height is not a multiple, one dot product per tap.
     const int32_t rows = std::array<int32_t, 3>{4, 2, 3}[shape_index % 3];
-    add_accu_case(registry, shape, {Conv2dRoute::Depthwise, in, true, out, rows}, index++,
-                  shape_index);
+    Variant rows_variant{Conv2dRoute::Depthwise, in, true, out, rows};
+    rows_variant.products = ops::Conv2dParams::DepthwiseProducts::LaneMasks;
+    add_accu_case(registry, shape, rows_variant, index++, shape_index);
+    if (fits_row_dots(shape)) add_row_dots_case(shape, shape_index);
     // Two tiles along the row per invocation (one or two rows; a partial last pair where the
     // width is not a multiple of 8), from the other layouts, every third shape to a float output.
     const auto& [in2, out2] = kLayoutPairs[(shape_index + 1) % 4];
@@ -672,6 +706,11 @@ void register_accu_cases(Registry& registry) {
                   {Conv2dRoute::Depthwise, in2, shape_index % 3 != 2, out2,
                    std::array<int32_t, 3>{1, 2, 1}[shape_index % 3], 2},
                   index++, shape_index);
+    ++shape_index;
+  }
+  for (const ConvShape& shape : row_dot_shapes()) {
+    add_row_dots_case(shape, shape_index);
+    add_row_dots_case(shape, shape_index + 1);
     ++shape_index;
   }
   // A depthwise output of >= 2^20 tiles, where each invocation computes 4 output rows
@@ -786,6 +825,10 @@ std::vector<PerfShape> refinenet_shapes() {
       {conv(1, 24, 128, 72, 96, 1, 1, 0), m},
       {depthwise(1, 96, 128, 72, 3, 1, 1), m},
       {conv(1, 96, 128, 72, 24, 1, 1, 0), m},
+      // refinenet_lite's strided depthwise layers
+      {depthwise(1, 96, 128, 72, 3, 2, 1), m},
+      {depthwise(1, 96, 64, 36, 3, 2, 1), m},
+      {depthwise(1, 96, 32, 18, 3, 2, 1), m},
   };
 }
 
@@ -813,6 +856,7 @@ struct PerfVariant {
   int32_t gemm_slices = 0;
   ops::Im2colForm im2col_form = ops::Im2colForm::Auto;
   int32_t upscale = 1;  // the output pixel-shuffled (q8ta_conv2d_ps)
+  ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
 };
 
 // "perf/q8ta_conv2d <route> <geometry> <layouts>[ rowsR][ twT] <model>", or for the reference
@@ -822,6 +866,7 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
   ConvSetup s;
   s.depthwise_rows = v.depthwise_rows;
   s.depthwise_tiles_w = v.depthwise_tiles_w;
+  s.products = v.products;
   s.gemm = v.gemm;
   s.gemm_slices = v.gemm_slices;
   s.im2col_form = v.im2col_form;
@@ -857,6 +902,10 @@ void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names
 // Depthwise mappings timed on the depthwise shapes: rows, tiles along the row (Auto takes one
 // of 1 x 1, 1 x 2, 2 x 2; Conv2d.cpp's depthwise_mapping).
 constexpr int32_t kDepthwiseMappings[][2] = {{1, 1}, {2, 1}, {1, 2}, {4, 1}, {2, 2}};
+// And each kind of products (Auto takes one of them; Conv2d.cpp's depthwise_row_dots).
+constexpr ops::Conv2dParams::DepthwiseProducts kDepthwiseProducts[] = {
+    ops::Conv2dParams::DepthwiseProducts::LaneMasks,
+    ops::Conv2dParams::DepthwiseProducts::RowDots};
 
 // The reference backend's shapes: each in 4W4C through Auto (what a model gets), the general
 // and depthwise ones also in 4C1W (the reference's direct-conv layout), the general ones with
@@ -875,7 +924,11 @@ void register_etvk_perf_cases(Registry& registry, std::set<std::string>& names) 
     }
     if (chosen != Conv2dRoute::Depthwise) continue;
     for (const auto& m : kDepthwiseMappings) {
-      add_perf_case(registry, names, p, {k4W4C, k4W4C, Conv2dRoute::Depthwise, m[0], m[1]});
+      for (const auto products : kDepthwiseProducts) {
+        PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Depthwise, m[0], m[1]};
+        v.products = products;
+        add_perf_case(registry, names, p, v);
+      }
     }
   }
 }
@@ -945,13 +998,25 @@ void register_perf_cases(Registry& registry) {
   // (Pointwise route) and depthwise layers keeps without conversions.
   for (const auto& list : {mobilenet_v2_shapes(), refinenet_shapes(), resnet18_shapes(),
                            target_shapes()}) {
-    for (const PerfShape& p : list) add_perf_case(registry, names, p);
+    for (const PerfShape& p : list) {
+      add_perf_case(registry, names, p);
+      // Depthwise layers also with each kind of products and the op's mapping.
+      if (!is_depthwise(p.shape)) continue;
+      for (const auto products : kDepthwiseProducts) {
+        PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Depthwise};
+        v.products = products;
+        add_perf_case(registry, names, p, v);
+      }
+    }
   }
   // The depthwise target with each output-row count per invocation (Auto's choice is 2 rows x
   // 2 tiles), and in 4C1W.
   for (const int32_t rows : {1, 2, 4}) {
-    add_perf_case(registry, names, target_shapes()[1],
-                  {k4W4C, k4W4C, Conv2dRoute::Auto, rows});
+    for (const auto products : kDepthwiseProducts) {
+      PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Auto, rows};
+      v.products = products;
+      add_perf_case(registry, names, target_shapes()[1], v);
+    }
   }
   add_perf_case(registry, names, target_shapes()[1], {k4C1W, k4C1W});
   // ResNet-18's layers also through the direct kernel (Auto takes im2col).

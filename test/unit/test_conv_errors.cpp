@@ -238,6 +238,42 @@ TEST_F(Conv2dChecks, DepthwiseRowsAndTilesOutOfRangeAreRefused) {
   EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
 }
 
+// The depthwise kernel's last specialization constant, ROW_DOTS (shaders/q8ta_conv2d_dw.glsl):
+// one dot product per kernel row only where the row fits one word of a 4W4C input; Auto falls
+// back to one per tap elsewhere, RowDots asked for there is refused.
+TEST_F(Conv2dChecks, DepthwiseRowDotsOnlyWhereTheRowFitsAWord) {
+  using Products = Conv2dParams::DepthwiseProducts;
+  ConvSetup s;
+  s.in = int8_spec({1, 4, 6, 7});
+  s.out = int8_spec({1, 4, 4, 5});  // padding 1 left and right
+  s.weight.assign(4 * 1 * 3 * 3, 1);
+  s.w.in_per_group = 1;
+  s.p.geometry.groups = 4;
+  s.p.geometry.pad_top = s.p.geometry.pad_bottom = 0;
+  s.p.geometry.dilation_w = 2;  // 3 taps over 5 widths
+  auto row_dots = [&](Products asked) {
+    s.p.depthwise_products = asked;
+    ComputeGraph g(ctx());
+    EXPECT_EQ(s.build(g).first, -1) << s.build(ctx()).second;
+    return g.nodes().size() == 1 ? int64_t(g.nodes()[0].spec_constants.back()) : int64_t(-1);
+  };
+  EXPECT_EQ(row_dots(Products::Auto), 0);
+  EXPECT_EQ(row_dots(Products::LaneMasks), 0);
+  s.p.depthwise_products = Products::RowDots;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "row dot products need a 4W4C input and a kernel row of at most 4 widths "
+               "((KW - 1) * dilation_w + 1 = 5)");
+  // 4C1W input: refused too, whatever the kernel.
+  s.p.geometry.dilation_w = 1;
+  s.out = int8_spec({1, 4, 4, 7});
+  s.in = int8_spec({1, 4, 6, 7}, vkd::MemoryLayout::PackedInt8_4C1W);
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "(KW - 1) * dilation_w + 1 = 3)");
+  // 4W4C, 3 widths: as asked.
+  s.in = int8_spec({1, 4, 6, 7});
+  EXPECT_EQ(row_dots(Products::RowDots), 1);
+  EXPECT_EQ(row_dots(Products::LaneMasks), 0);
+}
+
 TEST_F(Conv2dChecks, TooManyProductsPerOutputIsUnsupported) {
   ConvSetup s;
   s.in = int8_spec({1, 8192, 3, 3});
