@@ -10,12 +10,18 @@
 // The int8 output can be written pixel-shuffled (q8ta_conv2d_ps / _add; specialization
 // constants 4, 5) and added to a residual tensor (OUTPUT 3 / 4): conv_common.glslh.
 // A float32 NCHW input (IN_LAYOUT LAYOUT_WIDTH_PACKED, q8ta_conv2d_fq) is quantized as
-// q8ta_quantize would have quantized it, word by word as each invocation loads it.
+// q8ta_quantize would have quantized it, word by word as each invocation loads it; there an
+// invocation is one output pixel x CO4 output channel blocks (main below), so each float is
+// loaded and quantized once per tap for all those channels instead of once per 4 of them
+// (H100, the 1x3x256x144 -> 24 3x3 s2 stem: 17.0 us in refinenet_lite's profile with the
+// 4-width x 4-channel tiles, 15.7 us so (PERF); the int8-input direct kernel takes 7.5 us, so
+// the float loads, not the products, are what is left).
 // Variants: IN_LAYOUT (int8 4W4C / 4C1W) x OUTPUT (int8 4W4C / 4C1W, float, int8 4W4C / 4C1W +
 // residual, float of the int8) x INT8_DOT_FALLBACK; family q8ta_conv2d_fq: the float input x
 // OUTPUT int8 4W4C / 4C1W x INT8_DOT_FALLBACK.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 #include "int8_dot.glslh"
 #define CONV_SHUFFLED_STORE
@@ -23,6 +29,47 @@
 
 layout(std430, binding = 2) readonly buffer W { ivec4 w_blocks[]; };
 
+#if IN_FLOAT
+// Output channel blocks per invocation (Conv2d.cpp: min(C4_out, 8)); 4 and 5 are the store's.
+layout(constant_id = 6) const int CO4 = 8;
+
+// Invocation = output pixel (n, oy, ox) x channel blocks chunk CO4 .. + CO4 - 1; neighbouring
+// invocations take neighbouring widths (4W4C: the padding widths of the last tile too, which
+// get the padding word). Per tap and input channel block one quantized input word, dotted
+// with every block's weights (a block outside that input block's groups has zero weights).
+void main() {
+  const int id = int(linear_invocation_id());
+  const int w_grid = OUT_LAYOUT == LAYOUT_4C1W ? p.w_out : 4 * div_up(p.w_out, 4);
+  const int chunks = div_up(p.c4_out, CO4);
+  if (id >= p.batches * chunks * p.h_out * w_grid) return;
+  const int ox = id % w_grid, oy = (id / w_grid) % p.h_out;
+  const int chunk = (id / (w_grid * p.h_out)) % chunks, n = id / (w_grid * p.h_out * chunks);
+  const int co4_0 = chunk * CO4;
+  ivec4 acc[CO4];
+  [[unroll]] for (int j = 0; j < CO4; ++j) acc[j] = ivec4(0);
+  if (ox < p.w_out) {
+    for (int ky = 0; ky < p.kh; ++ky) {
+      const int iy = oy * p.stride_h - p.pad_top + ky * p.dilation_h;
+      for (int kx = 0; kx < p.kw; ++kx) {
+        const int ix = ox * p.stride_w - p.pad_left + kx * p.dilation_w;
+        for (int ci4 = 0; ci4 < p.c4_in; ++ci4) {
+          const int x = load_input_word(n, ci4, iy, ix);
+          [[unroll]] for (int j = 0; j < CO4; ++j) {
+            if (co4_0 + j >= p.c4_out) break;
+            const ivec4 wb = w_blocks[(((co4_0 + j) * p.kh + ky) * p.kw + kx) * p.c4_in + ci4];
+            acc[j] += ivec4(dot_int8x4(x, wb.x), dot_int8x4(x, wb.y), dot_int8x4(x, wb.z),
+                            dot_int8x4(x, wb.w));
+          }
+        }
+      }
+    }
+  }
+  [[unroll]] for (int j = 0; j < CO4; ++j) {
+    if (co4_0 + j >= p.c4_out) break;
+    store_pixel(OutTile(n, oy, ox - ox % 4, co4_0 + j), ox % 4, acc[j]);
+  }
+}
+#else
 void main() {
   OutTile t;
   if (!out_tile(t, 1, false)) return;
@@ -50,3 +97,4 @@ void main() {
   }
   store_tile(t, acc);
 }
+#endif

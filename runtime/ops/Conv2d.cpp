@@ -237,6 +237,10 @@ Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r) {
 // Vulkan guarantees only 128 MiB).
 constexpr uint64_t kMaxIm2colBytes = uint64_t(256) << 20;
 
+// q8ta_conv2d_fq's output channel blocks per invocation (shaders/q8ta_conv2d.glsl's CO4): all of
+// a stem's (24 or 32 channels) in one, each quantized input word reused by 8 x 4 channels.
+constexpr int64_t kFqChannelBlocks = 8;
+
 // K of the im2col matrix: every tap's C4_in whole channel words.
 int64_t im2col_k(const Conv2dWeights& w, int64_t c_in) {
   return w.kh * w.kw * div_up(c_in, 4) * 4;
@@ -683,6 +687,19 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     const int64_t r = p.upscale;
     node.spec_constants.push_back(uint32_t(r));
     node.spec_constants.push_back(uint32_t(r > 1 ? d_out.c / (r * r) : 4));
+  }
+  if (p.quantize_input) {
+    // One output pixel x CO4 channel blocks per invocation (shaders/q8ta_conv2d.glsl): a
+    // stem's few channels in one chunk, each float quantized once per tap for all of them.
+    const int64_t co4 = std::min<int64_t>(c4_out, kFqChannelBlocks);
+    const int64_t widths = out.spec().layout == MemoryLayout::PackedInt8_4W4C
+                               ? 4 * div_up(d_out.w, 4)
+                               : d_out.w;
+    node.spec_constants.push_back(uint32_t(co4));
+    node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(
+                                                     d_out.n * div_up(c4_out, co4) * d_out.h * widths));
+    graph.add_node(std::move(node));
+    return route;
   }
   node.plan = vk::plan_linear(graph.profile(),
                               static_cast<uint64_t>(d_out.n * div_up(d_out.h, m.rows) *

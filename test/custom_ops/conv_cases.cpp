@@ -856,6 +856,7 @@ struct PerfVariant {
   int32_t gemm_slices = 0;
   ops::Im2colForm im2col_form = ops::Im2colForm::Auto;
   int32_t upscale = 1;  // the output pixel-shuffled (q8ta_conv2d_ps)
+  bool float_input = false;  // q8ta_conv2d_fq: a float32 NCHW input quantized on load
   ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
 };
 
@@ -877,13 +878,15 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
   s.route = v.route;
   s.expected = v.route == Conv2dRoute::Auto ? auto_route(p.shape, v.in, true, v.out) : v.route;
   s.input_zp = -2;
+  if (v.float_input) s.float_input = std::pair<int32_t, int32_t>{-128, 127};
   s.out = {"none", -1, -128, 127};
   s.accu = false;
   s.seed = 7;
   const bool etvk = p.reference_us > 0;
   const std::string name = std::string(etvk ? "etvk/" : "perf/") +
-                           (s.upscale > 1 ? "q8ta_conv2d_ps r" + std::to_string(s.upscale)
-                                          : std::string("q8ta_conv2d")) +
+                           (s.upscale > 1      ? "q8ta_conv2d_ps r" + std::to_string(s.upscale)
+                            : v.float_input ? std::string("q8ta_conv2d_fq")
+                                               : std::string("q8ta_conv2d")) +
                            " " + route_name(s) + " " + geometry_name(p.shape) + " " +
                            layouts_name(s) + mapping_name(s);
   if (!names.insert(name).second) return;  // a layer several suites share runs once
@@ -1019,6 +1022,12 @@ void register_perf_cases(Registry& registry) {
     }
   }
   add_perf_case(registry, names, target_shapes()[1], {k4C1W, k4C1W});
+  // The stems of refinenet_lite and mobilenet_v2 reading the float input (q8ta_conv2d_fq).
+  for (const PerfShape& p : {refinenet_shapes()[0], mobilenet_v2_shapes()[0]}) {
+    PerfVariant v;
+    v.float_input = true;
+    add_perf_case(registry, names, p, v);
+  }
   // ResNet-18's layers also through the direct kernel (Auto takes im2col).
   for (const PerfShape& p : resnet18_shapes()) {
     add_perf_case(registry, names, p, {k4W4C, k4W4C, Conv2dRoute::Direct});
@@ -1492,9 +1501,10 @@ void register_dequantized_accu_cases(Registry& registry) {
 // then reference_q8ta_conv2d, the int8 output compared word for word. The direct kernel runs it
 // whatever the shape (Auto resolves to Direct): the refinenet_lite stem's 3x3 stride 2 (C_in 3,
 // small), C_in 5 and 8 (a whole channel word and one with padding lanes), batch 2, a pointwise
-// shape, groups and depthwise; both output layouts; input zero points at both ends of the range
-// and in narrowed quant ranges; each output quantization rotates as add_accu_case's, the
-// activation ranges included.
+// shape, groups and depthwise, 37 output channels (10 channel blocks: two chunks of the
+// kernel's 8 blocks per invocation, the last block partial) at an odd width; both output
+// layouts; input zero points at both ends of the range and in narrowed quant ranges; each
+// output quantization rotates as add_accu_case's, the activation ranges included.
 void register_float_input_accu_cases(Registry& registry) {
   struct InputQuant {
     int32_t zero_point, quant_min, quant_max;
@@ -1508,6 +1518,7 @@ void register_float_input_accu_cases(Registry& registry) {
       conv(2, 3, 7, 10, 8, 3, 2, 1),        // batch 2
       conv(1, 8, 5, 7, 8, 3, 1, 1, 1, 2),   // groups 2
       depthwise(1, 8, 7, 9, 3, 1, 1),       // depthwise shape: direct
+      conv(1, 3, 9, 13, 37, 3, 2, 1),       // 10 channel blocks, W_out 7
   };
   uint32_t index = 0;
   for (const ConvShape& shape : shapes) {
