@@ -145,6 +145,16 @@ class ComputeGraph {
   enum class ExecutionTiming { Off, Span, PerDispatch };
   void set_execution_timing(ExecutionTiming timing);
 
+  // Whether prepare() may bind a graph input or output whose device form is its host form
+  // (staging_is_host_form) straight in host-visible memory, so that memory is its staging:
+  // no staging copy on the GPU, and the kernels read the input from / write the output to it.
+  // Only where that memory is device-local (and host-cached for an output: a CPU or unified-
+  // memory device), for a tensor that is not both an input and an output, not a view and not
+  // viewed. Default on; VKD_DIRECT_IO=0 turns the default off (to compare). Before prepare().
+  void set_direct_io(bool on);
+  // Only after prepare(): whether `ref` was bound so (no staging copy).
+  bool direct_io(ValueRef ref) const;
+
   void prepare();
   bool prepared() const { return prepared_; }
 
@@ -232,8 +242,13 @@ class ComputeGraph {
  private:
   struct Staging {
     ValueRef tensor;
-    vk::Buffer buffer;
+    vk::Buffer buffer;    // empty when the tensor is bound in host-visible memory (direct)
+    bool direct = false;  // then the tensor's own buffer is the staging
   };
+  const vk::Buffer& staging_buffer(const Staging& s) const {
+    return s.direct ? tensor(s.tensor).buffer() : s.buffer;
+  }
+  bool wants_direct_io(size_t ref) const;  // plan_and_bind_memory's choice
   enum Role : uint8_t { kIntermediate = 0, kInput = 1, kOutput = 2, kConstant = 4 };
   struct BufferGroup;  // buffers whose memory is planned together (ComputeGraph.cpp)
 
@@ -286,6 +301,8 @@ class ComputeGraph {
   std::vector<Staging> inputs_, outputs_;
   bool prepared_ = false;
   bool timestamps_on_ = true;
+  bool direct_io_on_ = true;
+  std::vector<bool> direct_io_;  // per tensor, from prepare()
   vk::DescriptorPool descriptor_pool_;
   vk::TimestampQueries timestamps_;       // per dispatch node, then the two copy phases
   vk::TimestampQueries span_timestamps_;  // all the dispatches, then the two copy phases

@@ -90,11 +90,12 @@ void CommandBuffer::image_layout(VkImage image, VkImageLayout from, VkImageLayou
 }
 
 void CommandBuffer::host_read_barrier() {
+  // Shader writes too: a graph output bound in host-visible memory is written by its dispatch.
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                       &barrier, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
 void CommandBuffer::copy_buffer(VkBuffer from, VkBuffer to, const VkBufferCopy& region) {

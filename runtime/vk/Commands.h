@@ -33,8 +33,8 @@ class CommandBuffer {
   // Layout change for a copy in or out of an image that shaders use in GENERAL; waits for and
   // is waited on by every compute and transfer access.
   void image_layout(VkImage image, VkImageLayout from, VkImageLayout to);
-  // Every earlier transfer write is visible to the host once the submission's fence signals
-  // (what reading an output staging buffer needs).
+  // Every earlier transfer or shader write is visible to the host once the submission's fence
+  // signals (what reading an output staging buffer needs).
   void host_read_barrier();
 
   void copy_buffer(VkBuffer from, VkBuffer to, const VkBufferCopy& region);

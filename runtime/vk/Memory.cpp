@@ -137,10 +137,8 @@ void MemoryAllocator::bind(Buffer& buffer, const MemoryBlock& block, VkDeviceSiz
   buffer.memory_offset_ = offset;
 }
 
-Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
-                                      const std::string& what) const {
-  Buffer out = create_unbound_buffer(bytes, what);
-  const VkMemoryRequirements& req = out.requirements_;
+uint32_t MemoryAllocator::memory_type_for(MemoryUse use, uint32_t type_bits,
+                                          const std::string& what) const {
   VkMemoryPropertyFlags required = 0, preferred = 0;
   switch (use) {
     case MemoryUse::DeviceLocal:
@@ -155,7 +153,18 @@ Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
       preferred = VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
       break;
   }
-  const uint32_t type = select_memory_type(req.memoryTypeBits, required, preferred, what);
+  return select_memory_type(type_bits, required, preferred, what);
+}
+
+VkMemoryPropertyFlags MemoryAllocator::memory_flags(MemoryUse use, uint32_t type_bits) const {
+  return memory_props_.memoryTypes[memory_type_for(use, type_bits, "a buffer")].propertyFlags;
+}
+
+Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
+                                      const std::string& what) const {
+  Buffer out = create_unbound_buffer(bytes, what);
+  const VkMemoryRequirements& req = out.requirements_;
+  const uint32_t type = memory_type_for(use, req.memoryTypeBits, what);
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
   alloc.memoryTypeIndex = type;

@@ -94,6 +94,9 @@ class MemoryAllocator {
   // `what` names the object in errors ("tensor 'x'"). Storage buffers are padded to 16 bytes so
   // ivec4 loads never run off the end.
   Buffer create_buffer(VkDeviceSize bytes, MemoryUse use, const std::string& what) const;
+  // The property flags of the memory type create_buffer(.., use, ..) picks for a buffer whose
+  // requirements allow `type_bits`.
+  VkMemoryPropertyFlags memory_flags(MemoryUse use, uint32_t type_bits) const;
   // A device-local storage buffer without memory (limits checked): bind it into a block.
   Buffer create_unbound_buffer(VkDeviceSize bytes, const std::string& what) const;
   // Device-local memory usable by every buffer whose requirements().memoryTypeBits include
@@ -111,6 +114,7 @@ class MemoryAllocator {
 
  private:
   void check_buffer_limits(VkDeviceSize padded, const std::string& what) const;
+  uint32_t memory_type_for(MemoryUse use, uint32_t type_bits, const std::string& what) const;
   uint32_t select_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
                               VkMemoryPropertyFlags preferred, const std::string& what) const;
   VkDevice device_;

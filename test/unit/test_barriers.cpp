@@ -177,6 +177,46 @@ TEST_F(GraphBarriers, IndependentDispatchesRunWithoutABarrier) {
   }
 }
 
+// The float input and output of quantize -> dequantize bound in their host-visible staging
+// (direct I/O, the default where that memory is device-local, e.g. lavapipe) or device-local
+// with staging copies: the same floats either way,
+// three executions in a row (the input rewritten in place between them), and the int8 output
+// (not in its host form) always copied.
+TEST_F(GraphBarriers, DirectInputsAndOutputsGiveWhatStagingCopiesGive) {
+  for (const bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "direct I/O" : "staging copies");
+    ComputeGraph g(ctx());
+    const ValueRef x = g.add_tensor(float_spec(), "x");
+    const ValueRef q = g.add_tensor(int8_spec(MemoryLayout::PackedInt8_4W4C), "q");
+    const ValueRef y = g.add_tensor(float_spec(), "y");
+    g.add_input(x);
+    g.add_output(q);
+    g.add_output(y);
+    vkd::ops::add_q8ta_quantize_node(g, x, q, p1_);
+    vkd::ops::add_q8ta_dequantize_node(g, q, y, p1_);
+    g.set_direct_io(direct);
+    g.prepare();
+    // Direct only where the staging memory is device-local (an output's host-cached too).
+    const auto flags = [&](vkd::vk::MemoryUse use) { return ctx().memory().memory_flags(use, ~0u); };
+    const bool uma_in = flags(vkd::vk::MemoryUse::HostUpload) & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    const VkMemoryPropertyFlags out = flags(vkd::vk::MemoryUse::HostReadback);
+    const bool uma_out = (out & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) &&
+                         (out & VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    EXPECT_EQ(g.direct_io(x), direct && uma_in);
+    EXPECT_EQ(g.direct_io(y), direct && uma_out);
+    EXPECT_FALSE(g.direct_io(q));
+    for (uint32_t run = 0; run < 3; ++run) {
+      const auto values = random_floats(6 * 5 * 9, 50 + run);
+      g.write_float(x, values);
+      g.execute();
+      EXPECT_TRUE(floats_equal(round_trip(values, p1_), g.read_float(y)));
+      EXPECT_TRUE(words_equal(ref_pack(MemoryLayout::PackedInt8_4W4C, ref_shape(sizes_),
+                                       quantized(values, p1_), p1_.zero_point),
+                              g.read_words(q)));
+    }
+  }
+}
+
 // quantize -> convert -> dequantize: each consumes the previous output.
 TEST_F(GraphBarriers, ChainOfThreeNeedsTwoBarriers) {
   ComputeGraph g(ctx());
