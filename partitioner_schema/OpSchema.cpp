@@ -48,14 +48,15 @@ ArgSchema constant_in(std::string name, DType dtype) {
   return a;
 }
 // int8 weights of rank `weight_rank` ([N, K] or [C_out, C_in / groups, KH, KW]) and one float32
-// scale and bias per output channel.
-std::vector<ArgSchema> per_channel_weights(int weight_rank) {
-  ArgSchema weight = constant_in("weight", DType::Int8);
+// scale and bias per output channel, named `prefix`weight, `prefix`weight_scales, `prefix`bias
+// (an op with two convolutions names the first one's "dw_").
+std::vector<ArgSchema> per_channel_weights(int weight_rank, const std::string& prefix = "") {
+  ArgSchema weight = constant_in(prefix + "weight", DType::Int8);
   weight.constant_rank = weight_rank;
-  ArgSchema scales = constant_in("weight_scales", DType::Float32);
-  scales.count_is_dim0_of = "weight";
-  ArgSchema bias = constant_in("bias", DType::Float32);
-  bias.count_is_dim0_of = "weight";
+  ArgSchema scales = constant_in(prefix + "weight_scales", DType::Float32);
+  scales.count_is_dim0_of = weight.name;
+  ArgSchema bias = constant_in(prefix + "bias", DType::Float32);
+  bias.count_is_dim0_of = weight.name;
   return {weight, scales, bias};
 }
 ArgSchema scalar(std::string name, ArgKind kind) { return ArgSchema{std::move(name), kind}; }
@@ -249,6 +250,24 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
       "q8ta_conv2d_add", "int8 conv2d [pixel-shuffled] + a residual int8 tensor, requantized",
       arg_list(head, scalar("upscale_factor", ArgKind::Int),
                residual_add_args("conv_", chw_int8, k4W4C, head.size() + 1))));
+  // A depthwise q8ta_conv2d (groups = C, dw_weight [C, 1, KH, KW], its int8 output "mid") then
+  // a 1x1 q8ta_conv2d (stride 1, padding 0, groups 1, weight [N, C, 1, 1]) reading mid, in one
+  // dispatch that keeps the mid tile in shared memory (C <= 1024); 4W4C only
+  // (runtime/ops/Conv2d.h). _add: then q8ta_add with `other`, as q8ta_conv2d_add.
+  const std::vector<ArgSchema> dw_pw = arg_list(
+      tensor_in("input", i8x4, {k4W4C}, {k4W4C}), per_tensor_qparams("input_"),
+      per_channel_weights(4, "dw_"), scalar("stride", ArgKind::IntList),
+      scalar("padding", ArgKind::IntList), scalar("dilation", ArgKind::IntList),
+      per_tensor_qparams("mid_"), scalar("mid_activation_min", ArgKind::Int),
+      scalar("mid_activation_max", ArgKind::Int), per_channel_weights(4));
+  s.push_back(kernel_op(
+      "q8ta_conv2d_dw_pw", "int8 depthwise conv2d then a 1x1 conv2d on its int8 output",
+      arg_list(dw_pw, per_tensor_qparams("output_"), activation_range(),
+               tensor_out("output", i8x4, {k4W4C}, {k4W4C}))));
+  s.push_back(kernel_op(
+      "q8ta_conv2d_dw_pw_add",
+      "int8 depthwise conv2d then a 1x1 conv2d + a residual int8 tensor, requantized",
+      arg_list(dw_pw, residual_add_args("conv_", {k4W4C}, k4W4C, dw_pw.size()))));
   // Weights in q8ta_conv2d's order [C_out, C_in / groups, KH, KW] (the compiler swaps PyTorch's
   // [C_in, C_out / groups, KH, KW]), so scales and bias are one per output channel as there.
   s.push_back(kernel_op(

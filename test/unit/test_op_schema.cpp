@@ -39,11 +39,18 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
     if (a.constant) return {16};
     if (a.output || a.name == "other") return {1, 4, 12, 14};
   }
+  // q8ta_conv2d_dw_pw[_add]: a 3x3 depthwise over the 5 channels (stride, padding, dilation
+  // 1), then a 1x1 5 -> 3; the added tensor has the output's sizes.
+  if (op.name.rfind("q8ta_conv2d_dw_pw", 0) == 0) {
+    if (a.name == "dw_weight") return {5, 1, 3, 3};
+    if (a.name == "dw_weight_scales" || a.name == "dw_bias") return {5};
+    if (a.name == "weight") return {3, 5, 1, 1};
+  }
   if (op.name == "q8ta_linear_add" && a.name == "other") return {1, 5, 6, 3};
   if (conv && a.name == "weight") return {3, 5, 3, 3};
   if ((linear || conv) && a.constant) return {3};
   if (linear && a.output) return {1, 5, 6, 3};
-  if (conv && a.output) return {1, 3, 6, 7};
+  if (conv && (a.output || a.name == "other")) return {1, 3, 6, 7};
   if (op.name == "q8ta_lut" && a.name == "table") return {256};  // one entry per int8 value
   if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};  // mean over H and W, keepdim
   if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};  // keepdim = False: [N, C]
