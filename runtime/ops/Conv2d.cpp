@@ -120,6 +120,8 @@ bool depthwise_row_dots(const std::string& op, const vk::DeviceProfile& profile,
   return fits && !profile.cpu_kernels;
 }
 
+}  // namespace
+
 int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation, int64_t k,
                       int32_t stride) {
   const int64_t span = in + pad_a + pad_b - int64_t(dilation) * (k - 1) - 1;
@@ -148,6 +150,8 @@ void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const 
             ", ", out.w, "] must be [", in.n, ", ", w.out_channels, ", ", h_out, ", ", w_out, "]");
 }
 
+
+namespace {
 bool fits_pointwise(const TensorSpec& in, const TensorSpec& out, const Conv2dWeights& w,
                     const Conv2dParams& p) {
   const Conv2dGeometry& g = p.geometry;
@@ -326,6 +330,8 @@ Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const Tens
   return p.route;
 }
 
+}  // namespace
+
 // Direct route: ivec4 block ((co4 * KH + ky) * KW + kx) * C4_in + ci4 holds component j =
 // output channel 4 co4 + j, byte lane i = input channel 4 ci4 + i (shaders/q8ta_conv2d.glsl);
 // zero where the input channel is outside the output channel's group or past C.
@@ -368,6 +374,8 @@ std::vector<uint8_t> pack_depthwise_weights(const Conv2dWeights& w) {
 LinearWeights as_matrix(const Conv2dWeights& w) {
   return {w.weight, w.scales, w.bias, w.out_channels, w.in_per_group * w.kh * w.kw, w.owner};
 }
+
+namespace {
 
 // The linear kernels' parameters for a convolution they run (Pointwise and Im2col routes).
 LinearParams linear_params(const Conv2dParams& p) {
@@ -710,18 +718,14 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
 
 // --- registry entries -------------------------------------------------------------
 
-namespace {
-
-// The loader checked the constants against the schema: weight int8
-// [C_out, C_in / groups, KH, KW], scales and bias float32 [C_out].
-Conv2dWeights blob_weights(const OpCall& call) {
-  const auto& w = call.constant("weight");
+Conv2dWeights blob_conv_weights(const OpCall& call, const std::string& prefix) {
+  const auto& w = call.constant(prefix + "weight");
   Conv2dWeights cw;
   cw.out_channels = w.spec.sizes[0];
   cw.in_per_group = w.spec.sizes[1];
   cw.kh = w.spec.sizes[2];
   cw.kw = w.spec.sizes[3];
-  const auto channels = call.channel_floats("weight_scales", "bias");
+  const auto channels = call.channel_floats(prefix + "weight_scales", prefix + "bias");
   cw.weight = reinterpret_cast<const int8_t*>(w.constant->data);
   cw.scales = channels->scales.data();
   cw.bias = channels->bias.data();
@@ -729,10 +733,8 @@ Conv2dWeights blob_weights(const OpCall& call) {
   return cw;
 }
 
-Conv2dParams blob_params(const OpCall& call) {
-  Conv2dParams p;
-  p.input = call.quant("input");
-  Conv2dGeometry& g = p.geometry;
+Conv2dGeometry blob_conv_geometry(const OpCall& call) {
+  Conv2dGeometry g;
   // Each value in [0, 2^20]; add_q8ta_conv2d_node's checks then say what they mean together.
   const auto stride = call.int32_list("stride", {1, 2}, 0, 1 << 20);
   const auto dilation = call.int32_list("dilation", {1, 2}, 0, 1 << 20);
@@ -744,7 +746,18 @@ Conv2dParams blob_params(const OpCall& call) {
   g.pad_left = pad.size() == 4 ? pad[1] : pad.back();
   g.pad_bottom = pad.size() == 4 ? pad[2] : pad[0];
   g.pad_right = pad.size() == 4 ? pad[3] : pad.back();
-  g.groups = call.int32_arg("groups", 1, 1 << 20);
+  return g;
+}
+
+namespace {
+
+Conv2dWeights blob_weights(const OpCall& call) { return blob_conv_weights(call, ""); }
+
+Conv2dParams blob_params(const OpCall& call) {
+  Conv2dParams p;
+  p.input = call.quant("input");
+  p.geometry = blob_conv_geometry(call);
+  p.geometry.groups = call.int32_arg("groups", 1, 1 << 20);
   return p;
 }
 

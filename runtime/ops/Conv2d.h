@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/Linear.h"
@@ -134,6 +135,27 @@ struct Conv2dParams {
 // groups dividing C_in and C_out; else InvalidArgument naming `op`.
 void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights& w,
                         int32_t groups);
+
+// What the fused depthwise -> 1x1 op (runtime/ops/DepthwisePointwise.cpp) shares with
+// q8ta_conv2d. conv_out_size: one output dimension, (in + pads - dilation (k - 1) - 1) / stride
+// + 1 (0 where the kernel does not fit). check_conv: the weights, geometry and output sizes [N, C_out, H_out, W_out] of a
+// convolution of input `in` (InvalidArgument / Unsupported naming `op`).
+int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation, int64_t k,
+                      int32_t stride);
+void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const Conv2dWeights& w,
+                const Conv2dGeometry& g);
+// The direct kernel's weight blocks: ivec4 ((co4 * KH + ky) * KW + kx) * C4_in + ci4, component j
+// = output channel 4 co4 + j, byte lane i = input channel 4 ci4 + i (zero outside the group or
+// past C).
+std::vector<uint8_t> pack_direct_weights(const Conv2dWeights& w, int64_t c_in, int64_t groups);
+// The depthwise kernel's weight words: (c4 * KH + ky) * KW + kx, byte lane i = channel 4 c4 + i.
+std::vector<uint8_t> pack_depthwise_weights(const Conv2dWeights& w);
+// The weights as the [C_out, C_in / groups * KH * KW] matrix (the channel constants' rows).
+LinearWeights as_matrix(const Conv2dWeights& w);
+// A blob op's weights `<prefix>weight` [C_out, C_in / groups, KH, KW] with their
+// `<prefix>weight_scales` and `<prefix>bias`, and its stride, padding and dilation (groups 1).
+Conv2dWeights blob_conv_weights(const OpCall& call, const std::string& prefix);
+Conv2dGeometry blob_conv_geometry(const OpCall& call);
 
 // `input`: int8x4 buffer, PackedInt8_4W4C or PackedInt8_4C1W, sizes [N, C_in, H, W] (rank 3 =
 // N 1); with p.quantize_input a float32 width-packed buffer of those sizes. `output`: sizes

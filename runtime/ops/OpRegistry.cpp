@@ -16,6 +16,7 @@ void register_affine_quant_ops(OpRegistry& registry);
 void register_layout_convert_ops(OpRegistry& registry);
 void register_linear_ops(OpRegistry& registry);
 void register_conv2d_ops(OpRegistry& registry);
+void register_depthwise_pointwise_ops(OpRegistry& registry);
 void register_conv_transpose2d_ops(OpRegistry& registry);
 void register_pixel_shuffle_ops(OpRegistry& registry);
 void register_permute_ops(OpRegistry& registry);
@@ -63,6 +64,7 @@ const OpRegistry& op_registry() {
     register_layout_convert_ops(r);
     register_linear_ops(r);
     register_conv2d_ops(r);
+    register_depthwise_pointwise_ops(r);
     register_conv_transpose2d_ops(r);
     register_pixel_shuffle_ops(r);
     register_permute_ops(r);

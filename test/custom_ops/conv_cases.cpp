@@ -14,6 +14,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/ops/Conv2d.h"
 #include "runtime/ops/ConvTranspose2d.h"
+#include "test/custom_ops/ConvWeightsCase.h"
 #include "test/custom_ops/EtvkShapes.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
@@ -202,33 +203,10 @@ std::vector<int8_t> stored_values(const ConvSetup& s, std::vector<int8_t> q) {
   return testing::reference_pixel_shuffle(q, o.n, o.c, o.h, o.w, int64_t(s.upscale));
 }
 
-// Host weights of one layer: symmetric int8 weights in [-127, 127], scales ~U(0.001, 0.02),
-// and (optionally) a bias of the size of a typical output, `typical_acc * input_scale * s_w[co]`.
-struct HostConv {
-  std::vector<int8_t> weight;  // [C_out, C_in / groups, KH, KW]
-  std::vector<float> scales, bias;
-  int64_t c_out = 0, in_per_group = 0, kh = 0, kw = 0;
-
-  ops::Conv2dWeights view() const {
-    return {weight.data(), scales.data(), bias.empty() ? nullptr : bias.data(), c_out,
-            in_per_group,  kh,            kw};
-  }
-  // What a node reads of them: int8 weights, float scales and bias.
-  double bytes() const { return double(weight.size()) + 4.0 * (scales.size() + bias.size()); }
-};
-
 HostConv random_conv_weights(const ConvShape& s, bool with_bias, float typical_acc,
                              std::mt19937& rng) {
-  HostConv h;
-  h.c_out = s.c_out;
-  h.in_per_group = s.c_in / s.geo.groups;
-  h.kh = s.kh;
-  h.kw = s.kw;
-  h.weight = random_int8(h.c_out * h.in_per_group * h.kh * h.kw, -127, 127, rng);
-  ChannelParams c = random_channel_params(h.c_out, with_bias, kInputScale, typical_acc, rng);
-  h.scales = std::move(c.scales);
-  h.bias = std::move(c.bias);
-  return h;
+  return random_host_conv(s.c_out, s.c_in / s.geo.groups, s.kh, s.kw, with_bias, kInputScale,
+                          typical_acc, rng);
 }
 
 // Float inputs for a case quantizing on load: random_activations over 1.3x its range (both

@@ -534,6 +534,7 @@ int run(int argc, char** argv) {
   register_convert_cases(registry);
   register_linear_cases(registry);
   register_conv_cases(registry);
+  register_dw_pw_cases(registry);
   register_pixel_shuffle_cases(registry);
   register_permute_cases(registry);
   register_upsample_cases(registry);

@@ -1,0 +1,261 @@
+// Op family: fused depthwise -> 1x1 convolution (q8ta_conv2d_dw_pw, q8ta_conv2d_dw_pw_add).
+// Anatomy: push-constant struct (mirroring shaders/q8ta_conv2d_dw_pw.glsl), checks, the form
+// choice, the two forms, add_q8ta_conv2d_dw_pw_node, registry entries.
+#include "runtime/ops/DepthwisePointwise.h"
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/core/Error.h"
+#include "runtime/ops/Linear.h"
+#include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/WorkgroupChooser.h"
+
+namespace vkd::ops {
+namespace {
+
+// Mirrors `Params` in shaders/q8ta_conv2d_dw_pw.glsl.
+struct DwPwPush {
+  int32_t batches, h_in, w_in;
+  int32_t h_out, w_out;
+  int32_t c_out, c4_out;
+  int32_t pad_top;
+  int32_t x_zp;
+  float mid_inv_scale;
+  int32_t mid_act_min, mid_act_max;
+  int32_t in_zp, n_pad, out_zp;
+  float inv_out_scale;
+  int32_t act_min, act_max;
+};
+struct DwPwAddPush {
+  DwPwPush conv;
+  BinaryQuantPush add;
+};
+
+// Invocations per workgroup of the fused kernel: two subgroups of 32 (or eight of 8).
+constexpr uint32_t kFusedWorkgroup = 64;
+
+std::string op_name(const DepthwisePointwiseParams& p) {
+  return p.residual ? "q8ta_conv2d_dw_pw_add" : "q8ta_conv2d_dw_pw";
+}
+
+// The depthwise's and the 1x1's Conv2dParams (route Auto each), as the Split form runs them.
+Conv2dParams depthwise_params(const DepthwisePointwiseParams& p, int64_t channels) {
+  Conv2dParams dw;
+  dw.input = p.input;
+  dw.geometry = p.geometry;
+  dw.geometry.groups = static_cast<int32_t>(channels);
+  dw.output = p.mid;
+  dw.activation_min = p.mid_activation_min;
+  dw.activation_max = p.mid_activation_max;
+  return dw;
+}
+Conv2dParams pointwise_params(const DepthwisePointwiseParams& p) {
+  Conv2dParams pw;
+  pw.input = p.mid;
+  pw.output = p.output;
+  pw.activation_min = p.activation_min;
+  pw.activation_max = p.activation_max;
+  pw.residual = p.residual;
+  return pw;
+}
+
+// The checks of both convolutions and of the fused op's own limits; returns mid's sizes.
+Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph::ValueRef input,
+                  const Conv2dWeights& dw, const Conv2dWeights& pw, graph::ValueRef output,
+                  const DepthwisePointwiseParams& p) {
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  for (const auto* t : {&in, &out}) {
+    check_int8x4_tensor(op, *t);
+    VKD_CHECK(t->spec().layout == MemoryLayout::PackedInt8_4W4C &&
+                  t->spec().sizes.size() >= 3 && t->spec().sizes.size() <= 4,
+              ErrorCode::InvalidArgument, op, ": ", t == &in ? "input " : "output ",
+              t->spec().describe(), " must be an int8x4 buffer in 4W4C of rank 3 or 4 ([N,] C, H, W)");
+  }
+  VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
+            ": output ", out.spec().describe(), " must have the input's rank");
+  const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
+  VKD_CHECK(dw.in_per_group == 1 && dw.out_channels == d_in.c, ErrorCode::InvalidArgument, op,
+            ": the depthwise weights [", dw.out_channels, ", ", dw.in_per_group, ", ", dw.kh, ", ",
+            dw.kw, "] must be [C, 1, KH, KW] with C = the input's ", d_in.c, " channels");
+  VKD_CHECK(pw.kh == 1 && pw.kw == 1 && pw.in_per_group == d_in.c, ErrorCode::InvalidArgument,
+            op, ": the 1x1 weights [", pw.out_channels, ", ", pw.in_per_group, ", ", pw.kh, ", ",
+            pw.kw, "] must be [N, ", d_in.c, ", 1, 1]");
+  VKD_CHECK(d_in.c <= kMaxDepthwisePointwiseChannels, ErrorCode::Unsupported, op, ": ", d_in.c,
+            " depthwise channels exceed the fused kernel's ", kMaxDepthwisePointwiseChannels);
+  check_quant_params(op, p.input);
+  check_requantized_output(op + " mid", p.mid, p.mid_activation_min, p.mid_activation_max);
+  check_requantized_output(op, p.output, p.activation_min, p.activation_max);
+  VKD_CHECK(p.tiles_per_workgroup >= 0 && p.tiles_per_workgroup <= 64,
+            ErrorCode::InvalidArgument, op, ": tiles_per_workgroup ", p.tiles_per_workgroup,
+            " must be 0 (chosen) or 1..64");
+  Conv2dGeometry g = p.geometry;
+  g.groups = static_cast<int32_t>(d_in.c);
+  const int64_t h_out = conv_out_size(d_in.h, g.pad_top, g.pad_bottom, g.dilation_h, dw.kh,
+                                      g.stride_h);
+  const int64_t w_out = conv_out_size(d_in.w, g.pad_left, g.pad_right, g.dilation_w, dw.kw,
+                                      g.stride_w);
+  VKD_CHECK(d_out.n == d_in.n && d_out.c == pw.out_channels && d_out.h == h_out &&
+                d_out.w == w_out,
+            ErrorCode::InvalidArgument, op, ": output sizes [", d_out.n, ", ", d_out.c, ", ",
+            d_out.h, ", ", d_out.w, "] must be [", d_in.n, ", ", pw.out_channels, ", ", h_out,
+            ", ", w_out, "] (the depthwise's output sizes, the 1x1's channels)");
+  const Dims4 d_mid{d_in.n, d_in.c, d_out.h, d_out.w};
+  check_conv(op, d_in, d_mid, dw, g);
+  check_conv(op, d_mid, d_out, pw, Conv2dGeometry{});
+  if (p.residual) check_residual_add(op, graph, output, *p.residual);
+  return d_mid;
+}
+
+// The fused form's output tiles per workgroup: as asked, else enough that phase 1's
+// TP * C4 depthwise tiles keep the workgroup's invocations busy about twice (C4 = 24, the
+// MobileNet / refinenet expansions of 96: 4 tiles), within 16 KiB of shared memory.
+int64_t tiles_per_workgroup(const DepthwisePointwiseParams& p, int64_t c4) {
+  const int64_t fit = std::max<int64_t>(1, (16 << 10) / (16 * c4));
+  if (p.tiles_per_workgroup > 0) return p.tiles_per_workgroup;
+  return std::clamp<int64_t>(2 * kFusedWorkgroup / c4, 1, std::min<int64_t>(fit, 16));
+}
+
+void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef input,
+               const Conv2dWeights& dw, const Conv2dWeights& pw, graph::ValueRef output,
+               const Dims4& d_mid, const DepthwisePointwiseParams& p) {
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
+  const std::string name = out.name().empty() ? op : out.name();
+  const int64_t c4 = div_up(d_in.c, 4), n4 = div_up(d_out.c, 4);
+  const auto dw_packed = graph.add_constant(
+      {{c4 * dw.kh * dw.kw}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+      name + ".dw_weight_packed", [dw] { return pack_depthwise_weights(dw); },
+      static_cast<uint64_t>(dw.out_channels * dw.kh * dw.kw));
+  const auto pw_packed = graph.add_constant(
+      {{n4 * c4, 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+      name + ".weight_packed", [pw, c = d_in.c] { return pack_direct_weights(pw, c, 1); },
+      static_cast<uint64_t>(pw.out_channels * pw.in_per_group));
+  const auto dw_channels =
+      add_channel_constants(graph, as_matrix(dw), p.input.scale, name + ".dw");
+  const auto pw_channels = add_channel_constants(graph, as_matrix(pw), p.mid.scale, name);
+
+  const DwPwPush push{int32_t(d_in.n),  int32_t(d_in.h),  int32_t(d_in.w),
+                      int32_t(d_out.h), int32_t(d_out.w), int32_t(d_out.c),
+                      int32_t(n4),      p.geometry.pad_top, p.input.zero_point,
+                      inverse_scale(p.mid.scale), p.mid_activation_min, p.mid_activation_max,
+                      p.mid.zero_point, int32_t(4 * n4), p.output.zero_point,
+                      inverse_scale(p.output.scale), p.activation_min, p.activation_max};
+  const int dot = graph.profile().int8_dot_product ? 0 : 1;
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::q8ta_conv2d_dw_pw[p.residual ? 1 : 0][dot];
+  node.bindings = {output, input, dw_packed, pw_channels, pw_packed, dw_channels};
+  node.push_constants = graph::push_constant_bytes(push);
+  if (p.residual) {
+    const ResidualAdd& r = *p.residual;
+    node.bindings.push_back(r.other);
+    node.push_constants = graph::push_constant_bytes(DwPwAddPush{
+        push, binary_quant_push(p.output, r.other_quant, r.output, r.activation_min,
+                                r.activation_max)});
+  }
+  const Conv2dGeometry& g = p.geometry;
+  const int64_t tp = tiles_per_workgroup(p, c4);
+  // The epilogue's mantissa conversion only where both accumulators stay below 2^22.
+  const uint32_t below = std::min(epilogue_acc_below_2_22(graph.profile(), dw.kh * dw.kw),
+                                  epilogue_acc_below_2_22(graph.profile(), d_in.c));
+  node.spec_constants = {below, uint32_t(dw.kh), uint32_t(dw.kw), uint32_t(g.stride_h),
+                         uint32_t(g.stride_w), uint32_t(g.dilation_h), uint32_t(g.dilation_w),
+                         uint32_t(g.pad_left), uint32_t(c4), uint32_t(tp)};
+  const int64_t tiles = d_mid.n * d_mid.h * div_up(d_mid.w, 4);
+  const uint64_t groups = static_cast<uint64_t>(div_up(tiles, tp));
+  const uint64_t max_x = graph.profile().max_workgroup_count[0];
+  const uint64_t gy = (groups + max_x - 1) / max_x;
+  VKD_CHECK(gy <= graph.profile().max_workgroup_count[1], ErrorCode::Unsupported, op, ": ",
+            groups, " workgroups exceed the device's grid");
+  node.plan.local_size = {kFusedWorkgroup, 1, 1};
+  node.plan.group_count = {static_cast<uint32_t>(gy > 1 ? max_x : groups),
+                           static_cast<uint32_t>(gy), 1};
+  graph.add_node(std::move(node));
+}
+
+}  // namespace
+
+std::string to_string(DepthwisePointwiseForm form) {
+  switch (form) {
+    case DepthwisePointwiseForm::Auto: return "auto";
+    case DepthwisePointwiseForm::Fused: return "fused";
+    case DepthwisePointwiseForm::Split: return "split";
+  }
+  return "?";
+}
+
+DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
+                                                  graph::ValueRef input,
+                                                  const Conv2dWeights& depthwise,
+                                                  const Conv2dWeights& pointwise,
+                                                  graph::ValueRef output,
+                                                  const DepthwisePointwiseParams& p) {
+  const std::string op = op_name(p);
+  const Dims4 d_mid = check_dw_pw(op, graph, input, depthwise, pointwise, output, p);
+  const DepthwisePointwiseForm form =
+      p.form != DepthwisePointwiseForm::Auto ? p.form
+      : graph.profile().cpu_kernels          ? DepthwisePointwiseForm::Split
+                                             : DepthwisePointwiseForm::Fused;
+  if (form == DepthwisePointwiseForm::Fused) {
+    add_fused(graph, op, input, depthwise, pointwise, output, d_mid, p);
+    return form;
+  }
+  const std::string& out_name = graph.tensor(output).name();
+  const graph::ValueRef mid =
+      graph.add_tensor({{d_mid.n, d_mid.c, d_mid.h, d_mid.w}, DType::Int8x4, StorageType::Buffer,
+                        MemoryLayout::PackedInt8_4W4C},
+                       (out_name.empty() ? op : out_name) + ".mid");
+  add_q8ta_conv2d_node(graph, input, depthwise, mid, depthwise_params(p, d_mid.c));
+  add_q8ta_conv2d_node(graph, mid, pointwise, output, pointwise_params(p));
+  return form;
+}
+
+// --- registry entries -------------------------------------------------------------
+
+namespace {
+
+// The arguments both ops share: the input, the depthwise and mid; the zero points of the int8
+// input recorded.
+DepthwisePointwiseParams blob_params(const OpCall& call) {
+  DepthwisePointwiseParams p;
+  p.input = call.quant("input");
+  p.geometry = blob_conv_geometry(call);
+  p.mid = call.quant("mid");
+  p.mid_activation_min = call.int32_arg("mid_activation_min", -128, 127);
+  p.mid_activation_max = call.int32_arg("mid_activation_max", -128, 127);
+  call.set_zero_point("input", p.input.zero_point);
+  return p;
+}
+
+void build_q8ta_conv2d_dw_pw(const OpCall& call) {
+  DepthwisePointwiseParams p = blob_params(call);
+  p.output = call.quant("output");
+  p.activation_min = call.int32_arg("activation_min", -128, 127);
+  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  call.set_zero_point("output", p.output.zero_point);
+  add_q8ta_conv2d_dw_pw_node(call.graph(), call.tensor("input"), blob_conv_weights(call, "dw_"),
+                             blob_conv_weights(call, ""), call.tensor("output"), p);
+}
+
+// The 1x1's own int8 value ("conv_") is the add's a.
+void build_q8ta_conv2d_dw_pw_add(const OpCall& call) {
+  DepthwisePointwiseParams p = blob_params(call);
+  p.output = call.quant("conv");
+  p.activation_min = call.int32_arg("conv_activation_min", -128, 127);
+  p.activation_max = call.int32_arg("conv_activation_max", -128, 127);
+  p.residual = residual_add(call);
+  add_q8ta_conv2d_dw_pw_node(call.graph(), call.tensor("input"), blob_conv_weights(call, "dw_"),
+                             blob_conv_weights(call, ""), call.tensor("output"), p);
+}
+
+}  // namespace
+
+void register_depthwise_pointwise_ops(OpRegistry& registry) {
+  registry.add("q8ta_conv2d_dw_pw", build_q8ta_conv2d_dw_pw);
+  registry.add("q8ta_conv2d_dw_pw_add", build_q8ta_conv2d_dw_pw_add);
+}
+
+}  // namespace vkd::ops

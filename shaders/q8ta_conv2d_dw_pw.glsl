@@ -1,0 +1,158 @@
+// q8ta_conv2d_dw_pw / _add: a depthwise q8ta_conv2d and the 1x1 q8ta_conv2d that reads its int8
+// output ("mid"), in one dispatch: mid lives only in shared memory, never in device memory.
+// The bytes are those of the two convolutions in turn (runtime/ops/DepthwisePointwise.h).
+// Workgroup = TP output tiles, tile = 4 consecutive widths of one output row (the 4W4C block
+// structure, tiles numbered (n, oy, ox / 4) row-major), with all channels:
+//   phase 1: invocation u computes the depthwise tile (tile u / C4, channel block u % C4) and
+//     then those WG apart: 4 widths x 4 channels, one masked int8 dot product per tap and width
+//     (each product x[i] * w[i] lands in lane i's accumulator), requantized as q8ta_conv2d
+//     requantizes the depthwise's output, one ivec4 (4 widths) into mid[tile][c4];
+//     neighbouring invocations take neighbouring channel blocks, so their 16-byte input tiles
+//     are contiguous.
+//   barrier
+//   phase 2: invocation u computes the output tile (tile u / N4, output channel block u % N4)
+//     and then those WG apart: for each of the C4 mid words of its tile, 16 dot products
+//     (4 widths x 4 output channels), then the 1x1's requantization [+ the residual add] and
+//     one 16-byte store.
+// The depthwise output of a width past W_out (the last tile's padding widths) is computed from
+// padding and never read: those output words are the padding word. Lanes of mid past C hold
+// whatever the requantization gives: the 1x1's weights are zero there.
+// Bindings: 0 output (int8 4W4C), 1 input (int8 4W4C), 2 depthwise weights (int word
+// (c4 * KH + ky) * KW + kx, byte lane = channel), 3 the 1x1's channel constants
+// (quant_epilogue.glslh), 4 the 1x1's weights (ivec4 n4 * C4 + c4, component j = output channel
+// 4 n4 + j, byte lane i = mid channel 4 c4 + i), 5 the depthwise's channel constants, 6 the
+// residual (EPILOGUE_ADD).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glslh"
+#include "int8_dot.glslh"
+
+#define RESIDUAL_BINDING 6
+#include "requant.glslh"
+
+layout(std430, binding = 0) writeonly buffer Out { ivec4 out_tiles[]; };
+layout(std430, binding = 1) readonly buffer In { ivec4 in_tiles[]; };
+layout(std430, binding = 2) readonly buffer DwWeights { int dw_words[]; };
+layout(std430, binding = 4) readonly buffer PwWeights { ivec4 pw_blocks[]; };
+layout(std430, binding = 5) readonly buffer DwCh { ivec4 dw_ch[]; };
+
+layout(push_constant) uniform Params {
+  int batches, h_in, w_in;  // the input [N, C, H, W] (C: C4 words)
+  int h_out, w_out;         // the output's (the depthwise's and the 1x1's)
+  int c_out, c4_out;        // the 1x1's output channels
+  int pad_top;              // the left padding is specialization constant PL
+  int x_zp;                 // the input's zero point (what padding reads)
+  float mid_inv_scale;      // mid's int8 value: float32(1 / scale), activation range; zero
+  int mid_act_min;          // point in_zp
+  int mid_act_max;
+  // The 1x1's epilogue, as quant_epilogue.glslh reads it: its input (mid) zero point, its
+  // constants' channels and its output.
+  int in_zp;
+  int n_pad;
+  int out_zp;
+  float inv_out_scale;
+  int act_min;
+  int act_max;
+#if EPILOGUE_ADD
+  BinaryQuant add;  // a = the 1x1's int8 value, b = the residual
+#endif
+} p;
+
+#include "quant_epilogue.glslh"
+
+// Specialization constants 4.. (3 is the epilogue's).
+layout(constant_id = 4) const int KH = 3;  // the depthwise kernel, strides, dilations
+layout(constant_id = 5) const int KW = 3;
+layout(constant_id = 6) const int SH = 1;
+layout(constant_id = 7) const int SW = 1;
+layout(constant_id = 8) const int DH = 1;
+layout(constant_id = 9) const int DW = 1;
+layout(constant_id = 10) const int PL = 1;  // left padding
+layout(constant_id = 11) const int C4 = 1;  // mid channel blocks (the input's)
+layout(constant_id = 12) const int TP = 1;  // tiles per workgroup
+
+// Input words one depthwise tile reads along a row: widths ox0 SW - PL + w SW + kx DW, w < 4,
+// kx < KW; ox0 SW is a multiple of 4, so the first sits OFF words into its 4W4C tile.
+const int SPAN = 3 * SW + (KW - 1) * DW + 1;
+const int OFF = (4 - PL % 4) % 4;
+const int TILES = (OFF + SPAN + 3) / 4;
+
+shared ivec4 mid[TP * C4];
+
+// Output tile `tile`'s image, row and first width; false past the last tile.
+bool tile_position(int tile, out int n, out int oy, out int ox0) {
+  const int w4 = div_up(p.w_out, 4);
+  if (tile >= p.batches * p.h_out * w4) return false;
+  ox0 = 4 * (tile % w4);
+  oy = (tile / w4) % p.h_out;
+  n = tile / (w4 * p.h_out);
+  return true;
+}
+
+// The depthwise's requantized int8 output at widths ox0 .. ox0 + 3 of row oy, channels
+// 4 c4 .. + 3: one word per width (q8ta_conv2d_dw.glsl's products and store, unfused).
+ivec4 depthwise_tile(int n, int oy, int ox0, int c4) {
+  const int zp = splat_byte(p.x_zp);
+  const int w4 = div_up(p.w_in, 4);
+  const int tile0 = (ox0 * SW - PL - OFF) / 4;  // exact: ox0 SW - PL - OFF is a multiple of 4
+  ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
+  [[unroll]] for (int ky = 0; ky < KH; ++ky) {
+    const int iy = oy * SH - p.pad_top + ky * DH;
+    const bool row_in = iy >= 0 && iy < p.h_in;
+    int win[4 * TILES];
+    [[unroll]] for (int k = 0; k < TILES; ++k) {
+      const int tile = tile0 + k;
+      const bool inside = row_in && tile >= 0 && tile < w4;
+      const ivec4 v = inside ? in_tiles[((n * p.h_in + iy) * w4 + tile) * C4 + c4] : ivec4(zp);
+      [[unroll]] for (int j = 0; j < 4; ++j) win[4 * k + j] = 4 * tile + j < p.w_in ? v[j] : zp;
+    }
+    [[unroll]] for (int kx = 0; kx < KW; ++kx) {
+      const int wk = dw_words[(c4 * KH + ky) * KW + kx];
+      const ivec4 m = ivec4(wk & 0xFF, wk & 0xFF00, wk & 0xFF0000, wk & int(0xFF000000));
+      [[unroll]] for (int w = 0; w < 4; ++w) {
+        const int x = win[OFF + w * SW + kx * DW];
+        acc[w] += ivec4(dot_int8x4(x, m.x), dot_int8x4(x, m.y), dot_int8x4(x, m.z),
+                        dot_int8x4(x, m.w));
+      }
+    }
+  }
+  const ChannelWord k = channel_word(dw_ch[c4], dw_ch[C4 + c4], dw_ch[2 * C4 + c4], p.x_zp);
+  const RequantTo q = RequantTo(p.mid_inv_scale, p.in_zp, p.mid_act_min, p.mid_act_max);
+  return ivec4(requantize_word(acc[0], k, q), requantize_word(acc[1], k, q),
+               requantize_word(acc[2], k, q), requantize_word(acc[3], k, q));
+}
+
+void main() {
+  const int WG = int(gl_WorkGroupSize.x);
+  const int lid = int(gl_LocalInvocationID.x);
+  const int first = TP * int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
+  int n, oy, ox0;
+
+  for (int u = lid; u < TP * C4; u += WG) {
+    if (tile_position(first + u / C4, n, oy, ox0)) mid[u] = depthwise_tile(n, oy, ox0, u % C4);
+  }
+  barrier();
+
+  for (int u = lid; u < TP * p.c4_out; u += WG) {
+    const int t = u / p.c4_out, n4 = u % p.c4_out;
+    if (!tile_position(first + t, n, oy, ox0)) continue;
+    ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
+    for (int c4 = 0; c4 < C4; ++c4) {
+      const ivec4 x = mid[t * C4 + c4];
+      const ivec4 wv = pw_blocks[n4 * C4 + c4];
+      [[unroll]] for (int w = 0; w < 4; ++w) {
+        acc[w] += ivec4(dot_int8x4(x[w], wv.x), dot_int8x4(x[w], wv.y), dot_int8x4(x[w], wv.z),
+                        dot_int8x4(x[w], wv.w));
+      }
+    }
+    const ChannelWord k = load_channel_word(n4);
+    const int index = 4 * (((n * p.h_out + oy) * div_up(p.w_out, 4) + ox0 / 4) * p.c4_out + n4);
+    const int real = min(p.c_out - 4 * n4, 4);
+    ivec4 words;
+    [[unroll]] for (int w = 0; w < 4; ++w) {
+      words[w] = ox0 + w < p.w_out ? epilogue_word(acc[w], k, real, index + w) : padding_word();
+    }
+    out_tiles[index / 4] = words;
+  }
+}

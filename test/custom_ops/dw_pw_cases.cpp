@@ -1,0 +1,293 @@
+// ACCU and PERF cases for the fused depthwise -> 1x1 convolution (q8ta_conv2d_dw_pw, _add;
+// runtime/ops/DepthwisePointwise.h), both forms. The expected output is the unfused sequence
+// computed by the CPU reference: the depthwise q8ta_conv2d, its int8 output requantized with its
+// own scale, zero point and activation range, the 1x1 q8ta_conv2d of that, [q8ta_add].
+// Compiled with -ffp-contract=off (test/CMakeLists.txt), as the conv cases.
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "runtime/core/Error.h"
+#include "runtime/ops/DepthwisePointwise.h"
+#include "test/custom_ops/ConvWeightsCase.h"
+#include "test/custom_ops/Harness.h"
+#include "test/custom_ops/QuantCaseUtils.h"
+#include "test/custom_ops/ResidualCase.h"
+#include "test/reference/ConvReference.h"
+#include "test/reference/LayoutReference.h"
+#include "test/reference/QuantReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using ops::DepthwisePointwiseForm;
+using testing::RefConv2d;
+using testing::RefShape;
+
+constexpr MemoryLayout k4W4C = MemoryLayout::PackedInt8_4W4C;
+
+struct DwPwSetup {
+  int64_t n = 1, c = 8, h = 5, w = 5, n_out = 4;  // input [n, c, h, w]; 1x1 output channels
+  int64_t k = 3;                                   // square depthwise kernel
+  int32_t stride = 1, pad = 1, dilation = 1;
+  int32_t input_zp = 0;
+  OutputQuant mid{"relu6", -128, -128, 127};  // the depthwise's int8 output
+  OutputQuant out{"none", 3, -128, 127};      // the 1x1's int8 value
+  std::optional<OutputQuant> residual;        // _add: the sum's quantization
+  DepthwisePointwiseForm form = DepthwisePointwiseForm::Auto;
+  int32_t tiles = 0;  // tiles_per_workgroup
+  bool accu = true;
+  uint32_t seed = 1;
+};
+
+RefConv2d depthwise_conv(const DwPwSetup& s) {
+  RefConv2d c;
+  c.n = s.n;
+  c.c_in = c.c_out = c.groups = s.c;
+  c.h = s.h;
+  c.w = s.w;
+  c.kh = c.kw = s.k;
+  c.stride_h = c.stride_w = s.stride;
+  c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = s.pad;
+  c.dilation_h = c.dilation_w = s.dilation;
+  return c;
+}
+
+RefConv2d pointwise_conv(const DwPwSetup& s) {
+  const RefConv2d dw = depthwise_conv(s);
+  RefConv2d c;
+  c.n = s.n;
+  c.c_in = s.c;
+  c.h = testing::reference_conv_out_h(dw);
+  c.w = testing::reference_conv_out_w(dw);
+  c.c_out = s.n_out;
+  return c;
+}
+
+RefShape output_shape(const DwPwSetup& s) {
+  const RefConv2d pw = pointwise_conv(s);
+  return {s.n, s.n_out, pw.h, pw.w};
+}
+
+// Multiply-adds of one execution: the depthwise's taps and the 1x1's channels per output.
+double dw_pw_macs(const DwPwSetup& s) {
+  const RefConv2d pw = pointwise_conv(s);
+  return double(s.n * pw.h * pw.w) * double(s.c) * double(s.k * s.k + s.n_out);
+}
+
+class DwPwCase : public CaseInstance {
+ public:
+  explicit DwPwCase(DwPwSetup s) : s_(std::move(s)) {}
+
+  void build(graph::ComputeGraph& g) override {
+    std::mt19937 rng(s_.seed);
+    const RefConv2d dw = depthwise_conv(s_), pw = pointwise_conv(s_);
+    qx_ = random_int8(s_.n * s_.c * s_.h * s_.w, -128, 127, rng);
+    const float dw_acc = kTypicalProduct * std::sqrt(float(s_.k * s_.k));
+    const float pw_acc = kTypicalProduct * std::sqrt(float(s_.c));
+    dw_ = random_host_conv(s_.c, 1, s_.k, s_.k, true, kInputScale, dw_acc, rng);
+    p_.input = {kInputScale, s_.input_zp, -128, 127};
+    p_.geometry.stride_h = p_.geometry.stride_w = s_.stride;
+    p_.geometry.pad_top = p_.geometry.pad_left = p_.geometry.pad_bottom =
+        p_.geometry.pad_right = s_.pad;
+    p_.geometry.dilation_h = p_.geometry.dilation_w = s_.dilation;
+    p_.form = s_.form;
+    p_.tiles_per_workgroup = s_.tiles;
+
+    // The depthwise's float result, its int8 output (mid) and the 1x1's, as unfused ops.
+    std::vector<float> y_mid;
+    if (s_.accu) {
+      y_mid = testing::reference_q8ta_conv2d(qx_, dw_.weight, dw, kInputScale, s_.input_zp,
+                                             dw_.scales, dw_.bias);
+    }
+    p_.mid = {case_output_scale(s_.accu, y_mid, s_.mid.zero_point, dw_acc), s_.mid.zero_point,
+              -128, 127};
+    p_.mid_activation_min = s_.mid.act_min;
+    p_.mid_activation_max = s_.mid.act_max;
+    pw_ = random_host_conv(s_.n_out, s_.c, 1, 1, true, p_.mid.scale, pw_acc, rng);
+    std::vector<float> y;
+    if (s_.accu) {
+      const auto q_mid = testing::reference_quantize(y_mid, p_.mid.scale, s_.mid.zero_point,
+                                                     s_.mid.act_min, s_.mid.act_max);
+      y = testing::reference_q8ta_conv2d(q_mid, pw_.weight, pw, p_.mid.scale, s_.mid.zero_point,
+                                         pw_.scales, pw_.bias);
+    }
+    p_.output = {case_output_scale(s_.accu, y, s_.out.zero_point, pw_acc), s_.out.zero_point,
+                 -128, 127};
+    p_.activation_min = s_.out.act_min;
+    p_.activation_max = s_.out.act_max;
+    if (s_.accu) {
+      expected_ = testing::reference_quantize(y, p_.output.scale, s_.out.zero_point,
+                                              s_.out.act_min, s_.out.act_max);
+    }
+
+    const RefShape out = output_shape(s_);
+    const TensorSpec out_spec{{out.n, out.c, out.h, out.w}, DType::Int8x4, StorageType::Buffer,
+                              k4W4C};
+    in_ref_ = g.add_tensor({{s_.n, s_.c, s_.h, s_.w}, DType::Int8x4, StorageType::Buffer, k4W4C},
+                           "x");
+    out_ref_ = g.add_tensor(out_spec, "y");
+    in_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, {s_.n, s_.c, s_.h, s_.w}));
+    out_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, out));
+    if (s_.residual) {
+      residual_.emplace(-5, *s_.residual);
+      residual_->draw(expected_.empty() ? std::vector<int8_t>(size_t(out.n * out.c * out.h * out.w))
+                                        : expected_,
+                      p_.output, rng);
+      p_.residual = residual_->add_input(g, out_spec);
+      in_bytes_ += out_bytes_;
+    }
+    const size_t before = g.nodes().size();
+    const DepthwisePointwiseForm taken =
+        ops::add_q8ta_conv2d_dw_pw_node(g, in_ref_, dw_.view(), pw_.view(), out_ref_, p_);
+    const DepthwisePointwiseForm want =
+        s_.form != DepthwisePointwiseForm::Auto ? s_.form
+        : g.profile().cpu_kernels              ? DepthwisePointwiseForm::Split
+                                               : DepthwisePointwiseForm::Fused;
+    const size_t dispatches = g.nodes().size() - before;
+    VKD_CHECK(taken == want && dispatches >= 1 &&
+                  (taken == DepthwisePointwiseForm::Fused) == (dispatches == 1),
+              ErrorCode::Internal, "q8ta_conv2d_dw_pw took the ", ops::to_string(taken),
+              " form in ", dispatches, " dispatch(es), expected the ", ops::to_string(want),
+              " form");
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
+    g.write_words(in_ref_, testing::ref_pack(k4W4C, {s_.n, s_.c, s_.h, s_.w}, qx_, s_.input_zp));
+    if (residual_) residual_->write(g, k4W4C, output_shape(s_));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    AccuResult r;
+    const RefShape out = output_shape(s_);
+    const auto expected = residual_ ? residual_->expected(expected_, p_.output) : expected_;
+    const int32_t zp = residual_ ? residual_->sum_zero_point() : s_.out.zero_point;
+    // Every word, padding lanes and widths included (they must hold the output zero point).
+    compare_words(g.read_words(out_ref_), testing::ref_pack(k4W4C, out, expected, zp), r);
+    if (r.mismatches) {
+      report_first_mismatch(g.read_int8(out_ref_), expected, 0.0, [&](int64_t i) {
+        return "n " + std::to_string(i / (out.c * out.h * out.w)) + " c " +
+               std::to_string(i / (out.h * out.w) % out.c) + " h " +
+               std::to_string(i / out.w % out.h) + " w " + std::to_string(i % out.w);
+      });
+    }
+    return r;
+  }
+  PerfWork work() const override {
+    return {dw_.bytes() + pw_.bytes() + in_bytes_ + out_bytes_, 2.0 * dw_pw_macs(s_)};
+  }
+
+ private:
+  DwPwSetup s_;
+  ops::DepthwisePointwiseParams p_;
+  std::vector<int8_t> qx_, expected_;
+  HostConv dw_, pw_;
+  std::optional<ResidualCase> residual_;
+  double in_bytes_ = 0, out_bytes_ = 0;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+};
+
+// "1x96x16x9 k3 s2 p1 ->24"
+std::string shape_name(const DwPwSetup& s) {
+  std::string name = std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) +
+                     "x" + std::to_string(s.w) + " k" + std::to_string(s.k) + " s" +
+                     std::to_string(s.stride) + " p" + std::to_string(s.pad);
+  if (s.dilation != 1) name += " d" + std::to_string(s.dilation);
+  return name + " ->" + std::to_string(s.n_out);
+}
+
+std::string form_name(const DwPwSetup& s) {
+  return ops::to_string(s.form) + (s.tiles ? " tp" + std::to_string(s.tiles) : "");
+}
+
+const char* op_of(const DwPwSetup& s) {
+  return s.residual ? "q8ta_conv2d_dw_pw_add" : "q8ta_conv2d_dw_pw";
+}
+
+void add_case(Registry& registry, const std::string& prefix, const DwPwSetup& s, bool accu) {
+  Case c{prefix + op_of(s) + "/" + shape_name(s) + " " + form_name(s) + " mid " + s.mid.name +
+             " out " + s.out.name + (s.residual ? std::string(" add ") + s.residual->name : ""),
+         op_of(s), shape_name(s), "4W4C -> 4W4C", accu, !accu,
+         accu, Metric::GOPs, [s] { return std::make_unique<DwPwCase>(s); }};
+  registry.add(std::move(c));
+}
+
+// Shapes that meet every edge of the fused kernel: channels off multiples of 4 (padding lanes
+// of mid and of the output), widths off multiples of 4 (padding widths), stride 2, dilation 2,
+// padding 0 and 2, 5x5, batch 2, more output than mid channels, one output pixel, the
+// tile count off the tiles per workgroup, and mid channels enough for several invocation rounds
+// per workgroup; each with the residual add and without, both forms.
+void register_accu(Registry& registry) {
+  const OutputQuant mids[] = {{"relu6", -128, -128, -25}, {"none", 5, -128, 127},
+                              {"relu", -20, -20, 127}};
+  const OutputQuant outs[] = {{"none", -7, -128, 127}, {"clamp", 3, -20, 90},
+                              {"none", 127, -128, 127}};
+  struct Shape {
+    int64_t n, c, h, w, n_out, k;
+    int32_t stride, pad, dilation;
+  };
+  const Shape shapes[] = {
+      {1, 8, 6, 7, 4, 3, 1, 1, 1},    {1, 6, 9, 11, 5, 3, 2, 1, 1},  {2, 13, 7, 5, 9, 3, 1, 1, 1},
+      {1, 12, 9, 10, 20, 5, 1, 2, 1}, {1, 16, 11, 9, 8, 3, 1, 2, 2}, {1, 4, 3, 3, 4, 3, 1, 0, 1},
+      {1, 96, 10, 9, 24, 3, 2, 1, 1}, {1, 40, 13, 14, 12, 3, 1, 1, 1},
+  };
+  int index = 0;
+  for (const Shape& sh : shapes) {
+    for (const bool add : {false, true}) {
+      for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
+        DwPwSetup s;
+        s.n = sh.n, s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.k = sh.k;
+        s.stride = sh.stride, s.pad = sh.pad, s.dilation = sh.dilation;
+        s.input_zp = kInputZeroPoints[index % 3];
+        s.mid = mids[index % 3];
+        s.out = outs[(index / 3) % 3];
+        if (add) s.residual = OutputQuant{"relu", -30, -30, 127};
+        s.form = form;
+        // Every other shape's fused form with a tile count off its tile grid.
+        s.tiles = form == DepthwisePointwiseForm::Fused && index % 4 == 2 ? 3 : 0;
+        s.seed = 9000 + uint32_t(index);
+        add_case(registry, "", s, true);
+        ++index;
+      }
+    }
+  }
+  // Auto (Split on CPU devices, else Fused) on refinenet_lite's stride-1 shape.
+  DwPwSetup s;
+  s.c = 96, s.h = 12, s.w = 10, s.n_out = 24;
+  s.residual = OutputQuant{"none", 0, -128, 127};
+  add_case(registry, "", s, true);
+}
+
+// refinenet_lite's four sites (1x24x128x72 expanded to 96, depthwise 3x3 at stride 1 then 2,
+// projected to 24) and MobileNetV2's projection shapes at 224, both forms and a few tile counts.
+void register_perf(Registry& registry) {
+  struct Shape {
+    int64_t c, h, w, n_out;
+    int32_t stride;
+  };
+  const Shape shapes[] = {{96, 128, 72, 24, 1}, {96, 128, 72, 24, 2}, {96, 64, 36, 24, 2},
+                          {96, 32, 18, 24, 2},  {144, 56, 56, 24, 1}, {192, 28, 28, 32, 1},
+                          {576, 14, 14, 96, 1}, {960, 7, 7, 160, 1}};
+  for (const Shape& sh : shapes) {
+    for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
+      for (const int32_t tiles : {0, 2, 8}) {
+        if (form == DepthwisePointwiseForm::Split && tiles != 0) continue;
+        DwPwSetup s;
+        s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.stride = sh.stride;
+        s.form = form;
+        s.tiles = tiles;
+        s.accu = false;
+        add_case(registry, "perf/", s, false);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_dw_pw_cases(Registry& registry) {
+  register_accu(registry);
+  register_perf(registry);
+}
+
+}  // namespace vkd::custom_ops
