@@ -10,6 +10,7 @@
 #include "compiler/Partition.h"
 #include "compiler/fusion/FuseState.h"
 #include "compiler/fusion/PassSteps.h"
+#include "compiler/fusion/Patterns.h"
 #include "compiler/ops/EdgeOp.h"
 #include "partitioner_schema/OpSchema.h"
 
@@ -104,6 +105,7 @@ PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
   FuseState state(g, options);
   const std::vector<bool> host_only = host_only_nodes(g);
   match_patterns(state, host_only);
+  fusion::join_depthwise_pointwise(state);
   note_host_only(state, host_only);
   std::vector<int> origin = fusion::apply_fusions(state);
   fusion::fold_weight_dqs(state, origin);

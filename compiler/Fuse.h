@@ -16,6 +16,10 @@
 //    q of a float value nothing else reads, whose int8 output only a q8ta_conv2d reads (the
 //      graph's first quantize) => that conv's load: q8ta_conv2d_fq (Epilogue.cpp; tried after
 //      every other pattern, as it joins a later node's match)
+//    a depthwise q8ta_conv2d whose int8 output only a 1x1 q8ta_conv2d / q8ta_conv2d_add
+//      (upscale_factor 1) reads, with the parameters it was written with, and that 1x1 =>
+//      q8ta_conv2d_dw_pw / q8ta_conv2d_dw_pw_add (fusion/DepthwisePointwise.cpp; joined once
+//      every pattern was matched, so after the residual add joined the 1x1)
 //    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
 //      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
 //      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
@@ -46,8 +50,9 @@ struct FuseOptions {
   // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
   bool runnable_only = false;
   // Run a byte-moving pixel shuffle, a residual add or the last dequantize in the epilogue of
-  // the convolution / linear before it, and the first quantize in the load of the convolution
-  // after it (fusion/Epilogue.cpp); false: each its own op (`vkd compile --no-fuse-epilogue`).
+  // the convolution / linear before it, the first quantize in the load of the convolution
+  // after it (fusion/Epilogue.cpp), and a depthwise convolution with the 1x1 reading its output
+  // (fusion/DepthwisePointwise.cpp); false: each its own op (`vkd compile --no-fuse-epilogue`).
   bool fuse_epilogues = true;
 };
 
@@ -74,6 +79,9 @@ PassReport sink_dequantize(Graph& g);
 //    dequantized (float32)"
 //   "fused q (node 0) into the load of q8ta_conv2d 'c': q8ta_conv2d_fq reads 'x' (float32) and
 //    quantizes it on load"
+//   "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' (node 6..8):
+//    q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' (8 channels) is not written" (or "not
+//    fused: depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' (node 6..8): <why>")
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its

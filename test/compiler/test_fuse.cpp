@@ -3125,4 +3125,237 @@ TEST(Fuse, FirstQuantizeTheConvLoadCannotTakeIsItsOwnOp) {
   }
 }
 
+
+// ---- a depthwise convolution and the 1x1 reading it, as one op ----------------------------------
+
+// Options of depthwise_pointwise_graph.
+struct DwPw {
+  int64_t channels = 8;        // C of the depthwise
+  int64_t pw_out = 4;          // C_out of the second convolution
+  int64_t pw_kernel = 1;       // the second convolution's kernel (padding pw_kernel / 2)
+  int64_t pw_stride = 1;
+  double mid_dq_scale = 0.05;  // how the second convolution's dq reads 'mq' (written at 0.05)
+  bool residual_add = false;   // 9 dq 'yq', 10 dq 'rq' (0.4, 0), 11 add, 12 q (0.5, 1) 'sq'
+};
+
+// 0 weight dq 'dwf' [C, 1, 3, 3], 1 weight dq 'pwf' [N, C, k, k], 2 dq 'x' of xq [1, C, 6, 5]
+// (0.1, 2), 3 depthwise conv 3x3 (groups C, stride 2, padding 1) [1, C, 3, 3], 4 relu, 5 q 'mq'
+// (0.05, -10), 6 dq 'mf' (mid_dq_scale, -10), 7 conv k x k (C -> N, `pw_stride`), 8 q 'yq'
+// (0.2, 3) [+ the residual add].
+Builder depthwise_pointwise_graph(const DwPw& o = {}) {
+  Builder b;
+  const int64_t c = o.channels, n = o.pw_out, k = o.pw_kernel;
+  const int64_t hw = (3 + 2 * (k / 2) - k) / o.pw_stride + 1;
+  b.input("xq", DType::Int8, {1, c, 6, 5});
+  b.per_channel_weight({c, 1, 3, 3}, std::vector<float>(size_t(c), 0.25f),
+                       std::vector<int32_t>(size_t(c), 0), "dw");
+  std::vector<float> pw_scales = {0.5f, 0.25f, 0.125f, 0.5f};
+  pw_scales.resize(size_t(n), 0.375f);
+  b.per_channel_weight({n, c, k, k}, pw_scales, std::vector<int32_t>(size_t(n), 0), "pw");
+  b.dq("xq", "x", 0.1, 2);
+  b.conv("x", "dwf", "", "m", {1, c, 3, 3},
+         {{"groups", c}, {"stride", std::vector<int64_t>{2, 2}}});
+  b.value("mr", DType::Float32, {1, c, 3, 3});
+  b.node("aten.relu", {"m"}, {}, {"mr"});
+  b.q("mr", "mq", 0.05, -10);
+  b.dq("mq", "mf", o.mid_dq_scale, -10);
+  b.conv("mf", "pwf", "", "y", {1, n, hw, hw},
+         {{"padding", std::vector<int64_t>{k / 2, k / 2}},
+          {"stride", std::vector<int64_t>{o.pw_stride, o.pw_stride}}});
+  b.q("y", "yq", 0.2, 3);
+  if (!o.residual_add) {
+    b.output("yq");
+    return b;
+  }
+  b.input("rq", DType::Int8, {1, n, hw, hw});
+  b.dq("yq", "yf", 0.2, 3);
+  b.dq("rq", "rf", 0.4, 0);
+  b.value("s", DType::Float32, {1, n, hw, hw});
+  b.node("aten.add.Tensor", {"yf", "rf"}, {}, {"s"});
+  b.q("s", "sq", 0.5, 1);
+  b.output("sq");
+  return b;
+}
+
+// The depthwise's input, qparams, weights and geometry, its output's parameters as mid_*, then
+// the 1x1's weights and output: one node, 'mq' gone.
+void expect_depthwise_pointwise_head(const Node& n) {
+  EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
+  EXPECT_EQ(arg_l(n, "stride"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(arg_l(n, "padding"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_l(n, "dilation"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg_d(n, "mid_scale"), 0.05);
+  EXPECT_EQ(arg_i(n, "mid_zero_point"), -10);
+  EXPECT_EQ(arg_i(n, "mid_activation_min"), -10);  // the relu: q(0) = -10
+  EXPECT_EQ(arg_i(n, "mid_activation_max"), 127);
+  EXPECT_EQ(n.args.count("groups"), 0u);
+  EXPECT_EQ(n.args.count("upscale_factor"), 0u);
+}
+
+TEST(Fuse, DepthwiseThenPointwiseBecomeOneOp) {
+  Builder b = depthwise_pointwise_graph();
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_dw_pw"})) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "dw", "dw_scales", "mq_bias", "pw",
+                                                "pw_scales", "yq_bias"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  expect_depthwise_pointwise_head(n);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), 3);
+  EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-128, 127}));
+  EXPECT_EQ(n.origin, "node 7 (aten.convolution) fused into q8ta_conv2d_dw_pw");
+  EXPECT_EQ(g.value("dw").shape, (std::vector<int64_t>{8, 1, 3, 3}));
+  EXPECT_EQ(floats_of(g.value("dw_scales")), std::vector<float>(8, 0.25f));
+  EXPECT_EQ(floats_of(g.value("mq_bias")), std::vector<float>(8, 0.0f));
+  EXPECT_EQ(floats_of(g.value("pw_scales")), (std::vector<float>{0.5f, 0.25f, 0.125f, 0.5f}));
+  for (const char* gone : {"mq", "m", "mr", "mf", "x", "dwf", "pwf"}) {
+    EXPECT_FALSE(g.has_value(gone)) << gone;
+  }
+  expect_quant(g.value("xq"), 0.1, 2, -128, 127);
+  expect_quant(g.value("yq"), 0.2, 3, -128, 127);
+  EXPECT_TRUE(has_line(r, "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' "
+                          "(node 6..8): q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' "
+                          "(8 channels) is not written"))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r, "folded 2 weight dequantize node(s) (node 0..1)")) << all_lines(r);
+  expect_valid(g);
+}
+
+// The 1x1 took its residual add first (q8ta_conv2d_add, upscale_factor 1): its own output's
+// parameters stay conv_*, the add's output_*.
+TEST(Fuse, DepthwiseThenPointwiseWithItsResidualAddBecomeOneOp) {
+  DwPw o;
+  o.residual_add = true;
+  Builder b = depthwise_pointwise_graph(o);
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_dw_pw_add"})) << all_lines(r);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "dw", "dw_scales", "mq_bias", "pw",
+                                                "pw_scales", "yq_bias", "rq"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"sq"}));
+  expect_depthwise_pointwise_head(n);
+  EXPECT_EQ(arg_d(n, "conv_scale"), 0.2);
+  EXPECT_EQ(arg_i(n, "conv_zero_point"), 3);
+  EXPECT_EQ(arg_i(n, "conv_activation_min"), -128);
+  EXPECT_EQ(arg_i(n, "conv_activation_max"), 127);
+  EXPECT_EQ(arg_d(n, "other_scale"), 0.4);
+  EXPECT_EQ(arg_i(n, "other_zero_point"), 0);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.5);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), 1);
+  EXPECT_EQ(n.origin, "node 7 (aten.convolution) fused into q8ta_conv2d_dw_pw_add");
+  EXPECT_FALSE(g.has_value("mq"));
+  EXPECT_FALSE(g.has_value("yq"));
+  EXPECT_TRUE(has_line(r, "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d_add "
+                          "'sq' (node 6..12): q8ta_conv2d_dw_pw_add reads 'xq' and writes 'sq'; "
+                          "'mq' (8 channels) is not written"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+// Where the two cannot be one op, the report says why and both stay (the 1x1 as what it became).
+TEST(Fuse, DepthwiseThenPointwiseThatCannotBeOneOp) {
+  struct Case {
+    Builder b;
+    std::string pointwise, why;  // the 1x1's op and output, and the reason
+    bool epilogues = true;
+  };
+  DwPw three_by_three, strided, requantized, wide, shuffled;
+  three_by_three.pw_kernel = 3;
+  strided.pw_stride = 2;
+  requantized.mid_dq_scale = 0.1;
+  wide.channels = 1028;
+  shuffled.pw_out = 16;
+  const std::string geometry =
+      ": the second convolution must be a 1x1 of stride 1, padding 0, dilation 1 and groups 1";
+  Case cases[] = {
+      {depthwise_pointwise_graph(), "q8ta_conv2d 'yq' (node 6..8)", "'mq' is a graph output"},
+      {depthwise_pointwise_graph(), "q8ta_conv2d 'yq' (node 6..8)",
+       "'mq' has 2 consumers (nodes 6, 9)"},
+      {depthwise_pointwise_graph(three_by_three), "q8ta_conv2d 'yq' (node 6..8)",
+       "a 3x3 kernel" + geometry},
+      {depthwise_pointwise_graph(strided), "q8ta_conv2d 'yq' (node 6..8)",
+       "stride [2, 2]" + geometry},
+      {depthwise_pointwise_graph(requantized), "q8ta_conv2d 'yq' (node 6..8)",
+       "the dq (scale 0.1 zero_point -10 range -128..127) reads 'mq' with other parameters than "
+       "it was written with (scale 0.05 zero_point -10 range -128..127)"},
+      {depthwise_pointwise_graph(wide), "q8ta_conv2d 'yq' (node 6..8)",
+       "1028 channels: the fused kernel keeps the depthwise output's tile in shared memory, at "
+       "most 1024 channels"},
+      {depthwise_pointwise_graph(), "q8ta_conv2d 'yq' (node 6..8)",
+       "epilogue fusion is off (--no-fuse-epilogue)", false},
+      // The 1x1 writes its output pixel-shuffled (its store moved the shuffle's bytes).
+      {depthwise_pointwise_graph(shuffled), "q8ta_conv2d_ps 'p' (node 6..11)",
+       "q8ta_conv2d_ps writes its output pixel-shuffled: the fused op's store writes int8, or "
+       "adds a residual tensor (q8ta_conv2d_add with upscale_factor 1)"},
+      // The 1x1 dequantizes its output in its store (the graph's last dequantize).
+      {depthwise_pointwise_graph(), "q8ta_conv2d_q_dq 'yf' (node 6..9)",
+       "q8ta_conv2d_q_dq writes no plain int8 output: the fused op's store writes int8, or adds a "
+       "residual tensor (q8ta_conv2d_add with upscale_factor 1)"},
+  };
+  cases[0].b.output("mq");
+  cases[1].b.dq("mq", "m2", 0.05, -10);
+  cases[1].b.output("m2");
+  {  // 1x1 on 8 -> 16 channels, then a pixel shuffle by 2 moving its bytes: [1, 4, 6, 6]
+    Builder& b = cases[7].b;
+    b.g.outputs.clear();
+    b.dq("yq", "yf", 0.2, 3);
+    b.value("ps", DType::Float32, {1, 4, 6, 6});
+    b.node("aten.pixel_shuffle", {"yf"}, {{"upscale_factor", int64_t{2}}}, {"ps"});
+    b.q("ps", "p", 0.2, 3);
+    b.output("p");
+  }
+  cases[8].b.g.outputs.clear();
+  cases[8].b.dq("yq", "yf", 0.2, 3);
+  cases[8].b.output("yf");
+  for (Case& c : cases) {
+    FuseOptions options;
+    options.fuse_epilogues = c.epilogues;
+    const PassReport r = fuse_and_lower(c.b.g, options);
+    EXPECT_EQ(count_op(c.b.g, "q8ta_conv2d"), c.pointwise.rfind("q8ta_conv2d ", 0) == 0 ? 2 : 1)
+        << all_lines(r);
+    EXPECT_EQ(count_op(c.b.g, "q8ta_conv2d_dw_pw"), 0) << all_lines(r);
+    EXPECT_TRUE(has_line(r, "not fused: depthwise q8ta_conv2d 'mq' (node 2..5) into " +
+                                c.pointwise + ": " + c.why))
+        << all_lines(r);
+    expect_valid(c.b.g);
+  }
+}
+
+// A one-channel depthwise convolution of the graph's first quantize took it into its load
+// (q8ta_conv2d_fq, tried before this join): the fused op reads int8, so the two stay apart.
+TEST(Fuse, DepthwiseThatQuantizesOnLoadStaysApart) {
+  DwPw o;
+  o.channels = 1;
+  Builder b = depthwise_pointwise_graph(o);
+  b.g.inputs = {"xf"};
+  b.value("xf", DType::Float32, {1, 1, 6, 5});
+  b.g.nodes.insert(b.g.nodes.begin(), Node{kQ, {"xf"}, q_args(0.1, 2), {"xq"}, "node 0 (q)"});
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d_fq", "q8ta_conv2d"}))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r, "not fused: depthwise q8ta_conv2d_fq 'mq' (nodes 0, 3..6) into "
+                          "q8ta_conv2d 'yq' (node 7..9): the depthwise is q8ta_conv2d_fq: only a "
+                          "plain q8ta_conv2d (int8 output) fuses"))
+      << all_lines(r);
+  expect_valid(b.g);
+}
+
+// A 1x1 after a convolution that is not depthwise is simply not this pattern: no line.
+TEST(Fuse, PointwiseAfterADenseConvIsNotReportedAsDepthwise) {
+  Builder b = depthwise_pointwise_graph();
+  b.g.nodes[3].args["groups"] = int64_t{2};
+  b.g.value("dw").shape = {8, 4, 3, 3};
+  b.g.value("dw").data = ramp_i8(8 * 4 * 9);
+  b.g.value("dwf").shape = {8, 4, 3, 3};
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_conv2d"}))
+      << all_lines(r);
+  for (const auto& line : r.lines) EXPECT_EQ(line.find("depthwise"), std::string::npos) << line;
+  expect_valid(b.g);
+}
+
 }  // namespace
