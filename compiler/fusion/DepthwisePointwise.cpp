@@ -3,23 +3,21 @@
 //   a plain int8 output "mid"), and committed match P reading mid through a dequantize with the
 //   scale and zero point mid was written with, P a 1x1 q8ta_conv2d (stride 1, padding 0,
 //   dilation 1, groups 1) or q8ta_conv2d_add with upscale_factor 1
-//   => q8ta_conv2d_dw_pw / q8ta_conv2d_dw_pw_add: the kernel computes each mid tile and
-//   multiplies it by the 1x1 weights from shared memory, so mid is never written (on CPU
-//   devices the runtime runs the two convolutions one after the other; the bytes are the same).
+//   => q8ta_conv2d_dw_pw / q8ta_conv2d_dw_pw_add: one dispatch keeps each tile of mid in
+//   shared memory and runs the 1x1 on it, so mid is never written (on CPU devices the runtime
+//   runs the two convolutions one after the other; the bytes are the same either way).
 // Run once every pattern was matched, so P has already taken its residual add. The compiler
-// checks exactly what the runtime requires (runtime/ops/Conv2d.h; notes of issue 20): C at most
-// kMaxMidChannels, mid read by nothing else; anything else keeps the two ops, with the reason
-// in the report.
+// checks exactly what the runtime requires (runtime/ops/DepthwisePointwise.h): C at most
+// kMaxDepthwisePointwiseChannels, mid read by nothing else; anything else keeps the two ops,
+// with the reason in the report.
 #include <string>
 #include <vector>
 
 #include "compiler/fusion/Patterns.h"
+#include "runtime/core/ConvRoutes.h"
 
 namespace vkd::compiler::fusion {
 namespace {
-
-// The fused kernel keeps a tile of mid, all its channels, in shared memory.
-constexpr int64_t kMaxMidChannels = 1024;
 
 const std::vector<int64_t>& weight_shape(const Graph& g, const Fusion& f) {
   return g.value(f.node.inputs.at(1)).shape;  // [C_out, C_in / groups, KH, KW]
@@ -70,38 +68,30 @@ std::string check_pointwise_store(const Node& p) {
                                     "tensor (q8ta_conv2d_add with upscale_factor 1)";
 }
 
-// The backend op D and P become, or "" with `why` set.
-std::string check_pair(const FuseState& state, const Fusion& d, const Fusion& p,
-                       std::string& why) {
-  const Graph& g = state.graph;
-  if (!state.options.fuse_epilogues) {
-    why = "epilogue fusion is off (--no-fuse-epilogue)";
-    return "";
-  }
+// The backend op D and the 1x1 match P become together.
+std::string target_of(const Fusion& p) {
+  return p.node.op == "q8ta_conv2d_add" ? "q8ta_conv2d_dw_pw_add" : "q8ta_conv2d_dw_pw";
+}
+
+// "" when depthwise match D and the 1x1 match P reading its output can be one op.
+std::string check_pair(const FuseState& state, const Fusion& d, const Fusion& p) {
+  if (!state.options.fuse_epilogues) return "epilogue fusion is off (--no-fuse-epilogue)";
   if (d.node.op != "q8ta_conv2d") {
-    why = "the depthwise is " + d.node.op + ": only a plain q8ta_conv2d (int8 output) fuses";
-    return "";
+    return "the depthwise is " + d.node.op + ": only a plain q8ta_conv2d (int8 output) fuses";
   }
-  why = check_pointwise_store(p.node);
-  if (why.empty()) why = check_pointwise_geometry(g, p);
-  if (!why.empty()) return "";
-  const int64_t channels = weight_shape(g, d).at(0);
-  if (channels > kMaxMidChannels) {
-    why = std::to_string(channels) + " channels: the fused kernel keeps the depthwise output's " +
-          "tile in shared memory, at most " + std::to_string(kMaxMidChannels) + " channels";
-    return "";
+  std::string why = check_pointwise_store(p.node);
+  if (why.empty()) why = check_pointwise_geometry(state.graph, p);
+  if (!why.empty()) return why;
+  const int64_t channels = weight_shape(state.graph, d).at(0);
+  if (channels > kMaxDepthwisePointwiseChannels) {
+    return std::to_string(channels) + " channels: the fused kernel keeps the depthwise " +
+           "output's tile in shared memory, at most " +
+           std::to_string(kMaxDepthwisePointwiseChannels) + " channels";
   }
-  const std::string& mid = d.node.outputs.at(0);
-  why = state.read_as_written(
-      mid, {arg_float(p.node, "input_scale"), arg_int(p.node, "input_zero_point")});
-  if (!why.empty()) return "";
-  const std::string target =
-      p.node.op == "q8ta_conv2d_add" ? "q8ta_conv2d_dw_pw_add" : "q8ta_conv2d_dw_pw";
-  if (!state.may_target(target)) {
-    why = target + " has no kernel";
-    return "";
-  }
-  return target;
+  why = state.read_as_written(d.node.outputs.at(0), {arg_float(p.node, "input_scale"),
+                                                     arg_int(p.node, "input_zero_point")});
+  if (why.empty() && !state.may_target(target_of(p))) why = target_of(p) + " has no kernel";
+  return why;
 }
 
 // P's node becomes `target`: D's input, qparams, weights and geometry, D's output parameters as
@@ -147,12 +137,12 @@ void join_depthwise_pointwise(FuseState& state) {
     const std::string into = "depthwise " + d.node.op + " " + quoted(mid) + " (" +
                              node_list(d.nodes) + ") into " + p.node.op + " " +
                              quoted(p.node.outputs.at(0)) + " (" + node_list(p.nodes) + ")";
-    std::string why;
-    const std::string target = check_pair(state, d, p, why);
-    if (target.empty()) {
+    const std::string why = check_pair(state, d, p);
+    if (!why.empty()) {
       state.note("not fused: " + into + ": " + why);
       continue;
     }
+    const std::string target = target_of(p);
     const std::string channels = std::to_string(weight_shape(g, d).at(0));
     merge(state, d, p, target);
     merged[at] = true;

@@ -1,6 +1,7 @@
-// The route rule q8ta_conv2d's runtime (runtime/ops/Conv2d.cpp, Auto) and the compiler's
+// The route rules q8ta_conv2d's runtime (runtime/ops/Conv2d.cpp, Auto) and the compiler's
 // fusions (compiler/fusion/Epilogue.cpp: whether folding the first quantize keeps the fast
-// route) must agree on, so it is written once.
+// route; compiler/fusion/DepthwisePointwise.cpp: what the fused kernel takes) must agree on, so
+// they are written once.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +16,10 @@ namespace vkd {
 // 7.3 / 11.0, where the gather and a second dispatch cost more than the tiny GEMM saves.
 // On lavapipe (dot-product GEMM) the two were within 15% of each other.
 constexpr int64_t kIm2colMinProducts = 64;
+
+// The most depthwise channels q8ta_conv2d_dw_pw's fused kernel holds per output tile in shared
+// memory (16 bytes per 4 channels and tile): the runtime refuses a wider layer
+// (runtime/ops/DepthwisePointwise.h), the compiler fuses none.
+constexpr int64_t kMaxDepthwisePointwiseChannels = 1024;
 
 }  // namespace vkd
