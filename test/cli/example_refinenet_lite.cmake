@@ -1,8 +1,8 @@
 # The bundled example model end to end (cmake -P): examples/refinenet_lite/make_model.py writes
 # the graph, weights and input; `vkd compile --report` compiles it; the compiled graph must have
 # every pattern fused (the pixel shuffles, residual adds and the last dequantize into the
-# convolutions' stores, the first quantize into the stem convolution's load) and no conversion
-# node
+# convolutions' stores, the first quantize into the stem convolution's load, each depthwise
+# convolution with the 1x1 after it) and no conversion node
 # (q8ta_convert / float_convert) next to a pixel shuffle; `vkd run --check` then compares every
 # named tensor and the float logits with the CPU reference interpreter (int8 exactly, float32
 # within 1e-5 relative); the same graph compiled with --no-fuse-epilogue gives the same logits,
@@ -79,13 +79,14 @@ endforeach()
 list(LENGTH nodes node_count)
 
 # Every quantized pattern of the graph is fused: the stem conv quantizing the float input on
-# load, 11 conv, 1 conv writing its output pixel-shuffled, 4 conv adding a residual tensor in
-# their store (3 of them pixel-shuffled), the head conv dequantizing its output in its store, no
+# load, 4 conv, 1 conv writing its output pixel-shuffled, 3 pixel-shuffled conv adding a
+# residual tensor in their store, the 4 depthwise convs each with the 1x1 reading its output
+# (one of them adding the residual), the head conv dequantizing its output in its store, no
 # standalone quantize, add, shuffle or dequantize, and nothing else but conversions (counted
 # below).
-foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;11" "q8ta_conv2d_ps;1"
-             "q8ta_conv2d_add;4" "q8ta_conv2d_q_dq;1" "q8ta_add;0" "q8ta_pixel_shuffle;0"
-             "q8ta_dequantize;0")
+foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;4" "q8ta_conv2d_ps;1"
+             "q8ta_conv2d_add;3" "q8ta_conv2d_dw_pw;3" "q8ta_conv2d_dw_pw_add;1"
+             "q8ta_conv2d_q_dq;1" "q8ta_add;0" "q8ta_pixel_shuffle;0" "q8ta_dequantize;0")
   list(GET pair 0 op)
   list(GET pair 1 want)
   set(got 0)
@@ -103,6 +104,12 @@ string(CONCAT fq_line "fused q \\(node 0\\) into the load of q8ta_conv2d 'stem':
        "q8ta_conv2d_fq reads 'x' \\(float32\\) and quantizes it on load\n")
 if(NOT report MATCHES "${fq_line}")
   message(FATAL_ERROR "vkd compile --report: no line for the quantize in the stem's load")
+endif()
+string(CONCAT dw_pw_line "fused depthwise q8ta_conv2d 'skip1_d' \\([^)]*\\) into "
+       "q8ta_conv2d_add 'skip1' \\([^)]*\\): q8ta_conv2d_dw_pw_add reads 'skip1_e' and writes "
+       "'skip1'; 'skip1_d' \\(96 channels\\) is not written\n")
+if(NOT report MATCHES "${dw_pw_line}")
+  message(FATAL_ERROR "vkd compile --report: no line for the first depthwise -> 1x1 block")
 endif()
 
 # Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output
@@ -154,7 +161,7 @@ if(NOT EXISTS "${WORK}/out/logits.npy")
 endif()
 
 # Without the epilogue fusions: q8ta_quantize -> q8ta_conv2d, q8ta_conv2d -> q8ta_pixel_shuffle
-# and -> q8ta_dequantize again, the same logits.
+# and -> q8ta_dequantize, the depthwise and the 1x1 convolutions apart again, the same logits.
 run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
     -o unfused.vkd --report --no-fuse-epilogue)
 expect_exit(0 "vkd compile --no-fuse-epilogue")
@@ -168,6 +175,12 @@ expect_stdout("\n  q8ta_quantize\\(x\\) -> xq\n"
               "vkd compile --no-fuse-epilogue: the first quantize is not its own op")
 expect_stdout("not fused: q \\(node 0\\) into the load of q8ta_conv2d 'stem': epilogue"
               "vkd compile --no-fuse-epilogue: the first quantize is not reported as unfused")
+string(CONCAT dw_pw_apart "not fused: depthwise q8ta_conv2d 'bottom_d' \\([^)]*\\) into "
+       "q8ta_conv2d 'bottom' \\([^)]*\\): epilogue fusion is off")
+expect_stdout("${dw_pw_apart}"
+              "vkd compile --no-fuse-epilogue: the last depthwise -> 1x1 is not reported apart")
+expect_stdout("\n  q8ta_conv2d\\(skip1_e, [^)]*\\) -> skip1_d\n"
+              "vkd compile --no-fuse-epilogue: the first depthwise conv is not its own op")
 file(MAKE_DIRECTORY "${WORK}/unfused")
 run("${VKD}" run unfused.vkd --input x=image.npy --output-dir unfused)
 expect_exit(0 "vkd run unfused.vkd")
