@@ -108,13 +108,30 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
   return d_mid;
 }
 
-// The fused form's output tiles per workgroup: as asked, else enough that phase 1's
-// TP * C4 depthwise tiles keep the workgroup's invocations busy about twice (C4 = 24, the
-// MobileNet / refinenet expansions of 96: 4 tiles), within 16 KiB of shared memory.
-int64_t tiles_per_workgroup(const DepthwisePointwiseParams& p, int64_t c4) {
-  const int64_t fit = std::max<int64_t>(1, (16 << 10) / (16 * c4));
+// The fused form's output tiles per workgroup: as asked, else enough that phase 1's TP * C4
+// depthwise tiles keep the workgroup's invocations busy about twice, but at least 2 and no more
+// than leave 256 workgroups, within 16 KiB of shared memory. H100, us, tiles per workgroup
+// 2 / the rule / 8: 1x96x128x72 k3 s1 -> 24 (2304 tiles) 10.21 / 9.38 (5) / 9.50; s2 (576
+// tiles) 7.04 / 8.00 (5) / 8.70; 1x96x64x36 s2 (160 tiles) 6.82 / 7.81 (5) / 8.64;
+// 1x144x56x56 -> 24 (784 tiles) 9.41 / 9.12 (3) / 10.62; 1x576x14x14 -> 96 16.10 / 17.34 (1).
+int64_t tiles_per_workgroup(const DepthwisePointwiseParams& p, int64_t c4, int64_t tiles) {
   if (p.tiles_per_workgroup > 0) return p.tiles_per_workgroup;
-  return std::clamp<int64_t>(2 * kFusedWorkgroup / c4, 1, std::min<int64_t>(fit, 16));
+  const int64_t fit = std::max<int64_t>(1, (16 << 10) / (16 * c4));
+  const int64_t busy = std::min<int64_t>(2 * kFusedWorkgroup / c4, tiles / 256);
+  return std::min<int64_t>(std::clamp<int64_t>(busy, 2, 16), fit);
+}
+
+// Auto's form: Split on CPU devices and where the 1x1 has more than 32 output channels: the
+// fused kernel's few workgroups (one per TP tiles) each sum all C mid channels for every output
+// channel in turn. H100, us, fused / split (the split's two dispatches timed alone each):
+// 1x96x128x72 k3 s1 -> 24 9.38 / 12.03, s2 7.04 / 10.62; 1x96x32x18 s2 -> 24 6.69 / 10.75;
+// 1x144x56x56 -> 24 9.12 / 11.84; 1x192x28x28 -> 32 9.31 / 11.04; but 1x576x14x14 -> 96
+// 16.10 / 14.08 and 1x960x7x7 -> 160 21.15 / 16.32.
+DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_out,
+                                   DepthwisePointwiseForm asked) {
+  if (asked != DepthwisePointwiseForm::Auto) return asked;
+  return profile.cpu_kernels || n_out > 32 ? DepthwisePointwiseForm::Split
+                                           : DepthwisePointwiseForm::Fused;
 }
 
 void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef input,
@@ -157,14 +174,14 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
                                 r.activation_max)});
   }
   const Conv2dGeometry& g = p.geometry;
-  const int64_t tp = tiles_per_workgroup(p, c4);
+  const int64_t tiles = d_mid.n * d_mid.h * div_up(d_mid.w, 4);
+  const int64_t tp = tiles_per_workgroup(p, c4, tiles);
   // The epilogue's mantissa conversion only where both accumulators stay below 2^22.
   const uint32_t below = std::min(epilogue_acc_below_2_22(graph.profile(), dw.kh * dw.kw),
                                   epilogue_acc_below_2_22(graph.profile(), d_in.c));
   node.spec_constants = {below, uint32_t(dw.kh), uint32_t(dw.kw), uint32_t(g.stride_h),
                          uint32_t(g.stride_w), uint32_t(g.dilation_h), uint32_t(g.dilation_w),
                          uint32_t(g.pad_left), uint32_t(c4), uint32_t(tp)};
-  const int64_t tiles = d_mid.n * d_mid.h * div_up(d_mid.w, 4);
   const uint64_t groups = static_cast<uint64_t>(div_up(tiles, tp));
   const uint64_t max_x = graph.profile().max_workgroup_count[0];
   const uint64_t gy = (groups + max_x - 1) / max_x;
@@ -195,10 +212,7 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
                                                   const DepthwisePointwiseParams& p) {
   const std::string op = op_name(p);
   const Dims4 d_mid = check_dw_pw(op, graph, input, depthwise, pointwise, output, p);
-  const DepthwisePointwiseForm form =
-      p.form != DepthwisePointwiseForm::Auto ? p.form
-      : graph.profile().cpu_kernels          ? DepthwisePointwiseForm::Split
-                                             : DepthwisePointwiseForm::Fused;
+  const DepthwisePointwiseForm form = chosen_form(graph.profile(), pointwise.out_channels, p.form);
   if (form == DepthwisePointwiseForm::Fused) {
     add_fused(graph, op, input, depthwise, pointwise, output, d_mid, p);
     return form;

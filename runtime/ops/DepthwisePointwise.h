@@ -10,13 +10,15 @@
 //     through memory each.
 //   Split: the depthwise into an intermediate tensor, then the 1x1, each through
 //     add_q8ta_conv2d_node's own route (two dispatches).
-//   Auto: Split on CPU devices (their 1x1 runs the CPU GEMM, and a dispatch costs them little),
+//   Auto: Split on CPU devices (their 1x1 runs the CPU GEMM, and a dispatch costs them little)
+//     and for more than 32 output channels (measured slower fused; DepthwisePointwise.cpp),
 //     else Fused.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
+#include "runtime/core/ConvRoutes.h"  // kMaxDepthwisePointwiseChannels
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/Conv2d.h"
 
@@ -24,10 +26,6 @@ namespace vkd::ops {
 
 enum class DepthwisePointwiseForm { Auto, Fused, Split };
 std::string to_string(DepthwisePointwiseForm form);
-
-// The most depthwise channels the fused kernel holds per output tile in shared memory
-// (16 bytes per 4 channels and tile): the compiler fuses no wider layer.
-constexpr int64_t kMaxDepthwisePointwiseChannels = 1024;
 
 struct DepthwisePointwiseParams {
   QuantParams input;        // the int8 input's scale and zero point

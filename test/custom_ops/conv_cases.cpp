@@ -966,6 +966,13 @@ void register_im2col_form_perf_cases(Registry& registry, std::set<std::string>& 
       v.upscale = upscale;
       add_perf_case(registry, names, p, v);
     }
+    // refinenet_lite's small upsampling convolutions also through the direct kernel (one
+    // dispatch, no GEMM).
+    if (upscale > 1) {
+      PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Direct};
+      v.upscale = upscale;
+      add_perf_case(registry, names, p, v);
+    }
   }
 }
 

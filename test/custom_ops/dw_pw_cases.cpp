@@ -142,8 +142,8 @@ class DwPwCase : public CaseInstance {
         ops::add_q8ta_conv2d_dw_pw_node(g, in_ref_, dw_.view(), pw_.view(), out_ref_, p_);
     const DepthwisePointwiseForm want =
         s_.form != DepthwisePointwiseForm::Auto ? s_.form
-        : g.profile().cpu_kernels              ? DepthwisePointwiseForm::Split
-                                               : DepthwisePointwiseForm::Fused;
+        : g.profile().cpu_kernels || s_.n_out > 32 ? DepthwisePointwiseForm::Split
+                                                   : DepthwisePointwiseForm::Fused;
     const size_t dispatches = g.nodes().size() - before;
     VKD_CHECK(taken == want && dispatches >= 1 &&
                   (taken == DepthwisePointwiseForm::Fused) == (dispatches == 1),
@@ -251,10 +251,14 @@ void register_accu(Registry& registry) {
       }
     }
   }
-  // Auto (Split on CPU devices, else Fused) on refinenet_lite's stride-1 shape.
+  // Auto (Split on CPU devices and past 32 output channels, else Fused) on refinenet_lite's
+  // stride-1 shape, and on a wider 1x1.
   DwPwSetup s;
   s.c = 96, s.h = 12, s.w = 10, s.n_out = 24;
   s.residual = OutputQuant{"none", 0, -128, 127};
+  add_case(registry, "", s, true);
+  s.n_out = 40;
+  s.residual.reset();
   add_case(registry, "", s, true);
 }
 
