@@ -2,7 +2,8 @@
 // compared with a reference recomputed from the device's own inputs (the region of the graph
 // between the tensors the device exposes), so an early difference does not make every later
 // tensor differ; an int8 result 1 off where the reference rounded an exact halfway value is a
-// rounding tie, counted apart from real differences.
+// rounding tie, counted apart from real differences, and so is a result that follows from a
+// tie inside a fused op's region rounded the other way.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -128,6 +129,64 @@ TEST(CheckCompare, ATieBeforeAViewIsTheRequantizedValuesTie) {
   EXPECT_EQ(rounding_of(g, "f", values), first);
   EXPECT_EQ(rounding_of(g, "g", values), (std::vector<double>{0.0, 4.0, 4.0, 2.0}));
   EXPECT_TRUE(rounding_of(g, "v", values).empty());
+}
+
+TEST(CheckCompare, TiesRoundedTheOtherWay) {
+  // quantize with scale 0.5: x * 2 = 0.5 and -1.5 are ties (round half to even: 0, -2), 2.0
+  // is none, 127.5 rounds to 128, clamped to 127 either way.
+  const compiler::Graph g = graph();
+  const HostTensor x = HostTensor::from_floats({1, 1, 1, 4}, {0.25f, 1.0f, -0.75f, 63.75f});
+  const auto values = compiler::interpret(g, {{"x", x}});
+  EXPECT_EQ(values.at("xq").to_int8(), (std::vector<int8_t>{0, 2, -2, 127}));
+  const auto other = rounded_the_other_way(g.nodes[0], values);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->to_int8(), (std::vector<int8_t>{1, 2, -1, 127}));
+  EXPECT_EQ(other->shape, (std::vector<int64_t>{1, 1, 1, 4}));
+  // No tie that changes anything, or no quantize: none.
+  const auto none = compiler::interpret(
+      g, {{"x", HostTensor::from_floats({1, 1, 1, 4}, {1, 2, 3, 63.75f})}});
+  EXPECT_FALSE(rounded_the_other_way(g.nodes[0], none).has_value());
+  EXPECT_FALSE(rounded_the_other_way(g.nodes[2], values).has_value());
+}
+
+TEST(CheckCompare, ATieInsideAFusedRegionReachesItsResult) {
+  // x -> q (0.5) 'xq' -> dq -> mul by 3 -> q (1, 0) 'y', the device exposing nothing between
+  // (one fused op): x = 0.25 is a tie in xq (0, or 1), so y is 0, or 2 (3 * 0.5 = 1.5 rounds to
+  // even); x = 1 is no tie (y = 3).
+  const char* text = R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
+    "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}},
+    "nodes": [
+      {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["x"],
+       "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+                "dtype": "int8"}, "outputs": ["xq"]},
+      {"op": "quantized_decomposed.dequantize_per_tensor", "inputs": ["xq"],
+       "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+                "dtype": "int8"}, "outputs": ["xd"]},
+      {"op": "aten.mul.Scalar", "inputs": ["xd"], "args": {"other": 3.0}, "outputs": ["m"]},
+      {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["m"],
+       "args": {"scale": 1.0, "zero_point": 0, "quant_min": -128, "quant_max": 127,
+                "dtype": "int8"}, "outputs": ["y"]}]})";
+  const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
+  const compiler::Graph sub = region_graph(g, region_of(g, "y", {}), "y");
+  const auto values =
+      compiler::interpret(sub, {{"x", HostTensor::from_floats({1, 1, 1, 2}, {0.25f, 1.0f})}});
+  const HostTensor& ref = values.at("y");
+  EXPECT_EQ(ref.to_int8(), (std::vector<int8_t>{0, 3}));
+  const std::vector<HostTensor> alts = tie_alternatives(sub, "y", values);
+  ASSERT_EQ(alts.size(), 1u);  // xq's; y's own quantize has none
+  EXPECT_EQ(alts[0].to_int8(), (std::vector<int8_t>{2, 3}));
+  const std::vector<double> pre = rounding_of(sub, "y", values);
+  auto device = [](int8_t a, int8_t b) { return HostTensor::from_int8({1, 1, 1, 2}, {a, b}); };
+  // The other side of the tie, or between (several ties in one element): fused ties.
+  for (int8_t y0 : {2, 1}) {
+    const Comparison c = compare_tensors(device(y0, 3), ref, pre, alts);
+    EXPECT_EQ(c.fused_ties, 1u);
+    EXPECT_FALSE(c.differs());
+  }
+  // Past the alternative, or an element no tie reaches: real; without the alternatives too.
+  EXPECT_EQ(compare_tensors(device(3, 3), ref, pre, alts).mismatches, 1u);
+  EXPECT_EQ(compare_tensors(device(0, 4), ref, pre, alts).mismatches, 1u);
+  EXPECT_EQ(compare_tensors(device(2, 3), ref, pre).mismatches, 1u);
 }
 
 TEST(CheckCompare, TieTolerance) {

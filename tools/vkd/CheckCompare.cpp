@@ -62,6 +62,19 @@ bool same_value(double g, double r, bool is_float) {
   return (std::isnan(g) && std::isnan(r)) || std::fabs(g - r) <= kAbsTol + kRelTol * std::fabs(r);
 }
 
+// Whether device value `g` of element `i` (reference `r`) is what one of `alternatives` gives,
+// or, for integers, lies between `r` and an alternative that differs from it (several ties
+// reaching one element may each have gone either way).
+bool follows_a_tie(double g, double r, size_t i, const std::vector<HostTensor>& alternatives,
+                   bool is_float) {
+  for (const HostTensor& alt : alternatives) {
+    const double a = element(alt, i);
+    if (same_value(g, a, is_float)) return true;
+    if (!is_float && a != r && g >= std::min(a, r) && g <= std::max(a, r)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool is_rounding_tie(double v) {
@@ -69,13 +82,18 @@ bool is_rounding_tie(double v) {
 }
 
 Comparison compare_tensors(const HostTensor& device, const HostTensor& ref_in,
-                           const std::vector<double>& pre_rounding) {
+                           const std::vector<double>& pre_rounding,
+                           const std::vector<HostTensor>& alternatives_in) {
   const HostTensor ref = widened(ref_in);
   Comparison c;
   c.problem = incomparable(device, ref);
   if (!c.problem.empty()) {
     c.comparable = false;
     return c;
+  }
+  std::vector<HostTensor> alternatives;
+  for (const HostTensor& a : alternatives_in) {
+    if (incomparable(widened(a), ref).empty()) alternatives.push_back(widened(a));
   }
   c.total = static_cast<size_t>(ref.numel());
   const bool is_float = ref.dtype == DType::Float32;
@@ -87,6 +105,8 @@ Comparison compare_tensors(const HostTensor& device, const HostTensor& ref_in,
     if (same_value(g, r, is_float)) continue;
     if (ties_known && d == 1 && is_rounding_tie(pre_rounding[i])) {
       ++c.ties;
+    } else if (follows_a_tie(g, r, i, alternatives, is_float)) {
+      ++c.fused_ties;
     } else if (c.mismatches++ == 0) {
       c.first_index = i;
       c.first_device = g;
@@ -197,6 +217,49 @@ compiler::Graph region_graph(const compiler::Graph& g, const Region& region,
   }
   sub.outputs = {target};
   return sub;
+}
+
+std::optional<HostTensor> rounded_the_other_way(const compiler::Node& node,
+                                                const std::map<std::string, HostTensor>& values) {
+  const std::vector<double> pre = pre_rounding_values(node, values);
+  const auto out = values.find(node.outputs.at(0));
+  if (pre.empty() || out == values.end() || out->second.dtype != DType::Int8) return std::nullopt;
+  const int64_t zp = compiler::arg_int(node, "zero_point");
+  const int64_t qmin = compiler::arg_int(node, "quant_min");
+  const int64_t qmax = compiler::arg_int(node, "quant_max");
+  const auto clamped = [&](double v) {
+    return static_cast<int8_t>(std::clamp(static_cast<int64_t>(v) + zp, qmin, qmax));
+  };
+  std::vector<int8_t> q = out->second.to_int8();
+  bool changed = false;
+  for (size_t i = 0; i < q.size() && i < pre.size(); ++i) {
+    if (!is_rounding_tie(pre[i])) continue;
+    // The two neighbours of the halfway point; the reference took one of them.
+    const int8_t below = clamped(std::floor(pre[i])), above = clamped(std::floor(pre[i]) + 1);
+    const int8_t other = q[i] == below ? above : below;
+    changed |= other != q[i];
+    q[i] = other;
+  }
+  if (!changed) return std::nullopt;
+  return HostTensor::from_int8(out->second.shape, q);
+}
+
+std::vector<HostTensor> tie_alternatives(const compiler::Graph& sub, const std::string& target,
+                                         const std::map<std::string, HostTensor>& values) {
+  std::vector<HostTensor> out;
+  for (const compiler::Node& n : sub.nodes) {
+    if (n.outputs.size() != 1 || n.outputs[0] == target) continue;
+    const std::optional<HostTensor> other = rounded_the_other_way(n, values);
+    if (!other) continue;
+    // The rest of the region, fed that value.
+    const Region rest = region_of(sub, target, {n.outputs[0]});
+    std::map<std::string, HostTensor> inputs;
+    for (const std::string& in : rest.inputs) {
+      inputs[in] = in == n.outputs[0] ? *other : values.at(in);
+    }
+    out.push_back(compiler::interpret(region_graph(sub, rest, target), inputs).at(target));
+  }
+  return out;
 }
 
 }  // namespace vkd::cli

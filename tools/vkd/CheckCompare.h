@@ -1,12 +1,14 @@
 // The pieces of `vkd run --check` that need no device: which part of the original graph
 // recomputes a device tensor from the device's own values (so a difference is blamed on the op
 // that made it, not inherited from an earlier one), and how a device tensor is compared with
-// its reference (exact ties in the final rounding counted apart from real differences).
+// its reference (exact ties in the final rounding, and results of ties inside a fused op's
+// region, counted apart from real differences).
 // No Vulkan and no delegate: the CLI tests link it on their own.
 #pragma once
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +32,7 @@ struct Comparison {
   double max_abs = 0;   // over every element, ties included
   size_t mismatches = 0;  // real differences
   size_t ties = 0;        // 1-off int8 results at a rounding tie
+  size_t fused_ties = 0;  // results of a tie inside the region (see tie_alternatives)
   size_t total = 0;
   size_t first_index = 0;  // the first real difference
   double first_device = 0, first_ref = 0;
@@ -38,9 +41,12 @@ struct Comparison {
 
 // Compares `device` (float16 tensors come as float32) with `ref`. `pre_rounding` holds, per
 // element, the value the reference rounded to make `ref` (empty: unknown, every difference is
-// real).
+// real). `alternatives` (tie_alternatives) are references recomputed with a tie inside the
+// region rounded the other way: an element equal to one of them, or an integer between `ref`'s
+// and one of them where they differ, is counted in fused_ties, not as a difference.
 Comparison compare_tensors(const compiler::HostTensor& device, const compiler::HostTensor& ref,
-                           const std::vector<double>& pre_rounding);
+                           const std::vector<double>& pre_rounding,
+                           const std::vector<compiler::HostTensor>& alternatives = {});
 
 // Whether `v` lies within kTieTolerance of a halfway point k + 0.5.
 bool is_rounding_tie(double v);
@@ -72,5 +78,22 @@ Region region_of(const compiler::Graph& g, const std::string& target,
 // output. What the interpreter runs on the device's values.
 compiler::Graph region_graph(const compiler::Graph& g, const Region& region,
                              const std::string& target);
+
+// The int8 output of quantize `node` (in `values`, with its input) with every element the
+// reference rounded within kTieTolerance of halfway rounded to the other neighbour (clamped to
+// the node's range); nullopt when no element changes.
+std::optional<compiler::HostTensor> rounded_the_other_way(
+    const compiler::Node& node, const std::map<std::string, compiler::HostTensor>& values);
+
+// The region graph `sub` (region_graph) of `target`, run by the interpreter into `values`, may
+// hold quantizes whose int8 output the device does not expose (what a fused op keeps to itself:
+// the depthwise output inside q8ta_conv2d_dw_pw, the conv value inside q8ta_conv2d_add). The
+// device may round such a value on the other side of a tie, and the difference then reaches
+// `target` through the rest of the region, where it is no tie. One reference of `target` per
+// such quantize with ties (rounded_the_other_way), recomputed from there; none for target's own
+// quantize, whose ties compare_tensors sees.
+std::vector<compiler::HostTensor> tie_alternatives(
+    const compiler::Graph& sub, const std::string& target,
+    const std::map<std::string, compiler::HostTensor>& values);
 
 }  // namespace vkd::cli
