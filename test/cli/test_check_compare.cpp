@@ -153,19 +153,21 @@ TEST(CheckCompare, ATieInsideAFusedRegionReachesItsResult) {
   // x -> q (0.5) 'xq' -> dq -> mul by 3 -> q (1, 0) 'y', the device exposing nothing between
   // (one fused op): x = 0.25 is a tie in xq (0, or 1), so y is 0, or 2 (3 * 0.5 = 1.5 rounds to
   // even); x = 1 is no tie (y = 3).
-  const char* text = R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
-    "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}},
-    "nodes": [
-      {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["x"],
-       "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
-                "dtype": "int8"}, "outputs": ["xq"]},
-      {"op": "quantized_decomposed.dequantize_per_tensor", "inputs": ["xq"],
-       "args": {"scale": 0.5, "zero_point": 0, "quant_min": -128, "quant_max": 127,
-                "dtype": "int8"}, "outputs": ["xd"]},
-      {"op": "aten.mul.Scalar", "inputs": ["xd"], "args": {"other": 3.0}, "outputs": ["m"]},
-      {"op": "quantized_decomposed.quantize_per_tensor", "inputs": ["m"],
-       "args": {"scale": 1.0, "zero_point": 0, "quant_min": -128, "quant_max": 127,
-                "dtype": "int8"}, "outputs": ["y"]}]})";
+  // One int8 (de)quantize node of the graph IR, zero point 0.
+  const auto quant = [](const std::string& op, const std::string& in, const std::string& out,
+                        const std::string& scale) {
+    return R"({"op": "quantized_decomposed.)" + op + R"(", "inputs": [")" + in +
+           R"("], "args": {"scale": )" + scale +
+           R"(, "zero_point": 0, "quant_min": -128, "quant_max": 127, "dtype": "int8"},
+            "outputs": [")" + out + R"("]})";
+  };
+  const std::string text =
+      R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
+           "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}}, "nodes": [)" +
+      quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
+      quant("dequantize_per_tensor", "xq", "xd", "0.5") + ", " +
+      R"({"op": "aten.mul.Scalar", "inputs": ["xd"], "args": {"other": 3.0}, "outputs": ["m"]},)" +
+      quant("quantize_per_tensor", "m", "y", "1.0") + "]}";
   const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
   const compiler::Graph sub = region_graph(g, region_of(g, "y", {}), "y");
   const auto values =
