@@ -321,7 +321,7 @@ void ComputeGraph::plan_and_bind_memory() {
     if (!direct_io_[i]) continue;
     const bool input = roles_[i] & kInput;
     t.buffer_to_bind() = context_.memory().create_buffer(
-        t.bytes(), input ? vk::MemoryUse::HostUpload : vk::MemoryUse::HostReadback,
+        t.bytes(), input ? vk::MemoryUse::DirectUpload : vk::MemoryUse::HostReadback,
         std::string(input ? "input" : "output") + " tensor '" + t.name() +
             "' (its own staging)");
     memory_ranges_[i] = {next_memory++, 0, t.buffer().size()};
@@ -346,12 +346,14 @@ bool ComputeGraph::wants_direct_io(size_t ref) const {
   for (const Alias& a : aliases_) {
     if (a.base == static_cast<ValueRef>(ref)) return false;  // viewed: planned with its views
   }
-  // Only where the staging memory is the GPU's own (and, read back, cached for the CPU): on an
-  // H100 the host memory its staging uses made refinenet_lite's span 763 us instead of 152
-  // (the float head writing 1.2 MB across PCIe took 595 us, the stem reading its input 39).
+  // Only where the memory is the GPU's own (and, read back, cached for the CPU): on an H100 the
+  // host memory its staging uses made refinenet_lite's span 763 us instead of 152 (the float
+  // head writing 1.2 MB across PCIe took 595 us, the stem reading its input 39). An input takes
+  // mappable device-local memory where there is some (DirectUpload: the H100's BAR), an output
+  // needs it cached for the CPU's reads too (unified memory).
   const bool input = role == kInput;
   const VkMemoryPropertyFlags flags = context_.memory().memory_flags(
-      input ? vk::MemoryUse::HostUpload : vk::MemoryUse::HostReadback,
+      input ? vk::MemoryUse::DirectUpload : vk::MemoryUse::HostReadback,
       tensors_[ref]->buffer().requirements().memoryTypeBits);
   const VkMemoryPropertyFlags needed =
       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | (input ? 0 : VK_MEMORY_PROPERTY_HOST_CACHED_BIT);

@@ -148,6 +148,10 @@ uint32_t MemoryAllocator::memory_type_for(MemoryUse use, uint32_t type_bits,
       required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
       preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
       break;
+    case MemoryUse::DirectUpload:
+      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+      preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+      break;
     case MemoryUse::HostReadback:
       required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
       preferred = VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
