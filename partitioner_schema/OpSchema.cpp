@@ -268,6 +268,22 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
       "q8ta_conv2d_dw_pw_add",
       "int8 depthwise conv2d then a 1x1 conv2d + a residual int8 tensor, requantized",
       arg_list(dw_pw, residual_add_args("conv_", {k4W4C}, k4W4C, dw_pw.size()))));
+  // A 1x1 q8ta_conv2d expansion (weight [C, C_in, 1, 1]) whose int8 output only the depthwise
+  // reads, then q8ta_conv2d_dw_pw[_add] (an inverted-residual block; runtime/ops/
+  // DepthwisePointwise.h): the expansion's arguments between the input's and the depthwise's.
+  const std::vector<ArgSchema> pw_dw_pw = arg_list(
+      tensor_in("input", i8x4, {k4W4C}, {k4W4C}), per_tensor_qparams("input_"),
+      per_channel_weights(4, "expand_"), per_tensor_qparams("expand_"),
+      scalar("expand_activation_min", ArgKind::Int), scalar("expand_activation_max", ArgKind::Int),
+      std::vector<ArgSchema>(dw_pw.begin() + 3, dw_pw.end()));
+  s.push_back(kernel_op(
+      "q8ta_conv2d_pw_dw_pw", "int8 1x1 expansion, depthwise conv2d and 1x1 conv2d in one kernel",
+      arg_list(pw_dw_pw, per_tensor_qparams("output_"), activation_range(),
+               tensor_out("output", i8x4, {k4W4C}, {k4W4C}))));
+  s.push_back(kernel_op(
+      "q8ta_conv2d_pw_dw_pw_add",
+      "int8 1x1 expansion, depthwise and 1x1 conv2d + a residual int8 tensor, requantized",
+      arg_list(pw_dw_pw, residual_add_args("conv_", {k4W4C}, k4W4C, pw_dw_pw.size()))));
   // Weights in q8ta_conv2d's order [C_out, C_in / groups, KH, KW] (the compiler swaps PyTorch's
   // [C_in, C_out / groups, KH, KW]), so scales and bias are one per output channel as there.
   s.push_back(kernel_op(

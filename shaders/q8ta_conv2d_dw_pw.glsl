@@ -17,18 +17,33 @@
 // The depthwise output of a width past W_out (the last tile's padding widths) is computed from
 // padding and never read: those output words are the padding word. Lanes of mid past C hold
 // whatever the requantization gives: the 1x1's weights are zero there.
+// EXPAND = 1 (q8ta_conv2d_pw_dw_pw / _add) also runs the 1x1 expansion that writes the
+// depthwise's input (an inverted-residual block in one dispatch): a workgroup then takes TP
+// tiles of one output row (x: the row's tile blocks, y: image and row), and first
+//   phase 0: invocation u computes the expansion's int8 output (requantized exactly as that
+//     q8ta_conv2d's output) for 4 widths x 4 channels (window row, width block, channel block;
+//     then those WG apart) of the KH input rows x WIN_W widths the row's depthwise taps read,
+//     into window[]; a width or row outside the input is the expansion output's zero point (the
+//     depthwise's padding). Window widths are recomputed by neighbouring workgroups (the halo)
+//     and rows by the next output rows: the price of never writing the expanded tensor.
+//   barrier; phase 1 reads its taps from window[] instead of memory; phase 2 as above.
 // Bindings: 0 output (int8 4W4C), 1 input (int8 4W4C), 2 depthwise weights (int word
 // (c4 * KH + ky) * KW + kx, byte lane = channel), 3 the 1x1's channel constants
 // (quant_epilogue.glslh), 4 the 1x1's weights (ivec4 n4 * C4 + c4, component j = output channel
-// 4 n4 + j, byte lane i = mid channel 4 c4 + i), 5 the depthwise's channel constants, 6 the
-// residual (EPILOGUE_ADD).
+// 4 n4 + j, byte lane i = mid channel 4 c4 + i), 5 the depthwise's channel constants; with
+// EXPAND 6 the expansion's weights (ivec4 c4 * C4_in + ci4, component j = channel 4 c4 + j, byte
+// lane i = input channel 4 ci4 + i) and 7 its channel constants; then the residual
+// (EPILOGUE_ADD).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 #include "int8_dot.glslh"
 
-#define RESIDUAL_BINDING 6
+#ifndef EXPAND
+#define EXPAND 0
+#endif
+#define RESIDUAL_BINDING (6 + 2 * EXPAND)
 #include "requant.glslh"
 
 layout(std430, binding = 0) writeonly buffer Out { ivec4 out_tiles[]; };
@@ -42,7 +57,7 @@ layout(push_constant) uniform Params {
   int h_out, w_out;         // the output's (the depthwise's and the 1x1's)
   int c_out, c4_out;        // the 1x1's output channels
   int pad_top;              // the left padding is specialization constant PL
-  int x_zp;                 // the input's zero point (what padding reads)
+  int x_zp;                 // the depthwise input's zero point (what padding reads)
   float mid_inv_scale;      // mid's int8 value: float32(1 / scale), activation range; zero
   int mid_act_min;          // point in_zp
   int mid_act_max;
@@ -54,6 +69,13 @@ layout(push_constant) uniform Params {
   float inv_out_scale;
   int act_min;
   int act_max;
+#if EXPAND
+  int c4_x;           // the input's channel blocks (the expansion's K / 4)
+  int x_in_zp;        // the input's zero point
+  float e_inv_scale;  // the expansion's int8 output: float32(1 / scale), activation range;
+  int e_act_min;      // zero point x_zp
+  int e_act_max;
+#endif
 #if EPILOGUE_ADD
   BinaryQuant add;  // a = the 1x1's int8 value, b = the residual
 #endif
@@ -80,24 +102,84 @@ const int TILES = (OFF + SPAN + 3) / 4;
 
 shared ivec4 mid[TP * C4];
 
-// Output tile `tile`'s image, row and first width; false past the last tile.
-bool tile_position(int tile, out int n, out int oy, out int ox0) {
+// Tile t (< TP) of this workgroup: its image, output row and first width; false past the output.
+bool tile_position(int t, out int n, out int oy, out int ox0) {
   const int w4 = div_up(p.w_out, 4);
+#if EXPAND
+  const int ox4 = TP * int(gl_WorkGroupID.x) + t, row = int(gl_WorkGroupID.y);
+  if (ox4 >= w4 || row >= p.batches * p.h_out) return false;
+  ox0 = 4 * ox4;
+  oy = row % p.h_out;
+  n = row / p.h_out;
+#else
+  const int tile = TP * int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y) + t;
   if (tile >= p.batches * p.h_out * w4) return false;
   ox0 = 4 * (tile % w4);
   oy = (tile / w4) % p.h_out;
   n = tile / (w4 * p.h_out);
+#endif
   return true;
 }
 
-// The depthwise's requantized int8 output at widths ox0 .. ox0 + 3 of row oy, channels
-// 4 c4 .. + 3: one word per width (q8ta_conv2d_dw.glsl's products and store, unfused).
-ivec4 depthwise_tile(int n, int oy, int ox0, int c4) {
-  const int zp = splat_byte(p.x_zp);
+#if EXPAND
+layout(std430, binding = 6) readonly buffer ExpandWeights { ivec4 e_blocks[]; };
+layout(std430, binding = 7) readonly buffer ExpandCh { ivec4 e_ch[]; };
+
+// The depthwise input one workgroup's row of TP tiles reads: KH rows (one per kernel row) of
+// WIN_W widths from the first tile's ox0 SW - PL, C4 words each.
+const int WIN_W = (4 * TP - 1) * SW + (KW - 1) * DW + 1;
+const int WIN_BLOCKS = (WIN_W + 3) / 4;
+shared int window[KH * WIN_W * C4];
+
+// Phase 0 for kernel row ky, window widths 4 jb .. + 3 and channel block c4 of the row's window
+// (first width ix0): the expansion's int8 words there, or its zero point outside the input.
+void expand_block(int n, int iy, int ix0, int ky, int jb, int c4) {
   const int w4 = div_up(p.w_in, 4);
-  const int tile0 = (ox0 * SW - PL - OFF) / 4;  // exact: ox0 SW - PL - OFF is a multiple of 4
+  const bool row_in = iy >= 0 && iy < p.h_in;
+  bool inside[4];
+  int at[4];  // the input tile of each width (clamped: an outside width's result is unused)
+  [[unroll]] for (int w = 0; w < 4; ++w) {
+    const int ix = ix0 + 4 * jb + w;
+    inside[w] = row_in && ix >= 0 && ix < p.w_in;
+    at[w] = inside[w] ? ((n * p.h_in + iy) * w4 + ix / 4) * p.c4_x : 0;
+  }
+  ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
+  for (int ci4 = 0; ci4 < p.c4_x; ++ci4) {
+    const ivec4 wv = e_blocks[c4 * p.c4_x + ci4];
+    [[unroll]] for (int w = 0; w < 4; ++w) {
+      const int x = in_tiles[at[w] + ci4][(ix0 + 4 * jb + w) & 3];
+      acc[w] += ivec4(dot_int8x4(x, wv.x), dot_int8x4(x, wv.y), dot_int8x4(x, wv.z),
+                      dot_int8x4(x, wv.w));
+    }
+  }
+  const ChannelWord k = channel_word(e_ch[c4], e_ch[C4 + c4], e_ch[2 * C4 + c4], p.x_in_zp);
+  const RequantTo q = RequantTo(p.e_inv_scale, p.x_zp, p.e_act_min, p.e_act_max);
+  [[unroll]] for (int w = 0; w < 4; ++w) {
+    const int j = 4 * jb + w;
+    if (j < WIN_W) {
+      window[(ky * WIN_W + j) * C4 + c4] =
+          inside[w] ? requantize_word(acc[w], k, q) : splat_byte(p.x_zp);
+    }
+  }
+}
+#endif
+
+// The depthwise's requantized int8 output at widths ox0 .. ox0 + 3 of row oy (this workgroup's
+// tile t), channels 4 c4 .. + 3: one word per width (q8ta_conv2d_dw.glsl's products and store,
+// unfused). Its input words come from memory, or with EXPAND from the workgroup's window.
+ivec4 depthwise_tile(int n, int oy, int ox0, int t, int c4) {
   ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
   [[unroll]] for (int ky = 0; ky < KH; ++ky) {
+#if EXPAND
+    // win[OFF + j] = window width 4 t SW + j of kernel row ky.
+    int win[OFF + SPAN];
+    [[unroll]] for (int j = 0; j < SPAN; ++j) {
+      win[OFF + j] = window[(ky * WIN_W + 4 * t * SW + j) * C4 + c4];
+    }
+#else
+    const int zp = splat_byte(p.x_zp);
+    const int w4 = div_up(p.w_in, 4);
+    const int tile0 = (ox0 * SW - PL - OFF) / 4;  // exact: ox0 SW - PL - OFF is a multiple of 4
     const int iy = oy * SH - p.pad_top + ky * DH;
     const bool row_in = iy >= 0 && iy < p.h_in;
     int win[4 * TILES];
@@ -107,6 +189,7 @@ ivec4 depthwise_tile(int n, int oy, int ox0, int c4) {
       const ivec4 v = inside ? in_tiles[((n * p.h_in + iy) * w4 + tile) * C4 + c4] : ivec4(zp);
       [[unroll]] for (int j = 0; j < 4; ++j) win[4 * k + j] = 4 * tile + j < p.w_in ? v[j] : zp;
     }
+#endif
     [[unroll]] for (int kx = 0; kx < KW; ++kx) {
       const int wk = dw_words[(c4 * KH + ky) * KW + kx];
       const ivec4 m = ivec4(wk & 0xFF, wk & 0xFF00, wk & 0xFF0000, wk & int(0xFF000000));
@@ -126,17 +209,28 @@ ivec4 depthwise_tile(int n, int oy, int ox0, int c4) {
 void main() {
   const int WG = int(gl_WorkGroupSize.x);
   const int lid = int(gl_LocalInvocationID.x);
-  const int first = TP * int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
   int n, oy, ox0;
 
+#if EXPAND
+  if (tile_position(0, n, oy, ox0)) {
+    const int ix0 = ox0 * SW - PL;
+    for (int u = lid; u < KH * WIN_BLOCKS * C4; u += WG) {
+      const int c4 = u % C4, jb = (u / C4) % WIN_BLOCKS, ky = u / (C4 * WIN_BLOCKS);
+      expand_block(n, oy * SH - p.pad_top + ky * DH, ix0, ky, jb, c4);
+    }
+  }
+  barrier();
+#endif
+
   for (int u = lid; u < TP * C4; u += WG) {
-    if (tile_position(first + u / C4, n, oy, ox0)) mid[u] = depthwise_tile(n, oy, ox0, u % C4);
+    const int t = u / C4;
+    if (tile_position(t, n, oy, ox0)) mid[u] = depthwise_tile(n, oy, ox0, t, u % C4);
   }
   barrier();
 
   for (int u = lid; u < TP * p.c4_out; u += WG) {
     const int t = u / p.c4_out, n4 = u % p.c4_out;
-    if (!tile_position(first + t, n, oy, ox0)) continue;
+    if (!tile_position(t, n, oy, ox0)) continue;
     ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
     for (int c4 = 0; c4 < C4; ++c4) {
       const ivec4 x = mid[t * C4 + c4];

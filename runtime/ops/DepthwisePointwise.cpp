@@ -1,4 +1,5 @@
-// Op family: fused depthwise -> 1x1 convolution (q8ta_conv2d_dw_pw, q8ta_conv2d_dw_pw_add).
+// Op family: fused depthwise -> 1x1 convolution (q8ta_conv2d_dw_pw, q8ta_conv2d_dw_pw_add) and
+// with the 1x1 expansion before it (q8ta_conv2d_pw_dw_pw, q8ta_conv2d_pw_dw_pw_add).
 // Anatomy: push-constant struct (mirroring shaders/q8ta_conv2d_dw_pw.glsl), checks, the form
 // choice, the two forms, add_q8ta_conv2d_dw_pw_node, registry entries.
 #include "runtime/ops/DepthwisePointwise.h"
@@ -27,22 +28,30 @@ struct DwPwPush {
   float inv_out_scale;
   int32_t act_min, act_max;
 };
-struct DwPwAddPush {
-  DwPwPush conv;
-  BinaryQuantPush add;
+// EXPAND's members (q8ta_conv2d_pw_dw_pw).
+struct ExpandPush {
+  int32_t c4_x, x_in_zp;
+  float e_inv_scale;
+  int32_t e_act_min, e_act_max;
 };
 
 // Invocations per workgroup of the fused kernel: two subgroups of 32 (or eight of 8).
 constexpr uint32_t kFusedWorkgroup = 64;
 
 std::string op_name(const DepthwisePointwiseParams& p) {
-  return p.residual ? "q8ta_conv2d_dw_pw_add" : "q8ta_conv2d_dw_pw";
+  return std::string(p.expansion ? "q8ta_conv2d_pw_dw_pw" : "q8ta_conv2d_dw_pw") +
+         (p.residual ? "_add" : "");
+}
+
+// What the depthwise reads: the input, or the expansion's output.
+QuantParams depthwise_input_quant(const DepthwisePointwiseParams& p) {
+  return p.expansion ? p.expansion->output : p.input;
 }
 
 // The depthwise's and the 1x1's Conv2dParams (route Auto each), as the Split form runs them.
 Conv2dParams depthwise_params(const DepthwisePointwiseParams& p, int64_t channels) {
   Conv2dParams dw;
-  dw.input = p.input;
+  dw.input = depthwise_input_quant(p);
   dw.geometry = p.geometry;
   dw.geometry.groups = static_cast<int32_t>(channels);
   dw.output = p.mid;
@@ -75,7 +84,19 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
   }
   VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
             ": output ", out.spec().describe(), " must have the input's rank");
-  const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
+  const Dims4 d_x = in.spec().dims4(), d_out = out.spec().dims4();
+  // d_in: what the depthwise reads (the expansion's output sizes with one).
+  Dims4 d_in = d_x;
+  if (p.expansion) {
+    const Conv2dWeights& e = p.expansion->weights;
+    VKD_CHECK(e.kh == 1 && e.kw == 1 && e.in_per_group == d_x.c, ErrorCode::InvalidArgument, op,
+              ": the expansion weights [", e.out_channels, ", ", e.in_per_group, ", ", e.kh, ", ",
+              e.kw, "] must be [C, ", d_x.c, ", 1, 1]");
+    d_in.c = e.out_channels;
+    check_conv(op, d_x, d_in, e, Conv2dGeometry{});
+    check_requantized_output(op + " expansion", p.expansion->output,
+                             p.expansion->activation_min, p.expansion->activation_max);
+  }
   VKD_CHECK(dw.in_per_group == 1 && dw.out_channels == d_in.c, ErrorCode::InvalidArgument, op,
             ": the depthwise weights [", dw.out_channels, ", ", dw.in_per_group, ", ", dw.kh, ", ",
             dw.kw, "] must be [C, 1, KH, KW] with C = the input's ", d_in.c, " channels");
@@ -134,14 +155,40 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
                                            : DepthwisePointwiseForm::Fused;
 }
 
+// With an expansion, a workgroup's TP tiles lie in one output row: the row's tiles in as few
+// blocks of at most 8 as divide it evenly (18 tiles: 3 x 6), fewer while the window and mid do
+// not fit `shared_bytes` (0 when even one tile does not).
+int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Conv2dWeights& dw,
+                                     int64_t c4, int64_t w4_out, uint32_t shared_bytes) {
+  const Conv2dGeometry& g = p.geometry;
+  auto bytes = [&](int64_t tp) {
+    const int64_t win_w = (4 * tp - 1) * g.stride_w + (dw.kw - 1) * g.dilation_w + 1;
+    return 4 * dw.kh * win_w * c4 + 16 * tp * c4;
+  };
+  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup
+                                         : div_up(w4_out, div_up(w4_out, int64_t{8}));
+  while (tp > 0 && bytes(tp) > int64_t(shared_bytes)) --tp;
+  return tp;
+}
+
+// Appends push-constant member `value` (the kernel's Params members follow one another).
+template <typename T>
+void append_push(std::vector<uint8_t>& bytes, const T& value) {
+  const std::vector<uint8_t> more = graph::push_constant_bytes(value);
+  bytes.insert(bytes.end(), more.begin(), more.end());
+}
+
+// The fused kernel for `d_in` (what the depthwise reads), `tp` tiles per workgroup (with an
+// expansion: expanded_tiles_per_workgroup's).
 void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef input,
                const Conv2dWeights& dw, const Conv2dWeights& pw, graph::ValueRef output,
-               const Dims4& d_mid, const DepthwisePointwiseParams& p) {
-  const auto& in = graph.tensor(input);
+               const Dims4& d_in, const Dims4& d_mid, int64_t tp,
+               const DepthwisePointwiseParams& p) {
   const auto& out = graph.tensor(output);
-  const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
+  const Dims4 d_out = out.spec().dims4();
   const std::string name = out.name().empty() ? op : out.name();
   const int64_t c4 = div_up(d_in.c, 4), n4 = div_up(d_out.c, 4);
+  const QuantParams dw_in = depthwise_input_quant(p);
   const auto dw_packed = graph.add_constant(
       {{c4 * dw.kh * dw.kw}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
       name + ".dw_weight_packed", [dw] { return pack_depthwise_weights(dw); },
@@ -150,46 +197,66 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
       {{n4 * c4, 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
       name + ".weight_packed", [pw, c = d_in.c] { return pack_direct_weights(pw, c, 1); },
       static_cast<uint64_t>(pw.out_channels * pw.in_per_group));
-  const auto dw_channels =
-      add_channel_constants(graph, as_matrix(dw), p.input.scale, name + ".dw");
+  const auto dw_channels = add_channel_constants(graph, as_matrix(dw), dw_in.scale, name + ".dw");
   const auto pw_channels = add_channel_constants(graph, as_matrix(pw), p.mid.scale, name);
 
-  const DwPwPush push{int32_t(d_in.n),  int32_t(d_in.h),  int32_t(d_in.w),
-                      int32_t(d_out.h), int32_t(d_out.w), int32_t(d_out.c),
-                      int32_t(n4),      p.geometry.pad_top, p.input.zero_point,
-                      inverse_scale(p.mid.scale), p.mid_activation_min, p.mid_activation_max,
-                      p.mid.zero_point, int32_t(4 * n4), p.output.zero_point,
-                      inverse_scale(p.output.scale), p.activation_min, p.activation_max};
   const int dot = graph.profile().int8_dot_product ? 0 : 1;
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_conv2d_dw_pw[p.residual ? 1 : 0][dot];
+  node.kernel = shaders::variants::q8ta_conv2d_dw_pw[p.expansion ? 1 : 0][p.residual ? 1 : 0][dot];
   node.bindings = {output, input, dw_packed, pw_channels, pw_packed, dw_channels};
-  node.push_constants = graph::push_constant_bytes(push);
+  node.push_constants = graph::push_constant_bytes(DwPwPush{
+      int32_t(d_in.n), int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h), int32_t(d_out.w),
+      int32_t(d_out.c), int32_t(n4), p.geometry.pad_top, dw_in.zero_point,
+      inverse_scale(p.mid.scale), p.mid_activation_min, p.mid_activation_max, p.mid.zero_point,
+      int32_t(4 * n4), p.output.zero_point, inverse_scale(p.output.scale), p.activation_min,
+      p.activation_max});
+  int64_t products = std::max<int64_t>(dw.kh * dw.kw, d_in.c);
+  if (p.expansion) {
+    const DepthwiseExpansion& e = *p.expansion;
+    const int64_t c_x = e.weights.in_per_group, c4_x = div_up(c_x, 4);
+    node.bindings.push_back(graph.add_constant(
+        {{c4 * c4_x, 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+        name + ".expand_weight_packed",
+        [w = e.weights, c_x] { return pack_direct_weights(w, c_x, 1); },
+        static_cast<uint64_t>(e.weights.out_channels * c_x)));
+    node.bindings.push_back(
+        add_channel_constants(graph, as_matrix(e.weights), p.input.scale, name + ".expand"));
+    append_push(node.push_constants,
+                ExpandPush{int32_t(c4_x), p.input.zero_point, inverse_scale(e.output.scale),
+                           e.activation_min, e.activation_max});
+    products = std::max(products, c_x);
+  }
   if (p.residual) {
     const ResidualAdd& r = *p.residual;
     node.bindings.push_back(r.other);
-    node.push_constants = graph::push_constant_bytes(DwPwAddPush{
-        push, binary_quant_push(p.output, r.other_quant, r.output, r.activation_min,
-                                r.activation_max)});
+    append_push(node.push_constants, binary_quant_push(p.output, r.other_quant, r.output,
+                                                       r.activation_min, r.activation_max));
   }
   const Conv2dGeometry& g = p.geometry;
-  const int64_t tiles = d_mid.n * d_mid.h * div_up(d_mid.w, 4);
-  const int64_t tp = tiles_per_workgroup(p, c4, tiles);
-  // The epilogue's mantissa conversion only where both accumulators stay below 2^22.
-  const uint32_t below = std::min(epilogue_acc_below_2_22(graph.profile(), dw.kh * dw.kw),
-                                  epilogue_acc_below_2_22(graph.profile(), d_in.c));
-  node.spec_constants = {below, uint32_t(dw.kh), uint32_t(dw.kw), uint32_t(g.stride_h),
-                         uint32_t(g.stride_w), uint32_t(g.dilation_h), uint32_t(g.dilation_w),
-                         uint32_t(g.pad_left), uint32_t(c4), uint32_t(tp)};
-  const uint64_t groups = static_cast<uint64_t>(div_up(tiles, tp));
-  const uint64_t max_x = graph.profile().max_workgroup_count[0];
-  const uint64_t gy = (groups + max_x - 1) / max_x;
-  VKD_CHECK(gy <= graph.profile().max_workgroup_count[1], ErrorCode::Unsupported, op, ": ",
-            groups, " workgroups exceed the device's grid");
+  // The epilogues' mantissa conversion only where every accumulator stays below 2^22.
+  node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), products), uint32_t(dw.kh),
+                         uint32_t(dw.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),
+                         uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
+                         uint32_t(c4), uint32_t(tp)};
   node.plan.local_size = {kFusedWorkgroup, 1, 1};
-  node.plan.group_count = {static_cast<uint32_t>(gy > 1 ? max_x : groups),
-                           static_cast<uint32_t>(gy), 1};
+  const vk::DeviceProfile& profile = graph.profile();
+  if (p.expansion) {
+    // x: the tile blocks of an output row, y: image and row (tile_position, EXPAND).
+    const int64_t rows = d_mid.n * d_mid.h;
+    VKD_CHECK(rows <= profile.max_workgroup_count[1], ErrorCode::Unsupported, op, ": ", rows,
+              " output rows exceed the device's grid");
+    node.plan.group_count = {static_cast<uint32_t>(div_up(div_up(d_mid.w, 4), tp)),
+                             static_cast<uint32_t>(rows), 1};
+  } else {
+    const uint64_t groups = static_cast<uint64_t>(div_up(d_mid.n * d_mid.h * div_up(d_mid.w, 4), tp));
+    const uint64_t max_x = profile.max_workgroup_count[0];
+    const uint64_t gy = (groups + max_x - 1) / max_x;
+    VKD_CHECK(gy <= profile.max_workgroup_count[1], ErrorCode::Unsupported, op, ": ", groups,
+              " workgroups exceed the device's grid");
+    node.plan.group_count = {static_cast<uint32_t>(gy > 1 ? max_x : groups),
+                             static_cast<uint32_t>(gy), 1};
+  }
   graph.add_node(std::move(node));
 }
 
@@ -212,16 +279,49 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
                                                   const DepthwisePointwiseParams& p) {
   const std::string op = op_name(p);
   const Dims4 d_mid = check_dw_pw(op, graph, input, depthwise, pointwise, output, p);
+  const Dims4 d_in{d_mid.n, d_mid.c, graph.tensor(input).spec().dims4().h,
+                   graph.tensor(input).spec().dims4().w};
   const DepthwisePointwiseForm form = chosen_form(graph.profile(), pointwise.out_channels, p.form);
+  const std::string& out_name = graph.tensor(output).name();
+  const std::string name = out_name.empty() ? op : out_name;
+  const auto int8_4w4c = [](const Dims4& d) {
+    return TensorSpec{{d.n, d.c, d.h, d.w}, DType::Int8x4, StorageType::Buffer,
+                      MemoryLayout::PackedInt8_4W4C};
+  };
+  const int64_t c4 = div_up(d_mid.c, 4);
+  if (p.expansion) {
+    const int64_t tp = form == DepthwisePointwiseForm::Fused
+                           ? expanded_tiles_per_workgroup(p, depthwise, c4, div_up(d_mid.w, 4),
+                                                          graph.profile().max_shared_memory_bytes)
+                           : 0;
+    VKD_CHECK(tp > 0 || p.form != DepthwisePointwiseForm::Fused, ErrorCode::Unsupported, op,
+              ": the fused kernel's window of ", d_mid.c, " channels does not fit the device's ",
+              graph.profile().max_shared_memory_bytes, " bytes of shared memory");
+    if (tp > 0) {
+      add_fused(graph, op, input, depthwise, pointwise, output, d_in, d_mid, tp, p);
+      return DepthwisePointwiseForm::Fused;
+    }
+    // The expansion into its own tensor, then the depthwise -> 1x1 op by its own rule.
+    const graph::ValueRef expanded = graph.add_tensor(int8_4w4c(d_in), name + ".expanded");
+    Conv2dParams e;
+    e.input = p.input;
+    e.output = p.expansion->output;
+    e.activation_min = p.expansion->activation_min;
+    e.activation_max = p.expansion->activation_max;
+    add_q8ta_conv2d_node(graph, input, p.expansion->weights, expanded, e);
+    DepthwisePointwiseParams rest = p;
+    rest.input = p.expansion->output;
+    rest.expansion.reset();
+    add_q8ta_conv2d_dw_pw_node(graph, expanded, depthwise, pointwise, output, rest);
+    return DepthwisePointwiseForm::Split;
+  }
   if (form == DepthwisePointwiseForm::Fused) {
-    add_fused(graph, op, input, depthwise, pointwise, output, d_mid, p);
+    const int64_t tiles = d_mid.n * d_mid.h * div_up(d_mid.w, 4);
+    add_fused(graph, op, input, depthwise, pointwise, output, d_in, d_mid,
+              tiles_per_workgroup(p, c4, tiles), p);
     return form;
   }
-  const std::string& out_name = graph.tensor(output).name();
-  const graph::ValueRef mid =
-      graph.add_tensor({{d_mid.n, d_mid.c, d_mid.h, d_mid.w}, DType::Int8x4, StorageType::Buffer,
-                        MemoryLayout::PackedInt8_4W4C},
-                       (out_name.empty() ? op : out_name) + ".mid");
+  const graph::ValueRef mid = graph.add_tensor(int8_4w4c(d_mid), name + ".mid");
   add_q8ta_conv2d_node(graph, input, depthwise, mid, depthwise_params(p, d_mid.c));
   add_q8ta_conv2d_node(graph, mid, pointwise, output, pointwise_params(p));
   return form;
@@ -231,8 +331,8 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
 
 namespace {
 
-// The arguments both ops share: the input, the depthwise and mid; the zero points of the int8
-// input recorded.
+// The arguments every op of the family shares: the input, the depthwise and mid; the input's zero
+// point recorded.
 DepthwisePointwiseParams blob_params(const OpCall& call) {
   DepthwisePointwiseParams p;
   p.input = call.quant("input");
@@ -244,23 +344,27 @@ DepthwisePointwiseParams blob_params(const OpCall& call) {
   return p;
 }
 
-void build_q8ta_conv2d_dw_pw(const OpCall& call) {
+// Either op's own 1x1 output: plain ("output_"), or with `add` the 1x1's int8 value ("conv_")
+// as the add's a; with `expand` the 1x1 expansion ("expand_") first.
+void build(const OpCall& call, bool add, bool expand) {
   DepthwisePointwiseParams p = blob_params(call);
-  p.output = call.quant("output");
-  p.activation_min = call.int32_arg("activation_min", -128, 127);
-  p.activation_max = call.int32_arg("activation_max", -128, 127);
-  call.set_zero_point("output", p.output.zero_point);
-  add_q8ta_conv2d_dw_pw_node(call.graph(), call.tensor("input"), blob_conv_weights(call, "dw_"),
-                             blob_conv_weights(call, ""), call.tensor("output"), p);
-}
-
-// The 1x1's own int8 value ("conv_") is the add's a.
-void build_q8ta_conv2d_dw_pw_add(const OpCall& call) {
-  DepthwisePointwiseParams p = blob_params(call);
-  p.output = call.quant("conv");
-  p.activation_min = call.int32_arg("conv_activation_min", -128, 127);
-  p.activation_max = call.int32_arg("conv_activation_max", -128, 127);
-  p.residual = residual_add(call);
+  const std::string own = add ? "conv" : "output";
+  p.output = call.quant(own);
+  p.activation_min = call.int32_arg(add ? "conv_activation_min" : "activation_min", -128, 127);
+  p.activation_max = call.int32_arg(add ? "conv_activation_max" : "activation_max", -128, 127);
+  if (add) {
+    p.residual = residual_add(call);
+  } else {
+    call.set_zero_point("output", p.output.zero_point);
+  }
+  if (expand) {
+    DepthwiseExpansion e;
+    e.weights = blob_conv_weights(call, "expand_");
+    e.output = call.quant("expand");
+    e.activation_min = call.int32_arg("expand_activation_min", -128, 127);
+    e.activation_max = call.int32_arg("expand_activation_max", -128, 127);
+    p.expansion = e;
+  }
   add_q8ta_conv2d_dw_pw_node(call.graph(), call.tensor("input"), blob_conv_weights(call, "dw_"),
                              blob_conv_weights(call, ""), call.tensor("output"), p);
 }
@@ -268,8 +372,10 @@ void build_q8ta_conv2d_dw_pw_add(const OpCall& call) {
 }  // namespace
 
 void register_depthwise_pointwise_ops(OpRegistry& registry) {
-  registry.add("q8ta_conv2d_dw_pw", build_q8ta_conv2d_dw_pw);
-  registry.add("q8ta_conv2d_dw_pw_add", build_q8ta_conv2d_dw_pw_add);
+  registry.add("q8ta_conv2d_dw_pw", [](const OpCall& c) { build(c, false, false); });
+  registry.add("q8ta_conv2d_dw_pw_add", [](const OpCall& c) { build(c, true, false); });
+  registry.add("q8ta_conv2d_pw_dw_pw", [](const OpCall& c) { build(c, false, true); });
+  registry.add("q8ta_conv2d_pw_dw_pw_add", [](const OpCall& c) { build(c, true, true); });
 }
 
 }  // namespace vkd::ops

@@ -13,6 +13,12 @@
 //   Auto: Split on CPU devices (their 1x1 runs the CPU GEMM, and a dispatch costs them little)
 //     and for more than 32 output channels (measured slower fused; DepthwisePointwise.cpp),
 //     else Fused.
+// q8ta_conv2d_pw_dw_pw / _add: the same after a 1x1 expansion q8ta_conv2d (weights [C, C_in, 1,
+// 1], stride 1, no padding, groups 1) whose int8 output only the depthwise reads (a MobileNetV2
+// inverted-residual block). Fused: one dispatch, the expansion computed into shared memory for
+// each workgroup's output row (its halo recomputed); Split (or a fused kernel that would not fit
+// the device's shared memory under Auto): the expansion into an intermediate tensor, then the
+// depthwise -> 1x1 op by its own rule.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +33,18 @@ namespace vkd::ops {
 enum class DepthwisePointwiseForm { Auto, Fused, Split };
 std::string to_string(DepthwisePointwiseForm form);
 
+// The 1x1 expansion before the depthwise (q8ta_conv2d_pw_dw_pw): its weights [C, C_in, 1, 1] and
+// its int8 output's quantization and activation range (the depthwise's input).
+struct DepthwiseExpansion {
+  Conv2dWeights weights;
+  QuantParams output;
+  int32_t activation_min = -128;
+  int32_t activation_max = 127;
+};
+
 struct DepthwisePointwiseParams {
   QuantParams input;        // the int8 input's scale and zero point
+  std::optional<DepthwiseExpansion> expansion;  // q8ta_conv2d_pw_dw_pw
   Conv2dGeometry geometry;  // the depthwise's stride, padding and dilation (groups = C)
   QuantParams mid;          // the depthwise's int8 output: quantization and activation range
   int32_t mid_activation_min = -128;
@@ -42,7 +58,8 @@ struct DepthwisePointwiseParams {
   int32_t tiles_per_workgroup = 0;
 };
 
-// `input`: int8x4 4W4C buffer [N, C, H, W] (rank 3 = N 1); `output`: int8x4 4W4C buffer
+// `input`: int8x4 4W4C buffer [N, C, H, W] (rank 3 = N 1; [N, C_in, H, W] with an expansion);
+// `output`: int8x4 4W4C buffer
 // [N, N_out, H_out, W_out] with the depthwise's H_out, W_out. p.residual: its `other` an int8x4
 // tensor of the output's sizes and layout. InvalidArgument naming the op for anything else;
 // Unsupported past kMaxDepthwisePointwiseChannels. Returns the form taken.

@@ -1,7 +1,9 @@
-// ACCU and PERF cases for the fused depthwise -> 1x1 convolution (q8ta_conv2d_dw_pw, _add;
-// runtime/ops/DepthwisePointwise.h), both forms. The expected output is the unfused sequence
-// computed by the CPU reference: the depthwise q8ta_conv2d, its int8 output requantized with its
-// own scale, zero point and activation range, the 1x1 q8ta_conv2d of that, [q8ta_add].
+// ACCU and PERF cases for the fused depthwise -> 1x1 convolution (q8ta_conv2d_dw_pw, _add) and
+// with the 1x1 expansion before it (q8ta_conv2d_pw_dw_pw, _add; runtime/ops/
+// DepthwisePointwise.h), both forms. The expected output is the unfused sequence computed by the
+// CPU reference: [the 1x1 expansion q8ta_conv2d, its int8 output requantized with its own
+// scale, zero point and activation range,] the depthwise q8ta_conv2d, its int8 output likewise,
+// the 1x1 q8ta_conv2d of that, [q8ta_add].
 // Compiled with -ffp-contract=off (test/CMakeLists.txt), as the conv cases.
 #include <cmath>
 #include <optional>
@@ -27,7 +29,9 @@ using testing::RefShape;
 constexpr MemoryLayout k4W4C = MemoryLayout::PackedInt8_4W4C;
 
 struct DwPwSetup {
-  int64_t n = 1, c = 8, h = 5, w = 5, n_out = 4;  // input [n, c, h, w]; 1x1 output channels
+  int64_t n = 1, c = 8, h = 5, w = 5, n_out = 4;  // depthwise [n, c, h, w]; 1x1 output channels
+  int64_t c_x = 0;  // > 0: a 1x1 expansion c_x -> c first (the input [n, c_x, h, w])
+  OutputQuant expanded{"relu6", -128, -128, 100};  // the expansion's int8 output
   int64_t k = 3;                                   // square depthwise kernel
   int32_t stride = 1, pad = 1, dilation = 1;
   int32_t input_zp = 0;
@@ -64,6 +68,8 @@ RefConv2d pointwise_conv(const DwPwSetup& s) {
   return c;
 }
 
+RefShape input_shape(const DwPwSetup& s) { return {s.n, s.c_x ? s.c_x : s.c, s.h, s.w}; }
+
 RefShape output_shape(const DwPwSetup& s) {
   const RefConv2d pw = pointwise_conv(s);
   return {s.n, s.n_out, pw.h, pw.w};
@@ -72,7 +78,13 @@ RefShape output_shape(const DwPwSetup& s) {
 // Multiply-adds of one execution: the depthwise's taps and the 1x1's channels per output.
 double dw_pw_macs(const DwPwSetup& s) {
   const RefConv2d pw = pointwise_conv(s);
-  return double(s.n * pw.h * pw.w) * double(s.c) * double(s.k * s.k + s.n_out);
+  return double(s.n * pw.h * pw.w) * double(s.c) * double(s.k * s.k + s.n_out) +
+         double(s.n * s.h * s.w) * double(s.c_x * s.c);
+}
+
+std::string op_of(const DwPwSetup& s) {
+  return std::string(s.c_x ? "q8ta_conv2d_pw_dw_pw" : "q8ta_conv2d_dw_pw") +
+         (s.residual ? "_add" : "");
 }
 
 class DwPwCase : public CaseInstance {
@@ -82,11 +94,34 @@ class DwPwCase : public CaseInstance {
   void build(graph::ComputeGraph& g) override {
     std::mt19937 rng(s_.seed);
     const RefConv2d dw = depthwise_conv(s_), pw = pointwise_conv(s_);
-    qx_ = random_int8(s_.n * s_.c * s_.h * s_.w, -128, 127, rng);
+    const RefShape in = input_shape(s_);
+    qx_ = random_int8(in.n * in.c * in.h * in.w, -128, 127, rng);
     const float dw_acc = kTypicalProduct * std::sqrt(float(s_.k * s_.k));
     const float pw_acc = kTypicalProduct * std::sqrt(float(s_.c));
-    dw_ = random_host_conv(s_.c, 1, s_.k, s_.k, true, kInputScale, dw_acc, rng);
     p_.input = {kInputScale, s_.input_zp, -128, 127};
+    // The depthwise's int8 input and its quantization: the input, or the expansion's output.
+    std::vector<int8_t> q_dw = qx_;
+    ops::QuantParams dw_in = p_.input;
+    if (s_.c_x) {
+      const float e_acc = kTypicalProduct * std::sqrt(float(s_.c_x));
+      expand_ = random_host_conv(s_.c, s_.c_x, 1, 1, true, kInputScale, e_acc, rng);
+      RefConv2d e;
+      e.n = s_.n, e.c_in = s_.c_x, e.h = s_.h, e.w = s_.w, e.c_out = s_.c;
+      std::vector<float> y_e;
+      if (s_.accu) {
+        y_e = testing::reference_q8ta_conv2d(qx_, expand_.weight, e, kInputScale, s_.input_zp,
+                                             expand_.scales, expand_.bias);
+      }
+      dw_in = {case_output_scale(s_.accu, y_e, s_.expanded.zero_point, e_acc),
+               s_.expanded.zero_point, -128, 127};
+      p_.expansion = ops::DepthwiseExpansion{expand_.view(), dw_in, s_.expanded.act_min,
+                                             s_.expanded.act_max};
+      if (s_.accu) {
+        q_dw = testing::reference_quantize(y_e, dw_in.scale, dw_in.zero_point,
+                                           s_.expanded.act_min, s_.expanded.act_max);
+      }
+    }
+    dw_ = random_host_conv(s_.c, 1, s_.k, s_.k, true, dw_in.scale, dw_acc, rng);
     p_.geometry.stride_h = p_.geometry.stride_w = s_.stride;
     p_.geometry.pad_top = p_.geometry.pad_left = p_.geometry.pad_bottom =
         p_.geometry.pad_right = s_.pad;
@@ -97,7 +132,7 @@ class DwPwCase : public CaseInstance {
     // The depthwise's float result, its int8 output (mid) and the 1x1's, as unfused ops.
     std::vector<float> y_mid;
     if (s_.accu) {
-      y_mid = testing::reference_q8ta_conv2d(qx_, dw_.weight, dw, kInputScale, s_.input_zp,
+      y_mid = testing::reference_q8ta_conv2d(q_dw, dw_.weight, dw, dw_in.scale, dw_in.zero_point,
                                              dw_.scales, dw_.bias);
     }
     p_.mid = {case_output_scale(s_.accu, y_mid, s_.mid.zero_point, dw_acc), s_.mid.zero_point,
@@ -124,10 +159,10 @@ class DwPwCase : public CaseInstance {
     const RefShape out = output_shape(s_);
     const TensorSpec out_spec{{out.n, out.c, out.h, out.w}, DType::Int8x4, StorageType::Buffer,
                               k4W4C};
-    in_ref_ = g.add_tensor({{s_.n, s_.c, s_.h, s_.w}, DType::Int8x4, StorageType::Buffer, k4W4C},
+    in_ref_ = g.add_tensor({{in.n, in.c, in.h, in.w}, DType::Int8x4, StorageType::Buffer, k4W4C},
                            "x");
     out_ref_ = g.add_tensor(out_spec, "y");
-    in_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, {s_.n, s_.c, s_.h, s_.w}));
+    in_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, in));
     out_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, out));
     if (s_.residual) {
       residual_.emplace(-5, *s_.residual);
@@ -154,7 +189,7 @@ class DwPwCase : public CaseInstance {
     g.add_output(out_ref_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937&) override {
-    g.write_words(in_ref_, testing::ref_pack(k4W4C, {s_.n, s_.c, s_.h, s_.w}, qx_, s_.input_zp));
+    g.write_words(in_ref_, testing::ref_pack(k4W4C, input_shape(s_), qx_, s_.input_zp));
     if (residual_) residual_->write(g, k4W4C, output_shape(s_));
   }
   AccuResult check(const graph::ComputeGraph& g) override {
@@ -174,34 +209,34 @@ class DwPwCase : public CaseInstance {
     return r;
   }
   PerfWork work() const override {
-    return {dw_.bytes() + pw_.bytes() + in_bytes_ + out_bytes_, 2.0 * dw_pw_macs(s_)};
+    return {expand_.bytes() + dw_.bytes() + pw_.bytes() + in_bytes_ + out_bytes_,
+            2.0 * dw_pw_macs(s_)};
   }
 
  private:
   DwPwSetup s_;
   ops::DepthwisePointwiseParams p_;
   std::vector<int8_t> qx_, expected_;
-  HostConv dw_, pw_;
+  HostConv expand_, dw_, pw_;
   std::optional<ResidualCase> residual_;
   double in_bytes_ = 0, out_bytes_ = 0;
   graph::ValueRef in_ref_ = -1, out_ref_ = -1;
 };
 
-// "1x96x16x9 k3 s2 p1 ->24"
+// "1x96x16x9 k3 s2 p1 ->24", with an expansion "1x24x16x9 e96 k3 s2 p1 ->24".
 std::string shape_name(const DwPwSetup& s) {
-  std::string name = std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) +
-                     "x" + std::to_string(s.w) + " k" + std::to_string(s.k) + " s" +
-                     std::to_string(s.stride) + " p" + std::to_string(s.pad);
+  const RefShape in = input_shape(s);
+  std::string name = std::to_string(in.n) + "x" + std::to_string(in.c) + "x" +
+                     std::to_string(in.h) + "x" + std::to_string(in.w);
+  if (s.c_x) name += " e" + std::to_string(s.c);
+  name += " k" + std::to_string(s.k) + " s" + std::to_string(s.stride) + " p" +
+          std::to_string(s.pad);
   if (s.dilation != 1) name += " d" + std::to_string(s.dilation);
   return name + " ->" + std::to_string(s.n_out);
 }
 
 std::string form_name(const DwPwSetup& s) {
   return ops::to_string(s.form) + (s.tiles ? " tp" + std::to_string(s.tiles) : "");
-}
-
-const char* op_of(const DwPwSetup& s) {
-  return s.residual ? "q8ta_conv2d_dw_pw_add" : "q8ta_conv2d_dw_pw";
 }
 
 void add_case(Registry& registry, const std::string& prefix, const DwPwSetup& s, bool accu) {
@@ -234,6 +269,7 @@ void register_accu(Registry& registry) {
   int index = 0;
   for (const Shape& sh : shapes) {
     for (const bool add : {false, true}) {
+      for (const int64_t c_x : {int64_t{0}, sh.c % 3 + 5}) {
       for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
         DwPwSetup s;
         s.n = sh.n, s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.k = sh.k;
@@ -245,9 +281,12 @@ void register_accu(Registry& registry) {
         s.form = form;
         // Every other shape's fused form with a tile count off its tile grid.
         s.tiles = form == DepthwisePointwiseForm::Fused && index % 4 == 2 ? 3 : 0;
+        s.c_x = c_x;  // expansions from 5, 6 or 7 channels
+        s.expanded = mids[(index + 1) % 3];
         s.seed = 9000 + uint32_t(index);
         add_case(registry, "", s, true);
         ++index;
+      }
       }
     }
   }
@@ -260,24 +299,35 @@ void register_accu(Registry& registry) {
   s.n_out = 40;
   s.residual.reset();
   add_case(registry, "", s, true);
+  // With refinenet_lite's expansion 24 -> 96.
+  s.c_x = 24;
+  s.n_out = 24;
+  add_case(registry, "", s, true);
 }
 
 // refinenet_lite's four sites (1x24x128x72 expanded to 96, depthwise 3x3 at stride 1 then 2,
-// projected to 24) and MobileNetV2's projection shapes at 224, both forms and a few tile counts.
+// projected to 24) and MobileNetV2's projection shapes at 224, both forms and a few tile counts;
+// the expansions of refinenet_lite and of MobileNetV2's narrow blocks too.
 void register_perf(Registry& registry) {
   struct Shape {
     int64_t c, h, w, n_out;
     int32_t stride;
+    int64_t c_x;
   };
-  const Shape shapes[] = {{96, 128, 72, 24, 1}, {96, 128, 72, 24, 2}, {96, 64, 36, 24, 2},
-                          {96, 32, 18, 24, 2},  {144, 56, 56, 24, 1}, {192, 28, 28, 32, 1},
-                          {576, 14, 14, 96, 1}, {960, 7, 7, 160, 1}};
+  const Shape shapes[] = {
+      {96, 128, 72, 24, 1, 0},  {96, 128, 72, 24, 2, 0},  {96, 64, 36, 24, 2, 0},
+      {96, 32, 18, 24, 2, 0},   {144, 56, 56, 24, 1, 0},  {192, 28, 28, 32, 1, 0},
+      {576, 14, 14, 96, 1, 0},  {960, 7, 7, 160, 1, 0},   {96, 128, 72, 24, 1, 24},
+      {96, 128, 72, 24, 2, 24}, {96, 64, 36, 24, 2, 24},  {96, 32, 18, 24, 2, 24},
+      {144, 56, 56, 24, 1, 24}, {192, 28, 28, 32, 1, 32}};
   for (const Shape& sh : shapes) {
     for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
       for (const int32_t tiles : {0, 2, 8}) {
         if (form == DepthwisePointwiseForm::Split && tiles != 0) continue;
+        if (sh.c_x && tiles == 8) continue;
         DwPwSetup s;
         s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.stride = sh.stride;
+        s.c_x = sh.c_x;
         s.form = form;
         s.tiles = tiles;
         s.accu = false;

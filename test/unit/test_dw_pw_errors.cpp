@@ -116,5 +116,44 @@ TEST_F(DwPwChecks, TooManyChannelsForTheFusedKernelAreUnsupported) {
   expect_error(s, ctx(), ErrorCode::Unsupported, "1028 depthwise channels exceed");
 }
 
+// q8ta_conv2d_pw_dw_pw: a 1x1 expansion 3 -> 8 before the same depthwise and 1x1.
+DwPwSetup expanded_setup(std::vector<int8_t>& expand_weight) {
+  DwPwSetup s;
+  s.in = int8_spec({1, 3, 6, 5});
+  expand_weight.assign(8 * 3, 1);
+  s.p.expansion = vkd::ops::DepthwiseExpansion{
+      Conv2dWeights{expand_weight.data(), s.scales.data(), nullptr, 8, 3, 1, 1},
+      vkd::ops::QuantParams{0.02f, 4, -128, 127}, -128, 127};
+  return s;
+}
+
+TEST_F(DwPwChecks, AnExpansionBuildsInBothForms) {
+  std::vector<int8_t> ew;
+  for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
+    DwPwSetup s = expanded_setup(ew);
+    s.p.form = form;
+    EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
+  }
+}
+
+TEST_F(DwPwChecks, TheExpansionWeightsMustBeOneByOneOverTheInput) {
+  std::vector<int8_t> ew;
+  DwPwSetup s = expanded_setup(ew);
+  s.p.expansion->weights.in_per_group = 4;
+  ew.resize(8 * 4);
+  s.p.expansion->weights.weight = ew.data();
+  expect_op_error(s, ctx(), "q8ta_conv2d_pw_dw_pw", "must be [C, 3, 1, 1]",
+                  ErrorCode::InvalidArgument);
+}
+
+TEST_F(DwPwChecks, AnEmptyExpansionActivationRangeIsRefused) {
+  std::vector<int8_t> ew;
+  DwPwSetup s = expanded_setup(ew);
+  s.p.expansion->activation_min = 3;
+  s.p.expansion->activation_max = 2;
+  expect_op_error(s, ctx(), "q8ta_conv2d_pw_dw_pw", "expansion: activation range [3, 2]",
+                  ErrorCode::InvalidArgument);
+}
+
 }  // namespace
 }  // namespace vkd_test

@@ -41,10 +41,15 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   }
   // q8ta_conv2d_dw_pw[_add]: a 3x3 depthwise over the 5 channels (stride, padding, dilation
   // 1), then a 1x1 5 -> 3; the added tensor has the output's sizes.
-  if (op.name.rfind("q8ta_conv2d_dw_pw", 0) == 0) {
-    if (a.name == "dw_weight") return {5, 1, 3, 3};
-    if (a.name == "dw_weight_scales" || a.name == "dw_bias") return {5};
-    if (a.name == "weight") return {3, 5, 1, 1};
+  // q8ta_conv2d_pw_dw_pw[_add]: a 1x1 expansion 5 -> 8 first, then the same over 8 channels.
+  const bool expanded = op.name.rfind("q8ta_conv2d_pw_dw_pw", 0) == 0;
+  if (expanded || op.name.rfind("q8ta_conv2d_dw_pw", 0) == 0) {
+    const int64_t c = expanded ? 8 : 5;
+    if (a.name == "expand_weight") return {8, 5, 1, 1};
+    if (a.name == "expand_weight_scales" || a.name == "expand_bias") return {8};
+    if (a.name == "dw_weight") return {c, 1, 3, 3};
+    if (a.name == "dw_weight_scales" || a.name == "dw_bias") return {c};
+    if (a.name == "weight") return {3, c, 1, 1};
   }
   if (op.name == "q8ta_linear_add" && a.name == "other") return {1, 5, 6, 3};
   if (conv && a.name == "weight") return {3, 5, 3, 3};
