@@ -20,6 +20,9 @@
 //      (upscale_factor 1) reads, with the parameters it was written with, and that 1x1 =>
 //      q8ta_conv2d_dw_pw / q8ta_conv2d_dw_pw_add (fusion/DepthwisePointwise.cpp; joined once
 //      every pattern was matched, so after the residual add joined the 1x1)
+//    a plain 1x1 q8ta_conv2d whose int8 output only such a q8ta_conv2d_dw_pw[_add] reads, as
+//      its input, with the parameters it was written with, and that op =>
+//      q8ta_conv2d_pw_dw_pw / q8ta_conv2d_pw_dw_pw_add (the same unit, right after)
 //    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
 //      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
 //      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
@@ -82,6 +85,9 @@ PassReport sink_dequantize(Graph& g);
 //   "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' (node 6..8):
 //    q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' (8 channels) is not written" (or "not
 //    fused: depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' (node 6..8): <why>")
+//   "fused 1x1 expansion q8ta_conv2d 'eq' (node 2..4) into q8ta_conv2d_dw_pw 'yq' (node
+//    5..11): q8ta_conv2d_pw_dw_pw reads 'xq' and writes 'yq'; 'eq' (8 channels) is not
+//    written" (or "not fused: 1x1 expansion ...: <why>")
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its

@@ -78,8 +78,11 @@ void fuse_dequantize(FuseState& state, int anchor);
 // Each committed depthwise q8ta_conv2d match whose int8 output only a committed 1x1
 // q8ta_conv2d / q8ta_conv2d_add (upscale_factor 1) match reads, with the parameters it was
 // written with, merges into that match, which becomes q8ta_conv2d_dw_pw / q8ta_conv2d_dw_pw_add
-// (DepthwisePointwise.cpp; reported either way). Run once every pattern was matched (the 1x1
-// has taken its residual add by then), before the matches are applied.
+// (DepthwisePointwise.cpp; reported either way). Then each committed plain 1x1 q8ta_conv2d
+// match whose int8 output only such a merged match reads, as its input, with the parameters it
+// was written with, merges into it too: q8ta_conv2d_pw_dw_pw / q8ta_conv2d_pw_dw_pw_add. Run
+// once every pattern was matched (the 1x1 has taken its residual add by then), before the
+// matches are applied.
 void join_depthwise_pointwise(FuseState& state);
 
 // The quantize at node `anchor` whose float input nothing else reads joins the load of the

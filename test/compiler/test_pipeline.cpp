@@ -350,13 +350,16 @@ TEST(Pipeline, InPlaceReportNamesFreeCatsAndViews) {
 }
 
 
-// A depthwise 3x3 and the 1x1 reading it, from JSON to a blob: one q8ta_conv2d_dw_pw, its
-// tensors in 4W4C (the only placement it takes), the blob read back through the validating
-// deserializer with the schema's 21 arguments; under --partition the same op lands in the
-// partition before the host step.
-TEST(Pipeline, DepthwisePointwiseCompilesToABlob) {
+// A depthwise 3x3 over 8 channels of [1, 8, 4, 4] and the 1x1 8 -> 8 reading it, [after a
+// 1x1 expansion 4 -> 8 of 'xq' [1, 4, 4, 4],] [then a host op].
+std::string depthwise_pointwise_json(bool expand, bool host_step) {
   const std::string dqc = "quantized_decomposed.dequantize_per_channel";
-  const std::string wq = "{\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, \"dtype\": \"int8\"}";
+  const std::string wq =
+      "{\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, \"dtype\": \"int8\"}";
+  auto weight_dq = [&](const std::string& w) {
+    return "{\"op\": \"" + dqc + "\", \"inputs\": [\"" + w + "\", \"" + w + "s\"], \"args\": " +
+           wq + ", \"outputs\": [\"" + w + "f\"]}, ";
+  };
   auto conv = [](const std::string& in, const std::string& w, const std::string& out,
                  int padding, int groups) {
     const std::string p = std::to_string(padding);
@@ -365,50 +368,80 @@ TEST(Pipeline, DepthwisePointwiseCompilesToABlob) {
            "], \"dilation\": [1, 1], \"transposed\": false, \"output_padding\": [0, 0], "
            "\"groups\": " + std::to_string(groups) + "}, \"outputs\": [\"" + out + "\"]}";
   };
-  auto graph = [&](bool host_step) {
-    return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"" +
-           std::string(host_step ? "f" : "y") + "\"],"
-           " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]},"
-           "  \"dw\": {\"dtype\": \"int8\", \"shape\": [8, 1, 3, 3], \"data\": \"dw\"},"
-           "  \"dws\": {\"dtype\": \"float32\", \"shape\": [8], \"data\": \"dws\"},"
-           "  \"pw\": {\"dtype\": \"int8\", \"shape\": [8, 8, 1, 1], \"data\": \"pw\"},"
-           "  \"pws\": {\"dtype\": \"float32\", \"shape\": [8], \"data\": \"pws\"}" +
-           std::string(host_step ? ", \"f\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}"
-                                 : "") +
-           "}, \"nodes\": [" + node(kDq, "xq", q_args(0.5, 1), "x") + ", " +
-           "{\"op\": \"" + dqc + "\", \"inputs\": [\"dw\", \"dws\"], \"args\": " + wq +
-           ", \"outputs\": [\"dwf\"]}, " + conv("x", "dwf", "m", 1, 8) + ", " +
-           node(kQ, "m", q_args(0.25, -3), "mq") + ", " + node(kDq, "mq", q_args(0.25, -3), "mf") +
-           ", " + "{\"op\": \"" + dqc + "\", \"inputs\": [\"pw\", \"pws\"], \"args\": " + wq +
-           ", \"outputs\": [\"pwf\"]}, " + conv("mf", "pwf", "p", 0, 1) + ", " +
-           node(kQ, "p", q_args(0.125, 2), "y") +
-           (host_step ? ", " + node("aten.frobnicate", "y", "{}", "f") : "") + "]}";
+  auto weight_values = [](const std::string& w, const std::string& shape) {
+    return ", \"" + w + "\": {\"dtype\": \"int8\", \"shape\": " + shape + ", \"data\": \"" + w +
+           "\"}, \"" + w + "s\": {\"dtype\": \"float32\", \"shape\": [8], \"data\": \"" + w +
+           "s\"}";
   };
-  const SafetensorsFile weights = SafetensorsFile::from_bytes(
-      serialize_safetensors({{"dw", "I8", {8, 1, 3, 3}, i8_ramp(72)},
-                             {"dws", "F32", {8}, f32(std::vector<float>(8, 0.01f))},
-                             {"pw", "I8", {8, 8, 1, 1}, i8_ramp(64)},
-                             {"pws", "F32", {8}, f32(std::vector<float>(8, 0.02f))}}),
-      "weights");
-  const CompileResult r = compile_graph(parse_graph(graph(false), "test", &weights), {});
+  // The expansion writes 'eq', which the depthwise reads; without it the depthwise reads 'xq'.
+  const std::string dw_in = expand ? "eq" : "xq";
+  std::string nodes;
+  if (expand) {
+    nodes = node(kDq, "xq", q_args(0.5, 1), "xi") + ", " + weight_dq("ew") +
+            conv("xi", "ewf", "e", 0, 1) + ", " + node(kQ, "e", q_args(0.375, -2), "eq") + ", ";
+  }
+  nodes += node(kDq, dw_in, expand ? q_args(0.375, -2) : q_args(0.5, 1), "x") + ", " +
+           weight_dq("dw") + conv("x", "dwf", "m", 1, 8) + ", " +
+           node(kQ, "m", q_args(0.25, -3), "mq") + ", " +
+           node(kDq, "mq", q_args(0.25, -3), "mf") + ", " + weight_dq("pw") +
+           conv("mf", "pwf", "p", 0, 1) + ", " + node(kQ, "p", q_args(0.125, 2), "y") +
+           (host_step ? ", " + node("aten.frobnicate", "y", "{}", "f") : "");
+  return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"" +
+         std::string(host_step ? "f" : "y") + "\"], \"values\": {\"xq\": {\"dtype\": \"int8\", "
+         "\"shape\": [1, " + (expand ? "4" : "8") + ", 4, 4]}" +
+         weight_values("dw", "[8, 1, 3, 3]") + weight_values("pw", "[8, 8, 1, 1]") +
+         (expand ? weight_values("ew", "[8, 4, 1, 1]") : "") +
+         (host_step ? ", \"f\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" : "") +
+         "}, \"nodes\": [" + nodes + "]}";
+}
+
+SafetensorsFile depthwise_pointwise_weights(bool expand) {
+  std::vector<SafetensorsTensor> entries = {
+      {"dw", "I8", {8, 1, 3, 3}, i8_ramp(72)},
+      {"dws", "F32", {8}, f32(std::vector<float>(8, 0.01f))},
+      {"pw", "I8", {8, 8, 1, 1}, i8_ramp(64)},
+      {"pws", "F32", {8}, f32(std::vector<float>(8, 0.02f))}};
+  if (expand) {
+    entries.push_back({"ew", "I8", {8, 4, 1, 1}, i8_ramp(32)});
+    entries.push_back({"ews", "F32", {8}, f32(std::vector<float>(8, 0.03f))});
+  }
+  return SafetensorsFile::from_bytes(serialize_safetensors(entries), "weights");
+}
+
+// The graph compiles to the one op `op`, its tensors in 4W4C (the only placement it takes), the
+// blob read back through the validating deserializer with the schema's `args` arguments; under
+// --partition the same op lands in the partition before the host step.
+void expect_depthwise_pointwise_blob(bool expand, const std::string& op, size_t args) {
+  const SafetensorsFile weights = depthwise_pointwise_weights(expand);
+  const CompileResult r =
+      compile_graph(parse_graph(depthwise_pointwise_json(expand, false), "test", &weights), {});
   ASSERT_TRUE(r.ok()) << format_report(r);
-  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_conv2d_dw_pw"}))
-      << format_report(r);
+  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{op})) << format_report(r);
   for (const char* v : {"xq", "y"}) {
     EXPECT_EQ(r.graph.value(v).layout, vkd::MemoryLayout::PackedInt8_4W4C) << v;
   }
   const auto table = vkd::schema::kernel_signatures();
   const auto blob = vkd::serialization::deserialize(r.blob, &table);
   ASSERT_EQ(blob.ops.size(), 1u);
-  EXPECT_EQ(blob.ops[0].name, "q8ta_conv2d_dw_pw");
-  EXPECT_EQ(blob.ops[0].args.size(), 21u);
+  EXPECT_EQ(blob.ops[0].name, op);
+  EXPECT_EQ(blob.ops[0].args.size(), args);
 
-  const PartitionedResult p =
-      compile_partitioned(parse_graph(graph(true), "test", &weights), {});
+  const PartitionedResult p = compile_partitioned(
+      parse_graph(depthwise_pointwise_json(expand, true), "test", &weights), {});
   EXPECT_EQ(host_ops(p), std::vector<std::string>{"aten.frobnicate"});
   ASSERT_EQ(p.parts.size(), 1u);
-  EXPECT_EQ(ops_of(p.parts[0].graph), (std::vector<std::string>{"q8ta_conv2d_dw_pw"}));
+  EXPECT_EQ(ops_of(p.parts[0].graph), (std::vector<std::string>{op}));
   expect_valid_blobs(p);
+}
+
+// A depthwise 3x3 and the 1x1 reading it, from JSON to a blob: q8ta_conv2d_dw_pw, 21 arguments.
+TEST(Pipeline, DepthwisePointwiseCompilesToABlob) {
+  expect_depthwise_pointwise_blob(false, "q8ta_conv2d_dw_pw", 21);
+}
+
+// The 1x1 expansion before them joins too: q8ta_conv2d_pw_dw_pw, 28 arguments.
+TEST(Pipeline, ExpansionDepthwisePointwiseCompilesToABlob) {
+  expect_depthwise_pointwise_blob(true, "q8ta_conv2d_pw_dw_pw", 28);
 }
 
 }  // namespace
