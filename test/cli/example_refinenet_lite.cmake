@@ -2,7 +2,7 @@
 # the graph, weights and input; `vkd compile --report` compiles it; the compiled graph must have
 # every pattern fused (the pixel shuffles, residual adds and the last dequantize into the
 # convolutions' stores, the first quantize into the stem convolution's load, each depthwise
-# convolution with the 1x1 after it) and no conversion node
+# convolution with the 1x1 convolutions before and after it) and no conversion node
 # (q8ta_convert / float_convert) next to a pixel shuffle; `vkd run --check` then compares every
 # named tensor and the float logits with the CPU reference interpreter (int8 exactly, float32
 # within 1e-5 relative); the same graph compiled with --no-fuse-epilogue gives the same logits,
@@ -79,14 +79,15 @@ endforeach()
 list(LENGTH nodes node_count)
 
 # Every quantized pattern of the graph is fused: the stem conv quantizing the float input on
-# load, 4 conv, 1 conv writing its output pixel-shuffled, 3 pixel-shuffled conv adding a
-# residual tensor in their store, the 4 depthwise convs each with the 1x1 reading its output
-# (one of them adding the residual), the head conv dequantizing its output in its store, no
-# standalone quantize, add, shuffle or dequantize, and nothing else but conversions (counted
-# below).
-foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;4" "q8ta_conv2d_ps;1"
-             "q8ta_conv2d_add;3" "q8ta_conv2d_dw_pw;3" "q8ta_conv2d_dw_pw_add;1"
-             "q8ta_conv2d_q_dq;1" "q8ta_add;0" "q8ta_pixel_shuffle;0" "q8ta_dequantize;0")
+# load, 1 conv writing its output pixel-shuffled, 3 pixel-shuffled conv adding a residual
+# tensor in their store, the 4 inverted-residual blocks (1x1 expansion, depthwise, 1x1) each
+# one op (one of them adding the residual), the head conv dequantizing its output in its store,
+# no plain conv, no standalone quantize, add, shuffle or dequantize, and nothing else but
+# conversions (counted below).
+foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;0" "q8ta_conv2d_ps;1"
+             "q8ta_conv2d_add;3" "q8ta_conv2d_dw_pw;0" "q8ta_conv2d_dw_pw_add;0"
+             "q8ta_conv2d_pw_dw_pw;3" "q8ta_conv2d_pw_dw_pw_add;1" "q8ta_conv2d_q_dq;1"
+             "q8ta_add;0" "q8ta_pixel_shuffle;0" "q8ta_dequantize;0")
   list(GET pair 0 op)
   list(GET pair 1 want)
   set(got 0)
@@ -110,6 +111,12 @@ string(CONCAT dw_pw_line "fused depthwise q8ta_conv2d 'skip1_d' \\([^)]*\\) into
        "'skip1'; 'skip1_d' \\(96 channels\\) is not written\n")
 if(NOT report MATCHES "${dw_pw_line}")
   message(FATAL_ERROR "vkd compile --report: no line for the first depthwise -> 1x1 block")
+endif()
+string(CONCAT expansion_line "fused 1x1 expansion q8ta_conv2d 'skip1_e' \\([^)]*\\) into "
+       "q8ta_conv2d_dw_pw_add 'skip1' \\([^)]*\\): q8ta_conv2d_pw_dw_pw_add reads 'stem' and "
+       "writes 'skip1'; 'skip1_e' \\(96 channels\\) is not written\n")
+if(NOT report MATCHES "${expansion_line}")
+  message(FATAL_ERROR "vkd compile --report: no line for the first block's expansion")
 endif()
 
 # Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output
@@ -161,7 +168,8 @@ if(NOT EXISTS "${WORK}/out/logits.npy")
 endif()
 
 # Without the epilogue fusions: q8ta_quantize -> q8ta_conv2d, q8ta_conv2d -> q8ta_pixel_shuffle
-# and -> q8ta_dequantize, the depthwise and the 1x1 convolutions apart again, the same logits.
+# and -> q8ta_dequantize, the expansion, depthwise and 1x1 convolutions apart again, the same
+# logits.
 run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
     -o unfused.vkd --report --no-fuse-epilogue)
 expect_exit(0 "vkd compile --no-fuse-epilogue")
@@ -181,6 +189,8 @@ expect_stdout("${dw_pw_apart}"
               "vkd compile --no-fuse-epilogue: the last depthwise -> 1x1 is not reported apart")
 expect_stdout("\n  q8ta_conv2d\\(skip1_e, [^)]*\\) -> skip1_d\n"
               "vkd compile --no-fuse-epilogue: the first depthwise conv is not its own op")
+expect_stdout("\n  q8ta_conv2d\\(stem, [^)]*\\) -> skip1_e\n"
+              "vkd compile --no-fuse-epilogue: the first expansion conv is not its own op")
 file(MAKE_DIRECTORY "${WORK}/unfused")
 run("${VKD}" run unfused.vkd --input x=image.npy --output-dir unfused)
 expect_exit(0 "vkd run unfused.vkd")
