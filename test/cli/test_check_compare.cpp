@@ -149,25 +149,35 @@ TEST(CheckCompare, TiesRoundedTheOtherWay) {
   EXPECT_FALSE(rounded_the_other_way(g.nodes[2], values).has_value());
 }
 
+// One int8 (de)quantize node of the graph IR, zero point 0.
+std::string quant(const std::string& op, const std::string& in, const std::string& out,
+                  const std::string& scale) {
+  return R"({"op": "quantized_decomposed.)" + op + R"(", "inputs": [")" + in +
+         R"("], "args": {"scale": )" + scale +
+         R"(, "zero_point": 0, "quant_min": -128, "quant_max": 127, "dtype": "int8"},
+          "outputs": [")" + out + R"("]})";
+}
+
+// dq (scale `in_scale`) of `in`, times `factor`, q (scale `out_scale`) into `out`: one int8
+// step of a fused region (`in`_d and `in`_m between).
+std::string scaled_step(const std::string& in, const std::string& in_scale,
+                        const std::string& factor, const std::string& out,
+                        const std::string& out_scale) {
+  return quant("dequantize_per_tensor", in, in + "_d", in_scale) +
+         R"(, {"op": "aten.mul.Scalar", "inputs": [")" + in + R"(_d"], "args": {"other": )" +
+         factor + R"(}, "outputs": [")" + in + R"(_m"]}, )" +
+         quant("quantize_per_tensor", in + "_m", out, out_scale);
+}
+
 TEST(CheckCompare, ATieInsideAFusedRegionReachesItsResult) {
   // x -> q (0.5) 'xq' -> dq -> mul by 3 -> q (1, 0) 'y', the device exposing nothing between
   // (one fused op): x = 0.25 is a tie in xq (0, or 1), so y is 0, or 2 (3 * 0.5 = 1.5 rounds to
   // even); x = 1 is no tie (y = 3).
-  // One int8 (de)quantize node of the graph IR, zero point 0.
-  const auto quant = [](const std::string& op, const std::string& in, const std::string& out,
-                        const std::string& scale) {
-    return R"({"op": "quantized_decomposed.)" + op + R"(", "inputs": [")" + in +
-           R"("], "args": {"scale": )" + scale +
-           R"(, "zero_point": 0, "quant_min": -128, "quant_max": 127, "dtype": "int8"},
-            "outputs": [")" + out + R"("]})";
-  };
   const std::string text =
       R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
            "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}}, "nodes": [)" +
       quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
-      quant("dequantize_per_tensor", "xq", "xd", "0.5") + ", " +
-      R"({"op": "aten.mul.Scalar", "inputs": ["xd"], "args": {"other": 3.0}, "outputs": ["m"]},)" +
-      quant("quantize_per_tensor", "m", "y", "1.0") + "]}";
+      scaled_step("xq", "0.5", "3.0", "y", "1.0") + "]}";
   const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
   const compiler::Graph sub = region_graph(g, region_of(g, "y", {}), "y");
   const auto values =
@@ -189,6 +199,36 @@ TEST(CheckCompare, ATieInsideAFusedRegionReachesItsResult) {
   EXPECT_EQ(compare_tensors(device(3, 3), ref, pre, alts).mismatches, 1u);
   EXPECT_EQ(compare_tensors(device(0, 4), ref, pre, alts).mismatches, 1u);
   EXPECT_EQ(compare_tensors(device(2, 3), ref, pre).mismatches, 1u);
+}
+
+TEST(CheckCompare, ATieInTheFirstOfTwoHiddenValuesReachesTheResult) {
+  // x -> q (0.5) 'xq' -> dq, * 3 -> q (1) 'mq' -> dq, * 2 -> q (1) 'y', the device exposing
+  // nothing between (q8ta_conv2d_pw_dw_pw keeps its expansion's and its depthwise's outputs):
+  // x = 0.25 is a tie in xq (0, or 1), so mq is 0, or 2 (1.5 rounds to even), and y 0, or 4;
+  // mq itself has no tie in the reference, so xq's is the one alternative.
+  const std::string text =
+      R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
+           "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}}, "nodes": [)" +
+      quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
+      scaled_step("xq", "0.5", "3.0", "mq", "1.0") + ", " +
+      scaled_step("mq", "1.0", "2.0", "y", "1.0") + "]}";
+  const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
+  const compiler::Graph sub = region_graph(g, region_of(g, "y", {}), "y");
+  const auto values =
+      compiler::interpret(sub, {{"x", HostTensor::from_floats({1, 1, 1, 2}, {0.25f, 1.0f})}});
+  const HostTensor& ref = values.at("y");
+  EXPECT_EQ(ref.to_int8(), (std::vector<int8_t>{0, 6}));
+  const std::vector<HostTensor> alts = tie_alternatives(sub, "y", values);
+  ASSERT_EQ(alts.size(), 1u);
+  EXPECT_EQ(alts[0].to_int8(), (std::vector<int8_t>{4, 6}));
+  const std::vector<double> pre = rounding_of(sub, "y", values);
+  auto device = [](int8_t a) { return HostTensor::from_int8({1, 1, 1, 2}, {a, 6}); };
+  for (int8_t y0 : {4, 2}) {
+    const Comparison c = compare_tensors(device(y0), ref, pre, alts);
+    EXPECT_EQ(c.fused_ties, 1u);
+    EXPECT_FALSE(c.differs());
+  }
+  EXPECT_EQ(compare_tensors(device(5), ref, pre, alts).mismatches, 1u);
 }
 
 TEST(CheckCompare, TieTolerance) {

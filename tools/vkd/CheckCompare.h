@@ -87,11 +87,12 @@ std::optional<compiler::HostTensor> rounded_the_other_way(
 
 // The region graph `sub` (region_graph) of `target`, run by the interpreter into `values`, may
 // hold quantizes whose int8 output the device does not expose (what a fused op keeps to itself:
-// the depthwise output inside q8ta_conv2d_dw_pw, the conv value inside q8ta_conv2d_add). The
-// device may round such a value on the other side of a tie, and the difference then reaches
-// `target` through the rest of the region, where it is no tie. One reference of `target` per
-// such quantize with ties (rounded_the_other_way), recomputed from there; none for target's own
-// quantize, whose ties compare_tensors sees.
+// the depthwise output inside q8ta_conv2d_dw_pw, the expansion's and the depthwise's inside
+// q8ta_conv2d_pw_dw_pw, the conv value inside q8ta_conv2d_add). The device may round such a
+// value on the other side of a tie, and the difference then reaches `target` through the rest
+// of the region (later hidden values recomputed), where it is no tie. One reference of `target`
+// per such quantize with ties (rounded_the_other_way), recomputed from there; none for target's
+// own quantize, whose ties compare_tensors sees.
 std::vector<compiler::HostTensor> tie_alternatives(
     const compiler::Graph& sub, const std::string& target,
     const std::map<std::string, compiler::HostTensor>& values);
