@@ -155,20 +155,32 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
                                            : DepthwisePointwiseForm::Fused;
 }
 
-// With an expansion, a workgroup's TP tiles lie in one output row: the row's tiles in as few
-// blocks of at most 8 as divide it evenly (18 tiles: 3 x 6), fewer while the window and mid do
-// not fit `shared_bytes` (0 when even one tile does not).
+// With an expansion, a workgroup's TP tiles lie in one output row: 2 as asked, fewer while the
+// window and mid do not fit `shared_bytes` (0 when even one tile does not). More tiles share
+// more of the window (less halo recomputed) but leave fewer workgroups: H100, us, TP 2 / the
+// row in blocks of up to 8 (6 or 5): 1x24x128x72 e96 k3 s1 -> 24 18.98 / 20.61, s2 15.81 /
+// 23.71; 1x24x64x36 e96 s2 14.50 / 22.78; 1x24x56x56 e144 -> 24 16.22 / 25.31.
 int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Conv2dWeights& dw,
-                                     int64_t c4, int64_t w4_out, uint32_t shared_bytes) {
+                                     int64_t c4, uint32_t shared_bytes) {
   const Conv2dGeometry& g = p.geometry;
   auto bytes = [&](int64_t tp) {
     const int64_t win_w = (4 * tp - 1) * g.stride_w + (dw.kw - 1) * g.dilation_w + 1;
     return 4 * dw.kh * win_w * c4 + 16 * tp * c4;
   };
-  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup
-                                         : div_up(w4_out, div_up(w4_out, int64_t{8}));
+  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup : 2;
   while (tp > 0 && bytes(tp) > int64_t(shared_bytes)) --tp;
   return tp;
+}
+
+// Whether Auto runs an expansion inside the fused kernel: its window recomputes the expansion
+// (C_x x C products per window pixel) for every output row's KH input rows and each workgroup's
+// halo, which pays for the dispatch and the expanded tensor's round trip it saves only while
+// that product is small. H100, us, fused (TP 2) / expansion then the fused depthwise -> 1x1
+// (each dispatch timed alone): 24 x 96 (refinenet_lite) 1x24x128x72 s1 18.98 / 19.33, s2
+// 15.81 / 18.21, 1x24x32x18 s2 14.24 / 16.00; 24 x 144 1x24x56x56 16.22 / 17.18; but 32 x 192
+// 1x32x28x28 18.94 / 16.03.
+bool prefer_fused_expansion(const DepthwiseExpansion& e) {
+  return e.weights.in_per_group * e.weights.out_channels <= 4096;
 }
 
 // Appends push-constant member `value` (the kernel's Params members follow one another).
@@ -290,10 +302,11 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
   };
   const int64_t c4 = div_up(d_mid.c, 4);
   if (p.expansion) {
-    const int64_t tp = form == DepthwisePointwiseForm::Fused
-                           ? expanded_tiles_per_workgroup(p, depthwise, c4, div_up(d_mid.w, 4),
-                                                          graph.profile().max_shared_memory_bytes)
-                           : 0;
+    const bool fuse = p.form == DepthwisePointwiseForm::Fused ||
+                      (form == DepthwisePointwiseForm::Fused && prefer_fused_expansion(*p.expansion));
+    const int64_t tp = fuse ? expanded_tiles_per_workgroup(p, depthwise, c4,
+                                                           graph.profile().max_shared_memory_bytes)
+                            : 0;
     VKD_CHECK(tp > 0 || p.form != DepthwisePointwiseForm::Fused, ErrorCode::Unsupported, op,
               ": the fused kernel's window of ", d_mid.c, " channels does not fit the device's ",
               graph.profile().max_shared_memory_bytes, " bytes of shared memory");

@@ -16,9 +16,10 @@
 // q8ta_conv2d_pw_dw_pw / _add: the same after a 1x1 expansion q8ta_conv2d (weights [C, C_in, 1,
 // 1], stride 1, no padding, groups 1) whose int8 output only the depthwise reads (a MobileNetV2
 // inverted-residual block). Fused: one dispatch, the expansion computed into shared memory for
-// each workgroup's output row (its halo recomputed); Split (or a fused kernel that would not fit
-// the device's shared memory under Auto): the expansion into an intermediate tensor, then the
-// depthwise -> 1x1 op by its own rule.
+// each workgroup's output row (its halo recomputed); Split: the expansion into an intermediate
+// tensor, then the depthwise -> 1x1 op by its own rule; Auto: Fused where the depthwise -> 1x1
+// would be, the expansion small (C_in x C <= 4096, measured) and the window fits the device's
+// shared memory, else Split.
 #pragma once
 
 #include <cstdint>

@@ -177,8 +177,9 @@ class DwPwCase : public CaseInstance {
         ops::add_q8ta_conv2d_dw_pw_node(g, in_ref_, dw_.view(), pw_.view(), out_ref_, p_);
     const DepthwisePointwiseForm want =
         s_.form != DepthwisePointwiseForm::Auto ? s_.form
-        : g.profile().cpu_kernels || s_.n_out > 32 ? DepthwisePointwiseForm::Split
-                                                   : DepthwisePointwiseForm::Fused;
+        : g.profile().cpu_kernels || s_.n_out > 32 || s_.c_x * s_.c > 4096
+            ? DepthwisePointwiseForm::Split
+            : DepthwisePointwiseForm::Fused;
     const size_t dispatches = g.nodes().size() - before;
     VKD_CHECK(taken == want && dispatches >= 1 &&
                   (taken == DepthwisePointwiseForm::Fused) == (dispatches == 1),
@@ -279,8 +280,8 @@ void register_accu(Registry& registry) {
         s.out = outs[(index / 3) % 3];
         if (add) s.residual = OutputQuant{"relu", -30, -30, 127};
         s.form = form;
-        // Every other shape's fused form with a tile count off its tile grid.
-        s.tiles = form == DepthwisePointwiseForm::Fused && index % 4 == 2 ? 3 : 0;
+        // A third of the fused cases with a tile count off their tile grid.
+        s.tiles = form == DepthwisePointwiseForm::Fused && (index / 2) % 3 == 1 ? 3 : 0;
         s.c_x = c_x;  // expansions from 5, 6 or 7 channels
         s.expanded = mids[(index + 1) % 3];
         s.seed = 9000 + uint32_t(index);
@@ -322,9 +323,9 @@ void register_perf(Registry& registry) {
       {144, 56, 56, 24, 1, 24}, {192, 28, 28, 32, 1, 32}};
   for (const Shape& sh : shapes) {
     for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
-      for (const int32_t tiles : {0, 2, 8}) {
+      for (const int32_t tiles : {0, 1, 2, 8}) {
         if (form == DepthwisePointwiseForm::Split && tiles != 0) continue;
-        if (sh.c_x && tiles == 8) continue;
+        if (sh.c_x ? tiles >= 2 : tiles == 1) continue;  // with an expansion the rule's is 2
         DwPwSetup s;
         s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.stride = sh.stride;
         s.c_x = sh.c_x;
