@@ -169,66 +169,68 @@ std::string scaled_step(const std::string& in, const std::string& in_scale,
          quant("quantize_per_tensor", in + "_m", out, out_scale);
 }
 
-TEST(CheckCompare, ATieInsideAFusedRegionReachesItsResult) {
-  // x -> q (0.5) 'xq' -> dq -> mul by 3 -> q (1, 0) 'y', the device exposing nothing between
-  // (one fused op): x = 0.25 is a tie in xq (0, or 1), so y is 0, or 2 (3 * 0.5 = 1.5 rounds to
-  // even); x = 1 is no tie (y = 3).
+// The whole region of 'y' of a graph whose float input x [1, 1, 1, 2] = {0.25, 1} goes through
+// `nodes` (the device exposing nothing between: one fused op), run by the interpreter: y's
+// reference, its pre-rounding values and its tie alternatives.
+struct FusedRegionRun {
+  HostTensor ref;
+  std::vector<double> pre;
+  std::vector<HostTensor> alts;
+};
+FusedRegionRun run_fused_region(const std::string& nodes) {
   const std::string text =
       R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
            "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}}, "nodes": [)" +
-      quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
-      scaled_step("xq", "0.5", "3.0", "y", "1.0") + "]}";
+      nodes + "]}";
   const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
   const compiler::Graph sub = region_graph(g, region_of(g, "y", {}), "y");
   const auto values =
       compiler::interpret(sub, {{"x", HostTensor::from_floats({1, 1, 1, 2}, {0.25f, 1.0f})}});
-  const HostTensor& ref = values.at("y");
-  EXPECT_EQ(ref.to_int8(), (std::vector<int8_t>{0, 3}));
-  const std::vector<HostTensor> alts = tie_alternatives(sub, "y", values);
-  ASSERT_EQ(alts.size(), 1u);  // xq's; y's own quantize has none
-  EXPECT_EQ(alts[0].to_int8(), (std::vector<int8_t>{2, 3}));
-  const std::vector<double> pre = rounding_of(sub, "y", values);
-  auto device = [](int8_t a, int8_t b) { return HostTensor::from_int8({1, 1, 1, 2}, {a, b}); };
+  return {values.at("y"), rounding_of(sub, "y", values), tie_alternatives(sub, "y", values)};
+}
+
+HostTensor device_y(int8_t a, int8_t b) { return HostTensor::from_int8({1, 1, 1, 2}, {a, b}); }
+
+// A device y = {y0, y1} whose first element follows from a tie inside the region: one fused
+// tie, no difference.
+void expect_fused_tie(const FusedRegionRun& r, int8_t y0, int8_t y1) {
+  const Comparison c = compare_tensors(device_y(y0, y1), r.ref, r.pre, r.alts);
+  EXPECT_EQ(c.fused_ties, 1u) << int(y0);
+  EXPECT_FALSE(c.differs()) << int(y0);
+}
+
+TEST(CheckCompare, ATieInsideAFusedRegionReachesItsResult) {
+  // x -> q (0.5) 'xq' -> dq -> mul by 3 -> q (1, 0) 'y': x = 0.25 is a tie in xq (0, or 1), so
+  // y is 0, or 2 (3 * 0.5 = 1.5 rounds to even); x = 1 is no tie (y = 3).
+  const FusedRegionRun r = run_fused_region(quant("quantize_per_tensor", "x", "xq", "0.5") +
+                                            ", " + scaled_step("xq", "0.5", "3.0", "y", "1.0"));
+  EXPECT_EQ(r.ref.to_int8(), (std::vector<int8_t>{0, 3}));
+  ASSERT_EQ(r.alts.size(), 1u);  // xq's; y's own quantize has none
+  EXPECT_EQ(r.alts[0].to_int8(), (std::vector<int8_t>{2, 3}));
   // The other side of the tie, or between (several ties in one element): fused ties.
-  for (int8_t y0 : {2, 1}) {
-    const Comparison c = compare_tensors(device(y0, 3), ref, pre, alts);
-    EXPECT_EQ(c.fused_ties, 1u);
-    EXPECT_FALSE(c.differs());
-  }
+  expect_fused_tie(r, 2, 3);
+  expect_fused_tie(r, 1, 3);
   // Past the alternative, or an element no tie reaches: real; without the alternatives too.
-  EXPECT_EQ(compare_tensors(device(3, 3), ref, pre, alts).mismatches, 1u);
-  EXPECT_EQ(compare_tensors(device(0, 4), ref, pre, alts).mismatches, 1u);
-  EXPECT_EQ(compare_tensors(device(2, 3), ref, pre).mismatches, 1u);
+  EXPECT_EQ(compare_tensors(device_y(3, 3), r.ref, r.pre, r.alts).mismatches, 1u);
+  EXPECT_EQ(compare_tensors(device_y(0, 4), r.ref, r.pre, r.alts).mismatches, 1u);
+  EXPECT_EQ(compare_tensors(device_y(2, 3), r.ref, r.pre).mismatches, 1u);
 }
 
 TEST(CheckCompare, ATieInTheFirstOfTwoHiddenValuesReachesTheResult) {
-  // x -> q (0.5) 'xq' -> dq, * 3 -> q (1) 'mq' -> dq, * 2 -> q (1) 'y', the device exposing
-  // nothing between (q8ta_conv2d_pw_dw_pw keeps its expansion's and its depthwise's outputs):
-  // x = 0.25 is a tie in xq (0, or 1), so mq is 0, or 2 (1.5 rounds to even), and y 0, or 4;
-  // mq itself has no tie in the reference, so xq's is the one alternative.
-  const std::string text =
-      R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
-           "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}}, "nodes": [)" +
+  // x -> q (0.5) 'xq' -> dq, * 3 -> q (1) 'mq' -> dq, * 2 -> q (1) 'y' (as
+  // q8ta_conv2d_pw_dw_pw keeps its expansion's and its depthwise's outputs): x = 0.25 is a tie
+  // in xq (0, or 1), so mq is 0, or 2 (1.5 rounds to even), and y 0, or 4; mq itself has no tie
+  // in the reference, so xq's is the one alternative.
+  const FusedRegionRun r = run_fused_region(
       quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
       scaled_step("xq", "0.5", "3.0", "mq", "1.0") + ", " +
-      scaled_step("mq", "1.0", "2.0", "y", "1.0") + "]}";
-  const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
-  const compiler::Graph sub = region_graph(g, region_of(g, "y", {}), "y");
-  const auto values =
-      compiler::interpret(sub, {{"x", HostTensor::from_floats({1, 1, 1, 2}, {0.25f, 1.0f})}});
-  const HostTensor& ref = values.at("y");
-  EXPECT_EQ(ref.to_int8(), (std::vector<int8_t>{0, 6}));
-  const std::vector<HostTensor> alts = tie_alternatives(sub, "y", values);
-  ASSERT_EQ(alts.size(), 1u);
-  EXPECT_EQ(alts[0].to_int8(), (std::vector<int8_t>{4, 6}));
-  const std::vector<double> pre = rounding_of(sub, "y", values);
-  auto device = [](int8_t a) { return HostTensor::from_int8({1, 1, 1, 2}, {a, 6}); };
-  for (int8_t y0 : {4, 2}) {
-    const Comparison c = compare_tensors(device(y0), ref, pre, alts);
-    EXPECT_EQ(c.fused_ties, 1u);
-    EXPECT_FALSE(c.differs());
-  }
-  EXPECT_EQ(compare_tensors(device(5), ref, pre, alts).mismatches, 1u);
+      scaled_step("mq", "1.0", "2.0", "y", "1.0"));
+  EXPECT_EQ(r.ref.to_int8(), (std::vector<int8_t>{0, 6}));
+  ASSERT_EQ(r.alts.size(), 1u);
+  EXPECT_EQ(r.alts[0].to_int8(), (std::vector<int8_t>{4, 6}));
+  expect_fused_tie(r, 4, 6);  // the other side of xq's tie
+  expect_fused_tie(r, 2, 6);  // between
+  EXPECT_EQ(compare_tensors(device_y(5, 6), r.ref, r.pre, r.alts).mismatches, 1u);
 }
 
 TEST(CheckCompare, TieTolerance) {
