@@ -155,19 +155,22 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
                                            : DepthwisePointwiseForm::Fused;
 }
 
-// With an expansion, a workgroup's TP tiles lie in one output row: 2 as asked, fewer while the
-// window and mid do not fit `shared_bytes` (0 when even one tile does not). More tiles share
-// more of the window (less halo recomputed) but leave fewer workgroups: H100, us, TP 2 / the
-// row in blocks of up to 8 (6 or 5): 1x24x128x72 e96 k3 s1 -> 24 18.98 / 20.61, s2 15.81 /
-// 23.71; 1x24x64x36 e96 s2 14.50 / 22.78; 1x24x56x56 e144 -> 24 16.22 / 25.31.
+// With an expansion, a workgroup's TP tiles lie in one output row: as asked, else 1, or 2 where
+// the output has more than 1024 tiles (more tiles per workgroup share more of the window, less
+// halo recomputed, but leave fewer workgroups); fewer while the window and mid do not fit
+// `shared_bytes` (0 when even one tile does not). H100, us, TP 1 / 2 / the row in blocks of up
+// to 8: 1x24x128x72 e96 k3 s1 -> 24 (2304 tiles) 26.72 / 18.98-19.14 / 20.61; s2 (576) 14.24 /
+// 15.81 / 23.71; 1x24x64x36 e96 s2 (160) 11.94 / 14.27-14.50 / 22.78; 1x24x32x18 s2 (48)
+// 11.97 / 14.24 / 16.38; 1x24x56x56 e144 s1 (784) 15.01 / 16.19 / 25.31; 1x32x28x28 e192 (196)
+// 15.33 / 18.94 / 37.57.
 int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Conv2dWeights& dw,
-                                     int64_t c4, uint32_t shared_bytes) {
+                                     int64_t c4, int64_t tiles, uint32_t shared_bytes) {
   const Conv2dGeometry& g = p.geometry;
   auto bytes = [&](int64_t tp) {
     const int64_t win_w = (4 * tp - 1) * g.stride_w + (dw.kw - 1) * g.dilation_w + 1;
     return 4 * dw.kh * win_w * c4 + 16 * tp * c4;
   };
-  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup : 2;
+  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup : tiles > 1024 ? 2 : 1;
   while (tp > 0 && bytes(tp) > int64_t(shared_bytes)) --tp;
   return tp;
 }
@@ -175,12 +178,12 @@ int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Co
 // Whether Auto runs an expansion inside the fused kernel: its window recomputes the expansion
 // (C_x x C products per window pixel) for every output row's KH input rows and each workgroup's
 // halo, which pays for the dispatch and the expanded tensor's round trip it saves only while
-// that product is small. H100, us, fused (TP 2) / expansion then the fused depthwise -> 1x1
-// (each dispatch timed alone): 24 x 96 (refinenet_lite) 1x24x128x72 s1 18.98 / 19.33, s2
-// 15.81 / 18.21, 1x24x32x18 s2 14.24 / 16.00; 24 x 144 1x24x56x56 16.22 / 17.18; but 32 x 192
-// 1x32x28x28 18.94 / 16.03.
+// that product is small. H100, us, fused (the tile rule above) / expansion then the fused
+// depthwise -> 1x1 (each dispatch timed alone): 24 x 96 (refinenet_lite) 1x24x128x72 s1 19.14
+// / 19.55, s2 14.24 / 18.72, 1x24x32x18 s2 11.97 / 16.16; 24 x 144 1x24x56x56 15.01 / 16.70;
+// 32 x 192 1x32x28x28 15.33 / 16.61. Larger products not measured fused.
 bool prefer_fused_expansion(const DepthwiseExpansion& e) {
-  return e.weights.in_per_group * e.weights.out_channels <= 4096;
+  return e.weights.in_per_group * e.weights.out_channels <= 32 * 192;
 }
 
 // Appends push-constant member `value` (the kernel's Params members follow one another).
@@ -304,9 +307,10 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
   if (p.expansion) {
     const bool fuse = p.form == DepthwisePointwiseForm::Fused ||
                       (form == DepthwisePointwiseForm::Fused && prefer_fused_expansion(*p.expansion));
-    const int64_t tp = fuse ? expanded_tiles_per_workgroup(p, depthwise, c4,
-                                                           graph.profile().max_shared_memory_bytes)
-                            : 0;
+    const int64_t tp =
+        fuse ? expanded_tiles_per_workgroup(p, depthwise, c4, d_mid.n * d_mid.h * div_up(d_mid.w, 4),
+                                            graph.profile().max_shared_memory_bytes)
+             : 0;
     VKD_CHECK(tp > 0 || p.form != DepthwisePointwiseForm::Fused, ErrorCode::Unsupported, op,
               ": the fused kernel's window of ", d_mid.c, " channels does not fit the device's ",
               graph.profile().max_shared_memory_bytes, " bytes of shared memory");

@@ -177,7 +177,7 @@ class DwPwCase : public CaseInstance {
         ops::add_q8ta_conv2d_dw_pw_node(g, in_ref_, dw_.view(), pw_.view(), out_ref_, p_);
     const DepthwisePointwiseForm want =
         s_.form != DepthwisePointwiseForm::Auto ? s_.form
-        : g.profile().cpu_kernels || s_.n_out > 32 || s_.c_x * s_.c > 4096
+        : g.profile().cpu_kernels || s_.n_out > 32 || s_.c_x * s_.c > 32 * 192
             ? DepthwisePointwiseForm::Split
             : DepthwisePointwiseForm::Fused;
     const size_t dispatches = g.nodes().size() - before;
@@ -325,7 +325,7 @@ void register_perf(Registry& registry) {
     for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
       for (const int32_t tiles : {0, 1, 2, 8}) {
         if (form == DepthwisePointwiseForm::Split && tiles != 0) continue;
-        if (sh.c_x ? tiles >= 2 : tiles == 1) continue;  // with an expansion the rule's is 2
+        if (sh.c_x ? tiles == 8 : tiles == 1) continue;
         DwPwSetup s;
         s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.stride = sh.stride;
         s.c_x = sh.c_x;
