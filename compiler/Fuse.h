@@ -85,8 +85,8 @@ PassReport sink_dequantize(Graph& g);
 //   "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' (node 6..8):
 //    q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' (8 channels) is not written" (or "not
 //    fused: depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' (node 6..8): <why>")
-//   "fused 1x1 expansion q8ta_conv2d 'eq' (node 2..4) into q8ta_conv2d_dw_pw 'yq' (node
-//    5..11): q8ta_conv2d_pw_dw_pw reads 'xq' and writes 'yq'; 'eq' (8 channels) is not
+//   "fused 1x1 expansion q8ta_conv2d 'xq' (node 1..4) into q8ta_conv2d_dw_pw 'yq' (node
+//    7..13): q8ta_conv2d_pw_dw_pw reads 'iq' and writes 'yq'; 'xq' (8 channels) is not
 //    written" (or "not fused: 1x1 expansion ...: <why>")
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
