@@ -333,9 +333,12 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
     return DepthwisePointwiseForm::Split;
   }
   if (form == DepthwisePointwiseForm::Fused) {
-    const int64_t tiles = d_mid.n * d_mid.h * div_up(d_mid.w, 4);
-    add_fused(graph, op, input, depthwise, pointwise, output, d_in, d_mid,
-              tiles_per_workgroup(p, c4, tiles), p);
+    const int64_t tp = tiles_per_workgroup(p, c4, d_mid.n * d_mid.h * div_up(d_mid.w, 4));
+    const uint32_t shared = graph.profile().max_shared_memory_bytes;
+    VKD_CHECK(16 * tp * c4 <= int64_t(shared), ErrorCode::Unsupported, op, ": ", tp,
+              " tiles per workgroup of ", d_mid.c, " channels need ", 16 * tp * c4,
+              " bytes of shared memory; the device has ", shared);
+    add_fused(graph, op, input, depthwise, pointwise, output, d_in, d_mid, tp, p);
     return form;
   }
   const graph::ValueRef mid = graph.add_tensor(int8_4w4c(d_mid), name + ".mid");

@@ -105,6 +105,18 @@ TEST_F(DwPwChecks, TilesPerWorkgroupOutOfRangeAreRefused) {
   expect_error(s, ctx(), ErrorCode::InvalidArgument, "tiles_per_workgroup 65");
 }
 
+TEST_F(DwPwChecks, TilesBeyondTheSharedMemoryAreUnsupported) {
+  DwPwSetup s;
+  s.in = int8_spec({1, 1024, 6, 5});
+  s.dw = Conv2dWeights{nullptr, nullptr, nullptr, 1024, 1, 3, 3};
+  s.pw = Conv2dWeights{nullptr, nullptr, nullptr, 4, 1024, 1, 1};
+  s.dw_weight.resize(1024 * 9);
+  s.pw_weight.resize(4 * 1024);
+  s.p.form = DepthwisePointwiseForm::Fused;
+  s.p.tiles_per_workgroup = 64;  // 64 x 256 words of 16 bytes: 256 KiB
+  expect_error(s, ctx(), ErrorCode::Unsupported, "64 tiles per workgroup of 1024 channels need");
+}
+
 TEST_F(DwPwChecks, TooManyChannelsForTheFusedKernelAreUnsupported) {
   DwPwSetup s;
   s.in = int8_spec({1, 1028, 6, 5});
