@@ -679,8 +679,12 @@ void register_accu_cases(Registry& registry) {
     if (fits_row_dots(shape)) add_row_dots_case(shape, shape_index);
     // Two tiles along the row per invocation (one or two rows; a partial last pair where the
     // width is not a multiple of 8), from the other layouts, every third shape to a float output.
+    // Not for the 7x7 kernel: its fully unrolled 8-width lane-mask body took lavapipe's LLVM
+    // over 9 minutes to compile (the fallback path, Mesa's shader cache cold); Auto takes two
+    // tiles only from a 4W4C input with at least 2^18 output tiles (Conv2d.cpp:
+    // depthwise_mapping).
     const auto& [in2, out2] = kLayoutPairs[(shape_index + 1) % 4];
-    add_accu_case(registry, shape,
+    if (shape.kh * shape.kw <= 25) add_accu_case(registry, shape,
                   {Conv2dRoute::Depthwise, in2, shape_index % 3 != 2, out2,
                    std::array<int32_t, 3>{1, 2, 1}[shape_index % 3], 2},
                   index++, shape_index);
