@@ -57,8 +57,7 @@ void main() {
           [[unroll]] for (int j = 0; j < CO4; ++j) {
             if (co4_0 + j >= p.c4_out) break;
             const ivec4 wb = w_blocks[(((co4_0 + j) * p.kh + ky) * p.kw + kx) * p.c4_in + ci4];
-            acc[j] += ivec4(dot_int8x4(x, wb.x), dot_int8x4(x, wb.y), dot_int8x4(x, wb.z),
-                            dot_int8x4(x, wb.w));
+            acc[j] += dot_int8x4_each(x, wb);
           }
         }
       }
@@ -89,8 +88,7 @@ void main() {
         const ivec4 wb = w_blocks[tap_block + ci4];
         for (int w = 0; w < 4; ++w) {
           const int x = load_input_word(t.n, ci4, iy, ix0 + w * p.stride_w);
-          acc[w] += ivec4(dot_int8x4(x, wb.x), dot_int8x4(x, wb.y), dot_int8x4(x, wb.z),
-                          dot_int8x4(x, wb.w));
+          acc[w] += dot_int8x4_each(x, wb);
         }
       }
     }

@@ -187,8 +187,7 @@ void main() {
         const ivec4 m = masks[ky * KW + kx];
         [[unroll]] for (int w = 0; w < WIDTHS; ++w) {
           const int x = win[OFF + w * SW + kx * DW];
-          acc[r][w] += ivec4(dot_int8x4(x, m.x), dot_int8x4(x, m.y), dot_int8x4(x, m.z),
-                             dot_int8x4(x, m.w));
+          acc[r][w] += dot_int8x4_each(x, m);
         }
       }
     }

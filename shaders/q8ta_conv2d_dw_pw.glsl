@@ -148,8 +148,7 @@ void expand_block(int n, int iy, int ix0, int ky, int jb, int c4) {
     const ivec4 wv = e_blocks[c4 * p.c4_x + ci4];
     [[unroll]] for (int w = 0; w < 4; ++w) {
       const int x = in_tiles[at[w] + ci4][(ix0 + 4 * jb + w) & 3];
-      acc[w] += ivec4(dot_int8x4(x, wv.x), dot_int8x4(x, wv.y), dot_int8x4(x, wv.z),
-                      dot_int8x4(x, wv.w));
+      acc[w] += dot_int8x4_each(x, wv);
     }
   }
   const ChannelWord k = channel_word(e_ch[c4], e_ch[C4 + c4], e_ch[2 * C4 + c4], p.x_in_zp);
@@ -195,8 +194,7 @@ ivec4 depthwise_tile(int n, int oy, int ox0, int t, int c4) {
       const ivec4 m = ivec4(wk & 0xFF, wk & 0xFF00, wk & 0xFF0000, wk & int(0xFF000000));
       [[unroll]] for (int w = 0; w < 4; ++w) {
         const int x = win[OFF + w * SW + kx * DW];
-        acc[w] += ivec4(dot_int8x4(x, m.x), dot_int8x4(x, m.y), dot_int8x4(x, m.z),
-                        dot_int8x4(x, m.w));
+        acc[w] += dot_int8x4_each(x, m);
       }
     }
   }
@@ -236,8 +234,7 @@ void main() {
       const ivec4 x = mid[t * C4 + c4];
       const ivec4 wv = pw_blocks[n4 * C4 + c4];
       [[unroll]] for (int w = 0; w < 4; ++w) {
-        acc[w] += ivec4(dot_int8x4(x[w], wv.x), dot_int8x4(x[w], wv.y), dot_int8x4(x[w], wv.z),
-                        dot_int8x4(x[w], wv.w));
+        acc[w] += dot_int8x4_each(x[w], wv);
       }
     }
     const ChannelWord k = load_channel_word(n4);

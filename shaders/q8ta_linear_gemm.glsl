@@ -57,10 +57,8 @@ layout(constant_id = 7) const bool COMPACT = false;
     const ivec4 w_lo = b_tile[kk][tx], w_hi = b_tile[kk][tx + 16];                             \
     [[unroll]] for (int i = 0; i < ROWS; ++i) {                                                \
       const int x = a_tile[kk][ty + 16 * i];                                                   \
-      acc_lo[i] += ivec4(dot_int8x4(x, w_lo.x), dot_int8x4(x, w_lo.y), dot_int8x4(x, w_lo.z),  \
-                         dot_int8x4(x, w_lo.w));                                               \
-      acc_hi[i] += ivec4(dot_int8x4(x, w_hi.x), dot_int8x4(x, w_hi.y), dot_int8x4(x, w_hi.z),  \
-                         dot_int8x4(x, w_hi.w));                                               \
+      acc_lo[i] += dot_int8x4_each(x, w_lo);                                                   \
+      acc_hi[i] += dot_int8x4_each(x, w_hi);                                                   \
     }                                                                                          \
   }
 // The outputs of row ty + 16 i.

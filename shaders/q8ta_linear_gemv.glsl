@@ -36,8 +36,7 @@ shared ivec4 partial[WG][NG * 4];
 // acc[g * 4 + row] += the 4 channels' dot products of input row `row` (one K word each).
 void accumulate(inout ivec4 acc[NG * 4], int g, ivec4 x, ivec4 w) {
   [[unroll]] for (int row = 0; row < 4; ++row) {
-    acc[g * 4 + row] += ivec4(dot_int8x4(x[row], w.x), dot_int8x4(x[row], w.y),
-                              dot_int8x4(x[row], w.z), dot_int8x4(x[row], w.w));
+    acc[g * 4 + row] += dot_int8x4_each(x[row], w);
   }
 }
 
