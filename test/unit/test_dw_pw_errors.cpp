@@ -3,6 +3,7 @@
 // while the graph is built. The arithmetic is checked by the custom-op ACCU cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -105,26 +106,27 @@ TEST_F(DwPwChecks, TilesPerWorkgroupOutOfRangeAreRefused) {
   expect_error(s, ctx(), ErrorCode::InvalidArgument, "tiles_per_workgroup 65");
 }
 
-TEST_F(DwPwChecks, TilesBeyondTheSharedMemoryAreUnsupported) {
+// The setup over `channels` depthwise channels (the 1x1 still 4 outputs).
+DwPwSetup wide_setup(int64_t channels) {
   DwPwSetup s;
-  s.in = int8_spec({1, 1024, 6, 5});
-  s.dw = Conv2dWeights{nullptr, nullptr, nullptr, 1024, 1, 3, 3};
-  s.pw = Conv2dWeights{nullptr, nullptr, nullptr, 4, 1024, 1, 1};
-  s.dw_weight.resize(1024 * 9);
-  s.pw_weight.resize(4 * 1024);
+  s.in = int8_spec({1, channels, 6, 5});
+  s.dw = Conv2dWeights{nullptr, nullptr, nullptr, channels, 1, 3, 3};
+  s.pw = Conv2dWeights{nullptr, nullptr, nullptr, 4, channels, 1, 1};
+  s.dw_weight.resize(static_cast<size_t>(channels * 9));
+  s.pw_weight.resize(static_cast<size_t>(4 * channels));
+  s.scales.resize(static_cast<size_t>(std::max<int64_t>(channels, 1024)), 0.01f);
+  return s;
+}
+
+TEST_F(DwPwChecks, TilesBeyondTheSharedMemoryAreUnsupported) {
+  DwPwSetup s = wide_setup(1024);
   s.p.form = DepthwisePointwiseForm::Fused;
   s.p.tiles_per_workgroup = 64;  // 64 x 256 words of 16 bytes: 256 KiB
   expect_error(s, ctx(), ErrorCode::Unsupported, "64 tiles per workgroup of 1024 channels need");
 }
 
 TEST_F(DwPwChecks, TooManyChannelsForTheFusedKernelAreUnsupported) {
-  DwPwSetup s;
-  s.in = int8_spec({1, 1028, 6, 5});
-  s.dw = Conv2dWeights{nullptr, nullptr, nullptr, 1028, 1, 3, 3};
-  s.pw = Conv2dWeights{nullptr, nullptr, nullptr, 4, 1028, 1, 1};
-  s.dw_weight.resize(1028 * 9);
-  s.pw_weight.resize(4 * 1028);
-  s.scales.resize(1028, 0.01f);
+  DwPwSetup s = wide_setup(1028);
   expect_error(s, ctx(), ErrorCode::Unsupported, "1028 depthwise channels exceed");
 }
 
