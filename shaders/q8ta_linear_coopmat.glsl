@@ -98,6 +98,8 @@ layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
 shared uvec4 a_sh[2 * A_WORDS / 4];
 shared uvec4 b_sh[2 * B_WORDS / 4];
 #define SH(arr, w) arr[(w) >> 2][(w) & 3]
+#define EPILOGUE_SCRATCH a_sh
+#include "coopmat_epilogue.glslh"
 
 MatC acc[FM][FN];
 
@@ -185,34 +187,19 @@ void main() {
     multiply_stage(1, a_frag0, b_frag0);
   }
 
-  // Epilogue, one 16 x 16 fragment at a time through this subgroup's scratch (row-major int32),
-  // each invocation taking two 4-channel words so a subgroup's stores are contiguous runs:
-  // int8 4H4W: invocation l writes row 4 (2 t + l / 16) + l % 4, channels 4 ((l % 16) / 4) ..,
-  // i.e. 2 row blocks x 4 consecutive blocks (64 bytes) per store; float row-major: row
-  // 8 t + l / 4, channels 4 (l % 4) .., i.e. 8 rows x 64 bytes.
-  // One workgroup barrier (every subgroup's last-stage reads are done), then only subgroup
-  // barriers: each subgroup's scratch is its own. With a workgroup barrier around every fragment
-  // instead, a 1x1 convolution 1x64x256x256 -> 256 (K = 64: one stage) took 65 us on an H100.
+  // Epilogue (coopmat_epilogue.glslh): one workgroup barrier (every subgroup's last-stage
+  // reads are done), then each fragment through this subgroup's scratch in the A buffers.
   const int lane = int(gl_SubgroupInvocationID);
   const int scratch = sg * 256;
   barrier();
   [[unroll]] for (int i = 0; i < FM; ++i) {
     [[unroll]] for (int j = 0; j < FN; ++j) {
-      subgroupMemoryBarrierShared();  // this subgroup's reads of the previous fragment are done
-      subgroupBarrier();
-      coopMatStoreNV(acc[i][j], a_sh, scratch / 4, 4, false);
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
+      stage_fragment(acc[i][j], scratch);
       [[unroll]] for (int t = 0; t < 2; ++t) {
-#if OUT_DTYPE != 1
-        const int fr = 4 * (2 * t + lane / 16) + lane % 4, fc = 4 * ((lane % 16) / 4);
-#else
-        const int fr = 8 * t + lane / 4, fc = 4 * (lane % 4);
-#endif
-        const int r = row0 + sub_row0 + 16 * i + fr;
-        const int g4 = n4_0 + (sub_col0 + 16 * j + fc) / 4;
-        const ivec4 v = ivec4(a_sh[(scratch + fr * 16 + fc) / 4]);
-        if (r < 4 * p.row_blocks && g4 < p.n4) store_output(v, r, g4);
+        const ivec2 slot = fragment_slot(t, lane);
+        const int r = row0 + sub_row0 + 16 * i + slot.x;
+        const int g4 = n4_0 + (sub_col0 + 16 * j + slot.y) / 4;
+        if (r < 4 * p.row_blocks && g4 < p.n4) store_output(staged_word(scratch, slot), r, g4);
       }
     }
   }

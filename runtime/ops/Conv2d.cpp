@@ -420,23 +420,52 @@ bool prefer_implicit_im2col(const LinearChoice& gemm) {
   return !(gemm.route == LinearRoute::CoopMat && gemm.narrow_tile);
 }
 
-// The Im2col route's form for the linear kernel `gemm` (Im2colForm's rule); InvalidArgument
-// where Implicit is asked for and the kernel has no such variant.
-bool implicit_im2col(const std::string& op, const vk::DeviceProfile& profile,
-                     const LinearChoice& gemm, Im2colForm form) {
+// Whether Auto takes the window form (q8ta_conv2d_coopmat) where it fits: where its grid has at
+// least kWindowMinGroups workgroups (two 64-pixel segments of an image row x 64 channels each:
+// about one per SM of a large GPU) and K at most kWindowMaxChunks chunks (kernel row x 32
+// input channels x 3 taps: each chunk's loads are a step of latency the short multiply hides
+// only in part). H100, us window vs the best im2col form (perf/ and etvk/ q8ta_conv2d
+// +window): 1x32x128x128 -> 64 14.4 vs 16.8 implicit (128 workgroups, 3 chunks), 1x64x128x128
+// -> 64 20.7 vs 23.6 (128, 6); but ResNet-18's 1x64x56x56 -> 64 19.8 vs 14.3 explicit (28
+// workgroups), 1x128x28x28 -> 128 31.4 vs 20.8, 1x256x14x14 -> 256 56.3 vs 22.4, 1x512x7x7 ->
+// 512 107.6 vs 19.0 (48 chunks on 32 workgroups), refinenet_lite's 1x24x16x9 / 1x24x32x18 ->
+// 96 (pixel-shuffled) 12.5 / 13.2 vs 11.8 / 12.0 explicit (16 workgroups).
+constexpr int64_t kWindowMinGroups = 100;
+constexpr int64_t kWindowMaxChunks = 8;
+bool prefer_window(const Dims4& d_in, const Dims4& d_out, const Conv2dWeights& w) {
+  const int64_t segments = d_out.n * d_out.h * div_up(4 * div_up(d_out.w, 4), int64_t(64));
+  const int64_t groups = div_up(segments, int64_t(2)) * div_up(w.out_channels, int64_t(64));
+  const int64_t chunks = w.kh * div_up(div_up(d_in.c, int64_t(4)), int64_t(8)) *
+                         div_up(w.kw, int64_t(3));
+  return groups >= kWindowMinGroups && chunks <= kWindowMaxChunks;
+}
+
+// The Im2col route's form for the linear kernel `gemm` (Im2colForm's rule, never Auto);
+// InvalidArgument where a form is asked for that the kernel or the convolution does not have.
+// `window_faster`: prefer_window, Auto's choice of the window form where it fits.
+Im2colForm im2col_form(const std::string& op, const vk::DeviceProfile& profile,
+                       const LinearChoice& gemm, bool in_4w4c, const Im2colGeometry& geometry,
+                       bool window_faster, Im2colForm form) {
   const LinearRoute route = gemm.route;
   const bool can = linear_gathers_im2col(profile, route);
+  const std::string no_window = conv_window_unfit(profile, route, in_4w4c, geometry);
   switch (form) {
-    case Im2colForm::Explicit: return false;
+    case Im2colForm::Explicit: return form;
     case Im2colForm::Implicit:
       VKD_CHECK(can, ErrorCode::InvalidArgument, op,
                 ": the implicit im2col needs the cooperative-matrix, GEMM or split-K kernel; this "
                 "convolution's GEMM runs the ",
                 to_string(route), " kernel", profile.cpu_kernels ? " of a CPU device" : "");
-      return true;
+      return form;
+    case Im2colForm::Window:
+      VKD_CHECK(no_window.empty(), ErrorCode::InvalidArgument, op,
+                ": the window form (q8ta_conv2d_coopmat) needs ", no_window,
+                "; this convolution's GEMM runs the ", to_string(route), " kernel");
+      return form;
     case Im2colForm::Auto: break;
   }
-  return can && prefer_implicit_im2col(gemm);
+  if (no_window.empty() && window_faster) return Im2colForm::Window;
+  return can && prefer_implicit_im2col(gemm) ? Im2colForm::Implicit : Im2colForm::Explicit;
 }
 
 // Im2col route: the weights (groups 1: [C_out, C_in, KH, KW]) as the GEMM's [C_out, K] matrix in
@@ -485,9 +514,13 @@ void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const st
   const bool in_4w4c = graph.spec(input).layout == MemoryLayout::PackedInt8_4W4C;
   const LinearChoice gemm =
       chosen_linear_kernel(graph.profile(), op, d_out.n * d_out.h, d_out.w, w.out_channels, k, lp);
-  if (implicit_im2col(op, graph.profile(), gemm, p.im2col_form)) {
+  const Im2colForm form =
+      im2col_form(op, graph.profile(), gemm, in_4w4c, geometry, prefer_window(d_in, d_out, w),
+                  p.im2col_form);
+  if (form != Im2colForm::Explicit) {
     add_q8ta_linear_rows_node(graph, op, input, d_out.n * d_out.h, d_out.w, lw, output, lp,
-                              RowsShuffle{p.upscale, d_out.h}, Im2colInput{in_4w4c, geometry});
+                              RowsShuffle{p.upscale, d_out.h},
+                              Im2colInput{in_4w4c, geometry, form == Im2colForm::Window});
     return;
   }
   const graph::ValueRef cols =
@@ -528,6 +561,7 @@ std::string to_string(Im2colForm form) {
   switch (form) {
     case Im2colForm::Auto: return "auto";
     case Im2colForm::Implicit: return "implicit";
+    case Im2colForm::Window: return "window";
     case Im2colForm::Explicit: return "explicit";
   }
   return "?";

@@ -87,9 +87,14 @@ std::string to_string(Conv2dRoute route);
 // "_im2col" variant gathers the matrix inside its loads; Explicit: q8ta_im2col writes the
 // matrix, then the linear kernel reads it. Auto: Implicit where the linear kernel the route
 // takes has that variant (not GEMV, not the CPU GEMM of CPU devices) and it measured no slower
-// (Conv2d.cpp: prefer_implicit_im2col), else Explicit. Asking for Implicit where the linear
-// kernel has no such variant is an InvalidArgument error; the bytes are the same either way.
-enum class Im2colForm { Auto, Implicit, Explicit };
+// (Conv2d.cpp: prefer_implicit_im2col), else Explicit. Window: no im2col matrix at all, the
+// convolution on cooperative matrices with each kernel row's input pixels staged in shared
+// memory once (q8ta_conv2d_coopmat.glsl; a 4W4C input, the cooperative-matrix route, stride
+// and dilation along the width at most 2: Linear.h's conv_window_unfit), which Auto takes
+// first where it fits and measured faster (Conv2d.cpp: prefer_window). Asking for a form the
+// linear kernel or the convolution does not have is an InvalidArgument error; the bytes are
+// the same either way.
+enum class Im2colForm { Auto, Implicit, Explicit, Window };
 std::string to_string(Im2colForm form);
 
 struct Conv2dParams {

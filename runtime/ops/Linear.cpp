@@ -180,6 +180,21 @@ constexpr int64_t kNarrowMaxN4 = 8;
 constexpr int64_t kNarrowMaxK = 1024;
 constexpr int64_t kNarrowMaxWideTiles = 64;
 
+// q8ta_conv2d_coopmat.glsl's tile (Im2colInput::window): two segments of kWindowSegment output
+// pixels x kWindowChannels channels per workgroup, kWindowChunkWords channel words per chunk
+// (each pixel kWindowChunkWords + 4 words of shared memory), at most kWindowTaps taps staged,
+// two chunks' buffers.
+constexpr int64_t kWindowSegment = 64;
+constexpr int64_t kWindowChannels = 64;
+constexpr int64_t kWindowChunkWords = 8;
+constexpr int64_t kWindowTaps = 3;
+
+// The window kernel's specialization constants 7-9: stride_w, dilation_w, taps per group.
+std::array<uint32_t, 3> window_constants(const Im2colGeometry& g) {
+  return {uint32_t(g.stride_w), uint32_t(g.dilation_w),
+          uint32_t(std::min<int64_t>(g.kw, kWindowTaps))};
+}
+
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
 // q8ta_linear_coopmat.glsl; the latter 128 x 32 of 128 invocations for small N). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
@@ -221,6 +236,10 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
   LinearKernel k{route, {}, {}};
   VKD_CHECK(!im2col || (linear_gathers_im2col(profile, route) && out != 1), ErrorCode::Internal,
             op, ": the ", to_string(route), " kernel has no implicit im2col form");
+  VKD_CHECK(!im2col || !im2col->window ||
+                conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry).empty(),
+            ErrorCode::Internal, op, ": the window form does not fit: ",
+            im2col ? conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry) : "");
   // The im2col variants' axes (variants.json): the input's layout, OUT_DTYPE int8 / int8_add.
   const int gather_in = im2col && im2col->in_4w4c ? 0 : 1, gather_out = out == 2 ? 1 : 0;
   if (route == LinearRoute::Gemm && profile.cpu_kernels) {
@@ -233,6 +252,15 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
     k.plan.local_size = {8, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(rows.row_blocks(), 8)),
                           static_cast<uint32_t>(div_up(n4, tile_n4)), 1};
+  } else if (route == LinearRoute::CoopMat && im2col && im2col->window) {
+    // q8ta_conv2d_coopmat.glsl: two segments of kWindowSegment pixels of an image row x 64
+    // channels per workgroup of 128 invocations.
+    const Im2colGeometry& g = im2col->geometry;
+    const int64_t segments = rows.batches * div_up(4 * div_up(int64_t(g.w_out), 4), kWindowSegment);
+    k.kernel = shaders::variants::q8ta_conv2d_coopmat[0][gather_out];
+    k.plan.local_size = {128, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, kWindowChannels / 4)),
+                          static_cast<uint32_t>(div_up(segments, 2)), 1};
   } else if (route == LinearRoute::CoopMat) {
     // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (NARROW_N)
     // for few channels or a short K.
@@ -312,6 +340,21 @@ bool linear_gathers_im2col(const vk::DeviceProfile& profile, LinearRoute route) 
   return route == LinearRoute::CoopMat || route == LinearRoute::SplitK ||
          (route == LinearRoute::Gemm && !profile.cpu_kernels &&
           profile.max_workgroup_invocations >= 256);
+}
+
+std::string conv_window_unfit(const vk::DeviceProfile& profile, LinearRoute route, bool in_4w4c,
+                              const Im2colGeometry& g) {
+  if (route != LinearRoute::CoopMat) return "the cooperative-matrix route";
+  if (!in_4w4c) return "a 4W4C input";
+  if (g.stride_w > 2 || g.dilation_w > 2) return "stride and dilation along the width at most 2";
+  const int64_t taps = std::min<int64_t>(g.kw, kWindowTaps), pixel_words = kWindowChunkWords + 4;
+  const int64_t window = (kWindowSegment - 1) * g.stride_w + (taps - 1) * g.dilation_w + 1;
+  const int64_t bytes = 2 * 4 * pixel_words * (2 * window + taps * kWindowChannels);
+  if (bytes > profile.max_shared_memory_bytes) {
+    return std::to_string(bytes) + " bytes of shared memory (the device has " +
+           std::to_string(profile.max_shared_memory_bytes) + ")";
+  }
+  return "";
 }
 
 LinearChoice chosen_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
@@ -437,6 +480,10 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   if (p.output) {
     const std::array<uint32_t, 3> store = shuffle_constants(shuffle, weights.n);
     node.spec_constants.insert(node.spec_constants.end(), store.begin(), store.end());
+  }
+  if (im2col && im2col->window) {
+    const std::array<uint32_t, 3> window = window_constants(im2col->geometry);
+    node.spec_constants.insert(node.spec_constants.end(), window.begin(), window.end());
   }
   // The GEMM's COMPACT (specialization constant 7, shaders/q8ta_linear_gemm.glsl).
   if (k.compact_constant) {

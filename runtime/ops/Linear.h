@@ -135,10 +135,20 @@ struct Im2colGeometry {
 // the rows are then the convolution's output pixels (groups = N * H_out, rows = W_out) and K
 // the matrix's (im2col_gather.glslh). Only the cooperative-matrix, dot-product GEMM and
 // split-K kernels have this form (linear_gathers_im2col).
+// `window`: instead of the linear kernel, q8ta_conv2d_coopmat.glsl (a 4W4C input, the
+// cooperative-matrix route), which stages each kernel row's input pixels in shared memory once
+// and reads every tap's fragments from there (conv_window_unfit says where it fits).
 struct Im2colInput {
   bool in_4w4c = true;
   Im2colGeometry geometry{};
+  bool window = false;
 };
+
+// "" when q8ta_conv2d_coopmat.glsl (Im2colInput::window) can run convolution `g` (KW taps) on
+// `profile` through GEMM route `route`, else what it needs: a 4W4C input, the cooperative-matrix
+// route, stride and dilation along the width at most 2, and its shared memory.
+std::string conv_window_unfit(const vk::DeviceProfile& profile, LinearRoute route, bool in_4w4c,
+                              const Im2colGeometry& g);
 
 // The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,
 // k4) at rb * K4 + k4 holds 4 rows x 4 K values (component = row, byte lane = K): 4H4W, and

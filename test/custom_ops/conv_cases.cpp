@@ -368,15 +368,23 @@ class Q8taConv2dCase : public CaseInstance {
 
  private:
   // A forced im2col form as the graph holds it: Implicit one "_im2col_" linear kernel whose
-  // binding 1 is the convolution's input, Explicit q8ta_im2col and then a plain linear kernel.
+  // binding 1 is the convolution's input, Window one q8ta_conv2d_coopmat kernel reading it too,
+  // Explicit q8ta_im2col and then a plain linear kernel.
   void check_im2col_form(const graph::ComputeGraph& g, size_t nodes_before) const {
     if (s_.im2col_form == ops::Im2colForm::Auto) return;
-    const bool implicit = s_.im2col_form == ops::Im2colForm::Implicit;
     const size_t added = g.nodes().size() - nodes_before;
     const std::string first = shaders::shader_info(g.nodes()[nodes_before].kernel).name;
-    const bool ok = implicit ? added == 1 && first.find("_im2col_") != std::string::npos &&
-                                   g.nodes()[nodes_before].bindings[1] == in_ref_
-                             : added == 2 && first.rfind("q8ta_im2col_", 0) == 0;
+    const bool reads_input = added == 1 && g.nodes()[nodes_before].bindings[1] == in_ref_;
+    bool ok = false;
+    switch (s_.im2col_form) {
+      case ops::Im2colForm::Implicit:
+        ok = reads_input && first.find("_im2col_") != std::string::npos;
+        break;
+      case ops::Im2colForm::Window:
+        ok = reads_input && first.rfind("q8ta_conv2d_coopmat_", 0) == 0;
+        break;
+      default: ok = added == 2 && first.rfind("q8ta_im2col_", 0) == 0;
+    }
     VKD_CHECK(ok, ErrorCode::Internal, "the ", ops::to_string(s_.im2col_form),
               " im2col form took ", added, " dispatches, the first ", first);
   }
@@ -486,7 +494,9 @@ void set_gemm(ConvSetup& s, const Variant& v) {
 // GPU GEMM kernel (a CPU device runs its CPU GEMM, which has no implicit form; its GPU-kernel
 // passes cover the implicit GEMM through the Auto-form cases).
 std::function<std::string(const vk::DeviceProfile&)> case_unavailable(const ConvSetup& s) {
-  if (s.gemm == ops::LinearRoute::CoopMat) return ops::linear_coopmat_unavailable;
+  if (s.gemm == ops::LinearRoute::CoopMat || s.im2col_form == ops::Im2colForm::Window) {
+    return ops::linear_coopmat_unavailable;
+  }
   if (s.gemm != ops::LinearRoute::SplitK && s.im2col_form == ops::Im2colForm::Implicit) {
     return [](const vk::DeviceProfile& p) {
       return p.cpu_kernels ? std::string("a GPU GEMM kernel (its CPU kernels are on)")
@@ -730,7 +740,25 @@ void register_accu_cases(Registry& registry) {
       v.gemm = ops::LinearRoute::CoopMat;
       add_accu_case(registry, shape, v, index++, shape_index);
     }
+    // The window form (q8ta_conv2d_coopmat) on every shape it fits: a 4W4C input.
+    if (shape.geo.stride_w <= 2 && shape.geo.dilation_w <= 2) {
+      v.in = k4W4C;
+      v.gemm = ops::LinearRoute::CoopMat;
+      v.im2col_form = ops::Im2colForm::Window;
+      add_accu_case(registry, shape, v, index++, shape_index);
+    }
     ++shape_index;
+  }
+  // The window form where its tiles and chunks repeat: several 64-pixel segments per row (the
+  // last one partly past the padded width), two channel chunks of 16 words (the second one
+  // short), two 64-channel blocks, stride 2, two tap groups (k5), batch 2.
+  for (const ConvShape& shape :
+       {conv(1, 72, 6, 70, 70, 3, 1, 1), conv(2, 20, 7, 131, 24, 3, 2, 1),
+        conv(1, 40, 5, 67, 68, 5, 1, 2), conv(1, 64, 9, 130, 64, 3, 1, 1, 2)}) {
+    Variant v{Conv2dRoute::Im2col, k4W4C, true, k4W4C};
+    v.gemm = ops::LinearRoute::CoopMat;
+    v.im2col_form = ops::Im2colForm::Window;
+    add_accu_case(registry, shape, v, index++, shape_index++);
   }
   // The split-K linear kernel (forced; Auto takes it on GPUs only) under Pointwise (K 300: 10
   // stages of 32) and Im2col (K 288 and 1600: 9 and 50 stages; the op's form, implicit, and the
@@ -953,7 +981,7 @@ void register_split_k_perf_cases(Registry& registry, std::set<std::string>& name
 // reference backend's general groups-1 shapes that Auto runs through im2col, ResNet-18's 3x3
 // layers and refinenet_lite's two 3x3 upsampling convolutions (pixel-shuffled by 2), each
 // explicit (q8ta_im2col + the linear kernel) and implicit (gathered in the kernel's loads),
-// through the linear kernel the op chooses.
+// through the linear kernel the op chooses, and the window form (q8ta_conv2d_coopmat).
 void register_im2col_form_perf_cases(Registry& registry, std::set<std::string>& names) {
   std::vector<std::pair<PerfShape, int32_t>> shapes;  // with the upscale factor
   for (const PerfShape& p : etvk_shapes()) {
@@ -964,9 +992,11 @@ void register_im2col_form_perf_cases(Registry& registry, std::set<std::string>& 
     shapes.push_back({{c, "refinenet_lite"}, 2});
   }
   for (const auto& [p, upscale] : shapes) {
-    for (const ops::Im2colForm form : {ops::Im2colForm::Explicit, ops::Im2colForm::Implicit}) {
+    for (const ops::Im2colForm form : {ops::Im2colForm::Explicit, ops::Im2colForm::Implicit,
+                                       ops::Im2colForm::Window}) {
       PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Im2col};
       v.im2col_form = form;
+      if (form == ops::Im2colForm::Window) v.gemm = ops::LinearRoute::CoopMat;
       v.upscale = upscale;
       add_perf_case(registry, names, p, v);
     }
@@ -1383,6 +1413,8 @@ void register_fused_accu_cases(Registry& registry) {
                               ops::LinearRoute::Gemm, 0, kImplicit};
   const Variant coopmat_implicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
                                  ops::LinearRoute::CoopMat, 0, kImplicit};
+  const Variant coopmat_window{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
+                               ops::LinearRoute::CoopMat, 0, ops::Im2colForm::Window};
   const Variant split_k_implicit{Conv2dRoute::Im2col, k4C1W, true, k4W4C, 0, 0,
                                  ops::LinearRoute::SplitK, 2, kImplicit};
   const Variant auto_explicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
@@ -1439,6 +1471,10 @@ void register_fused_accu_cases(Registry& registry) {
       {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, coopmat_implicit},
       {conv(1, 9, 6, 5, 32, 3, 2, 1), 2, false, gemm_implicit},
       {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, false, coopmat_implicit},
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, coopmat_window},
+      {conv(1, 24, 32, 18, 96, 3, 1, 1), 2, false, coopmat_window},
+      {conv(1, 16, 9, 70, 16, 3, 1, 1), 1, true, coopmat_window},
+      {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, false, coopmat_window},
       {conv(1, 40, 7, 6, 20, 3, 1, 1), 1, true, split_k_explicit},
   };
   uint32_t index = 0;

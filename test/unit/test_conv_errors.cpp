@@ -219,6 +219,31 @@ TEST_F(Conv2dChecks, ForcedImplicitIm2colWithoutAGatheringKernelSaysWhy) {
   EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
 }
 
+TEST_F(Conv2dChecks, ForcedWindowFormSaysWhatItNeeds) {
+  // The window form (q8ta_conv2d_coopmat) needs the cooperative-matrix route, then a 4W4C
+  // input; where both hold it is one dispatch reading the convolution's input.
+  ConvSetup s;
+  s.in = int8_spec({1, 8, 6, 5}, MemoryLayout::PackedInt8_4C1W);
+  s.p.route = Conv2dRoute::Im2col;
+  s.p.im2col_form = vkd::ops::Im2colForm::Window;
+  if (!vkd::ops::linear_coopmat_unavailable(ctx().profile()).empty()) {
+    expect_error(s, ctx(), ErrorCode::InvalidArgument,
+                 "the window form (q8ta_conv2d_coopmat) needs the cooperative-matrix route");
+    s.in = int8_spec({1, 8, 6, 5});
+    expect_error(s, ctx(), ErrorCode::InvalidArgument, "needs the cooperative-matrix route");
+    return;
+  }
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "the window form (q8ta_conv2d_coopmat) needs a 4W4C input");
+  s.in = int8_spec({1, 8, 6, 5});
+  ComputeGraph g(ctx());
+  ASSERT_EQ(s.build(g).first, -1) << s.build(ctx()).second;
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(std::string(vkd::shaders::shader_info(g.nodes()[0].kernel).name),
+            "q8ta_conv2d_coopmat_4w4c_int8");
+  EXPECT_EQ(g.spec(g.nodes()[0].bindings[1]).sizes, (std::vector<int64_t>{1, 8, 6, 5}));
+}
+
 TEST_F(Conv2dChecks, DepthwiseRowsAndTilesOutOfRangeAreRefused) {
   ConvSetup s;
   s.in = int8_spec({1, 4, 6, 5});
