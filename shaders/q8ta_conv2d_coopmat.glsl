@@ -67,8 +67,6 @@ shared uvec4 w_sh[2 * W_WORDS / 4];
 #define EPILOGUE_SCRATCH win_sh
 #include "coopmat_epilogue.glslh"
 
-MatC acc[FM][FN];
-
 // Where a segment of the workgroup lies: image n, output row oy (image row = n H_out + oy),
 // first pixel ox0; `valid` false past the last segment.
 struct Segment {
@@ -214,26 +212,17 @@ void main() {
     multiply_chunk(1, odd, sm, sn);
   }
 
-  // Epilogue (coopmat_epilogue.glslh) through this subgroup's scratch in the window, once every
-  // subgroup's last reads are done. Pixels past the padded width (the last segment of a row)
-  // are not stored; padded widths get the zero point (store_output).
-  const int lane = int(gl_SubgroupInvocationID);
-  const int scratch = sg * 256;
-  const Segment s = segs[sm];
-  const int w4_out = div_up(p.conv.w_out, 4);
-  barrier();
-  [[unroll]] for (int i = 0; i < FM; ++i) {
-    [[unroll]] for (int j = 0; j < FN; ++j) {
-      stage_fragment(acc[i][j], scratch);
-      [[unroll]] for (int t = 0; t < 2; ++t) {
-        const ivec2 slot = fragment_slot(t, lane);
-        const int ox = s.ox0 + 16 * i + slot.x;
-        const int g4 = n4_0 + (32 * sn + 16 * j + slot.y) / 4;
-        if (s.valid && ox < 4 * w4_out && g4 < p.n4) {
-          const int r = (s.n * p.conv.h_out + s.oy) * 4 * w4_out + ox;
-          store_output(staged_word(scratch, slot), r, g4);
-        }
-      }
-    }
-  }
+  STORE_ACCUMULATORS();
+}
+
+// Fragment (i, j) of subgroup (sm, sn): pixels ox0 + 16 i .. of segment sm, channels 32 sn +
+// 16 j ..; pixels past the padded width (the last segment of a row) are not stored, padded
+// widths get the zero point (store_output).
+ivec2 output_place(int i, int j, ivec2 slot) {
+  const int sg = int(gl_SubgroupID), sm = sg % WARPS_M, sn = sg / WARPS_M;
+  const Segment s = segment(WARPS_M * int(gl_WorkGroupID.y) + sm);
+  const int w4_out = div_up(p.conv.w_out, 4), ox = s.ox0 + 16 * i + slot.x;
+  const int g4 = int(gl_WorkGroupID.x) * (BN / 4) + (32 * sn + 16 * j + slot.y) / 4;
+  const bool stored = s.valid && ox < 4 * w4_out;
+  return ivec2(stored ? (s.n * p.conv.h_out + s.oy) * 4 * w4_out + ox : -1, g4);
 }

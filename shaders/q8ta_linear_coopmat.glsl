@@ -101,8 +101,6 @@ shared uvec4 b_sh[2 * B_WORDS / 4];
 #define EPILOGUE_SCRATCH a_sh
 #include "coopmat_epilogue.glslh"
 
-MatC acc[FM][FN];
-
 // Blocks lid + NT i of a stage: row block / channel group idx / BKW, K word idx % BKW (BKW
 // consecutive invocations read one contiguous run).
 struct StageBlocks {
@@ -187,20 +185,15 @@ void main() {
     multiply_stage(1, a_frag0, b_frag0);
   }
 
-  // Epilogue (coopmat_epilogue.glslh): one workgroup barrier (every subgroup's last-stage
-  // reads are done), then each fragment through this subgroup's scratch in the A buffers.
-  const int lane = int(gl_SubgroupInvocationID);
-  const int scratch = sg * 256;
-  barrier();
-  [[unroll]] for (int i = 0; i < FM; ++i) {
-    [[unroll]] for (int j = 0; j < FN; ++j) {
-      stage_fragment(acc[i][j], scratch);
-      [[unroll]] for (int t = 0; t < 2; ++t) {
-        const ivec2 slot = fragment_slot(t, lane);
-        const int r = row0 + sub_row0 + 16 * i + slot.x;
-        const int g4 = n4_0 + (sub_col0 + 16 * j + slot.y) / 4;
-        if (r < 4 * p.row_blocks && g4 < p.n4) store_output(staged_word(scratch, slot), r, g4);
-      }
-    }
-  }
+  STORE_ACCUMULATORS();
+}
+
+// Fragment (i, j) of subgroup (sg % WARPS_M, sg / WARPS_M): rows row0 + 16 FM (sg % WARPS_M) +
+// 16 i .., channels WN (sg / WARPS_M) + 16 j ..; padded rows past the last row block are not
+// stored.
+ivec2 output_place(int i, int j, ivec2 slot) {
+  const int sg = int(gl_SubgroupID);
+  const int r = int(gl_WorkGroupID.y) * BM + 16 * FM * (sg % WARPS_M) + 16 * i + slot.x;
+  const int g4 = int(gl_WorkGroupID.x) * (BN / 4) + (WN * (sg / WARPS_M) + 16 * j + slot.y) / 4;
+  return ivec2(r < 4 * p.row_blocks ? r : -1, g4);
 }
