@@ -220,17 +220,59 @@ TEST(CheckCompare, ATieInTheFirstOfTwoHiddenValuesReachesTheResult) {
   // x -> q (0.5) 'xq' -> dq, * 3 -> q (1) 'mq' -> dq, * 2 -> q (1) 'y' (as
   // q8ta_conv2d_pw_dw_pw keeps its expansion's and its depthwise's outputs): x = 0.25 is a tie
   // in xq (0, or 1), so mq is 0, or 2 (1.5 rounds to even), and y 0, or 4; mq itself has no tie
-  // in the reference, so xq's is the one alternative.
+  // in the reference, only where xq's was flipped (then 1.5 may also round to 1: y 2).
   const FusedRegionRun r = run_fused_region(
       quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
       scaled_step("xq", "0.5", "3.0", "mq", "1.0") + ", " +
       scaled_step("mq", "1.0", "2.0", "y", "1.0"));
   EXPECT_EQ(r.ref.to_int8(), (std::vector<int8_t>{0, 6}));
-  ASSERT_EQ(r.alts.size(), 1u);
+  // xq's tie flipped, then mq's tie that only that flip makes (1.5: 2, or 1) flipped too.
+  ASSERT_EQ(r.alts.size(), 2u);
   EXPECT_EQ(r.alts[0].to_int8(), (std::vector<int8_t>{4, 6}));
+  EXPECT_EQ(r.alts[1].to_int8(), (std::vector<int8_t>{2, 6}));
   expect_fused_tie(r, 4, 6);  // the other side of xq's tie
-  expect_fused_tie(r, 2, 6);  // between
+  expect_fused_tie(r, 2, 6);  // and of mq's
   EXPECT_EQ(compare_tensors(device_y(5, 6), r.ref, r.pre, r.alts).mismatches, 1u);
+}
+
+TEST(CheckCompare, OneOfTwoTiesReadByOneResultRoundedTheOtherWay) {
+  // x -> q (0.5) 'xq' -> dq -> mean over W -> q (0.25) 'y': x = {0.25, 0.75} makes xq's two
+  // elements ties (0.5, 1.5: 0 and 2, to even), y = mean(0, 1) / 0.25 = 2. Both flipped
+  // ({1, 1}) y is 2 again; the first alone ({1, 2}) 3, the second alone ({0, 1}) 1. A device
+  // that rounds one of them the other way is a fused tie, which only the single flips show.
+  const std::string text =
+      R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["y"],
+           "values": {"x": {"dtype": "float32", "shape": [1, 1, 1, 2]}}, "nodes": [)" +
+      quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
+      quant("dequantize_per_tensor", "xq", "xd", "0.5") +
+      R"(, {"op": "aten.mean.dim", "inputs": ["xd"], "args": {"dim": [2, 3], "keepdim": true},
+            "outputs": ["m"]}, )" +
+      quant("quantize_per_tensor", "m", "y", "0.25") + "]}";
+  const compiler::Graph g = compiler::parse_graph(text, "g.json", nullptr);
+  const compiler::Graph sub = region_graph(g, region_of(g, "y", {}), "y");
+  const auto values =
+      compiler::interpret(sub, {{"x", HostTensor::from_floats({1, 1, 1, 2}, {0.25f, 0.75f})}});
+  EXPECT_EQ(values.at("y").to_int8(), (std::vector<int8_t>{2}));
+  const std::vector<HostTensor> alts = tie_alternatives(sub, "y", values);
+  ASSERT_EQ(alts.size(), 3u);  // both flipped, then each alone
+  EXPECT_EQ(alts[0].to_int8(), (std::vector<int8_t>{2}));
+  EXPECT_EQ(alts[1].to_int8(), (std::vector<int8_t>{3}));
+  EXPECT_EQ(alts[2].to_int8(), (std::vector<int8_t>{1}));
+  const std::vector<double> pre = rounding_of(sub, "y", values);
+  for (const int8_t y : {int8_t(3), int8_t(1)}) {
+    const Comparison c =
+        compare_tensors(HostTensor::from_int8({1, 1, 1, 1}, {y}), values.at("y"), pre, alts);
+    EXPECT_EQ(c.fused_ties, 1u) << int(y);
+    EXPECT_FALSE(c.differs()) << int(y);
+  }
+  EXPECT_EQ(compare_tensors(HostTensor::from_int8({1, 1, 1, 1}, {4}), values.at("y"), pre, alts)
+                .mismatches,
+            1u);
+  // Without the single flips (only the all-flipped reference) 3 would be a difference.
+  EXPECT_EQ(compare_tensors(HostTensor::from_int8({1, 1, 1, 1}, {3}), values.at("y"), pre,
+                            {alts[0]})
+                .mismatches,
+            1u);
 }
 
 TEST(CheckCompare, TieTolerance) {

@@ -220,7 +220,8 @@ compiler::Graph region_graph(const compiler::Graph& g, const Region& region,
 }
 
 std::optional<HostTensor> rounded_the_other_way(const compiler::Node& node,
-                                                const std::map<std::string, HostTensor>& values) {
+                                                const std::map<std::string, HostTensor>& values,
+                                                size_t group, size_t groups) {
   const std::vector<double> pre = pre_rounding_values(node, values);
   const auto out = values.find(node.outputs.at(0));
   if (pre.empty() || out == values.end() || out->second.dtype != DType::Int8) return std::nullopt;
@@ -232,8 +233,10 @@ std::optional<HostTensor> rounded_the_other_way(const compiler::Node& node,
   };
   std::vector<int8_t> q = out->second.to_int8();
   bool changed = false;
+  size_t tie = 0;  // the ties seen so far
   for (size_t i = 0; i < q.size() && i < pre.size(); ++i) {
     if (!is_rounding_tie(pre[i])) continue;
+    if (tie++ % groups != group) continue;
     // The two neighbours of the halfway point; the reference took one of them.
     const int8_t below = clamped(std::floor(pre[i])), above = clamped(std::floor(pre[i]) + 1);
     const int8_t other = q[i] == below ? above : below;
@@ -244,20 +247,45 @@ std::optional<HostTensor> rounded_the_other_way(const compiler::Node& node,
   return HostTensor::from_int8(out->second.shape, q);
 }
 
+size_t rounding_ties(const compiler::Node& node, const std::map<std::string, HostTensor>& values) {
+  const std::vector<double> pre = pre_rounding_values(node, values);
+  return static_cast<size_t>(std::count_if(pre.begin(), pre.end(), is_rounding_tie));
+}
+
 std::vector<HostTensor> tie_alternatives(const compiler::Graph& sub, const std::string& target,
-                                         const std::map<std::string, HostTensor>& values) {
+                                         const std::map<std::string, HostTensor>& values,
+                                         size_t max_groups, int depth) {
   std::vector<HostTensor> out;
   for (const compiler::Node& n : sub.nodes) {
     if (n.outputs.size() != 1 || n.outputs[0] == target) continue;
-    const std::optional<HostTensor> other = rounded_the_other_way(n, values);
-    if (!other) continue;
-    // The rest of the region, fed that value.
+    const size_t ties = rounding_ties(n, values);
+    if (ties == 0) continue;
     const Region rest = region_of(sub, target, {n.outputs[0]});
-    std::map<std::string, HostTensor> inputs;
-    for (const std::string& in : rest.inputs) {
-      inputs[in] = in == n.outputs[0] ? *other : values.at(in);
+    const compiler::Graph rest_graph = region_graph(sub, rest, target);
+    // Every tie flipped (groups 1), then the ties in max_groups interleaved groups (each alone
+    // where there are at most that many).
+    const size_t split = std::min(ties, std::max<size_t>(max_groups, 1));
+    for (const size_t groups : {size_t(1), split}) {
+      for (size_t group = 0; group < groups; ++group) {
+        const std::optional<HostTensor> other = rounded_the_other_way(n, values, group, groups);
+        if (!other) continue;
+        // The rest of the region, fed that value.
+        std::map<std::string, HostTensor> inputs;
+        for (const std::string& in : rest.inputs) {
+          inputs[in] = in == n.outputs[0] ? *other : values.at(in);
+        }
+        const std::map<std::string, HostTensor> rest_values =
+            compiler::interpret(rest_graph, inputs);
+        out.push_back(rest_values.at(target));
+        // A later hidden value may have a tie only where this one was rounded the other way.
+        if (depth > 1) {
+          for (HostTensor& t : tie_alternatives(rest_graph, target, rest_values, max_groups, depth - 1)) {
+            out.push_back(std::move(t));
+          }
+        }
+      }
+      if (split == 1) break;  // one tie: the group is the whole flip
     }
-    out.push_back(compiler::interpret(region_graph(sub, rest, target), inputs).at(target));
   }
   return out;
 }

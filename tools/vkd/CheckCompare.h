@@ -79,22 +79,42 @@ Region region_of(const compiler::Graph& g, const std::string& target,
 compiler::Graph region_graph(const compiler::Graph& g, const Region& region,
                              const std::string& target);
 
-// The int8 output of quantize `node` (in `values`, with its input) with every element the
+// The int8 output of quantize `node` (in `values`, with its input) with the elements the
 // reference rounded within kTieTolerance of halfway rounded to the other neighbour (clamped to
-// the node's range); nullopt when no element changes.
+// the node's range): the ties k (counted in element order) with k % groups == group, every tie
+// by default; nullopt when no element changes.
 std::optional<compiler::HostTensor> rounded_the_other_way(
-    const compiler::Node& node, const std::map<std::string, compiler::HostTensor>& values);
+    const compiler::Node& node, const std::map<std::string, compiler::HostTensor>& values,
+    size_t group = 0, size_t groups = 1);
+
+// How many elements of quantize `node`'s output the reference rounded within kTieTolerance of
+// halfway.
+size_t rounding_ties(const compiler::Node& node,
+                     const std::map<std::string, compiler::HostTensor>& values);
+
+// The ties of one hidden quantize are also flipped in up to this many interleaved groups
+// (tie_alternatives' max_groups), each a recomputation of the rest of the region.
+constexpr size_t kMaxTieGroups = 16;
 
 // The region graph `sub` (region_graph) of `target`, run by the interpreter into `values`, may
 // hold quantizes whose int8 output the device does not expose (what a fused op keeps to itself:
 // the depthwise output inside q8ta_conv2d_dw_pw, the expansion's and the depthwise's inside
 // q8ta_conv2d_pw_dw_pw, the conv value inside q8ta_conv2d_add). The device may round such a
 // value on the other side of a tie, and the difference then reaches `target` through the rest
-// of the region (later hidden values recomputed), where it is no tie. One reference of `target`
-// per such quantize with ties (rounded_the_other_way), recomputed from there; none for target's
-// own quantize, whose ties compare_tensors sees.
+// of the region (later hidden values recomputed), where it is no tie. References of `target`
+// per such quantize with ties, recomputed from there: all its ties rounded the other way
+// (rounded_the_other_way), then its ties in min(ties, max_groups) interleaved groups, each
+// group alone: the device rounds only a few of the reference's near-halfway values the other
+// way (a real model's expansion has ~1000 within 1e-3 of halfway, the device differs at one or
+// two), so an output whose inputs hold one such tie and others matches neither the reference
+// nor the all-flipped one, but the group of its one tie (the groups interleave, so an output's
+// few ties fall in different groups). None for target's own quantize, whose ties
+// compare_tensors sees.
+// Each such reference is searched again in the same way (`depth` levels of hidden values):
+// a later hidden value may hold a tie only where an earlier one was rounded the other way.
 std::vector<compiler::HostTensor> tie_alternatives(
     const compiler::Graph& sub, const std::string& target,
-    const std::map<std::string, compiler::HostTensor>& values);
+    const std::map<std::string, compiler::HostTensor>& values, size_t max_groups = kMaxTieGroups,
+    int depth = 2);
 
 }  // namespace vkd::cli
