@@ -10,12 +10,9 @@
 // The int8 output can be written pixel-shuffled (q8ta_conv2d_ps / _add; specialization
 // constants 4, 5) and added to a residual tensor (OUTPUT 3 / 4): conv_common.glslh.
 // A float32 NCHW input (IN_LAYOUT LAYOUT_WIDTH_PACKED, q8ta_conv2d_fq) is quantized as
-// q8ta_quantize would have quantized it, word by word as each invocation loads it; there an
-// invocation is one output pixel x CO4 output channel blocks (main below), so each float is
-// loaded and quantized once per tap for all those channels instead of once per 4 of them
-// (H100, the 1x3x256x144 -> 24 3x3 s2 stem: 17.0 us in refinenet_lite's profile with the
-// 4-width x 4-channel tiles, 15.7 us so (PERF); the int8-input direct kernel takes 7.5 us, so
-// the float loads, not the products, are what is left).
+// q8ta_quantize would have quantized it, once per workgroup into shared memory (main below);
+// there an invocation is one output pixel x CO4 output channel blocks, so each quantized word
+// is dotted with all those channels.
 // Variants: IN_LAYOUT (int8 4W4C / 4C1W) x OUTPUT (int8 4W4C / 4C1W, float, int8 4W4C / 4C1W +
 // residual, float of the int8) x INT8_DOT_FALLBACK; family q8ta_conv2d_fq: the float input x
 // OUTPUT int8 4W4C / 4C1W x INT8_DOT_FALLBACK.
@@ -30,33 +27,66 @@
 layout(std430, binding = 2) readonly buffer W { ivec4 w_blocks[]; };
 
 #if IN_FLOAT
-// Output channel blocks per invocation (Conv2d.cpp: min(C4_out, 8)); 4 and 5 are the store's.
+// Output channel blocks per invocation (Conv2d.cpp: kFqChannelBlocks*); 4 and 5 are the store's.
 layout(constant_id = 6) const int CO4 = 8;
+// The kernel's geometry and the input's channel words: every loop unrolls and the window a
+// workgroup reads has a constant size.
+layout(constant_id = 7) const int FQ_KH = 3;
+layout(constant_id = 8) const int FQ_KW = 3;
+layout(constant_id = 9) const int FQ_C4_IN = 1;
+layout(constant_id = 10) const int FQ_SH = 1;
+layout(constant_id = 11) const int FQ_SW = 1;
+layout(constant_id = 12) const int FQ_DH = 1;
+layout(constant_id = 13) const int FQ_DW = 1;
 
-// Invocation = output pixel (n, oy, ox) x channel blocks chunk CO4 .. + CO4 - 1; neighbouring
-// invocations take neighbouring widths (4W4C: the padding widths of the last tile too, which
-// get the padding word). Per tap and input channel block one quantized input word, dotted
-// with every block's weights (a block outside that input block's groups has zero weights).
+// Workgroup (64 invocations, Conv2d.cpp) = FQ_TH x FQ_TW output pixels of one image x one
+// chunk of CO4 channel blocks; invocation = one of those pixels (row lid / FQ_TW, column
+// lid % FQ_TW: neighbouring invocations take neighbouring widths; in 4W4C the padding widths of
+// the last tile too, which get the padding word). The workgroup first quantizes the input
+// window its pixels read into shared memory, each float once (coalesced loads along the rows),
+// as the words q8ta_quantize writes ([channel word][row][column]; the zero point outside the
+// image); then each invocation dots its pixel's taps from there with every block's weights.
+// H100, refinenet_lite's 1x3x256x144 -> 24 3x3 s2 stem (PERF): 15.1-15.7 us when every
+// invocation loaded and quantized its own taps' floats and dotted them with 6 channel blocks;
+// the same 15.4 with this window; 10.0 with this window and one channel block per invocation
+// (the int8-input direct kernel: 7.5).
+const int FQ_TH = 4;
+const int FQ_TW = 16;
+const int WIN_H = (FQ_TH - 1) * FQ_SH + (FQ_KH - 1) * FQ_DH + 1;
+const int WIN_W = (FQ_TW - 1) * FQ_SW + (FQ_KW - 1) * FQ_DW + 1;
+const int WIN_WORDS = FQ_C4_IN * WIN_H * WIN_W;
+shared int win_words[WIN_WORDS];
+
 void main() {
-  const int id = int(linear_invocation_id());
+  const int lid = int(gl_LocalInvocationIndex);
   const int w_grid = OUT_LAYOUT == LAYOUT_4C1W ? p.w_out : 4 * div_up(p.w_out, 4);
-  const int chunks = div_up(p.c4_out, CO4);
-  if (id >= p.batches * chunks * p.h_out * w_grid) return;
-  const int ox = id % w_grid, oy = (id / w_grid) % p.h_out;
-  const int chunk = (id / (w_grid * p.h_out)) % chunks, n = id / (w_grid * p.h_out * chunks);
+  const int tiles_w = div_up(w_grid, FQ_TW), chunks = div_up(p.c4_out, CO4);
+  const int tiles_h = div_up(p.h_out, FQ_TH);
+  const int chunk = int(gl_WorkGroupID.x) % chunks, tx = int(gl_WorkGroupID.x) / chunks;
+  const int ty = int(gl_WorkGroupID.y) % tiles_h, n = int(gl_WorkGroupID.y) / tiles_h;
+  const int oy0 = ty * FQ_TH, ox0 = tx * FQ_TW;
+  const int iy0 = oy0 * FQ_SH - p.pad_top, ix0 = ox0 * FQ_SW - p.pad_left;
+  // The window: word (c4, r, q) = input pixel (iy0 + r, ix0 + q), channels 4 c4 .. + 3.
+  for (int idx = lid; idx < WIN_WORDS; idx += FQ_TH * FQ_TW) {
+    const int q = idx % WIN_W, r = (idx / WIN_W) % WIN_H, c4 = idx / (WIN_W * WIN_H);
+    win_words[idx] = load_input_word(n, c4, iy0 + r, ix0 + q);
+  }
+  barrier();
+  const int oy = oy0 + lid / FQ_TW, ox = ox0 + lid % FQ_TW;
+  if (oy >= p.h_out || ox >= w_grid) return;
   const int co4_0 = chunk * CO4;
   ivec4 acc[CO4];
   [[unroll]] for (int j = 0; j < CO4; ++j) acc[j] = ivec4(0);
   if (ox < p.w_out) {
-    for (int ky = 0; ky < p.kh; ++ky) {
-      const int iy = oy * p.stride_h - p.pad_top + ky * p.dilation_h;
-      for (int kx = 0; kx < p.kw; ++kx) {
-        const int ix = ox * p.stride_w - p.pad_left + kx * p.dilation_w;
-        for (int ci4 = 0; ci4 < p.c4_in; ++ci4) {
-          const int x = load_input_word(n, ci4, iy, ix);
+    [[unroll]] for (int ky = 0; ky < FQ_KH; ++ky) {
+      const int r = (lid / FQ_TW) * FQ_SH + ky * FQ_DH;
+      [[unroll]] for (int kx = 0; kx < FQ_KW; ++kx) {
+        const int q = (lid % FQ_TW) * FQ_SW + kx * FQ_DW;
+        [[unroll]] for (int ci4 = 0; ci4 < FQ_C4_IN; ++ci4) {
+          const int x = win_words[(ci4 * WIN_H + r) * WIN_W + q];
           [[unroll]] for (int j = 0; j < CO4; ++j) {
             if (co4_0 + j >= p.c4_out) break;
-            const ivec4 wb = w_blocks[(((co4_0 + j) * p.kh + ky) * p.kw + kx) * p.c4_in + ci4];
+            const ivec4 wb = w_blocks[(((co4_0 + j) * FQ_KH + ky) * FQ_KW + kx) * FQ_C4_IN + ci4];
             acc[j] += dot_int8x4_each(x, wb);
           }
         }

@@ -241,9 +241,30 @@ Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r) {
 // Vulkan guarantees only 128 MiB).
 constexpr uint64_t kMaxIm2colBytes = uint64_t(256) << 20;
 
-// q8ta_conv2d_fq's output channel blocks per invocation (shaders/q8ta_conv2d.glsl's CO4): all of
-// a stem's (24 or 32 channels) in one, each quantized input word reused by 8 x 4 channels.
-constexpr int64_t kFqChannelBlocks = 8;
+// q8ta_conv2d_fq's output channel blocks per invocation (shaders/q8ta_conv2d.glsl's CO4): on a
+// GPU one, so a stem's few pixels make 6-8x the workgroups (each quantizing its input window
+// again); on a CPU device all of a stem's (24 or 32 channels) in one, each quantized input word
+// reused by 8 x 4 channels. H100, refinenet_lite's 1x3x256x144 -> 24 3x3 s2 stem (PERF) with
+// the shared window: 15.4 us with 6 blocks per invocation, 11.0 with 2, 10.0 with 1
+// (mobilenet_v2's 1x3x224x224 -> 32: 18.2 / 10.9 / 10.5); lavapipe (2 cores): 2.2 ms with 6,
+// 4.4 with 1.
+constexpr int64_t kFqChannelBlocksGpu = 1;
+constexpr int64_t kFqChannelBlocksCpu = 8;
+// The taps x input channel words that q8ta_conv2d_fq's loops unroll (its KH, KW and C4_in are
+// specialization constants); the compiler fuses a quantize into a convolution of fewer than 64
+// products per output only, which stays below.
+constexpr int64_t kFqMaxTapWords = 64;
+// q8ta_conv2d_fq's workgroup: kFqTileH x kFqTileW output pixels (FQ_TH, FQ_TW).
+constexpr int64_t kFqTileH = 4;
+constexpr int64_t kFqTileW = 16;
+
+// The bytes of q8ta_conv2d_fq's shared input window: the input words kFqTileH x kFqTileW output
+// pixels read.
+int64_t fq_window_bytes(const Conv2dWeights& w, const Conv2dGeometry& g, int64_t c_in) {
+  const int64_t rows = (kFqTileH - 1) * g.stride_h + (w.kh - 1) * g.dilation_h + 1;
+  const int64_t cols = (kFqTileW - 1) * g.stride_w + (w.kw - 1) * g.dilation_w + 1;
+  return 4 * div_up(c_in, int64_t(4)) * rows * cols;
+}
 
 // K of the im2col matrix: every tap's C4_in whole channel words.
 int64_t im2col_k(const Conv2dWeights& w, int64_t c_in) {
@@ -297,6 +318,18 @@ Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const Tens
               ErrorCode::InvalidArgument, op, ": the ", to_string(p.route),
               " route reads an int8 input; a float input is quantized on load by the direct "
               "route only");
+    const int64_t words = w.kh * w.kw * div_up(in.dims4().c, 4);
+    VKD_CHECK(words <= kFqMaxTapWords, ErrorCode::InvalidArgument, op, ": a ", w.kh, "x", w.kw,
+              " kernel over ", in.dims4().c, " float input channels is ", words,
+              " taps x channel words; the quantizing load unrolls at most ", kFqMaxTapWords,
+              " (the compiler fuses the quantize only below 64 products per output)");
+    const int64_t bytes = fq_window_bytes(w, p.geometry, in.dims4().c);
+    VKD_CHECK(bytes <= profile.max_shared_memory_bytes, ErrorCode::Unsupported, op,
+              ": the quantized input window of a workgroup (", kFqTileH, "x", kFqTileW,
+              " output pixels at stride ", p.geometry.stride_h, "x", p.geometry.stride_w,
+              ", dilation ", p.geometry.dilation_h, "x", p.geometry.dilation_w, ") needs ", bytes,
+              " bytes of shared memory; device '", profile.name, "' has ",
+              profile.max_shared_memory_bytes);
     return Conv2dRoute::Direct;
   }
   const bool pointwise = fits_pointwise(in, out, w, p);
@@ -731,15 +764,21 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     node.spec_constants.push_back(uint32_t(r > 1 ? d_out.c / (r * r) : 4));
   }
   if (p.quantize_input) {
-    // One output pixel x CO4 channel blocks per invocation (shaders/q8ta_conv2d.glsl): a
-    // stem's few channels in one chunk, each float quantized once per tap for all of them.
-    const int64_t co4 = std::min<int64_t>(c4_out, kFqChannelBlocks);
+    // A workgroup of 64 = kFqTileH x kFqTileW output pixels x CO4 channel blocks, its input
+    // window quantized once into shared memory (shaders/q8ta_conv2d.glsl).
+    const int64_t co4 = std::min<int64_t>(
+        c4_out, graph.profile().cpu_kernels ? kFqChannelBlocksCpu : kFqChannelBlocksGpu);
     const int64_t widths = out.spec().layout == MemoryLayout::PackedInt8_4W4C
                                ? 4 * div_up(d_out.w, 4)
                                : d_out.w;
-    node.spec_constants.push_back(uint32_t(co4));
-    node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(
-                                                     d_out.n * div_up(c4_out, co4) * d_out.h * widths));
+    node.spec_constants.insert(
+        node.spec_constants.end(),
+        {uint32_t(co4), uint32_t(w.kh), uint32_t(w.kw), uint32_t(div_up(d_in.c, 4)),
+         uint32_t(g.stride_h), uint32_t(g.stride_w), uint32_t(g.dilation_h),
+         uint32_t(g.dilation_w)});
+    node.plan.local_size = {uint32_t(kFqTileH * kFqTileW), 1, 1};
+    node.plan.group_count = {uint32_t(div_up(widths, kFqTileW) * div_up(c4_out, co4)),
+                             uint32_t(div_up(d_out.h, kFqTileH) * d_out.n), 1};
     graph.add_node(std::move(node));
     return route;
   }

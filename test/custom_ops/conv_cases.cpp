@@ -1544,6 +1544,12 @@ void register_float_input_accu_cases(Registry& registry) {
       conv(1, 8, 5, 7, 8, 3, 1, 1, 1, 2),   // groups 2
       depthwise(1, 8, 7, 9, 3, 1, 1),       // depthwise shape: direct
       conv(1, 3, 9, 13, 37, 3, 2, 1),       // 10 channel blocks, W_out 7
+      // Several 4 x 16-pixel workgroups, the last ones partly outside the output: a stem on a
+      // 37x70 image, k5 dilation 2, two input channel words with batch 2, asymmetric padding.
+      conv(1, 3, 37, 70, 24, 3, 2, 1),
+      conv(1, 2, 20, 41, 8, 5, 1, 2, 2),
+      conv(2, 7, 9, 33, 12, 3, 1, 1),
+      with_pads(conv(1, 3, 11, 19, 8, 3, 2, 0), 0, 1, 1, 0),
   };
   uint32_t index = 0;
   for (const ConvShape& shape : shapes) {

@@ -402,6 +402,21 @@ TEST_F(Conv2dChecks, FloatInputQuantizedOnLoadBuildsAndNeedsItsConditions) {
   s = float_input();
   s.p.input.quant_min = 1;  // above the zero point 0
   expect_op_error(s, ctx(), op, "zero_point 0 outside [quant_min, quant_max] = [1, 127]");
+  // The kernel unrolls its taps x channel words: 5x5 over 8 channels (50) builds, 7x7 (98)
+  // is refused.
+  s = float_input();
+  s.weight.assign(4 * 8 * 5 * 5, 1);
+  s.w.kh = s.w.kw = 5;
+  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom =
+      s.p.geometry.pad_right = 2;
+  EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
+  s.weight.assign(4 * 8 * 7 * 7, 1);
+  s.w.kh = s.w.kw = 7;
+  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom =
+      s.p.geometry.pad_right = 3;
+  expect_op_error(s, ctx(), op,
+                  "a 7x7 kernel over 8 float input channels is 98 taps x channel words; the "
+                  "quantizing load unrolls at most 64");
 }
 
 }  // namespace
