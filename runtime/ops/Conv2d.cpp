@@ -419,6 +419,7 @@ LinearParams linear_params(const Conv2dParams& p) {
   lp.activation_max = p.activation_max;
   lp.route = p.gemm;
   lp.split_k_slices = p.gemm_slices;
+  lp.coopmat_tile_n = p.coopmat_tile_n;
   lp.residual = p.residual;
   return lp;
 }

@@ -121,6 +121,7 @@ struct Conv2dParams {
   // tests and tuning.
   LinearRoute gemm = LinearRoute::Auto;
   int32_t gemm_slices = 0;  // with gemm SplitK: its K slices (0 = chosen)
+  int32_t coopmat_tile_n = 0;  // with the CoopMat kernel: its tile's channels, 32 or 128 (0 = chosen)
   Im2colForm im2col_form = Im2colForm::Auto;  // the Im2col route's form; for tests and tuning
   // Depthwise route: output rows each invocation computes, 1..4, and output tiles of 4 widths
   // along each row, 1 or 2, at most 4 rows x tiles (both 0 = chosen by the output's size; one

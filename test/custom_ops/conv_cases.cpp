@@ -161,6 +161,7 @@ struct ConvSetup {
   // op's choice).
   ops::LinearRoute gemm = ops::LinearRoute::Auto;
   int32_t gemm_slices = 0;
+  int32_t coopmat_tile_n = 0;  // the CoopMat kernel's tile channels (0: the op's choice)
   // The Im2col route's form asked for (Auto: the op's choice); a forced form is also checked
   // in the graph: Implicit = one dispatch of a "_im2col_" linear kernel reading the input,
   // Explicit = q8ta_im2col, then the linear kernel.
@@ -263,6 +264,7 @@ class Q8taConv2dCase : public CaseInstance {
     p_.depthwise_products = s_.products;
     p_.gemm = s_.gemm;
     p_.gemm_slices = s_.gemm_slices;
+    p_.coopmat_tile_n = s_.coopmat_tile_n;
     p_.im2col_form = s_.im2col_form;
     if (s_.accu) {
       y_ = testing::reference_q8ta_conv2d(qx_, host_.weight, ref_conv(shape), kInputScale,
@@ -427,6 +429,7 @@ std::string route_name(const ConvSetup& s) {
   if (s.route == Conv2dRoute::Auto) name += "(" + ops::to_string(s.expected) + ")";
   if (s.gemm != ops::LinearRoute::Auto) name += "+" + ops::to_string(s.gemm);
   if (s.gemm_slices) name += "/S" + std::to_string(s.gemm_slices);
+  if (s.coopmat_tile_n) name += "/n" + std::to_string(s.coopmat_tile_n);
   if (s.im2col_form != ops::Im2colForm::Auto) name += "+" + ops::to_string(s.im2col_form);
   return name;
 }
@@ -867,6 +870,7 @@ struct PerfVariant {
   ops::Im2colForm im2col_form = ops::Im2colForm::Auto;
   int32_t upscale = 1;  // the output pixel-shuffled (q8ta_conv2d_ps)
   bool float_input = false;  // q8ta_conv2d_fq: a float32 NCHW input quantized on load
+  int32_t coopmat_tile_n = 0;  // the CoopMat kernel's tile channels (0: the op's choice)
   ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
 };
 
@@ -882,6 +886,7 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
   s.gemm_slices = v.gemm_slices;
   s.im2col_form = v.im2col_form;
   s.upscale = v.upscale;
+  s.coopmat_tile_n = v.coopmat_tile_n;
   s.shape = p.shape;
   s.in_layout = v.in;
   s.out_layout = v.out;
@@ -1010,8 +1015,26 @@ void register_im2col_form_perf_cases(Registry& registry, std::set<std::string>& 
   }
 }
 
+// refinenet_lite's 1x1 upsampling convolutions (up3, up4: 24 -> 96), pixel-shuffled by 2 as in
+// the model and plain, through the op's linear kernel and the cooperative-matrix kernel's two
+// tiles.
+void register_pointwise_shuffle_perf_cases(Registry& registry, std::set<std::string>& names) {
+  for (const ConvShape& c : {conv(1, 24, 64, 36, 96, 1, 1, 0), conv(1, 24, 128, 72, 96, 1, 1, 0)}) {
+    for (const int32_t tile_n : {0, 32, 128}) {
+      for (const int32_t upscale : {1, 2}) {
+        PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Auto};
+        v.upscale = upscale;
+        v.coopmat_tile_n = tile_n;
+        if (tile_n) v.gemm = ops::LinearRoute::CoopMat;
+        add_perf_case(registry, names, {c, "refinenet_lite"}, v);
+      }
+    }
+  }
+}
+
 void register_perf_cases(Registry& registry) {
   std::set<std::string> names;
+  register_pointwise_shuffle_perf_cases(registry, names);
   register_etvk_perf_cases(registry, names);
   register_split_k_perf_cases(registry, names);
   register_im2col_form_perf_cases(registry, names);
