@@ -19,13 +19,15 @@
 // whatever the requantization gives: the 1x1's weights are zero there.
 // EXPAND = 1 (q8ta_conv2d_pw_dw_pw / _add) also runs the 1x1 expansion that writes the
 // depthwise's input (an inverted-residual block in one dispatch): a workgroup then takes TP
-// tiles of one output row (x: the row's tile blocks, y: image and row), and first
+// tiles of each of ROWS consecutive output rows (x: the rows' tile blocks, y: image and row
+// group), and first
 //   phase 0: invocation u computes the expansion's int8 output (requantized exactly as that
 //     q8ta_conv2d's output) for 4 widths x 4 channels (window row, width block, channel block;
-//     then those WG apart) of the KH input rows x WIN_W widths the row's depthwise taps read,
+//     then those WG apart) of the input rows x WIN_W widths the rows' depthwise taps read,
 //     into window[]; a width or row outside the input is the expansion output's zero point (the
 //     depthwise's padding). Window widths are recomputed by neighbouring workgroups (the halo)
-//     and rows by the next output rows: the price of never writing the expanded tensor.
+//     and rows by the next row groups: the price of never writing the expanded tensor (at
+//     stride 1 and 3x3, KH rows per output row with ROWS 1, (ROWS + 2) / ROWS with more).
 //   barrier; phase 1 reads its taps from window[] instead of memory; phase 2 as above.
 // Bindings: 0 output (int8 4W4C), 1 input (int8 4W4C), 2 depthwise weights (int word
 // (c4 * KH + ky) * KW + kx, byte lane = channel), 3 the 1x1's channel constants
@@ -92,7 +94,10 @@ layout(constant_id = 8) const int DH = 1;
 layout(constant_id = 9) const int DW = 1;
 layout(constant_id = 10) const int PL = 1;  // left padding
 layout(constant_id = 11) const int C4 = 1;  // mid channel blocks (the input's)
-layout(constant_id = 12) const int TP = 1;  // tiles per workgroup
+layout(constant_id = 12) const int TP = 1;  // tiles per workgroup (per output row with EXPAND)
+// With EXPAND: consecutive output rows of one image per workgroup, each TP tiles, which share
+// the window rows their taps read (1 without EXPAND).
+layout(constant_id = 13) const int ROWS = 1;
 
 // Input words one depthwise tile reads along a row: widths ox0 SW - PL + w SW + kx DW, w < 4,
 // kx < KW; ox0 SW is a multiple of 4, so the first sits OFF words into its 4W4C tile.
@@ -100,17 +105,19 @@ const int SPAN = 3 * SW + (KW - 1) * DW + 1;
 const int OFF = (4 - PL % 4) % 4;
 const int TILES = (OFF + SPAN + 3) / 4;
 
-shared ivec4 mid[TP * C4];
+shared ivec4 mid[ROWS * TP * C4];
 
-// Tile t (< TP) of this workgroup: its image, output row and first width; false past the output.
+// Tile t (< ROWS TP) of this workgroup: its image, output row and first width; false past the
+// output. With EXPAND tile t is tile t % TP of the workgroup's row t / TP.
 bool tile_position(int t, out int n, out int oy, out int ox0) {
   const int w4 = div_up(p.w_out, 4);
 #if EXPAND
-  const int ox4 = TP * int(gl_WorkGroupID.x) + t, row = int(gl_WorkGroupID.y);
-  if (ox4 >= w4 || row >= p.batches * p.h_out) return false;
+  const int groups_h = div_up(p.h_out, ROWS);
+  const int ox4 = TP * int(gl_WorkGroupID.x) + t % TP;
+  n = int(gl_WorkGroupID.y) / groups_h;
+  oy = ROWS * (int(gl_WorkGroupID.y) % groups_h) + t / TP;
+  if (ox4 >= w4 || n >= p.batches || oy >= p.h_out) return false;
   ox0 = 4 * ox4;
-  oy = row % p.h_out;
-  n = row / p.h_out;
 #else
   const int tile = TP * int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y) + t;
   if (tile >= p.batches * p.h_out * w4) return false;
@@ -125,15 +132,28 @@ bool tile_position(int t, out int n, out int oy, out int ox0) {
 layout(std430, binding = 6) readonly buffer ExpandWeights { ivec4 e_blocks[]; };
 layout(std430, binding = 7) readonly buffer ExpandCh { ivec4 e_ch[]; };
 
-// The depthwise input one workgroup's row of TP tiles reads: KH rows (one per kernel row) of
-// WIN_W widths from the first tile's ox0 SW - PL, C4 words each.
+// The depthwise input one workgroup's ROWS rows of TP tiles read: WIN_ROWS input rows from the
+// first output row's top tap (row r = input row oy0 SH - pad_top + r), of WIN_W widths from the
+// first tile's ox0 SW - PL, C4 words each. Rows no tap reads (between dilated kernel rows) are
+// left uncomputed.
 const int WIN_W = (4 * TP - 1) * SW + (KW - 1) * DW + 1;
 const int WIN_BLOCKS = (WIN_W + 3) / 4;
-shared int window[KH * WIN_W * C4];
+const int WIN_ROWS = (ROWS - 1) * SH + (KH - 1) * DH + 1;
+shared int window[WIN_ROWS * WIN_W * C4];
 
-// Phase 0 for kernel row ky, window widths 4 jb .. + 3 and channel block c4 of the row's window
-// (first width ix0): the expansion's int8 words there, or its zero point outside the input.
-void expand_block(int n, int iy, int ix0, int ky, int jb, int c4) {
+// Whether some output row rr < ROWS reads window row r through some kernel row.
+bool window_row_read(int r) {
+  bool read = false;
+  [[unroll]] for (int rr = 0; rr < ROWS; ++rr) {
+    [[unroll]] for (int ky = 0; ky < KH; ++ky) read = read || rr * SH + ky * DH == r;
+  }
+  return read;
+}
+
+// Phase 0 for window row wr (input row iy), window widths 4 jb .. + 3 and channel block c4 of
+// the row (first width ix0): the expansion's int8 words there, or its zero point outside the
+// input.
+void expand_block(int n, int iy, int ix0, int wr, int jb, int c4) {
   const int w4 = div_up(p.w_in, 4);
   const bool row_in = iy >= 0 && iy < p.h_in;
   bool inside[4];
@@ -156,7 +176,7 @@ void expand_block(int n, int iy, int ix0, int ky, int jb, int c4) {
   [[unroll]] for (int w = 0; w < 4; ++w) {
     const int j = 4 * jb + w;
     if (j < WIN_W) {
-      window[(ky * WIN_W + j) * C4 + c4] =
+      window[(wr * WIN_W + j) * C4 + c4] =
           inside[w] ? requantize_word(acc[w], k, q) : splat_byte(p.x_zp);
     }
   }
@@ -165,15 +185,17 @@ void expand_block(int n, int iy, int ix0, int ky, int jb, int c4) {
 
 // The depthwise's requantized int8 output at widths ox0 .. ox0 + 3 of row oy (this workgroup's
 // tile t), channels 4 c4 .. + 3: one word per width (q8ta_conv2d_dw.glsl's products and store,
-// unfused). Its input words come from memory, or with EXPAND from the workgroup's window.
+// unfused). Its input words come from memory, or with EXPAND from the workgroup's window (the
+// rows of output row t / TP, the widths of tile t % TP).
 ivec4 depthwise_tile(int n, int oy, int ox0, int t, int c4) {
   ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));
   [[unroll]] for (int ky = 0; ky < KH; ++ky) {
 #if EXPAND
-    // win[OFF + j] = window width 4 t SW + j of kernel row ky.
+    // win[OFF + j] = window width 4 (t % TP) SW + j of the row kernel row ky reads.
+    const int wr = (t / TP) * SH + ky * DH;
     int win[OFF + SPAN];
     [[unroll]] for (int j = 0; j < SPAN; ++j) {
-      win[OFF + j] = window[(ky * WIN_W + 4 * t * SW + j) * C4 + c4];
+      win[OFF + j] = window[(wr * WIN_W + 4 * (t % TP) * SW + j) * C4 + c4];
     }
 #else
     const int zp = splat_byte(p.x_zp);
@@ -212,21 +234,21 @@ void main() {
 #if EXPAND
   if (tile_position(0, n, oy, ox0)) {
     const int ix0 = ox0 * SW - PL;
-    for (int u = lid; u < KH * WIN_BLOCKS * C4; u += WG) {
-      const int c4 = u % C4, jb = (u / C4) % WIN_BLOCKS, ky = u / (C4 * WIN_BLOCKS);
-      expand_block(n, oy * SH - p.pad_top + ky * DH, ix0, ky, jb, c4);
+    for (int u = lid; u < WIN_ROWS * WIN_BLOCKS * C4; u += WG) {
+      const int c4 = u % C4, jb = (u / C4) % WIN_BLOCKS, wr = u / (C4 * WIN_BLOCKS);
+      if (window_row_read(wr)) expand_block(n, oy * SH - p.pad_top + wr, ix0, wr, jb, c4);
     }
   }
   barrier();
 #endif
 
-  for (int u = lid; u < TP * C4; u += WG) {
+  for (int u = lid; u < ROWS * TP * C4; u += WG) {
     const int t = u / C4;
     if (tile_position(t, n, oy, ox0)) mid[u] = depthwise_tile(n, oy, ox0, t, u % C4);
   }
   barrier();
 
-  for (int u = lid; u < TP * p.c4_out; u += WG) {
+  for (int u = lid; u < ROWS * TP * p.c4_out; u += WG) {
     const int t = u / p.c4_out, n4 = u % p.c4_out;
     if (!tile_position(t, n, oy, ox0)) continue;
     ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));

@@ -114,6 +114,8 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
   VKD_CHECK(p.tiles_per_workgroup >= 0 && p.tiles_per_workgroup <= 64,
             ErrorCode::InvalidArgument, op, ": tiles_per_workgroup ", p.tiles_per_workgroup,
             " must be 0 (chosen) or 1..64");
+  VKD_CHECK(p.rows_per_workgroup >= 0 && p.rows_per_workgroup <= 4, ErrorCode::InvalidArgument,
+            op, ": rows_per_workgroup ", p.rows_per_workgroup, " must be 0 (chosen) or 1..4");
   Conv2dGeometry g = p.geometry;
   g.groups = static_cast<int32_t>(d_in.c);
   const int64_t h_out = conv_out_size(d_in.h, g.pad_top, g.pad_bottom, g.dilation_h, dw.kh,
@@ -158,23 +160,46 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
                                            : DepthwisePointwiseForm::Fused;
 }
 
-// With an expansion, a workgroup's TP tiles lie in one output row: as asked, else 1, or 2 where
-// the output has more than 1024 tiles (more tiles per workgroup share more of the window, less
-// halo recomputed, but leave fewer workgroups); fewer while the window and mid do not fit
+// With an expansion, a workgroup's TP tiles lie in one output row (of each of its rows): as
+// asked, else 1, or 2 where the output has more than 1024 tiles and a workgroup takes one row
+// (more tiles per workgroup share more of the window, less halo recomputed, but leave fewer
+// workgroups); fewer while the window and mid do not fit
 // `shared_bytes` (0 when even one tile does not). H100, us, TP 1 / 2 / the row in blocks of up
 // to 8: 1x24x128x72 e96 k3 s1 -> 24 (2304 tiles) 26.72 / 18.98-19.14 / 20.61; s2 (576) 14.24 /
 // 15.81 / 23.71; 1x24x64x36 e96 s2 (160) 11.94 / 14.27-14.50 / 22.78; 1x24x32x18 s2 (48)
 // 11.97 / 14.24 / 16.38; 1x24x56x56 e144 s1 (784) 15.01 / 16.19 / 25.31; 1x32x28x28 e192 (196)
 // 15.33 / 18.94 / 37.57.
+// Output rows per workgroup with an expansion (shaders/q8ta_conv2d_dw_pw.glsl's ROWS): as
+// asked, else 2 at stride 1 where the output has more than kRowPairMinTiles tiles (two rows
+// share the window rows their 3x3 taps read: 4 expanded rows for 2 output rows instead of 6),
+// else 1. H100, us, 1x24x128x72 e96 k3 s1 -> 24 (2304 tiles): 1 row x 2 tiles 19.0, 2 rows x 1
+// tile 16.5, 4 x 1 17.4, 2 x 2 17.6; but 1x24x56x56 e144 s1 (784) 14.8 -> 15.2 with 2 rows,
+// 1x32x28x28 e192 (196) 15.0 -> 17.1, and at stride 2 (fewer window rows shared) every shape
+// slower (1x24x128x72 14.1 -> 15.7).
+constexpr int64_t kRowPairMinTiles = 1024;
+int64_t expanded_rows_per_workgroup(const DepthwisePointwiseParams& p, int64_t tiles) {
+  if (p.rows_per_workgroup > 0) return p.rows_per_workgroup;
+  return p.geometry.stride_h == 1 && tiles > kRowPairMinTiles ? 2 : 1;
+}
+
+// Shared memory of the fused kernel with an expansion: the window's rows x widths x C4 words,
+// and mid (16 bytes per tile and channel block).
+int64_t expanded_shared_bytes(const Conv2dWeights& dw, const Conv2dGeometry& g, int64_t c4,
+                              int64_t tp, int64_t rows) {
+  const int64_t win_w = (4 * tp - 1) * g.stride_w + (dw.kw - 1) * g.dilation_w + 1;
+  const int64_t win_rows = (rows - 1) * g.stride_h + (dw.kh - 1) * g.dilation_h + 1;
+  return 4 * win_rows * win_w * c4 + 16 * rows * tp * c4;
+}
+
 int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Conv2dWeights& dw,
                                      int64_t c4, int64_t tiles, uint32_t shared_bytes) {
-  const Conv2dGeometry& g = p.geometry;
-  auto bytes = [&](int64_t tp) {
-    const int64_t win_w = (4 * tp - 1) * g.stride_w + (dw.kw - 1) * g.dilation_w + 1;
-    return 4 * dw.kh * win_w * c4 + 16 * tp * c4;
-  };
-  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup : tiles > 1024 ? 2 : 1;
-  while (tp > 0 && bytes(tp) > int64_t(shared_bytes)) --tp;
+  const int64_t rows = expanded_rows_per_workgroup(p, tiles);
+  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup
+               : tiles > 1024 && rows == 1 ? 2
+                                           : 1;
+  while (tp > 0 && expanded_shared_bytes(dw, p.geometry, c4, tp, rows) > int64_t(shared_bytes)) {
+    --tp;
+  }
   return tp;
 }
 
@@ -252,20 +277,23 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
                                                        r.activation_min, r.activation_max));
   }
   const Conv2dGeometry& g = p.geometry;
+  const int64_t rows =
+      p.expansion ? expanded_rows_per_workgroup(p, d_mid.n * d_mid.h * div_up(d_mid.w, 4)) : 1;
   // The epilogues' mantissa conversion only where every accumulator stays below 2^22.
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), products), uint32_t(dw.kh),
                          uint32_t(dw.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),
                          uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
-                         uint32_t(c4), uint32_t(tp)};
+                         uint32_t(c4), uint32_t(tp),
+                         uint32_t(rows)};
   node.plan.local_size = {kFusedWorkgroup, 1, 1};
   const vk::DeviceProfile& profile = graph.profile();
   if (p.expansion) {
-    // x: the tile blocks of an output row, y: image and row (tile_position, EXPAND).
-    const int64_t rows = d_mid.n * d_mid.h;
-    VKD_CHECK(rows <= profile.max_workgroup_count[1], ErrorCode::Unsupported, op, ": ", rows,
-              " output rows exceed the device's grid");
+    // x: the tile blocks of an output row, y: image and row group (tile_position, EXPAND).
+    const int64_t groups = d_mid.n * div_up(d_mid.h, rows);
+    VKD_CHECK(groups <= profile.max_workgroup_count[1], ErrorCode::Unsupported, op, ": ", groups,
+              " output row groups exceed the device's grid");
     node.plan.group_count = {static_cast<uint32_t>(div_up(div_up(d_mid.w, 4), tp)),
-                             static_cast<uint32_t>(rows), 1};
+                             static_cast<uint32_t>(groups), 1};
   } else {
     const uint64_t groups = static_cast<uint64_t>(div_up(d_mid.n * d_mid.h * div_up(d_mid.w, 4), tp));
     const uint64_t max_x = profile.max_workgroup_count[0];

@@ -57,6 +57,9 @@ struct DepthwisePointwiseParams {
   DepthwisePointwiseForm form = DepthwisePointwiseForm::Auto;
   // Fused: output tiles (4 widths each) per workgroup, 1..64 (0 = chosen); for tests and tuning.
   int32_t tiles_per_workgroup = 0;
+  // Fused with an expansion: output rows per workgroup, each of tiles_per_workgroup tiles, which
+  // share the expansion's window rows, 1..4 (0 = chosen); for tests and tuning.
+  int32_t rows_per_workgroup = 0;
 };
 
 // `input`: int8x4 4W4C buffer [N, C, H, W] (rank 3 = N 1; [N, C_in, H, W] with an expansion);

@@ -40,6 +40,7 @@ struct DwPwSetup {
   std::optional<OutputQuant> residual;        // _add: the sum's quantization
   DepthwisePointwiseForm form = DepthwisePointwiseForm::Auto;
   int32_t tiles = 0;  // tiles_per_workgroup
+  int32_t rows = 0;   // rows_per_workgroup
   bool accu = true;
   uint32_t seed = 1;
 };
@@ -128,6 +129,7 @@ class DwPwCase : public CaseInstance {
     p_.geometry.dilation_h = p_.geometry.dilation_w = s_.dilation;
     p_.form = s_.form;
     p_.tiles_per_workgroup = s_.tiles;
+    p_.rows_per_workgroup = s_.rows;
 
     // The depthwise's float result, its int8 output (mid) and the 1x1's, as unfused ops.
     std::vector<float> y_mid;
@@ -237,7 +239,8 @@ std::string shape_name(const DwPwSetup& s) {
 }
 
 std::string form_name(const DwPwSetup& s) {
-  return ops::to_string(s.form) + (s.tiles ? " tp" + std::to_string(s.tiles) : "");
+  return ops::to_string(s.form) + (s.tiles ? " tp" + std::to_string(s.tiles) : "") +
+         (s.rows ? " rows" + std::to_string(s.rows) : "");
 }
 
 void add_case(Registry& registry, const std::string& prefix, const DwPwSetup& s, bool accu) {
@@ -304,6 +307,30 @@ void register_accu(Registry& registry) {
   s.c_x = 24;
   s.n_out = 24;
   add_case(registry, "", s, true);
+  // Several output rows per workgroup sharing the expansion's window rows: 2 and 3 rows (the
+  // last group of 13 or 7 rows partly past the output), strides 1 and 2, dilation 2, a 5x5
+  // kernel, batch 2 (row groups do not cross images), 2 tiles per row, with and without the add.
+  const Shape row_shapes[] = {{1, 8, 13, 9, 4, 3, 1, 1, 1},  {2, 12, 7, 10, 8, 3, 2, 1, 1},
+                              {1, 16, 11, 9, 8, 3, 1, 2, 2}, {1, 12, 9, 10, 20, 5, 1, 2, 1},
+                              {1, 96, 12, 10, 24, 3, 1, 1, 1}};
+  for (const Shape& sh : row_shapes) {
+    for (const int32_t rows : {2, 3}) {
+      DwPwSetup r;
+      r.n = sh.n, r.c = sh.c, r.h = sh.h, r.w = sh.w, r.n_out = sh.n_out, r.k = sh.k;
+      r.stride = sh.stride, r.pad = sh.pad, r.dilation = sh.dilation;
+      r.c_x = sh.c % 3 + 5;
+      r.input_zp = kInputZeroPoints[index % 3];
+      r.mid = mids[index % 3];
+      r.out = outs[(index / 3) % 3];
+      r.expanded = mids[(index + 1) % 3];
+      if (rows == 3) r.residual = OutputQuant{"relu", -30, -30, 127};
+      r.form = DepthwisePointwiseForm::Fused;
+      r.rows = rows;
+      r.tiles = rows == 2 ? 2 : 0;
+      r.seed = 9000 + uint32_t(index++);
+      add_case(registry, "", r, true);
+    }
+  }
 }
 
 // refinenet_lite's four sites (1x24x128x72 expanded to 96, depthwise 3x3 at stride 1 then 2,
@@ -326,13 +353,18 @@ void register_perf(Registry& registry) {
       for (const int32_t tiles : {0, 1, 2, 8}) {
         if (form == DepthwisePointwiseForm::Split && tiles != 0) continue;
         if (sh.c_x ? tiles == 8 : tiles == 1) continue;
-        DwPwSetup s;
-        s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.stride = sh.stride;
-        s.c_x = sh.c_x;
-        s.form = form;
-        s.tiles = tiles;
-        s.accu = false;
-        add_case(registry, "perf/", s, false);
+        // With an expansion, fused, also 2 and 4 rows per workgroup.
+        for (const int32_t rows : {0, 2, 4}) {
+          if (rows && (!sh.c_x || form == DepthwisePointwiseForm::Split || tiles == 0)) continue;
+          DwPwSetup s;
+          s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.stride = sh.stride;
+          s.c_x = sh.c_x;
+          s.form = form;
+          s.tiles = tiles;
+          s.rows = rows;
+          s.accu = false;
+          add_case(registry, "perf/", s, false);
+        }
       }
     }
   }

@@ -104,6 +104,12 @@ TEST_F(DwPwChecks, TilesPerWorkgroupOutOfRangeAreRefused) {
   DwPwSetup s;
   s.p.tiles_per_workgroup = 65;
   expect_error(s, ctx(), ErrorCode::InvalidArgument, "tiles_per_workgroup 65");
+  s.p.tiles_per_workgroup = 0;
+  s.p.rows_per_workgroup = 5;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "rows_per_workgroup 5 must be 0 (chosen) or 1..4");
+  s.p.rows_per_workgroup = -1;
+  expect_error(s, ctx(), ErrorCode::InvalidArgument, "rows_per_workgroup -1");
 }
 
 // The setup over `channels` depthwise channels (the 1x1 still 4 outputs).
