@@ -35,8 +35,18 @@ struct ExpandPush {
   int32_t e_act_min, e_act_max;
 };
 
-// Invocations per workgroup of the fused kernel: two subgroups of 32 (or eight of 8).
-constexpr uint32_t kFusedWorkgroup = 64;
+// Invocations per workgroup of the fused kernel: four subgroups of 32 (or sixteen of 8). H100,
+// us, 64 / 128 / 256 invocations (tiles per workgroup as chosen): with an expansion
+// 1x24x128x72 e96 k3 s1 -> 24 16.5 / 16.2 / 16.3, s2 14.3 / 10.8 / 12.0, 1x24x64x36 s2 12.0 /
+// 10.0 / 9.7, 1x24x32x18 s2 11.8 / 9.6 / 9.4, 1x24x56x56 e144 14.8 / 12.9 / 13.2, 1x32x28x28
+// e192 15.1 / 14.0 / 13.0; without 1x96x128x72 s1 9.4 / 8.4 / 8.4, s2 7.7 / 7.8 / 7.8,
+// 1x144x56x56 9.3 / 8.9 / 8.8, 1x192x28x28 9.5 / 8.8 / 9.0 (but 1x576x14x14 -> 96, which Auto
+// splits, 15.8 / 16.9 / 16.7). Each phase's items are then spread over more invocations: the
+// few-workgroup grids of these layers are latency-bound.
+constexpr uint32_t kFusedWorkgroup = 128;
+// The invocations the tile rule below counts on (it was measured with 64-invocation
+// workgroups, and the larger workgroups above kept its choices).
+constexpr int64_t kTileRuleInvocations = 64;
 
 std::string op_name(const DepthwisePointwiseParams& p) {
   return std::string(p.expansion ? "q8ta_conv2d_pw_dw_pw" : "q8ta_conv2d_dw_pw") +
@@ -116,6 +126,10 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
             " must be 0 (chosen) or 1..64");
   VKD_CHECK(p.rows_per_workgroup >= 0 && p.rows_per_workgroup <= 4, ErrorCode::InvalidArgument,
             op, ": rows_per_workgroup ", p.rows_per_workgroup, " must be 0 (chosen) or 1..4");
+  VKD_CHECK(p.workgroup_size == 0 || p.workgroup_size == 64 || p.workgroup_size == 128 ||
+                p.workgroup_size == 256,
+            ErrorCode::InvalidArgument, op, ": workgroup_size ", p.workgroup_size,
+            " must be 0 (chosen), 64, 128 or 256");
   Conv2dGeometry g = p.geometry;
   g.groups = static_cast<int32_t>(d_in.c);
   const int64_t h_out = conv_out_size(d_in.h, g.pad_top, g.pad_bottom, g.dilation_h, dw.kh,
@@ -143,7 +157,7 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
 int64_t tiles_per_workgroup(const DepthwisePointwiseParams& p, int64_t c4, int64_t tiles) {
   if (p.tiles_per_workgroup > 0) return p.tiles_per_workgroup;
   const int64_t fit = std::max<int64_t>(1, (16 << 10) / (16 * c4));
-  const int64_t busy = std::min<int64_t>(2 * kFusedWorkgroup / c4, tiles / 256);
+  const int64_t busy = std::min<int64_t>(2 * kTileRuleInvocations / c4, tiles / 256);
   return std::min<int64_t>(std::clamp<int64_t>(busy, 2, 16), fit);
 }
 
@@ -285,7 +299,7 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
                          uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
                          uint32_t(c4), uint32_t(tp),
                          uint32_t(rows)};
-  node.plan.local_size = {kFusedWorkgroup, 1, 1};
+  node.plan.local_size = {p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup, 1, 1};
   const vk::DeviceProfile& profile = graph.profile();
   if (p.expansion) {
     // x: the tile blocks of an output row, y: image and row group (tile_position, EXPAND).

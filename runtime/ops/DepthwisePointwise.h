@@ -60,6 +60,8 @@ struct DepthwisePointwiseParams {
   // Fused with an expansion: output rows per workgroup, each of tiles_per_workgroup tiles, which
   // share the expansion's window rows, 1..4 (0 = chosen); for tests and tuning.
   int32_t rows_per_workgroup = 0;
+  // Fused: invocations per workgroup, 64, 128 or 256 (0 = chosen); for tests and tuning.
+  int32_t workgroup_size = 0;
 };
 
 // `input`: int8x4 4W4C buffer [N, C, H, W] (rank 3 = N 1; [N, C_in, H, W] with an expansion);

@@ -41,6 +41,7 @@ struct DwPwSetup {
   DepthwisePointwiseForm form = DepthwisePointwiseForm::Auto;
   int32_t tiles = 0;  // tiles_per_workgroup
   int32_t rows = 0;   // rows_per_workgroup
+  int32_t wg = 0;     // workgroup_size
   bool accu = true;
   uint32_t seed = 1;
 };
@@ -130,6 +131,7 @@ class DwPwCase : public CaseInstance {
     p_.form = s_.form;
     p_.tiles_per_workgroup = s_.tiles;
     p_.rows_per_workgroup = s_.rows;
+    p_.workgroup_size = s_.wg;
 
     // The depthwise's float result, its int8 output (mid) and the 1x1's, as unfused ops.
     std::vector<float> y_mid;
@@ -240,7 +242,8 @@ std::string shape_name(const DwPwSetup& s) {
 
 std::string form_name(const DwPwSetup& s) {
   return ops::to_string(s.form) + (s.tiles ? " tp" + std::to_string(s.tiles) : "") +
-         (s.rows ? " rows" + std::to_string(s.rows) : "");
+         (s.rows ? " rows" + std::to_string(s.rows) : "") +
+         (s.wg ? " wg" + std::to_string(s.wg) : "");
 }
 
 void add_case(Registry& registry, const std::string& prefix, const DwPwSetup& s, bool accu) {
@@ -329,7 +332,21 @@ void register_accu(Registry& registry) {
       r.tiles = rows == 2 ? 2 : 0;
       r.seed = 9000 + uint32_t(index++);
       add_case(registry, "", r, true);
+      // The same with 128 / 256 invocations per workgroup (2 / 3 rows).
+      r.wg = rows == 2 ? 128 : 256;
+      r.seed = 9000 + uint32_t(index++);
+      add_case(registry, "", r, true);
+      r.wg = 0;
     }
+  }
+  // Without an expansion, 128 and 256 invocations per workgroup.
+  for (const int32_t wg : {128, 256}) {
+    DwPwSetup r;
+    r.c = 40, r.h = 13, r.w = 14, r.n_out = 12;
+    r.form = DepthwisePointwiseForm::Fused;
+    r.wg = wg;
+    r.seed = 9000 + uint32_t(index++);
+    add_case(registry, "", r, true);
   }
 }
 
@@ -364,6 +381,12 @@ void register_perf(Registry& registry) {
           s.rows = rows;
           s.accu = false;
           add_case(registry, "perf/", s, false);
+          // The op's tiles, fused, also with 128 and 256 invocations per workgroup.
+          if (tiles || rows || form == DepthwisePointwiseForm::Split) continue;
+          for (const int32_t wg : {128, 256}) {
+            s.wg = wg;
+            add_case(registry, "perf/", s, false);
+          }
         }
       }
     }
