@@ -410,6 +410,21 @@ LinearWeights as_matrix(const Conv2dWeights& w) {
 
 namespace {
 
+// Whether the Pointwise route runs the direct kernel (one 4-width x 4-channel output tile per
+// invocation) instead of a linear kernel: on a GPU, with the linear kernel not asked for, where
+// K is short: C_in <= 16; C_in <= 24 with a pixel-shuffled output (the direct kernel writes a
+// tile's 4 words from one invocation); N <= 24 with C_in <= 48 (few output channels: the GEMM
+// tiles are mostly empty). H100 PERF, us, linear kernel (Auto) vs direct: 1x8x56x56 -> 48 6.5
+// / 5.2, 1x16x112x112 -> 96 9.0 / 8.0, 1x16x56x56 -> 96 6.2 / 5.9; refinenet_lite's
+// 1x24x64x36 -> 96 shuffled by 2 7.6 / 6.3, 1x24x128x72 -> 96 11.4 / 8.0 (plain 9.0 / 7.8);
+// 1x48x256x256 -> 22 13.3 / 11.8; but 1x24x56x56 -> 144 6.4 / 6.5, 1x32x28x28 -> 192 6.2 /
+// 6.7, 1x32x56x56 -> 96 6.2 / 7.1, 1x48x56x56 -> 96 6.5 / 7.6, 1x64x56x56 -> 96 6.2 / 8.8.
+bool pointwise_runs_direct(const vk::DeviceProfile& profile, int64_t c_in, int64_t c_out,
+                           const Conv2dParams& p) {
+  if (profile.cpu_kernels || p.gemm != LinearRoute::Auto) return false;
+  return c_in <= 16 || (p.upscale > 1 && c_in <= 24) || (c_out <= 24 && c_in <= 48);
+}
+
 // The linear kernels' parameters for a convolution they run (Pointwise and Im2col routes).
 LinearParams linear_params(const Conv2dParams& p) {
   LinearParams lp;
@@ -672,7 +687,8 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   const Conv2dRoute route =
       choose_route(op, in.spec(), out.spec(), d_out, weights, p, graph.profile());
   const std::string name = out.name().empty() ? op : out.name();
-  if (route == Conv2dRoute::Pointwise) {
+  if (route == Conv2dRoute::Pointwise &&
+      !pointwise_runs_direct(graph.profile(), d_in.c, d_out.c, p)) {
     // 4W4C blocks are (4 pixels of one image row) x (4 channels): the linear kernels' rows x K.
     add_q8ta_linear_rows_node(graph, op, input, d_in.n * d_in.h, d_in.w, as_matrix(weights),
                               output, linear_params(p), RowsShuffle{p.upscale, d_out.h});

@@ -1016,8 +1016,8 @@ void register_im2col_form_perf_cases(Registry& registry, std::set<std::string>& 
 }
 
 // refinenet_lite's 1x1 upsampling convolutions (up3, up4: 24 -> 96), pixel-shuffled by 2 as in
-// the model and plain, through the op's linear kernel and the cooperative-matrix kernel's two
-// tiles.
+// the model and plain, through the op's linear kernel, the cooperative-matrix kernel's two
+// tiles and the direct kernel.
 void register_pointwise_shuffle_perf_cases(Registry& registry, std::set<std::string>& names) {
   for (const ConvShape& c : {conv(1, 24, 64, 36, 96, 1, 1, 0), conv(1, 24, 128, 72, 96, 1, 1, 0)}) {
     for (const int32_t tile_n : {0, 32, 128}) {
@@ -1028,6 +1028,23 @@ void register_pointwise_shuffle_perf_cases(Registry& registry, std::set<std::str
         if (tile_n) v.gemm = ops::LinearRoute::CoopMat;
         add_perf_case(registry, names, {c, "refinenet_lite"}, v);
       }
+    }
+    // And through the direct kernel (one output tile of 4 widths x 4 channels per invocation).
+    for (const int32_t upscale : {1, 2}) {
+      PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Direct};
+      v.upscale = upscale;
+      add_perf_case(registry, names, {c, "refinenet_lite"}, v);
+    }
+  }
+  // 1x1 convolutions of a short K (C_in 8..64), the op's route and the direct kernel.
+  for (const ConvShape& c :
+       {conv(1, 8, 56, 56, 48, 1, 1, 0), conv(1, 16, 112, 112, 96, 1, 1, 0),
+        conv(1, 16, 56, 56, 96, 1, 1, 0), conv(1, 24, 56, 56, 144, 1, 1, 0),
+        conv(1, 32, 28, 28, 192, 1, 1, 0), conv(1, 32, 56, 56, 96, 1, 1, 0),
+        conv(1, 48, 56, 56, 96, 1, 1, 0), conv(1, 64, 56, 56, 96, 1, 1, 0),
+        conv(1, 48, 256, 256, 22, 1, 1, 0)}) {
+    for (const Conv2dRoute route : {Conv2dRoute::Pointwise, Conv2dRoute::Direct}) {
+      add_perf_case(registry, names, {c, "short-K"}, PerfVariant{k4W4C, k4W4C, route});
     }
   }
 }

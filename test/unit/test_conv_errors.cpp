@@ -186,6 +186,27 @@ TEST_F(Conv2dChecks, Im2colIsAGatherThenTheLinearKernels) {
   EXPECT_EQ(direct.rfind("q8ta_conv2d_", 0), 0u) << direct;
 }
 
+TEST_F(Conv2dChecks, ShortKPointwiseRunsTheDirectKernelOnGpus) {
+  // A 1x1 over 8 input channels: the Pointwise route, through the direct kernel on a GPU
+  // (Conv2d.cpp: pointwise_runs_direct), through a linear kernel on a CPU device or when one is
+  // asked for.
+  ConvSetup s;
+  s.weight.assign(4 * 8, 1);
+  s.w.kh = s.w.kw = 1;
+  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom =
+      s.p.geometry.pad_right = 0;
+  for (const bool ask_linear : {false, true}) {
+    s.p.gemm = ask_linear ? vkd::ops::LinearRoute::Gemv : vkd::ops::LinearRoute::Auto;
+    ComputeGraph g(ctx());
+    ASSERT_EQ(s.build(g).first, -1) << s.build(ctx()).second;
+    ASSERT_EQ(g.nodes().size(), 1u);
+    const std::string kernel = vkd::shaders::shader_info(g.nodes()[0].kernel).name;
+    const bool direct = !ctx().profile().cpu_kernels && !ask_linear;
+    EXPECT_EQ(kernel.rfind(direct ? "q8ta_conv2d_4w4c_int8_4w4c_" : "q8ta_linear_", 0), 0u)
+        << kernel;
+  }
+}
+
 TEST_F(Conv2dChecks, ImplicitIm2colIsOneGatheringLinearKernel) {
   // Through the split-K kernel (a GPU kernel on every device that has it): one dispatch whose
   // binding 1 is the convolution's input, its "_im2col_" variant for the 4C1W input.
