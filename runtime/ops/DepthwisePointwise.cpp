@@ -175,7 +175,7 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
 }
 
 // With an expansion, a workgroup's TP tiles lie in one output row (of each of its rows): as
-// asked, else 1, or 2 where the output has more than 1024 tiles and a workgroup takes one row
+// asked, else 1, or 2 where the output has more than 1024 tiles
 // (more tiles per workgroup share more of the window, less halo recomputed, but leave fewer
 // workgroups); fewer while the window and mid do not fit
 // `shared_bytes` (0 when even one tile does not). H100, us, TP 1 / 2 / the row in blocks of up
@@ -184,16 +184,16 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
 // 11.97 / 14.24 / 16.38; 1x24x56x56 e144 s1 (784) 15.01 / 16.19 / 25.31; 1x32x28x28 e192 (196)
 // 15.33 / 18.94 / 37.57.
 // Output rows per workgroup with an expansion (shaders/q8ta_conv2d_dw_pw.glsl's ROWS): as
-// asked, else 2 at stride 1 where the output has more than kRowPairMinTiles tiles (two rows
-// share the window rows their 3x3 taps read: 4 expanded rows for 2 output rows instead of 6),
-// else 1. H100, us, 1x24x128x72 e96 k3 s1 -> 24 (2304 tiles): 1 row x 2 tiles 19.0, 2 rows x 1
-// tile 16.5, 4 x 1 17.4, 2 x 2 17.6; but 1x24x56x56 e144 s1 (784) 14.8 -> 15.2 with 2 rows,
-// 1x32x28x28 e192 (196) 15.0 -> 17.1, and at stride 2 (fewer window rows shared) every shape
-// slower (1x24x128x72 14.1 -> 15.7).
-constexpr int64_t kRowPairMinTiles = 1024;
-int64_t expanded_rows_per_workgroup(const DepthwisePointwiseParams& p, int64_t tiles) {
+// asked, else 2 at stride 1 (two rows share the window rows their 3x3 taps read: 4 expanded
+// rows for 2 output rows instead of 6), else 1. H100 PERF, us, 128-invocation workgroups, rows
+// x tiles per row: 1x24x128x72 e96 k3 s1 -> 24 (2304 tiles) 1 x 2 19.1 (64 invocations), 2 x 1
+// 15.9-16.1, 2 x 2 13.4-13.5, 4 x 1 13.6, 4 x 2 14.8; 1x24x56x56 e144 (784) 1 x 1 12.7-12.9,
+// 2 x 1 12.0, 4 x 1 13.2; 1x32x28x28 e192 (196) 1 x 1 13.8-14.0, 2 x 1 13.7, 2 x 2 16.3. At
+// stride 2 (fewer window rows shared) every shape was slower with 2 rows (64 invocations:
+// 1x24x128x72 14.1 -> 15.7).
+int64_t expanded_rows_per_workgroup(const DepthwisePointwiseParams& p) {
   if (p.rows_per_workgroup > 0) return p.rows_per_workgroup;
-  return p.geometry.stride_h == 1 && tiles > kRowPairMinTiles ? 2 : 1;
+  return p.geometry.stride_h == 1 ? 2 : 1;
 }
 
 // Shared memory of the fused kernel with an expansion: the window's rows x widths x C4 words,
@@ -207,10 +207,8 @@ int64_t expanded_shared_bytes(const Conv2dWeights& dw, const Conv2dGeometry& g, 
 
 int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Conv2dWeights& dw,
                                      int64_t c4, int64_t tiles, uint32_t shared_bytes) {
-  const int64_t rows = expanded_rows_per_workgroup(p, tiles);
-  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup
-               : tiles > 1024 && rows == 1 ? 2
-                                           : 1;
+  const int64_t rows = expanded_rows_per_workgroup(p);
+  int64_t tp = p.tiles_per_workgroup > 0 ? p.tiles_per_workgroup : tiles > 1024 ? 2 : 1;
   while (tp > 0 && expanded_shared_bytes(dw, p.geometry, c4, tp, rows) > int64_t(shared_bytes)) {
     --tp;
   }
@@ -291,8 +289,7 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
                                                        r.activation_min, r.activation_max));
   }
   const Conv2dGeometry& g = p.geometry;
-  const int64_t rows =
-      p.expansion ? expanded_rows_per_workgroup(p, d_mid.n * d_mid.h * div_up(d_mid.w, 4)) : 1;
+  const int64_t rows = p.expansion ? expanded_rows_per_workgroup(p) : 1;
   // The epilogues' mantissa conversion only where every accumulator stays below 2^22.
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), products), uint32_t(dw.kh),
                          uint32_t(dw.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),

@@ -381,11 +381,19 @@ void register_perf(Registry& registry) {
           s.rows = rows;
           s.accu = false;
           add_case(registry, "perf/", s, false);
-          // The op's tiles, fused, also with 128 and 256 invocations per workgroup.
-          if (tiles || rows || form == DepthwisePointwiseForm::Split) continue;
-          for (const int32_t wg : {128, 256}) {
-            s.wg = wg;
-            add_case(registry, "perf/", s, false);
+          // The op's tiles, fused, also with 64, 128 and 256 invocations per workgroup; with an
+          // expansion at stride 1 each rows x tiles too.
+          if (form == DepthwisePointwiseForm::Split) continue;
+          if (tiles == 0 && rows == 0) {
+            for (const int32_t wg : {64, 128, 256}) {
+              s.wg = wg;
+              add_case(registry, "perf/", s, false);
+            }
+          } else if (sh.c_x && sh.stride == 1 && rows) {
+            for (const int32_t wg : {64, 256}) {
+              s.wg = wg;
+              add_case(registry, "perf/", s, false);
+            }
           }
         }
       }
