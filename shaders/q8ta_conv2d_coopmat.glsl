@@ -92,6 +92,10 @@ Chunk chunk(int c, int groups, int chunks_c) {
 ivec4 in_loads[2][WARPS_M][IN_PER];
 ivec4 w_loads[2][W_PER];
 
+// This subgroup's segment (segment sm of the workgroup), for the epilogue's output_place: set
+// once by main, not indexed out of segs[] by the subgroup id.
+Segment own_segment;
+
 // The first input width of segment `s`'s window for chunk `k`.
 int window_x(Segment s, Chunk k) {
   return s.ox0 * WIN_SW - p.conv.pad_left + k.g * WIN_KW * WIN_DW;
@@ -187,6 +191,7 @@ void main() {
   const int n4_0 = int(gl_WorkGroupID.x) * (BN / 4);
   Segment segs[WARPS_M];
   [[unroll]] for (int m = 0; m < WARPS_M; ++m) segs[m] = segment(WARPS_M * int(gl_WorkGroupID.y) + m);
+  own_segment = segment(WARPS_M * int(gl_WorkGroupID.y) + sm);
 
   [[unroll]] for (int i = 0; i < FM; ++i) {
     [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = MatC(0);
@@ -219,8 +224,8 @@ void main() {
 // 16 j ..; pixels past the padded width (the last segment of a row) are not stored, padded
 // widths get the zero point (store_output).
 ivec2 output_place(int i, int j, ivec2 slot) {
-  const int sg = int(gl_SubgroupID), sm = sg % WARPS_M, sn = sg / WARPS_M;
-  const Segment s = segment(WARPS_M * int(gl_WorkGroupID.y) + sm);
+  const int sn = int(gl_SubgroupID) / WARPS_M;
+  const Segment s = own_segment;
   const int w4_out = div_up(p.conv.w_out, 4), ox = s.ox0 + 16 * i + slot.x;
   const int g4 = int(gl_WorkGroupID.x) * (BN / 4) + (32 * sn + 16 * j + slot.y) / 4;
   const bool stored = s.valid && ox < 4 * w4_out;

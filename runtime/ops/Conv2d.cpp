@@ -481,12 +481,8 @@ bool prefer_implicit_im2col(const LinearChoice& gemm) {
 // 96 (pixel-shuffled) 12.5 / 13.2 vs 11.8 / 12.0 explicit (16 workgroups).
 constexpr int64_t kWindowMinGroups = 100;
 constexpr int64_t kWindowMaxChunks = 8;
-bool prefer_window(const Dims4& d_in, const Dims4& d_out, const Conv2dWeights& w) {
-  const int64_t segments = d_out.n * d_out.h * div_up(4 * div_up(d_out.w, 4), int64_t(64));
-  const int64_t groups = div_up(segments, int64_t(2)) * div_up(w.out_channels, int64_t(64));
-  const int64_t chunks = w.kh * div_up(div_up(d_in.c, int64_t(4)), int64_t(8)) *
-                         div_up(w.kw, int64_t(3));
-  return groups >= kWindowMinGroups && chunks <= kWindowMaxChunks;
+bool prefer_window(const ConvWindowGrid& grid) {
+  return grid.workgroups() >= kWindowMinGroups && grid.chunks <= kWindowMaxChunks;
 }
 
 // The Im2col route's form for the linear kernel `gemm` (Im2colForm's rule, never Auto);
@@ -564,7 +560,9 @@ void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const st
   const LinearChoice gemm =
       chosen_linear_kernel(graph.profile(), op, d_out.n * d_out.h, d_out.w, w.out_channels, k, lp);
   const Im2colForm form =
-      im2col_form(op, graph.profile(), gemm, in_4w4c, geometry, prefer_window(d_in, d_out, w),
+      im2col_form(op, graph.profile(), gemm, in_4w4c, geometry,
+                  prefer_window(conv_window_grid(geometry, d_out.n * d_out.h, w.out_channels,
+                                                 k / 4)),
                   p.im2col_form);
   if (form != Im2colForm::Explicit) {
     add_q8ta_linear_rows_node(graph, op, input, d_out.n * d_out.h, d_out.w, lw, output, lp,

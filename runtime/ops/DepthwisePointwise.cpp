@@ -174,15 +174,6 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
                                            : DepthwisePointwiseForm::Fused;
 }
 
-// With an expansion, a workgroup's TP tiles lie in one output row (of each of its rows): as
-// asked, else 1, or 2 where the output has more than 1024 tiles
-// (more tiles per workgroup share more of the window, less halo recomputed, but leave fewer
-// workgroups); fewer while the window and mid do not fit
-// `shared_bytes` (0 when even one tile does not). H100, us, TP 1 / 2 / the row in blocks of up
-// to 8: 1x24x128x72 e96 k3 s1 -> 24 (2304 tiles) 26.72 / 18.98-19.14 / 20.61; s2 (576) 14.24 /
-// 15.81 / 23.71; 1x24x64x36 e96 s2 (160) 11.94 / 14.27-14.50 / 22.78; 1x24x32x18 s2 (48)
-// 11.97 / 14.24 / 16.38; 1x24x56x56 e144 s1 (784) 15.01 / 16.19 / 25.31; 1x32x28x28 e192 (196)
-// 15.33 / 18.94 / 37.57.
 // Output rows per workgroup with an expansion (shaders/q8ta_conv2d_dw_pw.glsl's ROWS): as
 // asked, else 2 at stride 1 (two rows share the window rows their 3x3 taps read: 4 expanded
 // rows for 2 output rows instead of 6), else 1. H100 PERF, us, 128-invocation workgroups, rows
@@ -205,6 +196,15 @@ int64_t expanded_shared_bytes(const Conv2dWeights& dw, const Conv2dGeometry& g, 
   return 4 * win_rows * win_w * c4 + 16 * rows * tp * c4;
 }
 
+// With an expansion, a workgroup's TP tiles lie in one output row (of each of its rows): as
+// asked, else 1, or 2 where the output has more than 1024 tiles (more tiles per workgroup share
+// more of the window, less halo recomputed, but leave fewer workgroups); fewer while the window
+// and mid do not fit `shared_bytes` (0 when even one tile does not). H100, us, one row and 64
+// invocations, TP 1 / 2 / the row in blocks of up to 8: 1x24x128x72 e96 k3 s1 -> 24 (2304
+// tiles) 26.72 / 18.98-19.14 / 20.61; s2 (576) 14.24 / 15.81 / 23.71; 1x24x64x36 e96 s2 (160)
+// 11.94 / 14.27-14.50 / 22.78; 1x24x32x18 s2 (48) 11.97 / 14.24 / 16.38; 1x24x56x56 e144 s1
+// (784) 15.01 / 16.19 / 25.31; 1x32x28x28 e192 (196) 15.33 / 18.94 / 37.57 (with 2 rows and 128
+// invocations: expanded_rows_per_workgroup).
 int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Conv2dWeights& dw,
                                      int64_t c4, int64_t tiles, uint32_t shared_bytes) {
   const int64_t rows = expanded_rows_per_workgroup(p);
@@ -294,8 +294,7 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), products), uint32_t(dw.kh),
                          uint32_t(dw.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),
                          uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
-                         uint32_t(c4), uint32_t(tp),
-                         uint32_t(rows)};
+                         uint32_t(c4), uint32_t(tp), uint32_t(rows)};
   node.plan.local_size = {p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup, 1, 1};
   const vk::DeviceProfile& profile = graph.profile();
   if (p.expansion) {

@@ -236,10 +236,10 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
   LinearKernel k{route, {}, {}};
   VKD_CHECK(!im2col || (linear_gathers_im2col(profile, route) && out != 1), ErrorCode::Internal,
             op, ": the ", to_string(route), " kernel has no implicit im2col form");
-  VKD_CHECK(!im2col || !im2col->window ||
-                conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry).empty(),
-            ErrorCode::Internal, op, ": the window form does not fit: ",
-            im2col ? conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry) : "");
+  if (im2col && im2col->window) {
+    const std::string unfit = conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry);
+    VKD_CHECK(unfit.empty(), ErrorCode::Internal, op, ": the window form does not fit: ", unfit);
+  }
   // The im2col variants' axes (variants.json): the input's layout, OUT_DTYPE int8 / int8_add.
   const int gather_in = im2col && im2col->in_4w4c ? 0 : 1, gather_out = out == 2 ? 1 : 0;
   if (route == LinearRoute::Gemm && profile.cpu_kernels) {
@@ -255,12 +255,11 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
   } else if (route == LinearRoute::CoopMat && im2col && im2col->window) {
     // q8ta_conv2d_coopmat.glsl: two segments of kWindowSegment pixels of an image row x 64
     // channels per workgroup of 128 invocations.
-    const Im2colGeometry& g = im2col->geometry;
-    const int64_t segments = rows.batches * div_up(4 * div_up(int64_t(g.w_out), 4), kWindowSegment);
+    const ConvWindowGrid grid = conv_window_grid(im2col->geometry, rows.batches, 4 * n4, k4);
     k.kernel = shaders::variants::q8ta_conv2d_coopmat[0][gather_out];
     k.plan.local_size = {128, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, kWindowChannels / 4)),
-                          static_cast<uint32_t>(div_up(segments, 2)), 1};
+    k.plan.group_count = {static_cast<uint32_t>(grid.groups_x),
+                          static_cast<uint32_t>(grid.groups_y), 1};
   } else if (route == LinearRoute::CoopMat) {
     // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (NARROW_N)
     // for few channels or a short K.
@@ -355,6 +354,16 @@ std::string conv_window_unfit(const vk::DeviceProfile& profile, LinearRoute rout
            std::to_string(profile.max_shared_memory_bytes) + ")";
   }
   return "";
+}
+
+ConvWindowGrid conv_window_grid(const Im2colGeometry& g, int64_t image_rows, int64_t n,
+                                int64_t k4) {
+  const int64_t segments = image_rows * div_up(4 * div_up(int64_t(g.w_out), 4), kWindowSegment);
+  const int64_t kh = k4 / (int64_t(g.kw) * g.c4_in);
+  // Chunks: (kernel row, kWindowChunkWords channel words, up to kWindowTaps taps), as the
+  // shader's main loop walks them.
+  return {div_up(n, kWindowChannels), div_up(segments, int64_t(2)),
+          kh * div_up(int64_t(g.c4_in), kWindowChunkWords) * div_up(int64_t(g.kw), kWindowTaps)};
 }
 
 LinearChoice chosen_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,

@@ -150,6 +150,16 @@ struct Im2colInput {
 std::string conv_window_unfit(const vk::DeviceProfile& profile, LinearRoute route, bool in_4w4c,
                               const Im2colGeometry& g);
 
+// q8ta_conv2d_coopmat.glsl's grid for convolution `g` over `image_rows` image rows (N * H_out)
+// into `n` output channels with `k4` K words (every tap's C4_in): workgroups along x (channel
+// blocks) and y (pairs of row segments), and the K chunks each walks in turn.
+struct ConvWindowGrid {
+  int64_t groups_x = 0, groups_y = 0, chunks = 0;
+  int64_t workgroups() const { return groups_x * groups_y; }
+};
+ConvWindowGrid conv_window_grid(const Im2colGeometry& g, int64_t image_rows, int64_t n,
+                                int64_t k4);
+
 // The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,
 // k4) at rb * K4 + k4 holds 4 rows x 4 K values (component = row, byte lane = K): 4H4W, and
 // also 4W4C, whose rows are pixels (4 widths of one image row) and K its channels, so a 1x1
