@@ -893,6 +893,31 @@ void* ComputeGraph::staging_data(ValueRef ref) {
             "' is neither a graph input nor a graph output");
 }
 
+template <typename T>
+void ComputeGraph::pack_input(ValueRef input, const T* nchw) {
+  const TensorSpec& spec = tensor(input).spec();
+  const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
+  // Straight into the mapped staging memory.
+  auto* staging = static_cast<T*>(input_staging(input, elements * sizeof(T)));
+  if (staging_is_host_form(input)) {
+    context_.host_copies().copy(staging, nchw, static_cast<size_t>(elements) * sizeof(T));
+  } else {
+    pack_strided_into(nchw, staging, spec.dims4(), spec.storage, spec.layout);
+  }
+}
+
+template <typename T>
+void ComputeGraph::unpack_output(ValueRef output, T* nchw) const {
+  const TensorSpec& spec = tensor(output).spec();
+  // Straight out of the mapped staging memory.
+  const auto* staging = static_cast<const T*>(output_staging(output));
+  if (staging_is_host_form(output)) {
+    context_.host_copies().copy(nchw, staging, static_cast<size_t>(spec.numel()) * sizeof(T));
+  } else {
+    unpack_strided_into(staging, nchw, spec.dims4(), spec.storage, spec.layout);
+  }
+}
+
 void ComputeGraph::flush_input(ValueRef input) {
   staging_buffer(staging_for(inputs_, input, "input")).flush();
 }
@@ -905,12 +930,10 @@ void ComputeGraph::write_float(ValueRef input, const float* nchw, size_t count) 
   VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument,
             "input '", tensor(input).name(), "' ", spec.describe(), " needs ", spec.numel(),
             " values, got ", count);
-  const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
   if (spec.dtype == DType::Float32) {
-    // Packed straight into the mapped staging memory.
-    auto* staging = static_cast<float*>(input_staging(input, elements * sizeof(float)));
-    pack_strided_into(nchw, staging, spec.dims4(), spec.storage, spec.layout);
+    pack_input(input, nchw);
   } else {
+    const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
     const auto packed = pack_strided(nchw, spec.dims4(), spec.storage, spec.layout);
     auto* staging = static_cast<uint16_t*>(input_staging(input, elements * sizeof(uint16_t)));
     std::transform(packed.begin(), packed.end(), staging, to_float16);
@@ -923,9 +946,7 @@ void ComputeGraph::write_int32(ValueRef input, const int32_t* nchw, size_t count
   VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' ", spec.describe(),
             " cannot take ", count, " int32 values");
-  const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
-  auto* staging = static_cast<int32_t*>(input_staging(input, elements * sizeof(int32_t)));
-  pack_strided_into(nchw, staging, spec.dims4(), spec.storage, spec.layout);
+  pack_input(input, nchw);
   flush_input(input);
 }
 
@@ -974,13 +995,11 @@ void ComputeGraph::read_float(ValueRef output, float* nchw, size_t count) const 
   VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument, "output '",
             tensor(output).name(), "' ", spec.describe(), " gives ", spec.numel(),
             " values, not ", count);
-  const void* staging = output_staging(output);
   if (spec.dtype == DType::Float32) {
-    // Unpacked straight out of the mapped staging memory.
-    unpack_strided_into(static_cast<const float*>(staging), nchw, spec.dims4(), spec.storage,
-                        spec.layout);
+    unpack_output(output, nchw);
     return;
   }
+  const void* staging = output_staging(output);
   const int64_t elements = device_element_count(spec.dims4(), spec.storage, spec.layout);
   const auto* half = static_cast<const uint16_t*>(staging);
   std::vector<float> device(static_cast<size_t>(elements));
@@ -993,8 +1012,7 @@ void ComputeGraph::read_int32(ValueRef output, int32_t* nchw, size_t count) cons
   VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' ",
             spec.describe(), " cannot give ", count, " int32 values");
-  unpack_strided_into(static_cast<const int32_t*>(output_staging(output)), nchw, spec.dims4(),
-                      spec.storage, spec.layout);
+  unpack_output(output, nchw);
 }
 
 void ComputeGraph::read_int8(ValueRef output, int8_t* nchw, size_t count) const {

@@ -279,6 +279,13 @@ class ComputeGraph {
   // visible to the host first).
   void* input_staging(ValueRef input, size_t bytes);
   const void* output_staging(ValueRef output) const;
+  // Caller NCHW values <-> a float32 / int32 input's or output's staging memory: one copy
+  // shared by the context's host copy threads where the staging is the host form
+  // (staging_is_host_form), else packed / unpacked element runs.
+  template <typename T>
+  void pack_input(ValueRef input, const T* nchw);
+  template <typename T>
+  void unpack_output(ValueRef output, T* nchw) const;
   void record_dispatch(vk::CommandBuffer& cb, size_t node_index);
 
   vk::Context& context_;

@@ -17,6 +17,7 @@ ContextOptions ContextOptions::from_env() {
   o.pipeline_cache_file = env_string("VKD_PIPELINE_CACHE");
   if (const auto spin = env_uint("VKD_FENCE_SPIN_US", 0, 60000000)) o.fence_spin_us = *spin;
   if (const auto threads = env_uint("VKD_PIPELINE_THREADS", 1, 64)) o.pipeline_threads = *threads;
+  if (const auto threads = env_uint("VKD_HOST_COPY_THREADS", 1, 64)) o.host_copy_threads = *threads;
   return o;
 }
 
@@ -122,6 +123,8 @@ Context::Context(const ContextOptions& options) : options_(options) {
   VKD_VK_CHECK(vkCreateFence(device, &fi, nullptr, &fence), "vkCreateFence");
   fence_ = UniqueFence(device, fence);
   fence_spin_us_ = options.fence_spin_us.value_or(profile_.fence_spin_us);
+  host_copies_ = std::make_unique<CopyWorkers>(
+      options.host_copy_threads.value_or(profile_.host_copy_threads));
   PipelineCacheFile cache_file;
   if (options.pipeline_cache_file.empty()) {
     cache_file = {default_pipeline_cache_file(profile_), true};

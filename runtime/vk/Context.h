@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/CopyWorkers.h"
 #include "runtime/vk/Commands.h"
 #include "runtime/vk/DeviceProfile.h"
 #include "runtime/vk/Handle.h"
@@ -43,8 +44,12 @@ struct ContextOptions {
   // How many pipelines a graph creates at once (PipelineCache::get_all); unset = the device
   // profile's pipeline_threads, 1 = one after the other on the calling thread.
   std::optional<uint32_t> pipeline_threads;
+  // How many host threads share an execute's large input / output copy (CopyWorkers); unset =
+  // the device profile's host_copy_threads, 1 = the calling thread alone.
+  std::optional<uint32_t> host_copy_threads;
 
-  // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE, VKD_FENCE_SPIN_US, VKD_PIPELINE_THREADS.
+  // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE, VKD_FENCE_SPIN_US, VKD_PIPELINE_THREADS,
+  // VKD_HOST_COPY_THREADS.
   static ContextOptions from_env();
 };
 
@@ -61,6 +66,8 @@ class Context {
   VkQueue queue() const { return queue_; }
   const MemoryAllocator& memory() const { return *memory_; }
   PipelineCache& pipelines() { return *pipelines_; }
+  // The threads that share an execute's large host copies (ContextOptions::host_copy_threads).
+  CopyWorkers& host_copies() { return *host_copies_; }
   // Whether pipelines are built with statistics capture (the option AND the device has it).
   bool captures_kernel_statistics() const { return pipelines_->captures_statistics(); }
 
@@ -95,6 +102,7 @@ class Context {
   UniqueCommandPool command_pool_;
   std::unique_ptr<MemoryAllocator> memory_;
   std::unique_ptr<PipelineCache> pipelines_;
+  std::unique_ptr<CopyWorkers> host_copies_;
   bool timed_out_ = false;
   std::string timed_out_what_;                    // the submission that timed out
   std::vector<std::shared_ptr<void>> kept_until_idle_;  // includes the timed-out fence

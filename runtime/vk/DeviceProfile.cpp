@@ -216,6 +216,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.timestamp_period_ns = lim.timestampPeriod;
   p.fence_spin_us = p.is_cpu() ? 0 : 20000;
   p.pipeline_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  p.host_copy_threads = p.is_cpu() ? 1u : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   p.compact_kernels = p.is_cpu();
 
   // Quirks. The AMD proprietary driver advertises accelerated packed dot4 on GPUs without
@@ -304,7 +305,8 @@ std::string DeviceProfile::summary() const {
   os << "  device-local heap " << (device_local_heap_bytes >> 20) << " MiB, timestamps "
      << (timestamps ? "yes" : "no") << " (period " << timestamp_period_ns << " ns, "
      << timestamp_valid_bits << " bits), fence polled " << fence_spin_us << " us before sleeping\n";
-  os << "  pipelines created on up to " << pipeline_threads << " threads"
+  os << "  pipelines created on up to " << pipeline_threads << " threads, host copies on up to "
+     << host_copy_threads << " threads"
      << (compact_kernels ? ", compact kernels (no speed-only specializations or unrolling)" : "")
      << "\n  CPU-shaped kernels: " << yes(cpu_kernels) << "\n";
   for (const auto& d : disabled) os << "  disabled: " << d << "\n";

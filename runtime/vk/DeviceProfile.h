@@ -83,6 +83,11 @@ struct DeviceProfile {
   // machine's hardware threads, at most 8 (a graph has a few dozen distinct kernels at most).
   // A driver that compiles at pipeline creation spends the first inference's time there.
   uint32_t pipeline_threads = 1;
+  // Host threads that share one large input or output copy of an execute (CopyWorkers): GPUs
+  // the machine's hardware threads, at most 4 (one thread copies memory the GPU wrote at
+  // 10-15 GB/s; more than 4 did not help, see BENCHMARKS); CPU devices 1, as their copies
+  // are into the device's own memory and the device's workers want the cores.
+  uint32_t host_copy_threads = 1;
   // Kernels built for a short compile rather than the last bit of GPU speed: specializations
   // that only make a kernel faster stay at their general value (fewer distinct pipelines) and
   // long unrolled loops stay loops. CPU devices: lavapipe compiles every pipeline with LLVM at

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "runtime/core/CopyWorkers.h"
 #include "runtime/core/Env.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/TensorSpec.h"
@@ -345,6 +346,64 @@ TEST(PipelineThreads, ParallelCreationGivesTheSerialResults) {
   const std::vector<float> serial = run(1);
   EXPECT_TRUE(floats_equal(expected, serial));
   EXPECT_TRUE(floats_equal(serial, run(4)));
+}
+
+// A float input and output large enough for the host copy threads (CopyWorkers) to share
+// them: the values through quantize -> dequantize equal the reference's with 1 thread and with
+// 4, and equal each other, for the host-form (width-packed buffer) tensors that take the
+// shared copy and for a channels-packed output that is unpacked element by element.
+TEST(HostCopyThreads, SharedCopiesGiveTheSingleThreadResults) {
+  const std::vector<int64_t> sizes = {1, 5, 96, 160};  // 307 200 bytes of float32
+  const size_t count = 5 * 96 * 160;
+  ASSERT_GE(count * sizeof(float), vkd::CopyWorkers::kMinParallelBytes);
+  const std::vector<float> x = random_floats(count, 21);
+  const vkd::ops::QuantParams q{8.0f, 5, -128, 127};
+  auto run = [&](uint32_t threads) {
+    vk::ContextOptions options = test_context_options();
+    options.host_copy_threads = threads;
+    vk::Context context(options);
+    ValidationWatch watch(context, true);
+    EXPECT_EQ(context.host_copies().threads(), threads);
+    std::vector<float> y_out, z_out;
+    {
+      ComputeGraph g(context);
+      const TensorSpec host_form{sizes, DType::Float32, StorageType::Buffer,
+                                 MemoryLayout::WidthPacked};
+      const ValueRef in = g.add_tensor(host_form, "x");
+      const ValueRef a = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
+                                       MemoryLayout::PackedInt8_4W4C});
+      const ValueRef y = g.add_tensor(host_form, "y");
+      const ValueRef z = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
+                                       MemoryLayout::ChannelsPacked}, "z");
+      vkd::ops::add_q8ta_quantize_node(g, in, a, q);
+      vkd::ops::add_q8ta_dequantize_node(g, a, y, q);
+      vkd::ops::add_q8ta_dequantize_node(g, a, z, q);
+      g.add_input(in);
+      g.add_output(y);
+      g.add_output(z);
+      g.prepare();
+      EXPECT_TRUE(g.staging_is_host_form(in) && g.staging_is_host_form(y));
+      EXPECT_FALSE(g.staging_is_host_form(z));
+      g.write_float(in, x.data(), x.size());
+      g.execute();
+      y_out = g.read_float(y);
+      z_out = g.read_float(z);
+    }
+    watch.check(std::to_string(threads) + " host copy threads");
+    return std::make_pair(y_out, z_out);
+  };
+  std::vector<float> expected(count);
+  for (size_t i = 0; i < count; ++i) {
+    expected[i] = vkd::testing::reference_dequantize(
+        vkd::testing::reference_quantize(x[i], q.scale, q.zero_point, q.quant_min, q.quant_max),
+        q.scale, q.zero_point);
+  }
+  const auto single = run(1);
+  EXPECT_TRUE(floats_equal(expected, single.first));
+  EXPECT_TRUE(floats_equal(expected, single.second));
+  const auto shared = run(4);
+  EXPECT_TRUE(floats_equal(single.first, shared.first));
+  EXPECT_TRUE(floats_equal(single.second, shared.second));
 }
 
 // A key that cannot be built fails in its worker; the error reaches the caller as the usual
