@@ -284,6 +284,19 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
       "q8ta_conv2d_pw_dw_pw_add",
       "int8 1x1 expansion, depthwise and 1x1 conv2d + a residual int8 tensor, requantized",
       arg_list(pw_dw_pw, residual_add_args("conv_", {k4W4C}, k4W4C, pw_dw_pw.size()))));
+  // A 1x1 q8ta_conv2d_ps (stride 1, padding 0, groups 1, ps_weight [C r^2, C_in, 1, 1]) whose
+  // int8 pixel-shuffled output "mid" [N, C, H r, W r] only a 1x1 q8ta_conv2d_q_dq (weight
+  // [N_out, C, 1, 1]) reads, in one dispatch that never writes mid (a segmentation head after
+  // its last upsampling stage; runtime/ops/ShuffledHead.h).
+  s.push_back(kernel_op(
+      "q8ta_conv2d_ps_pw_q_dq",
+      "int8 1x1 conv2d pixel-shuffled, then a 1x1 conv2d requantized and dequantized to float32",
+      arg_list(tensor_in("input", i8x4, {k4W4C}, {k4W4C}), per_tensor_qparams("input_"),
+               per_channel_weights(4, "ps_"), scalar("upscale_factor", ArgKind::Int),
+               per_tensor_qparams("mid_"), scalar("mid_activation_min", ArgKind::Int),
+               scalar("mid_activation_max", ArgKind::Int), per_channel_weights(4),
+               per_tensor_qparams("output_"), activation_range(),
+               tensor_out("output", f32, {kBufW}, {kBufW}))));
   // Weights in q8ta_conv2d's order [C_out, C_in / groups, KH, KW] (the compiler swaps PyTorch's
   // [C_in, C_out / groups, KH, KW]), so scales and bias are one per output channel as there.
   s.push_back(kernel_op(

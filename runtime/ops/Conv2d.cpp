@@ -198,10 +198,8 @@ Dims4 conv_output_dims(const std::string& op, const Dims4& out, const Conv2dPara
   return {out.n, out.c * r * r, out.h / r, out.w / r};
 }
 
-// The weights, scales and bias with the output channels in phase-major order for an output
-// pixel-shuffled by r: channel (i r + j) C + c is channel c r^2 + i r + j as given (C = C_out /
-// r^2), so the 4 channels of a packed word go to one output word (sub-pixel phase (i, j),
-// channels c .. c + 3). The arrays live in the result's owner (with the given owner).
+}  // namespace
+
 Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r) {
   struct Arrays {
     std::vector<int8_t> weight;
@@ -231,6 +229,8 @@ Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r) {
   out.owner = a;
   return out;
 }
+
+namespace {
 
 // The im2col route's intermediate matrix holds KH * KW input words per output pixel, so it is
 // about KH * KW times the input: a 7x7 layer on a large image needs gigabytes. It lives only

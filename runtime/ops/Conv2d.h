@@ -154,6 +154,11 @@ void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const 
 // = output channel 4 co4 + j, byte lane i = input channel 4 ci4 + i (zero outside the group or
 // past C).
 std::vector<uint8_t> pack_direct_weights(const Conv2dWeights& w, int64_t c_in, int64_t groups);
+// The weights, scales and bias with the output channels in phase-major order for an output
+// pixel-shuffled by r: channel (i r + j) C + c is channel c r^2 + i r + j as given (C = C_out /
+// r^2), so the 4 channels of a packed word go to one output word (sub-pixel phase (i, j),
+// channels c .. c + 3). The arrays live in the result's owner (with the given owner).
+Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r);
 // The depthwise kernel's weight words: (c4 * KH + ky) * KW + kx, byte lane i = channel 4 c4 + i.
 std::vector<uint8_t> pack_depthwise_weights(const Conv2dWeights& w);
 // The weights as the [C_out, C_in / groups * KH * KW] matrix (the channel constants' rows).

@@ -17,6 +17,7 @@ void register_layout_convert_ops(OpRegistry& registry);
 void register_linear_ops(OpRegistry& registry);
 void register_conv2d_ops(OpRegistry& registry);
 void register_depthwise_pointwise_ops(OpRegistry& registry);
+void register_shuffled_head_ops(OpRegistry& registry);
 void register_conv_transpose2d_ops(OpRegistry& registry);
 void register_pixel_shuffle_ops(OpRegistry& registry);
 void register_permute_ops(OpRegistry& registry);
@@ -65,6 +66,7 @@ const OpRegistry& op_registry() {
     register_linear_ops(r);
     register_conv2d_ops(r);
     register_depthwise_pointwise_ops(r);
+    register_shuffled_head_ops(r);
     register_conv_transpose2d_ops(r);
     register_pixel_shuffle_ops(r);
     register_permute_ops(r);

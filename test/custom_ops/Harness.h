@@ -77,6 +77,7 @@ void register_peak_cases(Registry& registry);
 void register_linear_cases(Registry& registry);
 void register_conv_cases(Registry& registry);
 void register_dw_pw_cases(Registry& registry);
+void register_shuffled_head_cases(Registry& registry);
 void register_pixel_shuffle_cases(Registry& registry);
 void register_permute_cases(Registry& registry);
 void register_upsample_cases(Registry& registry);

@@ -535,6 +535,7 @@ int run(int argc, char** argv) {
   register_linear_cases(registry);
   register_conv_cases(registry);
   register_dw_pw_cases(registry);
+  register_shuffled_head_cases(registry);
   register_pixel_shuffle_cases(registry);
   register_permute_cases(registry);
   register_upsample_cases(registry);

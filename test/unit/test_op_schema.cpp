@@ -51,6 +51,14 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
     if (a.name == "dw_weight_scales" || a.name == "dw_bias") return {c};
     if (a.name == "weight") return {3, c, 1, 1};
   }
+  // q8ta_conv2d_ps_pw_q_dq: a 1x1 5 -> 16 shuffled by 2 (mid [1, 4, 12, 14]), then a 1x1 head
+  // 4 -> 3 into [1, 3, 12, 14].
+  if (op.name == "q8ta_conv2d_ps_pw_q_dq") {
+    if (a.name == "ps_weight") return {16, 5, 1, 1};
+    if (a.name == "ps_weight_scales" || a.name == "ps_bias") return {16};
+    if (a.name == "weight") return {3, 4, 1, 1};
+    if (a.output) return {1, 3, 12, 14};
+  }
   if (op.name == "q8ta_linear_add" && a.name == "other") return {1, 5, 6, 3};
   if (conv && a.name == "weight") return {3, 5, 3, 3};
   if ((linear || conv) && a.constant) return {3};
