@@ -106,6 +106,7 @@ PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
   const std::vector<bool> host_only = host_only_nodes(g);
   match_patterns(state, host_only);
   fusion::join_depthwise_pointwise(state);
+  fusion::join_shuffled_head(state);
   note_host_only(state, host_only);
   std::vector<int> origin = fusion::apply_fusions(state);
   fusion::fold_weight_dqs(state, origin);

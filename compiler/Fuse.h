@@ -23,6 +23,9 @@
 //    a plain 1x1 q8ta_conv2d whose int8 output only such a q8ta_conv2d_dw_pw[_add] reads, as
 //      its input, with the parameters it was written with, and that op =>
 //      q8ta_conv2d_pw_dw_pw / q8ta_conv2d_pw_dw_pw_add (the same unit, right after)
+//    a 1x1 q8ta_conv2d_ps (upscale_factor >= 2) whose int8 output only a 1x1 q8ta_conv2d_q_dq
+//      reads, with the parameters it was written with, and that head =>
+//      q8ta_conv2d_ps_pw_q_dq (fusion/ShuffledHead.cpp; joined after the depthwise joins)
 //    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
 //      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
 //      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
@@ -54,8 +57,10 @@ struct FuseOptions {
   bool runnable_only = false;
   // Run a byte-moving pixel shuffle, a residual add or the last dequantize in the epilogue of
   // the convolution / linear before it, the first quantize in the load of the convolution
-  // after it (fusion/Epilogue.cpp), and a depthwise convolution with the 1x1 reading its output
-  // (fusion/DepthwisePointwise.cpp); false: each its own op (`vkd compile --no-fuse-epilogue`).
+  // after it (fusion/Epilogue.cpp), a depthwise convolution with the 1x1 reading its output
+  // (fusion/DepthwisePointwise.cpp), and a pixel-shuffled 1x1 with the dequantizing 1x1 head
+  // reading it (fusion/ShuffledHead.cpp); false: each its own op (`vkd compile
+  // --no-fuse-epilogue`).
   bool fuse_epilogues = true;
 };
 
@@ -88,6 +93,10 @@ PassReport sink_dequantize(Graph& g);
 //   "fused 1x1 expansion q8ta_conv2d 'xq' (node 1..4) into q8ta_conv2d_dw_pw 'yq' (node
 //    7..13): q8ta_conv2d_pw_dw_pw reads 'iq' and writes 'yq'; 'xq' (8 channels) is not
 //    written" (or "not fused: 1x1 expansion ...: <why>")
+//   "fused pixel-shuffled q8ta_conv2d_ps 'mq' (node 2..8) into q8ta_conv2d_q_dq 'yf' (node
+//    9..12): q8ta_conv2d_ps_pw_q_dq reads 'xq' and writes 'yf'; 'mq' (4 channels) is not
+//    written" (or "not fused: pixel-shuffled ...: <why>", for any convolution reading a
+//    pixel-shuffled convolution's output)
 //   "folded <n> weight dequantize node(s): ..." / "lowered <n> node(s): ..." /
 //   "left <n> node(s) as edge ops: ..."
 // Throws vkd::Error(Internal) if it would produce a backend node that does not match its

@@ -85,6 +85,13 @@ void fuse_dequantize(FuseState& state, int anchor);
 // matches are applied.
 void join_depthwise_pointwise(FuseState& state);
 
+// Each committed 1x1 q8ta_conv2d_ps match (upscale_factor >= 2) whose int8 output only a
+// committed 1x1 q8ta_conv2d_q_dq match reads, with the parameters it was written with, merges
+// into that match, which becomes q8ta_conv2d_ps_pw_q_dq (ShuffledHead.cpp; reported either way,
+// for every convolution reading a pixel-shuffled convolution's output). Run after
+// join_depthwise_pointwise, before the matches are applied.
+void join_shuffled_head(FuseState& state);
+
 // The quantize at node `anchor` whose float input nothing else reads joins the load of the
 // q8ta_conv2d match reading its int8 output when nothing else reads that: it becomes
 // q8ta_conv2d_fq reading the float input (Epilogue.cpp; reported, with the reason when it does

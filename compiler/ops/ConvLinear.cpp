@@ -141,11 +141,12 @@ std::vector<EdgeOp> conv_linear_edge_ops() {
           .computed_by(reference_convolution)
           // _dw_pw[_add]: a depthwise match and the 1x1 match reading it, joined once every
           // pattern was matched, _pw_dw_pw[_add]: then the 1x1 expansion before them
-          // (fusion/DepthwisePointwise.cpp)
+          // (fusion/DepthwisePointwise.cpp); _ps_pw_q_dq: a 1x1 q8ta_conv2d_ps match and the
+          // 1x1 q8ta_conv2d_q_dq match reading it (fusion/ShuffledHead.cpp)
           .fused_by(fusion::fuse_linear_conv,
                     {"q8ta_conv2d", "q8ta_conv2d_dq", "q8ta_conv_transpose2d",
                      "q8ta_conv2d_dw_pw", "q8ta_conv2d_dw_pw_add", "q8ta_conv2d_pw_dw_pw",
-                     "q8ta_conv2d_pw_dw_pw_add"}),
+                     "q8ta_conv2d_pw_dw_pw_add", "q8ta_conv2d_ps_pw_q_dq"}),
       EdgeOp{"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear}
           .computed_by(reference_linear)
           .fused_by(fusion::fuse_linear_conv, {"q8ta_linear", "q8ta_linear_dq"}),

@@ -2,7 +2,8 @@
 # the graph, weights and input; `vkd compile --report` compiles it; the compiled graph must have
 # every pattern fused (the pixel shuffles, residual adds and the last dequantize into the
 # convolutions' stores, the first quantize into the stem convolution's load, each depthwise
-# convolution with the 1x1 convolutions before and after it) and no conversion node
+# convolution with the 1x1 convolutions before and after it, the last upsampling stage's
+# pixel-shuffled 1x1 with the head reading it) and no conversion node
 # (q8ta_convert / float_convert) next to a pixel shuffle; `vkd run --check` then compares every
 # named tensor and the float logits with the CPU reference interpreter (int8 exactly, float32
 # within 1e-5 relative); the same graph compiled with --no-fuse-epilogue gives the same logits,
@@ -79,15 +80,16 @@ endforeach()
 list(LENGTH nodes node_count)
 
 # Every quantized pattern of the graph is fused: the stem conv quantizing the float input on
-# load, 1 conv writing its output pixel-shuffled, 3 pixel-shuffled conv adding a residual
-# tensor in their store, the 4 inverted-residual blocks (1x1 expansion, depthwise, 1x1) each
-# one op (one of them adding the residual), the head conv dequantizing its output in its store,
-# no plain conv, no standalone quantize, add, shuffle or dequantize, and nothing else but
-# conversions (counted below).
-foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;0" "q8ta_conv2d_ps;1"
+# load, 3 pixel-shuffled conv adding a residual tensor in their store, the 4 inverted-residual
+# blocks (1x1 expansion, depthwise, 1x1) each one op (one of them adding the residual), the last
+# stage's 1x1 writing its output pixel-shuffled and the head conv dequantizing its output as one
+# op (that shuffled output never written), no plain, shuffled or dequantizing conv on its own, no
+# standalone quantize, add, shuffle or dequantize, and nothing else but conversions (counted
+# below): 9 nodes.
+foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;0" "q8ta_conv2d_ps;0"
              "q8ta_conv2d_add;3" "q8ta_conv2d_dw_pw;0" "q8ta_conv2d_dw_pw_add;0"
-             "q8ta_conv2d_pw_dw_pw;3" "q8ta_conv2d_pw_dw_pw_add;1" "q8ta_conv2d_q_dq;1"
-             "q8ta_add;0" "q8ta_pixel_shuffle;0" "q8ta_dequantize;0")
+             "q8ta_conv2d_pw_dw_pw;3" "q8ta_conv2d_pw_dw_pw_add;1" "q8ta_conv2d_q_dq;0"
+             "q8ta_conv2d_ps_pw_q_dq;1" "q8ta_add;0" "q8ta_pixel_shuffle;0" "q8ta_dequantize;0")
   list(GET pair 0 op)
   list(GET pair 1 want)
   set(got 0)
@@ -100,6 +102,9 @@ foreach(pair "q8ta_conv2d_fq;1" "q8ta_quantize;0" "q8ta_conv2d;0" "q8ta_conv2d_p
     message(FATAL_ERROR "compiled graph: ${got} ${op} node(s), expected ${want}")
   endif()
 endforeach()
+if(NOT node_count EQUAL 9)
+  message(FATAL_ERROR "compiled graph: ${node_count} nodes, expected 9")
+endif()
 
 string(CONCAT fq_line "fused q \\(node 0\\) into the load of q8ta_conv2d 'stem': "
        "q8ta_conv2d_fq reads 'x' \\(float32\\) and quantizes it on load\n")
@@ -118,10 +123,16 @@ string(CONCAT expansion_line "fused 1x1 expansion q8ta_conv2d 'skip1_e' \\([^)]*
 if(NOT report MATCHES "${expansion_line}")
   message(FATAL_ERROR "vkd compile --report: no line for the first block's expansion")
 endif()
+string(CONCAT shuffled_head_line "fused pixel-shuffled q8ta_conv2d_ps 'up4' \\([^)]*\\) into "
+       "q8ta_conv2d_q_dq 'logits' \\([^)]*\\): q8ta_conv2d_ps_pw_q_dq reads 'up3' and writes "
+       "'logits'; 'up4' \\(24 channels\\) is not written\n")
+if(NOT report MATCHES "${shuffled_head_line}")
+  message(FATAL_ERROR "vkd compile --report: no line for the last stage's 1x1 and the head")
+endif()
 
 # Conversion nodes adjacent to a pixel shuffle: one producing its input, or one reading its output
 # (of a q8ta_pixel_shuffle or of a convolution that writes its output shuffled).
-set(shuffles q8ta_pixel_shuffle q8ta_conv2d_ps q8ta_conv2d_add)
+set(shuffles q8ta_pixel_shuffle q8ta_conv2d_ps q8ta_conv2d_add q8ta_conv2d_ps_pw_q_dq)
 set(adjacent 0)
 set(conversions 0)
 foreach(n IN LISTS nodes)
@@ -168,8 +179,8 @@ if(NOT EXISTS "${WORK}/out/logits.npy")
 endif()
 
 # Without the epilogue fusions: q8ta_quantize -> q8ta_conv2d, q8ta_conv2d -> q8ta_pixel_shuffle
-# and -> q8ta_dequantize, the expansion, depthwise and 1x1 convolutions apart again, the same
-# logits.
+# and -> q8ta_dequantize, the expansion, depthwise and 1x1 convolutions apart again, the head
+# its own q8ta_conv2d reading the shuffled 'up4', the same logits.
 run("${VKD}" compile refinenet_lite.json --weights refinenet_lite.safetensors
     -o unfused.vkd --report --no-fuse-epilogue)
 expect_exit(0 "vkd compile --no-fuse-epilogue")
@@ -191,6 +202,11 @@ expect_stdout("\n  q8ta_conv2d\\(skip1_e, [^)]*\\) -> skip1_d\n"
               "vkd compile --no-fuse-epilogue: the first depthwise conv is not its own op")
 expect_stdout("\n  q8ta_conv2d\\(stem, [^)]*\\) -> skip1_e\n"
               "vkd compile --no-fuse-epilogue: the first expansion conv is not its own op")
+expect_stdout("\n  q8ta_conv2d\\(up4, [^)]*\\) -> logits_q\n"
+              "vkd compile --no-fuse-epilogue: the head conv is not its own op")
+if(STDOUT MATCHES "pixel-shuffled")
+  message(FATAL_ERROR "vkd compile --no-fuse-epilogue: a pixel-shuffled 1x1 and head line")
+endif()
 file(MAKE_DIRECTORY "${WORK}/unfused")
 run("${VKD}" run unfused.vkd --input x=image.npy --output-dir unfused)
 expect_exit(0 "vkd run unfused.vkd")

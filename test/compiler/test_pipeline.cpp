@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "compiler/Compiler.h"
 #include "compiler/Parse.h"
@@ -350,47 +351,54 @@ TEST(Pipeline, InPlaceReportNamesFreeCatsAndViews) {
 }
 
 
+// JSON pieces of the joined-convolution graphs below: a per-channel weight dequantize of int8
+// constant `w` (scales `w`s) into `w`f, a convolution (stride 1, dilation 1), and the values of
+// weight `w` [C_out, ...] (`shape`) with its C_out scales.
+std::string weight_dq_json(const std::string& w) {
+  return "{\"op\": \"quantized_decomposed.dequantize_per_channel\", \"inputs\": [\"" + w +
+         "\", \"" + w + "s\"], \"args\": {\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, "
+         "\"dtype\": \"int8\"}, \"outputs\": [\"" + w + "f\"]}, ";
+}
+
+std::string conv_json(const std::string& in, const std::string& w, const std::string& out,
+                      int padding, int groups) {
+  const std::string p = std::to_string(padding);
+  return "{\"op\": \"aten.convolution\", \"inputs\": [\"" + in + "\", \"" + w +
+         "\"], \"args\": {\"stride\": [1, 1], \"padding\": [" + p + ", " + p +
+         "], \"dilation\": [1, 1], \"transposed\": false, \"output_padding\": [0, 0], "
+         "\"groups\": " + std::to_string(groups) + "}, \"outputs\": [\"" + out + "\"]}";
+}
+
+std::string weight_values_json(const std::string& w, const std::vector<int>& shape) {
+  std::string dims;
+  for (int d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+  return ", \"" + w + "\": {\"dtype\": \"int8\", \"shape\": [" + dims + "], \"data\": \"" + w +
+         "\"}, \"" + w + "s\": {\"dtype\": \"float32\", \"shape\": [" + std::to_string(shape[0]) +
+         "], \"data\": \"" + w + "s\"}";
+}
+
 // A depthwise 3x3 over 8 channels of [1, 8, 4, 4] and the 1x1 8 -> 8 reading it, [after a
 // 1x1 expansion 4 -> 8 of 'xq' [1, 4, 4, 4],] [then a host op].
 std::string depthwise_pointwise_json(bool expand, bool host_step) {
-  const std::string dqc = "quantized_decomposed.dequantize_per_channel";
-  const std::string wq =
-      "{\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, \"dtype\": \"int8\"}";
-  auto weight_dq = [&](const std::string& w) {
-    return "{\"op\": \"" + dqc + "\", \"inputs\": [\"" + w + "\", \"" + w + "s\"], \"args\": " +
-           wq + ", \"outputs\": [\"" + w + "f\"]}, ";
-  };
-  auto conv = [](const std::string& in, const std::string& w, const std::string& out,
-                 int padding, int groups) {
-    const std::string p = std::to_string(padding);
-    return "{\"op\": \"aten.convolution\", \"inputs\": [\"" + in + "\", \"" + w +
-           "\"], \"args\": {\"stride\": [1, 1], \"padding\": [" + p + ", " + p +
-           "], \"dilation\": [1, 1], \"transposed\": false, \"output_padding\": [0, 0], "
-           "\"groups\": " + std::to_string(groups) + "}, \"outputs\": [\"" + out + "\"]}";
-  };
-  auto weight_values = [](const std::string& w, const std::string& shape) {
-    return ", \"" + w + "\": {\"dtype\": \"int8\", \"shape\": " + shape + ", \"data\": \"" + w +
-           "\"}, \"" + w + "s\": {\"dtype\": \"float32\", \"shape\": [8], \"data\": \"" + w +
-           "s\"}";
-  };
   // The expansion writes 'eq', which the depthwise reads; without it the depthwise reads 'xq'.
   const std::string dw_in = expand ? "eq" : "xq";
   std::string nodes;
   if (expand) {
-    nodes = node(kDq, "xq", q_args(0.5, 1), "xi") + ", " + weight_dq("ew") +
-            conv("xi", "ewf", "e", 0, 1) + ", " + node(kQ, "e", q_args(0.375, -2), "eq") + ", ";
+    nodes = node(kDq, "xq", q_args(0.5, 1), "xi") + ", " + weight_dq_json("ew") +
+            conv_json("xi", "ewf", "e", 0, 1) + ", " + node(kQ, "e", q_args(0.375, -2), "eq") +
+            ", ";
   }
   nodes += node(kDq, dw_in, expand ? q_args(0.375, -2) : q_args(0.5, 1), "x") + ", " +
-           weight_dq("dw") + conv("x", "dwf", "m", 1, 8) + ", " +
+           weight_dq_json("dw") + conv_json("x", "dwf", "m", 1, 8) + ", " +
            node(kQ, "m", q_args(0.25, -3), "mq") + ", " +
-           node(kDq, "mq", q_args(0.25, -3), "mf") + ", " + weight_dq("pw") +
-           conv("mf", "pwf", "p", 0, 1) + ", " + node(kQ, "p", q_args(0.125, 2), "y") +
+           node(kDq, "mq", q_args(0.25, -3), "mf") + ", " + weight_dq_json("pw") +
+           conv_json("mf", "pwf", "p", 0, 1) + ", " + node(kQ, "p", q_args(0.125, 2), "y") +
            (host_step ? ", " + node("aten.frobnicate", "y", "{}", "f") : "");
   return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"" +
          std::string(host_step ? "f" : "y") + "\"], \"values\": {\"xq\": {\"dtype\": \"int8\", "
          "\"shape\": [1, " + (expand ? "4" : "8") + ", 4, 4]}" +
-         weight_values("dw", "[8, 1, 3, 3]") + weight_values("pw", "[8, 8, 1, 1]") +
-         (expand ? weight_values("ew", "[8, 4, 1, 1]") : "") +
+         weight_values_json("dw", {8, 1, 3, 3}) + weight_values_json("pw", {8, 8, 1, 1}) +
+         (expand ? weight_values_json("ew", {8, 4, 1, 1}) : "") +
          (host_step ? ", \"f\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" : "") +
          "}, \"nodes\": [" + nodes + "]}";
 }
@@ -408,16 +416,17 @@ SafetensorsFile depthwise_pointwise_weights(bool expand) {
   return SafetensorsFile::from_bytes(serialize_safetensors(entries), "weights");
 }
 
-// The graph compiles to the one op `op`, its tensors in 4W4C (the only placement it takes), the
-// blob read back through the validating deserializer with the schema's `args` arguments; under
-// --partition the same op lands in the partition before the host step.
-void expect_depthwise_pointwise_blob(bool expand, const std::string& op, size_t args) {
-  const SafetensorsFile weights = depthwise_pointwise_weights(expand);
-  const CompileResult r =
-      compile_graph(parse_graph(depthwise_pointwise_json(expand, false), "test", &weights), {});
+// The graph `json(false)` compiles to the one op `op`, its int8 tensors `int8` in 4W4C (the
+// only placement it takes), the blob read back through the validating deserializer with the
+// schema's `args` arguments; `json(true)`, the graph with a host step, under --partition puts
+// the same op in the one partition beside the host step.
+void expect_one_op_blob(const std::function<std::string(bool host_step)>& json,
+                        const SafetensorsFile& weights, const std::string& op, size_t args,
+                        const std::vector<std::string>& int8) {
+  const CompileResult r = compile_graph(parse_graph(json(false), "test", &weights), {});
   ASSERT_TRUE(r.ok()) << format_report(r);
   EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{op})) << format_report(r);
-  for (const char* v : {"xq", "y"}) {
+  for (const std::string& v : int8) {
     EXPECT_EQ(r.graph.value(v).layout, vkd::MemoryLayout::PackedInt8_4W4C) << v;
   }
   const auto table = vkd::schema::kernel_signatures();
@@ -426,12 +435,18 @@ void expect_depthwise_pointwise_blob(bool expand, const std::string& op, size_t 
   EXPECT_EQ(blob.ops[0].name, op);
   EXPECT_EQ(blob.ops[0].args.size(), args);
 
-  const PartitionedResult p = compile_partitioned(
-      parse_graph(depthwise_pointwise_json(expand, true), "test", &weights), {});
+  const PartitionedResult p =
+      compile_partitioned(parse_graph(json(true), "test", &weights), {});
   EXPECT_EQ(host_ops(p), std::vector<std::string>{"aten.frobnicate"});
   ASSERT_EQ(p.parts.size(), 1u);
   EXPECT_EQ(ops_of(p.parts[0].graph), (std::vector<std::string>{op}));
   expect_valid_blobs(p);
+}
+
+void expect_depthwise_pointwise_blob(bool expand, const std::string& op, size_t args) {
+  expect_one_op_blob(
+      [expand](bool host_step) { return depthwise_pointwise_json(expand, host_step); },
+      depthwise_pointwise_weights(expand), op, args, {"xq", "y"});
 }
 
 // A depthwise 3x3 and the 1x1 reading it, from JSON to a blob: q8ta_conv2d_dw_pw, 21 arguments.
@@ -442,6 +457,46 @@ TEST(Pipeline, DepthwisePointwiseCompilesToABlob) {
 // The 1x1 expansion before them joins too: q8ta_conv2d_pw_dw_pw, 28 arguments.
 TEST(Pipeline, ExpansionDepthwisePointwiseCompilesToABlob) {
   expect_depthwise_pointwise_blob(true, "q8ta_conv2d_pw_dw_pw", 28);
+}
+
+// A 1x1 8 -> 16 of 'xq' [1, 8, 4, 4] pixel-shuffled by 2 into 'mq' [1, 4, 8, 8], the 1x1 head
+// 4 -> 4 reading it and the graph's last dequantize: float32 'y' [1, 4, 8, 8]. With a host step,
+// 'xq' is a host op's output (a host op after 'y' would read the dequantize, which then is no
+// last dequantize).
+std::string shuffled_head_json(bool host_step) {
+  const std::string nodes =
+      (host_step ? node("aten.frobnicate", "x0", "{}", "xq") + ", " : "") +
+      node(kDq, "xq", q_args(0.5, 1), "x") + ", " + weight_dq_json("sw") +
+      conv_json("x", "swf", "s", 0, 1) + ", " + node(kQ, "s", q_args(0.25, -3), "sq") + ", " +
+      node(kDq, "sq", q_args(0.25, -3), "sf") + ", " +
+      node("aten.pixel_shuffle", "sf", "{\"upscale_factor\": 2}", "p") + ", " +
+      node(kQ, "p", q_args(0.25, -3), "mq") + ", " + node(kDq, "mq", q_args(0.25, -3), "mf") +
+      ", " + weight_dq_json("hw") + conv_json("mf", "hwf", "h", 0, 1) + ", " +
+      node(kQ, "h", q_args(0.125, 2), "hq") + ", " + node(kDq, "hq", q_args(0.125, 2), "y");
+  const std::string input = host_step ? "x0" : "xq";
+  return "{\"vkd_graph\": 1, \"inputs\": [\"" + input + "\"], \"outputs\": [\"y\"], "
+         "\"values\": {\"" + input + "\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" +
+         (host_step ? ", \"xq\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" : "") +
+         weight_values_json("sw", {16, 8, 1, 1}) + weight_values_json("hw", {4, 4, 1, 1}) +
+         "}, \"nodes\": [" + nodes + "]}";
+}
+
+// The pixel-shuffled 1x1 and the dequantizing head reading it, from JSON to a blob:
+// q8ta_conv2d_ps_pw_q_dq, 19 arguments, its float32 output in the width-packed buffer it writes.
+TEST(Pipeline, ShuffledHeadCompilesToABlob) {
+  const SafetensorsFile weights = SafetensorsFile::from_bytes(
+      serialize_safetensors({{"sw", "I8", {16, 8, 1, 1}, i8_ramp(128)},
+                             {"sws", "F32", {16}, f32(std::vector<float>(16, 0.01f))},
+                             {"hw", "I8", {4, 4, 1, 1}, i8_ramp(16)},
+                             {"hws", "F32", {4}, f32(std::vector<float>(4, 0.02f))}}),
+      "weights");
+  expect_one_op_blob(shuffled_head_json, weights, "q8ta_conv2d_ps_pw_q_dq", 19, {"xq"});
+  const CompileResult r =
+      compile_graph(parse_graph(shuffled_head_json(false), "test", &weights), {});
+  ASSERT_TRUE(r.ok()) << format_report(r);
+  EXPECT_EQ(r.graph.value("y").dtype, vkd::DType::Float32);
+  EXPECT_EQ(r.graph.value("y").layout, vkd::MemoryLayout::WidthPacked);
+  EXPECT_FALSE(r.graph.has_value("mq"));
 }
 
 }  // namespace

@@ -99,7 +99,8 @@ constexpr size_t kMaxTieGroups = 16;
 // The region graph `sub` (region_graph) of `target`, run by the interpreter into `values`, may
 // hold quantizes whose int8 output the device does not expose (what a fused op keeps to itself:
 // the depthwise output inside q8ta_conv2d_dw_pw, the expansion's and the depthwise's inside
-// q8ta_conv2d_pw_dw_pw, the conv value inside q8ta_conv2d_add). The device may round such a
+// q8ta_conv2d_pw_dw_pw, the shuffled 1x1's output and the head's requantized value inside
+// q8ta_conv2d_ps_pw_q_dq, the conv value inside q8ta_conv2d_add). The device may round such a
 // value on the other side of a tie, and the difference then reaches `target` through the rest
 // of the region (later hidden values recomputed), where it is no tie. References of `target`
 // per such quantize with ties, recomputed from there: all its ties rounded the other way

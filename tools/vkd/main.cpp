@@ -38,10 +38,11 @@ constexpr const char* kCompileUsage =
     "                          partition plus MODEL.partition.json (steps, host nodes, boundary\n"
     "                          tensors)\n"
     "  --no-fuse-epilogue      keep a pixel shuffle, residual add or the last dequantize after\n"
-    "                          a convolution, the first quantize before one and the 1x1\n"
-    "                          convolutions around a depthwise one their own ops instead of\n"
-    "                          one convolution's store / load (q8ta_conv2d_ps, _add, _q_dq,\n"
-    "                          _fq, _dw_pw[_add], _pw_dw_pw[_add]; same bytes)\n";
+    "                          a convolution, the first quantize before one, the 1x1\n"
+    "                          convolutions around a depthwise one and a pixel-shuffled 1x1\n"
+    "                          with the 1x1 head after it their own ops instead of one\n"
+    "                          convolution's store / load (q8ta_conv2d_ps, _add, _q_dq, _fq,\n"
+    "                          _dw_pw[_add], _pw_dw_pw[_add], _ps_pw_q_dq; same bytes)\n";
 
 constexpr const char* kDevicesUsage =
     "usage: vkd devices [--device SEL]\n"
