@@ -318,15 +318,6 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
 
 }  // namespace
 
-std::string to_string(DepthwisePointwiseForm form) {
-  switch (form) {
-    case DepthwisePointwiseForm::Auto: return "auto";
-    case DepthwisePointwiseForm::Fused: return "fused";
-    case DepthwisePointwiseForm::Split: return "split";
-  }
-  return "?";
-}
-
 DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
                                                   graph::ValueRef input,
                                                   const Conv2dWeights& depthwise,

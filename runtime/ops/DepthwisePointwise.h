@@ -31,8 +31,7 @@
 
 namespace vkd::ops {
 
-enum class DepthwisePointwiseForm { Auto, Fused, Split };
-std::string to_string(DepthwisePointwiseForm form);
+using DepthwisePointwiseForm = FusionForm;
 
 // The 1x1 expansion before the depthwise (q8ta_conv2d_pw_dw_pw): its weights [C, C_in, 1, 1] and
 // its int8 output's quantization and activation range (the depthwise's input).

@@ -187,4 +187,13 @@ int int8_layout_index(MemoryLayout layout) {
 
 int storage_index(StorageType storage) { return storage == StorageType::Buffer ? 0 : 1; }
 
+std::string to_string(FusionForm form) {
+  switch (form) {
+    case FusionForm::Auto: return "auto";
+    case FusionForm::Fused: return "fused";
+    case FusionForm::Split: return "split";
+  }
+  return "?";
+}
+
 }  // namespace vkd::ops

@@ -80,6 +80,12 @@ struct TileWalk {
   int64_t items;
 };
 enum class TileOrder : uint32_t { CWHN = 0, WCHN = 1, WHCN = 2, Patch = 3 };
+
+// How a fused op of several convolutions runs (q8ta_conv2d_dw_pw and its family,
+// q8ta_conv2d_ps_pw_q_dq): Fused in one dispatch, Split as its convolutions' own nodes, Auto as
+// the op's rule says; the same bytes either way.
+enum class FusionForm { Auto, Fused, Split };
+std::string to_string(FusionForm form);
 // The dim (NCHW numbering) whose consecutive elements, or 4-element groups, are adjacent in
 // memory: channels for 4W4C, widths for 4H4W and 4C1W, the packed dim of float buffers.
 int fastest_dim(const TensorSpec& s);

@@ -124,15 +124,6 @@ void add_fused(graph::ComputeGraph& graph, graph::ValueRef input, const Conv2dWe
 
 }  // namespace
 
-std::string to_string(ShuffledHeadForm form) {
-  switch (form) {
-    case ShuffledHeadForm::Auto: return "auto";
-    case ShuffledHeadForm::Fused: return "fused";
-    case ShuffledHeadForm::Split: return "split";
-  }
-  return "?";
-}
-
 ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph,
                                                  graph::ValueRef input,
                                                  const Conv2dWeights& shuffle,

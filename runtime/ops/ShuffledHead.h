@@ -23,8 +23,7 @@
 
 namespace vkd::ops {
 
-enum class ShuffledHeadForm { Auto, Fused, Split };
-std::string to_string(ShuffledHeadForm form);
+using ShuffledHeadForm = FusionForm;
 
 struct ShuffledHeadParams {
   QuantParams input;     // the int8 input's scale and zero point
