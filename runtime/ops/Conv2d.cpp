@@ -243,13 +243,15 @@ constexpr uint64_t kMaxIm2colBytes = uint64_t(256) << 20;
 
 // q8ta_conv2d_fq's output channel blocks per invocation (shaders/q8ta_conv2d.glsl's CO4): on a
 // GPU one, so a stem's few pixels make 6-8x the workgroups (each quantizing its input window
-// again); on a CPU device all of a stem's (24 or 32 channels) in one, each quantized input word
-// reused by 8 x 4 channels. H100, refinenet_lite's 1x3x256x144 -> 24 3x3 s2 stem (PERF) with
-// the shared window: 15.4 us with 6 blocks per invocation, 11.0 with 2, 10.0 with 1
-// (mobilenet_v2's 1x3x224x224 -> 32: 18.2 / 10.9 / 10.5); lavapipe (2 cores): 2.2 ms with 6,
-// 4.4 with 1.
+// again); on a CPU device 2, each quantized input word reused by 2 x 4 channels. H100,
+// refinenet_lite's 1x3x256x144 -> 24 3x3 s2 stem (PERF) with the shared window: 15.4 us with 6
+// blocks per invocation, 11.0 with 2, 10.0 with 1 (mobilenet_v2's 1x3x224x224 -> 32: 18.2 / 10.9
+// / 10.5). lavapipe (2 cores), the same stem in the README example, blocks per invocation 1 / 2
+// / 6 (all, the earlier choice): 13.9 / 8.9 / 6.1 ms per inference, but its first dispatch
+// (LLVM compiling the unrolled loops, Mesa's shader cache off) 0.22 / 0.46 / 1.05-1.26 s, which
+// a fresh process pays: 2 keeps most of the speed for a third of the compile.
 constexpr int64_t kFqChannelBlocksGpu = 1;
-constexpr int64_t kFqChannelBlocksCpu = 8;
+constexpr int64_t kFqChannelBlocksCpu = 2;
 // The taps x input channel words that q8ta_conv2d_fq's loops unroll (its KH, KW and C4_in are
 // specialization constants); the compiler fuses a quantize into a convolution of fewer than 64
 // products per output only, which stays below.

@@ -298,11 +298,20 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
 
 // Specialization constants 4-6 of the int8-output kernels (linear_common.glslh): the upscale
 // factor, the output channels N / r^2 and the image rows; the defaults (1, 4, 1) when the store
-// is not shuffled, so every such node shares one pipeline.
-std::array<uint32_t, 3> shuffle_constants(const RowsShuffle& s, int64_t n) {
+// is not shuffled, so every such node shares one pipeline. The image rows only split the row
+// groups into images (image = group / rows, its row = group % rows), so with compact kernels a
+// single image (`groups` == image rows) gets kAnyImageRows instead: every single-image shuffle
+// of one factor and channel count then shares a pipeline. lavapipe compiles each pipeline at
+// its first dispatch (0.26-0.44 s for a shuffled CPU GEMM); refinenet_lite's three upsampling
+// stages with a residual add were three pipelines.
+constexpr uint32_t kAnyImageRows = 1u << 16;
+std::array<uint32_t, 3> shuffle_constants(const vk::DeviceProfile& profile, const RowsShuffle& s,
+                                          int64_t n, int64_t groups) {
   if (s.upscale <= 1) return {1, 4, 1};
+  const bool any_rows = profile.compact_kernels && groups == s.image_rows &&
+                        groups <= int64_t(kAnyImageRows);
   return {uint32_t(s.upscale), uint32_t(n / (int64_t(s.upscale) * s.upscale)),
-          uint32_t(s.image_rows)};
+          any_rows ? kAnyImageRows : uint32_t(s.image_rows)};
 }
 
 void check_4h4w_buffer(const std::string& op, const char* what, const graph::GpuTensor& t) {
@@ -487,7 +496,8 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   }
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), weights.k)};
   if (p.output) {
-    const std::array<uint32_t, 3> store = shuffle_constants(shuffle, weights.n);
+    const std::array<uint32_t, 3> store =
+        shuffle_constants(graph.profile(), shuffle, weights.n, rows.batches);
     node.spec_constants.insert(node.spec_constants.end(), store.begin(), store.end());
   }
   if (im2col && im2col->window) {

@@ -12,7 +12,8 @@
 //     kMaxShuffledHeadChannels.
 //   Split: the shuffled convolution into an intermediate tensor, then the head, each through
 //     add_q8ta_conv2d_node's own route (two dispatches).
-//   Auto: Fused where it fits, else Split.
+//   Auto: Fused where it fits, else Split; Split on CPU devices (lavapipe: the fused kernel's
+//     first-dispatch compile costs more than the dispatch it saves).
 #pragma once
 
 #include <cstdint>
