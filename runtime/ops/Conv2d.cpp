@@ -200,6 +200,16 @@ Dims4 conv_output_dims(const std::string& op, const Dims4& out, const Conv2dPara
 
 }  // namespace
 
+Conv2dParams requantizing_conv_params(const QuantParams& in, const QuantParams& out,
+                                      int32_t act_min, int32_t act_max) {
+  Conv2dParams c;
+  c.input = in;
+  c.output = out;
+  c.activation_min = act_min;
+  c.activation_max = act_max;
+  return c;
+}
+
 Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r) {
   struct Arrays {
     std::vector<int8_t> weight;

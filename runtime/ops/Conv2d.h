@@ -136,6 +136,12 @@ struct Conv2dParams {
   DepthwiseProducts depthwise_products = DepthwiseProducts::Auto;
 };
 
+// The Conv2dParams of a convolution reading int8 `in` and writing int8 `out` with the activation
+// range [act_min, act_max], route Auto: how the fused convolution ops' Split forms run each of
+// their convolutions (DepthwisePointwise.cpp, ShuffledHead.cpp).
+Conv2dParams requantizing_conv_params(const QuantParams& in, const QuantParams& out,
+                                      int32_t act_min, int32_t act_max);
+
 // The weights of a convolution of `c_in` input channels in `groups` groups (q8ta_conv2d's and
 // q8ta_conv_transpose2d's): given, of a positive shape, C_in / groups input channels each, and
 // groups dividing C_in and C_out; else InvalidArgument naming `op`.

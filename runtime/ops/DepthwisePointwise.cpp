@@ -58,26 +58,16 @@ QuantParams depthwise_input_quant(const DepthwisePointwiseParams& p) {
   return p.expansion ? p.expansion->output : p.input;
 }
 
-// The Conv2dParams of one of the convolutions as the Split form runs it (route Auto): reading
-// `in`, writing `out` with its activation range.
-Conv2dParams split_params(const QuantParams& in, const QuantParams& out, int32_t act_min,
-                          int32_t act_max) {
-  Conv2dParams c;
-  c.input = in;
-  c.output = out;
-  c.activation_min = act_min;
-  c.activation_max = act_max;
-  return c;
-}
 Conv2dParams depthwise_params(const DepthwisePointwiseParams& p, int64_t channels) {
-  Conv2dParams dw = split_params(depthwise_input_quant(p), p.mid, p.mid_activation_min,
-                                 p.mid_activation_max);
+  Conv2dParams dw = requantizing_conv_params(depthwise_input_quant(p), p.mid,
+                                             p.mid_activation_min, p.mid_activation_max);
   dw.geometry = p.geometry;
   dw.geometry.groups = static_cast<int32_t>(channels);
   return dw;
 }
 Conv2dParams pointwise_params(const DepthwisePointwiseParams& p) {
-  Conv2dParams pw = split_params(p.mid, p.output, p.activation_min, p.activation_max);
+  Conv2dParams pw =
+      requantizing_conv_params(p.mid, p.output, p.activation_min, p.activation_max);
   pw.residual = p.residual;
   return pw;
 }
@@ -354,7 +344,8 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
     const graph::ValueRef expanded = graph.add_tensor(int8_4w4c(d_in), name + ".expanded");
     const DepthwiseExpansion& e = *p.expansion;
     add_q8ta_conv2d_node(graph, input, e.weights, expanded,
-                         split_params(p.input, e.output, e.activation_min, e.activation_max));
+                         requantizing_conv_params(p.input, e.output, e.activation_min,
+                                                  e.activation_max));
     DepthwisePointwiseParams rest = p;
     rest.input = p.expansion->output;
     rest.expansion.reset();

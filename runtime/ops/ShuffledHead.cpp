@@ -152,18 +152,12 @@ ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph,
       {{d_mid.n, d_mid.c, d_mid.h, d_mid.w}, DType::Int8x4, StorageType::Buffer,
        MemoryLayout::PackedInt8_4W4C},
       (out_name.empty() ? std::string(kOp) : out_name) + ".mid");
-  Conv2dParams ps;
-  ps.input = p.input;
-  ps.output = p.mid;
-  ps.activation_min = p.mid_activation_min;
-  ps.activation_max = p.mid_activation_max;
+  Conv2dParams ps =
+      requantizing_conv_params(p.input, p.mid, p.mid_activation_min, p.mid_activation_max);
   ps.upscale = p.upscale;
   add_q8ta_conv2d_node(graph, input, shuffle, mid, ps);
-  Conv2dParams dq;
-  dq.input = p.mid;
-  dq.output = p.output;
-  dq.activation_min = p.activation_min;
-  dq.activation_max = p.activation_max;
+  Conv2dParams dq =
+      requantizing_conv_params(p.mid, p.output, p.activation_min, p.activation_max);
   dq.dequantize_output = true;
   add_q8ta_conv2d_node(graph, mid, head, output, dq);
   return ShuffledHeadForm::Split;
