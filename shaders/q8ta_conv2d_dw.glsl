@@ -41,6 +41,7 @@
 #include "common.glslh"
 #include "int8_dot.glslh"
 #define CONV_TILE_STORE
+#define CONV_STARTED_ACC
 #include "conv_common.glslh"
 
 layout(std430, binding = 2) readonly buffer W { int w_words[]; };
@@ -127,9 +128,11 @@ void main() {
       }
     }
   }
+  // Started as store_tile reads them (conv_common.glslh).
+  const ivec4 start = accumulator_start(load_channel_word(t.c4));
   ivec4 acc[ROWS][WIDTHS];
   [[unroll]] for (int r = 0; r < ROWS; ++r) {
-    [[unroll]] for (int w = 0; w < WIDTHS; ++w) acc[r][w] = ivec4(0);
+    [[unroll]] for (int w = 0; w < WIDTHS; ++w) acc[r][w] = start;
   }
 
   [[unroll]] for (int rel = 0; rel < IN_ROWS; ++rel) {
