@@ -57,7 +57,8 @@ constexpr const char* kUsage =
     "                      [--seed N] [--list] [--settle-ms N]\n"
     "                      [--kernel-stats]\n"
     "  --mode      accu (default): correctness vs CPU reference; perf: GPU timings; all: both\n"
-    "  --filter    run only cases whose name matches REGEX (std::regex, search)\n"
+    "  --filter    run only cases whose name matches REGEX (std::regex, search); selecting no\n"
+    "              case of the mode is an error (exit 2)\n"
     "  --device    device index or name substring (default: VKD_DEVICE or the best device)\n"
     "  --warmup-ms on a GPU, warm each PERF case up for at least N ms of GPU time (default 200)\n"
     "  --json      also write PERF results to FILE\n"
@@ -557,6 +558,14 @@ int run(int argc, char** argv) {
     if (!std::regex_search(c.name, filter)) continue;
     if (c.accu) accu_cases.push_back(&c);
     if (c.perf) perf_cases.push_back(&c);
+  }
+  // A filter that selects nothing in the chosen mode is a mistake (a renamed case, a test
+  // command that would pass without running anything), not a pass.
+  const bool selects_none = (!o.accu || accu_cases.empty()) && (!o.perf || perf_cases.empty());
+  if (!o.list && selects_none) {
+    std::fprintf(stderr, "vkd_custom_ops: --filter '%s' selects no %s case\n", o.filter.c_str(),
+                 o.accu && o.perf ? "ACCU or PERF" : o.accu ? "ACCU" : "PERF");
+    return 2;
   }
   if (o.list) {
     for (const Case* c : accu_cases) std::printf("accu  %s\n", c->name.c_str());
