@@ -1,9 +1,11 @@
 """The graph IR being built (compiler/README.md): values, nodes and the constants' data.
 
 Every value is declared with its dtype and shape, node outputs included: the compiler infers
-them for the ops it knows and needs them for the ops it passes through.
+them for the ops it knows and needs them for the ops it passes through. The graph's outputs are
+named after the model's (named_leaves): `vkd run` writes each output as <its name>.npy.
 """
 import json
+import re
 
 import numpy as np
 
@@ -66,9 +68,83 @@ class GraphIR:
                            "outputs": names})
         return names
 
+    def rename(self, old, new):
+        """Renames value `old` to `new` (a name not taken yet) wherever it appears."""
+        self._taken.add(new)
+        self.values = {new if k == old else k: v for k, v in self.values.items()}
+        for node in self.nodes:
+            node["inputs"] = [new if i == old else i for i in node["inputs"]]
+            node["outputs"] = [new if o == old else o for o in node["outputs"]]
+        self.inputs = [new if i == old else i for i in self.inputs]
+        self.outputs = [new if o == old else o for o in self.outputs]
+
+    def name_outputs(self, wanted):
+        """Gives the graph's outputs the names in `wanted` (one per output, in order). A value
+        already holding a wanted name is renamed out of its way, unless it is a graph input (the
+        output then gets a suffix); a graph input that is also an output keeps its name, and a
+        value that is output twice keeps the first name it gets."""
+        assert len(wanted) == len(self.outputs), (wanted, self.outputs)
+        renamed = set()
+        for i, want in enumerate(wanted):
+            old = self.outputs[i]
+            if old in renamed or old in self.inputs or old == want:
+                renamed.add(old)
+                continue
+            if want in self.values:
+                if want in self.inputs or want in renamed:
+                    want = self.fresh(want)
+                else:
+                    self.rename(want, self.fresh(want))
+            self.rename(old, want)
+            renamed.add(want)
+
     def to_dict(self):
         return {"vkd_graph": 1, "inputs": list(self.inputs), "outputs": list(self.outputs),
                 "values": dict(self.values), "nodes": list(self.nodes)}
+
+
+def named_leaves(structure):
+    """(name, leaf) for each leaf of what a model's forward returned (a tensor, or tuples /
+    lists / dicts / namedtuples of them; a leaf is anything else), depth first: a single leaf is
+    "output", a tuple's items "output_0", "output_1", ..., a dict's and a namedtuple's under
+    their keys ({"out": x, "aux": y}: "out", "aux"), nested ones joined by "_" ({"out": (a, b)}:
+    "out_0", "out_1"). Names keep [A-Za-z0-9_.-], anything else becomes "_" (as `vkd run` does
+    for its file names); unique_names makes them unique."""
+    found = []
+
+    def visit(value, path):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, path + [_name_part(key)])
+        elif isinstance(value, tuple) and hasattr(value, "_fields"):
+            for key, item in zip(value._fields, value):
+                visit(item, path + [_name_part(key)])
+        elif isinstance(value, (tuple, list)):
+            for k, item in enumerate(value):
+                visit(item, (path or ["output"]) + [str(k)])
+        else:
+            found.append(("_".join(path) if path else "output", value))
+
+    visit(structure, [])
+    return found
+
+
+def unique_names(names):
+    """`names` with repeats suffixed _1, _2, ... (skipping names already in the list)."""
+    unique, seen, wanted = [], set(), set(names)
+    for name in names:
+        candidate, k = name, 1
+        while candidate in seen or (candidate != name and candidate in wanted):
+            candidate, k = f"{name}_{k}", k + 1
+        seen.add(candidate)
+        unique.append(candidate)
+    return unique
+
+
+def _name_part(key):
+    """A dict key or namedtuple field as part of a value name (and of `vkd run`'s file name)."""
+    part = re.sub(r"[^A-Za-z0-9_.-]", "_", str(key))
+    return part if part.strip(".") else f"_{part}"
 
 
 def to_json_text(graph):

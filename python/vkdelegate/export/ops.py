@@ -18,7 +18,7 @@ from torch.ao.nn.intrinsic import _FusedModule
 from torch.ao.nn.quantized import reference as ref_nn
 from torch.fx.operator_schemas import normalize_function
 
-from .walk import (DQ_PER_CHANNEL, DQ_PER_TENSOR, Literal, Param, Tensor, int8_data,
+from .walk import (DQ_PER_CHANNEL, DQ_PER_TENSOR, Literal, Param, Pieces, Tensor, int8_data,
                    int8_qargs)
 
 _HANDLERS = {}         # node key -> fn(walker, node) -> ref
@@ -62,10 +62,25 @@ def find_handler(w, node):
     """Dispatches one call node (Walker's hook)."""
     if node.op == "call_module":
         return _call_module(w, node)
+    if is_namedtuple_class(node.target):
+        return _namedtuple(w, node)
     key = node_key(node)
     if "dequantize" not in str(key) and _only_constants(w, node):
         return _fold(w, node)
     return _HANDLERS.get(key, generic)(w, node)
+
+
+def is_namedtuple_class(target):
+    return isinstance(target, type) and issubclass(target, tuple) and hasattr(target, "_fields")
+
+
+def _namedtuple(w, node):
+    """`return Out(a, b)` (FX traces a namedtuple as a call of its class): its tensors in field
+    order, as the pieces of a split are (the graph's outputs are named after the fields)."""
+    names = []
+    for item in node.target(*node.args, **node.kwargs):
+        names += w.ref(item).names if w.is_pieces(item) else [w.input(item)]
+    return Pieces(names)
 
 
 def arg(node, index, names, default=_REQUIRED):

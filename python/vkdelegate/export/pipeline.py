@@ -5,13 +5,14 @@ import subprocess
 from time import perf_counter
 
 import numpy as np
+import torch
 
 from . import safetensors
 from .errors import CompileError, ExportError
-from .ir import to_json_text
-from .ops import find_handler
+from .ir import named_leaves, to_json_text, unique_names
+from .ops import find_handler, is_namedtuple_class
 from .quantization import quantize
-from .walk import Walker, propagate
+from .walk import Pieces, Walker, propagate
 
 SUFFIXES = {"graph": ".json", "weights": ".safetensors", "calibration": ".calibration.json",
             "input": ".input.npy"}
@@ -23,8 +24,47 @@ def to_graph_ir(gm, example_inputs, name="model"):
     uses quantized_decomposed ops): (graph dict, {data name: numpy array}). The graph is run
     once on `example_inputs` to learn every value's dtype and shape."""
     propagate(gm, tuple(example_inputs))
-    ir = Walker(gm, find_handler, where=f"{name}: ").run()
+    leaves = model_outputs(gm, name)
+    walker = Walker(gm, find_handler, where=f"{name}: ")
+    ir = walker.run()
+    wanted = []
+    for base, node in leaves:  # a split returned whole stands for several outputs
+        ref = walker.env[node]
+        wanted += [f"{base}_{k}" for k in range(len(ref.names))] \
+            if isinstance(ref, Pieces) else [base]
+    ir.name_outputs(unique_names(wanted))
     return ir.to_dict(), dict(ir.tensors)
+
+
+def model_outputs(gm, name):
+    """(name, FX node) for each tensor the model returns, named after the model's own names for
+    them (ir.named_leaves); anything else it returns is the user's error, named."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    leaves = named_leaves(_unfold_namedtuples(output.args[0]))
+    for base, leaf in leaves:
+        if isinstance(leaf, torch.fx.Node) and "vkd_literal" not in leaf.meta:
+            continue
+        value = leaf.meta["vkd_literal"] if isinstance(leaf, torch.fx.Node) else leaf
+        text = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ExportError(f"{name}: the model returns {type(value).__name__} {text} as its "
+                          f"output '{base}'; the graph IR's outputs are tensors")
+    return leaves
+
+
+def _unfold_namedtuples(arg):
+    """An output structure with each namedtuple the graph builds (FX traces one as a call of its
+    class) as that namedtuple of its items, whose fields then name them."""
+    if isinstance(arg, torch.fx.Node) and arg.op == "call_function" and \
+            is_namedtuple_class(arg.target):
+        return arg.target(*map(_unfold_namedtuples, arg.args),
+                          **{k: _unfold_namedtuples(v) for k, v in arg.kwargs.items()})
+    if isinstance(arg, dict):
+        return {k: _unfold_namedtuples(v) for k, v in arg.items()}
+    if isinstance(arg, tuple) and hasattr(arg, "_fields"):
+        return type(arg)(*map(_unfold_namedtuples, arg))
+    if isinstance(arg, (tuple, list)):
+        return type(arg)(map(_unfold_namedtuples, arg))
+    return arg
 
 
 def output_paths(out_dir, name, compile_too):
