@@ -14,17 +14,22 @@ import os
 import sys
 from time import perf_counter
 
-import numpy as np
 import torch
 
 from .errors import ExportError
-from .pipeline import check_outputs, export, output_paths
+from .inputs import RandomInputs, calibration_inputs, check_seed, parse_shape
+from .pipeline import export, output_paths, outputs_checked
 
-DEFAULT_SHAPE = (1, 3, 224, 224)
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as ExportError: one line, exit status 2, like every other."""
+
+    def error(self, message):
+        raise ExportError(f"{message} (see --help)")
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="python3 -m vkdelegate.export",
         description="Quantize a PyTorch model to int8 and write vkdelegate's graph IR.")
     ap.add_argument("--model", required=True, metavar="MODULE_OR_FILE:FACTORY",
@@ -58,11 +63,17 @@ def parse_args(argv):
 
 # ---- the model --------------------------------------------------------------------------------
 
-def load_factory(spec):
-    """The callable named by MODULE_OR_FILE:FACTORY."""
+def split_model_spec(spec):
+    """(MODULE_OR_FILE, FACTORY) of --model."""
     where, sep, name = spec.rpartition(":")
     if not sep or not where or not name:
         raise ExportError(f"--model wants MODULE_OR_FILE:FACTORY, got '{spec}'")
+    return where, name
+
+
+def load_factory(spec):
+    """The callable named by MODULE_OR_FILE:FACTORY."""
+    where, name = split_model_spec(spec)
     module = _load_file(where) if where.endswith(".py") else _import(where)
     factory = getattr(module, name, None)
     if not callable(factory):
@@ -103,14 +114,15 @@ def model_kwargs(pairs):
             raise ExportError(f"--model-arg wants K=V with K a Python name, got '{pair}'")
         try:
             kwargs[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             kwargs[key] = text
     return kwargs
 
 
 def build_model(factory, kwargs, seed):
     torch.manual_seed(seed)
-    call = f"{factory.__name__}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
+    name = getattr(factory, "__name__", type(factory).__name__)  # a functools.partial has none
+    call = f"{name}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
     try:
         model = factory(**kwargs)
     except Exception as e:  # a bad --model-arg, or the factory's own failure
@@ -120,49 +132,6 @@ def build_model(factory, kwargs, seed):
     return model.eval()
 
 
-# ---- inputs -----------------------------------------------------------------------------------
-
-def parse_shape(text):
-    try:
-        shape = tuple(int(d) for d in text.split(","))
-    except ValueError:
-        shape = ()
-    if not shape or any(d <= 0 for d in shape):
-        raise ExportError(f"--input-shape wants positive integers like 1,3,224,224, got '{text}'")
-    return shape
-
-
-def random_inputs(shape, count, seed):
-    """`count` standard normal inputs from a generator seeded with `seed`."""
-    gen = torch.Generator().manual_seed(seed)
-    return [torch.randn(shape, generator=gen) for _ in range(count)]
-
-
-def calibration_inputs(spec, shape, seed):
-    """(input shape, calibration samples) for --calibration random:N or DIR."""
-    if spec.startswith("random:"):
-        count = spec[len("random:"):]
-        if not count.isdigit() or int(count) < 1:
-            raise ExportError(f"--calibration random:N wants N >= 1, got '{spec}'")
-        shape = shape or DEFAULT_SHAPE
-        return shape, random_inputs(shape, int(count), seed)
-    if not os.path.isdir(spec):
-        raise ExportError(f"--calibration wants random:N or a directory of .npy files, "
-                          f"got '{spec}'")
-    files = sorted(f for f in os.listdir(spec) if f.endswith(".npy"))
-    if not files:
-        raise ExportError(f"--calibration: no .npy files in '{spec}'")
-    samples = []
-    for f in files:
-        array = np.load(os.path.join(spec, f), allow_pickle=False)
-        shape = shape or array.shape
-        if tuple(array.shape) != tuple(shape):
-            raise ExportError(f"--calibration: '{f}' has shape {list(array.shape)}, expected "
-                              f"{list(shape)}")
-        samples.append(torch.from_numpy(array.astype(np.float32)))
-    return tuple(shape), samples
-
-
 # ---- main -------------------------------------------------------------------------------------
 
 def log_step(step, seconds, detail=""):
@@ -170,34 +139,39 @@ def log_step(step, seconds, detail=""):
 
 
 def run(args):
-    factory = load_factory(args.model)
-    name = args.name or factory.__name__
+    """Every argument and output path is checked before the model is loaded."""
+    check_seed(args.seed)
+    name = split_model_spec(args.model)[1] if args.name is None else args.name
+    shape = parse_shape(args.input_shape) if args.input_shape else None
     vkd = args.compile
     if vkd is not None and not (os.path.isfile(vkd) and os.access(vkd, os.X_OK)):
         raise ExportError(f"--compile: '{vkd}' is not an executable file")
-    check_outputs(output_paths(args.output_dir, name, vkd is not None), args.force)
-    shape = parse_shape(args.input_shape) if args.input_shape else None
-
-    t = perf_counter()
-    model = build_model(factory, model_kwargs(args.model_arg), args.seed)
-    log_step("build model", perf_counter() - t, f"{type(model).__name__}, seed {args.seed}")
-    shape, calibration = calibration_inputs(args.calibration, shape, args.seed + 1)
-    sample = random_inputs(shape, 1, args.seed + 2)[0]
-    paths = export(model, (sample,), args.output_dir, name, calibration,
-                   per_channel=args.per_channel, observer=args.observer, vkd=vkd,
-                   force=args.force, log=log_step)
+    paths = output_paths(args.output_dir, name, vkd is not None)
+    with outputs_checked(args.output_dir, paths, args.force):
+        shape, calibration = calibration_inputs(args.calibration, shape, args.seed + 1)
+        factory = load_factory(args.model)
+        t = perf_counter()
+        model = build_model(factory, model_kwargs(args.model_arg), args.seed)
+        log_step("build model", perf_counter() - t, f"{type(model).__name__}, seed {args.seed}")
+        sample = next(iter(RandomInputs(shape, 1, args.seed + 2)))
+        paths = export(model, (sample,), args.output_dir, name, calibration,
+                       per_channel=args.per_channel, observer=args.observer, vkd=vkd,
+                       force=args.force, log=log_step)
     for path in paths.values():
         print(f"  wrote {path}")
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    print(f"vkdelegate.export: {args.model}", flush=True)
     start = perf_counter()
     try:
+        args = parse_args(argv)
+        print(f"vkdelegate.export: {args.model}", flush=True)
         run(args)
     except ExportError as e:
-        print(f"vkdelegate.export: error: {e}", file=sys.stderr)
+        message = str(e)
+        if e.status == 2:  # one line, also where the cause (the user's code) said more
+            message = " ".join(line.strip() for line in message.splitlines() if line.strip())
+        print(f"vkdelegate.export: error: {message}", file=sys.stderr)
         return e.status
     log_step("total", perf_counter() - start)
     return 0

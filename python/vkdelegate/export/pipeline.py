@@ -1,7 +1,10 @@
 """export(): quantize, walk into the graph IR, write the files, optionally compile them."""
+import contextlib
+import io
 import json
 import os
 import subprocess
+import tempfile
 from time import perf_counter
 
 import numpy as np
@@ -68,16 +71,77 @@ def _unfold_namedtuples(arg):
 
 
 def output_paths(out_dir, name, compile_too):
-    """Every file export() writes, by kind."""
+    """Every file export() writes, by kind. `name` must be a plain file name stem."""
+    if not name or name in (".", "..") or "/" in name or (os.altsep and os.altsep in name) \
+            or "\0" in name:
+        raise ExportError(f"the name '{name}' is no file name (it names OUT_DIR/NAME.json, ...: "
+                          "not empty, '.' or '..', no '/')")
     suffixes = dict(SUFFIXES, **(COMPILE_SUFFIXES if compile_too else {}))
     return {kind: os.path.join(out_dir, name + suffix) for kind, suffix in suffixes.items()}
 
 
+@contextlib.contextmanager
+def outputs_checked(out_dir, paths, force):
+    """Checks, before any work, that every output can be written (check_outputs) and runs the
+    body; the folders it created for OUT_DIR are removed again when the body fails (and they
+    are still empty)."""
+    created = make_output_dir(out_dir)
+    try:
+        check_outputs(paths, force)
+        yield
+    except BaseException:
+        _remove_folders(created)
+        raise
+
+
+def make_output_dir(out_dir):
+    """Creates OUT_DIR where missing and makes sure a file can be created in it; returns the
+    folders created, outermost first. Trying is the only true test: permission bits say
+    nothing to root, nor of a read-only file system or /proc."""
+    missing, folder = [], os.path.abspath(out_dir)
+    while not os.path.lexists(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise ExportError(f"output folder '{out_dir}' exists and is not a directory" if not missing
+                          else f"output folder '{out_dir}' cannot be created: '{folder}' is not "
+                          "a directory")
+    created = []
+    try:
+        for folder in reversed(missing):
+            os.mkdir(folder)
+            created.append(folder)
+    except OSError as e:
+        _remove_folders(created)
+        raise ExportError(f"output folder '{out_dir}' cannot be created: {e.strerror} "
+                          f"('{folder}')") from e
+    try:
+        with tempfile.TemporaryFile(dir=out_dir or "."):
+            pass
+    except OSError as e:
+        _remove_folders(created)
+        raise ExportError(f"output folder '{out_dir}': no file can be created in it: "
+                          f"{e.strerror}") from e
+    return created
+
+
+def _remove_folders(created):
+    """Removes the folders make_output_dir created, innermost first, where still empty."""
+    for folder in reversed(created):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
 def check_outputs(paths, force):
-    """Refuses to replace existing files unless `force` (before any work is done)."""
-    existing = [p for p in paths.values() if os.path.exists(p)]
+    """Refuses to replace existing files unless `force` (before any work is done), and with it
+    anything that is not a writable file. A dangling symbolic link counts as existing: writing
+    would create its target."""
+    existing = [p for p in paths.values() if os.path.lexists(p)]
     if existing and not force:
         raise ExportError("would overwrite " + ", ".join(existing) + " (use --force)")
+    for path in existing:
+        if not os.path.isfile(path) or not os.access(path, os.W_OK):
+            raise ExportError(f"cannot replace '{path}': not a writable regular file")
 
 
 def calibration_summary(gm, graph, samples, observer, per_channel):
@@ -97,12 +161,20 @@ def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
            observer="histogram", sample_input=None, vkd=None, force=False, log=None):
     """Quantizes `model`, writes its graph IR, weights, calibration summary and a sample input
     (`sample_input`, default example_inputs[0]) into `out_dir` as NAME.*, and compiles them
-    with the `vkd` binary when given. Existing files are kept unless `force`. `log(step,
+    with the `vkd` binary when given. Before any work OUT_DIR is created where missing and
+    every output checked (outputs_checked): existing files are kept unless `force`. `log(step,
     seconds, detail)` hears about each step. Returns {kind: path} of the files written; a
     failed compile raises CompileError with vkd's message, after the other files are written."""
     paths = output_paths(out_dir, name, vkd is not None)
-    check_outputs(paths, force)
-    calibration = list(calibration)
+    with outputs_checked(out_dir, paths, force):
+        return _export(model, example_inputs, paths, name, calibration, per_channel, observer,
+                       sample_input, vkd, force, log)
+
+
+def _export(model, example_inputs, paths, name, calibration, per_channel, observer,
+            sample_input, vkd, force, log):
+    if not hasattr(calibration, "__len__"):
+        calibration = list(calibration)
     gm = quantize(model, example_inputs, calibration, per_channel, observer, log)
 
     t = perf_counter()
@@ -110,17 +182,15 @@ def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
     _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors")
 
     t = perf_counter()
-    os.makedirs(out_dir, exist_ok=True)
-    with open(paths["graph"], "w") as f:
-        f.write(to_json_text(graph))
-    safetensors.save(paths["weights"], tensors)
     summary = calibration_summary(gm, graph, len(calibration), observer, per_channel)
-    with open(paths["calibration"], "w") as f:
-        json.dump(summary, f, indent=1)
-        f.write("\n")
     sample = example_inputs[0] if sample_input is None else sample_input
-    np.save(paths["input"], sample.detach().numpy().astype(np.float32))
-    _log(log, "write", t, out_dir)
+    npy = io.BytesIO()
+    np.save(npy, sample.detach().numpy().astype(np.float32))
+    write_file(paths["graph"], to_json_text(graph))
+    write_file(paths["weights"], safetensors.to_bytes(tensors))
+    write_file(paths["calibration"], json.dumps(summary, indent=1) + "\n")
+    write_file(paths["input"], npy.getvalue())
+    _log(log, "write", t, os.path.dirname(paths["graph"]) or ".")
 
     if vkd is not None:
         t = perf_counter()
@@ -136,16 +206,25 @@ def compile_graph(vkd, paths, force):
     cmd = [vkd, "compile", paths["graph"], "--weights", paths["weights"], "-o", paths["blob"],
            "--report"] + (["--force"] if force else [])
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     except OSError as e:
         raise ExportError(f"cannot run {vkd}: {e.strerror}") from e
-    with open(paths["report"], "w") as f:
-        f.write(done.stdout + done.stderr)
+    write_file(paths["report"], done.stdout + done.stderr)
     if done.returncode != 0:
         message = (done.stderr or done.stdout).strip()
         raise CompileError(f"vkd compile failed (exit status {done.returncode}); the graph IR "
                            f"is kept in {paths['graph']}, vkd's output in {paths['report']}:"
                            f"\n{message}")
+
+
+def write_file(path, data):
+    """Writes `data` (text or bytes) to `path`; failing (a full disk, a folder removed
+    meanwhile) is an ExportError naming the file."""
+    try:
+        with open(path, "w" if isinstance(data, str) else "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise ExportError(f"cannot write '{path}': {e.strerror}") from e
 
 
 def _log(log, step, start, detail):

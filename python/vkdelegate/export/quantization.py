@@ -100,6 +100,7 @@ def quantize(model, example_inputs, calibration, per_channel=True, observer="his
     `gm.vkd_calibration` (value name -> summary), as the observers are gone after convert.
     `log(step, seconds, detail)` is called after each step when given.
     """
+    check_finite_weights(model)
     backend = backend_config()
     model = copy.deepcopy(model).eval()
     t = perf_counter()
@@ -113,10 +114,15 @@ def quantize(model, example_inputs, calibration, per_channel=True, observer="his
         raise ExportError(f"prepare_fx failed on the model: {type(e).__name__}: {e}") from e
     _log(log, "prepare_fx", t, "")
     t, count = perf_counter(), 0
-    with torch.no_grad():
-        for sample in calibration:
-            run_model(prepared, as_args(sample))
-            count += 1
+    watch = ActivationWatch(prepared)
+    try:
+        with torch.no_grad():
+            for sample in calibration:
+                count += 1
+                watch.sample = count
+                run_model(prepared, as_args(sample))
+    finally:
+        watch.remove()
     if count == 0:
         raise ExportError("calibration needs at least one sample")
     _log(log, "calibrate", t, f"{count} sample(s), {observer} observers")
@@ -132,10 +138,59 @@ def run_model(prepared, args):
     """One calibration forward pass; the model failing on the input is the user's problem."""
     try:
         prepared(*args)
+    except ExportError:
+        raise
     except Exception as e:  # e.g. an input shape the model cannot take
         shapes = ", ".join(str(list(a.shape)) for a in args if isinstance(a, torch.Tensor))
         raise ExportError(f"the model failed on a calibration input of shape {shapes}: "
                           f"{type(e).__name__}: {e}") from e
+
+
+def check_finite_weights(model):
+    """Refuses NaN or infinity in the model's float parameters and buffers: no int8 scale holds
+    them, and PyTorch's observers would stop on an assertion far from the cause."""
+    for kind, named in (("parameter", model.named_parameters()),
+                        ("buffer", model.named_buffers())):
+        for name, tensor in named:
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                raise ExportError(f"the model's {kind} '{name}' holds {_non_finite(tensor)}; "
+                                  "quantization needs finite weights")
+
+
+class ActivationWatch:
+    """Forward pre-hooks on the prepared graph's observers: an observed value holding NaN or
+    infinity (the model's own arithmetic on a calibration input: a log of a negative, a
+    division by zero) is named, with the sample, before the observer fails on it."""
+
+    def __init__(self, prepared):
+        self.sample = 0
+        self.handles = []
+        for node in prepared.graph.nodes:
+            if node.op == "call_module" and \
+                    isinstance(prepared.get_submodule(node.target), ObserverBase):
+                hook = self._check(node.args[0].name if node.args else node.name)
+                self.handles.append(
+                    prepared.get_submodule(node.target).register_forward_pre_hook(hook))
+
+    def _check(self, value):
+        def check(module, args):
+            x = args[0] if args else None
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and \
+                    not bool(torch.isfinite(x).all()):
+                raise ExportError(f"calibration sample {self.sample}: the value '{value}' holds "
+                                  f"{_non_finite(x)}; quantization needs finite activations")
+        return check
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+
+def _non_finite(tensor):
+    """'3 NaN and 1 infinite value(s) of 48'."""
+    nan = int(torch.isnan(tensor).sum())
+    inf = int(torch.isinf(tensor).sum())
+    return f"{nan} NaN and {inf} infinite value(s) of {tensor.numel()}"
 
 
 def _log(log, step, start, detail):
