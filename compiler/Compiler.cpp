@@ -7,6 +7,7 @@
 #include "compiler/Fold.h"
 #include "compiler/Fuse.h"
 #include "compiler/InPlace.h"
+#include "compiler/Interpreter.h"
 #include "compiler/Parse.h"
 #include "compiler/ShapeInference.h"
 #include "partitioner_schema/OpSchema.h"
@@ -94,6 +95,24 @@ void place_and_emit(Graph g, const CompileOptions& options, CompileResult& resul
   result.graph = std::move(g);
 }
 
+// A plan is written only when the host can run every step the backend does not (the model
+// loader makes the same check, host_refusal): every node that neither can, one line each.
+void throw_if_host_cannot_run(const Graph& g, const PartitionPlan& plan) {
+  std::string list;
+  size_t count = 0;
+  for (const PartitionStep& step : plan.steps) {
+    if (step.delegate) continue;
+    const Node& node = g.nodes[step.index];
+    if (const auto why = host_refusal(node)) {
+      list += "\n  " + node.origin + ": " + unsupported_reason(g, node) +
+              "; the host cannot run it: " + *why;
+      ++count;
+    }
+  }
+  VKD_CHECK(count == 0, ErrorCode::Unsupported, count,
+            " node(s) can run neither on the backend nor on the host:", list);
+}
+
 // sink_dequantize's report, when it moved anything (most graphs have nothing to move).
 void sink_dequantizes(Graph& g, std::vector<PassReport>& reports) {
   PassReport r = sink_dequantize(g);
@@ -122,6 +141,7 @@ PartitionedResult compile_partitioned(Graph g, const CompileOptions& options) {
   fuse.fuse_epilogues = options.fuse_epilogues;
   result.fusion = fuse_and_lower(g, fuse);
   result.plan = partition_graph(g);
+  throw_if_host_cannot_run(g, result.plan);
   for (const auto& part : result.plan.partitions) {
     CompileResult r;
     place_and_emit(part.graph, options, r);

@@ -26,15 +26,21 @@ void check_shape_valid(const std::vector<int64_t>& shape, const std::string& wha
   }
 }
 
-// The reference function of edge op `op` ("aten.relu" or "aten.relu.default", from the op's
-// descriptor in compiler/ops/); nullptr when the interpreter does not know it.
-ReferenceFn find_reference(const std::string& op) {
+// The descriptor of edge op `op` ("aten.relu" or "aten.relu.default", compiler/ops/); nullptr
+// when the interpreter does not know it.
+const EdgeOp* find_descriptor(const std::string& op) {
   const EdgeOp* d = find_edge_op(op);
   const std::string suffix = ".default";
   if (d == nullptr && op.size() > suffix.size() &&
       op.compare(op.size() - suffix.size(), suffix.size(), suffix) == 0) {
     d = find_edge_op(op.substr(0, op.size() - suffix.size()));
   }
+  return d;
+}
+
+// The reference function of edge op `op`; nullptr when the interpreter does not know it.
+ReferenceFn find_reference(const std::string& op) {
+  const EdgeOp* d = find_descriptor(op);
   return d == nullptr ? nullptr : d->reference;
 }
 
@@ -112,6 +118,17 @@ std::vector<int32_t> HostTensor::to_int32() const {
   std::vector<int32_t> v(static_cast<size_t>(numel()));
   for (size_t i = 0; i < v.size(); ++i) v[i] = get_i32(*this, static_cast<int64_t>(i));
   return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// host_refusal
+
+std::optional<std::string> host_refusal(const Node& node) {
+  const EdgeOp* d = find_descriptor(node.op);
+  if (d == nullptr || d->reference == nullptr) {
+    return "the CPU reference interpreter has no function for '" + node.op + "'";
+  }
+  return d->refused_on_host == nullptr ? std::nullopt : d->refused_on_host(node);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,14 @@ struct HostTensor {
 // and shape (InvalidArgument naming the node on a mismatch).
 std::map<std::string, HostTensor> interpret(const Graph& g,
                                             const std::map<std::string, HostTensor>& inputs);
+
+// Why the host cannot run `node`, or nullopt when it can. The host (vkd::Model, `vkd run
+// MODEL.partition.json`) runs every step the backend does not with this interpreter, so this is
+// the one check both `vkd compile --partition` (which then writes nothing) and the model loader
+// make: the op needs a CPU reference (an edge op of compiler/ops/, "aten.x" or
+// "aten.x.default"), and its descriptor's refused_on_host_when must accept the node's arguments.
+// The node's shapes are checked apart, by its shape rule. The reason reads after "the host
+// cannot run it: ".
+std::optional<std::string> host_refusal(const Node& node);
 
 }  // namespace vkd::compiler

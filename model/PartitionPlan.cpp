@@ -330,26 +330,17 @@ compiler::Value plan_value(const PlanTensor& t,
   return v;
 }
 
-// Whether the reference interpreter has a function for `op` (as it looks one up: "aten.x" or
-// "aten.x.default").
-bool interpreter_knows(const std::string& op) {
-  const std::string suffix = ".default";
-  const compiler::EdgeOp* d = compiler::find_edge_op(op);
-  if (d == nullptr && op.size() > suffix.size() &&
-      op.compare(op.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    d = compiler::find_edge_op(op.substr(0, op.size() - suffix.size()));
-  }
-  return d != nullptr && d->reference != nullptr;
-}
-
 }  // namespace
 
 compiler::Graph host_step_graph(const PartitionPlan& plan, const PlanStep& step,
                                 const std::map<std::string, compiler::HostTensor>& constants) {
   const std::string where = plan.path + ": step " + std::to_string(step.index);
-  if (!interpreter_knows(step.op)) {
-    fail(plan.path + ": " + step.label() + ": the host runs its steps with the CPU reference "
-         "interpreter, which has no function for '" + step.op + "'");
+  // (the node's messages name its origin, so `where` says only which step)
+  const compiler::Node node{step.op, step.inputs, step.args, step.outputs,
+                            step.origin.empty() ? step.op : step.origin};
+  // The check `vkd compile --partition` makes before it writes a plan.
+  if (const auto why = compiler::host_refusal(node)) {
+    fail(plan.path + ": " + step.label() + ": the host cannot run it: " + *why);
   }
   compiler::Graph g;
   for (const std::string& name : step.inputs) {

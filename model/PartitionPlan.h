@@ -82,8 +82,9 @@ Error step_error(const std::string& where, const Error& e);
 // step's tensor inputs (each once), its constants the values in `constants`, every value
 // declared as the plan describes it. The step's output dtypes and shapes are checked against
 // the op's shape rule (an Error naming the step on a mismatch or a bad argument: Internal for
-// the compiler's own faults, else InvalidArgument), and an op the interpreter has no function
-// for is refused here (InvalidArgument), before anything runs.
+// the compiler's own faults, else InvalidArgument), and a step the host cannot run
+// (compiler::host_refusal, the check `vkd compile --partition` makes) is refused here
+// (InvalidArgument), before anything runs.
 compiler::Graph host_step_graph(const PartitionPlan& plan, const PlanStep& step,
                                 const std::map<std::string, compiler::HostTensor>& constants);
 

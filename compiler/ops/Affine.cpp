@@ -12,6 +12,8 @@ namespace vkd::compiler {
 std::vector<HostTensor> reference_quantize_affine(const ReferenceContext& c);
 std::vector<HostTensor> reference_dequantize_affine(const ReferenceContext& c);
 std::vector<HostTensor> reference_choose_qparams_affine(const ReferenceContext& c);
+// The arguments those references do not implement (defined with them).
+std::optional<std::string> affine_host_refusal(const Node& node);
 
 // The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
 namespace fusion {
@@ -117,6 +119,7 @@ std::vector<EdgeOp> affine_edge_ops() {
              1,
              quantize_affine}
           .computed_by(reference_quantize_affine)
+          .refused_on_host_when(affine_host_refusal)
           .lowered_by(fusion::lower_affine, {"q8ta_quantize_affine"}),
       EdgeOp{"torchao.dequantize_affine",
              {"input", "scale", "zero_point"},
@@ -128,6 +131,7 @@ std::vector<EdgeOp> affine_edge_ops() {
              1,
              dequantize_affine}
           .computed_by(reference_dequantize_affine)
+          .refused_on_host_when(affine_host_refusal)
           .lowered_by(fusion::lower_affine, {"q8ta_dequantize_affine"}),
       EdgeOp{
           "torchao.choose_qparams_affine",
@@ -142,6 +146,7 @@ std::vector<EdgeOp> affine_edge_ops() {
           2,
           choose_qparams_affine}
           .computed_by(reference_choose_qparams_affine)
+          .refused_on_host_when(affine_host_refusal)
           .lowered_by(fusion::lower_affine, {"choose_qparams_affine"}),
   };
 }

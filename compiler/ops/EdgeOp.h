@@ -43,6 +43,10 @@ struct TypedShape {
   std::vector<int64_t> shape;
 };
 using ShapeRule = std::vector<TypedShape> (*)(const ShapeContext&);
+// Why the CPU reference refuses a node its shape rule accepts (an argument value it does not
+// implement: zero_point_domain 'FLOAT'), or nullopt. host_refusal() (Interpreter.h) reads it,
+// and the reference itself, so the two cannot disagree.
+using HostRefusal = std::optional<std::string> (*)(const Node&);
 
 struct EdgeOp {
   std::string name;                 // "aten.convolution"
@@ -54,6 +58,7 @@ struct EdgeOp {
   // Defaults that depend on another argument (max_pool2d: stride = kernel_size); may be null.
   void (*complete_args)(Args& args) = nullptr;
   ReferenceFn reference = nullptr;  // the CPU reference (compiler/reference/<Family>.cpp)
+  HostRefusal refused_on_host = nullptr;  // null: the reference runs every node the rule accepts
   // The backend ops this op can become, and how: a quantized pattern anchored at this op
   // (compiler/fusion/) and/or a direct lowering of a node left after fusion. Either may be null.
   std::vector<std::string> lowers_to;
@@ -76,6 +81,7 @@ struct EdgeOp {
   // Chained setters for the family lists: EdgeOp{...}.computed_by(reference_relu)
   // .lowered_by(fusion::lower_relu, {"relu"}).
   EdgeOp& computed_by(ReferenceFn fn);
+  EdgeOp& refused_on_host_when(HostRefusal fn);
   EdgeOp& fused_by(fusion::FusePattern pattern, std::vector<std::string> backend_ops);
   EdgeOp& lowered_by(fusion::DirectLowering lowering, std::vector<std::string> backend_ops);
   EdgeOp& taking_a_tensor_list();

@@ -69,6 +69,11 @@ EdgeOp& EdgeOp::computed_by(ReferenceFn fn) {
   return *this;
 }
 
+EdgeOp& EdgeOp::refused_on_host_when(HostRefusal fn) {
+  refused_on_host = fn;
+  return *this;
+}
+
 EdgeOp& EdgeOp::fused_by(fusion::FusePattern pattern, std::vector<std::string> backend_ops) {
   fuse = pattern;
   lowers_to.insert(lowers_to.end(), backend_ops.begin(), backend_ops.end());

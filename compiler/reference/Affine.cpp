@@ -13,7 +13,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "compiler/reference/ReferenceContext.h"
@@ -21,6 +23,26 @@
 namespace vkd::compiler {
 
 using namespace reference;  // the shared element helpers (ReferenceContext.h)
+
+// What these references do not implement, read from the arguments alone: a zero_point_domain
+// other than INT, preserve_zero = false. The descriptors' refused_on_host_when (so `vkd compile
+// --partition` refuses such a host step) and each reference's first check.
+std::optional<std::string> affine_host_refusal(const Node& node) {
+  const auto dom = node.args.find("zero_point_domain");
+  if (dom != node.args.end()) {
+    if (const auto* s = std::get_if<std::string>(&dom->second)) {
+      const std::string name = s->rfind("ZeroPointDomain.", 0) == 0 ? s->substr(16) : *s;
+      if (name != "INT") return "zero_point_domain '" + name + "' (only INT is supported)";
+    }
+  }
+  const auto keep = node.args.find("preserve_zero");
+  if (keep != node.args.end()) {
+    const auto* b = std::get_if<bool>(&keep->second);
+    const auto* i = std::get_if<int64_t>(&keep->second);
+    if ((b != nullptr && !*b) || (i != nullptr && *i == 0)) return "preserve_zero = false";
+  }
+  return std::nullopt;
+}
 
 namespace {
 
@@ -80,14 +102,8 @@ std::vector<int64_t> block_of_elements(const std::vector<int64_t>& shape, const 
   return out;
 }
 
-void check_zero_point_domain(const ReferenceContext& c) {
-  if (c.present("zero_point_domain")) {
-    std::string dom = c.string_arg("zero_point_domain");
-    if (dom.rfind("ZeroPointDomain.", 0) == 0) dom = dom.substr(16);
-    if (dom != "INT") {
-      c.fail(ErrorCode::Unsupported, "zero_point_domain '" + dom + "' (only INT is supported)");
-    }
-  }
+void check_implemented(const ReferenceContext& c) {
+  if (const auto why = affine_host_refusal(c.node())) c.fail(ErrorCode::Unsupported, *why);
 }
 
 // A zero point as a float (torchao adds the zero-point tensor to the rounded float32 value).
@@ -109,7 +125,7 @@ std::vector<HostTensor> reference_quantize_affine(const ReferenceContext& c) {
   const HostTensor* zp = c.optional_input(2, "zero_point");
   c.expect_dtype(x, DType::Float32, "input");
   c.expect_dtype(scale, DType::Float32, "scale");
-  check_zero_point_domain(c);
+  check_implemented(c);
   const DType out_dtype = c.dtype_arg("output_dtype");
   c.require(out_dtype != DType::Float32, "output_dtype must be an integer type");
   const int64_t qmin = c.int_arg("quant_min", dtype_min(out_dtype));
@@ -142,7 +158,7 @@ std::vector<HostTensor> reference_dequantize_affine(const ReferenceContext& c) {
   const HostTensor* zp = c.optional_input(2, "zero_point");
   c.require(q.dtype == DType::Int8 || q.dtype == DType::Int32, "input must be int8 or int32");
   c.expect_dtype(scale, DType::Float32, "scale");
-  check_zero_point_domain(c);
+  check_implemented(c);
   if (c.present("input_dtype")) {
     c.require(c.dtype_arg("input_dtype") == q.dtype, "input_dtype differs from the input's dtype");
   }
@@ -192,10 +208,7 @@ std::vector<HostTensor> reference_choose_qparams_affine(const ReferenceContext& 
   const HostTensor& x = c.input(0, "input");
   c.expect_dtype(x, DType::Float32, "input");
   c.require(c.node().outputs.size() == 2, "needs two outputs (scale, zero_point)");
-  check_zero_point_domain(c);
-  if (!c.bool_arg("preserve_zero", true)) {
-    c.fail(ErrorCode::Unsupported, "preserve_zero = false");
-  }
+  check_implemented(c);
   std::string mapping = c.string_arg("mapping_type");
   if (mapping.rfind("MappingType.", 0) == 0) mapping = mapping.substr(12);
   enum class Mapping { Symmetric, SymmetricNoClip, Asymmetric } m;

@@ -196,17 +196,36 @@ TEST(Pipeline, UnknownOpIsListedAsUnsupportedWithoutPartition) {
   }
 }
 
-TEST(Pipeline, UnknownOpIsAHostStepWithItsArgsUnderPartition) {
-  const PartitionedResult r =
-      compile_partitioned(parse_graph(unknown_op_graph(), "test", nullptr), {});
-  ASSERT_EQ(r.plan.steps.size(), 3u);
-  ASSERT_EQ(r.parts.size(), 2u);
-  EXPECT_EQ(host_ops(r), std::vector<std::string>{"aten.frobnicate"});
+// Under --partition an op the host cannot run either (no CPU reference) makes the compile fail
+// naming it, as the model loader would refuse the plan (host_refusal): no plan is made.
+TEST(Pipeline, UnknownOpIsRefusedUnderPartition) {
+  try {
+    compile_partitioned(parse_graph(unknown_op_graph(), "test", nullptr), {});
+    FAIL() << "expected Unsupported";
+  } catch (const vkd::Error& e) {
+    EXPECT_EQ(e.code(), vkd::ErrorCode::Unsupported);
+    EXPECT_STREQ(e.what(),
+            "1 node(s) can run neither on the backend nor on the host:\n  node 1 "
+            "(aten.frobnicate): not supported by the backend (no fusion pattern or backend op "
+            "for 'aten.frobnicate'); the host cannot run it: the CPU reference interpreter has "
+            "no function for 'aten.frobnicate'");
+  }
+}
+
+// A host step keeps its args in the plan (float hardtanh: its backend op 'clamp' has no kernel).
+TEST(Pipeline, HostStepKeepsItsArgsInThePlan) {
+  const std::string json =
+      "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"y\"],"
+      " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]}},"
+      " \"nodes\": [" + node(kQ, "x", q_args(0.5, 1), "xq") + ", " +
+      node(kDq, "xq", q_args(0.5, 1), "xd") + ", " +
+      node("aten.hardtanh", "xd", "{\"min_val\": -0.5, \"max_val\": 2.5}", "y") + "]}";
+  const PartitionedResult r = compile_partitioned(parse_graph(json, "test", nullptr), {});
+  EXPECT_EQ(host_ops(r), std::vector<std::string>{"aten.hardtanh"});
   expect_valid_blobs(r);
-  const std::string plan = partition_plan_json(r, {"m.p0.vkd", "m.p1.vkd"});
-  for (const char* part :
-       {"\"host\": \"aten.frobnicate\"", "\"mode\": \"fast\"",
-        "\"origin\": \"node 1 (aten.frobnicate)\"", "\"delegate\": \"m.p1.vkd\""}) {
+  const std::string plan = partition_plan_json(r, {"m.p0.vkd"});
+  for (const char* part : {"\"host\": \"aten.hardtanh\"", "\"min_val\": -0.5",
+                           "\"max_val\": 2.5", "\"origin\": \"node 2 (aten.hardtanh)\""}) {
     EXPECT_NE(plan.find(part), std::string::npos) << part << "\n" << plan;
   }
 }
@@ -232,8 +251,9 @@ TEST(Pipeline, PlanNamesTheWeightsTensorOfAHostStepsConstant) {
       << plan;
 }
 
-// dq -> aten.unsqueeze_copy (to 5-D) -> relu -> aten.squeeze_copy -> q: the relu reads and
-// writes 5-D tensors, so it is no backend op whatever --partition says.
+// dq -> aten.view_copy (to 5-D) -> relu -> aten.view_copy (to 4-D) -> q: the relu reads and
+// writes 5-D tensors, so it is no backend op whatever --partition says; the host runs it, the
+// views and the dequantize (which sink_dequantize moves below the first view).
 std::string rank5_graph() {
   const std::string f32_4 = "{\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]}";
   return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"y\"],"
@@ -241,30 +261,29 @@ std::string rank5_graph() {
          "  \"u\": {\"dtype\": \"float32\", \"shape\": [1, 1, 4, 4, 4]}, \"s\": " + f32_4 + "},"
          " \"nodes\": [" +
          node(kDq, "xq", q_args(0.5, 1), "x") + ", " +
-         node("aten.unsqueeze_copy", "x", "{\"dim\": 1}", "u") + ", " +
+         node("aten.view_copy", "x", "{\"size\": [1, 1, 4, 4, 4]}", "u") + ", " +
          node("aten.relu", "u", "{}", "r") + ", " +
-         node("aten.squeeze_copy", "r", "{\"dim\": 1}", "s") + ", " +
+         node("aten.view_copy", "r", "{\"size\": [1, 4, 4, 4]}", "s") + ", " +
          node(kQ, "s", q_args(0.5, 1), "y") + "]}";
 }
 
 TEST(Pipeline, Rank5TensorIsNeverOnTheBackend) {
   const CompileResult r = compile_graph(parse_graph(rank5_graph(), "test", nullptr), {});
   EXPECT_FALSE(r.ok());
-  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_dequantize", "aten.unsqueeze_copy",
-                                                       "aten.relu", "aten.squeeze_copy",
-                                                       "q8ta_quantize"}));
+  EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"aten.view_copy", kDq, "aten.relu",
+                                                       "aten.view_copy", "q8ta_quantize"}));
   const std::string rank5 =
       "node 2 (aten.relu): not supported by the backend (value 'u' has rank 5 ([1, 1, 4, 4, 4]);"
       " device tensors are at most 4-D)";
   EXPECT_NE(std::find(r.unsupported.begin(), r.unsupported.end(), rank5), r.unsupported.end());
-  EXPECT_EQ(r.unsupported.size(), 3u);  // and the two unknown ops
+  EXPECT_EQ(r.unsupported.size(), 4u);  // and the 5-D views and dequantize
   EXPECT_NE(format_report(r).find("kept node 2 (aten.relu) as an edge op: value 'u' has rank 5"),
             std::string::npos);
 
   const PartitionedResult p = compile_partitioned(parse_graph(rank5_graph(), "test", nullptr), {});
-  EXPECT_EQ(host_ops(p), (std::vector<std::string>{"aten.unsqueeze_copy", "aten.relu",
-                                                   "aten.squeeze_copy"}));
-  ASSERT_EQ(p.parts.size(), 2u);
+  EXPECT_EQ(host_ops(p),
+            (std::vector<std::string>{"aten.view_copy", kDq, "aten.relu", "aten.view_copy"}));
+  ASSERT_EQ(p.parts.size(), 1u);
   expect_valid_blobs(p);
   for (const Partition& part : p.plan.partitions) {
     for (const std::string& v : part.graph.value_names()) {
@@ -378,7 +397,7 @@ std::string weight_values_json(const std::string& w, const std::vector<int>& sha
 }
 
 // A depthwise 3x3 over 8 channels of [1, 8, 4, 4] and the 1x1 8 -> 8 reading it, [after a
-// 1x1 expansion 4 -> 8 of 'xq' [1, 4, 4, 4],] [then a host op].
+// 1x1 expansion 4 -> 8 of 'xq' [1, 4, 4, 4],] [then a host op: a view of 'y' to 5-D].
 std::string depthwise_pointwise_json(bool expand, bool host_step) {
   // The expansion writes 'eq', which the depthwise reads; without it the depthwise reads 'xq'.
   const std::string dw_in = expand ? "eq" : "xq";
@@ -393,13 +412,14 @@ std::string depthwise_pointwise_json(bool expand, bool host_step) {
            node(kQ, "m", q_args(0.25, -3), "mq") + ", " +
            node(kDq, "mq", q_args(0.25, -3), "mf") + ", " + weight_dq_json("pw") +
            conv_json("mf", "pwf", "p", 0, 1) + ", " + node(kQ, "p", q_args(0.125, 2), "y") +
-           (host_step ? ", " + node("aten.frobnicate", "y", "{}", "f") : "");
+           (host_step ? ", " + node("aten.view_copy", "y", "{\"size\": [1, 1, 8, 4, 4]}", "f")
+                      : "");
   return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"" +
          std::string(host_step ? "f" : "y") + "\"], \"values\": {\"xq\": {\"dtype\": \"int8\", "
          "\"shape\": [1, " + (expand ? "4" : "8") + ", 4, 4]}" +
          weight_values_json("dw", {8, 1, 3, 3}) + weight_values_json("pw", {8, 8, 1, 1}) +
          (expand ? weight_values_json("ew", {8, 4, 1, 1}) : "") +
-         (host_step ? ", \"f\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" : "") +
+         (host_step ? ", \"f\": {\"dtype\": \"int8\", \"shape\": [1, 1, 8, 4, 4]}" : "") +
          "}, \"nodes\": [" + nodes + "]}";
 }
 
@@ -437,7 +457,7 @@ void expect_one_op_blob(const std::function<std::string(bool host_step)>& json,
 
   const PartitionedResult p =
       compile_partitioned(parse_graph(json(true), "test", &weights), {});
-  EXPECT_EQ(host_ops(p), std::vector<std::string>{"aten.frobnicate"});
+  EXPECT_EQ(host_ops(p), std::vector<std::string>{"aten.view_copy"});
   ASSERT_EQ(p.parts.size(), 1u);
   EXPECT_EQ(ops_of(p.parts[0].graph), (std::vector<std::string>{op}));
   expect_valid_blobs(p);
@@ -461,11 +481,11 @@ TEST(Pipeline, ExpansionDepthwisePointwiseCompilesToABlob) {
 
 // A 1x1 8 -> 16 of 'xq' [1, 8, 4, 4] pixel-shuffled by 2 into 'mq' [1, 4, 8, 8], the 1x1 head
 // 4 -> 4 reading it and the graph's last dequantize: float32 'y' [1, 4, 8, 8]. With a host step,
-// 'xq' is a host op's output (a host op after 'y' would read the dequantize, which then is no
-// last dequantize).
+// 'xq' is a host op's output, a view of the 5-D input 'x0' (a host op after 'y' would read the
+// dequantize, which then is no last dequantize).
 std::string shuffled_head_json(bool host_step) {
   const std::string nodes =
-      (host_step ? node("aten.frobnicate", "x0", "{}", "xq") + ", " : "") +
+      (host_step ? node("aten.view_copy", "x0", "{\"size\": [1, 8, 4, 4]}", "xq") + ", " : "") +
       node(kDq, "xq", q_args(0.5, 1), "x") + ", " + weight_dq_json("sw") +
       conv_json("x", "swf", "s", 0, 1) + ", " + node(kQ, "s", q_args(0.25, -3), "sq") + ", " +
       node(kDq, "sq", q_args(0.25, -3), "sf") + ", " +
@@ -475,7 +495,8 @@ std::string shuffled_head_json(bool host_step) {
       node(kQ, "h", q_args(0.125, 2), "hq") + ", " + node(kDq, "hq", q_args(0.125, 2), "y");
   const std::string input = host_step ? "x0" : "xq";
   return "{\"vkd_graph\": 1, \"inputs\": [\"" + input + "\"], \"outputs\": [\"y\"], "
-         "\"values\": {\"" + input + "\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" +
+         "\"values\": {\"" + input + "\": {\"dtype\": \"int8\", \"shape\": [1, " +
+         (host_step ? "1, " : "") + "8, 4, 4]}" +
          (host_step ? ", \"xq\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" : "") +
          weight_values_json("sw", {16, 8, 1, 1}) + weight_values_json("hw", {4, 4, 1, 1}) +
          "}, \"nodes\": [" + nodes + "]}";

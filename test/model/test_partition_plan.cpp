@@ -164,9 +164,8 @@ TEST(PartitionPlan, HostStepTheInterpreterCannotRunIsRefusedFirst) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "m.partition.json: step 1 (host node 3 (aten.max_pool2d)): the host runs its "
-                 "steps with the CPU reference interpreter, which has no function for "
-                 "'aten.frobnicate'");
+                 "m.partition.json: step 1 (host node 3 (aten.max_pool2d)): the host cannot run "
+                 "it: the CPU reference interpreter has no function for 'aten.frobnicate'");
   }
 }
 
