@@ -3,6 +3,7 @@
 #   P/lib/libvkdelegate.so{,.0,.0.1.0}            the shared library (C and C++ API)
 #   P/lib/libvkdmodel.so{,.0,.0.1.0}              whole models (vkd::Model, vkd_model_*; the
 #                                                 compiler's interpreter inside), over libvkdelegate
+#                                                 (found next to it: RUNPATH $ORIGIN)
 #   P/include/vkdelegate/{vkd_delegate.h,Delegate.hpp,vkd_model.h,Model.hpp}
 #   P/lib/cmake/vkdelegate/vkdelegateConfig.cmake, vkdelegateConfigVersion.cmake,
 #                          vkdelegateTargets{,-<config>}.cmake   find_package(vkdelegate)
@@ -27,6 +28,13 @@ set(_vkd_install_includes)
 if(NOT CMAKE_INSTALL_INCLUDEDIR STREQUAL "include")
   set(_vkd_install_includes INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
+
+# libvkdmodel.so finds libvkdelegate.so, installed next to it, through RUNPATH $ORIGIN wherever
+# the prefix is. An app's own RUNPATH does not help: the loader searches it only for the app's
+# NEEDED entries, and an app that calls only vkd_model_* has none on libvkdelegate.so (an unused
+# -lvkdelegate is dropped under --as-needed, Debian's and Ubuntu's default). Packagers installing
+# into the system library directory may configure with -DCMAKE_SKIP_INSTALL_RPATH=ON.
+set_target_properties(vkdmodel PROPERTIES INSTALL_RPATH "$ORIGIN")
 
 install(TARGETS vkdelegate vkdmodel
   EXPORT vkdelegateTargets

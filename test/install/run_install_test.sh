@@ -5,24 +5,34 @@
 #     symbols (only vkd_* C functions and vkd:: API) and its dependencies (libvkdelegate.so:
 #     libvulkan.so.1 plus the C/C++ runtime only; libvkdmodel.so: libvkdelegate.so.0 plus the
 #     runtime), and that nothing internal (vkd_runtime, ...) was installed;
-#  2. build test/install/app (C app, C++ app, whole-model app) with find_package(vkdelegate) and
-#     -DCMAKE_PREFIX_PATH=prefix;
-#  3. build the same C app with a plain `cc ... $(pkg-config --cflags --libs vkdelegate)`, and
-#     the model app with `c++ ... $(pkg-config --cflags --libs vkdmodel)`;
+#     and that libvkdmodel.so finds libvkdelegate.so next to it (RUNPATH $ORIGIN);
+#  2. build test/install/app (C app, C++ app, whole-model app, and every example program of the
+#     documentation: README.md's and docs/DELEGATE_API.md's C and C++ programs, delegate and model
+#     APIs, extracted by test/docs/check_doc_examples.py --extract-to) with
+#     find_package(vkdelegate) and -DCMAKE_PREFIX_PATH=prefix;
+#  3. build the same C app with a plain `cc ... $(pkg-config --cflags --libs vkdelegate)`, the
+#     model app with `c++ ... $(pkg-config --cflags --libs vkdmodel)` and every documentation
+#     example with its documented line (`$(pkg-config --cflags --libs LIB)` plus the -rpath to
+#     `pkg-config --variable=libdir LIB` that docs/DELEGATE_API.md gives for a prefix outside
+#     the loader's paths);
 #  4. write the model, input and CPU-reference output (vkd_make_app_blob);
-#  5. run the apps (they compare exactly with the reference and test the C API's error paths),
-#     and check that a wrong expected file makes the app fail.
+#  5. run the apps (they compare exactly with the reference and test the C API's error paths)
+#     and every example, both builds, from a prefix outside the build tree with LD_LIBRARY_PATH
+#     unset (as an app's user runs it), and check that a wrong expected file makes the app fail.
 # Exits non-zero on the first failure. VKD_KEEP_INSTALL_TEST=1 keeps the temporary directory.
 #
-# usage: run_install_test.sh --build-dir DIR --make-blob EXE [--cmake CMAKE] [--generator GEN]
-#                            [--cc CC] [--cxx CXX]
+# usage: run_install_test.sh --build-dir DIR --make-blob EXE --source-dir DIR [--python PYTHON]
+#                            [--cmake CMAKE] [--generator GEN] [--cc CC] [--cxx CXX]
 set -euo pipefail
 
-BUILD_DIR="" MAKE_BLOB="" CMAKE=cmake GENERATOR="" CC_BIN="${CC:-cc}" CXX_BIN="${CXX:-c++}"
+BUILD_DIR="" MAKE_BLOB="" SOURCE_DIR="" PYTHON=python3 CMAKE=cmake GENERATOR=""
+CC_BIN="${CC:-cc}" CXX_BIN="${CXX:-c++}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) BUILD_DIR="$2"; shift 2 ;;
     --make-blob) MAKE_BLOB="$2"; shift 2 ;;
+    --source-dir) SOURCE_DIR="$2"; shift 2 ;;
+    --python) PYTHON="$2"; shift 2 ;;
     --cmake) CMAKE="$2"; shift 2 ;;
     --generator) GENERATOR="$2"; shift 2 ;;
     --cc) CC_BIN="$2"; shift 2 ;;
@@ -30,10 +40,13 @@ while [ $# -gt 0 ]; do
     *) echo "run_install_test.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-if [ -z "$BUILD_DIR" ] || [ -z "$MAKE_BLOB" ]; then
-  echo "usage: $0 --build-dir DIR --make-blob EXE" >&2
+if [ -z "$BUILD_DIR" ] || [ -z "$MAKE_BLOB" ] || [ -z "$SOURCE_DIR" ]; then
+  echo "usage: $0 --build-dir DIR --make-blob EXE --source-dir DIR" >&2
   exit 2
 fi
+# An app's user has no LD_LIBRARY_PATH pointing at the prefix: the installed libraries and the
+# apps' RUNPATHs alone must find everything.
+unset LD_LIBRARY_PATH
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/vkd-install-test.XXXXXX")"
@@ -138,8 +151,23 @@ check_dependencies() {
     fail "installed $name keeps a RUNPATH into the build tree"
   fi
 }
+# runpath_of LIB: its DT_RUNPATH / DT_RPATH ("" when none).
+runpath_of() { readelf -d "$1" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]/\2/p'; }
 check_dependencies "$LIB" libvulkan.so.1
+[ -z "$(runpath_of "$LIB")" ] || fail "libvkdelegate.so has a RUNPATH: $(runpath_of "$LIB")"
 check_dependencies "$MODEL_LIB" libvkdelegate.so.0
+# An app that calls only vkd_model_* has no NEEDED entry of its own on libvkdelegate.so (the
+# linker drops an unused -lvkdelegate under --as-needed, Debian's and Ubuntu's default), so
+# libvkdmodel.so must find it itself: next to it, wherever the prefix is.
+# shellcheck disable=SC2016  # a literal $ORIGIN
+[ "$(runpath_of "$MODEL_LIB")" = '$ORIGIN' ] ||
+  fail "libvkdmodel.so's RUNPATH is '$(runpath_of "$MODEL_LIB")', not \$ORIGIN"
+
+step "the documentation's example programs"
+EXAMPLES="$WORK/doc-examples"
+"$PYTHON" "$SOURCE_DIR/test/docs/check_doc_examples.py" --source-dir "$SOURCE_DIR" \
+  --extract-to "$EXAMPLES"
+cat "$EXAMPLES/examples.txt"
 
 # --- 2. find_package ----------------------------------------------------------------------------
 step "find_package(vkdelegate): configure and build test/install/app"
@@ -149,6 +177,7 @@ gen_args=()
   -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$PREFIX" \
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DVKD_DOC_EXAMPLES_DIR="$EXAMPLES" \
   -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN"
 grep -q "^vkdelegate_DIR:PATH=$LIBDIR/cmake/vkdelegate\$" "$WORK/app-build/CMakeCache.txt" ||
   fail "find_package did not use the installed package: $(grep vkdelegate_DIR "$WORK/app-build/CMakeCache.txt")"
@@ -176,10 +205,32 @@ APP_MODEL_PC="$WORK/app-model-pkgconfig"
 "$CXX_BIN" -std=c++17 -pedantic -Wall -Wextra -Werror -o "$APP_MODEL_PC" "$HERE/app_model.cpp" \
   $(pkg-config --cflags --libs vkdmodel) -Wl,-rpath,"$pc_libdir"
 
-for app in "$APP_CMAKE" "$APP_CPP" "$APP_PC" "$APP_MODEL" "$APP_MODEL_PC"; do
-  resolved="$(ldd "$app" | awk '/libvkdelegate\.so/ {print $3}')"
-  echo "$(basename "$app"): libvkdelegate.so.0 => $resolved"
-  case "$resolved" in "$LIBDIR"/*) ;; *) fail "$(basename "$app") does not load the installed library" ;; esac
+
+# Each documentation example, built as its documentation says (docs/DELEGATE_API.md).
+step "pkg-config: the documentation's examples"
+DOC_APPS=()
+while read -r name lang lib; do
+  if [ "$lang" = c ]; then compile=("$CC_BIN" -std=c11); else compile=("$CXX_BIN" -std=c++17); fi
+  exe="$WORK/doc-pkgconfig-$name"
+  # shellcheck disable=SC2046  # the flags are meant to split
+  (set -x; "${compile[@]}" -pedantic -Wall -Wextra -Werror "$EXAMPLES/$name.$lang" \
+     $(pkg-config --cflags --libs "$lib") -Wl,-rpath,"$(pkg-config --variable=libdir "$lib")" \
+     -o "$exe")
+  DOC_APPS+=("$exe" "$WORK/app-build/doc_$name")
+done < "$EXAMPLES/examples.txt"
+
+# Every app and example loads the installed libraries (ldd also resolves the indirect ones:
+# libvkdmodel.so's libvkdelegate.so.0).
+for app in "$APP_CMAKE" "$APP_CPP" "$APP_PC" "$APP_MODEL" "$APP_MODEL_PC" "${DOC_APPS[@]}"; do
+  for soname in libvkdelegate.so.0 libvkdmodel.so.0; do
+    resolved="$(ldd "$app" | awk -v so="$soname" '$1 == so {print $3 == "not" ? "not found" : $3}')"
+    [ -n "$resolved" ] || continue  # a delegate app does not use libvkdmodel
+    echo "$(basename "$app"): $soname => $resolved"
+    case "$resolved" in
+      "$LIBDIR"/*) ;;
+      *) ldd "$app"; fail "$(basename "$app") does not load the installed $soname" ;;
+    esac
+  done
 done
 
 # --- 4. model, input, CPU reference -------------------------------------------------------------
@@ -214,6 +265,10 @@ step "run: model app (find_package build)"
 run_app "model app (find_package)" "$APP_MODEL" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
 step "run: model app (pkg-config build)"
 run_app "model app (pkg-config)" "$APP_MODEL_PC" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected.bin"
+for app in "${DOC_APPS[@]}"; do
+  step "run: documentation example $(basename "$app")"
+  run_app "$(basename "$app")" "$app" "$WORK/model.vkd"
+done
 step "run: C app against a wrong expected file (must fail)"
 if "$APP_PC" "$WORK/model.vkd" "$WORK/input.bin" "$WORK/expected_bad.bin" > "$WORK/bad.log" 2>&1; then
   cat "$WORK/bad.log"
