@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/core/Error.h"
@@ -342,24 +343,43 @@ inline vkd_status tensor_info(CHandle* handle, size_t index, vkd_tensor_info* in
   });
 }
 
-// The per-node profile a C handle hands out after an execute: a delegate's own; other handles
-// keep none (their `profile` is null).
-inline void refresh_profile(const Delegate& impl, std::vector<NodeProfile>* profile) {
-  *profile = impl.last_profile();
-}
-template <typename Impl>
-void refresh_profile(const Impl&, std::vector<NodeProfile>*) {}
+// The per-node profile a C handle (a delegate's; other handles keep none) hands out after an
+// execute. Its strings point into `strings`, which only grows and lives as long as the handle:
+// a thread may hold a vkd_node_profile while other threads sharing the handle execute, so no
+// execute may free what an earlier one handed out. A delegate's nodes are fixed at init, so each
+// distinct op, kernel and tensors text is stored once, and every execute hands out the same
+// pointers: the store never holds more than the first execute put there.
+struct CProfile {
+  struct Node {
+    const char* op;
+    const char* kernel;
+    const char* tensors;
+    double gpu_us;
+  };
+  std::vector<Node> nodes;  // of the last execute
+  // Elements of an unordered_set keep their address (rehashing moves only the buckets).
+  std::unordered_set<std::string> strings;
+
+  const char* stored(const std::string& text) { return strings.insert(text).first->c_str(); }
+  void refresh(const Delegate& impl) {
+    for (const NodeProfile& n : impl.last_profile()) {
+      nodes.push_back({stored(n.op), stored(n.kernel), stored(n.tensors), n.gpu_us});
+    }
+  }
+  template <typename Impl>
+  void refresh(const Impl&) {}
+};
 
 // vkd_<handle>_execute over `impl` (a vkd::Delegate or vkd::Model): the lock is held for the
 // whole call, so calls on one handle are serialized and the caches change atomically for other
 // threads. `profile` (nullable) is emptied first, so a failure leaves no stale profile, and
-// refreshed after impl.execute (its strings are valid until the next execute).
+// refreshed after impl.execute.
 template <typename Impl>
 vkd_status execute_locked(CHandle* handle, Impl& impl, const char* where,
                           const vkd_tensor* inputs, size_t input_count, vkd_tensor* outputs,
-                          size_t output_count, std::vector<NodeProfile>* profile) {
+                          size_t output_count, CProfile* profile) {
   return with_handle_locked(handle, &handle->error, where, [&]() -> vkd_status {
-    if (profile != nullptr) profile->clear();
+    if (profile != nullptr) profile->nodes.clear();
     std::vector<ConstTensorView> in_views;
     std::vector<TensorView> out_views;
     vkd_status status = to_views<ConstTensorView, const void*>(inputs, input_count, "inputs",
@@ -370,7 +390,7 @@ vkd_status execute_locked(CHandle* handle, Impl& impl, const char* where,
     if (status != VKD_OK) return status;
 
     status = from_status(impl.execute(in_views, out_views));
-    if (profile != nullptr) refresh_profile(impl, profile);
+    if (profile != nullptr) profile->refresh(impl);
     if (status == VKD_OK) {
       handle->error.clear();
     } else {

@@ -5,8 +5,8 @@
 //
 // String lifetimes (what the header promises):
 //   - tensor info strings (name, device_dtype, layout): copied once at init, valid until destroy;
-//   - profile strings (op, kernel): refreshed by each execute, valid until the handle's next
-//     execute;
+//   - profile strings (op, kernel, tensors): stored once per distinct text on the handle
+//     (vkd::api::CProfile), valid until destroy, whatever other threads run meanwhile;
 //   - vkd_delegate_last_error(): a per-thread copy kept on the handle, valid until the same
 //     thread's next vkd_delegate_last_error() on that handle, or destroy;
 //   - vkd_init_error(): thread_local, valid until the thread's next vkd_delegate_init.
@@ -40,7 +40,7 @@ static_assert(std::is_standard_layout<vkd_options>::value, "offsetof needs stand
 struct vkd_delegate : vkd::api::CHandle {
   std::unique_ptr<vkd::Delegate> impl;
   std::string device_name;              // copied once at init
-  std::vector<vkd::NodeProfile> profile;  // of the last execute; guarded by `mutex`
+  vkd::api::CProfile profile;  // of the last execute; guarded by `mutex`
 };
 
 namespace {
@@ -212,7 +212,7 @@ VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle) {
   if (handle == nullptr) return 0;
   try {
     std::lock_guard<std::mutex> lock(handle->mutex);
-    return handle->profile.size();
+    return handle->profile.nodes.size();
   } catch (...) {
     return 0;
   }
@@ -227,19 +227,19 @@ VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t ind
       handle->error = "vkd_delegate_profile_entry: entry is NULL";
       return VKD_ERROR_INVALID_ARGUMENT;
     }
-    if (index >= handle->profile.size()) {
+    if (index >= handle->profile.nodes.size()) {
       handle->error = "vkd_delegate_profile_entry: index " + std::to_string(index) +
                       " out of range (the last execute profiled " +
-                      std::to_string(handle->profile.size()) + " nodes)";
+                      std::to_string(handle->profile.nodes.size()) + " nodes)";
       return VKD_ERROR_INVALID_ARGUMENT;
     }
-    const vkd::NodeProfile& node = handle->profile[index];
+    const vkd::api::CProfile::Node& node = handle->profile.nodes[index];
     vkd_node_profile full{};
     full.struct_size = sizeof(full);
-    full.op = node.op.c_str();
-    full.kernel = node.kernel.c_str();
+    full.op = node.op;
+    full.kernel = node.kernel;
     full.gpu_us = node.gpu_us;
-    full.tensors = node.tensors.c_str();
+    full.tensors = node.tensors;
     return write_out_struct(full, entry, "vkd_delegate_profile_entry", handle->error);
   });
 }

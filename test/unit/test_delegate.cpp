@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/vk/Context.h"
@@ -695,6 +697,102 @@ TEST(Delegate, DistinctHandlesRunConcurrentlyAndOneHandleIsSerialized) {
   t2.join();
   t3.join();
   EXPECT_EQ(f[0] + f[1] + f[2] + f[3], 0);
+}
+
+// ---- the C API: strings handed out to threads sharing a handle, enum fields from C callers ----
+
+// A C tensor over `data`, shaped as the chain blobs' float input / output.
+vkd_tensor c_float_tensor(float* data, const std::vector<int64_t>& sizes) {
+  vkd_tensor t{};
+  t.data = data;
+  t.bytes = 4;
+  for (int64_t size : sizes) t.bytes *= static_cast<size_t>(size);
+  t.dtype = VKD_FLOAT32;
+  t.rank = static_cast<uint32_t>(sizes.size());
+  std::copy(sizes.begin(), sizes.end(), t.sizes);
+  return t;
+}
+
+// One vkd_node_profile as handed out, and copies of its strings taken at once.
+struct HeldProfileEntry {
+  const char* op;
+  const char* kernel;
+  const char* tensors;
+  std::string op_text, kernel_text, tensors_text;
+};
+
+// One handle shared by threads (allowed; its calls are serialized): the profile strings one
+// thread holds stay valid while the others execute, until destroy (vkd_delegate.h). A node's
+// strings never change after init, so every execute hands out the same pointers. Each thread
+// runs, holds every entry of its first run, keeps running, and checks the held pointers against
+// the copies and the later entries; when an execute freed them (the old per-execute copy), the
+// pointers differ and ASan reports the reads as a use-after-free.
+TEST(DelegateCApi, SharedHandleKeepsProfileStringsOtherThreadsHoldUntilDestroy) {
+  const std::vector<int64_t> sizes = {1, 5, 7, 9};
+  const auto blob = chain_blob(sizes, 2);  // quantize, 2 conversions, dequantize
+  vkd_options options;
+  vkd_options_init(&options);
+  vkd_delegate* handle = nullptr;
+  ASSERT_EQ(vkd_delegate_init(blob.data(), blob.size(), &options, &handle), VKD_OK)
+      << vkd_init_error();
+  // Runs once on `seed`'s input; false unless the output is the reference's and every profile
+  // entry could be read (into `entries`).
+  auto run = [&](uint32_t seed, std::vector<HeldProfileEntry>* entries) {
+    std::vector<float> x = random_input(315, seed), y(315);
+    const vkd_tensor in = c_float_tensor(x.data(), sizes);
+    vkd_tensor out = c_float_tensor(y.data(), sizes);
+    if (vkd_delegate_execute(handle, &in, 1, &out, 1) != VKD_OK) return false;
+    entries->clear();
+    for (size_t i = 0; i < vkd_delegate_profile_count(handle); ++i) {
+      vkd_node_profile e{};
+      e.struct_size = sizeof(e);
+      if (vkd_delegate_profile_entry(handle, i, &e) != VKD_OK) return false;
+      entries->push_back({e.op, e.kernel, e.tensors, e.op, e.kernel, e.tensors});
+    }
+    return entries->size() == 4 && y == quant_roundtrip_reference(x);
+  };
+  // The strings at the held pointers still read as when they were handed out, and a later
+  // execute hands out the same pointers.
+  auto still_valid = [](const std::vector<HeldProfileEntry>& held,
+                        const std::vector<HeldProfileEntry>& later) {
+    for (size_t i = 0; i < held.size(); ++i) {
+      const HeldProfileEntry& h = held[i];
+      if (h.op_text != h.op || h.kernel_text != h.kernel || h.tensors_text != h.tensors) {
+        return false;
+      }
+      if (i >= later.size() || later[i].op != h.op || later[i].kernel != h.kernel ||
+          later[i].tensors != h.tensors) {
+        return false;
+      }
+    }
+    return true;
+  };
+  constexpr int kThreads = 3, kRuns = 6;
+  std::vector<std::vector<HeldProfileEntry>> held(kThreads);
+  std::vector<int> failures(kThreads, 0), stale(kThreads, 0);
+  auto worker = [&](int t) {
+    if (!run(100 * t, &held[t])) ++failures[t];
+    std::vector<HeldProfileEntry> later;
+    for (int r = 1; r < kRuns; ++r) {
+      if (!run(100 * t + r, &later)) ++failures[t];
+      if (!still_valid(held[t], later)) ++stale[t];
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& thread : threads) thread.join();
+  std::vector<HeldProfileEntry> last;
+  ASSERT_TRUE(run(7, &last)) << vkd_delegate_last_error(handle);
+  for (int t = 0; t < kThreads; ++t) {
+    SCOPED_TRACE("thread " + std::to_string(t));
+    EXPECT_EQ(failures[t], 0);
+    EXPECT_EQ(stale[t], 0) << "runs after which the first run's profile strings had changed";
+    ASSERT_EQ(held[t].size(), 4u);
+    EXPECT_STREQ(held[t][0].op, "q8ta_quantize");
+    EXPECT_TRUE(still_valid(held[t], last)) << "after every thread's runs and one more";
+  }
+  EXPECT_EQ(vkd_delegate_validation_message_count(handle), 0u);
+  vkd_delegate_destroy(handle);
 }
 
 // Device limits are checked at graph build with explicit units; a device with lowered limits
