@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -104,6 +106,11 @@ template <typename View>
 void check_view(const char* role, size_t index, const TensorInfo& info, const View& view,
                 const std::vector<std::string>& fixed_shape_ops) {
   const std::string what = std::string(role) + " " + std::to_string(index) + " '" + info.name + "'";
+  const auto dtype = static_cast<int32_t>(view.dtype);  // a caller may cast any int32 to it
+  VKD_CHECK(view.dtype == HostDType::Float32 || view.dtype == HostDType::Int32 ||
+                view.dtype == HostDType::Int8,
+            ErrorCode::InvalidArgument, what, " has dtype ", dtype,
+            ", none of HostDType's (Float32 0, Int32 1, Int8 2)");
   VKD_CHECK(view.dtype == info.host_dtype, ErrorCode::InvalidArgument, what, " is ",
             host_dtype_name(info.host_dtype), ", got ", host_dtype_name(view.dtype));
   if (view.sizes != info.sizes) {
@@ -236,6 +243,18 @@ inline vkd_tensor_info make_info(const TensorInfo& info, size_t bytes) {
   return out;
 }
 
+// The integer a C caller stored in an enum field. C lets an app store any int there (C's enum
+// is an integer type), but in C++ loading a value outside the enum's range is undefined
+// (UBSan: -fsanitize=enum), so the field is read as the integer it holds, never as the enum.
+template <typename Enum>
+int32_t c_enum_value(const Enum& field) {
+  static_assert(std::is_enum_v<Enum> && sizeof(Enum) == sizeof(int32_t),
+                "a C enum field is an int");
+  int32_t value;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
+
 // Copies the C tensor descriptions into C++ views. A NULL data pointer or a rank above
 // VKD_MAX_RANK cannot be forwarded (the sizes array holds 4), so they fail here; every other
 // mismatch (count, dtype, sizes, bytes) is the C++ object's to report. `where` names the
@@ -261,10 +280,16 @@ vkd_status to_views(const vkd_tensor* tensors, size_t count, const char* what, c
       *error = std::string(where) + ": " + what + "[" + std::to_string(i) + "].data is NULL";
       return VKD_ERROR_INVALID_ARGUMENT;
     }
+    const int32_t dtype = c_enum_value(t.dtype);
+    if (dtype != VKD_FLOAT32 && dtype != VKD_INT32 && dtype != VKD_INT8) {
+      *error = std::string(where) + ": " + what + "[" + std::to_string(i) + "].dtype is " +
+               std::to_string(dtype) + ", none of VKD_FLOAT32 (0), VKD_INT32 (1), VKD_INT8 (2)";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
     View view;
     view.data = static_cast<Data>(t.data);
     view.bytes = t.bytes;
-    view.dtype = static_cast<HostDType>(static_cast<int32_t>(t.dtype));
+    view.dtype = static_cast<HostDType>(dtype);
     view.sizes.assign(t.sizes, t.sizes + t.rank);
     views->push_back(std::move(view));
   }

@@ -56,7 +56,7 @@ const char* const kNullHandleMessage = "invalid argument: the vkd_delegate handl
 extern "C" {
 
 VKD_C_API const char* vkd_status_name(vkd_status status) {
-  switch (status) {
+  switch (c_enum_value(status)) {  // a C caller may pass any int
     case VKD_OK: return "VKD_OK";
     case VKD_ERROR_INVALID_ARGUMENT: return "VKD_ERROR_INVALID_ARGUMENT";
     case VKD_ERROR_UNSUPPORTED: return "VKD_ERROR_UNSUPPORTED";

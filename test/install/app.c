@@ -242,6 +242,20 @@ static void check_execute_errors(vkd_delegate* h, void** in_data, void** out_dat
     printf("wrong input dtype: %s: %s\n", vkd_status_name(st), vkd_delegate_last_error(h));
     CHECK(st == VKD_ERROR_INVALID_ARGUMENT, "wrong input dtype gave %s", vkd_status_name(st));
   }
+  /* A dtype none of vkd_dtype's values has (C lets an app store any int there): refused by name;
+     and a status none of vkd_status's values has gets a fixed name. */
+  {
+    vkd_tensor wrong = in;
+    wrong.dtype = (vkd_dtype)77;
+    st = vkd_delegate_execute(h, &wrong, 1, &out, 1);
+    printf("input dtype 77: %s: %s\n", vkd_status_name(st), vkd_delegate_last_error(h));
+    CHECK(st == VKD_ERROR_INVALID_ARGUMENT, "dtype 77 gave %s", vkd_status_name(st));
+    CHECK(strstr(vkd_delegate_last_error(h), "inputs[0].dtype is 77") != NULL,
+          "the message of dtype 77 does not name the field and value: %s",
+          vkd_delegate_last_error(h));
+    CHECK(strcmp(vkd_status_name((vkd_status)99), "VKD_ERROR_UNKNOWN_STATUS") == 0,
+          "vkd_status_name(99) is %s", vkd_status_name((vkd_status)99));
+  }
   /* Rank above VKD_MAX_RANK. */
   {
     vkd_tensor wrong = in;

@@ -66,6 +66,15 @@ TEST_F(ModelTest, CApiRoundTrip) {
   in.dtype = VKD_INT8;
   EXPECT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(vkd_model_last_error(model), "input 0 'x' is float32, got int8");
+  // A dtype none of vkd_dtype's enumerators has, as a C caller may store: read as an integer
+  // (never as an out-of-range enum) and refused by name.
+  const int undefined_dtype = 77;
+  std::memcpy(&in.dtype, &undefined_dtype, sizeof(in.dtype));
+  EXPECT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(vkd_model_last_error(model),
+               "vkd_model_execute: inputs[0].dtype is 77, none of VKD_FLOAT32 (0), VKD_INT32 "
+               "(1), VKD_INT8 (2)");
+  in.dtype = VKD_FLOAT32;
   EXPECT_EQ(vkd_model_execute(model, nullptr, 1, &out, 1), VKD_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(vkd_model_last_error(model),
                "vkd_model_execute: inputs is NULL but inputs_count is 1");

@@ -795,6 +795,65 @@ TEST(DelegateCApi, SharedHandleKeepsProfileStringsOtherThreadsHoldUntilDestroy) 
   vkd_delegate_destroy(handle);
 }
 
+}  // namespace
+
+// test/unit/c_callers.c: a C app may pass any int where the C API takes an enum (C++ code cannot
+// hold an enum value outside its range without undefined behaviour).
+extern "C" const char* vkd_test_status_name_of_int(int value);
+extern "C" void vkd_test_set_dtype(vkd_tensor* tensor, int value);
+
+namespace {
+
+// The C API reads enum fields from C callers as integers (reading one as an out-of-range enum
+// is undefined behaviour in C++: UBSan's -fsanitize=enum) and refuses the values none of its
+// enumerators has, naming the field and the value.
+TEST(DelegateCApi, UndefinedEnumValuesFromCCallersAreRefusedByName) {
+  EXPECT_STREQ(vkd_test_status_name_of_int(99), "VKD_ERROR_UNKNOWN_STATUS");
+  EXPECT_STREQ(vkd_test_status_name_of_int(-1), "VKD_ERROR_UNKNOWN_STATUS");
+  EXPECT_STREQ(vkd_test_status_name_of_int(7), "VKD_ERROR_TIMEOUT");
+  const std::vector<int64_t> sizes = {1, 5, 7, 9};
+  const auto blob = chain_blob(sizes, 1);
+  vkd_options options;
+  vkd_options_init(&options);
+  vkd_delegate* handle = nullptr;
+  ASSERT_EQ(vkd_delegate_init(blob.data(), blob.size(), &options, &handle), VKD_OK)
+      << vkd_init_error();
+  std::vector<float> x = random_input(315, 3), y(315);
+  vkd_tensor in = c_float_tensor(x.data(), sizes);
+  vkd_tensor out = c_float_tensor(y.data(), sizes);
+  const std::string allowed = ", none of VKD_FLOAT32 (0), VKD_INT32 (1), VKD_INT8 (2)";
+  vkd_test_set_dtype(&in, 77);
+  EXPECT_EQ(vkd_delegate_execute(handle, &in, 1, &out, 1), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(vkd_delegate_last_error(handle)),
+            "vkd_delegate_execute: inputs[0].dtype is 77" + allowed);
+  vkd_test_set_dtype(&in, VKD_FLOAT32);
+  vkd_test_set_dtype(&out, -3);
+  EXPECT_EQ(vkd_delegate_execute(handle, &in, 1, &out, 1), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(vkd_delegate_last_error(handle)),
+            "vkd_delegate_execute: outputs[0].dtype is -3" + allowed);
+  // The handle stays usable.
+  vkd_test_set_dtype(&out, VKD_FLOAT32);
+  ASSERT_EQ(vkd_delegate_execute(handle, &in, 1, &out, 1), VKD_OK)
+      << vkd_delegate_last_error(handle);
+  EXPECT_EQ(y, quant_roundtrip_reference(x));
+  EXPECT_EQ(vkd_delegate_validation_message_count(handle), 0u);
+  vkd_delegate_destroy(handle);
+}
+
+// The C++ API's HostDType is an int32 enum: any value is defined, and one none of its
+// enumerators has is refused by name as well.
+TEST(Delegate, UndefinedHostDTypeIsRefusedByName) {
+  const std::vector<int64_t> sizes = {1, 5, 7, 9};
+  auto d = load(chain_blob(sizes, 1));
+  ASSERT_TRUE(d);
+  std::vector<float> x(315, 0.5f), y(315);
+  EXPECT_EQ(d->execute({{x.data(), x.size() * 4, static_cast<vkd::HostDType>(77), sizes}},
+                       {{y.data(), y.size() * 4, vkd::HostDType::Float32, sizes}}),
+            vkd::Status::InvalidArgument);
+  EXPECT_EQ(d->last_error(),
+            "input 0 'x' has dtype 77, none of HostDType's (Float32 0, Int32 1, Int8 2)");
+}
+
 // Device limits are checked at graph build with explicit units; a device with lowered limits
 // (ProfileOverrides::limits) stands in for a small GPU.
 class DeviceLimits : public ::testing::Test {
