@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +12,7 @@
 #include <set>
 #include <system_error>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,9 +108,33 @@ std::vector<char> read_default_cache_file(const std::string& path, const DeviceP
   return data;
 }
 
+// Closes a file descriptor when it goes out of scope.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+  // Closes now; false when close() reports an error (for a written file: the data may be lost).
+  bool close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
 // Creates each missing directory of `dir` with mode 0700 (the XDG base-directory rule for the
-// cache home; the cache holds compiled code of this user's processes), leaving existing ones as
-// they are. false with `*why` when `dir` is not a directory afterwards.
+// cache home; the cache holds compiled code of this user's processes), leaving existing parents
+// as they are. `dir` itself, the cache's own directory, must be this user's: one that group or
+// others may write into (where they could plant a symlink or swap the cache for their code) is
+// tightened to 0700, and one of another user's is refused. false with `*why` when `dir` is not
+// such a directory afterwards.
 bool make_private_directories(const std::string& dir, std::string* why) {
   for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
     const std::string part = dir.substr(0, end);
@@ -120,10 +144,34 @@ bool make_private_directories(const std::string& dir, std::string* why) {
     }
     if (end == std::string::npos) break;
   }
+  // Checked and changed through one descriptor, so the directory cannot be swapped in between.
+  const FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     *why = "'" + dir + "' is not a directory";
     return false;
+  }
+  if (st.st_uid != ::geteuid()) {
+    *why = "'" + dir + "' belongs to uid " + std::to_string(st.st_uid) +
+           ", not to this user (uid " + std::to_string(::geteuid()) + ")";
+    return false;
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && ::fchmod(fd.get(), 0700) != 0) {
+    *why = "'" + dir + "' is writable by others and cannot be made private: " +
+           std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+// Writes all `size` bytes to `fd`; false (errno set) on an error.
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
   }
   return true;
 }
@@ -279,27 +327,29 @@ void PipelineCache::save() const {
                "vkGetPipelineCacheData");
   // Write to a temporary file in the same directory and rename it over the cache (atomic within
   // one file system), so a crash never leaves a truncated cache and a process loading the cache
-  // while another saves it reads the old file or the new one whole. The process id and a
-  // per-process count in its name keep it off any file of the user's, another process's and
-  // another context's of this process (two delegates may share the per-user default file).
-  static std::atomic<uint64_t> saves{0};
+  // while another saves it reads the old file or the new one whole. mkostemp creates it
+  // exclusively (O_CREAT | O_EXCL, mode 0600) under a name nobody can predict, so it is never a
+  // file or symlink someone planted (a symlink to a file of the user's would be followed and
+  // that file overwritten), nor another process's or context's temporary.
   const std::string& path = file_.path;
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(saves++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "cannot write pipeline cache file '", tmp,
-              "'");
-    out.write(data.data(), static_cast<std::streamsize>(size));
-    out.close();
-    if (!out.good()) std::remove(tmp.c_str());
-    VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "failed writing pipeline cache file '", tmp,
-              "'");
+  std::string tmp = path + ".tmp.XXXXXX";
+  FileDescriptor fd(::mkostemp(tmp.data(), O_CLOEXEC));
+  VKD_CHECK(fd.get() >= 0, ErrorCode::InvalidArgument,
+            "cannot create a temporary file next to pipeline cache file '", path,
+            "': ", std::strerror(errno));
+  const bool written = write_all(fd.get(), data.data(), size);
+  const int write_errno = errno;
+  if (!fd.close() || !written) {
+    ::unlink(tmp.c_str());
+    VKD_THROW(ErrorCode::InvalidArgument, "failed writing pipeline cache file '", tmp, "': ",
+              std::strerror(written ? errno : write_errno));
   }
-  const bool moved = std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!moved) std::remove(tmp.c_str());
-  VKD_CHECK(moved, ErrorCode::InvalidArgument,
-            "cannot move pipeline cache into place at '", path, "'");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rename_errno = errno;
+    ::unlink(tmp.c_str());
+    VKD_THROW(ErrorCode::InvalidArgument, "cannot move pipeline cache into place at '", path,
+              "': ", std::strerror(rename_errno));
+  }
 }
 
 VkDescriptorSetLayout PipelineCache::set_layout_for(const shaders::ShaderInfo& info) {

@@ -73,9 +73,10 @@ struct PipelineCacheFile {
 
 // The per-user default cache file for this device, driver and shader set:
 // $XDG_CACHE_HOME/vkdelegate (an absolute XDG_CACHE_HOME), else $HOME/.cache/vkdelegate, created
-// with mode 0700 where missing; the name holds the vendor and device ids, the driver version, the
-// pipelineCacheUUID and a hash of every embedded SPIR-V module, so another GPU, driver or build
-// of the library never meets this file. "" after one warning on stderr when there is no usable
+// with mode 0700 where missing (an existing one that group or others may write into is made
+// 0700; one of another user's is not used); the name holds the vendor and device ids, the
+// driver version, the pipelineCacheUUID and a hash of every embedded SPIR-V module, so another
+// GPU, driver or build of the library never meets this file. "" after one warning on stderr when there is no usable
 // directory (the caller then keeps its pipelines in memory only).
 std::string default_pipeline_cache_file(const DeviceProfile& profile);
 
@@ -110,7 +111,9 @@ class PipelineCache {
 
   // Writes the driver's pipeline-cache data to the cache file (no-op without a file, or when
   // the per-user default path holds something other than a regular file), through a temporary
-  // file in the same directory renamed over it, so a reader never sees a torn file.
+  // file in the same directory renamed over it, so a reader never sees a torn file. The
+  // temporary is created exclusively under an unpredictable name (mkostemp, mode 0600): nothing
+  // planted in the directory is followed or overwritten. The saved file has mode 0600.
   void save() const;
 
   // What the driver made of `pipeline` (one of ours): every executable with every statistic.

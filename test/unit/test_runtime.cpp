@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,8 @@
 #include <utility>
 #include <unistd.h>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "runtime/core/CopyWorkers.h"
 #include "runtime/core/Env.h"
@@ -701,6 +704,96 @@ TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
       << err;
   EXPECT_EQ(err.find("warning"), err.rfind("warning")) << "more than one warning: " << err;
   EXPECT_EQ(read_bytes(blocker), "a file where the cache home should be");
+}
+
+// The cache is saved through a temporary file created exclusively (mkstemp: O_CREAT | O_EXCL,
+// mode 0600, a name nobody can predict): symlinks planted at the names temporaries used to get
+// (PATH.tmp.<pid>.<n>) are neither followed nor replaced, and the file they point at keeps its
+// bytes; the saved cache is private too (0600).
+TEST_F(RuntimeTest, PipelineCacheSaveFollowsNoSymlinkPlantedAtATemporaryName) {
+  const TempCacheHome home("vkd_cache_symlink");
+  const std::string path = home.path() + "/cache.vkpc";
+  const std::string victim = home.path() + "/victim.txt";
+  { std::ofstream(victim) << "a file of the user's that a symlink points at"; }
+  std::vector<std::string> planted;
+  for (int n = 0; n < 64; ++n) {
+    planted.push_back(path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(n));
+    std::filesystem::create_symlink(victim, planted.back());
+  }
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = path;
+  {
+    vk::Context context(options);
+    ValidationWatch watch(context, true);
+    context.pipelines().get(quantize_key());
+    watch.check("context saving next to planted symlinks");
+  }  // the destructor saves the cache
+  EXPECT_EQ(read_bytes(victim), "a file of the user's that a symlink points at");
+  for (const std::string& link : planted) {
+    EXPECT_TRUE(std::filesystem::is_symlink(link)) << link << " was replaced";
+  }
+  EXPECT_TRUE(has_header_of(read_bytes(path), ctx().profile())) << "the cache was not saved";
+  EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(files_in(home.path()).size(), planted.size() + 2) << "a temporary was left behind";
+}
+
+// An existing per-user cache directory that others may write into (they could plant files or
+// symlinks in it, or swap the cache for their own code) is tightened to 0700 before use.
+TEST_F(RuntimeTest, DefaultPipelineCacheTightensADirectoryOthersMayWrite) {
+  const TempCacheHome home("vkd_cache_open");
+  const ScopedEnv xdg("XDG_CACHE_HOME", home.path().c_str());
+  const std::string dir = home.path() + "/vkdelegate";
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = "";
+  namespace fs = std::filesystem;
+  for (const fs::perms open : {fs::perms::all, fs::perms::owner_all | fs::perms::group_all,
+                               fs::perms::owner_all | fs::perms::others_write}) {
+    SCOPED_TRACE(static_cast<int>(open));
+    fs::create_directories(dir);
+    fs::permissions(dir, open);
+    ASSERT_EQ(fs::status(dir).permissions() & fs::perms::all, open);
+    {
+      vk::Context context(options);
+      EXPECT_EQ(context.pipelines().cache_file().rfind(dir + "/pipelines-", 0), 0u)
+          << context.pipelines().cache_file();
+      context.pipelines().get(quantize_key());
+    }
+    EXPECT_EQ(fs::status(dir).permissions() & fs::perms::all, fs::perms::owner_all);
+    EXPECT_EQ(files_in(dir).size(), 1u);
+  }
+}
+
+// A cache directory that belongs to another user is not used (it could hold anyone's code):
+// one warning, pipelines in memory only, nothing written there. Needs root to give the
+// directory away.
+TEST_F(RuntimeTest, DefaultPipelineCacheRefusesADirectoryOfAnotherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root can make a directory another user's";
+  const TempCacheHome home("vkd_cache_foreign");
+  const ScopedEnv xdg("XDG_CACHE_HOME", home.path().c_str());
+  const std::string dir = home.path() + "/vkdelegate";
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  const uid_t other = 54321;
+  ASSERT_EQ(::chown(dir.c_str(), other, static_cast<gid_t>(-1)), 0) << std::strerror(errno);
+  vk::ContextOptions options = test_context_options();
+  options.pipeline_cache_file = "";
+  ::testing::internal::CaptureStderr();
+  {
+    vk::Context context(options);
+    EXPECT_EQ(context.pipelines().cache_file(), "");
+    EXPECT_NE(context.pipelines().get(quantize_key()).pipeline, VK_NULL_HANDLE);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("vkd: warning: no pipeline cache directory: '" + dir +
+                     "' belongs to uid 54321, not to this user (uid 0)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("warning"), err.rfind("warning")) << "more than one warning: " << err;
+  EXPECT_TRUE(files_in(dir).empty());
+  EXPECT_EQ(std::filesystem::status(dir).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all)
+      << "another user's directory was changed";
 }
 
 // A GPU that does not finish in time: ErrorCode::Timeout (not DeviceLost), the context refuses
