@@ -9,7 +9,13 @@
  *
  * Threads: distinct handles are independent and may be used concurrently. Calls on one handle
  * from several threads are serialized internally (safe, not parallel). Strings returned by a
- * handle stay valid until its next call on the same thread's behalf or until it is destroyed.
+ * handle are owned by it: tensor info, device name and profile strings stay valid until it is
+ * destroyed, whatever other threads sharing it run meanwhile; vkd_delegate_last_error() until
+ * the same thread's next vkd_delegate_last_error() on it.
+ *
+ * Enums from the caller: C lets any int be stored in an enum field; a value that is none of the
+ * enum's (a vkd_tensor dtype of 77) is refused with VKD_ERROR_INVALID_ARGUMENT and a message
+ * naming the field and the value.
  *
  * Host data: NCHW, C order; dtype per tensor from vkd_delegate_input_info/output_info
  * (float32 for float tensors, int32, int8 for quantized int8x4 tensors).
@@ -86,7 +92,8 @@ typedef struct vkd_tensor_info {
 
 typedef struct vkd_node_profile {
   size_t struct_size;
-  const char* op;          /* owned by the handle, valid until its next execute */
+  const char* op;          /* owned by the handle, valid until it is destroyed: a node's strings
+                              are fixed at init, every execute hands out the same pointers */
   const char* kernel;      /* the shader variant: the route the op took */
   double gpu_us;
   const char* tensors;     /* "out: y [1,5,7,9] float32 ...; in: ..." */
@@ -107,6 +114,8 @@ typedef struct vkd_execute_profile {
   double gpu_output_copy_us; /* smaller struct_size gets the fields above only) */
 } vkd_execute_profile;
 
+/* "VKD_OK", "VKD_ERROR_INVALID_ARGUMENT", ...: a static string; "VKD_ERROR_UNKNOWN_STATUS" for a
+ * value that is none of vkd_status's. */
 VKD_C_API const char* vkd_status_name(vkd_status status);
 VKD_C_API void vkd_options_init(vkd_options* options);
 
