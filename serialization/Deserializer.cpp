@@ -250,11 +250,14 @@ std::vector<GraphIO> read_io(const char* what, const f::Vector<uint32_t>* ids,
 DeserializedGraph deserialize_checked(const uint8_t* data, size_t size,
                                       const OpSignatureTable* known_ops) {
   const BlobHeader h = parse_header(data, size);
+  verify_checksums(data, size, h);
   const AlignedFlatbuffer fbuf =
       align_flatbuffer(data + h.flatbuffer_offset, static_cast<size_t>(h.flatbuffer_size));
   const fb::Graph& g = *verify_flatbuffer(fbuf.data, h.flatbuffer_size);
 
   DeserializedGraph out;
+  out.header_version = h.header_version;
+  out.source_graph_hash = h.source_graph_hash;
   out.schema_version = g.schema_version();
   VKD_CHECK(out.schema_version == kGraphSchemaVersion, kBad, "graph: schema version ",
             out.schema_version, " not supported (this build reads ", kGraphSchemaVersion, ")");

@@ -60,6 +60,8 @@ struct GraphIO {
 };
 
 struct DeserializedGraph {
+  uint32_t header_version = 0;     // 1: an old blob, read without integrity checks
+  uint64_t source_graph_hash = 0;  // of the graph IR it was compiled from; 0: not recorded
   uint32_t schema_version = 0;
   std::vector<Value> values;  // indexed by ValueId
   std::vector<OpCall> ops;    // execution order
@@ -74,7 +76,8 @@ struct OpSignature {
 // Op name -> signature. std::less<> so lookups take a string_view.
 using OpSignatureTable = std::map<std::string, OpSignature, std::less<>>;
 
-// Checks, in order: the header (Blob.h parse_header), the FlatBuffers identifier and
+// Checks, in order: the header (Blob.h parse_header), the checksums of a version 2 blob
+// (verify_checksums: the graph, the constants, zero padding), the FlatBuffers identifier and
 // verifier, the schema version, every value (known kind and enums, tensor spec valid,
 // constant within the segment and of the tensor's byte size, list ids in range), every op
 // (name non-empty, ids in range; with known_ops: name known and arguments matching its

@@ -225,6 +225,7 @@ std::vector<uint8_t> GraphBuilder::finish() const {
     header.constant_offset = align_up_u64(header.flatbuffer_offset + header.flatbuffer_size,
                                           kConstantAlignment);
     header.constant_size = segment_size;
+    header.source_graph_hash = source_graph_hash_;
 
     // Zero-filled, so padding bytes are deterministic.
     std::vector<uint8_t> blob(header.constant_offset + header.constant_size, 0);
@@ -235,6 +236,7 @@ std::vector<uint8_t> GraphBuilder::finish() const {
       std::memcpy(blob.data() + header.constant_offset + entries[i].offset(),
                   constants_[i].data(), constants_[i].size());
     }
+    seal_blob(blob);
     return blob;
   });
 }

@@ -39,8 +39,12 @@ class GraphBuilder {
   void set_inputs(std::vector<ValueId> ids, std::vector<std::string> names = {});
   void set_outputs(std::vector<ValueId> ids, std::vector<std::string> names = {});
 
-  // The blob: header, FlatBuffers graph, constant segment. The builder stays usable (finish()
-  // again gives the same bytes).
+  // The hash of the graph IR this graph was compiled from, recorded in the header
+  // (compiler/GraphHash.h; `vkd run --check` compares it). 0, the default: not recorded.
+  void set_source_graph_hash(uint64_t hash) { source_graph_hash_ = hash; }
+
+  // The blob: header, FlatBuffers graph, constant segment, sealed (seal_blob: its size and
+  // checksums in the header). The builder stays usable (finish() again gives the same bytes).
   std::vector<uint8_t> finish() const;
 
   size_t value_count() const { return values_.size(); }
@@ -71,6 +75,7 @@ class GraphBuilder {
   std::vector<std::vector<uint8_t>> constants_;
   std::vector<ValueId> inputs_, outputs_;
   std::vector<std::string> input_names_, output_names_;
+  uint64_t source_graph_hash_ = 0;
 };
 
 }  // namespace vkd::serialization

@@ -1,11 +1,16 @@
 // Tests for serialization/: the blob header, GraphBuilder and the validating deserializer.
 // Malformed blobs are made either with the builder (it checks nothing on purpose) or by patching
-// header fields / flatbuffer bytes of a good blob; each must fail with its own message.
+// header fields / flatbuffer bytes of a good blob; each must fail with its own message. A
+// patched blob is resealed (seal_blob: new checksums) before it is read, so the patch reaches
+// the check it is about; the integrity tests (BlobIntegrity.*) read blobs as they are.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +19,7 @@
 #include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"
+#include "serialization/Xxh64.h"
 
 namespace vkd::serialization {
 namespace {
@@ -78,9 +84,14 @@ OpSignatureTable sample_ops() {
                     K::Tensor}}}};
 }
 
-// The error message of deserialize(blob), or "" when it succeeds. Every failure must be an
-// InvalidArgument vkd::Error.
-std::string error_of(const Bytes& blob, const OpSignatureTable* ops = nullptr) {
+Bytes sealed(Bytes blob) {
+  seal_blob(blob);
+  return blob;
+}
+
+// The error message of deserialize(blob) exactly as given, or "" when it succeeds. Every
+// failure must be an InvalidArgument vkd::Error.
+std::string unsealed_error_of(const Bytes& blob, const OpSignatureTable* ops = nullptr) {
   try {
     deserialize(blob, ops);
   } catch (const Error& e) {
@@ -88,6 +99,11 @@ std::string error_of(const Bytes& blob, const OpSignatureTable* ops = nullptr) {
     return e.what();
   }
   return "";
+}
+
+// The same for the blob resealed: what its (patched) contents alone make deserialize say.
+std::string error_of(const Bytes& blob, const OpSignatureTable* ops = nullptr) {
+  return unsealed_error_of(sealed(blob), ops);
 }
 
 // Success when deserialize(blob) fails with a message containing `substr`.
@@ -102,6 +118,18 @@ std::string error_of(const Bytes& blob, const OpSignatureTable* ops = nullptr) {
 }
 
 #define EXPECT_BLOB_ERROR(...) EXPECT_TRUE(fails_with(__VA_ARGS__))
+
+// The same, for the blob exactly as given (not resealed).
+::testing::AssertionResult fails_unsealed_with(const Bytes& blob, const std::string& substr) {
+  const std::string msg = unsealed_error_of(blob);
+  if (msg.empty()) return ::testing::AssertionFailure() << "no error; expected '" << substr << "'";
+  if (msg.find(substr) == std::string::npos) {
+    return ::testing::AssertionFailure() << "message '" << msg << "' lacks '" << substr << "'";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+#define EXPECT_UNSEALED_BLOB_ERROR(...) EXPECT_TRUE(fails_unsealed_with(__VA_ARGS__))
 
 BlobHeader header_of(const Bytes& blob) { return parse_header(blob.data(), blob.size()); }
 
@@ -251,15 +279,40 @@ TEST(Serialization, BlobLayoutMatchesReadme) {
   ASSERT_GE(blob.size(), kBlobHeaderSize);
   EXPECT_EQ(std::memcmp(blob.data(), "VKDB", 4), 0);
   const BlobHeader h = header_of(blob);
-  EXPECT_EQ(h.header_version, kBlobHeaderVersion);
-  EXPECT_EQ(h.header_size, kBlobHeaderSize);
-  EXPECT_EQ(h.flatbuffer_offset, kBlobHeaderSize);
+  EXPECT_EQ(h.header_version, 2u);
+  EXPECT_EQ(h.header_size, 88u);
+  EXPECT_EQ(h.flatbuffer_offset, 96u);  // the header rounded up to 16 bytes
   EXPECT_EQ(std::memcmp(blob.data() + h.flatbuffer_offset + 4, "VKDG", 4), 0);
   EXPECT_EQ(h.constant_offset % kConstantAlignment, 0u);
   EXPECT_GE(h.constant_offset, h.flatbuffer_offset + h.flatbuffer_size);
   EXPECT_EQ(h.constant_offset + h.constant_size, blob.size());
   // 12 (w) pad to 16, 16 (b), 8 (idx): 16 + 16 + 8.
   EXPECT_EQ(h.constant_size, 40u);
+  // Version 2: the blob's size, no graph hash (none given), the three checksums as README
+  // defines them, computed here from the bytes.
+  EXPECT_EQ(h.blob_size, blob.size());
+  EXPECT_EQ(h.source_graph_hash, 0u);
+  EXPECT_EQ(h.graph_checksum, xxh64(blob.data() + h.flatbuffer_offset, h.flatbuffer_size));
+  EXPECT_EQ(h.constant_checksum, xxh64(blob.data() + h.constant_offset, h.constant_size));
+  Bytes header(blob.begin(), blob.begin() + 88);
+  std::memset(header.data() + 64, 0, 8);
+  EXPECT_EQ(h.header_checksum, xxh64(header.data(), header.size()));
+  EXPECT_EQ(load_le64(blob.data() + 64), h.header_checksum);
+  // Everything else is zero padding.
+  for (size_t i = 88; i < 96; ++i) EXPECT_EQ(blob[i], 0) << i;
+  for (size_t i = h.flatbuffer_offset + h.flatbuffer_size; i < h.constant_offset; ++i) {
+    EXPECT_EQ(blob[i], 0) << i;
+  }
+}
+
+TEST(Serialization, SourceGraphHashRoundTrip) {
+  Sample s;
+  build_sample(s);
+  s.b.set_source_graph_hash(0x0123456789abcdefull);
+  const Bytes blob = s.b.finish();
+  EXPECT_EQ(header_of(blob).source_graph_hash, 0x0123456789abcdefull);
+  EXPECT_EQ(deserialize(blob).source_graph_hash, 0x0123456789abcdefull);
+  EXPECT_EQ(deserialize(blob).header_version, 2u);
 }
 
 TEST(Serialization, DeterministicBytes) {
@@ -300,18 +353,39 @@ TEST(Serialization, BuilderRejectsMismatchedNames) {
 // --- header -----------------------------------------------------------------------------------
 TEST(BlobHeader, EncodeParseRoundTrip) {
   BlobHeader h;
-  h.flatbuffer_offset = 48;
+  h.flatbuffer_offset = 96;
   h.flatbuffer_size = 100;
-  h.constant_offset = 160;
+  h.constant_offset = 208;
   h.constant_size = 32;
-  Bytes blob(192, 0);
+  h.source_graph_hash = 77;
+  Bytes blob(240, 0);
   encode_header(h, blob.data());
+  seal_blob(blob);
   const BlobHeader r = header_of(blob);
-  EXPECT_EQ(r.flatbuffer_offset, 48u);
+  EXPECT_EQ(r.header_version, 2u);
+  EXPECT_EQ(r.flatbuffer_offset, 96u);
   EXPECT_EQ(r.flatbuffer_size, 100u);
-  EXPECT_EQ(r.constant_offset, 160u);
+  EXPECT_EQ(r.constant_offset, 208u);
   EXPECT_EQ(r.constant_size, 32u);
+  EXPECT_EQ(r.blob_size, 240u);
+  EXPECT_EQ(r.source_graph_hash, 77u);
   EXPECT_EQ(blob[header_field::kFlatbufferSize], 100);  // little-endian
+  EXPECT_EQ(blob[header_field::kSourceGraphHash], 77);
+
+  BlobHeader v1;  // a version 1 header: 48 bytes, no checksums
+  v1.header_version = 1;
+  v1.header_size = 48;
+  v1.flatbuffer_offset = 48;
+  v1.flatbuffer_size = 100;
+  v1.constant_offset = 160;
+  v1.constant_size = 32;
+  Bytes old(192, 0xee);
+  encode_header(v1, old.data());
+  EXPECT_EQ(old[48], 0xee) << "a version 1 header is 48 bytes";
+  const BlobHeader r1 = header_of(old);
+  EXPECT_EQ(r1.header_version, 1u);
+  EXPECT_EQ(r1.constant_offset, 160u);
+  EXPECT_EQ(r1.blob_size, 0u);
 }
 
 TEST(BlobHeader, TruncatedAtEveryField) {
@@ -324,15 +398,23 @@ TEST(BlobHeader, TruncatedAtEveryField) {
                         : len < 24 ? "flatbuffer_offset"
                         : len < 32 ? "flatbuffer_size"
                         : len < 40 ? "constant_offset"
-                                   : "constant_size";
+                        : len < 48 ? "constant_size"
+                        : len < 56 ? "blob_size"
+                        : len < 64 ? "source_graph_hash"
+                        : len < 72 ? "header_checksum"
+                        : len < 80 ? "graph_checksum"
+                                   : "constant_checksum";
     const Bytes cut(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(len));
     SCOPED_TRACE("length " + std::to_string(len));
     EXPECT_BLOB_ERROR(cut, std::string("truncated header: field '") + field + "'");
     EXPECT_BLOB_ERROR(cut, "the blob has " + std::to_string(len) + " bytes");
   }
-  // Cut just after the header: the flatbuffer no longer fits.
+  // Cut just after the header: the size the header records says so.
   const Bytes cut(blob.begin(), blob.begin() + kBlobHeaderSize);
-  EXPECT_BLOB_ERROR(cut, "blob: flatbuffer [48, ");
+  EXPECT_UNSEALED_BLOB_ERROR(cut, "blob: the header records " + std::to_string(blob.size()) +
+                                      " bytes, the blob has 88: it was truncated");
+  // Resealed (as if written that short), the flatbuffer no longer fits.
+  EXPECT_BLOB_ERROR(cut, "blob: flatbuffer [96, ");
 }
 
 TEST(BlobHeader, WrongMagic) {
@@ -348,17 +430,25 @@ TEST(BlobHeader, WrongMagic) {
 }
 
 TEST(BlobHeader, BadHeaderVersion) {
-  Bytes blob = sample_blob();
-  patch32(blob, header_field::kHeaderVersion, 2);
-  EXPECT_BLOB_ERROR(blob, "header version 2 not supported (this build reads 1)");
+  for (uint32_t version : {0u, 3u, 0x01000002u}) {
+    Bytes blob = sample_blob();
+    patch32(blob, header_field::kHeaderVersion, version);
+    EXPECT_BLOB_ERROR(blob, "header version " + std::to_string(version) +
+                                " not supported (this build reads 1 and 2)");
+  }
 }
 
 TEST(BlobHeader, HeaderSizeTooSmallOrPastTheEnd) {
   Bytes blob = sample_blob();
   patch32(blob, header_field::kHeaderSize, 40);
-  EXPECT_BLOB_ERROR(blob, "header size 40 is smaller than the 48 bytes");
+  EXPECT_BLOB_ERROR(blob, "header size 40 is smaller than the 88 bytes of header version 2");
   patch32(blob, header_field::kHeaderSize, 1u << 30);
   EXPECT_BLOB_ERROR(blob, "header size 1073741824 extends past the end");
+  // Version 1 headers were all 48 bytes: a version 2 blob whose version field says 1 is not
+  // read as an old blob (which would skip its checksums).
+  Bytes old = sample_blob();
+  patch32(old, header_field::kHeaderVersion, 1);
+  EXPECT_BLOB_ERROR(old, "header size 88 is not the 48 bytes of header version 1");
 }
 
 TEST(BlobHeader, FlatbufferPastTheEnd) {
@@ -370,10 +460,10 @@ TEST(BlobHeader, FlatbufferPastTheEnd) {
   EXPECT_BLOB_ERROR(a, "extends past the end of the " + std::to_string(blob.size()) + end);
   Bytes b = blob;
   patch64(b, header_field::kFlatbufferSize, blob.size());
-  EXPECT_BLOB_ERROR(b, "blob: flatbuffer [48, " + std::to_string(48 + blob.size()) + ")");
+  EXPECT_BLOB_ERROR(b, "blob: flatbuffer [96, " + std::to_string(96 + blob.size()) + ")");
   Bytes c = blob;  // offset + size wraps around 2^64
   patch64(c, header_field::kFlatbufferSize, UINT64_MAX - 8);
-  EXPECT_BLOB_ERROR(c, "blob: flatbuffer [48, 48 + ");
+  EXPECT_BLOB_ERROR(c, "blob: flatbuffer [96, 96 + ");
   Bytes d = blob;
   patch64(d, header_field::kFlatbufferSize, 0);
   EXPECT_BLOB_ERROR(d, "blob: flatbuffer is empty");
@@ -398,23 +488,23 @@ TEST(BlobHeader, OverlappingSegments) {
   const BlobHeader h = header_of(blob);
   Bytes a = blob;  // constant segment starts inside the flatbuffer
   patch64(a, header_field::kConstantOffset, h.flatbuffer_offset + 16);
-  EXPECT_BLOB_ERROR(a, "blob: flatbuffer [48, " +
+  EXPECT_BLOB_ERROR(a, "blob: flatbuffer [96, " +
                            std::to_string(h.flatbuffer_offset + h.flatbuffer_size) +
-                           ") and constant segment [64, ");
+                           ") and constant segment [112, ");
   EXPECT_BLOB_ERROR(a, ") overlap");
   Bytes b = blob;  // flatbuffer starts inside the header
   patch64(b, header_field::kFlatbufferOffset, 16);
   EXPECT_BLOB_ERROR(b, "blob: flatbuffer [16, ");
-  EXPECT_BLOB_ERROR(b, "overlaps the header [0, 48)");
+  EXPECT_BLOB_ERROR(b, "overlaps the header [0, 88)");
   Bytes c = blob;  // constant segment inside the header
   patch64(c, header_field::kConstantOffset, 0);
   EXPECT_BLOB_ERROR(c, "blob: constant segment [0, 40) overlaps the header");
   Bytes d = blob;  // constant segment (aligned, after the header) covers the whole flatbuffer
-  patch64(d, header_field::kConstantOffset, 48);
-  patch64(d, header_field::kConstantSize, blob.size() - 48);
-  EXPECT_BLOB_ERROR(d, "blob: flatbuffer [48, " +
+  patch64(d, header_field::kConstantOffset, 96);
+  patch64(d, header_field::kConstantSize, blob.size() - 96);
+  EXPECT_BLOB_ERROR(d, "blob: flatbuffer [96, " +
                            std::to_string(h.flatbuffer_offset + h.flatbuffer_size) +
-                           ") and constant segment [48, " + std::to_string(blob.size()) +
+                           ") and constant segment [96, " + std::to_string(blob.size()) +
                            ") overlap");
 }
 
@@ -425,6 +515,190 @@ TEST(BlobHeader, MisalignedConstantSegment) {
   patch64(blob, header_field::kConstantSize, h.constant_size - 8);
   EXPECT_BLOB_ERROR(blob, "constant segment offset " + std::to_string(h.constant_offset + 8) +
                               " is not 16-byte aligned");
+}
+
+// --- XXH64 (serialization/Xxh64.h) -----------------------------------------------------------
+// The published test vectors: xxHash's own sanity check (xxhsum.c, BMK_sanityCheck) over its
+// generated 101-byte buffer, seeds 0 and 2654435761, lengths 0 / 1 / 14 / 101 (every path:
+// 32-byte stripes, 8-, 4- and 1-byte tails), and the strings "a" and "abc".
+TEST(Xxh64, PublishedTestVectors) {
+  constexpr uint32_t kPrime = 2654435761u;
+  uint8_t buffer[101];
+  uint32_t gen = kPrime;
+  for (uint8_t& b : buffer) {
+    b = static_cast<uint8_t>(gen >> 24);
+    gen *= gen;
+  }
+  struct Vector {
+    size_t length;
+    uint64_t seed, hash;
+  };
+  const Vector vectors[] = {
+      {0, 0, 0xEF46DB3751D8E999ull},   {0, kPrime, 0xAC75FDA2929B17EFull},
+      {1, 0, 0x4FCE394CC88952D8ull},   {1, kPrime, 0x739840CB819FA723ull},
+      {14, 0, 0xCFFA8DB881BC3A3Dull},  {14, kPrime, 0x5B9611585EFCC9CBull},
+      {101, 0, 0x0EAB543384F878ADull}, {101, kPrime, 0xCAA65939306F1E21ull}};
+  for (const Vector& v : vectors) {
+    EXPECT_EQ(xxh64(buffer, v.length, v.seed), v.hash) << v.length << " bytes, seed " << v.seed;
+    Xxh64 bytewise(v.seed);  // the streaming form, one byte per update
+    for (size_t i = 0; i < v.length; ++i) bytewise.update(buffer + i, 1);
+    EXPECT_EQ(bytewise.digest(), v.hash) << v.length << " bytes, seed " << v.seed;
+  }
+  EXPECT_EQ(xxh64("a", 1), 0xD24EC4F1A98C6E5Bull);
+  EXPECT_EQ(xxh64("abc", 3), 0x44BC2CF5AD770999ull);
+  EXPECT_EQ(hash_string(0x44BC2CF5AD770999ull), "0x44bc2cf5ad770999");
+}
+
+TEST(Xxh64, PiecesGiveTheWholeDigest) {
+  const Bytes data = iota_bytes(1000, 7);
+  const uint64_t whole = xxh64(data.data(), data.size());
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    Xxh64 h;
+    for (size_t at = 0; at < data.size();) {
+      const size_t n = std::min<size_t>(data.size() - at, rng() % 70);
+      h.update(data.data() + at, n);
+      at += n;
+    }
+    EXPECT_EQ(h.digest(), whole);
+  }
+  Xxh64 words;  // update_u64: the value's little-endian bytes
+  words.update_u64(0x0807060504030201ull);
+  const uint8_t bytes[] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(words.digest(), xxh64(bytes, 8));
+}
+
+// --- integrity: checksums, size, padding (blobs read as they are, never resealed) --------------
+// A blob as compiled models are: mostly weights.
+Bytes weighty_blob() {
+  Sample s;
+  build_sample(s);
+  Bytes weights(64 * 1024);
+  std::mt19937 rng(1);
+  for (uint8_t& b : weights) b = static_cast<uint8_t>(rng());
+  s.b.add_tensor(spec({64, 1024}, DType::Int8), "big_w", weights);
+  return s.b.finish();
+}
+
+// The probe: of 20 blobs with 3 random bit flips each, 10 loaded with altered weights.
+// Every such blob must be refused, here 300 of them, with 1, 2 and 3 flips.
+TEST(BlobIntegrity, RandomBitFlipsAreAllRefused) {
+  const Bytes good = weighty_blob();
+  ASSERT_EQ(unsealed_error_of(good), "");
+  std::mt19937_64 rng(31);
+  std::map<std::string, int> regions;  // what the refusals named
+  for (int trial = 0; trial < 300; ++trial) {
+    Bytes bad = good;
+    std::set<uint64_t> bits;
+    while (bits.size() < static_cast<size_t>(1 + trial % 3)) bits.insert(rng() % (good.size() * 8));
+    for (const uint64_t bit : bits) bad[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    const std::string error = unsealed_error_of(bad);
+    EXPECT_NE(error, "") << "trial " << trial << ": flipped bits " << *bits.begin()
+                         << "... loaded";
+    for (const char* region : {"header", "flatbuffer", "constant segment", "padding"}) {
+      if (error.find(region) != std::string::npos) ++regions[region];
+    }
+  }
+  // Most bits are weights; their mismatch names the constant segment.
+  EXPECT_GT(regions["constant segment"], 250) << "header " << regions["header"] << ", flatbuffer "
+                                              << regions["flatbuffer"];
+}
+
+TEST(BlobIntegrity, EachRegionIsNamed) {
+  const Bytes good = weighty_blob();
+  const BlobHeader h = header_of(good);
+  const auto flipped = [&](uint64_t byte) {
+    Bytes b = good;
+    b[byte] ^= 0x10;
+    return b;
+  };
+  const std::string fb = "[96, " + std::to_string(96 + h.flatbuffer_size) + ")";
+  const std::string cs = "[" + std::to_string(h.constant_offset) + ", " +
+                         std::to_string(good.size()) + ")";
+  // Any header field, the checksums included: the header checksum, before any offset is used.
+  for (const size_t field : {header_field::kFlatbufferSize, header_field::kConstantOffset,
+                             header_field::kSourceGraphHash, header_field::kHeaderChecksum,
+                             header_field::kGraphChecksum, header_field::kConstantChecksum}) {
+    EXPECT_UNSEALED_BLOB_ERROR(flipped(field + 1), "blob: header checksum mismatch (recorded 0x");
+    EXPECT_UNSEALED_BLOB_ERROR(flipped(field + 1), "): the header [0, 88) is corrupt");
+  }
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(h.flatbuffer_offset + h.flatbuffer_size / 2),
+                             "blob: flatbuffer " + fb + " checksum mismatch (recorded " +
+                                 hash_string(h.graph_checksum) + ", computed 0x");
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(h.flatbuffer_offset + 10), "): the graph is corrupt");
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(good.size() - 1),
+                             "blob: constant segment " + cs + " checksum mismatch (recorded " +
+                                 hash_string(h.constant_checksum) + ", computed 0x");
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(h.constant_offset),
+                             "): the constant data (weights) is corrupt");
+  // Padding: after the header, and between the flatbuffer and the constants.
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(90), "blob: padding byte 90 (outside the header and both "
+                                          "segments) is 16, not 0: the blob is corrupt");
+  const uint64_t fb_end = h.flatbuffer_offset + h.flatbuffer_size;
+  ASSERT_LT(fb_end, h.constant_offset) << "the sample's flatbuffer should need padding";
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(fb_end), "blob: padding byte " + std::to_string(fb_end));
+  // The magic and the version are checked before the checksum (another file, a newer blob).
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(0), "bad magic bytes");
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(header_field::kHeaderVersion), "header version 18");
+}
+
+TEST(BlobIntegrity, TruncatedOrExtendedIsRefused) {
+  const Bytes good = weighty_blob();
+  const std::string records = "blob: the header records " + std::to_string(good.size()) + " bytes";
+  for (const size_t cut : {size_t{1}, size_t{100}, good.size() / 2}) {
+    const Bytes b(good.begin(), good.end() - static_cast<std::ptrdiff_t>(cut));
+    EXPECT_UNSEALED_BLOB_ERROR(b, records + ", the blob has " + std::to_string(b.size()) +
+                                      ": it was truncated");
+  }
+  for (const size_t extra : {size_t{1}, size_t{16}, good.size()}) {
+    Bytes b = good;
+    b.resize(good.size() + extra, 0);  // zeros: what an over-long read or copy leaves
+    EXPECT_UNSEALED_BLOB_ERROR(b, records + ", the blob has " + std::to_string(b.size()) +
+                                      ": bytes were appended to it");
+  }
+}
+
+// A blob from before header version 2 (vkdelegate 0.1.0): a 48-byte header and nothing to
+// verify. It still loads, with the same graph.
+TEST(BlobIntegrity, Version1BlobsStillRead) {
+  const Bytes v2 = weighty_blob();
+  Bytes v1 = v2;
+  patch32(v1, header_field::kHeaderVersion, 1);
+  patch32(v1, header_field::kHeaderSize, 48);
+  std::fill(v1.begin() + 48, v1.begin() + 96, 0);  // the version 2 fields: now padding
+  const OpSignatureTable ops = sample_ops();
+  const DeserializedGraph old = deserialize(v1, &ops);
+  const DeserializedGraph now = deserialize(v2, &ops);
+  EXPECT_EQ(old.header_version, 1u);
+  EXPECT_EQ(old.source_graph_hash, 0u);
+  ASSERT_EQ(old.values.size(), now.values.size());
+  const auto& w_old = std::get<TensorValue>(old.values.back());
+  const auto& w_now = std::get<TensorValue>(now.values.back());
+  EXPECT_EQ(w_old.name, "big_w");
+  EXPECT_EQ(std::memcmp(w_old.constant->data, w_now.constant->data, w_now.constant->size), 0);
+  // seal_blob leaves a version 1 blob alone.
+  Bytes resealed = v1;
+  seal_blob(resealed);
+  EXPECT_EQ(resealed, v1);
+}
+
+// seal_blob on bytes that are not a complete version 2 blob: no write outside them (ASan),
+// and segments outside the blob keep their old checksums.
+TEST(BlobIntegrity, SealLeavesWhatItCannotReadAlone) {
+  const Bytes good = sample_blob();
+  for (size_t len : {size_t{0}, size_t{10}, size_t{87}}) {
+    Bytes cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(len));
+    const Bytes before = cut;
+    seal_blob(cut);
+    EXPECT_EQ(cut, before) << len;
+  }
+  seal_blob(nullptr, 0);
+  Bytes far = good;
+  patch64(far, header_field::kConstantOffset, UINT64_MAX - 15);
+  seal_blob(far);
+  EXPECT_EQ(load_le64(&far[header_field::kConstantChecksum]),
+            load_le64(&good[header_field::kConstantChecksum]));
+  EXPECT_UNSEALED_BLOB_ERROR(far, "blob: constant segment [18446744073709551600, ");
 }
 
 // --- flatbuffer -------------------------------------------------------------------------------
@@ -439,13 +713,18 @@ TEST(Serialization, FlatbufferIdentifierAndVerifier) {
   patch32(b, h.flatbuffer_offset, 0x7ffffff0u);
   EXPECT_BLOB_ERROR(b, "flatbuffer: FlatBuffers verification failed");
 
-  Bytes c = blob;  // flatbuffer cut short: tables now reach past its end
-  patch64(c, header_field::kFlatbufferSize, 12);
-  EXPECT_BLOB_ERROR(c, "flatbuffer: FlatBuffers verification failed");
-
-  Bytes d = blob;
-  patch64(d, header_field::kFlatbufferSize, 6);
-  EXPECT_BLOB_ERROR(d, "flatbuffer: 6 bytes is too small");
+  // The flatbuffer cut short, what is cut off zeroed (padding must be zero).
+  const auto shortened = [&](uint64_t size) {
+    Bytes cut = blob;
+    patch64(cut, header_field::kFlatbufferSize, size);
+    std::fill(cut.begin() + static_cast<std::ptrdiff_t>(h.flatbuffer_offset + size),
+              cut.begin() + static_cast<std::ptrdiff_t>(h.flatbuffer_offset + h.flatbuffer_size),
+              0);
+    return cut;
+  };
+  // Tables now reach past its end.
+  EXPECT_BLOB_ERROR(shortened(12), "flatbuffer: FlatBuffers verification failed");
+  EXPECT_BLOB_ERROR(shortened(6), "flatbuffer: 6 bytes is too small");
 }
 
 // Every single-byte corruption of the flatbuffer either still reads or fails with a
@@ -459,6 +738,7 @@ TEST(Serialization, CorruptFlatbufferBytesNeverCrash) {
     for (uint8_t flip : {uint8_t{0xff}, uint8_t{0x80}, uint8_t{0x01}}) {
       Bytes bad = blob;
       bad[i] ^= flip;
+      seal_blob(bad);  // (else every one is a checksum mismatch)
       try {
         deserialize(bad, &ops);
       } catch (const Error& e) {
@@ -481,7 +761,8 @@ TEST(Serialization, UnknownValueKind) {
   const Bytes other = b.finish();
   ASSERT_EQ(blob.size(), other.size());
   size_t diff = 0, at = 0;
-  for (size_t i = 0; i < blob.size(); ++i) {
+  const BlobHeader h = header_of(blob);  // (the checksums in the header differ too)
+  for (size_t i = h.flatbuffer_offset; i < h.flatbuffer_offset + h.flatbuffer_size; ++i) {
     if (blob[i] != other[i]) ++diff, at = i;
   }
   ASSERT_EQ(diff, 1u);
@@ -596,8 +877,10 @@ TEST(Serialization, ConstantEntryOffsetWraps) {
 TEST(Serialization, ConstantEntryPastTheSegment) {
   Bytes blob = sample_blob();
   const BlobHeader h = header_of(blob);
-  // Shrink the segment so the last entry (idx: [32, 40)) no longer fits.
+  // Shrink the segment so the last entry (idx: [32, 40)) no longer fits (and the blob, so
+  // no padding is left where its bytes were).
   patch64(blob, header_field::kConstantSize, h.constant_size - 4);
+  blob.resize(blob.size() - 4);
   EXPECT_BLOB_ERROR(blob, "constant 2: [32, 32 + 8) extends past the end of the 36-byte "
                           "constant segment");
 }
