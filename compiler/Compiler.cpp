@@ -6,6 +6,7 @@
 #include "compiler/Emit.h"
 #include "compiler/Fold.h"
 #include "compiler/Fuse.h"
+#include "compiler/GraphHash.h"
 #include "compiler/InPlace.h"
 #include "compiler/Interpreter.h"
 #include "compiler/Parse.h"
@@ -75,8 +76,10 @@ void CompileResult::throw_if_unsupported() const {
 namespace {
 
 // Layout propagation, identity folding and emission of a lowered graph (when every node is a
-// backend op; the blob only when every node can run).
-void place_and_emit(Graph g, const CompileOptions& options, CompileResult& result) {
+// backend op; the blob only when every node can run). `source_hash`: graph_ir_hash() of the
+// graph as parsed, recorded in the blob.
+void place_and_emit(Graph g, const CompileOptions& options, uint64_t source_hash,
+                    CompileResult& result) {
   result.unsupported = unsupported_nodes(g);
   const bool all_backend_ops = std::all_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
     return schema::find_op_schema(n.op) != nullptr;
@@ -91,7 +94,7 @@ void place_and_emit(Graph g, const CompileOptions& options, CompileResult& resul
     PassReport in_place = report_in_place(g);  // only for graphs with q8ta_cat / q8ta_slice
     if (!in_place.lines.empty()) result.reports.push_back(std::move(in_place));
   }
-  if (result.ok()) result.blob = emit_blob(g);
+  if (result.ok()) result.blob = emit_blob(g, source_hash);
   result.graph = std::move(g);
 }
 
@@ -123,17 +126,19 @@ void sink_dequantizes(Graph& g, std::vector<PassReport>& reports) {
 
 CompileResult compile_graph(Graph g, const CompileOptions& options) {
   CompileResult result;
+  const uint64_t source_hash = graph_ir_hash(g);
   infer_shapes(g);
   sink_dequantizes(g, result.reports);
   FuseOptions fuse;
   fuse.fuse_epilogues = options.fuse_epilogues;
   result.reports.push_back(fuse_and_lower(g, fuse));
-  place_and_emit(std::move(g), options, result);
+  place_and_emit(std::move(g), options, source_hash, result);
   return result;
 }
 
 PartitionedResult compile_partitioned(Graph g, const CompileOptions& options) {
   PartitionedResult result;
+  const uint64_t source_hash = graph_ir_hash(g);  // what every partition's blob records
   infer_shapes(g);
   sink_dequantizes(g, result.before_fusion);
   FuseOptions fuse;
@@ -144,7 +149,7 @@ PartitionedResult compile_partitioned(Graph g, const CompileOptions& options) {
   throw_if_host_cannot_run(g, result.plan);
   for (const auto& part : result.plan.partitions) {
     CompileResult r;
-    place_and_emit(part.graph, options, r);
+    place_and_emit(part.graph, options, source_hash, r);
     r.throw_if_unsupported();  // a partition holds only runnable nodes
     result.parts.push_back(std::move(r));
   }

@@ -29,8 +29,9 @@ TensorSpec spec_of(const Value& v) {
 
 }  // namespace
 
-std::vector<uint8_t> emit_blob(const Graph& g) {
+std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash) {
   serialization::GraphBuilder b;
+  b.set_source_graph_hash(source_graph_hash);
   std::map<std::string, serialization::ValueId> ids;
   auto tensor_id = [&](const std::string& name) {
     auto it = ids.find(name);

@@ -1,5 +1,7 @@
 // Serializes a compiled graph (every node a backend op with a kernel, every tensor placed) into
 // a delegate blob, then reads it back with the validating deserializer against the op schema.
+// `source_graph_hash`: graph_ir_hash() of the graph IR it was compiled from (GraphHash.h),
+// recorded in the blob's header; 0 records none.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,6 @@
 
 namespace vkd::compiler {
 
-std::vector<uint8_t> emit_blob(const Graph& g);
+std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash = 0);
 
 }  // namespace vkd::compiler
