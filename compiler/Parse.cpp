@@ -18,6 +18,7 @@
 #include "compiler/ops/EdgeOp.h"
 #include "partitioner_schema/OpSchema.h"
 #include "runtime/core/Error.h"
+#include "runtime/core/TensorLimits.h"
 
 namespace vkd::compiler {
 
@@ -27,7 +28,7 @@ using Json = nlohmann::ordered_json;
 
 constexpr int64_t kGraphVersion = 1;
 constexpr size_t kMaxRank = kMaxGraphRank;
-constexpr int64_t kMaxNumel = int64_t{1} << 40;
+static_assert(kMaxGraphRank == kMaxTensorRank, "one rank cap for every reader (TensorLimits.h)");
 
 // ---- JSON helpers ----------------------------------------------------------------------------
 
@@ -152,16 +153,15 @@ Decl parse_decl(const std::string& name, const Json& j) {
             ": field 'shape': must be an array of integers, got ", show(js));
   VKD_CHECK(js.size() <= kMaxRank, ErrorCode::InvalidArgument, where, ": field 'shape': rank ",
             js.size(), " is above the supported ", kMaxRank, " (", show(js), ")");
-  int64_t numel = 1;
   for (size_t i = 0; i < js.size(); ++i) {
     int64_t dim = 0;
     VKD_CHECK(json_int(js[i], &dim) && dim >= 0, ErrorCode::InvalidArgument, where,
               ": field 'shape': element ", i, " must be a non-negative integer, got ", show(js[i]));
-    VKD_CHECK(dim == 0 || numel <= kMaxNumel / dim, ErrorCode::InvalidArgument, where,
-              ": field 'shape': ", show(js), " has too many elements");
-    numel *= dim;
     d.shape.push_back(dim);
   }
+  const std::string too_large = tensor_size_problem(d.shape, value_dtype(d.dtype_name)->st_size);
+  VKD_CHECK(too_large.empty(), ErrorCode::InvalidArgument, where, ": field 'shape': ", show(js),
+            ": ", too_large);
   if (j.contains("data")) {
     const Json& jdata = j["data"];
     VKD_CHECK(jdata.is_string() && !jdata.get<std::string>().empty(), ErrorCode::InvalidArgument,
@@ -429,6 +429,18 @@ void parse_node_outputs(const Json& jn, const EdgeOp* spec, Declarations& decls,
   }
 }
 
+// A shape an op's rule computed from its inputs and arguments (a view to [2^62 + 1, 4] of a
+// 4-element tensor) is held to the caps of a declared one, before any later node or pass
+// multiplies its sizes.
+void check_output_sizes(const Graph& g, const Node& node) {
+  for (const std::string& out : node.outputs) {
+    const Value& v = g.value(out);
+    const std::string too_large = tensor_size_problem(v.shape, host_element_size(v.dtype));
+    VKD_CHECK(too_large.empty(), ErrorCode::InvalidArgument, node.origin, ": output '", out,
+              "' ", shape_str(v.shape), ": ", too_large);
+  }
+}
+
 void add_nodes(const Json& root, Declarations& decls, Graph& g) {
   const Json& jnodes = field(root, "nodes", "graph");
   VKD_CHECK(jnodes.is_array(), ErrorCode::InvalidArgument, "field 'nodes': must be an array, got ",
@@ -444,6 +456,7 @@ void add_nodes(const Json& root, Declarations& decls, Graph& g) {
     g.nodes.push_back(std::move(node));
     // Types the outputs (adding the undeclared ones) before the next node reads them.
     infer_node_shapes(g, g.nodes.size() - 1);
+    check_output_sizes(g, g.nodes.back());
   }
 }
 

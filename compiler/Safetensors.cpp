@@ -13,6 +13,7 @@
 #include "compiler/StrictJson.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/core/TensorLimits.h"
 
 namespace vkd::compiler {
 
@@ -23,8 +24,6 @@ using Json = nlohmann::ordered_json;
 // Header sizes above this are rejected before anything is allocated for them (the reference
 // implementation uses the same bound).
 constexpr uint64_t kMaxHeaderBytes = 100u * 1000u * 1000u;
-// numel bound: keeps numel * element size far from int64/size_t overflow.
-constexpr int64_t kMaxNumel = int64_t{1} << 48;
 
 const char* kMetadataKey = "__metadata__";
 
@@ -34,15 +33,13 @@ void put_u64_le(std::vector<uint8_t>& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
-// numel of `shape`, or -1 when a dim is negative or the product exceeds kMaxNumel.
-int64_t checked_numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return -1;
-    if (d != 0 && n > kMaxNumel / d) return -1;
-    n *= d;
-  }
-  return n;
+// The element count of a tensor `where` names, within the caps of TensorLimits.h.
+int64_t checked_numel(const std::vector<int64_t>& shape, size_t element_bytes,
+                      const std::string& where) {
+  const std::string too_large = tensor_size_problem(shape, element_bytes);
+  VKD_CHECK(too_large.empty(), ErrorCode::InvalidArgument, where, " ", shape_str(shape), ": ",
+            too_large);
+  return *checked_element_count(shape);
 }
 
 }  // namespace
@@ -158,9 +155,7 @@ SafetensorsFile SafetensorsFile::from_bytes(std::vector<uint8_t> bytes,
                 js[i].dump());
       shape.push_back(d);
     }
-    const int64_t numel = checked_numel(shape);
-    VKD_CHECK(numel >= 0, ErrorCode::InvalidArgument, where, ": field 'shape' ", shape_str(shape),
-              " has too many elements");
+    const int64_t numel = checked_numel(shape, elem, where + ": field 'shape'");
 
     // data_offsets
     VKD_CHECK(entry.contains("data_offsets"), ErrorCode::InvalidArgument, where,
@@ -237,9 +232,8 @@ std::vector<uint8_t> serialize_safetensors(const std::vector<SafetensorsTensor>&
     const size_t elem = safetensors_element_size(t.dtype);
     VKD_CHECK(elem != 0, ErrorCode::InvalidArgument, "write_safetensors: tensor '", t.name,
               "': unknown dtype '", t.dtype, "'");
-    const int64_t numel = checked_numel(t.shape);
-    VKD_CHECK(numel >= 0, ErrorCode::InvalidArgument, "write_safetensors: tensor '", t.name,
-              "': invalid shape ", shape_str(t.shape));
+    const int64_t numel =
+        checked_numel(t.shape, elem, "write_safetensors: tensor '" + t.name + "': shape");
     VKD_CHECK(t.data.size() == static_cast<uint64_t>(numel) * elem, ErrorCode::InvalidArgument,
               "write_safetensors: tensor '", t.name, "': ", t.data.size(), " bytes of data, but ",
               t.dtype, " ", shape_str(t.shape), " needs ", static_cast<uint64_t>(numel) * elem);

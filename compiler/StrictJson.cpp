@@ -10,6 +10,18 @@ namespace vkd::compiler {
 
 using Json = nlohmann::ordered_json;
 
+namespace {
+
+// `depth`: the parser's count of the arrays and objects around the one that starts (0 at the
+// top level). Refused before the document grows deeper: nlohmann's dump(), copies and
+// comparisons recurse once per level, which ~5,000 levels overflow on a 512 KiB thread stack.
+void check_depth(int depth) {
+  VKD_CHECK(depth < kMaxJsonDepth, ErrorCode::InvalidArgument, "JSON nested deeper than ",
+            kMaxJsonDepth, " levels (arrays and objects)");
+}
+
+}  // namespace
+
 Json parse_json_strict(const std::string& text) {
   struct Frame {
     std::string name;
@@ -17,10 +29,14 @@ Json parse_json_strict(const std::string& text) {
   };
   std::vector<Frame> stack;
   std::string last_key = "(top level)";
-  Json::parser_callback_t cb = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+  Json::parser_callback_t cb = [&](int depth, Json::parse_event_t event, Json& parsed) {
     switch (event) {
       case Json::parse_event_t::object_start:
+        check_depth(depth);
         stack.push_back({last_key, {}});
+        break;
+      case Json::parse_event_t::array_start:
+        check_depth(depth);
         break;
       case Json::parse_event_t::key: {
         const std::string key = parsed.get<std::string>();

@@ -7,14 +7,16 @@
 
 #include "compiler/ShapeInference.h"
 #include "compiler/ops/EdgeOp.h"
+#include "compiler/StrictJson.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/InputFile.h"
+#include "runtime/core/TensorLimits.h"
 
 namespace vkd::model {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 // A plan problem that stops parsing; the caller prefixes the plan's path.
 [[noreturn]] void fail(const std::string& message) {
@@ -37,8 +39,9 @@ std::vector<std::string> string_list(const Json& j, const std::string& where) {
 }
 
 int64_t integer(const Json& j, const std::string& where) {
-  if (!j.is_number_integer()) fail(where + ": must be an integer, got " + j.dump());
-  return j.get<int64_t>();
+  int64_t i = 0;
+  if (!compiler::json_int(j, &i)) fail(where + ": must be an integer of int64, got " + j.dump());
+  return i;
 }
 
 DType tensor_dtype(const Json& j, const std::string& where) {
@@ -75,6 +78,9 @@ PlanTensor parse_tensor(const std::string& name, const Json& j) {
     t.shape.push_back(integer(d, where + ": field 'shape'"));
     if (t.shape.back() < 0) fail(where + ": field 'shape': negative size in " + shape.dump());
   }
+  // Before anything multiplies them: the host allocates and indexes its tensors by them.
+  const std::string too_large = tensor_size_problem(t.shape, host_element_size(t.dtype));
+  if (!too_large.empty()) fail(where + ": field 'shape' " + shape.dump() + ": " + too_large);
   if (j.contains("quant")) t.quant = quant_info(j["quant"], where);
   if (j.contains("constant")) {
     if (!j["constant"].is_boolean()) fail(where + ": field 'constant': must be true or false");
@@ -92,7 +98,7 @@ PlanTensor parse_tensor(const std::string& name, const Json& j) {
 compiler::ArgValue arg_value(const Json& j, const std::string& where) {
   if (j.is_null()) return compiler::NoneArg{};
   if (j.is_boolean()) return j.get<bool>();
-  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_number_integer()) return integer(j, where);
   if (j.is_number_float()) return j.get<double>();
   if (j.is_string()) return j.get<std::string>();
   if (!j.is_array()) fail(where + ": unsupported value " + j.dump());
@@ -101,8 +107,10 @@ compiler::ArgValue arg_value(const Json& j, const std::string& where) {
     if (!e.is_number()) fail(where + ": a list must hold numbers, got " + j.dump());
     all_integers = all_integers && e.is_number_integer();
   }
-  if (all_integers) return j.get<std::vector<int64_t>>();
-  return j.get<std::vector<double>>();
+  if (!all_integers) return j.get<std::vector<double>>();
+  std::vector<int64_t> ints;
+  for (const Json& e : j) ints.push_back(integer(e, where));
+  return ints;
 }
 
 void parse_host_fields(const Json& j, const std::string& where, PlanStep& s) {
@@ -116,6 +124,13 @@ void parse_host_fields(const Json& j, const std::string& where, PlanStep& s) {
   for (const auto& [name, value] : args.items()) {
     s.args[name] = arg_value(value, where + ": arg '" + name + "'");
   }
+}
+
+// A name of a file in the plan's directory itself: no directory part (so no absolute path and
+// no '..'), not '.' or '..', no NUL (the OS would cut the name there).
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
 
 PlanStep parse_step(size_t index, const Json& j, const fs::path& plan_dir) {
@@ -132,7 +147,11 @@ PlanStep parse_step(size_t index, const Json& j, const fs::path& plan_dir) {
   s.on_gpu = gpu;
   if (gpu) {
     s.blob = what.get<std::string>();
-    s.blob_path = fs::path(s.blob).is_absolute() ? s.blob : (plan_dir / s.blob).string();
+    if (!is_plain_file_name(s.blob)) {
+      fail(where + ": field 'delegate': '" + s.blob + "' is not a plain file name (a plan's "
+           "blobs are files of its own directory: no '/', '.' or '..')");
+    }
+    s.blob_path = (plan_dir / s.blob).string();
   } else {
     parse_host_fields(j, where, s);
   }
@@ -298,8 +317,8 @@ bool PartitionPlan::needs_weights() const {
 PartitionPlan parse_partition_plan(const std::string& json_text, const std::string& path) {
   PartitionPlan plan;
   try {
-    plan = parse_document(Json::parse(json_text), path);
-  } catch (const Json::exception& e) {
+    plan = parse_document(compiler::parse_json_strict(json_text), path);
+  } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::InvalidArgument, path + ": malformed JSON: " + e.what());
   } catch (const Error& e) {
     throw Error(e.code(), path + ": " + e.what());

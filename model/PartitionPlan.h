@@ -36,8 +36,8 @@ struct PlanTensor {
 struct PlanStep {
   size_t index = 0;
   bool on_gpu = false;       // a delegate step (else a host step)
-  std::string blob;          // delegate: the file as the plan names it
-  std::string blob_path;     // delegate: that file, relative to the plan's directory
+  std::string blob;          // delegate: the file as the plan names it (a plain file name)
+  std::string blob_path;     // delegate: that file in the plan's directory
   std::string op;            // host: the edge op ("aten.max_pool2d")
   compiler::Args args;       // host: its args, as in the original graph
   std::string origin;        // host: "node 3 (aten.max_pool2d)"
@@ -62,8 +62,10 @@ struct PartitionPlan {
 };
 
 // Parses and validates a plan (`path` names it in the messages and locates the blobs). Checks:
-// the JSON structure and every field's type; each tensor a step or the model names is
-// described in "tensors" (dtype, shape); each step reads only tensors that a model input, a
+// the JSON structure (no duplicate keys, nesting within kMaxJsonDepth: compiler/StrictJson.h)
+// and every field's type; each blob a plain file name (its file is in the plan's directory);
+// each tensor a step or the model names is described in "tensors" (dtype, shape within the
+// caps of runtime/core/TensorLimits.h); each step reads only tensors that a model input, a
 // constant or an earlier step provides, and writes tensors nothing else writes; each model
 // output is written. Error(InvalidArgument) "<path>: <what>", one line per problem.
 PartitionPlan parse_partition_plan(const std::string& json_text, const std::string& path);

@@ -7,14 +7,22 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/InputFile.h"
 #include "runtime/core/TensorSpec.h"
+#include "serialization/Blob.h"
 
 namespace vkd::model {
 namespace {
 
 using compiler::HostTensor;
 
-std::vector<uint8_t> read_blob(const std::string& path) {
-  return read_input_file(path, "model file", kMaxModelFileBytes);
+// A blob, its magic read first: a file that is not one is neither read whole nor quoted ("is
+// not a vkdelegate blob"). `symlinks`: a plan's blobs are files of its own directory, never
+// links out of it; a blob the caller names may be one.
+std::vector<uint8_t> read_blob(const std::string& path, Symlinks symlinks) {
+  InputFileRules rules;
+  rules.symlinks = symlinks;
+  rules.magic = std::string_view(serialization::kBlobMagic, sizeof serialization::kBlobMagic);
+  rules.kind = "a vkdelegate blob";
+  return read_input_file(path, "model file", kMaxModelFileBytes, rules);
 }
 
 // Every blob the plan names, all unreadable ones in one error.
@@ -24,7 +32,7 @@ std::vector<std::vector<uint8_t>> read_blobs(const PartitionPlan& plan) {
   for (const PlanStep& s : plan.steps) {
     if (!s.on_gpu) continue;
     try {
-      blobs[s.index] = read_blob(s.blob_path);
+      blobs[s.index] = read_blob(s.blob_path, Symlinks::Refuse);
     } catch (const Error& e) {
       errors.push_back(plan.path + ": " + s.label() + ": " + e.what());
     }
@@ -114,17 +122,17 @@ std::string first_constant_reader(const PartitionPlan& plan) {
   return "";
 }
 
-// The weights file is needed exactly when a host step reads a constant.
-void check_weights_use(const PartitionPlan& plan, const std::optional<std::string>& weights_path) {
+// The weights file is needed when a host step reads a constant (and unused otherwise: the
+// caller says so, vkd run on stderr).
+void check_weights_given(const PartitionPlan& plan,
+                         const std::optional<std::string>& weights_path) {
   VKD_CHECK(!plan.needs_weights() || weights_path, ErrorCode::InvalidArgument, plan.path, ": ",
             first_constant_reader(plan),
             ": pass --weights W.safetensors (the original graph's weights)");
-  VKD_CHECK(plan.needs_weights() || !weights_path, ErrorCode::InvalidArgument, "--weights ",
-            *weights_path, ": ", plan.path, " has no host step that reads a constant");
 }
 
 // A blob as a plan of one GPU step (its tensors come from its delegate).
-PlanFiles blob_files(const std::string& path, const std::optional<std::string>& weights_path) {
+PlanFiles blob_files(const std::string& path) {
   PlanFiles f;
   f.plan.path = path;
   f.plan.from_blob = true;
@@ -132,8 +140,7 @@ PlanFiles blob_files(const std::string& path, const std::optional<std::string>& 
   step.on_gpu = true;
   step.blob = step.blob_path = path;
   f.plan.steps.push_back(step);
-  check_weights_use(f.plan, weights_path);
-  f.blobs.push_back(read_blob(path));
+  f.blobs.push_back(read_blob(path, Symlinks::Follow));
   f.host_graphs.resize(1);
   return f;
 }
@@ -143,8 +150,8 @@ PlanFiles plan_files(const std::string& plan_path,
   PlanFiles f;
   f.plan = read_partition_plan(plan_path);
   f.blobs = read_blobs(f.plan);
-  check_weights_use(f.plan, weights_path);
-  if (weights_path) f.constants = read_constants(f.plan, *weights_path);
+  check_weights_given(f.plan, weights_path);
+  if (f.plan.needs_weights()) f.constants = read_constants(f.plan, *weights_path);
   f.host_graphs.resize(f.plan.steps.size());
   for (const PlanStep& s : f.plan.steps) {
     if (!s.on_gpu) f.host_graphs[s.index] = host_step_graph(f.plan, s, f.constants);
@@ -157,7 +164,7 @@ PlanFiles plan_files(const std::string& plan_path,
 PlanFiles read_model_files(const std::string& path,
                            const std::optional<std::string>& weights_path) {
   return is_partition_plan_path(path) ? plan_files(path, weights_path)
-                                      : blob_files(path, weights_path);
+                                      : blob_files(path);
 }
 
 }  // namespace vkd::model

@@ -25,10 +25,12 @@ struct PlanFiles {
 };
 
 // `path` as vkd::Model::load takes it. A partition plan (is_partition_plan_path): the plan
-// (PartitionPlan.h), every blob it names and, when a host step reads a constant, the constants
-// from `weights_path` (by the plan's weights name, dtype and shape checked). Anything else is a
-// blob, read as a plan of one GPU step that its delegate describes (PartitionPlan::from_blob).
-// `weights_path` when no host step reads a constant is an error too.
+// (PartitionPlan.h), every blob it names (each a regular file of the plan's directory, no
+// symbolic link, starting with the blob magic: "is not a vkdelegate blob") and, when a host step
+// reads a constant, the constants from `weights_path` (by the plan's weights name, dtype and
+// shape checked; an error when it is missing). Anything else is a blob, read as a plan of one
+// GPU step that its delegate describes (PartitionPlan::from_blob). `weights_path` where no host
+// step reads a constant is not read (vkd run says it is unused).
 PlanFiles read_model_files(const std::string& path,
                            const std::optional<std::string>& weights_path);
 

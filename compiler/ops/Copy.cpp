@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "compiler/ops/ShapeContext.h"
+#include "runtime/core/TensorLimits.h"
 
 namespace vkd::compiler {
 
@@ -36,6 +37,10 @@ std::vector<TypedShape> view_copy(const ShapeContext& c) {
       infer = static_cast<int>(i);
     } else if (size[i] < 0) {
       c.fail(c.arg_field("size"), "invalid dimension ", size[i], " in ", shape_str(size));
+    } else if (size[i] > 0 && known > kMaxTensorElements / size[i]) {
+      // (a product that wraps could equal the input's count: [2^62 + 1, 4] has "4" elements)
+      c.fail(c.arg_field("size"), shape_str(size), " has more elements than a tensor may (",
+             kMaxTensorElements, ")");
     } else {
       known *= size[i];
     }

@@ -1,6 +1,7 @@
 // aten.pixel_shuffle.
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/ops/ShapeContext.h"
+#include "runtime/core/TensorLimits.h"
 
 namespace vkd::compiler {
 
@@ -27,6 +28,10 @@ std::vector<TypedShape> pixel_shuffle(const ShapeContext& c) {
   if (r < 1) c.fail(c.arg_field("upscale_factor"), "expected a value >= 1, got ", r);
   std::vector<int64_t> out = x.shape;
   const int64_t ch = out[rank - 3];
+  // r * r is computed only where it fits (the channels are at most 2^31 - 1, TensorLimits.h).
+  if (r > kMaxTensorElements) {
+    c.fail(c.arg_field("upscale_factor"), r, " is above the largest size of a tensor");
+  }
   if (ch % (r * r) != 0) {
     c.fail(c.input_field("self"), "channels ", ch, " are not divisible by upscale_factor^2 = ",
            r * r, " (shape ", shape_str(x.shape), ")");

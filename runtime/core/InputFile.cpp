@@ -29,17 +29,23 @@ std::string not_regular(mode_t mode) {
 
 }  // namespace
 
-InputFile::InputFile(const std::string& path) {
+InputFile::InputFile(const std::string& path, Symlinks symlinks) {
   // stat() first, so that a device is never opened (opening one can have effects); the open
   // descriptor is checked again below.
+  const bool follow = symlinks == Symlinks::Follow;
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
     const int err = errno;
     throw InputFileError(err == ENOENT ? "no such file" : std::strerror(err));
   }
+  if (S_ISLNK(st.st_mode)) throw InputFileError("it is a symbolic link");
   if (!S_ISREG(st.st_mode)) throw InputFileError(not_regular(st.st_mode));
-  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd_ < 0) throw InputFileError(std::strerror(errno));
+  const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW);
+  fd_ = ::open(path.c_str(), flags);
+  if (fd_ < 0) {
+    // ELOOP: replaced by a link between lstat() and open().
+    throw InputFileError(errno == ELOOP ? "it is a symbolic link" : std::strerror(errno));
+  }
   std::string why;
   if (::fstat(fd_, &st) != 0) {
     why = std::strerror(errno);
@@ -58,12 +64,18 @@ InputFile::~InputFile() {
 }
 
 std::vector<uint8_t> InputFile::read(uint64_t n) {
-  constexpr uint64_t kChunk = uint64_t{1} << 24;
   std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(std::min(n, size_)));
-  while (out.size() < n) {
+  read_into(out, n);
+  return out;
+}
+
+void InputFile::read_into(std::vector<uint8_t>& out, uint64_t n) {
+  constexpr uint64_t kChunk = uint64_t{1} << 24;
+  const size_t start = out.size();
+  out.reserve(start + static_cast<size_t>(std::min(n, size_)));
+  while (out.size() - start < n) {
     const size_t old = out.size();
-    const size_t chunk = static_cast<size_t>(std::min(n - old, kChunk));
+    const size_t chunk = static_cast<size_t>(std::min(n - (old - start), kChunk));
     out.resize(old + chunk);
     const ssize_t got = ::read(fd_, out.data() + old, chunk);
     if (got < 0) {
@@ -74,14 +86,13 @@ std::vector<uint8_t> InputFile::read(uint64_t n) {
     out.resize(old + static_cast<size_t>(got));
     if (got == 0) break;
   }
-  return out;
 }
 
 std::vector<uint8_t> read_input_file(const std::string& path, const std::string& what,
-                                     uint64_t max_bytes) {
+                                     uint64_t max_bytes, const InputFileRules& rules) {
   const std::string where = "cannot read " + what + " '" + path + "': ";
   try {
-    InputFile file(path);
+    InputFile file(path, rules.symlinks);
     if (file.size() > max_bytes) {
       const std::string cap = max_bytes >= (1u << 20) && max_bytes % (1u << 20) == 0
                                   ? std::to_string(max_bytes >> 20) + " MiB"
@@ -89,7 +100,12 @@ std::vector<uint8_t> read_input_file(const std::string& path, const std::string&
       VKD_THROW(ErrorCode::InvalidArgument, where, "it is ", file.size(), " bytes, more than the ",
                 cap, " a ", what, " may have");
     }
-    return file.read(file.size());
+    std::vector<uint8_t> bytes = file.read(rules.magic.size());
+    VKD_CHECK(std::equal(bytes.begin(), bytes.end(), rules.magic.begin(), rules.magic.end(),
+                         [](uint8_t b, char m) { return b == static_cast<uint8_t>(m); }),
+              ErrorCode::InvalidArgument, where, "it is not ", rules.kind);
+    file.read_into(bytes, file.size() - bytes.size());
+    return bytes;
   } catch (const InputFileError& e) {
     VKD_THROW(ErrorCode::InvalidArgument, where, e.what());
   }

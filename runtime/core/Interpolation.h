@@ -46,9 +46,13 @@ struct LinearTap {
 inline bool has_upsample_scale(double scale) { return scale > 0.0; }  // false for NaN too
 
 // The output size ATen gives an upsample with a scale factor and no output size:
-// floor(double(in) * scale).
+// floor(double(in) * scale); +-2^62 for a product past it (a huge, infinite or NaN scale:
+// converting such a double is undefined), which no tensor's size cap lets through
+// (TensorLimits.h).
 inline int64_t upsample_output_size(int64_t in, double scale) {
-  return static_cast<int64_t>(std::floor(static_cast<double>(in) * scale));
+  const double out = std::floor(static_cast<double>(in) * scale);
+  if (out > -0x1p62 && out < 0x1p62) return static_cast<int64_t>(out);
+  return out < 0 ? -(int64_t{1} << 62) : int64_t{1} << 62;
 }
 
 // PyTorch's compute_scales_value<float>.

@@ -3,31 +3,19 @@
 #include <sstream>
 
 #include "runtime/core/Error.h"
+#include "runtime/core/TensorLimits.h"
 
 namespace vkd {
 
 namespace {
 
-constexpr int64_t kInt32IndexLimit = int64_t{1} << 31;  // word/element indices are int32
-
-// a * b, saturated at kInt32IndexLimit (both operands >= 1). Never overflows int64.
-int64_t mul_sat(int64_t a, int64_t b) {
-  if (a >= kInt32IndexLimit || b >= kInt32IndexLimit) return kInt32IndexLimit;
-  const int64_t p = a * b;  // both < 2^31: fits in int64
-  return p >= kInt32IndexLimit ? kInt32IndexLimit : p;
-}
-
-// Word count of an int8x4 layout, saturated at kInt32IndexLimit.
-int64_t packed_words_sat(MemoryLayout layout, const Dims4& d) {
+// Word count of an int8x4 layout as the sizes of the word array, for checked_element_count.
+std::vector<int64_t> packed_word_dims(MemoryLayout layout, const Dims4& d) {
   switch (layout) {
-    case MemoryLayout::PackedInt8_4W4C:
-      return mul_sat(mul_sat(mul_sat(mul_sat(d.n, d.h), div_up(d.w, 4)), div_up(d.c, 4)), 4);
-    case MemoryLayout::PackedInt8_4H4W:
-      return mul_sat(mul_sat(mul_sat(mul_sat(d.n, d.c), div_up(d.h, 4)), div_up(d.w, 4)), 4);
-    case MemoryLayout::PackedInt8_4C1W:
-      return mul_sat(mul_sat(mul_sat(d.n, d.h), div_up(d.c, 4)), d.w);
-    default:
-      return 0;
+    case MemoryLayout::PackedInt8_4W4C: return {d.n, d.h, div_up(d.w, 4), div_up(d.c, 4), 4};
+    case MemoryLayout::PackedInt8_4H4W: return {d.n, d.c, div_up(d.h, 4), div_up(d.w, 4), 4};
+    case MemoryLayout::PackedInt8_4C1W: return {d.n, d.h, div_up(d.c, 4), d.w};
+    default: return {};
   }
 }
 
@@ -93,13 +81,12 @@ void validate(const TensorSpec& spec) {
               ly, " do not go together");
   }
 
-  int64_t numel = 1;
-  for (int64_t s : spec.sizes) numel = mul_sat(numel, s);
-  VKD_CHECK(numel < kInt32IndexLimit, ErrorCode::InvalidArgument, name,
-            ": element count exceeds the int32 index limit (numel must be < 2^31)");
+  // The caps of every tensor (TensorLimits.h); the kernels index elements and words with int32.
+  const std::string problem = tensor_size_problem(spec.sizes, element_size(spec.dtype), 4);
+  VKD_CHECK(problem.empty(), ErrorCode::InvalidArgument, name, ": ", problem);
   if (spec.dtype == DType::Int8x4) {
-    const int64_t words = packed_words_sat(spec.layout, spec.dims4());
-    VKD_CHECK(words < kInt32IndexLimit, ErrorCode::InvalidArgument, name, " ", ly,
+    VKD_CHECK(checked_element_count(packed_word_dims(spec.layout, spec.dims4())).has_value(),
+              ErrorCode::InvalidArgument, name, " ", ly,
               ": packed word count exceeds the int32 word index limit (words must be < 2^31)");
   }
 }

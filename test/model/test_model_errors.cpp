@@ -1,7 +1,8 @@
-// vkd::Model's errors: every load problem (a missing blob, a malformed plan, the weights missing,
-// wrong or needless, a host step the interpreter cannot run) and every execute problem (input
-// and output count, dtype, shape, bytes, null data) is a Status with a message naming what is
-// at fault; nothing throws.
+// vkd::Model's errors: every load problem (a missing blob, a malformed plan, a blob outside the
+// plan's directory, a link or not a blob, sizes past the caps, the weights missing or wrong, a
+// host step the interpreter cannot run) and every execute problem (input and output count,
+// dtype, shape, bytes, null data) is a Status with a message naming what is at fault; nothing
+// throws.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include "compiler/Safetensors.h"
 #include "test/model/ModelFixture.h"
+#include "vkdelegate/vkd_model.h"
 
 namespace vkd_test {
 namespace {
@@ -103,21 +105,86 @@ TEST_F(ModelErrors, MalformedPlansAreNamed) {
   write_text("bad.partition.json", "{\"vkd_partition\": 1, \"inputs\": [");
   LoadFailure f = load_failure(path("bad.partition.json"));
   EXPECT_EQ(f.status, Status::InvalidArgument);
-  EXPECT_TRUE(says(f.message, path("bad.partition.json") + ": malformed JSON: "));
+  EXPECT_TRUE(says(f.message, path("bad.partition.json") + ": malformed JSON at byte 33: "));
   write_text("graph.json", "{\"vkd_graph\": 1}");
   f = load_failure(path("graph.json"));
   EXPECT_TRUE(says(f.message, path("graph.json") + ": not a partition plan (no 'vkd_partition'"));
   f = load_failure(path("none.partition.json"));
   EXPECT_EQ(f.message, "cannot read partition plan '" + path("none.partition.json") +
                            "': no such file");
-  // A blob that is not one fails in the delegate, named as the model.
+  // A file that is not a blob is refused by its first bytes, which the message does not quote.
   write_text("junk.vkd", "not a blob");
   f = load_failure(path("junk.vkd"));
   EXPECT_EQ(f.status, Status::InvalidArgument);
-  EXPECT_TRUE(says(f.message, "cannot load model '" + path("junk.vkd") + "' (invalid argument): "));
+  EXPECT_EQ(f.message, "cannot read model file '" + path("junk.vkd") +
+                           "': it is not a vkdelegate blob");
 }
 
-TEST_F(ModelErrors, WeightsMissingWrongOrNeedlessAreNamed) {
+// The plan as `vkd compile --partition` wrote it, with `from` replaced by `to`, as NAME.
+std::string derived_plan(const std::string& plan, const std::string& name, const std::string& from,
+                         const std::string& to) {
+  std::ifstream in(plan);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  const std::string out = std::filesystem::path(plan).parent_path() / name;
+  std::ofstream(out) << text;
+  return out;
+}
+
+// Model.hpp: a plan's blobs are read from its directory. A name that leaves it, a link out of
+// it (or to a blob beside it) and a file that is not a blob are refused at load, and nothing of
+// a file that is not ours is quoted.
+TEST_F(ModelErrors, BlobsAreFilesOfThePlansDirectoryOnly) {
+  for (const std::string name : {"../m.p0.vkd", "/etc/passwd"}) {
+    const LoadFailure f = load_failure(derived_plan(plan_, "out.partition.json", "\"m.p0.vkd\"",
+                                                    "\"" + name + "\""));
+    EXPECT_EQ(f.status, Status::InvalidArgument);
+    EXPECT_EQ(f.message, path("out.partition.json") + ": step 0: field 'delegate': '" + name +
+                             "' is not a plain file name (a plan's blobs are files of its own "
+                             "directory: no '/', '.' or '..')");
+  }
+  std::filesystem::create_symlink("m.p0.vkd", path("link.vkd"));
+  LoadFailure f = load_failure(derived_plan(plan_, "link.partition.json", "\"m.p0.vkd\"",
+                                            "\"link.vkd\""));
+  EXPECT_EQ(f.message, path("link.partition.json") + ": step 0 (GPU link.vkd): cannot read model "
+                       "file '" + path("link.vkd") + "': it is a symbolic link");
+  write_text("notes.txt", "root:x:0:0:root:/root:/bin/bash\n");
+  f = load_failure(derived_plan(plan_, "notes.partition.json", "\"m.p0.vkd\"", "\"notes.txt\""));
+  EXPECT_EQ(f.message, path("notes.partition.json") + ": step 0 (GPU notes.txt): cannot read "
+                       "model file '" + path("notes.txt") + "': it is not a vkdelegate blob");
+}
+
+// A crafted plan: a view to [2^62 + 1, 240] ("240" elements in int64 arithmetic, those of the
+// input), two of them concatenated by a host cat that wrote past its 960-byte buffers (SIGSEGV
+// in execute). Refused at load through both APIs, naming the tensor.
+TEST_F(ModelErrors, ACraftedPlansSizesAreRefusedAtLoad) {
+  write_text("cat.partition.json", R"({"vkd_partition": 1, "inputs": ["x"], "outputs": ["y"],
+    "steps": [
+      {"host": "aten.view_copy", "inputs": ["x"], "args": {"size": [4611686018427387905, 240]},
+       "outputs": ["v"]},
+      {"host": "aten.cat", "inputs": ["v", "v"], "args": {"dim": 1}, "outputs": ["c"]},
+      {"host": "aten.view_copy", "inputs": ["c"], "args": {"size": [1, 4, 6, 20]},
+       "outputs": ["y"]}],
+    "tensors": {"x": {"dtype": "float32", "shape": [1, 4, 6, 10]},
+                "v": {"dtype": "float32", "shape": [4611686018427387905, 240]},
+                "c": {"dtype": "float32", "shape": [4611686018427387905, 480]},
+                "y": {"dtype": "float32", "shape": [1, 4, 6, 20]}}})");
+  const std::string expected =
+      path("cat.partition.json") + ": tensor 'v': field 'shape' [4611686018427387905,240]: the "
+      "product of the sizes (numel) is above the limit of 2^31 - 1 elements per tensor";
+  const LoadFailure f = load_failure(path("cat.partition.json"));
+  EXPECT_EQ(f.status, Status::InvalidArgument);
+  EXPECT_EQ(f.message, expected);
+  vkd_model* model = nullptr;
+  EXPECT_EQ(vkd_model_load(path("cat.partition.json").c_str(), nullptr, nullptr, &model),
+            VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_EQ(vkd_model_load_error(), expected);
+}
+
+TEST_F(ModelErrors, WeightsMissingOrWrongAreNamedNeedlessOnesUnread) {
   const std::string weights = write_add_weights();
   const std::string plan = compile_partitioned(kCliGraphs + "/add_constant.json", weights, "a");
   LoadFailure f = load_failure(plan);
@@ -133,11 +200,12 @@ TEST_F(ModelErrors, WeightsMissingWrongOrNeedlessAreNamed) {
   EXPECT_EQ(f.message, plan + ": step 1 (host node 2 (aten.add.Tensor)): constant 'other': no "
                               "tensor 'add.other' in " + path("other.safetensors") +
                               " (the name the plan gives under 'data')");
-  // Weights for a model that reads none.
+  // Weights for a model that reads none: not read (vkd run says the file is unused), so one
+  // that does not exist is no error either.
   options.weights_path = weights;
-  f = load_failure(plan_, options);
-  EXPECT_EQ(f.message, "--weights " + weights + ": " + plan_ +
-                           " has no host step that reads a constant");
+  EXPECT_TRUE(load(plan_, options));
+  options.weights_path = path("absent.safetensors");
+  EXPECT_TRUE(load(plan_, options));
 }
 
 // `vkd compile --partition` writes no plan with a step the host cannot run; one written by

@@ -121,7 +121,80 @@ TEST(PartitionPlan, MalformedPlansAreNamed) {
                                                   "\"dtype\": \"int4\", \"shape\": [1]}}"))),
             "dir/m.partition.json: tensor 'y': field 'dtype': expected \"float32\", \"float16\", "
             "\"int8\" or \"int32\", got \"int4\"");
-  EXPECT_NE(plan_error("{").find("dir/m.partition.json: malformed JSON: "), std::string::npos);
+  EXPECT_NE(plan_error("{").find("dir/m.partition.json: malformed JSON at byte 2: "),
+            std::string::npos);
+  EXPECT_EQ(plan_error(replaced(plan_text(), "\"outputs\": [\"y\"]",
+                                "\"outputs\": [\"y\"], \"outputs\": []")),
+            "dir/m.partition.json: duplicate key 'outputs' in JSON object '(top level)'");
+}
+
+// A crafted plan's sizes: [2^62 + 1, 4] has "4" elements in int64 arithmetic, and a host cat
+// over such tensors wrote past 16-byte buffers. Every size and product is refused by the caps
+// of runtime/core/TensorLimits.h when the plan is read, before anything is allocated.
+TEST(PartitionPlan, SizesBeyondTheTensorCapsAreRefusedByName) {
+  const std::string m = "\"m\": {\"dtype\": \"float32\", \"shape\": [1, 4, 3, 5]}";
+  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, m,
+                                                  "\"m\": {\"dtype\": \"float32\", \"shape\": "
+                                                  "[4611686018427387905, 4]}"))),
+            "dir/m.partition.json: tensor 'm': field 'shape' [4611686018427387905,4]: the "
+            "product of the sizes (numel) is above the limit of 2^31 - 1 elements per tensor");
+  // 2^31 elements exactly; 2^31 - 1 is within the caps (the data flow is what fails then).
+  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, m,
+                                                  "\"m\": {\"dtype\": \"int8\", \"shape\": "
+                                                  "[65536, 32768]}"))),
+            "dir/m.partition.json: tensor 'm': field 'shape' [65536,32768]: the product of the "
+            "sizes (numel) is above the limit of 2^31 - 1 elements per tensor");
+  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, m,
+                                                  "\"m\": {\"dtype\": \"int8\", \"shape\": "
+                                                  "[2147483647]}"))),
+            "");
+  // A size 0 elsewhere does not hide a product past the cap (its strides would overflow).
+  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, m,
+                                                  "\"m\": {\"dtype\": \"float32\", \"shape\": "
+                                                  "[0, 4294967296, 4294967296]}"))),
+            "dir/m.partition.json: tensor 'm': field 'shape' [0,4294967296,4294967296]: the "
+            "product of the sizes (numel) is above the limit of 2^31 - 1 elements per tensor");
+  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, m,
+                                                  "\"m\": {\"dtype\": \"float32\", \"shape\": "
+                                                  "[1, 1, 1, 1, 1, 1, 1]}"))),
+            "dir/m.partition.json: tensor 'm': field 'shape' [1,1,1,1,1,1,1]: rank 7 is above "
+            "the limit of 6");
+  // Above int64: not read as a wrapped negative or small number.
+  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, m,
+                                                  "\"m\": {\"dtype\": \"float32\", \"shape\": "
+                                                  "[18446744073709551615]}"))),
+            "dir/m.partition.json: tensor 'm': field 'shape': must be an integer of int64, got "
+            "18446744073709551615");
+}
+
+// A host step's arguments are checked by its op's rule without overflowing either: a view whose
+// size multiplies to "4" in int64 arithmetic.
+TEST(PartitionPlan, AViewSizeBeyondTheCapsIsRefusedByItsRule) {
+  const std::string steps = R"([
+    {"host": "aten.view_copy", "inputs": ["x"], "args": {"size": [4611686018427387905, 4]},
+     "outputs": ["y"]}])";
+  const std::string tensors = R"({"x": {"dtype": "float32", "shape": [1, 4]},
+                                  "y": {"dtype": "float32", "shape": [1, 4]}})";
+  const PartitionPlan p = parse_partition_plan(plan_text(steps, tensors), "m.partition.json");
+  try {
+    host_step_graph(p, p.steps[0], {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_STREQ(e.what(), "m.partition.json: step 0: aten.view_copy: argument 'size': "
+                           "[4611686018427387905, 4] has more elements than a tensor may "
+                           "(2147483647)");
+  }
+}
+
+// A plan's blobs are files of its own directory (compiler/README.md, "Partitioning"): a name
+// with a directory part, absolute or with '..', is refused when the plan is read.
+TEST(PartitionPlan, ABlobOutsideThePlansDirectoryIsRefused) {
+  for (const std::string name : {"../m.p0.vkd", "/etc/passwd", "sub/m.p0.vkd", "..", "."}) {
+    EXPECT_EQ(plan_error(plan_text(replaced(kSteps, "\"m.p0.vkd\"", "\"" + name + "\""))),
+              "dir/m.partition.json: step 0: field 'delegate': '" + name + "' is not a plain "
+              "file name (a plan's blobs are files of its own directory: no '/', '.' or '..')");
+  }
 }
 
 TEST(PartitionPlan, HostStepRunsAsOneNodeGraph) {

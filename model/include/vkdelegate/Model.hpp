@@ -29,7 +29,7 @@ namespace vkd {
 struct ModelOptions {
   DelegateOptions delegate;  // for every GPU step (device, validation, profiling, ...)
   // The original graph's weights (.safetensors, `vkd compile --weights`): needed when a host
-  // step reads a constant (the plan names each one's tensor), refused when none does ("" =
+  // step reads a constant (the plan names each one's tensor), not read when none does ("" =
   // none; `vkd run --weights`).
   std::string weights_path;
 };
@@ -60,8 +60,8 @@ struct StepTiming {
 
 class VKD_API Model {
  public:
-  // Loads `path`: a name ending in ".json" is a partition plan (its blobs are read from its
-  // directory), anything else a blob. Every file is read and checked (the plan's structure and
+  // Loads `path`: a name ending in ".json" is a partition plan (its blobs are plain file names,
+  // read from its directory, never through a symbolic link), anything else a blob. Every file is read and checked (the plan's structure and
   // data flow, each blob against the plan, each host step's op and arguments, the constants
   // against the weights file) before the first delegate touches the device. On failure returns
   // the status, leaves `out` empty and stores the message (naming the plan, the step and the

@@ -21,7 +21,8 @@ typedef struct vkd_model vkd_model;
 
 /* Loads `path`: a name ending in ".json" is a partition plan, anything else a blob. Every file
  * is read and checked before the device is touched. weights_path: the original graph's weights
- * (.safetensors) when a host step reads a constant, else NULL. options may be NULL (defaults).
+ * (.safetensors) when a host step reads a constant (not read otherwise; may then be NULL).
+ * options may be NULL (defaults).
  * On failure *out is NULL and vkd_model_load_error() holds the message. */
 VKD_C_API vkd_status vkd_model_load(const char* path, const char* weights_path,
                                     const vkd_options* options, vkd_model** out);
