@@ -32,10 +32,17 @@ inline constexpr char kQuantizeAffine[] = "torchao.quantize_affine";
 inline constexpr char kDequantizeAffine[] = "torchao.dequantize_affine";
 inline constexpr char kChooseQparamsAffine[] = "torchao.choose_qparams_affine";
 
+// The ops that are the identity outside training (compiler/ops/Dropout.cpp: a node in training
+// mode is refused when the graph is read, so every one left is the identity).
+inline bool is_eval_identity(const std::string& op) {
+  return op == "aten.dropout" || op == "aten.alpha_dropout" || op == "aten.feature_dropout" ||
+         op == "aten.feature_alpha_dropout" || op == "aten.stochastic_depth";
+}
+
 // Copies that change nothing a backend op sees (fusion looks through them; lowering makes them
 // identity).
 inline bool is_clone(const std::string& op) {
-  return op == kClone || op == kCloneDimOrder || op == kAliasCopy;
+  return op == kClone || op == kCloneDimOrder || op == kAliasCopy || is_eval_identity(op);
 }
 
 // Permutations of dims: permute (dims) and transpose (dim0, dim1), view and copy forms.

@@ -183,6 +183,18 @@ std::string check_moved_requantization(const QuantInfo& in, const QuantInfo& out
   return "";
 }
 
+std::string check_clamp_requantization(const QuantInfo& in, const QuantInfo& out) {
+  for (int64_t v = -128; v <= 127; ++v) {
+    const int64_t want = reference_dq_clamp_q(v, in, {}, out);
+    const int64_t got = requantize_clamp(v, in, out, out.quant_min, out.quant_max);
+    if (got != want) {
+      return "requantizing int8 value " + std::to_string(v) + " gives " + std::to_string(got) +
+             ", dq -> q gives " + std::to_string(want);
+    }
+  }
+  return "";
+}
+
 std::string check_bytes_or_requantization(const QuantInfo& in, const QuantInfo& out) {
   if (check_round_trip(in, out).empty()) return "";
   const std::string why = check_moved_requantization(in, out);

@@ -52,6 +52,10 @@ std::string check_round_trip(const QuantInfo& in, const QuantInfo& out);
 // with `out` computes, for all 256 int8 values: `out` over the full int8 range (what those
 // kernels clamp to) and every result equal (checked against the reference arithmetic).
 std::string check_moved_requantization(const QuantInfo& in, const QuantInfo& out);
+// "" when q8ta_clamp, clamping to the quantize's range, computes what dequantizing with `in`
+// and quantizing with `out` computes, for all 256 int8 values (checked against the reference
+// arithmetic): a requantization on its own, after a view that moves the int8 values.
+std::string check_clamp_requantization(const QuantInfo& in, const QuantInfo& out);
 // "" when a kernel that moves or selects int8 values (q8ta_pixel_shuffle, q8ta_max_pool2d; the
 // runtime's check_moved_quant) computes dq with `in` -> q with `out`: bytes as they are where the
 // two round-trip (check_round_trip), else each value requantized (check_moved_requantization).

@@ -201,6 +201,28 @@ bool needs_movement_op(const Graph& g, const MoveChain& c) {
   return false;
 }
 
+std::string chain_label(const Graph& g, const std::vector<int>& nodes) {
+  std::string s;
+  for (size_t k = 0; k < nodes.size(); ++k) s += (k ? " -> " : "") + label(g.nodes[nodes[k]]);
+  return s;
+}
+
+std::string check_chain_quantization(const Graph& g, const MoveChain& c, QuantInfo& in,
+                                     QuantInfo& out) {
+  std::string why = check_activation_dq(g, g.nodes[c.dq], c.dq, in);
+  if (!why.empty()) return why;
+  for (int k : c.nodes) {
+    const Node& n = g.nodes[k];
+    if (k == c.dq || (n.op != kQ && n.op != kDq) || k == c.q) continue;
+    QuantInfo mid;
+    why = n.op == kQ ? check_q(g, n, k, mid) : check_activation_dq(g, n, k, mid);
+    if (why.empty()) why = check_round_trip(in, mid);
+    if (!why.empty()) return "inside the chain: " + why;
+  }
+  if (c.q < 0) return c.why;
+  return check_q(g, g.nodes[c.q], c.q, out);
+}
+
 std::vector<int64_t> permutation_of(const Graph& g, const Node& n) {
   const int64_t rank = static_cast<int64_t>(g.value(n.inputs.at(0)).shape.size());
   const auto wrap = [&](int64_t d) { return d < 0 ? d + rank : d; };

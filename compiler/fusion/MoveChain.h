@@ -34,8 +34,24 @@ struct MoveChain {
 std::optional<MoveChain> find_move_chain(const Graph& g, int anchor);
 
 // Whether the chain permutes dims or passes through a tensor above rank 4, which plain views
-// (fuse_view's own pattern) never do.
+// and clones (fuse_view's own pattern) never do.
 bool needs_movement_op(const Graph& g, const MoveChain& c);
+
+// "dq -> aten.view_copy -> q": the labels of the chain's nodes, for the report.
+std::string chain_label(const Graph& g, const std::vector<int>& nodes);
+
+// A float chain's quantization: the first dequantize (`in`), every pair inside (round trips
+// of `in`) and the final quantize (`out`). "" or why the chain does not fuse.
+std::string check_chain_quantization(const Graph& g, const MoveChain& c, QuantInfo& in,
+                                     QuantInfo& out);
+
+// A float chain that moves its elements as a view but whose final quantize `out` has other
+// parameters than its dequantize `in` (Views.cpp): the view on the int8 data (identity /
+// q8ta_view, or folded into the q8ta_mean it flattens) into a new int8 value, then q8ta_clamp
+// requantizing that into the chain's output, when the clamp gives what dq -> q gives for all
+// 256 values (check_clamp_requantization). "" when committed, else why not (nothing committed).
+std::string commit_requantized_view(FuseState& state, int anchor, const MoveChain& c,
+                                    const QuantInfo& in, const QuantInfo& out);
 
 // Output dim k of permute / transpose node `n` is input dim dims[k] (dims made non-negative).
 std::vector<int64_t> permutation_of(const Graph& g, const Node& n);

@@ -8,10 +8,11 @@
 //   the chain only reshapes (a permute and its inverse). Which one is decided by evaluating the
 //   chain for every element, not by the node sequence. Intermediate quantizations must give
 //   back every int8 value; the final quantize may requantize (full int8 range), which the op
-//   then does per element, checked for all 256 values against the reference arithmetic.
+//   then does per element, checked for all 256 values against the reference arithmetic (a
+//   view requantizes in a q8ta_clamp after it: Views.cpp's commit_requantized_view).
 // - A lone int8 permute / transpose left after fusion is lowered the same way.
-// Views that start such a chain (a permute in it, or a 5-D / 6-D tensor) come here from
-// fuse_view; other views stay with it.
+// Views and clones that start such a chain (a permute in it, or a 5-D / 6-D tensor) come here
+// from fuse_view; other chains stay with it.
 #include <optional>
 #include <utility>
 
@@ -25,37 +26,12 @@ namespace {
 // Any data-movement op, for messages about a chain no op takes yet.
 constexpr char kAnyMovementOp[] = "a data-movement op";
 
-std::string chain_label(const Graph& g, const std::vector<int>& nodes) {
-  std::string s;
-  for (size_t k = 0; k < nodes.size(); ++k) s += (k ? " -> " : "") + label(g.nodes[nodes[k]]);
-  return s;
-}
-
-// A float chain's quantization: the first dequantize (`in`), every pair inside (round trips
-// of `in`) and the final quantize (`out`). "" or why the chain does not fuse.
-std::string check_quantization(const Graph& g, const MoveChain& c, QuantInfo& in,
-                               QuantInfo& out) {
-  std::string why = check_activation_dq(g, g.nodes[c.dq], c.dq, in);
-  if (!why.empty()) return why;
-  for (int k : c.nodes) {
-    const Node& n = g.nodes[k];
-    if (k == c.dq || (n.op != kQ && n.op != kDq) || k == c.q) continue;
-    QuantInfo mid;
-    why = n.op == kQ ? check_q(g, n, k, mid) : check_activation_dq(g, n, k, mid);
-    if (why.empty()) why = check_round_trip(in, mid);
-    if (!why.empty()) return "inside the chain: " + why;
-  }
-  if (c.q < 0) return c.why;
-  return check_q(g, g.nodes[c.q], c.q, out);
-}
-
 // "" when the op can requantize from `in` to `out` as the chain does: identity-valued when
 // they round-trip, else a per-element requantization to the full int8 range that equals the
-// chain's dequantize -> quantize for all 256 inputs.
-std::string check_requantization(const Movement& m, const QuantInfo& in, const QuantInfo& out) {
-  const std::string differ = check_round_trip(in, out);
-  if (differ.empty()) return "";
-  if (m.kind == Movement::View) return "a view does not requantize (" + differ + ")";
+// chain's dequantize -> quantize for all 256 inputs. (A view requantizes in a q8ta_clamp after
+// it: commit_requantized_view.)
+std::string check_requantization(const QuantInfo& in, const QuantInfo& out) {
+  if (check_round_trip(in, out).empty()) return "";
   return check_moved_requantization(in, out);
 }
 
@@ -93,13 +69,6 @@ Node movement_node(const Graph& g, const Movement& m, const std::string& source,
   return n;
 }
 
-// The first node of the chain with a pattern (clones have none): the one anchor that tries it.
-int first_anchor(const Graph& g, const MoveChain& c) {
-  for (int k : c.moves) {
-    if (!is_clone(g.nodes[k].op)) return k;
-  }
-  return -1;
-}
 
 std::vector<const Node*> move_nodes(const Graph& g, const MoveChain& c) {
   std::vector<const Node*> out;
@@ -117,13 +86,20 @@ void fuse_chain(FuseState& state, int anchor, const MoveChain& c) {
   std::optional<std::pair<QuantInfo, QuantInfo>> q;
   if (c.float_domain()) {
     QuantInfo in, out;
-    const std::string why = check_quantization(g, c, in, out);
+    const std::string why = check_chain_quantization(g, c, in, out);
     if (!why.empty()) return fail(why);
     q = std::make_pair(in, out);
   }
   Movement m;
   std::string why = classify_movement(g, move_nodes(g, c), c.source, c.output, m);
-  if (why.empty() && q) why = check_requantization(m, q->first, q->second);
+  const bool requantizing_view = why.empty() && q && m.kind == Movement::View &&
+                                 !check_round_trip(q->first, q->second).empty();
+  if (requantizing_view) {  // the view, then a q8ta_clamp requantizing its int8 output
+    why = commit_requantized_view(state, anchor, c, q->first, q->second);
+    if (!why.empty()) fail(why);
+    return;
+  }
+  if (why.empty() && q) why = check_requantization(q->first, q->second);
   if (!why.empty()) return fail(why);
   Fusion f;
   f.nodes = c.nodes;
@@ -144,9 +120,9 @@ void fuse_chain(FuseState& state, int anchor, const MoveChain& c) {
 bool fuse_move_chain(FuseState& state, int anchor) {
   const std::optional<MoveChain> c = find_move_chain(state.graph, anchor);
   if (!c || !needs_movement_op(state.graph, *c)) return false;
-  // Tried once, from its first anchor (node order); later anchors of the chain only confirm
+  // Tried once, from its first move (node order); later anchors of the chain only confirm
   // that it is not fuse_view's.
-  if (first_anchor(state.graph, *c) == anchor) fuse_chain(state, anchor, *c);
+  if (c->moves.front() == anchor) fuse_chain(state, anchor, *c);
   return true;
 }
 

@@ -1,8 +1,14 @@
-// Views of int8 data (view_copy, and what flatten / reshape / squeeze / unsqueeze become).
-// - dq -> aten.view_copy -> q, where the q gives back every int8 value the dq read (the same
+// Views of int8 data (view_copy, and what flatten / reshape / squeeze / unsqueeze become) and
+// the copies that change nothing (clone / contiguous, and the ops that are the identity in eval
+// mode: dropouts, stochastic depth), alone or in a chain of them (MoveChain.h: q -> dq pairs
+// between the moves, as FX's reference graphs write each one).
+// - dq -> moves -> q, where the q gives back every int8 value the dq read (the same
 //   quantization on both sides; checked for all 256 values against the reference arithmetic)
 //   => the view on the int8 data: identity where the packed shape is the same (free), else
 //   q8ta_view (one kernel). The dq / q pair disappears.
+// - Where the q has other parameters (FX observes a flatten before a classifier on its own)
+//   => the view, then q8ta_clamp requantizing its int8 output with no bounds but the q's range,
+//   when that gives what dq -> q gives for all 256 values (commit_requantized_view).
 // - Such a view (or a view_copy of the int8 data itself) that flattens the [N, C, 1, 1] output
 //   of a fused q8ta_mean into [N, C] (torch.flatten after a classifier's global pool) joins the
 //   mean's match: q8ta_mean_flat writes the [N, C] rows itself, in the layout q8ta_linear reads,
@@ -60,7 +66,68 @@ void fuse_int8_view(FuseState& state, int i) {
   if (mean != nullptr && state.may_target("q8ta_mean_flat")) fold_into_mean(state, *mean, m);
 }
 
+// Commits view `v` of int8 value v.source (dequantized by node `dq` with `in_q`): folded into
+// the q8ta_mean it flattens, else identity / q8ta_view.
+void commit_view(FuseState& state, int anchor, const Int8View& v, int dq, const QuantInfo& in_q) {
+  const Graph& g = state.graph;
+  state.consume_quant(v.source, dq, in_q);
+  if (Fusion* mean = flattened_mean(state, v.source, v.output)) {
+    if (state.may_target("q8ta_mean_flat")) return fold_into_mean(state, *mean, v);
+  }
+  const bool free = same_packed_shape(g.value(v.source).shape, g.value(v.output).shape);
+  Fusion f;
+  f.nodes = v.nodes;
+  f.dead = v.dead;
+  f.node.op = free ? "identity" : "q8ta_view";
+  f.node.inputs = {v.source};
+  f.node.outputs = {v.output};
+  if (!free) f.node.args["zero_point"] = in_q.zero_point;
+  f.node.origin = state.fused_origin(anchor, f.node.op);
+  state.produced[v.output] = *v.q;
+  state.commit(std::move(f), v.chain, " (a view of the int8 data)");
+}
+
 }  // namespace
+
+std::string commit_requantized_view(FuseState& state, int anchor, const MoveChain& c,
+                                    const QuantInfo& in, const QuantInfo& out) {
+  Graph& g = state.graph;
+  if (!state.may_target("q8ta_clamp")) return "q8ta_clamp has no kernel yet (left to the host)";
+  std::string why = check_clamp_requantization(in, out);
+  if (!why.empty()) return "the view does not requantize, and q8ta_clamp after it: " + why;
+  if (state.any_claimed(c.nodes)) return "overlaps another fused pattern";
+  // The view writes a new int8 value, quantized as its input, over the full int8 range.
+  std::vector<int> view_nodes(c.nodes.begin(), c.nodes.end() - 1);  // all but the final q
+  const std::string moved = g.nodes[c.q].inputs.at(0);
+  Value mid;
+  mid.name = g.unique_name(moved + "_int8");
+  mid.dtype = DType::Int8;
+  mid.shape = g.value(c.output).shape;
+  g.add_value(mid);
+  QuantInfo mid_q = in;
+  mid_q.quant_min = -128;
+  mid_q.quant_max = 127;
+  commit_view(state, anchor,
+              {c.source, mid.name, view_nodes, c.dead, mid_q, chain_label(g, view_nodes)}, c.dq,
+              in);
+  Fusion f;
+  f.nodes = {c.q};
+  f.node.op = "q8ta_clamp";
+  f.node.inputs = {mid.name};
+  f.node.outputs = {c.output};
+  f.node.args = {{"input_scale", in.scale},
+                 {"input_zero_point", in.zero_point},
+                 {"output_scale", out.scale},
+                 {"output_zero_point", out.zero_point},
+                 {"activation_min", out.quant_min},
+                 {"activation_max", out.quant_max}};
+  f.node.origin = state.fused_origin(c.q, f.node.op);
+  state.produced[c.output] = out;
+  state.commit(std::move(f), "q",
+               " (requantizes the view " + quoted(mid.name) + ": " + describe_quant(in) +
+                   " -> " + describe_quant(out) + ")");
+  return "";
+}
 
 void fuse_view(FuseState& state, int i) {
   const Graph& g = state.graph;
@@ -69,39 +136,30 @@ void fuse_view(FuseState& state, int i) {
   if (fuse_move_chain(state, i)) return;  // it starts a chain with a permute or a 5-D tensor
   // Plain views of 5-D / 6-D tensors stay edge ops (fuse_and_lower reported them).
   if (g.value(n.inputs[0]).shape.size() > 4 || g.value(n.outputs[0]).shape.size() > 4) return;
-  if (g.value(n.inputs[0]).dtype == DType::Int8) return fuse_int8_view(state, i);
-  const bool free = same_packed_shape(g.value(n.inputs[0]).shape, g.value(n.outputs[0]).shape);
-  const std::string backend = free ? "identity" : "q8ta_view";
-  const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
-  // A float view with no quantize after it stays a float op.
-  if (!m || m->tail.kind == Tail::None) return;
-  auto fail = [&](const std::string& why) { state.not_fused(m->chain, m->nodes, backend, why); };
-
-  QuantInfo in_q;
-  std::string why = check_activation_dq(g, g.nodes[m->dq], m->dq, in_q);
-  if (why.empty()) why = single_use(g, m->x);
-  if (why.empty() && m->tail.kind == Tail::Half) why = m->tail.why;
-  if (why.empty() && m->tail.act >= 0) why = "an activation follows (a view fuses none)";
-  if (why.empty()) why = check_round_trip(in_q, m->tail.out_q);
-  if (!why.empty()) return fail(why);
-  if (state.any_claimed(m->nodes)) return fail("overlaps another fused pattern");
-  Int8View v{g.nodes[m->dq].inputs[0], g.nodes[m->tail.q].outputs[0], m->nodes, {m->x},
-             m->tail.out_q, m->chain};
-  v.dead.insert(v.dead.end(), m->tail.values.begin(), m->tail.values.end());
-  state.consume_quant(v.source, m->dq, in_q);
-  if (Fusion* mean = flattened_mean(state, v.source, v.output)) {
-    if (state.may_target("q8ta_mean_flat")) return fold_into_mean(state, *mean, v);
+  if (g.value(n.inputs[0]).dtype == DType::Int8) {
+    if (n.op == kViewCopy) fuse_int8_view(state, i);
+    return;  // int8 clones are lowered to identity
   }
-  Fusion f;
-  f.nodes = v.nodes;
-  f.dead = v.dead;
-  f.node.op = backend;
-  f.node.inputs = {v.source};
-  f.node.outputs = {v.output};
-  if (!free) f.node.args["zero_point"] = in_q.zero_point;
-  f.node.origin = state.fused_origin(i, backend);
-  state.produced[v.output] = m->tail.out_q;
-  state.commit(std::move(f), m->chain, " (a view of the int8 data)");
+  const std::optional<MoveChain> c = find_move_chain(g, i);
+  // Tried once, from the chain's first move; a float chain with no quantize after it stays
+  // float ops.
+  if (!c || !c->float_domain() || c->moves.front() != i || c->q < 0) return;
+  const std::string chain = chain_label(g, c->nodes);
+  const bool free = same_packed_shape(g.value(c->source).shape, g.value(c->output).shape);
+  const std::string backend = free ? "identity" : "q8ta_view";
+  if (!state.allowed(i, backend)) return;
+  auto fail = [&](const std::string& why) { state.not_fused(chain, c->nodes, backend, why); };
+
+  QuantInfo in_q, out_q;
+  std::string why = check_chain_quantization(g, *c, in_q, out_q);
+  if (!why.empty()) return fail(why);
+  if (!check_round_trip(in_q, out_q).empty()) {
+    why = commit_requantized_view(state, i, *c, in_q, out_q);
+    if (!why.empty()) fail(why);
+    return;
+  }
+  if (state.any_claimed(c->nodes)) return fail("overlaps another fused pattern");
+  commit_view(state, i, {c->source, c->output, c->nodes, c->dead, out_q, chain}, c->dq, in_q);
 }
 
 }  // namespace vkd::compiler::fusion

@@ -15,10 +15,11 @@ std::vector<HostTensor> reference_copy(const ReferenceContext& c);
 // The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
 namespace fusion {
 std::string lower_identity(FuseState& state, Node& node, int where);  // clones
-// dq -> aten.view_copy -> q (same quantization) => identity | q8ta_view, or folded into the
-// q8ta_mean it flattens (q8ta_mean_flat); int8 view_copy into a q8ta_mean's output likewise. A
-// view that starts a chain with a permute or a 5-D / 6-D tensor is fuse_data_movement's
-// (compiler/fusion/Permute.cpp): a channel shuffle, a permute, or a view again.
+// dq -> views / clones -> q (same quantization) => identity | q8ta_view, or folded into the
+// q8ta_mean it flattens (q8ta_mean_flat); int8 view_copy into a q8ta_mean's output likewise; a q
+// with other parameters => the view, then q8ta_clamp. A chain with a permute or a 5-D / 6-D
+// tensor is fuse_data_movement's (compiler/fusion/Permute.cpp): a channel shuffle, a permute,
+// or a view again.
 void fuse_view(FuseState& state, int anchor);
 // identity when the packed shape is the same, else q8ta_view on int8 data.
 std::string lower_view(FuseState& state, Node& node, int where);
@@ -84,16 +85,23 @@ std::vector<TypedShape> clone_dim_order(const ShapeContext& c) {
 
 }  // namespace
 
+// What a chain of views and clones on quantized data becomes (fuse_view; with a permute or a 5-D
+// tensor in it, Permute.cpp's data movement; a view requantizing into a q8ta_clamp after it).
+std::vector<std::string> moved_by_ops() {
+  return {"identity",     "q8ta_view",    "q8ta_mean_flat", "q8ta_channel_shuffle",
+          "q8ta_permute", "q8ta_clamp"};
+}
+
 std::vector<EdgeOp> copy_edge_ops() {
   return {
       EdgeOp{"aten.view_copy", {"self"}, 1, {required_arg("size", Lit::Ints)}, 1, view_copy}
           .computed_by(reference_view_copy)
-          .fused_by(fusion::fuse_view, {"identity", "q8ta_view", "q8ta_mean_flat",
-                                        "q8ta_channel_shuffle", "q8ta_permute"})
+          .fused_by(fusion::fuse_view, moved_by_ops())
           .fusing_beyond_device()
           .lowered_by(fusion::lower_view, {"identity", "q8ta_view"}),
       EdgeOp{"aten.clone", {"self"}, 1, {optional_arg("memory_format", Lit::String)}, 1, clone_like}
           .computed_by(reference_copy)
+          .fused_by(fusion::fuse_view, moved_by_ops())
           .lowered_by(fusion::lower_identity, {"identity"}),
       EdgeOp{"aten.alias_copy",
              {"self"},
@@ -102,6 +110,7 @@ std::vector<EdgeOp> copy_edge_ops() {
              1,
              clone_like}
           .computed_by(reference_copy)
+          .fused_by(fusion::fuse_view, moved_by_ops())
           .lowered_by(fusion::lower_identity, {"identity"}),
       EdgeOp{"aten._clone_dim_order",
              {"self"},
@@ -111,6 +120,7 @@ std::vector<EdgeOp> copy_edge_ops() {
              1,
              clone_dim_order}
           .computed_by(reference_copy)
+          .fused_by(fusion::fuse_view, moved_by_ops())
           .lowered_by(fusion::lower_identity, {"identity"}),
   };
 }

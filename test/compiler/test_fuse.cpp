@@ -1029,12 +1029,11 @@ TEST(Fuse, Deterministic) {
   expect_same_graph(g1, g2);
   // And the result is the one expected, so a change in order or naming shows up here.
   EXPECT_EQ(ops_of(g1), (std::vector<std::string>{"q8ta_conv2d_add", "q8ta_pixel_shuffle",
-                                                  "q8ta_dequantize", "identity", "q8ta_quantize",
-                                                  "q8ta_linear_dq"}))
+                                                  "identity", "q8ta_clamp", "q8ta_linear_dq"}))
       << all_lines(r1);
   EXPECT_EQ(g1.value_names(),
-            (std::vector<std::string>{"xq", "cw", "sq", "pq", "pf", "v", "lw", "vq", "out",
-                                      "cw_scales", "cq_bias", "lw_scales", "out_bias"}));
+            (std::vector<std::string>{"xq", "cw", "sq", "pq", "lw", "vq", "out", "cw_scales",
+                                      "cq_bias", "v_int8", "lw_scales", "out_bias"}));
   expect_valid(g1);
   // A second run on the lowered graph changes nothing.
   Graph g3 = g1;
@@ -1524,21 +1523,39 @@ TEST(Fuse, Int8FlattenAfterPoolFoldsIntoTheMean) {
   expect_valid(b.g);
 }
 
-// A flatten whose q differs from the dq stays a float view between a dequantize and a
-// quantize, and says why.
-TEST(Fuse, ViewWithOtherQuantizationIsNotAnInt8View) {
+// A flatten whose q differs from the dq (FX observes `x.flatten(1)` before a classifier on its
+// own): the view folds into the mean as before, writing the mean's parameters into a new int8
+// value, and a q8ta_clamp with the q's range requantizes it (dq -> q for all 256 values).
+TEST(Fuse, ViewWithOtherQuantizationIsAViewThenAClamp) {
   Builder b = pooled("aten.mean.dim", {{"dim", std::vector<int64_t>{-1, -2}},
                                                   {"keepdim", true}}, {2, 8, 1, 1});
   flatten_linear_head(b, 0.1, -3);
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.view_copy -> q (node 3..5) as q8ta_view: input "
-                          "(scale 0.05 zero_point -3 range -128..127) and output (scale 0.1 "
-                          "zero_point -3 range -128..127) quantization differ"))
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g),
+            (std::vector<std::string>{"q8ta_mean_flat", "q8ta_clamp", "q8ta_linear"}))
       << all_lines(r);
-  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mean", "q8ta_dequantize",
-                                                   "aten.view_copy", "q8ta_quantize",
-                                                   "q8ta_linear"}))
+  EXPECT_EQ(g.nodes[0].outputs, (std::vector<std::string>{"v_int8"}));
+  expect_quant(g.value("v_int8"), 0.05, -3, -128, 127);
+  EXPECT_EQ(g.value("v_int8").shape, (std::vector<int64_t>{2, 8}));
+  const Node& clamp = g.nodes[1];
+  EXPECT_EQ(clamp.inputs, (std::vector<std::string>{"v_int8"}));
+  EXPECT_EQ(clamp.outputs, (std::vector<std::string>{"vq"}));
+  EXPECT_EQ(arg_d(clamp, "input_scale"), 0.05);
+  EXPECT_EQ(arg_i(clamp, "input_zero_point"), -3);
+  EXPECT_EQ(arg_d(clamp, "output_scale"), 0.1);
+  EXPECT_EQ(arg_i(clamp, "output_zero_point"), -3);
+  EXPECT_EQ(arg_i(clamp, "activation_min"), -128);
+  EXPECT_EQ(arg_i(clamp, "activation_max"), 127);
+  expect_quant(g.value("vq"), 0.1, -3, -128, 127);
+  EXPECT_TRUE(has_line(r, "fused dq -> aten.view_copy (node 3..4) into q8ta_mean 'yq': "
+                          "q8ta_mean_flat writes the [2, 8] rows 'v_int8' itself"))
       << all_lines(r);
+  EXPECT_TRUE(has_line(r, "fused q (node 5) into q8ta_clamp 'vq' (requantizes the view "
+                          "'v_int8': scale 0.05 zero_point -3 range -128..127 -> scale 0.1 "
+                          "zero_point -3 range -128..127)"))
+      << all_lines(r);
+  expect_valid(g);
 }
 
 // dq -> view -> q with one quantization and no mean before it: the view on the int8 data,
@@ -1574,12 +1591,15 @@ TEST(Fuse, DqViewQBecomesAnInt8View) {
     EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"identity"})) << all_lines(r);
     expect_valid(b.g);
   }
-  {
+  {  // -128 clamped to -127: the view, then a q8ta_clamp to the q's range
     Builder b = graph({1, 72}, -127);
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.view_copy -> q (node 0..2) as q8ta_view: "
-                            "quantizing with range -127..127 does not give back int8 value -128"))
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_view", "q8ta_clamp"}))
         << all_lines(r);
+    EXPECT_EQ(arg_i(b.g.nodes[1], "activation_min"), -127);
+    EXPECT_EQ(arg_i(b.g.nodes[1], "activation_max"), 127);
+    expect_quant(b.g.value("vq"), 0.1, 2, -127, 127);
+    expect_valid(b.g);
   }
 }
 
@@ -1839,12 +1859,14 @@ TEST(Fuse, RequantizingQuantizeSplitsAChain) {
   v.node("aten.permute_copy", {"x"}, {{"dims", std::vector<int64_t>{1, 0, 2, 3}}}, {"u"});
   v.q("u", "yq", 0.05, 2);
   v.output("yq");
+  // A permute that moves only a size-1 dim is a view: it requantizes in a q8ta_clamp after it.
   const PassReport rv = fuse_and_lower(v.g);
-  EXPECT_TRUE(has_line(rv, "not fused: dq -> aten.permute_copy -> q (node 0..2) as a "
-                           "data-movement op: a view does not requantize (input (scale 0.1 "
-                           "zero_point 2 range -128..127) and output (scale 0.05 zero_point 2 "
-                           "range -128..127) quantization differ)"))
+  ASSERT_EQ(ops_of(v.g), (std::vector<std::string>{"q8ta_view", "q8ta_clamp"})) << all_lines(rv);
+  EXPECT_TRUE(has_line(rv, "fused q (node 2) into q8ta_clamp 'yq' (requantizes the view "
+                           "'u_int8': scale 0.1 zero_point 2 range -128..127 -> scale 0.05 "
+                           "zero_point 2 range -128..127)"))
       << all_lines(rv);
+  expect_valid(v.g);
 }
 
 // A 5-D transpose that is no channel shuffle stays an edge op, reported once for the chain and

@@ -208,7 +208,17 @@ const char* kEveryOp = R"({
      "outputs": ["ubv"]},
     {"op": "aten.upsample_bilinear2d", "inputs": ["ps"],
      "args": {"output_size": [16, 16], "align_corners": false, "scales_h": 2.0, "scales_w": 2},
-     "outputs": ["ub"]}
+     "outputs": ["ub"]},
+    {"op": "aten.dropout", "inputs": ["cd"], "args": {"p": 0.5, "train": false},
+     "outputs": ["dr"]},
+    {"op": "aten.alpha_dropout", "inputs": ["dr"], "args": {"p": 0.1, "train": false},
+     "outputs": ["adr"]},
+    {"op": "aten.feature_dropout", "inputs": ["ps"], "args": {"p": 0.1, "train": false},
+     "outputs": ["fdr"]},
+    {"op": "aten.feature_alpha_dropout", "inputs": ["fdr"], "args": {"p": 0.0, "train": true},
+     "outputs": ["fadr"]},
+    {"op": "aten.stochastic_depth", "inputs": ["fadr"],
+     "args": {"p": 0.2, "mode": "row", "training": false}, "outputs": ["sd"]}
   ]
 })";
 
@@ -242,7 +252,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 49u);
+  ASSERT_EQ(g.nodes.size(), 54u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -294,6 +304,8 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "un", DType::Float32, {1, 1, 3, 5});
   expect_value(g, "ubv", DType::Float32, {1, 1, 9, 7});
   expect_value(g, "ub", DType::Float32, {1, 1, 16, 16});
+  expect_value(g, "adr", DType::Float32, {1, 5});
+  expect_value(g, "sd", DType::Float32, {1, 1, 8, 8});
 
   // Constants: bytes copied; the int64 zero points narrowed to int32.
   const Value& w1 = g.value("w1");
