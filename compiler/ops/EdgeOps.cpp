@@ -21,6 +21,7 @@ std::vector<EdgeOp> permute_edge_ops();
 std::vector<EdgeOp> affine_edge_ops();
 std::vector<EdgeOp> activation_edge_ops();
 std::vector<EdgeOp> softmax_edge_ops();
+std::vector<EdgeOp> transformer_edge_ops();
 
 const char* lit_name(Lit kind) {
   switch (kind) {
@@ -127,7 +128,8 @@ const std::vector<EdgeOp>& edge_ops() {
                         pixel_shuffle_edge_ops, upsample_edge_ops, pool_edge_ops, copy_edge_ops,
                         dropout_edge_ops,
                         concat_edge_ops,
-                        permute_edge_ops, affine_edge_ops, activation_edge_ops, softmax_edge_ops}) {
+                        permute_edge_ops, affine_edge_ops, activation_edge_ops, softmax_edge_ops,
+                        transformer_edge_ops}) {
       for (EdgeOp& op : family()) {
         check_descriptor(op);
         all.push_back(std::move(op));

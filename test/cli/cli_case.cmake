@@ -484,6 +484,17 @@ elseif(CASE STREQUAL "compile_partition_refused")
   expect_exit(2)
   expect_file_content("${WORK}/m.partition.json" "${SENTINEL}")
   expect_files("${WORK}" host_refused.json m.partition.json out)
+  # What the host has references for is written and runs: a float layer_norm, mul.Tensor and
+  # softmax over channels, each a host step.
+  copy_to_work("${GRAPHS}/host_runs.json" "${FIXTURE}/part_pool_x.npy")
+  vkd(compile host_runs.json --partition -o h.vkd)
+  expect_exit(0)
+  expect_stdout("\nwrote h.partition.json \\(1 partition\\(s\\), 3 host node\\(s\\)\\)\n$")
+  vkd(run h.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(0)
+  expect_stdout("\nstep 1  host  aten.layer_norm +xd -> n +CPU [^\n]+\nstep 2  host  aten.mul.Tensor +n, xd -> p +CPU [^\n]+\nstep 3  host  aten._softmax +p -> y +CPU ")
+  expect_files("${OUT}" y.npy)
+
 
 elseif(CASE STREQUAL "run_partitioned")
   # The compile_partition graph run whole: two partitions on the GPU, the max_pool between them

@@ -209,6 +209,17 @@ const char* kEveryOp = R"({
     {"op": "aten.upsample_bilinear2d", "inputs": ["ps"],
      "args": {"output_size": [16, 16], "align_corners": false, "scales_h": 2.0, "scales_w": 2},
      "outputs": ["ub"]},
+    {"op": "aten.layer_norm", "inputs": ["cd"], "args": {"normalized_shape": [5], "eps": 1e-5},
+     "outputs": ["lnm"]},
+    {"op": "aten.view_copy", "inputs": ["lnm"], "args": {"size": [1, 5, 1]}, "outputs": ["seq"]},
+    {"op": "aten.view_copy", "inputs": ["spl3"], "args": {"size": [3, 1]}, "outputs": ["qkvw"]},
+    {"op": "aten.view_copy", "inputs": ["spl3"], "args": {"size": [3]}, "outputs": ["qkvb"]},
+    {"op": "aten.view_copy", "inputs": ["m"], "args": {"size": [1]}, "outputs": ["pb"]},
+    {"op": "aten._native_multi_head_attention",
+     "inputs": ["seq", "seq", "seq", "qkvw", "qkvb", "v", "pb"],
+     "args": {"embed_dim": 1, "num_head": 1, "need_weights": true,
+              "average_attn_weights": false},
+     "outputs": ["att", "attw"]},
     {"op": "aten.dropout", "inputs": ["cd"], "args": {"p": 0.5, "train": false},
      "outputs": ["dr"]},
     {"op": "aten.alpha_dropout", "inputs": ["dr"], "args": {"p": 0.1, "train": false},
@@ -252,7 +263,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 54u);
+  ASSERT_EQ(g.nodes.size(), 60u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -304,6 +315,9 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "un", DType::Float32, {1, 1, 3, 5});
   expect_value(g, "ubv", DType::Float32, {1, 1, 9, 7});
   expect_value(g, "ub", DType::Float32, {1, 1, 16, 16});
+  expect_value(g, "lnm", DType::Float32, {1, 5});
+  expect_value(g, "att", DType::Float32, {1, 5, 1});
+  expect_value(g, "attw", DType::Float32, {1, 1, 5, 5});  // per head: need_weights, not averaged
   expect_value(g, "adr", DType::Float32, {1, 5});
   expect_value(g, "sd", DType::Float32, {1, 1, 8, 8});
 

@@ -285,6 +285,62 @@ TEST(ShapeInferenceTest, SoftmaxDimAndConversions) {
   expect_infer_error(dtype.g, {"node 0 (aten.softmax.int): argument 'dtype': must be None"});
 }
 
+TEST(ShapeInferenceTest, LayerNormAndMultiHeadAttention) {
+  Builder b;
+  b.input("x", DType::Float32, {2, 7, 8})
+      .constant("g", DType::Float32, {8})
+      .constant("w", DType::Float32, {24, 8})
+      .constant("wb", DType::Float32, {24})
+      .constant("p", DType::Float32, {8, 8})
+      .constant("pb", DType::Float32, {8})
+      .input("kv", DType::Float32, {2, 3, 8})
+      .node("aten.layer_norm", {"x", "g", "g"}, {{"normalized_shape", I{8}}}, {"n"})
+      .node("aten._native_multi_head_attention", {"n", "kv", "kv", "w", "wb", "p", "pb"},
+            {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}, {"need_weights", true},
+             {"average_attn_weights", false}},
+            {"a", "aw"})
+      .node("aten._native_multi_head_attention", {"a", "a", "a", "w", "wb", "p", "pb"},
+            {{"embed_dim", int64_t{8}}, {"num_head", int64_t{4}}}, {"s", "sw"})
+      .node("aten._native_multi_head_attention", {"s", "s", "s", "w", "wb", "p", "pb"},
+            {{"embed_dim", int64_t{8}}, {"num_head", int64_t{1}}, {"need_weights", false}},
+            {"o"});
+  infer_shapes(b.g);
+  expect_type(b.g, "n", DType::Float32, {2, 7, 8});
+  expect_type(b.g, "a", DType::Float32, {2, 7, 8});
+  expect_type(b.g, "aw", DType::Float32, {2, 2, 7, 3});  // per head: [B, H, L, S]
+  expect_type(b.g, "sw", DType::Float32, {2, 7, 7});     // averaged (the default)
+  expect_type(b.g, "o", DType::Float32, {2, 7, 8});
+
+  const auto one = [&](const std::string& op, std::vector<std::string> in, Args args,
+                       std::vector<std::string> out) {
+    Builder e = b;
+    e.g.nodes.clear();
+    e.node(op, std::move(in), std::move(args), std::move(out));
+    return e.g;
+  };
+  expect_infer_error(one("aten.layer_norm", {"x"}, {{"normalized_shape", I{7}}}, {"y"}),
+                     {"node 0 (aten.layer_norm): argument 'normalized_shape': [7] must be the "
+                      "last dims of the input [2, 7, 8]"});
+  expect_infer_error(one("aten.layer_norm", {"x", "wb"}, {{"normalized_shape", I{8}}}, {"y"}),
+                     {"node 0 (aten.layer_norm)", "weight", "[24]"});
+  const Args mha = {{"embed_dim", int64_t{8}}, {"num_head", int64_t{3}}};
+  expect_infer_error(one("aten._native_multi_head_attention", {"x", "x", "x", "w", "wb", "p", "pb"},
+                         mha, {"y", "yw"}),
+                     {"argument 'num_head': 3 does not divide embed_dim 8"});
+  expect_infer_error(one("aten._native_multi_head_attention", {"x", "x", "x", "p", "wb", "p", "pb"},
+                         {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}}, {"y", "yw"}),
+                     {"qkv_weight", "[8, 8]"});
+  expect_infer_error(one("aten._native_multi_head_attention",
+                         {"x", "x", "x", "w", "wb", "p", "pb", "x"},
+                         {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}}, {"y", "yw"}),
+                     {"mask", "attention masks are not supported yet"});
+  expect_infer_error(one("aten._native_multi_head_attention", {"x", "x", "x", "w", "wb", "p", "pb"},
+                         {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}},
+                          {"need_weights", false}},
+                         {"y", "yw"}),
+                     {"expected 1 output(s), got 2"});
+}
+
 TEST(ShapeInferenceTest, PixelShuffle) {
   Builder b;
   b.input("x", DType::Float32, {1, 18, 5, 7})

@@ -5,7 +5,8 @@ Computes conv2d / conv_transpose2d / linear / max_pool2d / avg_pool2d / pixel_sh
 upsample_nearest2d / upsample_bilinear2d,
 the smooth activations (hardswish, hardsigmoid, sigmoid, tanh, silu, gelu, elu, leaky_relu) and
 softmax / log_softmax, cat and the splits (split_with_sizes_copy, split_copy, chunk,
-slice_copy), permute / transpose with torch (float32, CPU) on fixed seeded inputs and writes,
+slice_copy), layer_norm, multi-head attention, permute / transpose with torch (float32, CPU)
+on fixed seeded inputs and writes,
 into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
       case NAME OP
@@ -349,6 +350,42 @@ def concat_cases(w):
                torch.ops.aten.slice_copy(z, 1, start, end, step))
 
 
+def transformer_cases(w):
+    """layer_norm (with and without weight and bias, over one and two dims, a large offset) and
+    nn.MultiheadAttention (self-attention through ATen's own op; cross-attention, which that op
+    refuses, through the module's general path; weights averaged, per head, not asked for)."""
+    x = uniform(2, 3, 4, 6) * 3.0 + 5.0
+    weight, bias = uniform(4, 6), uniform(4, 6)
+    w.case("layer_norm_affine_2d", "aten.layer_norm",
+           [("input", x), ("weight", weight), ("bias", bias)],
+           [("normalized_shape", "ints", (4, 6)), ("eps", "float", 1e-5)],
+           F.layer_norm(x, (4, 6), weight, bias, 1e-5))
+    y = uniform(3, 7, 16)
+    w.case("layer_norm_plain", "aten.layer_norm", [("input", y), ("weight", None), ("bias", None)],
+           [("normalized_shape", "ints", (16,)), ("eps", "float", 1e-3)],
+           F.layer_norm(y, (16,), eps=1e-3))
+    for name, heads, length, average in (("self_avg", 2, 9, True), ("cross_per_head", 4, 5, False),
+                                         ("self_no_weights", 1, 9, None)):
+        mha = torch.nn.MultiheadAttention(16, heads, batch_first=True).eval()
+        with torch.no_grad():
+            mha.in_proj_bias.uniform_(-0.5, 0.5)
+            mha.out_proj.bias.uniform_(-0.5, 0.5)
+        q = uniform(2, 9, 16) * 2.0
+        kv = q if length == 9 else uniform(2, length, 16) * 2.0
+        need = average is not None
+        with torch.no_grad():
+            out, weights = mha(q, kv, kv, need_weights=need, average_attn_weights=bool(average))
+        params = [("qkv_weight", mha.in_proj_weight), ("qkv_bias", mha.in_proj_bias),
+                  ("proj_weight", mha.out_proj.weight), ("proj_bias", mha.out_proj.bias)]
+        args = [("embed_dim", "int", 16), ("num_head", "int", heads),
+                ("need_weights", "bool", need)]
+        if need:
+            args.append(("average_attn_weights", "bool", average))
+        w.case(f"mha_{name}", "aten._native_multi_head_attention",
+               [("query", q), ("key", kv), ("value", kv)] + params, args,
+               [out, weights] if need else out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -372,6 +409,7 @@ def main():
     avg_pool_cases(w)
     upsample_cases(w)
     concat_cases(w)
+    transformer_cases(w)
     w.finish()
     print(f"torch_oracle: torch {torch.__version__}, {w.count} cases written to {args.out}")
     if args.checker:

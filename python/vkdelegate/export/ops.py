@@ -23,6 +23,7 @@ from .walk import (DQ_PER_CHANNEL, DQ_PER_TENSOR, Literal, Param, Pieces, Tensor
 
 _HANDLERS = {}         # node key -> fn(walker, node) -> ref
 _MODULE_HANDLERS = {}  # module class -> fn(walker, module, path, x, out) -> Tensor
+_MODULE_CALL_HANDLERS = {}  # module class -> fn(walker, node, module) -> ref (any arguments)
 _REQUIRED = object()
 
 
@@ -606,15 +607,29 @@ def _slice_dims(w, x, index, out):
 
 # ---- modules ----------------------------------------------------------------------------------
 
-def _module_handler(cls):
+def handles_module_call(*classes):
+    """Registers a handler of the whole call_module node (several arguments, keywords, a tuple
+    result) for each class and its subclasses: fn(walker, node, module) -> ref."""
+    def register(fn):
+        for cls in classes:
+            _MODULE_CALL_HANDLERS[cls] = fn
+        return fn
+    return register
+
+
+def _module_handler(cls, table=None):
+    table = _MODULE_HANDLERS if table is None else table
     for klass in cls.__mro__:
-        if klass in _MODULE_HANDLERS:
-            return _MODULE_HANDLERS[klass]
+        if klass in table:
+            return table[klass]
     return None
 
 
 def _call_module(w, node):
     module = w.gm.get_submodule(node.target)
+    call_handler = _module_handler(type(module), _MODULE_CALL_HANDLERS)
+    if call_handler is not None:
+        return call_handler(w, node, module)
     handler = _module_handler(type(module))
     if handler is None or len(node.args) != 1 or node.kwargs:
         return generic_module(w, node, module)
@@ -782,3 +797,6 @@ def generic_module(w, node, module, out=None):
     pairs += [(k, getattr(module, k)) for k in getattr(module, "__constants__", [])
               if hasattr(module, k)]
     return _split(w, pairs, out or w.out(), "aten." + _snake(type(module).__name__))
+
+
+from . import ops_transformer  # noqa: E402,F401  (registers its handlers; it imports this module)
