@@ -410,7 +410,7 @@ elseif(CASE STREQUAL "bad_bench")
   expect_stderr("vkd run: --bench needs a whole number in \\[1, 1000000\\], got '0'")
   vkd(run "${MODEL}" --input "x=${X}" --output-dir out --bogus)
   expect_exit(2)
-  expect_stderr("vkd run: unknown option '--bogus'\nusage: vkd")
+  expect_stderr("vkd run: unknown option '--bogus' \\(options: --input, [^\n]+\\)\nusage: vkd")
   vkd(run "${MODEL}" --input "x" --output-dir out)
   expect_exit(2)
   expect_stderr("vkd run: --input needs NAME=FILE.npy, got 'x'")
@@ -495,7 +495,6 @@ elseif(CASE STREQUAL "compile_partition_refused")
   expect_stdout("\nstep 1  host  aten.layer_norm +xd -> n +CPU [^\n]+\nstep 2  host  aten.mul.Tensor +n, xd -> p +CPU [^\n]+\nstep 3  host  aten._softmax +p -> y +CPU ")
   expect_files("${OUT}" y.npy)
 
-
 elseif(CASE STREQUAL "run_partitioned")
   # The compile_partition graph run whole: two partitions on the GPU, the max_pool between them
   # on the host; the output equals the reference interpreter's on the original graph.
@@ -541,6 +540,12 @@ elseif(CASE STREQUAL "run_partitioned")
   vkd(run m.p0.vkd --input x=part_pool_x.npy --output-dir out --force --weights host.safetensors)
   expect_exit(2)
   expect_stderr("^vkd run: --weights is only used with --check \\(or with a partitioned model\\)\n")
+  # --weights for a plan whose host steps read no constant: run, with one line saying so.
+  vkd(run m.partition.json --input x=part_pool_x.npy --output-dir out --force
+      --weights weights.safetensors)
+  expect_exit(0)
+  expect_stderr("^vkd run: note: --weights weights.safetensors is unused: no host step of m.partition.json reads a constant\n$")
+  expect_same_npy("${OUT}/y.npy" "${FIXTURE}/part_pool_expected.npy")
 
 elseif(CASE STREQUAL "run_partitioned_errors")
   # Every error names the plan, the step and the file or tensor; nothing is written.
@@ -623,21 +628,72 @@ elseif(CASE STREQUAL "run_check_localises")
   # reference is fed the device's own inputs, so only xq differs: xd, q2 and y, made from the
   # device's xq, match (the old end-to-end comparison flagged all four). The end-to-end drift
   # is still shown, for information.
+  # (A blob without a graph IR hash, so the check takes the other graph: run_check.)
   copy_to_work("${QDQ_CLONE}")
   vkd(compile qdq_clone.json -o m.vkd)
   expect_exit(0)
+  make_v1_blob(m.vkd old.vkd)
   derive_file(qdq_clone.json early.json
               "\"zero_point\": -3, \"quant_min\": -128, \"quant_max\": 127, \"dtype\": \"int8\"},\n     \"outputs\": [\"xq\"]"
               "\"zero_point\": -2, \"quant_min\": -128, \"quant_max\": 127, \"dtype\": \"int8\"},\n     \"outputs\": [\"xq\"]")
-  vkd(run m.vkd --input "x=${X}" --output-dir out --check early.json)
+  vkd(run old.vkd --input "x=${X}" --output-dir out --check early.json)
   expect_exit(1)
   expect_stdout("\n  xq +int8 +\\[1,5,7,9\\] +1 [1-9][0-9]*/315( \\+[0-9]+ ties)? +node 0 \\(quantized_decomposed.quantize_per_tensor\\)  <-- differs\n")
   expect_stdout("\n  xd +float32 +\\[1,5,7,9\\] +0 0/315 +node 2 [^\n]+  \\[2 nodes from xq\\]\n")
   expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 [^\n]+  \\[2 nodes from xd\\]\n")
   expect_stdout("\n  y \\(output\\) +float32 +\\[1,5,7,9\\] +0 0/315 +node 5 \\(quantized_decomposed.dequantize_per_tensor\\)\n")
-  expect_stdout("\nend to end \\(reference from the graph inputs alone\\): y max abs err [0-9.]+, [1-9][0-9]*/315 differ\n")
+  expect_stdout("\nend to end: y max abs err [0-9.]+, [1-9][0-9]*/315 differ from the reference "
+                "run on the graph inputs alone\nend to end: for information, not part of the "
+                "verdict: that run feeds each op the reference's own values, so a tie the device "
+                "rounded the other way spreads to the ops after it\n")
   expect_stdout("\nfirst difference: tensor 'xq' \\(node 0 \\(quantized_decomposed.quantize_per_tensor\\)\\): "
                 "[0-9]+ of 315 elements differ, max abs error 1; first at flat index [0-9]+: device -?[0-9]+, reference -?[0-9]+\n$")
+
+elseif(CASE STREQUAL "run_check_wrong_graph")
+  # A blob checked against a graph it was not compiled from: refused before anything runs, in
+  # one line, exit 2, nothing written. The pixel-shuffle blob against the epilogue graph (same
+  # input, outputs 'a' and 'b' four times larger there) used to read past its outputs ("max abs
+  # err 2.23e+38", another value every run); against the conv graph it passed with none of its
+  # outputs compared.
+  compile_conv_graph(pixel_shuffle.json ps.vkd)
+  copy_to_work("${GRAPHS}/epilogue.json" "${GRAPHS}/conv.json")
+  vkd(run ps.vkd --input x=conv_x.npy --output-dir out --check epilogue.json
+      --weights conv.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd run: --check: ps.vkd was compiled from a different graph: it records "
+                "graph IR hash 0x[0-9a-f]+, epilogue.json with conv.safetensors hashes to "
+                "0x[0-9a-f]+\n$")
+  # Without a graph IR hash (an older blob), the model's outputs must be values of the graph
+  # with the same shapes, or they cannot be compared.
+  make_v1_blob(ps.vkd ps_v1.vkd)
+  vkd(run ps_v1.vkd --input x=conv_x.npy --output-dir out --check epilogue.json
+      --weights conv.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd run: --check: model output 'a' is \\[2,1,14,12\\] but \\[2,4,14,12\\] in "
+                "epilogue.json: ps_v1.vkd was not compiled from this graph\n$")
+  vkd(run ps_v1.vkd --input x=conv_x.npy --output-dir out --check conv.json
+      --weights conv.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd run: --check: model output 'a' is not a value of conv.json: ps_v1.vkd "
+                "was not compiled from this graph\n$")
+  expect_files("${OUT}")
+  # An old blob still runs, and checks against its own graph.
+  vkd(run ps_v1.vkd --input x=conv_x.npy --output-dir out --check pixel_shuffle.json
+      --weights conv.safetensors)
+  expect_exit(0)
+  expect_stdout("check: every compared tensor matches the reference\n")
+  # A check that compared none of the model's outputs fails (it said "every compared tensor
+  # matches" with nothing compared): a model that passes its input through, which no node of
+  # the graph computes.
+  file(WRITE "${WORK}/pass.json" "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"x\"], "
+       "\"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [2, 5, 7, 6]}}, \"nodes\": []}")
+  vkd(compile pass.json -o pass.vkd)
+  expect_exit(0)
+  vkd(run pass.vkd --input x=conv_x.npy --output-dir pass_out --check pass.json)
+  expect_exit(1)
+  expect_stdout("\ncompared 0 tensor\\(s\\); 1 made by the compiler have no counterpart in the "
+                "graph\ncheck: FAILED: none of the model's 1 output\\(s\\) was compared \\(no node "
+                "of the graph writes a value of its name\\)\n")
 
 elseif(CASE STREQUAL "compile_run_linear")
   # dq -> linear -> relu -> q and dq -> linear (float out) fuse into q8ta_linear and

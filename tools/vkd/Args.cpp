@@ -4,6 +4,16 @@
 #include <cstdlib>
 
 namespace vkd::cli {
+namespace {
+
+// "options: --input, --output-dir, ..." (the CLI tests compare it with each command's help).
+std::string option_list(const std::vector<OptionSpec>& specs) {
+  std::string s = "options:";
+  for (const OptionSpec& spec : specs) s += (s.back() == ':' ? " " : ", ") + spec.name;
+  return s;
+}
+
+}  // namespace
 
 bool ParsedArgs::has(const std::string& name) const {
   for (const auto& o : options) {
@@ -47,7 +57,7 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
     for (const auto& s : specs) {
       if (s.name == name) spec = &s;
     }
-    if (!spec) throw UsageError("unknown option '" + name + "'");
+    if (!spec) throw UsageError("unknown option '" + name + "' (" + option_list(specs) + ")");
     if (!spec->takes_value) {
       if (eq != std::string::npos) throw UsageError("option '" + name + "' takes no value");
       out.options.emplace_back(name, "");

@@ -41,7 +41,8 @@ struct ParsedArgs {
   std::vector<std::string> all(const std::string& name) const;
 };
 
-// "--name VALUE" and "--name=VALUE"; "--" ends the options. Throws UsageError.
+// "--name VALUE" and "--name=VALUE"; "--" ends the options. Throws UsageError; for an unknown
+// option the message lists every option of `specs` ("unknown option '--x' (options: --a, --b)").
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs);
 
 // A whole decimal number in [min, max], else UsageError naming the option.

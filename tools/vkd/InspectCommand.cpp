@@ -1,10 +1,12 @@
 // vkd inspect MODEL.vkd [--dot FILE.dot [--force]]: loads the model onto the device and prints
 // what the delegate made of it (Delegate::describe()), the graph inputs and outputs, and the
-// memory report. --dot first writes a Graphviz picture of the blob's graph (Dot.h).
+// memory report. --dot first writes a Graphviz picture of the blob's graph (Dot.h). A
+// partitioned model (MODEL.partition.json) is described by InspectPartitioned.h.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "model/PartitionPlan.h"
 #include "partitioner_schema/KernelSignatures.h"
 #include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
@@ -12,6 +14,7 @@
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Dot.h"
 #include "tools/vkd/Files.h"
+#include "tools/vkd/InspectPartitioned.h"
 
 namespace vkd::cli {
 namespace {
@@ -39,14 +42,21 @@ void write_dot_file(const std::string& path, const std::vector<uint8_t>& blob,
 }  // namespace
 
 int cmd_inspect(const std::vector<std::string>& args) {
-  const ParsedArgs a =
-      parse_args(args, {{"--device", true}, {"--dot", true}, {"--force", false}});
+  const ParsedArgs a = parse_args(
+      args, {{"--device", true}, {"--dot", true}, {"--force", false}, {"--weights", true}});
   if (a.positional.size() != 1) {
     throw UsageError(a.positional.empty() ? "missing MODEL.vkd" : "one model expected");
   }
   const std::string model_path = a.positional[0];
+  const auto weights = a.last("--weights");
+  if (weights && weights->empty()) throw UsageError("--weights needs a file name");
   const auto dot_path = a.last("--dot");
   if (a.has("--force") && !dot_path) throw UsageError("--force applies to --dot only");
+  if (model::is_partition_plan_path(model_path)) {
+    if (dot_path) throw UsageError("--dot takes a .vkd model (draw each partition's blob)");
+    return inspect_partitioned(model_path, weights, a.last("--device"));
+  }
+  if (weights) throw UsageError("--weights is only used with a partitioned model");
   if (dot_path) {
     if (dot_path->empty()) throw UsageError("--dot needs a file name");
     FilePlan plan;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
@@ -28,6 +29,20 @@ std::vector<StepInfo> model_steps(const Model& m) {
   std::vector<StepInfo> steps;
   for (size_t i = 0; i < m.step_count(); ++i) steps.push_back(m.step(i));
   return steps;
+}
+
+// Whether a host step reads a constant: a tensor that is no model input and that no earlier
+// step writes (the plan's data flow, checked at load, leaves nothing else).
+bool reads_constants(const Model& m, const std::vector<StepInfo>& steps) {
+  std::set<std::string> provided;
+  for (size_t i = 0; i < m.input_count(); ++i) provided.insert(m.input(i).name);
+  for (const StepInfo& s : steps) {
+    for (const std::string& name : s.inputs) {
+      if (s.place == StepPlace::Host && !name.empty() && !provided.count(name)) return true;
+    }
+    provided.insert(s.outputs.begin(), s.outputs.end());
+  }
+  return false;
 }
 
 // The input files in model input order; every mismatch with the plan in one CliError(2).
@@ -178,6 +193,10 @@ int run_partitioned(RunOptions opt) {
   const DelegateOptions options = delegate_options(opt.device);
   std::unique_ptr<Model> model = load_model(opt, options);
   const std::vector<StepInfo> steps = model_steps(*model);
+  if (opt.weights && !reads_constants(*model, steps)) {
+    std::fprintf(stderr, "vkd run: note: --weights %s is unused: no host step of %s reads a "
+                 "constant\n", opt.weights->c_str(), opt.model_path.c_str());
+  }
   const std::vector<const InputArg*> matched = match_plan_inputs(*model, opt.inputs);
   std::vector<OutputSlot> outputs = output_slots(output_infos(*model), opt.out_dir);
   check_run_files(opt, plan_files(steps, opt), create_out_dir, outputs);

@@ -28,7 +28,7 @@ struct Command {
 constexpr const char* kCompileUsage =
     "usage: vkd compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]\n"
     "                   [--max-texture-extent N] [--partition] [--no-fuse-epilogue]\n"
-    "compile a graph IR file (partitioner_schema/README.md) into a delegate blob\n"
+    "compile a graph IR file (its format: compiler/README.md) into a delegate blob\n"
     "  --weights FILE          the safetensors file the graph's constants name\n"
     "  -o, --output FILE       the blob to write\n"
     "  --report                print each pass's decisions and every tensor's final layout\n"
@@ -52,12 +52,17 @@ constexpr const char* kDevicesUsage =
 
 constexpr const char* kInspectUsage =
     "usage: vkd inspect MODEL.vkd [--device SEL] [--dot FILE.dot [--force]]\n"
+    "       vkd inspect MODEL.partition.json [--weights W.safetensors] [--device SEL]\n"
     "load the model and print its inputs, outputs, graph (values, ops, dispatch nodes, kernels)\n"
-    "and memory report\n"
-    "  --device SEL  device index or name substring (overrides $VKD_DEVICE)\n"
-    "  --dot FILE    first write a Graphviz picture of the blob's graph (tensors colored by\n"
-    "                layout, inserted conversions in red); needs no device\n"
-    "  --force       replace an existing --dot file (never the model)\n";
+    "and memory report; a partitioned model (vkd compile --partition): its inputs, outputs,\n"
+    "steps (each partition's blob on the GPU with its memory, each host op) and the tensors\n"
+    "between them (dtype, shape, quantization, which step writes and reads each)\n"
+    "  --device SEL    device index or name substring (overrides $VKD_DEVICE)\n"
+    "  --dot FILE      first write a Graphviz picture of the blob's graph (tensors colored by\n"
+    "                  layout, inserted conversions in red); needs no device\n"
+    "  --force         replace an existing --dot file (never the model)\n"
+    "  --weights FILE  a partitioned model's original weights, where host steps find their\n"
+    "                  constants\n";
 
 constexpr const char* kRunUsage =
     "usage: vkd run MODEL.vkd --input NAME=FILE.npy ... [--output-dir DIR] [--force] [--bench N]\n"
@@ -84,7 +89,8 @@ constexpr const char* kRunUsage =
     "                      interpreter on GRAPH.json fed the device's inputs of that op; report\n"
     "                      the first that differs (exit 1), 1-off rounding ties apart\n"
     "  --weights FILE      the safetensors file of the --check graph; for a partitioned model,\n"
-    "                      the original weights, where host steps find their constants\n"
+    "                      the original weights, where host steps find their constants (unused,\n"
+    "                      with a note, when no host step reads one)\n"
     "Every file is checked before the first run: a failing call writes nothing.\n";
 
 const Command kCommands[] = {
