@@ -597,6 +597,106 @@ elseif(CASE STREQUAL "run_partitioned_errors")
   expect_stderr("^vkd run: input 'x' \\(input0\\) from part_pool_x.npy: wrong shape: the model expects \\[1,4,4,4\\], the file has \\[1,4,6,10\\]\n$")
   expect_files("${OUT}")
 
+elseif(CASE STREQUAL "run_plan_untrusted")
+  # A plan is untrusted input: sizes past the caps, blobs outside its directory, through a link
+  # or not a blob, deep nesting: exit 2, one line naming the problem, before the device.
+  copy_to_work("${SOURCE_DIR}/test/compiler/graphs/qdq_maxpool.json" "${FIXTURE}/part_pool_x.npy")
+  vkd(compile qdq_maxpool.json --partition -o m.vkd)
+  expect_exit(0)
+  # [2^62 + 1, 240] has "240" elements in int64 arithmetic, those of the input [1,4,6,10]: the
+  # host cat of two such views wrote past its 960-byte buffers (SIGSEGV); now the plan is
+  # refused when it is read.
+  file(WRITE "${WORK}/cat.partition.json" [=[
+{"vkd_partition": 1, "inputs": ["x"], "outputs": ["y"],
+ "steps": [{"host": "aten.view_copy", "inputs": ["x"], "args": {"size": [4611686018427387905, 240]}, "outputs": ["v"]},
+           {"host": "aten.cat", "inputs": ["v", "v"], "args": {"dim": 1}, "outputs": ["c"]},
+           {"host": "aten.view_copy", "inputs": ["c"], "args": {"size": [1, 4, 6, 20]}, "outputs": ["y"]}],
+ "tensors": {"x": {"dtype": "float32", "shape": [1, 4, 6, 10]},
+             "v": {"dtype": "float32", "shape": [4611686018427387905, 240]},
+             "c": {"dtype": "float32", "shape": [4611686018427387905, 480]},
+             "y": {"dtype": "float32", "shape": [1, 4, 6, 20]}}}
+]=])
+  vkd(run cat.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: cat.partition.json: tensor 'v': field 'shape' \\[4611686018427387905,240\\]: the product of the sizes \\(numel\\) is above the limit of 2\\^31 - 1 elements per tensor\n$")
+  # The graph IR that made such a plan: the view's rule refuses the size.
+  file(WRITE "${WORK}/view.json" [=[
+{"vkd_graph": 1, "inputs": ["x"], "outputs": ["y"], "values": {"x": {"dtype": "float32", "shape": [1, 4]}},
+ "nodes": [{"op": "aten.view_copy", "inputs": ["x"], "args": {"size": [4611686018427387905, 4]}, "outputs": ["v"]},
+           {"op": "aten.view_copy", "inputs": ["v"], "args": {"size": [1, 4]}, "outputs": ["y"]}]}
+]=])
+  vkd(compile view.json --partition -o v.vkd)
+  expect_exit(2)
+  expect_stderr("^vkd compile: view.json: node 0 \\(aten.view_copy\\): argument 'size': \\[4611686018427387905, 4\\] has more elements than a tensor may \\(2147483647\\)\n$")
+  # Blobs are plain file names in the plan's directory.
+  foreach(name ../m.p0.vkd /etc/passwd sub/m.p0.vkd)
+    derive_file(m.partition.json outside.partition.json "\"m.p0.vkd\"" "\"${name}\"")
+    vkd(run outside.partition.json --input x=part_pool_x.npy --output-dir out)
+    expect_exit(2)
+    regex_escape(name_re "${name}")
+    expect_stderr("^vkd run: outside.partition.json: step 0: field 'delegate': '${name_re}' is not a plain file name \\(a plan's blobs are files of its own directory: no '/', '.' or '..'\\)\n$")
+  endforeach()
+  # ... never a symbolic link (even to a blob beside it) ...
+  file(CREATE_LINK m.p0.vkd "${WORK}/link.vkd" SYMBOLIC)
+  derive_file(m.partition.json link.partition.json "\"m.p0.vkd\"" "\"link.vkd\"")
+  vkd(run link.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: link.partition.json: step 0 \\(GPU link.vkd\\): cannot read model file 'link.vkd': it is a symbolic link\n$")
+  # ... and a blob: another file is neither read whole nor quoted.
+  file(WRITE "${WORK}/notes.txt" "root:x:0:0:root:/root:/bin/bash\n")
+  derive_file(m.partition.json notes.partition.json "\"m.p0.vkd\"" "\"notes.txt\"")
+  vkd(run notes.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: notes.partition.json: step 0 \\(GPU notes.txt\\): cannot read model file 'notes.txt': it is not a vkdelegate blob\n$")
+  # 70,000 nested brackets (140 KB) overflowed the stack; the depth is capped at 64.
+  string(REPEAT "[" 70000 open)
+  string(REPEAT "]" 70000 close)
+  file(WRITE "${WORK}/deep.partition.json" "{\"vkd_partition\": 1, \"inputs\": ${open}${close}}")
+  vkd(run deep.partition.json --input x=part_pool_x.npy --output-dir out)
+  expect_exit(2)
+  expect_stderr("^vkd run: deep.partition.json: JSON nested deeper than 64 levels \\(arrays and objects\\)\n$")
+  vkd(inspect deep.partition.json)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: deep.partition.json: JSON nested deeper than 64 levels ")
+  expect_files("${OUT}")
+
+elseif(CASE STREQUAL "inspect_partitioned")
+  # inspect takes what run takes: every step and where it runs, the tensors between them.
+  copy_to_work("${SOURCE_DIR}/test/compiler/graphs/qdq_maxpool.json" "${GRAPHS}/add_constant.json"
+               "${FIXTURE}/weights.safetensors")
+  vkd(compile qdq_maxpool.json --partition -o m.vkd)
+  expect_exit(0)
+  vkd(inspect m.partition.json)
+  expect_exit(0)
+  expect_stdout("^model: m.partition.json \\(partitioned: 3 step\\(s\\), 2 on the GPU, 1 on the host\\)\ndevice: [^\n]+\n"
+                "inputs \\(1\\):\n  \\[0\\] x: float32 \\[1,4,6,10\\]  \\(device: [^\n]+\\), 960 host bytes\n"
+                "outputs \\(1\\):\n  \\[0\\] y: float32 \\[1,4,3,5\\]  \\(device: [^\n]+\\), 240 host bytes\n"
+                "steps \\(3\\):\n"
+                "  step 0  GPU   m.p0.vkd +x -> xd\n    memory: [^\n]+\n[^\n]+\n"
+                "  step 1  host  aten.max_pool2d +xd -> m  \\(node 3 \\(aten.max_pool2d\\), reference interpreter\\)\n"
+                "  step 2  GPU   m.p1.vkd +m -> y\n    memory: [^\n]+\n[^\n]+\n"
+                "tensors \\(4\\):\n"
+                "  x: float32 \\[1,4,6,10\\]  \\(model input -> step 0\\)\n"
+                "  xd: float32 \\[1,4,6,10\\]  \\(step 0 -> step 1\\)\n"
+                "  m: float32 \\[1,4,3,5\\]  \\(step 1 -> step 2\\)\n"
+                "  y: float32 \\[1,4,3,5\\]  \\(step 2 -> model output\\)\n$")
+  # A host constant comes from the weights, which inspect then needs as run does.
+  vkd(compile add_constant.json --weights weights.safetensors --partition -o a.vkd)
+  expect_exit(0)
+  vkd(inspect a.partition.json)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: a.partition.json: step 1 \\(host node 2 \\(aten.add.Tensor\\)\\) reads constant 'other': pass --weights W.safetensors")
+  vkd(inspect a.partition.json --weights weights.safetensors)
+  expect_exit(0)
+  expect_stdout("\n  step 1  host  aten.add.Tensor +xd, other -> s  \\(node 2 \\(aten.add.Tensor\\), reference interpreter\\)\n")
+  expect_stdout("\n  other: float32 \\[1,4,1,1\\]  \\(weights 'add.other' -> step 1\\)\n")
+  vkd(inspect m.partition.json --dot m.dot)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: --dot takes a .vkd model \\(draw each partition's blob\\)\nusage: vkd inspect ")
+  vkd(inspect m.p0.vkd --weights weights.safetensors)
+  expect_exit(2)
+  expect_stderr("^vkd inspect: --weights is only used with a partitioned model\nusage: vkd inspect ")
+
 elseif(CASE STREQUAL "run_check")
   copy_to_work("${QDQ_CLONE}")
   vkd(compile qdq_clone.json -o m.vkd)
@@ -1400,6 +1500,34 @@ elseif(CASE STREQUAL "help")
   expect_exit(0)
   expect_stdout("^usage: vkd run [^\n]+\n(.*\n)*  --output-dir DIR +[^\n]+created when missing and its\n +parent exists\n")
   expect_files("${WORK}" out)
+  # Every option a command's parser accepts (an unknown option's message lists them) is in its
+  # synopsis (the "usage:" lines), or is another spelling of one there ("-o, --output FILE").
+  foreach(command compile devices inspect run)
+    vkd(${command} --no-such-option)
+    expect_exit(2)
+    if(NOT STDERR MATCHES "^vkd ${command}: unknown option '--no-such-option' \\(options: ([^)\n]+)\\)\n")
+      message(FATAL_ERROR "vkd ${command}: an unknown option's message does not list the options")
+    endif()
+    string(REPLACE ", " ";" accepted "${CMAKE_MATCH_1}")
+    vkd(help ${command})
+    string(REGEX MATCH "^usage: [^\n]*(\n [^\n]*)*" synopsis "${STDOUT}")
+    foreach(option IN LISTS accepted)
+      regex_escape(option_re "${option}")
+      if(synopsis MATCHES "(\\[| )${option_re}(\\]| |=)")
+        continue()
+      endif()
+      if(STDOUT MATCHES "\n  (-[-a-z]+), ${option_re} ")
+        regex_escape(alias_re "${CMAKE_MATCH_1}")
+        if(synopsis MATCHES "(\\[| )${alias_re}(\\]| |=)")
+          continue()
+        endif()
+      endif()
+      message(FATAL_ERROR "vkd help ${command}: ${option} is not in the synopsis:\n${synopsis}")
+    endforeach()
+  endforeach()
+  # The graph IR's format is in compiler/README.md.
+  vkd(help compile)
+  expect_stdout("\ncompile a graph IR file \\(its format: compiler/README.md\\) into a delegate blob\n")
   vkd(help nope)
   expect_exit(2)
   expect_stderr("^vkd help: unknown command 'nope'\nusage: vkd <command>")
