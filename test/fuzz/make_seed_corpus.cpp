@@ -10,7 +10,12 @@
 //                      blobs the compiler makes of the graphs in GRAPH_DIR
 //   fuzz_graph_ir/     every GRAPH_DIR/*.json, alone and followed by a safetensors file with
 //                      the weights its values name (test/fuzz/GraphIrInput.h), made up here
-//   fuzz_load_blob.dict, fuzz_graph_ir.dict: op names, JSON keys and strings of the seeds
+//   fuzz_partition_plan/  the plan `vkd compile --partition` writes of each GRAPH_DIR/*.json
+//                      that compiles so, with its blobs and those weights (test/fuzz/PlanInput.h)
+//   fuzz_load_blob.dict, fuzz_graph_ir.dict, fuzz_partition_plan.dict: op names, JSON keys and
+//                      strings of the seeds; for the JSON targets also deep nesting, sizes past
+//                      the caps (runtime/core/TensorLimits.h) and, for plans, names that leave
+//                      the plan's folder
 // Each blob is read back with deserialize() first, so a seed is never rejected by mistake.
 #include <algorithm>
 #include <cstdint>
@@ -34,6 +39,7 @@
 #include "serialization/Serializer.h"
 #include "test/fuzz/FuzzOps.h"
 #include "test/fuzz/GraphIrInput.h"
+#include "test/fuzz/PlanInput.h"
 #include "test/fuzz/SeedBlobs.h"
 
 namespace {
@@ -232,9 +238,44 @@ std::vector<compiler::SafetensorsTensor> made_up_weights(const nlohmann::json& d
   return out;
 }
 
+// Tokens the JSON targets' mutations should try: nesting past the readers' depth cap, sizes
+// whose products wrap or pass the caps, integers past int64.
+const std::set<std::string> kJsonEdgeTokens = {
+    "[[[[[[[[[[[[[[[[", "]]]]]]]]]]]]]]]]", "{\"a\": {\"a\": {\"a\": {\"a\": ", "}}}}",
+    "[{\"a\": [{\"a\": [", "4611686018427387905", "9223372036854775807",
+    "18446744073709551615", "2147483647", "2147483648", "65536", "-1", "1e300", "null"};
+
+// The partitioned compile of one graph as a fuzz_partition_plan seed: its plan, its blobs and
+// `weights` (when not empty) as weights.safetensors.
+void plan_seed(const compiler::Graph& g, const std::string& stem, const Bytes& weights,
+               const std::string& plan_dir, std::set<std::string>& dict) {
+  const compiler::PartitionedResult r = compiler::compile_partitioned(g, {});
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::string>> files;
+  const OpSignatureTable ops = schema::kernel_signatures();
+  for (size_t i = 0; i < r.parts.size(); ++i) {
+    names.push_back("m.p" + std::to_string(i) + ".vkd");
+    deserialize(r.parts[i].blob, &ops);  // throws if a seed is not valid
+    files.emplace_back(names.back(), std::string(r.parts[i].blob.begin(), r.parts[i].blob.end()));
+  }
+  if (!weights.empty()) {
+    files.emplace_back(std::string(fuzz::kWeightsFileName),
+                       std::string(weights.begin(), weights.end()));
+  }
+  const std::string plan = compiler::partition_plan_json(r, names);
+  for (const auto& [name, bytes] : files) {
+    VKD_CHECK(bytes.find(fuzz::kFileSeparator) == std::string::npos, ErrorCode::Internal, stem,
+              ": ", name, " holds the input format's separator");
+  }
+  collect_strings(nlohmann::json::parse(plan), dict);
+  const std::string input = fuzz::join_plan_input(plan, files);
+  write_file(plan_dir + "/" + stem + ".plan", input.data(), input.size());
+}
+
 // The graph IR seeds of one JSON file, and the blob the compiler makes of it (when it can).
 void graph_seeds(const std::filesystem::path& json_path, const std::string& graph_dir,
-                 const std::string& blob_dir, std::set<std::string>& dict) {
+                 const std::string& blob_dir, const std::string& plan_dir,
+                 std::set<std::string>& dict, std::set<std::string>& plan_dict) {
   const std::string stem =
       json_path.parent_path().parent_path().filename().string() + "_" + json_path.stem().string();
   const std::string text = read_text(json_path);
@@ -264,6 +305,11 @@ void graph_seeds(const std::filesystem::path& json_path, const std::string& grap
     std::optional<compiler::SafetensorsFile> file;
     if (!weights.empty()) file = compiler::SafetensorsFile::from_bytes(st, stem + ".safetensors");
     compiler::Graph g = compiler::parse_graph(text, stem, file ? &*file : nullptr);
+    try {
+      plan_seed(g, stem, st, plan_dir, plan_dict);
+    } catch (const vkd::Error& e) {
+      std::printf("make_seed_corpus: %s: no plan (%s)\n", stem.c_str(), e.what());
+    }
     const compiler::CompileResult r = compiler::compile_graph(std::move(g), {});
     if (!r.ok()) return;
     const OpSignatureTable ops = schema::kernel_signatures();
@@ -284,8 +330,8 @@ int main(int argc, char** argv) {
     namespace fs = std::filesystem;
     const std::string out = argv[1];
     const std::string deser = out + "/fuzz_deserialize", blobs = out + "/fuzz_load_blob",
-                      graphs = out + "/fuzz_graph_ir";
-    for (const auto& d : {deser, blobs, graphs}) fs::create_directories(d);
+                      graphs = out + "/fuzz_graph_ir", plans = out + "/fuzz_partition_plan";
+    for (const auto& d : {deser, blobs, graphs, plans}) fs::create_directories(d);
 
     const OpSignatureTable toy = fuzz::fuzz_op_table();
     write_seed(deser, "empty", empty_graph(), &toy);
@@ -303,17 +349,23 @@ int main(int argc, char** argv) {
 
     std::set<std::string> graph_dict(compiler::accepted_edge_ops().begin(),
                                      compiler::accepted_edge_ops().end());
+    graph_dict.insert(kJsonEdgeTokens.begin(), kJsonEdgeTokens.end());
+    std::set<std::string> plan_dict = graph_dict;
+    // Names that leave the plan's folder, and the separator of the input format.
+    plan_dict.insert({"../", "/etc/passwd", "..", "m.partition.json", "weights.safetensors",
+                      std::string(fuzz::kFileSeparator)});
     for (int i = 2; i < argc; ++i) {
       std::vector<fs::path> files;
       for (const auto& e : fs::directory_iterator(argv[i])) {
         if (e.path().extension() == ".json") files.push_back(e.path());
       }
       std::sort(files.begin(), files.end());
-      for (const auto& f : files) graph_seeds(f, graphs, blobs, graph_dict);
+      for (const auto& f : files) graph_seeds(f, graphs, blobs, plans, graph_dict, plan_dict);
     }
     write_dict(out + "/fuzz_load_blob.dict", blob_dict);
     write_dict(out + "/fuzz_graph_ir.dict", graph_dict);
-    for (const auto& d : {deser, blobs, graphs}) {
+    write_dict(out + "/fuzz_partition_plan.dict", plan_dict);
+    for (const auto& d : {deser, blobs, graphs, plans}) {
       std::printf("make_seed_corpus: %s: %zu seeds\n", d.c_str(),
                   static_cast<size_t>(std::distance(fs::directory_iterator(d),
                                                     fs::directory_iterator())));

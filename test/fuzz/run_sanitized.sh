@@ -23,10 +23,11 @@
 #       options, printing the whole report.
 #   all BUILD_DIR [RUNS]
 #       build, then `run` for every target.
-# TARGET: fuzz_deserialize | fuzz_load_blob | fuzz_graph_ir. Exits non-zero on a build error, a
-# failing test, a sanitizer report or a fuzzer finding (crash, uncaught exception, leak,
-# timeout, out-of-memory); the input is saved as BUILD_DIR/fuzz/TARGET/{crash,leak,timeout,
-# oom}-<sha1>. CC / CXX choose the compiler (default clang / clang++).
+# TARGET: fuzz_deserialize | fuzz_load_blob | fuzz_graph_ir | fuzz_partition_plan. Exits
+# non-zero on a build error, a failing test, a sanitizer report or a fuzzer finding (crash,
+# uncaught exception, leak, timeout, out-of-memory); the input is saved as
+# BUILD_DIR/fuzz/TARGET/{crash,leak,timeout,oom}-<sha1>. CC / CXX choose the compiler (default
+# clang / clang++).
 set -euo pipefail
 
 usage() {
@@ -39,7 +40,7 @@ mode=$1
 build=$(realpath -m "$2")
 shift 2
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-targets=(fuzz_deserialize fuzz_load_blob fuzz_graph_ir)
+targets=(fuzz_deserialize fuzz_load_blob fuzz_graph_ir fuzz_partition_plan)
 
 # Prints the log and fails when a step fails; keeps the output short when it passes.
 quiet() {
@@ -115,6 +116,9 @@ target_flags() {
     # -mutate_depth: fewer chained mutations, so most new inputs still deserialize.
     fuzz_load_blob)
       echo "-timeout=60 -rss_limit_mb=4096 -max_len=32768 -mutate_depth=3 -dict=$dict" ;;
+    # A plan with its blobs: the plan's text is what gets mutated; a loaded one runs on the
+    # device as fuzz_load_blob's blobs do.
+    fuzz_partition_plan) echo "-timeout=60 -rss_limit_mb=4096 -max_len=65536 -dict=$dict" ;;
   esac
 }
 
