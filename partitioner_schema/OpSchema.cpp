@@ -329,7 +329,8 @@ void add_schemas(std::vector<OpSchema>& s) {
 }
 
 // A standalone relu / hardtanh / clamp between int8 ops that could not join the producer's
-// epilogue: requantizing, any layout (the output shares the input's).
+// epilogue, a multiplication by a scalar, a batch norm: requantizing, any layout (the output
+// shares the input's).
 void clamp_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet int8 = PlacementSet::all_int8();
@@ -343,6 +344,20 @@ void clamp_schemas(std::vector<OpSchema>& s) {
                                  scalar("scalar", ArgKind::Float), per_tensor_qparams("output_"),
                                  activation_range(),
                                  tied(tensor_out("output", i8x4, int8), 0))));
+  // A per-channel affine map, requantizing: an inference batch norm whose parameters the
+  // compiler folded into one float32 scale and shift per channel (dim 1 of the 4-D input), y =
+  // fma(x, scale_c, shift_c) rounded once as PyTorch's CPU kernel computes it (the q8ta_clamp
+  // kernel's PER_CHANNEL variant).
+  ArgSchema scale = constant_in("scale", DType::Float32);
+  scale.constant_rank = 1;
+  ArgSchema shift = constant_in("shift", DType::Float32);
+  shift.constant_rank = 1;
+  s.push_back(kernel_op(
+      "q8ta_batch_norm",
+      "int8 requantizing per-channel x * scale + shift (a standalone batch norm), fused relu",
+      arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"), scale, shift,
+               per_tensor_qparams("output_"), activation_range(),
+               tied(tensor_out("output", i8x4, int8), 0))));
 }
 
 // An element-wise function of one int8 tensor between fixed quantizations (the smooth

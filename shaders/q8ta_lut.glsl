@@ -31,7 +31,7 @@ layout(push_constant) uniform Params {
 
 shared int lut[256];
 
-int map_word(int w, int valid) {
+int map_word(int w, int valid, int index) {
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
     word |= lut[bitfieldExtract(uint(w), 8 * lane, 8)] << (8 * lane);

@@ -1,7 +1,9 @@
-// Op family: element-wise int8 ops (q8ta_add, q8ta_mul, q8ta_clamp, q8ta_mul_scalar).
+// Op family: element-wise int8 ops (q8ta_add, q8ta_mul, q8ta_clamp, q8ta_mul_scalar,
+// q8ta_batch_norm).
 #include "runtime/ops/Elementwise.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -101,11 +103,37 @@ void add_binary_node(graph::ComputeGraph& graph, BinaryOp op, const std::string&
   graph.add_node(std::move(node));
 }
 
-// q8ta_clamp / q8ta_mul_scalar (named `name`): the requantizing kernel over one tensor, the
-// dequantized value multiplied by `multiplier` (1 for the clamp).
+// scale[c], its halves with at most 12 significant bits each (hi: the low 12 bits of the
+// significand cleared; lo = scale - hi, exact) and shift[c] per channel, as
+// shaders/q8ta_clamp.glsl's ChannelAffine reads them, for 4 * ceil(C / 4) channels (zeros past
+// C). Any such split keeps exact_fma's partial products exact; the compiler's check of the
+// kernel (compiler/reference/QuantChain.cpp) splits the same way.
+std::vector<uint8_t> pack_channel_affine(const std::vector<float>& scale,
+                                         const std::vector<float>& shift) {
+  const size_t padded = 4 * static_cast<size_t>(div_up(static_cast<int64_t>(scale.size()), 4));
+  std::vector<float> words(4 * padded, 0.0f);
+  for (size_t c = 0; c < scale.size(); ++c) {
+    uint32_t bits;
+    std::memcpy(&bits, &scale[c], 4);
+    bits &= ~uint32_t{0xFFF};
+    float hi;
+    std::memcpy(&hi, &bits, 4);
+    words[4 * c] = scale[c];
+    words[4 * c + 1] = hi;
+    words[4 * c + 2] = scale[c] - hi;
+    words[4 * c + 3] = shift[c];
+  }
+  std::vector<uint8_t> bytes(words.size() * sizeof(float));
+  std::memcpy(bytes.data(), words.data(), bytes.size());
+  return bytes;
+}
+
+// q8ta_clamp / q8ta_mul_scalar / q8ta_batch_norm (named `name`): the requantizing kernel over
+// one tensor, the dequantized value multiplied by `multiplier` (1 for the clamp), or, with
+// `channel_affine` (a constant of pack_channel_affine), mapped per channel.
 void add_requantize_node(graph::ComputeGraph& graph, const std::string& name,
                          graph::ValueRef input, graph::ValueRef output, const ClampParams& params,
-                         float multiplier) {
+                         float multiplier, graph::ValueRef channel_affine = -1) {
   const int64_t words =
       check_elementwise_int8x4(name, graph.tensor(input), graph.tensor(output));
   check_quant_params(name, params.input);
@@ -128,8 +156,10 @@ void add_requantize_node(graph::ComputeGraph& graph, const std::string& name,
                        float(params.activation_max - out.zero_point)};
   graph::DispatchNode node;
   node.op = name;
-  node.kernel = shaders::variants::q8ta_clamp[int8_layout_index(so.layout)];
+  const bool per_channel = channel_affine >= 0;
+  node.kernel = shaders::variants::q8ta_clamp[per_channel ? 1 : 0][int8_layout_index(so.layout)];
   node.bindings = {output, input};
+  if (per_channel) node.bindings.push_back(channel_affine);
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(chunks));
   graph.add_node(std::move(node));
@@ -157,6 +187,34 @@ void add_q8ta_mul_scalar_node(graph::ComputeGraph& graph, graph::ValueRef input,
   add_requantize_node(graph, "q8ta_mul_scalar", input, output,
                       {params.input, params.output, params.activation_min, params.activation_max},
                       params.scalar);
+}
+
+void add_q8ta_batch_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const BatchNormParams& params) {
+  const std::string op = "q8ta_batch_norm";
+  const Dims4 d = graph.spec(output).dims4();
+  const size_t channels = static_cast<size_t>(d.c);
+  VKD_CHECK(graph.spec(input).sizes.size() == 4, ErrorCode::InvalidArgument, op,
+            ": input must be 4-D [N, C, H, W], got [", sizes_string(graph.spec(input).sizes, ", "),
+            "]");
+  VKD_CHECK(params.scale.size() == channels && params.shift.size() == channels,
+            ErrorCode::InvalidArgument, op, ": scale and shift must hold one value per channel (",
+            channels, "), got ", params.scale.size(), " and ", params.shift.size());
+  for (size_t c = 0; c < channels; ++c) {
+    VKD_CHECK(std::isfinite(params.scale[c]) && std::isfinite(params.shift[c]),
+              ErrorCode::InvalidArgument, op, ": channel ", c, ": scale ", params.scale[c],
+              " and shift ", params.shift[c], " must be finite");
+  }
+  const size_t padded = 4 * static_cast<size_t>(div_up(static_cast<int64_t>(channels), 4));
+  const TensorSpec spec{{static_cast<int64_t>(4 * padded)}, DType::Float32, StorageType::Buffer,
+                        MemoryLayout::WidthPacked};
+  const auto affine = graph.add_constant(
+      spec, graph.tensor(output).name() + ".channel_affine",
+      [scale = params.scale, shift = params.shift] { return pack_channel_affine(scale, shift); },
+      16 * padded);
+  add_requantize_node(graph, op, input, output,
+                      {params.input, params.output, params.activation_min, params.activation_max},
+                      1.0f, affine);
 }
 
 // --- registry entries -------------------------------------------------------------
@@ -211,6 +269,16 @@ void build_mul_scalar(const OpCall& call) {
   add_q8ta_mul_scalar_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
 }
 
+// The loader checked scale and shift (float32, rank 1) against the schema; their counts
+// against the channels are add_q8ta_batch_norm_node's.
+void build_batch_norm(const OpCall& call) {
+  const ClampParams c = requantize_params(call);
+  const auto k = call.channel_floats("scale", "shift");
+  const BatchNormParams p{c.input, c.output, k->scales, k->bias, c.activation_min,
+                          c.activation_max};
+  add_q8ta_batch_norm_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
+}
+
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& registry) {
@@ -218,6 +286,7 @@ void register_elementwise_ops(OpRegistry& registry) {
   registry.add("q8ta_mul", build_mul);
   registry.add("q8ta_clamp", build_clamp);
   registry.add("q8ta_mul_scalar", build_mul_scalar);
+  registry.add("q8ta_batch_norm", build_batch_norm);
 }
 
 }  // namespace vkd::ops

@@ -1,7 +1,10 @@
 // Element-wise int8 ops: q8ta_add and q8ta_mul (int8x4 op int8x4 -> int8x4, each with its own
 // per-tensor quantization, fused relu/clamp), q8ta_clamp (a requantizing relu / clamp of one
-// int8x4 tensor) and q8ta_mul_scalar (a requantizing multiplication by a constant).
+// int8x4 tensor), q8ta_mul_scalar (a requantizing multiplication by a constant) and
+// q8ta_batch_norm (a requantizing per-channel affine map: an inference batch norm).
 #pragma once
+
+#include <vector>
 
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/OpUtils.h"
@@ -63,5 +66,25 @@ struct MulScalarParams {
 // float32 chain: the interpreter's dq -> mul -> q). Tensors as for q8ta_clamp.
 void add_q8ta_mul_scalar_node(graph::ComputeGraph& graph, graph::ValueRef input,
                               graph::ValueRef output, const MulScalarParams& params);
+
+struct BatchNormParams {
+  QuantParams input;
+  QuantParams output;
+  std::vector<float> scale, shift;  // one per channel (dim 1 of the 4-D tensor), finite
+  int32_t activation_min = -128;    // a relu / clamp after the affine map, in output int8 units
+  int32_t activation_max = 127;
+};
+
+// An inference batch norm between int8 ops (the compiler folded its weight, bias, running mean
+// and variance into scale and shift), per element of channel c, in the q8ta_clamp kernel:
+//   x = float32(q - zp_in) * s_in
+//   y = fma(x, scale[c], shift[c])   rounded once: PyTorch's CPU batch norm contracts the two
+//                                    (shaders/common/exact_fma.glslh computes it exactly)
+//   q_out = clamp(roundEven(y * inv_s_out) + zp_out, activation_min, activation_max)
+// inv_s_out = float32(1/s_out). Tensors as for q8ta_clamp; exact where x * scale[c] and
+// shift[c] are 0 or within 2^-64 .. 2^64 in magnitude (no subnormal intermediate; the compiler
+// fuses only such batch norms).
+void add_q8ta_batch_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const BatchNormParams& params);
 
 }  // namespace vkd::ops

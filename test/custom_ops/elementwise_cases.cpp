@@ -1,8 +1,12 @@
 // ACCU and PERF cases for q8ta_add and q8ta_mul: same shapes in every packed layout,
 // [1, C, 1, 1], [N, C, 1, 1] and [1, 1, 1, 1] operands in either position (mul's [N, C, H, W] x
 // [N, C, 1, 1] is the squeeze-excite scale), fused relu / clamp, zero points at both ends, exact
-// ties; and for q8ta_clamp and q8ta_mul_scalar: every layout, awkward shapes, relu / clamp
-// ranges, exact ties, negative and zero scalars.
+// ties; for q8ta_clamp and q8ta_mul_scalar: every layout, awkward shapes, relu / clamp
+// ranges, exact ties, negative and zero scalars; for q8ta_batch_norm: every layout, awkward
+// 4-D shapes, per-channel scales of both signs and 0, relu / clamp, exact ties, and channels
+// where the fused multiply-add and a multiply then an add round to different int8 values.
+#include <cmath>
+
 #include "runtime/ops/Elementwise.h"
 #include "test/custom_ops/Harness.h"
 #include "test/reference/ElementwiseReference.h"
@@ -254,6 +258,146 @@ void register_requantize_cases(Registry& registry, const ClampQuant (&quants)[N]
   }
 }
 
+// q8ta_batch_norm: the in / out parameters, the activation range and how the per-channel scale
+// and shift are made (BatchNormCase::make_channels).
+enum class BnKind { Random, Ties, FmaRounding, ZeroScale };
+struct BnQuant {
+  ops::QuantParams in, out;
+  int act_min, act_max;
+  BnKind kind;
+  const char* tag;
+};
+// "relu" keeps [zp_out, 127]; "clamp" a relu6-like window; "ties": x = (q - zp) / 2, scale
+// +-0.75, shift a multiple of 1/8 and s_out 1/4 make y * inv_s_out a multiple of 1/8, often a
+// tie; "fma": s_out = 2^-20 and each channel's shift put so that, for one input q0, a multiply
+// then an add lands exactly on a tie while the fused multiply-add (the op's arithmetic) does not;
+// "zero": every other channel's scale is 0 (the output is the quantized shift).
+const BnQuant kBnQuants[] = {
+    {{0.05f, 3}, {0.04f, -7}, -128, 127, BnKind::Random, "random"},
+    {{0.031f, -128}, {0.05f, -128}, -128, 127, BnKind::Random, "relu"},
+    {{0.02f, 127}, {0.03f, 10}, 10, 110, BnKind::Random, "clamp"},
+    {{0.5f, 0}, {0.25f, 1}, -128, 127, BnKind::Ties, "ties"},
+    {{0.01f, 0}, {1.0f / (1 << 20), 0}, -128, 127, BnKind::FmaRounding, "fma"},
+    {{0.07f, -20}, {0.06f, 30}, -128, 127, BnKind::ZeroScale, "zero"},
+};
+
+class BatchNormCase : public CaseInstance {
+ public:
+  BatchNormCase(std::vector<int64_t> sizes, MemoryLayout layout, BnQuant q)
+      : sizes_(std::move(sizes)), layout_(layout), q_(q) {
+    make_channels();
+  }
+
+  void build(graph::ComputeGraph& g) override {
+    in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
+    out_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
+    ops::add_q8ta_batch_norm_node(g, in_, out_,
+                                  {q_.in, q_.out, scale_, shift_, q_.act_min, q_.act_max});
+    g.add_input(in_);
+    g.add_output(out_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    std::uniform_int_distribution<int> value(-128, 127);
+    x_.resize(static_cast<size_t>(g.spec(in_).numel()));
+    for (auto& v : x_) v = static_cast<int8_t>(value(rng));
+    if (q_.kind == BnKind::FmaRounding) {  // every channel's q0 appears
+      const RefShape s = ref_shape(g.spec(in_));
+      for (int64_t n = 0; n < s.n; ++n) {
+        for (int64_t c = 0; c < s.c; ++c) {
+          x_[static_cast<size_t>((n * s.c + c) * s.h * s.w)] = q0_[static_cast<size_t>(c)];
+        }
+      }
+    }
+    g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, q_.in.zero_point));
+  }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const auto expected = testing::reference_batch_norm(
+        x_, ref_shape(g.spec(in_)), {q_.in.scale, q_.in.zero_point}, scale_, shift_,
+        {q_.out.scale, q_.out.zero_point}, q_.act_min, q_.act_max);
+    AccuResult r;
+    compare_words(g.read_words(out_),
+                  testing::ref_pack(layout_, ref_shape(g.spec(out_)), expected,
+                                    q_.out.zero_point),
+                  r);
+    return r;
+  }
+  PerfWork work() const override {
+    const TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, layout_};
+    return {8.0 * testing::ref_word_count(layout_, ref_shape(s)), 0.0};
+  }
+
+ private:
+  // The per-channel scale and shift of the case's kind (seeded by the channel count).
+  void make_channels() {
+    const size_t channels = static_cast<size_t>(sizes_[1]);
+    std::mt19937 rng(static_cast<uint32_t>(channels * 7919 + static_cast<size_t>(q_.kind)));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> q_value(-100, 100);
+    for (size_t c = 0; c < channels; ++c) {
+      float scale = 1.0f + 0.5f * normal(rng), shift = 2.0f * normal(rng);
+      switch (q_.kind) {
+        case BnKind::Random: break;
+        case BnKind::Ties:
+          scale = c % 2 ? -0.75f : 0.75f;
+          shift = static_cast<float>(q_value(rng)) / 8.0f;
+          break;
+        case BnKind::ZeroScale:
+          if (c % 2 == 0) scale = 0.0f;
+          break;
+        case BnKind::FmaRounding: {
+          // x0 * scale rounds (an odd 24-bit significand times a non-power of two); shift =
+          // 2^-21 - float(x0 * scale), so a multiply then an add gives y = 2^-21 exactly, a
+          // tie at s_out = 2^-20, while the fused result is off it by the product's rounding
+          // error, whose sign decides the int8 value.
+          const int8_t q0 = static_cast<int8_t>(q_value(rng) | 1);
+          const float x0 = static_cast<float>(q0 - q_.in.zero_point) * q_.in.scale;
+          scale = 0.5f + std::abs(normal(rng)) / 8.0f + 1e-3f * static_cast<float>(c);
+          const float product = x0 * scale;
+          shift = std::ldexp(1.0f, -21) - product;
+          q0_.push_back(q0);
+          break;
+        }
+      }
+      scale_.push_back(scale);
+      shift_.push_back(shift);
+    }
+  }
+
+  std::vector<int64_t> sizes_;
+  MemoryLayout layout_;
+  BnQuant q_;
+  std::vector<float> scale_, shift_;
+  std::vector<int8_t> q0_;
+  graph::ValueRef in_ = -1, out_ = -1;
+  std::vector<int8_t> x_;
+};
+
+void add_batch_norm_case(Registry& registry, const std::string& prefix,
+                         const std::vector<int64_t>& sizes, MemoryLayout layout, BnQuant q,
+                         bool accu) {
+  const std::string shape = shape_string(sizes), lname(to_string(layout));
+  registry.add({prefix + "q8ta_batch_norm/" + lname + "/" + q.tag + "/" + shape,
+                "q8ta_batch_norm", shape, lname + " " + q.tag, accu, !accu, false, Metric::GBps,
+                [=] { return std::make_unique<BatchNormCase>(sizes, layout, q); }});
+}
+
+// Every parameter set rotated over the 4-D awkward shapes, then each on one odd shape, per
+// layout; PERF at 1x64x256x256.
+void register_batch_norm_cases(Registry& registry) {
+  constexpr size_t n = std::size(kBnQuants);
+  size_t index = 0;
+  for (MemoryLayout layout : kAllPackedInt8Layouts) {
+    for (const auto& sizes : awkward_shapes()) {
+      if (sizes.size() == 4) add_batch_norm_case(registry, "", sizes, layout,
+                                                 kBnQuants[index++ % n], true);
+    }
+    for (const BnQuant& q : kBnQuants) {
+      add_batch_norm_case(registry, "", {2, 17, 5, 6}, layout, q, true);
+    }
+    add_batch_norm_case(registry, "perf/", {1, 64, 256, 256}, layout, kBnQuants[1], false);
+  }
+}
+
 // q8ta_add or q8ta_mul cases with `quants`: awkward shapes, broadcast operands in both
 // positions, every parameter set; PERF at 1x64x256x256 and 1x256x56x56.
 template <size_t N>
@@ -301,6 +445,7 @@ void register_elementwise_cases(Registry& registry) {
   register_binary_cases(registry, RefBinaryOp::Add, kQuants);
   register_requantize_cases(registry, kMulScalarQuants);
   register_binary_cases(registry, RefBinaryOp::Mul, kMulQuants);
+  register_batch_norm_cases(registry);
 }
 
 }  // namespace vkd::custom_ops

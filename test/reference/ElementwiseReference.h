@@ -1,11 +1,12 @@
-// CPU references for q8ta_add, q8ta_mul, q8ta_clamp and q8ta_mul_scalar, written for the tests
-// (they share no code with the shaders or the runtime). Per element, each float32 operation
-// rounded on its own:
+// CPU references for q8ta_add, q8ta_mul, q8ta_clamp, q8ta_mul_scalar and q8ta_batch_norm,
+// written for the tests (they share no code with the shaders or the runtime). Per element, each
+// float32 operation rounded on its own:
 //   add:        y = float(qa - zp_a) * s_a + float(qb - zp_b) * s_b
 //   mul:        y = float(qa - zp_a) * s_a * float(qb - zp_b) * s_b  (the two dequantized
 //               values rounded first, then their product)
 //   clamp:      y = float(q - zp_in) * s_in
 //   mul_scalar: y = float(float(q - zp_in) * s_in) * m
+//   batch_norm: y = std::fma(float(q - zp_in) * s_in, scale[c], shift[c])  (rounded once)
 //   q = clamp(nearbyint(y * inv_s_out) + zp_out, act_min, act_max), inv_s_out = float(1/s_out)
 // The binary ops' b broadcasts when it is [N or 1, C, 1, 1] or [1, 1, 1, 1] (NCHW element
 // vectors).
@@ -75,6 +76,22 @@ inline std::vector<int8_t> reference_requantize(const std::vector<int8_t>& x, Re
   for (size_t i = 0; i < x.size(); ++i) {
     const float f = static_cast<float>(x[i] - in.zero_point) * in.scale;
     y[i] = ref_requantize(f * m, out, act_min, act_max);
+  }
+  return y;
+}
+
+// q8ta_batch_norm of every element of an NCHW tensor of shape `s`: channel c's scale and
+// shift, the multiply-add fused (std::fma: one rounding, as PyTorch's CPU batch norm).
+inline std::vector<int8_t> reference_batch_norm(const std::vector<int8_t>& x, const RefShape& s,
+                                                RefQuant in, const std::vector<float>& scale,
+                                                const std::vector<float>& shift, RefQuant out,
+                                                int act_min, int act_max) {
+  std::vector<int8_t> y(x.size());
+  const int64_t plane = s.h * s.w;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = static_cast<size_t>((static_cast<int64_t>(i) / plane) % s.c);
+    const float f = static_cast<float>(x[i] - in.zero_point) * in.scale;
+    y[i] = ref_requantize(std::fma(f, scale[c], shift[c]), out, act_min, act_max);
   }
   return y;
 }

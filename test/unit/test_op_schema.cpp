@@ -65,6 +65,7 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   if (linear && a.output) return {1, 5, 6, 3};
   if (conv && (a.output || a.name == "other")) return {1, 3, 6, 7};
   if (op.name == "q8ta_lut" && a.name == "table") return {256};  // one entry per int8 value
+  if (op.name == "q8ta_batch_norm" && a.constant) return {5};  // scale, shift per channel
   if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};  // mean over H and W, keepdim
   if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};  // keepdim = False: [N, C]
   if (op.name == "q8ta_cat" && a.output) return {2, 5, 6, 7};   // two inputs along dim 0
