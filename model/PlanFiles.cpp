@@ -14,17 +14,6 @@ namespace {
 
 using compiler::HostTensor;
 
-// A blob, its magic read first: a file that is not one is neither read whole nor quoted ("is
-// not a vkdelegate blob"). `symlinks`: a plan's blobs are files of its own directory, never
-// links out of it; a blob the caller names may be one.
-std::vector<uint8_t> read_blob(const std::string& path, Symlinks symlinks) {
-  InputFileRules rules;
-  rules.symlinks = symlinks;
-  rules.magic = std::string_view(serialization::kBlobMagic, sizeof serialization::kBlobMagic);
-  rules.kind = "a vkdelegate blob";
-  return read_input_file(path, "model file", kMaxModelFileBytes, rules);
-}
-
 // Every blob the plan names, all unreadable ones in one error.
 std::vector<std::vector<uint8_t>> read_blobs(const PartitionPlan& plan) {
   std::vector<std::vector<uint8_t>> blobs(plan.steps.size());
@@ -32,7 +21,7 @@ std::vector<std::vector<uint8_t>> read_blobs(const PartitionPlan& plan) {
   for (const PlanStep& s : plan.steps) {
     if (!s.on_gpu) continue;
     try {
-      blobs[s.index] = read_blob(s.blob_path, Symlinks::Refuse);
+      blobs[s.index] = read_blob_file(s.blob_path, Symlinks::Refuse);
     } catch (const Error& e) {
       errors.push_back(plan.path + ": " + s.label() + ": " + e.what());
     }
@@ -140,7 +129,7 @@ PlanFiles blob_files(const std::string& path) {
   step.on_gpu = true;
   step.blob = step.blob_path = path;
   f.plan.steps.push_back(step);
-  f.blobs.push_back(read_blob(path, Symlinks::Follow));
+  f.blobs.push_back(read_blob_file(path, Symlinks::Follow));
   f.host_graphs.resize(1);
   return f;
 }
@@ -160,6 +149,14 @@ PlanFiles plan_files(const std::string& plan_path,
 }
 
 }  // namespace
+
+std::vector<uint8_t> read_blob_file(const std::string& path, Symlinks symlinks) {
+  InputFileRules rules;
+  rules.symlinks = symlinks;
+  rules.magic = std::string_view(serialization::kBlobMagic, sizeof serialization::kBlobMagic);
+  rules.kind = "a vkdelegate blob";
+  return read_input_file(path, "model file", kMaxModelFileBytes, rules);
+}
 
 PlanFiles read_model_files(const std::string& path,
                            const std::optional<std::string>& weights_path) {

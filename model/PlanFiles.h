@@ -12,6 +12,7 @@
 
 #include "compiler/Interpreter.h"
 #include "model/PartitionPlan.h"
+#include "runtime/core/InputFile.h"
 
 namespace vkd::model {
 
@@ -23,6 +24,11 @@ struct PlanFiles {
   TensorMap constants;                       // by value name
   std::vector<compiler::Graph> host_graphs;  // per step; empty for a GPU step
 };
+
+// A blob file, its magic read first: a file that is not one is refused ("it is not a vkdelegate
+// blob") without being read whole or quoted. `symlinks`: Refuse for a plan's blobs (files of
+// its own folder), Follow for one the caller names. Error(InvalidArgument) naming the file.
+std::vector<uint8_t> read_blob_file(const std::string& path, Symlinks symlinks);
 
 // `path` as vkd::Model::load takes it. A partition plan (is_partition_plan_path): the plan
 // (PartitionPlan.h), every blob it names (each a regular file of the plan's directory, no

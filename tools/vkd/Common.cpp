@@ -9,6 +9,7 @@
 
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
+#include "model/PlanFiles.h"
 #include "runtime/core/Env.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/HostPacking.h"
@@ -41,7 +42,11 @@ double element_as_double(const uint8_t* data, HostDType dtype, size_t i) {
 int exit_code_for(Status status) { return status == Status::InvalidArgument ? 2 : 1; }
 
 std::vector<uint8_t> read_model_file(const std::string& path) {
-  return read_input_file(path, "model file", kMaxModelFileBytes);
+  try {
+    return model::read_blob_file(path, Symlinks::Follow);
+  } catch (const Error& e) {
+    throw CliError(2, e.what());  // "cannot read model file '<path>': <why>"
+  }
 }
 
 compiler::Graph read_graph(const std::string& graph_path, const std::string& weights_path) {

@@ -24,8 +24,9 @@ int cmd_compile(const std::vector<std::string>& args);
 // fault), 1 for everything else (device, driver, library).
 int exit_code_for(Status status);
 
-// The whole model file (a regular file, at most kMaxModelFileBytes), or CliError(2) naming the
-// path and the reason.
+// The whole model file (a regular file, at most kMaxModelFileBytes, starting with the blob
+// magic: another file is refused without being quoted), or CliError(2) naming the path and the
+// reason.
 std::vector<uint8_t> read_model_file(const std::string& path);
 
 // GRAPH.json and, when `weights_path` is not empty, its safetensors file, read as input files
