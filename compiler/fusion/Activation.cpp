@@ -2,10 +2,10 @@
 // PyTorch left the activation apart from the op before it (FX keeps a ReLU6 after an add, or
 // after an op it did not fuse with).
 // - When the dequantized int8 value is the output of a fused int8 op with an activation range
-//   (q8ta_conv2d[_ps / _add], q8ta_linear[_add], q8ta_add, q8ta_mul; the range of an op with a
-//   fused add is the sum's) that nothing else reads, and the q quantizes with the
-//   scale and zero point that op wrote, the chain joins the op's epilogue: the op writes the q's
-//   output itself, its activation range narrowed to the chain's clamp.
+//   (q8ta_conv2d[_ps / _add], q8ta_linear[_add], q8ta_add, q8ta_mul, q8ta_batch_norm; the range
+//   of an op with a fused add is the sum's) that nothing else reads, and the q quantizes with
+//   the scale and zero point that op wrote, the chain joins the op's epilogue: the op writes the
+//   q's output itself, its activation range narrowed to the chain's clamp.
 // - Otherwise the chain becomes q8ta_clamp (one requantizing kernel).
 // A multiplication by a scalar constant, dq -> aten.mul (by a number or a one-element constant)
 // [-> act] -> q, is the same requantizing kernel with the scalar as a factor: q8ta_mul_scalar.
@@ -26,30 +26,11 @@
 namespace vkd::compiler::fusion {
 namespace {
 
-// The float32 clamps of activation nodes `acts` in order, as the reference applies them.
-std::string clamps_of(const Graph& g, const std::vector<int>& acts, std::vector<FloatClamp>& out) {
-  for (int a : acts) {
-    const Node& n = g.nodes[a];
-    if (n.op == kRelu) {
-      out.push_back({0.0f, std::nullopt});
-      continue;
-    }
-    double lo = 0, hi = 0;
-    const std::string why = activation_bounds(n, lo, hi);
-    if (!why.empty()) return why;
-    FloatClamp c;
-    if (!std::isinf(lo)) c.lo = static_cast<float>(lo);
-    if (!std::isinf(hi)) c.hi = static_cast<float>(hi);
-    out.push_back(c);
-  }
-  return "";
-}
-
 // The int8 ops whose requantizing epilogue clamps to [activation_min, activation_max].
 bool has_activation_range(const std::string& op) {
   return op == "q8ta_conv2d" || op == "q8ta_conv2d_ps" || op == "q8ta_conv2d_add" ||
          op == "q8ta_conv_transpose2d" || op == "q8ta_linear" || op == "q8ta_linear_add" ||
-         op == "q8ta_add" || op == "q8ta_mul";
+         op == "q8ta_add" || op == "q8ta_mul" || op == "q8ta_batch_norm";
 }
 
 // A matched dq -> act [-> act] -> q chain reading the int8 value `x_q`, or dq -> mul by a scalar
@@ -175,7 +156,7 @@ std::string read_chain(const Graph& g, int i, int p, const std::string& x, const
   std::vector<int> acts;
   if (anchor_clamps) acts.push_back(i);
   if (tail.act >= 0) acts.push_back(tail.act);
-  return clamps_of(g, acts, c.clamps);
+  return activation_clamps(g, acts, c.clamps);
 }
 
 }  // namespace

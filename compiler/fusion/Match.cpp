@@ -266,6 +266,25 @@ std::string bound_label(double v) { return std::isinf(v) ? "none" : fmt(v); }
 
 }  // namespace
 
+std::string activation_clamps(const Graph& g, const std::vector<int>& acts,
+                              std::vector<FloatClamp>& out) {
+  for (int a : acts) {
+    const Node& n = g.nodes[a];
+    if (n.op == kRelu) {
+      out.push_back({0.0f, std::nullopt});
+      continue;
+    }
+    double lo = 0, hi = 0;
+    const std::string why = activation_bounds(n, lo, hi);
+    if (!why.empty()) return why;
+    FloatClamp c;
+    if (!std::isinf(lo)) c.lo = static_cast<float>(lo);
+    if (!std::isinf(hi)) c.hi = static_cast<float>(hi);
+    out.push_back(c);
+  }
+  return "";
+}
+
 std::string activation_range(const Graph& g, int act, const QuantInfo& out, Activation& a) {
   a.min = out.quant_min;
   a.max = out.quant_max;

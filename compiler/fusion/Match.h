@@ -10,6 +10,10 @@
 
 #include "compiler/GraphIR.h"
 
+namespace vkd::compiler {
+struct FloatClamp;  // compiler/reference/QuantChain.h
+}  // namespace vkd::compiler
+
 namespace vkd::compiler::fusion {
 
 // ---- formatting -----------------------------------------------------------------------------
@@ -79,6 +83,10 @@ struct Activation {
 
 // Float bounds of hardtanh / clamp (±inf when absent); "" or why they cannot be read.
 std::string activation_bounds(const Node& n, double& lo, double& hi);
+// The float32 clamps of activation nodes `acts` (relu / hardtanh / clamp) in order, as the
+// reference applies them; "" or why a bound cannot be read.
+std::string activation_clamps(const Graph& g, const std::vector<int>& acts,
+                              std::vector<FloatClamp>& out);
 // The int8 clamp range of node `act` (or none when -1) followed by quantization with `out`.
 std::string activation_range(const Graph& g, int act, const QuantInfo& out, Activation& a);
 

@@ -16,6 +16,7 @@ std::vector<EdgeOp> upsample_edge_ops();
 std::vector<EdgeOp> pool_edge_ops();
 std::vector<EdgeOp> copy_edge_ops();
 std::vector<EdgeOp> dropout_edge_ops();
+std::vector<EdgeOp> batch_norm_edge_ops();
 std::vector<EdgeOp> concat_edge_ops();
 std::vector<EdgeOp> permute_edge_ops();
 std::vector<EdgeOp> affine_edge_ops();
@@ -126,7 +127,7 @@ const std::vector<EdgeOp>& edge_ops() {
     std::vector<EdgeOp> all;
     for (auto family : {quantize_edge_ops, conv_linear_edge_ops, elementwise_edge_ops,
                         pixel_shuffle_edge_ops, upsample_edge_ops, pool_edge_ops, copy_edge_ops,
-                        dropout_edge_ops,
+                        dropout_edge_ops, batch_norm_edge_ops,
                         concat_edge_ops,
                         permute_edge_ops, affine_edge_ops, activation_edge_ops, softmax_edge_ops,
                         transformer_edge_ops}) {

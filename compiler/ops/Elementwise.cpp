@@ -81,7 +81,7 @@ std::vector<TypedShape> clamp(const ShapeContext& c) {
 // its own requantizing kernel.
 const std::vector<std::string> kStandaloneActOps = {
     "q8ta_conv2d", "q8ta_conv2d_ps", "q8ta_conv2d_add", "q8ta_linear", "q8ta_linear_add",
-    "q8ta_add",    "q8ta_mul",       "q8ta_clamp"};
+    "q8ta_add",    "q8ta_mul",       "q8ta_batch_norm", "q8ta_clamp"};
 
 }  // namespace
 

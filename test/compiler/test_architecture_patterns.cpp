@@ -6,13 +6,18 @@
 // the backend ops it becomes and on the report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "compiler/Compiler.h"
+#include "compiler/Interpreter.h"
 #include "compiler/Parse.h"
+#include "compiler/Safetensors.h"
 #include "runtime/core/Error.h"
 
 namespace {
@@ -231,6 +236,216 @@ TEST(ChannelShuffleSpellings, ViewTransposeCloneViewIsOneChannelShuffle) {
         }
       }
     }
+  }
+}
+
+// ---- a standalone batch norm -----------------------------------------------------------------
+
+// A float32 tensor of the safetensors file.
+SafetensorsTensor f32_tensor(const std::string& name, const std::vector<float>& v) {
+  std::vector<uint8_t> bytes(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  return {name, "F32", {static_cast<int64_t>(v.size())}, bytes};
+}
+
+// The per-channel parameters of the tests' batch norms (C = 5): both signs of weight, a mean
+// far from 0, variances from 0.09 to 2.
+const std::vector<float> kWeight = {1.5f, -0.75f, 0.3f, 2.0f, 0.9f};
+const std::vector<float> kBias = {0.1f, -0.4f, 0.25f, 0.0f, 1.1f};
+const std::vector<float> kMean = {0.2f, -1.3f, 0.05f, 0.7f, -0.1f};
+const std::vector<float> kVar = {0.09f, 1.0f, 2.0f, 0.5f, 0.33f};
+
+// The batch norm written out for the test (PyTorch 1.13's CPU kernel, eval mode): per channel
+// invstd = 1 / sqrt(var + eps), scale = invstd * weight, shift = bias - mean * scale with one
+// rounding, y = x * scale + shift with one rounding.
+struct TestAffine {
+  std::vector<float> scale, shift;
+};
+TestAffine test_affine(bool affine, float eps) {
+  TestAffine a;
+  for (size_t c = 0; c < kMean.size(); ++c) {
+    const float invstd = 1.0f / std::sqrt(kVar[c] + eps);
+    const float scale = affine ? invstd * kWeight[c] : invstd;
+    a.scale.push_back(scale);
+    a.shift.push_back(std::fma(-kMean[c], scale, affine ? kBias[c] : 0.0f));
+  }
+  return a;
+}
+
+// xq [1, 5, 3, 4] -> dq -> <bn op> (the parameters "w", "b", "m", "v") [-> act] -> q -> y.
+std::string batch_norm_graph(const std::string& op, const std::string& args, bool affine,
+                             const std::string& act, const std::string& act_args,
+                             int64_t in_shape_rank = 4) {
+  const std::string shape = in_shape_rank == 4 ? "[1, 5, 3, 4]" : "[3, 5]";
+  std::string values = "\"xq\": {\"dtype\": \"int8\", \"shape\": " + shape + "}";
+  for (const char* name : {"w", "b", "m", "v"}) {
+    if (!affine && (name[0] == 'w' || name[0] == 'b')) continue;
+    values += std::string(", \"") + name + "\": {\"dtype\": \"float32\", \"shape\": [5], "
+              "\"data\": \"" + name + "\"}";
+  }
+  const std::string bn_inputs =
+      affine ? "[\"x\", \"w\", \"b\", \"m\", \"v\"]" : "[\"x\", \"\", \"\", \"m\", \"v\"]";
+  const bool legit = op == "aten._native_batch_norm_legit_no_training";
+  std::string nodes = node(kDq, "xq", q_args(0.05, -3), "x") + ", {\"op\": \"" + op +
+                      "\", \"inputs\": " + bn_inputs + ", \"args\": " + args +
+                      ", \"outputs\": " +
+                      (legit ? "[\"n\", \"save_mean\", \"save_invstd\"]" : "[\"n\"]") + "}";
+  std::string last = "n";
+  if (!act.empty()) {
+    nodes += ", " + node(act, "n", act_args, "a");
+    last = "a";
+  }
+  nodes += ", " + node(kQ, last, q_args(0.04, 5), "y");
+  return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"y\"], \"values\": {" + values +
+         "}, \"nodes\": [" + nodes + "]}";
+}
+
+SafetensorsFile bn_weights() {
+  return SafetensorsFile::from_bytes(
+      serialize_safetensors({f32_tensor("w", kWeight), f32_tensor("b", kBias),
+                             f32_tensor("m", kMean), f32_tensor("v", kVar)}),
+      "bn.safetensors");
+}
+
+const std::string kBatchNormArgs =
+    "{\"training\": false, \"momentum\": 0.1, \"eps\": 1e-05, \"cudnn_enabled\": true}";
+const std::string kLegitArgs = "{\"momentum\": 0.1, \"eps\": 1e-05}";
+
+std::vector<float> floats_of(const Value& v) {
+  std::vector<float> out(v.data ? v.data->size() / 4 : 0);
+  if (!out.empty()) std::memcpy(out.data(), v.data->data(), out.size() * 4);
+  return out;
+}
+
+// dq -> batch norm -> relu -> q, both edge spellings: one q8ta_batch_norm whose scale and shift
+// are the test's fold of the parameters and whose range is the relu's [zp_out, 127].
+TEST(BatchNormFusion, StandaloneBatchNormWithReluIsOneOp) {
+  const SafetensorsFile weights = bn_weights();
+  for (const auto& [op, args] : {std::make_pair(std::string("aten.batch_norm"), kBatchNormArgs),
+                                 std::make_pair(std::string(
+                                                    "aten._native_batch_norm_legit_no_training"),
+                                                kLegitArgs)}) {
+    const CompileResult r =
+        compile_graph(parse_graph(batch_norm_graph(op, args, true, "aten.relu", "{}"), "bn.json",
+                                  &weights),
+                      {});
+    ASSERT_TRUE(r.ok()) << op << "\n" << format_report(r);
+    ASSERT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_batch_norm"}))
+        << op << "\n" << format_report(r);
+    const Node& n = r.graph.nodes[0];
+    EXPECT_EQ(n.inputs.at(0), "xq");
+    EXPECT_EQ(n.outputs.at(0), "y");
+    EXPECT_EQ(std::get<double>(n.args.at("input_scale")), 0.05);
+    EXPECT_EQ(std::get<int64_t>(n.args.at("input_zero_point")), -3);
+    EXPECT_EQ(std::get<double>(n.args.at("output_scale")), 0.04);
+    EXPECT_EQ(std::get<int64_t>(n.args.at("output_zero_point")), 5);
+    EXPECT_EQ(std::get<int64_t>(n.args.at("activation_min")), 5);  // relu: the zero point
+    EXPECT_EQ(std::get<int64_t>(n.args.at("activation_max")), 127);
+    const TestAffine want = test_affine(true, 1e-5f);
+    EXPECT_EQ(floats_of(r.graph.value(n.inputs.at(1))), want.scale) << op;
+    EXPECT_EQ(floats_of(r.graph.value(n.inputs.at(2))), want.shift) << op;
+    // The parameters folded into them are gone from the blob.
+    for (const char* v : {"w", "b", "m", "v"}) EXPECT_FALSE(r.graph.has_value(v)) << v;
+    EXPECT_NE(format_report(r).find("into q8ta_batch_norm 'y' (5 channels, activation range "
+                                    "5..127)"),
+              std::string::npos)
+        << format_report(r);
+  }
+}
+
+// The interpreter runs the batch norm as the test's own arithmetic does, element by element
+// (dq, then x * scale + shift with one rounding, the hardtanh, the quantize rounding half to
+// even); no weight and bias: scale = invstd, shift = -mean * invstd.
+TEST(BatchNormFusion, InterpreterComputesTheBatchNormAsPyTorchDoes) {
+  const SafetensorsFile weights = bn_weights();
+  const std::string json =
+      batch_norm_graph("aten.batch_norm", kBatchNormArgs, false, "aten.hardtanh",
+                       "{\"min_val\": -1.0, \"max_val\": 3.0}");
+  const Graph g = parse_graph(json, "bn.json", &weights);
+  std::vector<int8_t> x(60);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int8_t>(int(i * 37 % 256) - 128);
+  const auto values = interpret(g, {{"xq", HostTensor::from_int8({1, 5, 3, 4}, x)}});
+  const std::vector<int8_t> got = values.at("y").to_int8();
+  const TestAffine a = test_affine(false, 1e-5f);
+  const float inv_out = static_cast<float>(1.0 / static_cast<double>(0.04f));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i / 12;
+    const float xf = static_cast<float>(x[i] + 3) * 0.05f;
+    const float y = std::min(std::max(std::fma(xf, a.scale[c], a.shift[c]), -1.0f), 3.0f);
+    const double q = std::nearbyint(static_cast<double>(y * inv_out)) + 5;
+    EXPECT_EQ(got[i], static_cast<int8_t>(std::min(std::max(q, -128.0), 127.0))) << i;
+  }
+  // And the compiled graph is the one kernel, its range the hardtanh's quantized bounds.
+  const CompileResult r = compile_graph(g, {});
+  ASSERT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_batch_norm"})) << format_report(r);
+  EXPECT_EQ(std::get<int64_t>(r.graph.nodes[0].args.at("activation_min")), -20);
+  EXPECT_EQ(std::get<int64_t>(r.graph.nodes[0].args.at("activation_max")), 80);
+}
+
+// A relu FX left apart (torch.relu after a BatchNorm2d module), quantized as the batch norm's
+// output is, joins its epilogue: the range narrows to the relu's.
+TEST(BatchNormFusion, ReluAfterTheBatchNormJoinsItsEpilogue) {
+  const SafetensorsFile weights = bn_weights();
+  std::string json = batch_norm_graph("aten.batch_norm", kBatchNormArgs, true, "", "");
+  const std::string tail = node(kQ, "n", q_args(0.04, 5), "y");
+  ASSERT_NE(json.find(tail), std::string::npos);
+  json.replace(json.find(tail), tail.size(),
+               node(kQ, "n", q_args(0.04, 5), "nq") + ", " +
+                   node(kDq, "nq", q_args(0.04, 5), "nf") + ", " +
+                   node("aten.relu", "nf", "{}", "r") + ", " + node(kQ, "r", q_args(0.04, 5), "y"));
+  const CompileResult r = compile_graph(parse_graph(json, "bn.json", &weights), {});
+  ASSERT_TRUE(r.ok()) << format_report(r);
+  ASSERT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_batch_norm"})) << format_report(r);
+  EXPECT_EQ(std::get<int64_t>(r.graph.nodes[0].args.at("activation_min")), 5);
+  EXPECT_EQ(r.graph.nodes[0].outputs.at(0), "y");
+}
+
+// What q8ta_batch_norm does not take is reported and left to the host: a float batch norm (no
+// quantize after it), a 2-D input (BatchNorm1d), parameters the kernel cannot compute exactly.
+TEST(BatchNormFusion, WhatDoesNotFuseIsReported) {
+  const SafetensorsFile weights = bn_weights();
+  {
+    const std::string json = batch_norm_graph("aten.batch_norm", kBatchNormArgs, true, "", "",
+                                              /*in_shape_rank=*/2);
+    const CompileResult r = compile_graph(parse_graph(json, "bn.json", &weights), {});
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(format_report(r).find("not fused: dq -> aten.batch_norm -> q (node 0..2) as "
+                                    "q8ta_batch_norm: input shape [3, 5]: q8ta_batch_norm takes "
+                                    "4-D [N, C, H, W] data"),
+              std::string::npos)
+        << format_report(r);
+  }
+  {  // a variance so small that x * scale leaves the kernel's exact range
+    std::vector<float> var = kVar;
+    var[2] = 0.0f;
+    const SafetensorsFile tiny = SafetensorsFile::from_bytes(
+        serialize_safetensors({f32_tensor("w", kWeight), f32_tensor("b", kBias),
+                               f32_tensor("m", kMean), f32_tensor("v", var)}),
+        "bn.safetensors");
+    const std::string args =
+        "{\"training\": false, \"momentum\": 0.1, \"eps\": 0.0, \"cudnn_enabled\": true}";
+    const CompileResult r = compile_graph(
+        parse_graph(batch_norm_graph("aten.batch_norm", args, true, "", ""), "bn.json", &tiny),
+        {});
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(format_report(r).find("channel 2: scale inf and shift"), std::string::npos)
+        << format_report(r);
+  }
+}
+
+// Training mode normalizes with the batch's own statistics: refused when the graph is read.
+TEST(BatchNormFusion, TrainingModeIsRefused) {
+  const SafetensorsFile weights = bn_weights();
+  const std::string args =
+      "{\"training\": true, \"momentum\": 0.1, \"eps\": 1e-05, \"cudnn_enabled\": true}";
+  try {
+    (void)parse_graph(batch_norm_graph("aten.batch_norm", args, true, "", ""), "bn.json",
+                      &weights);
+    ADD_FAILURE() << "accepted";
+  } catch (const vkd::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 1 (aten.batch_norm): argument 'training': true"),
+              std::string::npos)
+        << e.what();
   }
 }
 

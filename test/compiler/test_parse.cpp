@@ -229,7 +229,12 @@ const char* kEveryOp = R"({
     {"op": "aten.feature_alpha_dropout", "inputs": ["fdr"], "args": {"p": 0.0, "train": true},
      "outputs": ["fadr"]},
     {"op": "aten.stochastic_depth", "inputs": ["fadr"],
-     "args": {"p": 0.2, "mode": "row", "training": false}, "outputs": ["sd"]}
+     "args": {"p": 0.2, "mode": "row", "training": false}, "outputs": ["sd"]},
+    {"op": "aten.batch_norm", "inputs": ["c1", "b1", "", "b1", "s1"],
+     "args": {"training": false, "momentum": 0.1, "eps": 1e-5, "cudnn_enabled": true},
+     "outputs": ["bn"]},
+    {"op": "aten._native_batch_norm_legit_no_training", "inputs": ["bn", "", "b1", "b1", "s1"],
+     "args": {"momentum": 0.1, "eps": 1e-3}, "outputs": ["bnl", "bnm", "bnv"]}
   ]
 })";
 
@@ -263,7 +268,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 60u);
+  ASSERT_EQ(g.nodes.size(), 62u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -320,6 +325,8 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "attw", DType::Float32, {1, 1, 5, 5});  // per head: need_weights, not averaged
   expect_value(g, "adr", DType::Float32, {1, 5});
   expect_value(g, "sd", DType::Float32, {1, 1, 8, 8});
+  expect_value(g, "bnl", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "bnv", DType::Float32, {0});
 
   // Constants: bytes copied; the int64 zero points narrowed to int32.
   const Value& w1 = g.value("w1");

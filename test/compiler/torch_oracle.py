@@ -2,6 +2,7 @@
 """Torch oracle for the CPU reference interpreter (compiler/Interpreter.h).
 
 Computes conv2d / conv_transpose2d / linear / max_pool2d / avg_pool2d / pixel_shuffle / mean / adaptive_avg_pool2d / add / mul,
+batch_norm (bit for bit),
 upsample_nearest2d / upsample_bilinear2d,
 the smooth activations (hardswish, hardsigmoid, sigmoid, tanh, silu, gelu, elu, leaky_relu) and
 softmax / log_softmax, cat and the splits (split_with_sizes_copy, split_copy, chunk,
@@ -237,6 +238,31 @@ def mul_cases(w):
                torch.ops.aten.mul.Scalar(a, s))
 
 
+def batch_norm_cases(w):
+    """Inference batch norm, bit for bit (tol 0): ATen's CPU kernel folds weight, bias and the
+    running statistics into one scale and shift per channel and rounds x * scale + shift once
+    (compiler/reference/BatchNorm.h); inputs up to +-20 so the product's rounding shows. With
+    and without affine parameters, and the edge dialect's _native_batch_norm_legit_no_training
+    (its two statistics outputs empty outside training)."""
+    x = uniform(2, 6, 5, 7) * 20.0
+    weight, bias, mean = uniform(6) * 2.0, uniform(6), uniform(6) * 3.0
+    var = uniform(6).abs() * 2.0 + 0.05
+    train_args = [("training", "bool", False), ("momentum", "float", 0.1), ("eps", "float", 1e-5),
+                  ("cudnn_enabled", "bool", True)]
+    stats = [("running_mean", mean), ("running_var", var)]
+    w.case("batch_norm", "aten.batch_norm",
+           [("input", x), ("weight", weight), ("bias", bias)] + stats, train_args,
+           torch.batch_norm(x, weight, bias, mean, var, False, 0.1, 1e-5, True), tol=0.0)
+    w.case("batch_norm_plain", "aten.batch_norm",
+           [("input", x), ("weight", None), ("bias", None)] + stats, train_args,
+           torch.batch_norm(x, None, None, mean, var, False, 0.1, 1e-5, True), tol=0.0)
+    w.case("batch_norm_legit_no_training", "aten._native_batch_norm_legit_no_training",
+           [("input", x), ("weight", weight), ("bias", bias)] + stats,
+           [("momentum", "float", 0.1), ("eps", "float", 1e-3)],
+           [torch.batch_norm(x, weight, bias, mean, var, False, 0.1, 1e-3, True),
+            torch.empty(0), torch.empty(0)], tol=0.0)
+
+
 def activation_cases(w):
     """The smooth activations on [-8, 8) and on their kinks (-3, 3, 0)."""
     x = torch.cat([uniform(2, 3, 9, 7).reshape(-1) * 8,
@@ -406,6 +432,7 @@ def main():
     activation_cases(w)
     softmax_cases(w)
     mul_cases(w)
+    batch_norm_cases(w)
     avg_pool_cases(w)
     upsample_cases(w)
     concat_cases(w)
