@@ -47,7 +47,11 @@ CLASSIFIERS = ("mobilenet_v2", "resnet18", "resnet50", "mobilenet_v3_large",
                "shufflenet_v2_x1_0", "googlenet")
 # The U-Net-style segmentation models: name -> factory in vkdelegate.examples_models.
 UNETS = {"unet": "tiny_unet", "unet_transposed": "tiny_unet_transposed"}
-MODELS = CLASSIFIERS + tuple(UNETS)
+# Small classifiers with the architecture patterns of issue 31 (examples_models.PATTERN_MODELS:
+# a standalone BatchNorm2d, a channel shuffle through contiguous(), stochastic depth and
+# dropouts, a flatten observed with its own quantization).
+PATTERNS = tuple(examples_models.PATTERN_MODELS)
+MODELS = CLASSIFIERS + tuple(UNETS) + PATTERNS
 COSINE_MIN = 0.99
 RESIDUAL_GAMMA = 0.25  # examples_models.scale_residual_branches, for the ResNets and MobileNetV3
 DEFAULT_ENGINE = torch.backends.quantized.engine  # before anything here selects qnnpack
@@ -66,7 +70,7 @@ def parse_args(argv):
     p.add_argument("--models", default=",".join(MODELS),
                    help=f"comma-separated subset of {','.join(MODELS)}")
     p.add_argument("--input-size", type=int, default=None,
-                   help="square input side (default 224; the U-Net 256)")
+                   help="square input side (default 224; the U-Net 256; the pattern models 32)")
     p.add_argument("--vkd", default=default_vkd(), help="the vkd binary (default build/vkd)")
     p.add_argument("--out", default="out/torchvision", help="where the files go")
     p.add_argument("--bench", type=int, default=20, help="timed runs of vkd run --bench")
@@ -95,6 +99,8 @@ def build_model(name, size):
     torch.manual_seed(SEED)
     if name in UNETS:
         return getattr(examples_models, UNETS[name])().eval()
+    if name in PATTERNS:
+        return examples_models.architecture_pattern(name, size)
     gamma = RESIDUAL_GAMMA if name in GAMMA_MODELS else None
     return examples_models.torchvision_quantizable(name, input_size=size,
                                                    residual_gamma=gamma).eval()
@@ -268,7 +274,7 @@ def cosine(a, b):
 
 def run_one(name, args):
     """Export, compile, bench, check and compare one model; its result dict."""
-    size = args.input_size or (256 if name in UNETS else 224)
+    size = args.input_size or (256 if name in UNETS else 32 if name in PATTERNS else 224)
     out_dir = os.path.join(args.out, f"{name}_{size}")
     gen = torch.Generator().manual_seed(SEED + 1)
     shape = (1, 3, size, size)
@@ -305,7 +311,7 @@ def run_one(name, args):
     result["cosine_vs_torch_reference"] = cosine(y, y_reference)
     result["cosine_vs_float"] = cosine(y, y_float)
     result["cosine_torch_int8_vs_reference"] = cosine(y_torch, y_reference)
-    if name in CLASSIFIERS:
+    if name not in UNETS:
         result["argmax_equal"] = bool(np.argmax(y) == np.argmax(y_torch))
     return result
 

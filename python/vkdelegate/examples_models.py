@@ -83,6 +83,166 @@ def tiny_unet_transposed(in_channels=3, width=8, classes=4):
     return TinyUNetTransposed(in_channels, width, classes)
 
 
+# ---- the architecture patterns of issue 31, one small classifier each ------------------------
+# Each is built from ops of the README's table in a way the other example models are not: FX
+# keeps a standalone BatchNorm2d (after a concatenation, at the start of a pre-activation block),
+# a channel shuffle spelled with contiguous(), stochastic depth and dropouts as calls in eval
+# mode, a flatten observed with its own quantization before the classifier. Batch-norm
+# statistics are measured on random inputs (recalibrate_batchnorm).
+
+class _DenseLayer(nn.Module):
+    """DenseNet's layer: BN-ReLU on the concatenated input (standalone: it follows the cat),
+    1x1 conv + BN-ReLU (folded into the conv), 3x3 conv; its output joins the input."""
+
+    def __init__(self, cin, growth):
+        super().__init__()
+        self.norm1 = nn.BatchNorm2d(cin)
+        self.relu1 = nn.ReLU()
+        self.conv1 = nn.Conv2d(cin, 2 * growth, 1, bias=False)
+        self.norm2 = nn.BatchNorm2d(2 * growth)
+        self.relu2 = nn.ReLU()
+        self.conv2 = nn.Conv2d(2 * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        y = self.conv1(self.relu1(self.norm1(x)))
+        return torch.cat([x, self.conv2(self.relu2(self.norm2(y)))], 1)
+
+
+class TinyDenseNet(nn.Module):
+    """Stem conv, two dense layers, a transition (BN-ReLU, 1x1 conv, average pool), one more
+    dense layer, then DenseNet's head: a standalone BN and F.relu, global average pool,
+    torch.flatten, linear."""
+
+    def __init__(self, classes=10, growth=6):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 12, 3, stride=2, padding=1)
+        self.block1 = nn.Sequential(_DenseLayer(12, growth), _DenseLayer(12 + growth, growth))
+        c = 12 + 2 * growth
+        self.transition = nn.Sequential(nn.BatchNorm2d(c), nn.ReLU(), nn.Conv2d(c, 16, 1),
+                                        nn.AvgPool2d(2))
+        self.block2 = _DenseLayer(16, growth)
+        self.norm5 = nn.BatchNorm2d(16 + growth)
+        self.classifier = nn.Linear(16 + growth, classes)
+
+    def forward(self, x):
+        y = self.block2(self.transition(self.block1(self.stem(x))))
+        y = nn.functional.adaptive_avg_pool2d(torch.relu(self.norm5(y)), 1)
+        return self.classifier(torch.flatten(y, 1))
+
+
+class _PreActBlock(nn.Module):
+    """A pre-activation residual block (ResNet v2): BN-ReLU before each conv, the first BN at
+    the start of the block, reading the residual stream."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv1(torch.relu(self.bn1(x)))
+        return x + self.conv2(torch.relu(self.bn2(y)))
+
+
+class TinyPreActResNet(nn.Module):
+    """Stem conv, two pre-activation blocks, a final BN with no ReLU after it, global average
+    pool, flatten, linear."""
+
+    def __init__(self, classes=10, width=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, stride=2, padding=1)
+        self.blocks = nn.Sequential(_PreActBlock(width), _PreActBlock(width))
+        self.norm = nn.BatchNorm2d(width)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.norm(self.blocks(self.stem(x)))), 1))
+
+
+def channel_shuffle_contiguous(x, groups):
+    """ShuffleNet's channel shuffle as torchvision writes it: view (5-D), transpose,
+    contiguous(), view."""
+    n, c, h, w = x.shape
+    x = x.view(n, groups, c // groups, h, w)
+    return torch.transpose(x, 1, 2).contiguous().view(n, c, h, w)
+
+
+class _ShuffleUnit(nn.Module):
+    """A ShuffleNetV2 unit (stride 1): half the channels through 1x1 - depthwise 3x3 - 1x1,
+    concatenated with the other half, then shuffled."""
+
+    def __init__(self, c):
+        super().__init__()
+        h = c // 2
+        self.branch = nn.Sequential(nn.Conv2d(h, h, 1), nn.ReLU(),
+                                    nn.Conv2d(h, h, 3, padding=1, groups=h),
+                                    nn.Conv2d(h, h, 1), nn.ReLU())
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        return channel_shuffle_contiguous(torch.cat([a, self.branch(b)], 1), 2)
+
+
+class TinyShuffleNet(nn.Module):
+    """Stem conv, a channel shuffle with 4 groups, two ShuffleNetV2 units, global mean, linear."""
+
+    def __init__(self, classes=10, width=16):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, stride=2, padding=1), nn.ReLU())
+        self.units = nn.Sequential(_ShuffleUnit(width), _ShuffleUnit(width))
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        y = self.units(channel_shuffle_contiguous(self.stem(x), 4))
+        return self.fc(y.mean([2, 3]))
+
+
+class TinyStochasticNet(nn.Module):
+    """EfficientNet-style residual blocks whose branch ends in torchvision's StochasticDepth,
+    the dropout variants as calls (F.dropout2d, F.alpha_dropout, F.feature_alpha_dropout,
+    nn.Dropout), and a head that flattens a 2x2 pool with x.flatten(1), which FX observes with
+    its own quantization, before a two-layer classifier."""
+
+    def __init__(self, classes=10, width=16):
+        from torchvision.ops import StochasticDepth
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, stride=2, padding=1), nn.ReLU6())
+        self.branches = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(width, width, 1)) for _ in range(2))
+        self.drop_paths = nn.ModuleList(StochasticDepth(p, "row") for p in (0.1, 0.2))
+        self.pool = nn.AdaptiveAvgPool2d(2)
+        self.fc1 = nn.Linear(4 * width, 32)
+        self.dropout = nn.Dropout(0.2)
+        self.fc2 = nn.Linear(32, classes)
+
+    def forward(self, x):
+        y = self.stem(x)
+        for branch, drop_path in zip(self.branches, self.drop_paths):
+            y = y + drop_path(branch(y))
+        y = nn.functional.dropout2d(y, 0.1, self.training)
+        y = nn.functional.alpha_dropout(y, 0.1, self.training)
+        y = nn.functional.feature_alpha_dropout(y, 0.1, self.training)
+        y = self.pool(y).flatten(1)
+        return self.fc2(self.dropout(torch.relu(self.fc1(y))))
+
+
+PATTERN_MODELS = {"densenet_block": TinyDenseNet, "preact_resnet": TinyPreActResNet,
+                  "shufflenet_contiguous": TinyShuffleNet, "stochastic_depth": TinyStochasticNet}
+
+
+def architecture_pattern(name, input_size=32):
+    """One of PATTERN_MODELS (`--model vkdelegate.examples_models:architecture_pattern
+    --model-arg name=densenet_block`), batch-norm statistics measured on random inputs of
+    input_size^2, in eval mode."""
+    if name not in PATTERN_MODELS:
+        raise ValueError(f"unknown pattern model '{name}' (accepted: {', '.join(PATTERN_MODELS)})")
+    return recalibrate_batchnorm(PATTERN_MODELS[name](), (2, 3, input_size, input_size))
+
+
 def recalibrate_batchnorm(model, input_shape, batches=4, seed=0):
     """Measures the batch-norm statistics of a randomly initialised model on random inputs.
 

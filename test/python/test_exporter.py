@@ -21,8 +21,10 @@ import unittest
 import numpy as np
 import torch
 
-from vkdelegate.examples_models import tiny_unet, tiny_unet_transposed, torchvision_quantizable
+from vkdelegate.examples_models import (architecture_pattern, tiny_unet, tiny_unet_transposed,
+                                        torchvision_quantizable)
 from vkdelegate.export import cli, quantize, safetensors, to_graph_ir
+from vkdelegate.export.errors import ExportError
 from vkdelegate.export.ir import to_json_text
 
 SHAPE = (1, 3, 64, 64)
@@ -37,7 +39,7 @@ KNOWN_OPS = {
     "aten.mean.dim", "aten.adaptive_avg_pool2d", "aten.view_copy", "aten.pixel_shuffle",
     "aten.clone", "aten.mul.Tensor", "aten.mul.Scalar", "aten.avg_pool2d",
     "aten.cat", "aten.split_with_sizes_copy", "aten.slice_copy.Tensor",
-    "aten.permute_copy", "aten.transpose_copy.int",
+    "aten.permute_copy", "aten.transpose_copy.int", "aten.batch_norm",
 }
 SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I8": np.int8, "I32": np.int32,
                       "I64": np.int64}
@@ -284,7 +286,26 @@ def smooth_activation(op, x, a):
     return fns[op]().astype(np.float32)
 
 
+def batch_norm(x, weight, bias, mean, var, eps):
+    """Eval-mode batch norm over dim 1 as compiler/reference/BatchNorm.h writes ATen's CPU
+    kernel: scale = float32(1 / sqrt(var + eps)) * weight, shift = bias - mean * scale and y =
+    x * scale + shift, each multiply-add rounded once (float64 then float32: the product is exact
+    in float64, so only a sum at a float32 tie could round twice)."""
+    f32 = np.float32
+    invstd = (f32(1) / np.sqrt(var + f32(eps))).astype(f32)
+    scale = invstd if weight is None else (invstd * weight).astype(f32)
+    b = np.zeros_like(mean) if bias is None else bias
+    shift = (b.astype(np.float64) - mean.astype(np.float64) * scale).astype(f32)
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    y = x.astype(np.float64) * scale.reshape(shape) + shift.reshape(shape)
+    return y.astype(f32)
+
+
 def run_node(op, xs, a):
+    if op == "aten.batch_norm":
+        assert not a["training"]
+        xs = xs + [None] * (5 - len(xs))
+        return batch_norm(*xs, a["eps"])
     if op in ("aten._softmax", "aten._log_softmax"):
         return softmax(xs[0], a["dim"], op == "aten._log_softmax")
     if op in SMOOTH_ACTIVATIONS:
@@ -350,7 +371,7 @@ def interpret(graph, weights, inputs):
         if "data" in v:
             env[name] = weights[v["data"]]
     for node in graph["nodes"]:
-        xs = [env[i] for i in node["inputs"]]
+        xs = [env[i] if i else None for i in node["inputs"]]
         result = run_node(node["op"], xs, node["args"])
         results = result if isinstance(result, list) else [result]
         assert len(results) == len(node["outputs"]), node
@@ -578,6 +599,61 @@ class ModelExportTest(unittest.TestCase):
         gm = quantize(BicubicNet(), (x,), [x])
         graph, _ = to_graph_ir(gm, (x,), "bicubic")
         self.assertIn("aten.interpolate", [n["op"] for n in graph["nodes"]])
+
+    def test_architecture_patterns(self):
+        """The small classifiers of examples_models.PATTERN_MODELS: a standalone BatchNorm2d
+        (after a cat, starting a block; BNReLU2d's and a lone one) as aten.batch_norm with its
+        parameters as [C] constants, a channel shuffle through contiguous() as view ->
+        transpose -> clone -> view, stochastic depth and every dropout call as clones, a
+        flatten with its own quantization."""
+        expect = {
+            "densenet_block": ["aten.batch_norm", "aten.cat", "aten.avg_pool2d"],
+            "preact_resnet": ["aten.batch_norm", "aten.add.Tensor"],
+            "shufflenet_contiguous": ["aten.view_copy", "aten.transpose_copy.int", "aten.clone",
+                                      "aten.split_with_sizes_copy", "aten.cat"],
+            "stochastic_depth": ["aten.clone", "aten.add.Tensor", "aten.view_copy"],
+        }
+        for name, ops in expect.items():
+            torch.manual_seed(0)
+            graph = self.export_and_check(name, architecture_pattern(name, SHAPE[-1]),
+                                          expect_ops=ops)
+            values = graph["values"]
+            for n in graph["nodes"]:
+                if n["op"] != "aten.batch_norm":
+                    continue
+                self.assertEqual(n["args"], {"training": False, "momentum": 0.1, "eps": 1e-5,
+                                             "cudnn_enabled": True})
+                channels = values[n["inputs"][0]]["shape"][1]
+                for v in n["inputs"][1:]:
+                    self.assertEqual(values[v]["shape"], [channels], v)
+                    self.assertIn("data", values[v], v)
+            if name == "stochastic_depth":  # 2 drop paths, 3 dropout calls, nn.Dropout
+                self.assertEqual(sum(n["op"] == "aten.clone" for n in graph["nodes"]), 6)
+
+    def test_training_mode_is_refused(self):
+        """A batch norm or a dropout that would train is an error naming the node: the graph IR
+        holds eval-mode models only."""
+        class Net(torch.nn.Module):
+            def __init__(self, dropout_training):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(3, 4, 3)
+                self.bn = torch.nn.BatchNorm2d(4)
+                self.dropout_training = dropout_training
+
+            def forward(self, x):
+                y = torch.nn.functional.dropout(self.conv(x), 0.3, self.dropout_training)
+                return self.bn(torch.cat([y, y], 2))
+
+        x = random_inputs(1, 1)[0]
+        for dropout_training, bn_training, message in (
+                (True, False, "dropout in training mode"),
+                (False, True, "batch norm in training mode")):
+            torch.manual_seed(0)
+            gm = quantize(Net(dropout_training).eval(), (x,), random_inputs(1, 2))
+            if bn_training:
+                gm.get_submodule("bn").train()
+            with self.assertRaisesRegex(ExportError, message):
+                to_graph_ir(gm, (x,), "net")
 
     def test_per_tensor_weights(self):
         torch.manual_seed(0)

@@ -522,12 +522,95 @@ def _clone(w, node):
     return w.emit("aten.clone", [w.input(node.args[0])], args, w.out())
 
 
-@handles(F.dropout, "aten.dropout.default")
+# Every dropout spelling, with its default for training: F.alpha_dropout and
+# F.feature_alpha_dropout do not train unless told to; the ATen ops name the flag `train`.
+_DROPOUTS = {F.dropout: True, F.dropout1d: True, F.dropout2d: True, F.dropout3d: True,
+             F.alpha_dropout: False, F.feature_alpha_dropout: False, torch.dropout: True,
+             torch.alpha_dropout: True, torch.feature_dropout: True,
+             torch.feature_alpha_dropout: True, "aten.dropout.default": True,
+             "aten.alpha_dropout.default": True, "aten.feature_dropout.default": True,
+             "aten.feature_alpha_dropout.default": True}
+
+
+@handles(*_DROPOUTS)
 def _dropout(w, node):
-    """Dropout outside training is the identity: a clone, as torch.export writes it."""
-    if w.literal(arg(node, 2, ("training", "train"), True)):
+    """Dropout (any variant: alpha, feature, 1d / 2d / 3d) outside training is the identity: a
+    clone, as torch.export writes it. In training it zeroes random elements (p = 0 drops none)."""
+    training = w.literal(arg(node, 2, ("training", "train"), _DROPOUTS[node_key(node)]))
+    if training and w.literal(arg(node, 1, "p", 0.5)) != 0:
         raise w.fail("dropout in training mode (call model.eval() first)")
     return w.emit("aten.clone", [w.input(node.args[0])], {}, w.out())
+
+
+def _stochastic_depth_fn():
+    """torchvision.ops.stochastic_depth (the function FX keeps as a call), or None."""
+    try:
+        from torchvision.ops import stochastic_depth
+    except ImportError:
+        return None
+    return stochastic_depth
+
+
+@handles(*[fn for fn in (_stochastic_depth_fn(),) if fn is not None])
+def _stochastic_depth(w, node):
+    """stochastic_depth(input, p, mode, training=True) outside training (or with p = 0) is the
+    identity: a clone, as dropout."""
+    if w.literal(arg(node, 3, "training", True)) and w.literal(arg(node, 1, "p")) != 0:
+        raise w.fail("stochastic_depth in training mode (call model.eval() first)")
+    return w.emit("aten.clone", [w.input(node.args[0])], {}, w.out())
+
+
+# ---- batch norm -----------------------------------------------------------------------------
+
+def emit_batch_norm(w, x, params, out):
+    """aten.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+    cudnn_enabled) outside training: `params` holds the tensors (IR names, "" when absent) and
+    eps / momentum. Training normalizes with the batch's own statistics: refused."""
+    if params["training"]:
+        raise w.fail("batch norm in training mode (call model.eval() first)")
+    if not params["running_mean"] or not params["running_var"]:
+        raise w.fail("batch norm without running statistics (track_running_stats=False) "
+                     "normalizes with the batch's own statistics, in eval mode too")
+    inputs = [x] + [params[k] for k in ("weight", "bias", "running_mean", "running_var")]
+    momentum = params["momentum"]
+    args = {"training": False, "momentum": 0.0 if momentum is None else float(momentum),
+            "eps": float(params["eps"]), "cudnn_enabled": True}
+    return w.emit("aten.batch_norm", inputs, args, out)
+
+
+@handles_module(nn.modules.batchnorm._BatchNorm)
+def _batch_norm_module(w, m, path, x, out):
+    """BatchNorm1d / 2d / 3d in eval mode (one FX did not fold into a convolution: after a
+    concatenation, at the start of a pre-activation block; also BNReLU2d's first child): its
+    affine parameters and running statistics as constants."""
+    def tensor(t, name):
+        return "" if t is None else w.constant(t, f"{path}.{name}")
+    params = {"weight": tensor(m.weight, "weight"), "bias": tensor(m.bias, "bias"),
+              "running_mean": tensor(m.running_mean, "running_mean"),
+              "running_var": tensor(m.running_var, "running_var"),
+              "training": m.training, "momentum": m.momentum, "eps": m.eps}
+    return emit_batch_norm(w, x, params, out)
+
+
+@handles(F.batch_norm, torch.batch_norm, "aten.batch_norm.default")
+def _batch_norm_function(w, node):
+    """F.batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+    momentum=0.1, eps=1e-5) and ATen's batch_norm(input, weight, bias, running_mean,
+    running_var, training, momentum, eps, cudnn_enabled)."""
+    if node_key(node) is F.batch_norm:
+        order = [("running_mean", None), ("running_var", None), ("weight", None),
+                 ("bias", None), ("training", False), ("momentum", 0.1), ("eps", 1e-5)]
+    else:
+        order = [("weight", None), ("bias", None), ("running_mean", None),
+                 ("running_var", None), ("training", False), ("momentum", 0.1), ("eps", 1e-5)]
+    params = {}
+    for i, (name, default) in enumerate(order, start=1):
+        value = arg(node, i, name, default)
+        if name in ("training", "momentum", "eps"):
+            params[name] = w.literal(value)
+        else:
+            params[name] = "" if value is None else w.input(value)
+    return emit_batch_norm(w, w.input(node.args[0]), params, w.out())
 
 
 # ---- joining and cutting along one dim --------------------------------------------------------
