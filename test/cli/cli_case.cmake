@@ -4,6 +4,7 @@
 #   -DCASE=name        which case (see the if/elseif chain below; test/cli/CMakeLists.txt lists them)
 #   -DVKD=path         the vkd binary
 #   -DNPY_COMPARE=path exact .npy comparison tool
+#   -DMAKE_V1_BLOB=path rewrites a blob as header version 1 (no checksums, no graph IR hash)
 #   -DFIXTURE=dir      make_qcd_blob's output (model.vkd, x.npy, expected.npy, bad inputs)
 #   -DWORK=dir         scratch directory of this case (emptied first)
 #   -DSOURCE_DIR=dir   the source tree (graph IR files: test/cli/graphs, test/compiler/graphs)
@@ -13,7 +14,7 @@
 # SKIP_REGULAR_EXPRESSION) and stops.
 cmake_minimum_required(VERSION 3.22)
 
-foreach(_var CASE VKD NPY_COMPARE FIXTURE WORK SOURCE_DIR VERSION)
+foreach(_var CASE VKD NPY_COMPARE MAKE_V1_BLOB FIXTURE WORK SOURCE_DIR VERSION)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "cli_case.cmake: -D${_var}= missing")
   endif()
@@ -44,6 +45,10 @@ function(vkd)
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   string(REPLACE ";" " " cmdline "${ARGN}")
   message("$ vkd ${cmdline}\n--- exit code ${rc}\n--- stdout:\n${out}--- stderr:\n${err}---")
+  # (a vkd built with the sanitizers: test/cli's cli_sanitized_* tests)
+  if(err MATCHES "(Address|Undefined|Leak)Sanitizer|runtime error: ")
+    message(FATAL_ERROR "a sanitizer report")
+  endif()
   set(RC "${rc}" PARENT_SCOPE)
   set(STDOUT "${out}" PARENT_SCOPE)
   set(STDERR "${err}" PARENT_SCOPE)
@@ -117,6 +122,15 @@ function(derive_file src dst from to)
   endif()
   string(REPLACE "${from}" "${to}" text "${text}")
   file(WRITE "${WORK}/${dst}" "${text}")
+endfunction()
+
+# WORK/`dst`: WORK/`src` as vkdelegate 0.1.0 wrote blobs (header version 1: no checksums, no
+# graph IR hash, so `vkd run --check` takes any graph whose tensors fit it).
+function(make_v1_blob src dst)
+  execute_process(COMMAND "${MAKE_V1_BLOB}" "${WORK}/${src}" "${WORK}/${dst}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "make_v1_blob ${src} ${dst} failed")
+  endif()
 endfunction()
 
 # The cases on the conv fixture (conv.safetensors, conv_x.npy): GRAPHS/`graph` compiled with
@@ -711,11 +725,20 @@ elseif(CASE STREQUAL "run_check")
   expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 \\(quantized_decomposed.quantize_per_tensor\\)  \\[2 nodes from xd\\]\n")
   expect_stdout("\ncompared 4 tensor\\(s\\); 0 made by the compiler have no counterpart in the graph\n"
                 "check: every compared tensor matches the reference\n")
-  # A graph whose second quantize has another zero point than the compiled one: the check
-  # names that node as the first difference (every later tensor differs too).
+  # A graph whose second quantize has another zero point than the compiled one: not the
+  # graph the blob records (its graph IR hash), refused before anything runs.
   derive_file(qdq_clone.json other.json "\"scale\": 0.05, \"zero_point\": 4, \"quant_min\": -100"
               "\"scale\": 0.05, \"zero_point\": 5, \"quant_min\": -100")
-  vkd(run m.vkd --input "x=${X}" --output-dir out --force --check other.json)
+  vkd(run m.vkd --input "x=${X}" --output-dir out2 --check other.json)
+  expect_exit(2)
+  expect_stderr("^vkd run: --check: m.vkd was compiled from a different graph: it records graph "
+                "IR hash 0x[0-9a-f]+, other.json hashes to 0x[0-9a-f]+\n$")
+  expect_files("${WORK}" m.vkd other.json out qdq_clone.json)
+  # The same blob as an older vkdelegate wrote it (no graph IR hash): the check runs, and
+  # names the changed node as the first difference (every later tensor differs too), as it
+  # would a device that computed it wrong.
+  make_v1_blob(m.vkd old.vkd)
+  vkd(run old.vkd --input "x=${X}" --output-dir out --force --check other.json)
   expect_exit(1)
   expect_stdout("  xd +float32 +\\[1,5,7,9\\] +0 0/315 ")
   expect_stdout("\nfirst difference: tensor 'q2' \\(node 4 \\(quantized_decomposed.quantize_per_tensor\\)\\): "

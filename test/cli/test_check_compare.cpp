@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "compiler/Interpreter.h"
 #include "compiler/Parse.h"
@@ -295,6 +296,21 @@ TEST(CheckCompare, FloatToleranceAndIncomparableTensors) {
   EXPECT_EQ(shape.problem, "shape differs: device [1,2], reference [2]");
   const Comparison dtype = compare_tensors(HostTensor::from_int8({2}, {1, 2}), ref, {});
   EXPECT_EQ(dtype.problem, "dtype differs: device int8, reference float32");
+}
+
+// A tensor whose bytes do not fill its shape (issue 31: the device output viewed with another
+// graph's shape) is not comparable: nothing is read past its bytes.
+TEST(CheckCompare, BytesThatDoNotFillTheShapeAreNotRead) {
+  const HostTensor ref = HostTensor::from_floats({2, 4}, std::vector<float>(8, 1.0f));
+  HostTensor short_device = HostTensor::from_floats({2}, {1.0f, 1.0f});
+  short_device.shape = {2, 4};  // 8 bytes under a shape that needs 32
+  const Comparison c = compare_tensors(short_device, ref, {});
+  EXPECT_FALSE(c.comparable);
+  EXPECT_EQ(c.problem, "device tensor holds 8 bytes, its shape [2,4] needs 32");
+  HostTensor short_ref = ref;
+  short_ref.bytes.resize(12);
+  EXPECT_EQ(compare_tensors(ref, short_ref, {}).problem,
+            "reference tensor holds 12 bytes, its shape [2,4] needs 32");
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 # The ASan + UBSan + libFuzzer build tree and the fuzz runs, in steps:
 #   build BUILD_DIR
 #       configures BUILD_DIR as a clang build tree of its own (VKD_SANITIZE=address,undefined,
-#       VKD_FUZZ=ON; cmake/VkdSanitizers.cmake), builds the fuzz targets, make_seed_corpus and
-#       vkd_serialization_tests, runs vkd_serialization_tests (any sanitizer report fails it)
+#       VKD_FUZZ=ON; cmake/VkdSanitizers.cmake), builds the fuzz targets, make_seed_corpus,
+#       vkd_serialization_tests and the vkd CLI (BUILD_DIR/vkd, which test/cli's
+#       cli_sanitized_* tests run), runs vkd_serialization_tests (any sanitizer report fails it)
 #       and writes the seed corpora to BUILD_DIR/fuzz/<target>/seeds. CTest's fuzz_build.
 #   run BUILD_DIR TARGET [RUNS]
 #       the short, repeatable run (CTest's fuzz_<target>): replays test/fuzz/regressions/TARGET/*
@@ -77,8 +78,9 @@ do_build() {
   quiet "$build/fuzz/configure.log" env CC="${CC:-clang}" CXX="${CXX:-clang++}" \
     cmake -S "$src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DVKD_SANITIZE=address,undefined -DVKD_FUZZ=ON
+  # vkd: the CLI under the sanitizers, for test/cli's cli_sanitized_* tests.
   quiet "$build/fuzz/build.log" cmake --build "$build" --target vkd_serialization_tests \
-    make_seed_corpus "${targets[@]}"
+    make_seed_corpus vkd "${targets[@]}"
   echo "run_sanitized: built in $((SECONDS - start)) s"
 
   echo "run_sanitized: vkd_serialization_tests under ASan + UBSan"

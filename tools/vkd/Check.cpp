@@ -5,9 +5,12 @@
 #include <optional>
 #include <set>
 
+#include "compiler/GraphHash.h"
 #include "compiler/Interpreter.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/TensorSpec.h"
+#include "serialization/Blob.h"
+#include "serialization/Xxh64.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/CheckCompare.h"
 #include "tools/vkd/Common.h"
@@ -214,6 +217,7 @@ std::string first_difference_text(const std::string& name, const std::string& or
 // The table's rows and what they add up to.
 struct CheckReport {
   size_t compared = 0, skipped = 0, ties = 0, fused_ties = 0;
+  size_t outputs = 0, outputs_compared = 0;  // the model's outputs, and those with a row
   std::string first_difference;
 };
 
@@ -244,17 +248,27 @@ void report_row(const compiler::Graph& g, const std::string& label, const std::s
 
 // The normal run's outputs against the interpreter run from the graph inputs alone: how far
 // the answer drifted in all (rounding ties compound); for information, not the exit code.
-void print_end_to_end(const std::vector<CheckOutput>& outputs, const TensorMap& full) {
-  for (const CheckOutput& o : outputs) {
+// Each output is read with the shape the device gave it (`infos`, in output order), so a
+// reference of another shape is "not comparable", never a read past the output's bytes.
+void print_end_to_end(const std::vector<CheckOutput>& outputs, const std::vector<TensorInfo>& infos,
+                      const TensorMap& full) {
+  bool drifted = false;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const CheckOutput& o = outputs[i];
     const auto it = full.find(o.name);
     if (it == full.end()) continue;
-    const HostTensor device{to_dtype(o.dtype), it->second.shape, *o.data};
-    const Comparison c = compare_tensors(device, it->second, {});
+    const Comparison c = compare_tensors(host_tensor(*o.data, infos[i]), it->second, {});
+    drifted = drifted || c.differs();
     char err[32];
     std::snprintf(err, sizeof err, "%.3g", c.max_abs);
-    std::printf("end to end (reference from the graph inputs alone): %s max abs err %s, %s "
-                "differ\n",
+    std::printf("end to end: %s max abs err %s, %s differ from the reference run on the graph "
+                "inputs alone\n",
                 o.name.c_str(), c.comparable ? err : "-", mismatch_text(c).c_str());
+  }
+  if (drifted) {
+    std::printf("end to end: for information, not part of the verdict: that run feeds each op "
+                "the reference's own values, so a tie the device rounded the other way spreads to "
+                "the ops after it\n");
   }
 }
 
@@ -262,17 +276,25 @@ void print_end_to_end(const std::vector<CheckOutput>& outputs, const TensorMap& 
 int print_summary(const CheckReport& r) {
   if (r.ties > 0) {
     std::printf("rounding ties: %zu int8 element(s) 1 off where the reference rounded a value "
-                "within %g of halfway (not counted as differences)\n",
+                "within %g of halfway; float arithmetic in another order may round it the other "
+                "way, so these count as matching\n",
                 r.ties, kTieTolerance);
   }
   if (r.fused_ties > 0) {
     std::printf("rounding ties inside fused ops: %zu element(s) as the reference computes them "
                 "with a tie of a value the device keeps to itself (a fused op's intermediate) "
-                "rounded the other way (not counted as differences)\n",
+                "rounded the other way; these count as matching\n",
                 r.fused_ties);
   }
   std::printf("compared %zu tensor(s); %zu made by the compiler have no counterpart in the graph\n",
               r.compared, r.skipped);
+  // Matching tensors prove nothing about the answer when no output was among them.
+  if (r.outputs_compared == 0) {
+    std::printf("check: FAILED: none of the model's %zu output(s) was compared (no node of the "
+                "graph writes a value of its name)\n",
+                r.outputs);
+    return 1;
+  }
   if (!r.first_difference.empty()) {
     std::printf("%s\n", r.first_difference.c_str());
     return 1;
@@ -285,9 +307,54 @@ int print_summary(const CheckReport& r) {
 
 CheckGraph read_check_graph(const std::string& graph_path, const std::string& weights_path) {
   try {
-    return {graph_path, read_graph(graph_path, weights_path)};
+    return {graph_path, weights_path, read_graph(graph_path, weights_path)};
   } catch (const CliError& e) {
     throw CliError(e.exit_code(), std::string("--check: ") + e.what());
+  }
+}
+
+void check_graph_is_the_models(const CheckGraph& check, const std::vector<uint8_t>& blob,
+                               const std::string& model_path, const Delegate& model) {
+  // (the delegate has read this header already: it cannot throw)
+  const uint64_t recorded =
+      serialization::parse_header(blob.data(), blob.size()).source_graph_hash;
+  if (recorded != 0) {
+    const uint64_t hash = compiler::graph_ir_hash(check.graph);
+    if (hash == recorded) return;
+    const std::string files =
+        check.path + (check.weights_path.empty() ? "" : " with " + check.weights_path);
+    throw CliError(2, "--check: " + model_path +
+                          " was compiled from a different graph: it records graph IR hash " +
+                          serialization::hash_string(recorded) + ", " + files + " hashes to " +
+                          serialization::hash_string(hash));
+  }
+  // No hash recorded: every model input and output must at least be a value of the graph with
+  // the same shape, or nothing of it can be compared.
+  const compiler::Graph& g = check.graph;
+  for (const bool is_input : {true, false}) {
+    const size_t count = is_input ? model.input_count() : model.output_count();
+    for (size_t i = 0; i < count; ++i) {
+      const TensorInfo info = is_input ? model.input(i) : model.output(i);
+      const std::string label = std::string("model ") + (is_input ? "input" : "output") + " '" +
+                                io_name(info, i, is_input) + "'";
+      std::string problem;
+      if (!g.has_value(info.name)) {
+        // (an input the graph lacks is one of check_graph_inputs' errors)
+        if (is_input) continue;
+        problem = label + " is not a value of " + check.path;
+      } else {
+        std::vector<int64_t> shape = g.value(info.name).shape;
+        if (shape.empty()) shape = {1};  // a scalar is a one-element tensor on the device
+        if (shape != info.sizes) {
+          problem = label + " is " + sizes_string(info.sizes) + " but " +
+                    sizes_string(shape) + " in " + check.path;
+        }
+      }
+      if (!problem.empty()) {
+        throw CliError(2, "--check: " + problem + ": " + model_path +
+                              " was not compiled from this graph");
+      }
+    }
   }
 }
 
@@ -311,29 +378,34 @@ int check_against_graph(const std::vector<uint8_t>& blob, const std::string& mod
   LocalReferences refs(check, device_sources(graph, in, device), full);
 
   std::printf("check against %s (CPU reference interpreter, each op fed the device's own "
-              "inputs; float tolerance %.0e relative):\n",
+              "inputs; int8 equal or 1 off at a rounding tie, float within %.0e relative):\n",
               check.path.c_str(), kRelTol);
   std::printf("  %-24s %-8s %-16s %12s %-18s %s\n", "tensor", "dtype", "shape", "max abs err",
               "mismatches", "reference node");
   CheckReport report;
+  // Whether the tensor had a row.
   const auto row = [&](const std::string& label, const std::string& name,
                        const std::vector<uint8_t>& data, const TensorInfo& info) {
     const LocalReference* ref = refs.find(name);
     if (ref == nullptr) {
       ++report.skipped;
-      return;
+      return false;
     }
     report_row(graph, label, name, host_tensor(data, info), info, *ref, refs, report);
+    return true;
   };
   // Intermediates in op order (they follow the model's own outputs), then the outputs of the
   // normal run (a difference only there points at memory sharing).
   for (size_t i = outputs.size(); i < device.infos.size(); ++i) {
     row(device.infos[i].name, device.infos[i].name, device.data[i], device.infos[i]);
   }
+  report.outputs = outputs.size();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    row(outputs[i].name + " (output)", outputs[i].name, *outputs[i].data, device.infos[i]);
+    if (row(outputs[i].name + " (output)", outputs[i].name, *outputs[i].data, device.infos[i])) {
+      ++report.outputs_compared;
+    }
   }
-  print_end_to_end(outputs, full);
+  print_end_to_end(outputs, device.infos, full);
   return print_summary(report);
 }
 

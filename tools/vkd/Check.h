@@ -30,9 +30,18 @@ struct CheckOutput {
 // a file that cannot be read or an invalid graph is CliError(2) "--check: ...".
 struct CheckGraph {
   std::string path;
-  compiler::Graph graph;
+  std::string weights_path;  // "" for none
+  compiler::Graph graph;     // as parsed (what compiler::graph_ir_hash() hashes)
 };
 CheckGraph read_check_graph(const std::string& graph_path, const std::string& weights_path);
+
+// Refuses, before anything runs, a --check graph the model was not compiled from: CliError(2),
+// one line. With the graph IR hash the blob records (every blob `vkd compile` writes since blob
+// header version 2): "--check: M.vkd was compiled from a different graph: ...". For a blob
+// that records none (older, or written by a test's GraphBuilder): when a model input or output
+// is not a value of the graph with the same shape, as only then can it be compared.
+void check_graph_is_the_models(const CheckGraph& graph, const std::vector<uint8_t>& blob,
+                               const std::string& model_path, const Delegate& model);
 
 // One error for each model input that is not an input of the graph (checked before the run).
 void check_graph_inputs(const CheckGraph& graph, const std::vector<std::string>& model_inputs,
@@ -43,8 +52,8 @@ void check_graph_inputs(const CheckGraph& graph, const std::vector<std::string>&
 // from the exposed tensors it depends on; prints the comparison table, the end-to-end drift of
 // the outputs against the interpreter run from the graph inputs alone (for information) and
 // the first tensor that really differs. `outputs` are the normal run's results, compared as
-// well (a difference only there points at memory sharing). Returns 0 when nothing really
-// differs, 1 otherwise.
+// well (a difference only there points at memory sharing). Returns 0 when at least one model
+// output was compared and nothing really differs, 1 otherwise.
 int check_against_graph(const std::vector<uint8_t>& blob, const std::string& model_path,
                         DelegateOptions options, const std::vector<CheckInput>& inputs,
                         const std::vector<CheckOutput>& outputs, const CheckGraph& graph);

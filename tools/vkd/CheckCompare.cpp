@@ -53,6 +53,16 @@ std::string incomparable(const HostTensor& device, const HostTensor& ref) {
     return "shape differs: device " + sizes_string(device.shape) + ", reference " +
            sizes_string(ref.shape);
   }
+  // (what every element read below relies on)
+  for (const HostTensor* t : {&device, &ref}) {
+    const size_t element_bytes = t->dtype == DType::Int8 ? 1 : t->dtype == DType::Float16 ? 2 : 4;
+    const size_t need = static_cast<size_t>(t->numel()) * element_bytes;
+    if (t->bytes.size() != need) {
+      return std::string(t == &device ? "device" : "reference") + " tensor holds " +
+             std::to_string(t->bytes.size()) + " bytes, its shape " + sizes_string(t->shape) +
+             " needs " + std::to_string(need);
+    }
+  }
   return "";
 }
 

@@ -293,6 +293,7 @@ int cmd_run(const std::vector<std::string>& args) {
   // Timestamp queries only where the run reports GPU time: a plain run executes as an app's.
   options.profiling = opt.bench > 0 || opt.profile || opt.trace_path.has_value();
   std::unique_ptr<Delegate> delegate = create_delegate(blob, options, opt.model_path);
+  if (check) check_graph_is_the_models(*check, blob, opt.model_path, *delegate);
   const std::vector<const InputArg*> matched = match_and_check_inputs(*delegate, opt.inputs, check);
   std::vector<OutputSlot> outputs = output_slots(output_infos(*delegate), opt.out_dir);
   check_run_files(opt, check_files(opt, check), create_out_dir, outputs);
