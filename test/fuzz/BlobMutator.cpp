@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "runtime/core/Error.h"
+#include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"
 
@@ -31,11 +32,17 @@ struct Model {
   std::vector<std::optional<Bytes>> constants;  // per value; set for constant tensors
   std::vector<OpCall> ops;
   std::vector<GraphIO> inputs, outputs;
+  uint64_t source_graph_hash = 0;
 };
 
+// The blob as its bytes say, whatever its checksums (a byte mutation may have left them
+// stale): read from a resealed copy; the constants are copied out of it.
 Model take_apart(const uint8_t* data, size_t size) {
-  DeserializedGraph g = deserialize(data, size, nullptr);
+  Bytes copy(data, data + size);
+  seal_blob(copy);
+  DeserializedGraph g = deserialize(copy, nullptr);
   Model m;
+  m.source_graph_hash = g.source_graph_hash;
   m.constants.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); ++i) {
     if (auto* t = std::get_if<TensorValue>(&g.values[i]); t && t->constant) {
@@ -97,7 +104,8 @@ Bytes put_together(const Model& m) {
   for (const OpCall& op : m.ops) b.add_op(op.name, op.args);
   set_io(b, m.inputs, true);
   set_io(b, m.outputs, false);
-  return b.finish();
+  b.set_source_graph_hash(m.source_graph_hash);
+  return b.finish();  // sealed: its checksums match
 }
 
 class Mutator {

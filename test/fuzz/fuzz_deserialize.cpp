@@ -1,6 +1,7 @@
-// libFuzzer target: arbitrary bytes into vkd::serialization::deserialize, without and with an
-// op signature table. A vkd::Error is the expected answer to a bad blob; any other exception
-// escapes (std::terminate: a crash libFuzzer reports), and so do ASan/UBSan findings. A blob
+// libFuzzer target: arbitrary bytes into vkd::serialization::deserialize, as they are without an
+// op signature table, then resealed (new checksums) with one. A vkd::Error is the expected
+// answer to a bad blob; any other exception escapes (std::terminate: a crash libFuzzer
+// reports), and so do ASan/UBSan findings. A blob
 // that is accepted must also hold every promise Deserializer.h makes, checked below, so the
 // fuzzer finds missing checks as well as memory errors.
 //
@@ -14,6 +15,7 @@
 #include <variant>
 
 #include "runtime/core/Error.h"
+#include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "test/fuzz/FuzzOps.h"
 
@@ -90,13 +92,18 @@ void run_one(const uint8_t* data, size_t size, const OpSignatureTable* ops) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const OpSignatureTable ops = vkd::fuzz::fuzz_op_table();
+  // The bytes as they are: a mutated blob mostly stops at its checksums here.
   run_one(data, size, nullptr);
   // Again with the table, from a copy one byte past the allocator's alignment, so the
   // flatbuffer's alignment (and with it the aligned-copy path in deserialize) differs from the
   // first run. The copy ends exactly where the blob does, so ASan still sees any over-read.
+  // It is resealed (seal_blob: the size and checksums its header records recomputed), so the
+  // mutation reaches the checks behind the checksums: the header's fields, the flatbuffer,
+  // the values and ops.
   const std::unique_ptr<uint8_t[]> storage(new uint8_t[size + 1]);
   uint8_t* shifted = storage.get() + 1;
   if (size > 0) std::memcpy(shifted, data, size);
+  seal_blob(shifted, size);
   run_one(shifted, size, &ops);
   return 0;
 }

@@ -21,7 +21,8 @@
 // expose_intermediates. VKD_FUZZ_VERBOSE=1 prints each input's outcome (for replaying seeds).
 //
 // Structure-aware mutation: LLVMFuzzerCustomMutator (test/fuzz/BlobMutator.h), with
-// libFuzzer's byte-level mutator an eighth of the time and for inputs that do not deserialize.
+// libFuzzer's byte-level mutator an eighth of the time and for inputs that do not deserialize;
+// a byte-mutated blob is resealed (seal_blob: new checksums) for all but one seed in 64.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -38,6 +39,7 @@
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/Context.h"
+#include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "test/fuzz/BlobMutator.h"
 
@@ -292,7 +294,8 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
                                           unsigned int seed) {
   // libFuzzer chains a few mutations per new input (-mutate_depth); a byte mutation mostly
   // leaves a blob that no longer deserializes, after which only byte mutations apply, so they
-  // are kept rare while the structure is intact.
+  // are kept rare while the structure is intact. (A structure mutation writes the blob again
+  // with GraphBuilder: sealed, with checksums that match.)
   if (seed % 8 != 0) {
     auto blob = vkd::fuzz::mutate_blob_structure(data, size, seed, op_names(), &signatures());
     if (blob && blob->size() <= max_size) {
@@ -300,5 +303,9 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
       return blob->size();
     }
   }
-  return LLVMFuzzerMutate(data, size, max_size);
+  const size_t mutated = LLVMFuzzerMutate(data, size, max_size);
+  // Resealed (the blob's size and checksums recomputed) except for one seed in 64, so the
+  // changed bytes reach deserialize's other checks and the loader, not only the checksums.
+  if (seed % 64 != 0) serialization::seal_blob(data, mutated);
+  return mutated;
 }
