@@ -47,7 +47,7 @@ std::string check_chain_quantization(const Graph& g, const MoveChain& c, QuantIn
 
 // A float chain that moves its elements as a view but whose final quantize `out` has other
 // parameters than its dequantize `in` (Views.cpp): the view on the int8 data (identity /
-// q8ta_view, or folded into the q8ta_mean it flattens) into a new int8 value, then q8ta_clamp
+// q8ta_view) into a new int8 value, then q8ta_clamp
 // requantizing that into the chain's output, when the clamp gives what dq -> q gives for all
 // 256 values (check_clamp_requantization). "" when committed, else why not (nothing committed).
 std::string commit_requantized_view(FuseState& state, int anchor, const MoveChain& c,

@@ -12,7 +12,8 @@
 // - Such a view (or a view_copy of the int8 data itself) that flattens the [N, C, 1, 1] output
 //   of a fused q8ta_mean into [N, C] (torch.flatten after a classifier's global pool) joins the
 //   mean's match: q8ta_mean_flat writes the [N, C] rows itself, in the layout q8ta_linear reads,
-//   so the head pool -> flatten -> linear needs no view kernel and no conversion.
+//   so the head pool -> flatten -> linear needs no view kernel and no conversion. Not a
+//   requantizing one: the mean's int8 output stays visible to the checks (commit_requantized_view).
 // Other view_copy nodes of int8 data are lowered on their own (lower_view, Lowerings.cpp).
 #include <optional>
 #include <utility>
@@ -67,11 +68,12 @@ void fuse_int8_view(FuseState& state, int i) {
 }
 
 // Commits view `v` of int8 value v.source (dequantized by node `dq` with `in_q`): folded into
-// the q8ta_mean it flattens, else identity / q8ta_view.
-void commit_view(FuseState& state, int anchor, const Int8View& v, int dq, const QuantInfo& in_q) {
+// the q8ta_mean it flattens (when `fold_mean`), else identity / q8ta_view.
+void commit_view(FuseState& state, int anchor, const Int8View& v, int dq, const QuantInfo& in_q,
+                 bool fold_mean = true) {
   const Graph& g = state.graph;
   state.consume_quant(v.source, dq, in_q);
-  if (Fusion* mean = flattened_mean(state, v.source, v.output)) {
+  if (Fusion* mean = fold_mean ? flattened_mean(state, v.source, v.output) : nullptr) {
     if (state.may_target("q8ta_mean_flat")) return fold_into_mean(state, *mean, v);
   }
   const bool free = same_packed_shape(g.value(v.source).shape, g.value(v.output).shape);
@@ -107,9 +109,13 @@ std::string commit_requantized_view(FuseState& state, int anchor, const MoveChai
   QuantInfo mid_q = in;
   mid_q.quant_min = -128;
   mid_q.quant_max = 127;
+  // Not folded into a q8ta_mean it flattens: the mean's own output (the graph's value, which
+  // the q quantized) stays a tensor the device writes, for `vkd run --check` and the per-layer
+  // comparison with PyTorch to see; a tie there would otherwise show up amplified in the
+  // requantized value.
   commit_view(state, anchor,
               {c.source, mid.name, view_nodes, c.dead, mid_q, chain_label(g, view_nodes)}, c.dq,
-              in);
+              in, /*fold_mean=*/false);
   Fusion f;
   f.nodes = {c.q};
   f.node.op = "q8ta_clamp";
