@@ -77,6 +77,18 @@ class MhaProbe(nn.Module):
         return self.mha(x, x, x, need_weights=False)[0]
 
 
+class StochasticProbe(nn.Module):
+    """Ops that are the identity in eval mode but stay calls in the traced graph."""
+    def __init__(self):
+        from torchvision.ops import StochasticDepth
+        super().__init__()
+        self.drop_path = StochasticDepth(0.2, "row")
+
+    def forward(self, x):
+        x = F.alpha_dropout(F.dropout2d(x, 0.1, self.training), 0.1, self.training)
+        return self.drop_path(torch.dropout(x, 0.1, self.training))
+
+
 def channel_shuffle(x, groups=2):
     n, c, h, w = x.shape
     return x.view(n, groups, c // groups, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
@@ -100,7 +112,8 @@ PROBES = [
     ("`nn.Linear`", "", lambda: nn.Linear(16, 16), VEC, FRAMED),
     ("`nn.Linear` + `nn.ReLU`", "activation fused",
      lambda: nn.Sequential(nn.Linear(16, 16), nn.ReLU()), VEC, FRAMED),
-    ("`nn.BatchNorm2d` alone (after a cat, at a block's start) [+ `nn.ReLU`]", "",
+    ("`nn.BatchNorm2d` alone (after a cat, at a block's start) [+ `nn.ReLU`]",
+     "scale and shift per channel, activation fused",
      lambda: nn.Sequential(nn.MaxPool2d(2), nn.BatchNorm2d(8), nn.ReLU()), IMG, FRAMED, 1),
     ("`+` / `torch.add` of two tensors [+ `relu`]", "activation fused",
      lambda: Residual(nn.Sequential(conv(), nn.ReLU()), relu=True), IMG, FRAMED, 1),
@@ -142,6 +155,8 @@ PROBES = [
      lambda: Call(channel_shuffle), IMG, FRAMED),
     ("`nn.Dropout` (eval), `nn.Identity`, `clone`", "",
      lambda: nn.Sequential(nn.Dropout(0.2), nn.Identity()), IMG, FRAMED),
+    ("`F.dropout2d` / `F.alpha_dropout` / `torch.dropout` calls, torchvision `StochasticDepth` "
+     "(eval)", "", lambda: StochasticProbe(), IMG, FRAMED),
     ("`nn.LayerNorm`", "", lambda: nn.LayerNorm(16), SEQ, FRAMED),
     ("`nn.MultiheadAttention`", "", lambda: MhaProbe(), SEQ, FRAMED),
     ("`torch.cumsum`", "", lambda: Call(lambda x: torch.cumsum(x, 1)), IMG, FRAMED),
