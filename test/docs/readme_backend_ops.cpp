@@ -1,5 +1,5 @@
 // CTest readme_backend_ops: every op of the backend op registry (partitioner_schema) has a row
-// in README.md's "Supported ops" table, named in backticks in its first cell, and every op a
+// in README.md's "Backend ops" table, named in backticks in its first cell, and every op a
 // row names exists in the registry. The table's prose is written by hand; which ops it lists
 // cannot drift from what a blob may call.
 #include <fstream>
@@ -13,14 +13,16 @@
 
 namespace {
 
-// The first cells of the table rows after the "## Supported ops" heading, up to the next heading.
+// The first cells of the table rows after the "### Backend ops" heading, up to the next heading.
 std::set<std::string> table_ops(std::istream& in) {
   std::set<std::string> ops;
   std::string line;
   bool in_section = false;
   const std::regex name("`([a-z0-9_]+)`");
   while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) in_section = line == "## Supported ops";
+    if (line.rfind("## ", 0) == 0 || line.rfind("### ", 0) == 0) {
+      in_section = line == "### Backend ops";
+    }
     if (!in_section || line.rfind("| `", 0) != 0) continue;
     const std::string first_cell = line.substr(1, line.find('|', 1) - 1);
     for (std::sregex_iterator it(first_cell.begin(), first_cell.end(), name), end; it != end;
@@ -48,13 +50,13 @@ int main(int argc, char** argv) {
   for (const vkd::schema::OpSchema& op : vkd::schema::op_schemas()) {
     if (!listed.count(op.name)) {
       std::cerr << argv[1] << ": backend op '" << op.name
-                << "' has no row in the Supported ops table\n";
+                << "' has no row in the Backend ops table\n";
       ++problems;
     }
   }
   for (const std::string& name : listed) {
     if (!vkd::schema::find_op_schema(name)) {
-      std::cerr << argv[1] << ": the Supported ops table names '" << name
+      std::cerr << argv[1] << ": the Backend ops table names '" << name
                 << "', which is no backend op\n";
       ++problems;
     }
