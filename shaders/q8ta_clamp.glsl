@@ -45,17 +45,30 @@ layout(push_constant) uniform Params {
   float act_hi;       // float(act_max - out_zp)
 } p;
 
+#if PER_CHANNEL
+// The lanes' channel entries of the last word mapped: the words of a chunk share their channels
+// in 4W4C and 4H4W (and often in 4C1W), so each is loaded once per chunk, not once per word.
+int cached_c0 = -1;
+vec4 lane_affine[4];
+#endif
+
 // One requantized word (word `index` of the tensor), lanes >= `valid` set to out_zp.
 int map_word(int w, int valid, int index) {
 #if PER_CHANNEL
   const int c0 = word_first_channel(index, p.sizes);
+  if (c0 != cached_c0) {
+    cached_c0 = c0;
+    for (int lane = 0; lane < 4; ++lane) {
+      lane_affine[lane] = channel_affine[c0 + kLaneChannelStep * lane];
+    }
+  }
 #endif
   int word = 0;
   for (int lane = 0; lane < 4; ++lane) {
     // |q - zp| <= 255: exact through the mantissa (common.glslh).
     precise float x = small_int_to_float(lane_of(w, lane) - p.in_zp) * p.in_scale;
 #if PER_CHANNEL
-    const vec4 k = channel_affine[c0 + kLaneChannelStep * lane];
+    const vec4 k = lane_affine[lane];
     const float y = exact_fma(x, k.x, k.y, k.z, k.w);
 #else
     precise float y = x * p.multiplier;
