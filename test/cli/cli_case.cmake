@@ -434,7 +434,7 @@ elseif(CASE STREQUAL "compile_ok")
   copy_to_work("${QDQ_CLONE}")
   vkd(compile qdq_clone.json -o m.vkd)
   expect_exit(0)
-  expect_stdout("^wrote m.vkd \\([0-9]+ bytes, 4 nodes\\)\n$")
+  expect_stdout("^wrote m.vkd \\([0-9]+ bytes, 3 nodes\\)\n$")
   expect_files("${WORK}" m.vkd out qdq_clone.json)  # no temporary file left
   vkd(run m.vkd --input "x=${X}" --output-dir out)
   expect_exit(0)
@@ -721,9 +721,10 @@ elseif(CASE STREQUAL "run_check")
   expect_exit(0)
   vkd(run m.vkd --input "x=${X}" --output-dir out --check qdq_clone.json)
   expect_exit(0)
-  # (q2's reference: the alias_copy the compiler folded and the quantize, fed the device's xd)
-  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 \\(quantized_decomposed.quantize_per_tensor\\)  \\[2 nodes from xd\\]\n")
-  expect_stdout("\ncompared 4 tensor\\(s\\); 0 made by the compiler have no counterpart in the graph\n"
+  # (q2's reference: the clone, dequantize, alias_copy and quantize that the compiler made one
+  # requantizing q8ta_clamp, fed the device's xq)
+  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 \\(quantized_decomposed.quantize_per_tensor\\)  \\[4 nodes from xq\\]\n")
+  expect_stdout("\ncompared 3 tensor\\(s\\); 0 made by the compiler have no counterpart in the graph\n"
                 "check: every compared tensor matches the reference\n")
   # A graph whose second quantize has another zero point than the compiled one: not the
   # graph the blob records (its graph IR hash), refused before anything runs.
@@ -740,7 +741,7 @@ elseif(CASE STREQUAL "run_check")
   make_v1_blob(m.vkd old.vkd)
   vkd(run old.vkd --input "x=${X}" --output-dir out --force --check other.json)
   expect_exit(1)
-  expect_stdout("  xd +float32 +\\[1,5,7,9\\] +0 0/315 ")
+  expect_stdout("  xq +int8 +\\[1,5,7,9\\] +0 0/315 ")
   expect_stdout("\nfirst difference: tensor 'q2' \\(node 4 \\(quantized_decomposed.quantize_per_tensor\\)\\): "
                 "[0-9]+ of 315 elements differ, max abs error 1; first at flat index [0-9]+: device -?[0-9]+, reference -?[0-9]+\n$")
   vkd(run m.vkd --input "x=${X}" --output-dir out --force --check missing.json)
@@ -752,9 +753,9 @@ elseif(CASE STREQUAL "run_check")
 
 elseif(CASE STREQUAL "run_check_localises")
   # The graph's FIRST quantize has another zero point than the compiled one. Each tensor's
-  # reference is fed the device's own inputs, so only xq differs: xd, q2 and y, made from the
-  # device's xq, match (the old end-to-end comparison flagged all four). The end-to-end drift
-  # is still shown, for information.
+  # reference is fed the device's own inputs, so only xq differs: q2 and y, made from the
+  # device's xq, match (the old end-to-end comparison flagged all of them). The end-to-end
+  # drift is still shown, for information.
   # (A blob without a graph IR hash, so the check takes the other graph: run_check.)
   copy_to_work("${QDQ_CLONE}")
   vkd(compile qdq_clone.json -o m.vkd)
@@ -766,8 +767,7 @@ elseif(CASE STREQUAL "run_check_localises")
   vkd(run old.vkd --input "x=${X}" --output-dir out --check early.json)
   expect_exit(1)
   expect_stdout("\n  xq +int8 +\\[1,5,7,9\\] +1 [1-9][0-9]*/315( \\+[0-9]+ ties)? +node 0 \\(quantized_decomposed.quantize_per_tensor\\)  <-- differs\n")
-  expect_stdout("\n  xd +float32 +\\[1,5,7,9\\] +0 0/315 +node 2 [^\n]+  \\[2 nodes from xq\\]\n")
-  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 [^\n]+  \\[2 nodes from xd\\]\n")
+  expect_stdout("\n  q2 +int8 +\\[1,5,7,9\\] +0 0/315 +node 4 [^\n]+  \\[4 nodes from xq\\]\n")
   expect_stdout("\n  y \\(output\\) +float32 +\\[1,5,7,9\\] +0 0/315 +node 5 \\(quantized_decomposed.dequantize_per_tensor\\)\n")
   expect_stdout("\nend to end: y max abs err [0-9.]+, [1-9][0-9]*/315 differ from the reference "
                 "run on the graph inputs alone\nend to end: for information, not part of the "
@@ -1176,25 +1176,24 @@ elseif(CASE STREQUAL "compile_report")
   set(report "${STDOUT}")
   set(want
 "[fuse_and_lower]
-  lowered 6 node(s): 2 identity, 2 q8ta_dequantize, 2 q8ta_quantize
+  fused dq -> aten.alias_copy (node 2..3) into identity 'xa_int8' (a view of the int8 data)
+  fused q (node 4) into q8ta_clamp 'q2' (requantizes the view 'xa_int8': scale 0.0375 zero_point -3 range -128..127 -> scale 0.05 zero_point 4 range -100..100)
+  lowered 3 node(s): 1 identity, 1 q8ta_dequantize, 1 q8ta_quantize
 [layouts]
-  tied 2 tensors (xd, ...) -> buffer width_packed
-  tied 2 tensors (xq, ...) -> buffer 4W4C
+  tied 4 tensors (xq, ...) -> buffer 4W4C
 [fold]
   folded node 1 (aten.clone) (input and output share 4W4C)
-  folded node 3 (aten.alias_copy) (input and output share width_packed)
-[final] 4 nodes, ${blob_bytes} blob bytes
+  folded node 3 (aten.alias_copy) fused into identity (input and output share 4W4C)
+[final] 3 nodes, ${blob_bytes} blob bytes
   q8ta_quantize(x) -> xq
-  q8ta_dequantize(xq) -> xd
-  q8ta_quantize(xd) -> q2
+  q8ta_clamp(xq) -> q2
   q8ta_dequantize(q2) -> y
 [placements]
   x: float32 buffer width_packed
   xq: int8x4 buffer 4W4C
-  xd: float32 buffer width_packed
   q2: int8x4 buffer 4W4C
   y: float32 buffer width_packed
-wrote m.vkd (${blob_bytes} bytes, 4 nodes)
+wrote m.vkd (${blob_bytes} bytes, 3 nodes)
 ")
   if(NOT report STREQUAL want)
     message(FATAL_ERROR "the report differs; expected:\n${want}")
