@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/ShapeInference.h"
-#include "compiler/ops/EdgeOp.h"
 #include "compiler/StrictJson.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/InputFile.h"
@@ -371,9 +370,7 @@ compiler::Graph host_step_graph(const PartitionPlan& plan, const PlanStep& step,
   for (const std::string& name : step.outputs) {
     g.add_value(plan_value(plan.tensor(name), constants, where));
   }
-  // (the node's messages name its origin, so `where` says only which step)
-  g.nodes.push_back(
-      {step.op, step.inputs, step.args, step.outputs, step.origin.empty() ? step.op : step.origin});
+  g.nodes.push_back(node);
   g.outputs = step.outputs;
   try {
     // The op's own rule checks the arguments and that the outputs are what the plan says.

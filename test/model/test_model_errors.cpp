@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <tuple>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 #include "compiler/Safetensors.h"
 #include "test/model/ModelFixture.h"
