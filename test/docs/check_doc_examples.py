@@ -41,8 +41,9 @@ MODEL_HEADERS = re.compile(r"#include\s*[<\"]vkdelegate/(vkd_model\.h|Model\.hpp
 PKG_CONFIG_LINE = re.compile(r"pkg-config\s+--cflags\s+--libs\s+([A-Za-z0-9_]+)")
 
 
-def extract_blocks(path):
-    """Yields (line, lang, words, code) for each fenced C/C++ block of a markdown file."""
+def fenced_blocks(path):
+    """Yields (line, lang, words, code) for each fenced code block of a markdown file: its first
+    line's number, the info string's first word in lower case and the words after it."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     i = 0
@@ -57,9 +58,15 @@ def extract_blocks(path):
         while i < len(lines) and not (lines[i].strip().startswith(fence) and
                                       set(lines[i].strip()) == {"`"}):
             i += 1
-        if lang in LANGS:
-            yield start, LANGS[lang], rest, "\n".join(lines[start:i]) + "\n"
+        yield start, lang, rest, "\n".join(lines[start:i]) + "\n"
         i += 1
+
+
+def extract_blocks(path):
+    """Yields (line, lang, words, code) for each fenced C/C++ block of a markdown file."""
+    for start, lang, rest, code in fenced_blocks(path):
+        if lang in LANGS:
+            yield start, LANGS[lang], rest, code
 
 
 def library_of(code):

@@ -10,28 +10,18 @@ fence cannot pass with nothing run). Standard library only.
 """
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
 
-FENCE = re.compile(r"^\s*(`{3,})\s*(\S*)\s*(.*)$")
+from check_doc_examples import fenced_blocks  # this folder: the same fence rules
 
 
 def run_blocks(readme):
     """Yields (line number, code) for each ```sh run block."""
-    with open(readme, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    i = 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        if m and m.group(2) == "sh" and m.group(3).split() == ["run"]:
-            start = i + 1
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith(m.group(1)):
-                i += 1
-            yield start, "\n".join(lines[start:i])
-        i += 1
+    for start, lang, words, code in fenced_blocks(readme):
+        if lang == "sh" and words == ["run"]:
+            yield start, code
 
 
 def main():
