@@ -65,6 +65,31 @@ RefShape ref_shape(const TensorSpec& spec) {
   return {d.n, d.c, d.h, d.w};
 }
 
+// One int8x4 tensor walked chunk by chunk (q8ta_clamp's kernel and its variants).
+// Random int8 values for every element of `in`, in NCHW order.
+std::vector<int8_t> random_int8(const graph::ComputeGraph& g, graph::ValueRef in,
+                                std::mt19937& rng) {
+  std::uniform_int_distribution<int> value(-128, 127);
+  std::vector<int8_t> x(static_cast<size_t>(g.spec(in).numel()));
+  for (auto& v : x) v = static_cast<int8_t>(value(rng));
+  return x;
+}
+
+// The output's words against `expected` (NCHW) packed the output's way.
+AccuResult compare_output(const graph::ComputeGraph& g, graph::ValueRef out, MemoryLayout layout,
+                          const std::vector<int8_t>& expected, int32_t zero_point) {
+  AccuResult r;
+  compare_words(g.read_words(out),
+                testing::ref_pack(layout, ref_shape(g.spec(out)), expected, zero_point), r);
+  return r;
+}
+
+// Each word read once and written once.
+PerfWork chunk_walk_work(const std::vector<int64_t>& sizes, MemoryLayout layout) {
+  const TensorSpec s{sizes, DType::Int8x4, StorageType::Buffer, layout};
+  return {8.0 * testing::ref_word_count(layout, ref_shape(s)), 0.0};
+}
+
 class BinaryCase : public CaseInstance {
  public:
   BinaryCase(RefBinaryOp op, std::vector<int64_t> sizes, MemoryLayout layout, Bcast bcast,
@@ -205,26 +230,16 @@ class ClampCase : public CaseInstance {
     g.add_output(out_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
-    std::uniform_int_distribution<int> value(-128, 127);
-    x_.resize(static_cast<size_t>(g.spec(in_).numel()));
-    for (auto& v : x_) v = static_cast<int8_t>(value(rng));
+    x_ = random_int8(g, in_, rng);
     g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, q_.in.zero_point));
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     const auto expected = testing::reference_requantize(
         x_, {q_.in.scale, q_.in.zero_point}, q_.scalar, {q_.out.scale, q_.out.zero_point},
         q_.act_min, q_.act_max);
-    AccuResult r;
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, ref_shape(g.spec(out_)), expected,
-                                    q_.out.zero_point),
-                  r);
-    return r;
+    return compare_output(g, out_, layout_, expected, q_.out.zero_point);
   }
-  PerfWork work() const override {
-    const TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, layout_};
-    return {8.0 * testing::ref_word_count(layout_, ref_shape(s)), 0.0};
-  }
+  PerfWork work() const override { return chunk_walk_work(sizes_, layout_); }
 
  private:
   std::vector<int64_t> sizes_;
@@ -297,9 +312,7 @@ class BatchNormCase : public CaseInstance {
     g.add_output(out_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
-    std::uniform_int_distribution<int> value(-128, 127);
-    x_.resize(static_cast<size_t>(g.spec(in_).numel()));
-    for (auto& v : x_) v = static_cast<int8_t>(value(rng));
+    x_ = random_int8(g, in_, rng);
     if (q_.kind == BnKind::FmaRounding) {  // every channel's q0 appears
       const RefShape s = ref_shape(g.spec(in_));
       for (int64_t n = 0; n < s.n; ++n) {
@@ -314,17 +327,9 @@ class BatchNormCase : public CaseInstance {
     const auto expected = testing::reference_batch_norm(
         x_, ref_shape(g.spec(in_)), {q_.in.scale, q_.in.zero_point}, scale_, shift_,
         {q_.out.scale, q_.out.zero_point}, q_.act_min, q_.act_max);
-    AccuResult r;
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, ref_shape(g.spec(out_)), expected,
-                                    q_.out.zero_point),
-                  r);
-    return r;
+    return compare_output(g, out_, layout_, expected, q_.out.zero_point);
   }
-  PerfWork work() const override {
-    const TensorSpec s{sizes_, DType::Int8x4, StorageType::Buffer, layout_};
-    return {8.0 * testing::ref_word_count(layout_, ref_shape(s)), 0.0};
-  }
+  PerfWork work() const override { return chunk_walk_work(sizes_, layout_); }
 
  private:
   // The per-channel scale and shift of the case's kind (seeded by the channel count).
