@@ -19,6 +19,7 @@
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
 #include "runtime/core/Error.h"
+#include "test/compiler/GraphText.h"
 
 namespace {
 
@@ -27,22 +28,7 @@ using namespace vkd::compiler;
 const char* const kQ = "quantized_decomposed.quantize_per_tensor";
 const char* const kDq = "quantized_decomposed.dequantize_per_tensor";
 
-std::vector<std::string> ops_of(const Graph& g) {
-  std::vector<std::string> ops;
-  for (const auto& n : g.nodes) ops.push_back(n.op);
-  return ops;
-}
-
-std::string q_args(double scale, int zp) {
-  return "{\"scale\": " + std::to_string(scale) + ", \"zero_point\": " + std::to_string(zp) +
-         ", \"quant_min\": -128, \"quant_max\": 127, \"dtype\": \"int8\"}";
-}
-
-std::string node(const std::string& op, const std::string& in, const std::string& args,
-                 const std::string& out) {
-  return "{\"op\": \"" + op + "\", \"inputs\": [\"" + in + "\"], \"args\": " + args +
-         ", \"outputs\": [\"" + out + "\"]}";
-}
+using namespace vkd::compiler::graph_text;
 
 // An int8 graph input `xq` of `shape`, then `nodes` (comma-joined), output `y`.
 std::string graph_json(const std::string& shape, const std::vector<std::string>& nodes) {

@@ -11,28 +11,14 @@
 #include "compiler/Safetensors.h"
 #include "partitioner_schema/KernelSignatures.h"
 #include "runtime/core/Error.h"
+#include "test/compiler/GraphText.h"
 #include "serialization/Deserializer.h"
 
 namespace {
 
 using namespace vkd::compiler;
 
-std::vector<std::string> ops_of(const Graph& g) {
-  std::vector<std::string> ops;
-  for (const auto& n : g.nodes) ops.push_back(n.op);
-  return ops;
-}
-
-std::string q_args(double scale, int zp) {
-  return "{\"scale\": " + std::to_string(scale) + ", \"zero_point\": " + std::to_string(zp) +
-         ", \"quant_min\": -128, \"quant_max\": 127, \"dtype\": \"int8\"}";
-}
-
-std::string node(const std::string& op, const std::string& in, const std::string& args,
-                 const std::string& out) {
-  return "{\"op\": \"" + op + "\", \"inputs\": [\"" + in + "\"], \"args\": " + args +
-         ", \"outputs\": [\"" + out + "\"]}";
-}
+using namespace vkd::compiler::graph_text;
 
 // Two quantized pixel shuffles with a float relu between them that no pattern absorbs (its
 // output is also a graph output, so it is no standalone int8 activation): the relu stays a float
