@@ -683,12 +683,9 @@ TEST_F(RuntimeTest, DefaultPipelineCacheIgnoresAndReplacesWhatIsNotOurs) {
   EXPECT_TRUE(std::filesystem::is_directory(path)) << "a directory at the cache path was replaced";
 }
 
-// No usable cache directory: one warning on stderr, pipelines kept in memory, no error.
-TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
-  const TempCacheHome home("vkd_cache_blocked");
-  const std::string blocker = home.path() + "/not_a_directory";
-  { std::ofstream(blocker) << "a file where the cache home should be"; }
-  const ScopedEnv xdg("XDG_CACHE_HOME", blocker.c_str());
+// A context with the default pipeline cache where no cache file can be used: it still builds
+// pipelines (kept in memory). Returns what it printed on stderr.
+std::string stderr_of_a_context_without_cache_file() {
   vk::ContextOptions options = test_context_options();
   options.pipeline_cache_file = "";
   ::testing::internal::CaptureStderr();
@@ -697,7 +694,16 @@ TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
     EXPECT_EQ(context.pipelines().cache_file(), "");
     EXPECT_NE(context.pipelines().get(quantize_key()).pipeline, VK_NULL_HANDLE);
   }
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  return ::testing::internal::GetCapturedStderr();
+}
+
+// No usable cache directory: one warning on stderr, pipelines kept in memory, no error.
+TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
+  const TempCacheHome home("vkd_cache_blocked");
+  const std::string blocker = home.path() + "/not_a_directory";
+  { std::ofstream(blocker) << "a file where the cache home should be"; }
+  const ScopedEnv xdg("XDG_CACHE_HOME", blocker.c_str());
+  const std::string err = stderr_of_a_context_without_cache_file();
   EXPECT_NE(err.find("vkd: warning: no pipeline cache directory: cannot create '" + blocker +
                      "/vkdelegate'"),
             std::string::npos)
@@ -776,15 +782,7 @@ TEST_F(RuntimeTest, DefaultPipelineCacheRefusesADirectoryOfAnotherUser) {
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
   const uid_t other = 54321;
   ASSERT_EQ(::chown(dir.c_str(), other, static_cast<gid_t>(-1)), 0) << std::strerror(errno);
-  vk::ContextOptions options = test_context_options();
-  options.pipeline_cache_file = "";
-  ::testing::internal::CaptureStderr();
-  {
-    vk::Context context(options);
-    EXPECT_EQ(context.pipelines().cache_file(), "");
-    EXPECT_NE(context.pipelines().get(quantize_key()).pipeline, VK_NULL_HANDLE);
-  }
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string err = stderr_of_a_context_without_cache_file();
   EXPECT_NE(err.find("vkd: warning: no pipeline cache directory: '" + dir +
                      "' belongs to uid 54321, not to this user (uid 0)"),
             std::string::npos)
