@@ -13,7 +13,7 @@ build="${1:-build}"
 vkd="$build/vkd"
 out="$build/examples/refinenet_lite"
 marker="$out/.written-by-run.sh"
-python="${VKD_TORCH_PYTHON:-/usr/bin/python3}"
+python="${VKD_PYTHON:-$here/../../.venv/bin/python}"
 
 [ -x "$vkd" ] || { echo "run.sh: $vkd not found (build it first: cmake --build $build --target vkd)" >&2; exit 2; }
 if [ -e "$out" ] && [ ! -e "$marker" ]; then

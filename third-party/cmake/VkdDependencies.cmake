@@ -21,6 +21,17 @@ endif()
 message(STATUS "Found Vulkan: ${Vulkan_LIBRARY} (headers ${Vulkan_VERSION})")
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
+# The project's Python environment (torch, torchvision, torchao, executorch, numpy, pinned in
+# python/requirements.lock; third-party/install_deps.sh creates it): the exporter, the Python
+# runtime and every test that needs torch run with it. The build itself needs only python3.
+set(VKD_PYTHON "${PROJECT_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
+    "Python of the project's environment (python/requirements.lock), for the torch tests")
+if(VKD_BUILD_TESTS AND NOT EXISTS "${VKD_PYTHON}")
+  message(WARNING "VKD_PYTHON ${VKD_PYTHON} does not exist: the exporter, model and oracle "
+                  "tests will fail. Run third-party/install_deps.sh (it creates .venv from "
+                  "python/requirements.lock), or set -DVKD_PYTHON=/path/to/python.")
+endif()
+
 find_program(VKD_GLSLANG_VALIDATOR NAMES glslangValidator
   DOC "glslangValidator: compiles the GLSL compute shaders to SPIR-V")
 if(NOT VKD_GLSLANG_VALIDATOR)
