@@ -2,19 +2,56 @@
 // API's rules and helpers (runtime/delegate/ApiBoundary.h): nothing escapes, every entry point
 // returns a vkd_status plus a message; tensor info strings are copied once at load and live
 // until destroy; vkd_model_last_error() is a per-thread copy kept on the handle;
-// vkd_model_load_error() is thread_local, valid until the thread's next vkd_model_load.
+// vkd_model_load_error() is thread_local, valid until the thread's next vkd_model_load; the
+// device name is copied once at load; step labels and profile strings are stored once per
+// distinct text (vkd::api::CStrings) and live until destroy.
 #include "vkdelegate/vkd_model.h"
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "runtime/delegate/ApiBoundary.h"
 #include "vkdelegate/Model.hpp"
+
+namespace {
+
+// The per-step timings of the last execute as the C side hands them out.
+struct CStepTimings {
+  struct Step {
+    vkd_step_timing timing;             // its label in `strings`
+    std::vector<vkd::api::CNode> nodes;  // its dispatches
+  };
+  std::vector<Step> steps;
+  vkd::api::CStrings strings;
+
+  void clear() { steps.clear(); }
+  void refresh(const vkd::Model& impl) {
+    for (const vkd::StepTiming& t : impl.last_timings()) {
+      Step step{};
+      step.timing.struct_size = sizeof(step.timing);
+      step.timing.step = t.step;
+      step.timing.place = t.place == vkd::StepPlace::Gpu ? VKD_STEP_GPU : VKD_STEP_HOST;
+      step.timing.label = strings.stored(t.label);
+      step.timing.wall_us = t.wall_us;
+      for (const vkd::NodeProfile& n : t.profile) {
+        step.nodes.push_back(vkd::api::stored_node(strings, n));
+      }
+      step.timing.profile_count = step.nodes.size();
+      steps.push_back(std::move(step));
+    }
+  }
+};
+
+}  // namespace
 
 // The opaque handle: the C++ model plus the tensor infos, lock and last error the C side
 // hands out (vkd::api::CHandle).
 struct vkd_model : vkd::api::CHandle {
   std::unique_ptr<vkd::Model> impl;
+  std::string device_name;  // copied once at load
+  CStepTimings timings;     // of the last execute; guarded by `mutex`
 };
 
 namespace {
@@ -50,6 +87,7 @@ VKD_C_API vkd_status vkd_model_load(const char* path, const char* weights_path,
       return creation_failure(st, error, "vkd_model_load", g_load_error);
     }
     handle->copy_infos(*handle->impl);
+    handle->device_name = handle->impl->device_name();
     *out = handle.release();
     return VKD_OK;
   } catch (...) {
@@ -84,7 +122,69 @@ VKD_C_API vkd_status vkd_model_execute(vkd_model* handle, const vkd_tensor* inpu
                                        size_t output_count) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
   return execute_locked(handle, *handle->impl, "vkd_model_execute", inputs, input_count, outputs,
-                        output_count, /*profile=*/nullptr);
+                        output_count, handle->timings);
+}
+
+VKD_C_API size_t vkd_model_timing_count(vkd_model* handle) {
+  if (handle == nullptr) return 0;
+  try {
+    std::lock_guard<std::mutex> lock(handle->mutex);
+    return handle->timings.steps.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+namespace {
+
+// The timing `index` of the last execute, or NULL with the message in handle->error.
+const CStepTimings::Step* step_timing(vkd_model* handle, size_t index, const char* fn) {
+  const auto& steps = handle->timings.steps;
+  if (index < steps.size()) return &steps[index];
+  handle->error = std::string(fn) + ": index " + std::to_string(index) +
+                  " out of range (the last execute timed " + std::to_string(steps.size()) +
+                  " steps)";
+  return nullptr;
+}
+
+}  // namespace
+
+VKD_C_API vkd_status vkd_model_timing(vkd_model* handle, size_t index, vkd_step_timing* timing) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  const char* fn = "vkd_model_timing";
+  return with_handle_locked(handle, &handle->error, fn, [&]() -> vkd_status {
+    if (timing == nullptr) {
+      handle->error = std::string(fn) + ": timing is NULL";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    const CStepTimings::Step* step = step_timing(handle, index, fn);
+    if (step == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+    return write_out_struct(step->timing, timing, fn, handle->error);
+  });
+}
+
+VKD_C_API vkd_status vkd_model_profile_entry(vkd_model* handle, size_t index, size_t node,
+                                             vkd_node_profile* entry) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  const char* fn = "vkd_model_profile_entry";
+  return with_handle_locked(handle, &handle->error, fn, [&]() -> vkd_status {
+    const CStepTimings::Step* step = step_timing(handle, index, fn);
+    if (step == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+    return node_profile_entry(step->nodes, node, entry, fn, step->timing.label, handle->error);
+  });
+}
+
+VKD_C_API const char* vkd_model_device_name(const vkd_model* handle) {
+  return handle == nullptr ? "" : handle->device_name.c_str();
+}
+
+VKD_C_API uint64_t vkd_model_validation_message_count(const vkd_model* handle) {
+  if (handle == nullptr) return 0;
+  try {
+    return handle->impl->validation_message_count();  // each delegate locks itself
+  } catch (...) {
+    return 0;
+  }
 }
 
 VKD_C_API const char* vkd_model_last_error(const vkd_model* handle) {

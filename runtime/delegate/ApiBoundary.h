@@ -368,43 +368,74 @@ inline vkd_status tensor_info(CHandle* handle, size_t index, vkd_tensor_info* in
   });
 }
 
-// The per-node profile a C handle (a delegate's; other handles keep none) hands out after an
-// execute. Its strings point into `strings`, which only grows and lives as long as the handle:
-// a thread may hold a vkd_node_profile while other threads sharing the handle execute, so no
-// execute may free what an earlier one handed out. A delegate's nodes are fixed at init, so each
-// distinct op, kernel and tensors text is stored once, and every execute hands out the same
-// pointers: the store never holds more than the first execute put there.
-struct CProfile {
-  struct Node {
-    const char* op;
-    const char* kernel;
-    const char* tensors;
-    double gpu_us;
-  };
-  std::vector<Node> nodes;  // of the last execute
+// The profile strings a C handle hands out (op, kernel, tensors; a model's step labels). They
+// only grow and live as long as the handle: a thread may hold a vkd_node_profile while other
+// threads sharing the handle execute, so no execute may free what an earlier one handed out. A
+// delegate's nodes are fixed at init, so each distinct text is stored once, and every execute
+// hands out the same pointers: the store never holds more than the first execute put there.
+struct CStrings {
   // Elements of an unordered_set keep their address (rehashing moves only the buckets).
   std::unordered_set<std::string> strings;
 
   const char* stored(const std::string& text) { return strings.insert(text).first->c_str(); }
-  void refresh(const Delegate& impl) {
-    for (const NodeProfile& n : impl.last_profile()) {
-      nodes.push_back({stored(n.op), stored(n.kernel), stored(n.tensors), n.gpu_us});
-    }
+};
+
+// One dispatch node of the last execute, its strings in a handle's CStrings.
+struct CNode {
+  const char* op;
+  const char* kernel;
+  const char* tensors;
+  double gpu_us;
+};
+
+inline CNode stored_node(CStrings& strings, const NodeProfile& n) {
+  return {strings.stored(n.op), strings.stored(n.kernel), strings.stored(n.tensors), n.gpu_us};
+}
+
+// vkd_<handle>_profile_entry: `nodes[index]` into `entry` (the out-struct rules); `fn` names the
+// function in messages, `what` the nodes' owner ("the last execute").
+inline vkd_status node_profile_entry(const std::vector<CNode>& nodes, size_t index,
+                                     vkd_node_profile* entry, const char* fn, const char* what,
+                                     std::string& error) {
+  if (entry == nullptr) {
+    error = std::string(fn) + ": entry is NULL";
+    return VKD_ERROR_INVALID_ARGUMENT;
   }
-  template <typename Impl>
-  void refresh(const Impl&) {}
+  if (index >= nodes.size()) {
+    error = std::string(fn) + ": index " + std::to_string(index) + " out of range (" + what +
+            " profiled " + std::to_string(nodes.size()) + " nodes)";
+    return VKD_ERROR_INVALID_ARGUMENT;
+  }
+  vkd_node_profile full{};
+  full.struct_size = sizeof(full);
+  full.op = nodes[index].op;
+  full.kernel = nodes[index].kernel;
+  full.gpu_us = nodes[index].gpu_us;
+  full.tensors = nodes[index].tensors;
+  return write_out_struct(full, entry, fn, error);
+}
+
+// The per-node profile of a delegate's C handle after an execute.
+struct CProfile {
+  std::vector<CNode> nodes;  // of the last execute
+  CStrings strings;
+
+  void clear() { nodes.clear(); }
+  void refresh(const Delegate& impl) {
+    for (const NodeProfile& n : impl.last_profile()) nodes.push_back(stored_node(strings, n));
+  }
 };
 
 // vkd_<handle>_execute over `impl` (a vkd::Delegate or vkd::Model): the lock is held for the
 // whole call, so calls on one handle are serialized and the caches change atomically for other
-// threads. `profile` (nullable) is emptied first, so a failure leaves no stale profile, and
-// refreshed after impl.execute.
-template <typename Impl>
+// threads. `profile` (CProfile, or model/'s per-step equivalent) is cleared first, so a failure
+// leaves no stale profile, and refreshed from `impl` after impl.execute.
+template <typename Impl, typename Profile>
 vkd_status execute_locked(CHandle* handle, Impl& impl, const char* where,
                           const vkd_tensor* inputs, size_t input_count, vkd_tensor* outputs,
-                          size_t output_count, CProfile* profile) {
+                          size_t output_count, Profile& profile) {
   return with_handle_locked(handle, &handle->error, where, [&]() -> vkd_status {
-    if (profile != nullptr) profile->nodes.clear();
+    profile.clear();
     std::vector<ConstTensorView> in_views;
     std::vector<TensorView> out_views;
     vkd_status status = to_views<ConstTensorView, const void*>(inputs, input_count, "inputs",
@@ -415,7 +446,7 @@ vkd_status execute_locked(CHandle* handle, Impl& impl, const char* where,
     if (status != VKD_OK) return status;
 
     status = from_status(impl.execute(in_views, out_views));
-    if (profile != nullptr) profile->refresh(impl);
+    profile.refresh(impl);
     if (status == VKD_OK) {
       handle->error.clear();
     } else {

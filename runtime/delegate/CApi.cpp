@@ -145,7 +145,7 @@ VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor
                                           size_t output_count) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
   return execute_locked(handle, *handle->impl, "vkd_delegate_execute", inputs, input_count,
-                        outputs, output_count, &handle->profile);
+                        outputs, output_count, handle->profile);
 }
 
 namespace {
@@ -223,24 +223,8 @@ VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t ind
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
   return with_handle_locked(handle, &handle->error, "vkd_delegate_profile_entry",
                             [&]() -> vkd_status {
-    if (entry == nullptr) {
-      handle->error = "vkd_delegate_profile_entry: entry is NULL";
-      return VKD_ERROR_INVALID_ARGUMENT;
-    }
-    if (index >= handle->profile.nodes.size()) {
-      handle->error = "vkd_delegate_profile_entry: index " + std::to_string(index) +
-                      " out of range (the last execute profiled " +
-                      std::to_string(handle->profile.nodes.size()) + " nodes)";
-      return VKD_ERROR_INVALID_ARGUMENT;
-    }
-    const vkd::api::CProfile::Node& node = handle->profile.nodes[index];
-    vkd_node_profile full{};
-    full.struct_size = sizeof(full);
-    full.op = node.op;
-    full.kernel = node.kernel;
-    full.gpu_us = node.gpu_us;
-    full.tensors = node.tensors;
-    return write_out_struct(full, entry, "vkd_delegate_profile_entry", handle->error);
+    return node_profile_entry(handle->profile.nodes, index, entry, "vkd_delegate_profile_entry",
+                              "the last execute", handle->error);
   });
 }
 

@@ -1,6 +1,7 @@
 // The C API over vkd::Model (vkd_model.h): a partitioned model loaded, described and run
 // through vkd_model_*, its output equal to the C++ API's and to the reference interpreter's;
-// errors as statuses with messages (load, info, execute), NULL handles refused.
+// errors as statuses with messages (load, info, execute), NULL handles refused; the timings and
+// GPU profile of the last execute, the device name and validation count as the C++ API gives them.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -81,6 +82,73 @@ TEST_F(ModelTest, CApiRoundTrip) {
   vkd_model_destroy(model);
 }
 
+// qdq_maxpool.json partitioned: GPU, host max_pool, GPU. The C API's timings are the C++ API's
+// last_timings() of the same kind of run: labels, places, one profile entry per dispatch.
+TEST_F(ModelTest, CApiTimingsAndProfile) {
+  const std::string plan = compile_partitioned(kCompilerGraphs + "/qdq_maxpool.json", "", "m");
+  vkd_model* model = nullptr;
+  ASSERT_EQ(vkd_model_load(plan.c_str(), nullptr, nullptr, &model), VKD_OK)
+      << vkd_model_load_error();
+  EXPECT_EQ(vkd_model_timing_count(model), 0u);  // before the first execute
+  const std::unique_ptr<vkd::Model> cpp = load(plan);
+  ASSERT_TRUE(cpp);
+  EXPECT_EQ(std::string(vkd_model_device_name(model)), cpp->device_name());
+
+  const HostTensor x = random_input({1, 4, 6, 10}, 3);
+  std::vector<uint8_t> y(240);
+  vkd_tensor in = c_tensor(const_cast<uint8_t*>(x.bytes.data()), x.bytes.size(), VKD_FLOAT32,
+                           {1, 4, 6, 10});
+  vkd_tensor out = c_tensor(y.data(), y.size(), VKD_FLOAT32, {1, 4, 3, 5});
+  ASSERT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_OK) << vkd_model_last_error(model);
+  run_model(*cpp, {{"x", x}});
+  const std::vector<vkd::StepTiming> expected = cpp->last_timings();
+
+  ASSERT_EQ(vkd_model_timing_count(model), expected.size());
+  ASSERT_EQ(expected.size(), 3u);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    vkd_step_timing t{};
+    t.struct_size = sizeof(t);
+    ASSERT_EQ(vkd_model_timing(model, i, &t), VKD_OK) << vkd_model_last_error(model);
+    EXPECT_EQ(t.step, expected[i].step);
+    EXPECT_EQ(t.place, expected[i].place == vkd::StepPlace::Gpu ? VKD_STEP_GPU : VKD_STEP_HOST);
+    EXPECT_EQ(std::string(t.label), expected[i].label);
+    EXPECT_GT(t.wall_us, 0.0);
+    ASSERT_EQ(t.profile_count, expected[i].profile.size()) << t.label;
+    for (size_t n = 0; n < t.profile_count; ++n) {
+      vkd_node_profile node{};
+      node.struct_size = sizeof(node);
+      ASSERT_EQ(vkd_model_profile_entry(model, i, n, &node), VKD_OK);
+      EXPECT_EQ(std::string(node.op), expected[i].profile[n].op);
+      EXPECT_EQ(std::string(node.kernel), expected[i].profile[n].kernel);
+      EXPECT_EQ(std::string(node.tensors), expected[i].profile[n].tensors);
+      EXPECT_GE(node.gpu_us, 0.0);
+    }
+  }
+  vkd_step_timing gpu{};
+  gpu.struct_size = sizeof(gpu);
+  ASSERT_EQ(vkd_model_timing(model, 0, &gpu), VKD_OK);
+  EXPECT_EQ(gpu.place, VKD_STEP_GPU);
+  EXPECT_GT(gpu.profile_count, 0u);  // profiling is on by default
+
+  vkd_node_profile node{};
+  node.struct_size = sizeof(node);
+  EXPECT_EQ(vkd_model_profile_entry(model, 1, 0, &node), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(vkd_model_last_error(model),
+               "vkd_model_profile_entry: index 0 out of range (step 1 (host node 3 "
+               "(aten.max_pool2d)) profiled 0 nodes)");
+  EXPECT_EQ(vkd_model_timing(model, 3, &gpu), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(vkd_model_last_error(model),
+               "vkd_model_timing: index 3 out of range (the last execute timed 3 steps)");
+  EXPECT_EQ(vkd_model_timing(model, 0, nullptr), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(vkd_model_last_error(model), "vkd_model_timing: timing is NULL");
+  EXPECT_EQ(vkd_model_validation_message_count(model), 0u);
+
+  in.dtype = VKD_INT8;  // a failed execute leaves no timings behind
+  EXPECT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkd_model_timing_count(model), 0u);
+  vkd_model_destroy(model);
+}
+
 TEST_F(ModelTest, CApiErrorsWithoutAHandle) {
   vkd_model* model = reinterpret_cast<vkd_model*>(this);  // overwritten with NULL on failure
   EXPECT_EQ(vkd_model_load(path("none.partition.json").c_str(), nullptr, nullptr, &model),
@@ -96,6 +164,11 @@ TEST_F(ModelTest, CApiErrorsWithoutAHandle) {
   EXPECT_EQ(vkd_model_input_count(nullptr), 0u);
   EXPECT_EQ(vkd_model_execute(nullptr, nullptr, 0, nullptr, 0), VKD_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(vkd_model_last_error(nullptr), "invalid argument: the vkd_model handle is NULL");
+  EXPECT_EQ(vkd_model_timing_count(nullptr), 0u);
+  EXPECT_EQ(vkd_model_timing(nullptr, 0, nullptr), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkd_model_profile_entry(nullptr, 0, 0, nullptr), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(vkd_model_device_name(nullptr), "");
+  EXPECT_EQ(vkd_model_validation_message_count(nullptr), 0u);
   vkd_model_destroy(nullptr);
 }
 

@@ -41,6 +41,36 @@ VKD_C_API vkd_status vkd_model_execute(vkd_model* handle, const vkd_tensor* inpu
                                        size_t input_count, vkd_tensor* outputs,
                                        size_t output_count);
 
+/* Where the time of the last vkd_model_execute went, per step in execution order
+ * (vkd::Model::last_timings): vkd_model_timing_count is 0 before the first execute and after a
+ * failed one; each step's dispatches (a GPU step with options.profiling) are
+ * vkd_model_profile_entry(handle, step, 0 .. profile_count - 1). Strings are owned by the handle
+ * and stay valid until it is destroyed. */
+#define VKD_STEP_GPU 0
+#define VKD_STEP_HOST 1
+typedef struct vkd_step_timing {
+  size_t struct_size;
+  size_t step;          /* index of the step in the model */
+  int place;            /* VKD_STEP_GPU or VKD_STEP_HOST */
+  const char* label;    /* "step 0 (GPU m.p0.vkd)", "step 1 (host node 3 (aten.max_pool2d))" */
+  double wall_us;       /* host wall time: the delegate's execute or the interpreter */
+  size_t profile_count; /* dispatch nodes profiled (0 for a host step or without profiling) */
+} vkd_step_timing;
+
+VKD_C_API size_t vkd_model_timing_count(vkd_model* handle);
+/* `index`: 0 .. vkd_model_timing_count() - 1 (the out-struct rules of vkd_delegate.h). */
+VKD_C_API vkd_status vkd_model_timing(vkd_model* handle, size_t index, vkd_step_timing* timing);
+/* Dispatch node `node` of timing `index` (as vkd_delegate_profile_entry). */
+VKD_C_API vkd_status vkd_model_profile_entry(vkd_model* handle, size_t index, size_t node,
+                                             vkd_node_profile* entry);
+
+/* The device of the first GPU step, or "none (every step runs on the host)" (owned by the
+ * handle). */
+VKD_C_API const char* vkd_model_device_name(const vkd_model* handle);
+/* Khronos validation messages seen so far, summed over the GPU steps; 0 without
+ * options.validation. */
+VKD_C_API uint64_t vkd_model_validation_message_count(const vkd_model* handle);
+
 VKD_C_API const char* vkd_model_last_error(const vkd_model* handle);
 /* Frees the handle and every delegate it holds; exactly once per handle, NULL is a no-op (the
  * rules of vkd_delegate_destroy). */
