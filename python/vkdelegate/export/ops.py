@@ -46,9 +46,23 @@ def handles_module(*classes):
 
 
 def overload_name(op):
-    """'aten.add.Tensor' for torch.ops.aten.add.Tensor."""
-    namespace, name = op._schema.name.split("::")
+    """'aten.add.Tensor' for torch.ops.aten.add.Tensor; an in-place ATen op by its functional
+    name (aten.hardswish_.default: 'aten.hardswish.default'), see op_namespace_name."""
+    namespace, name = op_namespace_name(op)
     return f"{namespace}.{name}.{op._overloadname}"
+
+
+def op_namespace_name(op):
+    """(namespace, name) of an OpOverload, an in-place ATen op (a trailing '_') under its
+    functional twin's name: torch.export keeps the in-place spellings a model's code uses
+    (relu_, hardswish_), and the graph IR holds values, not mutations. The twin is the same
+    op only where the in-place op's input is read by nothing else: what a model's
+    `x = f_(x)` gives."""
+    namespace, name = op._schema.name.split("::")
+    if namespace == "aten" and name.endswith("_") and not name.startswith("_") and \
+            hasattr(torch.ops.aten, name[:-1]):
+        name = name[:-1]
+    return namespace, name
 
 
 def node_key(node):
@@ -255,6 +269,23 @@ def _conv_function(w, node):
               "padding": w.literal(arg(node, 4, "padding", 0)),
               "dilation": w.literal(arg(node, 5, "dilation", 1)), "transposed": False,
               "output_padding": 0, "groups": w.literal(arg(node, 6, "groups", 1))}
+    return emit_convolution(w, w.input(node.args[0]), weight,
+                            "" if bias is None else w.input(bias), params, w.out())
+
+
+@handles("aten.conv_transpose1d.default", "aten.conv_transpose2d.input",
+         "aten.conv_transpose3d.input")
+def _conv_transpose(w, node):
+    """conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+    groups=1, dilation=1)."""
+    weight = w.input(arg(node, 1, "weight"))
+    bias = arg(node, 2, "bias", None)
+    params = {"kernel": w.value_type(weight)[1][2:],
+              "stride": w.literal(arg(node, 3, "stride", 1)),
+              "padding": w.literal(arg(node, 4, "padding", 0)),
+              "output_padding": w.literal(arg(node, 5, "output_padding", 0)),
+              "groups": w.literal(arg(node, 6, "groups", 1)),
+              "dilation": w.literal(arg(node, 7, "dilation", 1)), "transposed": True}
     return emit_convolution(w, w.input(node.args[0]), weight,
                             "" if bias is None else w.input(bias), params, w.out())
 
@@ -515,10 +546,13 @@ def _upsample_module(w, m, path, x, out):
     return emit_interpolate(w, x, params, out)  # None: exported generically
 
 
-@handles(torch.clone, "Tensor.clone", "Tensor.contiguous", "aten.clone.default")
+@handles(torch.clone, "Tensor.clone", "Tensor.contiguous", "aten.clone.default",
+         "aten.contiguous.default")
 def _clone(w, node):
+    """clone / contiguous: a copy of the values (the graph IR has no memory formats)."""
     fmt = node.kwargs.get("memory_format")
-    args = {} if fmt is None or node.target == "contiguous" else {"memory_format": fmt}
+    contiguous = node.target == "contiguous" or node_key(node) == "aten.contiguous.default"
+    args = {} if fmt is None or contiguous else {"memory_format": fmt}
     return w.emit("aten.clone", [w.input(node.args[0])], args, w.out())
 
 
@@ -828,7 +862,7 @@ def _schema_pairs(w, node):
     """(op name, [(argument name, value)]) of a node without a handler."""
     target = node.target
     if isinstance(target, torch._ops.OpOverload):
-        namespace, name = target._schema.name.split("::")
+        namespace, name = op_namespace_name(target)
         overload = "" if target._overloadname == "default" else "." + target._overloadname
         pairs = []
         for i, a in enumerate(target._schema.arguments):

@@ -7,13 +7,16 @@ import subprocess
 import tempfile
 from time import perf_counter
 
+import operator
+
 import numpy as np
 import torch
+import torch.utils._pytree as pytree
 
 from . import safetensors
 from .errors import CompileError, ExportError
 from .ir import named_leaves, to_json_text, unique_names
-from .ops import find_handler, is_namedtuple_class
+from .ops import find_handler
 from .quantization import quantize
 from .walk import Pieces, Walker, propagate
 
@@ -22,10 +25,15 @@ SUFFIXES = {"graph": ".json", "weights": ".safetensors", "calibration": ".calibr
 COMPILE_SUFFIXES = {"blob": ".vkd", "report": ".report.txt"}
 
 
-def to_graph_ir(gm, example_inputs, name="model"):
-    """The graph IR of a quantized GraphModule (an FX reference graph, or a PT2E graph that
-    uses quantized_decomposed ops): (graph dict, {data name: numpy array}). The graph is run
-    once on `example_inputs` to learn every value's dtype and shape."""
+def to_graph_ir(program, example_inputs, name="model"):
+    """The graph IR of a quantized model: (graph dict, {data name: numpy array}).
+
+    `program`: a converted PT2E GraphModule (convert_pt2e of any quantizer that uses the
+    quantized_decomposed q/dq ops: VkdQuantizer, XNNPACKQuantizer's static configs) or an
+    ExportedProgram of one. The graph is run once on `example_inputs` to learn every value's
+    dtype and shape. A node the walk does not know is written by name (`aten.<op>`) for
+    `vkd compile --partition`; float_nodes() names the ones that stayed float."""
+    gm = as_graph_module(program)
     propagate(gm, tuple(example_inputs))
     leaves = model_outputs(gm, name)
     walker = Walker(gm, find_handler, where=f"{name}: ")
@@ -39,11 +47,22 @@ def to_graph_ir(gm, example_inputs, name="model"):
     return ir.to_dict(), dict(ir.tensors)
 
 
+def as_graph_module(program):
+    """The GraphModule of an ExportedProgram (or `program` itself when it is one)."""
+    if isinstance(program, torch.export.ExportedProgram):
+        return program.module()
+    if not isinstance(program, torch.fx.GraphModule):
+        raise ExportError(f"to_graph_ir takes a converted PT2E GraphModule or an "
+                          f"ExportedProgram, not {type(program).__name__}")
+    return program
+
+
 def model_outputs(gm, name):
     """(name, FX node) for each tensor the model returns, named after the model's own names for
-    them (ir.named_leaves); anything else it returns is the user's error, named."""
+    them (ir.named_leaves of the output structure torch.export recorded); anything else it
+    returns is the user's error, named."""
     output = next(n for n in gm.graph.nodes if n.op == "output")
-    leaves = named_leaves(_unfold_namedtuples(output.args[0]))
+    leaves = named_leaves(output_structure(gm, output.args[0]))
     for base, leaf in leaves:
         if isinstance(leaf, torch.fx.Node) and "vkd_literal" not in leaf.meta:
             continue
@@ -54,20 +73,28 @@ def model_outputs(gm, name):
     return leaves
 
 
-def _unfold_namedtuples(arg):
-    """An output structure with each namedtuple the graph builds (FX traces one as a call of its
-    class) as that namedtuple of its items, whose fields then name them."""
-    if isinstance(arg, torch.fx.Node) and arg.op == "call_function" and \
-            is_namedtuple_class(arg.target):
-        return arg.target(*map(_unfold_namedtuples, arg.args),
-                          **{k: _unfold_namedtuples(v) for k, v in arg.kwargs.items()})
-    if isinstance(arg, dict):
-        return {k: _unfold_namedtuples(v) for k, v in arg.items()}
-    if isinstance(arg, tuple) and hasattr(arg, "_fields"):
-        return type(arg)(*map(_unfold_namedtuples, arg))
-    if isinstance(arg, (tuple, list)):
-        return type(arg)(map(_unfold_namedtuples, arg))
-    return arg
+def output_structure(gm, flat):
+    """The model's output structure (tuples, dicts, namedtuples) with the graph's output nodes
+    as leaves: torch.export flattens it and keeps its pytree spec in the graph's codegen."""
+    info = getattr(gm.graph._codegen, "pytree_info", None)
+    if info is None or info.out_spec is None:
+        return flat
+    return pytree.tree_unflatten(list(flat), info.out_spec)
+
+
+def float_nodes(program):
+    """The compute nodes of a converted PT2E graph that run in float: no input of theirs comes
+    from a dequantize (or none is a tensor the walk quantized). [(node name, target)]."""
+    gm = as_graph_module(program)
+    found = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem or \
+                "quantize" in str(node.target):
+            continue
+        inputs = [a for a in node.all_input_nodes if a.op != "get_attr"]
+        if inputs and not any("dequantize" in str(a.target) for a in inputs):
+            found.append((node.name, str(node.target)))
+    return found
 
 
 def output_paths(out_dir, name, compile_too):
@@ -144,7 +171,7 @@ def check_outputs(paths, force):
             raise ExportError(f"cannot replace '{path}': not a writable regular file")
 
 
-def calibration_summary(gm, graph, samples, observer, per_channel):
+def calibration_summary(observed, graph, samples, observer, per_channel):
     """NAME.calibration.json: each observed activation's range and parameters, with the graph
     IR values quantized from it."""
     readers = {}
@@ -152,7 +179,7 @@ def calibration_summary(gm, graph, samples, observer, per_channel):
         if node["op"] == "quantized_decomposed.quantize_per_tensor":
             readers.setdefault(node["inputs"][0], []).append(node["outputs"][0])
     activations = [dict(value=value, quantized_as=readers.get(value, []), **info)
-                   for value, info in getattr(gm, "vkd_calibration", {}).items()]
+                   for value, info in observed.items()]
     return {"vkd_calibration": 1, "samples": samples, "observer": observer,
             "per_channel_weights": per_channel, "activations": activations}
 
@@ -175,14 +202,15 @@ def _export(model, example_inputs, paths, name, calibration, per_channel, observ
             sample_input, vkd, force, log):
     if not hasattr(calibration, "__len__"):
         calibration = list(calibration)
-    gm = quantize(model, example_inputs, calibration, per_channel, observer, log)
+    quantized = quantize(model, example_inputs, calibration, per_channel, observer, log)
 
     t = perf_counter()
-    graph, tensors = to_graph_ir(gm, example_inputs, name)
+    graph, tensors = to_graph_ir(quantized.converted, example_inputs, name)
     _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors")
 
     t = perf_counter()
-    summary = calibration_summary(gm, graph, len(calibration), observer, per_channel)
+    summary = calibration_summary(quantized.calibration, graph, quantized.samples, observer,
+                                  per_channel)
     sample = example_inputs[0] if sample_input is None else sample_input
     npy = io.BytesIO()
     np.save(npy, sample.detach().numpy().astype(np.float32))

@@ -1,118 +1,69 @@
-"""Static int8 quantization of a float model through PyTorch's FX graph mode.
+"""Static int8 quantization of a float model through torch.export and PT2E.
 
-prepare_fx with qnnpack's backend config (plus nn.Upsample, observed as F.interpolate is: PyTorch
-1.13's config lists the function but not the module, whose output would stay float) and a qconfig
-mapping equal to qnnpack's default except
-for the observers: activations quint8 affine per tensor (HistogramObserver as qnnpack, or
-MinMaxObserver, which is faster), weights qint8 symmetric restricted to [-127, 127], per output
-channel or per tensor. Then calibration on the given samples and convert_to_reference_fx: the
-reference graph keeps float ops between explicit quantize / dequantize nodes, which is what the
-graph IR's decomposed q/dq form says too.
+torch.export.export captures the model as ATen ops; prepare_pt2e with vkdelegate's own
+Quantizer (vkdelegate.quantizer.VkdQuantizer, or any PT2E quantizer the caller gives) inserts
+observers; calibration runs the samples through it; convert_pt2e replaces the observers with
+quantized_decomposed quantize / dequantize ops around float ATen ops (weights folded to int8
+constants): the decomposed q/dq form the graph IR says too.
 """
 import copy
 from time import perf_counter
 
 import torch
-from torch.ao.quantization import (HistogramObserver, MinMaxObserver, PerChannelMinMaxObserver,
-                                   QConfig, QConfigMapping, get_default_qconfig_mapping)
-from torch.ao.quantization.backend_config import (BackendPatternConfig,
-                                                  get_qnnpack_backend_config)
-from torch.ao.quantization.observer import ObserverBase
-from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
+from torchao.quantization.pt2e.observer import ObserverBase
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+from ..quantizer import ACTIVATION_OBSERVERS, VkdQuantizer
 from .errors import ExportError
-from .torch_compat import fx_tuple_unpacking
-
-OBSERVERS = {"histogram": HistogramObserver, "minmax": MinMaxObserver}
 
 
-def qconfig(per_channel=True, observer="histogram"):
-    """The activation / weight observers: quint8 affine activations over the full range, qint8
-    symmetric weights in [-127, 127] (qnnpack's own symmetric weight range)."""
-    if observer not in OBSERVERS:
-        raise ExportError(f"unknown observer '{observer}' (accepted: {', '.join(OBSERVERS)})")
-    activation = OBSERVERS[observer].with_args(dtype=torch.quint8, qscheme=torch.per_tensor_affine,
-                                               reduce_range=False)
-    if per_channel:
-        weight = PerChannelMinMaxObserver.with_args(
-            dtype=torch.qint8, qscheme=torch.per_channel_symmetric, quant_min=-127, quant_max=127)
-    else:
-        weight = MinMaxObserver.with_args(
-            dtype=torch.qint8, qscheme=torch.per_tensor_symmetric, quant_min=-127, quant_max=127)
-    return QConfig(activation=activation, weight=weight)
+class Quantized:
+    """What quantize() made: `converted` (the PT2E reference model the graph IR is walked from:
+    float ATen ops between quantize / dequantize), `float_module` (the exported float model,
+    the accuracy report's reference), `calibration` (observed value name -> range and
+    parameters, as the observers are gone after convert) and `samples` (how many)."""
+
+    def __init__(self, converted, float_module, calibration, samples):
+        self.converted = converted
+        self.float_module = float_module
+        self.calibration = calibration
+        self.samples = samples
 
 
-TRANSPOSED_CONVS = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d,
-                    torch.nn.functional.conv_transpose1d, torch.nn.functional.conv_transpose2d,
-                    torch.nn.functional.conv_transpose3d)
-
-
-def qconfig_mapping(per_channel=True, observer="histogram"):
-    """qnnpack's default mapping with our observers wherever it uses its default ones; the ops
-    with fixed quantization parameters (sigmoid, tanh, ...) and the reshapes that reuse their
-    input's parameters keep theirs. Transposed convs get per-tensor weights."""
-    base = get_default_qconfig_mapping("qnnpack")
-    default, ours = base.global_qconfig, qconfig(per_channel, observer)
-
-    def replace(qc):
-        if qc is None:
-            return None
-        return QConfig(
-            activation=ours.activation if qc.activation is default.activation else qc.activation,
-            weight=ours.weight if qc.weight is default.weight else qc.weight)
-
-    mapping = QConfigMapping().set_global(ours)
-    for obj, qc in base.object_type_qconfigs.items():
-        mapping.set_object_type(obj, replace(qc))
-    # PyTorch 1.13 refuses per-channel weights for transposed convs: per tensor for those.
-    per_tensor = qconfig(False, observer)
-    for obj in TRANSPOSED_CONVS:
-        mapping.set_object_type(obj, per_tensor)
-    return mapping
-
-
-def backend_config():
-    """qnnpack's backend config, with nn.Upsample and its subclasses configured as
-    F.interpolate is (the output shares the input's observer, so a nearest upsample moves int8
-    values unchanged)."""
-    config = get_qnnpack_backend_config()
-    interpolate = config.configs[torch.nn.functional.interpolate]
-    for module in (torch.nn.Upsample, torch.nn.UpsamplingNearest2d,
-                   torch.nn.UpsamplingBilinear2d):
-        config.set_backend_pattern_config(
-            BackendPatternConfig(module)
-            .set_observation_type(interpolate.observation_type)
-            .set_dtype_configs(interpolate.dtype_configs))
-    return config
-
-
-def as_args(sample):
-    """A calibration sample as the positional arguments of the model."""
-    return tuple(sample) if isinstance(sample, (tuple, list)) else (sample,)
+def capture(model, example_inputs):
+    """torch.export.export of `model` in eval mode: its ATen graph as a GraphModule."""
+    try:
+        return torch.export.export(model.eval(), tuple(example_inputs)).module()
+    except ExportError:
+        raise
+    except Exception as e:  # the model's code cannot be captured, or PyTorch refused it
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ExportError(f"torch.export failed on the model: {type(e).__name__}: {first}") from e
 
 
 def quantize(model, example_inputs, calibration, per_channel=True, observer="histogram",
-             log=None):
-    """The quantized reference GraphModule of `model` (left untouched: a copy is prepared).
+             log=None, quantizer=None):
+    """A Quantized of `model` (left untouched: a copy is exported).
 
-    example_inputs: a tuple of tensors (what FX traces with); calibration: an iterable of samples
-    (a tensor or a tuple of tensors each). The observed ranges are kept on the result as
-    `gm.vkd_calibration` (value name -> summary), as the observers are gone after convert.
-    `log(step, seconds, detail)` is called after each step when given.
+    example_inputs: a tuple of tensors (what torch.export captures with); calibration: an
+    iterable of samples (a tensor or a tuple of tensors each); quantizer: a PT2E Quantizer
+    (default VkdQuantizer(per_channel, observer)). `log(step, seconds, detail)` is called after
+    each step when given.
     """
+    if observer not in ACTIVATION_OBSERVERS:
+        raise ExportError(f"unknown observer '{observer}' (accepted: "
+                          f"{', '.join(ACTIVATION_OBSERVERS)})")
     check_finite_weights(model)
-    backend = backend_config()
-    model = copy.deepcopy(model).eval()
     t = perf_counter()
+    float_module = capture(copy.deepcopy(model), example_inputs)
+    _log(log, "torch.export", t, "")
+    t = perf_counter()
+    quantizer = quantizer or VkdQuantizer(per_channel, observer)
     try:
-        with fx_tuple_unpacking():
-            prepared = prepare_fx(model, qconfig_mapping(per_channel, observer),
-                                  tuple(example_inputs), backend_config=backend)
-    except ExportError:
-        raise
-    except Exception as e:  # symbolic tracing failed on the model's code, or PyTorch refused it
-        raise ExportError(f"prepare_fx failed on the model: {type(e).__name__}: {e}") from e
-    _log(log, "prepare_fx", t, "")
+        prepared = prepare_pt2e(copy.deepcopy(float_module), quantizer)
+    except Exception as e:  # the quantizer refused the graph
+        raise ExportError(f"prepare_pt2e failed on the model: {type(e).__name__}: {e}") from e
+    _log(log, "prepare_pt2e", t, type(quantizer).__name__)
     t, count = perf_counter(), 0
     watch = ActivationWatch(prepared)
     try:
@@ -128,10 +79,14 @@ def quantize(model, example_inputs, calibration, per_channel=True, observer="his
     _log(log, "calibrate", t, f"{count} sample(s), {observer} observers")
     t = perf_counter()
     summary = observed_ranges(prepared)
-    gm = convert_to_reference_fx(prepared, backend_config=backend)
-    gm.vkd_calibration = summary
-    _log(log, "convert_to_reference_fx", t, "")
-    return gm
+    converted = convert_pt2e(prepared)
+    _log(log, "convert_pt2e", t, "")
+    return Quantized(converted, float_module, summary, count)
+
+
+def as_args(sample):
+    """A calibration sample as the positional arguments of the model."""
+    return tuple(sample) if isinstance(sample, (tuple, list)) else (sample,)
 
 
 def run_model(prepared, args):
@@ -210,9 +165,9 @@ def observed_ranges(prepared):
         if not isinstance(obs, ObserverBase) or not hasattr(obs, "min_val"):
             continue
         scale, zero_point = obs.calculate_qparams()
-        if scale.numel() != 1:
-            continue  # a per-channel observer in the graph: a weight, reported with its op
-        shift = 128 if obs.dtype == torch.quint8 else 0
+        if scale.numel() != 1 or node.args[0].op == "get_attr":
+            continue  # a weight's observer: reported with its op
+        shift = 128 if obs.dtype in (torch.quint8, torch.uint8) else 0
         summary[node.args[0].name] = {
             "observer": type(obs).__name__, "dtype": str(obs.dtype).replace("torch.", ""),
             "min": float(obs.min_val), "max": float(obs.max_val),

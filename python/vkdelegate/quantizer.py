@@ -1,0 +1,185 @@
+"""VkdQuantizer: the PT2E Quantizer for what vkdelegate's GPU kernels run.
+
+Use it as any PT2E quantizer (torchao.quantization.pt2e):
+
+    gm = torch.export.export(model.eval(), example_inputs).module()
+    prepared = prepare_pt2e(gm, VkdQuantizer())
+    prepared(*sample)                    # calibration, as many samples as you like
+    converted = convert_pt2e(prepared)   # what vkdelegate.export.to_graph_ir reads
+
+It annotates static int8 only, exactly the patterns the backend runs:
+- activations int8, affine, per tensor (HistogramObserver by default, MinMaxObserver with
+  observer="minmax"), the full range [-128, 127];
+- conv / linear weights int8 symmetric in [-127, 127], per output channel by default
+  (per_channel=False: per tensor; transposed convs are always per tensor); biases stay float
+  (the compiler quantizes them to int32 with the input and weight scales);
+- a conv / linear / add / batch norm followed by its only user relu / hardtanh (relu6) /
+  clamp is one quantized op: only the activation's output is observed;
+- ops that only move or select bytes (pools, mean, views, permutes, cat, slices, pixel
+  shuffle, nearest and bilinear upsampling, dropout in eval, relu standalone) share their
+  input's parameters; cat's inputs all share one set, as the kernel concatenates bytes;
+- sigmoid / hardsigmoid / softmax / tanh have the fixed parameters of their output range.
+Anything else (layer_norm, attention, a custom op) is left float: the exporter keeps it by name
+for `vkd compile --partition`, and names it.
+"""
+import operator
+
+import torch
+from torchao.quantization.pt2e.observer import (HistogramObserver, MinMaxObserver,
+                                                PerChannelMinMaxObserver)
+from torchao.quantization.pt2e.quantizer import (FixedQParamsQuantizationSpec,
+                                                 QuantizationAnnotation, QuantizationSpec,
+                                                 Quantizer, SharedQuantizationSpec)
+
+ACTIVATION_OBSERVERS = {"histogram": HistogramObserver, "minmax": MinMaxObserver}
+
+aten = torch.ops.aten
+WEIGHTED = {aten.conv1d, aten.conv2d, aten.conv3d, aten.linear, aten.convolution}
+TRANSPOSED = {aten.conv_transpose1d, aten.conv_transpose2d, aten.conv_transpose3d}
+BINARY = {aten.add, aten.add_, aten.mul, aten.mul_}
+FUSED_ACTIVATIONS = {aten.relu, aten.relu_, aten.hardtanh, aten.hardtanh_, aten.clamp,
+                     aten.clamp_}
+OWN_PARAMETERS = {aten.batch_norm, aten._native_batch_norm_legit_no_training, aten.hardswish,
+                  aten.hardswish_, aten.silu, aten.silu_, aten.elu, aten.elu_, aten.leaky_relu,
+                  aten.leaky_relu_}
+SHARED = {
+    aten.max_pool2d, aten.adaptive_avg_pool2d, aten.avg_pool2d, aten.mean, aten.flatten,
+    aten.view, aten.reshape, aten._unsafe_view, aten.permute, aten.transpose, aten.t,
+    aten.squeeze, aten.unsqueeze, aten.clone, aten.contiguous, aten.dropout, aten.dropout_,
+    aten.feature_dropout, aten.alpha_dropout, aten.feature_alpha_dropout, aten.pixel_shuffle,
+    aten.pixel_unshuffle, aten.upsample_nearest2d, aten.upsample_bilinear2d, aten.slice,
+    aten.narrow, aten.chunk, aten.split, aten.split_with_sizes, aten.relu, aten.relu_,
+    aten.hardtanh, aten.hardtanh_, aten.clamp, aten.clamp_}
+CAT = {aten.cat, aten.concat}
+# (scale, zero point) on int8 of an op whose output range is fixed: [0, 1] or [-1, 1].
+FIXED = {aten.sigmoid: (1 / 256, -128), aten.sigmoid_: (1 / 256, -128),
+         aten.hardsigmoid: (1 / 256, -128), aten.hardsigmoid_: (1 / 256, -128),
+         aten.softmax: (1 / 256, -128), aten._softmax: (1 / 256, -128),
+         aten.tanh: (2 / 256, 0), aten.tanh_: (2 / 256, 0)}
+# Ops that return several tensors: each piece a getitem reads shares the op's parameters.
+MULTI_OUTPUT = {aten.chunk, aten.split, aten.split_with_sizes}
+
+
+def packet(node):
+    """The OpOverloadPacket of a call_function node (aten.conv2d for aten.conv2d.default)."""
+    target = node.target if node.op == "call_function" else None
+    return getattr(target, "overloadpacket", target)
+
+
+class VkdQuantizer(Quantizer):
+    """Static int8 for vkdelegate (module docstring). per_channel: conv / linear weights per
+    output channel (default) or per tensor; observer: "histogram" (default) or "minmax"."""
+
+    def __init__(self, per_channel=True, observer="histogram"):
+        super().__init__()
+        if observer not in ACTIVATION_OBSERVERS:
+            raise ValueError(f"unknown observer '{observer}' (accepted: "
+                             f"{', '.join(ACTIVATION_OBSERVERS)})")
+        self.per_channel = per_channel
+        self.observer = observer
+        self.activation = QuantizationSpec(
+            dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
+            observer_or_fake_quant_ctr=ACTIVATION_OBSERVERS[observer].with_args(eps=2 ** -12))
+
+    def weight_spec(self, per_channel):
+        """int8 symmetric weights in [-127, 127], per output channel (axis 0) or per tensor."""
+        if per_channel:
+            return QuantizationSpec(
+                dtype=torch.int8, quant_min=-127, quant_max=127, ch_axis=0,
+                qscheme=torch.per_channel_symmetric,
+                observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2 ** -12))
+        return QuantizationSpec(
+            dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
+            observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2 ** -12))
+
+    # ---- the Quantizer interface ---------------------------------------------------------------
+
+    def annotate(self, model):
+        for node in model.graph.nodes:
+            if node.op != "call_function" or _annotated(node):
+                continue
+            op = packet(node)
+            if op in WEIGHTED or op in TRANSPOSED:
+                self._weighted(node, op in TRANSPOSED)
+            elif op in BINARY and _tensor_args(node) == 2:
+                self._fusable(node, {a: self.activation for a in _tensor_inputs(node)})
+            elif op in OWN_PARAMETERS:
+                self._fusable(node, {node.args[0]: self.activation})
+            elif op in FIXED and _is_float_tensor(node.args[0]):
+                scale, zero_point = FIXED[op]
+                _annotate(node, {node.args[0]: self.activation}, FixedQParamsQuantizationSpec(
+                    dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=-128,
+                    quant_max=127, qscheme=torch.per_tensor_affine))
+            elif op in CAT:
+                self._cat(node)
+            elif op in SHARED and _is_float_tensor(node.args[0]):
+                self._shared(node)
+        return model
+
+    def validate(self, model):
+        pass
+
+    # ---- patterns -----------------------------------------------------------------------------
+
+    def _weighted(self, node, transposed):
+        """conv / linear: input activation, weight, float bias; output fused with a following
+        activation when it has one."""
+        x, weight = node.args[0], node.args[1]
+        inputs = {x: self.activation}
+        if isinstance(weight, torch.fx.Node):
+            inputs[weight] = self.weight_spec(self.per_channel and not transposed)
+        self._fusable(node, inputs)
+
+    def _fusable(self, node, inputs):
+        """Annotates `node`'s inputs; its output is observed, or, when its only user is a
+        relu / hardtanh / clamp, that activation's output instead (one quantized op)."""
+        users = list(node.users)
+        if len(users) == 1 and packet(users[0]) in FUSED_ACTIVATIONS and \
+                users[0].args[0] is node and not _annotated(users[0]):
+            _annotate(node, inputs, None)
+            _annotate(users[0], {}, self.activation)
+        else:
+            _annotate(node, inputs, self.activation)
+
+    def _shared(self, node):
+        """A byte move: the output has the input's parameters (its producer's observer).
+        Pieces of a split are annotated as getitems sharing the split's output."""
+        x = node.args[0]
+        _annotate(node, {x: self.activation}, SharedQuantizationSpec((x, node)))
+        if packet(node) in MULTI_OUTPUT:
+            for user in node.users:
+                if user.op == "call_function" and user.target is operator.getitem:
+                    _annotate(user, {}, SharedQuantizationSpec((x, node)))
+
+    def _cat(self, node):
+        """cat: every input and the output share one set of parameters."""
+        tensors = [t for t in node.args[0] if _is_float_tensor(t)]
+        if not tensors or len(tensors) != len(node.args[0]):
+            return
+        first = (tensors[0], node)
+        inputs = {tensors[0]: self.activation}
+        inputs.update({t: SharedQuantizationSpec(first) for t in tensors[1:]})
+        _annotate(node, inputs, SharedQuantizationSpec(first))
+
+
+def _annotate(node, inputs, output):
+    node.meta["quantization_annotation"] = QuantizationAnnotation(
+        input_qspec_map=inputs, output_qspec=output, _annotated=True)
+
+
+def _annotated(node):
+    annotation = node.meta.get("quantization_annotation")
+    return annotation is not None and annotation._annotated
+
+
+def _is_float_tensor(arg):
+    value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _tensor_inputs(node):
+    return [a for a in node.args if _is_float_tensor(a)]
+
+
+def _tensor_args(node):
+    return len(_tensor_inputs(node))
