@@ -3,7 +3,8 @@
 
 Each block fenced as ```sh run in README.md is run with `bash -euo pipefail` in a fresh
 directory that looks like the repository root to it: `python/` and `examples/` link to the
-source tree, `build/` to the build tree (--build-dir), so `out/` and every other file the
+source tree, `build/` to the build tree (--build-dir), `.venv` to the project's Python
+environment (--python-env), so `out/` and every other file the
 commands write land in that directory, never in the source tree. A block fails when it exits
 non-zero or prints "Traceback"; the test fails when README.md has no such block (so a renamed
 fence cannot pass with nothing run). Standard library only.
@@ -29,6 +30,8 @@ def main():
     parser.add_argument("--source-dir", required=True)
     parser.add_argument("--build-dir", required=True)
     parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--python-env", required=True,
+                        help="the venv the README calls .venv (VKD_PYTHON is its bin/python)")
     args = parser.parse_args()
 
     blocks = list(run_blocks(os.path.join(args.source_dir, "README.md")))
@@ -43,6 +46,7 @@ def main():
         for name in ("python", "examples"):
             os.symlink(os.path.abspath(os.path.join(args.source_dir, name)), os.path.join(work, name))
         os.symlink(os.path.abspath(args.build_dir), os.path.join(work, "build"))
+        os.symlink(os.path.abspath(args.python_env), os.path.join(work, ".venv"))
         print(f"== README.md:{line}\n{code}", flush=True)
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=work,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
