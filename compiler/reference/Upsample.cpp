@@ -1,6 +1,6 @@
 // CPU references of aten.upsample_nearest2d and aten.upsample_bilinear2d (both overloads; the
 // semantics above each function) and the argument reader they share with the shape rules and
-// the fusion pattern (Upsample.h). Where each output pixel reads is PyTorch 1.13's CPU rule,
+// the fusion pattern (Upsample.h). Where each output pixel reads is PyTorch 2.14's CPU rule,
 // computed by runtime/core/Interpolation.h, the same code the q8ta_upsample kernels' tables
 // come from.
 #include "compiler/reference/Upsample.h"
@@ -131,14 +131,14 @@ UpsampleArgs checked_args(const ReferenceContext& c, const HostTensor& x) {
 
 // aten.upsample_nearest2d (.vec and default, rank 4, any dtype: it moves elements):
 // out[n, c, oh, ow] = in[n, c, src_h(oh), src_w(ow)], src(d) = min(floor(float32(d) * step),
-// in - 1) with step = float32(1 / scale) or float32(in) / float32(out), PyTorch's NCHW kernel
-// (runtime/core/Interpolation.h).
+// in - 1) with step = float32(1 / scale) or float32(in) / float32(out); but d for a dim with
+// out == in and d / 2 for one with out == 2 in when out_h + out_w <= 128: PyTorch 2.14's CPU
+// kernels for an NCHW tensor (runtime/core/Interpolation.h).
 std::vector<HostTensor> reference_upsample_nearest2d(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "input");
   const UpsampleArgs a = checked_args(c, x);
   const int64_t planes = x.shape[0] * x.shape[1], h = x.shape[2], w = x.shape[3];
-  const std::vector<int32_t> rows = nearest_source_indices(h, a.out_h, a.scale_h);
-  const std::vector<int32_t> cols = nearest_source_indices(w, a.out_w, a.scale_w);
+  const auto [rows, cols] = nearest_sources(h, w, a.out_h, a.out_w, a.scale_h, a.scale_w);
   HostTensor out = make_tensor(x.dtype, {x.shape[0], x.shape[1], a.out_h, a.out_w});
   const size_t es = elem_bytes(x.dtype);
   for (int64_t p = 0; p < planes; ++p)

@@ -9,7 +9,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "runtime/core/Error.h"
@@ -95,11 +94,10 @@ TapTable tap_table(const Dims4& in, const Dims4& out, const UpsampleParams& p) {
     table.entries.resize(table.entries.size() + per_entry * (align_up(count, 4) - count), 0);
   };
   if (p.mode == UpsampleMode::Nearest) {
-    for (const auto& [n_in, n_out, scale] :
-         {std::tuple{in.h, out.h, p.scale_h}, std::tuple{in.w, out.w, p.scale_w}}) {
-      const auto src = nearest_source_indices(n_in, n_out, scale);
-      table.entries.insert(table.entries.end(), src.begin(), src.end());
-      pad(n_out, 1);
+    const NearestSources src = nearest_sources(in.h, in.w, out.h, out.w, p.scale_h, p.scale_w);
+    for (const auto* list : {&src.rows, &src.cols}) {
+      table.entries.insert(table.entries.end(), list->begin(), list->end());
+      pad(static_cast<int64_t>(list->size()), 1);
     }
     return table;
   }

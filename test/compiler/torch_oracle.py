@@ -308,8 +308,15 @@ def upsample_cases(w):
         ("s2", (1, 3, 5, 7), None, (2.0, 2.0)),
         ("s3_s4", (2, 2, 4, 5), None, (3.0, 4.0)),
         ("s1.5_s2.5", (1, 2, 6, 7), None, (1.5, 2.5)),
-        ("s2.05_s1.1", (1, 2, 9, 5), None, (2.05, 1.1)),  # 18 = 2 * 9 rows, 5 = 5 columns:
-        # the NCHW kernel still steps by 1 / scale (the channels-last one copies / halves)
+        # 18 = 2 * 9 rows, 5 = 5 columns, an output of 18 + 5 <= 128 rows + columns: nearest
+        # halves / copies the indices (runtime/core/Interpolation.h), not steps by 1 / scale.
+        ("s2.05_s1.1", (1, 2, 9, 5), None, (2.05, 1.1)),
+        # The same doubled rows with 38 + 90 = 128 (halved) and 38 + 93 = 131 (1 / scale).
+        ("s2.05_s1.5_128", (1, 2, 19, 60), None, (2.05, 1.5)),
+        ("s2.05_s1.5_131", (1, 2, 19, 62), None, (2.05, 1.5)),
+        # Bilinear source indices up to 150, where float32's rounding of the index (PyTorch's
+        # arithmetic) and double's differ by far more than the 2^-20 weights' rounding.
+        ("wide_s1.7_s1.3", (1, 2, 3, 150), None, (1.7, 1.3)),
         ("size_up", (1, 3, 5, 6), (13, 11), None),
         ("size_down_mixed", (2, 2, 11, 6), (4, 15), None),
         ("size_1x1_in", (1, 2, 1, 1), (3, 5), None),
@@ -438,7 +445,8 @@ def main():
     concat_cases(w)
     transformer_cases(w)
     w.finish()
-    print(f"torch_oracle: torch {torch.__version__}, {w.count} cases written to {args.out}")
+    print(f"torch_oracle: torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}"
+          f" kernels), {w.count} cases written to {args.out}")
     if args.checker:
         sys.stdout.flush()
         return subprocess.call([args.checker, args.out])

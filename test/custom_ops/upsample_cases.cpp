@@ -147,13 +147,16 @@ void add_case(Registry& registry, const std::string& prefix, UpSetup s, bool acc
 
 // Scale factors 2, 3, 4 and non-integer ones (with ATen's floor(in * scale) size), output sizes
 // up, down and mixed, a size equal to the input along one dim, odd channel counts (padding
-// lanes), odd H / W (4W4C and 4H4W padding), batch 2, a 1x1 input.
+// lanes), odd H / W (4W4C and 4H4W padding), batch 2, a 1x1 input. Scale 2.05 doubles 9 and 19
+// rows: nearest halves their indices in 18x17 but not in 38x93 (rows + columns past 128); the
+// 93 columns read sources up to 61, where bilinear's float32 source index is coarse.
 std::vector<UpShape> accu_shapes() {
   return {
       scaled(1, 3, 5, 7, 2, 2),      scaled(2, 5, 4, 3, 3, 3),    scaled(1, 17, 3, 5, 4, 2),
       scaled(1, 6, 7, 6, 1.5, 2.5),  scaled(1, 4, 9, 10, 2.05, 1.7),
       sized(1, 9, 5, 6, 13, 11),     sized(2, 3, 8, 9, 5, 20),    sized(1, 2, 6, 7, 6, 15),
       sized(1, 5, 1, 1, 3, 5),       sized(1, 7, 11, 13, 4, 6),   scaled(1, 1, 6, 5, 1.1, 1.0),
+      scaled(1, 3, 19, 62, 2.05, 1.5),
   };
 }
 

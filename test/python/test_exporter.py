@@ -212,31 +212,45 @@ def upsample_step(size, out, scale):
 
 
 def upsample_nearest2d(x, a):
-    """PyTorch 1.13's NCHW kernel: source min(floor(float32(d) * step), in - 1)."""
+    """PyTorch 2.14's CPU kernels for an NCHW tensor: source min(floor(float32(d) * step),
+    in - 1), except that an output of rows + columns <= 128 (the channels-last kernel) copies the
+    index of a dim whose size is unchanged and halves it of one exactly doubled."""
     out, scales = upsample_geometry(x, a)
+    shortcuts = out[0] + out[1] <= 128
     idx = []
     for i in range(2):
-        step = upsample_step(x.shape[2 + i], out[i], scales[i])
-        d = np.arange(out[i], dtype=np.float32)
-        idx.append(np.minimum(np.floor(d * step).astype(np.int64), x.shape[2 + i] - 1))
+        size = x.shape[2 + i]
+        d = np.arange(out[i], dtype=np.int64)
+        if shortcuts and out[i] in (size, 2 * size):
+            idx.append(d // (out[i] // size))
+            continue
+        step = upsample_step(size, out[i], scales[i])
+        idx.append(np.minimum(np.floor(d.astype(np.float32) * step).astype(np.int64), size - 1))
     return x[:, :, idx[0]][:, :, :, idx[1]]
 
 
 def bilinear_taps(size, out, align, scale):
-    """PyTorch 1.13's taps along one dim: the real index in double from the float32 step
-    (d * step with align_corners, else (d + 0.5) * step - 0.5 clamped at 0), lambda its float32
-    fraction; the same size copies."""
+    """PyTorch 2.14's taps along one dim, in float32: the real index step * d with
+    align_corners, else (d + 0.5) * step - 0.5 rounded once (the AVX2 / AVX-512 kernels' fused
+    multiply-add; exact in float64 before that rounding) clamped at 0; i0 its floor (at most
+    size - 1), lambda the float32 difference; the same size copies."""
     if align:
-        step = np.float32(np.float32(size - 1) / np.float32(out - 1)) if out > 1 else 0.0
+        step = np.float32(np.float32(size - 1) / np.float32(out - 1)) if out > 1 else np.float32(0)
     else:
         step = upsample_step(size, out, scale)
     i0, i1, lam = [], [], []
     for d in range(out):
-        real = float(d) if out == size else float(step) * d if align else \
-            max(float(step) * (d + 0.5) - 0.5, 0.0)
-        i0.append(int(real))
-        i1.append(min(int(real) + 1, size - 1))
-        lam.append(np.float32(real - int(real)))
+        if out == size:
+            real = np.float32(d)
+        elif align:
+            real = np.float32(step * np.float32(d))
+        else:
+            real = max(np.float32(float(step) * float(np.float32(d) + np.float32(0.5)) - 0.5),
+                       np.float32(0))
+        first = min(int(np.floor(real)), size - 1)
+        i0.append(first)
+        i1.append(min(first + 1, size - 1))
+        lam.append(min(np.float32(real - np.float32(first)), np.float32(1)))
     return i0, i1, np.array(lam, np.float32)
 
 
