@@ -109,3 +109,33 @@ foreach(_vkd_pc vkdelegate vkdmodel)
     DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
     COMPONENT vkdelegate_development)
 endforeach()
+
+# --- the Python package: component vkdelegate_python (pyproject.toml, scikit-build-core) ---------
+# `pip install .` and `pip wheel .` build the libraries and vkd, then install only this component
+# into the wheel's root:
+#
+#   vkdelegate/...                         python/vkdelegate: exporter, runtime, per-layer tools
+#   vkdelegate/_native/libvkdelegate.so.0  one file per library, under its SONAME
+#   vkdelegate/_native/libvkdmodel.so.0    RUNPATH $ORIGIN: finds libvkdelegate.so.0 beside it
+#   vkdelegate/_native/vkd                 the CLI (the `vkd` console script execs it)
+#
+# EXCLUDE_FROM_ALL: a plain `cmake --install build` installs none of this (it is a Python
+# package's layout, not a prefix's). `cmake --install build --component vkdelegate_python
+# --prefix P` gives the wheel's layout under P (test/install/run_python_package_test.sh).
+set(_vkd_native_dir vkdelegate/_native)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vkdelegate DESTINATION .
+  COMPONENT vkdelegate_python EXCLUDE_FROM_ALL PATTERN __pycache__ EXCLUDE)
+install(TARGETS vkdelegate vkdmodel vkd
+  LIBRARY DESTINATION ${_vkd_native_dir} COMPONENT vkdelegate_python NAMELINK_SKIP EXCLUDE_FROM_ALL
+  RUNTIME DESTINATION ${_vkd_native_dir} COMPONENT vkdelegate_python EXCLUDE_FROM_ALL)
+# A wheel is a zip archive: it holds no symbolic links, and pip would unpack libX.so.0 ->
+# libX.so.0.1.0 as two full copies. So the versioned file is renamed onto its SONAME link: one
+# file per library, under the name the loader looks for (libvkdmodel.so.0 NEEDs
+# libvkdelegate.so.0). The install rule above has already stripped it and set its RUNPATH.
+foreach(_vkd_lib vkdelegate vkdmodel)
+  install(CODE "
+    set(_vkd_dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${_vkd_native_dir}\")
+    file(RENAME \"\${_vkd_dir}/$<TARGET_FILE_NAME:${_vkd_lib}>\"
+                \"\${_vkd_dir}/$<TARGET_SONAME_FILE_NAME:${_vkd_lib}>\")
+    " COMPONENT vkdelegate_python EXCLUDE_FROM_ALL)
+endforeach()

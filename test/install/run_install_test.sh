@@ -84,8 +84,9 @@ for f in \
     "$PREFIX/bin/vkd"; do
   [ -e "$f" ] || fail "not installed: ${f#"$PREFIX"/}"
 done
-internal="$(find "$PREFIX" -name '*.a' -o -name 'libvkd_*' -o -name '*ShaderRegistry*' -o \
-            -path '*/runtime/*' -o -path '*/serialization/*')"
+# (The Python package under lib/python3 is not searched: vkdelegate/runtime/ is its Python runtime.)
+internal="$(find "$PREFIX" -path "$PREFIX/lib/python3" -prune -o \( -name '*.a' -o -name 'libvkd_*' \
+            -o -name '*ShaderRegistry*' -o -path '*/runtime/*' -o -path '*/serialization/*' \) -print)"
 [ -z "$internal" ] || fail "internal files installed: $internal"
 
 # check_exports LIB REQUIRED_C_FUNCTION...: LIB exports only vkd_* C functions and the vkd:: API
