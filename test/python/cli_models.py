@@ -93,3 +93,34 @@ class NamedTupleHeads(Heads):
 
 def namedtuple_outputs():
     return NamedTupleHeads()
+
+
+class TwoInputs(nn.Module):
+    """Two float inputs: an image and a map added after the conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x, y):
+        return torch.relu(self.conv(x) + y)
+
+
+def two_inputs():
+    return TwoInputs()
+
+
+class Tokens(nn.Module):
+    """Integer token ids and float features: an embedding, a linear, an add."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, input_ids, feats):
+        return torch.relu(self.proj(self.embed(input_ids)) + feats)
+
+
+def tokens():
+    return Tokens()

@@ -3,22 +3,30 @@
 Loads FACTORY from a module or a .py file, builds the model under torch.manual_seed(SEED) (so
 random weights are reproducible), quantizes it to int8 on calibration inputs and writes, into
 OUT_DIR: NAME.json (graph IR), NAME.safetensors (weights), NAME.calibration.json (observed
-ranges) and NAME.input.npy (a sample input); with --compile also NAME.vkd and NAME.report.txt.
-User errors are one line on stderr and exit status 2; a failed compile, vkd's message and 1.
+ranges), NAME.input.npy (a sample input; NAME.input.<argument>.npy for each of several) and
+NAME.accuracy.json (the int8 model against the float model, also printed); with --compile also
+NAME.vkd and NAME.report.txt. User errors are one line on stderr and exit status 2; a failed
+compile, vkd's message and 1.
 """
 import argparse
 import ast
 import importlib
 import importlib.util
+import json
 import os
+import shlex
 import sys
 from time import perf_counter
 
+import numpy as np
 import torch
 
+from .. import accuracy
+from .calibration import CalibrationSource
 from .errors import ExportError
-from .inputs import RandomInputs, calibration_inputs, check_seed, parse_shape
-from .pipeline import export, output_paths, outputs_checked
+from .inputs import (DEFAULT_SHAPE, ExampleFile, InputSpec, RandomInputs, check_seed,
+                     input_names, parse_shape)
+from .pipeline import export, input_paths, output_paths, outputs_checked
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,11 +46,19 @@ def parse_args(argv):
     ap.add_argument("--model-arg", action="append", default=[], metavar="K=V",
                     help="keyword argument for FACTORY (V a Python literal, else a string); "
                          "repeatable")
-    ap.add_argument("--input-shape", metavar="N,C,H,W",
-                    help="the input's shape (default 1,3,224,224, or the calibration files')")
+    ap.add_argument("--input-shape", action="append", default=[], metavar="N,C,H,W",
+                    help="a float input's shape, once per forward() argument in order "
+                         "(default: one input of 1,3,224,224, or the calibration files')")
+    ap.add_argument("--example-inputs", metavar="FILE.npz",
+                    help="the example inputs instead: one array per forward() argument, named "
+                         "after it or saved in order (np.savez: arr_0, arr_1, ...); float "
+                         "arrays are read as float32, integer ones (token ids) keep their "
+                         "dtype; they are the sample input")
     ap.add_argument("--calibration", default="random:8", metavar="random:N|DIR",
-                    help="N seeded random normal inputs, or a directory of .npy inputs "
-                         "(default random:8)")
+                    help="N seeded random inputs: standard normal floats for float inputs, "
+                         "for integer inputs integers drawn uniformly in the example's [min, "
+                         "max]; or a directory of .npy files (one-input models) or .npz files "
+                         "(one sample each, arrays as for --example-inputs) (default random:8)")
     weights = ap.add_mutually_exclusive_group()
     weights.add_argument("--per-channel", dest="per_channel", action="store_true", default=True,
                          help="one weight scale per output channel (default)")
@@ -50,6 +66,9 @@ def parse_args(argv):
                          help="one weight scale per tensor")
     ap.add_argument("--observer", choices=("histogram", "minmax"), default="histogram",
                     help="activation observer (default histogram, as qnnpack)")
+    ap.add_argument("--per-layer", action="store_true",
+                    help="the accuracy report also ranks every layer by SQNR against the float "
+                         "model (on the sample input)")
     ap.add_argument("--seed", type=int, default=0,
                     help="seeds the model's weights (SEED), the calibration inputs (SEED+1) and "
                          "the sample input (SEED+2); default 0")
@@ -139,26 +158,62 @@ def log_step(step, seconds, detail=""):
 
 
 def run(args):
-    """Every argument and output path is checked before the model is loaded."""
+    """Every argument, output path and input file is checked before the model is loaded; the
+    sample input files, named after forward()'s arguments, once it is built (before any
+    quantization)."""
     check_seed(args.seed)
     name = split_model_spec(args.model)[1] if args.name is None else args.name
-    shape = parse_shape(args.input_shape) if args.input_shape else None
+    shapes = [parse_shape(text) for text in args.input_shape]
+    if shapes and args.example_inputs:
+        raise ExportError("--input-shape and --example-inputs both give the inputs; give one")
     vkd = args.compile
     if vkd is not None and not (os.path.isfile(vkd) and os.access(vkd, os.X_OK)):
         raise ExportError(f"--compile: '{vkd}' is not an executable file")
-    paths = output_paths(args.output_dir, name, vkd is not None)
+    examples = ExampleFile(args.example_inputs) if args.example_inputs else None
+    count = len(examples.headers) if examples else max(len(shapes), 1)
+    paths = output_paths(args.output_dir, name, vkd is not None, None if count == 1 else ())
     with outputs_checked(args.output_dir, paths, args.force):
-        shape, calibration = calibration_inputs(args.calibration, shape, args.seed + 1)
+        source = CalibrationSource(args.calibration)
         factory = load_factory(args.model)
         t = perf_counter()
         model = build_model(factory, model_kwargs(args.model_arg), args.seed)
         log_step("build model", perf_counter() - t, f"{type(model).__name__}, seed {args.seed}")
-        sample = next(iter(RandomInputs(shape, 1, args.seed + 2)))
-        paths = export(model, (sample,), args.output_dir, name, calibration,
+        specs, sample = example_inputs(model, examples, shapes, source, args.seed)
+        calibration = source.samples(model, specs, args.seed + 1)
+        paths = export(model, sample, args.output_dir, name, calibration,
                        per_channel=args.per_channel, observer=args.observer, vkd=vkd,
-                       force=args.force, log=log_step)
+                       force=args.force, log=log_step, per_layer=args.per_layer,
+                       input_names=[s.name for s in specs])
     for path in paths.values():
         print(f"  wrote {path}")
+    with open(paths["accuracy"], encoding="utf-8") as f:
+        print(accuracy.format_report(json.load(f)))
+    print(run_line(paths, vkd))
+
+
+def example_inputs(model, examples, shapes, source, seed):
+    """([InputSpec], sample tuple): the example inputs the model is exported with, also the
+    sample input: --example-inputs' arrays, else random normal ones (seeded with `seed` + 2) of
+    the --input-shape shapes (default: the calibration .npy files' or DEFAULT_SHAPE)."""
+    if examples is not None:
+        specs, arrays = examples.specs_and_arrays(model)
+        return specs, tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
+    what = "--input-shape" if shapes else "--input-shape (not given: one input)"
+    shapes = shapes or [source.npy_shape() or DEFAULT_SHAPE]
+    names = input_names(model, len(shapes), what)
+    specs = [InputSpec(n, shape) for n, shape in zip(names, shapes)]
+    sample = next(iter(RandomInputs(specs, 1, seed + 2)))
+    return specs, sample if isinstance(sample, tuple) else (sample,)
+
+
+def run_line(paths, vkd):
+    """The `vkd run` command for the written sample inputs, under the graph IR's input names."""
+    with open(paths["graph"], encoding="utf-8") as f:
+        names = json.load(f)["inputs"]
+    blob = paths.get("blob") or os.path.splitext(paths["graph"])[0] + ".vkd"
+    given = " ".join(f"--input {n}={shlex.quote(p)}" for n, p in zip(names, input_paths(paths)))
+    then = "run it" if "blob" in paths else "run it (after vkd compile)"
+    return f"{then}: {shlex.quote(vkd or 'vkd')} run {shlex.quote(blob)} {given}"
 
 
 def main(argv=None):

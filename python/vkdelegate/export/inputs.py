@@ -1,22 +1,24 @@
-"""The CLI's inputs to the model: --input-shape, --seed and --calibration (random:N or a folder
-of .npy files), each checked before any work and refused with one line naming the problem.
+"""The model's inputs as the CLI takes them: --input-shape (once per forward() argument, float
+inputs), --example-inputs FILE.npz (one array per argument, by name or in order), --seed; each
+checked before any work and refused with one line naming the problem. The calibration samples
+are calibration.py's.
 
 Nothing is allocated before its size is checked: a shape above MAX_INPUT_ELEMENTS is refused,
-.npy files are judged by their headers (never unpickled), random inputs are made one at a time.
+.npz arrays are judged by their headers (never unpickled), random inputs are made one at a time.
 """
+import inspect
 import math
-import os
 
 import numpy as np
 import torch
 
 from .errors import ExportError
+from .npy_files import checked_npz, load_npz
 
 DEFAULT_SHAPE = (1, 3, 224, 224)
 MAX_RANK = 6  # the graph IR's values have rank 0 to 6
 MAX_INPUT_ELEMENTS = 1 << 28  # 1 GiB of float32 per input; the device's tensors stop at 2^31
 MAX_SEED = (1 << 64) - 3  # SEED, SEED+1 and SEED+2 seed PyTorch's 64-bit generators
-_NPY_MAGIC = b"\x93NUMPY"
 
 
 def check_shape(shape, what):
@@ -48,127 +50,131 @@ def check_seed(seed):
     return seed
 
 
-class RandomInputs:
-    """`count` standard normal tensors of `shape` from a generator seeded with `seed`, each made
-    when it is read: a long calibration holds one at a time."""
+class InputSpec:
+    """One input of the model: its forward() argument `name`, `shape` and numpy `dtype`
+    (float32, or an integer type), and for an integer input the range [low, high] random
+    calibration draws from (the example's min and max)."""
 
-    def __init__(self, shape, count, seed):
-        self.shape, self.count, self.seed = tuple(shape), count, seed
+    def __init__(self, name, shape, dtype=np.float32, low=None, high=None):
+        self.name, self.shape, self.dtype = name, tuple(shape), np.dtype(dtype)
+        self.low, self.high = low, high
+
+    @classmethod
+    def of(cls, name, array):
+        if array.dtype.kind == "f":
+            return cls(name, array.shape, np.float32)
+        return cls(name, array.shape, array.dtype, int(array.min()), int(array.max()))
+
+    @property
+    def is_float(self):
+        return self.dtype.kind == "f"
+
+    def describe(self):
+        """'x [1, 3, 8, 8] float32'."""
+        return f"{self.name} {list(self.shape)} {self.dtype}"
+
+
+# ---- forward()'s arguments --------------------------------------------------------------------
+
+def forward_parameters(model):
+    """(names of forward()'s positional parameters, how many have no default, whether it takes
+    *args) of a model."""
+    names, required, varargs = [], 0, False
+    for p in inspect.signature(model.forward).parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+            required += p.default is p.empty
+        elif p.kind is p.VAR_POSITIONAL:
+            varargs = True
+    return names, required, varargs
+
+
+def _signature(names, varargs):
+    return f"forward({', '.join(names + (['*args'] if varargs else []))})"
+
+
+def input_names(model, count, what):
+    """The names of the forward() arguments `count` inputs given in order stand for (input<k>
+    for those *args takes); `what` (the option) names the problem when they do not fit."""
+    names, required, varargs = forward_parameters(model)
+    if required <= count and (count <= len(names) or varargs):
+        return names[:count] + [f"input{k}" for k in range(len(names), count)]
+    if varargs:
+        takes = f"at least {required}"
+    elif required == len(names):
+        takes = str(required)
+    else:
+        takes = f"{required} to {len(names)}"
+    raise ExportError(f"{what}: {count} input(s) given, but the model's "
+                      f"{_signature(names, varargs)} takes {takes}")
+
+
+def bind_arrays(model, keys, where):
+    """The forward() argument names, in order, of the arrays named `keys` in an .npz: named
+    after forward()'s parameters (those with a default may be left out, from the end), or all
+    in order as np.savez names them (arr_0, arr_1, ...). Returns (argument names, keys in
+    forward() order)."""
+    names, required, varargs = forward_parameters(model)
+    in_order = [f"arr_{k}" for k in range(len(keys))]
+    if sorted(keys) == sorted(in_order) and not set(keys) & set(names):
+        return input_names(model, len(keys), where), in_order
+    extra = [k for k in keys if k not in names]
+    if extra:
+        raise ExportError(f"{where}: array '{extra[0]}' names no argument of the model's "
+                          f"{_signature(names, varargs)} (name each array after its argument, "
+                          "or save them in order: arr_0, arr_1, ...)")
+    count = max(names.index(k) for k in keys) + 1
+    missing = [n for n in names[:max(count, required)] if n not in keys]
+    if missing:
+        raise ExportError(f"{where} has no array for the argument '{missing[0]}' of the "
+                          f"model's {_signature(names, varargs)}")
+    return names[:count], names[:count]
+
+
+# ---- where the example inputs come from -------------------------------------------------------
+
+class ExampleFile:
+    """--example-inputs FILE.npz, its arrays' headers checked when made (before any work), read
+    and bound to forward()'s arguments by specs()."""
+
+    def __init__(self, path):
+        self.path, self.where = path, f"--example-inputs: '{path}'"
+        self.headers = checked_npz(path, self.where, check_shape)
+
+    def specs_and_arrays(self, model):
+        """([InputSpec], [array]) in forward() order."""
+        names, keys = bind_arrays(model, [key for key, _, _ in self.headers], self.where)
+        arrays = load_npz(self.path, self.where)
+        ordered = [arrays[k] for k in keys]
+        return [InputSpec.of(n, a) for n, a in zip(names, ordered)], ordered
+
+
+class RandomInputs:
+    """`count` samples for `specs` (InputSpecs, or one input's shape) from generators seeded with
+    `seed`, each made when it is read (a long calibration holds one at a time): a float input
+    standard normal (torch.randn), an integer input uniform over [low, high] of its dtype. A
+    sample is a tensor for one input, a tuple of tensors for several."""
+
+    def __init__(self, specs, count, seed):
+        if all(isinstance(d, int) for d in specs):  # one float input's shape
+            specs = [InputSpec("x", specs)]
+        self.specs, self.count, self.seed = list(specs), count, seed
 
     def __len__(self):
         return self.count
 
     def __iter__(self):
-        gen = torch.Generator().manual_seed(self.seed)
+        floats = torch.Generator().manual_seed(self.seed)
+        ints = np.random.default_rng(self.seed)
         for _ in range(self.count):
-            yield torch.randn(self.shape, generator=gen)
+            sample = tuple(
+                torch.randn(s.shape, generator=floats) if s.is_float else
+                torch.from_numpy(ints.integers(s.low, s.high, size=s.shape, dtype=s.dtype,
+                                               endpoint=True))
+                for s in self.specs)
+            yield sample[0] if len(sample) == 1 else sample
 
 
 def random_inputs(shape, count, seed):
     """`count` standard normal inputs from a generator seeded with `seed`, as a list."""
     return list(RandomInputs(shape, count, seed))
-
-
-class NpyInputs:
-    """The .npy files of a calibration folder, each checked by its header (checked_npy) and
-    loaded when it is read."""
-
-    def __init__(self, paths):
-        self.paths = paths
-
-    def __len__(self):
-        return len(self.paths)
-
-    def __iter__(self):
-        for path in self.paths:
-            yield torch.from_numpy(load_npy(path))
-
-
-def calibration_inputs(spec, shape, seed):
-    """(input shape, calibration samples) for --calibration random:N or DIR; `shape` is
-    --input-shape's (None when not given). Every file is checked here, before any work."""
-    if spec.startswith("random:"):
-        count = spec[len("random:"):]
-        if not count.isdigit() or int(count) < 1:
-            raise ExportError(f"--calibration random:N wants N >= 1, got '{spec}'")
-        shape = shape or DEFAULT_SHAPE
-        return shape, RandomInputs(shape, int(count), seed)
-    if not os.path.isdir(spec):
-        raise ExportError(f"--calibration wants random:N or a directory of .npy files, "
-                          f"got '{spec}'")
-    try:
-        names = sorted(f for f in os.listdir(spec) if f.endswith(".npy"))
-    except OSError as e:
-        raise ExportError(f"--calibration: cannot list '{spec}': {e.strerror}") from e
-    if not names:
-        raise ExportError(f"--calibration: no .npy files in '{spec}'")
-    paths = [os.path.join(spec, f) for f in names]
-    for path in paths:
-        file_shape = checked_npy(path)
-        shape = shape or check_shape(file_shape, f"--calibration: '{path}'")
-        if file_shape != tuple(shape):
-            raise ExportError(f"--calibration: '{path}' has shape {list(file_shape)}, expected "
-                              f"{list(shape)}")
-    return tuple(shape), NpyInputs(paths)
-
-
-def checked_npy(path):
-    """The shape of the array in .npy file `path`, from its header alone: a regular file of
-    format 1.0 or 2.0, not truncated, whose dtype is a real number (no objects: nothing is
-    unpickled)."""
-    where = f"--calibration: '{path}'"
-    if not os.path.isfile(path):
-        raise ExportError(f"{where} is not a regular file")
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(len(_NPY_MAGIC))
-            if magic == _NPY_MAGIC:
-                version, (shape, _, dtype), data_start = _npy_header(f)
-    except OSError as e:
-        raise ExportError(f"{where}: cannot read: {e.strerror}") from e
-    except Exception as e:  # numpy's header parser: ValueError, tokenize.TokenError, ...
-        raise ExportError(f"{where}: malformed .npy header: {type(e).__name__}: {e}") from e
-    if magic != _NPY_MAGIC:
-        raise ExportError(f"{where} is not a .npy file (no \\x93NUMPY magic)")
-    if version not in ((1, 0), (2, 0)):
-        raise ExportError(f"{where}: .npy format version {version[0]}.{version[1]} (1.0 and "
-                          "2.0 are read)")
-    if dtype.hasobject or dtype.kind not in "fiu":
-        raise ExportError(f"{where} has dtype {dtype}; calibration inputs are real numbers "
-                          "(float or integer arrays)")
-    check_shape(shape, where)
-    need = data_start + math.prod(shape) * dtype.itemsize
-    size = os.path.getsize(path)
-    if size < need:
-        raise ExportError(f"{where} is truncated: shape {list(shape)} {dtype} needs {need} "
-                          f"bytes, the file has {size}")
-    return tuple(shape)
-
-
-def _npy_header(f):
-    """(version, (shape, fortran order, dtype), data offset) of an open .npy file, read from its
-    start; (version, (None, None, None), None) for a version numpy's public readers lack."""
-    f.seek(0)
-    version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        header = np.lib.format.read_array_header_1_0(f)
-    elif version == (2, 0):
-        header = np.lib.format.read_array_header_2_0(f)
-    else:
-        return version, (None, None, None), None
-    return version, header, f.tell()
-
-
-def load_npy(path):
-    """A calibration file checked by checked_npy, as float32; NaN or infinity is refused."""
-    try:
-        with open(path, "rb") as f:
-            array = np.lib.format.read_array(f, allow_pickle=False).astype(np.float32)
-    except OSError as e:
-        raise ExportError(f"--calibration: '{path}': cannot read: {e.strerror}") from e
-    except Exception as e:  # the file changed since checked_npy read its header
-        raise ExportError(f"--calibration: '{path}': {type(e).__name__}: {e}") from e
-    if not np.isfinite(array).all():
-        raise ExportError(f"--calibration: '{path}' holds {int(np.isnan(array).sum())} NaN and "
-                          f"{int(np.isinf(array).sum())} infinite value(s) (as float32)")
-    return array

@@ -2,7 +2,9 @@
 import contextlib
 import io
 import json
+import math
 import os
+import re
 import subprocess
 import tempfile
 from time import perf_counter
@@ -13,15 +15,15 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
-from . import safetensors
+from . import inputs, safetensors
+from .agreement import model_agreement
 from .errors import CompileError, ExportError
 from .ir import named_leaves, to_json_text, unique_names
 from .ops import find_handler
-from .quantization import quantize
+from .quantization import as_args, quantize
 from .walk import Pieces, Walker, propagate
 
-SUFFIXES = {"graph": ".json", "weights": ".safetensors", "calibration": ".calibration.json",
-            "input": ".input.npy"}
+SUFFIXES = {"graph": ".json", "weights": ".safetensors", "calibration": ".calibration.json"}
 COMPILE_SUFFIXES = {"blob": ".vkd", "report": ".report.txt"}
 
 
@@ -97,14 +99,38 @@ def float_nodes(program):
     return found
 
 
-def output_paths(out_dir, name, compile_too):
-    """Every file export() writes, by kind. `name` must be a plain file name stem."""
-    if not name or name in (".", "..") or "/" in name or (os.altsep and os.altsep in name) \
-            or "\0" in name:
+def output_paths(out_dir, name, compile_too, input_names=None):
+    """Every file export() writes, by kind. `name` must be a plain file name stem. The sample
+    input: one input (input_names None or one name) is NAME.input.npy (kind "input"), several
+    NAME.input.<name>.npy (kinds "input.<name>"); input_names () leaves them out (not known
+    yet)."""
+    if not _is_file_name(name):
         raise ExportError(f"the name '{name}' is no file name (it names OUT_DIR/NAME.json, ...: "
                           "not empty, '.' or '..', no '/')")
-    suffixes = dict(SUFFIXES, **(COMPILE_SUFFIXES if compile_too else {}))
-    return {kind: os.path.join(out_dir, name + suffix) for kind, suffix in suffixes.items()}
+    paths = {kind: os.path.join(out_dir, name + suffix) for kind, suffix in SUFFIXES.items()}
+    if input_names is None or len(input_names) == 1:
+        paths["input"] = os.path.join(out_dir, name + ".input.npy")
+    else:
+        for arg in input_names:
+            if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", arg):
+                raise ExportError(f"the input name '{arg}' cannot name a file "
+                                  f"({name}.input.<name>.npy): letters, digits, _ . -")
+            paths[f"input.{arg}"] = os.path.join(out_dir, f"{name}.input.{arg}.npy")
+    paths["accuracy"] = os.path.join(out_dir, name + ".accuracy.json")
+    if compile_too:
+        paths.update({kind: os.path.join(out_dir, name + suffix)
+                      for kind, suffix in COMPILE_SUFFIXES.items()})
+    return paths
+
+
+def input_paths(paths):
+    """The sample input files of output_paths(), in the model's input order."""
+    return [p for kind, p in paths.items() if kind == "input" or kind.startswith("input.")]
+
+
+def _is_file_name(name):
+    return bool(name) and name not in (".", "..") and "/" not in name and \
+        not (os.altsep and os.altsep in name) and "\0" not in name
 
 
 @contextlib.contextmanager
@@ -185,23 +211,38 @@ def calibration_summary(observed, graph, samples, observer, per_channel):
 
 
 def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
-           observer="histogram", sample_input=None, vkd=None, force=False, log=None):
-    """Quantizes `model`, writes its graph IR, weights, calibration summary and a sample input
-    (`sample_input`, default example_inputs[0]) into `out_dir` as NAME.*, and compiles them
-    with the `vkd` binary when given. Before any work OUT_DIR is created where missing and
-    every output checked (outputs_checked): existing files are kept unless `force`. `log(step,
-    seconds, detail)` hears about each step. Returns {kind: path} of the files written; a
-    failed compile raises CompileError with vkd's message, after the other files are written."""
-    paths = output_paths(out_dir, name, vkd is not None)
+           observer="histogram", sample_input=None, vkd=None, force=False, log=None,
+           per_layer=False, input_names=None):
+    """Quantizes `model`, writes its graph IR, weights, calibration summary, sample input and
+    accuracy report into `out_dir` as NAME.*, and compiles them with the `vkd` binary when
+    given. `example_inputs`: a tuple of tensors, one per forward() argument (integer ones stay
+    integer); `sample_input` (default: example_inputs) a tensor or such a tuple, written as
+    NAME.input.npy, or with several inputs NAME.input.<name>.npy, `input_names` (default:
+    forward()'s parameter names). The report (vkdelegate.accuracy, NAME.accuracy.json)
+    compares PyTorch's reference-quantized model with the float model on the sample and
+    calibration inputs, and with `per_layer` every layer on the sample input. Before any work
+    OUT_DIR is created where missing and every output checked (outputs_checked): existing
+    files are kept unless `force`. `log(step, seconds, detail)` hears about each step. Returns
+    {kind: path} of the files written; a failed compile raises CompileError with vkd's
+    message, after the other files are written."""
+    example_inputs = tuple(example_inputs)
+    if input_names is None:
+        input_names = inputs.input_names(model, len(example_inputs), "example_inputs")
+    paths = output_paths(out_dir, name, vkd is not None, input_names)
     with outputs_checked(out_dir, paths, force):
         return _export(model, example_inputs, paths, name, calibration, per_channel, observer,
-                       sample_input, vkd, force, log)
+                       sample_input, vkd, force, log, per_layer, input_names)
 
 
 def _export(model, example_inputs, paths, name, calibration, per_channel, observer,
-            sample_input, vkd, force, log):
+            sample_input, vkd, force, log, per_layer, input_names):
     if not hasattr(calibration, "__len__"):
         calibration = list(calibration)
+    sample = example_inputs if sample_input is None else as_args(sample_input)
+    if len(sample) != len(input_names):
+        raise ExportError(f"sample_input has {len(sample)} tensor(s), the model takes "
+                          f"{len(input_names)} ({', '.join(input_names)})")
+    check_model_runs(model, example_inputs, input_names)
     quantized = quantize(model, example_inputs, calibration, per_channel, observer, log)
 
     t = perf_counter()
@@ -209,15 +250,20 @@ def _export(model, example_inputs, paths, name, calibration, per_channel, observ
     _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors")
 
     t = perf_counter()
+    agreement = model_agreement(quantized, sample, calibration, per_layer)
+    _log(log, "accuracy report", t, f"{agreement['inputs']} input(s)" +
+         (", per layer" if per_layer else ""))
+
+    t = perf_counter()
     summary = calibration_summary(quantized.calibration, graph, quantized.samples, observer,
                                   per_channel)
-    sample = example_inputs[0] if sample_input is None else sample_input
-    npy = io.BytesIO()
-    np.save(npy, sample.detach().numpy().astype(np.float32))
     write_file(paths["graph"], to_json_text(graph))
     write_file(paths["weights"], safetensors.to_bytes(tensors))
     write_file(paths["calibration"], json.dumps(summary, indent=1) + "\n")
-    write_file(paths["input"], npy.getvalue())
+    for path, x in zip(input_paths(paths), sample):
+        write_file(path, npy_bytes(x))
+    write_file(paths["accuracy"], json.dumps(_json_ready(dict(vkd_accuracy=1, **agreement)),
+                                             indent=1) + "\n")
     _log(log, "write", t, os.path.dirname(paths["graph"]) or ".")
 
     if vkd is not None:
@@ -225,6 +271,40 @@ def _export(model, example_inputs, paths, name, calibration, per_channel, observ
         compile_graph(vkd, paths, force)
         _log(log, "vkd compile", t, paths["blob"])
     return paths
+
+
+def check_model_runs(model, example_inputs, names):
+    """Runs the float model once on the example inputs: one that cannot take them (a shape, a
+    dtype, a count) is named with the inputs it was given, before torch.export fails on it."""
+    try:
+        with torch.no_grad():
+            model.eval()(*example_inputs)
+    except Exception as e:  # the user's model on the user's inputs
+        given = ", ".join(f"{n} {list(x.shape)} {str(x.dtype).replace('torch.', '')}"
+                          for n, x in zip(names, example_inputs))
+        raise ExportError(f"the model failed on the example input(s) {given}: "
+                          f"{type(e).__name__}: {e}") from e
+
+
+def npy_bytes(tensor):
+    """A sample input as .npy bytes: float32 for a float tensor, an integer one's own dtype."""
+    array = tensor.detach().numpy()
+    if array.dtype.kind == "f":
+        array = array.astype(np.float32)
+    npy = io.BytesIO()
+    np.save(npy, array)
+    return npy.getvalue()
+
+
+def _json_ready(value):
+    """`value` with each non-finite float as text ("inf", "-inf", "nan"): JSON has none."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    return value
 
 
 def compile_graph(vkd, paths, force):
