@@ -4,7 +4,10 @@ One lookup for everything that needs them (the runtime's ctypes binding, the `vk
 script), in this order:
   1. the folder named by the environment variable VKD_LIBRARY_DIR (when set, only there);
   2. vkdelegate/_native/ inside the installed package (the wheel puts them there);
-  3. <checkout>/build, for the source tree (python/vkdelegate/../../build).
+  3. <checkout>/build, for the source tree (python/vkdelegate/../../build);
+  4. PREFIX/lib, for `cmake --install build --prefix PREFIX`, which puts this package in
+     PREFIX/lib/python3/dist-packages/vkdelegate and `vkd` in PREFIX/bin (the install
+     test checks it).
 A folder counts when it holds libvkdmodel.so.0 (the name the wheel gives the library; a build
 tree has it as a link). The folder _native/ and this module share a name: the module wins the
 import, the folder holds no Python.
@@ -30,7 +33,8 @@ def _candidates():
     if chosen:
         return [(LIBRARY_DIR_VARIABLE, Path(chosen))]
     return [("the package", _PACKAGE_DIR / "_native"),
-            ("the source tree", _PACKAGE_DIR.parent.parent / "build")]
+            ("the source tree", _PACKAGE_DIR.parent.parent / "build"),
+            ("the install prefix", _PACKAGE_DIR.parents[2])]
 
 
 def library_dir() -> Path:
@@ -47,7 +51,10 @@ def library_dir() -> Path:
 
 def vkd_binary() -> Path:
     """The `vkd` command-line tool next to the libraries."""
-    binary = library_dir() / VKD_BINARY
+    folder = library_dir()
+    binary = folder / VKD_BINARY
+    if not binary.is_file() and (folder.parent / "bin" / VKD_BINARY).is_file():
+        binary = folder.parent / "bin" / VKD_BINARY  # an install prefix: PREFIX/bin/vkd
     if not binary.is_file():
         raise LibraryNotFoundError(f"{binary} not found (the vkd binary lies next to "
                                    f"{MODEL_LIBRARY})")

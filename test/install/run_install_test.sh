@@ -89,6 +89,15 @@ internal="$(find "$PREFIX" -path "$PREFIX/lib/python3" -prune -o \( -name '*.a' 
             -o -name '*ShaderRegistry*' -o -path '*/runtime/*' -o -path '*/serialization/*' \) -print)"
 [ -z "$internal" ] || fail "internal files installed: $internal"
 
+# The Python package installed with the libraries finds them and vkd in the prefix (no
+# VKD_LIBRARY_DIR, no build tree): vkdelegate._native, standard library only.
+step "vkdelegate._native from the prefix"
+PYPKG="$(find "$PREFIX" -path '*/vkdelegate/_native.py' -print -quit)"
+[ -n "$PYPKG" ] || fail "the Python package is not installed"
+found="$(cd "$WORK" && env -u VKD_LIBRARY_DIR PYTHONPATH="$(dirname "$(dirname "$PYPKG")")" \
+  "$PYTHON" -c 'from vkdelegate import _native; print(_native.library_dir()); print(_native.vkd_binary())')"
+[ "$found" = "$LIBDIR"$'\n'"$PREFIX/bin/vkd" ] || fail "vkdelegate._native found: $found"
+
 # check_exports LIB REQUIRED_C_FUNCTION...: LIB exports only vkd_* C functions and the vkd:: API
 # (never a private Impl), the required ones among them.
 check_exports() {
