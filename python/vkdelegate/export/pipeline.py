@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
+from ..quantizer import FUSED_ACTIVATIONS, packet
 from . import inputs, safetensors
 from .agreement import model_agreement
 from .errors import CompileError, ExportError
@@ -85,18 +86,61 @@ def output_structure(gm, flat):
 
 
 def float_nodes(program):
-    """The compute nodes of a converted PT2E graph that run in float: no input of theirs comes
-    from a dequantize (or none is a tensor the walk quantized). [(node name, target)]."""
+    """The compute nodes of a converted PT2E graph that run in float: [(node name, target)].
+    A node runs in int8 when it reads a dequantize and its result is quantized, directly or
+    after the one activation fused with it (conv -> relu -> quantize); anything else (a
+    layer_norm the quantizer left alone, an op on the float input) stays float."""
     gm = as_graph_module(program)
-    found = []
-    for node in gm.graph.nodes:
-        if node.op != "call_function" or node.target is operator.getitem or \
-                "quantize" in str(node.target):
-            continue
-        inputs = [a for a in node.all_input_nodes if a.op != "get_attr"]
-        if inputs and not any("dequantize" in str(a.target) for a in inputs):
-            found.append((node.name, str(node.target)))
-    return found
+    compute = [n for n in gm.graph.nodes if n.op == "call_function" and
+               n.target is not operator.getitem and "quantize" not in str(n.target)]
+    int8 = set()
+    for node in compute:
+        if any(_is_q_op(a, "dequantize") for a in node.all_input_nodes) and \
+                _quantized_result(node):
+            int8.add(node)
+            users = list(node.users)
+            if len(users) == 1 and not _is_q_op(users[0], "quantize"):
+                int8.add(users[0])  # the activation fused with it
+    return [(n.name, str(n.target)) for n in compute if n not in int8]
+
+
+def _is_q_op(node, kind):
+    """Whether `node` is a quantized_decomposed quantize (kind "quantize") or dequantize."""
+    name = str(node.target) if node.op == "call_function" else ""
+    return name.startswith("quantized_decomposed.") and name.split(".")[1].startswith(kind)
+
+
+def _quantized_result(node):
+    """Whether `node`'s result reaches a quantize: itself, through its only user (a fused
+    activation), or through getitems (the pieces of a split)."""
+    users = list(node.users)
+    if any(_is_q_op(u, "quantize") for u in users):
+        return True
+    if users and all(u.target is operator.getitem for u in users):
+        return all(_quantized_result(u) for u in users)
+    return len(users) == 1 and any(_is_q_op(u, "quantize") for u in users[0].users)
+
+
+def _dequantize(node):
+    return "dequantize" in str(node.target)
+
+
+def _fused_activation(node):
+    """A relu / hardtanh / clamp that is the only user of an op reading a dequantize: one
+    quantized op with it (conv + relu: quantizers observe the activation's output only)."""
+    x = node.args[0] if node.args else None
+    return packet(node) in FUSED_ACTIVATIONS and isinstance(x, torch.fx.Node) and \
+        len(x.users) == 1 and any(_dequantize(a) for a in x.all_input_nodes)
+
+
+def describe_float_nodes(nodes, shown=8):
+    """'no op left float', or the ops the quantizer left float, by node name and op."""
+    if not nodes:
+        return "no op left float"
+    names = [f"{name} ({target.split('.')[-2] if target.count('.') >= 2 else target})"
+             for name, target in nodes[:shown]]
+    more = f" and {len(nodes) - shown} more" if len(nodes) > shown else ""
+    return f"{len(nodes)} op(s) left float: " + ", ".join(names) + more
 
 
 def output_paths(out_dir, name, compile_too, input_names=None):
@@ -247,7 +291,8 @@ def _export(model, example_inputs, paths, name, calibration, per_channel, observ
 
     t = perf_counter()
     graph, tensors = to_graph_ir(quantized.converted, example_inputs, name)
-    _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors")
+    _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors; "
+         + describe_float_nodes(float_nodes(quantized.converted)))
 
     t = perf_counter()
     agreement = model_agreement(quantized, sample, calibration, per_layer)
