@@ -37,8 +37,8 @@ aten = torch.ops.aten
 WEIGHTED = {aten.conv1d, aten.conv2d, aten.conv3d, aten.linear, aten.convolution}
 TRANSPOSED = {aten.conv_transpose1d, aten.conv_transpose2d, aten.conv_transpose3d}
 BINARY = {aten.add, aten.add_, aten.mul, aten.mul_}
-FUSED_ACTIVATIONS = {aten.relu, aten.relu_, aten.hardtanh, aten.hardtanh_, aten.clamp,
-                     aten.clamp_}
+FUSED_ACTIVATIONS = {aten.relu, aten.relu_, aten.hardtanh, aten.hardtanh_, aten.relu6,
+                     aten.relu6_, aten.clamp, aten.clamp_, aten.clip, aten.clip_}
 OWN_PARAMETERS = {aten.batch_norm, aten._native_batch_norm_legit_no_training, aten.hardswish,
                   aten.hardswish_, aten.silu, aten.silu_, aten.elu, aten.elu_, aten.leaky_relu,
                   aten.leaky_relu_}
@@ -49,7 +49,8 @@ SHARED = {
     aten.feature_dropout, aten.alpha_dropout, aten.feature_alpha_dropout, aten.pixel_shuffle,
     aten.pixel_unshuffle, aten.upsample_nearest2d, aten.upsample_bilinear2d, aten.slice,
     aten.narrow, aten.chunk, aten.split, aten.split_with_sizes, aten.relu, aten.relu_,
-    aten.hardtanh, aten.hardtanh_, aten.clamp, aten.clamp_}
+    aten.hardtanh, aten.hardtanh_, aten.relu6, aten.relu6_, aten.clamp, aten.clamp_,
+    aten.clip, aten.clip_}
 CAT = {aten.cat, aten.concat}
 # (scale, zero point) on int8 of an op whose output range is fixed: [0, 1] or [-1, 1].
 FIXED = {aten.sigmoid: (1 / 256, -128), aten.sigmoid_: (1 / 256, -128),
@@ -156,6 +157,8 @@ class VkdQuantizer(Quantizer):
         tensors = [t for t in node.args[0] if _is_float_tensor(t)]
         if not tensors or len(tensors) != len(node.args[0]):
             return
+        # cat([y, y]) has one input edge: sharing it with itself would never end.
+        tensors = list(dict.fromkeys(tensors))
         first = (tensors[0], node)
         inputs = {tensors[0]: self.activation}
         inputs.update({t: SharedQuantizationSpec(first) for t in tensors[1:]})

@@ -124,3 +124,35 @@ class Tokens(nn.Module):
 
 def tokens():
     return Tokens()
+
+
+def _register_shift():
+    """vkd_test::shift(x, amount) = x + amount: an op no table of the exporter or the compiler
+    knows. Registered once per process (the CLI loads this file again under its own name)."""
+    if hasattr(torch.ops.vkd_test, "shift"):
+        return
+
+    @torch.library.custom_op("vkd_test::shift", mutates_args=())
+    def shift(x: torch.Tensor, amount: float) -> torch.Tensor:
+        return x + amount
+
+    @shift.register_fake
+    def _(x, amount):
+        return torch.empty_like(x)
+
+
+class CustomOp(nn.Module):
+    """A conv, the unknown op, a conv."""
+
+    def __init__(self):
+        super().__init__()
+        _register_shift()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.b(torch.ops.vkd_test.shift(self.a(x), 0.5))
+
+
+def custom_op():
+    return CustomOp()

@@ -3,7 +3,8 @@ a dict's keys and a namedtuple's fields (nested ones joined by "_"), "output" fo
 tensor, "output_0", "output_1", ... for a tuple, so `vkd run` writes out.npy, not
 dequantize_66.npy. Each named output is checked to hold the model's tensor of that name: the
 graph IR runs in test_exporter's numpy interpreter and every output must match its namesake in
-PyTorch's reference-quantized model, and be nearer to it than to any other output. With the vkd
+PyTorch's reference-quantized model (convert_pt2e), and be nearer to it than to any other
+output. With the vkd
 binary (CTest passes VKD), the CLI exports, compiles and runs a dict-returning model: out.npy
 and aux.npy hold the model's "out" and "aux".
 """
@@ -40,8 +41,9 @@ class SplitReturned(cli_models.Heads):
 
 
 class AwkwardKeys(cli_models.Heads):
-    """Keys that are no file names, a nested tuple, a key that is also a module's name (FX names
-    the module's node "out"), and one tensor returned under two keys."""
+    """Keys that are no file names, a nested tuple, a key that is also the name of another
+    value of the graph (torch.export names the head's conv node "conv2d"), and one tensor
+    returned under two keys."""
 
     def __init__(self):
         super().__init__()
@@ -49,7 +51,7 @@ class AwkwardKeys(cli_models.Heads):
 
     def forward(self, x):
         y = self.head(x)
-        return {"a/b": y, "": self.aux(x), "out": self.out(x),
+        return {"a/b": y, "": self.aux(x), "conv2d": self.out(x),
                 "pair": (y * 2, nn.functional.max_pool2d(y, 2)), "again": y}
 
 
@@ -61,8 +63,8 @@ CASES = [
     (TupleHeads(), ["output_0", "output_1"], lambda r: list(r)),
     (SingleHead(), ["output"], lambda r: [r]),
     (SplitReturned(), ["output_0", "output_1"], lambda r: list(r)),
-    (AwkwardKeys(), ["a_b", "_", "out", "pair_0", "pair_1", "again"],
-     lambda r: [r["a/b"], r[""], r["out"], r["pair"][0], r["pair"][1], r["again"]]),
+    (AwkwardKeys(), ["a_b", "_", "conv2d", "pair_0", "pair_1", "again"],
+     lambda r: [r["a/b"], r[""], r["conv2d"], r["pair"][0], r["pair"][1], r["again"]]),
 ]
 
 
@@ -88,9 +90,11 @@ class OutputNamesTest(unittest.TestCase):
                 torch.manual_seed(0)
                 x = torch.randn(SHAPE)
                 gm = quantize(model.eval(), (x,), reference.random_inputs(2, 1, SHAPE),
-                              observer="minmax")
+                              observer="minmax").converted
                 graph, tensors = to_graph_ir(gm, (x,), "m")
                 self.assertEqual(graph["outputs"], names)
+                if isinstance(model, AwkwardKeys):  # the value the output's name moved
+                    self.assertIn("conv2d", [n.name for n in gm.graph.nodes])
                 with tempfile.TemporaryDirectory() as d:
                     graph, weights = reference.write_and_read(graph, tensors, d, "m")
                 reference.ModelExportTest.check_structure(self, graph, weights)
@@ -126,7 +130,7 @@ class OutputNamesTest(unittest.TestCase):
             model = cli_models.dict_outputs().eval()
             sample = torch.from_numpy(np.load(x))
             gm = quantize(model, (sample,), reference.random_inputs(2, 6, (1, 3, 8, 8)),
-                          observer="minmax")
+                          observer="minmax").converted
             with torch.no_grad():
                 expected = {k: v.numpy() for k, v in gm(sample).items()}
             self.assert_outputs_are_their_namesakes(got, expected)

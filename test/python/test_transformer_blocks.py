@@ -5,7 +5,8 @@ LayerNorm with its affine parameters and a batch-first self-attention whose weig
 returns; a LayerNorm without them and a sequence-first cross-attention (query 64 tokens, key and
 value 16 others) called with need_weights=False. The graph IR must hold each as the ops the
 compiler's CPU references run (aten.layer_norm, one aten._native_multi_head_attention per module
-with its projections as constants, transposes around the sequence-first one), and the
+with its projections as constants, transposes around the sequence-first one: the exporter makes
+each module one op for torch.export, ops_transformer.attention_as_one_op), and the
 configurations the op cannot express must be one clear error. With the vkd binary (CTest passes
 VKD): the CLI exports the model, `vkd compile --partition` leaves the float ops to the host
 (GPU partitions between them), `vkd run PLAN.partition.json` runs it, and its outputs are
@@ -63,20 +64,21 @@ def transformer_blocks():
 
 
 def quantized(model, seed=SEED):
-    """The CLI's reference-quantized model: calibration random:2 seeded with SEED + 1."""
+    """The CLI's reference-quantized model (convert_pt2e): calibration random:2 seeded with
+    SEED + 1."""
     import test_exporter as reference  # its random inputs are the CLI's random:N
     from vkdelegate.export import quantize
     calibration = reference.random_inputs(2, seed + 1, SHAPE)
-    return quantize(model.eval(), (torch.zeros(SHAPE),), calibration, observer="minmax")
+    return quantize(model.eval(), (torch.zeros(SHAPE),), calibration,
+                    observer="minmax").converted
 
 
 def export_error(model, shape=SHAPE):
-    """The ExportError to_graph_ir raises on `model` (None when it exports)."""
+    """The ExportError quantize or to_graph_ir raises on `model` (None when it exports)."""
     from vkdelegate.export import ExportError, quantize, to_graph_ir
     x = torch.randn(shape)
-    gm = quantize(model.eval(), (x,), [x], observer="minmax")
     try:
-        to_graph_ir(gm, (x,), "m")
+        to_graph_ir(quantize(model.eval(), (x,), [x], observer="minmax").converted, (x,), "m")
     except ExportError as e:
         return str(e)
     return None
@@ -99,8 +101,8 @@ class TransformerBlocksTest(unittest.TestCase):
     def test_graph_ir_holds_one_node_per_module(self):
         from vkdelegate.export import to_graph_ir
         torch.manual_seed(SEED)
-        gm = quantized(transformer_blocks())
-        graph, tensors = to_graph_ir(gm, (torch.randn(SHAPE),), "m")
+        model = transformer_blocks()
+        graph, tensors = to_graph_ir(quantized(model), (torch.randn(SHAPE),), "m")
         nodes = {n["outputs"][0]: n for n in graph["nodes"]}
         norms = [n for n in graph["nodes"] if n["op"] == "aten.layer_norm"]
         attn = [n for n in graph["nodes"] if n["op"] == "aten._native_multi_head_attention"]
@@ -124,8 +126,7 @@ class TransformerBlocksTest(unittest.TestCase):
         readers = [n for n in graph["nodes"] if cross["outputs"][0] in n["inputs"]]
         self.assertEqual([n["op"] for n in readers], ["aten.transpose_copy.int"])
         # the projections, as the module holds them
-        for module, node in (("self_attn", self_attn), ("cross_attn", cross)):
-            m = getattr(gm, module)
+        for m, node in ((model.self_attn, self_attn), (model.cross_attn, cross)):
             for k, param in enumerate((m.in_proj_weight, m.in_proj_bias, m.out_proj.weight,
                                        m.out_proj.bias)):
                 data = graph["values"][node["inputs"][3 + k]]["data"]

@@ -23,7 +23,7 @@ class GraphIR:
 
     def fresh(self, base):
         """A value name not used yet, `base` itself when possible. Names in `reserved` are kept
-        for the FX nodes they came from, so derived names never steal them."""
+        for the graph nodes they came from, so derived names never steal them."""
         name, k = base, 1
         while name in self._taken or (name in self._reserved and name != base):
             name, k = f"{base}_{k}", k + 1

@@ -1,126 +1,155 @@
-"""Handlers of a transformer block's float ops (ops.py registers the rest): nn.LayerNorm /
-F.layer_norm as aten.layer_norm, nn.MultiheadAttention as one aten._native_multi_head_attention
-node (the op its eval-mode fast path calls) with its projections as float32 constants.
+"""A transformer block's float ops (ops.py registers the rest): aten.layer_norm, and each
+nn.MultiheadAttention as one aten._native_multi_head_attention node (the op of its eval-mode
+fast path, which the compiler's CPU reference runs) with its projections as float32 constants.
 
-FX's qnnpack config quantizes neither: a LayerNorm sits between a dequantize and a quantize, an
-attention module reads float tensors and its result is quantized where a quantized op reads it.
-`vkd compile --partition` leaves both to the host (the compiler's CPU references) until the GPU
-runs them.
+torch.export would decompose an attention module into a dozen ops (projections, views, bmm,
+softmax, a mean over the heads). `attention_as_one_op(model)`, applied to the copy of the model
+that quantize() exports, makes each module call `vkdelegate::multi_head_attention` instead: a
+custom op computing exactly what the module computes (F.multi_head_attention_forward with the
+module's parameters), which VkdQuantizer leaves float and the walk below writes as one node.
+`vkd compile --partition` leaves it and the layer norms to the host.
 """
-import operator
+import types
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .ops import arg, handles, handles_module, handles_module_call
-from .walk import Out, Pieces
+from .errors import ExportError
+from .ops import arg, handles
+from .walk import Out, Param, Pieces
 
 MHA_OP = "aten._native_multi_head_attention"
 
 
-def emit_layer_norm(w, x, normalized_shape, weight, bias, eps, out):
-    """aten.layer_norm(input, weight, bias; normalized_shape, eps); weight / bias: IR names or
-    "" when absent."""
-    args = {"normalized_shape": list(normalized_shape), "eps": float(eps)}
-    return w.emit("aten.layer_norm", [x, weight, bias], args, out)
-
-
-@handles_module(nn.LayerNorm)
-def _layer_norm_module(w, m, path, x, out):
-    """nn.LayerNorm: its weight and bias (elementwise_affine) as float32 constants."""
-    weight = w.constant(m.weight, f"{path}.weight") if m.weight is not None else ""
-    bias = w.constant(m.bias, f"{path}.bias") if m.bias is not None else ""
-    return emit_layer_norm(w, x, m.normalized_shape, weight, bias, m.eps, out)
-
-
-@handles(F.layer_norm, "aten.layer_norm.default")
+@handles("aten.layer_norm.default")
 def _layer_norm(w, node):
-    """F.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)."""
+    """layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5): weight / bias as
+    float32 constants where given."""
     tensors = [arg(node, i, name, None) for i, name in ((2, "weight"), (3, "bias"))]
     weight, bias = ("" if t is None else w.input(t) for t in tensors)
-    return emit_layer_norm(w, w.input(node.args[0]), w.literal(arg(node, 1, "normalized_shape")),
-                           weight, bias, w.literal(arg(node, 4, "eps", 1e-5)), w.out())
+    args = {"normalized_shape": list(w.literal(arg(node, 1, "normalized_shape"))),
+            "eps": float(w.literal(arg(node, 4, "eps", 1e-5)))}
+    return w.emit("aten.layer_norm", [w.input(node.args[0]), weight, bias], args, w.out())
 
 
-_MHA_ARGS = [("query", None), ("key", None), ("value", None), ("key_padding_mask", None),
-             ("need_weights", True), ("attn_mask", None), ("average_attn_weights", True)]
+# ---- nn.MultiheadAttention as one op ----------------------------------------------------------
+
+@torch.library.custom_op("vkdelegate::multi_head_attention", mutates_args=())
+def multi_head_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                         in_proj_weight: torch.Tensor, in_proj_bias: Optional[torch.Tensor],
+                         out_proj_weight: torch.Tensor, out_proj_bias: Optional[torch.Tensor],
+                         num_heads: int, batch_first: bool, need_weights: bool,
+                         average_attn_weights: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    """nn.MultiheadAttention's eval-mode forward on 3-D inputs without masks: (output, the
+    attention weights, or an empty tensor when need_weights is False)."""
+    q, k, v = (t.transpose(0, 1) if batch_first else t for t in (query, key, value))
+    out, weights = F.multi_head_attention_forward(
+        q, k, v, in_proj_weight.shape[1], num_heads, in_proj_weight, in_proj_bias, None, None,
+        False, 0.0, out_proj_weight, out_proj_bias, training=False, need_weights=need_weights,
+        average_attn_weights=average_attn_weights)
+    out = out.transpose(0, 1).contiguous() if batch_first else out
+    return out, weights if weights is not None else query.new_empty(0)
 
 
-def _mha_refusal(m, call):
+@multi_head_attention.register_fake
+def _multi_head_attention_shapes(query, key, value, in_proj_weight, in_proj_bias,
+                                 out_proj_weight, out_proj_bias, num_heads, batch_first,
+                                 need_weights, average_attn_weights):
+    batch, target = (query.shape[0], query.shape[1]) if batch_first else \
+        (query.shape[1], query.shape[0])
+    source = key.shape[1] if batch_first else key.shape[0]
+    out = query.new_empty(query.shape[:-1] + (out_proj_weight.shape[0],))
+    if not need_weights:
+        return out, query.new_empty(0)
+    heads = () if average_attn_weights else (num_heads,)
+    return out, query.new_empty((batch,) + heads + (target, source))
+
+
+def _refusal(m, query, key_padding_mask, attn_mask, is_causal):
     """Why the attention module or call cannot be one aten._native_multi_head_attention node
     (None when it can)."""
     if m.training:
         return "MultiheadAttention in training mode (call model.eval() first)"
-    if call["key_padding_mask"] is not None or call["attn_mask"] is not None:
+    if key_padding_mask is not None or attn_mask is not None or is_causal:
         return "MultiheadAttention with a key_padding_mask or attn_mask (not exported yet)"
     if not m._qkv_same_embed_dim:
         return "MultiheadAttention with kdim / vdim other than embed_dim (not exported yet)"
     if m.bias_k is not None or m.add_zero_attn:
         return "MultiheadAttention with add_bias_kv or add_zero_attn (not exported yet)"
+    if query.dim() != 3:
+        return f"MultiheadAttention on a {query.dim()}-D query (only batched, 3-D inputs export)"
     return None
 
 
-def _picked(w, node):
-    """{tuple index: getitem node} of the attention's result; any other use is refused."""
-    picked = {}
-    for user in node.users:
-        if user.target is not operator.getitem or not isinstance(user.args[1], int):
-            raise w.fail("its (output, weights) result is used other than by indexing it")
-        picked[user.args[1] % 2] = user
-    return picked
+def _one_op_forward(path):
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        refusal = _refusal(self, query, key_padding_mask, attn_mask, is_causal)
+        if refusal:
+            raise ExportError(f"module '{path}': {refusal}")
+        out, weights = torch.ops.vkdelegate.multi_head_attention(
+            query, key, value, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+            self.out_proj.bias, self.num_heads, self.batch_first, bool(need_weights),
+            bool(average_attn_weights))
+        return out, weights if need_weights else None
+    return forward
 
 
-@handles_module_call(nn.MultiheadAttention)
-def _multihead_attention(w, node, m):
-    """module(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-    average_attn_weights=True) -> (output, weights): one node with the in / out projections
-    as constants (in_proj_weight [3E, E] and its bias, out_proj's; a bias the module lacks is
-    zeros). Its second output exists only where the model reads the weights. Sequence-first
-    modules (batch_first=False) get a transpose to batch-first around it."""
-    call = {name: arg(node, i, name, default) for i, (name, default) in enumerate(_MHA_ARGS)}
-    for flag in ("need_weights", "average_attn_weights"):
-        call[flag] = w.literal(call[flag])
-    refusal = _mha_refusal(m, call)
-    if refusal:
-        raise w.fail(refusal)
-    picked = _picked(w, node)
-    metas = node.meta.get("tensor_meta")
-    if len(metas[0].shape) != 3:
-        raise w.fail(f"MultiheadAttention on a {len(metas[0].shape)}-D query (only batched, "
-                     "3-D inputs export)")
-    need_weights = bool(call["need_weights"]) and 1 in picked
-    path, embed = node.target, m.embed_dim
+def attention_as_one_op(model):
+    """`model` with each nn.MultiheadAttention calling vkdelegate::multi_head_attention (an
+    attention it cannot express raises ExportError naming the module when called). Changes
+    `model` itself: give it a copy."""
+    for path, module in model.named_modules():
+        if isinstance(module, nn.MultiheadAttention):
+            module.forward = types.MethodType(_one_op_forward(path or "(the model)"), module)
+    return model
 
-    def constant(tensor, name, size):
-        return w.constant(torch.zeros(size) if tensor is None else tensor, f"{path}.{name}")
 
-    # One IR input per distinct FX value (self-attention reads one tensor three times).
+@handles("vkdelegate.multi_head_attention.default")
+def _multihead_attention(w, node):
+    """One aten._native_multi_head_attention(query, key, value, in_proj_weight, in_proj_bias,
+    out_proj_weight, out_proj_bias; embed_dim, num_head, need_weights, average_attn_weights),
+    batch-first: sequence-first inputs get a transpose to batch-first (one per distinct
+    tensor: self-attention reads one three times), the result one back. A bias the module
+    lacks is zeros. The weights output exists only where the model reads it."""
+    query, key, value, in_w, in_b, out_w, out_b = node.args[:7]
+    heads, batch_first, need_weights, average = (w.literal(a) for a in node.args[7:11])
+    picked = {u.args[1]: u for u in node.users}
+    metas = node.meta["tensor_meta"]
+    need_weights = need_weights and 1 in picked
+    weight = w.ref(in_w)
+    prefix = weight.data_name.rsplit(".", 1)[0] if isinstance(weight, Param) else node.name
+    embed = w.value_type(w.input(in_w))[1][1]
+
+    def constant(source, name, size):
+        if source is not None:
+            return w.input(source)
+        return w.constant(torch.zeros(size), f"{prefix}.{name}")
+
     names = {}
-    for key in ("query", "key", "value"):
-        source = call[key]
+    for source in (query, key, value):
         if source not in names:
             names[source] = w.input(source)
-            if not m.batch_first:
+            if not batch_first:
                 dtype, shape = w.value_type(names[source])
                 moved = w.temp(f"{names[source]}_batch_first", dtype,
                                [shape[1], shape[0]] + list(shape[2:]))
                 names[source] = _transpose01(w, names[source], moved)
-    inputs = [names[call[k]] for k in ("query", "key", "value")] + [
-        constant(m.in_proj_weight, "in_proj_weight", None),
-        constant(m.in_proj_bias, "in_proj_bias", 3 * embed),
-        constant(m.out_proj.weight, "out_proj.weight", None),
-        constant(m.out_proj.bias, "out_proj.bias", embed)]
-    args = {"embed_dim": embed, "num_head": m.num_heads, "need_weights": need_weights,
-            "average_attn_weights": bool(call["average_attn_weights"])}
+    inputs = [names[s] for s in (query, key, value)] + [
+        w.input(in_w), constant(in_b, "in_proj_bias", 3 * embed), w.input(out_w),
+        constant(out_b, "out_proj.bias", embed)]
+    args = {"embed_dim": embed, "num_head": heads, "need_weights": bool(need_weights),
+            "average_attn_weights": bool(average)}
 
     out_shape = list(metas[0].shape)
     final = _out(w, node, picked, 0, out_shape)
-    result = final if m.batch_first else w.temp(f"{final.name}_batch_first", "float32",
-                                                [out_shape[1], out_shape[0], out_shape[2]])
+    result = final if batch_first else w.temp(f"{final.name}_batch_first", "float32",
+                                              [out_shape[1], out_shape[0], out_shape[2]])
     outs = [result] + ([_out(w, node, picked, 1, list(metas[1].shape))] if need_weights else [])
     made = w.emit_pieces(MHA_OP, inputs, args, outs).names
-    if not m.batch_first:
+    if not batch_first:
         _transpose01(w, made[0], final)
     return Pieces([final.name, made[1] if need_weights else None])
 

@@ -15,7 +15,6 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
-from ..quantizer import FUSED_ACTIVATIONS, packet
 from . import inputs, safetensors
 from .agreement import model_agreement
 from .errors import CompileError, ExportError
@@ -119,18 +118,6 @@ def _quantized_result(node):
     if users and all(u.target is operator.getitem for u in users):
         return all(_quantized_result(u) for u in users)
     return len(users) == 1 and any(_is_q_op(u, "quantize") for u in users[0].users)
-
-
-def _dequantize(node):
-    return "dequantize" in str(node.target)
-
-
-def _fused_activation(node):
-    """A relu / hardtanh / clamp that is the only user of an op reading a dequantize: one
-    quantized op with it (conv + relu: quantizers observe the activation's output only)."""
-    x = node.args[0] if node.args else None
-    return packet(node) in FUSED_ACTIVATIONS and isinstance(x, torch.fx.Node) and \
-        len(x.users) == 1 and any(_dequantize(a) for a in x.all_input_nodes)
 
 
 def describe_float_nodes(nodes, shown=8):

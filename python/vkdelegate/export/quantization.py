@@ -8,13 +8,16 @@ constants): the decomposed q/dq form the graph IR says too.
 """
 import copy
 from time import perf_counter
+from unittest import mock
 
 import torch
+from torchao.quantization.pt2e import quantize_pt2e
 from torchao.quantization.pt2e.observer import ObserverBase
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from ..quantizer import ACTIVATION_OBSERVERS, VkdQuantizer
 from .errors import ExportError
+from .ops_transformer import attention_as_one_op
 
 
 class Quantized:
@@ -31,9 +34,11 @@ class Quantized:
 
 
 def capture(model, example_inputs):
-    """torch.export.export of `model` in eval mode: its ATen graph as a GraphModule."""
+    """torch.export.export of `model` in eval mode: its ATen graph as a GraphModule. Each
+    nn.MultiheadAttention is made one op first (ops_transformer: changes `model`, a copy)."""
     try:
-        return torch.export.export(model.eval(), tuple(example_inputs)).module()
+        model = attention_as_one_op(model.eval())
+        return torch.export.export(model, tuple(example_inputs)).module()
     except ExportError:
         raise
     except Exception as e:  # the model's code cannot be captured, or PyTorch refused it
@@ -79,9 +84,17 @@ def quantize(model, example_inputs, calibration, per_channel=True, observer="his
     _log(log, "calibrate", t, f"{count} sample(s), {observer} observers")
     t = perf_counter()
     summary = observed_ranges(prepared)
-    converted = convert_pt2e(prepared)
+    converted = convert_ptq(prepared)
     _log(log, "convert_pt2e", t, "")
     return Quantized(converted, float_module, summary, count)
+
+
+def convert_ptq(prepared):
+    """convert_pt2e of a graph prepare_pt2e made, without the folding of QAT's conv + batch
+    norm pairs: it exports 96 pattern graphs (~20 s) wherever a batch norm is left, and finds
+    nothing, as prepare_pt2e folded every batch norm that follows a conv already."""
+    with mock.patch.object(quantize_pt2e, "_fold_conv_bn_qat", lambda model: model):
+        return convert_pt2e(prepared)
 
 
 def as_args(sample):

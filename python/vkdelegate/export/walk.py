@@ -1,15 +1,19 @@
-"""The walk from a quantized FX graph to graph IR nodes, one FX node at a time.
+"""The walk from a converted PT2E graph to graph IR nodes, one node at a time.
 
-The walk is organised around node targets, so both graphs PyTorch makes go through it:
-- torch 1.x FX reference graphs (convert_to_reference_fx): `torch.quantize_per_tensor` and
-  `Tensor.dequantize` around float ops; convs and linears are reference modules that hold float
-  weights with their quantization parameters.
-- torch >= 2 PT2E graphs (torch.export + convert_pt2e): `quantized_decomposed.*` ops and aten
-  OpOverloads, weights as constants behind a dequantize.
-The handlers (ops.py) read a node or module and emit graph IR ops with ATen argument names; a
-target without a handler becomes `aten.<name>` with its arguments as its schema names them.
-Everything here is shared by the handlers: values as the walk sees them (Ref kinds), reading
-arguments, emitting nodes, constants and the int8 mapping of PyTorch's quantized dtypes.
+The graph is what torch.export + convert_pt2e make (or an ExportedProgram of it): ATen
+OpOverloads between `quantized_decomposed` quantize / dequantize ops, weights as int8 constants
+behind a dequantize. The handlers (ops.py) read a node and emit graph IR ops with ATen argument
+names; a target without a handler becomes `<namespace>.<name>` with its arguments as its schema
+names them. Everything here is shared by the handlers: values as the walk sees them (Ref
+kinds), reading arguments, emitting nodes, constants, the names of IR values and the int8
+mapping of PyTorch's 8-bit dtypes.
+
+Names: an IR value keeps the name of the node that made it (`conv2d_3`, `hardtanh`); the int8
+tensor a quantize makes of it is `<that name>_q` (`conv2d_3_q`: what `vkd run --intermediates`
+writes and compile reports show), each dequantize of it `<that name>_dq` (`_dq_1`, ... for the
+other consumers); a weight is named after its module (`layer1.0.conv1.weight` in the
+safetensors file, `layer1_0_conv1_weight` in the IR). After a walk each node's meta
+"vkd_value" holds the IR name of its result (ir_value_names).
 """
 import math
 import operator
@@ -27,7 +31,7 @@ DQ_PER_TENSOR = "quantized_decomposed.dequantize_per_tensor"
 DQ_PER_CHANNEL = "quantized_decomposed.dequantize_per_channel"
 
 
-# ---- what an FX node is to the walk -----------------------------------------------------------
+# ---- what a node is to the walk -----------------------------------------------------------
 
 @dataclass
 class Tensor:
@@ -37,8 +41,8 @@ class Tensor:
 
 @dataclass
 class Param:
-    """A constant tensor of the FX graph (get_attr or folded), written to the IR when a node
-    reads it as a tensor; scales and zero points are read as numbers instead."""
+    """A constant tensor of the graph (get_attr or folded), written to the IR when a node reads
+    it as a tensor; scales and zero points are read as numbers instead."""
     tensor: torch.Tensor
     data_name: str
     written: str = ""
@@ -132,13 +136,6 @@ def int8_data(ints, dtype):
     return ints.astype(np.int8)
 
 
-def weight_range(ints, zero_points):
-    """The quant range to declare for int8 weights: [-127, 127] when they are symmetric and
-    never -128 (qnnpack's symmetric weight range, what quantize() asks for), else full int8."""
-    symmetric = not np.any(np.asarray(zero_points))
-    return (-127, 127) if symmetric and ints.min(initial=0) >= -127 else (-128, 127)
-
-
 # ---- shape propagation ------------------------------------------------------------------------
 
 def _holds_tensor(value):
@@ -171,8 +168,8 @@ def propagate(gm, example_inputs):
 # ---- the walk ---------------------------------------------------------------------------------
 
 class Walker:
-    """Visits the FX graph in order and builds the graph IR (`self.ir`). Handlers are looked up
-    by `find_handler(walker, node)` (ops.py) and use the methods below."""
+    """Visits the graph in order and builds the graph IR (`self.ir`). Handlers are looked up by
+    `find_handler(walker, node)` (ops.py) and use the methods below."""
 
     def __init__(self, gm, find_handler, where=""):
         self.gm = gm
@@ -181,11 +178,15 @@ class Walker:
         self.ir = GraphIR(reserved=[n.name for n in gm.graph.nodes])
         self.env = {}
         self.qparams = {}  # int8 IR value -> the args of the quantize that made it
+        self.quantized_from = {}  # int8 IR value -> the float value it quantizes
 
     def run(self):
         for node in self.gm.graph.nodes:
             self.node = node
             self.env[node] = self.visit(node)
+            ref = self.env[node]
+            node.meta["vkd_value"] = ref.name if isinstance(ref, Tensor) else \
+                list(ref.names) if isinstance(ref, Pieces) else None
         return self.ir
 
     def visit(self, node):
@@ -259,8 +260,8 @@ class Walker:
         raise self.fail("expected a literal argument, got a tensor computed by the graph")
 
     def scalar(self, arg):
-        """A number given as a literal or as a one-element constant tensor (scales, zero points
-        of the reference graph are get_attr buffers)."""
+        """A number given as a literal or as a one-element constant tensor (a `.tensor`
+        quantize overload's scale and zero point)."""
         value = self.literal(arg)
         return value.item() if isinstance(value, torch.Tensor) else value
 
@@ -287,7 +288,7 @@ class Walker:
                     dtype_name(m.dtype), list(m.shape)) for k, m in enumerate(metas)]
 
     def temp(self, base, dtype, shape):
-        """An Out for an intermediate value (a fused module's inner result)."""
+        """An Out for an intermediate value (one of several IR nodes a handler emits)."""
         return Out(self.ir.fresh(base), dtype, list(shape))
 
     def value_type(self, name):
@@ -325,45 +326,36 @@ class Walker:
                             "does not hold")
         return self.ir.add_constant(data_name.replace(".", "_"), array, data_name)
 
-    def quantize(self, x, qargs, out):
-        """A per-tensor quantize to int8; remembers its args for the dequantizes that follow."""
-        out.dtype = "int8"
+    def quantize(self, x, qargs):
+        """A per-tensor quantize of IR value `x` to int8, named `<x>_q`; remembers its args for
+        the dequantizes that follow."""
+        shape = self.value_type(x)[1]
+        out = Out(self.ir.fresh(f"{x}_q"), "int8", shape)
         self.qparams[out.name] = qargs
+        self.quantized_from[out.name] = x
         return self.emit(Q_PER_TENSOR, [x], qargs, out)
 
-    def dequantize_later(self, source, qargs, node):
-        """A deferred per-tensor dequantize of IR value `source` (see Dequant)."""
-        return Dequant(source, qargs, node.name, self.value_type(source)[1])
+    def dequantize_later(self, source, qargs):
+        """A deferred per-tensor dequantize of int8 IR value `source` (see Dequant), named
+        `<the float value it quantizes>_dq`."""
+        base = self.quantized_from.get(source, source)
+        return Dequant(source, qargs, f"{base}_dq", self.value_type(source)[1])
 
-    def weight_dequantize(self, qtensor, prefix):
-        """Writes a quantized torch weight as int8 data plus its scales (and zero points when
-        not all 0) and emits the dequantize that feeds the conv/linear; returns its name."""
-        dtype = qtensor.dtype
-        per_channel = qtensor.qscheme() in (torch.per_channel_affine,
-                                           torch.per_channel_symmetric)
-        ints = qtensor.int_repr().numpy()
-        zps = (qtensor.q_per_channel_zero_points() if per_channel else
-               torch.tensor([qtensor.q_zero_point()])).numpy().astype(np.int64)
-        if dtype in (torch.quint8, torch.uint8):
-            zps = zps - 128
-        data = int8_data(ints, dtype)
-        lo, hi = weight_range(data, zps)
-        base = prefix.replace(".", "_")
-        weight = self.ir.add_constant(base + "_weight", data, f"{prefix}.weight")
-        out = self.temp(base + "_weight_dq", "float32", data.shape)
-        if not per_channel:
-            args = {"scale": float(np.float32(qtensor.q_scale())), "zero_point": int(zps[0]),
-                    "quant_min": lo, "quant_max": hi, "dtype": "int8"}
-            return self.emit(DQ_PER_TENSOR, [weight], args, out).name
-        scales = qtensor.q_per_channel_scales().numpy().astype(np.float32)
-        inputs = [weight, self.ir.add_constant(base + "_weight_scale", scales,
-                                               f"{prefix}.weight_scale")]
-        if np.any(zps):
-            inputs.append(self.ir.add_constant(base + "_weight_zero_point", zps.astype(np.int32),
-                                               f"{prefix}.weight_zero_point"))
-        args = {"axis": int(qtensor.q_per_channel_axis()), "quant_min": lo, "quant_max": hi,
-                "dtype": "int8"}
-        return self.emit(DQ_PER_CHANNEL, inputs, args, out).name
+    def constant_name(self, preferred, tensor):
+        """`preferred` as the data name of constant `tensor`, or None when other data holds
+        that name already (a module whose weight was quantized twice, differently)."""
+        held = self.ir.tensors.get(preferred)
+        if held is None:
+            return preferred
+        array = tensor.detach().cpu().numpy() if isinstance(tensor, torch.Tensor) else tensor
+        same = held.shape == array.shape and np.array_equal(held, array)
+        return preferred if same else None
+
+
+def ir_value_names(gm):
+    """{node name: IR value name} of the last walk over `gm` (to_graph_ir): each node whose
+    result is one IR tensor (a quantize's: `<value>_q`), or a list for a split's pieces."""
+    return {n.name: n.meta["vkd_value"] for n in gm.graph.nodes if n.meta.get("vkd_value")}
 
 
 def _fetch_attr(gm, target):

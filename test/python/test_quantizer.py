@@ -1,0 +1,258 @@
+"""vkdelegate.quantizer.VkdQuantizer used as a PT2E user does (run by CTest `python_exporter`):
+torch.export, prepare_pt2e with it, calibration, convert_pt2e, on small graphs. The
+parameters convert_pt2e writes into the graph are checked against ranges computed here from the
+float model: int8 weights symmetric in [-127, 127] per output channel (per tensor on request,
+and for transposed convs), activations int8 affine over their observed range (MinMax
+observers: the range is exactly the data's), a relu after a conv / linear / add observed only
+after the relu, byte moves sharing their input's parameters and a cat's inputs sharing one set,
+sigmoid / tanh / softmax with their fixed output ranges.
+"""
+import unittest
+
+import numpy as np
+import torch
+from torch import nn
+from torchao.quantization.pt2e.observer import HistogramObserver, MinMaxObserver
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+from vkdelegate.examples_models import tiny_unet
+from vkdelegate.export import quantize, to_graph_ir
+from vkdelegate.quantizer import VkdQuantizer
+
+ops = torch.ops.quantized_decomposed
+Q = ops.quantize_per_tensor.default
+DQ = ops.dequantize_per_tensor.default
+DQ_CHANNEL = ops.dequantize_per_channel.default
+
+
+def pt2e(model, samples, quantizer):
+    """The PT2E flow of the README: export, prepare, calibrate, convert."""
+    captured = torch.export.export(model.eval(), (samples[0],)).module()
+    prepared = prepare_pt2e(captured, quantizer)
+    with torch.no_grad():
+        for x in samples:
+            prepared(x)
+    return prepared, convert_pt2e(prepared)
+
+
+def samples(shape, count=3, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=gen) for _ in range(count)]
+
+
+def quantize_of(converted, name):
+    """(scale, zero point, quant_min, quant_max, dtype) of the quantize that reads node `name`."""
+    (q,) = [n for n in converted.graph.nodes if n.target == Q and n.args[0].name == name]
+    return tuple(q.args[1:6])
+
+
+def weight_of(converted, dq):
+    """The int8 data, scales and zero points behind a weight dequantize node."""
+    def value(arg):
+        return getattr(converted, arg.target) if isinstance(arg, torch.fx.Node) else arg
+    return value(dq.args[0]), value(dq.args[1]), value(dq.args[2])
+
+
+def affine(lo, hi):
+    """MinMaxObserver's int8 affine parameters for the range [lo, hi] (0 included)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    scale = np.float32((hi - lo) / 255)
+    return float(scale), int(-128 - round(lo / float(scale)))
+
+
+class ConvNet(nn.Module):
+    def __init__(self, transposed=False):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.deconv = nn.ConvTranspose2d(6, 4, 2, stride=2) if transposed else None
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.deconv(y) if self.deconv is not None else y
+
+
+class Fusions(nn.Module):
+    """conv + relu, add + relu, linear + relu6."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.side = nn.Conv2d(3, 4, 1)
+        self.fc = nn.Linear(4, 8)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        z = torch.relu(y + self.side(x))
+        return nn.functional.relu6(self.fc(z))
+
+
+class ByteMoves(nn.Module):
+    """A max pool and a view after a conv; a cat of two branches of different ranges."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.wide = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        a = nn.functional.max_pool2d(self.conv(x), 2).view(1, 4, 16)
+        b = (self.wide(x) * 4.0)[:, :, ::2, ::2].reshape(1, 4, 16)
+        return torch.cat([a, b], 1)
+
+
+class FixedRanges(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.sigmoid(y), torch.tanh(y), torch.softmax(y, -1)
+
+
+class CatTwice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.cat([y, y], 1)
+
+
+class VkdQuantizerTest(unittest.TestCase):
+    def test_weights_per_channel_symmetric(self):
+        """Per output channel, scale max|w_c| / 127, zero point 0, ints in [-127, 127]."""
+        torch.manual_seed(0)
+        model = ConvNet()
+        _, converted = pt2e(model, samples((1, 3, 8, 8)), VkdQuantizer(observer="minmax"))
+        (dq,) = [n for n in converted.graph.nodes if n.target == DQ_CHANNEL]
+        self.assertEqual(dq.args[3:], (0, -127, 127, torch.int8))
+        ints, scales, zero_points = weight_of(converted, dq)
+        w = model.conv.weight.detach()
+        expected_scales = w.abs().amax(dim=(1, 2, 3)) / 127
+        torch.testing.assert_close(scales, expected_scales, rtol=1e-6, atol=0)
+        self.assertFalse(zero_points.any())
+        expected = torch.clamp(torch.round(w / scales.view(-1, 1, 1, 1)), -127, 127)
+        self.assertEqual(ints.dtype, torch.int8)
+        self.assertLessEqual((ints.float() - expected).abs().max().item(), 0)
+        self.assertEqual(ints.abs().amax(dim=(1, 2, 3)).tolist(), [127] * 6)
+
+    def test_weights_per_tensor(self):
+        """per_channel=False: one scale max|w| / 127 per weight; a transposed conv's weight is
+        per tensor with the default too."""
+        torch.manual_seed(0)
+        model = ConvNet(transposed=True)
+        for per_channel in (False, True):
+            with self.subTest(per_channel=per_channel):
+                _, converted = pt2e(model, samples((1, 3, 8, 8)),
+                                    VkdQuantizer(per_channel=per_channel, observer="minmax"))
+                weights = [n for n in converted.graph.nodes if n.target in (DQ, DQ_CHANNEL)
+                           and n.args[0].op == "get_attr"]
+                targets = [n.target for n in weights]
+                self.assertEqual(targets, [DQ_CHANNEL if per_channel else DQ, DQ])
+                for dq, module in zip(weights, (model.conv, model.deconv)):
+                    if dq.target != DQ:
+                        continue
+                    ints, scale, zero_point = weight_of(converted, dq)
+                    self.assertEqual(dq.args[3:], (-127, 127, torch.int8))
+                    self.assertEqual(zero_point, 0)
+                    amax = module.weight.detach().abs().max().item()
+                    self.assertAlmostEqual(scale, amax / 127, delta=amax * 1e-7)
+
+    def test_activation_fused_into_its_op(self):
+        """conv + relu, add + relu, linear + F.relu6: no quantize between the op and its
+        activation; the activation's output observed: [0, max] on int8, zero point -128."""
+        torch.manual_seed(0)
+        model = Fusions().eval()
+        xs = samples((1, 3, 4, 4))
+        _, converted = pt2e(model, xs, VkdQuantizer(observer="minmax"))
+        quantized = {n.args[0].name for n in converted.graph.nodes if n.target == Q}
+        self.assertFalse(quantized & {"conv2d", "add", "linear"}, quantized)
+        with torch.no_grad():
+            ranges = {"relu": [], "relu_1": [], "relu6": []}
+            for x in xs:
+                y = torch.relu(model.conv(x))
+                z = torch.relu(y + model.side(x))
+                ranges["relu"].append(y)
+                ranges["relu_1"].append(z)
+                ranges["relu6"].append(nn.functional.relu6(model.fc(z)))
+        for name, values in ranges.items():
+            scale, zero_point, lo, hi, dtype = quantize_of(converted, name)
+            expected_scale, expected_zp = affine(0.0, max(v.max().item() for v in values))
+            self.assertEqual((zero_point, lo, hi, dtype), (-128, -128, 127, torch.int8), name)
+            self.assertEqual(expected_zp, -128)
+            self.assertAlmostEqual(scale, expected_scale, delta=expected_scale * 1e-6)
+        graph, _ = to_graph_ir(converted, (xs[0],), "fusions")  # F.relu6: ATen's own op
+        (relu6,) = [n for n in graph["nodes"] if n["outputs"] == ["relu6"]]
+        self.assertEqual((relu6["op"], relu6["args"]),
+                         ("aten.hardtanh", {"min_val": 0.0, "max_val": 6.0}))
+
+    def test_byte_moves_share_their_input_parameters(self):
+        """A max pool, a view, a slice, a reshape keep their input's parameters; a cat's
+        inputs and output share one set: one observer over every value of the group."""
+        torch.manual_seed(0)
+        model = ByteMoves().eval()
+        xs = samples((1, 3, 8, 8))
+        _, converted = pt2e(model, xs, VkdQuantizer(observer="minmax"))
+        params = {n.args[0].name: tuple(n.args[1:3]) for n in converted.graph.nodes
+                  if n.target == Q}
+        self.assertEqual(params["max_pool2d"], params["conv2d"])
+        self.assertEqual(params["view"], params["conv2d"])
+        self.assertEqual(params["slice_2"], params["mul"])
+        self.assertEqual(params["cat"], params["view"])
+        self.assertEqual(params["reshape"], params["view"])
+        with torch.no_grad():  # one observer sees every value of the group, before the moves
+            group = [t for x in xs for t in (model.conv(x), model.wide(x) * 4.0)]
+        lo = min(t.min().item() for t in group)
+        hi = max(t.max().item() for t in group)
+        scale, zero_point = affine(lo, hi)
+        self.assertAlmostEqual(params["cat"][0], scale, delta=scale * 1e-6)
+        self.assertEqual(params["cat"][1], zero_point)
+
+    def test_fixed_parameters_of_bounded_ops(self):
+        """sigmoid and softmax: [0, 1) as scale 1/256, zero point -128; tanh [-1, 1) as 2/256,
+        0, whatever the calibration saw."""
+        torch.manual_seed(0)
+        _, converted = pt2e(FixedRanges(), samples((1, 3, 4, 4)), VkdQuantizer())
+        self.assertEqual(quantize_of(converted, "sigmoid")[:2], (1 / 256, -128))
+        self.assertEqual(quantize_of(converted, "tanh")[:2], (2 / 256, 0))
+        self.assertEqual(quantize_of(converted, "softmax")[:2], (1 / 256, -128))
+
+    def test_cat_of_one_tensor_twice(self):
+        """torch.cat([y, y]): one input edge (prepare_pt2e recursed without end before)."""
+        torch.manual_seed(0)
+        _, converted = pt2e(CatTwice(), samples((1, 3, 4, 4)), VkdQuantizer(observer="minmax"))
+        self.assertEqual(quantize_of(converted, "cat")[:2], quantize_of(converted, "conv2d")[:2])
+
+    def test_observers_and_activation_range(self):
+        """Histogram observers by default, MinMax on request; activations int8 over the full
+        range [-128, 127]; an unknown observer is refused by name."""
+        torch.manual_seed(0)
+        for observer, cls in (("histogram", HistogramObserver), ("minmax", MinMaxObserver)):
+            prepared, converted = pt2e(ConvNet(), samples((1, 3, 4, 4), 1),
+                                       VkdQuantizer(observer=observer))
+            kinds = {type(m) for m in prepared.modules() if "Observer" in type(m).__name__}
+            self.assertIn(cls, kinds, observer)
+            self.assertEqual(quantize_of(converted, "x")[2:], (-128, 127, torch.int8))
+        with self.assertRaisesRegex(ValueError, "unknown observer 'median'"):
+            VkdQuantizer(observer="median")
+
+    def test_user_flow_gives_quantize_s_graph(self):
+        """prepare_pt2e / convert_pt2e with VkdQuantizer run by the user give the graph IR
+        vkdelegate.export.quantize() gives (the same nodes, arguments and weights)."""
+        x = samples((1, 3, 16, 16), 1)[0]
+        torch.manual_seed(0)
+        model = tiny_unet().eval()
+        _, converted = pt2e(model, [x], VkdQuantizer(observer="minmax"))
+        ours = quantize(model, (x,), [x], observer="minmax").converted
+        (graph, weights), (their_graph, their_weights) = (to_graph_ir(m, (x,), "m")
+                                                          for m in (converted, ours))
+        self.assertEqual(graph, their_graph)
+        self.assertEqual(weights.keys(), their_weights.keys())
+        for k in weights:
+            np.testing.assert_array_equal(weights[k], their_weights[k])
+
+
+if __name__ == "__main__":
+    unittest.main()
