@@ -93,6 +93,14 @@ class VkdQuantizer(Quantizer):
             dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
             observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2 ** -12))
 
+    def _input(self, x):
+        """The spec of an input edge from `x`: the activation's, or the very spec of x's fixed
+        output parameters (sigmoid, tanh, ...), so that prepare_pt2e reads x's observer
+        instead of requantizing it (a cat still gives its inputs one set of its own)."""
+        annotation = x.meta.get("quantization_annotation")
+        output = getattr(annotation, "output_qspec", None)
+        return output if isinstance(output, FixedQParamsQuantizationSpec) else self.activation
+
     # ---- the Quantizer interface ---------------------------------------------------------------
 
     def annotate(self, model):
@@ -103,12 +111,13 @@ class VkdQuantizer(Quantizer):
             if op in WEIGHTED or op in TRANSPOSED:
                 self._weighted(node, op in TRANSPOSED)
             elif op in BINARY and _tensor_args(node) == 2:
-                self._fusable(node, {a: self.activation for a in _tensor_inputs(node)})
+                self._fusable(node, {a: self._input(a) for a in _tensor_inputs(node)})
             elif op in OWN_PARAMETERS:
-                self._fusable(node, {node.args[0]: self.activation})
+                self._fusable(node, {node.args[0]: self._input(node.args[0])})
             elif op in FIXED and _is_float_tensor(node.args[0]):
                 scale, zero_point = FIXED[op]
-                _annotate(node, {node.args[0]: self.activation}, FixedQParamsQuantizationSpec(
+                x = node.args[0]
+                _annotate(node, {x: self._input(x)}, FixedQParamsQuantizationSpec(
                     dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=-128,
                     quant_max=127, qscheme=torch.per_tensor_affine))
             elif op in CAT:
@@ -126,7 +135,7 @@ class VkdQuantizer(Quantizer):
         """conv / linear: input activation, weight, float bias; output fused with a following
         activation when it has one."""
         x, weight = node.args[0], node.args[1]
-        inputs = {x: self.activation}
+        inputs = {x: self._input(x)}
         if isinstance(weight, torch.fx.Node):
             inputs[weight] = self.weight_spec(self.per_channel and not transposed)
         self._fusable(node, inputs)
@@ -146,7 +155,7 @@ class VkdQuantizer(Quantizer):
         """A byte move: the output has the input's parameters (its producer's observer).
         Pieces of a split are annotated as getitems sharing the split's output."""
         x = node.args[0]
-        _annotate(node, {x: self.activation}, SharedQuantizationSpec((x, node)))
+        _annotate(node, {x: self._input(x)}, SharedQuantizationSpec((x, node)))
         if packet(node) in MULTI_OUTPUT:
             for user in node.users:
                 if user.op == "call_function" and user.target is operator.getitem:

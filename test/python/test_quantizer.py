@@ -107,7 +107,8 @@ class FixedRanges(nn.Module):
 
     def forward(self, x):
         y = self.conv(x)
-        return torch.sigmoid(y), torch.tanh(y), torch.softmax(y, -1)
+        gate = torch.sigmoid(y)
+        return gate * y, nn.functional.max_pool2d(gate, 2), torch.tanh(y), torch.softmax(y, -1)
 
 
 class CatTwice(nn.Module):
@@ -212,10 +213,15 @@ class VkdQuantizerTest(unittest.TestCase):
 
     def test_fixed_parameters_of_bounded_ops(self):
         """sigmoid and softmax: [0, 1) as scale 1/256, zero point -128; tanh [-1, 1) as 2/256,
-        0, whatever the calibration saw."""
+        0, whatever the calibration saw. Their consumers read that int8 tensor as it is (a mul,
+        a max pool sharing it), no second quantize."""
         torch.manual_seed(0)
         _, converted = pt2e(FixedRanges(), samples((1, 3, 4, 4)), VkdQuantizer())
         self.assertEqual(quantize_of(converted, "sigmoid")[:2], (1 / 256, -128))
+        self.assertEqual(quantize_of(converted, "max_pool2d")[:2], (1 / 256, -128))
+        (mul,) = [n for n in converted.graph.nodes if n.target == torch.ops.aten.mul.Tensor]
+        dequantized = [a.args[0].args[0].name for a in mul.args]  # dq <- q <- the value
+        self.assertEqual(dequantized, ["sigmoid", "conv2d"])
         self.assertEqual(quantize_of(converted, "tanh")[:2], (2 / 256, 0))
         self.assertEqual(quantize_of(converted, "softmax")[:2], (1 / 256, -128))
 
