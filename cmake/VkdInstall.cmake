@@ -118,6 +118,8 @@ endforeach()
 #   vkdelegate/_native/libvkdelegate.so.0  one file per library, under its SONAME
 #   vkdelegate/_native/libvkdmodel.so.0    RUNPATH $ORIGIN: finds libvkdelegate.so.0 beside it
 #   vkdelegate/_native/vkd                 the CLI (the `vkd` console script execs it)
+#   vkdelegate/_native/vkd_execute.abi3.so the runtime's extension module, where it is built
+#                                          (python/CMakeLists.txt; else the runtime uses ctypes)
 #
 # EXCLUDE_FROM_ALL: a plain `cmake --install build` installs none of this (it is a Python
 # package's layout, not a prefix's). `cmake --install build --component vkdelegate_python
@@ -128,6 +130,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vkdelegate DESTINATION .
 install(TARGETS vkdelegate vkdmodel vkd
   LIBRARY DESTINATION ${_vkd_native_dir} COMPONENT vkdelegate_python NAMELINK_SKIP EXCLUDE_FROM_ALL
   RUNTIME DESTINATION ${_vkd_native_dir} COMPONENT vkdelegate_python EXCLUDE_FROM_ALL)
+if(TARGET vkd_python_execute)
+  install(TARGETS vkd_python_execute LIBRARY DESTINATION ${_vkd_native_dir}
+    COMPONENT vkdelegate_python EXCLUDE_FROM_ALL)
+endif()
 # A wheel is a zip archive: it holds no symbolic links, and pip would unpack libX.so.0 ->
 # libX.so.0.1.0 as two full copies. So the versioned file is renamed onto its SONAME link: one
 # file per library, under the name the loader looks for (libvkdmodel.so.0 NEEDs

@@ -10,6 +10,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build python3   # toolchain; python3 runs the shader generator
   python3-venv                                 # creates the project's Python environment
+  python3-dev                                  # Python headers: the runtime's extension module
   pkg-config                                   # the install test builds an app with pkg-config
   libvulkan-dev                                # Vulkan headers + loader
   glslang-tools spirv-tools                    # GLSL -> SPIR-V, spirv-val

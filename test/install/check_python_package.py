@@ -7,20 +7,22 @@ the same install rules instead: the CMake components named in pyproject.toml, in
 site-packages:
 
   1. vkdelegate/ holds every .py file of python/vkdelegate, unchanged; vkdelegate/_native/ holds
-     exactly libvkdelegate.so.0, libvkdmodel.so.0 and vkd, regular files (a wheel has no links);
+     exactly libvkdelegate.so.0, libvkdmodel.so.0, vkd and, where the build made it (--extension),
+     the runtime's extension module vkd_execute.abi3.so, regular files (a wheel has no links);
   2. the loader resolves every library they need outside the build tree, libvkdelegate.so.0 in
      _native/ itself (libvkdmodel's RUNPATH $ORIGIN), with LD_LIBRARY_PATH unset;
   3. with only the prefix on sys.path, in a folder outside the source tree and with neither
      LD_LIBRARY_PATH nor VKD_LIBRARY_DIR set, `import vkdelegate` comes from the prefix, its
      _native lookup finds the prefix's libraries and binary, ctypes loads libvkdmodel.so.0 from
-     there and calls libvkdelegate's vkd_status_name through it, and the `vkd` console script's
+     there and calls libvkdelegate's vkd_status_name through it, the runtime binds it through the
+     extension module where one was installed (else ctypes), and the `vkd` console script's
      function (pyproject's [project.scripts], called as pip's generated script calls it) runs
      the binary: `--version` prints the version pyproject's regex reads from CMakeLists.txt,
      `help` the usage, and an unknown command exits 2, vkd's own status; with VKD_LIBRARY_DIR
      naming a folder without the binary it prints one line naming it and exits 1;
   4. the `export` extra pins torch, torchvision and torchao to python/requirements.lock's versions.
 
-usage: check_python_package.py --build-dir DIR --source-dir DIR [--cmake CMAKE]
+usage: check_python_package.py --build-dir DIR --source-dir DIR [--cmake CMAKE] [--extension]
 VKD_KEEP_INSTALL_TEST=1 keeps the temporary prefix.
 """
 import argparse
@@ -34,6 +36,7 @@ import tomllib
 from pathlib import Path
 
 NATIVE_FILES = {"libvkdelegate.so.0", "libvkdmodel.so.0", "vkd"}
+EXTENSION_FILE = "vkd_execute.abi3.so"  # python/CMakeLists.txt, where the build makes it
 EXPORT_PINNED = ("torch", "torchvision", "torchao")
 
 
@@ -50,7 +53,7 @@ def run(command: list, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(command, text=True, capture_output=True, **kwargs)
 
 
-def check_layout(source_dir: Path, prefix: Path) -> None:
+def check_layout(source_dir: Path, prefix: Path, native_files: set) -> None:
     step("layout")
     package = prefix / "vkdelegate"
     wanted = sorted(p.relative_to(source_dir / "python") for p in
@@ -66,9 +69,9 @@ def check_layout(source_dir: Path, prefix: Path) -> None:
         fail("__pycache__ installed")
     native = package / "_native"
     found = {p.name for p in native.iterdir()} if native.is_dir() else set()
-    if found != NATIVE_FILES:
-        fail(f"vkdelegate/_native holds {sorted(found)}, not {sorted(NATIVE_FILES)}")
-    for name in sorted(NATIVE_FILES):
+    if found != native_files:
+        fail(f"vkdelegate/_native holds {sorted(found)}, not {sorted(native_files)}")
+    for name in sorted(native_files):
         path = native / name
         if path.is_symlink() or not path.is_file():
             fail(f"vkdelegate/_native/{name} is not a regular file (a wheel stores no links)")
@@ -77,10 +80,10 @@ def check_layout(source_dir: Path, prefix: Path) -> None:
         fail("vkdelegate/_native/vkd is not executable")
 
 
-def check_loader(build_dir: Path, prefix: Path, env: dict) -> None:
+def check_loader(build_dir: Path, prefix: Path, env: dict, native_files: set) -> None:
     step("what the loader finds (ldd, LD_LIBRARY_PATH unset)")
     native = prefix / "vkdelegate" / "_native"
-    for name in sorted(NATIVE_FILES):
+    for name in sorted(native_files):
         result = run(["ldd", native / name], env=env)
         print(result.stdout, end="")
         if result.returncode != 0:
@@ -100,7 +103,7 @@ def check_loader(build_dir: Path, prefix: Path, env: dict) -> None:
             fail("libvkdmodel.so.0 does not need libvkdelegate.so.0")
 
 
-def check_python(prefix: Path, pyproject: dict, version: str, env: dict) -> None:
+def check_python(prefix: Path, pyproject: dict, version: str, env: dict, binding: str) -> None:
     step("import vkdelegate and run the `vkd` console script, prefix only")
     module, function = pyproject["project"]["scripts"]["vkd"].split(":")
     package = prefix / "vkdelegate"
@@ -111,18 +114,21 @@ def check_python(prefix: Path, pyproject: dict, version: str, env: dict) -> None
                  "print(vkdelegate.__file__); print(n.library_dir()); print(n.vkd_binary()); "
                  "lib = ctypes.CDLL(str(n.library_dir() / 'libvkdmodel.so.0')); "
                  "lib.vkd_status_name.restype = ctypes.c_char_p; lib.vkd_model_load; "
-                 "print(lib.vkd_status_name(0).decode())"],
+                 "print(lib.vkd_status_name(0).decode()); "
+                 "from vkdelegate.runtime import _execute; print(_execute.BINDING)"],
                 env=env, cwd=prefix)
     if where.returncode != 0:
         fail(f"import vkdelegate: {where.stderr.strip()}")
     print(where.stdout, end="")
-    *lines, status_name = where.stdout.splitlines()
+    *lines, status_name, found_binding = where.stdout.splitlines()
     found = [Path(line).resolve() for line in lines]
     expected = [package / "__init__.py", package / "_native", package / "_native" / "vkd"]
     if found != [p.resolve() for p in expected]:
         fail(f"vkdelegate, library_dir(), vkd_binary() are {found}, not {expected}")
     if status_name != "VKD_OK":
         fail(f"vkd_status_name(0) through ctypes is '{status_name}', not VKD_OK")
+    if found_binding != binding:
+        fail(f"the runtime binds the library through {found_binding}, not {binding}")
 
     # What the script pip writes for `vkd = "MODULE:FUNCTION"` does.
     script = f"import sys; from {module} import {function}; sys.argv[0] = 'vkd'; " \
@@ -186,6 +192,8 @@ def main() -> None:
     parser.add_argument("--build-dir", type=Path, required=True)
     parser.add_argument("--source-dir", type=Path, required=True)
     parser.add_argument("--cmake", default="cmake")
+    parser.add_argument("--extension", action="store_true",
+                        help="the build made the runtime's extension module")
     args = parser.parse_args()
     source_dir = args.source_dir.resolve()
     pyproject = tomllib.loads((source_dir / "pyproject.toml").read_text())
@@ -214,9 +222,11 @@ def main() -> None:
             print(result.stdout, end="")
             if result.returncode != 0:
                 fail(f"cmake --install --component {component}: {result.stderr.strip()}")
-        check_layout(source_dir, prefix)
-        check_loader(args.build_dir, prefix, env)
-        check_python(prefix, pyproject, version, dict(env, PYTHONPATH=str(prefix)))
+        native_files = NATIVE_FILES | ({EXTENSION_FILE} if args.extension else set())
+        check_layout(source_dir, prefix, native_files)
+        check_loader(args.build_dir, prefix, env, native_files)
+        check_python(prefix, pyproject, version, dict(env, PYTHONPATH=str(prefix)),
+                     "extension" if args.extension else "ctypes")
         check_export_pins(source_dir, pyproject)
     finally:
         if os.environ.get("VKD_KEEP_INSTALL_TEST") == "1":

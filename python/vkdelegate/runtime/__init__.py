@@ -4,9 +4,11 @@
     with runtime.load("model.vkd") as program:        # or MODEL.partition.json
         print(program.inputs, program.device)        # TensorSpec(name, shape, dtype), ...
         (y,) = program.run(x)                         # numpy in, numpy out (torch in, torch out)
+        program.run(x, out=[y])                       # into arrays of the caller's
         program.last_timings, program.last_profile    # per step; per GPU dispatch
 
-A binding (ctypes) of libvkdmodel's C API (vkd_model.h), found by vkdelegate._native; numpy is
+A binding of libvkdmodel's C API (vkd_model.h), found by vkdelegate._native: a run's C call goes
+through the extension module vkd_execute where it is built, else ctypes (_execute.py); numpy is
 its only dependency (torch is used only when a tensor is passed). Failures raise VkdError with
 the library's status and message; LibraryNotFoundError when the library is nowhere to be found.
 """

@@ -1,7 +1,9 @@
-"""run()'s inputs: numpy arrays or torch CPU tensors, checked against the program's input specs
-and handed to the C API by address, without a copy where the memory is already C-contiguous
-(a non-contiguous one is copied once). torch is never imported here: a tensor can only be
-passed once the caller has imported it (sys.modules)."""
+"""run()'s arguments when they are not already what the C call takes as it is (_execute.py):
+numpy arrays or torch CPU tensors, checked against the program's specs with one clear message
+each, and turned into C-contiguous numpy arrays over the same memory where it already is
+C-contiguous (a non-contiguous input is copied once; a tensor is seen through .numpy()).
+torch is never imported here: a tensor can only be passed once the caller has imported it
+(sys.modules)."""
 import ctypes
 import sys
 
@@ -26,53 +28,127 @@ def shape_text(shape) -> str:
     return "[" + ",".join(str(s) for s in shape) + "]"  # the library's form: [1,3,8,8]
 
 
-def _what(index, spec) -> str:
+def _input(index, spec) -> str:
     return f"input {index} '{spec.name}'"
 
 
-def _check(index, spec, dtype, shape):
+def _output(index, spec) -> str:
+    return f"out[{index}] '{spec.name}'"
+
+
+def _check(what, spec, dtype, shape):
     if dtype != spec.dtype:
-        raise invalid_argument(f"{_what(index, spec)} is {spec.dtype}, got {dtype}")
+        raise invalid_argument(f"{what} is {spec.dtype}, got {dtype}")
     if tuple(shape) != spec.shape:
-        raise invalid_argument(f"{_what(index, spec)} has shape {shape_text(shape)}, the model "
-                               f"was compiled for {shape_text(spec.shape)}")
+        raise invalid_argument(f"{what} has shape {shape_text(shape)}, the model was compiled "
+                               f"for {shape_text(spec.shape)}")
 
 
-def _array(value, index, spec):
-    _check(index, spec, value.dtype, value.shape)
-    array = value if value.flags.c_contiguous else np.ascontiguousarray(value)
-    return array, data_address(array)
-
-
-def _tensor(value, index, spec, torch):
+def _tensor_as_array(value, what, spec, torch, writable):
     if not value.is_cpu:
-        raise invalid_argument(f"{_what(index, spec)} is a tensor on {value.device}; pass a CPU "
-                               "tensor (.cpu())")
-    expected = getattr(torch, spec.dtype.name)
-    if value.dtype != expected:
-        raise invalid_argument(f"{_what(index, spec)} is {spec.dtype}, got {value.dtype}")
-    _check(index, spec, spec.dtype, value.shape)
-    if value.is_neg() or not value.is_contiguous():  # a lazily negated view, a strided one
-        value = value.detach().resolve_neg().contiguous()
-    return value, value.data_ptr()
+        raise invalid_argument(f"{what} is a tensor on {value.device}; pass a CPU tensor "
+                               "(.cpu())")
+    if value.dtype != getattr(torch, spec.dtype.name):
+        raise invalid_argument(f"{what} is {spec.dtype}, got {value.dtype}")
+    _check(what, spec, spec.dtype, value.shape)
+    if not writable:  # a lazily negated view, a strided one: materialized once
+        value = value.detach()
+        if value.is_neg() or not value.is_contiguous():
+            value = value.resolve_neg().contiguous()
+        return value.numpy()
+    if value.requires_grad:
+        raise invalid_argument(f"{what} requires grad; pass one that does not (.detach())")
+    if value.is_neg() or not value.is_contiguous():
+        raise invalid_argument(f"{what} is not contiguous; the outputs are written whole")
+    return value.numpy()
+
+
+def _torch_if_passed(values):
+    torch = sys.modules.get("torch")
+    if torch is not None and any(isinstance(v, torch.Tensor) for v in values):
+        return torch
+    return None
+
+
+def tensor_views(inputs):
+    """(each input's .numpy() view, the torch module) when every input is a torch.Tensor that
+    .numpy() shows as it is (on the CPU, not requiring grad, not lazily negated), else (None,
+    None): the quick way for tensors, taken before prepare_inputs' checks; the call checks
+    dtypes, shapes and contiguity, and a refusal sends them through prepare_inputs."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None, None
+    views = []
+    for value in inputs:
+        if type(value) is not torch.Tensor:
+            return None, None
+        try:
+            views.append(value.numpy())
+        except (RuntimeError, TypeError):  # grad, negation, device, a dtype numpy lacks
+            return None, None
+    return tuple(views), torch
 
 
 def prepare_inputs(inputs, specs):
-    """(objects to keep alive during the call, their data addresses, the torch module when a
-    tensor was passed else None). VkdError (INVALID_ARGUMENT) naming the input for another
-    dtype, shape or device; TypeError for a value that is neither an array nor a tensor."""
-    torch = sys.modules.get("torch")
-    if torch is not None and not any(isinstance(v, torch.Tensor) for v in inputs):
-        torch = None
-    held, addresses = [], []
+    """(a tuple of C-contiguous numpy arrays, one per input, the torch module when a tensor was
+    passed else None). VkdError (INVALID_ARGUMENT) for the wrong count, or naming the input of
+    another dtype, shape or device; TypeError for a value that is neither an array nor a
+    tensor."""
+    if len(inputs) != len(specs):
+        names = ", ".join(s.name for s in specs)
+        raise invalid_argument(f"run() takes {len(specs)} input(s) ({names}), got {len(inputs)}")
+    torch = _torch_if_passed(inputs)
+    arrays = []
     for index, (value, spec) in enumerate(zip(inputs, specs)):
+        what = _input(index, spec)
         if isinstance(value, np.ndarray):
-            value, address = _array(value, index, spec)
+            _check(what, spec, value.dtype, value.shape)
+            arrays.append(np.asarray(value, order="C"))  # a plain ndarray; copied if strided
         elif torch is not None and isinstance(value, torch.Tensor):
-            value, address = _tensor(value, index, spec, torch)
+            arrays.append(_tensor_as_array(value, what, spec, torch, writable=False))
         else:
-            raise TypeError(f"{_what(index, spec)}: expected a numpy array or a torch CPU "
-                            f"tensor, got {type(value).__name__}")
-        held.append(value)
-        addresses.append(address)
-    return held, addresses, torch
+            raise TypeError(f"{what}: expected a numpy array or a torch CPU tensor, got "
+                            f"{type(value).__name__}")
+    return tuple(arrays), torch
+
+
+def prepare_outputs(out, specs, inputs, input_specs):
+    """run(out=...): a list of numpy arrays over the memory of `out`'s arrays or tensors, which
+    the library writes the outputs into. Each must be of its output's dtype and shape,
+    C-contiguous, writable, and share no memory with an input (`inputs`, the prepared arrays,
+    described by `input_specs`) or another output. VkdError (INVALID_ARGUMENT) naming the one that is not; TypeError for `out`
+    not a list or tuple, or an element neither an array nor a tensor."""
+    if not isinstance(out, (list, tuple)):
+        raise TypeError(f"run(): out= takes a list or tuple of arrays, one per output, got "
+                        f"{type(out).__name__}")
+    if len(out) != len(specs):
+        names = ", ".join(s.name for s in specs)
+        raise invalid_argument(f"run(): out= takes {len(specs)} array(s) ({names}), got "
+                               f"{len(out)}")
+    torch = _torch_if_passed(out)
+    arrays = []
+    for index, (value, spec) in enumerate(zip(out, specs)):
+        what = _output(index, spec)
+        if isinstance(value, np.ndarray):
+            _check(what, spec, value.dtype, value.shape)
+            if not value.flags.writeable:
+                raise invalid_argument(f"{what} is read-only")
+            if not value.flags.c_contiguous:
+                raise invalid_argument(f"{what} is not C-contiguous; the outputs are written "
+                                       "whole")
+            array = np.asarray(value)
+        elif torch is not None and isinstance(value, torch.Tensor):
+            array = _tensor_as_array(value, what, spec, torch, writable=True)
+        else:
+            raise TypeError(f"{what}: expected a numpy array or a torch CPU tensor, got "
+                            f"{type(value).__name__}")
+        for other_index, other in enumerate(inputs):
+            if np.may_share_memory(array, other):
+                raise invalid_argument(f"{what} shares memory with "
+                                       f"{_input(other_index, input_specs[other_index])}")
+        for other_index, other in enumerate(arrays):
+            if np.may_share_memory(array, other):
+                raise invalid_argument(f"{what} shares memory with "
+                                       f"{_output(other_index, specs[other_index])}")
+        arrays.append(array)
+    return arrays

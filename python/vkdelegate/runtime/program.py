@@ -1,9 +1,10 @@
-"""load() and Program: a .vkd blob or a partition plan loaded through libvkdmodel (ctypes over
-vkd_model.h) and run on numpy arrays or torch CPU tensors.
+"""load() and Program: a .vkd blob or a partition plan loaded through libvkdmodel (vkd_model.h)
+and run on numpy arrays or torch CPU tensors.
 
-A run costs the binding a few microseconds: the input and output vkd_tensor arrays are built at
-load, a run only writes their data pointers (inputs passed by pointer, outputs allocated per
-run, so every run's results are the caller's own) and makes one C call.
+A run is one C call, through the extension module vkd_execute where it is built, else ctypes
+(_execute.py chooses at import): the vkd_tensor arrays are described once, at load; a run
+allocates its outputs (or writes into out=) and hands the arrays' memory over. Anything that is
+not already a plain array of its spec goes through arguments.py's checks and conversions.
 """
 import ctypes
 import os
@@ -11,13 +12,13 @@ import threading
 
 import numpy as np
 
-from vkdelegate.runtime import _capi
-from vkdelegate.runtime.arguments import data_address, prepare_inputs
-from vkdelegate.runtime.errors import VkdError, invalid_argument
+from vkdelegate.runtime import _capi, _execute
+from vkdelegate.runtime.arguments import prepare_inputs, prepare_outputs, tensor_views
+from vkdelegate.runtime.errors import Status, VkdError, invalid_argument
 from vkdelegate.runtime.options import make_options
 from vkdelegate.runtime.results import read_timings, tensor_spec
 
-_ndarray, _empty = np.ndarray, np.empty  # looked up once: run() is on the per-call path
+_empty = np.empty  # looked up once: run() is on the per-call path
 
 
 def load(path, device=None, **options) -> "Program":
@@ -34,17 +35,6 @@ def load(path, device=None, **options) -> "Program":
     if status != 0:
         raise VkdError(status, _capi.text(lib.vkd_model_load_error()))
     return Program(lib, handle, os.fspath(path))
-
-
-def _tensor_slots(specs):
-    """A vkd_tensor array describing `specs`; a run fills in only the data pointers."""
-    slots = (_capi.Tensor * len(specs))()
-    for slot, spec in zip(slots, specs):
-        slot.bytes = int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
-        slot.dtype = _capi.DTYPE_CODES[spec.dtype]
-        slot.rank = len(spec.shape)
-        slot.sizes[:len(spec.shape)] = spec.shape
-    return slots
 
 
 class Program:
@@ -65,9 +55,11 @@ class Program:
         except BaseException:
             self.close()
             raise
-        self._in_slots = _tensor_slots(self._inputs)
-        self._out_slots = _tensor_slots(self._outputs)
-        self._execute = lib.vkd_model_execute  # the one C call of a run
+        # The one C call of a run, and what run() allocates for the outputs.
+        self._plan = _execute.make_plan(_execute.function_address(lib.vkd_model_execute),
+                                        handle, self._inputs, self._outputs)
+        self._call = _execute.bind(self._plan)
+        self._output_layouts = tuple((s.shape, s.dtype) for s in self._outputs)
 
     def _specs(self, count, describe):
         specs = []
@@ -95,42 +87,52 @@ class Program:
             raise self._closed()
         return self._handle
 
-    def run(self, *inputs) -> list:
+    def run(self, *inputs, out=None) -> list:
         """One inference. Inputs in the order of `inputs`: numpy arrays, or torch CPU tensors
         (then the outputs are tensors too), each of its spec's dtype and shape (a non-contiguous
-        one is copied first). Returns the outputs in the order of `outputs`."""
-        self._last_run_ok = False  # until this run succeeds: no timings of an earlier one
-        specs = self._inputs
-        if len(inputs) != len(specs):
-            names = ", ".join(s.name for s in specs)
-            raise invalid_argument(f"run() takes {len(specs)} input(s) ({names}), got "
-                                   f"{len(inputs)}")
-        # Straight-line code for the common case, numpy arrays as the model takes them: after a
-        # long device run the caller's caches are cold, and every extra frame costs there.
-        held, addresses, torch = inputs, [], None
-        for v, s in zip(inputs, specs):
-            if (type(v) is not _ndarray or v.dtype != s.dtype or v.shape != s.shape
-                    or not v.flags.c_contiguous):
-                held, addresses, torch = prepare_inputs(inputs, specs)
-                break
-            addresses.append(data_address(v))
-        outputs = [_empty(s.shape, s.dtype) for s in self._outputs]
+        one is copied first). Returns the outputs in the order of `outputs`, new arrays each run;
+        with `out` (a list or tuple of arrays or tensors, one per output, each of its dtype and
+        shape, C-contiguous, writable and sharing no memory with an input or another output)
+        they are written there instead and `out`'s elements returned."""
+        # Straight-line code for the common case, plain arrays as the model takes them: after a
+        # long device run the caller's caches are cold, and every line run here costs a miss.
+        outputs = [_empty(shape, dtype) for shape, dtype in self._output_layouts] \
+            if out is None else out
+        torch = None
         with self._lock:
+            self._last_run_ok = False  # until this run succeeds: no timings of an earlier one
             handle = self._handle
             if handle is None:
                 raise self._closed()
-            for address, slot in zip(addresses, self._in_slots):
-                slot.data = address
-            for array, slot in zip(outputs, self._out_slots):
-                slot.data = data_address(array)
-            status = self._execute(handle, self._in_slots, len(held), self._out_slots,
-                                   len(outputs))
+            status = self._call(inputs, outputs)
+            if status is None:  # not all plain arrays of their specs
+                status, outputs, torch = self._call_converted(inputs, out, outputs)
             if status != 0:
                 raise VkdError(status, _capi.text(self._lib.vkd_model_last_error(handle)))
             self._last_run_ok = True
+        if out is not None:
+            return list(out)
         if torch is not None:
             return [torch.from_numpy(a) for a in outputs]
         return outputs
+
+    def _call_converted(self, inputs, out, outputs):
+        """run()'s call for arguments the plain call refused, with the lock held: tensors seen
+        as arrays (the quick way), else every argument checked (one clear error each) and
+        converted. (status, the arrays written, the torch module when tensors came in)."""
+        if out is None:
+            views, torch = tensor_views(inputs)
+            if views is not None:
+                status = self._call(views, outputs)
+                if status is not None:
+                    return status, outputs, torch
+        inputs, torch = prepare_inputs(inputs, self._inputs)
+        if out is not None:
+            outputs = prepare_outputs(out, self._outputs, inputs, self._inputs)
+        status = self._call(inputs, outputs)
+        if status is None:  # prepare_* pass only what the call takes
+            raise VkdError(Status.INTERNAL, "run(): the binding refused the checked arguments")
+        return status, outputs, torch
 
     @property
     def last_timings(self) -> list:

@@ -1,13 +1,16 @@
 """vkdelegate.runtime end to end on the default device (lavapipe in CI) under the validation
 layer (CTest sets VKD_VALIDATION=1): a blob and a partition plan compiled here from graph IR
-(runtime_models.py), run with numpy arrays and torch tensors; every output equal, byte for
-byte, to `vkd run`'s and to a numpy reference written for the test; the specs, timings and
-GPU profile the program describes; zero validation messages."""
+(runtime_models.py), run with numpy arrays and torch tensors, into new arrays and into out=;
+every output equal, byte for byte, to `vkd run`'s and to a numpy reference written for the test;
+the specs, timings and GPU profile the program describes; zero validation messages. Every test
+runs through the binding run() chose at import and, where that is the extension module, again
+through ctypes (CtypesBindingTest)."""
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 from pathlib import Path
 
@@ -15,9 +18,12 @@ import numpy as np
 
 import runtime_models as models
 from vkdelegate import runtime
+from vkdelegate.runtime import _execute
 
 
 class RuntimeTest(unittest.TestCase):
+    bind = None  # the binding run() chose; a subclass names another
+
     @classmethod
     def setUpClass(cls):
         cls.dir = Path(tempfile.mkdtemp(prefix="vkd_runtime_test_"))
@@ -31,6 +37,8 @@ class RuntimeTest(unittest.TestCase):
     def load(self, path, **options):
         program = runtime.load(path, **options)
         self.addCleanup(self.close_checked, program)
+        if self.bind is not None:
+            program._call = self.bind(program._plan)
         return program
 
     def close_checked(self, program):
@@ -71,6 +79,51 @@ class RuntimeTest(unittest.TestCase):
         second = program.run(-x, y)
         self.assert_same_bytes(first, kept)  # not overwritten by the second run
         self.assert_same_bytes(second, models.reference_two_in_two_out(-x, y))
+
+    def test_out_writes_into_the_given_arrays(self):
+        program = self.load(self.blob)
+        out = [np.full(s.shape, np.nan, s.dtype) for s in program.outputs]
+        for seed in (13, 14):
+            x, y = models.random_input(seed), models.random_input(seed + 10)
+            returned = program.run(x, y, out=out)
+            self.assertEqual([id(a) for a in returned], [id(a) for a in out])
+            self.assert_same_bytes(out, models.reference_two_in_two_out(x, y))
+        # A tuple, and arrays the outputs of a plan are written to.
+        plan = self.load(self.plan)
+        out = (np.zeros(plan.outputs[0].shape, np.float32),)
+        x = models.random_input(15)
+        self.assertIs(plan.run(x, out=out)[0], out[0])
+        self.assert_same_bytes(out, models.reference_pool_on_host(x))
+
+    def test_out_takes_tensors(self):
+        import torch
+        program = self.load(self.blob)
+        out = [torch.full(s.shape, float("nan")) for s in program.outputs]
+        x, y = models.random_input(16), models.random_input(17)
+        returned = program.run(torch.from_numpy(x), y, out=out)
+        self.assertTrue(all(r is o for r, o in zip(returned, out)))
+        self.assert_same_bytes([o.numpy() for o in out], models.reference_two_in_two_out(x, y))
+
+    def test_threads_share_a_program(self):
+        program = self.load(self.blob)
+        results, errors = {}, []
+
+        def work(seed):
+            try:
+                for k in range(2):
+                    x, y = models.random_input(seed + k), models.random_input(seed + k + 50)
+                    results[seed, k] = (program.run(x, y), models.reference_two_in_two_out(x, y))
+            except Exception as error:  # reported by the main thread
+                errors.append(error)
+        threads = [threading.Thread(target=work, args=(100 * t,)) for t in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(len(results), 6)
+        for actual, expected in results.values():
+            self.assert_same_bytes(actual, expected)
 
     def test_blob_with_torch_gives_tensors(self):
         import torch
@@ -154,6 +207,20 @@ class RuntimeTest(unittest.TestCase):
             self.assertEqual(program.validation_message_count, 0)
         self.assertIn("closed", repr(program))
         program.close()  # again: nothing happens
+
+
+@unittest.skipIf(_execute.BINDING != "extension", "RuntimeTest ran through ctypes already")
+class CtypesBindingTest(RuntimeTest):
+    """RuntimeTest again, through the ctypes binding, the fallback where the extension module
+    is not built or cannot be loaded."""
+    bind = staticmethod(_execute.ctypes_call)
+
+
+class BindingChoiceTest(unittest.TestCase):
+    def test_the_extension_module_serves_where_it_is_built(self):
+        # CTest says whether this build made it (python/CMakeLists.txt: Python headers found).
+        expected = {"1": "extension", "0": "ctypes"}[os.environ["VKD_EXPECT_EXTENSION"]]
+        self.assertEqual(_execute.BINDING, expected)
 
 
 if __name__ == "__main__":

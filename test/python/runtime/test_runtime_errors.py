@@ -15,7 +15,7 @@ import numpy as np
 
 import runtime_models as models
 from vkdelegate import _native, runtime
-from vkdelegate.runtime import Status, VkdError
+from vkdelegate.runtime import Status, VkdError, _execute
 
 
 class LoadErrorsTest(unittest.TestCase):
@@ -102,19 +102,23 @@ class LoadErrorsTest(unittest.TestCase):
 
 
 class RunErrorsTest(unittest.TestCase):
+    bind = None  # the binding run() chose; a subclass names another
+
     @classmethod
     def setUpClass(cls):
         cls.dir = Path(tempfile.mkdtemp(prefix="vkd_runtime_errors_"))
         cls.program = runtime.load(models.compile_graph(models.TWO_IN_TWO_OUT, cls.dir, "two"))
+        if cls.bind is not None:
+            cls.program._call = cls.bind(cls.program._plan)
 
     @classmethod
     def tearDownClass(cls):
         cls.program.close()
         shutil.rmtree(cls.dir)
 
-    def assert_run_fails(self, args, message):
+    def assert_run_fails(self, args, message, out=None):
         with self.assertRaises(VkdError) as caught:
-            self.program.run(*args)
+            self.program.run(*args, out=out)
         self.assertEqual(caught.exception.status, Status.INVALID_ARGUMENT)
         self.assertEqual(str(caught.exception), message)
 
@@ -128,10 +132,60 @@ class RunErrorsTest(unittest.TestCase):
                                                "compiled for [1,4,6,10]")
         self.assert_run_fails([x, x[0]], "input 1 'y' has shape [4,6,10], the model was "
                                          "compiled for [1,4,6,10]")
+        self.assert_run_fails([x.astype(">f4"), x], "input 0 'x' is float32, got >f4")
         with self.assertRaises(TypeError) as caught:
             self.program.run(x, x.tolist())
         self.assertEqual(str(caught.exception),
                          "input 1 'y': expected a numpy array or a torch CPU tensor, got list")
+        self.assertEqual(self.program.last_timings, [])  # a failed run leaves none
+
+    def test_out_errors(self):
+        import torch
+        x, y = models.random_input(1), models.random_input(2)
+        good = [np.full(s.shape, 7.0, s.dtype) for s in self.program.outputs]
+        shared = np.zeros(good[0].size + good[1].size - 10, np.float32)
+        overlapping = [shared[:good[0].size].reshape(good[0].shape),
+                       shared[-good[1].size:].reshape(good[1].shape)]
+        read_only = good[0].copy()
+        read_only.flags.writeable = False
+        strided = np.zeros(good[0].shape[:3] + (20,), np.float32)[..., ::2]
+        cases = [
+            ([good[0]], "run(): out= takes 2 array(s) (sum, pooled), got 1"),
+            ([good[0].astype(np.float64), good[1]], "out[0] 'sum' is float32, got float64"),
+            ([good[0], good[1][..., :4]], "out[1] 'pooled' has shape [1,4,3,4], the model was "
+                                          "compiled for [1,4,3,5]"),
+            ([read_only, good[1]], "out[0] 'sum' is read-only"),
+            ([strided, good[1]], "out[0] 'sum' is not C-contiguous; the outputs are written "
+                                 "whole"),
+            ([x, good[1]], "out[0] 'sum' shares memory with input 0 'x'"),
+            ([good[0], y[:, :, :3, :5]], "out[1] 'pooled' is not C-contiguous; the outputs are "
+                                         "written whole"),
+            (overlapping, "out[1] 'pooled' shares memory with out[0] 'sum'"),
+            ([torch.zeros(good[0].shape, requires_grad=True), good[1]],
+             "out[0] 'sum' requires grad; pass one that does not (.detach())"),
+            ([torch.zeros(good[0].shape, dtype=torch.float64), good[1]],
+             "out[0] 'sum' is float32, got torch.float64"),
+            ([torch.zeros(strided.shape[:3] + (20,))[..., ::2], good[1]],
+             "out[0] 'sum' is not contiguous; the outputs are written whole"),
+        ]
+        def contents(o):
+            return (o.detach().numpy() if isinstance(o, torch.Tensor) else o).tobytes()
+
+        for out, message in cases:
+            with self.subTest(message=message):
+                before = [contents(o) for o in out]
+                self.assert_run_fails([x, y], message, out=out)
+                # Nothing the caller gave is written to.
+                self.assertEqual([contents(o) for o in out], before)
+        for out in (good[0], "sum"):
+            with self.subTest(out=out), self.assertRaises(TypeError) as caught:
+                self.program.run(x, y, out=out)
+            self.assertEqual(str(caught.exception), "run(): out= takes a list or tuple of "
+                             f"arrays, one per output, got {type(out).__name__}")
+        with self.assertRaises(TypeError) as caught:
+            self.program.run(x, y, out=[good[0], good[1].tolist()])
+        self.assertEqual(str(caught.exception),
+                         "out[1] 'pooled': expected a numpy array or a torch CPU tensor, got list")
         self.assertEqual(self.program.last_timings, [])  # a failed run leaves none
 
     def test_tensor_errors(self):
@@ -162,6 +216,12 @@ class RunErrorsTest(unittest.TestCase):
             with self.assertRaises(VkdError) as caught:
                 call()
             self.assertEqual(str(caught.exception), f"the program of {program.path} is closed")
+
+
+@unittest.skipIf(_execute.BINDING != "extension", "RunErrorsTest ran through ctypes already")
+class CtypesRunErrorsTest(RunErrorsTest):
+    """RunErrorsTest again, through the ctypes binding: it refuses the same arguments."""
+    bind = staticmethod(_execute.ctypes_call)
 
 
 class LibraryLookupTest(unittest.TestCase):
