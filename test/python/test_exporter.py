@@ -34,7 +34,7 @@ from vkdelegate.export.quantization import convert_ptq
 from vkdelegate.export.walk import ir_value_names
 from vkdelegate.quantizer import VkdQuantizer
 
-SHAPE = (1, 3, 64, 64)
+SHAPE = (1, 3, 32, 32)
 QUANTIZE = torch.ops.quantized_decomposed.quantize_per_tensor.default
 SMOOTH_ACTIVATIONS = {"aten.hardswish", "aten.hardsigmoid", "aten.sigmoid", "aten.tanh",
                       "aten.silu", "aten.gelu", "aten.elu", "aten.leaky_relu"}
@@ -609,7 +609,7 @@ class ModelExportTest(unittest.TestCase):
             ("aten.transpose_copy.int", {"dim0": 2, "dim1": 3}),  # y.transpose(2, 3)
             ("aten.transpose_copy.int", {"dim0": -1, "dim1": -2})])  # torch.swapaxes
         views = [n["args"]["size"] for n in nodes if n["op"] == "aten.view_copy"]
-        self.assertEqual(views[:2], [[1, 2, 4, 64, 64], [1, 8, 64, 64]])
+        self.assertEqual(views[:2], [[1, 2, 4, 32, 32], [1, 8, 32, 32]])
 
     def test_tiny_unet_transposed(self):
         """ConvTranspose2d as aten.convolution(transposed=True) with PyTorch's weight
@@ -680,8 +680,8 @@ class ModelExportTest(unittest.TestCase):
         }
         for name, ops in expect.items():
             torch.manual_seed(0)
-            graph, _ = self.export_and_check(name, architecture_pattern(name, 32),
-                                             expect_ops=ops, shape=(1, 3, 32, 32))
+            graph, _ = self.export_and_check(name, architecture_pattern(name, SHAPE[-1]),
+                                             expect_ops=ops)
             values = graph["values"]
             for n in graph["nodes"]:
                 if n["op"] != "aten.batch_norm":
@@ -723,8 +723,7 @@ class ModelExportTest(unittest.TestCase):
 
     def test_per_tensor_weights(self):
         torch.manual_seed(0)
-        graph, _ = self.export_and_check("tiny_unet_per_tensor", tiny_unet(), per_channel=False,
-                                         shape=(1, 3, 32, 32))
+        graph, _ = self.export_and_check("tiny_unet_per_tensor", tiny_unet(), per_channel=False)
         ops = {n["op"] for n in graph["nodes"]}
         self.assertNotIn("quantized_decomposed.dequantize_per_channel", ops)
 

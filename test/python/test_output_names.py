@@ -10,7 +10,6 @@ and aux.npy hold the model's "out" and "aux".
 """
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -111,13 +110,11 @@ class OutputNamesTest(unittest.TestCase):
         if not vkd:
             self.skipTest("no vkd binary: CTest passes VKD=<the built vkd>")
         with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-            done = subprocess.run(
-                [sys.executable, "-m", "vkdelegate.export",
-                 "--model", f"{cli_models.__file__}:dict_outputs", "--input-shape", "1,3,8,8",
-                 "--calibration", "random:2", "--observer", "minmax", "--seed", "5",
-                 "-o", d, "--compile", vkd], capture_output=True, text=True, env=env)
-            self.assertEqual(done.returncode, 0, done.stderr)
+            status, _, err = reference.run_cli(
+                "--model", f"{cli_models.__file__}:dict_outputs", "--input-shape", "1,3,8,8",
+                "--calibration", "random:2", "--observer", "minmax", "--seed", "5", "-o", d,
+                "--compile", vkd)
+            self.assertEqual(status, 0, err)
             x = os.path.join(d, "dict_outputs.input.npy")
             run = subprocess.run([vkd, "run", os.path.join(d, "dict_outputs.vkd"),
                                   "--input", f"x={x}", "--output-dir", os.path.join(d, "run")],

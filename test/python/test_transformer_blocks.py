@@ -19,7 +19,6 @@ This file is also the CLI's --model file (FACTORY transformer_blocks).
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -165,14 +164,13 @@ class TransformerBlocksTest(unittest.TestCase):
         vkd = os.environ.get("VKD")
         if not vkd:
             self.skipTest("no vkd binary: CTest passes VKD=<the built vkd>")
+        from test_exporter import run_cli  # the CLI in this process
         with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-            done = subprocess.run(
-                [sys.executable, "-m", "vkdelegate.export", "--model",
-                 f"{os.path.abspath(__file__)}:transformer_blocks", "--input-shape", "1,3,8,8",
-                 "--calibration", "random:2", "--observer", "minmax", "--seed", str(SEED),
-                 "-o", d, "--name", "m"], capture_output=True, text=True, env=env)
-            self.assertEqual(done.returncode, 0, done.stderr)
+            status, _, err = run_cli(
+                "--model", f"{os.path.abspath(__file__)}:transformer_blocks", "--input-shape",
+                "1,3,8,8", "--calibration", "random:2", "--observer", "minmax", "--seed",
+                str(SEED), "-o", d, "--name", "m")
+            self.assertEqual(status, 0, err)
             m = os.path.join(d, "m")
             done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
                                    "--partition", "-o", m + ".vkd"], capture_output=True, text=True)
