@@ -2,10 +2,11 @@
 
 Each probe below is a tiny float model around one PyTorch op or module (or one pattern the
 compiler fuses). The table says what really happens to it: the probe goes through the
-exporter's route (torch.export, VkdQuantizer, convert_pt2e, the graph IR), then `vkd compile`; the backend ops of the compiled graph are what
-it runs as on the GPU. A probe that plain `vkd compile` refuses is tried with `--partition`: if
-that writes a plan, the op runs on the host (the CPU reference interpreter); if not, the op is
-refused, and the table gives the first line of the reason. So the table follows the quantizer,
+exporter's route (torch.export, VkdQuantizer, convert_pt2e, the graph IR), then `vkd compile`;
+the backend ops of the compiled graph are what it runs as on the GPU. A probe that plain `vkd
+compile` refuses is tried with `--partition`: if that writes a plan, the op runs on the host
+(the CPU reference interpreter); if not, the op is refused, and the table gives the first line
+of the reason. So the table follows the quantizer,
 the exporter's handlers and the compiler's op descriptors by construction; only the list of
 probes is written by hand (a new handler or compiler op gets one).
 

@@ -864,18 +864,21 @@ class MulPoolNet(torch.nn.Module):
 
 
 class Int8MappingTest(unittest.TestCase):
-    def test_quint8_maps_to_int8_exactly(self):
-        """PyTorch's quint8 quantize minus 128 equals the IR's int8 quantize with the shifted
-        zero point and range (graph IR rounding: half to even)."""
+    def test_uint8_maps_to_int8_exactly(self):
+        """A PT2E uint8 quantize (a quantizer with unsigned activations) minus 128 equals the
+        IR's int8 quantize with the shifted zero point and range (graph IR rounding: half to
+        even)."""
         from vkdelegate.export.walk import int8_qargs
         gen = torch.Generator().manual_seed(3)
         x = torch.randn(10000, generator=gen) * 4
         x[:4] = torch.tensor([0.5, 1.5, -0.5, -2.5]) * 0.0625  # exact ties at scale 1/16
         for scale, zp in [(0.0625, 128), (0.031372549, 17), (0.1, 250)]:
             scale32 = float(np.float32(scale))
-            ref = torch.quantize_per_tensor(x, scale32, zp, torch.quint8).int_repr().numpy()
-            args = int8_qargs(scale32, zp, torch.quint8)
-            self.assertEqual((args["quant_min"], args["quant_max"]), (-128, 127))
+            ref = torch.ops.quantized_decomposed.quantize_per_tensor(
+                x, scale32, zp, 0, 255, torch.uint8).numpy()
+            args = int8_qargs(scale32, zp, torch.uint8, 0, 255)
+            self.assertEqual((args["zero_point"], args["quant_min"], args["quant_max"]),
+                             (zp - 128, -128, 127))
             got = ref_quantize(x.numpy(), args)
             np.testing.assert_array_equal(got.astype(np.int32), ref.astype(np.int32) - 128)
 
