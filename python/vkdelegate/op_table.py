@@ -10,8 +10,8 @@ of the reason. So the table follows the quantizer,
 the exporter's handlers and the compiler's op descriptors by construction; only the list of
 probes is written by hand (a new handler or compiler op gets one).
 
-    python3 -m vkdelegate.op_table --vkd build/vkd --check README.md    (the CTest)
-    python3 -m vkdelegate.op_table --vkd build/vkd --write README.md    (after a change)
+    .venv/bin/python -m vkdelegate.op_table --vkd build/vkd --check README.md    (the CTest)
+    .venv/bin/python -m vkdelegate.op_table --vkd build/vkd --write README.md    (after a change)
 
 The table lives in README.md between the lines `<!-- pytorch-ops:begin -->` and
 `<!-- pytorch-ops:end -->`.
@@ -307,7 +307,7 @@ def main(argv=None):
         return 0
     if wanted != text:
         print(f"{path}: the PyTorch op table is out of date; regenerate it with\n"
-              f"  PYTHONPATH=python python3 -m vkdelegate.op_table --vkd {args.vkd} "
+              f"  PYTHONPATH=python .venv/bin/python -m vkdelegate.op_table --vkd {args.vkd} "
               f"--write {path}\nIt should read:\n{body}", file=sys.stderr)
         return 1
     print(f"{path}: the PyTorch op table matches the tools ({len(PROBES)} probes)")

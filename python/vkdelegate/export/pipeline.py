@@ -60,7 +60,7 @@ def as_graph_module(program):
 
 
 def model_outputs(gm, name):
-    """(name, FX node) for each tensor the model returns, named after the model's own names for
+    """(name, graph node) for each tensor the model returns, named after the model's own names for
     them (ir.named_leaves of the output structure torch.export recorded); anything else it
     returns is the user's error, named."""
     output = next(n for n in gm.graph.nodes if n.op == "output")
