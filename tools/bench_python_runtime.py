@@ -1,25 +1,29 @@
 #!/usr/bin/env python3
 """What vkdelegate.runtime costs per run() over calling the C API (vkd_model_execute) directly,
-on one model (default: refinenet_lite, built by examples/refinenet_lite/run.sh). The README's
-"Python runtime" passage and python/README.md quote it.
+on one model (default: refinenet_lite, built by examples/refinenet_lite/run.sh), through each
+binding this Python can load: the extension module vkd_execute (python/native/vkd_execute.c),
+which run() uses where it is built, and ctypes, the fallback. The README's "Python runtime"
+passage and python/README.md quote it.
 
 All in this process, on one loaded model; tools/bench_python_runtime.c, compiled here with cc and
-loaded next to libvkdmodel, stands in for vkd_model_execute where a measure needs it:
+loaded next to libvkdmodel, stands in for vkd_model_execute in the program's call plan:
   in situ   each run() timed from Python and the vkd_model_execute inside it timed from C: the
-            difference is what the binding adds to a call (argument checks, output allocation,
-            ctypes), free of the device's run-to-run spread. It includes what the machine
-            charges the first Python code after a long call: on a loaded machine, other
-            processes run meanwhile and leave cold caches behind (the "load" figure says how
-            busy the CPUs were).
-  bare      the same for a ctypes call of vkd_model_execute on fixed buffers and nothing else:
-            the least any Python caller pays, in situ.
+            difference is what the binding adds to a call over a C caller's call on the same
+            handle and inputs (argument checks, output allocation, the call), free of the
+            device's run-to-run spread. It includes what the machine charges the first code
+            after a long device run (cold caches, other processes having run meanwhile: the
+            "load" figure says how busy the CPUs were). Only run() is timed, called as a user
+            calls it: the outputs of the previous call are freed before the clock starts, as a
+            caller's loop frees them. numpy: new output arrays each run; numpy out=: written
+            into arrays made once; torch: CPU tensors in and out.
+  bare      the binding's C call alone on fixed arrays, in situ: what any caller of that
+            binding pays, with no checks and no allocation.
   alone     run() with a C function that returns at once in vkd_model_execute's place, back to
             back: the binding's own work on warm caches.
   loops     blocks of run() and blocks of a C loop of vkd_model_execute on fixed buffers,
             interleaved; the medians' difference is dominated by the device's spread (software
             devices vary by milliseconds) and bounds the binding's cost only loosely.
-Numpy inputs, and torch CPU tensors when torch imports. Every figure is printed with the device
-it ran on; the last line is the JSON of all of them.
+Every figure is printed with the device it ran on; the last line is the JSON of all of them.
 
 Usage: PYTHONPATH=python python3 tools/bench_python_runtime.py [--model M.vkd|M.partition.json]
            [--runs 200] [--blocks 6] [--no-torch] [--json FILE]
@@ -38,8 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from vkdelegate import _native, runtime
-from vkdelegate.runtime import _capi
-from vkdelegate.runtime.program import _tensor_slots
+from vkdelegate.runtime import _capi, _execute
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = REPO / "build/examples/refinenet_lite/refinenet_lite.vkd"
@@ -84,59 +87,101 @@ def summary(ns):
             "p90_us": us[int(0.9 * (len(us) - 1))], "runs": len(us)}
 
 
-def timed_runs(program, args, runs, after_each=None):
-    walls, extra = [], []
+def address(function) -> int:
+    return _execute.function_address(function)
+
+
+def swap_call(program, binder, function):
+    """Makes `program` call `function` (the helper's stand-in) through `binder`; returns what
+    restore_call takes back."""
+    saved = program._plan, program._call
+    program._plan = _execute.make_plan(address(function), program._handle, program.inputs,
+                                       program.outputs)
+    program._call = binder(program._plan)
+    return saved
+
+
+def restore_call(program, saved):
+    program._plan, program._call = saved
+
+
+def timed_runs(program, args, runs, out=None, after_each=None):
+    """run() walls, each call alone in the timed region (see the module's "in situ")."""
+    run, clock = program.run, time.perf_counter_ns
+    walls, extra, result = [], [], None
     for _ in range(runs):
-        t0 = time.perf_counter_ns()
-        program.run(*args)
-        walls.append(time.perf_counter_ns() - t0)
+        result = None  # the previous outputs freed before the clock starts
+        if out is None:
+            t0 = clock()
+            result = run(*args)
+            t1 = clock()
+        else:
+            t0 = clock()
+            result = run(*args, out=out)
+            t1 = clock()
+        walls.append(t1 - t0)
         if after_each:
             extra.append(after_each())
     return walls, extra
 
 
-def in_situ(program, helper, args, runs):
+def in_situ(program, binder, helper, args, runs, out=None):
     """run() wall, the C execute inside it, and their difference per call."""
-    original, program._execute = program._execute, helper.bench_timed_execute
+    saved = swap_call(program, binder, helper.bench_timed_execute)
     try:
-        walls, inside = timed_runs(program, args, runs, helper.bench_last_execute_ns)
+        walls, inside = timed_runs(program, args, runs, out, helper.bench_last_execute_ns)
     finally:
-        program._execute = original
+        restore_call(program, saved)
     return {"run": summary(walls), "c_execute": summary(inside),
             "overhead": summary([w - c for w, c in zip(walls, inside)])}
 
 
-def alone(program, helper, args, runs):
+def alone(program, binder, helper, args, runs, out=None):
     """run() wall with a no-op in vkd_model_execute's place."""
-    original, program._execute = program._execute, helper.bench_noop_execute
+    saved = swap_call(program, binder, helper.bench_noop_execute)
     try:
-        walls, _ = timed_runs(program, args, 10 * runs)
+        walls, _ = timed_runs(program, args, 10 * runs, out)
     finally:
-        program._execute = original
+        restore_call(program, saved)
     return summary(walls)
 
 
-def bare(program, helper, args, runs):
-    """The least a Python caller can do: the ctypes call alone on fixed buffers, in situ (wall
+def bare(program, binding, helper, args, runs):
+    """The least a caller of `binding` can do: its C call alone on fixed arrays, in situ (wall
     from Python minus vkd_model_execute timed inside)."""
-    in_slots, out_slots, _keep = fixed_slots(program, args)
-    call, handle, n_in, n_out = helper.bench_timed_execute, program._handle, len(args), \
-        len(out_slots)
+    plan = _execute.make_plan(address(helper.bench_timed_execute), program._handle,
+                              program.inputs, program.outputs)
+    inputs, outputs = tuple(args), [np.empty(s.shape, s.dtype) for s in program.outputs]
+    if binding == "extension":
+        call, call_args = _execute.extension_call(plan), (inputs, outputs)
+    else:  # the ctypes function on vkd_tensor arrays filled once
+        for array, slot in zip(inputs + tuple(outputs),
+                               list(plan.input_slots) + list(plan.output_slots)):
+            slot.data = array.ctypes.data
+        call = _execute.ctypes_call(plan)._execute
+        call_args = (program._handle.value, plan.input_slots, len(inputs), plan.output_slots,
+                     len(outputs))
+    clock, last = time.perf_counter_ns, helper.bench_last_execute_ns
     overhead = []
     for _ in range(runs):
-        t0 = time.perf_counter_ns()
-        call(handle, in_slots, n_in, out_slots, n_out)
-        overhead.append(time.perf_counter_ns() - t0 - helper.bench_last_execute_ns())
+        t0 = clock()
+        status = call(*call_args)
+        t1 = clock()
+        if status != 0:
+            raise runtime.VkdError(status, f"bare {binding} call failed")
+        overhead.append(t1 - t0 - last())
     return summary(overhead)
 
 
 def fixed_slots(program, args):
-    """vkd_tensor arrays on `args` and on output buffers made once (kept alive by the caller)."""
+    """A plan's vkd_tensor arrays on `args` and on output buffers made once (kept alive by the
+    caller with the plan)."""
     outputs = [np.empty(s.shape, s.dtype) for s in program.outputs]
-    in_slots, out_slots = _tensor_slots(program.inputs), _tensor_slots(program.outputs)
-    for array, slot in zip(list(args) + outputs, list(in_slots) + list(out_slots)):
+    plan = _execute.make_plan(0, program._handle, program.inputs, program.outputs)
+    for array, slot in zip(list(args) + outputs,
+                           list(plan.input_slots) + list(plan.output_slots)):
         slot.data = array.ctypes.data
-    return in_slots, out_slots, outputs
+    return plan.input_slots, plan.output_slots, (plan, outputs)
 
 
 def c_loop(program, helper, args, runs):
@@ -160,27 +205,48 @@ def loops(program, helper, args, runs, blocks):
     return {"c_loop": c, "run_loop": py, "median_difference_us": py["median_us"] - c["median_us"]}
 
 
-def measure(program, helper, args, opts):
-    return {"in_situ": in_situ(program, helper, args, opts.runs),
-            "alone": alone(program, helper, args, opts.runs)}
+def bindings():
+    """(name, binder) of every binding this Python can load, run()'s own first."""
+    found = [("extension", _execute.extension_call)] if _execute.BINDING == "extension" else []
+    return found + [("ctypes", _execute.ctypes_call)]
+
+
+def measure(program, helper, args, torch, opts):
+    result = {}
+    for name, binder in bindings():
+        r = {"numpy": {"in_situ": in_situ(program, binder, helper, args, opts.runs),
+                       "alone": alone(program, binder, helper, args, opts.runs)}}
+        out = [np.empty(s.shape, s.dtype) for s in program.outputs]
+        r["numpy_out"] = {"in_situ": in_situ(program, binder, helper, args, opts.runs, out),
+                          "alone": alone(program, binder, helper, args, opts.runs, out)}
+        if torch is not None:
+            tensors = [torch.from_numpy(a) for a in args]
+            r["torch"] = {"in_situ": in_situ(program, binder, helper, tensors, opts.runs),
+                          "alone": alone(program, binder, helper, tensors, opts.runs)}
+        r["bare_call"] = bare(program, name, helper, args, opts.runs)
+        result[name] = r
+    return result
 
 
 def report(result, name):
     device, load = result["device"], result["load"]
-    for kind in ("numpy", "torch"):
-        if kind not in result:
-            continue
-        r, a = result[kind]["in_situ"], result[kind]["alone"]
-        print(f"{name} on {device}, {kind} inputs: run() adds {r['overhead']['median_us']:.2f} us "
-              f"per call in situ (median; p90 {r['overhead']['p90_us']:.2f}, min "
-              f"{r['overhead']['min_us']:.2f}; {r['overhead']['runs']} runs, vkd_model_execute "
-              f"{r['c_execute']['median_us']:.0f} us median; load {load})")
-        print(f"{name} on {device}, {kind} inputs: run() alone (no-op in place of the C call) "
-              f"{a['median_us']:.2f} us median, min {a['min_us']:.2f} ({a['runs']} runs)")
-    b = result["bare_ctypes_call"]
-    print(f"{name} on {device}: a bare ctypes call of vkd_model_execute on fixed buffers adds "
-          f"{b['median_us']:.2f} us in situ (median; p90 {b['p90_us']:.2f}, min "
-          f"{b['min_us']:.2f}): what any Python caller pays after the call")
+    execute = result["c_execute_median_us"]
+    print(f"{name} on {device}: vkd_model_execute {execute:.0f} us median; load {load}")
+    for binding, r in result["bindings"].items():
+        chosen = " (run() uses it)" if binding == result["binding"] else ""
+        print(f"{name} on {device}, {binding} binding{chosen}: what run() adds per call "
+              "(median; p90, min):")
+        for kind, label in (("numpy", "numpy, new outputs"), ("numpy_out", "numpy, out="),
+                            ("torch", "torch tensors")):
+            if kind not in r:
+                continue
+            o, a = r[kind]["in_situ"]["overhead"], r[kind]["alone"]
+            print(f"  {label:18s} in situ {o['median_us']:7.2f} us ({o['p90_us']:.2f}, "
+                  f"{o['min_us']:.2f}; {o['runs']} runs)   alone {a['median_us']:6.2f} us "
+                  f"({a['min_us']:.2f} min; {a['runs']} runs)")
+        b = r["bare_call"]
+        print(f"  {'bare C call':18s} in situ {b['median_us']:7.2f} us ({b['p90_us']:.2f}, "
+              f"{b['min_us']:.2f}): the least a caller of this binding pays")
     lp = result["loops"]
     print(f"{name} on {device}: interleaved loops, C vkd_model_execute median "
           f"{lp['c_loop']['median_us']:.0f} us, run() median {lp['run_loop']['median_us']:.0f} "
@@ -213,12 +279,12 @@ def main():
         for _ in range(opts.warmup):
             program.run(*args)
         result = {"model": str(opts.model), "device": program.device,
-                  "numpy": measure(program, helper, args, opts)}
-        if torch is not None:
-            result["torch"] = measure(program, helper, [torch.from_numpy(a) for a in args], opts)
-        result["bare_ctypes_call"] = bare(program, helper, args, opts.runs)
+                  "binding": _execute.BINDING,
+                  "bindings": measure(program, helper, args, torch, opts)}
         result["loops"] = loops(program, helper, args, opts.runs, opts.blocks)
         result["validation_messages"] = program.validation_message_count
+    first = result["bindings"][_execute.BINDING]["numpy"]["in_situ"]["c_execute"]
+    result["c_execute_median_us"] = first["median_us"]
     result["load"] = (f"{os.getloadavg()[0]:.1f} runnable on {os.cpu_count()} CPUs (1-minute "
                       "load average)")
 

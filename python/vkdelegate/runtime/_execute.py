@@ -23,6 +23,8 @@ from vkdelegate import _native
 from vkdelegate.runtime import _capi
 from vkdelegate.runtime.arguments import data_address
 
+_addressof, _char_view = ctypes.addressof, ctypes.c_char.from_buffer
+
 EXTENSION_FILE = "vkd_execute.abi3.so"
 _MODULE_NAME = "vkdelegate.runtime.vkd_execute"  # PyInit_vkd_execute
 
@@ -86,30 +88,39 @@ class _CtypesCall:
         if (type(outputs) not in (list, tuple) or len(inputs) != len(self._in_specs)
                 or len(outputs) != len(self._out_specs)):
             return None
-        in_addresses, out_addresses = [], []
+        in_addresses = []
         for v, s in zip(inputs, self._in_specs):
             if (type(v) is not np.ndarray or v.dtype != s.dtype or v.shape != s.shape
                     or not v.flags.c_contiguous):
                 return None
-            in_addresses.append(data_address(v))
+            in_addresses.append(data_address(v))  # read-only ones too
+        out_addresses = []
         for v, s in zip(outputs, self._out_specs):
-            if (type(v) is not np.ndarray or v.dtype != s.dtype or v.shape != s.shape
-                    or not v.flags.c_contiguous or not v.flags.writeable):
+            if type(v) is not np.ndarray or v.dtype != s.dtype or v.shape != s.shape:
                 return None
-            out_addresses.append(data_address(v))
-        # An output must share no byte with any other argument (the extension checks the same).
-        ranges = list(zip(in_addresses, self._in_bytes))
-        for address, size in zip(out_addresses, self._out_bytes):
-            for other, other_size in ranges:
-                if size and other_size and address < other + other_size and other < address + size:
-                    return None
-            ranges.append((address, size))
+            try:  # ctypes' view exists only of a C-contiguous, writable buffer
+                out_addresses.append(_addressof(_char_view(v)))
+            except (TypeError, ValueError):
+                return None
+        if self._outputs_overlap(in_addresses, out_addresses):
+            return None
         for address, slot in zip(in_addresses, self._in_slots):
             slot.data = address
         for address, slot in zip(out_addresses, self._out_slots):
             slot.data = address
         return self._execute(self._handle, self._in_slots, len(in_addresses), self._out_slots,
                              len(out_addresses))
+
+    def _outputs_overlap(self, in_addresses, out_addresses):
+        """Whether an output shares a byte with another argument (the extension checks the
+        same)."""
+        ranges = list(zip(in_addresses, self._in_bytes))
+        for address, size in zip(out_addresses, self._out_bytes):
+            for other, other_size in ranges:
+                if size and other_size and address < other + other_size and other < address + size:
+                    return True
+            ranges.append((address, size))
+        return False
 
 
 def ctypes_call(plan: CallPlan):

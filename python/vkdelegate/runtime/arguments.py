@@ -116,8 +116,9 @@ def prepare_outputs(out, specs, inputs, input_specs):
     """run(out=...): a list of numpy arrays over the memory of `out`'s arrays or tensors, which
     the library writes the outputs into. Each must be of its output's dtype and shape,
     C-contiguous, writable, and share no memory with an input (`inputs`, the prepared arrays,
-    described by `input_specs`) or another output. VkdError (INVALID_ARGUMENT) naming the one that is not; TypeError for `out`
-    not a list or tuple, or an element neither an array nor a tensor."""
+    described by `input_specs`) or another output. VkdError (INVALID_ARGUMENT) naming the one
+    that is not; TypeError for `out` not a list or tuple, or an element neither an array nor a
+    tensor."""
     if not isinstance(out, (list, tuple)):
         raise TypeError(f"run(): out= takes a list or tuple of arrays, one per output, got "
                         f"{type(out).__name__}")
