@@ -121,6 +121,23 @@ class CatTwice(nn.Module):
         return torch.cat([y, y], 1)
 
 
+class SharedConvOutput(nn.Module):
+    """The conv's result read by a batch norm and by something else (the residual add of a
+    pre-activation block, a DenseNet cat; here the model's first output)."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        with torch.no_grad():  # a batch norm far from the identity, so folding it shows
+            self.bn.weight.uniform_(2.0, 3.0)
+            self.bn.bias.uniform_(1.0, 2.0)
+            self.bn.running_mean.uniform_(-1.0, 1.0)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y, torch.relu(self.bn(y))
+
+
 class VkdQuantizerTest(unittest.TestCase):
     def test_weights_per_channel_symmetric(self):
         """Per output channel, scale max|w_c| / 127, zero point 0, ints in [-127, 127]."""
@@ -230,6 +247,22 @@ class VkdQuantizerTest(unittest.TestCase):
         torch.manual_seed(0)
         _, converted = pt2e(CatTwice(), samples((1, 3, 4, 4)), VkdQuantizer(observer="minmax"))
         self.assertEqual(quantize_of(converted, "cat")[:2], quantize_of(converted, "conv2d")[:2])
+
+    def test_batch_norm_of_a_shared_conv_is_kept(self):
+        """A batch norm whose conv's result has another reader stays standalone: prepare_pt2e
+        folds it into the conv regardless, and the other reader then got normalized values
+        (cosine 0.4-0.6 against the float model on the architecture patterns before). The
+        quantized model's conv output must stay within int8 error of the float one."""
+        torch.manual_seed(0)
+        model = SharedConvOutput().eval()
+        xs = samples((1, 3, 8, 8), 4)
+        converted = quantize(model, (xs[0],), xs, observer="minmax").converted
+        with torch.no_grad():
+            want, got = (m(xs[1])[0].numpy().ravel() for m in (model, converted))
+        cosine = float(want @ got / np.linalg.norm(want) / np.linalg.norm(got))
+        self.assertGreater(cosine, 0.999)
+        targets = [str(n.target) for n in converted.graph.nodes]
+        self.assertIn("aten.batch_norm.default", targets)
 
     def test_observers_and_activation_range(self):
         """Histogram observers by default, MinMax on request; activations int8 over the full

@@ -38,12 +38,39 @@ def capture(model, example_inputs):
     nn.MultiheadAttention is made one op first (ops_transformer: changes `model`, a copy)."""
     try:
         model = attention_as_one_op(model.eval())
-        return torch.export.export(model, tuple(example_inputs)).module()
+        return keep_shared_batch_norms(torch.export.export(model, tuple(example_inputs)).module())
     except ExportError:
         raise
     except Exception as e:  # the model's code cannot be captured, or PyTorch refused it
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise ExportError(f"torch.export failed on the model: {type(e).__name__}: {first}") from e
+
+
+_BATCH_NORMS = (torch.ops.aten.batch_norm.default,
+                torch.ops.aten._native_batch_norm_legit_no_training.default)
+_FOLDED_INTO = ("conv", "linear")  # the producers prepare_pt2e folds a batch norm into
+
+
+def keep_shared_batch_norms(gm):
+    """`gm` with a clone between a batch norm and its conv / linear where that conv's result
+    has other readers too (a pre-activation block: the stem conv feeds bn1 and the residual
+    add; a DenseNet layer: norm1 and the cat). prepare_pt2e folds every batch norm into the
+    conv before it (torchao's _fuse_conv_bn_ / _fuse_linear_bn_) without looking at the conv's
+    other readers, which then see normalized values: a wrong model. Behind the clone the batch
+    norm stays standalone (q8ta_batch_norm), as the model computes it; the clone shares its
+    input's quantization and folds away in the compiler."""
+    for bn in [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _BATCH_NORMS]:
+        producer = bn.args[0]
+        if not isinstance(producer, torch.fx.Node) or producer.op != "call_function" or \
+                not any(k in str(producer.target) for k in _FOLDED_INTO) or \
+                len(producer.users) == 1:
+            continue
+        with gm.graph.inserting_before(bn):
+            clone = gm.graph.call_function(torch.ops.aten.clone.default, (producer,))
+        clone.meta["val"] = producer.meta.get("val")
+        bn.replace_input_with(producer, clone)
+    gm.recompile()
+    return gm
 
 
 def quantize(model, example_inputs, calibration, per_channel=True, observer="histogram",
