@@ -269,7 +269,7 @@ def recalibrate_batchnorm(model, input_shape, batches=4, seed=0):
 
 def scale_residual_branches(model, gamma):
     """Sets the weight of the last batch norm of every residual branch to `gamma`: torchvision's
-    ResNet blocks and the MobileNetV3 inverted residuals that add their input back.
+    ResNet blocks and the MobileNetV2 / V3 inverted residuals that add their input back.
 
     Trained networks end their residual branches with small batch-norm weights (training with
     zero_init_residual starts them at 0), so each block nudges the residual stream. With the
@@ -280,6 +280,7 @@ def scale_residual_branches(model, gamma):
     0.976 with gamma 1, 0.991 with 0.25),
     so no comparison between two correct int8 engines could be tighter than that.
     """
+    from torchvision.models.mobilenetv2 import InvertedResidual as InvertedResidualV2
     from torchvision.models.mobilenetv3 import InvertedResidual
     from torchvision.models.resnet import BasicBlock, Bottleneck
     with torch.no_grad():
@@ -290,6 +291,8 @@ def scale_residual_branches(model, gamma):
                 m.bn2.weight.fill_(gamma)
             elif isinstance(m, InvertedResidual) and m.use_res_connect:
                 m.block[-1][1].weight.fill_(gamma)  # the projection's (conv, batch norm)
+            elif isinstance(m, InvertedResidualV2) and m.use_res_connect:
+                m.conv[-1].weight.fill_(gamma)  # the projection's batch norm
     return model
 
 
