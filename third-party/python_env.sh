@@ -21,7 +21,15 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 echo "install_deps: installing python/requirements.lock into $venv (torch alone is ~5 GB)"
+# pip warns once per package about a configured local index folder that lacks it (some
+# machines list such folders in pip.conf); those lines are dropped, every other one is shown.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-virtualenv \
-  -r "$lock"
+  -r "$lock" 2> "$log" || status=$?
+grep -v "^WARNING: Location 'file://.*' is ignored: it is neither a file nor a directory.$" \
+  "$log" >&2 || true
+[ "$status" -eq 0 ] || { echo "install_deps: pip failed (exit $status)" >&2; exit "$status"; }
 echo "$want" > "$stamp"
 echo "install_deps: Python environment $venv ready"
