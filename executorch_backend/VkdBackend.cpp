@@ -1,0 +1,204 @@
+// VkdBackend: vkdelegate as an ExecuTorch backend. A .pte's delegated subgraph carries a
+// vkdelegate blob (what `vkd compile` writes); init loads it with vkd::Delegate, execute hands
+// ExecuTorch's tensors to it by position, destroy frees it. Registered under "VkdBackend" by a
+// static initializer, so loading this library (linking it, or ctypes.CDLL from Python after
+// `import executorch.runtime`) is all it takes: both share libexecutorch.so's registry.
+//
+// Nothing here aborts: the blob is untrusted and the library validates it; every failure is an
+// ExecuTorch Error with the library's message logged through ET_LOG.
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
+#include <executorch/runtime/platform/log.h>
+
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "VkdBackend.h"
+#include "vkdelegate/Delegate.hpp"
+
+namespace {
+
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using executorch::runtime::ArrayRef;
+using executorch::runtime::Backend;
+using executorch::runtime::BackendExecutionContext;
+using executorch::runtime::BackendInitContext;
+using executorch::runtime::BackendInterface;
+using executorch::runtime::CompileSpec;
+using executorch::runtime::DelegateHandle;
+using executorch::runtime::EValue;
+using executorch::runtime::Error;
+using executorch::runtime::FreeableBuffer;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+
+// What a delegate call keeps between init and destroy.
+struct VkdHandle {
+  std::unique_ptr<vkd::Delegate> delegate;
+};
+
+// The library's Status as the closest ExecuTorch Error.
+Error to_et_error(vkd::Status status) {
+  switch (status) {
+    case vkd::Status::Ok: return Error::Ok;
+    case vkd::Status::InvalidArgument: return Error::InvalidArgument;
+    case vkd::Status::Unsupported: return Error::NotSupported;
+    case vkd::Status::OutOfMemory: return Error::MemoryAllocationFailed;
+    default: return Error::Internal;  // DeviceLost, VulkanFailure, Timeout, Internal
+  }
+}
+
+// The options every VkdBackend delegate gets: the library's defaults, which read VKD_DEVICE and
+// VKD_VALIDATION; no per-dispatch timestamps (ExecuTorch has its own profiling).
+vkd::DelegateOptions backend_options() {
+  vkd::DelegateOptions options;
+  options.profiling = false;
+  return options;
+}
+
+bool host_dtype_of(ScalarType type, vkd::HostDType* out) {
+  switch (type) {
+    case ScalarType::Float: *out = vkd::HostDType::Float32; return true;
+    case ScalarType::Int: *out = vkd::HostDType::Int32; return true;
+    case ScalarType::Char: *out = vkd::HostDType::Int8; return true;
+    default: return false;
+  }
+}
+
+std::string sizes_text(const std::vector<int64_t>& sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
+// Checks that `tensor` is exactly what the delegate's tensor `info` expects (dtype, sizes, a
+// contiguous CPU tensor); on a mismatch logs one line naming the tensor and returns false.
+bool tensor_matches(const Tensor& tensor, const vkd::TensorInfo& info, const char* role,
+                    size_t index) {
+  std::vector<int64_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
+  vkd::HostDType dtype;
+  if (!host_dtype_of(tensor.scalar_type(), &dtype) || dtype != info.host_dtype) {
+    ET_LOG(Error, "VkdBackend: %s %zu ('%s'): ExecuTorch dtype %d, the blob expects %s", role,
+           index, info.name.c_str(), static_cast<int>(tensor.scalar_type()),
+           vkd::host_dtype_name(info.host_dtype));
+    return false;
+  }
+  if (sizes != info.sizes) {
+    ET_LOG(Error, "VkdBackend: %s %zu ('%s'): ExecuTorch sizes %s, the blob expects %s", role,
+           index, info.name.c_str(), sizes_text(sizes).c_str(), sizes_text(info.sizes).c_str());
+    return false;
+  }
+  if (!executorch::runtime::is_contiguous_dim_order(tensor.dim_order().data(), tensor.dim())) {
+    ET_LOG(Error, "VkdBackend: %s %zu ('%s') is not contiguous (NCHW)", role, index,
+           info.name.c_str());
+    return false;
+  }
+  return true;
+}
+
+class VkdBackend final : public BackendInterface {
+ public:
+  // Available when a Vulkan device can be created. The API has no device query of its own;
+  // Delegate::create makes the device before it reads the blob, so an empty blob fails as
+  // InvalidArgument exactly when a device was made (no device: Unsupported / VulkanFailure).
+  // Asked once per process: ExecuTorch asks for every delegate call it loads.
+  bool is_available() const override {
+    static const bool available = [] {
+      std::unique_ptr<vkd::Delegate> none;
+      std::string message;
+      const vkd::Status status =
+          vkd::Delegate::create(nullptr, 0, backend_options(), &none, &message);
+      if (status != vkd::Status::InvalidArgument) {
+        ET_LOG(Error, "VkdBackend: no usable Vulkan device: %s", message.c_str());
+      }
+      return status == vkd::Status::InvalidArgument;
+    }();
+    return available;
+  }
+
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec> /*compile_specs*/) const override {
+    std::unique_ptr<vkd::Delegate> delegate;
+    std::string message;
+    const vkd::Status status = vkd::Delegate::create(processed->data(), processed->size(),
+                                                     backend_options(), &delegate, &message);
+    processed->Free();  // the delegate holds its own copy of everything it needs
+    if (status != vkd::Status::Ok) {
+      ET_LOG(Error, "VkdBackend: cannot load the delegate blob: %s (%s)", message.c_str(),
+             vkd::status_name(status));
+      return to_et_error(status);
+    }
+    VkdHandle* handle = context.get_runtime_allocator()->allocateInstance<VkdHandle>();
+    if (handle == nullptr) {
+      ET_LOG(Error, "VkdBackend: out of runtime memory for the delegate handle");
+      return Error::MemoryAllocationFailed;
+    }
+    new (handle) VkdHandle{std::move(delegate)};
+    return handle;
+  }
+
+  // `args` holds the delegate call's inputs, then its outputs (already allocated by ExecuTorch's
+  // memory plan), in the order the blob lists them.
+  Error execute(BackendExecutionContext& /*context*/, DelegateHandle* opaque,
+                Span<EValue*> args) const override {
+    vkd::Delegate& delegate = *static_cast<VkdHandle*>(opaque)->delegate;
+    const size_t n_in = delegate.input_count();
+    const size_t n_out = delegate.output_count();
+    if (args.size() != n_in + n_out) {
+      ET_LOG(Error, "VkdBackend: the call passes %zu tensors, the blob has %zu inputs and %zu "
+             "outputs", args.size(), n_in, n_out);
+      return Error::InvalidArgument;
+    }
+    std::vector<vkd::ConstTensorView> inputs(n_in);
+    std::vector<vkd::TensorView> outputs(n_out);
+    for (size_t i = 0; i < n_in + n_out; ++i) {
+      const bool is_input = i < n_in;
+      const size_t index = is_input ? i : i - n_in;
+      const char* role = is_input ? "input" : "output";
+      if (!args[i]->isTensor()) {
+        ET_LOG(Error, "VkdBackend: %s %zu is not a tensor", role, index);
+        return Error::InvalidArgument;
+      }
+      Tensor& tensor = args[i]->toTensor();
+      const vkd::TensorInfo info = is_input ? delegate.input(index) : delegate.output(index);
+      if (!tensor_matches(tensor, info, role, index)) return Error::InvalidArgument;
+      if (is_input) {
+        inputs[index] = {tensor.const_data_ptr(), tensor.nbytes(), info.host_dtype, info.sizes};
+      } else {
+        outputs[index] = {tensor.mutable_data_ptr(), tensor.nbytes(), info.host_dtype, info.sizes};
+      }
+    }
+    const vkd::Status status = delegate.execute(inputs, outputs);
+    if (status != vkd::Status::Ok) {
+      ET_LOG(Error, "VkdBackend: execute failed: %s (%s)", delegate.last_error().c_str(),
+             vkd::status_name(status));
+      return to_et_error(status);
+    }
+    // Under VKD_VALIDATION=1 a validation message fails the call, as it fails `vkd run`: the
+    // layer reports what the driver may silently get wrong.
+    if (delegate.validation_message_count() > 0) {
+      ET_LOG(Error, "VkdBackend: %llu Vulkan validation message(s) (VKD_VALIDATION=1)",
+             static_cast<unsigned long long>(delegate.validation_message_count()));
+      return Error::Internal;
+    }
+    return Error::Ok;
+  }
+
+  // The handle's memory belongs to ExecuTorch's runtime allocator: only run the destructor.
+  void destroy(DelegateHandle* opaque) const override {
+    if (opaque != nullptr) static_cast<VkdHandle*>(opaque)->~VkdHandle();
+  }
+};
+
+VkdBackend g_backend;
+const Backend g_entry{"VkdBackend", &g_backend};
+const Error g_registration = executorch::runtime::register_backend(g_entry);
+
+}  // namespace
+
+extern "C" int vkd_executorch_registration_error(void) {
+  return static_cast<int>(g_registration);
+}
