@@ -3,8 +3,9 @@ them).
 
 Keys: "<namespace>.<op>.<overload>" of the node's OpOverload ("aten.add.Tensor",
 "quantized_decomposed.quantize_per_tensor.default"; an in-place ATen op under its functional
-name), and operator.getitem. A node whose tensor inputs are all constants is folded in PyTorch,
-dequantizes excepted: a weight's dequantize stays in the IR for the compiler to fold. Anything
+name; an ExecuTorch edge-dialect op under the ATen op it wraps), and operator.getitem. A node
+whose tensor inputs are all constants is folded in PyTorch, dequantizes excepted: a weight's
+dequantize stays in the IR for the compiler to fold. Anything
 else without a handler is written as `<namespace>.<name>[.<overload>]` with its arguments under
 its schema's names (`generic`): the compiler runs it where it knows it, `vkd compile
 --partition` leaves it to the host where it can.
@@ -50,10 +51,19 @@ def op_namespace_name(op):
     return namespace, name
 
 
+def aten_overload(target):
+    """The OpOverload a node's target stands for: the target itself, or the ATen op an
+    ExecuTorch edge-dialect op wraps (EdgeOpOverload keeps it in `_op`: preprocess and the
+    partitioner walk edge programs); None for anything else (operator.getitem)."""
+    if isinstance(target, torch._ops.OpOverload):
+        return target
+    wrapped = getattr(target, "_op", None)
+    return wrapped if isinstance(wrapped, torch._ops.OpOverload) else None
+
+
 def node_key(node):
-    if isinstance(node.target, torch._ops.OpOverload):
-        return overload_name(node.target)
-    return node.target
+    op = aten_overload(node.target)
+    return overload_name(op) if op is not None else node.target
 
 
 def find_handler(w, node):
@@ -161,12 +171,12 @@ def _weight_name(w, node, tensor):
     the int8 data `_frozen_param<N>`); else the constant's own name."""
     own = w.ref(node.args[0]).data_name
     users = list(node.users)
-    if len(users) != 1 or not isinstance(users[0].target, torch._ops.OpOverload):
+    if len(users) != 1 or aten_overload(users[0].target) is None:
         return own
     user = users[0]
     stack = user.meta.get("nn_module_stack") or {}
     path = list(stack.values())[-1][0] if stack else ""
-    schema = user.target._schema.arguments
+    schema = aten_overload(user.target)._schema.arguments
     index = next((i for i, a in enumerate(user.args) if a is node), None)
     if not path or index is None or index >= len(schema) or schema[index].name != "weight":
         return own
@@ -439,9 +449,11 @@ def _pixel_shuffle(w, node):
                   w.out())
 
 
-@handles("aten.clone.default", "aten.contiguous.default")
+@handles("aten.clone.default", "aten.contiguous.default",
+         "dim_order_ops._clone_dim_order.default")
 def _clone(w, node):
-    """clone / contiguous: a copy of the values (the graph IR has no memory formats)."""
+    """clone / contiguous / ExecuTorch's edge clone (_clone_dim_order, a clone with a dim
+    order): a copy of the values (the graph IR has no memory formats)."""
     return w.emit("aten.clone", [w.input(node.args[0])], {}, w.out())
 
 
@@ -557,7 +569,7 @@ def _split(w, pairs, out, op):
 def _schema_pairs(node):
     """(op name, [(argument name, value)]) of a node without a handler: the OpOverload's schema
     names (the overload kept unless it is .default), else arg0, arg1, ..."""
-    target = node.target
+    target = aten_overload(node.target) or node.target
     if isinstance(target, torch._ops.OpOverload):
         namespace, name = op_namespace_name(target)
         overload = "" if target._overloadname == "default" else "." + target._overloadname

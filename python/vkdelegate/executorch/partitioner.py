@@ -1,0 +1,96 @@
+"""VkdPartitioner: tags for VkdBackend exactly the nodes of an edge program that the project's
+compiler can run, and prints what it delegated and what it left to ExecuTorch's CPU kernels,
+with the compiler's reason per node."""
+import collections
+
+import torch
+from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.backend.utils import tag_constant_data, tag_mutated_buffer
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from vkdelegate.export.ops import aten_overload
+
+from .backend import VkdBackend
+from .compiler_check import VkdLoweringError, compile_program, with_real_constants
+
+aten = torch.ops.aten
+# Ops the edge dialect would otherwise decompose into pieces the walk does not reassemble:
+# pixel_shuffle into view / permute / _clone_dim_order, max_pool2d into
+# max_pool2d_with_indices (an int64 index output the graph IR refuses), conv2d into
+# convolution. A decomposition choice, not a support list: whether they are delegated is the
+# compiler's call like any other node's.
+KEEP_UNDECOMPOSED = [aten.pixel_shuffle.default, aten.max_pool2d.default, aten.conv2d.default]
+
+
+class _CompilerSays(OperatorSupportBase):
+    """Every call node the compiler did not refuse."""
+
+    def __init__(self, refused):
+        super().__init__()
+        self.refused = refused
+
+    def is_node_supported(self, submodules, node):
+        return node.op == "call_function" and node.name not in self.refused
+
+
+class VkdPartitioner(Partitioner):
+    """Partitioner for to_edge_transform_and_lower: the whole program goes through the
+    exporter's walk and `vkd compile` once; the nodes it refuses stay on the CPU, the rest form
+    VkdBackend delegates (torch's CapabilityBasedPartitioner groups them). The boundaries fall
+    on float tensors: a dequantize feeding a CPU op stays in its producer's delegate, the
+    quantize reading one in its consumer's. `log`: where the report goes (print by default);
+    the last one is kept in `self.report`."""
+
+    def __init__(self, log=print):
+        super().__init__()
+        self.delegation_spec = DelegationSpec(VkdBackend.__name__, [])
+        self.log = log
+        self.report = []
+
+    def ops_to_not_decompose(self, ep):
+        return KEEP_UNDECOMPOSED, None
+
+    def partition(self, ep):
+        gm = with_real_constants(ep.module())
+        verdict = compile_program(ep, gm, name="whole")
+        if verdict.returncode != 0 and not verdict.refused:
+            raise VkdLoweringError("VkdPartitioner: vkd compile failed on the whole program "
+                                   f"without naming a node:\n{verdict.messages}")
+        partitions = CapabilityBasedPartitioner(
+            ep.graph_module, _CompilerSays(verdict.refused),
+            allows_single_node_partition=True).propose_partitions()
+        position = {node: k for k, node in enumerate(ep.graph.nodes)}
+        partitions.sort(key=lambda p: min(position[n] for n in p.nodes))  # in graph order
+        tags = {}
+        for k, partition in enumerate(partitions):
+            for node in partition.nodes:
+                node.meta["delegation_tag"] = f"vkd{k}"
+            tags[f"vkd{k}"] = self.delegation_spec
+        tag_constant_data(ep)
+        tag_mutated_buffer(ep)
+        self.report = _report(ep, partitions, verdict.refused)
+        for line in self.report:
+            self.log(line)
+        return PartitionResult(tagged_exported_program=ep, partition_tags=tags)
+
+
+def _op_name(node):
+    op = aten_overload(node.target)
+    return op.name() if op is not None else getattr(node.target, "__name__", str(node.target))
+
+
+def _report(ep, partitions, refused):
+    """The printout: one line per delegate (its ops counted) and one per node left to the CPU
+    with the compiler's reason."""
+    lines = [f"VkdPartitioner: {len(partitions)} VkdBackend delegate(s)"]
+    for k, partition in enumerate(partitions):
+        ops = collections.Counter(_op_name(n) for n in partition.nodes)
+        counted = ", ".join(f"{op} x{count}" for op, count in sorted(ops.items()))
+        lines.append(f"  delegated vkd{k}: {len(partition.nodes)} node(s): {counted}")
+    left = [n for n in ep.graph.nodes if n.op == "call_function" and n.name in refused]
+    lines.append(f"VkdPartitioner: {len(left)} node(s) left to ExecuTorch's CPU kernels"
+                 + (":" if left else ""))
+    for node in left:
+        lines.append(f"  left {node.name} ({_op_name(node)}): {refused[node.name]}")
+    return lines
