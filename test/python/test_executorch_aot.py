@@ -21,6 +21,7 @@ from executorch.exir.schema import DelegateCall, KernelCall
 
 from vkdelegate._native import vkd_binary
 from vkdelegate.examples_models import tiny_unet
+from vkdelegate import executorch as vkd_executorch
 from vkdelegate.executorch import VkdBackend, VkdLoweringError, VkdPartitioner
 from vkdelegate.export import quantize, safetensors, to_graph_ir
 from vkdelegate.export.ir import to_json_text
@@ -53,12 +54,12 @@ def quantized_program(model, shape):
 
 
 def lower(ep):
-    """(the .pte's program, the partitioner's printout)."""
+    """(the .pte's program, the partitioner's printout, the .pte's bytes)."""
     printed = []
     partitioner = VkdPartitioner(log=printed.append)
     et = to_edge_transform_and_lower(ep, partitioner=[partitioner]).to_executorch()
     program = deserialize_pte_binary(et.buffer)
-    return getattr(program, "program", program), printed
+    return getattr(program, "program", program), printed, et.buffer
 
 
 def instructions(plan):
@@ -87,7 +88,7 @@ class TinyUNetFullyDelegated(unittest.TestCase):
     def test_one_delegate_computing_the_direct_route(self):
         torch.manual_seed(0)
         converted, x, ep = quantized_program(tiny_unet(), (1, 3, 32, 32))
-        program, printed = lower(ep)
+        program, printed, pte = lower(ep)
         (plan,) = program.execution_plan
         self.assertEqual([d.id for d in plan.delegates], ["VkdBackend"])
         self.assertEqual([o.name for o in plan.operators], [])  # no CPU operator
@@ -110,13 +111,20 @@ class TinyUNetFullyDelegated(unittest.TestCase):
             direct = run_blob(folder / "direct.vkd", sample, folder / "b")
         self.assertEqual(delegated.shape, (1, 4, 32, 32))
         self.assertEqual(delegated.tobytes(), direct.tobytes())
+        # `import vkdelegate.executorch` registered VkdBackend with ExecuTorch's runtime (the
+        # build makes libvkd_executorch.so where the executorch package is installed, as here).
+        self.assertIsNone(vkd_executorch.RUNTIME_BACKEND_ERROR)
+        from executorch.runtime import Runtime
+        method = Runtime.get().load_program(pte).load_method("forward")
+        (through_executorch,) = method.execute([sample])
+        self.assertEqual(through_executorch.numpy().tobytes(), delegated.tobytes())
 
 
 class PartlyDelegated(unittest.TestCase):
     def check_split(self, mid, cpu_ops, refused_op):
         torch.manual_seed(0)
         _, _, ep = quantized_program(ConvMidConv(mid), (1, 3, 16, 16))
-        program, printed = lower(ep)
+        program, printed, pte = lower(ep)
         (plan,) = program.execution_plan
         self.assertEqual([o.name for o in plan.operators], cpu_ops)
         self.assertEqual(instructions(plan), [("delegate", "VkdBackend")]
