@@ -111,8 +111,13 @@ class TinyUNetFullyDelegated(unittest.TestCase):
             direct = run_blob(folder / "direct.vkd", sample, folder / "b")
         self.assertEqual(delegated.shape, (1, 4, 32, 32))
         self.assertEqual(delegated.tobytes(), direct.tobytes())
-        # `import vkdelegate.executorch` registered VkdBackend with ExecuTorch's runtime (the
-        # build makes libvkd_executorch.so where the executorch package is installed, as here).
+        # `import vkdelegate.executorch` registered VkdBackend with ExecuTorch's runtime, where
+        # the build made libvkd_executorch.so (CMake sets VKD_EXPECT_EXECUTORCH_BACKEND=1 when
+        # it builds the target; else its configure message says why it did not).
+        if os.environ.get("VKD_EXPECT_EXECUTORCH_BACKEND", "1") != "1":
+            print("ExecuTorch runtime half not run: this build has no libvkd_executorch.so "
+                  "(see the configure message of executorch_backend/)")
+            return
         self.assertIsNone(vkd_executorch.RUNTIME_BACKEND_ERROR)
         from executorch.runtime import Runtime
         method = Runtime.get().load_program(pte).load_method("forward")
