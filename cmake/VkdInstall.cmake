@@ -57,6 +57,21 @@ install(TARGETS vkd
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vkdelegate DESTINATION lib/python3/dist-packages
   COMPONENT vkdelegate_tools PATTERN __pycache__ EXCLUDE)
 
+# The ExecuTorch backend, where it was built (executorch_backend/): PREFIX/lib/libvkd_executorch.so
+# (an ExecuTorch app links it; `import vkdelegate.executorch` loads it from vkdelegate's library
+# folder) and PREFIX/bin/vkd_et_runner. Their RUNPATH finds libvkdelegate.so.0 in PREFIX/lib and
+# ExecuTorch's libraries in the executorch package they were built against (VKD_ET_LIBRARY_DIR).
+if(TARGET vkd_executorch)
+  set_target_properties(vkd_executorch PROPERTIES
+    INSTALL_RPATH "$ORIGIN;${VKD_ET_LIBRARY_DIR}")
+  set_target_properties(vkd_et_runner PROPERTIES
+    INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${VKD_ET_LIBRARY_DIR}")
+  install(TARGETS vkd_executorch
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT vkdelegate_runtime)
+  install(TARGETS vkd_et_runner
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT vkdelegate_tools)
+endif()
+
 # The license travels with the library (share/doc/vkdelegate/LICENSE).
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CHANGELOG.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT vkdelegate_runtime)
@@ -120,6 +135,10 @@ endforeach()
 #   vkdelegate/_native/vkd                 the CLI (the `vkd` console script execs it)
 #   vkdelegate/_native/vkd_execute.abi3.so the runtime's extension module, where it is built
 #                                          (python/CMakeLists.txt; else the runtime uses ctypes)
+#   vkdelegate/_native/libvkd_executorch.so  the ExecuTorch backend and its runner, where they
+#   vkdelegate/_native/vkd_et_runner         are built (executorch_backend/); RUNPATH $ORIGIN and
+#                                            $ORIGIN/../../executorch/lib, the executorch wheel's
+#                                            libraries when both packages are in site-packages
 #
 # EXCLUDE_FROM_ALL: a plain `cmake --install build` installs none of this (it is a Python
 # package's layout, not a prefix's). `cmake --install build --component vkdelegate_python
@@ -145,3 +164,17 @@ foreach(_vkd_lib vkdelegate vkdmodel)
                 \"\${_vkd_dir}/$<TARGET_SONAME_FILE_NAME:${_vkd_lib}>\")
     " COMPONENT vkdelegate_python EXCLUDE_FROM_ALL)
 endforeach()
+# The ExecuTorch backend: the same files, their RUNPATH rewritten for site-packages (the install
+# rule above set the prefix's, with the build machine's executorch folder; a shorter RUNPATH
+# fits in its place).
+if(TARGET vkd_executorch)
+  install(TARGETS vkd_executorch vkd_et_runner
+    LIBRARY DESTINATION ${_vkd_native_dir} COMPONENT vkdelegate_python EXCLUDE_FROM_ALL
+    RUNTIME DESTINATION ${_vkd_native_dir} COMPONENT vkdelegate_python EXCLUDE_FROM_ALL)
+  foreach(_vkd_et_file $<TARGET_FILE_NAME:vkd_executorch> $<TARGET_FILE_NAME:vkd_et_runner>)
+    install(CODE "
+      file(RPATH_SET FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${_vkd_native_dir}/${_vkd_et_file}\"
+                     NEW_RPATH [==[$ORIGIN:$ORIGIN/../../executorch/lib]==])
+      " COMPONENT vkdelegate_python EXCLUDE_FROM_ALL)
+  endforeach()
+endif()

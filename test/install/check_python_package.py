@@ -20,9 +20,16 @@ site-packages:
      the binary: `--version` prints the version pyproject's regex reads from CMakeLists.txt,
      `help` the usage, and an unknown command exits 2, vkd's own status; with VKD_LIBRARY_DIR
      naming a folder without the binary it prints one line naming it and exits 1;
-  4. the `export` extra pins torch, torchvision and torchao to python/requirements.lock's versions.
+  4. the `export` extra pins torch, torchvision and torchao to python/requirements.lock's versions;
+  5. where the build made the ExecuTorch backend (--executorch), _native/ also holds
+     libvkd_executorch.so and vkd_et_runner, whose RUNPATH is exactly $ORIGIN and
+     $ORIGIN/../../executorch/lib: with the executorch package beside vkdelegate (a link to
+     VKD_PYTHON's, as pip would install both into one site-packages) the loader takes ExecuTorch's
+     libraries from there and libvkdelegate.so.0 from _native/, and `import vkdelegate.executorch`
+     loads _native's libvkd_executorch.so, which registered VkdBackend.
 
 usage: check_python_package.py --build-dir DIR --source-dir DIR [--cmake CMAKE] [--extension]
+                               [--executorch]
 VKD_KEEP_INSTALL_TEST=1 keeps the temporary prefix.
 """
 import argparse
@@ -38,6 +45,8 @@ from pathlib import Path
 NATIVE_FILES = {"libvkdelegate.so.0", "libvkdmodel.so.0", "vkd"}
 EXTENSION_FILE = "vkd_execute.abi3.so"  # python/CMakeLists.txt, where the build makes it
 EXPORT_PINNED = ("torch", "torchvision", "torchao")
+EXECUTORCH_FILES = {"libvkd_executorch.so", "vkd_et_runner"}  # executorch_backend/, where built
+EXECUTORCH_RUNPATH = "$ORIGIN:$ORIGIN/../../executorch/lib"
 
 
 def fail(message: str) -> None:
@@ -164,6 +173,51 @@ def check_python(prefix: Path, pyproject: dict, version: str, env: dict, binding
     print(f"VKD_LIBRARY_DIR={empty}: exit 1, {result.stderr.strip()}")
 
 
+def link_executorch(prefix: Path) -> None:
+    """site-packages/executorch: VKD_PYTHON's executorch package, as pip installs it."""
+    executorch = Path(subprocess.run(
+        [sys.executable, "-c", "import executorch; print(list(executorch.__path__)[0])"],
+        text=True, capture_output=True, check=True).stdout.strip())
+    (prefix / "executorch").symlink_to(executorch, target_is_directory=True)
+
+
+def check_executorch(prefix: Path, env: dict) -> None:
+    step("the ExecuTorch backend in _native/, executorch beside vkdelegate")
+    native = prefix / "vkdelegate" / "_native"
+    et_lib = prefix / "executorch" / "lib"
+    for name in sorted(EXECUTORCH_FILES):
+        result = run(["readelf", "-d", native / name])
+        runpaths = re.findall(r"\(RUNPATH\)\s+Library runpath: \[(.*)\]", result.stdout)
+        if runpaths != [EXECUTORCH_RUNPATH]:
+            fail(f"{name}: RUNPATH {runpaths}, not [{EXECUTORCH_RUNPATH}]")
+        result = run(["ldd", native / name], env=env)
+        loaded = {}
+        for line in result.stdout.splitlines():
+            fields = line.split()  # NAME => PATH (ADDRESS)
+            if len(fields) >= 3 and fields[1] == "=>":
+                loaded[fields[0]] = fields[2]
+        wanted = {"libexecutorch.so": et_lib, "libvkdelegate.so.0": native}
+        for library, folder in wanted.items():
+            where = loaded.get(library)
+            if where is None or Path(os.path.normpath(where)) != folder / library:
+                fail(f"{name} loads {library} from {where}, not from {folder}")
+        print(f"{name}: RUNPATH {EXECUTORCH_RUNPATH}; libexecutorch.so from "
+              f"site-packages/executorch/lib, libvkdelegate.so.0 from _native/")
+    result = run([sys.executable, "-s", "-c",
+                  "import vkdelegate.executorch as e; "
+                  "from vkdelegate.executorch.runtime_library import runtime_library_path; "
+                  "print(runtime_library_path()); print(e.RUNTIME_BACKEND_ERROR); "
+                  "print(e._runtime_backend.vkd_executorch_registration_error())"],
+                 env=env, cwd=prefix)
+    if result.returncode != 0:
+        fail(f"import vkdelegate.executorch: {result.stderr.strip()}")
+    print(result.stdout, end="")
+    library, error, registration = result.stdout.splitlines()[-3:]
+    if Path(library) != native / "libvkd_executorch.so" or error != "None" or registration != "0":
+        fail(f"vkdelegate.executorch loaded {library} (error {error}, registration "
+             f"{registration}), not _native/libvkd_executorch.so registered with status 0")
+
+
 def check_export_pins(source_dir: Path, pyproject: dict) -> None:
     step("the `export` extra pins python/requirements.lock's versions")
     locked = {}
@@ -194,6 +248,8 @@ def main() -> None:
     parser.add_argument("--cmake", default="cmake")
     parser.add_argument("--extension", action="store_true",
                         help="the build made the runtime's extension module")
+    parser.add_argument("--executorch", action="store_true",
+                        help="the build made the ExecuTorch backend (executorch_backend/)")
     args = parser.parse_args()
     source_dir = args.source_dir.resolve()
     pyproject = tomllib.loads((source_dir / "pyproject.toml").read_text())
@@ -222,11 +278,16 @@ def main() -> None:
             print(result.stdout, end="")
             if result.returncode != 0:
                 fail(f"cmake --install --component {component}: {result.stderr.strip()}")
-        native_files = NATIVE_FILES | ({EXTENSION_FILE} if args.extension else set())
+        native_files = NATIVE_FILES | ({EXTENSION_FILE} if args.extension else set()) | \
+            (EXECUTORCH_FILES if args.executorch else set())
         check_layout(source_dir, prefix, native_files)
+        if args.executorch:
+            link_executorch(prefix)
         check_loader(args.build_dir, prefix, env, native_files)
         check_python(prefix, pyproject, version, dict(env, PYTHONPATH=str(prefix)),
                      "extension" if args.extension else "ctypes")
+        if args.executorch:
+            check_executorch(prefix, dict(env, PYTHONPATH=str(prefix)))
         check_export_pins(source_dir, pyproject)
     finally:
         if os.environ.get("VKD_KEEP_INSTALL_TEST") == "1":

@@ -84,8 +84,10 @@ for f in \
     "$PREFIX/bin/vkd"; do
   [ -e "$f" ] || fail "not installed: ${f#"$PREFIX"/}"
 done
-# (The Python package under lib/python3 is not searched: vkdelegate/runtime/ is its Python runtime.)
-internal="$(find "$PREFIX" -path "$PREFIX/lib/python3" -prune -o \( -name '*.a' -o -name 'libvkd_*' \
+# (The Python package under lib/python3 is not searched: vkdelegate/runtime/ is its Python runtime.
+# libvkd_executorch.so, the ExecuTorch backend where it is built, is public: apps link it.)
+internal="$(find "$PREFIX" -path "$PREFIX/lib/python3" -prune -o \( -name '*.a' \
+            -o \( -name 'libvkd_*' ! -name libvkd_executorch.so \) \
             -o -name '*ShaderRegistry*' -o -path '*/runtime/*' -o -path '*/serialization/*' \) -print)"
 [ -z "$internal" ] || fail "internal files installed: $internal"
 
