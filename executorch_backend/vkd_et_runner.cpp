@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "VkdBackend.h"
@@ -115,6 +117,14 @@ int run(const Args& args) {
         executorch::extension::make_tensor_ptr(sizes, std::move(data), info->scalar_type()));
   }
   std::vector<EValue> inputs(tensors.begin(), tensors.end());
+  // As `vkd run`: a missing --output-dir is created (one level), before the run.
+  std::error_code ec;
+  if (!args.output_dir.empty() && !std::filesystem::exists(args.output_dir, ec) &&
+      !std::filesystem::create_directory(args.output_dir, ec)) {
+    std::fprintf(stderr, "vkd_et_runner: cannot create output directory '%s': %s\n",
+                 args.output_dir.c_str(), ec.message().c_str());
+    return 2;
+  }
   auto outputs = module.forward(inputs);
   if (!outputs.ok()) {
     std::fprintf(stderr, "vkd_et_runner: forward failed (ExecuTorch error 0x%x)\n",
