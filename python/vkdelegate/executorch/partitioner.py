@@ -18,9 +18,11 @@ aten = torch.ops.aten
 # Ops the edge dialect would otherwise decompose into pieces the walk does not reassemble:
 # pixel_shuffle into view / permute / _clone_dim_order, max_pool2d into
 # max_pool2d_with_indices (an int64 index output the graph IR refuses), conv2d into
-# convolution. A decomposition choice, not a support list: whether they are delegated is the
-# compiler's call like any other node's.
-KEEP_UNDECOMPOSED = [aten.pixel_shuffle.default, aten.max_pool2d.default, aten.conv2d.default]
+# convolution, linear into permute_copy + addmm (which left a classifier's head on the CPU,
+# its per-channel dequantize without an ExecuTorch kernel). A decomposition choice, not a
+# support list: whether they are delegated is the compiler's call like any other node's.
+KEEP_UNDECOMPOSED = [aten.pixel_shuffle.default, aten.max_pool2d.default, aten.conv2d.default,
+                     aten.linear.default]
 
 
 class _CompilerSays(OperatorSupportBase):
