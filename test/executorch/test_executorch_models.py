@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from cli_models import CustomOp
-from test_executorch_aot import instructions, lower
+from test_executorch_aot import instructions, lower, quantized_program, run_blob
 from vkdelegate import accuracy, examples_models
 from vkdelegate import executorch as vkd_executorch  # registers VkdBackend with the runtime
 from vkdelegate.executorch import VkdPartitioner
@@ -33,36 +33,12 @@ from executorch.runtime import Runtime
 HERE = Path(__file__).resolve().parent
 
 
-def quantized(model, shape, samples=2):
-    """(converted reference model, example input, exported program), 2 calibration samples."""
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn(shape, generator=gen)
-    calibration = [torch.randn(shape, generator=gen) for _ in range(samples)]
-    converted = quantize(model.eval(), (x,), calibration).converted
-    return converted, x, torch.export.export(converted, (x,))
-
-
 def output_lsb(converted):
     """The scale of the dequantize that makes the converted model's (first) output."""
     (out,) = [n for n in converted.graph.nodes if n.op == "output"]
     first = out.args[0][0] if isinstance(out.args[0], (tuple, list)) else out.args[0]
     assert "dequantize_per_tensor" in str(first.target), first.target
     return float(first.args[1])
-
-
-def vkd_run(payload, inputs, folder):
-    """`vkd run` of a delegate payload on `inputs` (positional); its single output."""
-    folder.mkdir()
-    (folder / "m.vkd").write_bytes(payload)
-    args = []
-    for k, x in enumerate(inputs):
-        np.save(folder / f"in{k}.npy", np.ascontiguousarray(x))
-        args += ["--input", f"input{k}={folder / f'in{k}.npy'}"]
-    r = subprocess.run([os.environ["VKD"], "run", str(folder / "m.vkd"), *args,
-                        "--output-dir", str(folder / "out")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    (result,) = sorted((folder / "out").glob("*.npy"))
-    return np.load(result)
 
 
 def execute(pte, inputs):
@@ -74,7 +50,7 @@ class FullyDelegated(unittest.TestCase):
         self.assertIsNone(vkd_executorch.RUNTIME_BACKEND_ERROR)
 
     def check(self, model, out_shape):
-        converted, x, ep = quantized(model, (1, 3, 64, 64))
+        converted, x, ep = quantized_program(model, (1, 3, 64, 64))
         program, _, pte = lower(ep)
         (plan,) = program.execution_plan
         self.assertEqual(instructions(plan), [("delegate", "VkdBackend")])
@@ -83,7 +59,9 @@ class FullyDelegated(unittest.TestCase):
         got = got.numpy()
         self.assertEqual(got.shape, out_shape)
         with tempfile.TemporaryDirectory() as tmp:
-            want = vkd_run(program.backend_delegate_data[0].data, [x.numpy()], Path(tmp) / "a")
+            payload = Path(tmp) / "payload.vkd"
+            payload.write_bytes(program.backend_delegate_data[0].data)
+            want = run_blob(payload, x, Path(tmp))
         self.assertEqual(got.tobytes(), want.tobytes())
         ref = converted(x).detach().numpy()
         lsb = output_lsb(converted)
@@ -120,7 +98,7 @@ class PartlyDelegated(unittest.TestCase):
         # End to end only: the delegates' inputs inside the runtime are not reachable here
         # (returning the boundary tensors makes the partition fail to compile: see the report).
         torch.manual_seed(0)
-        converted, x, ep = quantized(LayerNormAndCumsum(), (1, 3, 64, 64))
+        converted, x, ep = quantized_program(LayerNormAndCumsum(), (1, 3, 64, 64))
         program, printed, pte = lower(ep)
         (plan,) = program.execution_plan
         self.assertEqual(instructions(plan), [("delegate", "VkdBackend"),
@@ -136,7 +114,7 @@ class PartlyDelegated(unittest.TestCase):
 
     def test_custom_op_is_left_ahead_of_time(self):
         torch.manual_seed(0)
-        _, _, ep = quantized(CustomOp(), (1, 3, 16, 16))
+        _, _, ep = quantized_program(CustomOp(), (1, 3, 16, 16))
         printed = []
         edge = to_edge_transform_and_lower(ep, partitioner=[VkdPartitioner(log=printed.append)])
         self.assertTrue(any("vkd_test::shift" in line or "vkd_test.shift" in line

@@ -62,6 +62,16 @@ def run(command: list, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(command, text=True, capture_output=True, **kwargs)
 
 
+def python_lines(code: str, what: str, env: dict, prefix: Path) -> list:
+    """The lines `python -s -c code` prints in the installed prefix (echoed); a failure is
+    fail() naming `what` with Python's message."""
+    result = run([sys.executable, "-s", "-c", code], env=env, cwd=prefix)
+    if result.returncode != 0:
+        fail(f"{what}: {result.stderr.strip()}")
+    print(result.stdout, end="")
+    return result.stdout.splitlines()
+
+
 def check_layout(source_dir: Path, prefix: Path, native_files: set) -> None:
     step("layout")
     package = prefix / "vkdelegate"
@@ -118,18 +128,14 @@ def check_python(prefix: Path, pyproject: dict, version: str, env: dict, binding
     package = prefix / "vkdelegate"
     # ctypes, as the runtime binds the library: libvkdmodel.so.0 from library_dir(), and through
     # it libvkdelegate.so.0 (vkd_status_name is libvkdelegate's).
-    where = run([sys.executable, "-s", "-c",
-                 "import ctypes, vkdelegate, vkdelegate._native as n; "
-                 "print(vkdelegate.__file__); print(n.library_dir()); print(n.vkd_binary()); "
-                 "lib = ctypes.CDLL(str(n.library_dir() / 'libvkdmodel.so.0')); "
-                 "lib.vkd_status_name.restype = ctypes.c_char_p; lib.vkd_model_load; "
-                 "print(lib.vkd_status_name(0).decode()); "
-                 "from vkdelegate.runtime import _execute; print(_execute.BINDING)"],
-                env=env, cwd=prefix)
-    if where.returncode != 0:
-        fail(f"import vkdelegate: {where.stderr.strip()}")
-    print(where.stdout, end="")
-    *lines, status_name, found_binding = where.stdout.splitlines()
+    *lines, status_name, found_binding = python_lines(
+        "import ctypes, vkdelegate, vkdelegate._native as n; "
+        "print(vkdelegate.__file__); print(n.library_dir()); print(n.vkd_binary()); "
+        "lib = ctypes.CDLL(str(n.library_dir() / 'libvkdmodel.so.0')); "
+        "lib.vkd_status_name.restype = ctypes.c_char_p; lib.vkd_model_load; "
+        "print(lib.vkd_status_name(0).decode()); "
+        "from vkdelegate.runtime import _execute; print(_execute.BINDING)",
+        "import vkdelegate", env, prefix)
     found = [Path(line).resolve() for line in lines]
     expected = [package / "__init__.py", package / "_native", package / "_native" / "vkd"]
     if found != [p.resolve() for p in expected]:
@@ -203,16 +209,12 @@ def check_executorch(prefix: Path, env: dict) -> None:
                 fail(f"{name} loads {library} from {where}, not from {folder}")
         print(f"{name}: RUNPATH {EXECUTORCH_RUNPATH}; libexecutorch.so from "
               f"site-packages/executorch/lib, libvkdelegate.so.0 from _native/")
-    result = run([sys.executable, "-s", "-c",
-                  "import vkdelegate.executorch as e; "
-                  "from vkdelegate.executorch.runtime_library import runtime_library_path; "
-                  "print(runtime_library_path()); print(e.RUNTIME_BACKEND_ERROR); "
-                  "print(e._runtime_backend.vkd_executorch_registration_error())"],
-                 env=env, cwd=prefix)
-    if result.returncode != 0:
-        fail(f"import vkdelegate.executorch: {result.stderr.strip()}")
-    print(result.stdout, end="")
-    library, error, registration = result.stdout.splitlines()[-3:]
+    library, error, registration = python_lines(
+        "import vkdelegate.executorch as e; "
+        "from vkdelegate.executorch.runtime_library import runtime_library_path; "
+        "print(runtime_library_path()); print(e.RUNTIME_BACKEND_ERROR); "
+        "print(e._runtime_backend.vkd_executorch_registration_error())",
+        "import vkdelegate.executorch", env, prefix)[-3:]
     if Path(library) != native / "libvkd_executorch.so" or error != "None" or registration != "0":
         fail(f"vkdelegate.executorch loaded {library} (error {error}, registration "
              f"{registration}), not _native/libvkd_executorch.so registered with status 0")
