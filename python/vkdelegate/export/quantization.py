@@ -8,7 +8,6 @@ constants): the decomposed q/dq form the graph IR says too.
 """
 import copy
 from time import perf_counter
-from unittest import mock
 
 import torch
 from torchao.quantization.pt2e import quantize_pt2e
@@ -120,8 +119,12 @@ def convert_ptq(prepared):
     """convert_pt2e of a graph prepare_pt2e made, without the folding of QAT's conv + batch
     norm pairs: it exports 96 pattern graphs (~20 s) wherever a batch norm is left, and finds
     nothing, as prepare_pt2e folded every batch norm that follows a conv already."""
-    with mock.patch.object(quantize_pt2e, "_fold_conv_bn_qat", lambda model: model):
+    fold = quantize_pt2e._fold_conv_bn_qat
+    quantize_pt2e._fold_conv_bn_qat = lambda model: model
+    try:
         return convert_pt2e(prepared)
+    finally:
+        quantize_pt2e._fold_conv_bn_qat = fold
 
 
 def as_args(sample):
