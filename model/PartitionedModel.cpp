@@ -137,6 +137,20 @@ StepTiming timing_of(const PlanStep& s, double wall_us) {
   return t;
 }
 
+// Whether the plan is one GPU step reading the model's inputs and writing its outputs, in the
+// model's order, none of them float16 (which the API exchanges as float32).
+bool takes_the_model_io(const PartitionPlan& plan) {
+  if (plan.steps.size() != 1 || !plan.steps[0].on_gpu) return false;
+  const PlanStep& s = plan.steps[0];
+  if (s.inputs != plan.inputs || s.outputs != plan.outputs) return false;
+  for (const auto* names : {&plan.inputs, &plan.outputs}) {
+    for (const std::string& name : *names) {
+      if (plan.tensor(name).dtype == DType::Float16) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::unique_ptr<PartitionedModel> PartitionedModel::create(PlanFiles files,
@@ -152,6 +166,7 @@ std::unique_ptr<PartitionedModel> PartitionedModel::create(PlanFiles files,
     if (plan.from_blob) describe_blob_step(plan, *m->delegates_[s.index]);
     check_delegate_io(plan, s, *m->delegates_[s.index]);
   }
+  m->direct_ = takes_the_model_io(plan);
   return m;
 }
 
@@ -230,18 +245,33 @@ StepTiming PartitionedModel::run_gpu_step(const PlanStep& s, TensorMap& values) 
     data[i].assign(info.host_bytes(), 0);
     out.push_back({data[i].data(), data[i].size(), info.host_dtype, info.sizes});
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const Status status = d.execute(in.views, out);
-  StepTiming timing = timing_of(s, microseconds_since(t0));
-  VKD_CHECK(status == Status::Ok, api::error_code_of(status), plan().path, ": ", s.label(),
-            ": execute failed (", status_name(status), "): ", d.last_error());
-  timing.profile = d.last_profile();
+  StepTiming timing = execute_step(s, in.views, out);
   for (size_t i = 0; i < data.size(); ++i) {
     const PlanTensor& t = plan().tensor(s.outputs[i]);
     if (t.dtype == DType::Float16) data[i] = float32_bytes_to_float16(data[i]);
     values[t.name] = HostTensor{t.dtype, t.shape, std::move(data[i])};
   }
   return timing;
+}
+
+StepTiming PartitionedModel::execute_step(const PlanStep& s,
+                                          const std::vector<ConstTensorView>& in,
+                                          const std::vector<TensorView>& out) {
+  Delegate& d = *delegates_[s.index];
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status status = d.execute(in, out);
+  StepTiming timing = timing_of(s, microseconds_since(t0));
+  VKD_CHECK(status == Status::Ok, api::error_code_of(status), plan().path, ": ", s.label(),
+            ": execute failed (", status_name(status), "): ", d.last_error());
+  timing.profile = d.last_profile();
+  return timing;
+}
+
+StepTiming PartitionedModel::run_direct(const std::vector<ConstTensorView>& in,
+                                        const std::vector<TensorView>& out) {
+  VKD_CHECK(direct_, ErrorCode::Internal, plan().path, ": run_direct on a model of ",
+            plan().steps.size(), " steps");
+  return execute_step(plan().steps.front(), in, out);
 }
 
 StepTiming PartitionedModel::run_host_step(const PlanStep& s, TensorMap& values) const {

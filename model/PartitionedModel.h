@@ -37,14 +37,23 @@ class PartitionedModel {
   // entry per step. A failing step is an Error naming it (a delegate's with its status's code).
   TensorMap run(const TensorMap& inputs, std::vector<StepTiming>* timings);
 
+  // A model of one GPU step that takes and gives the model's own tensors, none float16 (every
+  // plain blob): the caller's views go to the delegate as they are, with no host copy.
+  bool runs_direct() const { return direct_; }
+  StepTiming run_direct(const std::vector<ConstTensorView>& in,
+                        const std::vector<TensorView>& out);
+
  private:
   explicit PartitionedModel(PlanFiles files) : files_(std::move(files)) {}
   TensorInfo boundary_info(const std::string& name, bool is_input) const;
   StepTiming run_gpu_step(const PlanStep& step, TensorMap& values);
   StepTiming run_host_step(const PlanStep& step, TensorMap& values) const;
+  StepTiming execute_step(const PlanStep& step, const std::vector<ConstTensorView>& in,
+                          const std::vector<TensorView>& out);
 
   PlanFiles files_;
   std::vector<std::unique_ptr<Delegate>> delegates_;  // per step; null for a host step
+  bool direct_ = false;                               // see runs_direct()
 };
 
 }  // namespace vkd::model
