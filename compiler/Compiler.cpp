@@ -1,6 +1,7 @@
 #include "compiler/Compiler.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "compiler/Emit.h"
@@ -41,13 +42,13 @@ std::string unsupported_reason(const Graph& g, const Node& node) {
   return "";
 }
 
-// Values of a rank no device tensor has that no node reads or writes (a graph input passed
+// Values no device tensor holds (rank, dtype) that no node reads or writes (a graph input passed
 // through to the outputs, an unread constant): the nodes' own list does not name them.
 std::vector<std::string> untouched_values_beyond_device(const Graph& g) {
   std::vector<std::string> out;
   for (const std::string& name : g.value_names()) {
     const Value& v = g.value(name);
-    if (v.shape.size() <= kMaxDeviceRank) continue;
+    if (fits_device(v)) continue;
     if (g.producer(name) >= 0 || !g.consumers(name).empty()) continue;
     out.push_back(beyond_device_reason(v));
   }
@@ -63,6 +64,13 @@ std::vector<std::string> unsupported_nodes(const Graph& g) {
     if (!reason.empty()) out.push_back(node.origin + ": " + reason);
   }
   for (std::string& v : untouched_values_beyond_device(g)) out.push_back(std::move(v));
+  // A blob's outputs are written by its ops (or are its inputs); a constant output (what the
+  // exporter folded: a weight's transpose or split) is the CPU side's to make.
+  for (const std::string& name : g.outputs) {
+    if (g.value(name).is_constant()) {
+      out.push_back("output '" + name + "': is a constant, which no device op computes");
+    }
+  }
   return out;
 }
 
@@ -84,10 +92,10 @@ void place_and_emit(Graph g, const CompileOptions& options, uint64_t source_hash
   const bool all_backend_ops = std::all_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
     return schema::find_op_schema(n.op) != nullptr;
   });
-  // Placement needs every tensor to fit a device tensor (TensorSpec::dims4).
+  // Placement needs every tensor to fit a device tensor (TensorSpec::dims4, a device dtype).
   const bool all_fit_device =
       std::all_of(g.value_names().begin(), g.value_names().end(),
-                  [&](const std::string& v) { return g.value(v).shape.size() <= kMaxDeviceRank; });
+                  [&](const std::string& v) { return fits_device(g.value(v)); });
   if (all_backend_ops && all_fit_device) {
     result.reports.push_back(propagate_layouts(g, options.layout));
     result.reports.push_back(fold_identities(g));
@@ -106,7 +114,13 @@ void throw_if_host_cannot_run(const Graph& g, const PartitionPlan& plan) {
   for (const PartitionStep& step : plan.steps) {
     if (step.delegate) continue;
     const Node& node = g.nodes[step.index];
-    if (const auto why = host_refusal(node)) {
+    std::optional<std::string> why = host_refusal(node);
+    const Value* foreign = tensor_beyond_device(g, node);
+    if (!why && foreign != nullptr && !foreign->foreign_dtype.empty()) {
+      why = "its interpreter holds no " + foreign->foreign_dtype + " tensor ('" + foreign->name +
+            "')";
+    }
+    if (why) {
       list += "\n  " + node.origin + ": " + unsupported_reason(g, node) +
               "; the host cannot run it: " + *why;
       ++count;

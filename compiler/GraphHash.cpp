@@ -40,6 +40,7 @@ class GraphHasher {
   void value(const Value& v) {
     str(v.name);
     u64(static_cast<uint64_t>(v.dtype));
+    if (!v.foreign_dtype.empty()) str(v.foreign_dtype);  // graphs without one hash as before
     ints(v.shape);
     u64(v.data ? 1 : 0);
     if (v.data) bytes(v.data->data(), v.data->size());

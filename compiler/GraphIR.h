@@ -46,6 +46,11 @@ struct Value {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;                // NCHW for rank 4
   std::optional<std::vector<uint8_t>> data;  // constant: host NCHW bytes (little-endian)
+  // A dtype no device tensor has ("bool", "int64", "float64", ...), as the graph IR wrote it;
+  // empty for the device's dtypes. Such a value (an attention mask, token ids) belongs to a
+  // CPU runtime: every node reading or writing it is refused (Partition.h, fits_device), and
+  // `dtype` means nothing for it.
+  std::string foreign_dtype;
   // Constants read from the weights file: the tensor's name there (the graph IR's "data"), so a
   // partition plan can name it for the host ("" for a constant the compiler made).
   std::string weights_name;

@@ -113,9 +113,10 @@ ArgValue to_arg(const Json& j, const std::string& where) {
 
 struct Decl {
   std::string name;
-  std::string dtype_name;  // as written: float32, float16, int8, int32, int64
+  std::string dtype_name;  // as written: float32, float16, int8, int32, int64, or a foreign one
   std::vector<int64_t> shape;
   std::optional<std::string> data;
+  bool foreign = false;  // a dtype no device tensor has (Value::foreign_dtype)
 };
 
 struct DTypeInfo {
@@ -133,6 +134,15 @@ std::optional<DTypeInfo> value_dtype(const std::string& name) {
   return std::nullopt;
 }
 
+// The element size of a dtype a graph may carry between CPU ops (masks, token ids) but no
+// device tensor has; int64 is also one for a value that is not a constant.
+std::optional<size_t> foreign_element_size(const std::string& name) {
+  static const std::map<std::string, size_t> sizes = {
+      {"bool", 1}, {"uint8", 1}, {"int16", 2}, {"int64", 8}, {"float64", 8}, {"bfloat16", 2}};
+  auto it = sizes.find(name);
+  return it == sizes.end() ? std::nullopt : std::optional<size_t>(it->second);
+}
+
 Decl parse_decl(const std::string& name, const Json& j) {
   const std::string where = "value '" + name + "'";
   VKD_CHECK(!name.empty(), ErrorCode::InvalidArgument, "values: a value has an empty name");
@@ -142,10 +152,12 @@ Decl parse_decl(const std::string& name, const Json& j) {
   Decl d;
   d.name = name;
   const Json& jd = field(j, "dtype", where);
-  VKD_CHECK(jd.is_string() && value_dtype(jd.get<std::string>()).has_value(),
+  VKD_CHECK(jd.is_string() && (value_dtype(jd.get<std::string>()).has_value() ||
+                                foreign_element_size(jd.get<std::string>()).has_value()),
             ErrorCode::InvalidArgument, where,
             ": field 'dtype': expected one of \"float32\", \"float16\", \"int8\", \"int32\", "
-            "\"int64\", got ",
+            "\"int64\" or, for a value no device op touches, \"bool\", \"uint8\", \"int16\", "
+            "\"float64\", \"bfloat16\"; got ",
             show(jd));
   d.dtype_name = jd.get<std::string>();
   const Json& js = field(j, "shape", where);
@@ -159,7 +171,9 @@ Decl parse_decl(const std::string& name, const Json& j) {
               ": field 'shape': element ", i, " must be a non-negative integer, got ", show(js[i]));
     d.shape.push_back(dim);
   }
-  const std::string too_large = tensor_size_problem(d.shape, value_dtype(d.dtype_name)->st_size);
+  const auto device = value_dtype(d.dtype_name);
+  const std::string too_large = tensor_size_problem(
+      d.shape, device ? device->st_size : *foreign_element_size(d.dtype_name));
   VKD_CHECK(too_large.empty(), ErrorCode::InvalidArgument, where, ": field 'shape': ", show(js),
             ": ", too_large);
   if (j.contains("data")) {
@@ -169,9 +183,11 @@ Decl parse_decl(const std::string& name, const Json& j) {
               show(jdata));
     d.data = jdata.get<std::string>();
   }
-  VKD_CHECK(d.dtype_name != "int64" || d.data.has_value(), ErrorCode::InvalidArgument, where,
-            ": field 'dtype': int64 is only accepted for constants (values with 'data'; they are "
-            "narrowed to int32)");
+  // int64 constants are narrowed to int32; any other int64 value is foreign.
+  d.foreign = !device || (d.dtype_name == "int64" && !d.data);
+  VKD_CHECK(!d.foreign || !d.data, ErrorCode::InvalidArgument, where, ": field 'dtype': ",
+            d.dtype_name, " constants are not accepted (constants are float32, float16, int8, "
+            "int32 or int64)");
   return d;
 }
 
@@ -243,7 +259,8 @@ struct Declarations {
 Value declared_value(const Decl& d) {
   Value v;
   v.name = d.name;
-  v.dtype = value_dtype(d.dtype_name)->dtype;
+  v.dtype = d.foreign ? DType::Float32 : value_dtype(d.dtype_name)->dtype;
+  v.foreign_dtype = d.foreign ? d.dtype_name : "";
   v.shape = d.shape;
   return v;
 }

@@ -10,18 +10,26 @@ namespace vkd::compiler {
 
 bool runs_on_backend(const Node& node) { return schema::is_runnable_op(node.op); }
 
+bool fits_device(const Value& v) {
+  return v.shape.size() <= kMaxDeviceRank && v.foreign_dtype.empty();
+}
+
 const Value* tensor_beyond_device(const Graph& g, const Node& node) {
   for (const auto* list : {&node.inputs, &node.outputs}) {
     for (const std::string& name : *list) {
       if (name.empty() || !g.has_value(name)) continue;
       const Value& v = g.value(name);
-      if (v.shape.size() > kMaxDeviceRank) return &v;
+      if (!fits_device(v)) return &v;
     }
   }
   return nullptr;
 }
 
 std::string beyond_device_reason(const Value& v) {
+  if (!v.foreign_dtype.empty()) {
+    return "value '" + v.name + "' is " + v.foreign_dtype +
+           "; device tensors are float32, float16, int8 or int32";
+  }
   return "value '" + v.name + "' has rank " + std::to_string(v.shape.size()) + " (" +
          shape_str(v.shape) + "); device tensors are at most " + std::to_string(kMaxDeviceRank) +
          "-D";

@@ -23,9 +23,12 @@ bool runs_on_backend(const Node& node);
 // kMaxGraphRank, so a node reading or writing a higher-rank tensor can only run on the host:
 // fuse_and_lower keeps it an edge op, the compile without --partition lists it as unsupported.
 constexpr size_t kMaxDeviceRank = 4;
+// Whether a device tensor can hold `v`: rank at most kMaxDeviceRank, a device dtype.
+bool fits_device(const Value& v);
 // The first tensor `node` reads or writes that no device tensor can hold, or nullptr.
 const Value* tensor_beyond_device(const Graph& g, const Node& node);
-// "value 'x' has rank 5 ([1, 2, 3, 4, 5]); device tensors are at most 4-D".
+// "value 'x' has rank 5 ([1, 2, 3, 4, 5]); device tensors are at most 4-D", or "value 'm' is
+// bool; device tensors are float32, float16, int8 or int32".
 std::string beyond_device_reason(const Value& v);
 
 struct Partition {

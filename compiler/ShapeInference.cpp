@@ -32,6 +32,13 @@ void check_unknown_op_outputs(const Graph& graph, const Node& node) {
   }
 }
 
+// Whether `node` reads a value of a dtype no device tensor has (Value::foreign_dtype).
+bool reads_foreign_dtype(const Graph& graph, const Node& node) {
+  return std::any_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& in) {
+    return !in.empty() && graph.has_value(in) && !graph.value(in).foreign_dtype.empty();
+  });
+}
+
 }  // namespace
 
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
@@ -79,7 +86,11 @@ void infer_node_shapes(Graph& graph, size_t index) {
   Node node = graph.nodes[index];  // a copy: add_value below may not disturb it
   if (node.origin.empty()) node.origin = "node " + std::to_string(index) + " (" + node.op + ")";
   const EdgeOp* op = find_edge_op(node.op);
-  if (op == nullptr) return check_unknown_op_outputs(graph, node);
+  // An op's rule expects device dtypes; a node reading another is never lowered (Partition.h):
+  // its outputs are typed as declared, as an unknown op's are.
+  if (op == nullptr || reads_foreign_dtype(graph, node)) {
+    return check_unknown_op_outputs(graph, node);
+  }
   const ShapeContext ctx(graph, node, *op);
   ctx.max_inputs();
   const std::vector<TypedShape> inferred = op->infer(ctx);

@@ -607,14 +607,29 @@ TEST(ParseTest, Int64ConstantThatDoesNotFitInt32IsRejected) {
                      {"value 'zp': int64 constant element 1 (= 8589934592) does not fit in int32"});
 }
 
-TEST(ParseTest, Int64NonConstantIsRejected) {
-  expect_parse_error(doc(R"("i": {"dtype": "int64", "shape": [2]})", kRelu), nullptr,
-                     {"value 'i': field 'dtype': int64 is only accepted for constants"});
+// Values of dtypes no device tensor has (an int64 that is no constant, bool, float64) parse as
+// foreign: the graph keeps them for the nodes that must stay on a CPU. A constant of one does
+// not parse; an unknown dtype does not either.
+TEST(ParseTest, ForeignDTypesParseForValuesNotConstants) {
+  const std::string ids = R"("ids": {"dtype": "int64", "shape": [2]}, )"
+                          R"("m": {"dtype": "bool", "shape": [2]})";
+  const std::string eq = R"({"op": "aten.eq.Scalar", "inputs": ["ids"], "args": {"other": 0},)"
+                         R"( "outputs": ["m"]})";
+  const std::string json = R"({"vkd_graph": 1, "inputs": ["x", "ids"], "outputs": ["y", "m"],)"
+                           R"( "values": {"x": {"dtype": "float32", "shape": [1, 4, 8, 8]}, )" +
+                           ids + R"(}, "nodes": [)" + kRelu + ", " + eq + "]}";
+  const Graph g = parse_graph(json, "g.json", nullptr);
+  EXPECT_EQ(g.value("ids").foreign_dtype, "int64");
+  EXPECT_EQ(g.value("m").foreign_dtype, "bool");
+  EXPECT_EQ(g.value("y").foreign_dtype, "");
+  const SafetensorsFile w = make_weights({{"mask", "BOOL", {2}, std::vector<uint8_t>(2)}});
+  expect_parse_error(doc(R"("c": {"dtype": "bool", "shape": [2], "data": "mask"})", kRelu), &w,
+                     {"value 'c': field 'dtype': bool constants are not accepted"});
 }
 
 TEST(ParseTest, BadValueFieldsAreRejected) {
-  expect_parse_error(doc(R"("b": {"dtype": "float64", "shape": [4]})", kRelu), nullptr,
-                     {"value 'b': field 'dtype': expected one of", "got \"float64\""});
+  expect_parse_error(doc(R"("b": {"dtype": "complex64", "shape": [4]})", kRelu), nullptr,
+                     {"value 'b': field 'dtype': expected one of", "got \"complex64\""});
   expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [1, 2, 3, 4, 5, 6, 7]})", kRelu),
                      nullptr, {"value 'b': field 'shape': rank 7 is above the supported 6"});
   expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4, -1]})", kRelu), nullptr,

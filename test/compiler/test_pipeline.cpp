@@ -278,6 +278,55 @@ TEST(Pipeline, Rank5TensorIsNeverOnTheBackend) {
   }
 }
 
+// A bool mask beside a quantized relu: the clone reading it is refused with the mask named (no
+// device tensor is bool), the relu still lowers; under --partition the host cannot hold a bool
+// either, so no plan is made.
+TEST(Pipeline, BoolValueIsNeverOnTheBackendNorTheHost) {
+  const std::string json =
+      "{\"vkd_graph\": 1, \"inputs\": [\"xq\", \"m\"], \"outputs\": [\"y\", \"c\"],"
+      " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]},"
+      "  \"m\": {\"dtype\": \"bool\", \"shape\": [1, 4]}, \"c\": {\"dtype\": \"bool\", \"shape\": [1, 4]}},"
+      " \"nodes\": [" +
+      node(kDq, "xq", q_args(0.5, 1), "x") + ", " + node("aten.relu", "x", "{}", "r") + ", " +
+      node(kQ, "r", q_args(0.5, 1), "y") + ", " + node("aten.clone", "m", "{}", "c") + "]}";
+  const CompileResult r = compile_graph(parse_graph(json, "test", nullptr), {});
+  EXPECT_EQ(r.unsupported,
+            std::vector<std::string>{"node 3 (aten.clone): not supported by the backend (value "
+                                     "'m' is bool; device tensors are float32, float16, int8 "
+                                     "or int32)"});
+  const std::vector<std::string> ops = ops_of(r.graph);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "aten.relu"), 0);  // fused into a backend op
+  try {
+    compile_partitioned(parse_graph(json, "test", nullptr), {});
+    ADD_FAILURE() << "a plan with a bool host step was made";
+  } catch (const vkd::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 3 (aten.clone): not supported by the backend "
+                                         "(value 'm' is bool; device tensors are float32, "
+                                         "float16, int8 or int32); the host cannot run it: its "
+                                         "interpreter holds no bool tensor ('m')"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A graph returning one of its constants (the exporter folds a weight's transpose into one):
+// no device op writes it, so no blob (the runtime would refuse it); the output is named.
+TEST(Pipeline, ConstantOutputIsRefusedByName) {
+  const std::string json =
+      "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"y\", \"w\"],"
+      " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]},"
+      "  \"w\": {\"dtype\": \"float32\", \"shape\": [4], \"data\": \"w\"}},"
+      " \"nodes\": [" +
+      node(kDq, "xq", q_args(0.5, 1), "x") + ", " + node("aten.relu", "x", "{}", "r") + ", " +
+      node(kQ, "r", q_args(0.5, 1), "y") + "]}";
+  const SafetensorsFile weights = SafetensorsFile::from_bytes(
+      serialize_safetensors({{"w", "F32", {4}, std::vector<uint8_t>(16)}}), "weights");
+  const CompileResult r = compile_graph(parse_graph(json, "test", &weights), {});
+  EXPECT_EQ(r.unsupported, std::vector<std::string>{"output 'w': is a constant, which no "
+                                                    "device op computes"});
+  EXPECT_FALSE(r.ok());
+}
+
 // Two quantized branches joined by aten.cat, then cut by aten.chunk (the middle piece unread),
 // from JSON to a blob: one q8ta_cat whose inputs share the output's placement (a value_list
 // in the blob) and one q8ta_slice per piece read; the blob reads back through the validating
