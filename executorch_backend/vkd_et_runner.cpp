@@ -2,12 +2,15 @@
 // like ExecuTorch's executor_runner. Inputs by position from .npy files, the rest zeros; prints
 // each output (dtype, shape, first values) and, with --output-dir, writes it as DIR/output<i>.npy
 // (what `vkd run` writes, so the two compare byte for byte). Delegated subgraphs run on
-// VkdBackend; the other ops on ExecuTorch's optimized / quantized CPU kernels.
+// VkdBackend; the other ops on ExecuTorch's optimized / quantized CPU kernels, and on those of
+// the libraries --kernels loads (a model's custom ops: each registers its kernels when loaded).
 //
-// usage: vkd_et_runner MODEL.pte [--input FILE.npy]... [--output-dir DIR]
+// usage: vkd_et_runner MODEL.pte [--input FILE.npy]... [--output-dir DIR] [--kernels LIB.so]...
 // exit: 0 success, 1 ExecuTorch failed (its error logged), 2 usage or input error.
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
+
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstring>
@@ -33,12 +36,15 @@ struct Args {
   std::string model;
   std::vector<std::string> inputs;
   std::string output_dir;
+  std::vector<std::string> kernels;
 };
 
 bool parse_args(int argc, char** argv, Args* args) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((arg == "--input" || arg == "--output-dir") && i + 1 < argc) {
+    if (arg == "--kernels" && i + 1 < argc) {
+      args->kernels.emplace_back(argv[++i]);
+    } else if ((arg == "--input" || arg == "--output-dir") && i + 1 < argc) {
       (arg == "--input" ? args->inputs.emplace_back() : args->output_dir) = argv[++i];
     } else if (arg.rfind("--", 0) != 0 && args->model.empty()) {
       args->model = arg;
@@ -155,7 +161,8 @@ int main(int argc, char** argv) {
   Args args;
   if (!parse_args(argc, argv, &args)) {
     std::fprintf(stderr,
-                 "usage: vkd_et_runner MODEL.pte [--input FILE.npy]... [--output-dir DIR]\n");
+                 "usage: vkd_et_runner MODEL.pte [--input FILE.npy]... [--output-dir DIR] "
+                 "[--kernels LIB.so]...\n");
     return 2;
   }
   // Referencing the backend keeps its library linked, and so VkdBackend registered.
@@ -163,6 +170,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vkd_et_runner: VkdBackend did not register (ExecuTorch error 0x%x)\n",
                  static_cast<unsigned>(vkd_executorch_registration_error()));
     return 1;
+  }
+  for (const std::string& library : args.kernels) {
+    // Kept loaded for the process: the registry holds pointers into it.
+    if (dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::fprintf(stderr, "vkd_et_runner: --kernels %s: %s\n", library.c_str(), dlerror());
+      return 2;
+    }
   }
   try {
     return run(args);

@@ -3,12 +3,19 @@ VkdBackend), on the default device under the validation layer:
 - mobilenet_v2 and tiny_unet at 64x64, VkdQuantizer-quantized: one VkdBackend call and no CPU
   operator; the runtime's output equals `vkd run` of the delegate payload byte for byte, and the
   converted (PyTorch reference-quantized) model's within 1 output LSB everywhere, cosine >= 0.999.
-- A LayerNorm and a cumsum between convs: three delegates around two CPU ops; the .pte's output
-  agrees with the converted model (cosine >= 0.999), end to end only. A torch.library custom op is checked ahead of time only (no ExecuTorch kernel).
+- Partly delegated: convs around a LayerNorm and the custom op vkd_test::shift (its ExecuTorch
+  kernel: vkd_test_shift_kernel.cpp), and an attention block (LayerNorm, self-attention, the
+  custom op) between convs. The .pte also returns every delegate's inputs and outputs
+  (delegate_taps): each delegate's output equals `vkd run` of its payload on the inputs
+  ExecuTorch gave it byte for byte, and PyTorch's reference of its partition within one LSB;
+  vkd_et_runner's outputs equal executorch.runtime's byte for byte; the model's output agrees
+  with the converted model's (cosine >= 0.999: the CPU ops are ExecuTorch's float kernels).
 - A device that cannot run a kernel (VKD_DISABLE_FLOAT16=1, a float16 blob): loading the .pte
   raises RuntimeError naming the failure, in a child process that must exit normally.
-Environment (CMake): PYTHONPATH (python/, test/python/), VKD; VKD_VALIDATION=1.
+Environment (CMake): PYTHONPATH (python/, test/python/), VKD, VKD_ET_RUNNER, VKD_TEST_KERNELS;
+VKD_VALIDATION=1.
 """
+import ctypes
 import json
 import os
 import subprocess
@@ -21,14 +28,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from cli_models import CustomOp
+from cli_models import _register_shift as register_shift
+from delegate_taps import check_delegates, tap_delegates
 from test_executorch_aot import instructions, lower, quantized_program, run_blob
 from vkdelegate import accuracy, examples_models
 from vkdelegate import executorch as vkd_executorch  # registers VkdBackend with the runtime
 from vkdelegate.executorch import VkdPartitioner
 from vkdelegate.export import quantize
 from executorch.exir import to_edge_transform_and_lower
+from executorch.exir._serialize._program import deserialize_pte_binary
 from executorch.runtime import Runtime
+
+# The custom op's CPU kernel, registered with the runtime executorch.runtime loaded.
+ctypes.CDLL(os.environ["VKD_TEST_KERNELS"])
 
 HERE = Path(__file__).resolve().parent
 
@@ -39,6 +51,11 @@ def output_lsb(converted):
     first = out.args[0][0] if isinstance(out.args[0], (tuple, list)) else out.args[0]
     assert "dequantize_per_tensor" in str(first.target), first.target
     return float(first.args[1])
+
+
+def program_of(pte):
+    program = deserialize_pte_binary(pte)
+    return getattr(program, "program", program)
 
 
 def execute(pte, inputs):
@@ -79,54 +96,106 @@ class FullyDelegated(unittest.TestCase):
         self.check(examples_models.tiny_unet(), (1, 4, 64, 64))
 
 
-class LayerNormAndCumsum(nn.Module):
-    """conv, LayerNorm (CPU), conv, cumsum (CPU), conv."""
+class ConvsAroundCpuOps(nn.Module):
+    """conv, LayerNorm (CPU), conv, the custom op vkd_test::shift (CPU), conv."""
 
     def __init__(self):
         super().__init__()
+        register_shift()
         self.a = nn.Conv2d(3, 8, 3, padding=1)
-        self.norm = nn.LayerNorm(64)
+        self.norm = nn.LayerNorm(32)
         self.b = nn.Conv2d(8, 8, 3, padding=1)
         self.c = nn.Conv2d(8, 4, 1)
 
     def forward(self, x):
-        return self.c(torch.cumsum(torch.relu(self.b(self.norm(torch.relu(self.a(x))))), 3))
+        y = self.norm(torch.relu(self.a(x)))
+        return self.c(torch.ops.vkd_test.shift(torch.relu(self.b(y)), 0.5))
+
+
+class AttentionBlock(nn.Module):
+    """conv, then its pixels as tokens through LayerNorm and self-attention (a residual), the
+    custom op, back to an image, conv."""
+
+    def __init__(self):
+        super().__init__()
+        register_shift()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.norm = nn.LayerNorm(16)
+        self.attention = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.head = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        n, c, h, w = y.shape
+        tokens = self.norm(y.flatten(2).transpose(1, 2))
+        attended, _ = self.attention(tokens, tokens, tokens, need_weights=False)
+        y = y + torch.ops.vkd_test.shift(attended, 0.5).transpose(1, 2).reshape(n, c, h, w)
+        return self.head(y)
+
+
+def lower_tapped(model, shape):
+    """(converted model, input, .pte bytes, the Delegates, the partitioner's report): the .pte
+    also returns every delegate's inputs and outputs (delegate_taps)."""
+    torch.manual_seed(0)
+    converted, x, ep = quantized_program(model, shape)
+    printed = []
+    edge = to_edge_transform_and_lower(ep, partitioner=[VkdPartitioner(log=printed.append)])
+    delegates = tap_delegates(edge)
+    return converted, x, edge.to_executorch().buffer, delegates, printed
+
+
+def run_cpp_runner(pte, x):
+    """The outputs of vkd_et_runner (with the custom op's kernel library) on `x`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "m.pte").write_bytes(pte)
+        np.save(folder / "x.npy", x.numpy())
+        r = subprocess.run([os.environ["VKD_ET_RUNNER"], str(folder / "m.pte"), "--input",
+                            str(folder / "x.npy"), "--output-dir", str(folder / "out"),
+                            "--kernels", os.environ["VKD_TEST_KERNELS"]],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        count = len(list((folder / "out").glob("output*.npy")))
+        return [np.load(folder / "out" / f"output{i}.npy") for i in range(count)]
 
 
 class PartlyDelegated(unittest.TestCase):
-    def test_whole_pte_agrees_with_the_reference(self):
-        # End to end only: the delegates' inputs inside the runtime are not reachable here
-        # (returning the boundary tensors makes the partition fail to compile: see the report).
-        torch.manual_seed(0)
-        converted, x, ep = quantized_program(LayerNormAndCumsum(), (1, 3, 64, 64))
-        program, printed, pte = lower(ep)
-        (plan,) = program.execution_plan
-        self.assertEqual(instructions(plan), [("delegate", "VkdBackend"),
-                                              ("kernel", "aten::native_layer_norm"),
-                                              ("delegate", "VkdBackend"),
-                                              ("kernel", "aten::cumsum"),
-                                              ("delegate", "VkdBackend")])
-        (out,) = execute(pte, [x])
-        ref = converted(x).detach().numpy()
-        self.assertGreaterEqual(accuracy.cosine(ref, out.numpy()), 0.999)
-        lsb = output_lsb(converted)
-        self.assertGreater(np.abs(ref).max(), 20 * lsb)
+    """Each delegate checked alone on what ExecuTorch handed it (delegate_taps), the C++ runner
+    equal to executorch.runtime byte for byte, the model's output close to PyTorch's."""
 
-    def test_custom_op_is_left_ahead_of_time(self):
-        torch.manual_seed(0)
-        _, _, ep = quantized_program(CustomOp(), (1, 3, 16, 16))
-        printed = []
-        edge = to_edge_transform_and_lower(ep, partitioner=[VkdPartitioner(log=printed.append)])
-        self.assertTrue(any("vkd_test::shift" in line or "vkd_test.shift" in line
-                            for line in printed if line.strip().startswith("left ")), printed)
-        self.assertTrue(printed[0].startswith("VkdPartitioner: 2 VkdBackend delegate(s)"))
-        self.custom_op_to_executorch = "succeeds"
-        try:
-            edge.to_executorch()
-        except Exception as e:  # reported, not asserted: ExecuTorch's call
-            self.custom_op_to_executorch = f"fails: {type(e).__name__}: {str(e)[:200]}"
-        print(f"custom op model .to_executorch() {self.custom_op_to_executorch}",
-              file=sys.stderr)
+    def check(self, model, shape):
+        converted, x, pte, delegates, printed = lower_tapped(model, shape)
+        outputs = [o.numpy() for o in execute(pte, [x])]
+        check_delegates(self, delegates, outputs)
+        cpp = run_cpp_runner(pte, x)
+        self.assertEqual([o.tobytes() for o in cpp], [o.tobytes() for o in outputs])
+        ref = converted(x).detach().numpy()
+        self.assertGreaterEqual(accuracy.cosine(ref, outputs[0]), 0.999)
+        self.assertGreater(np.abs(ref).max(), 20 * output_lsb(converted))
+        left = [line for line in printed if line.strip().startswith("left ")]
+        self.assertTrue(any("vkd_test.shift: not supported by the backend" in line
+                            for line in left), printed)
+        return program_of(pte), delegates
+
+    def test_layer_norm_and_custom_op(self):
+        program, _ = self.check(ConvsAroundCpuOps(), (1, 3, 32, 32))
+        self.assertEqual(instructions(program.execution_plan[0]),
+                         [("delegate", "VkdBackend"), ("kernel", "aten::native_layer_norm"),
+                          ("delegate", "VkdBackend"), ("kernel", "vkd_test::shift"),
+                          ("delegate", "VkdBackend")])
+
+    def test_attention_block_and_custom_op(self):
+        program, delegates = self.check(AttentionBlock(), (1, 3, 8, 8))
+        steps = instructions(program.execution_plan[0])
+        # The convolutions on the GPU (the first before the layer norm, the head last); the
+        # attention's float ops on ExecuTorch's kernels.
+        self.assertLess(steps.index(("delegate", "VkdBackend")),
+                        steps.index(("kernel", "aten::native_layer_norm")))
+        self.assertEqual(steps[-1], ("delegate", "VkdBackend"))
+        for op in ("aten::native_layer_norm", "aten::bmm", "aten::_softmax", "vkd_test::shift"):
+            self.assertIn(("kernel", op), steps)
+        print(f"attention block: {len(delegates)} VkdBackend delegates, "
+              f"{sum(1 for s in steps if s[0] == 'kernel')} CPU kernel calls", file=sys.stderr)
 
 
 # A float16-only blob (x -> clone -> z, float16), made into a .pte by test_vkd_backend's

@@ -140,6 +140,15 @@ def _register_shift():
     def _(x, amount):
         return torch.empty_like(x)
 
+    # Its out variant, which ExecuTorch's .pte names (its kernel:
+    # test/executorch/vkd_test_shift_kernel.cpp).
+    torch.library.define("vkd_test::shift.out",
+                         "(Tensor x, float amount, *, Tensor(a!) out) -> Tensor(a!)")
+
+    @torch.library.impl("vkd_test::shift.out", "CompositeExplicitAutograd")
+    def _(x, amount, *, out):
+        return out.copy_(x + amount)
+
 
 class CustomOp(nn.Module):
     """A conv, the unknown op, a conv."""

@@ -2,6 +2,7 @@
 walk), run `vkd compile` on it, and name each FX node the compiler refused with its reason.
 The partitioner and VkdBackend.preprocess share it: what the compiler accepts is the one
 source of truth for what is delegated; no op list is kept in Python."""
+import operator
 import re
 import subprocess
 import tempfile
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
+from torch.fx.passes.utils.fuser_utils import fuse_as_graphmodule
 
 from vkdelegate._native import vkd_binary
 from vkdelegate.export import safetensors
@@ -19,6 +21,8 @@ from vkdelegate.export.pipeline import to_graph_ir
 # `vkd compile` lists every node it cannot compile as "node N (op): reason", N the index of
 # the node in the graph IR's "nodes".
 _REFUSAL = re.compile(r"node (\d+) \(([^)]*)\): (.*)$")
+# ... and every graph output it cannot make as "output 'NAME': reason" (a constant one).
+_OUTPUT_REFUSAL = re.compile(r"output '([^']*)': (.*)$")
 
 
 class VkdLoweringError(ExportError):
@@ -42,12 +46,7 @@ def user_inputs(ep):
     """Example tensors for an ExportedProgram's user inputs, of their dtype and shape: the walk
     runs the graph once to learn every value's shape; the values themselves do not matter."""
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
-    examples = []
-    for name in ep.graph_signature.user_inputs:
-        val = placeholders[name].meta["val"]
-        make = torch.randn if val.dtype.is_floating_point else torch.zeros
-        examples.append(make(tuple(val.shape), dtype=val.dtype))
-    return examples
+    return [_example(placeholders[name].meta["val"]) for name in ep.graph_signature.user_inputs]
 
 
 def with_real_constants(gm):
@@ -73,8 +72,31 @@ def with_real_constants(gm):
 
 def compile_program(ep, gm=None, name="delegate"):
     """Walks `gm` (default: ep.module()) into the graph IR and runs `vkd compile` on it."""
-    gm = ep.module() if gm is None else gm
-    graph, tensors = to_graph_ir(gm, user_inputs(ep), name=name)
+    return compile_graph_module(ep.module() if gm is None else gm, user_inputs(ep), name)
+
+
+def compile_nodes(gm, names, name="partition"):
+    """`vkd compile` on the nodes `names` of `gm` alone, as a partition of them is compiled:
+    the values they read from other nodes become inputs, those read elsewhere outputs, the
+    constants only they read come along. Refusals name the nodes by their names in `gm`."""
+    chosen = {n for n in gm.graph.nodes if n.name in names}
+    for node in gm.graph.nodes:  # the constants the partition alone reads (tag_constant_data)
+        if node.op == "get_attr" and node.users and set(node.users) <= chosen:
+            chosen.add(node)
+    ordered = [n for n in gm.graph.nodes if n in chosen]
+    sub, _, _ = fuse_as_graphmodule(gm, ordered, "partition", always_return_tuple=True)
+    examples = [_example(p.meta["val"]) for p in sub.graph.nodes if p.op == "placeholder"]
+    return compile_graph_module(sub, examples, name)
+
+
+def _example(val):
+    make = torch.randn if val.dtype.is_floating_point else torch.zeros
+    return make(tuple(val.shape), dtype=val.dtype)
+
+
+def compile_graph_module(gm, examples, name):
+    """Walks `gm` on `examples` into the graph IR and runs `vkd compile` on it."""
+    graph, tensors = to_graph_ir(gm, examples, name=name)
     with tempfile.TemporaryDirectory(prefix="vkd_executorch_") as folder:
         files = {kind: Path(folder) / f"{name}{suffix}" for kind, suffix in
                  (("graph", ".json"), ("weights", ".safetensors"), ("blob", ".vkd"))}
@@ -96,23 +118,49 @@ def _refused_nodes(graph, gm, messages):
     for node in gm.graph.nodes:
         for name in _value_names(node):
             holders.setdefault(name, []).append(node.name)
-    # to_graph_ir renames the graph's outputs after the walk ("output", "output_0"): they
-    # follow the output node's leaves in order.
+    # to_graph_ir renames the graph's outputs after the walk ("output_0", "output_1", ...):
+    # they follow the output node's leaves in order, one per leaf (a split returned whole: one
+    # per piece). A leaf's IR value may be gone under its walked name (renamed) or have none (a
+    # dequantize, emitted afresh for the output), so the renamed output also names the leaf.
     output = next(n for n in gm.graph.nodes if n.op == "output")
     leaves = []
     torch.fx.node.map_arg(output.args[0], leaves.append)
-    walked = [name for leaf in leaves for name in _value_names(leaf)]
-    for renamed, name in zip(graph["outputs"], walked):
-        holders.setdefault(renamed, holders.get(name, []))
+    position = 0
+    for leaf in leaves:
+        walked = _value_names(leaf) or [None]
+        for renamed, name in zip(graph["outputs"][position:position + len(walked)], walked):
+            holders.setdefault(renamed, list(holders.get(name, [])))
+            if leaf.name not in holders[renamed]:
+                holders[renamed].append(leaf.name)
+        position += len(walked)
     refused = {}
     for line in messages.splitlines():
         found = _REFUSAL.search(line)
-        if not found:
+        if found:
+            ir_node = graph["nodes"][int(found.group(1))]
+            for output in ir_node["outputs"]:
+                for fx_name in holders.get(output, []):
+                    refused[fx_name] = f"{found.group(2)}: {found.group(3)}"
             continue
-        ir_node = graph["nodes"][int(found.group(1))]
-        for output in ir_node["outputs"]:
-            for fx_name in holders.get(output, []):
-                refused[fx_name] = f"{found.group(2)}: {found.group(3)}"
+        found = _OUTPUT_REFUSAL.search(line)
+        for fx_name in holders.get(found.group(1), []) if found else []:
+            refused[fx_name] = f"its result {found.group(2)}"
+    return _with_pieces(gm, refused)
+
+
+def _with_pieces(gm, refused):
+    """`refused` with a multi-output node and its getitems together (one refused: all are):
+    a getitem cannot be delegated apart from the node whose piece it picks."""
+    nodes = {n.name: n for n in gm.graph.nodes}
+    for name, why in list(refused.items()):
+        node = nodes.get(name)
+        if node is None:
+            continue
+        source = node.args[0] if node.target is operator.getitem else node
+        if not isinstance(source, torch.fx.Node):
+            continue
+        for related in [source] + [u for u in source.users if u.target is operator.getitem]:
+            refused.setdefault(related.name, why)
     return refused
 
 

@@ -12,7 +12,8 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from vkdelegate.export.ops import aten_overload
 
 from .backend import VkdBackend
-from .compiler_check import VkdLoweringError, compile_program, with_real_constants
+from .compiler_check import (VkdLoweringError, compile_nodes, compile_program,
+                             with_real_constants)
 
 aten = torch.ops.aten
 # Ops the edge dialect would otherwise decompose into pieces the walk does not reassemble:
@@ -20,7 +21,8 @@ aten = torch.ops.aten
 # max_pool2d_with_indices (an int64 index output the graph IR refuses), conv2d into
 # convolution, linear into permute_copy + addmm (which left a classifier's head on the CPU,
 # its per-channel dequantize without an ExecuTorch kernel). A decomposition choice, not a
-# support list: whether they are delegated is the compiler's call like any other node's.
+# support list: ExecuTorch keeps one of them whole only where the compiler takes that node
+# (ExecuTorch requires a kept op to be delegated), the others decompose for its CPU kernels.
 KEEP_UNDECOMPOSED = [aten.pixel_shuffle.default, aten.max_pool2d.default, aten.conv2d.default,
                      aten.linear.default]
 
@@ -50,31 +52,81 @@ class VkdPartitioner(Partitioner):
         self.log = log
         self.report = []
 
+    def _delegates(self, ep, gm, refused):
+        """The delegates over the nodes the compiler takes, each checked alone: the whole
+        program's verdict can rest on a fusion across a node now outside the delegate, so a
+        node a delegate alone refuses joins `refused` (in place) and the grouping is redone,
+        until every delegate compiles."""
+        while True:
+            partitions = _propose(ep, refused)
+            if len(partitions) == 1 and not refused:
+                return partitions  # the whole program: its verdict is the delegate's
+            more = {}
+            for partition in partitions:
+                names = {n.name for n in partition.nodes}
+                more.update(_refused(compile_nodes(gm, names), f"delegate {sorted(names)[0]}"))
+            if not more:
+                return partitions
+            if set(more) <= set(refused):  # no progress: the compiler named nothing new
+                raise VkdLoweringError("VkdPartitioner: delegates keep failing to compile on "
+                                       f"nodes already left out: {sorted(more)[:8]}")
+            refused.update(more)
+
     def ops_to_not_decompose(self, ep):
-        return KEEP_UNDECOMPOSED, None
+        verdict = {}  # the compiler's refusals in `ep`, asked for once ExecuTorch filters
+
+        def compiler_takes(node):
+            # ExecuTorch also asks about every node of the lowered program (kept ops must be
+            # gone): what is left there is what no delegate took.
+            if node.op != "call_function" or _op_of(node) not in KEEP_UNDECOMPOSED or \
+                    any("executorch_call_delegate" in str(n.target) for n in node.graph.nodes):
+                return False
+            if "refused" not in verdict:
+                verdict["refused"] = _refused_by_compiler(ep, "undecomposed")
+            return node.name not in verdict["refused"]
+        return KEEP_UNDECOMPOSED, compiler_takes
 
     def partition(self, ep):
         gm = with_real_constants(ep.module())
-        verdict = compile_program(ep, gm, name="whole")
-        if verdict.returncode != 0 and not verdict.refused:
-            raise VkdLoweringError("VkdPartitioner: vkd compile failed on the whole program "
-                                   f"without naming a node:\n{verdict.messages}")
-        partitions = CapabilityBasedPartitioner(
-            ep.graph_module, _CompilerSays(verdict.refused),
-            allows_single_node_partition=True).propose_partitions()
-        position = {node: k for k, node in enumerate(ep.graph.nodes)}
-        partitions.sort(key=lambda p: min(position[n] for n in p.nodes))  # in graph order
-        tags = {}
+        refused = _refused(compile_program(ep, gm, name="whole"))
+        partitions = self._delegates(ep, gm, refused)
         for k, partition in enumerate(partitions):
             for node in partition.nodes:
                 node.meta["delegation_tag"] = f"vkd{k}"
-            tags[f"vkd{k}"] = self.delegation_spec
+        tags = {f"vkd{k}": self.delegation_spec for k in range(len(partitions))}
         tag_constant_data(ep)
         tag_mutated_buffer(ep)
-        self.report = _report(ep, partitions, verdict.refused)
+        self.report = _report(ep, partitions, refused)
         for line in self.report:
             self.log(line)
         return PartitionResult(tagged_exported_program=ep, partition_tags=tags)
+
+
+def _propose(ep, refused):
+    """The delegates for the nodes not `refused`, in graph order."""
+    partitions = CapabilityBasedPartitioner(
+        ep.graph_module, _CompilerSays(refused),
+        allows_single_node_partition=True).propose_partitions()
+    position = {node: k for k, node in enumerate(ep.graph.nodes)}
+    return sorted(partitions, key=lambda p: min(position[n] for n in p.nodes))
+
+
+def _refused(verdict, what="the whole program"):
+    """{FX node name: reason} for the nodes `vkd compile` refused in `verdict`."""
+    if verdict.returncode != 0 and not verdict.refused:
+        raise VkdLoweringError(f"VkdPartitioner: vkd compile failed on {what} without naming "
+                               f"a node:\n{verdict.messages}")
+    return verdict.refused
+
+
+def _refused_by_compiler(ep, name):
+    """{FX node name: reason} for the nodes of `ep` that `vkd compile` refuses."""
+    return _refused(compile_program(ep, with_real_constants(ep.module()), name=name))
+
+
+def _op_of(node):
+    """The ATen OpOverload of a node (an edge op's inside), or None."""
+    return aten_overload(node.target)
 
 
 def _op_name(node):

@@ -10,6 +10,7 @@ else without a handler is written as `<namespace>.<name>[.<overload>]` with its 
 its schema's names (`generic`): the compiler runs it where it knows it, `vkd compile
 --partition` leaves it to the host where it can.
 """
+import math
 import operator
 
 import torch
@@ -560,10 +561,22 @@ def _split(w, pairs, out, op):
         if values and all(w.is_tensor(v) for v in values):
             inputs.extend(w.input(v) for v in values)
         else:
-            args[name] = w.literal(value)
+            args[name] = _non_finite_as_text(w.literal(value))
     if isinstance(out, list):
         return w.emit_pieces(op, inputs, args, out)
     return w.emit(op, inputs, args, out)
+
+
+def _non_finite_as_text(value):
+    """An op without a handler is only named by the compiler (or run by the host's reference
+    interpreter, which reads its arguments by name): an infinite or NaN float argument (a
+    decomposed softmax's masked fill with -inf) is written as the text "inf" / "-inf" / "nan",
+    JSON having no number for it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_non_finite_as_text(v) for v in value)
+    return value
 
 
 def _schema_pairs(node):

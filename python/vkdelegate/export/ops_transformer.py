@@ -10,8 +10,6 @@ module's parameters), which VkdQuantizer leaves float and the walk below writes 
 `vkd compile --partition` leaves it and the layer norms to the host.
 """
 import types
-from typing import Optional, Tuple
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -36,12 +34,9 @@ def _layer_norm(w, node):
 
 # ---- nn.MultiheadAttention as one op ----------------------------------------------------------
 
-@torch.library.custom_op("vkdelegate::multi_head_attention", mutates_args=())
-def multi_head_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                         in_proj_weight: torch.Tensor, in_proj_bias: Optional[torch.Tensor],
-                         out_proj_weight: torch.Tensor, out_proj_bias: Optional[torch.Tensor],
-                         num_heads: int, batch_first: bool, need_weights: bool,
-                         average_attn_weights: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+def _multi_head_attention(query, key, value, in_proj_weight, in_proj_bias, out_proj_weight,
+                          out_proj_bias, num_heads, batch_first, need_weights,
+                          average_attn_weights):
     """nn.MultiheadAttention's eval-mode forward on 3-D inputs without masks: (output, the
     attention weights, or an empty tensor when need_weights is False)."""
     q, k, v = (t.transpose(0, 1) if batch_first else t for t in (query, key, value))
@@ -53,18 +48,15 @@ def multi_head_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     return out, weights if weights is not None else query.new_empty(0)
 
 
-@multi_head_attention.register_fake
-def _multi_head_attention_shapes(query, key, value, in_proj_weight, in_proj_bias,
-                                 out_proj_weight, out_proj_bias, num_heads, batch_first,
-                                 need_weights, average_attn_weights):
-    batch, target = (query.shape[0], query.shape[1]) if batch_first else \
-        (query.shape[1], query.shape[0])
-    source = key.shape[1] if batch_first else key.shape[0]
-    out = query.new_empty(query.shape[:-1] + (out_proj_weight.shape[0],))
-    if not need_weights:
-        return out, query.new_empty(0)
-    heads = () if average_attn_weights else (num_heads,)
-    return out, query.new_empty((batch,) + heads + (target, source))
+# A CompositeImplicitAutograd op: torch.export keeps it as one node (what the walk reads), while
+# a decomposition pass (ExecuTorch's to_edge, run_decompositions) turns it back into the ATen ops
+# of its body, which CPU runtimes that know nothing of it (ExecuTorch's kernels) run.
+_LIBRARY = torch.library.Library("vkdelegate", "FRAGMENT")
+_LIBRARY.define(
+    "multi_head_attention(Tensor query, Tensor key, Tensor value, Tensor in_proj_weight, "
+    "Tensor? in_proj_bias, Tensor out_proj_weight, Tensor? out_proj_bias, int num_heads, "
+    "bool batch_first, bool need_weights, bool average_attn_weights) -> (Tensor, Tensor)")
+_LIBRARY.impl("multi_head_attention", _multi_head_attention, "CompositeImplicitAutograd")
 
 
 def _refusal(m, query, key_padding_mask, attn_mask, is_causal):
