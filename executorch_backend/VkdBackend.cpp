@@ -11,6 +11,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ using executorch::runtime::Error;
 using executorch::runtime::FreeableBuffer;
 using executorch::runtime::Result;
 using executorch::runtime::Span;
+
+// The device the last delegate was loaded on (vkd_executorch_device_name).
+std::mutex g_device_mutex;
+std::string g_device_name;
 
 // What a delegate call keeps between init and destroy.
 struct VkdHandle {
@@ -136,6 +141,10 @@ class VkdBackend final : public BackendInterface {
       ET_LOG(Error, "VkdBackend: out of runtime memory for the delegate handle");
       return Error::MemoryAllocationFailed;
     }
+    {
+      const std::lock_guard<std::mutex> lock(g_device_mutex);
+      g_device_name = delegate->device_name();
+    }
     new (handle) VkdHandle{std::move(delegate)};
     return handle;
   }
@@ -165,6 +174,11 @@ class VkdBackend final : public BackendInterface {
       Tensor& tensor = args[i]->toTensor();
       const vkd::TensorInfo info = is_input ? delegate.input(index) : delegate.output(index);
       if (!tensor_matches(tensor, info, role, index)) return Error::InvalidArgument;
+      if (tensor.nbytes() > 0 && tensor.const_data_ptr() == nullptr) {
+        ET_LOG(Error, "VkdBackend: %s %zu ('%s') has no memory (a .pte that does not plan its "
+               "inputs or outputs wants them set before execute)", role, index, info.name.c_str());
+        return Error::InvalidArgument;
+      }
       if (is_input) {
         inputs[index] = {tensor.const_data_ptr(), tensor.nbytes(), info.host_dtype, info.sizes};
       } else {
@@ -201,4 +215,9 @@ const Error g_registration = executorch::runtime::register_backend(g_entry);
 
 extern "C" int vkd_executorch_registration_error(void) {
   return static_cast<int>(g_registration);
+}
+
+extern "C" const char* vkd_executorch_device_name(void) {
+  const std::lock_guard<std::mutex> lock(g_device_mutex);
+  return g_device_name.c_str();
 }

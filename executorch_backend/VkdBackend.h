@@ -10,6 +10,10 @@ extern "C" {
 // The ExecuTorch Error code register_backend returned for "VkdBackend" (0 = registered).
 __attribute__((visibility("default"))) int vkd_executorch_registration_error(void);
 
+// The name of the Vulkan device the last VkdBackend delegate was loaded on ("" before any):
+// what a benchmark prints beside its figures. Valid until the next delegate loads.
+__attribute__((visibility("default"))) const char* vkd_executorch_device_name(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,14 +5,21 @@
 // VkdBackend; the other ops on ExecuTorch's optimized / quantized CPU kernels, and on those of
 // the libraries --kernels loads (a model's custom ops: each registers its kernels when loaded).
 //
+// --bench N then times N more forward calls after 3 warm-up ones: median and min host wall per
+// inference, beside the device's name, printed and (--bench-json FILE) written as JSON.
+//
 // usage: vkd_et_runner MODEL.pte [--input FILE.npy]... [--output-dir DIR] [--kernels LIB.so]...
+//                      [--bench N [--bench-json FILE]]
 // exit: 0 success, 1 ExecuTorch failed (its error logged), 2 usage or input error.
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -37,6 +44,8 @@ struct Args {
   std::vector<std::string> inputs;
   std::string output_dir;
   std::vector<std::string> kernels;
+  int bench = 0;
+  std::string bench_json;
 };
 
 bool parse_args(int argc, char** argv, Args* args) {
@@ -44,6 +53,17 @@ bool parse_args(int argc, char** argv, Args* args) {
     const std::string arg = argv[i];
     if (arg == "--kernels" && i + 1 < argc) {
       args->kernels.emplace_back(argv[++i]);
+    } else if (arg == "--bench" && i + 1 < argc) {
+      char* end = nullptr;
+      const long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || n < 1 || n > 100000) {
+        std::fprintf(stderr, "vkd_et_runner: --bench wants a count in 1..100000, got '%s'\n",
+                     argv[i]);
+        return false;
+      }
+      args->bench = static_cast<int>(n);
+    } else if (arg == "--bench-json" && i + 1 < argc) {
+      args->bench_json = argv[++i];
     } else if ((arg == "--input" || arg == "--output-dir") && i + 1 < argc) {
       (arg == "--input" ? args->inputs.emplace_back() : args->output_dir) = argv[++i];
     } else if (arg.rfind("--", 0) != 0 && args->model.empty()) {
@@ -52,6 +72,10 @@ bool parse_args(int argc, char** argv, Args* args) {
       std::fprintf(stderr, "vkd_et_runner: unexpected argument '%s'\n", arg.c_str());
       return false;
     }
+  }
+  if (!args->bench_json.empty() && args->bench == 0) {
+    std::fprintf(stderr, "vkd_et_runner: --bench-json needs --bench N\n");
+    return false;
   }
   return !args->model.empty();
 }
@@ -80,6 +104,42 @@ void print_output(size_t index, const executorch::aten::Tensor& t) {
     if (t.scalar_type() == ScalarType::Char) std::printf(" %d", t.const_data_ptr<int8_t>()[i]);
   }
   std::printf("%s\n", shown < static_cast<size_t>(t.numel()) ? " ..." : "");
+}
+
+// --bench: 3 warm-up and `args.bench` timed forward calls; prints (and writes as JSON) the
+// median and min host wall of one inference. 0, or 1 when a call fails.
+int benchmark(Module& module, const std::vector<EValue>& inputs, const Args& args) {
+  constexpr int kWarmup = 3;
+  std::vector<double> wall_us;
+  for (int i = 0; i < kWarmup + args.bench; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto outputs = module.forward(inputs);
+    const auto end = std::chrono::steady_clock::now();
+    if (!outputs.ok()) {
+      std::fprintf(stderr, "vkd_et_runner: bench run %d failed (ExecuTorch error 0x%x)\n", i,
+                   static_cast<unsigned>(outputs.error()));
+      return 1;
+    }
+    if (i >= kWarmup) wall_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+  }
+  std::sort(wall_us.begin(), wall_us.end());
+  const double median = wall_us[wall_us.size() / 2];
+  const char* device = vkd_executorch_device_name();
+  std::printf("bench: %d warm-up + %d timed forward calls on %s: host wall median %.1f us, "
+              "min %.1f us\n",
+              kWarmup, args.bench, device, median, wall_us.front());
+  if (args.bench_json.empty()) return 0;
+  FILE* f = std::fopen(args.bench_json.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "vkd_et_runner: cannot write '%s'\n", args.bench_json.c_str());
+    return 1;
+  }
+  std::fprintf(f,
+               "{\"runner\": \"vkd_et_runner\", \"device\": \"%s\", \"runs\": %d, "
+               "\"host_wall_median_us\": %.3f, \"host_wall_min_us\": %.3f}\n",
+               device, args.bench, median, wall_us.front());
+  std::fclose(f);
+  return 0;
 }
 
 int run(const Args& args) {
@@ -123,6 +183,21 @@ int run(const Args& args) {
         executorch::extension::make_tensor_ptr(sizes, std::move(data), info->scalar_type()));
   }
   std::vector<EValue> inputs(tensors.begin(), tensors.end());
+  // Outputs the .pte does not plan (alloc_graph_output=False) are written into ours.
+  std::vector<TensorPtr> output_buffers;
+  for (size_t i = 0; i < meta->num_outputs(); ++i) {
+    auto info = meta->output_tensor_meta(i);
+    if (!info.ok() || info->is_memory_planned()) continue;
+    std::vector<executorch::aten::SizesType> sizes(info->sizes().begin(), info->sizes().end());
+    output_buffers.push_back(executorch::extension::make_tensor_ptr(
+        sizes, std::vector<uint8_t>(info->nbytes()), info->scalar_type()));
+    const auto status = module.set_output(EValue(output_buffers.back()), i);
+    if (status != executorch::runtime::Error::Ok) {
+      std::fprintf(stderr, "vkd_et_runner: cannot set output %zu (ExecuTorch error 0x%x)\n", i,
+                   static_cast<unsigned>(status));
+      return 1;
+    }
+  }
   // As `vkd run`: a missing --output-dir is created (one level), before the run.
   std::error_code ec;
   if (!args.output_dir.empty() && !std::filesystem::exists(args.output_dir, ec) &&
@@ -152,7 +227,7 @@ int run(const Args& args) {
     npy.data.assign(p, p + t.nbytes());
     vkd::cli::write_npy(args.output_dir + "/output" + std::to_string(i) + ".npy", npy);
   }
-  return 0;
+  return args.bench > 0 ? benchmark(module, inputs, args) : 0;
 }
 
 }  // namespace
@@ -162,7 +237,7 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, &args)) {
     std::fprintf(stderr,
                  "usage: vkd_et_runner MODEL.pte [--input FILE.npy]... [--output-dir DIR] "
-                 "[--kernels LIB.so]...\n");
+                 "[--kernels LIB.so]... [--bench N [--bench-json FILE]]\n");
     return 2;
   }
   // Referencing the backend keeps its library linked, and so VkdBackend registered.

@@ -18,7 +18,8 @@ import unittest
 
 import numpy as np
 import torch
-from executorch.exir import to_edge
+from executorch.exir import ExecutorchBackendConfig, to_edge
+from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.backend.backend_api import to_backend
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 
@@ -64,8 +65,9 @@ class AddModel(torch.nn.Module):
         return x + y
 
 
-def make_pte(path, payload, shape):
-    """A .pte whose forward is one VkdBackend call carrying `payload`, traced at `shape`."""
+def make_pte(path, payload, shape, config=None):
+    """A .pte whose forward is one VkdBackend call carrying `payload`, traced at `shape`
+    (`config`: to_executorch's ExecutorchBackendConfig)."""
     VkdBackend.PAYLOAD = payload
     ex = (torch.zeros(shape), torch.zeros(shape))
     lowered = to_backend("VkdBackend", to_edge(torch.export.export(AddModel(), ex))
@@ -80,7 +82,7 @@ def make_pte(path, payload, shape):
             return self.lowered(x, y)
 
     with open(path, "wb") as f:
-        f.write(to_edge(torch.export.export(Wrap(), ex)).to_executorch().buffer)
+        f.write(to_edge(torch.export.export(Wrap(), ex)).to_executorch(config).buffer)
 
 
 def run(*cmd):
@@ -104,6 +106,10 @@ class VkdBackendTest(unittest.TestCase):
             bad[i] ^= 0xFF
         make_pte(f"{d}/bad.pte", bytes(bad), SHAPE)
         make_pte(f"{d}/wide.pte", blob, SHAPE[:3] + [SHAPE[3] + 1])  # sizes the blob lacks
+        # Inputs and outputs left to the caller (no copy into planned buffers).
+        make_pte(f"{d}/user_io.pte", blob, SHAPE, ExecutorchBackendConfig(
+            memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False,
+                                                    alloc_graph_output=False)))
         rng = np.random.default_rng(0)
         cls.x = rng.uniform(-4, 4, SHAPE).astype(np.float32)
         cls.y = rng.uniform(-4, 4, SHAPE).astype(np.float32)
@@ -135,6 +141,14 @@ class VkdBackendTest(unittest.TestCase):
                 "--input", f"{self.d}/y.npy", "--output-dir", self.d)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_equals_vkd_run(np.load(f"{self.d}/output0.npy"))
+
+    def test_cpp_runner_with_unplanned_io_equals_vkd_run(self):
+        # The runner hands its own output buffers to a .pte that plans no inputs or outputs.
+        r = run(os.environ["VKD_ET_RUNNER"], f"{self.d}/user_io.pte", "--input",
+                f"{self.d}/x.npy", "--input", f"{self.d}/y.npy", "--output-dir",
+                f"{self.d}/user_io")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_equals_vkd_run(np.load(f"{self.d}/user_io/output0.npy"))
 
     def test_python_runtime_equals_vkd_run(self):
         # Before the library is loaded the same process fails cleanly, then runs the .pte.
