@@ -278,17 +278,26 @@ TEST(Pipeline, Rank5TensorIsNeverOnTheBackend) {
   }
 }
 
+// A quantized relu of int8 input xq into output y, with `inputs` / `outputs` besides them,
+// `values` declared besides xq and `nodes` after the relu's.
+std::string relu_beside(const std::string& inputs, const std::string& outputs,
+                        const std::string& values, const std::string& nodes) {
+  return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"" + inputs + "], \"outputs\": [\"y\"" +
+         outputs + "], \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]}" +
+         values + "}, \"nodes\": [" + node(kDq, "xq", q_args(0.5, 1), "x") + ", " +
+         node("aten.relu", "x", "{}", "r") + ", " + node(kQ, "r", q_args(0.5, 1), "y") + nodes +
+         "]}";
+}
+
 // A bool mask beside a quantized relu: the clone reading it is refused with the mask named (no
 // device tensor is bool), the relu still lowers; under --partition the host cannot hold a bool
 // either, so no plan is made.
 TEST(Pipeline, BoolValueIsNeverOnTheBackendNorTheHost) {
-  const std::string json =
-      "{\"vkd_graph\": 1, \"inputs\": [\"xq\", \"m\"], \"outputs\": [\"y\", \"c\"],"
-      " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]},"
-      "  \"m\": {\"dtype\": \"bool\", \"shape\": [1, 4]}, \"c\": {\"dtype\": \"bool\", \"shape\": [1, 4]}},"
-      " \"nodes\": [" +
-      node(kDq, "xq", q_args(0.5, 1), "x") + ", " + node("aten.relu", "x", "{}", "r") + ", " +
-      node(kQ, "r", q_args(0.5, 1), "y") + ", " + node("aten.clone", "m", "{}", "c") + "]}";
+  const std::string json = relu_beside(
+      ", \"m\"", ", \"c\"",
+      ", \"m\": {\"dtype\": \"bool\", \"shape\": [1, 4]}, "
+      "\"c\": {\"dtype\": \"bool\", \"shape\": [1, 4]}",
+      ", " + node("aten.clone", "m", "{}", "c"));
   const CompileResult r = compile_graph(parse_graph(json, "test", nullptr), {});
   EXPECT_EQ(r.unsupported,
             std::vector<std::string>{"node 3 (aten.clone): not supported by the backend (value "
@@ -312,13 +321,8 @@ TEST(Pipeline, BoolValueIsNeverOnTheBackendNorTheHost) {
 // A graph returning one of its constants (the exporter folds a weight's transpose into one):
 // no device op writes it, so no blob (the runtime would refuse it); the output is named.
 TEST(Pipeline, ConstantOutputIsRefusedByName) {
-  const std::string json =
-      "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"y\", \"w\"],"
-      " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]},"
-      "  \"w\": {\"dtype\": \"float32\", \"shape\": [4], \"data\": \"w\"}},"
-      " \"nodes\": [" +
-      node(kDq, "xq", q_args(0.5, 1), "x") + ", " + node("aten.relu", "x", "{}", "r") + ", " +
-      node(kQ, "r", q_args(0.5, 1), "y") + "]}";
+  const std::string json = relu_beside(
+      "", ", \"w\"", ", \"w\": {\"dtype\": \"float32\", \"shape\": [4], \"data\": \"w\"}", "");
   const SafetensorsFile weights = SafetensorsFile::from_bytes(
       serialize_safetensors({{"w", "F32", {4}, std::vector<uint8_t>(16)}}), "weights");
   const CompileResult r = compile_graph(parse_graph(json, "test", &weights), {});
