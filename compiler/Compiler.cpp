@@ -36,8 +36,7 @@ std::string unsupported_reason(const Graph& g, const Node& node) {
   }
   if (schema == nullptr) return "not yet supported by the backend" + no_op;
   if (!schema->runnable()) {
-    return "not yet supported by the backend (backend op '" + schema->name +
-           "' has no kernel yet)";
+    return "not yet supported by the backend (backend op '" + schema->name + "' has no kernel yet)";
   }
   return "";
 }

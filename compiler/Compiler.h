@@ -23,10 +23,10 @@ struct CompileOptions {
 };
 
 struct CompileResult {
-  std::vector<uint8_t> blob;              // empty when `unsupported` is not
-  std::vector<PassReport> reports;        // one per pass that ran, in order
-  Graph graph;                            // the compiled graph (backend ops, placements decided)
-  std::vector<std::string> unsupported;   // "node 4 (aten.max_pool2d): not yet supported ..."
+  std::vector<uint8_t> blob;             // empty when `unsupported` is not
+  std::vector<PassReport> reports;       // one per pass that ran, in order
+  Graph graph;                           // the compiled graph (backend ops, placements decided)
+  std::vector<std::string> unsupported;  // "node 4 (aten.max_pool2d): not yet supported ..."
   bool ok() const { return unsupported.empty(); }
   // Throws Unsupported listing every unsupported node with its reason (no-op when ok()).
   void throw_if_unsupported() const;
@@ -46,7 +46,7 @@ CompileResult compile_file(const std::string& graph_path, const std::string& wei
 struct PartitionedResult {
   std::vector<PassReport> before_fusion;  // sink_dequantize's, when it moved anything
   PassReport fusion;
-  Graph lowered;                     // after fusion, before placement
+  Graph lowered;  // after fusion, before placement
   PartitionPlan plan;
   std::vector<CompileResult> parts;  // one per plan.partitions entry, each ok()
 };

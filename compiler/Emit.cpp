@@ -50,7 +50,9 @@ std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash) {
     size_t next_tensor = 0;
     for (const auto& a : schema->args) {
       switch (a.kind) {
-        case schema::ArgKind::Tensor: args.push_back(tensor_id(uses.at(next_tensor++).value)); break;
+        case schema::ArgKind::Tensor:
+          args.push_back(tensor_id(uses.at(next_tensor++).value));
+          break;
         case schema::ArgKind::TensorList: {
           std::vector<serialization::ValueId> items;
           while (next_tensor < uses.size() && uses[next_tensor].arg == &a) {
@@ -62,11 +64,13 @@ std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash) {
         case schema::ArgKind::Int: args.push_back(b.add_int(arg_int(node, a.name))); break;
         case schema::ArgKind::Float: args.push_back(b.add_float(arg_float(node, a.name))); break;
         case schema::ArgKind::Bool: args.push_back(b.add_bool(arg_bool(node, a.name))); break;
-        case schema::ArgKind::IntList: args.push_back(b.add_int_list(arg_ints(node, a.name))); break;
+        case schema::ArgKind::IntList:
+          args.push_back(b.add_int_list(arg_ints(node, a.name)));
+          break;
         case schema::ArgKind::FloatList: {
           const auto it = node.args.find(a.name);
-          const auto* list = it == node.args.end() ? nullptr
-                                                   : std::get_if<std::vector<double>>(&it->second);
+          const auto* list =
+              it == node.args.end() ? nullptr : std::get_if<std::vector<double>>(&it->second);
           VKD_CHECK(list != nullptr, ErrorCode::InvalidArgument, node.origin, ": argument '",
                     a.name, "' must be a list of floats");
           args.push_back(b.add_float_list(*list));

@@ -15,7 +15,9 @@
 namespace vkd::compiler {
 
 // A shape in compiler messages: "[1, 3, 5, 7]".
-inline std::string shape_str(const std::vector<int64_t>& shape) { return sizes_string(shape, ", "); }
+inline std::string shape_str(const std::vector<int64_t>& shape) {
+  return sizes_string(shape, ", ");
+}
 
 // The element count of a shape (1 for a scalar).
 inline int64_t element_count(const std::vector<int64_t>& shape) {
@@ -54,7 +56,7 @@ struct Value {
   // Constants read from the weights file: the tensor's name there (the graph IR's "data"), so a
   // partition plan can name it for the host ("" for a constant the compiler made).
   std::string weights_name;
-  std::optional<QuantInfo> quant;            // int8/int8x4 activations after fusion
+  std::optional<QuantInfo> quant;  // int8/int8x4 activations after fusion
   // Decided by layout propagation (unset before it runs).
   std::optional<StorageType> storage;
   std::optional<MemoryLayout> layout;

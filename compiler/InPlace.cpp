@@ -77,8 +77,8 @@ std::string cat_line(const Graph& g, const Node& n, std::set<std::string>& viewe
   const std::string head = "q8ta_cat " + quoted_list(n.outputs) + ": ";
   const std::string layout = std::string(to_string(*g.value(n.outputs[0]).layout));
   if (copied.empty()) {
-    return head + "free: every input's producer writes it in place (contiguous parts in " +
-           layout + ", where the device's buffer alignment allows)";
+    return head + "free: every input's producer writes it in place (contiguous parts in " + layout +
+           ", where the device's buffer alignment allows)";
   }
   if (in_place.empty()) {
     return head + "copies its " + std::to_string(n.inputs.size()) + " input(s) (" + why + ")";
@@ -96,8 +96,8 @@ std::string slice_line(const Graph& g, const Node& n, std::set<std::string>& vie
   const int64_t step = arg_int(n, "step");
   if (step != 1) return head + "copies (step " + std::to_string(step) + ")";
   const int dim4 = dim4_of(n, in);
-  const int64_t offset = contiguous_slice_offset(*in.layout, dims_of(in), dim4,
-                                                 arg_int(n, "start"), size_along(out, dim4));
+  const int64_t offset = contiguous_slice_offset(*in.layout, dims_of(in), dim4, arg_int(n, "start"),
+                                                 size_along(out, dim4));
   if (offset < 0) return head + "copies (" + strided(in, arg_int(n, "dim")) + ")";
   viewed.insert(out.name);
   return head + "free: a view of '" + in.name + "' from byte " + std::to_string(offset) +

@@ -46,10 +46,10 @@ ReferenceFn find_reference(const std::string& op) {
 
 // Checks that `t` agrees with the declared value `v`; `what` names it in the message.
 void check_against(const Value& v, const HostTensor& t, const std::string& what) {
-  VKD_CHECK(t.dtype == v.dtype, ErrorCode::InvalidArgument, what, " has dtype ",
-            to_string(t.dtype), ", the graph declares ", to_string(v.dtype));
-  VKD_CHECK(t.shape == v.shape, ErrorCode::InvalidArgument, what, " has shape ",
-            shape_str(t.shape), ", the graph declares ", shape_str(v.shape));
+  VKD_CHECK(t.dtype == v.dtype, ErrorCode::InvalidArgument, what, " has dtype ", to_string(t.dtype),
+            ", the graph declares ", to_string(v.dtype));
+  VKD_CHECK(t.shape == v.shape, ErrorCode::InvalidArgument, what, " has shape ", shape_str(t.shape),
+            ", the graph declares ", shape_str(v.shape));
 }
 
 }  // namespace
@@ -75,8 +75,7 @@ HostTensor tensor_from(const char* what, DType dtype, std::vector<int64_t> shape
 
 }  // namespace
 
-HostTensor HostTensor::from_floats(std::vector<int64_t> shape,
-                                   const std::vector<float>& values) {
+HostTensor HostTensor::from_floats(std::vector<int64_t> shape, const std::vector<float>& values) {
   return tensor_from("HostTensor::from_floats", DType::Float32, std::move(shape), values, set_f32);
 }
 
@@ -84,8 +83,7 @@ HostTensor HostTensor::from_int8(std::vector<int64_t> shape, const std::vector<i
   return tensor_from("HostTensor::from_int8", DType::Int8, std::move(shape), values, set_i8);
 }
 
-HostTensor HostTensor::from_int32(std::vector<int64_t> shape,
-                                  const std::vector<int32_t>& values) {
+HostTensor HostTensor::from_int32(std::vector<int64_t> shape, const std::vector<int32_t>& values) {
   return tensor_from("HostTensor::from_int32", DType::Int32, std::move(shape), values, set_i32);
 }
 
@@ -181,9 +179,9 @@ std::map<std::string, HostTensor> interpret(const Graph& g,
                "op '" + node.op + "' is not an edge op the interpreter knows");
     }
     std::vector<HostTensor> outs = fn(ctx);
-    ctx.require(node.outputs.size() == outs.size(),
-                detail::concat("has ", node.outputs.size(), " outputs, the op produces ",
-                               outs.size()));
+    ctx.require(
+        node.outputs.size() == outs.size(),
+        detail::concat("has ", node.outputs.size(), " outputs, the op produces ", outs.size()));
     for (size_t k = 0; k < outs.size(); ++k) {
       const std::string& name = node.outputs[k];
       ctx.require(!name.empty(), detail::concat("output ", k, " has no name"));

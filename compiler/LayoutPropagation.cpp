@@ -69,7 +69,8 @@ std::string short_name(const schema::Placement& p) {
 }
 
 // Best placement of `candidates` for `constraints`: most satisfied, then preference order.
-schema::Placement choose(const schema::PlacementSet& candidates, const std::vector<const Constraint*>& constraints) {
+schema::Placement choose(const schema::PlacementSet& candidates,
+                         const std::vector<const Constraint*>& constraints) {
   std::vector<schema::Placement> order;
   for (const Constraint* c : constraints) {
     if (!c->producer) continue;
@@ -169,8 +170,8 @@ PassReport propagate_layouts(Graph& g, const LayoutOptions& options) {
     const schema::Placement p = choose(candidates, cons);
     for (const auto& n : names) chosen[n] = p;
     if (names.size() > 1) {
-      report.lines.push_back("tied " + std::to_string(names.size()) + " tensors (" +
-                             names.front() + ", ...) -> " + describe(p));
+      report.lines.push_back("tied " + std::to_string(names.size()) + " tensors (" + names.front() +
+                             ", ...) -> " + describe(p));
     }
     // Unsatisfied producers: write a fresh value in the producer's placement, convert after.
     for (const Constraint* c : cons) {
@@ -182,7 +183,8 @@ PassReport propagate_layouts(Graph& g, const LayoutOptions& options) {
       g.add_value(v);
       chosen[staged] = choose(c->set, {c});
       std::replace(producer.outputs.begin(), producer.outputs.end(), c->value, staged);
-      insertions.push_back({static_cast<size_t>(c->node) + 1, conversion_node(g, staged, c->value)});
+      insertions.push_back(
+          {static_cast<size_t>(c->node) + 1, conversion_node(g, staged, c->value)});
       report.lines.push_back("conversion after " + producer.origin + ": it writes " +
                              c->set.describe() + ", '" + c->value + "' is " + describe(p));
     }
@@ -213,9 +215,9 @@ PassReport propagate_layouts(Graph& g, const LayoutOptions& options) {
         readers += (readers.empty() ? "" : ", ") + consumer.origin;
       }
       insertions.push_back({first_node, conversion_node(g, source, converted)});
-      report.lines.push_back("conversion '" + source + "' " + describe(p) + " -> " +
-                             describe(q) + " for " + readers + " (reads " +
-                             pending.front()->set.describe() + ")");
+      report.lines.push_back("conversion '" + source + "' " + describe(p) + " -> " + describe(q) +
+                             " for " + readers + " (reads " + pending.front()->set.describe() +
+                             ")");
       pending = rest;
     }
   }

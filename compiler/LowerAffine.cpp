@@ -68,16 +68,19 @@ std::string lower_choose_qparams(Node& n, const std::string& backend,
   if (mapping == "ASYMMETRIC") m = 2;
   if (m < 0) return "mapping_type " + quoted(mapping) + " is not supported";
   // torchao's default eps; the kernel divides by max(scale, eps), so it must be > 0 as float32.
-  const double eps = arg_present(n, "eps") ? arg_float(n, "eps")
-                                           : double{std::numeric_limits<float>::epsilon()};
+  const double eps =
+      arg_present(n, "eps") ? arg_float(n, "eps") : double{std::numeric_limits<float>::epsilon()};
   if (!(static_cast<float>(eps) > 0.0f)) {
     return "eps " + std::to_string(eps) +
            " is not supported (the backend needs eps > 0 in float32)";
   }
   n.op = backend;
   n.inputs.resize(1);
-  n.args = {{"mapping_type", m}, {"block_size", block_size}, {"quant_min", qmin},
-            {"quant_max", qmax}, {"eps", eps}};
+  n.args = {{"mapping_type", m},
+            {"block_size", block_size},
+            {"quant_min", qmin},
+            {"quant_max", qmax},
+            {"eps", eps}};
   return "";
 }
 
@@ -106,7 +109,8 @@ std::string lower_affine_node(Graph& g, Node& n) {
 
   // quantize / dequantize: (input, scale, zero_point)
   if (n.op == kDequantizeAffine && in.is_constant()) {
-    return "input " + quoted(in.name) + " is an int8 constant (the backend op dequantizes int8x4 "
+    return "input " + quoted(in.name) +
+           " is an int8 constant (the backend op dequantizes int8x4 "
            "activations only)";
   }
   const std::string scale = n.inputs.size() > 1 ? n.inputs[1] : "";

@@ -32,7 +32,6 @@ static_assert(kMaxGraphRank == kMaxTensorRank, "one rank cap for every reader (T
 
 // ---- JSON helpers ----------------------------------------------------------------------------
 
-
 // A short rendering of a JSON value for messages.
 std::string show(const Json& j) {
   std::string s = j.dump();
@@ -89,8 +88,8 @@ ArgValue to_arg(const Json& j, const std::string& where) {
     bool any_float = false;
     for (size_t k = 0; k < j.size(); ++k) {
       VKD_CHECK(j[k].is_number() && !(j[k].is_number_unsigned() && !json_int(j[k], &i)),
-                ErrorCode::InvalidArgument, where, ": list element ", k,
-                " must be a number, got ", show(j[k]));
+                ErrorCode::InvalidArgument, where, ": list element ", k, " must be a number, got ",
+                show(j[k]));
       any_float = any_float || j[k].is_number_float();
     }
     if (any_float) {
@@ -105,8 +104,10 @@ ArgValue to_arg(const Json& j, const std::string& where) {
     }
     return out;
   }
-  VKD_THROW(ErrorCode::InvalidArgument, where, ": must be a literal (number, bool, string, list "
-            "of numbers or null), got ", j.type_name());
+  VKD_THROW(ErrorCode::InvalidArgument, where,
+            ": must be a literal (number, bool, string, list "
+            "of numbers or null), got ",
+            j.type_name());
 }
 
 // ---- values ------------------------------------------------------------------------------------
@@ -120,8 +121,8 @@ struct Decl {
 };
 
 struct DTypeInfo {
-  DType dtype;         // in the graph (int64 -> int32)
-  const char* st;      // the safetensors dtype of `data`
+  DType dtype;     // in the graph (int64 -> int32)
+  const char* st;  // the safetensors dtype of `data`
   size_t st_size;
 };
 
@@ -153,7 +154,7 @@ Decl parse_decl(const std::string& name, const Json& j) {
   d.name = name;
   const Json& jd = field(j, "dtype", where);
   VKD_CHECK(jd.is_string() && (value_dtype(jd.get<std::string>()).has_value() ||
-                                foreign_element_size(jd.get<std::string>()).has_value()),
+                               foreign_element_size(jd.get<std::string>()).has_value()),
             ErrorCode::InvalidArgument, where,
             ": field 'dtype': expected one of \"float32\", \"float16\", \"int8\", \"int32\", "
             "\"int64\" or, for a value no device op touches, \"bool\", \"uint8\", \"int16\", "
@@ -172,8 +173,8 @@ Decl parse_decl(const std::string& name, const Json& j) {
     d.shape.push_back(dim);
   }
   const auto device = value_dtype(d.dtype_name);
-  const std::string too_large = tensor_size_problem(
-      d.shape, device ? device->st_size : *foreign_element_size(d.dtype_name));
+  const std::string too_large =
+      tensor_size_problem(d.shape, device ? device->st_size : *foreign_element_size(d.dtype_name));
   VKD_CHECK(too_large.empty(), ErrorCode::InvalidArgument, where, ": field 'shape': ", show(js),
             ": ", too_large);
   if (j.contains("data")) {
@@ -185,8 +186,9 @@ Decl parse_decl(const std::string& name, const Json& j) {
   }
   // int64 constants are narrowed to int32; any other int64 value is foreign.
   d.foreign = !device || (d.dtype_name == "int64" && !d.data);
-  VKD_CHECK(!d.foreign || !d.data, ErrorCode::InvalidArgument, where, ": field 'dtype': ",
-            d.dtype_name, " constants are not accepted (constants are float32, float16, int8, "
+  VKD_CHECK(!d.foreign || !d.data, ErrorCode::InvalidArgument, where,
+            ": field 'dtype': ", d.dtype_name,
+            " constants are not accepted (constants are float32, float16, int8, "
             "int32 or int64)");
   return d;
 }
@@ -296,8 +298,8 @@ void add_graph_inputs(const Json& root, Declarations& decls, Graph& g) {
               "' is not declared in 'values' (a graph input needs its dtype and shape)");
     VKD_CHECK(!d->data.has_value(), ErrorCode::InvalidArgument, "field 'inputs': input '", name,
               "' has 'data' (a graph input cannot be a constant)");
-    VKD_CHECK(!decls.used.count(name), ErrorCode::InvalidArgument, "field 'inputs': input '",
-              name, "' is listed twice");
+    VKD_CHECK(!decls.used.count(name), ErrorCode::InvalidArgument, "field 'inputs': input '", name,
+              "' is listed twice");
     for (size_t k = 0; k < d->shape.size(); ++k) {
       // Graph inputs always become device tensors, which have no empty dims.
       VKD_CHECK(d->shape[k] >= 1, ErrorCode::InvalidArgument, "value '", name,
@@ -359,9 +361,8 @@ void parse_node_inputs(const Json& jn, const EdgeOp* spec, const Graph& g, Node&
     const std::string& in = node.inputs[i];
     if (in.empty()) {
       const size_t slot = spec ? std::min(i, spec->inputs.size() - 1) : i;
-      VKD_CHECK(spec == nullptr || slot >= spec->required_inputs, ErrorCode::InvalidArgument,
-                where, ": input ", spec ? spec->inputs[slot] : "", " (position ", i,
-                ") is required");
+      VKD_CHECK(spec == nullptr || slot >= spec->required_inputs, ErrorCode::InvalidArgument, where,
+                ": input ", spec ? spec->inputs[slot] : "", " (position ", i, ") is required");
       continue;
     }
     VKD_CHECK(g.has_value(in), ErrorCode::InvalidArgument, where, ": input '", in,
@@ -382,8 +383,8 @@ const EdgeArg& schema_arg(const EdgeOp& spec, const std::string& name, const std
 void check_arg_kind(const EdgeArg& as, const ArgValue& v, const Json& written,
                     const std::string& afield) {
   const bool is_none = std::holds_alternative<NoneArg>(v);
-  VKD_CHECK(lit_matches(v, as.kind) || (is_none && as.nullable), ErrorCode::InvalidArgument,
-            afield, ": must be ", lit_name(as.kind), as.nullable ? " or null" : "", ", got ",
+  VKD_CHECK(lit_matches(v, as.kind) || (is_none && as.nullable), ErrorCode::InvalidArgument, afield,
+            ": must be ", lit_name(as.kind), as.nullable ? " or null" : "", ", got ",
             show(written));
 }
 
@@ -424,9 +425,9 @@ void parse_node_outputs(const Json& jn, const EdgeOp* spec, Declarations& decls,
     VKD_CHECK(!node.outputs.empty(), ErrorCode::InvalidArgument, where,
               ": field 'outputs': expected one or more outputs, got none");
   } else {
-    VKD_CHECK(spec == nullptr || node.outputs.size() == spec->outputs,
-              ErrorCode::InvalidArgument, where, ": field 'outputs': expected ",
-              spec ? spec->outputs : 0, " output(s), got ", node.outputs.size());
+    VKD_CHECK(spec == nullptr || node.outputs.size() == spec->outputs, ErrorCode::InvalidArgument,
+              where, ": field 'outputs': expected ", spec ? spec->outputs : 0, " output(s), got ",
+              node.outputs.size());
   }
   std::set<std::string> own;
   for (const std::string& out : node.outputs) {
@@ -435,8 +436,7 @@ void parse_node_outputs(const Json& jn, const EdgeOp* spec, Declarations& decls,
     VKD_CHECK(own.insert(out).second, ErrorCode::InvalidArgument, where, ": output '", out,
               "' is listed twice; a value is defined once");
     VKD_CHECK(!g.has_value(out), ErrorCode::InvalidArgument, where, ": output '", out,
-              "' is already defined (", definer(g, written_by, out),
-              "); a value is defined once");
+              "' is already defined (", definer(g, written_by, out), "); a value is defined once");
     if (const Decl* d = decls.find(out)) {
       // Declared: added with the declared type; shape inference checks it.
       g.add_value(declared_value(*d));
@@ -453,8 +453,8 @@ void check_output_sizes(const Graph& g, const Node& node) {
   for (const std::string& out : node.outputs) {
     const Value& v = g.value(out);
     const std::string too_large = tensor_size_problem(v.shape, host_element_size(v.dtype));
-    VKD_CHECK(too_large.empty(), ErrorCode::InvalidArgument, node.origin, ": output '", out,
-              "' ", shape_str(v.shape), ": ", too_large);
+    VKD_CHECK(too_large.empty(), ErrorCode::InvalidArgument, node.origin, ": output '", out, "' ",
+              shape_str(v.shape), ": ", too_large);
   }
 }
 
@@ -494,16 +494,16 @@ void set_graph_outputs(const Json& root, Graph& g) {
   for (const std::string& out : outputs) {
     VKD_CHECK(g.has_value(out), ErrorCode::InvalidArgument, "field 'outputs': output '", out,
               "' is not defined (no graph input, constant or node output)");
-    VKD_CHECK(seen.insert(out).second, ErrorCode::InvalidArgument, "field 'outputs': output '",
-              out, "' is listed twice");
+    VKD_CHECK(seen.insert(out).second, ErrorCode::InvalidArgument, "field 'outputs': output '", out,
+              "' is listed twice");
   }
   g.outputs = outputs;
 }
 
 // The sections in the order their checks must run (each message names its section).
 Graph parse_document(const Json& root, const SafetensorsFile* weights) {
-  VKD_CHECK(root.is_object(), ErrorCode::InvalidArgument,
-            "the graph must be a JSON object, got ", root.type_name());
+  VKD_CHECK(root.is_object(), ErrorCode::InvalidArgument, "the graph must be a JSON object, got ",
+            root.type_name());
   only_fields(root, {"vkd_graph", "inputs", "outputs", "values", "nodes"}, "graph");
   check_version(root);
   Declarations decls = parse_declarations(root);

@@ -10,8 +10,9 @@
 namespace vkd::compiler {
 
 // Parses and validates a graph IR document and infers shapes (infer_node_shapes() on each
-// node as it is read), so every node output of the returned graph has its dtype and shape. `source_name` (usually the file path)
-// prefixes every message; `weights` may be null when no value has `data`.
+// node as it is read), so every node output of the returned graph has its dtype and shape.
+// `source_name` (usually the file path) prefixes every message; `weights` may be null when no value
+// has `data`.
 //
 // What the graph holds: graph inputs (in `inputs` order), then constants (in `values` order;
 // an int64 constant is narrowed to int32), then node outputs in node order. Node inputs are

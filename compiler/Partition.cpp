@@ -120,8 +120,8 @@ Partition make_partition(const Graph& g, const std::vector<int>& nodes) {
       if (in.empty()) continue;
       copy_value(g, p.graph, in);
       const bool outside = !g.value(in).is_constant() && produced.count(in) == 0;
-      if (outside && std::find(p.graph.inputs.begin(), p.graph.inputs.end(), in) ==
-                         p.graph.inputs.end()) {
+      if (outside &&
+          std::find(p.graph.inputs.begin(), p.graph.inputs.end(), in) == p.graph.inputs.end()) {
         p.graph.inputs.push_back(in);
       }
     }

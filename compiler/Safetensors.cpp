@@ -46,17 +46,17 @@ int64_t checked_numel(const std::vector<int64_t>& shape, size_t element_bytes,
 
 size_t safetensors_element_size(const std::string& dtype) {
   static const std::map<std::string, size_t> kSizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2},     {"BF16", 2},    {"I64", 8},
-      {"I32", 4}, {"I16", 2}, {"I8", 1},      {"U64", 8},     {"U32", 4},
-      {"U16", 2}, {"U8", 1},  {"BOOL", 1},    {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
+      {"I32", 4}, {"I16", 2}, {"I8", 1},   {"U64", 8},     {"U32", 4},
+      {"U16", 2}, {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   auto it = kSizes.find(dtype);
   return it == kSizes.end() ? 0 : it->second;
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
   std::error_code ec;
-  VKD_CHECK(std::filesystem::exists(path, ec), ErrorCode::InvalidArgument,
-            "weights file '", path, "' does not exist");
+  VKD_CHECK(std::filesystem::exists(path, ec), ErrorCode::InvalidArgument, "weights file '", path,
+            "' does not exist");
   VKD_CHECK(std::filesystem::is_regular_file(path, ec), ErrorCode::InvalidArgument,
             "weights file '", path, "' is not a regular file");
   std::ifstream in(path, std::ios::binary);
@@ -64,8 +64,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
             "' cannot be opened for reading");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
-  VKD_CHECK(!in.bad(), ErrorCode::InvalidArgument, "weights file '", path,
-            "' could not be read");
+  VKD_CHECK(!in.bad(), ErrorCode::InvalidArgument, "weights file '", path, "' could not be read");
   return from_bytes(std::move(bytes), path);
 }
 
@@ -80,8 +79,8 @@ SafetensorsFile SafetensorsFile::from_bytes(std::vector<uint8_t> bytes,
   for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(bytes[i]) << (8 * i);
   const uint64_t available = bytes.size() - 8;
   VKD_CHECK(header_len <= available, ErrorCode::InvalidArgument, src,
-            ": truncated safetensors header (header length ", header_len, " but only ",
-            available, " bytes follow the length field)");
+            ": truncated safetensors header (header length ", header_len, " but only ", available,
+            " bytes follow the length field)");
   VKD_CHECK(header_len <= kMaxHeaderBytes, ErrorCode::InvalidArgument, src,
             ": safetensors header length ", header_len, " exceeds the limit of ", kMaxHeaderBytes,
             " bytes");
@@ -124,8 +123,8 @@ SafetensorsFile SafetensorsFile::from_bytes(std::vector<uint8_t> bytes,
       continue;
     }
     const std::string where = src + ": tensor '" + name + "'";
-    VKD_CHECK(entry.is_object(), ErrorCode::InvalidArgument, where, ": entry must be an object, got ",
-              json_type(entry));
+    VKD_CHECK(entry.is_object(), ErrorCode::InvalidArgument, where,
+              ": entry must be an object, got ", json_type(entry));
     for (const auto& field : entry.items()) {
       const std::string& k = field.key();
       VKD_CHECK(k == "dtype" || k == "shape" || k == "data_offsets", ErrorCode::InvalidArgument,
@@ -133,20 +132,23 @@ SafetensorsFile SafetensorsFile::from_bytes(std::vector<uint8_t> bytes,
     }
 
     // dtype
-    VKD_CHECK(entry.contains("dtype"), ErrorCode::InvalidArgument, where, ": missing field 'dtype'");
+    VKD_CHECK(entry.contains("dtype"), ErrorCode::InvalidArgument, where,
+              ": missing field 'dtype'");
     const Json& jd = entry["dtype"];
-    VKD_CHECK(jd.is_string(), ErrorCode::InvalidArgument, where, ": field 'dtype' must be a string, got ",
-              json_type(jd));
+    VKD_CHECK(jd.is_string(), ErrorCode::InvalidArgument, where,
+              ": field 'dtype' must be a string, got ", json_type(jd));
     const std::string dtype = jd.get<std::string>();
     const size_t elem = safetensors_element_size(dtype);
-    VKD_CHECK(elem != 0, ErrorCode::InvalidArgument, where, ": field 'dtype': unknown dtype '", dtype,
+    VKD_CHECK(elem != 0, ErrorCode::InvalidArgument, where, ": field 'dtype': unknown dtype '",
+              dtype,
               "' (known: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 U8 BOOL F8_E4M3 F8_E5M2)");
 
     // shape
-    VKD_CHECK(entry.contains("shape"), ErrorCode::InvalidArgument, where, ": missing field 'shape'");
+    VKD_CHECK(entry.contains("shape"), ErrorCode::InvalidArgument, where,
+              ": missing field 'shape'");
     const Json& js = entry["shape"];
-    VKD_CHECK(js.is_array(), ErrorCode::InvalidArgument, where, ": field 'shape' must be an array, got ",
-              json_type(js));
+    VKD_CHECK(js.is_array(), ErrorCode::InvalidArgument, where,
+              ": field 'shape' must be an array, got ", json_type(js));
     std::vector<int64_t> shape;
     for (size_t i = 0; i < js.size(); ++i) {
       int64_t d = 0;
@@ -162,8 +164,8 @@ SafetensorsFile SafetensorsFile::from_bytes(std::vector<uint8_t> bytes,
               ": missing field 'data_offsets'");
     const Json& jo = entry["data_offsets"];
     int64_t begin = 0, end = 0;
-    VKD_CHECK(jo.is_array() && jo.size() == 2 && json_int(jo[0], &begin) &&
-                  json_int(jo[1], &end) && begin >= 0 && end >= 0,
+    VKD_CHECK(jo.is_array() && jo.size() == 2 && json_int(jo[0], &begin) && json_int(jo[1], &end) &&
+                  begin >= 0 && end >= 0,
               ErrorCode::InvalidArgument, where,
               ": field 'data_offsets' must be [begin, end] with non-negative integers, got ",
               jo.dump());
@@ -227,8 +229,8 @@ std::vector<uint8_t> serialize_safetensors(const std::vector<SafetensorsTensor>&
   for (const SafetensorsTensor& t : tensors) {
     VKD_CHECK(!t.name.empty() && t.name != kMetadataKey, ErrorCode::InvalidArgument,
               "write_safetensors: invalid tensor name '", t.name, "'");
-    VKD_CHECK(seen.insert(t.name).second, ErrorCode::InvalidArgument,
-              "write_safetensors: tensor '", t.name, "' given twice");
+    VKD_CHECK(seen.insert(t.name).second, ErrorCode::InvalidArgument, "write_safetensors: tensor '",
+              t.name, "' given twice");
     const size_t elem = safetensors_element_size(t.dtype);
     VKD_CHECK(elem != 0, ErrorCode::InvalidArgument, "write_safetensors: tensor '", t.name,
               "': unknown dtype '", t.dtype, "'");
@@ -261,7 +263,8 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   VKD_CHECK(out.good(), ErrorCode::InvalidArgument, "write_safetensors: cannot open '", path,
             "' for writing");
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   out.close();
   VKD_CHECK(!out.fail(), ErrorCode::InvalidArgument, "write_safetensors: writing '", path,
             "' failed");

@@ -28,7 +28,7 @@ struct SafetensorsTensorView {
   std::string dtype;           // "F32", "I8", "I32", "I64", ...
   std::vector<int64_t> shape;  // may be empty (a scalar)
   const uint8_t* data = nullptr;
-  size_t nbytes = 0;           // element_count(shape) * element size
+  size_t nbytes = 0;  // element_count(shape) * element size
   std::vector<uint8_t> bytes() const { return std::vector<uint8_t>(data, data + nbytes); }
 };
 

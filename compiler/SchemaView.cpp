@@ -33,8 +33,7 @@ std::vector<TensorUse> tensor_uses(const Node& node, const schema::OpSchema& sch
                              : 1;
     for (size_t k = 0; k < count; ++k) {
       VKD_CHECK(next < list.size(), ErrorCode::InvalidArgument, node.origin, ": ", schema.name,
-                " needs tensor '", arg.name, "' (", arg.output ? "output " : "input ", next,
-                ")");
+                " needs tensor '", arg.name, "' (", arg.output ? "output " : "input ", next, ")");
       uses.push_back({list[next], &arg, static_cast<int>(a), arg.output});
       ++next;
     }

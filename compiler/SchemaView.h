@@ -12,9 +12,9 @@
 namespace vkd::compiler {
 
 struct TensorUse {
-  std::string value;       // value name
-  const schema::ArgSchema* arg;    // its schema argument
-  int arg_index;           // index in schema.args
+  std::string value;             // value name
+  const schema::ArgSchema* arg;  // its schema argument
+  int arg_index;                 // index in schema.args
   bool output;
 };
 

@@ -26,8 +26,8 @@ std::string typed_str(DType dtype, const std::vector<int64_t>& shape) {
 // declared (the graph IR's "values") for later nodes and the host plan to know their types.
 void check_unknown_op_outputs(const Graph& graph, const Node& node) {
   for (const std::string& name : node.outputs) {
-    VKD_CHECK(graph.has_value(name), ErrorCode::InvalidArgument, node.origin,
-              ": op: unknown op '", node.op, "' for shape inference: output '", name,
+    VKD_CHECK(graph.has_value(name), ErrorCode::InvalidArgument, node.origin, ": op: unknown op '",
+              node.op, "' for shape inference: output '", name,
               "' is not declared; declare its dtype and shape in 'values'");
   }
 }
@@ -46,11 +46,10 @@ int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
   return div_floor(in + 2 * pad - dilation * (kernel - 1) - 1, stride) + 1;
 }
 
-int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
-                         int64_t dilation, bool ceil_mode) {
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                         bool ceil_mode) {
   int64_t out =
-      div_floor(in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0),
-                stride) +
+      div_floor(in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) +
       1;
   // With ceil_mode the last window must start inside the input or the left padding.
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;

@@ -35,9 +35,7 @@ Json parse_json_strict(const std::string& text) {
         check_depth(depth);
         stack.push_back({last_key, {}});
         break;
-      case Json::parse_event_t::array_start:
-        check_depth(depth);
-        break;
+      case Json::parse_event_t::array_start: check_depth(depth); break;
       case Json::parse_event_t::key: {
         const std::string key = parsed.get<std::string>();
         if (!stack.empty()) {
@@ -50,8 +48,7 @@ Json parse_json_strict(const std::string& text) {
       case Json::parse_event_t::object_end:
         if (!stack.empty()) stack.pop_back();
         break;
-      default:
-        break;
+      default: break;
     }
     return true;
   };

@@ -30,8 +30,8 @@ using executorch::runtime::BackendInitContext;
 using executorch::runtime::BackendInterface;
 using executorch::runtime::CompileSpec;
 using executorch::runtime::DelegateHandle;
-using executorch::runtime::EValue;
 using executorch::runtime::Error;
+using executorch::runtime::EValue;
 using executorch::runtime::FreeableBuffer;
 using executorch::runtime::Result;
 using executorch::runtime::Span;
@@ -157,8 +157,10 @@ class VkdBackend final : public BackendInterface {
     const size_t n_in = delegate.input_count();
     const size_t n_out = delegate.output_count();
     if (args.size() != n_in + n_out) {
-      ET_LOG(Error, "VkdBackend: the call passes %zu tensors, the blob has %zu inputs and %zu "
-             "outputs", args.size(), n_in, n_out);
+      ET_LOG(Error,
+             "VkdBackend: the call passes %zu tensors, the blob has %zu inputs and %zu "
+             "outputs",
+             args.size(), n_in, n_out);
       return Error::InvalidArgument;
     }
     std::vector<vkd::ConstTensorView> inputs(n_in);
@@ -175,8 +177,10 @@ class VkdBackend final : public BackendInterface {
       const vkd::TensorInfo info = is_input ? delegate.input(index) : delegate.output(index);
       if (!tensor_matches(tensor, info, role, index)) return Error::InvalidArgument;
       if (tensor.nbytes() > 0 && tensor.const_data_ptr() == nullptr) {
-        ET_LOG(Error, "VkdBackend: %s %zu ('%s') has no memory (a .pte that does not plan its "
-               "inputs or outputs wants them set before execute)", role, index, info.name.c_str());
+        ET_LOG(Error,
+               "VkdBackend: %s %zu ('%s') has no memory (a .pte that does not plan its "
+               "inputs or outputs wants them set before execute)",
+               role, index, info.name.c_str());
         return Error::InvalidArgument;
       }
       if (is_input) {
@@ -213,9 +217,7 @@ const Error g_registration = executorch::runtime::register_backend(g_entry);
 
 }  // namespace
 
-extern "C" int vkd_executorch_registration_error(void) {
-  return static_cast<int>(g_registration);
-}
+extern "C" int vkd_executorch_registration_error(void) { return static_cast<int>(g_registration); }
 
 extern "C" const char* vkd_executorch_device_name(void) {
   const std::lock_guard<std::mutex> lock(g_device_mutex);

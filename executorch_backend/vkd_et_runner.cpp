@@ -120,14 +120,16 @@ int benchmark(Module& module, const std::vector<EValue>& inputs, const Args& arg
                    static_cast<unsigned>(outputs.error()));
       return 1;
     }
-    if (i >= kWarmup) wall_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+    if (i >= kWarmup)
+      wall_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
   }
   std::sort(wall_us.begin(), wall_us.end());
   const double median = wall_us[wall_us.size() / 2];
   const char* device = vkd_executorch_device_name();
-  std::printf("bench: %d warm-up + %d timed forward calls on %s: host wall median %.1f us, "
-              "min %.1f us\n",
-              kWarmup, args.bench, device, median, wall_us.front());
+  std::printf(
+      "bench: %d warm-up + %d timed forward calls on %s: host wall median %.1f us, "
+      "min %.1f us\n",
+      kWarmup, args.bench, device, median, wall_us.front());
   if (args.bench_json.empty()) return 0;
   FILE* f = std::fopen(args.bench_json.c_str(), "w");
   if (f == nullptr) {

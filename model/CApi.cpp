@@ -20,7 +20,7 @@ namespace {
 // The per-step timings of the last execute as the C side hands them out.
 struct CStepTimings {
   struct Step {
-    vkd_step_timing timing;             // its label in `strings`
+    vkd_step_timing timing;              // its label in `strings`
     std::vector<vkd::api::CNode> nodes;  // its dispatches
   };
   std::vector<Step> steps;
@@ -70,8 +70,8 @@ VKD_C_API vkd_status vkd_model_load(const char* path, const char* weights_path,
   try {
     g_load_error.clear();
     if (out == nullptr || path == nullptr) {
-      g_load_error = std::string("vkd_model_load: ") + (out == nullptr ? "out" : "path") +
-                     " is NULL";
+      g_load_error =
+          std::string("vkd_model_load: ") + (out == nullptr ? "out" : "path") + " is NULL";
       return VKD_ERROR_INVALID_ARGUMENT;
     }
     vkd::ModelOptions cpp_options;
@@ -107,13 +107,11 @@ VKD_C_API size_t vkd_model_output_count(const vkd_model* handle) {
   return handle == nullptr ? 0 : handle->outputs.size();
 }
 
-VKD_C_API vkd_status vkd_model_input_info(vkd_model* handle, size_t index,
-                                          vkd_tensor_info* info) {
+VKD_C_API vkd_status vkd_model_input_info(vkd_model* handle, size_t index, vkd_tensor_info* info) {
   return tensor_info(handle, index, info, /*input=*/true, "vkd_model_input_info");
 }
 
-VKD_C_API vkd_status vkd_model_output_info(vkd_model* handle, size_t index,
-                                           vkd_tensor_info* info) {
+VKD_C_API vkd_status vkd_model_output_info(vkd_model* handle, size_t index, vkd_tensor_info* info) {
   return tensor_info(handle, index, info, /*input=*/false, "vkd_model_output_info");
 }
 

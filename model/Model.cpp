@@ -82,8 +82,8 @@ Status Model::load(const std::string& path, const ModelOptions& options,
     const std::optional<std::string> weights =
         options.weights_path.empty() ? std::nullopt : std::optional(options.weights_path);
     auto impl = std::make_unique<Impl>();
-    impl->model = model::PartitionedModel::create(model::read_model_files(path, weights),
-                                                  options.delegate);
+    impl->model =
+        model::PartitionedModel::create(model::read_model_files(path, weights), options.delegate);
     impl->inputs = impl->model->input_infos();
     impl->outputs = impl->model->output_infos();
     impl->steps = impl->model->step_infos();

@@ -147,7 +147,8 @@ PlanStep parse_step(size_t index, const Json& j, const fs::path& plan_dir) {
   if (gpu) {
     s.blob = what.get<std::string>();
     if (!is_plain_file_name(s.blob)) {
-      fail(where + ": field 'delegate': '" + s.blob + "' is not a plain file name (a plan's "
+      fail(where + ": field 'delegate': '" + s.blob +
+           "' is not a plain file name (a plan's "
            "blobs are files of its own directory: no '/', '.' or '..')");
     }
     s.blob_path = (plan_dir / s.blob).string();
@@ -199,7 +200,8 @@ void check_step_reads(const PartitionPlan& p, const PlanStep& s,
       continue;
     }
     if (!p.tensors.count(name)) {
-      errors.push_back(s.label() + ": reads tensor '" + name + "', which 'tensors' does not "
+      errors.push_back(s.label() + ": reads tensor '" + name +
+                       "', which 'tensors' does not "
                        "describe");
     } else if (!writer.count(name)) {
       const std::string later = later_writer(p, s.index, name);
@@ -214,7 +216,8 @@ void check_step_writes(const PartitionPlan& p, const PlanStep& s,
                        std::vector<std::string>& errors) {
   for (const std::string& name : s.outputs) {
     if (!p.tensors.count(name)) {
-      errors.push_back(s.label() + ": writes tensor '" + name + "', which 'tensors' does not "
+      errors.push_back(s.label() + ": writes tensor '" + name +
+                       "', which 'tensors' does not "
                        "describe");
       continue;
     }
@@ -245,8 +248,9 @@ void check_data_flow(const PartitionPlan& p) {
 
 PartitionPlan parse_document(const Json& doc, const std::string& path) {
   if (!doc.is_object() || !doc.contains("vkd_partition")) {
-    fail("not a partition plan (no 'vkd_partition' field; vkd run takes a .vkd blob or the "
-         "MODEL.partition.json of vkd compile --partition)");
+    fail(
+        "not a partition plan (no 'vkd_partition' field; vkd run takes a .vkd blob or the "
+        "MODEL.partition.json of vkd compile --partition)");
   }
   if (doc["vkd_partition"] != 1) {
     fail("field 'vkd_partition': version " + doc["vkd_partition"].dump() + " (this vkd reads 1)");

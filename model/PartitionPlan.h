@@ -35,12 +35,12 @@ struct PlanTensor {
 
 struct PlanStep {
   size_t index = 0;
-  bool on_gpu = false;       // a delegate step (else a host step)
-  std::string blob;          // delegate: the file as the plan names it (a plain file name)
-  std::string blob_path;     // delegate: that file in the plan's directory
-  std::string op;            // host: the edge op ("aten.max_pool2d")
-  compiler::Args args;       // host: its args, as in the original graph
-  std::string origin;        // host: "node 3 (aten.max_pool2d)"
+  bool on_gpu = false;    // a delegate step (else a host step)
+  std::string blob;       // delegate: the file as the plan names it (a plain file name)
+  std::string blob_path;  // delegate: that file in the plan's directory
+  std::string op;         // host: the edge op ("aten.max_pool2d")
+  compiler::Args args;    // host: its args, as in the original graph
+  std::string origin;     // host: "node 3 (aten.max_pool2d)"
   std::vector<std::string> inputs, outputs;  // host inputs may hold "" (an absent optional)
 
   // "step 0 (GPU m.p0.vkd)", "step 1 (host node 3 (aten.max_pool2d))": how messages name it.

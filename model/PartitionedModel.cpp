@@ -39,8 +39,8 @@ std::unique_ptr<Delegate> load_delegate(const std::vector<uint8_t>& blob,
   const Status s = Delegate::create(blob.data(), blob.size(), options, &delegate, &error);
   if (s == Status::Ok && delegate) return delegate;
   VKD_THROW(s == Status::Ok ? ErrorCode::Internal : api::error_code_of(s), "cannot load model '",
-            path, "' (", status_name(s), "): ",
-            s == Status::Ok ? "Delegate::create returned Ok without a delegate" : error);
+            path, "' (", status_name(s),
+            "): ", s == Status::Ok ? "Delegate::create returned Ok without a delegate" : error);
 }
 
 // A plain blob's one step: its inputs and outputs are the delegate's, under the delegate's
@@ -69,8 +69,7 @@ void describe_blob_step(PartitionPlan& plan, const Delegate& d) {
 void check_io(const TensorInfo& info, const PlanTensor& t, const std::string& where,
               std::vector<std::string>& errors) {
   if (info.named && info.name != t.name) {
-    errors.push_back(where + " is '" + info.name + "' in the blob, '" + t.name +
-                     "' in the plan");
+    errors.push_back(where + " is '" + info.name + "' in the blob, '" + t.name + "' in the plan");
   }
   const bool half = info.device_dtype == "float16";
   if (info.host_dtype != host_dtype_of(t.dtype) || half != (t.dtype == DType::Float16)) {
@@ -79,8 +78,8 @@ void check_io(const TensorInfo& info, const PlanTensor& t, const std::string& wh
                      std::string(to_string(t.dtype)));
   }
   if (info.sizes != t.shape) {
-    errors.push_back(where + " ('" + t.name + "'): the blob has shape " +
-                     sizes_string(info.sizes) + ", the plan " + sizes_string(t.shape));
+    errors.push_back(where + " ('" + t.name + "'): the blob has shape " + sizes_string(info.sizes) +
+                     ", the plan " + sizes_string(t.shape));
   }
 }
 
@@ -94,8 +93,7 @@ void check_delegate_io(const PartitionPlan& plan, const PlanStep& s, const Deleg
                      std::to_string(s.inputs.size()) + " and " + std::to_string(s.outputs.size()));
   } else {
     for (size_t i = 0; i < s.inputs.size(); ++i) {
-      check_io(d.input(i), plan.tensor(s.inputs[i]), where + "input " + std::to_string(i),
-               errors);
+      check_io(d.input(i), plan.tensor(s.inputs[i]), where + "input " + std::to_string(i), errors);
     }
     for (size_t i = 0; i < s.outputs.size(); ++i) {
       check_io(d.output(i), plan.tensor(s.outputs[i]), where + "output " + std::to_string(i),
@@ -254,8 +252,7 @@ StepTiming PartitionedModel::run_gpu_step(const PlanStep& s, TensorMap& values) 
   return timing;
 }
 
-StepTiming PartitionedModel::execute_step(const PlanStep& s,
-                                          const std::vector<ConstTensorView>& in,
+StepTiming PartitionedModel::execute_step(const PlanStep& s, const std::vector<ConstTensorView>& in,
                                           const std::vector<TensorView>& out) {
   Delegate& d = *delegates_[s.index];
   const auto t0 = std::chrono::steady_clock::now();

@@ -40,8 +40,7 @@ class PartitionedModel {
   // A model of one GPU step that takes and gives the model's own tensors, none float16 (every
   // plain blob): the caller's views go to the delegate as they are, with no host copy.
   bool runs_direct() const { return direct_; }
-  StepTiming run_direct(const std::vector<ConstTensorView>& in,
-                        const std::vector<TensorView>& out);
+  StepTiming run_direct(const std::vector<ConstTensorView>& in, const std::vector<TensorView>& out);
 
  private:
   explicit PartitionedModel(PlanFiles files) : files_(std::move(files)) {}

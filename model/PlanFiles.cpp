@@ -85,8 +85,8 @@ TensorMap read_constants(const PartitionPlan& plan, const std::string& weights_p
   std::vector<std::string> errors;
   for (const auto& [name, t] : plan.tensors) {
     if (!t.constant) continue;
-    const std::string where = plan.path + ": " + reader_of(plan, name).label() +
-                              ": constant '" + name + "'";
+    const std::string where =
+        plan.path + ": " + reader_of(plan, name).label() + ": constant '" + name + "'";
     const compiler::SafetensorsTensorView* view = file.find(t.weights_name);
     if (view == nullptr) {
       errors.push_back(where + ": no tensor '" + t.weights_name + "' in " + weights_path +
@@ -134,8 +134,7 @@ PlanFiles blob_files(const std::string& path) {
   return f;
 }
 
-PlanFiles plan_files(const std::string& plan_path,
-                     const std::optional<std::string>& weights_path) {
+PlanFiles plan_files(const std::string& plan_path, const std::optional<std::string>& weights_path) {
   PlanFiles f;
   f.plan = read_partition_plan(plan_path);
   f.blobs = read_blobs(f.plan);
@@ -160,8 +159,7 @@ std::vector<uint8_t> read_blob_file(const std::string& path, Symlinks symlinks) 
 
 PlanFiles read_model_files(const std::string& path,
                            const std::optional<std::string>& weights_path) {
-  return is_partition_plan_path(path) ? plan_files(path, weights_path)
-                                      : blob_files(path);
+  return is_partition_plan_path(path) ? plan_files(path, weights_path) : blob_files(path);
 }
 
 }  // namespace vkd::model

@@ -37,7 +37,6 @@ std::vector<uint8_t> read_blob_file(const std::string& path, Symlinks symlinks);
 // shape checked; an error when it is missing). Anything else is a blob, read as a plan of one
 // GPU step that its delegate describes (PartitionPlan::from_blob). `weights_path` where no host
 // step reads a constant is not read (vkd run says it is unused).
-PlanFiles read_model_files(const std::string& path,
-                           const std::optional<std::string>& weights_path);
+PlanFiles read_model_files(const std::string& path, const std::optional<std::string>& weights_path);
 
 }  // namespace vkd::model

@@ -74,8 +74,7 @@ std::vector<ArgSchema> activation_range() {
 
 void append(std::vector<ArgSchema>& out, ArgSchema arg) { out.push_back(std::move(arg)); }
 void append(std::vector<ArgSchema>& out, std::vector<ArgSchema> args) {
-  out.insert(out.end(), std::make_move_iterator(args.begin()),
-             std::make_move_iterator(args.end()));
+  out.insert(out.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
 }
 // An op's arguments in blob order, from single arguments and groups of them.
 template <typename... Parts>
@@ -112,14 +111,13 @@ OpSchema schema_only_op(std::string name, std::string summary, std::vector<ArgSc
 void quantize_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
   const PlacementSet any_float = PlacementSet::all_float(), int8 = PlacementSet::all_int8();
-  s.push_back(kernel_op("q8ta_quantize", "float32 -> int8x4, per-tensor affine",
-                        arg_list(tensor_in("input", f32, any_float, {kBufW}),
-                                 per_tensor_qparams(""), quant_range(),
-                                 tensor_out("output", i8x4, int8, {k4W4C}))));
+  s.push_back(
+      kernel_op("q8ta_quantize", "float32 -> int8x4, per-tensor affine",
+                arg_list(tensor_in("input", f32, any_float, {kBufW}), per_tensor_qparams(""),
+                         quant_range(), tensor_out("output", i8x4, int8, {k4W4C}))));
   s.push_back(kernel_op("q8ta_dequantize", "int8x4 -> float32, per-tensor affine",
-                        arg_list(tensor_in("input", i8x4, int8, {k4W4C}),
-                                 per_tensor_qparams(""), quant_range(),
-                                 tensor_out("output", f32, any_float, {kBufW}))));
+                        arg_list(tensor_in("input", i8x4, int8, {k4W4C}), per_tensor_qparams(""),
+                                 quant_range(), tensor_out("output", f32, any_float, {kBufW}))));
 }
 
 // torchao affine ops (runtime/ops/AffineQuant.h): per-block scale (float32) / zero point
@@ -129,9 +127,9 @@ void affine_quant_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32}, i32 = {DType::Int32}, i8x4 = {DType::Int8x4};
   const PlacementSet any_float = PlacementSet::all_float(), int8 = PlacementSet::all_int8();
   const PlacementSet f32_buffer{kBufW};
-  const std::vector<ArgSchema> block_params = arg_list(
-      tensor_in("scale", f32, f32_buffer), tensor_in("zero_point", i32, f32_buffer),
-      scalar("block_size", ArgKind::IntList), quant_range());
+  const std::vector<ArgSchema> block_params =
+      arg_list(tensor_in("scale", f32, f32_buffer), tensor_in("zero_point", i32, f32_buffer),
+               scalar("block_size", ArgKind::IntList), quant_range());
   s.push_back(kernel_op("q8ta_quantize_affine",
                         "float32 -> int8x4, torchao quantize_affine (block-wise)",
                         arg_list(tensor_in("input", f32, any_float, {kBufW}), block_params,
@@ -145,8 +143,8 @@ void affine_quant_schemas(std::vector<OpSchema>& s) {
       arg_list(tensor_in("input", f32, any_float, {kBufW}),
                // 0 SYMMETRIC, 1 SYMMETRIC_NO_CLIPPING_ERR, 2 ASYMMETRIC
                scalar("mapping_type", ArgKind::Int), scalar("block_size", ArgKind::IntList),
-               quant_range(), scalar("eps", ArgKind::Float),
-               tensor_out("scale", f32, f32_buffer), tensor_out("zero_point", i32, f32_buffer))));
+               quant_range(), scalar("eps", ArgKind::Float), tensor_out("scale", f32, f32_buffer),
+               tensor_out("zero_point", i32, f32_buffer))));
 }
 
 // Storage / layout conversions, inserted by the compiler's layout propagation.
@@ -154,19 +152,16 @@ void conversion_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
   const PlacementSet any_float = PlacementSet::all_float(), int8 = PlacementSet::all_int8();
   s.push_back(kernel_op("q8ta_convert", "int8x4 layout conversion (inserted by the compiler)",
-                        arg_list(tensor_in("input", i8x4, int8),
-                                 scalar("zero_point", ArgKind::Int),
+                        arg_list(tensor_in("input", i8x4, int8), scalar("zero_point", ArgKind::Int),
                                  tensor_out("output", i8x4, int8))));
   // A reshape of int8 data (view_copy / flatten / squeeze / unsqueeze) that is not free: the
   // elements in NCHW order under other sizes, in any layout on either side.
   s.push_back(kernel_op("q8ta_view", "int8x4 reshape: same elements in NCHW order, other sizes",
-                        arg_list(tensor_in("input", i8x4, int8),
-                                 scalar("zero_point", ArgKind::Int),
+                        arg_list(tensor_in("input", i8x4, int8), scalar("zero_point", ArgKind::Int),
                                  tensor_out("output", i8x4, int8))));
-  s.push_back(kernel_op("float_convert",
-                        "float32 storage/layout conversion (inserted by the compiler)",
-                        arg_list(tensor_in("input", f32, any_float),
-                                 tensor_out("output", f32, any_float))));
+  s.push_back(kernel_op(
+      "float_convert", "float32 storage/layout conversion (inserted by the compiler)",
+      arg_list(tensor_in("input", f32, any_float), tensor_out("output", f32, any_float))));
 }
 
 // clone / alias / view keeping the packed dim: copied as is, always folded.
@@ -205,8 +200,7 @@ void linear_schemas(std::vector<OpSchema>& s) {
                         arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
   // q8ta_linear then q8ta_add with `other`, in the linear's store (runtime/ops/Linear.h).
   s.push_back(kernel_op("q8ta_linear_add", "int8 linear + a residual int8 tensor, requantized",
-                        arg_list(head, residual_add_args("linear_", {k4H4W}, k4H4W,
-                                                         head.size()))));
+                        arg_list(head, residual_add_args("linear_", {k4H4W}, k4H4W, head.size()))));
 }
 
 // int8 conv2d, as linear: requantizing (fused activation) or dequantizing (_dq).
@@ -214,12 +208,12 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
   // The weights and the geometry, after the input and its qparams.
-  const std::vector<ArgSchema> conv = arg_list(
-      per_channel_weights(4), scalar("stride", ArgKind::IntList),
-      scalar("padding", ArgKind::IntList), scalar("dilation", ArgKind::IntList),
-      scalar("groups", ArgKind::Int));
-  const std::vector<ArgSchema> head = arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
-                                               per_tensor_qparams("input_"), conv);
+  const std::vector<ArgSchema> conv =
+      arg_list(per_channel_weights(4), scalar("stride", ArgKind::IntList),
+               scalar("padding", ArgKind::IntList), scalar("dilation", ArgKind::IntList),
+               scalar("groups", ArgKind::Int));
+  const std::vector<ArgSchema> head =
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"), conv);
   s.push_back(kernel_op("q8ta_conv2d", "int8 conv2d, requantized output, fused relu/clamp",
                         arg_list(head, per_tensor_qparams("output_"), activation_range(),
                                  tensor_out("output", i8x4, chw_int8, {k4W4C}))));
@@ -246,28 +240,28 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
                activation_range(), tensor_out("output", i8x4, chw_int8, {k4W4C}))));
   // q8ta_conv2d [-> the pixel shuffle (upscale_factor > 1)] then q8ta_add with `other`, in the
   // convolution's store (runtime/ops/Conv2d.h).
-  s.push_back(kernel_op(
-      "q8ta_conv2d_add", "int8 conv2d [pixel-shuffled] + a residual int8 tensor, requantized",
-      arg_list(head, scalar("upscale_factor", ArgKind::Int),
-               residual_add_args("conv_", chw_int8, k4W4C, head.size() + 1))));
+  s.push_back(kernel_op("q8ta_conv2d_add",
+                        "int8 conv2d [pixel-shuffled] + a residual int8 tensor, requantized",
+                        arg_list(head, scalar("upscale_factor", ArgKind::Int),
+                                 residual_add_args("conv_", chw_int8, k4W4C, head.size() + 1))));
   // A depthwise q8ta_conv2d (groups = C, dw_weight [C, 1, KH, KW], its int8 output "mid") then
   // a 1x1 q8ta_conv2d (stride 1, padding 0, groups 1, weight [N, C, 1, 1]) reading mid, in one
   // dispatch that keeps the mid tile in shared memory (C <= 1024); 4W4C only
   // (runtime/ops/Conv2d.h). _add: then q8ta_add with `other`, as q8ta_conv2d_add.
-  const std::vector<ArgSchema> dw_pw = arg_list(
-      tensor_in("input", i8x4, {k4W4C}, {k4W4C}), per_tensor_qparams("input_"),
-      per_channel_weights(4, "dw_"), scalar("stride", ArgKind::IntList),
-      scalar("padding", ArgKind::IntList), scalar("dilation", ArgKind::IntList),
-      per_tensor_qparams("mid_"), scalar("mid_activation_min", ArgKind::Int),
-      scalar("mid_activation_max", ArgKind::Int), per_channel_weights(4));
-  s.push_back(kernel_op(
-      "q8ta_conv2d_dw_pw", "int8 depthwise conv2d then a 1x1 conv2d on its int8 output",
-      arg_list(dw_pw, per_tensor_qparams("output_"), activation_range(),
-               tensor_out("output", i8x4, {k4W4C}, {k4W4C}))));
-  s.push_back(kernel_op(
-      "q8ta_conv2d_dw_pw_add",
-      "int8 depthwise conv2d then a 1x1 conv2d + a residual int8 tensor, requantized",
-      arg_list(dw_pw, residual_add_args("conv_", {k4W4C}, k4W4C, dw_pw.size()))));
+  const std::vector<ArgSchema> dw_pw =
+      arg_list(tensor_in("input", i8x4, {k4W4C}, {k4W4C}), per_tensor_qparams("input_"),
+               per_channel_weights(4, "dw_"), scalar("stride", ArgKind::IntList),
+               scalar("padding", ArgKind::IntList), scalar("dilation", ArgKind::IntList),
+               per_tensor_qparams("mid_"), scalar("mid_activation_min", ArgKind::Int),
+               scalar("mid_activation_max", ArgKind::Int), per_channel_weights(4));
+  s.push_back(kernel_op("q8ta_conv2d_dw_pw",
+                        "int8 depthwise conv2d then a 1x1 conv2d on its int8 output",
+                        arg_list(dw_pw, per_tensor_qparams("output_"), activation_range(),
+                                 tensor_out("output", i8x4, {k4W4C}, {k4W4C}))));
+  s.push_back(
+      kernel_op("q8ta_conv2d_dw_pw_add",
+                "int8 depthwise conv2d then a 1x1 conv2d + a residual int8 tensor, requantized",
+                arg_list(dw_pw, residual_add_args("conv_", {k4W4C}, k4W4C, dw_pw.size()))));
   // A 1x1 q8ta_conv2d expansion (weight [C, C_in, 1, 1]) whose int8 output only the depthwise
   // reads, then q8ta_conv2d_dw_pw[_add] (an inverted-residual block; runtime/ops/
   // DepthwisePointwise.h): the expansion's arguments between the input's and the depthwise's.
@@ -276,10 +270,10 @@ void conv2d_schemas(std::vector<OpSchema>& s) {
       per_channel_weights(4, "expand_"), per_tensor_qparams("expand_"),
       scalar("expand_activation_min", ArgKind::Int), scalar("expand_activation_max", ArgKind::Int),
       std::vector<ArgSchema>(dw_pw.begin() + 3, dw_pw.end()));
-  s.push_back(kernel_op(
-      "q8ta_conv2d_pw_dw_pw", "int8 1x1 expansion, depthwise conv2d and 1x1 conv2d in one kernel",
-      arg_list(pw_dw_pw, per_tensor_qparams("output_"), activation_range(),
-               tensor_out("output", i8x4, {k4W4C}, {k4W4C}))));
+  s.push_back(kernel_op("q8ta_conv2d_pw_dw_pw",
+                        "int8 1x1 expansion, depthwise conv2d and 1x1 conv2d in one kernel",
+                        arg_list(pw_dw_pw, per_tensor_qparams("output_"), activation_range(),
+                                 tensor_out("output", i8x4, {k4W4C}, {k4W4C}))));
   s.push_back(kernel_op(
       "q8ta_conv2d_pw_dw_pw_add",
       "int8 1x1 expansion, depthwise and 1x1 conv2d + a residual int8 tensor, requantized",
@@ -342,8 +336,7 @@ void clamp_schemas(std::vector<OpSchema>& s) {
   s.push_back(kernel_op("q8ta_mul_scalar", "int8 requantizing multiplication by a scalar",
                         arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
                                  scalar("scalar", ArgKind::Float), per_tensor_qparams("output_"),
-                                 activation_range(),
-                                 tied(tensor_out("output", i8x4, int8), 0))));
+                                 activation_range(), tied(tensor_out("output", i8x4, int8), 0))));
   // A per-channel affine map, requantizing: an inference batch norm whose parameters the
   // compiler folded into one float32 scale and shift per channel (dim 1 of the 4-D input), y =
   // fma(x, scale_c, shift_c) rounded once as PyTorch's CPU kernel computes it (the q8ta_clamp
@@ -369,10 +362,10 @@ void lut_schemas(std::vector<OpSchema>& s) {
   const PlacementSet int8 = PlacementSet::all_int8();
   ArgSchema table = constant_in("table", DType::Int8);
   table.constant_rank = 1;
-  s.push_back(kernel_op("q8ta_lut", "int8 -> int8 by a 256-entry table (a smooth activation)",
-                        arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
-                                 table, per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_lut", "int8 -> int8 by a 256-entry table (a smooth activation)",
+      arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"), table,
+               per_tensor_qparams("output_"), tied(tensor_out("output", i8x4, int8), 0))));
 }
 
 // softmax / log_softmax (`log`) over the last dim of a dequantized int8 tensor (any layout):
@@ -382,68 +375,58 @@ void softmax_schemas(std::vector<OpSchema>& s) {
   const PlacementSet int8 = PlacementSet::all_int8();
   const std::vector<ArgSchema> head = arg_list(
       tensor_in("input", i8x4, int8), per_tensor_qparams("input_"), scalar("log", ArgKind::Bool));
-  s.push_back(kernel_op("q8ta_softmax", "int8 softmax / log_softmax over the last dim, requantized",
-                        arg_list(head, per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, int8), 0))));
-  s.push_back(kernel_op("q8ta_softmax_dq",
-                        "int8 softmax / log_softmax over the last dim, float32 output",
-                        arg_list(head, tensor_out("output", f32, PlacementSet::float_buffers(),
-                                                  {kBufW}))));
+  s.push_back(kernel_op(
+      "q8ta_softmax", "int8 softmax / log_softmax over the last dim, requantized",
+      arg_list(head, per_tensor_qparams("output_"), tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(
+      kernel_op("q8ta_softmax_dq", "int8 softmax / log_softmax over the last dim, float32 output",
+                arg_list(head, tensor_out("output", f32, PlacementSet::float_buffers(), {kBufW}))));
 }
 
 void pool_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
   // The max of the int8 values; requantized once (full int8 range) when the qparams differ.
-  s.push_back(kernel_op("q8ta_max_pool2d",
-                        "int8 max_pool2d (the max, requantized when the qparams differ)",
-                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
-                                 per_tensor_qparams("input_"),
-                                 scalar("kernel_size", ArgKind::IntList),
-                                 scalar("stride", ArgKind::IntList),
-                                 scalar("padding", ArgKind::IntList),
-                                 scalar("dilation", ArgKind::IntList),
-                                 scalar("ceil_mode", ArgKind::Bool),
-                                 per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
-  s.push_back(kernel_op("q8ta_avg_pool2d", "int8 avg_pool2d (int32 sums), requantized",
-                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
-                                 per_tensor_qparams("input_"),
-                                 scalar("kernel_size", ArgKind::IntList),
-                                 scalar("stride", ArgKind::IntList),
-                                 scalar("padding", ArgKind::IntList),
-                                 scalar("ceil_mode", ArgKind::Bool),
-                                 scalar("count_include_pad", ArgKind::Bool),
-                                 scalar("divisor_override", ArgKind::Int),  // 0: none
-                                 per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_max_pool2d", "int8 max_pool2d (the max, requantized when the qparams differ)",
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"),
+               scalar("kernel_size", ArgKind::IntList), scalar("stride", ArgKind::IntList),
+               scalar("padding", ArgKind::IntList), scalar("dilation", ArgKind::IntList),
+               scalar("ceil_mode", ArgKind::Bool), per_tensor_qparams("output_"),
+               tied(tensor_out("output", i8x4, chw_int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_avg_pool2d", "int8 avg_pool2d (int32 sums), requantized",
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"),
+               scalar("kernel_size", ArgKind::IntList), scalar("stride", ArgKind::IntList),
+               scalar("padding", ArgKind::IntList), scalar("ceil_mode", ArgKind::Bool),
+               scalar("count_include_pad", ArgKind::Bool),
+               scalar("divisor_override", ArgKind::Int),  // 0: none
+               per_tensor_qparams("output_"), tied(tensor_out("output", i8x4, chw_int8), 0))));
   // Output sizes are the output tensor's.
-  s.push_back(kernel_op("q8ta_adaptive_avg_pool2d",
-                        "int8 adaptive_avg_pool2d to any size (int32 sums), requantized",
-                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
-                                 per_tensor_qparams("input_"), per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
-  s.push_back(kernel_op("q8ta_mean", "int8 mean over H and W (keepdim), requantized",
-                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
-                                 per_tensor_qparams("input_"), per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_adaptive_avg_pool2d", "int8 adaptive_avg_pool2d to any size (int32 sums), requantized",
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"),
+               per_tensor_qparams("output_"), tied(tensor_out("output", i8x4, chw_int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_mean", "int8 mean over H and W (keepdim), requantized",
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"),
+               per_tensor_qparams("output_"), tied(tensor_out("output", i8x4, chw_int8), 0))));
   // keepdim = False (or a flatten folded into the mean): [N, C] rows in the q8ta_linear input
   // layout, so a classifier head's pooled features go into the linear as they are.
-  s.push_back(kernel_op("q8ta_mean_flat", "int8 mean over H and W into [N, C] rows, requantized",
-                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}),
-                                 per_tensor_qparams("input_"), per_tensor_qparams("output_"),
-                                 tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+  s.push_back(kernel_op(
+      "q8ta_mean_flat", "int8 mean over H and W into [N, C] rows, requantized",
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C}), per_tensor_qparams("input_"),
+               per_tensor_qparams("output_"), tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
 }
 
 void int8_pixel_shuffle_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet chw_int8 = PlacementSet::channels_packed_int8();
-  s.push_back(kernel_op("q8ta_pixel_shuffle", "int8 pixel shuffle (byte shuffle or requantize)",
-                        arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C, k4C1W}),
-                                 per_tensor_qparams("input_"),
-                                 scalar("upscale_factor", ArgKind::Int),
-                                 per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, chw_int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_pixel_shuffle", "int8 pixel shuffle (byte shuffle or requantize)",
+      arg_list(tensor_in("input", i8x4, chw_int8, {k4W4C, k4C1W}), per_tensor_qparams("input_"),
+               scalar("upscale_factor", ArgKind::Int), per_tensor_qparams("output_"),
+               tied(tensor_out("output", i8x4, chw_int8), 0))));
 }
 
 // Data movement of int8 data: a channel shuffle (any layout, the output shares the input's)
@@ -470,19 +453,16 @@ void upsample_schemas(std::vector<OpSchema>& s) {
   const PlacementSet int8 = PlacementSet::all_int8();
   const std::vector<ArgSchema> scales = {scalar("scales_h", ArgKind::Float),
                                          scalar("scales_w", ArgKind::Float)};
-  s.push_back(kernel_op("q8ta_upsample_nearest2d",
-                        "int8 nearest upsampling (bytes moved, or requantized)",
-                        arg_list(tensor_in("input", i8x4, int8, {k4W4C}),
-                                 per_tensor_qparams("input_"), scales,
-                                 per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, int8), 0))));
-  s.push_back(kernel_op("q8ta_upsample_bilinear2d",
-                        "int8 bilinear upsampling (exact fixed-point weights, one requantization)",
-                        arg_list(tensor_in("input", i8x4, int8, {k4W4C}),
-                                 per_tensor_qparams("input_"),
-                                 scalar("align_corners", ArgKind::Bool), scales,
-                                 per_tensor_qparams("output_"),
-                                 tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_upsample_nearest2d", "int8 nearest upsampling (bytes moved, or requantized)",
+      arg_list(tensor_in("input", i8x4, int8, {k4W4C}), per_tensor_qparams("input_"), scales,
+               per_tensor_qparams("output_"), tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_upsample_bilinear2d",
+      "int8 bilinear upsampling (exact fixed-point weights, one requantization)",
+      arg_list(tensor_in("input", i8x4, int8, {k4W4C}), per_tensor_qparams("input_"),
+               scalar("align_corners", ArgKind::Bool), scales, per_tensor_qparams("output_"),
+               tied(tensor_out("output", i8x4, int8), 0))));
 }
 
 void float_schemas(std::vector<OpSchema>& s) {
@@ -490,18 +470,17 @@ void float_schemas(std::vector<OpSchema>& s) {
   // float16 buffers need 16-bit storage on the device (textures need nothing extra).
   const std::vector<DType> f32_f16 = {DType::Float32, DType::Float16};
   const PlacementSet any_float = PlacementSet::all_float();
-  s.push_back(schema_only_op("relu", "float relu",
-                             arg_list(tensor_in("input", f32, any_float),
-                                      tied(tensor_out("output", f32, any_float), 0))));
-  s.push_back(schema_only_op("clamp", "float clamp / hardtanh",
-                             arg_list(tensor_in("input", f32, any_float),
-                                      scalar("min", ArgKind::Float),
-                                      scalar("max", ArgKind::Float),
-                                      tied(tensor_out("output", f32, any_float), 0))));
-  s.push_back(kernel_op("pixel_shuffle", "float pixel shuffle",
-                        arg_list(tensor_in("input", f32_f16, any_float),
-                                 scalar("upscale_factor", ArgKind::Int),
-                                 tied(tensor_out("output", f32_f16, any_float), 0))));
+  s.push_back(schema_only_op(
+      "relu", "float relu",
+      arg_list(tensor_in("input", f32, any_float), tied(tensor_out("output", f32, any_float), 0))));
+  s.push_back(schema_only_op(
+      "clamp", "float clamp / hardtanh",
+      arg_list(tensor_in("input", f32, any_float), scalar("min", ArgKind::Float),
+               scalar("max", ArgKind::Float), tied(tensor_out("output", f32, any_float), 0))));
+  s.push_back(kernel_op(
+      "pixel_shuffle", "float pixel shuffle",
+      arg_list(tensor_in("input", f32_f16, any_float), scalar("upscale_factor", ArgKind::Int),
+               tied(tensor_out("output", f32_f16, any_float), 0))));
 }
 
 // aten.cat and what split / chunk / slice_copy become: int8 data moved along one dim, each
@@ -510,12 +489,12 @@ void float_schemas(std::vector<OpSchema>& s) {
 void concat_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> i8x4 = {DType::Int8x4};
   const PlacementSet int8 = PlacementSet::all_int8();
-  s.push_back(kernel_op("q8ta_cat", "int8 concatenation along one dim, requantizing",
-                        arg_list(tensor_list_in("inputs", i8x4, int8),
-                                 scalar("input_scales", ArgKind::FloatList),
-                                 scalar("input_zero_points", ArgKind::IntList),
-                                 scalar("dim", ArgKind::Int), per_tensor_qparams("output_"),
-                                 quant_range(), tied(tensor_out("output", i8x4, int8), 0))));
+  s.push_back(kernel_op(
+      "q8ta_cat", "int8 concatenation along one dim, requantizing",
+      arg_list(tensor_list_in("inputs", i8x4, int8), scalar("input_scales", ArgKind::FloatList),
+               scalar("input_zero_points", ArgKind::IntList), scalar("dim", ArgKind::Int),
+               per_tensor_qparams("output_"), quant_range(),
+               tied(tensor_out("output", i8x4, int8), 0))));
   s.push_back(kernel_op("q8ta_slice", "int8 slice (start, step) along one dim, requantizing",
                         arg_list(tensor_in("input", i8x4, int8), per_tensor_qparams("input_"),
                                  scalar("dim", ArgKind::Int), scalar("start", ArgKind::Int),
@@ -552,12 +531,15 @@ PlacementSet::PlacementSet(std::initializer_list<Placement> list) {
 }
 
 const std::vector<Placement>& all_placements() {
-  static const std::vector<Placement> all = {
-      {S::Buffer, L::WidthPacked},     {S::Buffer, L::HeightPacked},
-      {S::Buffer, L::ChannelsPacked},  {S::Texture3D, L::WidthPacked},
-      {S::Texture3D, L::HeightPacked}, {S::Texture3D, L::ChannelsPacked},
-      k4W4C,                           k4H4W,
-      k4C1W};
+  static const std::vector<Placement> all = {{S::Buffer, L::WidthPacked},
+                                             {S::Buffer, L::HeightPacked},
+                                             {S::Buffer, L::ChannelsPacked},
+                                             {S::Texture3D, L::WidthPacked},
+                                             {S::Texture3D, L::HeightPacked},
+                                             {S::Texture3D, L::ChannelsPacked},
+                                             k4W4C,
+                                             k4H4W,
+                                             k4C1W};
   return all;
 }
 

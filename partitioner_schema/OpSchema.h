@@ -24,9 +24,7 @@ enum class ArgKind : uint8_t { Tensor, Int, Float, Bool, IntList, FloatList, Ten
 struct Placement {
   StorageType storage;
   MemoryLayout layout;
-  bool operator==(const Placement& o) const {
-    return storage == o.storage && layout == o.layout;
-  }
+  bool operator==(const Placement& o) const { return storage == o.storage && layout == o.layout; }
 };
 
 // A set of placements, as a bitmask over the 9 legal ones (6 buffer layouts + 3 textures).
@@ -34,9 +32,9 @@ class PlacementSet {
  public:
   PlacementSet() = default;
   PlacementSet(std::initializer_list<Placement> list);
-  static PlacementSet all_float();   // buffer and texture, width/height/channels packed
+  static PlacementSet all_float();  // buffer and texture, width/height/channels packed
   static PlacementSet float_buffers();
-  static PlacementSet all_int8();    // buffer 4W4C, 4H4W, 4C1W
+  static PlacementSet all_int8();              // buffer 4W4C, 4H4W, 4C1W
   static PlacementSet channels_packed_int8();  // buffer 4W4C, 4C1W
 
   bool contains(const Placement& p) const { return bits_ & bit(p); }
@@ -60,13 +58,13 @@ std::string describe(const Placement& p);  // "buffer 4W4C", "texture3d channels
 struct ArgSchema {
   std::string name;
   ArgKind kind = ArgKind::Tensor;
-  bool output = false;             // a tensor the op writes
-  bool constant = false;           // must be a constant (weights, scales, bias)
-  std::vector<DType> dtypes;       // tensors: accepted dtypes
-  PlacementSet placements;         // tensors: accepted placements
-  std::vector<Placement> preferred;// tensors: first choices, in order (the rest follow)
-  int tied_to = -1;                // index of the tensor arg that must share the placement
-                                   // and the dtype
+  bool output = false;               // a tensor the op writes
+  bool constant = false;             // must be a constant (weights, scales, bias)
+  std::vector<DType> dtypes;         // tensors: accepted dtypes
+  PlacementSet placements;           // tensors: accepted placements
+  std::vector<Placement> preferred;  // tensors: first choices, in order (the rest follow)
+  int tied_to = -1;                  // index of the tensor arg that must share the placement
+                                     // and the dtype
   // Constants the op reads on the host: the shape the loader checks (with the dtype) before
   // any builder reads a byte of the blob. 0 = any rank.
   int constant_rank = 0;
@@ -82,12 +80,12 @@ inline bool holds_tensors(const ArgSchema& a) {
 
 struct OpSchema {
   std::string name;
-  std::vector<ArgSchema> args;     // blob order: tensors and scalars, outputs last
+  std::vector<ArgSchema> args;  // blob order: tensors and scalars, outputs last
   // What the runtime does with the op; OpSchema.cpp sets them by name (kernel_op, identity_op,
   // schema_only_op), never positionally.
-  bool has_kernel = false;         // the runtime can build it (false: schema only, no kernel yet)
-  bool identity = false;           // output == input; always removed by the compiler
-  bool supports_resize = false;    // kernels take sizes at run time
+  bool has_kernel = false;       // the runtime can build it (false: schema only, no kernel yet)
+  bool identity = false;         // output == input; always removed by the compiler
+  bool supports_resize = false;  // kernels take sizes at run time
   std::string summary;
 
   int arg_index(std::string_view arg_name) const;  // -1 when absent
@@ -95,7 +93,6 @@ struct OpSchema {
   // compiler folds away.
   bool runnable() const { return has_kernel || identity; }
 };
-
 
 // Every backend op, in a fixed order.
 const std::vector<OpSchema>& op_schemas();

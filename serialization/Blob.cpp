@@ -12,7 +12,8 @@ namespace {
 
 // "[begin, end)"; spelled "[begin, begin + size)" when the end does not fit in 64 bits.
 std::string range_string(uint64_t begin, uint64_t size) {
-  if (size > UINT64_MAX - begin) return vkd::detail::concat('[', begin, ", ", begin, " + ", size, ')');
+  if (size > UINT64_MAX - begin)
+    return vkd::detail::concat('[', begin, ", ", begin, " + ", size, ')');
   return vkd::detail::concat('[', begin, ", ", begin + size, ')');
 }
 
@@ -44,7 +45,8 @@ class HeaderReader {
 // [begin, begin + size) inside a blob of blob_size bytes, without overflowing.
 void check_segment_in_blob(const char* what, uint64_t begin, uint64_t size, uint64_t blob_size) {
   VKD_CHECK(begin <= blob_size && size <= blob_size - begin, ErrorCode::InvalidArgument,
-            "blob: ", what, ' ', range_string(begin, size), " extends past the end of the ", blob_size, "-byte blob");
+            "blob: ", what, ' ', range_string(begin, size), " extends past the end of the ",
+            blob_size, "-byte blob");
 }
 
 bool overlap(uint64_t a, uint64_t a_size, uint64_t b, uint64_t b_size) {
@@ -180,8 +182,8 @@ BlobHeader parse_header(const uint8_t* data, size_t size) {
     h.graph_checksum = r.u64(header_field::kGraphChecksum, "graph_checksum");
     h.constant_checksum = r.u64(header_field::kConstantChecksum, "constant_checksum");
   }
-  VKD_CHECK(h.header_size <= size, ErrorCode::InvalidArgument, "blob: header size ",
-            h.header_size, " extends past the end of the ", size, "-byte blob");
+  VKD_CHECK(h.header_size <= size, ErrorCode::InvalidArgument, "blob: header size ", h.header_size,
+            " extends past the end of the ", size, "-byte blob");
   if (!v1) {
     // Before any offset is trusted: a corrupt header is named as such, not by what its
     // corrupt fields would mean.
@@ -201,10 +203,9 @@ BlobHeader parse_header(const uint8_t* data, size_t size) {
   VKD_CHECK(h.flatbuffer_offset >= h.header_size, ErrorCode::InvalidArgument, "blob: flatbuffer ",
             range_string(h.flatbuffer_offset, h.flatbuffer_size), " overlaps the header [0, ",
             h.header_size, ')');
-  VKD_CHECK(h.constant_size == 0 || h.constant_offset >= h.header_size,
-            ErrorCode::InvalidArgument, "blob: constant segment ",
-            range_string(h.constant_offset, h.constant_size), " overlaps the header [0, ",
-            h.header_size, ')');
+  VKD_CHECK(h.constant_size == 0 || h.constant_offset >= h.header_size, ErrorCode::InvalidArgument,
+            "blob: constant segment ", range_string(h.constant_offset, h.constant_size),
+            " overlaps the header [0, ", h.header_size, ')');
   VKD_CHECK(!overlap(h.flatbuffer_offset, h.flatbuffer_size, h.constant_offset, h.constant_size),
             ErrorCode::InvalidArgument, "blob: flatbuffer ",
             range_string(h.flatbuffer_offset, h.flatbuffer_size), " and constant segment ",

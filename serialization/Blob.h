@@ -40,11 +40,11 @@ inline constexpr size_t kFlatbufferSize = 24;    // uint64
 inline constexpr size_t kConstantOffset = 32;    // uint64
 inline constexpr size_t kConstantSize = 40;      // uint64
 // Version 2 only:
-inline constexpr size_t kBlobSize = 48;           // uint64, bytes of the whole blob
-inline constexpr size_t kSourceGraphHash = 56;    // uint64, 0 when not recorded
-inline constexpr size_t kHeaderChecksum = 64;     // uint64, of the header with this field 0
-inline constexpr size_t kGraphChecksum = 72;      // uint64, of the flatbuffer segment
-inline constexpr size_t kConstantChecksum = 80;   // uint64, of the constant segment
+inline constexpr size_t kBlobSize = 48;          // uint64, bytes of the whole blob
+inline constexpr size_t kSourceGraphHash = 56;   // uint64, 0 when not recorded
+inline constexpr size_t kHeaderChecksum = 64;    // uint64, of the header with this field 0
+inline constexpr size_t kGraphChecksum = 72;     // uint64, of the flatbuffer segment
+inline constexpr size_t kConstantChecksum = 80;  // uint64, of the constant segment
 }  // namespace header_field
 
 struct BlobHeader {

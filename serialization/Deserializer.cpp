@@ -72,8 +72,7 @@ const fb::Graph* verify_flatbuffer(const uint8_t* p, uint64_t size) {
   VKD_CHECK(size >= 2 * sizeof(f::uoffset_t), kBad, "flatbuffer: ", size,
             " bytes is too small for a root offset and file identifier");
   VKD_CHECK(fb::GraphBufferHasIdentifier(p), kBad, "flatbuffer: file identifier '",
-            identifier_string(p + sizeof(f::uoffset_t)), "' is not '", kGraphFileIdentifier,
-            "'");
+            identifier_string(p + sizeof(f::uoffset_t)), "' is not '", kGraphFileIdentifier, "'");
   f::Verifier verifier(p, static_cast<size_t>(size));
   VKD_CHECK(fb::VerifyGraphBuffer(verifier), kBad,
             "flatbuffer: FlatBuffers verification failed (the ", size,
@@ -90,9 +89,9 @@ std::vector<ConstantBytes> read_constants(const fb::Graph& g, const uint8_t* blo
   for (f::uoffset_t i = 0; i < g.constants()->size(); ++i) {
     const fb::ConstantEntry* e = g.constants()->Get(i);
     const uint64_t off = e->offset(), len = e->length();
-    VKD_CHECK(off <= h.constant_size && len <= h.constant_size - off, kBad, "constant ", i,
-              ": [", off, ", ", off, " + ", len, ") extends past the end of the ",
-              h.constant_size, "-byte constant segment");
+    VKD_CHECK(off <= h.constant_size && len <= h.constant_size - off, kBad, "constant ", i, ": [",
+              off, ", ", off, " + ", len, ") extends past the end of the ", h.constant_size,
+              "-byte constant segment");
     out.push_back(ConstantBytes{blob + h.constant_offset + off, static_cast<size_t>(len),
                                 h.constant_offset + off});
   }
@@ -132,15 +131,13 @@ TensorValue read_tensor(size_t id, const fb::TensorValue& t,
 
   const int32_t cid = t.constant_id();
   if (cid == -1) return out;
-  VKD_CHECK(cid >= 0 && static_cast<size_t>(cid) < constants.size(), kBad, label,
-            ": constant id ", cid, " out of range (the graph has ", constants.size(),
-            " constants)");
+  VKD_CHECK(cid >= 0 && static_cast<size_t>(cid) < constants.size(), kBad, label, ": constant id ",
+            cid, " out of range (the graph has ", constants.size(), " constants)");
   const ConstantBytes& c = constants[static_cast<size_t>(cid)];
   const uint64_t need = constant_byte_size(out.spec);
-  VKD_CHECK(c.size == need, kBad, label, ": constant ", cid, " has ", c.size,
-            " bytes, tensor ", out.spec.describe(), " needs ", need, " (",
-            out.spec.numel(), " elements x ", need / static_cast<uint64_t>(out.spec.numel()),
-            " bytes, host NCHW)");
+  VKD_CHECK(c.size == need, kBad, label, ": constant ", cid, " has ", c.size, " bytes, tensor ",
+            out.spec.describe(), " needs ", need, " (", out.spec.numel(), " elements x ",
+            need / static_cast<uint64_t>(out.spec.numel()), " bytes, host NCHW)");
   out.constant = c;
   return out;
 }
@@ -156,17 +153,12 @@ Value read_value(size_t id, const fb::Value* v, size_t value_count,
   VKD_CHECK(type != 0, kBad, "value ", id, ": empty (union type NONE)");
   VKD_CHECK(type <= static_cast<uint8_t>(fb::ValueUnion::MAX), kBad, "value ", id,
             ": unknown value kind ", int{type});
-  VKD_CHECK(v->value() != nullptr, kBad, "value ", id, ": kind ", int{type},
-            " without a payload");
+  VKD_CHECK(v->value() != nullptr, kBad, "value ", id, ": kind ", int{type}, " without a payload");
   switch (v->value_type()) {
-    case fb::ValueUnion::TensorValue:
-      return read_tensor(id, *v->value_as_TensorValue(), constants);
-    case fb::ValueUnion::IntValue:
-      return IntValue{v->value_as_IntValue()->value()};
-    case fb::ValueUnion::FloatValue:
-      return FloatValue{v->value_as_FloatValue()->value()};
-    case fb::ValueUnion::BoolValue:
-      return BoolValue{v->value_as_BoolValue()->value()};
+    case fb::ValueUnion::TensorValue: return read_tensor(id, *v->value_as_TensorValue(), constants);
+    case fb::ValueUnion::IntValue: return IntValue{v->value_as_IntValue()->value()};
+    case fb::ValueUnion::FloatValue: return FloatValue{v->value_as_FloatValue()->value()};
+    case fb::ValueUnion::BoolValue: return BoolValue{v->value_as_BoolValue()->value()};
     case fb::ValueUnion::IntListValue: {
       const auto* items = v->value_as_IntListValue()->items();
       check_elements_aligned(items, value_label(id, ValueKind::IntList) + ": items");
@@ -189,15 +181,15 @@ Value read_value(size_t id, const fb::Value* v, size_t value_count,
       }
       return out;
     }
-    case fb::ValueUnion::NONE:
-      break;
+    case fb::ValueUnion::NONE: break;
   }
   VKD_THROW(ErrorCode::Internal, "value ", id, ": unhandled value kind ", int{type});
 }
 
 std::string signature_string(const OpSignature& sig) {
   std::string s;
-  for (size_t i = 0; i < sig.args.size(); ++i) s += (i ? ", " : "") + std::string(to_string(sig.args[i]));
+  for (size_t i = 0; i < sig.args.size(); ++i)
+    s += (i ? ", " : "") + std::string(to_string(sig.args[i]));
   return s;
 }
 
@@ -218,8 +210,8 @@ OpCall read_op(size_t index, const fb::Operator* op, const std::vector<Value>& v
             " arguments (", signature_string(sig), "), got ", out.args.size());
   for (size_t i = 0; i < out.args.size(); ++i) {
     const ValueKind got = kind_of(values[out.args[i]]);
-    VKD_CHECK(got == sig.args[i], kBad, label, ": argument ", i, " (value ", out.args[i],
-              ") is a ", to_string(got), ", expected ", to_string(sig.args[i]));
+    VKD_CHECK(got == sig.args[i], kBad, label, ": argument ", i, " (value ", out.args[i], ") is a ",
+              to_string(got), ", expected ", to_string(sig.args[i]));
   }
   return out;
 }
@@ -239,8 +231,8 @@ std::vector<GraphIO> read_io(const char* what, const f::Vector<uint32_t>* ids,
     const auto* t = std::get_if<TensorValue>(&values[id]);
     VKD_CHECK(t != nullptr, kBad, label, " (value ", id, ") is a ", to_string(kind_of(values[id])),
               ", not a tensor");
-    VKD_CHECK(allow_constant || !t->constant, kBad, label, " (value ", id, ", tensor '",
-              t->name, "') is a constant");
+    VKD_CHECK(allow_constant || !t->constant, kBad, label, " (value ", id, ", tensor '", t->name,
+              "') is a constant");
     const f::String* name = name_count ? names->Get(static_cast<f::uoffset_t>(i)) : nullptr;
     out.push_back(GraphIO{id, name ? name->str() : std::string()});
   }
@@ -272,8 +264,8 @@ DeserializedGraph deserialize_checked(const uint8_t* data, size_t size,
   const size_t op_count = g.ops() ? g.ops()->size() : 0;
   out.ops.reserve(op_count);
   for (size_t i = 0; i < op_count; ++i) {
-    out.ops.push_back(read_op(i, g.ops()->Get(static_cast<f::uoffset_t>(i)), out.values,
-                              known_ops));
+    out.ops.push_back(
+        read_op(i, g.ops()->Get(static_cast<f::uoffset_t>(i)), out.values, known_ops));
   }
   out.inputs = read_io("input", g.inputs(), g.input_names(), out.values, false);
   out.outputs = read_io("output", g.outputs(), g.output_names(), out.values, true);
@@ -298,14 +290,12 @@ std::string_view to_string(ValueKind kind) {
   return "unknown_kind";
 }
 
-DeserializedGraph deserialize(const uint8_t* data, size_t size,
-                              const OpSignatureTable* known_ops) {
+DeserializedGraph deserialize(const uint8_t* data, size_t size, const OpSignatureTable* known_ops) {
   return detail::only_vkd_errors("deserialize",
                                  [&] { return deserialize_checked(data, size, known_ops); });
 }
 
-DeserializedGraph deserialize(const std::vector<uint8_t>& blob,
-                              const OpSignatureTable* known_ops) {
+DeserializedGraph deserialize(const std::vector<uint8_t>& blob, const OpSignatureTable* known_ops) {
   return deserialize(blob.data(), blob.size(), known_ops);
 }
 

@@ -31,20 +31,41 @@ struct TensorValue {
   std::string name;                       // may be empty
   std::optional<ConstantBytes> constant;  // constant_byte_size(spec) bytes when present
 };
-struct IntValue { int64_t value = 0; };
-struct FloatValue { double value = 0.0; };
-struct BoolValue { bool value = false; };
-struct IntListValue { std::vector<int64_t> items; };
-struct FloatListValue { std::vector<double> items; };
-struct StringValue { std::string value; };
-struct ValueListValue { std::vector<ValueId> items; };  // every id in range
+struct IntValue {
+  int64_t value = 0;
+};
+struct FloatValue {
+  double value = 0.0;
+};
+struct BoolValue {
+  bool value = false;
+};
+struct IntListValue {
+  std::vector<int64_t> items;
+};
+struct FloatListValue {
+  std::vector<double> items;
+};
+struct StringValue {
+  std::string value;
+};
+struct ValueListValue {
+  std::vector<ValueId> items;
+};  // every id in range
 
 // The alternatives are in ValueKind order: value.index() == static_cast<size_t>(kind).
 using Value = std::variant<TensorValue, IntValue, FloatValue, BoolValue, IntListValue,
                            FloatListValue, StringValue, ValueListValue>;
 
 enum class ValueKind : uint8_t {
-  Tensor = 0, Int, Float, Bool, IntList, FloatList, String, ValueList,
+  Tensor = 0,
+  Int,
+  Float,
+  Bool,
+  IntList,
+  FloatList,
+  String,
+  ValueList,
 };
 ValueKind kind_of(const Value& value);
 std::string_view to_string(ValueKind kind);  // "tensor", "int", "int_list", ...

@@ -14,7 +14,7 @@ namespace f = ::flatbuffers;
 uint64_t align_up_u64(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 std::vector<f::Offset<f::String>> create_strings(f::FlatBufferBuilder& fbb,
-                                                  const std::vector<std::string>& names) {
+                                                 const std::vector<std::string>& names) {
   std::vector<f::Offset<f::String>> out;
   out.reserve(names.size());
   for (const std::string& n : names) out.push_back(fbb.CreateString(n));
@@ -25,8 +25,8 @@ std::vector<f::Offset<f::String>> create_strings(f::FlatBufferBuilder& fbb,
 void check_names(const char* what, const std::vector<ValueId>& ids,
                  const std::vector<std::string>& names) {
   VKD_CHECK(names.empty() || names.size() == ids.size(), ErrorCode::InvalidArgument,
-            "GraphBuilder::set_", what, "s: ", names.size(), " names for ", ids.size(), " ",
-            what, "s (give none or one per ", what, ')');
+            "GraphBuilder::set_", what, "s: ", names.size(), " names for ", ids.size(), " ", what,
+            "s (give none or one per ", what, ')');
 }
 
 }  // namespace
@@ -119,9 +119,8 @@ ValueId GraphBuilder::add_value_list(std::vector<ValueId> items) {
 }
 
 void GraphBuilder::add_op(std::string name, std::vector<ValueId> args) {
-  detail::only_vkd_errors("GraphBuilder::add_op", [&] {
-    ops_.push_back(Op{std::move(name), std::move(args)});
-  });
+  detail::only_vkd_errors("GraphBuilder::add_op",
+                          [&] { ops_.push_back(Op{std::move(name), std::move(args)}); });
 }
 
 void GraphBuilder::set_inputs(std::vector<ValueId> ids, std::vector<std::string> names) {
@@ -163,8 +162,8 @@ std::vector<uint8_t> GraphBuilder::finish() const {
           // Enums are cast as they are (no range check): see the class comment.
           obj = fb::CreateTensorValue(fbb, sizes, static_cast<fb::DType>(e.spec.dtype),
                                       static_cast<fb::StorageType>(e.spec.storage),
-                                      static_cast<fb::MemoryLayout>(e.spec.layout),
-                                      e.constant_id, name)
+                                      static_cast<fb::MemoryLayout>(e.spec.layout), e.constant_id,
+                                      name)
                     .Union();
           break;
         }
@@ -215,15 +214,15 @@ std::vector<uint8_t> GraphBuilder::finish() const {
     const auto output_names_vec = fbb.CreateVector(create_strings(fbb, output_names_));
     const auto constants_vec = fbb.CreateVectorOfStructs(entries);
     const auto graph =
-        fb::CreateGraph(fbb, kGraphSchemaVersion, values_vec, ops_vec, inputs_vec,
-                        input_names_vec, outputs_vec, output_names_vec, constants_vec);
+        fb::CreateGraph(fbb, kGraphSchemaVersion, values_vec, ops_vec, inputs_vec, input_names_vec,
+                        outputs_vec, output_names_vec, constants_vec);
     fb::FinishGraphBuffer(fbb, graph);
 
     BlobHeader header;
     header.flatbuffer_offset = align_up_u64(kBlobHeaderSize, kConstantAlignment);
     header.flatbuffer_size = fbb.GetSize();
-    header.constant_offset = align_up_u64(header.flatbuffer_offset + header.flatbuffer_size,
-                                          kConstantAlignment);
+    header.constant_offset =
+        align_up_u64(header.flatbuffer_offset + header.flatbuffer_size, kConstantAlignment);
     header.constant_size = segment_size;
     header.source_graph_hash = source_graph_hash_;
 
@@ -233,8 +232,8 @@ std::vector<uint8_t> GraphBuilder::finish() const {
     std::memcpy(blob.data() + header.flatbuffer_offset, fbb.GetBufferPointer(), fbb.GetSize());
     for (size_t i = 0; i < constants_.size(); ++i) {
       if (constants_[i].empty()) continue;
-      std::memcpy(blob.data() + header.constant_offset + entries[i].offset(),
-                  constants_[i].data(), constants_[i].size());
+      std::memcpy(blob.data() + header.constant_offset + entries[i].offset(), constants_[i].data(),
+                  constants_[i].size());
     }
     seal_blob(blob);
     return blob;

@@ -55,9 +55,9 @@ class GraphBuilder {
   struct Entry {
     Kind kind = Kind::Int;
     TensorSpec spec;
-    std::string name;              // tensor name, or the string value
-    int32_t constant_id = -1;      // index into constants_
-    int64_t int_value = 0;         // int, bool
+    std::string name;          // tensor name, or the string value
+    int32_t constant_id = -1;  // index into constants_
+    int64_t int_value = 0;     // int, bool
     double float_value = 0.0;
     std::vector<int64_t> ints;
     std::vector<double> floats;

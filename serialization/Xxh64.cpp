@@ -21,8 +21,7 @@ inline uint64_t read32(const uint8_t* p) {
 }
 inline uint64_t read64(const uint8_t* p) {
   return uint64_t{p[0]} | uint64_t{p[1]} << 8 | uint64_t{p[2]} << 16 | uint64_t{p[3]} << 24 |
-         uint64_t{p[4]} << 32 | uint64_t{p[5]} << 40 | uint64_t{p[6]} << 48 |
-         uint64_t{p[7]} << 56;
+         uint64_t{p[4]} << 32 | uint64_t{p[5]} << 40 | uint64_t{p[6]} << 48 | uint64_t{p[7]} << 56;
 }
 
 // One lane into one accumulator (the spec's "round").

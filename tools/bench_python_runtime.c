@@ -45,8 +45,7 @@ vkd_status bench_c_loop(vkd_model* model, const vkd_tensor* inputs, size_t input
   size_t i;
   for (i = 0; i < runs; ++i) {
     const uint64_t t0 = now_ns();
-    const vkd_status status =
-        vkd_model_execute(model, inputs, input_count, outputs, output_count);
+    const vkd_status status = vkd_model_execute(model, inputs, input_count, outputs, output_count);
     times[i] = now_ns() - t0;
     if (status != VKD_OK) return status;
   }

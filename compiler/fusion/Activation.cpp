@@ -98,8 +98,7 @@ std::string clamp_kernel_range(const ActChain& c, Activation& range) {
   }
   for (int64_t v = -128; v <= 127; ++v) {
     const int64_t want = reference_dq_clamp_q(v, c.in_q, c.clamps, c.out_q, c.multiplier);
-    const int64_t got =
-        requantize_clamp(v, c.in_q, c.out_q, range.min, range.max, c.multiplier);
+    const int64_t got = requantize_clamp(v, c.in_q, c.out_q, range.min, range.max, c.multiplier);
     if (got != want) {
       return "int8 value " + std::to_string(v) + " requantizes to " + std::to_string(got) +
              ", the chain gives " + std::to_string(want);
@@ -213,17 +212,16 @@ void fuse_scaled_chain(FuseState& state, int i, int x_input, float scalar,
   c.x_q = g.nodes[p].inputs[0];
   std::string why = read_chain(g, i, p, x, tail, false, c);
   if (why.empty() && g.value(n.outputs[0]).shape != g.value(x).shape) {
-    why = "the scalar " + quoted(n.inputs[static_cast<size_t>(1 - x_input)]) +
-          " broadcasts " + shape_str(g.value(x).shape) + " to " +
-          shape_str(g.value(n.outputs[0]).shape);
+    why = "the scalar " + quoted(n.inputs[static_cast<size_t>(1 - x_input)]) + " broadcasts " +
+          shape_str(g.value(x).shape) + " to " + shape_str(g.value(n.outputs[0]).shape);
   }
   if (why.empty() && state.any_claimed(c.nodes)) why = "overlaps another fused pattern";
   if (!why.empty()) return state.not_fused(c.chain, c.nodes, c.backend, why);
   std::vector<std::string> dead = {x};
   dead.insert(dead.end(), tail.values.begin(), tail.values.end());
-  fuse_clamp_kernel(state, i, p, c, dead,
-                    scalar_dq.empty() ? std::vector<std::string>{}
-                                      : std::vector<std::string>{scalar_dq});
+  fuse_clamp_kernel(
+      state, i, p, c, dead,
+      scalar_dq.empty() ? std::vector<std::string>{} : std::vector<std::string>{scalar_dq});
 }
 
 void fuse_mul_scalar(FuseState& state, int i) {

@@ -79,12 +79,12 @@ std::string kernel_range(const BatchNormAffine& a, const QuantInfo& in,
   }
   for (size_t c = 0; c < a.scale.size(); ++c) {
     for (int64_t v = -128; v <= 127; ++v) {
-      const int64_t got = requantize_batch_norm(v, in, out, a.scale[c], a.shift[c], range.min,
-                                                range.max);
+      const int64_t got =
+          requantize_batch_norm(v, in, out, a.scale[c], a.shift[c], range.min, range.max);
       const int64_t w = want[c * 256 + static_cast<size_t>(v + 128)];
       if (got != w) {
-        return "channel " + std::to_string(c) + ": int8 value " + std::to_string(v) +
-               " gives " + std::to_string(got) + ", the chain gives " + std::to_string(w);
+        return "channel " + std::to_string(c) + ": int8 value " + std::to_string(v) + " gives " +
+               std::to_string(got) + ", the chain gives " + std::to_string(w);
       }
     }
   }
@@ -145,8 +145,8 @@ void fuse_batch_norm(FuseState& state, int i) {
   const std::vector<float> mean = constant_floats(g, n, 3, "running_mean", why);
   const std::vector<float> var = constant_floats(g, n, 4, "running_var", why);
   if (!why.empty()) return fail(why);
-  const BatchNormAffine a = fold_batch_norm(weight, bias, mean, var, arg_float(n, "eps"),
-                                            static_cast<size_t>(shape[1]));
+  const BatchNormAffine a =
+      fold_batch_norm(weight, bias, mean, var, arg_float(n, "eps"), static_cast<size_t>(shape[1]));
   why = check_magnitudes(a, in_q);
   std::vector<FloatClamp> clamps;
   if (why.empty() && tail.act >= 0) why = activation_clamps(g, {tail.act}, clamps);
@@ -173,12 +173,9 @@ void fuse_batch_norm(FuseState& state, int i) {
   b.inputs = {x_q, add_channel_constant(g, output + "_scale", a.scale),
               add_channel_constant(g, output + "_shift", a.shift)};
   b.outputs = {output};
-  b.args = {{"input_scale", in_q.scale},
-            {"input_zero_point", in_q.zero_point},
-            {"output_scale", tail.out_q.scale},
-            {"output_zero_point", tail.out_q.zero_point},
-            {"activation_min", range.min},
-            {"activation_max", range.max}};
+  b.args = {{"input_scale", in_q.scale},        {"input_zero_point", in_q.zero_point},
+            {"output_scale", tail.out_q.scale}, {"output_zero_point", tail.out_q.zero_point},
+            {"activation_min", range.min},      {"activation_max", range.max}};
   b.origin = state.fused_origin(i, kBackend);
   state.produced[output] = tail.out_q;
   state.consume_quant(x_q, p, in_q);

@@ -36,7 +36,7 @@ bool binary_broadcast_supported(const std::vector<int64_t>& a, const std::vector
 // Why operand `other` (produced by node `producer`, or -1) keeps the add from matching.
 std::string not_dequantized(const Graph& g, const std::string& other, int producer) {
   const Value& ov = g.value(other);
-  const std::string from = producer >= 0   ? "produced by " + g.nodes[producer].op
+  const std::string from = producer >= 0      ? "produced by " + g.nodes[producer].op
                            : ov.is_constant() ? "a constant"
                                               : "a graph input";
   return quoted(other) + " is not dequantized (" + from + ")";
@@ -65,8 +65,7 @@ std::string check_binary(const Graph& g, const Node& n, const BinaryKind& kind, 
            " broadcasts only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)";
   }
   if (tail.kind == Tail::None) {
-    return describe_consumers(g, n.outputs[0]) + " (" + backend +
-           " has no float-output variant)";
+    return describe_consumers(g, n.outputs[0]) + " (" + backend + " has no float-output variant)";
   }
   return tail.kind == Tail::Half ? tail.why : "";
 }
@@ -123,9 +122,15 @@ void fuse_binary(FuseState& state, int i, const BinaryKind& kind) {
   if (b != a) dead.push_back(b);
   dead.insert(dead.end(), tail.values.begin(), tail.values.end());
   if (std::string(kind.backend) == kAddKind.backend) {
-    const AddCandidate epilogue{{g.nodes[pa].inputs[0], g.nodes[pb].inputs[0]}, {pa, pb},
-                                {qa, qb}, all, dead, g.nodes[tail.q].outputs[0], tail.out_q,
-                                tail.activation, chain};
+    const AddCandidate epilogue{{g.nodes[pa].inputs[0], g.nodes[pb].inputs[0]},
+                                {pa, pb},
+                                {qa, qb},
+                                all,
+                                dead,
+                                g.nodes[tail.q].outputs[0],
+                                tail.out_q,
+                                tail.activation,
+                                chain};
     if (join_add_epilogue(state, epilogue)) return;
   }
   Fusion f;

@@ -54,8 +54,9 @@ std::string check_cat_inputs(const Graph& g, const Node& n, std::vector<int>& dq
     const int p = g.producer(x);
     if (!node_is(g, p, kDq)) {
       return quoted(x) + " is not dequantized (" +
-             (p >= 0 ? "produced by " + g.nodes[p].op
-                     : g.value(x).is_constant() ? std::string("a constant") : "a graph input") +
+             (p >= 0                     ? "produced by " + g.nodes[p].op
+              : g.value(x).is_constant() ? std::string("a constant")
+                                         : "a graph input") +
              ")";
     }
     QuantInfo q;

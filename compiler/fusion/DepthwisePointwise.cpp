@@ -49,8 +49,10 @@ std::string check_pointwise_store(const Node& p) {
   } else if (p.op != "q8ta_conv2d" && p.op != "q8ta_conv2d_add") {
     what = p.op + " writes no plain int8 output";
   }
-  return what.empty() ? "" : what + ": the fused op's store writes int8, or adds a residual "
-                                    "tensor (q8ta_conv2d_add with upscale_factor 1)";
+  return what.empty() ? ""
+                      : what +
+                            ": the fused op's store writes int8, or adds a residual "
+                            "tensor (q8ta_conv2d_add with upscale_factor 1)";
 }
 
 // ---- the depthwise into the 1x1 reading it ----
@@ -95,8 +97,7 @@ bool is_dw_pw(const Graph&, const Fusion& p) {
 }
 
 std::string pw_dw_pw_target(const Fusion& p) {
-  return p.node.op == "q8ta_conv2d_dw_pw_add" ? "q8ta_conv2d_pw_dw_pw_add"
-                                              : "q8ta_conv2d_pw_dw_pw";
+  return p.node.op == "q8ta_conv2d_dw_pw_add" ? "q8ta_conv2d_pw_dw_pw_add" : "q8ta_conv2d_pw_dw_pw";
 }
 
 // Its output channels are the depthwise's (the depthwise's groups are its input's channels),

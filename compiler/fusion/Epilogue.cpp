@@ -45,7 +45,8 @@ std::string check_shuffled_store(const FuseState& state, const Fusion& f,
   }
   const int64_t channels = state.graph.value(f.node.inputs.at(1)).shape.at(0) / (factor * factor);
   if (channels % 4 != 0) {
-    return std::to_string(channels) + " channels after the shuffle, not a multiple of 4: a "
+    return std::to_string(channels) +
+           " channels after the shuffle, not a multiple of 4: a "
            "packed word would hold channels of two sub-pixel phases";
   }
   return "";
@@ -127,8 +128,7 @@ std::string check_dequantized_store(const FuseState& state, const std::string& x
 // The committed q8ta_conv2d family match whose convolution reads int8 value `v`, or nullptr.
 Fusion* conv_reading(FuseState& state, const std::string& v) {
   for (Fusion& f : state.fusions) {
-    if (f.node.op.rfind("q8ta_conv2d", 0) == 0 && !f.node.inputs.empty() &&
-        f.node.inputs[0] == v) {
+    if (f.node.op.rfind("q8ta_conv2d", 0) == 0 && !f.node.inputs.empty() && f.node.inputs[0] == v) {
       return &f;
     }
   }
@@ -166,8 +166,8 @@ std::string check_quantized_load(const FuseState& state, const Fusion& f, const 
   }
   if (w.at(2) == 1 && w.at(3) == 1) return "a 1x1 convolution runs the linear kernels on int8";
   if (w.at(1) * w.at(2) * w.at(3) >= kIm2colMinProducts) {
-    return std::to_string(w.at(1) * w.at(2) * w.at(3)) + " products per output (>= " +
-           std::to_string(kIm2colMinProducts) +
+    return std::to_string(w.at(1) * w.at(2) * w.at(3)) +
+           " products per output (>= " + std::to_string(kIm2colMinProducts) +
            ") run im2col + GEMM on int8, faster than the direct kernel";
   }
   const QuantInfo read_as{arg_float(f.node, "input_scale"), arg_int(f.node, "input_zero_point")};
@@ -188,8 +188,8 @@ void fuse_quantize(FuseState& state, int anchor) {
   // Only a convolution has the quantizing load: before any other op the quantize is simply its
   // own op (lowered as usual), not a missed fusion worth a report line.
   if (f == nullptr) return;
-  const std::string into = "q (" + node_list({anchor}) + ") into the load of " + f->node.op +
-                           " " + quoted(f->node.outputs.at(0)) + ": ";
+  const std::string into = "q (" + node_list({anchor}) + ") into the load of " + f->node.op + " " +
+                           quoted(f->node.outputs.at(0)) + ": ";
   QuantInfo q;
   std::string why = check_q(g, n, anchor, q);
   if (why.empty()) why = check_quantized_load(state, *f, n, q);
@@ -247,7 +247,8 @@ bool join_add_epilogue(FuseState& state, const AddCandidate& c) {
     const std::string into = " (" + node_list(c.nodes) + ") into the epilogue of " + f->node.op +
                              " " + quoted(c.operand[side]) + ": ";
     std::string why = check_add_store(state, *f, c, side);
-    if (why.empty() && !state.may_target(target.op)) why = std::string(target.op) + " has no kernel";
+    if (why.empty() && !state.may_target(target.op))
+      why = std::string(target.op) + " has no kernel";
     if (!why.empty()) {
       state.note("not fused: " + c.chain + into + why);
       continue;
@@ -273,9 +274,9 @@ bool join_shuffle_epilogue(FuseState& state, const EpilogueCandidate& c, int64_t
   state.absorb(*f, c.nodes, c.dead, c.output, c.out_q);
   FuseState::retarget(*f, "q8ta_conv2d_ps");
   f->node.args["upscale_factor"] = factor;
-  state.note("fused " + c.chain + " (" + node_list(c.nodes) + ") into the epilogue of " +
-             producer + ": q8ta_conv2d_ps writes " + quoted(c.output) +
-             " pixel-shuffled (upscale " + std::to_string(factor) + ")");
+  state.note("fused " + c.chain + " (" + node_list(c.nodes) + ") into the epilogue of " + producer +
+             ": q8ta_conv2d_ps writes " + quoted(c.output) + " pixel-shuffled (upscale " +
+             std::to_string(factor) + ")");
   return true;
 }
 

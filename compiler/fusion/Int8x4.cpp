@@ -38,8 +38,7 @@ std::set<std::string> int8_activations(const Graph& g) {
 }
 
 // Reports the consumers of `name` that dequantize it with other parameters than `q`.
-void note_mismatches(FuseState& state, const std::string& name, const QuantInfo& q,
-                     Uses uses) {
+void note_mismatches(FuseState& state, const std::string& name, const QuantInfo& q, Uses uses) {
   std::sort(uses.begin(), uses.end(), by_node);
   for (const auto& u : uses) {
     if (!same_quant(u.second, q)) {

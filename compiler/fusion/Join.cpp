@@ -26,8 +26,10 @@ std::string check_pointwise_geometry(const Graph& g, const Fusion& f, const std:
   } else if (arg_int(f.node, "groups") != 1) {
     what = "groups " + std::to_string(arg_int(f.node, "groups"));
   }
-  return what.empty() ? "" : what + ": the " + role + " must be a 1x1 of stride 1, padding 0, "
-                                    "dilation 1 and groups 1";
+  return what.empty() ? ""
+                      : what + ": the " + role +
+                            " must be a 1x1 of stride 1, padding 0, "
+                            "dilation 1 and groups 1";
 }
 
 std::string check_conv_op(const Fusion& f, const std::string& role, const std::string& op,

@@ -43,12 +43,12 @@ void merge_writer_head(const Fusion& w, Fusion& p, const std::string& prefix);
 
 // One join: a committed match W writing the first input of a committed match P merges into P.
 struct Join {
-  const char* what;                                // W's part in the report: "depthwise"
-  bool (*reads)(const Graph& g, const Fusion& p);  // P is a candidate
-  bool (*writes)(const Graph& g, const Fusion& w); // W is this pattern (else no line)
+  const char* what;                                 // W's part in the report: "depthwise"
+  bool (*reads)(const Graph& g, const Fusion& p);   // P is a candidate
+  bool (*writes)(const Graph& g, const Fusion& w);  // W is this pattern (else no line)
   std::string (*check)(const FuseState& state, const Fusion& w, const Fusion& p);
   std::string (*target)(const Fusion& p);
-  void (*merge)(const Fusion& w, Fusion& p);       // P's inputs and arguments
+  void (*merge)(const Fusion& w, Fusion& p);  // P's inputs and arguments
 };
 
 // Every (W, P) pair of `join`, reported either way ("fused <what> <W's op> 'w' (nodes) into

@@ -88,8 +88,9 @@ std::string read_weight_and_args(const Graph& g, const Node& n, Operands& ops) {
   if (!why.empty()) return why;
   const Value& wq = g.value(ops.weight.weight);
   if (n.op != kConv) {
-    return wq.shape.size() == 2 ? "" : "linear weight " + quoted(wq.name) + " has rank " +
-                                           std::to_string(wq.shape.size()) + ", expected 2";
+    return wq.shape.size() == 2 ? ""
+                                : "linear weight " + quoted(wq.name) + " has rank " +
+                                      std::to_string(wq.shape.size()) + ", expected 2";
   }
   why = read_conv_args(g, n, wq, ops.transposed, ops.conv_args);
   if (why.empty() && ops.transposed) {
@@ -144,9 +145,9 @@ Node build_node(FuseState& state, int p, int i, const std::string& backend, cons
   const std::string x_q = g.nodes[p].inputs[0];
   const int64_t out_channels = static_cast<int64_t>(ops.weight.scales.size());
   const std::string weight =
-      ops.transposed ? swapped_weight(state, ops.weight.weight,
-                                      std::get<int64_t>(ops.conv_args.at("groups")))
-                     : ops.weight.weight;
+      ops.transposed
+          ? swapped_weight(state, ops.weight.weight, std::get<int64_t>(ops.conv_args.at("groups")))
+          : ops.weight.weight;
   out.inputs = {x_q, weight, state.scales_constant(ops.weight),
                 ops.bias.empty() ? state.zero_bias(output, out_channels) : ops.bias};
   out.args["input_scale"] = ops.in_q.scale;

@@ -117,8 +117,8 @@ std::string lower_pixel_shuffle(FuseState& state, Node& node, int where) {
 std::string lower_affine(FuseState& state, Node& node, int where) {
   const std::string at = origin_of(node, where);
   const std::string backend = affine_backend_op(node.op);
-  const std::string why = state.may_target(backend) ? lower_affine_node(state.graph, node)
-                                                    : "it has no kernel yet";
+  const std::string why =
+      state.may_target(backend) ? lower_affine_node(state.graph, node) : "it has no kernel yet";
   if (!why.empty()) {
     VKD_CHECK(state.options.runnable_only, ErrorCode::Unsupported, at, ": cannot lower to ",
               backend, ": ", why);

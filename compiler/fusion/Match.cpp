@@ -133,8 +133,7 @@ std::string check_activation_dq(const Graph& g, const Node& n, int at, QuantInfo
   const Value& in = g.value(n.inputs[0]);
   if (in.is_constant()) return "dq input " + quoted(in.name) + " is a constant, not an activation";
   if (in.dtype != DType::Int8 && in.dtype != DType::Int8x4) {
-    return "dq input " + quoted(in.name) + " is " + std::string(to_string(in.dtype)) +
-           ", not int8";
+    return "dq input " + quoted(in.name) + " is " + std::string(to_string(in.dtype)) + ", not int8";
   }
   const auto out_dtype = opt_string(n, "out_dtype");
   if (out_dtype && *out_dtype != "float32") return "dq out_dtype is " + *out_dtype;
@@ -159,8 +158,7 @@ std::string check_round_trip(const QuantInfo& in, const QuantInfo& out) {
   for (int64_t v = -128; v <= 127; ++v) {
     if (reference_dq_clamp_q(v, in, {}, out) != v) {
       return "quantizing with range " + std::to_string(out.quant_min) + ".." +
-             std::to_string(out.quant_max) + " does not give back int8 value " +
-             std::to_string(v);
+             std::to_string(out.quant_max) + " does not give back int8 value " + std::to_string(v);
     }
   }
   return "";
@@ -422,8 +420,7 @@ std::string read_channel_scales(const Graph& g, const Node& d, int64_t n, Weight
 }
 
 // "" when dequantize_per_channel `d` has no zero points or `n` integer zeros (any width).
-std::string check_channel_zero_points(const Graph& g, const Node& d, const Value& wq,
-                                      int64_t n) {
+std::string check_channel_zero_points(const Graph& g, const Node& d, const Value& wq, int64_t n) {
   if (d.inputs.size() < 3 || d.inputs[2].empty()) return "";
   const Value& zp = g.value(d.inputs[2]);
   const size_t bytes = zp.is_constant() ? zp.data->size() : 0;

@@ -95,8 +95,8 @@ std::vector<int> segment_of(const Graph& g, const std::vector<int>& nodes, int a
     if (n.op == kDq) last_dq = known ? std::optional<QuantInfo>(q) : std::nullopt;
     part.push_back(nodes[i]);
     found = found || nodes[i] == anchor;
-    const bool requantizes = n.op == kQ && i + 1 < nodes.size() &&
-                             (!known || !last_dq || !same_quant(q, *last_dq));
+    const bool requantizes =
+        n.op == kQ && i + 1 < nodes.size() && (!known || !last_dq || !same_quant(q, *last_dq));
     if (!requantizes) continue;
     if (found) break;
     part.clear();
@@ -121,7 +121,7 @@ struct PermuteStep {
 int64_t source_index(const std::vector<PermuteStep>& steps, int64_t i) {
   for (auto s = steps.rbegin(); s != steps.rend(); ++s) {
     const size_t rank = s->in_shape.size();
-    std::array<int64_t, 6> j{};  // graph values have rank <= 6
+    std::array<int64_t, 6> j{};        // graph values have rank <= 6
     for (size_t k = rank; k-- > 0;) {  // decode i in the output sizes, scatter into input dims
       const int64_t size = s->in_shape[static_cast<size_t>(s->dims[k])];
       j[static_cast<size_t>(s->dims[k])] = i % size;
@@ -282,14 +282,14 @@ std::string classify_movement(const Graph& g, const std::vector<const Node*>& mo
     bool sizes_fit = true;
     for (size_t k = 0; k < 4; ++k) sizes_fit = sizes_fit && t[k] == s[dims[k]];
     const std::vector<PermuteStep> one{{{s.begin(), s.end()}, dims}};
-    if (sizes_fit &&
-        moves_like(steps, numel, [&](int64_t i) { return source_index(one, i); })) {
+    if (sizes_fit && moves_like(steps, numel, [&](int64_t i) { return source_index(one, i); })) {
       out = {Movement::Permute, 1, dims};
       return "";
     }
   }
   return "it moves elements in a way no single backend op does (neither a view, a channel "
-         "shuffle nor a 4-D permute of " + shape_str(in.shape) + ")";
+         "shuffle nor a 4-D permute of " +
+         shape_str(in.shape) + ")";
 }
 
 }  // namespace vkd::compiler::fusion

@@ -59,8 +59,8 @@ std::vector<int64_t> permutation_of(const Graph& g, const Node& n);
 // How a chain moves elements, as one backend op.
 struct Movement {
   enum Kind { View, ChannelShuffle, Permute } kind = View;
-  int64_t groups = 1;         // ChannelShuffle: out channel c = in channel (c % g) * C/g + c / g
-  std::vector<int64_t> dims;  // Permute: output dim k is input dim dims[k], over the 4-D sizes
+  int64_t groups = 1;            // ChannelShuffle: out channel c = in channel (c % g) * C/g + c / g
+  std::vector<int64_t> dims;     // Permute: output dim k is input dim dims[k], over the 4-D sizes
   std::string describe() const;  // "channel shuffle (groups 2)", "permute [0, 2, 3, 1]", ...
 };
 

@@ -40,7 +40,7 @@ struct EpilogueCandidate {
   std::vector<std::string> dead;  // its intermediate values
   std::string output;             // the int8 value it writes
   QuantInfo out_q;
-  std::string chain;              // "dq -> aten.pixel_shuffle -> q", for the report
+  std::string chain;  // "dq -> aten.pixel_shuffle -> q", for the report
 };
 
 // A pixel shuffle by `factor` (PixelShuffle.cpp's match `c`) joins the epilogue of the
@@ -52,15 +52,15 @@ bool join_shuffle_epilogue(FuseState& state, const EpilogueCandidate& c, int64_t
 // A matched dq(a), dq(b) -> aten.add.Tensor [-> act] -> q (Binary.cpp) that may run in the
 // epilogue of the match writing one of its operands (Epilogue.cpp).
 struct AddCandidate {
-  std::string operand[2];         // the int8 values the dequantizes read (a, b)
-  int dq[2] = {-1, -1};           // their dequantize nodes
+  std::string operand[2];  // the int8 values the dequantizes read (a, b)
+  int dq[2] = {-1, -1};    // their dequantize nodes
   QuantInfo in_q[2];
   std::vector<int> nodes;         // the match's nodes, the dequantizes included
   std::vector<std::string> dead;  // its intermediate values
   std::string output;             // the int8 value it writes
   QuantInfo out_q;
-  Activation activation;          // its relu / clamp on the sum
-  std::string chain;              // "dq, dq -> aten.add.Tensor -> q", for the report
+  Activation activation;  // its relu / clamp on the sum
+  std::string chain;      // "dq, dq -> aten.add.Tensor -> q", for the report
 };
 
 // The add joins the epilogue of the q8ta_conv2d / q8ta_conv2d_ps / q8ta_linear match writing

@@ -53,7 +53,7 @@ Node movement_node(const Graph& g, const Movement& m, const std::string& source,
   switch (m.kind) {
     case Movement::View:
       n.op = same_packed_shape(g.value(source).shape, g.value(output).shape) ? "identity"
-                                                                               : "q8ta_view";
+                                                                             : "q8ta_view";
       if (n.op == "q8ta_view" && q) n.args["zero_point"] = q->first.zero_point;
       return n;
     case Movement::ChannelShuffle:
@@ -69,7 +69,6 @@ Node movement_node(const Graph& g, const Movement& m, const std::string& source,
   return n;
 }
 
-
 std::vector<const Node*> move_nodes(const Graph& g, const MoveChain& c) {
   std::vector<const Node*> out;
   for (int k : c.moves) out.push_back(&g.nodes[k]);
@@ -80,9 +79,7 @@ std::vector<const Node*> move_nodes(const Graph& g, const MoveChain& c) {
 void fuse_chain(FuseState& state, int anchor, const MoveChain& c) {
   const Graph& g = state.graph;
   const std::string chain = chain_label(g, c.nodes);
-  auto fail = [&](const std::string& why) {
-    state.not_fused(chain, c.nodes, kAnyMovementOp, why);
-  };
+  auto fail = [&](const std::string& why) { state.not_fused(chain, c.nodes, kAnyMovementOp, why); };
   std::optional<std::pair<QuantInfo, QuantInfo>> q;
   if (c.float_domain()) {
     QuantInfo in, out;

@@ -62,8 +62,7 @@ void walk_to_q(const Graph& g, int i, ShuffleChain& c) {
 }
 
 // "" when the found chain fits q8ta_pixel_shuffle; fills the qparams of both ends.
-std::string check_chain(const Graph& g, const ShuffleChain& c, QuantInfo& in_q,
-                        QuantInfo& out_q) {
+std::string check_chain(const Graph& g, const ShuffleChain& c, QuantInfo& in_q, QuantInfo& out_q) {
   const std::string dq_why = check_activation_dq(g, g.nodes[c.dq], c.dq, in_q);
   if (!dq_why.empty()) return dq_why;
   for (const auto& value : c.values) {
@@ -121,7 +120,7 @@ void fuse_pixel_shuffle(FuseState& state, int i) {
   const auto factor = opt_int(n, "upscale_factor");
   if (!factor || *factor < 1) return fail("upscale_factor is not a positive integer");
   if (state.any_claimed(c.nodes)) return fail("overlaps another fused pattern");
-  const EpilogueCandidate epilogue{g.nodes[c.dq].inputs[0], in_q, c.nodes, c.values,
+  const EpilogueCandidate epilogue{g.nodes[c.dq].inputs[0], in_q,  c.nodes, c.values,
                                    g.nodes[c.q].outputs[0], out_q, chain};
   if (join_shuffle_epilogue(state, epilogue, *factor)) return;
   Fusion f;

@@ -42,10 +42,9 @@ std::optional<bool> bool_or(const Node& n, const char* name, bool def) {
 std::string read_window_args(const Node& n, Args& args) {
   const auto kernel = opt_ints(n, "kernel_size");
   if (!kernel || kernel->empty()) return "kernel_size is missing";
-  const auto stride = arg_present(n, "stride") ? opt_ints(n, "stride")
-                                               : std::optional<std::vector<int64_t>>{};
-  const auto padding = arg_present(n, "padding") ? opt_ints(n, "padding")
-                                                 : std::vector<int64_t>{0};
+  const auto stride =
+      arg_present(n, "stride") ? opt_ints(n, "stride") : std::optional<std::vector<int64_t>>{};
+  const auto padding = arg_present(n, "padding") ? opt_ints(n, "padding") : std::vector<int64_t>{0};
   if ((arg_present(n, "stride") && !stride) || !padding) {
     return "stride or padding is not an int list";
   }
@@ -66,8 +65,8 @@ std::string read_max_pool_args(const Node& n, const QuantInfo& in_q, const Quant
   if (!why.empty()) return why;
   args["output_scale"] = out_q.scale;
   args["output_zero_point"] = out_q.zero_point;
-  const auto dilation = arg_present(n, "dilation") ? opt_ints(n, "dilation")
-                                                   : std::vector<int64_t>{1};
+  const auto dilation =
+      arg_present(n, "dilation") ? opt_ints(n, "dilation") : std::vector<int64_t>{1};
   if (!dilation) return "dilation is not an int list";
   args["dilation"] = *dilation;
   return read_window_args(n, args);

@@ -17,8 +17,7 @@ bool unused(const Graph& g, const std::string& v) {
 // A dequantize of a constant whose output some fused node stopped reading.
 bool is_folded_weight_dq(const Graph& g, const Node& n, const std::set<std::string>& folded) {
   return (n.op == kDq || n.op == kDqChannel) && !n.inputs.empty() && !n.inputs[0].empty() &&
-         g.value(n.inputs[0]).is_constant() && n.outputs.size() == 1 &&
-         folded.count(n.outputs[0]);
+         g.value(n.inputs[0]).is_constant() && n.outputs.size() == 1 && folded.count(n.outputs[0]);
 }
 
 void report_weight_dqs(FuseState& state, const std::vector<int>& removed,

@@ -49,13 +49,13 @@ void check_against_schema(const Graph& g, const Node& n) {
               " has no tensor for '", a.name, "'");
     const Value& v = g.value(u.value);
     VKD_CHECK(std::find(a.dtypes.begin(), a.dtypes.end(), v.dtype) != a.dtypes.end(),
-              ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ", n.op, " '", a.name,
-              "' is ", to_string(v.dtype));
+              ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ", n.op, " '", a.name, "' is ",
+              to_string(v.dtype));
     VKD_CHECK(!a.constant || v.is_constant(), ErrorCode::Internal, "fuse_and_lower: ", n.origin,
               ": ", n.op, " '", a.name, "' must be a constant");
   }
-  VKD_CHECK(n.args.size() == scalars, ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ",
-            n.op, " has ", n.args.size(), " args; its schema has ", scalars);
+  VKD_CHECK(n.args.size() == scalars, ErrorCode::Internal, "fuse_and_lower: ", n.origin, ": ", n.op,
+            " has ", n.args.size(), " args; its schema has ", scalars);
 }
 
 }  // namespace vkd::compiler::fusion

@@ -2,8 +2,8 @@
 // q8ta_upsample_nearest2d | q8ta_upsample_bilinear2d. Nearest with the same scale and zero point
 // on both sides moves bytes; otherwise the kernel requantizes (bilinear always: its one
 // requantization). No activation is fused and there is no float-output variant.
-#include "compiler/fusion/Patterns.h"
 #include "compiler/reference/Upsample.h"
+#include "compiler/fusion/Patterns.h"
 
 namespace vkd::compiler::fusion {
 namespace {
@@ -57,8 +57,8 @@ void fuse_upsample(FuseState& state, int i) {
   out.origin = state.fused_origin(i, out.op);
   state.produced[output] = m->tail.out_q;
   state.consume_quant(x_q, m->dq, in_q);
-  const bool copies = !bilinear && in_q.scale == m->tail.out_q.scale &&
-                      in_q.zero_point == m->tail.out_q.zero_point;
+  const bool copies =
+      !bilinear && in_q.scale == m->tail.out_q.scale && in_q.zero_point == m->tail.out_q.zero_point;
   state.commit(std::move(f), m->chain, copies ? " (bytes moved)" : " (requantized)");
 }
 

@@ -114,24 +114,21 @@ std::string commit_requantized_view(FuseState& state, int anchor, const MoveChai
   // comparison with PyTorch to see; a tie there would otherwise show up amplified in the
   // requantized value.
   commit_view(state, anchor,
-              {c.source, mid.name, view_nodes, c.dead, mid_q, chain_label(g, view_nodes)}, c.dq,
-              in, /*fold_mean=*/false);
+              {c.source, mid.name, view_nodes, c.dead, mid_q, chain_label(g, view_nodes)}, c.dq, in,
+              /*fold_mean=*/false);
   Fusion f;
   f.nodes = {c.q};
   f.node.op = "q8ta_clamp";
   f.node.inputs = {mid.name};
   f.node.outputs = {c.output};
-  f.node.args = {{"input_scale", in.scale},
-                 {"input_zero_point", in.zero_point},
-                 {"output_scale", out.scale},
-                 {"output_zero_point", out.zero_point},
-                 {"activation_min", out.quant_min},
-                 {"activation_max", out.quant_max}};
+  f.node.args = {{"input_scale", in.scale},         {"input_zero_point", in.zero_point},
+                 {"output_scale", out.scale},       {"output_zero_point", out.zero_point},
+                 {"activation_min", out.quant_min}, {"activation_max", out.quant_max}};
   f.node.origin = state.fused_origin(c.q, f.node.op);
   state.produced[c.output] = out;
   state.commit(std::move(f), "q",
-               " (requantizes the view " + quoted(mid.name) + ": " + describe_quant(in) +
-                   " -> " + describe_quant(out) + ")");
+               " (requantizes the view " + quoted(mid.name) + ": " + describe_quant(in) + " -> " +
+                   describe_quant(out) + ")");
   return "";
 }
 

@@ -57,9 +57,8 @@ std::vector<TypedShape> leaky_relu(const ShapeContext& c) {
 // q8ta_lut.
 EdgeOp table_op(const char* name, std::vector<EdgeArg> args, ShapeRule rule,
                 ReferenceFn reference) {
-  return EdgeOp{name, {"self"}, 1, std::move(args), 1, rule}
-      .computed_by(reference)
-      .fused_by(fusion::fuse_lut, {"q8ta_lut"});
+  return EdgeOp{name, {"self"}, 1, std::move(args), 1, rule}.computed_by(reference).fused_by(
+      fusion::fuse_lut, {"q8ta_lut"});
 }
 
 EdgeArg number(const char* name, double def) {

@@ -37,8 +37,9 @@ TypedShape check_batch_norm(const ShapeContext& c) {
     const Value* v = c.opt_in(name);
     if (v == nullptr) {
       if (name[0] == 'r') {
-        c.fail(c.input_field(name), "required outside training (the statistics to normalize "
-                                    "with)");
+        c.fail(c.input_field(name),
+               "required outside training (the statistics to normalize "
+               "with)");
       }
       continue;
     }
@@ -68,8 +69,7 @@ std::vector<TypedShape> batch_norm_no_training(const ShapeContext& c) {
   return {check_batch_norm(c), {DType::Float32, {0}}, {DType::Float32, {0}}};
 }
 
-const std::vector<const char*> kInputs = {"input", "weight", "bias", "running_mean",
-                                          "running_var"};
+const std::vector<const char*> kInputs = {"input", "weight", "bias", "running_mean", "running_var"};
 
 }  // namespace
 

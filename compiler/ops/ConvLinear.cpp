@@ -35,8 +35,10 @@ std::vector<TypedShape> transposed_convolution(const ShapeContext& c, const Valu
   if (groups < 1) c.fail(c.arg_field("groups"), "expected a value >= 1, got ", groups);
   const int64_t ch = x.shape[1];
   if (w.shape[0] != ch || ch % groups != 0) {
-    c.fail(c.input_field("weight"), "expected [C_in = ", ch, ", C_out / groups, KH, KW] with C_in "
-           "divisible by groups ", groups, " (transposed), got ", shape_str(w.shape));
+    c.fail(c.input_field("weight"), "expected [C_in = ", ch,
+           ", C_out / groups, KH, KW] with C_in "
+           "divisible by groups ",
+           groups, " (transposed), got ", shape_str(w.shape));
   }
   const int64_t oc = w.shape[1] * groups;
   if (const Value* b = c.opt_in("bias")) {
@@ -78,8 +80,7 @@ std::vector<TypedShape> convolution(const ShapeContext& c) {
   const int64_t n = x.shape[0], ch = x.shape[1], h = x.shape[2], wd = x.shape[3];
   const int64_t oc = w.shape[0];
   if (ch % groups != 0) {
-    c.fail(c.input_field("input"), "input channels ", ch, " are not divisible by groups ",
-           groups);
+    c.fail(c.input_field("input"), "input channels ", ch, " are not divisible by groups ", groups);
   }
   if (oc % groups != 0) {
     c.fail(c.input_field("weight"), "output channels ", oc, " are not divisible by groups ",
@@ -97,9 +98,9 @@ std::vector<TypedShape> convolution(const ShapeContext& c) {
   const int64_t oh = conv_output_size(h, w.shape[2], stride[0], padding[0], dilation[0]);
   const int64_t ow = conv_output_size(wd, w.shape[3], stride[1], padding[1], dilation[1]);
   if (oh < 1 || ow < 1) {
-    c.fail(c.input_field("input"), "spatial size ", h, "x", wd, " (padding ",
-           shape_str(padding), ") is too small for kernel ", w.shape[2], "x", w.shape[3],
-           " with dilation ", shape_str(dilation), ": output would be ", oh, "x", ow);
+    c.fail(c.input_field("input"), "spatial size ", h, "x", wd, " (padding ", shape_str(padding),
+           ") is too small for kernel ", w.shape[2], "x", w.shape[3], " with dilation ",
+           shape_str(dilation), ": output would be ", oh, "x", ow);
   }
   return {{DType::Float32, {n, oc, oh, ow}}};
 }
@@ -113,8 +114,8 @@ std::vector<TypedShape> linear(const ShapeContext& c) {
   c.rank(w, "weight", 2);
   const int64_t k = x.shape.back();
   if (w.shape[1] != k) {
-    c.fail(c.input_field("weight"), "expected [N, ", k, "] (input features ", k,
-           "), got ", shape_str(w.shape));
+    c.fail(c.input_field("weight"), "expected [N, ", k, "] (input features ", k, "), got ",
+           shape_str(w.shape));
   }
   const int64_t out_features = w.shape[0];
   if (const Value* b = c.opt_in("bias")) {
@@ -144,9 +145,9 @@ std::vector<EdgeOp> conv_linear_edge_ops() {
           // (fusion/DepthwisePointwise.cpp); _ps_pw_q_dq: a 1x1 q8ta_conv2d_ps match and the
           // 1x1 q8ta_conv2d_q_dq match reading it (fusion/ShuffledHead.cpp)
           .fused_by(fusion::fuse_linear_conv,
-                    {"q8ta_conv2d", "q8ta_conv2d_dq", "q8ta_conv_transpose2d",
-                     "q8ta_conv2d_dw_pw", "q8ta_conv2d_dw_pw_add", "q8ta_conv2d_pw_dw_pw",
-                     "q8ta_conv2d_pw_dw_pw_add", "q8ta_conv2d_ps_pw_q_dq"}),
+                    {"q8ta_conv2d", "q8ta_conv2d_dq", "q8ta_conv_transpose2d", "q8ta_conv2d_dw_pw",
+                     "q8ta_conv2d_dw_pw_add", "q8ta_conv2d_pw_dw_pw", "q8ta_conv2d_pw_dw_pw_add",
+                     "q8ta_conv2d_ps_pw_q_dq"}),
       EdgeOp{"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear}
           .computed_by(reference_linear)
           .fused_by(fusion::fuse_linear_conv, {"q8ta_linear", "q8ta_linear_dq"}),

@@ -54,8 +54,8 @@ std::vector<TypedShape> view_copy(const ShapeContext& c) {
     }
     size[static_cast<size_t>(infer)] = total / known;
   } else if (known != total) {
-    c.fail(c.arg_field("size"), shape_str(size), " has ", known,
-           " elements, but the input shape ", shape_str(x.shape), " has ", total);
+    c.fail(c.arg_field("size"), shape_str(size), " has ", known, " elements, but the input shape ",
+           shape_str(x.shape), " has ", total);
   }
   return {{x.dtype, size}};
 }
@@ -88,7 +88,7 @@ std::vector<TypedShape> clone_dim_order(const ShapeContext& c) {
 // What a chain of views and clones on quantized data becomes (fuse_view; with a permute or a 5-D
 // tensor in it, Permute.cpp's data movement; a view requantizing into a q8ta_clamp after it).
 std::vector<std::string> moved_by_ops() {
-  return {"identity",     "q8ta_view",    "q8ta_mean_flat", "q8ta_channel_shuffle",
+  return {"identity",     "q8ta_view", "q8ta_mean_flat", "q8ta_channel_shuffle",
           "q8ta_permute", "q8ta_clamp"};
 }
 

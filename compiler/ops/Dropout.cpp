@@ -50,12 +50,9 @@ std::vector<TypedShape> stochastic_depth(const ShapeContext& c) {
 
 // dropout(Tensor input, float p, bool train) and its variants.
 EdgeOp dropout_op(const char* name) {
-  return EdgeOp{name,
-                {"input"},
-                1,
-                {required_arg("p", Lit::Number), required_arg("train", Lit::Bool)},
-                1,
-                dropout}
+  return EdgeOp{name, {"input"},
+                1,    {required_arg("p", Lit::Number), required_arg("train", Lit::Bool)},
+                1,    dropout}
       .computed_by(reference_copy)
       .fused_by(fusion::fuse_view, moved_by_ops())
       .lowered_by(fusion::lower_identity, {"identity"});

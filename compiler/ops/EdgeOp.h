@@ -21,7 +21,7 @@ class ShapeContext;
 
 // The literal kinds of non-tensor arguments, as the graph IR writes them.
 enum class Lit { Int, Number, Bool, String, Ints, Numbers };
-const char* lit_name(Lit kind);                    // "an integer", "a list of integers", ...
+const char* lit_name(Lit kind);  // "an integer", "a list of integers", ...
 // An int is a Number and a one-entry Ints; a list of ints is also a list of Numbers.
 bool lit_matches(const ArgValue& value, Lit kind);
 
@@ -57,7 +57,7 @@ struct EdgeOp {
   ShapeRule infer = nullptr;        // dtypes and shapes of the outputs, checking the inputs
   // Defaults that depend on another argument (max_pool2d: stride = kernel_size); may be null.
   void (*complete_args)(Args& args) = nullptr;
-  ReferenceFn reference = nullptr;  // the CPU reference (compiler/reference/<Family>.cpp)
+  ReferenceFn reference = nullptr;        // the CPU reference (compiler/reference/<Family>.cpp)
   HostRefusal refused_on_host = nullptr;  // null: the reference runs every node the rule accepts
   // The backend ops this op can become, and how: a quantized pattern anchored at this op
   // (compiler/fusion/) and/or a direct lowering of a node left after fusion. Either may be null.

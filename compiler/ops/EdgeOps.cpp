@@ -115,8 +115,8 @@ void check_descriptor(const EdgeOp& op) {
             ErrorCode::Internal, "edge op ", op.name,
             ": a fusion pattern or lowering must name the backend ops it produces");
   for (const std::string& backend : op.lowers_to) {
-    VKD_CHECK(schema::find_op_schema(backend) != nullptr, ErrorCode::Internal, "edge op ",
-              op.name, " lowers to '", backend, "', which partitioner_schema does not declare");
+    VKD_CHECK(schema::find_op_schema(backend) != nullptr, ErrorCode::Internal, "edge op ", op.name,
+              " lowers to '", backend, "', which partitioner_schema does not declare");
   }
 }
 
@@ -125,12 +125,11 @@ void check_descriptor(const EdgeOp& op) {
 const std::vector<EdgeOp>& edge_ops() {
   static const std::vector<EdgeOp> kOps = [] {
     std::vector<EdgeOp> all;
-    for (auto family : {quantize_edge_ops, conv_linear_edge_ops, elementwise_edge_ops,
-                        pixel_shuffle_edge_ops, upsample_edge_ops, pool_edge_ops, copy_edge_ops,
-                        dropout_edge_ops, batch_norm_edge_ops,
-                        concat_edge_ops,
-                        permute_edge_ops, affine_edge_ops, activation_edge_ops, softmax_edge_ops,
-                        transformer_edge_ops}) {
+    for (auto family :
+         {quantize_edge_ops, conv_linear_edge_ops, elementwise_edge_ops, pixel_shuffle_edge_ops,
+          upsample_edge_ops, pool_edge_ops, copy_edge_ops, dropout_edge_ops, batch_norm_edge_ops,
+          concat_edge_ops, permute_edge_ops, affine_edge_ops, activation_edge_ops, softmax_edge_ops,
+          transformer_edge_ops}) {
       for (EdgeOp& op : family()) {
         check_descriptor(op);
         all.push_back(std::move(op));

@@ -29,7 +29,7 @@ void fuse_mul_scalar(FuseState& state, int anchor);
 // dq -> relu | hardtanh | clamp [-> act] -> q => the epilogue of the fused int8 op before it,
 // else q8ta_clamp.
 void fuse_activation(FuseState& state, int anchor);
-std::string lower_relu(FuseState& state, Node& node, int where);  // -> relu
+std::string lower_relu(FuseState& state, Node& node, int where);   // -> relu
 std::string lower_clamp(FuseState& state, Node& node, int where);  // hardtanh, clamp
 }  // namespace fusion
 

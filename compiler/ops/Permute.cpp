@@ -29,8 +29,8 @@ namespace {
 int64_t wrapped_dim(const ShapeContext& c, const std::string& arg, int64_t dim, size_t rank) {
   const int64_t r = static_cast<int64_t>(std::max<size_t>(rank, 1));
   if (dim < -r || dim >= r) {
-    c.fail(c.arg_field(arg), "dim ", dim, " is out of range for rank ", rank, " (expected ",
-           -r, "..", r - 1, ")");
+    c.fail(c.arg_field(arg), "dim ", dim, " is out of range for rank ", rank, " (expected ", -r,
+           "..", r - 1, ")");
   }
   return dim < 0 ? dim + r : dim;
 }
@@ -39,8 +39,8 @@ std::vector<TypedShape> permute(const ShapeContext& c) {
   const Value& x = c.in("self");
   const std::vector<int64_t> dims = c.ints("dims");
   if (dims.size() != x.shape.size()) {
-    c.fail(c.arg_field("dims"), "expected ", x.shape.size(), " dims for shape ",
-           shape_str(x.shape), ", got ", shape_str(dims));
+    c.fail(c.arg_field("dims"), "expected ", x.shape.size(), " dims for shape ", shape_str(x.shape),
+           ", got ", shape_str(dims));
   }
   std::vector<int64_t> seen(dims.size(), 0), out(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -74,12 +74,8 @@ EdgeOp permute_op(const char* name) {
 }
 
 EdgeOp transpose_op(const char* name) {
-  return EdgeOp{name,
-                {"self"},
-                1,
-                {required_arg("dim0", Lit::Int), required_arg("dim1", Lit::Int)},
-                1,
-                transpose}
+  return EdgeOp{name, {"self"}, 1, {required_arg("dim0", Lit::Int), required_arg("dim1", Lit::Int)},
+                1,    transpose}
       .computed_by(reference_transpose)
       .fused_by(fusion::fuse_data_movement, kBackend)
       .fusing_beyond_device()

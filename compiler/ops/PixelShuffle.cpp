@@ -33,8 +33,8 @@ std::vector<TypedShape> pixel_shuffle(const ShapeContext& c) {
     c.fail(c.arg_field("upscale_factor"), r, " is above the largest size of a tensor");
   }
   if (ch % (r * r) != 0) {
-    c.fail(c.input_field("self"), "channels ", ch, " are not divisible by upscale_factor^2 = ",
-           r * r, " (shape ", shape_str(x.shape), ")");
+    c.fail(c.input_field("self"), "channels ", ch,
+           " are not divisible by upscale_factor^2 = ", r * r, " (shape ", shape_str(x.shape), ")");
   }
   out[rank - 3] = ch / (r * r);
   out[rank - 2] *= r;

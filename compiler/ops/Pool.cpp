@@ -52,8 +52,8 @@ std::vector<TypedShape> pool_window_shape(const ShapeContext& c, const Value& x,
   const bool ceil_mode = c.flag_or("ceil_mode", false);
   for (size_t i = 0; i < 2; ++i) {
     if (padding[i] > kernel[i] / 2) {
-      c.fail(c.arg_field("padding"), "must be at most half of kernel_size ",
-             shape_str(kernel), ", got ", shape_str(padding));
+      c.fail(c.arg_field("padding"), "must be at most half of kernel_size ", shape_str(kernel),
+             ", got ", shape_str(padding));
     }
   }
   std::vector<int64_t> out = x.shape;

@@ -14,7 +14,7 @@ std::vector<HostTensor> reference_dequantize_per_channel(const ReferenceContext&
 
 // The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
 namespace fusion {
-std::string lower_quantize(FuseState& state, Node& node, int where);  // -> q8ta_quantize
+std::string lower_quantize(FuseState& state, Node& node, int where);    // -> q8ta_quantize
 std::string lower_dequantize(FuseState& state, Node& node, int where);  // -> q8ta_dequantize
 void fuse_dequantize(FuseState& state, int anchor);  // -> q8ta_conv2d_q_dq (Epilogue.cpp)
 void fuse_quantize(FuseState& state, int anchor);    // -> q8ta_conv2d_fq (Epilogue.cpp)

@@ -117,8 +117,8 @@ void ShapeContext::str_in(const std::string& name, std::initializer_list<const c
 int64_t ShapeContext::dim_arg(const std::string& name, size_t rank) const {
   const int64_t dim = i64(name), r = static_cast<int64_t>(rank);
   if (dim < -r || dim >= r) {
-    fail(arg_field(name), "dim ", dim, " is out of range for rank ", rank, " (expected ", -r,
-         "..", r - 1, ")");
+    fail(arg_field(name), "dim ", dim, " is out of range for rank ", rank, " (expected ", -r, "..",
+         r - 1, ")");
   }
   return dim < 0 ? dim + r : dim;
 }

@@ -31,8 +31,8 @@ class ShapeContext {
 
   // "input 'weight' (value 'w')": the schema's input name, then the graph value given for it.
   std::string input_field(const char* name) const;
-  const Value& in(const char* name) const;        // a required input
-  const Value* opt_in(const char* name) const;    // nullptr when absent
+  const Value& in(const char* name) const;      // a required input
+  const Value* opt_in(const char* name) const;  // nullptr when absent
   // The values of the tensor list `name` (EdgeOp::tensor_list: the last input), in order.
   std::vector<const Value*> list(const char* name) const;
 
@@ -61,8 +61,7 @@ class ShapeContext {
   std::vector<int64_t> checked_pair(const std::string& name, std::vector<int64_t> v,
                                     int64_t min) const;
   // int8 quantization range args.
-  void int8_range(const std::string& qmin_name, const std::string& qmax_name,
-                  bool none_ok) const;
+  void int8_range(const std::string& qmin_name, const std::string& qmax_name, bool none_ok) const;
   void positive_scale(const std::string& name) const;
   void int8_zero_point(const std::string& name) const;
 

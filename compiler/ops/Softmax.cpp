@@ -48,8 +48,8 @@ std::vector<EdgeOp> softmax_edge_ops() {
   const EdgeArg half_to_float = optional_arg("half_to_float", Lit::Bool, ArgValue(false), false);
   const EdgeArg dtype = optional_arg("dtype", Lit::String);
   return {softmax_op("aten._softmax", half_to_float),
-          softmax_op("aten._log_softmax", half_to_float),
-          softmax_op("aten.softmax.int", dtype), softmax_op("aten.log_softmax.int", dtype)};
+          softmax_op("aten._log_softmax", half_to_float), softmax_op("aten.softmax.int", dtype),
+          softmax_op("aten.log_softmax.int", dtype)};
 }
 
 }  // namespace vkd::compiler

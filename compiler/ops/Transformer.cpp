@@ -106,16 +106,16 @@ std::vector<EdgeOp> transformer_edge_ops() {
              1,
              layer_norm}
           .computed_by(reference_layer_norm),
-      EdgeOp{"aten._native_multi_head_attention",
-             {"query", "key", "value", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias",
-              "mask"},
-             7,
-             {required_arg("embed_dim", Lit::Int), required_arg("num_head", Lit::Int),
-              optional_arg("need_weights", Lit::Bool, ArgValue(true), false),
-              optional_arg("average_attn_weights", Lit::Bool, ArgValue(true), false),
-              optional_arg("mask_type", Lit::Int)},
-             0,
-             multi_head_attention}
+      EdgeOp{
+          "aten._native_multi_head_attention",
+          {"query", "key", "value", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask"},
+          7,
+          {required_arg("embed_dim", Lit::Int), required_arg("num_head", Lit::Int),
+           optional_arg("need_weights", Lit::Bool, ArgValue(true), false),
+           optional_arg("average_attn_weights", Lit::Bool, ArgValue(true), false),
+           optional_arg("mask_type", Lit::Int)},
+          0,
+          multi_head_attention}
           .computed_by(reference_multi_head_attention),
   };
 }

@@ -1,9 +1,9 @@
 // aten.upsample_nearest2d and aten.upsample_bilinear2d, each in both overloads: `.vec`
 // (F.interpolate's: output_size or scale_factors) and the default one (output_size with the
 // optional scales_h / scales_w, what decompositions write).
+#include "compiler/reference/Upsample.h"
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/ops/ShapeContext.h"
-#include "compiler/reference/Upsample.h"
 
 namespace vkd::compiler {
 

@@ -57,8 +57,10 @@ struct BlockGrid {
 BlockGrid block_grid(const ReferenceContext& c, const std::vector<int64_t>& shape) {
   std::vector<int64_t> bs = c.ints_arg("block_size");
   if (bs.size() == 1 && bs[0] == -1 && shape.size() != 1) bs.assign(shape.size(), -1);
-  c.require(bs.size() == shape.size(), detail::concat("block_size ", shape_str(bs), " does not "
-                                                      "match the input's rank ", shape.size()));
+  c.require(bs.size() == shape.size(), detail::concat("block_size ", shape_str(bs),
+                                                      " does not "
+                                                      "match the input's rank ",
+                                                      shape.size()));
   BlockGrid g;
   for (size_t d = 0; d < shape.size(); ++d) {
     const int64_t b = bs[d], n = shape[d];
@@ -132,14 +134,14 @@ std::vector<HostTensor> reference_quantize_affine(const ReferenceContext& c) {
   const int64_t qmax = c.int_arg("quant_max", dtype_max(out_dtype));
   check_qrange(c, qmin, qmax, out_dtype);
   const BlockGrid g = block_grid(c, x.shape);
-  c.require(scale.numel() == g.blocks, detail::concat("scale has ", scale.numel(),
-                                                      " elements, block_size gives ", g.blocks,
-                                                      " blocks"));
+  c.require(scale.numel() == g.blocks,
+            detail::concat("scale has ", scale.numel(), " elements, block_size gives ", g.blocks,
+                           " blocks"));
   if (zp && zp->numel() == 0) zp = nullptr;  // torchao treats an empty zero point as none
   if (zp) {
-    c.require(zp->numel() == g.blocks, detail::concat("zero_point has ", zp->numel(),
-                                                      " elements, block_size gives ", g.blocks,
-                                                      " blocks"));
+    c.require(zp->numel() == g.blocks,
+              detail::concat("zero_point has ", zp->numel(), " elements, block_size gives ",
+                             g.blocks, " blocks"));
   }
   const std::vector<int64_t> blk = block_of_elements(x.shape, g);
   HostTensor out = make_tensor(out_dtype, x.shape);
@@ -166,21 +168,21 @@ std::vector<HostTensor> reference_dequantize_affine(const ReferenceContext& c) {
     c.require(c.dtype_arg("output_dtype") == DType::Float32, "output_dtype must be float32");
   }
   const BlockGrid g = block_grid(c, q.shape);
-  c.require(scale.numel() == g.blocks, detail::concat("scale has ", scale.numel(),
-                                                      " elements, block_size gives ", g.blocks,
-                                                      " blocks"));
+  c.require(scale.numel() == g.blocks,
+            detail::concat("scale has ", scale.numel(), " elements, block_size gives ", g.blocks,
+                           " blocks"));
   if (zp && zp->numel() == 0) zp = nullptr;
   if (zp) {
-    c.require(zp->numel() == g.blocks, detail::concat("zero_point has ", zp->numel(),
-                                                      " elements, block_size gives ", g.blocks,
-                                                      " blocks"));
+    c.require(zp->numel() == g.blocks,
+              detail::concat("zero_point has ", zp->numel(), " elements, block_size gives ",
+                             g.blocks, " blocks"));
   }
   const std::vector<int64_t> blk = block_of_elements(q.shape, g);
   HostTensor out = make_tensor(DType::Float32, q.shape);
   for (int64_t i = 0; i < q.numel(); ++i) {
     const int64_t b = blk[static_cast<size_t>(i)];
-    const int32_t diff = static_cast<int32_t>(get_int(q, i)) -
-                         static_cast<int32_t>(zp ? zp_int(*zp, b) : 0);
+    const int32_t diff =
+        static_cast<int32_t>(get_int(q, i)) - static_cast<int32_t>(zp ? zp_int(*zp, b) : 0);
     set_f32(out, i, static_cast<float>(diff) * get_f32(scale, b));
   }
   return {out};
@@ -284,14 +286,14 @@ std::vector<HostTensor> reference_choose_qparams_affine(const ReferenceContext& 
       const float ratio = min_neg / scale;
       const float rounded = std::nearbyint(ratio);
       const float zpf = static_cast<float>(qmin) - rounded;
-      zero_point = std::isnan(zpf) ? zpf
-                                   : std::fmin(std::fmax(static_cast<double>(zpf), double(qmin)),
-                                               double(qmax));
+      zero_point = std::isnan(zpf)
+                       ? zpf
+                       : std::fmin(std::fmax(static_cast<double>(zpf), double(qmin)), double(qmax));
     } else {
       if (m == Mapping::Symmetric) {
         const float neg = -min_neg;
-        const float amax = (std::isnan(neg) || std::isnan(max_pos)) ? neg + max_pos
-                                                                      : std::max(neg, max_pos);
+        const float amax =
+            (std::isnan(neg) || std::isnan(max_pos)) ? neg + max_pos : std::max(neg, max_pos);
         scale = amax / static_cast<float>(static_cast<double>(qmax - qmin) / 2.0);
       } else {
         const float smin = min_neg / static_cast<float>(qmin);

@@ -37,9 +37,9 @@ std::vector<float> channel_values(const ReferenceContext& c, size_t i, const cha
   const HostTensor* t = c.optional_input(i, what);
   if (t == nullptr) return {};
   c.expect_dtype(*t, DType::Float32, what);
-  c.require(t->shape == std::vector<int64_t>{channels},
-            detail::concat(what, " has shape ", shape_str(t->shape), ", expected [", channels,
-                           "]"));
+  c.require(
+      t->shape == std::vector<int64_t>{channels},
+      detail::concat(what, " has shape ", shape_str(t->shape), ", expected [", channels, "]"));
   return t->to_floats();
 }
 

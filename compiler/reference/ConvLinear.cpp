@@ -63,8 +63,9 @@ std::vector<HostTensor> transposed_convolution(const ReferenceContext& c, const 
   c.require(w.shape[0] == C && C % groups == 0,
             detail::concat("transposed weight ", shape_str(w.shape), " with groups ", groups,
                            " does not match input channels ", C));
-  if (b) c.require(b->numel() == CO, detail::concat("bias has ", b->numel(), " elements, ", CO,
-                                                    " output channels"));
+  if (b)
+    c.require(b->numel() == CO,
+              detail::concat("bias has ", b->numel(), " elements, ", CO, " output channels"));
   const int64_t OH = (H - 1) * sh - 2 * ph + dh * (KH - 1) + oph + 1;
   const int64_t OW = (W - 1) * sw - 2 * pw + dw * (KW - 1) + opw + 1;
   c.require(OH > 0 && OW > 0, "the padding leaves an empty output");
@@ -85,9 +86,9 @@ std::vector<HostTensor> transposed_convolution(const ReferenceContext& c, const 
               for (int64_t kx = 0; kx < KW; ++kx) {
                 const int64_t ix = transposed_source(ox, kx, sw, pw, dw, W);
                 if (ix < 0) continue;
-                const float prod = xv[static_cast<size_t>(((n * C + ci) * H + iy) * W + ix)] *
-                                   wv[static_cast<size_t>(((ci * COG + co - g * COG) * KH + ky) *
-                                                              KW + kx)];
+                const float prod =
+                    xv[static_cast<size_t>(((n * C + ci) * H + iy) * W + ix)] *
+                    wv[static_cast<size_t>(((ci * COG + co - g * COG) * KH + ky) * KW + kx)];
                 acc = acc + prod;
               }
             }
@@ -108,10 +109,10 @@ std::vector<HostTensor> transposed_convolution(const ReferenceContext& c, const 
 std::vector<HostTensor> reference_convolution(const ReferenceContext& c) {
   const auto [x, w, b] = float_weighted_operands(c);
   if (x.shape.size() != 4 || w.shape.size() != 4) {
-    c.fail(ErrorCode::Unsupported, detail::concat("only 2-D convolution (rank-4 input and weight) "
-                                                  "is supported, got input ",
-                                                  shape_str(x.shape), " and weight ",
-                                                  shape_str(w.shape)));
+    c.fail(ErrorCode::Unsupported,
+           detail::concat("only 2-D convolution (rank-4 input and weight) "
+                          "is supported, got input ",
+                          shape_str(x.shape), " and weight ", shape_str(w.shape)));
   }
   if (c.bool_arg("transposed", false)) return transposed_convolution(c, x, w, b);
   const auto [sh, sw] = pair_arg(c, c.ints_arg("stride"), "stride");
@@ -126,10 +127,11 @@ std::vector<HostTensor> reference_convolution(const ReferenceContext& c) {
   const int64_t CO = w.shape[0], CIG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
   c.require(CIG * groups == C, detail::concat("weight ", shape_str(w.shape), " with groups ",
                                               groups, " does not match input channels ", C));
-  c.require(CO % groups == 0, detail::concat("output channels ", CO,
-                                             " are not divisible by groups ", groups));
-  if (b) c.require(b->numel() == CO, detail::concat("bias has ", b->numel(), " elements, ", CO,
-                                                    " output channels"));
+  c.require(CO % groups == 0,
+            detail::concat("output channels ", CO, " are not divisible by groups ", groups));
+  if (b)
+    c.require(b->numel() == CO,
+              detail::concat("bias has ", b->numel(), " elements, ", CO, " output channels"));
   const int64_t eff_h = H + 2 * ph - dh * (KH - 1) - 1;
   const int64_t eff_w = W + 2 * pw - dw * (KW - 1) - 1;
   c.require(eff_h >= 0 && eff_w >= 0 && KH > 0 && KW > 0,
@@ -176,10 +178,11 @@ std::vector<HostTensor> reference_linear(const ReferenceContext& c) {
   c.require(!x.shape.empty(), "input must have rank >= 1");
   c.require(w.shape.size() == 2, detail::concat("weight must be 2-D, got ", shape_str(w.shape)));
   const int64_t K = x.shape.back(), NO = w.shape[0];
-  c.require(w.shape[1] == K, detail::concat("weight ", shape_str(w.shape),
-                                            " does not match input ", shape_str(x.shape)));
-  if (b) c.require(b->numel() == NO, detail::concat("bias has ", b->numel(), " elements, ", NO,
-                                                    " outputs"));
+  c.require(w.shape[1] == K, detail::concat("weight ", shape_str(w.shape), " does not match input ",
+                                            shape_str(x.shape)));
+  if (b)
+    c.require(b->numel() == NO,
+              detail::concat("bias has ", b->numel(), " elements, ", NO, " outputs"));
   const int64_t rows = element_count({x.shape.begin(), x.shape.end() - 1});
   const std::vector<float> xv = x.to_floats(), wv = w.to_floats();
   const std::vector<float> bv = b ? b->to_floats() : std::vector<float>{};

@@ -53,8 +53,8 @@ std::vector<HostTensor> binary(const ReferenceContext& c, const char* what,
                                const std::function<int32_t(int32_t, int32_t)>& i32) {
   const HostTensor& a = c.input(0, "self");
   const HostTensor& b = c.input(1, "other");
-  c.require(a.dtype == b.dtype, detail::concat("self is ", to_string(a.dtype), ", other is ",
-                                               to_string(b.dtype)));
+  c.require(a.dtype == b.dtype,
+            detail::concat("self is ", to_string(a.dtype), ", other is ", to_string(b.dtype)));
   if (a.dtype != DType::Float32 && a.dtype != DType::Int32) {
     c.fail(ErrorCode::Unsupported, detail::concat(what, " of ", to_string(a.dtype)));
   }

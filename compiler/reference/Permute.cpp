@@ -19,8 +19,8 @@ namespace {
 HostTensor permuted(const ReferenceContext& c, const HostTensor& x,
                     const std::vector<int64_t>& dims) {
   const size_t rank = x.shape.size();
-  c.require(dims.size() == rank, detail::concat("dims ", shape_str(dims), " do not match rank ",
-                                                rank));
+  c.require(dims.size() == rank,
+            detail::concat("dims ", shape_str(dims), " do not match rank ", rank));
   std::vector<int64_t> in_stride(rank, 1), out_shape(rank), stride(rank);
   for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * x.shape[k];
   std::vector<bool> seen(rank, false);

@@ -1,6 +1,6 @@
 // CPU reference of the pooling and reduction ops: max_pool2d, avg_pool2d, mean.dim,
-// adaptive_avg_pool2d (semantics above each function). Built with -ffp-contract=off (compiler/CMakeLists.txt), so each
-// float32 sum is rounded on its own, in the order written here.
+// adaptive_avg_pool2d (semantics above each function). Built with -ffp-contract=off
+// (compiler/CMakeLists.txt), so each float32 sum is rounded on its own, in the order written here.
 #include "compiler/reference/Reference.h"
 
 #include <algorithm>
@@ -81,9 +81,8 @@ PoolArgs read_pool_args(const ReferenceContext& c) {
       stride_v.empty() ? std::make_pair(a.kh, a.kw) : pair_arg(c, stride_v, "stride");
   std::tie(a.ph, a.pw) = c.present("padding") ? pair_arg(c, c.ints_arg("padding"), "padding")
                                               : std::make_pair<int64_t, int64_t>(0, 0);
-  std::tie(a.dh, a.dw) = c.present("dilation")
-                             ? pair_arg(c, c.ints_arg("dilation"), "dilation")
-                             : std::make_pair<int64_t, int64_t>(1, 1);
+  std::tie(a.dh, a.dw) = c.present("dilation") ? pair_arg(c, c.ints_arg("dilation"), "dilation")
+                                               : std::make_pair<int64_t, int64_t>(1, 1);
   a.ceil_mode = c.bool_arg("ceil_mode", false);
   c.require(a.kh > 0 && a.kw > 0, "kernel_size must be positive");
   c.require(a.sh > 0 && a.sw > 0, "stride must be positive");
@@ -176,8 +175,8 @@ std::vector<HostTensor> reference_avg_pool2d(const ReferenceContext& c) {
   c.require(x.shape.size() == 3 || x.shape.size() == 4, "input must have rank 3 or 4");
   const PoolArgs a = read_pool_args(c);
   const bool include_pad = c.bool_arg("count_include_pad", true);
-  const int64_t divisor_override = c.present("divisor_override") ? c.int_arg("divisor_override")
-                                                                 : 0;
+  const int64_t divisor_override =
+      c.present("divisor_override") ? c.int_arg("divisor_override") : 0;
   c.require(!c.present("divisor_override") || divisor_override != 0,
             "divisor_override must not be 0");
   const size_t rank = x.shape.size();
@@ -195,8 +194,8 @@ std::vector<HostTensor> reference_avg_pool2d(const ReferenceContext& c) {
         const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, H);
         const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, W);
         const int64_t divisor = divisor_override != 0 ? divisor_override
-                                : include_pad        ? pool_size
-                                                     : (he - hs) * (we - ws);
+                                : include_pad         ? pool_size
+                                                      : (he - hs) * (we - ws);
         const float sum = window_sum(x, p, H, W, hs, he, ws, we);
         set_f32(out, (p * OH + oh) * OW + ow, sum / static_cast<float>(divisor));
       }

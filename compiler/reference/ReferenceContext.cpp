@@ -11,14 +11,10 @@ namespace vkd::compiler::reference {
 size_t elem_bytes(DType dtype) {
   switch (dtype) {
     case DType::Float32:
-    case DType::Int32:
-      return 4;
-    case DType::Float16:
-      return 2;
-    case DType::Int8:
-      return 1;
-    default:
-      return 0;
+    case DType::Int32: return 4;
+    case DType::Float16: return 2;
+    case DType::Int8: return 1;
+    default: return 0;
   }
 }
 
@@ -37,12 +33,8 @@ int64_t to_int_saturating(double v, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(v);
 }
 
-int64_t dtype_min(DType d) {
-  return d == DType::Int8 ? -128 : std::numeric_limits<int32_t>::min();
-}
-int64_t dtype_max(DType d) {
-  return d == DType::Int8 ? 127 : std::numeric_limits<int32_t>::max();
-}
+int64_t dtype_min(DType d) { return d == DType::Int8 ? -128 : std::numeric_limits<int32_t>::min(); }
+int64_t dtype_max(DType d) { return d == DType::Int8 ? 127 : std::numeric_limits<int32_t>::max(); }
 
 void set_int(HostTensor& t, int64_t i, int64_t v) {
   if (t.dtype == DType::Int8) {
@@ -63,11 +55,11 @@ ReferenceContext::ReferenceContext(const Graph& g, const Node& node, size_t inde
 }
 
 const HostTensor& ReferenceContext::input(size_t i, const char* what) const {
-  VKD_CHECK(has_input(i), ErrorCode::InvalidArgument, label_, ": missing tensor input ", i,
-            " (", what, ")");
+  VKD_CHECK(has_input(i), ErrorCode::InvalidArgument, label_, ": missing tensor input ", i, " (",
+            what, ")");
   auto it = values_.find(node_.inputs[i]);
-  VKD_CHECK(it != values_.end(), ErrorCode::InvalidArgument, label_, ": input '",
-            node_.inputs[i], "' (", what, ") is not computed before this node");
+  VKD_CHECK(it != values_.end(), ErrorCode::InvalidArgument, label_, ": input '", node_.inputs[i],
+            "' (", what, ") is not computed before this node");
   return it->second;
 }
 
@@ -87,8 +79,8 @@ std::optional<std::vector<int64_t>> ReferenceContext::declared_shape(size_t i) c
 
 void ReferenceContext::expect_dtype(const HostTensor& t, DType dtype, const char* what) const {
   if (t.dtype != dtype) {
-    fail(ErrorCode::Unsupported, detail::concat(what, " has dtype ", to_string(t.dtype),
-                                                ", only ", to_string(dtype), " is supported"));
+    fail(ErrorCode::Unsupported, detail::concat(what, " has dtype ", to_string(t.dtype), ", only ",
+                                                to_string(dtype), " is supported"));
   }
 }
 

@@ -53,7 +53,6 @@ inline uint32_t float_to_bits(float f) {
 // moved (copies, views, pixel shuffle: byte-exact); every arithmetic op checks for float32.
 size_t elem_bytes(DType dtype);
 
-
 // ---------------------------------------------------------------------------------------------
 // Typed scratch tensors used while computing. Element accessors take a flat C-order index
 // that the caller keeps in range.

@@ -26,8 +26,8 @@ std::string split_with_sizes(int64_t d, const std::vector<int64_t>& sizes,
     start += s;
   }
   if (sizes.empty() || start != d) {
-    return "split_sizes add up to " + std::to_string(start) + ", the dim has " +
-           std::to_string(d) + " (they must sum exactly to it)";
+    return "split_sizes add up to " + std::to_string(start) + ", the dim has " + std::to_string(d) +
+           " (they must sum exactly to it)";
   }
   return "";
 }

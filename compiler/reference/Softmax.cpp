@@ -37,8 +37,7 @@ void softmax_row(const HostTensor& x, HostTensor& y, int64_t first, int64_t size
   for (int64_t k = 0; k < size; ++k) sum += std::exp(get_f32(x, first + k * stride) - m);
   for (int64_t k = 0; k < size; ++k) {
     const double d = get_f32(x, first + k * stride) - m;
-    set_f32(y, first + k * stride,
-            static_cast<float>(log ? d - std::log(sum) : std::exp(d) / sum));
+    set_f32(y, first + k * stride, static_cast<float>(log ? d - std::log(sum) : std::exp(d) / sum));
   }
 }
 

@@ -95,8 +95,8 @@ std::vector<double> as_doubles(const HostTensor& t) {
 // and with need_weights the second output P, averaged over the heads (sum_h P / H, [B, L, S])
 // when average_attn_weights, else [B, H, L, S]. All in double, each output rounded once.
 std::vector<HostTensor> reference_multi_head_attention(const ReferenceContext& c) {
-  const char* names[] = {"query", "key", "value", "qkv_weight", "qkv_bias", "proj_weight",
-                         "proj_bias"};
+  const char* names[] = {"query",    "key",         "value",    "qkv_weight",
+                         "qkv_bias", "proj_weight", "proj_bias"};
   std::vector<const HostTensor*> in;
   for (size_t i = 0; i < 7; ++i) {
     in.push_back(&c.input(i, names[i]));

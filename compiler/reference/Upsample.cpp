@@ -110,8 +110,8 @@ std::string read_upsample_args(const Node& n, const std::vector<int64_t>& in_sha
     a.out_w = upsample_output_size(in_shape[3], a.scale_w);
   }
   if (a.out_h < 1 || a.out_w < 1 || in_shape[2] < 1 || in_shape[3] < 1) {
-    return "output size " + std::to_string(a.out_h) + "x" + std::to_string(a.out_w) +
-           " of input " + shape_str(in_shape) + " is empty";
+    return "output size " + std::to_string(a.out_h) + "x" + std::to_string(a.out_w) + " of input " +
+           shape_str(in_shape) + " is empty";
   }
   return "";
 }
@@ -144,8 +144,8 @@ std::vector<HostTensor> reference_upsample_nearest2d(const ReferenceContext& c) 
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oh = 0; oh < a.out_h; ++oh)
       for (int64_t ow = 0; ow < a.out_w; ++ow) {
-        const int64_t src = offset(p, rows[static_cast<size_t>(oh)], cols[static_cast<size_t>(ow)],
-                                   h, w);
+        const int64_t src =
+            offset(p, rows[static_cast<size_t>(oh)], cols[static_cast<size_t>(ow)], h, w);
         std::memcpy(out.bytes.data() + offset(p, oh, ow, a.out_h, a.out_w) * es,
                     x.bytes.data() + src * es, es);
       }

@@ -65,12 +65,10 @@ static int format_matches(const char* format, vkd_dtype dtype) {
   if (format == NULL) return 0;
   if (format[0] == '@' || format[0] == '=' || format[0] == native) ++format;
   switch (dtype) {
-    case VKD_FLOAT32:
-      return strcmp(format, "f") == 0;
+    case VKD_FLOAT32: return strcmp(format, "f") == 0;
     case VKD_INT32:
       return strcmp(format, "i") == 0 || strcmp(format, "l") == 0;  // itemsize checked too
-    case VKD_INT8:
-      return strcmp(format, "b") == 0;
+    case VKD_INT8: return strcmp(format, "b") == 0;
   }
   return 0;
 }
@@ -149,10 +147,9 @@ static PyObject* execute(PyObject* module, PyObject* const* args, Py_ssize_t nar
   int usable = 1;
   for (; taken < count; ++taken) {
     const int output = taken >= input_count;
-    const vkd_tensor* spec =
-        output ? &plan->outputs[taken - input_count] : &plan->inputs[taken];
-    PyObject* object = sequence_item(output ? args[2] : args[1],
-                                     output ? taken - input_count : taken);
+    const vkd_tensor* spec = output ? &plan->outputs[taken - input_count] : &plan->inputs[taken];
+    PyObject* object =
+        sequence_item(output ? args[2] : args[1], output ? taken - input_count : taken);
     if (!take(object, spec, output, &views[taken], &tensors[taken])) {
       usable = 0;
       break;
@@ -169,11 +166,9 @@ static PyObject* execute(PyObject* module, PyObject* const* args, Py_ssize_t nar
   PyObject* result = NULL;
   if (usable) {
     vkd_status status;
-    Py_BEGIN_ALLOW_THREADS
-    status = plan->execute(plan->handle, tensors, (size_t)input_count, tensors + input_count,
-                           (size_t)output_count);
-    Py_END_ALLOW_THREADS
-    result = PyLong_FromLong((long)status);
+    Py_BEGIN_ALLOW_THREADS status = plan->execute(plan->handle, tensors, (size_t)input_count,
+                                                  tensors + input_count, (size_t)output_count);
+    Py_END_ALLOW_THREADS result = PyLong_FromLong((long)status);
   }
   for (Py_ssize_t i = 0; i < taken; ++i) PyBuffer_Release(&views[i]);
   if (views != stack_views) {
@@ -190,9 +185,15 @@ static PyMethodDef g_methods[] = {
      "take as it is"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "vkd_execute",
-                                      "vkd_model_execute for vkdelegate.runtime's run()", -1,
-                                      g_methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef g_module = {PyModuleDef_HEAD_INIT,
+                                      "vkd_execute",
+                                      "vkd_model_execute for vkdelegate.runtime's run()",
+                                      -1,
+                                      g_methods,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      NULL};
 
 PyMODINIT_FUNC PyInit_vkd_execute(void) {
   PyObject* numpy = PyImport_ImportModule("numpy");

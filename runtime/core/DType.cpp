@@ -35,12 +35,10 @@ bool is_packed_int8(MemoryLayout layout) {
   switch (layout) {
     case MemoryLayout::PackedInt8_4W4C:
     case MemoryLayout::PackedInt8_4H4W:
-    case MemoryLayout::PackedInt8_4C1W:
-      return true;
+    case MemoryLayout::PackedInt8_4C1W: return true;
     case MemoryLayout::WidthPacked:
     case MemoryLayout::HeightPacked:
-    case MemoryLayout::ChannelsPacked:
-      return false;
+    case MemoryLayout::ChannelsPacked: return false;
   }
   return false;
 }
@@ -51,10 +49,8 @@ bool is_float_layout(MemoryLayout layout) {
   switch (layout) {
     case MemoryLayout::WidthPacked:
     case MemoryLayout::HeightPacked:
-    case MemoryLayout::ChannelsPacked:
-      return true;
-    default:
-      return false;
+    case MemoryLayout::ChannelsPacked: return true;
+    default: return false;
   }
 }
 
@@ -67,15 +63,13 @@ bool is_known_storage(StorageType storage) {
 bool layout_is_legal(DType dtype, StorageType storage, MemoryLayout layout) {
   if (!is_known_storage(storage)) return false;
   switch (dtype) {
-    case DType::Int8x4:
-      return storage == StorageType::Buffer && is_packed_int8(layout);
+    case DType::Int8x4: return storage == StorageType::Buffer && is_packed_int8(layout);
     case DType::Int8:
       // One byte per element is a host-side format (CPU references, staging): NCHW buffer only.
       return storage == StorageType::Buffer && layout == MemoryLayout::WidthPacked;
     case DType::Float32:
     case DType::Float16:
-    case DType::Int32:
-      return is_float_layout(layout);
+    case DType::Int32: return is_float_layout(layout);
   }
   return false;
 }

@@ -24,20 +24,18 @@ enum class StorageType : uint8_t {
 };
 
 enum class MemoryLayout : uint8_t {
-  WidthPacked = 0,     // float/int: W is the fastest dim (NCHW contiguous for buffers)
-  HeightPacked = 1,    // float/int: H is the fastest dim
-  ChannelsPacked = 2,  // float/int: C is the fastest dim (NHWC for buffers)
-  PackedInt8_4W4C = 3, // int8x4: 4x4 tiles of (W, C), channels in the byte lanes
-  PackedInt8_4H4W = 4, // int8x4: 4x4 tiles of (H, W), widths in the byte lanes
-  PackedInt8_4C1W = 5, // int8x4: per (n, h) row, channel-block-major then width
+  WidthPacked = 0,      // float/int: W is the fastest dim (NCHW contiguous for buffers)
+  HeightPacked = 1,     // float/int: H is the fastest dim
+  ChannelsPacked = 2,   // float/int: C is the fastest dim (NHWC for buffers)
+  PackedInt8_4W4C = 3,  // int8x4: 4x4 tiles of (W, C), channels in the byte lanes
+  PackedInt8_4H4W = 4,  // int8x4: 4x4 tiles of (H, W), widths in the byte lanes
+  PackedInt8_4C1W = 5,  // int8x4: per (n, h) row, channel-block-major then width
 };
 
 inline constexpr MemoryLayout kAllPackedInt8Layouts[] = {
-    MemoryLayout::PackedInt8_4W4C, MemoryLayout::PackedInt8_4H4W,
-    MemoryLayout::PackedInt8_4C1W};
+    MemoryLayout::PackedInt8_4W4C, MemoryLayout::PackedInt8_4H4W, MemoryLayout::PackedInt8_4C1W};
 inline constexpr MemoryLayout kAllFloatLayouts[] = {
-    MemoryLayout::WidthPacked, MemoryLayout::HeightPacked,
-    MemoryLayout::ChannelsPacked};
+    MemoryLayout::WidthPacked, MemoryLayout::HeightPacked, MemoryLayout::ChannelsPacked};
 
 size_t element_size(DType dtype);  // bytes per element as stored on the GPU
 // Bytes per element in host NCHW form (blob constants, API tensors): int8x4 is 1 (unpacked).

@@ -27,8 +27,9 @@ std::optional<uint32_t> env_uint(const char* name, uint32_t lo, uint32_t hi) {
     digits = digits && c >= '0' && c <= '9';
     if (digits) value = value * 10 + static_cast<uint64_t>(c - '0');
   }
-  VKD_CHECK(digits && value >= lo && value <= hi, ErrorCode::InvalidArgument, "environment variable ",
-            name, "='", text, "' is not a whole number in [", lo, ", ", hi, "]");
+  VKD_CHECK(digits && value >= lo && value <= hi, ErrorCode::InvalidArgument,
+            "environment variable ", name, "='", text, "' is not a whole number in [", lo, ", ", hi,
+            "]");
   return static_cast<uint32_t>(value);
 }
 

@@ -14,7 +14,7 @@ enum class ErrorCode {
   Unsupported,      // valid request the device or the library cannot serve
   OutOfMemory,
   DeviceLost,
-  VulkanFailure,    // any other failed Vulkan call
+  VulkanFailure,  // any other failed Vulkan call
   Internal,
   // The GPU did not finish a submission within the configured time. The work is still in
   // flight: everything it uses stays alive until the device is idle (vk::Context).
@@ -23,8 +23,7 @@ enum class ErrorCode {
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ErrorCode code() const { return code_; }
 
  private:
@@ -45,11 +44,11 @@ std::string concat(const Args&... args) {
 }  // namespace vkd
 
 // VKD_CHECK(cond, code, message parts...): throws vkd::Error(code, "message") when !cond.
-#define VKD_CHECK(cond, code, ...)                                   \
-  do {                                                               \
-    if (!(cond)) {                                                   \
+#define VKD_CHECK(cond, code, ...)                                    \
+  do {                                                                \
+    if (!(cond)) {                                                    \
       throw ::vkd::Error((code), ::vkd::detail::concat(__VA_ARGS__)); \
-    }                                                                \
+    }                                                                 \
   } while (0)
 
 #define VKD_THROW(code, ...) throw ::vkd::Error((code), ::vkd::detail::concat(__VA_ARGS__))

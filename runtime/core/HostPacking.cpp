@@ -45,7 +45,8 @@ void pack_int8_into(const int8_t* nchw, int32_t* words, const Dims4& d, MemoryLa
   for_each_position(d, layout, count, [&](int64_t i, const WordLane& p) {
     const int shift = 8 * p.lane;
     uint32_t& word = out[p.word];
-    word = (word & ~(0xFFu << shift)) | (static_cast<uint32_t>(static_cast<uint8_t>(nchw[i])) << shift);
+    word = (word & ~(0xFFu << shift)) |
+           (static_cast<uint32_t>(static_cast<uint8_t>(nchw[i])) << shift);
   });
 }
 
@@ -113,9 +114,18 @@ void for_each_run(const Dims4& d, StorageType storage, MemoryLayout layout, Fn f
       for (int64_t h = 0; h < d.h; ++h)
         for (int64_t w = 0; w < d.w; ++w, ++i) {
           int64_t x = w, y = h, z = n * d.c + c, comp = 0;
-          if (packed == 3) { x = w / 4; comp = w % 4; }
-          if (packed == 2) { y = h / 4; comp = h % 4; }
-          if (packed == 1) { z = n * c4 + c / 4; comp = c % 4; }
+          if (packed == 3) {
+            x = w / 4;
+            comp = w % 4;
+          }
+          if (packed == 2) {
+            y = h / 4;
+            comp = h % 4;
+          }
+          if (packed == 1) {
+            z = n * c4 + c / 4;
+            comp = c % 4;
+          }
           fn(i, ((z * e.y + y) * e.x + x) * 4 + comp, int64_t(1));
         }
 }
@@ -179,7 +189,8 @@ uint16_t to_float16(float value) {
   std::memcpy(&x, &value, 4);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (abs >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
   if (abs < 0x38800000u) {  // half subnormal or zero: shift mantissa, round to nearest even
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);

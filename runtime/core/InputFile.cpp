@@ -24,7 +24,8 @@ std::string file_type_name(mode_t mode) {
 namespace {
 
 std::string not_regular(mode_t mode) {
-  return S_ISDIR(mode) ? "it is a directory" : "it is " + file_type_name(mode) + ", not a regular file";
+  return S_ISDIR(mode) ? "it is a directory"
+                       : "it is " + file_type_name(mode) + ", not a regular file";
 }
 
 }  // namespace
@@ -33,7 +34,7 @@ InputFile::InputFile(const std::string& path, Symlinks symlinks) {
   // stat() first, so that a device is never opened (opening one can have effects); the open
   // descriptor is checked again below.
   const bool follow = symlinks == Symlinks::Follow;
-  struct stat st {};
+  struct stat st{};
   if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
     const int err = errno;
     throw InputFileError(err == ENOENT ? "no such file" : std::strerror(err));

@@ -108,8 +108,8 @@ inline NearestSources nearest_sources(int64_t in_h, int64_t in_w, int64_t out_h,
 }
 
 // PyTorch's lambda1 (float32) and i0 of output index `d` (upsample_bilinear2d, one dim).
-inline float bilinear_lambda1(int64_t in, int64_t out, bool align_corners, double scale,
-                              int64_t d, int64_t& i0) {
+inline float bilinear_lambda1(int64_t in, int64_t out, bool align_corners, double scale, int64_t d,
+                              int64_t& i0) {
   if (out == in) {
     i0 = d;
     return 0.0f;

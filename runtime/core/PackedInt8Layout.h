@@ -23,8 +23,8 @@ struct WordLane {
 int64_t packed_int8_word_count(MemoryLayout layout, const Dims4& dims);
 
 // Position of element (n, c, h, w); requires 0 <= index < size on every dim.
-WordLane packed_int8_position(MemoryLayout layout, const Dims4& dims, int64_t n,
-                              int64_t c, int64_t h, int64_t w);
+WordLane packed_int8_position(MemoryLayout layout, const Dims4& dims, int64_t n, int64_t c,
+                              int64_t h, int64_t w);
 
 // The byte offset of the slice [start, start + length) along dim `dim4` (0 N, 1 C, 2 H, 3 W)
 // of a tensor of `dims` in `layout` when that slice is one contiguous byte range holding exactly

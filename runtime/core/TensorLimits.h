@@ -52,8 +52,7 @@ inline std::string tensor_size_problem(const std::vector<int64_t>& sizes, size_t
   }
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0) {
-      return "size " + std::to_string(sizes[i]) + " in dim " + std::to_string(i) +
-             " is negative";
+      return "size " + std::to_string(sizes[i]) + " in dim " + std::to_string(i) + " is negative";
     }
   }
   const std::optional<int64_t> count = checked_element_count(sizes);
@@ -63,8 +62,7 @@ inline std::string tensor_size_problem(const std::vector<int64_t>& sizes, size_t
   }
   if (*count > 0 && element_bytes > kMaxTensorBytes / static_cast<uint64_t>(*count)) {
     return std::to_string(*count) + " elements of " + std::to_string(element_bytes) +
-           " bytes are above the limit of " + std::to_string(kMaxTensorBytes) +
-           " bytes per tensor";
+           " bytes are above the limit of " + std::to_string(kMaxTensorBytes) + " bytes per tensor";
   }
   return "";
 }

@@ -17,9 +17,7 @@ std::string sizes_string(const std::vector<int64_t>& sizes, const char* separato
 struct Dims4 {
   int64_t n = 1, c = 1, h = 1, w = 1;
   int64_t numel() const { return n * c * h * w; }
-  bool operator==(const Dims4& o) const {
-    return n == o.n && c == o.c && h == o.h && w == o.w;
-  }
+  bool operator==(const Dims4& o) const { return n == o.n && c == o.c && h == o.h && w == o.w; }
 };
 
 inline int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }

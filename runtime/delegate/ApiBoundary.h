@@ -87,8 +87,7 @@ Status guarded(std::string& message, Body&& body) {
 // only on success, `*error` (when non-null) the message. `fn` names the factory when `out` is
 // null.
 template <typename Api, typename Make>
-Status create_guarded(std::unique_ptr<Api>* out, std::string* error, const char* fn,
-                      Make&& make) {
+Status create_guarded(std::unique_ptr<Api>* out, std::string* error, const char* fn, Make&& make) {
   std::string message;
   std::unique_ptr<Api> made;
   const Status status = guarded(message, [&] {
@@ -431,15 +430,15 @@ struct CProfile {
 // threads. `profile` (CProfile, or model/'s per-step equivalent) is cleared first, so a failure
 // leaves no stale profile, and refreshed from `impl` after impl.execute.
 template <typename Impl, typename Profile>
-vkd_status execute_locked(CHandle* handle, Impl& impl, const char* where,
-                          const vkd_tensor* inputs, size_t input_count, vkd_tensor* outputs,
-                          size_t output_count, Profile& profile) {
+vkd_status execute_locked(CHandle* handle, Impl& impl, const char* where, const vkd_tensor* inputs,
+                          size_t input_count, vkd_tensor* outputs, size_t output_count,
+                          Profile& profile) {
   return with_handle_locked(handle, &handle->error, where, [&]() -> vkd_status {
     profile.clear();
     std::vector<ConstTensorView> in_views;
     std::vector<TensorView> out_views;
-    vkd_status status = to_views<ConstTensorView, const void*>(inputs, input_count, "inputs",
-                                                               where, &in_views, &handle->error);
+    vkd_status status = to_views<ConstTensorView, const void*>(inputs, input_count, "inputs", where,
+                                                               &in_views, &handle->error);
     if (status != VKD_OK) return status;
     status = to_views<TensorView, void*>(outputs, output_count, "outputs", where, &out_views,
                                          &handle->error);
@@ -451,9 +450,8 @@ vkd_status execute_locked(CHandle* handle, Impl& impl, const char* where,
       handle->error.clear();
     } else {
       std::string message = impl.last_error();
-      handle->error = message.empty()
-                          ? std::string(where) + " failed: " + vkd_status_name(status)
-                          : std::move(message);
+      handle->error = message.empty() ? std::string(where) + " failed: " + vkd_status_name(status)
+                                      : std::move(message);
     }
     return status;
   });

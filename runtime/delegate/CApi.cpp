@@ -39,7 +39,7 @@ static_assert(std::is_standard_layout<vkd_options>::value, "offsetof needs stand
 // tensor infos, the lock and the last error: vkd::api::CHandle).
 struct vkd_delegate : vkd::api::CHandle {
   std::unique_ptr<vkd::Delegate> impl;
-  std::string device_name;              // copied once at init
+  std::string device_name;     // copied once at init
   vkd::api::CProfile profile;  // of the last execute; guarded by `mutex`
 };
 
@@ -144,8 +144,8 @@ VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor
                                           size_t input_count, vkd_tensor* outputs,
                                           size_t output_count) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
-  return execute_locked(handle, *handle->impl, "vkd_delegate_execute", inputs, input_count,
-                        outputs, output_count, handle->profile);
+  return execute_locked(handle, *handle->impl, "vkd_delegate_execute", inputs, input_count, outputs,
+                        output_count, handle->profile);
 }
 
 namespace {
@@ -191,21 +191,21 @@ VKD_C_API vkd_status vkd_delegate_staging_output(vkd_delegate* handle, size_t in
 
 VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int mode) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
-  return with_handle_locked(handle, &handle->error, "vkd_delegate_set_profiling",
-                            [&]() -> vkd_status {
-    using Mode = vkd::Delegate::Profiling;
-    if (mode < VKD_PROFILING_OFF || mode > VKD_PROFILING_SPAN) {
-      handle->error = "vkd_delegate_set_profiling: mode " + std::to_string(mode) +
-                      " is none of VKD_PROFILING_OFF (0), _NODES (1), _SPAN (2)";
-      return VKD_ERROR_INVALID_ARGUMENT;
-    }
-    const Mode m = mode == VKD_PROFILING_NODES  ? Mode::PerDispatch
-                   : mode == VKD_PROFILING_SPAN ? Mode::Span
-                                                : Mode::Off;
-    const vkd_status status = from_status(handle->impl->set_profiling(m));
-    handle->error = status == VKD_OK ? std::string() : handle->impl->last_error();
-    return status;
-  });
+  return with_handle_locked(
+      handle, &handle->error, "vkd_delegate_set_profiling", [&]() -> vkd_status {
+        using Mode = vkd::Delegate::Profiling;
+        if (mode < VKD_PROFILING_OFF || mode > VKD_PROFILING_SPAN) {
+          handle->error = "vkd_delegate_set_profiling: mode " + std::to_string(mode) +
+                          " is none of VKD_PROFILING_OFF (0), _NODES (1), _SPAN (2)";
+          return VKD_ERROR_INVALID_ARGUMENT;
+        }
+        const Mode m = mode == VKD_PROFILING_NODES  ? Mode::PerDispatch
+                       : mode == VKD_PROFILING_SPAN ? Mode::Span
+                                                    : Mode::Off;
+        const vkd_status status = from_status(handle->impl->set_profiling(m));
+        handle->error = status == VKD_OK ? std::string() : handle->impl->last_error();
+        return status;
+      });
 }
 
 VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle) {
@@ -221,35 +221,35 @@ VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle) {
 VKD_C_API vkd_status vkd_delegate_profile_entry(vkd_delegate* handle, size_t index,
                                                 vkd_node_profile* entry) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
-  return with_handle_locked(handle, &handle->error, "vkd_delegate_profile_entry",
-                            [&]() -> vkd_status {
-    return node_profile_entry(handle->profile.nodes, index, entry, "vkd_delegate_profile_entry",
-                              "the last execute", handle->error);
-  });
+  return with_handle_locked(
+      handle, &handle->error, "vkd_delegate_profile_entry", [&]() -> vkd_status {
+        return node_profile_entry(handle->profile.nodes, index, entry, "vkd_delegate_profile_entry",
+                                  "the last execute", handle->error);
+      });
 }
 
 VKD_C_API vkd_status vkd_delegate_execute_profile(vkd_delegate* handle,
                                                   vkd_execute_profile* profile) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
-  return with_handle_locked(handle, &handle->error, "vkd_delegate_execute_profile",
-                            [&]() -> vkd_status {
-    if (profile == nullptr) {
-      handle->error = "vkd_delegate_execute_profile: profile is NULL";
-      return VKD_ERROR_INVALID_ARGUMENT;
-    }
-    const vkd::ExecuteProfile p = handle->impl->last_execute_profile();
-    vkd_execute_profile full{};
-    full.struct_size = sizeof(full);
-    full.host_wall_us = p.host_wall_us;
-    full.input_copy_us = p.input_copy_us;
-    full.submit_wait_us = p.submit_wait_us;
-    full.output_copy_us = p.output_copy_us;
-    full.gpu_span_us = p.gpu_span_us;
-    full.gpu_total_us = p.gpu_total_us;
-    full.gpu_input_copy_us = p.gpu_input_copy_us;
-    full.gpu_output_copy_us = p.gpu_output_copy_us;
-    return write_out_struct(full, profile, "vkd_delegate_execute_profile", handle->error);
-  });
+  return with_handle_locked(
+      handle, &handle->error, "vkd_delegate_execute_profile", [&]() -> vkd_status {
+        if (profile == nullptr) {
+          handle->error = "vkd_delegate_execute_profile: profile is NULL";
+          return VKD_ERROR_INVALID_ARGUMENT;
+        }
+        const vkd::ExecuteProfile p = handle->impl->last_execute_profile();
+        vkd_execute_profile full{};
+        full.struct_size = sizeof(full);
+        full.host_wall_us = p.host_wall_us;
+        full.input_copy_us = p.input_copy_us;
+        full.submit_wait_us = p.submit_wait_us;
+        full.output_copy_us = p.output_copy_us;
+        full.gpu_span_us = p.gpu_span_us;
+        full.gpu_total_us = p.gpu_total_us;
+        full.gpu_input_copy_us = p.gpu_input_copy_us;
+        full.gpu_output_copy_us = p.gpu_output_copy_us;
+        return write_out_struct(full, profile, "vkd_delegate_execute_profile", handle->error);
+      });
 }
 
 VKD_C_API const char* vkd_delegate_last_error(const vkd_delegate* handle) {

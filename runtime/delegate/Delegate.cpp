@@ -162,15 +162,9 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
       continue;
     }
     switch (out[i].dtype) {
-      case HostDType::Float32:
-        graph.read_float(ref, static_cast<float*>(out[i].data), n);
-        break;
-      case HostDType::Int32:
-        graph.read_int32(ref, static_cast<int32_t*>(out[i].data), n);
-        break;
-      case HostDType::Int8:
-        graph.read_int8(ref, static_cast<int8_t*>(out[i].data), n);
-        break;
+      case HostDType::Float32: graph.read_float(ref, static_cast<float*>(out[i].data), n); break;
+      case HostDType::Int32: graph.read_int32(ref, static_cast<int32_t*>(out[i].data), n); break;
+      case HostDType::Int8: graph.read_int8(ref, static_cast<int8_t*>(out[i].data), n); break;
     }
   }
   times.output_copy_us = lap_us(t);
@@ -220,10 +214,10 @@ std::string Delegate::Impl::describe() const {
     os << ")\n";
     for (size_t n = op.first_node; n < op.first_node + op.node_count; ++n) {
       os << "      node " << n << (graph.barrier_before(n) ? " (after a barrier)" : "")
-         << ": kernel " << shaders::shader_info(nodes[n].kernel).name
-         << ", " << nodes[n].plan.group_count[0] << "x" << nodes[n].plan.group_count[1] << "x"
-         << nodes[n].plan.group_count[2] << " workgroups of " << nodes[n].plan.local_size[0]
-         << "x" << nodes[n].plan.local_size[1] << "x" << nodes[n].plan.local_size[2] << "; "
+         << ": kernel " << shaders::shader_info(nodes[n].kernel).name << ", "
+         << nodes[n].plan.group_count[0] << "x" << nodes[n].plan.group_count[1] << "x"
+         << nodes[n].plan.group_count[2] << " workgroups of " << nodes[n].plan.local_size[0] << "x"
+         << nodes[n].plan.local_size[1] << "x" << nodes[n].plan.local_size[2] << "; "
          << graph.describe_node(n) << "\n";
     }
   }
@@ -263,8 +257,8 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     ctx.gpu_timeout = std::chrono::milliseconds(options.gpu_timeout_ms);
     impl->context = std::make_unique<vk::Context>(ctx);
     impl->loaded = delegate::load_graph(*impl->context, static_cast<const uint8_t*>(blob), size,
-                                        options.constant_batch_bytes,
-                                        options.expose_intermediates, options.profiling);
+                                        options.constant_batch_bytes, options.expose_intermediates,
+                                        options.profiling);
     impl->profiling = options.profiling;
     for (const auto& io : impl->loaded.inputs) impl->inputs.push_back(info_of(io));
     for (const auto& io : impl->loaded.outputs) impl->outputs.push_back(info_of(io));
@@ -296,8 +290,8 @@ Status Delegate::Impl::staging_view(bool input, size_t index, TensorView* view) 
     const char* role = input ? "input" : "output";
     const auto& list = input ? inputs : outputs;
     VKD_CHECK(view != nullptr, ErrorCode::InvalidArgument, "staging_", role, ": view is null");
-    VKD_CHECK(index < list.size(), ErrorCode::InvalidArgument, "staging_", role, ": index ",
-              index, " out of range (the model has ", list.size(), " ", role, "s)");
+    VKD_CHECK(index < list.size(), ErrorCode::InvalidArgument, "staging_", role, ": index ", index,
+              " out of range (the model has ", list.size(), " ", role, "s)");
     const TensorInfo& info = list[index];
     const graph::ValueRef ref = (input ? loaded.inputs : loaded.outputs)[index].ref;
     VKD_CHECK(loaded.graph->staging_is_host_form(ref), ErrorCode::Unsupported, "staging_", role,
@@ -326,8 +320,8 @@ Status Delegate::set_profiling(Profiling mode) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return guarded(impl_->last_error, [&] {
     const bool on = mode != Profiling::Off;
-    VKD_CHECK(!on || impl_->options.profiling, ErrorCode::InvalidArgument,
-              "set_profiling(", mode == Profiling::Span ? "Span" : "PerDispatch",
+    VKD_CHECK(!on || impl_->options.profiling, ErrorCode::InvalidArgument, "set_profiling(",
+              mode == Profiling::Span ? "Span" : "PerDispatch",
               "): the delegate was created with options.profiling off, so its execution records "
               "no timestamps");
     using Timing = graph::ComputeGraph::ExecutionTiming;

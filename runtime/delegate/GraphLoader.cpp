@@ -84,9 +84,9 @@ void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry
         VKD_CHECK(as_tensor(g, id) != nullptr, ErrorCode::InvalidArgument, "op ", k, " '",
                   call.name, "': argument '", entry->args[a].name, "' lists value ", id,
                   ", which is not a tensor");
-        VKD_CHECK(source[id] != Source::None, ErrorCode::InvalidArgument, "op ", k, " '",
-                  call.name, "': argument '", entry->args[a].name, "' reads tensor '",
-                  value_name(g, id), "' (value ", id,
+        VKD_CHECK(source[id] != Source::None, ErrorCode::InvalidArgument, "op ", k, " '", call.name,
+                  "': argument '", entry->args[a].name, "' reads tensor '", value_name(g, id),
+                  "' (value ", id,
                   ") before any op writes it (not a constant or graph input either)");
       }
     }
@@ -98,35 +98,35 @@ void check_data_flow(const DeserializedGraph& g, const ops::OpRegistry& registry
                         : source[id] == Source::Op     ? "already written by an earlier op"
                                                        : nullptr;
       VKD_CHECK(why == nullptr, ErrorCode::InvalidArgument, "op ", k, " '", call.name,
-                "': output '", entry->args[a].name, "' is tensor '", value_name(g, id),
-                "' (value ", id, "), which is ", why);
+                "': output '", entry->args[a].name, "' is tensor '", value_name(g, id), "' (value ",
+                id, "), which is ", why);
       source[id] = Source::Op;
     }
   }
   for (const auto& out : g.outputs) {
     VKD_CHECK(source[out.value] == Source::Op || source[out.value] == Source::Input,
-              ErrorCode::InvalidArgument, "graph output '", value_name(g, out.value),
-              "' (value ", out.value, ") is never written by an op");
+              ErrorCode::InvalidArgument, "graph output '", value_name(g, out.value), "' (value ",
+              out.value, ") is never written by an op");
   }
 }
 
 // Tensor `id`, given for argument `arg` of op call `k`, against the argument's schema.
-void check_tensor_argument(const DeserializedGraph& g, size_t k,
-                           const serialization::OpCall& call, const schema::OpSchema& schema,
-                           const schema::ArgSchema& arg, ValueId id) {
+void check_tensor_argument(const DeserializedGraph& g, size_t k, const serialization::OpCall& call,
+                           const schema::OpSchema& schema, const schema::ArgSchema& arg,
+                           ValueId id) {
   const TensorValue& t = *as_tensor(g, id);
   const std::string what = "op " + std::to_string(k) + " '" + call.name + "': argument '" +
                            arg.name + "' (tensor '" + value_name(g, id) + "')";
   std::string accepted;
-  for (DType d : arg.dtypes) accepted += (accepted.empty() ? "" : " or ") + std::string(to_string(d));
+  for (DType d : arg.dtypes)
+    accepted += (accepted.empty() ? "" : " or ") + std::string(to_string(d));
   VKD_CHECK(std::find(arg.dtypes.begin(), arg.dtypes.end(), t.spec.dtype) != arg.dtypes.end(),
             ErrorCode::InvalidArgument, what, " is ", to_string(t.spec.dtype), ", expected ",
             accepted);
   if (!arg.constant) return;
   VKD_CHECK(t.constant.has_value(), ErrorCode::InvalidArgument, what,
             " must be a constant in the blob");
-  VKD_CHECK(arg.constant_rank == 0 ||
-                t.spec.sizes.size() == static_cast<size_t>(arg.constant_rank),
+  VKD_CHECK(arg.constant_rank == 0 || t.spec.sizes.size() == static_cast<size_t>(arg.constant_rank),
             ErrorCode::InvalidArgument, what, " is ", t.spec.describe(), ", expected rank ",
             arg.constant_rank);
   if (arg.count_is_dim0_of.empty()) return;
@@ -136,8 +136,8 @@ void check_tensor_argument(const DeserializedGraph& g, size_t k,
   const TensorValue& other = *as_tensor(g, call.args[static_cast<size_t>(of)]);
   VKD_CHECK(!other.spec.sizes.empty() && t.spec.numel() == other.spec.sizes[0],
             ErrorCode::InvalidArgument, what, " holds ", t.spec.numel(),
-            " values, expected one per output channel (dim 0 of '", arg.count_is_dim0_of,
-            "' ", other.spec.describe(), ")");
+            " values, expected one per output channel (dim 0 of '", arg.count_is_dim0_of, "' ",
+            other.spec.describe(), ")");
 }
 
 // Every tensor argument against the op's schema: dtype, constant-ness and, for constants the
@@ -162,8 +162,7 @@ void check_tensor_arguments(const DeserializedGraph& g) {
 }  // namespace
 
 LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
-                       uint64_t constant_batch_bytes, bool expose_intermediates,
-                       bool timestamps) {
+                       uint64_t constant_batch_bytes, bool expose_intermediates, bool timestamps) {
   const ops::OpRegistry& registry = ops::op_registry();
   const auto signatures = registry.signatures();
   const DeserializedGraph g = serialization::deserialize(blob, size, &signatures);
@@ -225,8 +224,8 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
     const auto& io = g.inputs[i];
     const graph::ValueRef ref = tensor_for(io.value);
     graph.add_input(ref);
-    out.inputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
-                          !io.name.empty(), ref, graph.spec(ref)});
+    out.inputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name, !io.name.empty(),
+                          ref, graph.spec(ref)});
   }
   std::vector<bool> is_output(g.values.size(), false);
   for (size_t i = 0; i < g.outputs.size(); ++i) {
@@ -234,8 +233,8 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
     const graph::ValueRef ref = tensor_for(io.value);
     graph.add_output(ref);
     is_output[io.value] = true;
-    out.outputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name,
-                           !io.name.empty(), ref, graph.spec(ref)});
+    out.outputs.push_back({io.name.empty() ? graph.tensor(ref).name() : io.name, !io.name.empty(),
+                           ref, graph.spec(ref)});
   }
   for (size_t k = 0; expose_intermediates && k < g.ops.size(); ++k) {
     const auto& call = g.ops[k];

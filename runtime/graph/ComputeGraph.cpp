@@ -60,10 +60,9 @@ ConstantPacker nchw_constant_packer(const TensorSpec& spec, const uint8_t* nchw,
         return as_bytes(pack_strided(read_host_elements<int32_t>(nchw, n).data(), spec.dims4(),
                                      spec.storage, spec.layout));
       case DType::Int8x4:
-        return as_bytes(pack_int8(reinterpret_cast<const int8_t*>(nchw), spec.dims4(),
-                                  spec.layout, pad_value));
-      case DType::Int8:
-        return std::vector<uint8_t>(nchw, nchw + n);
+        return as_bytes(
+            pack_int8(reinterpret_cast<const int8_t*>(nchw), spec.dims4(), spec.layout, pad_value));
+      case DType::Int8: return std::vector<uint8_t>(nchw, nchw + n);
     }
     VKD_THROW(ErrorCode::Internal, "constant of unknown dtype");
   };
@@ -75,8 +74,8 @@ namespace {
 // caller's other local objects it uses go to the context, which frees them once the device is
 // idle, instead of being destroyed by the unwinding.
 template <typename... InUse>
-void submit_and_wait_keeping(vk::Context& context, vk::CommandBuffer& cmd,
-                             const std::string& what, InUse&... in_use) {
+void submit_and_wait_keeping(vk::Context& context, vk::CommandBuffer& cmd, const std::string& what,
+                             InUse&... in_use) {
   try {
     context.submit_and_wait(cmd, what);
   } catch (const Error& e) {
@@ -91,7 +90,8 @@ void submit_and_wait_keeping(vk::Context& context, vk::CommandBuffer& cmd,
 }  // namespace
 
 ComputeGraph::ComputeGraph(vk::Context& context)
-    : context_(context), direct_io_on_(env_string("VKD_DIRECT_IO").empty() || env_flag("VKD_DIRECT_IO")) {}
+    : context_(context),
+      direct_io_on_(env_string("VKD_DIRECT_IO").empty() || env_flag("VKD_DIRECT_IO")) {}
 
 ComputeGraph::~ComputeGraph() {
   // A timed-out submission may still use this graph's buffers, descriptor sets and command
@@ -117,8 +117,8 @@ ValueRef ComputeGraph::add_tensor(const TensorSpec& spec, std::string name) {
   return ref;
 }
 
-ValueRef ComputeGraph::add_constant(const TensorSpec& spec, std::string name,
-                                    ConstantPacker packer, uint64_t host_bytes) {
+ValueRef ComputeGraph::add_constant(const TensorSpec& spec, std::string name, ConstantPacker packer,
+                                    uint64_t host_bytes) {
   const ValueRef ref = add_tensor(spec, std::move(name));
   roles_[ref] = kConstant;
   packers_[ref] = std::move(packer);
@@ -257,10 +257,10 @@ void ComputeGraph::note_load_bytes(uint64_t transient_bytes) {
 // Buffers whose memory is planned together: the persistent ones (constants, inputs, outputs and
 // tensors no node binds) packed side by side, or the intermediates shared by lifetime.
 struct ComputeGraph::BufferGroup {
-  const char* what;             // in errors and block names
+  const char* what;  // in errors and block names
   std::vector<PlanItem> items;
-  std::vector<ValueRef> refs;   // the tensor of each item
-  uint32_t type_bits = ~0u;     // the memory types every buffer of the group accepts
+  std::vector<ValueRef> refs;  // the tensor of each item
+  uint32_t type_bits = ~0u;    // the memory types every buffer of the group accepts
   MemoryPlan plan;
 };
 
@@ -294,9 +294,8 @@ void check_fits_device_heap(const vk::DeviceProfile& profile, uint64_t persisten
   const auto mib = [](uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; };
   VKD_CHECK(heap == 0 || total <= heap, ErrorCode::OutOfMemory, "the model needs ", mib(total),
             " MiB of device memory (constants, inputs and outputs ", mib(persistent_bytes),
-            " MiB, intermediates ", mib(intermediate_bytes), " MiB, textures ",
-            mib(image_bytes), " MiB); device '", profile.name, "' has a ", mib(heap),
-            " MiB device-local heap");
+            " MiB, intermediates ", mib(intermediate_bytes), " MiB, textures ", mib(image_bytes),
+            " MiB); device '", profile.name, "' has a ", mib(heap), " MiB device-local heap");
 }
 
 }  // namespace
@@ -322,8 +321,7 @@ void ComputeGraph::plan_and_bind_memory() {
     const bool input = roles_[i] & kInput;
     t.buffer_to_bind() = context_.memory().create_buffer(
         t.bytes(), input ? vk::MemoryUse::DirectUpload : vk::MemoryUse::HostReadback,
-        std::string(input ? "input" : "output") + " tensor '" + t.name() +
-            "' (its own staging)");
+        std::string(input ? "input" : "output") + " tensor '" + t.name() + "' (its own staging)");
     memory_ranges_[i] = {next_memory++, 0, t.buffer().size()};
   }
 }
@@ -387,8 +385,8 @@ void ComputeGraph::collect_buffer_groups(BufferGroup& persistent_group,
     const auto& req = t.buffer().requirements();
     const bool persistent = roles[i] != kIntermediate || life.last[i] < 0;
     BufferGroup& group = persistent ? persistent_group : intermediates;
-    group.items.push_back({req.size, req.alignment, persistent ? 0 : life.first[i],
-                           persistent ? 0 : life.last[i]});
+    group.items.push_back(
+        {req.size, req.alignment, persistent ? 0 : life.first[i], persistent ? 0 : life.last[i]});
     group.refs.push_back(static_cast<ValueRef>(i));
     group.type_bits &= req.memoryTypeBits;
     if (roles_[i] & kConstant) {
@@ -412,8 +410,8 @@ void ComputeGraph::plan_buffer_groups(BufferGroup& persistent, BufferGroup& inte
   }
   stats_.intermediate_naive_bytes = intermediates.plan.naive_bytes;
   stats_.intermediate_planned_bytes = intermediates.plan.planned_bytes;
-  check_fits_device_heap(profile(), persistent.plan.planned_bytes,
-                         intermediates.plan.planned_bytes, stats_.image_bytes);
+  check_fits_device_heap(profile(), persistent.plan.planned_bytes, intermediates.plan.planned_bytes,
+                         stats_.image_bytes);
 }
 
 void ComputeGraph::bind_buffer_group(const BufferGroup& group) {
@@ -676,11 +674,11 @@ void ComputeGraph::create_staging_buffers() {
       if (direct_io_[ref]) {
         list.push_back({ref, {}, true});
       } else {
-        list.push_back({ref, context_.memory().create_buffer(
-                                 t.bytes(),
-                                 input ? vk::MemoryUse::HostUpload : vk::MemoryUse::HostReadback,
-                                 std::string(input ? "input" : "output") +
-                                     " staging for tensor '" + t.name() + "'")});
+        list.push_back(
+            {ref, context_.memory().create_buffer(
+                      t.bytes(), input ? vk::MemoryUse::HostUpload : vk::MemoryUse::HostReadback,
+                      std::string(input ? "input" : "output") + " staging for tensor '" + t.name() +
+                          "'")});
       }
       stats_.staging_bytes += staging_buffer(list.back()).size();
     }
@@ -927,9 +925,9 @@ void ComputeGraph::write_float(ValueRef input, const float* nchw, size_t count) 
   VKD_CHECK(spec.dtype == DType::Float32 || spec.dtype == DType::Float16,
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' is ",
             to_string(spec.dtype), ", not a float tensor");
-  VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument,
-            "input '", tensor(input).name(), "' ", spec.describe(), " needs ", spec.numel(),
-            " values, got ", count);
+  VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument, "input '",
+            tensor(input).name(), "' ", spec.describe(), " needs ", spec.numel(), " values, got ",
+            count);
   if (spec.dtype == DType::Float32) {
     pack_input(input, nchw);
   } else {
@@ -950,8 +948,7 @@ void ComputeGraph::write_int32(ValueRef input, const int32_t* nchw, size_t count
   flush_input(input);
 }
 
-void ComputeGraph::write_int8(ValueRef input, const int8_t* nchw, size_t count,
-                              int8_t pad_value) {
+void ComputeGraph::write_int8(ValueRef input, const int8_t* nchw, size_t count, int8_t pad_value) {
   const TensorSpec& spec = tensor(input).spec();
   VKD_CHECK(spec.dtype == DType::Int8x4 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "input '", tensor(input).name(), "' ", spec.describe(),
@@ -993,8 +990,8 @@ void ComputeGraph::read_float(ValueRef output, float* nchw, size_t count) const 
             ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' is ",
             to_string(spec.dtype), ", not a float tensor");
   VKD_CHECK(static_cast<int64_t>(count) == spec.numel(), ErrorCode::InvalidArgument, "output '",
-            tensor(output).name(), "' ", spec.describe(), " gives ", spec.numel(),
-            " values, not ", count);
+            tensor(output).name(), "' ", spec.describe(), " gives ", spec.numel(), " values, not ",
+            count);
   if (spec.dtype == DType::Float32) {
     unpack_output(output, nchw);
     return;
@@ -1010,16 +1007,16 @@ void ComputeGraph::read_float(ValueRef output, float* nchw, size_t count) const 
 void ComputeGraph::read_int32(ValueRef output, int32_t* nchw, size_t count) const {
   const TensorSpec& spec = tensor(output).spec();
   VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(count) == spec.numel(),
-            ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' ",
-            spec.describe(), " cannot give ", count, " int32 values");
+            ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' ", spec.describe(),
+            " cannot give ", count, " int32 values");
   unpack_output(output, nchw);
 }
 
 void ComputeGraph::read_int8(ValueRef output, int8_t* nchw, size_t count) const {
   const TensorSpec& spec = tensor(output).spec();
   VKD_CHECK(spec.dtype == DType::Int8x4 && static_cast<int64_t>(count) == spec.numel(),
-            ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' ",
-            spec.describe(), " cannot give ", count, " int8 values");
+            ErrorCode::InvalidArgument, "output '", tensor(output).name(), "' ", spec.describe(),
+            " cannot give ", count, " int8 values");
   unpack_int8_into(static_cast<const int32_t*>(output_staging(output)), nchw, spec.dims4(),
                    spec.layout);
 }

@@ -2,10 +2,10 @@
 // binds device memory (intermediates whose lifetimes do not overlap share it), uploads the
 // constants in size-bounded batches, creates pipelines and descriptor sets and records ONE
 // command buffer for the whole graph (input uploads, every dispatch - with a timestamp pair
-// around it when timestamps are on - output downloads); execute() resubmits it. Between two dispatches a barrier is
-// recorded only where one touches memory the other writes (HazardTracker.h). Host data enters
-// and leaves through per-tensor staging buffers in the tensor's device element order (packing
-// happens on the CPU, runtime/core/HostPacking.h).
+// around it when timestamps are on - output downloads); execute() resubmits it. Between two
+// dispatches a barrier is recorded only where one touches memory the other writes
+// (HazardTracker.h). Host data enters and leaves through per-tensor staging buffers in the tensor's
+// device element order (packing happens on the CPU, runtime/core/HostPacking.h).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +29,11 @@ namespace vkd::graph {
 using ValueRef = int32_t;
 
 struct DispatchNode {
-  std::string op;                      // op name shown in profiles, e.g. "q8ta_quantize"
+  std::string op;  // op name shown in profiles, e.g. "q8ta_quantize"
   shaders::Kernel kernel;
-  std::vector<ValueRef> bindings;      // binding i of the kernel = tensor bindings[i]
-  std::vector<uint8_t> push_constants; // exactly the kernel's push-constant block size
-  std::vector<uint32_t> spec_constants;// the kernel's ids >= 3, in order
+  std::vector<ValueRef> bindings;        // binding i of the kernel = tensor bindings[i]
+  std::vector<uint8_t> push_constants;   // exactly the kernel's push-constant block size
+  std::vector<uint32_t> spec_constants;  // the kernel's ids >= 3, in order
   vk::DispatchPlan plan;
 };
 
@@ -290,17 +290,17 @@ class ComputeGraph {
 
   vk::Context& context_;
   std::vector<std::unique_ptr<GpuTensor>> tensors_;
-  std::vector<uint8_t> roles_;                // Role bits per tensor
-  std::vector<ConstantPacker> packers_;       // per tensor; empty unless constant
+  std::vector<uint8_t> roles_;           // Role bits per tensor
+  std::vector<ConstantPacker> packers_;  // per tensor; empty unless constant
   std::vector<std::optional<int32_t>> zero_points_;
   struct Alias {
     ValueRef base = -1;  // -1: no view
     uint64_t offset = 0;
   };
-  std::vector<Alias> aliases_;                // per tensor, see alias()
-  std::vector<vk::MemoryBlock> blocks_;       // shared memory the buffers are bound in
-  std::vector<MemoryRange> memory_ranges_;    // per tensor, from plan_and_bind_memory()
-  std::vector<bool> barrier_before_;          // per dispatch node, from prepare()
+  std::vector<Alias> aliases_;              // per tensor, see alias()
+  std::vector<vk::MemoryBlock> blocks_;     // shared memory the buffers are bound in
+  std::vector<MemoryRange> memory_ranges_;  // per tensor, from plan_and_bind_memory()
+  std::vector<bool> barrier_before_;        // per dispatch node, from prepare()
   uint64_t constant_batch_bytes_ = 16ull << 20;
   GraphMemoryStats stats_;
   std::vector<DispatchNode> nodes_;
@@ -311,8 +311,8 @@ class ComputeGraph {
   bool direct_io_on_ = true;
   std::vector<bool> direct_io_;  // per tensor, from prepare()
   vk::DescriptorPool descriptor_pool_;
-  vk::TimestampQueries timestamps_;       // per dispatch node, then the two copy phases
-  vk::TimestampQueries span_timestamps_;  // all the dispatches, then the two copy phases
+  vk::TimestampQueries timestamps_;         // per dispatch node, then the two copy phases
+  vk::TimestampQueries span_timestamps_;    // all the dispatches, then the two copy phases
   vk::CommandBuffer command_buffer_;        // execute() without timestamp queries
   vk::CommandBuffer timed_command_buffer_;  // with timestamps_ (timestamps on)
   vk::CommandBuffer span_command_buffer_;   // with span_timestamps_ (timestamps on)

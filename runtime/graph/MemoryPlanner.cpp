@@ -25,8 +25,8 @@ MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t max_block_by
     VKD_CHECK(item.alignment > 0 && (item.alignment & (item.alignment - 1)) == 0,
               ErrorCode::Internal, "memory plan: alignment ", item.alignment,
               " is not a power of two");
-    VKD_CHECK(item.first_use <= item.last_use, ErrorCode::Internal,
-              "memory plan: lifetime [", item.first_use, ", ", item.last_use, "] is empty");
+    VKD_CHECK(item.first_use <= item.last_use, ErrorCode::Internal, "memory plan: lifetime [",
+              item.first_use, ", ", item.last_use, "] is empty");
     plan.naive_bytes += align_to(item.bytes, item.alignment);
   }
 
@@ -65,15 +65,14 @@ MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t max_block_by
     }
     if (!done) {
       VKD_CHECK(item.bytes <= max_block_bytes, ErrorCode::Unsupported, "memory plan: a ",
-                item.bytes, "-byte buffer exceeds the ", max_block_bytes,
-                "-byte allocation limit");
+                item.bytes, "-byte buffer exceeds the ", max_block_bytes, "-byte allocation limit");
       plan.placements[index] = {static_cast<uint32_t>(placed_in_block.size()), 0};
       placed_in_block.push_back({index});
       plan.block_bytes.push_back(item.bytes);
     }
   }
-  plan.planned_bytes = std::accumulate(plan.block_bytes.begin(), plan.block_bytes.end(),
-                                       uint64_t{0});
+  plan.planned_bytes =
+      std::accumulate(plan.block_bytes.begin(), plan.block_bytes.end(), uint64_t{0});
   return plan;
 }
 

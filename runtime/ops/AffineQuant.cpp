@@ -23,8 +23,8 @@ AffineGrid affine_grid(const std::string& op, const std::vector<int64_t>& sizes,
   const size_t lead = 4 - sizes.size();  // [1]-prefix to 4-D
   for (size_t d = 0; d < sizes.size(); ++d) {
     const int64_t b = bs[d], n = sizes[d];
-    VKD_CHECK(b == -1 || b > 0, ErrorCode::InvalidArgument, op, ": block_size ",
-              sizes_string(bs), " has an invalid entry ", b, " (each must be -1 or > 0)");
+    VKD_CHECK(b == -1 || b > 0, ErrorCode::InvalidArgument, op, ": block_size ", sizes_string(bs),
+              " has an invalid entry ", b, " (each must be -1 or > 0)");
     int64_t extent = n, count = 1;  // -1 or b == n: the whole dim
     if (b == 1) {
       extent = 1;
@@ -91,18 +91,20 @@ std::array<int32_t, 4> grid_strides(const AffineGrid& g) {
 
 void check_qrange(const std::string& op, int32_t quant_min, int32_t quant_max) {
   VKD_CHECK(-128 <= quant_min && quant_min <= quant_max && quant_max <= 127,
-            ErrorCode::InvalidArgument, op, ": need -128 <= quant_min <= quant_max <= 127 (int8 "
-            "storage), got [", quant_min, ", ", quant_max, "]");
+            ErrorCode::InvalidArgument, op,
+            ": need -128 <= quant_min <= quant_max <= 127 (int8 "
+            "storage), got [",
+            quant_min, ", ", quant_max, "]");
 }
 
 // A per-block parameter tensor: `dtype` in a width-packed buffer, one element per block.
 void check_block_param(const std::string& op, const graph::GpuTensor& t, DType dtype,
                        const char* what, const AffineGrid& g) {
   const TensorSpec& s = t.spec();
-  VKD_CHECK(s.dtype == dtype && s.storage == StorageType::Buffer &&
-                s.layout == MemoryLayout::WidthPacked,
-            ErrorCode::InvalidArgument, op, ": ", what, " '", t.name(), "' ", s.describe(),
-            " must be a width-packed ", to_string(dtype), " buffer");
+  VKD_CHECK(
+      s.dtype == dtype && s.storage == StorageType::Buffer && s.layout == MemoryLayout::WidthPacked,
+      ErrorCode::InvalidArgument, op, ": ", what, " '", t.name(), "' ", s.describe(),
+      " must be a width-packed ", to_string(dtype), " buffer");
   VKD_CHECK(s.numel() == g.blocks, ErrorCode::InvalidArgument, op, ": ", what, " '", t.name(),
             "' has ", s.numel(), " elements, block_size gives ", g.blocks, " blocks");
 }
@@ -238,8 +240,15 @@ void add_choose_qparams_affine_node(graph::ComputeGraph& graph, graph::ValueRef 
   const Dims4 d = in.spec().dims4();
   const int64_t elements = int64_t(g.extent[0]) * g.extent[1] * g.extent[2] * g.extent[3];
   const bool serial = elements <= kSerialBlockElements;
-  const ChooseQparamsPush push{nchw_sizes(d), float_tile_meta(in.spec()), g.extent, g.count,
-                               static_cast<int32_t>(g.blocks), quant_min, quant_max, m, eps,
+  const ChooseQparamsPush push{nchw_sizes(d),
+                               float_tile_meta(in.spec()),
+                               g.extent,
+                               g.count,
+                               static_cast<int32_t>(g.blocks),
+                               quant_min,
+                               quant_max,
+                               m,
+                               eps,
                                serial ? 1 : 0};
   graph::DispatchNode node;
   node.op = op;

@@ -66,27 +66,28 @@ int check_tensors(const std::string& op, const graph::ComputeGraph& graph,
   const graph::GpuTensor& out = graph.tensor(output);
   check_int8x4_tensor(op, out);
   const size_t rank = out.spec().sizes.size();
-  VKD_CHECK(dim >= 0 && static_cast<size_t>(dim) < rank, ErrorCode::InvalidArgument, op,
-            ": dim ", dim, " is outside [0, ", rank, ") for output '", out.name(), "' ",
+  VKD_CHECK(dim >= 0 && static_cast<size_t>(dim) < rank, ErrorCode::InvalidArgument, op, ": dim ",
+            dim, " is outside [0, ", rank, ") for output '", out.name(), "' ",
             out.spec().describe());
   const int dim4 = dim + 4 - static_cast<int>(rank);
   for (graph::ValueRef ref : inputs) {
     const graph::GpuTensor& in = graph.tensor(ref);
     check_int8x4_tensor(op, in);
     VKD_CHECK(in.spec().layout == out.spec().layout && in.spec().sizes.size() == rank,
-              ErrorCode::InvalidArgument, op, ": input '", in.name(), "' ",
-              in.spec().describe(), " must share the output's layout and rank (",
-              out.spec().describe(), ")");
+              ErrorCode::InvalidArgument, op, ": input '", in.name(), "' ", in.spec().describe(),
+              " must share the output's layout and rank (", out.spec().describe(), ")");
     const Dims4 d = in.spec().dims4();
     VKD_CHECK(with_dim4(d, dim4, 1) == with_dim4(out.spec().dims4(), dim4, 1),
               ErrorCode::InvalidArgument, op, ": input '", in.name(), "' ", in.spec().describe(),
               " differs from output ", out.spec().describe(), " in a size other than dim ", dim);
     VKD_CHECK(packed_int8_word_count(in.spec().layout, d) < (int64_t(1) << 31),
-              ErrorCode::Unsupported, op, ": input '", in.name(), "' exceeds the 2^31 words a "
+              ErrorCode::Unsupported, op, ": input '", in.name(),
+              "' exceeds the 2^31 words a "
               "kernel can index");
   }
   VKD_CHECK(packed_int8_word_count(out.spec().layout, out.spec().dims4()) < (int64_t(1) << 31),
-            ErrorCode::Unsupported, op, ": output '", out.name(), "' exceeds the 2^31 words a "
+            ErrorCode::Unsupported, op, ": output '", out.name(),
+            "' exceeds the 2^31 words a "
             "kernel can index");
   return dim4;
 }
@@ -153,9 +154,8 @@ std::vector<std::pair<int64_t, int64_t>> copied_ranges(const std::vector<CatInpu
 // first input holds the first owned tile's start and each input is at least one element long.
 // A window dispatches over the parts of its tiles that copied_ranges leaves (none when all its
 // inputs are written in place).
-void add_cat_dispatches(graph::ComputeGraph& graph, const std::string& op,
-                        graph::ValueRef output, const CatGeometry& geo,
-                        const std::vector<CatInput>& inputs) {
+void add_cat_dispatches(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef output,
+                        const CatGeometry& geo, const std::vector<CatInput>& inputs) {
   const int64_t total = dim4_size(geo.out, geo.dim4);
   const int64_t span = geo.dim4 == 0 ? 1 : 4;
   const auto copied = copied_ranges(inputs, span, total);
@@ -215,8 +215,8 @@ void add_q8ta_cat_node(graph::ComputeGraph& graph, const std::vector<graph::Valu
   add_cat_dispatches(graph, op, output, geo, list);
 }
 
-void add_q8ta_slice_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                         graph::ValueRef output, const SliceParams& params) {
+void add_q8ta_slice_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                         const SliceParams& params) {
   const std::string op = "q8ta_slice";
   CatGeometry geo;
   geo.dim4 = check_tensors(op, graph, {input}, output, params.dim);
@@ -232,14 +232,12 @@ void add_q8ta_slice_node(graph::ComputeGraph& graph, graph::ValueRef input,
                 params.start + (out_size - 1) * params.step < in_size,
             ErrorCode::InvalidArgument, op, ": start ", params.start, " and step ", params.step,
             " take ", out_size, " elements along dim ", params.dim, " from input '",
-            graph.tensor(input).name(), "' ", graph.spec(input).describe(),
-            ", which has ", in_size, " (need start >= 0, step >= 1, start + (", out_size,
-            " - 1) * step < ", in_size, ")");
+            graph.tensor(input).name(), "' ", graph.spec(input).describe(), ", which has ", in_size,
+            " (need start >= 0, step >= 1, start + (", out_size, " - 1) * step < ", in_size, ")");
   // Quantized like its input and one contiguous byte range of it: a view, no kernel.
   if (copies_bytes(params.input, params.output) && geo.src_step == 1) {
-    const int64_t offset = contiguous_slice_offset(graph.spec(input).layout,
-                                                   graph.spec(input).dims4(), geo.dim4,
-                                                   geo.src_start, out_size);
+    const int64_t offset = contiguous_slice_offset(
+        graph.spec(input).layout, graph.spec(input).dims4(), geo.dim4, geo.src_start, out_size);
     if (offset >= 0 && graph.alias(output, input, static_cast<uint64_t>(offset))) return;
   }
   add_dispatch(graph, op, output, geo, {{input, 0, in_size, params.input}}, 0, out_size);

@@ -42,7 +42,7 @@ struct SliceParams {
 };
 
 // output = input[.., start : start + size * step : step, ..] along `dim`, size the output's.
-void add_q8ta_slice_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                         graph::ValueRef output, const SliceParams& params);
+void add_q8ta_slice_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                         const SliceParams& params);
 
 }  // namespace vkd::ops

@@ -140,8 +140,10 @@ void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const 
   VKD_CHECK(w.in_per_group * w.kh * w.kw <= kMaxTaps, ErrorCode::Unsupported, op, ": ",
             w.in_per_group * w.kh * w.kw, " products per output exceed ", kMaxTaps,
             " (int32 accumulation could overflow)");
-  const int64_t h_out = conv_out_size(in.h, g.pad_top, g.pad_bottom, g.dilation_h, w.kh, g.stride_h);
-  const int64_t w_out = conv_out_size(in.w, g.pad_left, g.pad_right, g.dilation_w, w.kw, g.stride_w);
+  const int64_t h_out =
+      conv_out_size(in.h, g.pad_top, g.pad_bottom, g.dilation_h, w.kh, g.stride_h);
+  const int64_t w_out =
+      conv_out_size(in.w, g.pad_left, g.pad_right, g.dilation_w, w.kw, g.stride_w);
   VKD_CHECK(h_out >= 1 && w_out >= 1, ErrorCode::InvalidArgument, op, ": the ", w.kh, "x", w.kw,
             " kernel (dilation ", g.dilation_h, ", ", g.dilation_w, ") does not fit the padded ",
             in.h, "x", in.w, " input");
@@ -149,7 +151,6 @@ void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const 
             ErrorCode::InvalidArgument, op, ": output sizes [", out.n, ", ", out.c, ", ", out.h,
             ", ", out.w, "] must be [", in.n, ", ", w.out_channels, ", ", h_out, ", ", w_out, "]");
 }
-
 
 namespace {
 bool fits_pointwise(const TensorSpec& in, const TensorSpec& out, const Conv2dWeights& w,
@@ -225,8 +226,7 @@ Conv2dWeights phase_major_weights(const Conv2dWeights& w, int32_t r) {
   for (int64_t phase = 0; phase < phases; ++phase) {
     for (int64_t c = 0; c < c_out; ++c) {
       const int64_t from = c * phases + phase, to = phase * c_out + c;
-      std::copy(w.weight + from * row, w.weight + (from + 1) * row,
-                a->weight.begin() + to * row);
+      std::copy(w.weight + from * row, w.weight + (from + 1) * row, a->weight.begin() + to * row);
       a->scales[static_cast<size_t>(to)] = w.scales[from];
       if (w.bias) a->bias[static_cast<size_t>(to)] = w.bias[from];
     }
@@ -279,9 +279,7 @@ int64_t fq_window_bytes(const Conv2dWeights& w, const Conv2dGeometry& g, int64_t
 }
 
 // K of the im2col matrix: every tap's C4_in whole channel words.
-int64_t im2col_k(const Conv2dWeights& w, int64_t c_in) {
-  return w.kh * w.kw * div_up(c_in, 4) * 4;
-}
+int64_t im2col_k(const Conv2dWeights& w, int64_t c_in) { return w.kh * w.kw * div_up(c_in, 4) * 4; }
 
 // Bytes of the im2col matrix: N * H_out * W4_out row blocks of K / 4 16-byte blocks.
 uint64_t im2col_bytes(const Dims4& in, const Dims4& out, const Conv2dWeights& w) {
@@ -297,16 +295,15 @@ std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Dims
   if (p.geometry.groups != 1) {
     return "groups 1 (groups = " + std::to_string(p.geometry.groups) + ")";
   }
-  if (!p.output.has_value() || p.dequantize_output ||
-      out.layout != MemoryLayout::PackedInt8_4W4C) {
+  if (!p.output.has_value() || p.dequantize_output || out.layout != MemoryLayout::PackedInt8_4W4C) {
     return std::string("an int8 4W4C output (the GEMM writes no ") +
            (p.output.has_value() && !p.dequantize_output ? "4C1W" : "float") + " output)";
   }
   const uint64_t bytes = im2col_bytes(in.dims4(), conv_out, w);
   const uint64_t cap = std::min(kMaxIm2colBytes, profile.max_storage_buffer_range_bytes);
   if (bytes > cap) {
-    return "an im2col matrix of at most " + std::to_string(cap) +
-           " bytes (the lower of its " + std::to_string(kMaxIm2colBytes >> 20) +
+    return "an im2col matrix of at most " + std::to_string(cap) + " bytes (the lower of its " +
+           std::to_string(kMaxIm2colBytes >> 20) +
            " MiB cap and the device's maxStorageBufferRange); this convolution's takes " +
            std::to_string(bytes) + " bytes";
   }
@@ -356,8 +353,7 @@ Conv2dRoute choose_route(const std::string& op, const TensorSpec& in, const Tens
       return Conv2dRoute::Direct;
     case Conv2dRoute::Im2col: {
       const std::string unfit = im2col_unfit(in, out, conv_out, w, p, profile);
-      VKD_CHECK(unfit.empty(), ErrorCode::InvalidArgument, op, ": the im2col route needs ",
-                unfit);
+      VKD_CHECK(unfit.empty(), ErrorCode::InvalidArgument, op, ": the im2col route needs ", unfit);
       break;
     }
     case Conv2dRoute::Pointwise:
@@ -391,8 +387,8 @@ std::vector<uint8_t> pack_direct_weights(const Conv2dWeights& w, int64_t c_in, i
       for (int64_t ky = 0; ky < w.kh; ++ky) {
         for (int64_t kx = 0; kx < w.kw; ++kx) {
           const int64_t block = ((co / 4 * w.kh + ky) * w.kw + kx) * c4_in + ci / 4;
-          out[static_cast<size_t>(block * 16 + (co % 4) * 4 + ci % 4)] = static_cast<uint8_t>(
-              w.weight[((co * w.in_per_group + cg) * w.kh + ky) * w.kw + kx]);
+          out[static_cast<size_t>(block * 16 + (co % 4) * 4 + ci % 4)] =
+              static_cast<uint8_t>(w.weight[((co * w.in_per_group + cg) * w.kh + ky) * w.kw + kx]);
         }
       }
     }
@@ -461,9 +457,18 @@ struct Im2colPush {
 // The gather's geometry (shaders/common/im2col_gather.glslh) of input `d_in`, output `d_out`.
 Im2colGeometry im2col_geometry(const Dims4& d_in, const Dims4& d_out, const Conv2dWeights& w,
                                const Conv2dGeometry& g) {
-  return {int32_t(div_up(d_in.c, 4)), int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h),
-          int32_t(d_out.w), int32_t(w.kw), g.stride_h, g.stride_w, g.pad_top, g.pad_left,
-          g.dilation_h, g.dilation_w};
+  return {int32_t(div_up(d_in.c, 4)),
+          int32_t(d_in.h),
+          int32_t(d_in.w),
+          int32_t(d_out.h),
+          int32_t(d_out.w),
+          int32_t(w.kw),
+          g.stride_h,
+          g.stride_w,
+          g.pad_top,
+          g.pad_left,
+          g.dilation_h,
+          g.dilation_w};
 }
 
 // Whether Auto takes the implicit im2col where the linear kernel has it: the split-K and
@@ -563,29 +568,30 @@ void add_im2col_conv(graph::ComputeGraph& graph, const std::string& op, const st
   const int64_t k = im2col_k(w, d_in.c);
   auto matrix = std::make_shared<const std::vector<int8_t>>(im2col_weight_matrix(w, d_in.c));
   // The packers keep both the matrix and whatever w's pointers point into.
-  const auto owners = std::make_shared<const std::pair<std::shared_ptr<const void>,
-                                                       std::shared_ptr<const void>>>(matrix, w.owner);
+  const auto owners =
+      std::make_shared<const std::pair<std::shared_ptr<const void>, std::shared_ptr<const void>>>(
+          matrix, w.owner);
   const LinearWeights lw{matrix->data(), w.scales, w.bias, w.out_channels, k, owners};
   const LinearParams lp = linear_params(p);
   const Im2colGeometry geometry = im2col_geometry(d_in, d_out, w, p.geometry);
   const bool in_4w4c = graph.spec(input).layout == MemoryLayout::PackedInt8_4W4C;
   const LinearChoice gemm =
       chosen_linear_kernel(graph.profile(), op, d_out.n * d_out.h, d_out.w, w.out_channels, k, lp);
-  const Im2colForm form =
-      im2col_form(op, graph.profile(), gemm, in_4w4c, geometry,
-                  prefer_window(conv_window_grid(geometry, d_out.n * d_out.h, w.out_channels,
-                                                 k / 4)),
-                  p.im2col_form);
+  const Im2colForm form = im2col_form(
+      op, graph.profile(), gemm, in_4w4c, geometry,
+      prefer_window(conv_window_grid(geometry, d_out.n * d_out.h, w.out_channels, k / 4)),
+      p.im2col_form);
   if (form != Im2colForm::Explicit) {
     add_q8ta_linear_rows_node(graph, op, input, d_out.n * d_out.h, d_out.w, lw, output, lp,
                               RowsShuffle{p.upscale, d_out.h},
                               Im2colInput{in_4w4c, geometry, form == Im2colForm::Window});
     return;
   }
-  const graph::ValueRef cols =
-      graph.add_tensor({{d_out.n, k, d_out.h, d_out.w}, DType::Int8x4, StorageType::Buffer,
-                        MemoryLayout::PackedInt8_4W4C},
-                       name + ".im2col");
+  const graph::ValueRef cols = graph.add_tensor({{d_out.n, k, d_out.h, d_out.w},
+                                                 DType::Int8x4,
+                                                 StorageType::Buffer,
+                                                 MemoryLayout::PackedInt8_4W4C},
+                                                name + ".im2col");
   const int64_t blocks = d_out.n * d_out.h * div_up(d_out.w, 4) * (k / 4);
   const Im2colPush push{int32_t(blocks), int32_t(k / 4), geometry, p.input.zero_point};
   graph::DispatchNode node;
@@ -611,9 +617,9 @@ void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights
   VKD_CHECK(groups >= 1 && c_in % groups == 0 && w.out_channels % groups == 0 &&
                 c_in / groups == w.in_per_group,
             ErrorCode::InvalidArgument, op, ": groups = ", groups, " must divide C_in = ", c_in,
-            " and C_out = ", w.out_channels, ", and the weights must hold C_in / groups = ",
-            c_in / std::max<int64_t>(groups, 1), " input channels (they hold ", w.in_per_group,
-            ")");
+            " and C_out = ", w.out_channels,
+            ", and the weights must hold C_in / groups = ", c_in / std::max<int64_t>(groups, 1),
+            " input channels (they hold ", w.in_per_group, ")");
 }
 
 std::string to_string(Im2colForm form) {
@@ -644,8 +650,8 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
                          : !p.output           ? "q8ta_conv2d_dq"
                          : p.dequantize_output ? "q8ta_conv2d_q_dq"
                          : p.residual          ? "q8ta_conv2d_add"
-                         : p.upscale != 1 ? "q8ta_conv2d_ps"
-                                          : "q8ta_conv2d";
+                         : p.upscale != 1      ? "q8ta_conv2d_ps"
+                                               : "q8ta_conv2d";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   const bool rank_3_or_4 = in.spec().sizes.size() >= 3 && in.spec().sizes.size() <= 4;
@@ -691,8 +697,7 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   const Dims4 d_in = in.spec().dims4(), d_out = conv_output_dims(op, out.spec().dims4(), p);
   check_conv(op, d_in, d_out, given, p.geometry);
   if (p.residual) check_residual_add(op, graph, output, *p.residual);
-  const Conv2dWeights weights =
-      p.upscale > 1 ? phase_major_weights(given, p.upscale) : given;
+  const Conv2dWeights weights = p.upscale > 1 ? phase_major_weights(given, p.upscale) : given;
 
   const Conv2dRoute route =
       choose_route(op, in.spec(), out.spec(), d_out, weights, p, graph.profile());
@@ -700,8 +705,8 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   if (route == Conv2dRoute::Pointwise &&
       !pointwise_runs_direct(graph.profile(), d_in.c, d_out.c, p)) {
     // 4W4C blocks are (4 pixels of one image row) x (4 channels): the linear kernels' rows x K.
-    add_q8ta_linear_rows_node(graph, op, input, d_in.n * d_in.h, d_in.w, as_matrix(weights),
-                              output, linear_params(p), RowsShuffle{p.upscale, d_out.h});
+    add_q8ta_linear_rows_node(graph, op, input, d_in.n * d_in.h, d_in.w, as_matrix(weights), output,
+                              linear_params(p), RowsShuffle{p.upscale, d_out.h});
     return route;
   }
   if (route == Conv2dRoute::Im2col) {
@@ -713,11 +718,14 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   const int64_t c4_in = div_up(d_in.c, 4), c4_out = div_up(d_out.c, 4);
   const Conv2dWeights w = weights;
   const int64_t groups = p.geometry.groups;
-  const TensorSpec wspec =
-      depthwise ? TensorSpec{{c4_out * w.kh * w.kw}, DType::Int32, StorageType::Buffer,
-                             MemoryLayout::WidthPacked}
-                : TensorSpec{{c4_out * w.kh * w.kw * c4_in, 4}, DType::Int32,
-                             StorageType::Buffer, MemoryLayout::WidthPacked};
+  const TensorSpec wspec = depthwise ? TensorSpec{{c4_out * w.kh * w.kw},
+                                                  DType::Int32,
+                                                  StorageType::Buffer,
+                                                  MemoryLayout::WidthPacked}
+                                     : TensorSpec{{c4_out * w.kh * w.kw * c4_in, 4},
+                                                  DType::Int32,
+                                                  StorageType::Buffer,
+                                                  MemoryLayout::WidthPacked};
   const auto packed = graph.add_constant(
       wspec, name + ".weight_packed",
       [w, depthwise, c_in = d_in.c, groups] {
@@ -728,22 +736,39 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
 
   const Conv2dGeometry& g = p.geometry;
   const QuantParams q = p.output.value_or(QuantParams{});
-  const Conv2dPush push{int32_t(d_in.n), int32_t(c4_in), int32_t(d_in.h), int32_t(d_in.w),
-                        int32_t(d_out.c), int32_t(c4_out), int32_t(d_out.h), int32_t(d_out.w),
-                        int32_t(w.kh), int32_t(w.kw), g.stride_h, g.stride_w,
-                        g.pad_top, g.pad_left, g.dilation_h, g.dilation_w,
-                        int32_t(w.in_per_group), int32_t(w.out_channels / groups),
-                        int32_t(4 * c4_out), p.input.zero_point, q.zero_point,
-                        inverse_scale(q.scale), p.activation_min, p.activation_max};
+  const Conv2dPush push{int32_t(d_in.n),
+                        int32_t(c4_in),
+                        int32_t(d_in.h),
+                        int32_t(d_in.w),
+                        int32_t(d_out.c),
+                        int32_t(c4_out),
+                        int32_t(d_out.h),
+                        int32_t(d_out.w),
+                        int32_t(w.kh),
+                        int32_t(w.kw),
+                        g.stride_h,
+                        g.stride_w,
+                        g.pad_top,
+                        g.pad_left,
+                        g.dilation_h,
+                        g.dilation_w,
+                        int32_t(w.in_per_group),
+                        int32_t(w.out_channels / groups),
+                        int32_t(4 * c4_out),
+                        p.input.zero_point,
+                        q.zero_point,
+                        inverse_scale(q.scale),
+                        p.activation_min,
+                        p.activation_max};
   const int in_layout = in.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1;  // int8
   // OUTPUT (conv_common.glslh): int8 4W4C / 4C1W, float, int8 4W4C / 4C1W + residual, float
   // of the requantized int8.
   const bool int8_out = p.output && !p.dequantize_output;
-  const int out_form = !p.output ? 2
-                       : p.dequantize_output
-                           ? 5
-                           : (out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1) +
-                                 (p.residual ? 3 : 0);
+  const int out_form =
+      !p.output ? 2
+      : p.dequantize_output
+          ? 5
+          : (out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1) + (p.residual ? 3 : 0);
   const int dot = graph.profile().int8_dot_product ? 0 : 1;
   graph::DispatchNode node;
   node.op = op;
@@ -762,17 +787,15 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     node.push_constants = graph::push_constant_bytes(Conv2dDqPush{push, q.scale});
   }
   if (p.quantize_input) {
-    node.push_constants = graph::push_constant_bytes(
-        Conv2dFqPush{push, int32_t(d_in.c), inverse_scale(p.input.scale), p.input.quant_min,
-                     p.input.quant_max});
+    node.push_constants = graph::push_constant_bytes(Conv2dFqPush{
+        push, int32_t(d_in.c), inverse_scale(p.input.scale), p.input.quant_min, p.input.quant_max});
   }
   // Depthwise: the geometry is specialized so every loop unrolls, and an invocation computes
   // ROWS output rows of TW tiles, each input row loaded once for all of them
   // (shaders/q8ta_conv2d_dw.glsl).
   const int64_t tiles = d_out.n * d_out.h * div_up(d_out.w, 4) * c4_out;
-  const bool row_dots =
-      depthwise && depthwise_row_dots(op, graph.profile(), w, g, in.spec().layout,
-                                      p.depthwise_products);
+  const bool row_dots = depthwise && depthwise_row_dots(op, graph.profile(), w, g, in.spec().layout,
+                                                        p.depthwise_products);
   const DepthwiseMapping m =
       depthwise ? depthwise_mapping(tiles, p, in.spec().layout, row_dots) : DepthwiseMapping{};
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), w.in_per_group * w.kh * w.kw)};
@@ -795,9 +818,8 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
     // window quantized once into shared memory (shaders/q8ta_conv2d.glsl).
     const int64_t co4 = std::min<int64_t>(
         c4_out, graph.profile().cpu_kernels ? kFqChannelBlocksCpu : kFqChannelBlocksGpu);
-    const int64_t widths = out.spec().layout == MemoryLayout::PackedInt8_4W4C
-                               ? 4 * div_up(d_out.w, 4)
-                               : d_out.w;
+    const int64_t widths =
+        out.spec().layout == MemoryLayout::PackedInt8_4W4C ? 4 * div_up(d_out.w, 4) : d_out.w;
     node.spec_constants.insert(
         node.spec_constants.end(),
         {uint32_t(co4), uint32_t(w.kh), uint32_t(w.kw), uint32_t(div_up(d_in.c, 4)),

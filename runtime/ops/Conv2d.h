@@ -7,8 +7,8 @@
 //                        (qx[n][ci][iy][ix] - zp_x) * qw[co][ci - g * Cin_g][ky][kx]      (int32)
 //   with iy = oy * stride_h - pad_top + ky * dilation_h (ix likewise); a tap outside the input
 //   reads zp_x, i.e. a real zero (padding contributes nothing). Computed as
-//   sum qx' * qw - zp_x * wsum[co], qx' = zp_x outside, wsum = the sum of all the channel's weights.
-//   scale[co] = float32(s_x * s_w[co]); y = float32(float32(acc) * scale[co]) + bias[co];
+//   sum qx' * qw - zp_x * wsum[co], qx' = zp_x outside, wsum = the sum of all the channel's
+//   weights. scale[co] = float32(s_x * s_w[co]); y = float32(float32(acc) * scale[co]) + bias[co];
 //   float output: y. int8 output: clamp(roundEven(float32(y * inv_y)) + zp_y, act_min, act_max).
 // q8ta_conv2d_ps: that int8 output pixel-shuffled by r (aten.pixel_shuffle: output (n, c, h r + i,
 // w r + j) = conv channel c r^2 + i r + j at (h, w)), written by the convolution's own store:
@@ -107,7 +107,7 @@ struct Conv2dParams {
   // float(q - zero_point) * scale, into a float32 NCHW output (q8ta_conv2d_q_dq); never the
   // Pointwise or Im2col route (the linear kernels write no such output).
   bool dequantize_output = false;
-  int32_t activation_min = -128;      // int8 output only: fused relu / relu6 / clamp
+  int32_t activation_min = -128;  // int8 output only: fused relu / relu6 / clamp
   int32_t activation_max = 127;
   // int8 output only: written pixel-shuffled by this factor (q8ta_conv2d_ps), 1 = not. Needs
   // groups 1 and C_out / upscale^2 a multiple of 4; never the depthwise route.
@@ -121,7 +121,8 @@ struct Conv2dParams {
   // tests and tuning.
   LinearRoute gemm = LinearRoute::Auto;
   int32_t gemm_slices = 0;  // with gemm SplitK: its K slices (0 = chosen)
-  int32_t coopmat_tile_n = 0;  // with the CoopMat kernel: its tile's channels, 32 or 128 (0 = chosen)
+  int32_t coopmat_tile_n =
+      0;  // with the CoopMat kernel: its tile's channels, 32 or 128 (0 = chosen)
   Im2colForm im2col_form = Im2colForm::Auto;  // the Im2col route's form; for tests and tuning
   // Depthwise route: output rows each invocation computes, 1..4, and output tiles of 4 widths
   // along each row, 1 or 2, at most 4 rows x tiles (both 0 = chosen by the output's size; one
@@ -150,8 +151,8 @@ void check_conv_weights(const std::string& op, int64_t c_in, const Conv2dWeights
 
 // What the fused depthwise -> 1x1 op (runtime/ops/DepthwisePointwise.cpp) shares with
 // q8ta_conv2d. conv_out_size: one output dimension, (in + pads - dilation (k - 1) - 1) / stride
-// + 1 (0 where the kernel does not fit). check_conv: the weights, geometry and output sizes [N, C_out, H_out, W_out] of a
-// convolution of input `in` (InvalidArgument / Unsupported naming `op`).
+// + 1 (0 where the kernel does not fit). check_conv: the weights, geometry and output sizes [N,
+// C_out, H_out, W_out] of a convolution of input `in` (InvalidArgument / Unsupported naming `op`).
 int64_t conv_out_size(int64_t in, int32_t pad_a, int32_t pad_b, int32_t dilation, int64_t k,
                       int32_t stride);
 void check_conv(const std::string& op, const Dims4& in, const Dims4& out, const Conv2dWeights& w,

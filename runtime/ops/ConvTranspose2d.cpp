@@ -151,16 +151,15 @@ void add_phase_shuffle(graph::ComputeGraph& graph, const std::string& op, graph:
   const int64_t words = packed_int8_word_count(out.layout, o);
   VKD_CHECK(words < (int64_t(1) << 31) && graph.spec(z).numel() < (int64_t(1) << 31),
             ErrorCode::Unsupported, op, ": tensors of 2^31 or more elements are not supported");
-  const PhaseShufflePush push{int32_t(div_up(words, 4)), int32_t(words), int32_t(o.n),
-                              zero_point};
+  const PhaseShufflePush push{int32_t(div_up(words, 4)), int32_t(words), int32_t(o.n), zero_point};
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_phase_shuffle
-      [out.layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1];
+  node.kernel =
+      shaders::variants::q8ta_phase_shuffle[out.layout == MemoryLayout::PackedInt8_4W4C ? 0 : 1];
   node.bindings = {output, z};
   node.push_constants = graph::push_constant_bytes(push);
-  node.spec_constants = {uint32_t(o.c),          uint32_t(o.h),       uint32_t(o.w),
-                         uint32_t(div_up(l.z_channels(), 4)),
+  node.spec_constants = {uint32_t(o.c),          uint32_t(o.h),
+                         uint32_t(o.w),          uint32_t(div_up(l.z_channels(), 4)),
                          uint32_t(l.h.z_size()), uint32_t(l.w.z_size()),
                          uint32_t(l.h.stride),   uint32_t(l.w.stride),
                          uint32_t(l.h.pad),      uint32_t(l.w.pad),
@@ -194,12 +193,12 @@ Conv2dRoute add_q8ta_conv_transpose2d_node(graph::ComputeGraph& graph, graph::Va
   const std::string name = out.name().empty() ? op : out.name();
   std::vector<int64_t> z_sizes = {l.z_channels(), l.h.z_size(), l.w.z_size()};
   if (in.spec().sizes.size() == 4) z_sizes.insert(z_sizes.begin(), d_in.n);
-  const graph::ValueRef z = graph.add_tensor(
-      {z_sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C},
-      name + ".phases");
+  const graph::ValueRef z =
+      graph.add_tensor({z_sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C},
+                       name + ".phases");
   const std::shared_ptr<const PhaseWeights> pw = phase_weights(l, weights);
   Conv2dWeights zw{pw->weight.data(), pw->scales.data(), pw->bias.data(), l.z_channels(),
-                   l.cin_g, l.h.taps(), l.w.taps(), pw};
+                   l.cin_g,           l.h.taps(),        l.w.taps(),      pw};
   const Conv2dRoute route = add_q8ta_conv2d_node(graph, input, zw, z, phase_params(p, l));
   add_phase_shuffle(graph, op, z, output, l, p.output.zero_point);
   return route;
@@ -240,8 +239,7 @@ void build_q8ta_conv_transpose2d(const OpCall& call) {
   cw.kh = w.spec.sizes[2];
   cw.kw = w.spec.sizes[3];
   cw.owner = channels;
-  add_q8ta_conv_transpose2d_node(call.graph(), call.tensor("input"), cw, call.tensor("output"),
-                                 p);
+  add_q8ta_conv_transpose2d_node(call.graph(), call.tensor("input"), cw, call.tensor("output"), p);
 }
 
 }  // namespace

@@ -46,9 +46,9 @@ struct ConvTranspose2dGeometry {
 };
 
 struct ConvTranspose2dParams {
-  QuantParams input;                // scale and zero point of the int8 input
-  QuantParams output;               // the requantized int8 output
-  int32_t activation_min = -128;    // fused relu / relu6 / clamp
+  QuantParams input;              // scale and zero point of the int8 input
+  QuantParams output;             // the requantized int8 output
+  int32_t activation_min = -128;  // fused relu / relu6 / clamp
   int32_t activation_max = 127;
   ConvTranspose2dGeometry geometry;
   // The route of the phase convolution (Conv2dRoute; Auto: q8ta_conv2d's own choice) and of

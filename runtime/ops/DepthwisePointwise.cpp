@@ -59,15 +59,14 @@ QuantParams depthwise_input_quant(const DepthwisePointwiseParams& p) {
 }
 
 Conv2dParams depthwise_params(const DepthwisePointwiseParams& p, int64_t channels) {
-  Conv2dParams dw = requantizing_conv_params(depthwise_input_quant(p), p.mid,
-                                             p.mid_activation_min, p.mid_activation_max);
+  Conv2dParams dw = requantizing_conv_params(depthwise_input_quant(p), p.mid, p.mid_activation_min,
+                                             p.mid_activation_max);
   dw.geometry = p.geometry;
   dw.geometry.groups = static_cast<int32_t>(channels);
   return dw;
 }
 Conv2dParams pointwise_params(const DepthwisePointwiseParams& p) {
-  Conv2dParams pw =
-      requantizing_conv_params(p.mid, p.output, p.activation_min, p.activation_max);
+  Conv2dParams pw = requantizing_conv_params(p.mid, p.output, p.activation_min, p.activation_max);
   pw.residual = p.residual;
   return pw;
 }
@@ -80,10 +79,11 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
   const auto& out = graph.tensor(output);
   for (const auto* t : {&in, &out}) {
     check_int8x4_tensor(op, *t);
-    VKD_CHECK(t->spec().layout == MemoryLayout::PackedInt8_4W4C &&
-                  t->spec().sizes.size() >= 3 && t->spec().sizes.size() <= 4,
+    VKD_CHECK(t->spec().layout == MemoryLayout::PackedInt8_4W4C && t->spec().sizes.size() >= 3 &&
+                  t->spec().sizes.size() <= 4,
               ErrorCode::InvalidArgument, op, ": ", t == &in ? "input " : "output ",
-              t->spec().describe(), " must be an int8x4 buffer in 4W4C of rank 3 or 4 ([N,] C, H, W)");
+              t->spec().describe(),
+              " must be an int8x4 buffer in 4W4C of rank 3 or 4 ([N,] C, H, W)");
   }
   VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
             ": output ", out.spec().describe(), " must have the input's rank");
@@ -97,40 +97,38 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
               e.kw, "] must be [C, ", d_x.c, ", 1, 1]");
     d_in.c = e.out_channels;
     check_conv(op, d_x, d_in, e, Conv2dGeometry{});
-    check_requantized_output(op + " expansion", p.expansion->output,
-                             p.expansion->activation_min, p.expansion->activation_max);
+    check_requantized_output(op + " expansion", p.expansion->output, p.expansion->activation_min,
+                             p.expansion->activation_max);
   }
   VKD_CHECK(dw.in_per_group == 1 && dw.out_channels == d_in.c, ErrorCode::InvalidArgument, op,
             ": the depthwise weights [", dw.out_channels, ", ", dw.in_per_group, ", ", dw.kh, ", ",
             dw.kw, "] must be [C, 1, KH, KW] with C = the input's ", d_in.c, " channels");
-  VKD_CHECK(pw.kh == 1 && pw.kw == 1 && pw.in_per_group == d_in.c, ErrorCode::InvalidArgument,
-            op, ": the 1x1 weights [", pw.out_channels, ", ", pw.in_per_group, ", ", pw.kh, ", ",
-            pw.kw, "] must be [N, ", d_in.c, ", 1, 1]");
+  VKD_CHECK(pw.kh == 1 && pw.kw == 1 && pw.in_per_group == d_in.c, ErrorCode::InvalidArgument, op,
+            ": the 1x1 weights [", pw.out_channels, ", ", pw.in_per_group, ", ", pw.kh, ", ", pw.kw,
+            "] must be [N, ", d_in.c, ", 1, 1]");
   VKD_CHECK(d_in.c <= kMaxDepthwisePointwiseChannels, ErrorCode::Unsupported, op, ": ", d_in.c,
             " depthwise channels exceed the fused kernel's ", kMaxDepthwisePointwiseChannels);
   check_quant_params(op, p.input);
   check_requantized_output(op + " mid", p.mid, p.mid_activation_min, p.mid_activation_max);
   check_requantized_output(op, p.output, p.activation_min, p.activation_max);
-  VKD_CHECK(p.tiles_per_workgroup >= 0 && p.tiles_per_workgroup <= 64,
-            ErrorCode::InvalidArgument, op, ": tiles_per_workgroup ", p.tiles_per_workgroup,
-            " must be 0 (chosen) or 1..64");
-  VKD_CHECK(p.rows_per_workgroup >= 0 && p.rows_per_workgroup <= 4, ErrorCode::InvalidArgument,
-            op, ": rows_per_workgroup ", p.rows_per_workgroup, " must be 0 (chosen) or 1..4");
+  VKD_CHECK(p.tiles_per_workgroup >= 0 && p.tiles_per_workgroup <= 64, ErrorCode::InvalidArgument,
+            op, ": tiles_per_workgroup ", p.tiles_per_workgroup, " must be 0 (chosen) or 1..64");
+  VKD_CHECK(p.rows_per_workgroup >= 0 && p.rows_per_workgroup <= 4, ErrorCode::InvalidArgument, op,
+            ": rows_per_workgroup ", p.rows_per_workgroup, " must be 0 (chosen) or 1..4");
   VKD_CHECK(p.workgroup_size == 0 || p.workgroup_size == 64 || p.workgroup_size == 128 ||
                 p.workgroup_size == 256,
             ErrorCode::InvalidArgument, op, ": workgroup_size ", p.workgroup_size,
             " must be 0 (chosen), 64, 128 or 256");
   Conv2dGeometry g = p.geometry;
   g.groups = static_cast<int32_t>(d_in.c);
-  const int64_t h_out = conv_out_size(d_in.h, g.pad_top, g.pad_bottom, g.dilation_h, dw.kh,
-                                      g.stride_h);
-  const int64_t w_out = conv_out_size(d_in.w, g.pad_left, g.pad_right, g.dilation_w, dw.kw,
-                                      g.stride_w);
-  VKD_CHECK(d_out.n == d_in.n && d_out.c == pw.out_channels && d_out.h == h_out &&
-                d_out.w == w_out,
+  const int64_t h_out =
+      conv_out_size(d_in.h, g.pad_top, g.pad_bottom, g.dilation_h, dw.kh, g.stride_h);
+  const int64_t w_out =
+      conv_out_size(d_in.w, g.pad_left, g.pad_right, g.dilation_w, dw.kw, g.stride_w);
+  VKD_CHECK(d_out.n == d_in.n && d_out.c == pw.out_channels && d_out.h == h_out && d_out.w == w_out,
             ErrorCode::InvalidArgument, op, ": output sizes [", d_out.n, ", ", d_out.c, ", ",
-            d_out.h, ", ", d_out.w, "] must be [", d_in.n, ", ", pw.out_channels, ", ", h_out,
-            ", ", w_out, "] (the depthwise's output sizes, the 1x1's channels)");
+            d_out.h, ", ", d_out.w, "] must be [", d_in.n, ", ", pw.out_channels, ", ", h_out, ", ",
+            w_out, "] (the depthwise's output sizes, the 1x1's channels)");
   const Dims4 d_mid{d_in.n, d_in.c, d_out.h, d_out.w};
   check_conv(op, d_in, d_mid, dw, g);
   check_conv(op, d_mid, d_out, pw, Conv2dGeometry{});
@@ -250,12 +248,12 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
   node.op = op;
   node.kernel = shaders::variants::q8ta_conv2d_dw_pw[p.expansion ? 1 : 0][p.residual ? 1 : 0][dot];
   node.bindings = {output, input, dw_packed, pw_channels, pw_packed, dw_channels};
-  node.push_constants = graph::push_constant_bytes(DwPwPush{
-      int32_t(d_in.n), int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h), int32_t(d_out.w),
-      int32_t(d_out.c), int32_t(n4), p.geometry.pad_top, dw_in.zero_point,
-      inverse_scale(p.mid.scale), p.mid_activation_min, p.mid_activation_max, p.mid.zero_point,
-      int32_t(4 * n4), p.output.zero_point, inverse_scale(p.output.scale), p.activation_min,
-      p.activation_max});
+  node.push_constants = graph::push_constant_bytes(
+      DwPwPush{int32_t(d_in.n), int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h),
+               int32_t(d_out.w), int32_t(d_out.c), int32_t(n4), p.geometry.pad_top,
+               dw_in.zero_point, inverse_scale(p.mid.scale), p.mid_activation_min,
+               p.mid_activation_max, p.mid.zero_point, int32_t(4 * n4), p.output.zero_point,
+               inverse_scale(p.output.scale), p.activation_min, p.activation_max});
   int64_t products = std::max<int64_t>(dw.kh * dw.kw, d_in.c);
   if (p.expansion) {
     const DepthwiseExpansion& e = *p.expansion;
@@ -281,11 +279,19 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
   const Conv2dGeometry& g = p.geometry;
   const int64_t rows = p.expansion ? expanded_rows_per_workgroup(p) : 1;
   // The epilogues' mantissa conversion only where every accumulator stays below 2^22.
-  node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), products), uint32_t(dw.kh),
-                         uint32_t(dw.kw), uint32_t(g.stride_h), uint32_t(g.stride_w),
-                         uint32_t(g.dilation_h), uint32_t(g.dilation_w), uint32_t(g.pad_left),
-                         uint32_t(c4), uint32_t(tp), uint32_t(rows)};
-  node.plan.local_size = {p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup, 1, 1};
+  node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), products),
+                         uint32_t(dw.kh),
+                         uint32_t(dw.kw),
+                         uint32_t(g.stride_h),
+                         uint32_t(g.stride_w),
+                         uint32_t(g.dilation_h),
+                         uint32_t(g.dilation_w),
+                         uint32_t(g.pad_left),
+                         uint32_t(c4),
+                         uint32_t(tp),
+                         uint32_t(rows)};
+  node.plan.local_size = {p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup, 1,
+                          1};
   const vk::DeviceProfile& profile = graph.profile();
   if (p.expansion) {
     // x: the tile blocks of an output row, y: image and row group (tile_position, EXPAND).
@@ -295,7 +301,8 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
     node.plan.group_count = {static_cast<uint32_t>(div_up(div_up(d_mid.w, 4), tp)),
                              static_cast<uint32_t>(groups), 1};
   } else {
-    const uint64_t groups = static_cast<uint64_t>(div_up(d_mid.n * d_mid.h * div_up(d_mid.w, 4), tp));
+    const uint64_t groups =
+        static_cast<uint64_t>(div_up(d_mid.n * d_mid.h * div_up(d_mid.w, 4), tp));
     const uint64_t max_x = profile.max_workgroup_count[0];
     const uint64_t gy = (groups + max_x - 1) / max_x;
     VKD_CHECK(gy <= profile.max_workgroup_count[1], ErrorCode::Unsupported, op, ": ", groups,
@@ -308,8 +315,7 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
 
 }  // namespace
 
-DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
-                                                  graph::ValueRef input,
+DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                                   const Conv2dWeights& depthwise,
                                                   const Conv2dWeights& pointwise,
                                                   graph::ValueRef output,
@@ -322,17 +328,18 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
   const std::string& out_name = graph.tensor(output).name();
   const std::string name = out_name.empty() ? op : out_name;
   const auto int8_4w4c = [](const Dims4& d) {
-    return TensorSpec{{d.n, d.c, d.h, d.w}, DType::Int8x4, StorageType::Buffer,
-                      MemoryLayout::PackedInt8_4W4C};
+    return TensorSpec{
+        {d.n, d.c, d.h, d.w}, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C};
   };
   const int64_t c4 = div_up(d_mid.c, 4);
   if (p.expansion) {
-    const bool fuse = p.form == DepthwisePointwiseForm::Fused ||
-                      (form == DepthwisePointwiseForm::Fused && prefer_fused_expansion(*p.expansion));
-    const int64_t tp =
-        fuse ? expanded_tiles_per_workgroup(p, depthwise, c4, d_mid.n * d_mid.h * div_up(d_mid.w, 4),
-                                            graph.profile().max_shared_memory_bytes)
-             : 0;
+    const bool fuse =
+        p.form == DepthwisePointwiseForm::Fused ||
+        (form == DepthwisePointwiseForm::Fused && prefer_fused_expansion(*p.expansion));
+    const int64_t tp = fuse ? expanded_tiles_per_workgroup(p, depthwise, c4,
+                                                           d_mid.n * d_mid.h * div_up(d_mid.w, 4),
+                                                           graph.profile().max_shared_memory_bytes)
+                            : 0;
     VKD_CHECK(tp > 0 || p.form != DepthwisePointwiseForm::Fused, ErrorCode::Unsupported, op,
               ": the fused kernel's window of ", d_mid.c, " channels does not fit the device's ",
               graph.profile().max_shared_memory_bytes, " bytes of shared memory");
@@ -343,9 +350,9 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
     // The expansion into its own tensor, then the depthwise -> 1x1 op by its own rule.
     const graph::ValueRef expanded = graph.add_tensor(int8_4w4c(d_in), name + ".expanded");
     const DepthwiseExpansion& e = *p.expansion;
-    add_q8ta_conv2d_node(graph, input, e.weights, expanded,
-                         requantizing_conv_params(p.input, e.output, e.activation_min,
-                                                  e.activation_max));
+    add_q8ta_conv2d_node(
+        graph, input, e.weights, expanded,
+        requantizing_conv_params(p.input, e.output, e.activation_min, e.activation_max));
     DepthwisePointwiseParams rest = p;
     rest.input = p.expansion->output;
     rest.expansion.reset();

@@ -43,7 +43,7 @@ struct DepthwiseExpansion {
 };
 
 struct DepthwisePointwiseParams {
-  QuantParams input;        // the int8 input's scale and zero point
+  QuantParams input;                            // the int8 input's scale and zero point
   std::optional<DepthwiseExpansion> expansion;  // q8ta_conv2d_pw_dw_pw
   Conv2dGeometry geometry;  // the depthwise's stride, padding and dilation (groups = C)
   QuantParams mid;          // the depthwise's int8 output: quantization and activation range
@@ -68,8 +68,7 @@ struct DepthwisePointwiseParams {
 // [N, N_out, H_out, W_out] with the depthwise's H_out, W_out. p.residual: its `other` an int8x4
 // tensor of the output's sizes and layout. InvalidArgument naming the op for anything else;
 // Unsupported past kMaxDepthwisePointwiseChannels. Returns the form taken.
-DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph,
-                                                  graph::ValueRef input,
+DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                                   const Conv2dWeights& depthwise,
                                                   const Conv2dWeights& pointwise,
                                                   graph::ValueRef output,

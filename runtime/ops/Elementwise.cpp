@@ -86,17 +86,16 @@ void add_binary_node(graph::ComputeGraph& graph, BinaryOp op, const std::string&
   const int64_t chunks = (words + 3) / 4;
   VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, name, ": ", words,
             " words exceed the 2^31 a kernel can index");
-  const BinaryPush push{nchw_sizes(d),
-                        int32_t(chunks),
-                        int32_t(words),
-                        static_cast<int32_t>(*mode),
-                        *mode == Broadcast::Channel && sb.dims4().n > 1 ? 1 : 0,
-                        binary_quant_push(qa, qb, params.output, params.activation_min,
-                                          params.activation_max)};
+  const BinaryPush push{
+      nchw_sizes(d),
+      int32_t(chunks),
+      int32_t(words),
+      static_cast<int32_t>(*mode),
+      *mode == Broadcast::Channel && sb.dims4().n > 1 ? 1 : 0,
+      binary_quant_push(qa, qb, params.output, params.activation_min, params.activation_max)};
   graph::DispatchNode node;
   node.op = name;
-  node.kernel =
-      shaders::variants::q8ta_binary[static_cast<int>(op)][int8_layout_index(so.layout)];
+  node.kernel = shaders::variants::q8ta_binary[static_cast<int>(op)][int8_layout_index(so.layout)];
   node.bindings = {output, a, b};
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(chunks));
@@ -131,15 +130,14 @@ std::vector<uint8_t> pack_channel_affine(const std::vector<float>& scale,
 // q8ta_clamp / q8ta_mul_scalar / q8ta_batch_norm (named `name`): the requantizing kernel over
 // one tensor, the dequantized value multiplied by `multiplier` (1 for the clamp), or, with
 // `channel_affine` (a constant of pack_channel_affine), mapped per channel.
-void add_requantize_node(graph::ComputeGraph& graph, const std::string& name,
-                         graph::ValueRef input, graph::ValueRef output, const ClampParams& params,
-                         float multiplier, graph::ValueRef channel_affine = -1) {
-  const int64_t words =
-      check_elementwise_int8x4(name, graph.tensor(input), graph.tensor(output));
+void add_requantize_node(graph::ComputeGraph& graph, const std::string& name, graph::ValueRef input,
+                         graph::ValueRef output, const ClampParams& params, float multiplier,
+                         graph::ValueRef channel_affine = -1) {
+  const int64_t words = check_elementwise_int8x4(name, graph.tensor(input), graph.tensor(output));
   check_quant_params(name, params.input);
   check_requantized_output(name, params.output, params.activation_min, params.activation_max);
-  VKD_CHECK(std::isfinite(multiplier), ErrorCode::InvalidArgument, name, ": scalar ",
-            multiplier, " is not finite");
+  VKD_CHECK(std::isfinite(multiplier), ErrorCode::InvalidArgument, name, ": scalar ", multiplier,
+            " is not finite");
   const TensorSpec& so = graph.spec(output);
   const Dims4 d = so.dims4();
   const int64_t chunks = (words + 3) / 4;
@@ -177,8 +175,8 @@ void add_q8ta_mul_node(graph::ComputeGraph& graph, graph::ValueRef a, graph::Val
   add_binary_node(graph, BinaryOp::Mul, "q8ta_mul", a, b, output, params);
 }
 
-void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                         graph::ValueRef output, const ClampParams& params) {
+void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                         const ClampParams& params) {
   add_requantize_node(graph, "q8ta_clamp", input, output, params, 1.0f);
 }
 
@@ -206,7 +204,9 @@ void add_q8ta_batch_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
               " and shift ", params.shift[c], " must be finite");
   }
   const size_t padded = 4 * static_cast<size_t>(div_up(static_cast<int64_t>(channels), 4));
-  const TensorSpec spec{{static_cast<int64_t>(4 * padded)}, DType::Float32, StorageType::Buffer,
+  const TensorSpec spec{{static_cast<int64_t>(4 * padded)},
+                        DType::Float32,
+                        StorageType::Buffer,
                         MemoryLayout::WidthPacked};
   const auto affine = graph.add_constant(
       spec, graph.tensor(output).name() + ".channel_affine",
@@ -274,8 +274,8 @@ void build_mul_scalar(const OpCall& call) {
 void build_batch_norm(const OpCall& call) {
   const ClampParams c = requantize_params(call);
   const auto k = call.channel_floats("scale", "shift");
-  const BatchNormParams p{c.input, c.output, k->scales, k->bias, c.activation_min,
-                          c.activation_max};
+  const BatchNormParams p{c.input, c.output,         k->scales,
+                          k->bias, c.activation_min, c.activation_max};
   add_q8ta_batch_norm_node(call.graph(), call.tensor("input"), call.tensor("output"), p);
 }
 

@@ -47,8 +47,8 @@ struct ClampParams {
 //   q_out = clamp(roundEven(y * inv_s_out) + zp_out, activation_min, activation_max)
 // inv_s_out = float32(1/s_out). input and output: int8x4 of the same sizes in one packed layout
 // (any). Output padding holds zp_out.
-void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                         graph::ValueRef output, const ClampParams& params);
+void add_q8ta_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                         const ClampParams& params);
 
 struct MulScalarParams {
   QuantParams input;

@@ -54,16 +54,16 @@ void add_q8ta_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
                 {output, input}, graph::push_constant_bytes(push), walk);
 }
 
-void add_q8ta_view_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                        graph::ValueRef output, int32_t zero_point) {
+void add_q8ta_view_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                        int32_t zero_point) {
   const std::string op = "q8ta_view";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   check_int8x4_tensor(op, in);
   check_int8x4_tensor(op, out);
   VKD_CHECK(in.spec().numel() == out.spec().numel(), ErrorCode::InvalidArgument, op, ": output ",
-            out.spec().describe(), " does not hold the ", in.spec().numel(),
-            " elements of input ", in.spec().describe());
+            out.spec().describe(), " does not hold the ", in.spec().numel(), " elements of input ",
+            in.spec().describe());
   // The kernel indexes elements (NCHW) with int32.
   VKD_CHECK(in.spec().numel() < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ",
             in.spec().numel(), " elements exceed the 2^31 the kernel can index");

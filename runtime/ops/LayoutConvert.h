@@ -14,8 +14,8 @@ void add_q8ta_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
 // A reshape: `output` holds `input`'s elements in the same NCHW order under its own sizes (the
 // same element count), in any int8x4 layout on either side; `zero_point` fills the output's
 // padding. One invocation per output tile (shaders/q8ta_view.glsl).
-void add_q8ta_view_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                        graph::ValueRef output, int32_t zero_point);
+void add_q8ta_view_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                        int32_t zero_point);
 
 void add_float_convert_node(graph::ComputeGraph& graph, graph::ValueRef input,
                             graph::ValueRef output);

@@ -73,8 +73,8 @@ std::vector<uint8_t> pack_weights(const LinearWeights& w, bool channel_major) {
   for (int64_t n = 0; n < w.n; ++n) {
     for (int64_t k = 0; k < w.k; ++k) {
       const int64_t k4 = k / 4;
-      const int64_t block = channel_major ? (n / 4) * k4_count + k4
-                                          : ((k4 / 8) * n4 + n / 4) * 8 + k4 % 8;
+      const int64_t block =
+          channel_major ? (n / 4) * k4_count + k4 : ((k4 / 8) * n4 + n / 4) * 8 + k4 % 8;
       out[static_cast<size_t>(block * 16 + (n % 4) * 4 + k % 4)] =
           static_cast<uint8_t>(w.weight[n * w.k + k]);
     }
@@ -104,15 +104,16 @@ std::vector<uint8_t> pack_channels(const LinearWeights& w, float input_scale) {
 // Adds the prepacked weights (pack_weights' layout) and channel data as constants (packed
 // during prepare()).
 std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeGraph& graph,
-                                                                  const LinearWeights& w,
-                                                                  float input_scale,
-                                                                  const std::string& name,
-                                                                  bool channel_major) {
-  const TensorSpec wspec{{packed_weight_blocks(w), 4}, DType::Int32, StorageType::Buffer,
-                         MemoryLayout::WidthPacked};
+                                                                 const LinearWeights& w,
+                                                                 float input_scale,
+                                                                 const std::string& name,
+                                                                 bool channel_major) {
+  const TensorSpec wspec{
+      {packed_weight_blocks(w), 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
   const LinearWeights copy = w;
   const auto weights = graph.add_constant(
-      wspec, name + ".weight_packed", [copy, channel_major] { return pack_weights(copy, channel_major); },
+      wspec, name + ".weight_packed",
+      [copy, channel_major] { return pack_weights(copy, channel_major); },
       static_cast<uint64_t>(w.n * w.k));
   return {weights, add_channel_constants(graph, w, input_scale, name)};
 }
@@ -158,9 +159,9 @@ bool use_split_k(const vk::DeviceProfile& profile, int64_t tiles, int64_t k4) {
 // none empty (the last may be shorter). The shader derives the same ranges from the count.
 int64_t split_k_slices(int64_t tiles, int64_t stages, int32_t requested) {
   const int64_t wanted =
-      requested > 0 ? requested
-                    : std::max<int64_t>(1, std::min(div_up(kSplitKGroups, tiles),
-                                                    stages / kSplitKMinStages));
+      requested > 0
+          ? requested
+          : std::max<int64_t>(1, std::min(div_up(kSplitKGroups, tiles), stages / kSplitKMinStages));
   return div_up(stages, div_up(stages, wanted));
 }
 
@@ -197,11 +198,11 @@ std::array<uint32_t, 3> window_constants(const Im2colGeometry& g) {
 
 // The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
 // rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
-// q8ta_linear_coopmat.glsl; the latter 128 x 32 of 128 invocations for small N). GEMV: 128 invocations, one row block x 8 channels. GEMV also where
-// the device cannot run a 256-invocation workgroup.
-// `out`: the OUT_DTYPE variant (linear_common.glslh): 0 int8, 1 float, 2 int8 + residual add.
-// SplitK: the GEMM's tiles with the grid's z = K slices. `im2col`: the "_im2col" variant of the
-// chosen kernel, whose load_input gathers from a convolution's input (int8 outputs only).
+// q8ta_linear_coopmat.glsl; the latter 128 x 32 of 128 invocations for small N). GEMV: 128
+// invocations, one row block x 8 channels. GEMV also where the device cannot run a 256-invocation
+// workgroup. `out`: the OUT_DTYPE variant (linear_common.glslh): 0 int8, 1 float, 2 int8 + residual
+// add. SplitK: the GEMM's tiles with the grid's z = K slices. `im2col`: the "_im2col" variant of
+// the chosen kernel, whose load_input gathers from a convolution's input (int8 outputs only).
 LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
                                   const RowShape& rows, int64_t n4, int64_t k4, int out,
                                   const LinearParams& p, const Im2colInput* im2col = nullptr) {
@@ -211,31 +212,32 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
   const int64_t row_tiles = div_up(rows.row_blocks() * 4, 128), wide_n4_tiles = div_up(n4, 32);
   const int64_t tiles = wide_n4_tiles * row_tiles;
   if (route == LinearRoute::Auto) {
-    route = rows.batches * rows.h <= 4          ? LinearRoute::Gemv
+    route = rows.batches * rows.h <= 4        ? LinearRoute::Gemv
             : use_split_k(profile, tiles, k4) ? LinearRoute::SplitK
-            : no_coopmat.empty()                ? LinearRoute::CoopMat
-                                                : LinearRoute::Gemm;
+            : no_coopmat.empty()              ? LinearRoute::CoopMat
+                                              : LinearRoute::Gemm;
   }
-  VKD_CHECK(route != LinearRoute::CoopMat || no_coopmat.empty(), ErrorCode::Unsupported,
-            op, ": the cooperative-matrix route needs ", no_coopmat, ", which device '",
-            profile.name, "' does not offer (or it was switched off)");
+  VKD_CHECK(route != LinearRoute::CoopMat || no_coopmat.empty(), ErrorCode::Unsupported, op,
+            ": the cooperative-matrix route needs ", no_coopmat, ", which device '", profile.name,
+            "' does not offer (or it was switched off)");
   VKD_CHECK(p.coopmat_tile_n == 0 || p.coopmat_tile_n == 32 || p.coopmat_tile_n == 128,
             ErrorCode::InvalidArgument, op, ": cooperative-matrix tile width ", p.coopmat_tile_n,
             " asked for (0 = chosen, 32 or 128)");
   const int64_t stages = div_up(k4, kStageK4);
   if (route == LinearRoute::SplitK) {
     const std::string no_split = split_k_unavailable(profile);
-    VKD_CHECK(no_split.empty(), ErrorCode::Unsupported, op, ": the split-K route needs ",
-              no_split, ", which device '", profile.name, "' does not offer");
-    VKD_CHECK(p.split_k_slices >= 0 && p.split_k_slices <= stages, ErrorCode::InvalidArgument,
-              op, ": ", p.split_k_slices, " split-K slices asked for, but K = ", 4 * k4,
-              " has ", stages, " stages of 32 values (0 = chosen, else 1..", stages, ")");
+    VKD_CHECK(no_split.empty(), ErrorCode::Unsupported, op, ": the split-K route needs ", no_split,
+              ", which device '", profile.name, "' does not offer");
+    VKD_CHECK(p.split_k_slices >= 0 && p.split_k_slices <= stages, ErrorCode::InvalidArgument, op,
+              ": ", p.split_k_slices, " split-K slices asked for, but K = ", 4 * k4, " has ",
+              stages, " stages of 32 values (0 = chosen, else 1..", stages, ")");
   }
-  if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256) route = LinearRoute::Gemv;
+  if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256)
+    route = LinearRoute::Gemv;
   const int dot = profile.int8_dot_product ? 0 : 1;
   LinearKernel k{route, {}, {}};
-  VKD_CHECK(!im2col || (linear_gathers_im2col(profile, route) && out != 1), ErrorCode::Internal,
-            op, ": the ", to_string(route), " kernel has no implicit im2col form");
+  VKD_CHECK(!im2col || (linear_gathers_im2col(profile, route) && out != 1), ErrorCode::Internal, op,
+            ": the ", to_string(route), " kernel has no implicit im2col form");
   if (im2col && im2col->window) {
     const std::string unfit = conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry);
     VKD_CHECK(unfit.empty(), ErrorCode::Internal, op, ": the window form does not fit: ", unfit);
@@ -267,9 +269,10 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
         p.coopmat_tile_n == 32 ||
         (p.coopmat_tile_n == 0 &&
          (n4 <= kNarrowMaxN4 || (4 * k4 <= kNarrowMaxK && tiles < kNarrowMaxWideTiles)));
-    k.kernel = im2col ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out]
-                                                                    [narrow ? 1 : 0]
-                      : shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
+    k.kernel =
+        im2col
+            ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out][narrow ? 1 : 0]
+            : shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
     k.narrow = narrow;
     k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),
@@ -277,9 +280,10 @@ LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::s
   } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
     // 128 rows x 128 channels per workgroup of 256 invocations.
     const bool split = route == LinearRoute::SplitK;
-    k.kernel = im2col ? shaders::variants::q8ta_linear_gemm_im2col[gather_in][gather_out][dot]
-                                                                 [split ? 1 : 0]
-                      : shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
+    k.kernel =
+        im2col
+            ? shaders::variants::q8ta_linear_gemm_im2col[gather_in][gather_out][dot][split ? 1 : 0]
+            : shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
     k.compact_constant = true;
     // SplitK: the grid's z is K's slices.
     const int64_t slices = split ? split_k_slices(tiles, stages, p.split_k_slices) : 1;
@@ -308,18 +312,18 @@ constexpr uint32_t kAnyImageRows = 1u << 16;
 std::array<uint32_t, 3> shuffle_constants(const vk::DeviceProfile& profile, const RowsShuffle& s,
                                           int64_t n, int64_t groups) {
   if (s.upscale <= 1) return {1, 4, 1};
-  const bool any_rows = profile.compact_kernels && groups == s.image_rows &&
-                        groups <= int64_t(kAnyImageRows);
+  const bool any_rows =
+      profile.compact_kernels && groups == s.image_rows && groups <= int64_t(kAnyImageRows);
   return {uint32_t(s.upscale), uint32_t(n / (int64_t(s.upscale) * s.upscale)),
           any_rows ? kAnyImageRows : uint32_t(s.image_rows)};
 }
 
 void check_4h4w_buffer(const std::string& op, const char* what, const graph::GpuTensor& t) {
   check_int8x4_tensor(op, t);
-  VKD_CHECK(t.spec().layout == MemoryLayout::PackedInt8_4H4W &&
-                t.spec().storage == StorageType::Buffer,
-            ErrorCode::InvalidArgument, op, ": ", what, " ", t.spec().describe(),
-            " must be an int8x4 buffer in 4H4W");
+  VKD_CHECK(
+      t.spec().layout == MemoryLayout::PackedInt8_4H4W && t.spec().storage == StorageType::Buffer,
+      ErrorCode::InvalidArgument, op, ": ", what, " ", t.spec().describe(),
+      " must be an int8x4 buffer in 4H4W");
 }
 
 void check_linear_shapes(const std::string& op, const TensorSpec& in, const TensorSpec& out,
@@ -336,8 +340,8 @@ void check_linear_shapes(const std::string& op, const TensorSpec& in, const Tens
 
 graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWeights& w,
                                       float input_scale, const std::string& name) {
-  const TensorSpec spec{{3, 4 * div_up(w.n, 4)}, DType::Int32, StorageType::Buffer,
-                        MemoryLayout::WidthPacked};
+  const TensorSpec spec{
+      {3, 4 * div_up(w.n, 4)}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
   const LinearWeights copy = w;
   return graph.add_constant(
       spec, name + ".channels", [copy, input_scale] { return pack_channels(copy, input_scale); },
@@ -428,8 +432,9 @@ void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
 void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p) {
-  const std::string op = !p.output ? "q8ta_linear_dq" : p.residual ? "q8ta_linear_add"
-                                                                   : "q8ta_linear";
+  const std::string op = !p.output    ? "q8ta_linear_dq"
+                         : p.residual ? "q8ta_linear_add"
+                                      : "q8ta_linear";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   check_4h4w_buffer(op, "input", in);
@@ -463,10 +468,18 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
       add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name(),
                            k.route == LinearRoute::Gemv);
   const QuantParams q = p.output.value_or(QuantParams{});
-  const LinearPush push{int32_t(rows.row_blocks()), int32_t(rows.h), int32_t(rows.h4),
-                        int32_t(k4), int32_t(weights.n), int32_t(n4), int32_t(4 * n4),
-                        p.input.zero_point, q.zero_point, inverse_scale(q.scale),
-                        p.activation_min, p.activation_max};
+  const LinearPush push{int32_t(rows.row_blocks()),
+                        int32_t(rows.h),
+                        int32_t(rows.h4),
+                        int32_t(k4),
+                        int32_t(weights.n),
+                        int32_t(n4),
+                        int32_t(4 * n4),
+                        p.input.zero_point,
+                        q.zero_point,
+                        inverse_scale(q.scale),
+                        p.activation_min,
+                        p.activation_max};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = k.kernel;
@@ -486,8 +499,8 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   if (k.route == LinearRoute::SplitK) {
     // The scratch of the slices' sums and the tiles' arrival counters (q8ta_linear_gemm.glsl's
     // Partial), zero when the graph is loaded; each execution leaves them at zero.
-    const int64_t words = 4 * rows.row_blocks() * 4 * n4 + int64_t(k.plan.group_count[0]) *
-                                                               k.plan.group_count[1];
+    const int64_t words =
+        4 * rows.row_blocks() * 4 * n4 + int64_t(k.plan.group_count[0]) * k.plan.group_count[1];
     const auto bytes = static_cast<size_t>(words * 4);
     node.bindings.push_back(graph.add_constant(
         {{words}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
@@ -527,8 +540,8 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const int64_t n4 = div_up(weights.n, 4);
   const auto [packed, channels] =
       add_linear_constants(graph, weights, 1.0f, out.name().empty() ? op : out.name(), false);
-  const Q8cswPush push{int32_t(rows), int32_t(weights.k), int32_t(div_up(weights.k, 4)),
-                       int32_t(weights.n), int32_t(n4), int32_t(4 * n4)};
+  const Q8cswPush push{int32_t(rows),      int32_t(weights.k), int32_t(div_up(weights.k, 4)),
+                       int32_t(weights.n), int32_t(n4),        int32_t(4 * n4)};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::Kernel::q8csw_linear;

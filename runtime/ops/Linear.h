@@ -5,11 +5,10 @@
 // Arithmetic of q8ta_linear, defined so that a CPU reference reproduces it bit for bit:
 //   acc[m][n]  = sum_k qx[m][k] * qw[n][k] - zp_x * sum_k qw[n][k]            (int32, exact)
 //   scale[n]   = float32(s_x * s_w[n])                                        (one float32 mul)
-//   y[m][n]    = float32(float32(acc) * scale[n]) + bias[n]                   (two roundings, no FMA)
-//   float output: y.   int8 output:
-//   q[m][n]    = clamp(roundEven(float32(y * inv_y)) + zp_y, act_min, act_max), inv_y = float32(1/s_y)
-//   (the output quantize is q8ta_quantize's rounding; act_min/act_max encode relu/clamp and lie
-//   within [-128, 127]).
+//   y[m][n]    = float32(float32(acc) * scale[n]) + bias[n]                   (two roundings, no
+//   FMA) float output: y.   int8 output: q[m][n]    = clamp(roundEven(float32(y * inv_y)) + zp_y,
+//   act_min, act_max), inv_y = float32(1/s_y) (the output quantize is q8ta_quantize's rounding;
+//   act_min/act_max encode relu/clamp and lie within [-128, 127]).
 // q8ta_linear_add: that int8 value q is then q8ta_add's operand a (runtime/ops/Elementwise.h),
 // with b an int8 tensor of the output's sizes read from memory: the sum requantized with the
 // add's output parameters and clamped to its activation range, in the same kernel.
@@ -157,8 +156,7 @@ struct ConvWindowGrid {
   int64_t groups_x = 0, groups_y = 0, chunks = 0;
   int64_t workgroups() const { return groups_x * groups_y; }
 };
-ConvWindowGrid conv_window_grid(const Im2colGeometry& g, int64_t image_rows, int64_t n,
-                                int64_t k4);
+ConvWindowGrid conv_window_grid(const Im2colGeometry& g, int64_t image_rows, int64_t n, int64_t k4);
 
 // The kernels of add_q8ta_linear_node over int8x4 buffers whose 16-byte block (row block rb,
 // k4) at rb * K4 + k4 holds 4 rows x 4 K values (component = row, byte lane = K): 4H4W, and

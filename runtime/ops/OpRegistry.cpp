@@ -107,8 +107,8 @@ serialization::ValueId OpCall::value_id(std::string_view arg, ValueKind kind) co
   VKD_CHECK(entry_.args[i].kind == kind, ErrorCode::Internal, label_, ": argument '", arg,
             "' read as ", serialization::to_string(kind));
   const serialization::ValueKind actual = serialization::kind_of(blob_.values.at(args_[i]));
-  VKD_CHECK(actual == kind, ErrorCode::InvalidArgument, label_, ": argument '", arg,
-            "' (value ", args_[i], ") is a ", serialization::to_string(actual), ", expected ",
+  VKD_CHECK(actual == kind, ErrorCode::InvalidArgument, label_, ": argument '", arg, "' (value ",
+            args_[i], ") is a ", serialization::to_string(actual), ", expected ",
             serialization::to_string(kind));
   return args_[i];
 }
@@ -124,14 +124,13 @@ graph::ValueRef OpCall::tensor(std::string_view arg) const {
 std::vector<graph::ValueRef> OpCall::tensor_list(std::string_view arg) const {
   const serialization::ValueId id = value_id(arg, ValueKind::ValueList);
   const auto& items = std::get<serialization::ValueListValue>(blob_.values.at(id)).items;
-  VKD_CHECK(!items.empty(), ErrorCode::InvalidArgument, label_, ": argument '", arg,
-            "' (value ", id, ") lists no tensor");
+  VKD_CHECK(!items.empty(), ErrorCode::InvalidArgument, label_, ": argument '", arg, "' (value ",
+            id, ") lists no tensor");
   std::vector<graph::ValueRef> refs;
   for (serialization::ValueId item : items) {
     const serialization::ValueKind kind = serialization::kind_of(blob_.values.at(item));
-    VKD_CHECK(kind == ValueKind::Tensor, ErrorCode::InvalidArgument, label_, ": argument '",
-              arg, "' lists value ", item, ", a ", serialization::to_string(kind),
-              ", not a tensor");
+    VKD_CHECK(kind == ValueKind::Tensor, ErrorCode::InvalidArgument, label_, ": argument '", arg,
+              "' lists value ", item, ", a ", serialization::to_string(kind), ", not a tensor");
     refs.push_back(tensor_for_(item));
   }
   return refs;
@@ -176,14 +175,13 @@ QuantParams OpCall::quant(std::string_view tensor) const {
 
 int32_t OpCall::int32_arg(std::string_view arg, int64_t lo, int64_t hi) const {
   const int64_t v = int_arg(arg);
-  VKD_CHECK(v >= lo && v <= hi, ErrorCode::InvalidArgument, label_, ": argument '", arg,
-            "' is ", v, ", outside [", lo, ", ", hi, "]");
+  VKD_CHECK(v >= lo && v <= hi, ErrorCode::InvalidArgument, label_, ": argument '", arg, "' is ", v,
+            ", outside [", lo, ", ", hi, "]");
   return static_cast<int32_t>(v);
 }
 
-std::vector<int32_t> OpCall::int32_list(std::string_view arg,
-                                        std::initializer_list<size_t> lengths, int64_t lo,
-                                        int64_t hi) const {
+std::vector<int32_t> OpCall::int32_list(std::string_view arg, std::initializer_list<size_t> lengths,
+                                        int64_t lo, int64_t hi) const {
   const std::vector<int64_t> v = int_list(arg);
   std::string allowed;
   for (size_t n : lengths) allowed += (allowed.empty() ? "" : " or ") + std::to_string(n);

@@ -16,9 +16,9 @@ void check_quant_params(const std::string& op, const QuantParams& q) {
   VKD_CHECK(-128 <= q.quant_min && q.quant_min <= q.quant_max && q.quant_max <= 127,
             ErrorCode::InvalidArgument, op, ": need -128 <= quant_min <= quant_max <= 127, got [",
             q.quant_min, ", ", q.quant_max, "]");
-  VKD_CHECK(q.quant_min <= q.zero_point && q.zero_point <= q.quant_max,
-            ErrorCode::InvalidArgument, op, ": zero_point ", q.zero_point,
-            " outside [quant_min, quant_max] = [", q.quant_min, ", ", q.quant_max, "]");
+  VKD_CHECK(q.quant_min <= q.zero_point && q.zero_point <= q.quant_max, ErrorCode::InvalidArgument,
+            op, ": zero_point ", q.zero_point, " outside [quant_min, quant_max] = [", q.quant_min,
+            ", ", q.quant_max, "]");
   VKD_CHECK(std::isfinite(inverse_scale(q.scale)), ErrorCode::InvalidArgument, op, ": scale ",
             q.scale, " is too small (1/scale overflows float32)");
 }
@@ -51,8 +51,8 @@ void check_float_buffer(const std::string& op, const graph::GpuTensor& t) {
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
                               int32_t act_max) {
   check_quant_params(op, q);
-  VKD_CHECK(-128 <= act_min && act_min <= act_max && act_max <= 127, ErrorCode::InvalidArgument,
-            op, ": activation range [", act_min, ", ", act_max,
+  VKD_CHECK(-128 <= act_min && act_min <= act_max && act_max <= 127, ErrorCode::InvalidArgument, op,
+            ": activation range [", act_min, ", ", act_max,
             "] must lie in [-128, 127] and not be empty");
 }
 
@@ -72,8 +72,7 @@ int64_t check_elementwise_int8x4(const std::string& op, const graph::GpuTensor& 
   return words;
 }
 
-void check_same_sizes(const std::string& op, const graph::GpuTensor& a,
-                      const graph::GpuTensor& b) {
+void check_same_sizes(const std::string& op, const graph::GpuTensor& a, const graph::GpuTensor& b) {
   VKD_CHECK(a.spec().dims4() == b.spec().dims4(), ErrorCode::InvalidArgument, op,
             ": sizes differ between '", a.name(), "' ", a.spec().describe(), " and '", b.name(),
             "' ", b.spec().describe());
@@ -83,20 +82,30 @@ bool check_moved_quant(const std::string& op, const QuantParams& in_q, const Qua
   check_quant_params(op + " input", in_q);
   check_quant_params(op + " output", out_q);
   VKD_CHECK(out_q.quant_min == -128 && out_q.quant_max == 127, ErrorCode::InvalidArgument, op,
-            ": the output must use the full int8 range [-128, 127], got [", out_q.quant_min,
-            ", ", out_q.quant_max, "]");
+            ": the output must use the full int8 range [-128, 127], got [", out_q.quant_min, ", ",
+            out_q.quant_max, "]");
   return in_q.scale != out_q.scale || in_q.zero_point != out_q.zero_point;
 }
 
 MovedRequantPush moved_requant_push(const QuantParams& in_q, const QuantParams& out_q) {
-  return {in_q.zero_point, out_q.zero_point, in_q.scale, inverse_scale(out_q.scale),
-          float(-128 - out_q.zero_point), float(127 - out_q.zero_point)};
+  return {in_q.zero_point,
+          out_q.zero_point,
+          in_q.scale,
+          inverse_scale(out_q.scale),
+          float(-128 - out_q.zero_point),
+          float(127 - out_q.zero_point)};
 }
 
 BinaryQuantPush binary_quant_push(const QuantParams& a, const QuantParams& b,
                                   const QuantParams& out, int32_t act_min, int32_t act_max) {
-  return {a.zero_point, b.zero_point, out.zero_point, a.scale, b.scale, inverse_scale(out.scale),
-          float(act_min - out.zero_point), float(act_max - out.zero_point)};
+  return {a.zero_point,
+          b.zero_point,
+          out.zero_point,
+          a.scale,
+          b.scale,
+          inverse_scale(out.scale),
+          float(act_min - out.zero_point),
+          float(act_max - out.zero_point)};
 }
 
 int64_t tile_count(const Dims4& d) {

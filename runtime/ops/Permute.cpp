@@ -42,16 +42,14 @@ bool check_tensors_and_quant(const std::string& op, const graph::GpuTensor& in,
   return check_moved_quant(op, in_q, out_q);
 }
 
-std::string dims_string(const std::vector<int64_t>& dims) {
-  return sizes_string(dims, ", ");
-}
+std::string dims_string(const std::vector<int64_t>& dims) { return sizes_string(dims, ", "); }
 
 // `dims` is a permutation of 0..3.
 void check_permutation(const std::string& op, const std::vector<int64_t>& dims) {
   std::vector<int64_t> sorted = dims;
   std::sort(sorted.begin(), sorted.end());
-  VKD_CHECK(sorted == std::vector<int64_t>({0, 1, 2, 3}), ErrorCode::InvalidArgument, op,
-            ": dims ", dims_string(dims), " must be a permutation of [0, 1, 2, 3]");
+  VKD_CHECK(sorted == std::vector<int64_t>({0, 1, 2, 3}), ErrorCode::InvalidArgument, op, ": dims ",
+            dims_string(dims), " must be a permutation of [0, 1, 2, 3]");
 }
 
 // The tile walk of a permute: the output's memory order, unless the input's fastest dim becomes
@@ -70,8 +68,8 @@ TileWalk permute_walk(const Dims4& o, const TensorSpec& out, const TensorSpec& i
 }  // namespace
 
 void add_q8ta_channel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                                   const QuantParams& in_q, int64_t groups,
-                                   graph::ValueRef output, const QuantParams& out_q) {
+                                   const QuantParams& in_q, int64_t groups, graph::ValueRef output,
+                                   const QuantParams& out_q) {
   const std::string op = "q8ta_channel_shuffle";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
@@ -79,23 +77,22 @@ void add_q8ta_channel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef i
   check_same_sizes(op, in, out);
   const TensorSpec& so = out.spec();
   VKD_CHECK(in.spec().layout == so.layout, ErrorCode::InvalidArgument, op,
-            ": input and output must share one packed layout (", to_string(in.spec().layout),
-            ", ", to_string(so.layout), ")");
+            ": input and output must share one packed layout (", to_string(in.spec().layout), ", ",
+            to_string(so.layout), ")");
   const Dims4 d = so.dims4();
   VKD_CHECK(groups >= 1 && groups <= d.c && d.c % groups == 0, ErrorCode::InvalidArgument, op,
-            ": groups ", groups, " must divide the ", d.c, " channels of input '", in.name(),
-            "' ", in.spec().describe());
+            ": groups ", groups, " must divide the ", d.c, " channels of input '", in.name(), "' ",
+            in.spec().describe());
 
   const int64_t words = packed_int8_word_count(so.layout, d);
   const int64_t chunks = (words + 3) / 4;
   VKD_CHECK(words < (int64_t(1) << 31), ErrorCode::Unsupported, op, ": ", words,
             " words exceed the 2^31 the kernel can index");
-  const ChannelShufflePush push{int32_t(chunks), int32_t(words),
-                                moved_requant_push(in_q, out_q)};
+  const ChannelShufflePush push{int32_t(chunks), int32_t(words), moved_requant_push(in_q, out_q)};
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_channel_shuffle[int8_layout_index(so.layout)]
-                                                       [requant ? 1 : 0];
+  node.kernel =
+      shaders::variants::q8ta_channel_shuffle[int8_layout_index(so.layout)][requant ? 1 : 0];
   node.bindings = {output, input};
   node.push_constants = graph::push_constant_bytes(push);
   // Every division in the kernel is by a constant.
@@ -125,9 +122,8 @@ void add_q8ta_permute_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const PermutePush push{nchw_sizes(o), nchw_sizes(i), int32_t(walk.items),
                          moved_requant_push(in_q, out_q)};
   add_tile_node(graph, op,
-                shaders::variants::q8ta_permute[int8_layout_index(in.spec().layout)]
-                                               [int8_layout_index(out.spec().layout)]
-                                               [requant ? 1 : 0],
+                shaders::variants::q8ta_permute[int8_layout_index(
+                    in.spec().layout)][int8_layout_index(out.spec().layout)][requant ? 1 : 0],
                 {output, input}, graph::push_constant_bytes(push), walk,
                 {uint32_t(dims[0]), uint32_t(dims[1]), uint32_t(dims[2]), uint32_t(dims[3])});
 }

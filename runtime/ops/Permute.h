@@ -23,8 +23,8 @@ namespace vkd::ops {
 // divides C). One invocation per 16-byte output chunk (shaders/q8ta_channel_shuffle.glsl).
 // `out_q` uses the full int8 range.
 void add_q8ta_channel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                                   const QuantParams& in_q, int64_t groups,
-                                   graph::ValueRef output, const QuantParams& out_q);
+                                   const QuantParams& in_q, int64_t groups, graph::ValueRef output,
+                                   const QuantParams& out_q);
 
 // `output` dim k is `input` dim dims[k] (dims: a permutation of 0..3): out[i0, i1, i2, i3] =
 // in[j] with j[dims[k]] = ik. Any packed int8x4 layout on either side. One invocation per

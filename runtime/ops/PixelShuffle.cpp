@@ -36,8 +36,8 @@ void check_shuffle_shapes(const std::string& op, const graph::GpuTensor& in,
   VKD_CHECK(r >= 1, ErrorCode::InvalidArgument, op, ": upscale_factor must be >= 1, got ", r);
   const auto& is = in.spec().sizes;
   const auto& os = out.spec().sizes;
-  VKD_CHECK(is.size() >= 3 && is.size() == os.size(), ErrorCode::InvalidArgument, op,
-            ": input '", in.name(), "' ", in.spec().describe(), " and output '", out.name(), "' ",
+  VKD_CHECK(is.size() >= 3 && is.size() == os.size(), ErrorCode::InvalidArgument, op, ": input '",
+            in.name(), "' ", in.spec().describe(), " and output '", out.name(), "' ",
             out.spec().describe(), " must both have rank 3 or 4");
   VKD_CHECK(r <= 1024, ErrorCode::InvalidArgument, op, ": upscale_factor ", r, " is too large");
   const Dims4 d = in.spec().dims4();
@@ -63,8 +63,8 @@ void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef inp
   check_int8x4_tensor(op, in);
   check_int8x4_tensor(op, out);
   for (const auto* t : {&in, &out}) {
-    VKD_CHECK(is_channels_packed_int8(t->spec()), ErrorCode::InvalidArgument, op,
-              ": tensor '", t->name(), "' ", t->spec().describe(),
+    VKD_CHECK(is_channels_packed_int8(t->spec()), ErrorCode::InvalidArgument, op, ": tensor '",
+              t->name(), "' ", t->spec().describe(),
               " must be in a channels-packed int8 layout (4W4C or 4C1W)");
   }
   check_shuffle_shapes(op, in, out, upscale_factor);
@@ -78,10 +78,10 @@ void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef inp
   // r = 2: one invocation per input position and output channel block (2 x 2 output words; a
   // 4W4C output pads the input width to even, the padding pair included); else one per word.
   const int64_t c4 = div_up(o.c, 4);
-  const int64_t items =
-      upscale_factor != 2 ? words
-      : out.spec().layout == MemoryLayout::PackedInt8_4C1W ? i.n * i.h * c4 * i.w
-                                                           : i.n * i.h * c4 * align_up(i.w, 2);
+  const int64_t items = upscale_factor != 2 ? words
+                        : out.spec().layout == MemoryLayout::PackedInt8_4C1W
+                            ? i.n * i.h * c4 * i.w
+                            : i.n * i.h * c4 * align_up(i.w, 2);
   // Same parameters (requant false): the byte-shuffle variant, no arithmetic.
   const Int8ShufflePush push{int32_t(items), moved_requant_push(in_q, out_q)};
   const auto index = [](MemoryLayout l) { return l == MemoryLayout::PackedInt8_4W4C ? 0 : 1; };
@@ -92,8 +92,12 @@ void add_q8ta_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef inp
   node.bindings = {output, input};
   node.push_constants = graph::push_constant_bytes(push);
   // r and the geometry: every division in the kernel is by a constant.
-  node.spec_constants = {uint32_t(upscale_factor), uint32_t(o.c), uint32_t(o.h), uint32_t(o.w),
-                         uint32_t(i.h), uint32_t(i.w)};
+  node.spec_constants = {uint32_t(upscale_factor),
+                         uint32_t(o.c),
+                         uint32_t(o.h),
+                         uint32_t(o.w),
+                         uint32_t(i.h),
+                         uint32_t(i.w)};
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(items));
   graph.add_node(std::move(node));
 }
@@ -106,8 +110,8 @@ void add_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef input,
   for (const auto* t : {&in, &out}) {
     const DType dt = t->spec().dtype;
     VKD_CHECK((dt == DType::Float32 || dt == DType::Float16) && !is_packed_int8(t->spec().layout),
-              ErrorCode::InvalidArgument, op, ": tensor '", t->name(), "' ",
-              t->spec().describe(), " must be float32 or float16 in a float layout");
+              ErrorCode::InvalidArgument, op, ": tensor '", t->name(), "' ", t->spec().describe(),
+              " must be float32 or float16 in a float layout");
   }
   VKD_CHECK(in.spec().dtype == out.spec().dtype, ErrorCode::InvalidArgument, op,
             ": input and output dtypes differ (", in.spec().describe(), " vs ",
@@ -119,14 +123,13 @@ void add_pixel_shuffle_node(graph::ComputeGraph& graph, graph::ValueRef input,
   // One invocation per 4 output elements along the packed dim (a texel).
   const int64_t packed = std::array<int64_t, 4>{o.n, o.c, o.h, o.w}[pd];
   const int64_t groups = o.numel() / packed * div_up(packed, 4);
-  const FloatShufflePush push{nchw_sizes(o),         float_tile_meta(out.spec()),
-                              float_tile_meta(in.spec()), int32_t(groups),
-                              int32_t(in.spec().dims4().c), pd};
+  const FloatShufflePush push{
+      nchw_sizes(o),   float_tile_meta(out.spec()),  float_tile_meta(in.spec()),
+      int32_t(groups), int32_t(in.spec().dims4().c), pd};
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::pixel_shuffle[storage_index(in.spec().storage)]
-                                                [storage_index(out.spec().storage)]
-                                                [in.spec().dtype == DType::Float16 ? 1 : 0];
+  node.kernel = shaders::variants::pixel_shuffle[storage_index(in.spec().storage)][storage_index(
+      out.spec().storage)][in.spec().dtype == DType::Float16 ? 1 : 0];
   node.bindings = {output, input};
   node.push_constants = graph::push_constant_bytes(push);
   node.spec_constants = {uint32_t(upscale_factor)};

@@ -114,8 +114,8 @@ void check_pool_geometry(const std::string& op, std::array<int32_t, 2> kernel,
                          const graph::GpuTensor& in, const graph::GpuTensor& out) {
   for (int k = 0; k < 2; ++k) {
     VKD_CHECK(kernel[k] > 0 && stride[k] > 0 && dilation[k] > 0, ErrorCode::InvalidArgument, op,
-              ": kernel, stride and dilation must be positive (", kernel[k], ", ", stride[k],
-              ", ", dilation[k], ")");
+              ": kernel, stride and dilation must be positive (", kernel[k], ", ", stride[k], ", ",
+              dilation[k], ")");
     VKD_CHECK(padding[k] >= 0 && padding[k] <= kernel[k] / 2, ErrorCode::InvalidArgument, op,
               ": padding ", padding[k], " must be >= 0 and at most half the kernel size ",
               kernel[k]);
@@ -207,7 +207,8 @@ Window pool_window(const AvgWindows& w, int d, int64_t o, int64_t in, int64_t ou
 int64_t longest_window(const AvgWindows& w, int d, int64_t in, int64_t out) {
   if (!w.adaptive) return w.kernel[d];
   int64_t longest = 0;
-  for (int64_t o = 0; o < out; ++o) longest = std::max(longest, pool_window(w, d, o, in, out).extent);
+  for (int64_t o = 0; o < out; ++o)
+    longest = std::max(longest, pool_window(w, d, o, in, out).extent);
   return longest;
 }
 
@@ -262,8 +263,8 @@ void add_avg_pool_node(graph::ComputeGraph& graph, const std::string& op, graph:
     check_pool_geometry(op, w.kernel, w.stride, w.padding, {1, 1}, w.ceil_mode, in, out);
   }
   const int64_t rows = longest_window(w, 0, d.h, o.h), cols = longest_window(w, 1, d.w, o.w);
-  VKD_CHECK(rows * cols <= kMaxAvgWindow, ErrorCode::Unsupported, op, ": a window of ", rows,
-            "x", cols, " positions exceeds ", kMaxAvgWindow,
+  VKD_CHECK(rows * cols <= kMaxAvgWindow, ErrorCode::Unsupported, op, ": a window of ", rows, "x",
+            cols, " positions exceeds ", kMaxAvgWindow,
             ", beyond which the int32 sum does not convert to float32 exactly in the kernel");
   const int64_t in_words = packed_int8_word_count(in.spec().layout, d);
   const bool fixed = fits_fixed_windows(w);
@@ -284,11 +285,10 @@ void add_avg_pool_node(graph::ComputeGraph& graph, const std::string& op, graph:
                          in_q.zero_point,
                          out_q.zero_point,
                          inverse_scale(out_q.scale),
-                         avg_multiplier(w.kernel[0], w.kernel[1], in_q.scale,
-                                        w.divisor_override)};
+                         avg_multiplier(w.kernel[0], w.kernel[1], in_q.scale, w.divisor_override)};
   to_i32(op, "output words", packed_int8_word_count(out.spec().layout, o));
-  const TensorSpec table{{rows * cols}, DType::Float32, StorageType::Buffer,
-                         MemoryLayout::WidthPacked};
+  const TensorSpec table{
+      {rows * cols}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
   const float in_scale = in_q.scale;
   const int32_t divisor = w.divisor_override;
   const graph::ValueRef multipliers = graph.add_constant(
@@ -299,7 +299,7 @@ void add_avg_pool_node(graph::ComputeGraph& graph, const std::string& op, graph:
   node.op = op;
   node.kernel = shaders::variants::q8ta_avg_pool2d[fixed ? 1 : 0][layout];
   if (fixed) {
-    node.spec_constants = {uint32_t(w.kernel[0]), uint32_t(w.kernel[1]), uint32_t(w.stride[0]),
+    node.spec_constants = {uint32_t(w.kernel[0]), uint32_t(w.kernel[1]),  uint32_t(w.stride[0]),
                            uint32_t(w.stride[1]), uint32_t(w.padding[0]), uint32_t(w.padding[1]),
                            uint32_t(out_rows)};
   }
@@ -344,25 +344,24 @@ bool checked_mean_output(const std::string& op, const graph::GpuTensor& in,
     check_int8x4_tensor(op, out);
     check_rank(op, in);
     chw_layout_index(op, in);
-    VKD_CHECK(o == (std::vector<int64_t>{d.n, d.c}), ErrorCode::InvalidArgument, op,
-              ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, "]");
-    VKD_CHECK(out.spec().layout == MemoryLayout::PackedInt8_4H4W, ErrorCode::InvalidArgument,
-              op, ": output ", out.spec().describe(), " of rank ", o.size(), " must be 4H4W");
+    VKD_CHECK(o == (std::vector<int64_t>{d.n, d.c}), ErrorCode::InvalidArgument, op, ": output ",
+              out.spec().describe(), " must be [", d.n, ", ", d.c, "]");
+    VKD_CHECK(out.spec().layout == MemoryLayout::PackedInt8_4H4W, ErrorCode::InvalidArgument, op,
+              ": output ", out.spec().describe(), " of rank ", o.size(), " must be 4H4W");
     return true;
   }
   checked_pool_layout(op, in, out);
   const Dims4 od = out.spec().dims4();
-  VKD_CHECK(od.n == d.n && od.c == d.c && od.h == 1 && od.w == 1, ErrorCode::InvalidArgument,
-            op, ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c,
-            ", 1, 1] (or [", d.n, ", ", d.c, "] in 4H4W)");
+  VKD_CHECK(od.n == d.n && od.c == d.c && od.h == 1 && od.w == 1, ErrorCode::InvalidArgument, op,
+            ": output ", out.spec().describe(), " must be [", d.n, ", ", d.c, ", 1, 1] (or [", d.n,
+            ", ", d.c, "] in 4H4W)");
   return false;
 }
 
 }  // namespace
 
-void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                        graph::ValueRef output, const QuantParams& in_q,
-                        const QuantParams& out_q) {
+void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                        const QuantParams& in_q, const QuantParams& out_q) {
   const std::string op = "q8ta_mean";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
@@ -387,23 +386,23 @@ void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const int64_t slice_len = div_up(count, std::max<int64_t>(wanted, 1));
   const int64_t slices = div_up(count, slice_len);
   // Group counts past the device's limits are reported by ComputeGraph's per-node checks.
-  const MeanPush push{nchw_sizes(d),
-                      in_q.zero_point,
-                      out_q.zero_point,
-                      static_cast<float>(static_cast<double>(in_q.scale) /
-                                         static_cast<double>(count)),
-                      inverse_scale(out_q.scale),
-                      rows ? 1 : 0,
-                      static_cast<int32_t>(slices),
-                      static_cast<int32_t>(slice_len)};
+  const MeanPush push{
+      nchw_sizes(d),
+      in_q.zero_point,
+      out_q.zero_point,
+      static_cast<float>(static_cast<double>(in_q.scale) / static_cast<double>(count)),
+      inverse_scale(out_q.scale),
+      rows ? 1 : 0,
+      static_cast<int32_t>(slices),
+      static_cast<int32_t>(slice_len)};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::variants::q8ta_mean[static_cast<int>(
       slices == 1 ? MeanStage::Whole : MeanStage::Slices)][layout];
   node.bindings = {output, input};
   if (slices > 1) {
-    const TensorSpec accum{{blocks, 8}, DType::Int32, StorageType::Buffer,
-                           MemoryLayout::WidthPacked};
+    const TensorSpec accum{
+        {blocks, 8}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
     const auto bytes = static_cast<size_t>(blocks * 8 * 4);
     node.bindings.push_back(graph.add_constant(
         accum, out.name() + ".accumulator", [bytes] { return zero_bytes(bytes); }, bytes));
@@ -463,8 +462,8 @@ void build_adaptive_avg_pool2d(const OpCall& call) {
   const QuantParams out_q = call.quant("output");
   call.set_zero_point("input", in_q.zero_point);
   call.set_zero_point("output", out_q.zero_point);
-  add_q8ta_adaptive_avg_pool2d_node(call.graph(), call.tensor("input"), call.tensor("output"),
-                                    in_q, out_q);
+  add_q8ta_adaptive_avg_pool2d_node(call.graph(), call.tensor("input"), call.tensor("output"), in_q,
+                                    out_q);
 }
 
 void build_mean(const OpCall& call) {

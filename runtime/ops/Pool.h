@@ -81,8 +81,7 @@ void add_q8ta_adaptive_avg_pool2d_node(graph::ComputeGraph& graph, graph::ValueR
 // channels-packed layout, rank 3 or 4; `output`: [N, C, 1, 1] in the input's layout, or [N, C]
 // in 4H4W (keepdim = False / flattened: q8ta_mean_flat, the rows a q8ta_linear reads);
 // H*W*255 < 2^24 (the float32 sum is exact).
-void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                        graph::ValueRef output, const QuantParams& in_q,
-                        const QuantParams& out_q);
+void add_q8ta_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                        const QuantParams& in_q, const QuantParams& out_q);
 
 }  // namespace vkd::ops

@@ -47,9 +47,9 @@ void add_q8ta_quantize_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
   const Dims4 d = in.spec().dims4();
   const TileWalk walk = choose_tile_walk(d, out.spec(), in.spec());
-  const QuantizePush push{nchw_sizes(d),          float_tile_meta(in.spec()),
-                          int32_t(walk.items),    inverse_scale(q.scale),
-                          q.zero_point,           q.quant_min,
+  const QuantizePush push{nchw_sizes(d),       float_tile_meta(in.spec()),
+                          int32_t(walk.items), inverse_scale(q.scale),
+                          q.zero_point,        q.quant_min,
                           q.quant_max};
   add_tile_node(graph, op,
                 shaders::variants::q8ta_quantize[storage_index(in.spec().storage)]

@@ -47,8 +47,8 @@ Dims4 check_shuffled_head(const graph::ComputeGraph& graph, graph::ValueRef inpu
   check_float_buffer(op, out);
   VKD_CHECK(out.spec().sizes.size() == in.spec().sizes.size(), ErrorCode::InvalidArgument, op,
             ": output ", out.spec().describe(), " must have the input's rank");
-  VKD_CHECK(p.upscale >= 2 && p.upscale <= 16, ErrorCode::InvalidArgument, op,
-            ": upscale_factor ", p.upscale, " must be in [2, 16]");
+  VKD_CHECK(p.upscale >= 2 && p.upscale <= 16, ErrorCode::InvalidArgument, op, ": upscale_factor ",
+            p.upscale, " must be in [2, 16]");
   const Dims4 d_in = in.spec().dims4(), d_out = out.spec().dims4();
   const int64_t r = p.upscale, phases = r * r;
   VKD_CHECK(shuffle.kh == 1 && shuffle.kw == 1 && shuffle.in_per_group == d_in.c &&
@@ -59,13 +59,12 @@ Dims4 check_shuffled_head(const graph::ComputeGraph& graph, graph::ValueRef inpu
   const Dims4 d_mid{d_in.n, shuffle.out_channels / phases, d_in.h * r, d_in.w * r};
   VKD_CHECK(head.kh == 1 && head.kw == 1 && head.in_per_group == d_mid.c,
             ErrorCode::InvalidArgument, op, ": the head's weights [", head.out_channels, ", ",
-            head.in_per_group, ", ", head.kh, ", ", head.kw, "] must be [N, ", d_mid.c,
-            ", 1, 1]");
+            head.in_per_group, ", ", head.kh, ", ", head.kw, "] must be [N, ", d_mid.c, ", 1, 1]");
   VKD_CHECK(d_out.n == d_mid.n && d_out.c == head.out_channels && d_out.h == d_mid.h &&
                 d_out.w == d_mid.w,
             ErrorCode::InvalidArgument, op, ": output sizes [", d_out.n, ", ", d_out.c, ", ",
-            d_out.h, ", ", d_out.w, "] must be [", d_mid.n, ", ", head.out_channels, ", ",
-            d_mid.h, ", ", d_mid.w, "] (the input's pixel-shuffled sizes, the head's channels)");
+            d_out.h, ", ", d_out.w, "] must be [", d_mid.n, ", ", head.out_channels, ", ", d_mid.h,
+            ", ", d_mid.w, "] (the input's pixel-shuffled sizes, the head's channels)");
   check_quant_params(op, p.input);
   check_requantized_output(op + " mid", p.mid, p.mid_activation_min, p.mid_activation_max);
   check_requantized_output(op, p.output, p.activation_min, p.activation_max);
@@ -92,16 +91,19 @@ void add_fused(graph::ComputeGraph& graph, graph::ValueRef input, const Conv2dWe
   // weight block (and of a constants word) are mid channels 4 m4 .. + 3 of one phase.
   const Conv2dWeights phased = phase_major_weights(shuffle, p.upscale);
   const auto ps_packed = graph.add_constant(
-      {{phased.out_channels / 4 * c4_in, 4}, DType::Int32, StorageType::Buffer,
+      {{phased.out_channels / 4 * c4_in, 4},
+       DType::Int32,
+       StorageType::Buffer,
        MemoryLayout::WidthPacked},
-      name + ".ps_weight_packed", [phased, c = d_in.c] { return pack_direct_weights(phased, c, 1); },
+      name + ".ps_weight_packed",
+      [phased, c = d_in.c] { return pack_direct_weights(phased, c, 1); },
       static_cast<uint64_t>(phased.out_channels * d_in.c));
   const auto head_packed = graph.add_constant(
       {{n4 * c4, 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
       name + ".weight_packed", [head, c = d_mid.c] { return pack_direct_weights(head, c, 1); },
       static_cast<uint64_t>(head.out_channels * d_mid.c));
-  const auto ps_channels = add_channel_constants(graph, as_matrix(phased), p.input.scale,
-                                                 name + ".ps");
+  const auto ps_channels =
+      add_channel_constants(graph, as_matrix(phased), p.input.scale, name + ".ps");
   const auto head_channels = add_channel_constants(graph, as_matrix(head), p.mid.scale, name);
 
   const int dot = graph.profile().int8_dot_product ? 0 : 1;
@@ -111,30 +113,28 @@ void add_fused(graph::ComputeGraph& graph, graph::ValueRef input, const Conv2dWe
   node.bindings = {output, input, ps_packed, head_channels, head_packed, ps_channels};
   node.push_constants = graph::push_constant_bytes(ShuffledHeadPush{
       int32_t(d_in.n), int32_t(d_in.h), int32_t(d_in.w), int32_t(head.out_channels),
-      p.input.zero_point, inverse_scale(p.mid.scale), p.mid_activation_min,
-      p.mid_activation_max, p.mid.zero_point, int32_t(4 * n4), p.output.zero_point,
-      inverse_scale(p.output.scale), p.activation_min, p.activation_max, p.output.scale});
+      p.input.zero_point, inverse_scale(p.mid.scale), p.mid_activation_min, p.mid_activation_max,
+      p.mid.zero_point, int32_t(4 * n4), p.output.zero_point, inverse_scale(p.output.scale),
+      p.activation_min, p.activation_max, p.output.scale});
   // The epilogues' mantissa conversion only where every accumulator stays below 2^22.
   node.spec_constants = {epilogue_acc_below_2_22(graph.profile(), std::max(d_in.c, d_mid.c)),
                          uint32_t(p.upscale), uint32_t(c4_in), uint32_t(c4), uint32_t(n4)};
-  node.plan = vk::plan_linear(graph.profile(), uint64_t(d_mid.n * d_mid.h * d_mid.w),
-                              kFusedWorkgroup);
+  node.plan =
+      vk::plan_linear(graph.profile(), uint64_t(d_mid.n * d_mid.h * d_mid.w), kFusedWorkgroup);
   graph.add_node(std::move(node));
 }
 
 }  // namespace
 
-ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph,
-                                                 graph::ValueRef input,
+ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                                  const Conv2dWeights& shuffle,
-                                                 const Conv2dWeights& head,
-                                                 graph::ValueRef output,
+                                                 const Conv2dWeights& head, graph::ValueRef output,
                                                  const ShuffledHeadParams& p) {
   const Dims4 d_mid = check_shuffled_head(graph, input, shuffle, head, output, p);
   const Dims4 d_in = graph.tensor(input).spec().dims4();
   const bool fits = fits_fused(d_in, d_mid, head);
-  VKD_CHECK(fits || p.form != ShuffledHeadForm::Fused, ErrorCode::Unsupported, kOp, ": ",
-            d_in.c, " input and ", d_mid.c, " mid channels: the fused kernel keeps at most ",
+  VKD_CHECK(fits || p.form != ShuffledHeadForm::Fused, ErrorCode::Unsupported, kOp, ": ", d_in.c,
+            " input and ", d_mid.c, " mid channels: the fused kernel keeps at most ",
             kMaxShuffledHeadChannels, " of each in registers");
   // Auto on CPU devices: Split. lavapipe compiles each pipeline with LLVM at its first
   // dispatch, and the fused kernel's unrolled loops took 0.89 s there (refinenet_lite's head,
@@ -148,16 +148,17 @@ ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph,
     return ShuffledHeadForm::Fused;
   }
   const std::string& out_name = graph.tensor(output).name();
-  const graph::ValueRef mid = graph.add_tensor(
-      {{d_mid.n, d_mid.c, d_mid.h, d_mid.w}, DType::Int8x4, StorageType::Buffer,
-       MemoryLayout::PackedInt8_4W4C},
-      (out_name.empty() ? std::string(kOp) : out_name) + ".mid");
+  const graph::ValueRef mid =
+      graph.add_tensor({{d_mid.n, d_mid.c, d_mid.h, d_mid.w},
+                        DType::Int8x4,
+                        StorageType::Buffer,
+                        MemoryLayout::PackedInt8_4W4C},
+                       (out_name.empty() ? std::string(kOp) : out_name) + ".mid");
   Conv2dParams ps =
       requantizing_conv_params(p.input, p.mid, p.mid_activation_min, p.mid_activation_max);
   ps.upscale = p.upscale;
   add_q8ta_conv2d_node(graph, input, shuffle, mid, ps);
-  Conv2dParams dq =
-      requantizing_conv_params(p.mid, p.output, p.activation_min, p.activation_max);
+  Conv2dParams dq = requantizing_conv_params(p.mid, p.output, p.activation_min, p.activation_max);
   dq.dequantize_output = true;
   add_q8ta_conv2d_node(graph, mid, head, output, dq);
   return ShuffledHeadForm::Split;

@@ -27,12 +27,12 @@ namespace vkd::ops {
 using ShuffledHeadForm = FusionForm;
 
 struct ShuffledHeadParams {
-  QuantParams input;     // the int8 input's scale and zero point
-  int32_t upscale = 2;   // r, >= 2
-  QuantParams mid;       // the shuffled convolution's int8 output and activation range
+  QuantParams input;    // the int8 input's scale and zero point
+  int32_t upscale = 2;  // r, >= 2
+  QuantParams mid;      // the shuffled convolution's int8 output and activation range
   int32_t mid_activation_min = -128;
   int32_t mid_activation_max = 127;
-  QuantParams output;    // the head's int8 value (then dequantized) and activation range
+  QuantParams output;  // the head's int8 value (then dequantized) and activation range
   int32_t activation_min = -128;
   int32_t activation_max = 127;
   ShuffledHeadForm form = ShuffledHeadForm::Auto;
@@ -42,11 +42,9 @@ struct ShuffledHeadParams {
 // `head`: [N_out, C, 1, 1]; `output`: float32 width-packed buffer [N, N_out, H r, W r] of the
 // input's rank. InvalidArgument naming the op for anything else; a Fused form asked for a pair
 // it does not fit is Unsupported. Returns the form taken.
-ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph,
-                                                 graph::ValueRef input,
+ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph, graph::ValueRef input,
                                                  const Conv2dWeights& shuffle,
-                                                 const Conv2dWeights& head,
-                                                 graph::ValueRef output,
+                                                 const Conv2dWeights& head, graph::ValueRef output,
                                                  const ShuffledHeadParams& p);
 
 }  // namespace vkd::ops

@@ -38,8 +38,8 @@ std::array<int32_t, 4> checked_output(const std::string& op, const graph::GpuTen
   check_int8x4_tensor(op, out);
   check_quant_params(op, *params.output);
   VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
-            ": input and output must share one packed layout (", to_string(in.spec().layout),
-            ", ", to_string(out.spec().layout), ")");
+            ": input and output must share one packed layout (", to_string(in.spec().layout), ", ",
+            to_string(out.spec().layout), ")");
   return {0, 0, 0, 0};
 }
 
@@ -57,13 +57,13 @@ void add_q8ta_softmax_node(graph::ComputeGraph& graph, graph::ValueRef input,
             ErrorCode::Unsupported, op, ": the input's words exceed the 2^31 a kernel can index");
   const bool rows_are_heights = in.spec().layout == MemoryLayout::PackedInt8_4H4W;
   const QuantParams out_q = params.output.value_or(QuantParams{});
-  const SoftmaxPush push{nchw_sizes(d),         strides,
-                         params.input.scale,    params.log ? 1 : 0,
-                         inverse_scale(out_q.scale), out_q.zero_point};
+  const SoftmaxPush push{
+      nchw_sizes(d),   strides, params.input.scale, params.log ? 1 : 0, inverse_scale(out_q.scale),
+      out_q.zero_point};
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_softmax[params.output ? 0 : 1]
-                                               [int8_layout_index(in.spec().layout)];
+  node.kernel =
+      shaders::variants::q8ta_softmax[params.output ? 0 : 1][int8_layout_index(in.spec().layout)];
   node.bindings = {output, input};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per block of 4 rows (group counts past the device's limits are reported by

@@ -34,14 +34,13 @@ std::string op_name(UpsampleMode mode) {
 
 // int8x4 tensors of rank 3 or 4 in one layout, the same N and C, below 2^31 elements (the
 // kernel indexes with int32; the graph has made sure no size is 0).
-void check_tensors(const std::string& op, const graph::GpuTensor& in,
-                   const graph::GpuTensor& out) {
+void check_tensors(const std::string& op, const graph::GpuTensor& in, const graph::GpuTensor& out) {
   check_int8x4_tensor(op, in);
   check_int8x4_tensor(op, out);
   for (const auto* t : {&in, &out}) {
     const size_t rank = t->spec().sizes.size();
-    VKD_CHECK(rank == 3 || rank == 4, ErrorCode::InvalidArgument, op, ": tensor '", t->name(),
-              "' ", t->spec().describe(), " must have rank 3 or 4 ([N,] C, H, W)");
+    VKD_CHECK(rank == 3 || rank == 4, ErrorCode::InvalidArgument, op, ": tensor '", t->name(), "' ",
+              t->spec().describe(), " must have rank 3 or 4 ([N,] C, H, W)");
   }
   VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
             ": input and output must share their layout (", to_string(in.spec().layout), ", ",
@@ -58,8 +57,8 @@ void check_tensors(const std::string& op, const graph::GpuTensor& in,
 void check_params(const std::string& op, const UpsampleParams& p) {
   check_quant_params(op + " input", p.input);
   check_quant_params(op + " output", p.output);
-  VKD_CHECK(p.output.quant_min == -128 && p.output.quant_max == 127, ErrorCode::InvalidArgument,
-            op, ": the output must use the full int8 range [-128, 127]");
+  VKD_CHECK(p.output.quant_min == -128 && p.output.quant_max == 127, ErrorCode::InvalidArgument, op,
+            ": the output must use the full int8 range [-128, 127]");
   for (double s : {p.scale_h, p.scale_w}) {
     VKD_CHECK(std::isfinite(s), ErrorCode::InvalidArgument, op, ": scale factor ", s,
               " must be finite (<= 0 for none)");
@@ -137,7 +136,9 @@ void add_q8ta_upsample_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const uint64_t table_bytes = table->size() * sizeof(int32_t);
   const std::string name = (out.name().empty() ? op : out.name()) + ".taps";
   const graph::ValueRef taps = graph.add_constant(
-      {{static_cast<int64_t>(table->size())}, DType::Int32, StorageType::Buffer,
+      {{static_cast<int64_t>(table->size())},
+       DType::Int32,
+       StorageType::Buffer,
        MemoryLayout::WidthPacked},
       name,
       [table] {
@@ -170,8 +171,8 @@ void add_q8ta_upsample_node(graph::ComputeGraph& graph, graph::ValueRef input,
   node.kernel = shaders::variants::q8ta_upsample[kind][int8_layout_index(out.spec().layout)];
   node.bindings = {output, input, taps};
   node.push_constants = graph::push_constant_bytes(push);
-  node.spec_constants = {uint32_t(o.c), uint32_t(o.h), uint32_t(o.w), uint32_t(i.h),
-                         uint32_t(i.w), uint32_t(taps_made.weight_bits)};
+  node.spec_constants = {uint32_t(o.c), uint32_t(o.h), uint32_t(o.w),
+                         uint32_t(i.h), uint32_t(i.w), uint32_t(taps_made.weight_bits)};
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(chunks));
   graph.add_node(std::move(node));
 }

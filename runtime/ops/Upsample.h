@@ -32,10 +32,10 @@ enum class UpsampleMode { Nearest, Bilinear };
 
 struct UpsampleParams {
   UpsampleMode mode = UpsampleMode::Nearest;
-  QuantParams input, output;    // the output uses the full int8 range
-  double scale_h = 0.0;         // ATen's scale factors (scales_h / scales_w); <= 0: none,
-  double scale_w = 0.0;         // the step is then in / out
-  bool align_corners = false;   // bilinear only
+  QuantParams input, output;   // the output uses the full int8 range
+  double scale_h = 0.0;        // ATen's scale factors (scales_h / scales_w); <= 0: none,
+  double scale_w = 0.0;        // the step is then in / out
+  bool align_corners = false;  // bilinear only
 };
 
 // `input`, `output`: int8x4 buffers in the same packed layout (4W4C, 4H4W or 4C1W), sizes

@@ -48,7 +48,8 @@ Context::Context(const ContextOptions& options) : options_(options) {
   dot.shaderIntegerDotProduct = profile_.int8_dot_product;
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   s8.storageBuffer8BitAccess = profile_.storage_8bit;
-  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures s16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   s16.storageBuffer16BitAccess = profile_.storage_16bit;
   VkPhysicalDeviceShaderFloat16Int8Features f16i8{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
@@ -73,9 +74,11 @@ Context::Context(const ContextOptions& options) : options_(options) {
   if (profile_.int8_dot_product) {
     *tail = &dot;
     tail = &dot.pNext;
-    if (ext.integer_dot_product) extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    if (ext.integer_dot_product)
+      extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   }
-  if (ext.storage_8bit && profile_.storage_8bit) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (ext.storage_8bit && profile_.storage_8bit)
+    extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (profile_.vulkan_memory_model) {
     *tail = &memory_model;
     tail = &memory_model.pNext;
@@ -123,8 +126,8 @@ Context::Context(const ContextOptions& options) : options_(options) {
   VKD_VK_CHECK(vkCreateFence(device, &fi, nullptr, &fence), "vkCreateFence");
   fence_ = UniqueFence(device, fence);
   fence_spin_us_ = options.fence_spin_us.value_or(profile_.fence_spin_us);
-  host_copies_ = std::make_unique<CopyWorkers>(
-      options.host_copy_threads.value_or(profile_.host_copy_threads));
+  host_copies_ =
+      std::make_unique<CopyWorkers>(options.host_copy_threads.value_or(profile_.host_copy_threads));
   PipelineCacheFile cache_file;
   if (options.pipeline_cache_file.empty()) {
     cache_file = {default_pipeline_cache_file(profile_), true};
@@ -182,8 +185,8 @@ void Context::wait_for_fence(const std::string& what) {
     if (r != VK_NOT_READY || Clock::now() >= spin_end) break;
   }
   if (r == VK_NOT_READY) {
-    const auto left = options_.gpu_timeout - std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                 Clock::now() - start);
+    const auto left = options_.gpu_timeout -
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
     const uint64_t timeout_ns = static_cast<uint64_t>(
         std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count()));
     VkFence fence = fence_.get();
@@ -196,7 +199,8 @@ void Context::wait_for_fence(const std::string& what) {
     timed_out_what_ = what;
     keep_until_idle(std::make_shared<UniqueFence>(std::move(fence_)));
     VKD_THROW(ErrorCode::Timeout, what, ": the GPU did not finish within ",
-              options_.gpu_timeout.count(), " ms (gpu_timeout_ms); the work is still running, "
+              options_.gpu_timeout.count(),
+              " ms (gpu_timeout_ms); the work is still running, "
               "destroy this delegate (or context) and create a new one");
   }
   check(r, "vkWaitForFences (" + what + ")");

@@ -25,13 +25,13 @@ namespace vkd::vk {
 inline constexpr const char* kPipelineCacheOff = "off";
 
 struct ContextOptions {
-  std::string device_selector;      // index or name substring; "" = default order
-  bool validation = false;          // Khronos validation layer + debug messenger
+  std::string device_selector;  // index or name substring; "" = default order
+  bool validation = false;      // Khronos validation layer + debug messenger
   // Where the VkPipelineCache persists between processes: "" = the per-user default file
   // (default_pipeline_cache_file), kPipelineCacheOff ("off") = nowhere, else this file.
   std::string pipeline_cache_file;
   std::chrono::milliseconds gpu_timeout{std::chrono::seconds(120)};
-  ProfileOverrides overrides;       // switch features off (tests of fallback paths)
+  ProfileOverrides overrides;  // switch features off (tests of fallback paths)
   // Ask the driver to keep per-kernel statistics (registers, shared memory, ...) through
   // VK_KHR_pipeline_executable_properties, where the device offers it. Off by default: the
   // driver may keep extra data per pipeline, and only diagnostics tools want it.
@@ -104,7 +104,7 @@ class Context {
   std::unique_ptr<PipelineCache> pipelines_;
   std::unique_ptr<CopyWorkers> host_copies_;
   bool timed_out_ = false;
-  std::string timed_out_what_;                    // the submission that timed out
+  std::string timed_out_what_;                          // the submission that timed out
   std::vector<std::shared_ptr<void>> kept_until_idle_;  // includes the timed-out fence
   // One fence for every submission (unsignalled between them): creating one per execute
   // costs a driver call on the latency path.

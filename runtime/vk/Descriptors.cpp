@@ -8,9 +8,12 @@ namespace vkd::vk {
 
 DescriptorPool::DescriptorPool(VkDevice device, const DescriptorTally& tally) : device_(device) {
   std::vector<VkDescriptorPoolSize> sizes;
-  if (tally.storage_buffers) sizes.push_back({VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, tally.storage_buffers});
-  if (tally.storage_images) sizes.push_back({VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, tally.storage_images});
-  if (tally.uniform_buffers) sizes.push_back({VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, tally.uniform_buffers});
+  if (tally.storage_buffers)
+    sizes.push_back({VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, tally.storage_buffers});
+  if (tally.storage_images)
+    sizes.push_back({VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, tally.storage_images});
+  if (tally.uniform_buffers)
+    sizes.push_back({VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, tally.uniform_buffers});
   if (sizes.empty()) sizes.push_back({VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1});
   VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   ci.maxSets = std::max(1u, tally.sets);

@@ -37,8 +37,8 @@ void read_cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device
       if (get(device, &count, props.data()) == VK_SUCCESS) {
         for (const auto& c : props) {
           if (c.AType == VK_COMPONENT_TYPE_SINT8_KHR && c.BType == VK_COMPONENT_TYPE_SINT8_KHR &&
-              c.CType == VK_COMPONENT_TYPE_SINT32_KHR && c.ResultType == VK_COMPONENT_TYPE_SINT32_KHR &&
-              c.scope == VK_SCOPE_SUBGROUP_KHR) {
+              c.CType == VK_COMPONENT_TYPE_SINT32_KHR &&
+              c.ResultType == VK_COMPONENT_TYPE_SINT32_KHR && c.scope == VK_SCOPE_SUBGROUP_KHR) {
             p.int8_cooperative_matrix_shapes.push_back({c.MSize, c.NSize, c.KSize, true});
           }
         }
@@ -108,7 +108,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   // Properties chain.
   VkPhysicalDeviceShaderIntegerDotProductProperties dot_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
-  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceMaintenance3Properties maint3{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
@@ -123,7 +124,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   // Features chain.
   VkPhysicalDeviceShaderIntegerDotProductFeatures dot_feat{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-  VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDevice8BitStorageFeatures storage8{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures storage16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features f16i8{
@@ -174,10 +176,9 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
       ext->pipeline_executable_properties && executable_feat.pipelineExecutableInfo;
 
   p.subgroup_size = subgroup.subgroupSize;
-  p.subgroup_arithmetic =
-      (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
-      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  p.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+                          (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   p.subgroup_ballot = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                       (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
   const auto& lim = base.limits;
@@ -198,7 +199,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   vkGetPhysicalDeviceMemoryProperties(device, &mem);
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
-      p.device_local_heap_bytes = std::max<uint64_t>(p.device_local_heap_bytes, mem.memoryHeaps[i].size);
+      p.device_local_heap_bytes =
+          std::max<uint64_t>(p.device_local_heap_bytes, mem.memoryHeaps[i].size);
     }
   }
 
@@ -241,7 +243,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
     p.int8_dot_product = p.int8_dot_product_accelerated = false;
   }
   if (switch_off(p.cooperative_matrix_nv || p.cooperative_matrix_khr,
-                 overrides.disable_cooperative_matrix, "VKD_DISABLE_COOPMAT", "cooperative matrix")) {
+                 overrides.disable_cooperative_matrix, "VKD_DISABLE_COOPMAT",
+                 "cooperative matrix")) {
     p.cooperative_matrix_nv = p.cooperative_matrix_khr = false;
     p.int8_cooperative_matrix_shapes.clear();
   }
@@ -249,7 +252,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
                  "VKD_DISABLE_SUBGROUP_ARITH", "subgroup arithmetic")) {
     p.subgroup_arithmetic = false;
   }
-  if (switch_off(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16", "float16")) {
+  if (switch_off(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16",
+                 "float16")) {
     p.float16_arithmetic = p.storage_16bit = false;
   }
   // After the subgroup override: the CPU kernels need subgroup operations (kReqSubgroup).
@@ -267,10 +271,9 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
 
 bool DeviceProfile::has_int8_cooperative_matrix_nv(uint32_t m, uint32_t n, uint32_t k) const {
   if (!cooperative_matrix_nv || !int8_arithmetic || !vulkan_memory_model) return false;
-  return std::any_of(int8_cooperative_matrix_shapes.begin(), int8_cooperative_matrix_shapes.end(),
-                     [&](const CooperativeMatrixShape& s) {
-                       return !s.khr && s.m == m && s.n == n && s.k == k;
-                     });
+  return std::any_of(
+      int8_cooperative_matrix_shapes.begin(), int8_cooperative_matrix_shapes.end(),
+      [&](const CooperativeMatrixShape& s) { return !s.khr && s.m == m && s.n == n && s.k == k; });
 }
 
 std::string DeviceProfile::summary() const {
@@ -295,10 +298,10 @@ std::string DeviceProfile::summary() const {
     os << " " << s.m << "x" << s.n << "x" << s.k << (s.khr ? "(KHR)" : "(NV)");
   }
   os << "\n  subgroup " << subgroup_size << (subgroup_arithmetic ? " (arithmetic)" : "")
-     << (subgroup_ballot ? " (ballot)" : "") << ", workgroup size max " << max_workgroup_size[0] << "x"
-     << max_workgroup_size[1] << "x" << max_workgroup_size[2] << " (" << max_workgroup_invocations
-     << " invocations), workgroup count max " << max_workgroup_count[0] << "x"
-     << max_workgroup_count[1] << "x" << max_workgroup_count[2] << "\n";
+     << (subgroup_ballot ? " (ballot)" : "") << ", workgroup size max " << max_workgroup_size[0]
+     << "x" << max_workgroup_size[1] << "x" << max_workgroup_size[2] << " ("
+     << max_workgroup_invocations << " invocations), workgroup count max " << max_workgroup_count[0]
+     << "x" << max_workgroup_count[1] << "x" << max_workgroup_count[2] << "\n";
   os << "  shared memory " << max_shared_memory_bytes << " B, storage buffer range "
      << max_storage_buffer_range_bytes << " B, push constants " << max_push_constant_bytes
      << " B, image 3D " << max_image_dimension_3d << " texels\n";

@@ -32,7 +32,7 @@ struct DeviceProfile {
   bool int8_dot_product_accelerated = false;  // driver says packed 4x8 signed is fast
   bool storage_8bit = false, storage_16bit = false;
   bool int8_arithmetic = false, float16_arithmetic = false;
-  bool vulkan_memory_model = false;           // the Vulkan memory model (cooperative-matrix kernels)
+  bool vulkan_memory_model = false;  // the Vulkan memory model (cooperative-matrix kernels)
   // vulkanMemoryModelDeviceScope: with the memory model enabled, a kernel may use Device scope
   // (any GLSL atomic or memoryBarrierBuffer without the memory-model extension) only with it.
   bool memory_model_device_scope = false;
@@ -47,7 +47,8 @@ struct DeviceProfile {
   // Subgroups and workgroups
   uint32_t subgroup_size = 1;
   bool subgroup_arithmetic = false;  // basic + arithmetic subgroup operations in compute shaders
-  bool subgroup_ballot = false;      // ballot subgroup operations (subgroupBroadcast) in compute shaders
+  bool subgroup_ballot =
+      false;  // ballot subgroup operations (subgroupBroadcast) in compute shaders
   // Kernels shaped for a CPU device (Mesa lavapipe: llvmpipe runs a workgroup on one thread,
   // each subgroup of 8 invocations as one 256-bit SIMD vector; a load whose address is not
   // built from constants and push constants alone is a loop over the 8 lanes, a barrier a
@@ -118,10 +119,10 @@ struct DeviceProfile {
 
 // Device extensions vkdelegate enables when the device has them.
 struct EnabledExtensions {
-  bool integer_dot_product = false;   // VK_KHR_shader_integer_dot_product (pre-1.3)
-  bool storage_8bit = false;          // VK_KHR_8bit_storage (pre-1.2)
-  bool cooperative_matrix_nv = false; // VK_NV_cooperative_matrix
-  bool cooperative_matrix_khr = false;// VK_KHR_cooperative_matrix
+  bool integer_dot_product = false;             // VK_KHR_shader_integer_dot_product (pre-1.3)
+  bool storage_8bit = false;                    // VK_KHR_8bit_storage (pre-1.2)
+  bool cooperative_matrix_nv = false;           // VK_NV_cooperative_matrix
+  bool cooperative_matrix_khr = false;          // VK_KHR_cooperative_matrix
   bool pipeline_executable_properties = false;  // VK_KHR_pipeline_executable_properties
 };
 

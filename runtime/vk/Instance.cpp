@@ -44,8 +44,9 @@ bool layer_available(const char* name) {
   vkEnumerateInstanceLayerProperties(&count, nullptr);
   std::vector<VkLayerProperties> layers(count);
   vkEnumerateInstanceLayerProperties(&count, layers.data());
-  return std::any_of(layers.begin(), layers.end(),
-                     [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+  return std::any_of(layers.begin(), layers.end(), [&](const VkLayerProperties& l) {
+    return std::strcmp(l.layerName, name) == 0;
+  });
 }
 
 }  // namespace
@@ -133,7 +134,8 @@ Instance::~Instance() {
 
 std::vector<PhysicalDeviceSummary> Instance::devices() const {
   uint32_t count = 0;
-  VKD_VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, nullptr), "vkEnumeratePhysicalDevices");
+  VKD_VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, nullptr),
+               "vkEnumeratePhysicalDevices");
   std::vector<VkPhysicalDevice> handles(count);
   VKD_VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, handles.data()),
                "vkEnumeratePhysicalDevices");

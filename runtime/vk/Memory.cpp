@@ -72,11 +72,11 @@ void MemoryAllocator::check_buffer_limits(VkDeviceSize padded, const std::string
             " bytes) storage buffer; the device's maxStorageBufferRange is ",
             format_bytes(profile_.max_storage_buffer_range_bytes), " (",
             profile_.max_storage_buffer_range_bytes, " bytes)");
-  VKD_CHECK(profile_.max_memory_allocation_bytes == 0 ||
-                padded <= profile_.max_memory_allocation_bytes,
-            ErrorCode::Unsupported, what, " needs a ", format_bytes(padded),
-            " allocation; the device's maxMemoryAllocationSize is ",
-            format_bytes(profile_.max_memory_allocation_bytes));
+  VKD_CHECK(
+      profile_.max_memory_allocation_bytes == 0 || padded <= profile_.max_memory_allocation_bytes,
+      ErrorCode::Unsupported, what, " needs a ", format_bytes(padded),
+      " allocation; the device's maxMemoryAllocationSize is ",
+      format_bytes(profile_.max_memory_allocation_bytes));
 }
 
 Buffer MemoryAllocator::create_unbound_buffer(VkDeviceSize bytes, const std::string& what) const {
@@ -104,11 +104,11 @@ uint32_t MemoryAllocator::device_local_type(uint32_t type_bits, const std::strin
 
 MemoryBlock MemoryAllocator::allocate_block(VkDeviceSize bytes, uint32_t type_bits,
                                             const std::string& what) const {
-  VKD_CHECK(profile_.max_memory_allocation_bytes == 0 ||
-                bytes <= profile_.max_memory_allocation_bytes,
-            ErrorCode::Unsupported, what, " needs a ", format_bytes(bytes),
-            " allocation; the device's maxMemoryAllocationSize is ",
-            format_bytes(profile_.max_memory_allocation_bytes));
+  VKD_CHECK(
+      profile_.max_memory_allocation_bytes == 0 || bytes <= profile_.max_memory_allocation_bytes,
+      ErrorCode::Unsupported, what, " needs a ", format_bytes(bytes),
+      " allocation; the device's maxMemoryAllocationSize is ",
+      format_bytes(profile_.max_memory_allocation_bytes));
   MemoryBlock out;
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = bytes;
@@ -141,9 +141,7 @@ uint32_t MemoryAllocator::memory_type_for(MemoryUse use, uint32_t type_bits,
                                           const std::string& what) const {
   VkMemoryPropertyFlags required = 0, preferred = 0;
   switch (use) {
-    case MemoryUse::DeviceLocal:
-      preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-      break;
+    case MemoryUse::DeviceLocal: preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT; break;
     case MemoryUse::HostUpload:
       required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
       preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -184,8 +182,8 @@ Buffer MemoryAllocator::create_buffer(VkDeviceSize bytes, MemoryUse use,
   const auto flags = memory_props_.memoryTypes[type].propertyFlags;
   out.coherent_ = flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   if (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
-    VKD_VK_CHECK(vkMapMemory(device_, memory, 0, VK_WHOLE_SIZE, 0, &out.mapped_), "vkMapMemory for ",
-                 what);
+    VKD_VK_CHECK(vkMapMemory(device_, memory, 0, VK_WHOLE_SIZE, 0, &out.mapped_),
+                 "vkMapMemory for ", what);
   }
   return out;
 }

@@ -14,8 +14,8 @@
 namespace vkd::vk {
 
 enum class MemoryUse {
-  DeviceLocal,   // tensors: fastest for the GPU, may not be mappable
-  HostUpload,    // staging written by the CPU, read by the GPU
+  DeviceLocal,  // tensors: fastest for the GPU, may not be mappable
+  HostUpload,   // staging written by the CPU, read by the GPU
   // Written by the CPU, read by kernels in place: device-local and mappable where the device
   // has such memory (resizable BAR on a discrete GPU, unified memory), else like HostUpload.
   DirectUpload,

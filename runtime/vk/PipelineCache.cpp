@@ -69,8 +69,8 @@ std::vector<char> read_cache_file(const std::string& path) {
   const auto status = std::filesystem::status(path, ec);
   if (status.type() == std::filesystem::file_type::not_found) return {};
   VKD_CHECK(!ec, ErrorCode::InvalidArgument, what, ": ", ec.message());
-  VKD_CHECK(status.type() == std::filesystem::file_type::regular, ErrorCode::InvalidArgument,
-            what, " is not a regular file");
+  VKD_CHECK(status.type() == std::filesystem::file_type::regular, ErrorCode::InvalidArgument, what,
+            " is not a regular file");
   const uintmax_t size = std::filesystem::file_size(path, ec);
   VKD_CHECK(!ec && size <= kMaxCacheFileBytes, ErrorCode::InvalidArgument, what, " is ",
             ec ? ec.message() : std::to_string(size >> 20) + " MiB",
@@ -146,7 +146,7 @@ bool make_private_directories(const std::string& dir, std::string* why) {
   }
   // Checked and changed through one descriptor, so the directory cannot be swapped in between.
   const FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  struct stat st {};
+  struct stat st{};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     *why = "'" + dir + "' is not a directory";
     return false;
@@ -157,8 +157,8 @@ bool make_private_directories(const std::string& dir, std::string* why) {
     return false;
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && ::fchmod(fd.get(), 0700) != 0) {
-    *why = "'" + dir + "' is writable by others and cannot be made private: " +
-           std::strerror(errno);
+    *why =
+        "'" + dir + "' is writable by others and cannot be made private: " + std::strerror(errno);
     return false;
   }
   return true;
@@ -249,14 +249,13 @@ std::string default_pipeline_cache_file(const DeviceProfile& profile) {
   const std::string dir = home + "/vkdelegate";
   std::string why;
   if (!make_private_directories(dir, &why)) {
-    std::fprintf(stderr, "vkd: warning: no pipeline cache directory: %s%s\n", why.c_str(),
-                 advice);
+    std::fprintf(stderr, "vkd: warning: no pipeline cache directory: %s%s\n", why.c_str(), advice);
     return "";
   }
   std::string uuid;
   for (uint8_t byte : profile.pipeline_cache_uuid) uuid += hex(byte, 2);
-  return dir + "/pipelines-" + hex(profile.vendor_id, 4) + "-" + hex(profile.device_id, 4) +
-         "-" + hex(profile.driver_version, 8) + "-" + uuid + "-" + hex(embedded_spirv_hash(), 16) +
+  return dir + "/pipelines-" + hex(profile.vendor_id, 4) + "-" + hex(profile.device_id, 4) + "-" +
+         hex(profile.driver_version, 8) + "-" + uuid + "-" + hex(embedded_spirv_hash(), 16) +
          ".vkpc";
 }
 
@@ -341,8 +340,8 @@ void PipelineCache::save() const {
   const int write_errno = errno;
   if (!fd.close() || !written) {
     ::unlink(tmp.c_str());
-    VKD_THROW(ErrorCode::InvalidArgument, "failed writing pipeline cache file '", tmp, "': ",
-              std::strerror(written ? errno : write_errno));
+    VKD_THROW(ErrorCode::InvalidArgument, "failed writing pipeline cache file '", tmp,
+              "': ", std::strerror(written ? errno : write_errno));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int rename_errno = errno;
@@ -409,11 +408,10 @@ PipelineCache::Built PipelineCache::build(const PipelineKey& key) {
             "kernel ", info.name, " needs ", info.push_constant_bytes,
             " bytes of push constants; the device allows ", profile_.max_push_constant_bytes);
   const uint64_t invocations = uint64_t(key.local_size[0]) * key.local_size[1] * key.local_size[2];
-  VKD_CHECK(!info.local_size_from_spec ||
-                (invocations <= profile_.max_workgroup_invocations &&
-                 key.local_size[0] <= profile_.max_workgroup_size[0] &&
-                 key.local_size[1] <= profile_.max_workgroup_size[1] &&
-                 key.local_size[2] <= profile_.max_workgroup_size[2]),
+  VKD_CHECK(!info.local_size_from_spec || (invocations <= profile_.max_workgroup_invocations &&
+                                           key.local_size[0] <= profile_.max_workgroup_size[0] &&
+                                           key.local_size[1] <= profile_.max_workgroup_size[1] &&
+                                           key.local_size[2] <= profile_.max_workgroup_size[2]),
             ErrorCode::Internal, "kernel ", info.name, ": local size ", key.local_size[0], "x",
             key.local_size[1], "x", key.local_size[2], " exceeds the device's workgroup limits");
 

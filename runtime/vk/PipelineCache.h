@@ -45,7 +45,7 @@ struct Pipeline {
 // One statistic the driver reports for a pipeline executable, its value as text (bool as
 // true/false, integers in decimal, floats with up to 6 significant digits).
 struct KernelStatistic {
-  std::string name;   // the driver's own, e.g. "Register Count"
+  std::string name;  // the driver's own, e.g. "Register Count"
   std::string value;
 };
 
@@ -76,8 +76,8 @@ struct PipelineCacheFile {
 // with mode 0700 where missing (an existing one that group or others may write into is made
 // 0700; one of another user's is not used); the name holds the vendor and device ids, the
 // driver version, the pipelineCacheUUID and a hash of every embedded SPIR-V module, so another
-// GPU, driver or build of the library never meets this file. "" after one warning on stderr when there is no usable
-// directory (the caller then keeps its pipelines in memory only).
+// GPU, driver or build of the library never meets this file. "" after one warning on stderr when
+// there is no usable directory (the caller then keeps its pipelines in memory only).
 std::string default_pipeline_cache_file(const DeviceProfile& profile);
 
 // FNV-1a 64 over all embedded SPIR-V (each kernel's word count, then its words), computed once.

@@ -30,11 +30,11 @@ void TimestampQueries::end(CommandBuffer& cmd, uint32_t region) const {
 
 std::vector<uint64_t> TimestampQueries::read_ticks() const {
   std::vector<uint64_t> ticks(2 * regions_);
-  VKD_VK_CHECK(vkGetQueryPoolResults(device_, pool_.get(), 0, 2 * regions_,
-                                     ticks.size() * sizeof(uint64_t), ticks.data(),
-                                     sizeof(uint64_t),
-                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-               "vkGetQueryPoolResults");
+  VKD_VK_CHECK(
+      vkGetQueryPoolResults(device_, pool_.get(), 0, 2 * regions_, ticks.size() * sizeof(uint64_t),
+                            ticks.data(), sizeof(uint64_t),
+                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+      "vkGetQueryPoolResults");
   for (uint64_t& t : ticks) t &= mask_;
   return ticks;
 }
@@ -49,13 +49,12 @@ std::vector<double> TimestampQueries::read_us() const {
   if (!pool_) return out;
   const std::vector<uint64_t> ticks = read_ticks();
   out.reserve(regions_);
-  for (uint32_t r = 0; r < regions_; ++r) out.push_back(ticks_to_us(ticks[2 * r], ticks[2 * r + 1]));
+  for (uint32_t r = 0; r < regions_; ++r)
+    out.push_back(ticks_to_us(ticks[2 * r], ticks[2 * r + 1]));
   return out;
 }
 
-double TimestampQueries::span_us() const {
-  return regions_ == 0 ? 0.0 : span_us(0, regions_ - 1);
-}
+double TimestampQueries::span_us() const { return regions_ == 0 ? 0.0 : span_us(0, regions_ - 1); }
 
 double TimestampQueries::span_us(uint32_t first, uint32_t last) const {
   if (!pool_) return 0.0;

@@ -5,8 +5,7 @@ namespace vkd::vk {
 const char* result_name(VkResult result) {
   switch (result) {
 #define VKD_RESULT_CASE(name) \
-  case name:                  \
-    return #name;
+  case name: return #name;
     VKD_RESULT_CASE(VK_SUCCESS)
     VKD_RESULT_CASE(VK_NOT_READY)
     VKD_RESULT_CASE(VK_TIMEOUT)
@@ -33,8 +32,7 @@ const char* result_name(VkResult result) {
     VKD_RESULT_CASE(VK_PIPELINE_COMPILE_REQUIRED)
     VKD_RESULT_CASE(VK_ERROR_VALIDATION_FAILED_EXT)
 #undef VKD_RESULT_CASE
-    default:
-      return "VK_RESULT_UNKNOWN";
+    default: return "VK_RESULT_UNKNOWN";
   }
 }
 

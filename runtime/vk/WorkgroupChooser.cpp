@@ -10,8 +10,8 @@
 namespace vkd::vk {
 
 uint64_t DispatchPlan::invocations() const {
-  return uint64_t(local_size[0]) * local_size[1] * local_size[2] * group_count[0] *
-         group_count[1] * group_count[2];
+  return uint64_t(local_size[0]) * local_size[1] * local_size[2] * group_count[0] * group_count[1] *
+         group_count[2];
 }
 
 uint32_t default_linear_local_size(const DeviceProfile& profile) {
@@ -19,14 +19,15 @@ uint32_t default_linear_local_size(const DeviceProfile& profile) {
   // latency on desktop GPUs; CPU devices (lavapipe) vectorize over the subgroup and gain
   // nothing from larger groups.
   const uint32_t wanted = profile.is_cpu() ? 64u : 128u;
-  return std::min(wanted, std::min(profile.max_workgroup_size[0], profile.max_workgroup_invocations));
+  return std::min(wanted,
+                  std::min(profile.max_workgroup_size[0], profile.max_workgroup_invocations));
 }
 
 DispatchPlan plan_linear(const DeviceProfile& profile, uint64_t items, uint32_t preferred_local) {
   uint32_t local = preferred_local ? preferred_local : default_linear_local_size(profile);
   if (const auto forced = env_uint("VKD_WORKGROUP_SIZE", 1, 1u << 16)) local = *forced;
-  local = std::max(1u, std::min({local, profile.max_workgroup_size[0],
-                                 profile.max_workgroup_invocations}));
+  local = std::max(
+      1u, std::min({local, profile.max_workgroup_size[0], profile.max_workgroup_invocations}));
 
   DispatchPlan plan;
   plan.local_size = {local, 1, 1};

@@ -19,7 +19,8 @@ struct DispatchPlan {
 
 // 1-D work of `items` invocations. `preferred_local` is a hint (default: the device's
 // linear default); VKD_WORKGROUP_SIZE overrides it for every linear dispatch.
-DispatchPlan plan_linear(const DeviceProfile& profile, uint64_t items, uint32_t preferred_local = 0);
+DispatchPlan plan_linear(const DeviceProfile& profile, uint64_t items,
+                         uint32_t preferred_local = 0);
 
 // Default local size for linear dispatches on this device (a multiple of the subgroup size).
 uint32_t default_linear_local_size(const DeviceProfile& profile);

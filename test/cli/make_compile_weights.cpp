@@ -13,8 +13,8 @@
 // bytes a CMake script cannot write. The float bytes are spelled out, so the file is the same
 // on every host.
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -47,7 +47,8 @@ void write_linear_fixture(const std::string& dir) {
   vkd::compiler::write_safetensors(
       dir + "/linear.safetensors",
       {SafetensorsTensor{"lin1.weight", "I8", {5, 8}, weight_bytes(5, 8, 1)},
-       SafetensorsTensor{"lin1.scale", "F32", {5}, f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f})},
+       SafetensorsTensor{
+           "lin1.scale", "F32", {5}, f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f})},
        SafetensorsTensor{"lin1.bias", "F32", {5}, f32_bytes({0.5f, -1.0f, 0.0f, 2.25f, -0.75f})},
        SafetensorsTensor{"lin2.weight", "I8", {3, 8}, weight_bytes(3, 8, 4)},
        SafetensorsTensor{"lin2.scale", "F32", {3}, f32_bytes({0.5f, 0.25f, 0.125f})}});
@@ -55,7 +56,8 @@ void write_linear_fixture(const std::string& dir) {
   x.dtype = vkd::cli::NpyDType::Float32;
   x.shape = {2, 3, 8};
   std::vector<float> v(48);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 11) % 41 - 20);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 11) % 41 - 20);
   x.data = f32_bytes(v);
   vkd::cli::write_npy(dir + "/lin_x.npy", x);
 }
@@ -67,9 +69,10 @@ void write_conv_fixture(const std::string& dir) {
   vkd::compiler::write_safetensors(
       dir + "/conv.safetensors",
       {SafetensorsTensor{"conv1.weight", "I8", {6, 5, 3, 3}, weight_bytes(6, 45, 2)},
-       SafetensorsTensor{"conv1.scale", "F32", {6},
-                         f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f, 0.125f})},
-       SafetensorsTensor{"conv1.bias", "F32", {6}, f32_bytes({0.5f, -1.0f, 0.0f, 2.25f, -0.75f, 1.5f})},
+       SafetensorsTensor{
+           "conv1.scale", "F32", {6}, f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f, 0.125f})},
+       SafetensorsTensor{
+           "conv1.bias", "F32", {6}, f32_bytes({0.5f, -1.0f, 0.0f, 2.25f, -0.75f, 1.5f})},
        SafetensorsTensor{"dw.weight", "I8", {5, 1, 3, 3}, weight_bytes(5, 9, 5)},
        SafetensorsTensor{"dw.scale", "F32", {5}, f32_bytes({0.5f, 0.25f, 0.125f, 0.25f, 1.0f})},
        SafetensorsTensor{"pw.weight", "I8", {4, 5, 1, 1}, weight_bytes(4, 5, 3)},
@@ -85,7 +88,8 @@ void write_conv_fixture(const std::string& dir) {
   x.dtype = vkd::cli::NpyDType::Float32;
   x.shape = {2, 5, 7, 6};
   std::vector<float> v(2 * 5 * 7 * 6);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 13) % 37 - 18);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 0.5f * static_cast<float>((static_cast<int>(i) * 13) % 37 - 18);
   x.data = f32_bytes(v);
   vkd::cli::write_npy(dir + "/conv_x.npy", x);
 }
@@ -98,9 +102,13 @@ void write_head_fixture(const std::string& dir) {
   vkd::compiler::write_safetensors(
       dir + "/head.safetensors",
       {SafetensorsTensor{"conv.weight", "I8", {8, 5, 3, 3}, weight_bytes(8, 45, 6)},
-       SafetensorsTensor{"conv.scale", "F32", {8},
+       SafetensorsTensor{"conv.scale",
+                         "F32",
+                         {8},
                          f32_bytes({0.25f, 0.125f, 0.5f, 0.25f, 0.0625f, 0.125f, 0.25f, 0.5f})},
-       SafetensorsTensor{"conv.bias", "F32", {8},
+       SafetensorsTensor{"conv.bias",
+                         "F32",
+                         {8},
                          f32_bytes({0.5f, -1.0f, 0.0f, 2.25f, -0.75f, 1.5f, -2.0f, 0.25f})},
        SafetensorsTensor{"fc.weight", "I8", {3, 8}, weight_bytes(3, 8, 9)},
        SafetensorsTensor{"fc.scale", "F32", {3}, f32_bytes({0.5f, 0.25f, 0.125f})},
@@ -119,16 +127,19 @@ void write_head_fixture(const std::string& dir) {
 // torchao affine quantization (test/cli/graphs/affine_constant.json, affine_dynamic.json): an
 // input x [2, 8, 16] of uneven floats (the affine ops are bit-exact, no need for exact values)
 // and, in affine.safetensors, per-group (block [1, 1, 4]) scales [2, 8, 4] with int64 zero points
-// (narrowed to int32 by the graph IR), and per-channel scales [8] (block [2, 1, 16], no zero point).
+// (narrowed to int32 by the graph IR), and per-channel scales [8] (block [2, 1, 16], no zero
+// point).
 void write_affine_fixture(const std::string& dir) {
   using vkd::compiler::SafetensorsTensor;
   std::vector<float> group_scale(64), channel_scale(8);
   std::vector<int64_t> group_zp(64);
   for (size_t i = 0; i < group_scale.size(); ++i) {
-    group_scale[i] = 0.0125f * static_cast<float>(1 + (i * 5) % 7) + 0.0007f * static_cast<float>(i);
+    group_scale[i] =
+        0.0125f * static_cast<float>(1 + (i * 5) % 7) + 0.0007f * static_cast<float>(i);
     group_zp[i] = static_cast<int64_t>((i * 11) % 21) - 10;
   }
-  for (size_t i = 0; i < channel_scale.size(); ++i) channel_scale[i] = 0.03f + 0.011f * static_cast<float>(i);
+  for (size_t i = 0; i < channel_scale.size(); ++i)
+    channel_scale[i] = 0.03f + 0.011f * static_cast<float>(i);
   std::vector<uint8_t> zp_bytes(group_zp.size() * 8);
   std::memcpy(zp_bytes.data(), group_zp.data(), zp_bytes.size());
   vkd::compiler::write_safetensors(
@@ -235,9 +246,9 @@ void write_partition_fixture(const std::string& dir, const std::string& source_d
   const vkd::cli::NpyArray add_x = sixteenths({1, 4, 4, 4}, 64);
   const std::string add_graph = source_dir + "/test/cli/graphs/add_constant.json";
   vkd::cli::write_npy(dir + "/part_add_x.npy", add_x);
-  vkd::cli::write_npy(dir + "/part_add_expected.npy",
-                      f32_npy({1, 4, 4, 4},
-                              interpreted_y(add_graph, dir + "/weights.safetensors", add_x)));
+  vkd::cli::write_npy(
+      dir + "/part_add_expected.npy",
+      f32_npy({1, 4, 4, 4}, interpreted_y(add_graph, dir + "/weights.safetensors", add_x)));
 }
 
 }  // namespace
@@ -261,11 +272,12 @@ int main(int argc, char** argv) {
     write_head_fixture(dir);
     write_half_shuffle_fixture(dir);
     write_partition_fixture(dir, argv[2], other);
-    std::printf("make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy, "
-                "conv.safetensors, conv_x.npy, affine.safetensors, affine_x.npy, head.safetensors, "
-                "head_x.npy, ps16_*.npy, "
-                "host.safetensors, part_*.npy\n",
-                dir.c_str());
+    std::printf(
+        "make_compile_weights: wrote %s/weights.safetensors, linear.safetensors, lin_x.npy, "
+        "conv.safetensors, conv_x.npy, affine.safetensors, affine_x.npy, head.safetensors, "
+        "head_x.npy, ps16_*.npy, "
+        "host.safetensors, part_*.npy\n",
+        dir.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_compile_weights: %s\n", e.what());

@@ -98,7 +98,8 @@ NpyArray make_array(NpyDType dtype, std::vector<int64_t> shape, const std::vecto
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
@@ -181,7 +182,8 @@ int main(int argc, char** argv) {
     write_bytes(dir + "/x.npy", x_npy);
     write_bytes(dir + "/expected.npy", encode_npy(make_array(NpyDType::Float32, kSizes, expected)));
     write_bytes(dir + "/model_multi.vkd", build_multi_model());
-    write_bytes(dir + "/expected_q.npy", encode_npy(make_array(NpyDType::Int8, kSizes, expected_q)));
+    write_bytes(dir + "/expected_q.npy",
+                encode_npy(make_array(NpyDType::Int8, kSizes, expected_q)));
     write_bytes(dir + "/x_shape.npy",
                 encode_npy(make_array(NpyDType::Float32, {1, 5, 7, 8},
                                       std::vector<float>(x.begin(), x.begin() + 280))));

@@ -84,8 +84,8 @@ TEST(CheckCompare, OneOffAtAnExactTieIsCountedApart) {
 
   // Ties rounded the other way (1, 3): ties; a 1-off away from a tie (element 2) and a 2-off at
   // a tie are real.
-  Comparison c = compare_tensors(HostTensor::from_int8({1, 1, 1, 4}, {1, 3, 2, 1}),
-                                 values.at("xq"), pre);
+  Comparison c =
+      compare_tensors(HostTensor::from_int8({1, 1, 1, 4}, {1, 3, 2, 1}), values.at("xq"), pre);
   EXPECT_EQ(c.ties, 2u);
   EXPECT_EQ(c.mismatches, 0u);
   EXPECT_FALSE(c.differs());
@@ -144,8 +144,8 @@ TEST(CheckCompare, TiesRoundedTheOtherWay) {
   EXPECT_EQ(other->to_int8(), (std::vector<int8_t>{1, 2, -1, 127}));
   EXPECT_EQ(other->shape, (std::vector<int64_t>{1, 1, 1, 4}));
   // No tie that changes anything, or no quantize: none.
-  const auto none = compiler::interpret(
-      g, {{"x", HostTensor::from_floats({1, 1, 1, 4}, {1, 2, 3, 63.75f})}});
+  const auto none =
+      compiler::interpret(g, {{"x", HostTensor::from_floats({1, 1, 1, 4}, {1, 2, 3, 63.75f})}});
   EXPECT_FALSE(rounded_the_other_way(g.nodes[0], none).has_value());
   EXPECT_FALSE(rounded_the_other_way(g.nodes[2], values).has_value());
 }
@@ -156,7 +156,8 @@ std::string quant(const std::string& op, const std::string& in, const std::strin
   return R"({"op": "quantized_decomposed.)" + op + R"(", "inputs": [")" + in +
          R"("], "args": {"scale": )" + scale +
          R"(, "zero_point": 0, "quant_min": -128, "quant_max": 127, "dtype": "int8"},
-          "outputs": [")" + out + R"("]})";
+          "outputs": [")" +
+         out + R"("]})";
 }
 
 // dq (scale `in_scale`) of `in`, times `factor`, q (scale `out_scale`) into `out`: one int8
@@ -203,8 +204,8 @@ void expect_fused_tie(const FusedRegionRun& r, int8_t y0, int8_t y1) {
 TEST(CheckCompare, ATieInsideAFusedRegionReachesItsResult) {
   // x -> q (0.5) 'xq' -> dq -> mul by 3 -> q (1, 0) 'y': x = 0.25 is a tie in xq (0, or 1), so
   // y is 0, or 2 (3 * 0.5 = 1.5 rounds to even); x = 1 is no tie (y = 3).
-  const FusedRegionRun r = run_fused_region(quant("quantize_per_tensor", "x", "xq", "0.5") +
-                                            ", " + scaled_step("xq", "0.5", "3.0", "y", "1.0"));
+  const FusedRegionRun r = run_fused_region(quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
+                                            scaled_step("xq", "0.5", "3.0", "y", "1.0"));
   EXPECT_EQ(r.ref.to_int8(), (std::vector<int8_t>{0, 3}));
   ASSERT_EQ(r.alts.size(), 1u);  // xq's; y's own quantize has none
   EXPECT_EQ(r.alts[0].to_int8(), (std::vector<int8_t>{2, 3}));
@@ -222,10 +223,9 @@ TEST(CheckCompare, ATieInTheFirstOfTwoHiddenValuesReachesTheResult) {
   // q8ta_conv2d_pw_dw_pw keeps its expansion's and its depthwise's outputs): x = 0.25 is a tie
   // in xq (0, or 1), so mq is 0, or 2 (1.5 rounds to even), and y 0, or 4; mq itself has no tie
   // in the reference, only where xq's was flipped (then 1.5 may also round to 1: y 2).
-  const FusedRegionRun r = run_fused_region(
-      quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
-      scaled_step("xq", "0.5", "3.0", "mq", "1.0") + ", " +
-      scaled_step("mq", "1.0", "2.0", "y", "1.0"));
+  const FusedRegionRun r = run_fused_region(quant("quantize_per_tensor", "x", "xq", "0.5") + ", " +
+                                            scaled_step("xq", "0.5", "3.0", "mq", "1.0") + ", " +
+                                            scaled_step("mq", "1.0", "2.0", "y", "1.0"));
   EXPECT_EQ(r.ref.to_int8(), (std::vector<int8_t>{0, 6}));
   // xq's tie flipped, then mq's tie that only that flip makes (1.5: 2, or 1) flipped too.
   ASSERT_EQ(r.alts.size(), 2u);
@@ -270,10 +270,10 @@ TEST(CheckCompare, OneOfTwoTiesReadByOneResultRoundedTheOtherWay) {
                 .mismatches,
             1u);
   // Without the single flips (only the all-flipped reference) 3 would be a difference.
-  EXPECT_EQ(compare_tensors(HostTensor::from_int8({1, 1, 1, 1}, {3}), values.at("y"), pre,
-                            {alts[0]})
-                .mismatches,
-            1u);
+  EXPECT_EQ(
+      compare_tensors(HostTensor::from_int8({1, 1, 1, 1}, {3}), values.at("y"), pre, {alts[0]})
+          .mismatches,
+      1u);
 }
 
 TEST(CheckCompare, TieTolerance) {

@@ -85,8 +85,8 @@ TEST(Dot, DrawsTensorsOpsAndEdgesFromTheSchema) {
                        "label=\"%2\\n[1,4,2,2] int8x4 buffer 4C1W\\ngraph output 0\""))
       << dot;
   // Inputs point at the op, outputs away from it; scalar arguments are not drawn.
-  for (const char* edge : {"t0 -> op0;", "op0 -> t1;", "t1 -> op1;", "op1 -> t2;", "t3 -> op2;",
-                           "op2 -> t4;"}) {
+  for (const char* edge :
+       {"t0 -> op0;", "op0 -> t1;", "t1 -> op1;", "op1 -> t2;", "t3 -> op2;", "op2 -> t4;"}) {
     EXPECT_TRUE(contains(dot, std::string("\n  ") + edge + "\n")) << edge << "\n" << dot;
   }
   EXPECT_FALSE(contains(dot, "t5")) << dot;  // the scale, an int
@@ -97,8 +97,8 @@ TEST(Dot, HighlightsInsertedConversionsOnly) {
   EXPECT_EQ(node_line(dot, "op0"),
             "op0 [shape=box, label=\"q8ta_quantize\", style=\"rounded,filled\", "
             "fillcolor=\"#f5f5f5\"];");
-  for (const auto& [id, op] : {std::pair<std::string, std::string>{"op1", "q8ta_convert"},
-                               {"op2", "float_convert"}}) {
+  for (const auto& [id, op] :
+       {std::pair<std::string, std::string>{"op1", "q8ta_convert"}, {"op2", "float_convert"}}) {
     EXPECT_EQ(node_line(dot, id),
               id + " [shape=box, label=\"" + op +
                   "\\ninserted conversion\", style=\"bold,filled\", fillcolor=\"#fde0dd\", "

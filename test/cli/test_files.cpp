@@ -56,7 +56,8 @@ TEST_F(FilesTest, ReadInputFileReadsRegularFilesWithinTheCap) {
   const std::string g = write("g.json", "{}\n");
   EXPECT_EQ(read_input_file(g, "graph file", 16), (std::vector<uint8_t>{'{', '}', '\n'}));
   EXPECT_EQ(cli_error([&] { read_input_file(g, "graph file", 2); }),
-            "cannot read graph file '" + g + "': it is 3 bytes, more than the 2 bytes a graph file may have");
+            "cannot read graph file '" + g +
+                "': it is 3 bytes, more than the 2 bytes a graph file may have");
   EXPECT_EQ(cli_error([&] { read_input_file(path("none"), "model file", 16); }),
             "cannot read model file '" + path("none") + "': no such file");
   EXPECT_EQ(cli_error([&] { read_input_file(dir_.string(), "model file", 16); }),
@@ -72,8 +73,9 @@ TEST_F(FilesTest, DevicesAndFifosAreNeverRead) {
             "cannot read graph file '" + fifo + "': it is a FIFO (named pipe), not a regular file");
   // A symlink is followed: to a device it is refused too.
   fs::create_symlink("/dev/zero", path("zero.npy"));
-  EXPECT_NE(cli_error([&] { read_input_file(path("zero.npy"), "x", 1); })
-                .find("it is a character device"),
+  EXPECT_NE(cli_error([&] {
+              read_input_file(path("zero.npy"), "x", 1);
+            }).find("it is a character device"),
             std::string::npos);
 }
 

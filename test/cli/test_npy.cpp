@@ -41,8 +41,10 @@ Bytes raw_npy(int major, int minor, std::string header, const Bytes& data, size_
     const size_t unpadded = prefix + header.size() + 1;
     header += std::string((pad_to - unpadded % pad_to) % pad_to, ' ') + "\n";
   }
-  Bytes b = {0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<uint8_t>(major), static_cast<uint8_t>(minor)};
-  for (size_t i = 0; i < prefix - 8; ++i) b.push_back(static_cast<uint8_t>(header.size() >> (8 * i)));
+  Bytes b = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<uint8_t>(major), static_cast<uint8_t>(minor)};
+  for (size_t i = 0; i < prefix - 8; ++i)
+    b.push_back(static_cast<uint8_t>(header.size() >> (8 * i)));
   b.insert(b.end(), header.begin(), header.end());
   b.insert(b.end(), data.begin(), data.end());
   return b;
@@ -61,11 +63,11 @@ std::string parse_error(const Bytes& b, const std::string& source = "in.npy") {
   return "";
 }
 
-#define EXPECT_NPY_ERROR(bytes, fragment)                              \
-  do {                                                                 \
-    const std::string msg_ = parse_error(bytes);                       \
-    EXPECT_EQ(msg_.rfind("in.npy: ", 0), 0u) << msg_;                  \
-    EXPECT_NE(msg_.find(fragment), std::string::npos) << msg_;         \
+#define EXPECT_NPY_ERROR(bytes, fragment)                      \
+  do {                                                         \
+    const std::string msg_ = parse_error(bytes);               \
+    EXPECT_EQ(msg_.rfind("in.npy: ", 0), 0u) << msg_;          \
+    EXPECT_NE(msg_.find(fragment), std::string::npos) << msg_; \
   } while (0)
 
 // ---------------------------------------------------------------------------------------------
@@ -74,8 +76,8 @@ TEST(Npy, RoundTripEveryDtypeRankAndVersion) {
   for (NpyDType dtype : {NpyDType::Float32, NpyDType::Int8, NpyDType::Int32, NpyDType::Float16}) {
     for (const auto& shape : shapes) {
       for (int version : {1, 2, 3}) {
-        SCOPED_TRACE(std::string(npy_dtype_name(dtype)) + " " + npy_shape_string(shape) +
-                     " v" + std::to_string(version));
+        SCOPED_TRACE(std::string(npy_dtype_name(dtype)) + " " + npy_shape_string(shape) + " v" +
+                     std::to_string(version));
         const NpyArray a = make(dtype, shape);
         const Bytes b = encode_npy(a, version);
         EXPECT_EQ(b[6], version);
@@ -86,7 +88,8 @@ TEST(Npy, RoundTripEveryDtypeRankAndVersion) {
         EXPECT_EQ(r.data, a.data);
         const std::string header(b.begin() + (version == 1 ? 10 : 12), b.begin() + header_end(b));
         EXPECT_NE(header.find(std::string("'descr': '") + npy_dtype_descr(dtype) + "'"),
-                  std::string::npos) << header;
+                  std::string::npos)
+            << header;
         EXPECT_NE(header.find("'shape': " + npy_shape_string(shape)), std::string::npos) << header;
       }
     }
@@ -168,8 +171,8 @@ TEST(Npy, ReadsHeadersAsOtherWritersMakeThem) {
       EXPECT_EQ(r.shape, (std::vector<int64_t>{2, 3})) << h;
     }
   }
-  const Bytes i8 = raw_npy(3, 0, "{'descr': '<i1', 'fortran_order': False, 'shape': (4,), }",
-                           Bytes(4, 0xff));
+  const Bytes i8 =
+      raw_npy(3, 0, "{'descr': '<i1', 'fortran_order': False, 'shape': (4,), }", Bytes(4, 0xff));
   EXPECT_EQ(parse_npy(i8.data(), i8.size(), "i8.npy").dtype, NpyDType::Int8);
 }
 
@@ -205,28 +208,28 @@ TEST(NpyErrors, HeaderWithoutNewline) {
 }
 
 TEST(NpyErrors, FortranOrder) {
-  const Bytes b = raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
-                          floats_bytes(6));
+  const Bytes b =
+      raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", floats_bytes(6));
   EXPECT_NPY_ERROR(b, "fortran_order True is not supported");
 }
 
 TEST(NpyErrors, BigEndian) {
-  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
-                           floats_bytes(2)),
-                   "big-endian dtype '>f4'");
-  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }",
-                           floats_bytes(2)),
-                   "big-endian dtype '>i4'");
-  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }",
-                           floats_bytes(1)),
-                   "big-endian dtype '>f2'");
+  EXPECT_NPY_ERROR(
+      raw_npy(1, 0, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", floats_bytes(2)),
+      "big-endian dtype '>f4'");
+  EXPECT_NPY_ERROR(
+      raw_npy(1, 0, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", floats_bytes(2)),
+      "big-endian dtype '>i4'");
+  EXPECT_NPY_ERROR(
+      raw_npy(1, 0, "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }", floats_bytes(1)),
+      "big-endian dtype '>f2'");
 }
 
 TEST(NpyErrors, OtherDtypes) {
   for (const char* descr : {"<f8", "<i2", "<u1", "|u1", "|f2", "|b1", "<i8", "|O"}) {
-    const Bytes b = raw_npy(1, 0, std::string("{'descr': '") + descr +
-                                      "', 'fortran_order': False, 'shape': (2,), }",
-                            floats_bytes(4));
+    const Bytes b = raw_npy(
+        1, 0, std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (2,), }",
+        floats_bytes(4));
     EXPECT_NPY_ERROR(b, std::string("unsupported dtype '") + descr + "'");
   }
   const Bytes structured = raw_npy(
@@ -253,9 +256,11 @@ TEST(NpyErrors, MalformedHeaders) {
   const Bytes d = floats_bytes(2);
   EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False}", d),
                    "missing 'shape' key");
-  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '<f4', 'shape': (2,)}", d), "missing 'fortran_order' key");
-  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", d),
-                   "unexpected key 'x'");
+  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '<f4', 'shape': (2,)}", d),
+                   "missing 'fortran_order' key");
+  EXPECT_NPY_ERROR(
+      raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", d),
+      "unexpected key 'x'");
   EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2)}", d),
                    "'shape' is not a tuple");
   EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,)}", d),
@@ -266,8 +271,10 @@ TEST(NpyErrors, MalformedHeaders) {
                    "text after the header dict");
   EXPECT_NPY_ERROR(raw_npy(1, 0, "['descr', '<f4']", d), "expected '{'");
   EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr: '<f4'}", d), "malformed .npy header");
-  EXPECT_NPY_ERROR(raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False, "
-                                 "'shape': (99999999999, 99999999999, 99999999999)}", d),
+  EXPECT_NPY_ERROR(raw_npy(1, 0,
+                           "{'descr': '<f4', 'fortran_order': False, "
+                           "'shape': (99999999999, 99999999999, 99999999999)}",
+                           d),
                    "too large");
 }
 
@@ -283,8 +290,8 @@ std::string read_error(const std::string& path) {
 }
 
 void write_bytes(const std::string& path, const Bytes& b) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
-                                             static_cast<std::streamsize>(b.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
 TEST(NpyErrors, FilesNameThemselves) {
@@ -297,7 +304,11 @@ TEST(NpyErrors, FilesNameThemselves) {
   const Bytes b = encode_npy(make(NpyDType::Int32, {4}));
   write_bytes(path, Bytes(b.begin(), b.end() - 3));
   EXPECT_EQ(read_error(path).rfind(path + ": truncated data", 0), 0u) << read_error(path);
-  write_bytes(path, [&] { Bytes t = b; t.push_back(0); return t; }());
+  write_bytes(path, [&] {
+    Bytes t = b;
+    t.push_back(0);
+    return t;
+  }());
   EXPECT_EQ(read_error(path).rfind(path + ": 1 unexpected bytes after the data", 0), 0u);
   std::remove(path.c_str());
 }
@@ -310,7 +321,8 @@ TEST(NpyErrors, NonRegularFilesAreRefusedWithoutReading) {
   const std::string fifo = ::testing::TempDir() + "vkd_npy_fifo";
   std::remove(fifo.c_str());
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_EQ(read_error(fifo), fifo + ": cannot read: it is a FIFO (named pipe), not a regular file");
+  EXPECT_EQ(read_error(fifo),
+            fifo + ": cannot read: it is a FIFO (named pipe), not a regular file");
   std::remove(fifo.c_str());
 }
 
@@ -319,10 +331,15 @@ TEST(NpyErrors, NonRegularFilesAreRefusedWithoutReading) {
 // header length beyond kMaxNpyHeaderBytes is refused before it is read.
 TEST(NpyErrors, ReadsAreBoundedByTheHeader) {
   const std::string path = ::testing::TempDir() + "vkd_huge_header.npy";
-  write_bytes(path, raw_npy(1, 0, "{'descr': '<f4', 'fortran_order': False, "
-                                  "'shape': (1099511627776,), }", floats_bytes(4)));
+  write_bytes(path, raw_npy(1, 0,
+                            "{'descr': '<f4', 'fortran_order': False, "
+                            "'shape': (1099511627776,), }",
+                            floats_bytes(4)));
   EXPECT_EQ(read_error(path).rfind(path + ": truncated data: shape (1099511627776,) float32 needs "
-                                   "4398046511104 bytes", 0), 0u) << read_error(path);
+                                          "4398046511104 bytes",
+                                   0),
+            0u)
+      << read_error(path);
   Bytes big = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xf0, 0xff, 0xff, 0xff};
   write_bytes(path, big);
   EXPECT_EQ(read_error(path), path + ": the header announces 4294967292 bytes, more than the " +

@@ -48,7 +48,8 @@ class JsonReader {
     throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(i_));
   }
   void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+      ++i_;
   }
   bool eat(char c) {
     space();

@@ -59,13 +59,12 @@ TEST(EvalIdentities, DropoutVariantsAndStochasticDepthFoldBetweenQuantizations) 
   for (const auto& [op, args] : ops) {
     // relu -> the op -> relu: each relu stays a q8ta_clamp, so the op sits between two kernels.
     const std::string json = graph_json(
-        "[1, 8, 4, 4]", {node(kDq, "xq", q_args(0.5, 1), "x"), node("aten.relu", "x", "{}", "r"),
-                         node(kQ, "r", q_args(0.25, -128), "rq"),
-                         node(kDq, "rq", q_args(0.25, -128), "rf"), node(op, "rf", args, "d"),
-                         node(kQ, "d", q_args(0.25, -128), "dq"),
-                         node(kDq, "dq", q_args(0.25, -128), "df"),
-                         node("aten.relu", "df", "{}", "s"),
-                         node(kQ, "s", q_args(0.125, -128), "y")});
+        "[1, 8, 4, 4]",
+        {node(kDq, "xq", q_args(0.5, 1), "x"), node("aten.relu", "x", "{}", "r"),
+         node(kQ, "r", q_args(0.25, -128), "rq"), node(kDq, "rq", q_args(0.25, -128), "rf"),
+         node(op, "rf", args, "d"), node(kQ, "d", q_args(0.25, -128), "dq"),
+         node(kDq, "dq", q_args(0.25, -128), "df"), node("aten.relu", "df", "{}", "s"),
+         node(kQ, "s", q_args(0.125, -128), "y")});
     const CompileResult r = compile_json(json);
     ASSERT_TRUE(r.ok()) << op << "\n" << format_report(r);
     EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_clamp", "q8ta_clamp"})) << op;
@@ -98,9 +97,9 @@ TEST(EvalIdentities, TrainingModeIsRefusedWhenTheGraphIsRead) {
       {"aten.stochastic_depth", "{\"p\": 0.1, \"mode\": \"row\"}"},  // training defaults to true
   };
   for (const auto& [op, args] : ops) {
-    const std::string json = graph_json(
-        "[1, 8, 4, 4]", {node(kDq, "xq", q_args(0.5, 1), "x"), node(op, "x", args, "d"),
-                         node(kQ, "d", q_args(0.5, 1), "y")});
+    const std::string json =
+        graph_json("[1, 8, 4, 4]", {node(kDq, "xq", q_args(0.5, 1), "x"), node(op, "x", args, "d"),
+                                    node(kQ, "d", q_args(0.5, 1), "y")});
     try {
       (void)parse_graph(json, "g.json", nullptr);
       ADD_FAILURE() << op << " " << args << " was accepted";
@@ -110,10 +109,10 @@ TEST(EvalIdentities, TrainingModeIsRefusedWhenTheGraphIsRead) {
       EXPECT_NE(what.find("training mode"), std::string::npos) << what;
     }
   }
-  const std::string bad_p = graph_json(
-      "[1, 8, 4, 4]", {node(kDq, "xq", q_args(0.5, 1), "x"),
-                       node("aten.dropout", "x", "{\"p\": 1.5, \"train\": false}", "d"),
-                       node(kQ, "d", q_args(0.5, 1), "y")});
+  const std::string bad_p =
+      graph_json("[1, 8, 4, 4]", {node(kDq, "xq", q_args(0.5, 1), "x"),
+                                  node("aten.dropout", "x", "{\"p\": 1.5, \"train\": false}", "d"),
+                                  node(kQ, "d", q_args(0.5, 1), "y")});
   EXPECT_THROW((void)parse_graph(bad_p, "g.json", nullptr), vkd::Error);
 }
 
@@ -123,10 +122,10 @@ TEST(EvalIdentities, TrainingModeIsRefusedWhenTheGraphIsRead) {
 // The view moves the int8 values (here q8ta_view: [1, 8, 2, 2] -> [1, 32] changes the packed
 // shape), then q8ta_clamp requantizes them over the q's range.
 TEST(RequantizedViews, FlattenWithItsOwnQuantizationIsAViewThenARequantization) {
-  const CompileResult r = compile_json(graph_json(
-      "[1, 8, 2, 2]", {node(kDq, "xq", q_args(0.05, -2), "x"),
-                       node("aten.view_copy", "x", "{\"size\": [1, 32]}", "f"),
-                       node(kQ, "f", q_args(0.0125, -17), "y")}));
+  const CompileResult r = compile_json(
+      graph_json("[1, 8, 2, 2]", {node(kDq, "xq", q_args(0.05, -2), "x"),
+                                  node("aten.view_copy", "x", "{\"size\": [1, 32]}", "f"),
+                                  node(kQ, "f", q_args(0.0125, -17), "y")}));
   ASSERT_TRUE(r.ok()) << format_report(r);
   ASSERT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_view", "q8ta_clamp"}))
       << format_report(r);
@@ -143,10 +142,10 @@ TEST(RequantizedViews, FlattenWithItsOwnQuantizationIsAViewThenARequantization) 
 
 // A view that keeps the packed shape folds away: only the requantization runs.
 TEST(RequantizedViews, FreeViewWithItsOwnQuantizationIsOneRequantization) {
-  const CompileResult r = compile_json(graph_json(
-      "[1, 8, 2, 2]", {node(kDq, "xq", q_args(0.05, -2), "x"),
-                       node("aten.view_copy", "x", "{\"size\": [8, 2, 2]}", "f"),
-                       node(kQ, "f", q_args(0.1, 3), "y")}));
+  const CompileResult r = compile_json(
+      graph_json("[1, 8, 2, 2]", {node(kDq, "xq", q_args(0.05, -2), "x"),
+                                  node("aten.view_copy", "x", "{\"size\": [8, 2, 2]}", "f"),
+                                  node(kQ, "f", q_args(0.1, 3), "y")}));
   ASSERT_TRUE(r.ok()) << format_report(r);
   EXPECT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_clamp"})) << format_report(r);
 }
@@ -155,12 +154,12 @@ TEST(RequantizedViews, FreeViewWithItsOwnQuantizationIsOneRequantization) {
 // parameters round-trip, one requantization when they do not.
 TEST(RequantizedViews, CloneBetweenQuantizationsFoldsOrRequantizes) {
   auto clone_graph = [](double out_scale) {
-    return graph_json("[1, 8, 4, 4]",
-                      {node(kDq, "xq", q_args(0.5, 1), "x"), node("aten.relu", "x", "{}", "r"),
-                       node(kQ, "r", q_args(0.25, -128), "rq"),
-                       node(kDq, "rq", q_args(0.25, -128), "rf"),
-                       node("aten.clone", "rf", "{\"memory_format\": \"contiguous_format\"}", "c"),
-                       node(kQ, "c", q_args(out_scale, -128), "y")});
+    return graph_json(
+        "[1, 8, 4, 4]",
+        {node(kDq, "xq", q_args(0.5, 1), "x"), node("aten.relu", "x", "{}", "r"),
+         node(kQ, "r", q_args(0.25, -128), "rq"), node(kDq, "rq", q_args(0.25, -128), "rf"),
+         node("aten.clone", "rf", "{\"memory_format\": \"contiguous_format\"}", "c"),
+         node(kQ, "c", q_args(out_scale, -128), "y")});
   };
   const CompileResult same = compile_json(clone_graph(0.25));
   ASSERT_TRUE(same.ok()) << format_report(same);
@@ -215,10 +214,10 @@ TEST(ChannelShuffleSpellings, ViewTransposeCloneViewIsOneChannelShuffle) {
                                    " out scale " + std::to_string(out_scale);
           ASSERT_TRUE(r.ok()) << what << "\n" << format_report(r);
           ASSERT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_channel_shuffle"}))
-              << what << "\n" << format_report(r);
+              << what << "\n"
+              << format_report(r);
           EXPECT_EQ(std::get<int64_t>(r.graph.nodes[0].args.at("groups")), 2) << what;
-          EXPECT_EQ(std::get<double>(r.graph.nodes[0].args.at("output_scale")), out_scale)
-              << what;
+          EXPECT_EQ(std::get<double>(r.graph.nodes[0].args.at("output_scale")), out_scale) << what;
         }
       }
     }
@@ -266,15 +265,16 @@ std::string batch_norm_graph(const std::string& op, const std::string& args, boo
   std::string values = "\"xq\": {\"dtype\": \"int8\", \"shape\": " + shape + "}";
   for (const char* name : {"w", "b", "m", "v"}) {
     if (!affine && (name[0] == 'w' || name[0] == 'b')) continue;
-    values += std::string(", \"") + name + "\": {\"dtype\": \"float32\", \"shape\": [5], "
-              "\"data\": \"" + name + "\"}";
+    values += std::string(", \"") + name +
+              "\": {\"dtype\": \"float32\", \"shape\": [5], "
+              "\"data\": \"" +
+              name + "\"}";
   }
   const std::string bn_inputs =
       affine ? "[\"x\", \"w\", \"b\", \"m\", \"v\"]" : "[\"x\", \"\", \"\", \"m\", \"v\"]";
   const bool legit = op == "aten._native_batch_norm_legit_no_training";
   std::string nodes = node(kDq, "xq", q_args(0.05, -3), "x") + ", {\"op\": \"" + op +
-                      "\", \"inputs\": " + bn_inputs + ", \"args\": " + args +
-                      ", \"outputs\": " +
+                      "\", \"inputs\": " + bn_inputs + ", \"args\": " + args + ", \"outputs\": " +
                       (legit ? "[\"n\", \"save_mean\", \"save_invstd\"]" : "[\"n\"]") + "}";
   std::string last = "n";
   if (!act.empty()) {
@@ -307,17 +307,14 @@ std::vector<float> floats_of(const Value& v) {
 // are the test's fold of the parameters and whose range is the relu's [zp_out, 127].
 TEST(BatchNormFusion, StandaloneBatchNormWithReluIsOneOp) {
   const SafetensorsFile weights = bn_weights();
-  for (const auto& [op, args] : {std::make_pair(std::string("aten.batch_norm"), kBatchNormArgs),
-                                 std::make_pair(std::string(
-                                                    "aten._native_batch_norm_legit_no_training"),
-                                                kLegitArgs)}) {
-    const CompileResult r =
-        compile_graph(parse_graph(batch_norm_graph(op, args, true, "aten.relu", "{}"), "bn.json",
-                                  &weights),
-                      {});
+  for (const auto& [op, args] :
+       {std::make_pair(std::string("aten.batch_norm"), kBatchNormArgs),
+        std::make_pair(std::string("aten._native_batch_norm_legit_no_training"), kLegitArgs)}) {
+    const CompileResult r = compile_graph(
+        parse_graph(batch_norm_graph(op, args, true, "aten.relu", "{}"), "bn.json", &weights), {});
     ASSERT_TRUE(r.ok()) << op << "\n" << format_report(r);
-    ASSERT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_batch_norm"}))
-        << op << "\n" << format_report(r);
+    ASSERT_EQ(ops_of(r.graph), (std::vector<std::string>{"q8ta_batch_norm"})) << op << "\n"
+                                                                              << format_report(r);
     const Node& n = r.graph.nodes[0];
     EXPECT_EQ(n.inputs.at(0), "xq");
     EXPECT_EQ(n.outputs.at(0), "y");
@@ -411,8 +408,7 @@ TEST(BatchNormFusion, WhatDoesNotFuseIsReported) {
     const std::string args =
         "{\"training\": false, \"momentum\": 0.1, \"eps\": 0.0, \"cudnn_enabled\": true}";
     const CompileResult r = compile_graph(
-        parse_graph(batch_norm_graph("aten.batch_norm", args, true, "", ""), "bn.json", &tiny),
-        {});
+        parse_graph(batch_norm_graph("aten.batch_norm", args, true, "", ""), "bn.json", &tiny), {});
     EXPECT_FALSE(r.ok());
     EXPECT_NE(format_report(r).find("channel 2: scale inf and shift"), std::string::npos)
         << format_report(r);
@@ -425,8 +421,7 @@ TEST(BatchNormFusion, TrainingModeIsRefused) {
   const std::string args =
       "{\"training\": true, \"momentum\": 0.1, \"eps\": 1e-05, \"cudnn_enabled\": true}";
   try {
-    (void)parse_graph(batch_norm_graph("aten.batch_norm", args, true, "", ""), "bn.json",
-                      &weights);
+    (void)parse_graph(batch_norm_graph("aten.batch_norm", args, true, "", ""), "bn.json", &weights);
     ADD_FAILURE() << "accepted";
   } catch (const vkd::Error& e) {
     EXPECT_NE(std::string(e.what()).find("node 1 (aten.batch_norm): argument 'training': true"),

@@ -135,12 +135,10 @@ struct Builder {
   void conv(const std::string& x, const std::string& w, const std::string& b,
             const std::string& out, std::vector<int64_t> out_shape, Args extra = {}) {
     value(out, DType::Float32, std::move(out_shape));
-    Args args = {{"stride", std::vector<int64_t>{1, 1}},
-                 {"padding", std::vector<int64_t>{1, 1}},
-                 {"dilation", std::vector<int64_t>{1, 1}},
-                 {"transposed", false},
-                 {"output_padding", std::vector<int64_t>{0, 0}},
-                 {"groups", int64_t{1}}};
+    Args args = {
+        {"stride", std::vector<int64_t>{1, 1}},         {"padding", std::vector<int64_t>{1, 1}},
+        {"dilation", std::vector<int64_t>{1, 1}},       {"transposed", false},
+        {"output_padding", std::vector<int64_t>{0, 0}}, {"groups", int64_t{1}}};
     for (auto& kv : extra) args[kv.first] = kv.second;
     std::vector<std::string> in = {x, w};
     if (!b.empty()) in.push_back(b);
@@ -149,8 +147,8 @@ struct Builder {
 };
 
 int count_op(const Graph& g, const std::string& op) {
-  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(),
-                                        [&](const Node& n) { return n.op == op; }));
+  return static_cast<int>(
+      std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op == op; }));
 }
 
 const Node& only_node(const Graph& g, const std::string& op) {
@@ -295,9 +293,9 @@ TEST(Fuse, LinearPerChannelQuantizedOutput) {
   EXPECT_EQ(n.op, "q8ta_linear");
   EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales", "b"}));
   EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
-  EXPECT_EQ(arg_names(n), (std::vector<std::string>{"activation_max", "activation_min",
-                                                    "input_scale", "input_zero_point",
-                                                    "output_scale", "output_zero_point"}));
+  EXPECT_EQ(arg_names(n),
+            (std::vector<std::string>{"activation_max", "activation_min", "input_scale",
+                                      "input_zero_point", "output_scale", "output_zero_point"}));
   EXPECT_EQ(arg_d(n, "input_scale"), 0.1);
   EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
@@ -317,8 +315,9 @@ TEST(Fuse, LinearPerChannelQuantizedOutput) {
   expect_quant(g.value("xq"), 0.1, 2, -128, 127);
   EXPECT_EQ(g.value("yq").dtype, DType::Int8x4);
   expect_quant(g.value("yq"), 0.2, -3, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.linear -> q (node 1..3) into q8ta_linear 'yq' "
-                          "(activation none)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.linear -> q (node 1..3) into q8ta_linear 'yq' "
+                       "(activation none)"))
       << all_lines(r);
   EXPECT_TRUE(has_line(r, "folded 1 weight dequantize node(s) (node 0)")) << all_lines(r);
   expect_valid(g);
@@ -373,9 +372,10 @@ TEST(Fuse, AsymmetricWeightsStayUnfused) {
     Builder b = linear_graph({0, 3, 0, 0});
     const PassReport r = fuse_and_lower(b.g);
     const Graph& g = b.g;
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.linear -> q (node 1..3) as q8ta_linear: "
-                            "weight 'w' has nonzero zero points (channel 1: 3) (asymmetric "
-                            "weights are not supported)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.linear -> q (node 1..3) as q8ta_linear: "
+                         "weight 'w' has nonzero zero points (channel 1: 3) (asymmetric "
+                         "weights are not supported)"))
         << all_lines(r);
     // The float op stays between explicit (lowered) q/dq; the weight dq is not folded.
     EXPECT_EQ(ops_of(g), (std::vector<std::string>{kDqChannel, "q8ta_dequantize", "aten.linear",
@@ -395,8 +395,9 @@ TEST(Fuse, AsymmetricWeightsStayUnfused) {
     b.node("aten.linear", {"x", "wf"}, {}, {"y"});
     b.output("y");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.linear (node 1..2) as q8ta_linear_dq: weight "
-                            "'w' has zero point 5 (asymmetric weights are not supported)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.linear (node 1..2) as q8ta_linear_dq: weight "
+                         "'w' has zero point 5 (asymmetric weights are not supported)"))
         << all_lines(r);
     EXPECT_EQ(count_op(b.g, "aten.linear"), 1);
     EXPECT_EQ(count_op(b.g, kDq), 1);  // the constant's dq stays an edge op
@@ -434,8 +435,9 @@ TEST(Fuse, WeightDqAlsoReadElsewhereIsKept) {
   const Graph& g = b.g;
   EXPECT_EQ(ops_of(g), (std::vector<std::string>{kDqChannel, "q8ta_linear"})) << all_lines(r);
   EXPECT_EQ(only_node(g, "q8ta_linear").inputs[1], "w");
-  EXPECT_TRUE(has_line(r, "kept weight dequantize node 0: its output is also read by unfused "
-                          "nodes or is a graph output"))
+  EXPECT_TRUE(has_line(r,
+                       "kept weight dequantize node 0: its output is also read by unfused "
+                       "nodes or is a graph output"))
       << all_lines(r);
   expect_valid(g);
 }
@@ -507,8 +509,9 @@ TEST(Fuse, ConvReluQuantized) {
   EXPECT_EQ(arg_i(n, "activation_max"), 127);
   EXPECT_EQ(*g.value("w_scales").data, f32_bytes({0.5f, 0.25f, 2.0f, 1.0f}));
   EXPECT_EQ(g.value_names(), (std::vector<std::string>{"xq", "w", "b", "yq", "w_scales"}));
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.convolution -> aten.relu -> q (node 1..4) into "
-                           "q8ta_conv2d 'yq' (activation relu)");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.convolution -> aten.relu -> q (node 1..4) into "
+            "q8ta_conv2d 'yq' (activation relu)");
   expect_valid(g);
 }
 
@@ -531,20 +534,23 @@ TEST(Fuse, ConvActivationRanges) {
   std::string line;
   // No activation: the full int8 range.
   EXPECT_EQ(conv_range("", {}, 0.1, 7, &line), R(-128, 127));
-  EXPECT_EQ(line, "fused dq -> aten.convolution -> q (node 1..3) into q8ta_conv2d 'yq' "
-                  "(activation none)");
+  EXPECT_EQ(line,
+            "fused dq -> aten.convolution -> q (node 1..3) into q8ta_conv2d 'yq' "
+            "(activation none)");
   // hardtanh(0, 6) (relu6): 0/0.05 - 128 = -128, 6/0.05 - 128 = -8.
   EXPECT_EQ(conv_range("aten.hardtanh", {{"min_val", 0.0}, {"max_val", 6.0}}, 0.05, -128, &line),
             R(-128, -8));
-  EXPECT_EQ(line, "fused dq -> aten.convolution -> aten.hardtanh -> q (node 1..4) into "
-                  "q8ta_conv2d 'yq' (activation hardtanh(0, 6))");
+  EXPECT_EQ(line,
+            "fused dq -> aten.convolution -> aten.hardtanh -> q (node 1..4) into "
+            "q8ta_conv2d 'yq' (activation hardtanh(0, 6))");
   // hardtanh defaults (-1, 1): -250 + 10 and 250 + 10 clamp to the int8 range.
   EXPECT_EQ(conv_range("aten.hardtanh", {}, 0.004, 10), R(-128, 127));
   // clamp(min=0) only: zero point .. qmax.
   EXPECT_EQ(conv_range("aten.clamp", {{"min", int64_t{0}}, {"max", NoneArg{}}}, 0.1, 4, &line),
             R(4, 127));
-  EXPECT_EQ(line, "fused dq -> aten.convolution -> aten.clamp -> q (node 1..4) into q8ta_conv2d "
-                  "'yq' (activation clamp(0, none))");
+  EXPECT_EQ(line,
+            "fused dq -> aten.convolution -> aten.clamp -> q (node 1..4) into q8ta_conv2d "
+            "'yq' (activation clamp(0, none))");
   // Ties round to even, as q8ta_quantize does: -4.5 -> -4, 2.5 -> 2.
   EXPECT_EQ(conv_range("aten.clamp", {{"min", -0.45}, {"max", 0.25}}, 0.1, 0), R(-4, 2));
   // Bounds inside the range with a zero point: round(-1 / 0.02) + 20 = -30, 1/0.02 + 20 = 70.
@@ -557,9 +563,9 @@ TEST(Fuse, ConvFloatOutputGroupsAndPadding) {
   b.input("xq", DType::Int8, {1, 4, 8, 8});
   b.per_channel_weight({6, 2, 3, 3}, {1, 2, 3, 4, 5, 6}, {0, 0, 0, 0, 0, 0});
   b.dq("xq", "x", 0.5, 0);
-  b.conv("x", "wf", "", "y", {1, 6, 8, 8},
-         {{"padding", std::vector<int64_t>{1, 2}}, {"dilation", int64_t{1}},
-          {"groups", int64_t{2}}});
+  b.conv(
+      "x", "wf", "", "y", {1, 6, 8, 8},
+      {{"padding", std::vector<int64_t>{1, 2}}, {"dilation", int64_t{1}}, {"groups", int64_t{2}}});
   b.output("y");
   const PassReport r = fuse_and_lower(b.g);
   const Graph& g = b.g;
@@ -596,15 +602,16 @@ TEST(Fuse, DequantizedInputWithTwoConsumersIsNotFused) {
   b.output("r");
   const PassReport r = fuse_and_lower(b.g);
   const Graph& g = b.g;
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
-                          "'x' has 2 consumers (nodes 2, 4)"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
+                       "'x' has 2 consumers (nodes 2, 4)"))
       << all_lines(r);
   // Still valid: the float conv sits between the lowered dq and q.
   EXPECT_EQ(ops_of(g), (std::vector<std::string>{kDqChannel, "q8ta_dequantize", "aten.convolution",
                                                  "q8ta_quantize", "relu"}));
   EXPECT_TRUE(g.has_value("x") && g.has_value("y") && g.has_value("wf"));
   EXPECT_TRUE(has_line(r, "left 2 node(s) as edge ops: " + std::string(kDqChannel) +
-                          " (node 0), aten.convolution (node 2)"))
+                              " (node 0), aten.convolution (node 2)"))
       << all_lines(r);
   expect_valid(g);
 }
@@ -624,9 +631,10 @@ TEST(Fuse, ReluFollowedBySomethingElseFallsBackToFloatOutput) {
   const PassReport r = fuse_and_lower(b.g);
   const Graph& g = b.g;
   ASSERT_GE(r.lines.size(), 2u);
-  EXPECT_EQ(r.lines[0], "not fused: dq -> aten.convolution -> aten.relu (node 1..3) as "
-                        "q8ta_conv2d: 'r' feeds aten.max_pool2d (node 4), not "
-                        "quantize_per_tensor");
+  EXPECT_EQ(r.lines[0],
+            "not fused: dq -> aten.convolution -> aten.relu (node 1..3) as "
+            "q8ta_conv2d: 'r' feeds aten.max_pool2d (node 4), not "
+            "quantize_per_tensor");
   EXPECT_EQ(r.lines[1], "fused dq -> aten.convolution (node 1..2) into q8ta_conv2d_dq 'y'");
   EXPECT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_dq", "relu", "aten.max_pool2d",
                                                  "q8ta_quantize"}));
@@ -638,8 +646,9 @@ TEST(Fuse, ConvOutputThatIsAGraphOutputKeepsItsQ) {
   Builder b = conv_act_graph("", {}, 0.1, 0);
   b.output("y");
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
-                          "'y' is a graph output"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.convolution -> q (node 1..3) as q8ta_conv2d: "
+                       "'y' is a graph output"))
       << all_lines(r);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d_dq", "q8ta_quantize"}));
   expect_valid(b.g);
@@ -676,8 +685,9 @@ TEST(Fuse, AddReluQuantized) {
   EXPECT_EQ(g.value_names(), (std::vector<std::string>{"aq", "bq", "yq"}));
   expect_quant(g.value("aq"), 0.1, 1, -128, 127);
   expect_quant(g.value("bq"), 0.3, -2, -128, 127);
-  EXPECT_EQ(r.lines.at(0), "fused dq, dq -> aten.add.Tensor -> aten.relu -> q (node 0..4) into "
-                           "q8ta_add 'yq' (activation relu)");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq, dq -> aten.add.Tensor -> aten.relu -> q (node 0..4) into "
+            "q8ta_add 'yq' (activation relu)");
   expect_valid(g);
 }
 
@@ -686,17 +696,18 @@ TEST(Fuse, AddIsPlacedAfterItsLastInput) {
   Builder b;
   b.input("aq", DType::Int8, {1, 4, 2, 2});
   b.input("f", DType::Float32, {1, 4, 2, 2});
-  b.dq("aq", "a", 0.1, 0);    // 0
-  b.q("f", "bq", 0.1, 0);     // 1
-  b.dq("bq", "bf", 0.1, 0);   // 2
+  b.dq("aq", "a", 0.1, 0);   // 0
+  b.q("f", "bq", 0.1, 0);    // 1
+  b.dq("bq", "bf", 0.1, 0);  // 2
   b.value("s", DType::Float32, {1, 4, 2, 2});
   b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});  // 3
-  b.q("s", "yq", 0.2, 0);     // 4
+  b.q("s", "yq", 0.2, 0);                             // 4
   b.output("yq");
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_quantize", "q8ta_add"})) << all_lines(r);
-  EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.add.Tensor -> q (nodes 0, 2..4) into q8ta_add "
-                          "'yq' (activation none)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq, dq -> aten.add.Tensor -> q (nodes 0, 2..4) into q8ta_add "
+                       "'yq' (activation none)"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -712,11 +723,12 @@ TEST(Fuse, AddHalfMatches) {
     b.q("s", "yq", 0.2, 0);
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.add.Tensor -> q (node 0..2) as q8ta_add: "
-                            "'bf' is not dequantized (a graph input)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.add.Tensor -> q (node 0..2) as q8ta_add: "
+                         "'bf' is not dequantized (a graph input)"))
         << all_lines(r);
-    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten.add.Tensor",
-                                                     "q8ta_quantize"}));
+    EXPECT_EQ(ops_of(b.g),
+              (std::vector<std::string>{"q8ta_dequantize", "aten.add.Tensor", "q8ta_quantize"}));
     expect_valid(b.g);
   }
   {  // float output: q8ta_add has no float-output variant
@@ -729,9 +741,10 @@ TEST(Fuse, AddHalfMatches) {
     b.node("aten.add.Tensor", {"a", "bf"}, {}, {"s"});
     b.output("s");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor (node 0..2) as q8ta_add: 's' "
-                            "is a graph output, not quantized (q8ta_add has no float-output "
-                            "variant)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq, dq -> aten.add.Tensor (node 0..2) as q8ta_add: 's' "
+                         "is a graph output, not quantized (q8ta_add has no float-output "
+                         "variant)"))
         << all_lines(r);
     EXPECT_EQ(count_op(b.g, "aten.add.Tensor"), 1);
   }
@@ -746,8 +759,9 @@ TEST(Fuse, AddHalfMatches) {
     b.q("s", "yq", 0.2, 0);
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: "
-                            "alpha is not 1"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: "
+                         "alpha is not 1"))
         << all_lines(r);
   }
 }
@@ -781,9 +795,10 @@ TEST(Fuse, PixelShuffleThroughClones) {
   EXPECT_EQ(arg_d(n, "output_scale"), 0.06);
   EXPECT_EQ(arg_i(n, "output_zero_point"), 4);
   EXPECT_EQ(g.value_names(), (std::vector<std::string>{"xq", "yq"}));
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.clone -> aten.pixel_shuffle -> "
-                           "aten._clone_dim_order -> aten.alias_copy -> q (node 0..5) into "
-                           "q8ta_pixel_shuffle 'yq'");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.clone -> aten.pixel_shuffle -> "
+            "aten._clone_dim_order -> aten.alias_copy -> q (node 0..5) into "
+            "q8ta_pixel_shuffle 'yq'");
   expect_valid(g);
 }
 
@@ -826,11 +841,12 @@ TEST(Fuse, RunnableOnlyFusesOpsWithKernelsAndLeavesTheRest) {
   b.node("aten.relu", {"x2"}, {}, {"r"});
   b.output("r");
   const PassReport r = fuse_and_lower(b.g, FuseOptions{true});
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.pixel_shuffle -> aten.clone -> q (node 0..3) into "
-                          "q8ta_pixel_shuffle 'yq'"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.pixel_shuffle -> aten.clone -> q (node 0..3) into "
+                       "q8ta_pixel_shuffle 'yq'"))
       << all_lines(r);
-  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_pixel_shuffle", "q8ta_dequantize",
-                                                   "aten.relu"}));
+  EXPECT_EQ(ops_of(b.g),
+            (std::vector<std::string>{"q8ta_pixel_shuffle", "q8ta_dequantize", "aten.relu"}));
 }
 
 TEST(Fuse, PixelShuffleCloneWithTwoConsumersIsNotFused) {
@@ -845,8 +861,9 @@ TEST(Fuse, PixelShuffleCloneWithTwoConsumersIsNotFused) {
   b.output("yq");
   b.output("c");
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.pixel_shuffle -> aten.clone -> q (node 0..3) as "
-                          "q8ta_pixel_shuffle: 'c' is a graph output"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.pixel_shuffle -> aten.clone -> q (node 0..3) as "
+                       "q8ta_pixel_shuffle: 'c' is a graph output"))
       << all_lines(r);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "pixel_shuffle", "identity",
                                                    "q8ta_quantize"}));
@@ -858,22 +875,22 @@ TEST(Fuse, PixelShuffleCloneWithTwoConsumersIsNotFused) {
 TEST(Fuse, LowersLeftoverOps) {
   Builder b;
   b.input("x", DType::Float32, {1, 4, 2, 2});
-  b.q("x", "xq", 0.1, 3);                                          // 0
+  b.q("x", "xq", 0.1, 3);  // 0
   b.value("xc", DType::Int8, {1, 4, 2, 2});
-  b.node("aten.clone", {"xq"}, {}, {"xc"});                         // 1
-  b.dq("xc", "xf", 0.1, 3);                                         // 2
+  b.node("aten.clone", {"xq"}, {}, {"xc"});  // 1
+  b.dq("xc", "xf", 0.1, 3);                  // 2
   b.value("r", DType::Float32, {1, 4, 2, 2});
-  b.node("aten.relu", {"xf"}, {}, {"r"});                           // 3
+  b.node("aten.relu", {"xf"}, {}, {"r"});  // 3
   b.value("h", DType::Float32, {1, 4, 2, 2});
   b.node("aten.hardtanh", {"r"}, {{"min_val", 0.0}, {"max_val", int64_t{6}}}, {"h"});  // 4
   b.value("c", DType::Float32, {1, 4, 2, 2});
-  b.node("aten.clamp", {"h"}, {{"min", -1.0}}, {"c"});              // 5
+  b.node("aten.clamp", {"h"}, {{"min", -1.0}}, {"c"});  // 5
   b.value("v", DType::Float32, {4, 2, 2});
-  b.node("aten.view_copy", {"c"}, {{"size", std::vector<int64_t>{4, 2, 2}}}, {"v"});   // 6
+  b.node("aten.view_copy", {"c"}, {{"size", std::vector<int64_t>{4, 2, 2}}}, {"v"});  // 6
   b.value("v2", DType::Float32, {2, 8});
-  b.node("aten.view_copy", {"v"}, {{"size", std::vector<int64_t>{2, 8}}}, {"v2"});     // 7
+  b.node("aten.view_copy", {"v"}, {{"size", std::vector<int64_t>{2, 8}}}, {"v2"});  // 7
   b.value("ps", DType::Float32, {1, 1, 4, 4});
-  b.node("aten.pixel_shuffle", {"c"}, {{"upscale_factor", int64_t{2}}}, {"ps"});       // 8
+  b.node("aten.pixel_shuffle", {"c"}, {{"upscale_factor", int64_t{2}}}, {"ps"});  // 8
   b.output("v2");
   b.output("ps");
   const PassReport r = fuse_and_lower(b.g);
@@ -883,8 +900,8 @@ TEST(Fuse, LowersLeftoverOps) {
                                                  "aten.view_copy", "pixel_shuffle"}))
       << all_lines(r);
   const Node& q = g.nodes[0];
-  EXPECT_EQ(arg_names(q), (std::vector<std::string>{"quant_max", "quant_min", "scale",
-                                                    "zero_point"}));
+  EXPECT_EQ(arg_names(q),
+            (std::vector<std::string>{"quant_max", "quant_min", "scale", "zero_point"}));
   EXPECT_EQ(arg_d(q, "scale"), 0.1);
   EXPECT_EQ(arg_i(q, "zero_point"), 3);
   EXPECT_EQ(arg_i(q, "quant_min"), -128);
@@ -904,8 +921,9 @@ TEST(Fuse, LowersLeftoverOps) {
     expect_quant(g.value(name), 0.1, 3, -128, 127);
   }
   EXPECT_EQ(g.value("x").dtype, DType::Float32);
-  EXPECT_TRUE(has_line(r, "lowered 8 node(s): 2 clamp, 2 identity, 1 pixel_shuffle, 1 "
-                          "q8ta_dequantize, 1 q8ta_quantize, 1 relu"))
+  EXPECT_TRUE(has_line(r,
+                       "lowered 8 node(s): 2 clamp, 2 identity, 1 pixel_shuffle, 1 "
+                       "q8ta_dequantize, 1 q8ta_quantize, 1 relu"))
       << all_lines(r);
   EXPECT_TRUE(has_line(r, "left 1 node(s) as edge ops: aten.view_copy (node 7)")) << all_lines(r);
   expect_valid(g);
@@ -944,9 +962,10 @@ TEST(Fuse, ProducerQuantizationWinsAndMismatchIsReported) {
   EXPECT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_quantize", "q8ta_dequantize"}));
   expect_quant(g.value("xq"), 0.2, 0, -128, 127);
   EXPECT_EQ(arg_d(g.nodes[1], "scale"), 0.3);  // the dequantize keeps its own parameters
-  EXPECT_TRUE(has_line(r, "quantization mismatch on 'xq': it is scale 0.2 zero_point 0 range "
-                          "-128..127 but node 1 dequantizes it with scale 0.3 zero_point 1 range "
-                          "-128..127 (that node keeps its own parameters)"))
+  EXPECT_TRUE(has_line(r,
+                       "quantization mismatch on 'xq': it is scale 0.2 zero_point 0 range "
+                       "-128..127 but node 1 dequantizes it with scale 0.3 zero_point 1 range "
+                       "-128..127 (that node keeps its own parameters)"))
       << all_lines(r);
 }
 
@@ -1085,13 +1104,15 @@ TEST(Fuse, AddBroadcastsAChannelOrScalarOperandInEitherPosition) {
   }
   Builder b = add_graph({1, 4, 3, 3}, {1, 4, 1, 3}, {1, 4, 3, 3});  // [1, 4, 1, 3] is neither form
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: "
-                          "broadcasting add ([1, 4, 3, 3] + [1, 4, 1, 3]; q8ta_add broadcasts "
-                          "only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: "
+                       "broadcasting add ([1, 4, 3, 3] + [1, 4, 1, 3]; q8ta_add broadcasts "
+                       "only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)"))
       << all_lines(r);
 }
 
-// ---- mul -----------------------------------------------------------------------------------------
+// ---- mul
+// -----------------------------------------------------------------------------------------
 
 // Squeeze-excite: dq(scale [N or 1, C, 1, 1]) * dq(x) -> q, the broadcast operand in either
 // position, as q8ta_add broadcasts; other broadcasts are reported.
@@ -1112,17 +1133,19 @@ TEST(Fuse, MulOfTwoInt8TensorsBecomesQ8taMul) {
       EXPECT_EQ(arg_i(n, "b_zero_point"), 1);
       EXPECT_EQ(arg_d(n, "output_scale"), 0.3);
       EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-128, 127}));
-      EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.mul.Tensor -> q (node 0..3) into q8ta_mul "
-                              "'yq' (activation none)"))
+      EXPECT_TRUE(has_line(r,
+                           "fused dq, dq -> aten.mul.Tensor -> q (node 0..3) into q8ta_mul "
+                           "'yq' (activation none)"))
           << all_lines(r);
       expect_valid(b.g);
     }
   }
   Builder b = add_graph({1, 4, 3, 3}, {1, 4, 1, 3}, {1, 4, 3, 3}, "aten.mul.Tensor");
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.mul.Tensor -> q (node 0..3) as q8ta_mul: "
-                          "broadcasting mul ([1, 4, 3, 3] * [1, 4, 1, 3]; q8ta_mul broadcasts "
-                          "only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq, dq -> aten.mul.Tensor -> q (node 0..3) as q8ta_mul: "
+                       "broadcasting mul ([1, 4, 3, 3] * [1, 4, 1, 3]; q8ta_mul broadcasts "
+                       "only a 4-D [N or 1, C, 1, 1] or [1, 1, 1, 1] operand)"))
       << all_lines(r);
 }
 
@@ -1140,8 +1163,9 @@ TEST(Fuse, MulFusesItsActivationAndNeedsAQuantizedOutput) {
     ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mul"})) << all_lines(r);
     // 0 -> -100, 6 / 0.05 = 120 -> 20
     EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{-100, 20}));
-    EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.mul.Tensor -> aten.hardtanh -> q (node 0..4) "
-                            "into q8ta_mul 'yq' (activation hardtanh(0, 6))"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq, dq -> aten.mul.Tensor -> aten.hardtanh -> q (node 0..4) "
+                         "into q8ta_mul 'yq' (activation hardtanh(0, 6))"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -1151,9 +1175,10 @@ TEST(Fuse, MulFusesItsActivationAndNeedsAQuantizedOutput) {
     b.g.remove_value("yq");
     b.g.outputs = {"s"};
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.mul.Tensor (node 0..2) as q8ta_mul: 's' is "
-                            "a graph output, not quantized (q8ta_mul has no float-output "
-                            "variant)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq, dq -> aten.mul.Tensor (node 0..2) as q8ta_mul: 's' is "
+                         "a graph output, not quantized (q8ta_mul has no float-output "
+                         "variant)"))
         << all_lines(r);
   }
 }
@@ -1164,8 +1189,8 @@ TEST(Fuse, MulFusesItsActivationAndNeedsAQuantizedOutput) {
 // chain over all 256 inputs (relu after a negative scalar keeps the inputs below the zero point).
 TEST(Fuse, MulByAScalarBecomesQ8taMulScalar) {
   {
-    Builder b = unary_graph("aten.mul.Scalar", {1, 4, 3, 3}, {{"other", 0.5}}, {1, 4, 3, 3},
-                            0.1, 2);
+    Builder b =
+        unary_graph("aten.mul.Scalar", {1, 4, 3, 3}, {{"other", 0.5}}, {1, 4, 3, 3}, 0.1, 2);
     const PassReport r = fuse_and_lower(b.g);
     ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_mul_scalar"})) << all_lines(r);
     const Node& n = b.g.nodes[0];
@@ -1176,8 +1201,9 @@ TEST(Fuse, MulByAScalarBecomesQ8taMulScalar) {
     EXPECT_EQ(arg_i(n, "output_zero_point"), 2);
     // (q - 2) * 0.5 + 2 over -128..127: -63..64.
     EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-63, 64}));
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.mul.Scalar -> q (node 0..2) into q8ta_mul_scalar "
-                            "'yq' (scalar 0.5, activation range -63..64)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.mul.Scalar -> q (node 0..2) into q8ta_mul_scalar "
+                         "'yq' (scalar 0.5, activation range -63..64)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -1198,8 +1224,9 @@ TEST(Fuse, MulByAScalarBecomesQ8taMulScalar) {
     EXPECT_EQ(b.g.nodes[0].inputs, (std::vector<std::string>{"xq"}));
     // relu(-0.2 q) / 0.2 - 128: q = -128 gives 128 - 128 = 0; q >= 0 gives -128.
     EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{-128, 0}));
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.mul.Tensor -> aten.relu -> q (node 0..3) into "
-                            "q8ta_mul_scalar 'yq' (scalar -2, activation range -128..0)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.mul.Tensor -> aten.relu -> q (node 0..3) into "
+                         "q8ta_mul_scalar 'yq' (scalar -2, activation range -128..0)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -1230,8 +1257,9 @@ TEST(Fuse, MulByAScalarBecomesQ8taMulScalar) {
     b.q("m", "yq", 0.1, 0);
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.mul.Tensor -> q (node 0..2) as "
-                            "q8ta_mul_scalar: the scalar 'k' broadcasts [4, 3] to [1, 4, 3]"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.mul.Tensor -> q (node 0..2) as "
+                         "q8ta_mul_scalar: the scalar 'k' broadcasts [4, 3] to [1, 4, 3]"))
         << all_lines(r);
   }
   {  // a per-channel float constant is no scalar and no int8 operand
@@ -1244,19 +1272,21 @@ TEST(Fuse, MulByAScalarBecomesQ8taMulScalar) {
     b.q("m", "yq", 0.1, 0);
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.mul.Tensor -> q (node 0..2) as q8ta_mul: 'k' "
-                            "is not dequantized (a constant)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.mul.Tensor -> q (node 0..2) as q8ta_mul: 'k' "
+                         "is not dequantized (a constant)"))
         << all_lines(r);
   }
 }
 
 TEST(Fuse, MaxPoolWithSharedQparamsFuses) {
-  Builder b = unary_graph(
-      "aten.max_pool2d", {1, 4, 7, 6},
-      {{"kernel_size", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
-       {"padding", std::vector<int64_t>{1, 1}}, {"dilation", std::vector<int64_t>{1, 1}},
-       {"ceil_mode", true}},
-      {1, 4, 4, 4}, 0.1, 2);
+  Builder b = unary_graph("aten.max_pool2d", {1, 4, 7, 6},
+                          {{"kernel_size", std::vector<int64_t>{3, 3}},
+                           {"stride", std::vector<int64_t>{2, 2}},
+                           {"padding", std::vector<int64_t>{1, 1}},
+                           {"dilation", std::vector<int64_t>{1, 1}},
+                           {"ceil_mode", true}},
+                          {1, 4, 4, 4}, 0.1, 2);
   const PassReport r = fuse_and_lower(b.g);
   ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
   const Node& n = b.g.nodes[0];
@@ -1267,7 +1297,8 @@ TEST(Fuse, MaxPoolWithSharedQparamsFuses) {
   EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.1);
   EXPECT_EQ(arg_i(n, "output_zero_point"), 2);
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.max_pool2d -> q (node 0..2) into q8ta_max_pool2d 'yq'");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.max_pool2d -> q (node 0..2) into q8ta_max_pool2d 'yq'");
   expect_valid(b.g);
 }
 
@@ -1283,9 +1314,10 @@ TEST(Fuse, MaxPoolWithOtherOutputQparamsRequantizes) {
   EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
   EXPECT_EQ(arg_i(n, "output_zero_point"), -5);
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.max_pool2d -> q (node 0..2) into q8ta_max_pool2d "
-                           "'yq' (the max requantized: scale 0.1 zero_point 2 -> scale 0.2 "
-                           "zero_point -5)");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.max_pool2d -> q (node 0..2) into q8ta_max_pool2d "
+            "'yq' (the max requantized: scale 0.1 zero_point 2 -> scale 0.2 "
+            "zero_point -5)");
   expect_valid(b.g);
 }
 
@@ -1298,8 +1330,9 @@ TEST(Fuse, PixelShuffleRequantizingIntoTheFullRangeFuses) {
   const PassReport r = fuse_and_lower(b.g);
   ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"q8ta_pixel_shuffle"}) << all_lines(r);
   EXPECT_EQ(arg_i(b.g.nodes[0], "output_zero_point"), -5);
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.pixel_shuffle -> q (node 0..2) into "
-                           "q8ta_pixel_shuffle 'yq'");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.pixel_shuffle -> q (node 0..2) into "
+            "q8ta_pixel_shuffle 'yq'");
   expect_valid(b.g);
 }
 
@@ -1313,11 +1346,18 @@ TEST(Fuse, MaxPoolAndPixelShuffleIntoANarrowerRangeAreNotFused) {
     std::vector<int64_t> in, out;
     std::string backend, edge_op;  // the edge op as lowered
   };
-  const std::vector<Case> cases = {
-      {"aten.max_pool2d", {{"kernel_size", std::vector<int64_t>{2, 2}}}, {1, 4, 6, 6},
-       {1, 4, 3, 3}, "q8ta_max_pool2d", "aten.max_pool2d"},
-      {"aten.pixel_shuffle", {{"upscale_factor", int64_t{2}}}, {1, 8, 2, 2}, {1, 2, 4, 4},
-       "q8ta_pixel_shuffle", "pixel_shuffle"}};
+  const std::vector<Case> cases = {{"aten.max_pool2d",
+                                    {{"kernel_size", std::vector<int64_t>{2, 2}}},
+                                    {1, 4, 6, 6},
+                                    {1, 4, 3, 3},
+                                    "q8ta_max_pool2d",
+                                    "aten.max_pool2d"},
+                                   {"aten.pixel_shuffle",
+                                    {{"upscale_factor", int64_t{2}}},
+                                    {1, 8, 2, 2},
+                                    {1, 2, 4, 4},
+                                    "q8ta_pixel_shuffle",
+                                    "pixel_shuffle"}};
   for (const Case& c : cases) {
     for (const auto& [scale, text] : {std::pair<double, std::string>{0.2, "0.2"}, {0.1, "0.1"}}) {
       Builder b = unary_graph(c.op, c.in, c.args, c.out, scale, 2);
@@ -1325,7 +1365,9 @@ TEST(Fuse, MaxPoolAndPixelShuffleIntoANarrowerRangeAreNotFused) {
       const PassReport r = fuse_and_lower(b.g);
       EXPECT_TRUE(has_line(r, "not fused: dq -> " + c.op + " -> q (node 0..2) as " + c.backend +
                                   ": input (scale 0.1 zero_point 2 range -128..127) and output "
-                                  "(scale " + text + " zero_point 2 range -127..127) "
+                                  "(scale " +
+                                  text +
+                                  " zero_point 2 range -127..127) "
                                   "quantization differ and the quantize's range -127..127 is "
                                   "not the full int8 range a requantizing kernel writes"))
           << all_lines(r);
@@ -1357,12 +1399,13 @@ TEST(Fuse, MeanOverHeightAndWidthAndAdaptiveAvgPoolFuse) {
     expect_valid(b.g);
   }
   {  // over W only: not this op
-    Builder b = unary_graph("aten.mean.dim", {1, 8, 5, 5},
-                            {{"dim", std::vector<int64_t>{3}}, {"keepdim", true}}, {1, 8, 5, 1},
-                            0.05, -3);
+    Builder b =
+        unary_graph("aten.mean.dim", {1, 8, 5, 5},
+                    {{"dim", std::vector<int64_t>{3}}, {"keepdim", true}}, {1, 8, 5, 1}, 0.05, -3);
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.mean.dim -> q (node 0..2) as q8ta_mean: mean "
-                            "is not over exactly H and W"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.mean.dim -> q (node 0..2) as q8ta_mean: mean "
+                         "is not over exactly H and W"))
         << all_lines(r);
   }
 }
@@ -1374,8 +1417,11 @@ TEST(Fuse, AvgPoolAndAdaptiveAvgPoolFuse) {
   using I = std::vector<int64_t>;
   {
     Builder b = unary_graph("aten.avg_pool2d", {1, 4, 7, 6},
-                            {{"kernel_size", I{3, 3}}, {"stride", I{2, 2}}, {"padding", I{1, 1}},
-                             {"ceil_mode", true}, {"count_include_pad", false},
+                            {{"kernel_size", I{3, 3}},
+                             {"stride", I{2, 2}},
+                             {"padding", I{1, 1}},
+                             {"ceil_mode", true},
+                             {"count_include_pad", false},
                              {"divisor_override", NoneArg{}}},
                             {1, 4, 4, 4}, 0.05, -3);
     const PassReport r = fuse_and_lower(b.g);
@@ -1391,8 +1437,9 @@ TEST(Fuse, AvgPoolAndAdaptiveAvgPoolFuse) {
     EXPECT_EQ(arg_i(n, "input_zero_point"), 2);
     EXPECT_EQ(arg_d(n, "output_scale"), 0.05);
     EXPECT_EQ(arg_i(n, "output_zero_point"), -3);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.avg_pool2d -> q (node 0..2) into q8ta_avg_pool2d "
-                            "'yq'"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.avg_pool2d -> q (node 0..2) into q8ta_avg_pool2d "
+                         "'yq'"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -1410,15 +1457,15 @@ TEST(Fuse, AvgPoolAndAdaptiveAvgPoolFuse) {
     expect_valid(b.g);
   }
   {
-    Builder b = unary_graph("aten.adaptive_avg_pool2d", {2, 8, 7, 9},
-                            {{"output_size", I{3, 2}}}, {2, 8, 3, 2}, 0.05, -3);
+    Builder b = unary_graph("aten.adaptive_avg_pool2d", {2, 8, 7, 9}, {{"output_size", I{3, 2}}},
+                            {2, 8, 3, 2}, 0.05, -3);
     const PassReport r = fuse_and_lower(b.g);
-    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_adaptive_avg_pool2d"}))
-        << all_lines(r);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_adaptive_avg_pool2d"})) << all_lines(r);
     EXPECT_EQ(arg_d(b.g.nodes[0], "output_scale"), 0.05);
     EXPECT_EQ(arg_i(b.g.nodes[0], "output_zero_point"), -3);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.adaptive_avg_pool2d -> q (node 0..2) into "
-                            "q8ta_adaptive_avg_pool2d 'yq'"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.adaptive_avg_pool2d -> q (node 0..2) into "
+                         "q8ta_adaptive_avg_pool2d 'yq'"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -1432,14 +1479,15 @@ TEST(Fuse, AvgPoolAndAdaptiveAvgPoolFuse) {
     b.node(kQ, {"m"}, q_args(0.1, 2, -127, 127), {"yq"});
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.avg_pool2d -> q (node 0..2) as "
-                            "q8ta_avg_pool2d: output range -127..127 is not the full int8 range"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.avg_pool2d -> q (node 0..2) as "
+                         "q8ta_avg_pool2d: output range -127..127 is not the full int8 range"))
         << all_lines(r);
   }
 }
 
-// ---- int8 views and the classifier head// ---- int8 views and the classifier head --------------------------------------------------------
-
+// ---- int8 views and the classifier head// ---- int8 views and the classifier head
+// --------------------------------------------------------
 
 // xq [2, 8, 5, 5] -> dq -> `pool` -> q (0.05, -3) -> aq; then `head` builds the rest.
 Builder pooled(const std::string& pool, Args args, std::vector<int64_t> out) {
@@ -1461,7 +1509,6 @@ void flatten_linear_head(Builder& b, double scale, int64_t zp) {
   b.output("lq");
 }
 
-
 TEST(Fuse, MeanWithoutKeepdimWritesRows) {
   Builder b = pooled("aten.mean.dim", {{"dim", std::vector<int64_t>{2, 3}}}, {2, 8});
   const PassReport r = fuse_and_lower(b.g);
@@ -1480,11 +1527,10 @@ TEST(Fuse, MeanWithoutKeepdimWritesRows) {
 // writes [2, 8] rows), the linear reads them; no view op is left.
 TEST(Fuse, FlattenAfterPoolFoldsIntoTheMean) {
   for (const char* pool : {"aten.mean.dim", "aten.adaptive_avg_pool2d"}) {
-    Builder b = std::string(pool) == "aten.mean.dim"
-                    ? pooled(pool, {{"dim", std::vector<int64_t>{-1, -2}},
-                                               {"keepdim", true}}, {2, 8, 1, 1})
-                    : pooled(pool, {{"output_size", std::vector<int64_t>{1, 1}}},
-                                        {2, 8, 1, 1});
+    Builder b =
+        std::string(pool) == "aten.mean.dim"
+            ? pooled(pool, {{"dim", std::vector<int64_t>{-1, -2}}, {"keepdim", true}}, {2, 8, 1, 1})
+            : pooled(pool, {{"output_size", std::vector<int64_t>{1, 1}}}, {2, 8, 1, 1});
     flatten_linear_head(b, 0.05, -3);
     const PassReport r = fuse_and_lower(b.g);
     const Graph& g = b.g;
@@ -1497,8 +1543,9 @@ TEST(Fuse, FlattenAfterPoolFoldsIntoTheMean) {
     EXPECT_FALSE(g.has_value("yq"));
     EXPECT_EQ(g.value("vq").shape, (std::vector<int64_t>{2, 8}));
     expect_quant(g.value("vq"), 0.05, -3, -128, 127);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.view_copy -> q (node 3..5) into q8ta_mean 'yq': "
-                            "q8ta_mean_flat writes the [2, 8] rows 'vq' itself"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.view_copy -> q (node 3..5) into q8ta_mean 'yq': "
+                         "q8ta_mean_flat writes the [2, 8] rows 'vq' itself"))
         << all_lines(r);
     expect_valid(g);
   }
@@ -1506,8 +1553,8 @@ TEST(Fuse, FlattenAfterPoolFoldsIntoTheMean) {
 
 // The view_copy of the int8 output itself (no dq / q around it) folds the same way.
 TEST(Fuse, Int8FlattenAfterPoolFoldsIntoTheMean) {
-  Builder b = pooled("aten.adaptive_avg_pool2d",
-                                {{"output_size", std::vector<int64_t>{1, 1}}}, {2, 8, 1, 1});
+  Builder b = pooled("aten.adaptive_avg_pool2d", {{"output_size", std::vector<int64_t>{1, 1}}},
+                     {2, 8, 1, 1});
   b.g.outputs.clear();
   b.value("v", DType::Int8, {2, 8});
   b.node("aten.view_copy", {"yq"}, {{"size", std::vector<int64_t>{2, 8}}}, {"v"});  // 3
@@ -1517,8 +1564,9 @@ TEST(Fuse, Int8FlattenAfterPoolFoldsIntoTheMean) {
   EXPECT_EQ(b.g.nodes[0].outputs, (std::vector<std::string>{"v"}));
   EXPECT_EQ(b.g.value("v").dtype, DType::Int8x4);
   expect_quant(b.g.value("v"), 0.05, -3, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused aten.view_copy (node 3) into q8ta_mean 'yq': q8ta_mean_flat "
-                          "writes the [2, 8] rows 'v' itself"))
+  EXPECT_TRUE(has_line(r,
+                       "fused aten.view_copy (node 3) into q8ta_mean 'yq': q8ta_mean_flat "
+                       "writes the [2, 8] rows 'v' itself"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -1529,8 +1577,8 @@ TEST(Fuse, Int8FlattenAfterPoolFoldsIntoTheMean) {
 // for all 256 values). The view does not fold into the mean: the mean's output stays a tensor
 // the checks see.
 TEST(Fuse, ViewWithOtherQuantizationIsAViewThenAClamp) {
-  Builder b = pooled("aten.mean.dim", {{"dim", std::vector<int64_t>{-1, -2}},
-                                                  {"keepdim", true}}, {2, 8, 1, 1});
+  Builder b = pooled("aten.mean.dim", {{"dim", std::vector<int64_t>{-1, -2}}, {"keepdim", true}},
+                     {2, 8, 1, 1});
   flatten_linear_head(b, 0.1, -3);
   const PassReport r = fuse_and_lower(b.g);
   const Graph& g = b.g;
@@ -1551,12 +1599,14 @@ TEST(Fuse, ViewWithOtherQuantizationIsAViewThenAClamp) {
   EXPECT_EQ(arg_i(clamp, "activation_min"), -128);
   EXPECT_EQ(arg_i(clamp, "activation_max"), 127);
   expect_quant(g.value("vq"), 0.1, -3, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.view_copy (node 3..4) into q8ta_view 'v_int8' (a "
-                          "view of the int8 data)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.view_copy (node 3..4) into q8ta_view 'v_int8' (a "
+                       "view of the int8 data)"))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "fused q (node 5) into q8ta_clamp 'vq' (requantizes the view "
-                          "'v_int8': scale 0.05 zero_point -3 range -128..127 -> scale 0.1 "
-                          "zero_point -3 range -128..127)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused q (node 5) into q8ta_clamp 'vq' (requantizes the view "
+                       "'v_int8': scale 0.05 zero_point -3 range -128..127 -> scale 0.1 "
+                       "zero_point -3 range -128..127)"))
       << all_lines(r);
   expect_valid(g);
 }
@@ -1583,8 +1633,9 @@ TEST(Fuse, DqViewQBecomesAnInt8View) {
     EXPECT_EQ(b.g.nodes[0].inputs, (std::vector<std::string>{"xq"}));
     EXPECT_EQ(arg_i(b.g.nodes[0], "zero_point"), 2);
     expect_quant(b.g.value("vq"), 0.1, 2, -128, 127);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.view_copy -> q (node 0..2) into q8ta_view 'vq' (a "
-                            "view of the int8 data)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.view_copy -> q (node 0..2) into q8ta_view 'vq' (a "
+                         "view of the int8 data)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -1597,8 +1648,7 @@ TEST(Fuse, DqViewQBecomesAnInt8View) {
   {  // -128 clamped to -127: the view, then a q8ta_clamp to the q's range
     Builder b = graph({1, 72}, -127);
     const PassReport r = fuse_and_lower(b.g);
-    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_view", "q8ta_clamp"}))
-        << all_lines(r);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_view", "q8ta_clamp"})) << all_lines(r);
     EXPECT_EQ(arg_i(b.g.nodes[1], "activation_min"), -127);
     EXPECT_EQ(arg_i(b.g.nodes[1], "activation_max"), 127);
     expect_quant(b.g.value("vq"), 0.1, 2, -127, 127);
@@ -1616,8 +1666,8 @@ TEST(Fuse, Int8ViewCopyLowersToQ8taView) {
   b.dq("v", "y", 0.1, 5);
   b.output("y");
   const PassReport r = fuse_and_lower(b.g);
-  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_quantize", "q8ta_view",
-                                                   "q8ta_dequantize"}))
+  ASSERT_EQ(ops_of(b.g),
+            (std::vector<std::string>{"q8ta_quantize", "q8ta_view", "q8ta_dequantize"}))
       << all_lines(r);
   EXPECT_EQ(arg_i(b.g.nodes[1], "zero_point"), 5);
   EXPECT_EQ(b.g.value("v").dtype, DType::Int8x4);
@@ -1664,9 +1714,8 @@ Builder move_chain(const std::vector<MoveStep>& moves, bool pairs, bool final_q 
 // ShuffleNet's channel shuffle with groups 2: view [1, 2, 3, 4, 4], transpose(1, 2), contiguous,
 // view [1, 6, 4, 4].
 std::vector<MoveStep> shuffle_moves(const std::string& transpose = "aten.transpose_copy.int") {
-  Args swap = transpose == "aten.permute_copy"
-                  ? Args{{"dims", std::vector<int64_t>{0, 2, 1, 3, 4}}}
-                  : Args{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}};
+  Args swap = transpose == "aten.permute_copy" ? Args{{"dims", std::vector<int64_t>{0, 2, 1, 3, 4}}}
+                                               : Args{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}};
   return {{"aten.view_copy", {{"size", std::vector<int64_t>{1, 2, 3, 4, 4}}}, {1, 2, 3, 4, 4}},
           {transpose, swap, {1, 3, 2, 4, 4}},
           {"aten.clone", {}, {1, 3, 2, 4, 4}},
@@ -1722,17 +1771,17 @@ TEST(Fuse, ChannelShuffleGroupsComeFromTheElements) {
 TEST(Fuse, ShuffleBeforeAConvStaysInt8) {
   Builder b;
   b.input("xq", DType::Int8, {1, 6, 4, 4});
-  b.dq("xq", "x", 0.1, 2);                                                  // 0
+  b.dq("xq", "x", 0.1, 2);  // 0
   std::string cur = "x";
-  for (const MoveStep& m : shuffle_moves()) {                               // 1..4
+  for (const MoveStep& m : shuffle_moves()) {  // 1..4
     const std::string out = "m" + std::to_string(b.g.nodes.size());
     b.value(out, DType::Float32, m.shape);
     b.node(m.op, {cur}, m.args, {out});
     cur = out;
   }
-  b.per_channel_weight({4, 6, 1, 1}, {0.5f, 0.25f, 2.0f, 1.0f}, {0, 0, 0, 0});  // 5
+  b.per_channel_weight({4, 6, 1, 1}, {0.5f, 0.25f, 2.0f, 1.0f}, {0, 0, 0, 0});          // 5
   b.conv(cur, "wf", "", "y", {1, 4, 4, 4}, {{"padding", std::vector<int64_t>{0, 0}}});  // 6
-  b.q("y", "yq", 0.2, -1);                                                  // 7
+  b.q("y", "yq", 0.2, -1);                                                              // 7
   b.output("yq");
   const PassReport sunk = sink_dequantize(b.g);
   EXPECT_EQ(sunk.lines, (std::vector<std::string>{
@@ -1750,12 +1799,14 @@ TEST(Fuse, ShuffleBeforeAConvStaysInt8) {
   EXPECT_EQ(arg_i(shuffle, "output_zero_point"), 2);
   EXPECT_EQ(arg_d(b.g.nodes[1], "input_scale"), 0.1);
   expect_quant(b.g.value(shuffle.outputs[0]), 0.1, 2, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused aten.view_copy -> aten.transpose_copy.int -> aten.clone -> "
-                          "aten.view_copy (node 0..3) into q8ta_channel_shuffle 'm4_int8' "
-                          "(channel shuffle (groups 2))"))
+  EXPECT_TRUE(has_line(r,
+                       "fused aten.view_copy -> aten.transpose_copy.int -> aten.clone -> "
+                       "aten.view_copy (node 0..3) into q8ta_channel_shuffle 'm4_int8' "
+                       "(channel shuffle (groups 2))"))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.convolution -> q (nodes 4, 6..7) into q8ta_conv2d "
-                          "'yq' (activation none)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.convolution -> q (nodes 4, 6..7) into q8ta_conv2d "
+                       "'yq' (activation none)"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -1763,9 +1814,9 @@ TEST(Fuse, ShuffleBeforeAConvStaysInt8) {
 // The moved result read by two convs and a graph output: every reader gets a dequantize of its
 // own (the convs fuse), the graph output stays the float result.
 TEST(Fuse, SinkGivesEachReaderItsOwnDequantize) {
-  Builder b = move_chain({{"aten.permute_copy", {{"dims", std::vector<int64_t>{0, 1, 3, 2}}},
-                           {1, 6, 4, 4}}},
-                         false, false);
+  Builder b = move_chain(
+      {{"aten.permute_copy", {{"dims", std::vector<int64_t>{0, 1, 3, 2}}}, {1, 6, 4, 4}}}, false,
+      false);
   b.per_channel_weight({4, 6, 1, 1}, {0.5f, 0.25f, 2.0f, 1.0f}, {0, 0, 0, 0});
   const Args pad0 = {{"padding", std::vector<int64_t>{0, 0}}};
   b.conv("m0", "wf", "", "y1", {1, 4, 4, 4}, pad0);
@@ -1779,8 +1830,8 @@ TEST(Fuse, SinkGivesEachReaderItsOwnDequantize) {
   EXPECT_NE(sunk.lines.at(0).find("(one dequantize per reader: 3)"), std::string::npos)
       << sunk.lines.at(0);
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_permute", "q8ta_dequantize",
-                                                   "q8ta_conv2d", "q8ta_conv2d"}))
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_permute", "q8ta_dequantize", "q8ta_conv2d",
+                                                   "q8ta_conv2d"}))
       << all_lines(r);
   EXPECT_EQ(b.g.nodes[1].outputs, (std::vector<std::string>{"m0"}));  // the graph output
   EXPECT_EQ(arg_l(b.g.nodes[0], "dims"), (std::vector<int64_t>{0, 1, 3, 2}));
@@ -1806,8 +1857,9 @@ TEST(Fuse, PermuteChainsBecomeOneOp) {
         true);
     const PassReport r = fuse_and_lower(b.g);
     EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"identity"})) << all_lines(r);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.permute_copy -> q -> dq -> aten.permute -> q "
-                            "(node 0..5) into identity 'yq' (a view)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.permute_copy -> q -> dq -> aten.permute -> q "
+                         "(node 0..5) into identity 'yq' (a view)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -1816,8 +1868,7 @@ TEST(Fuse, PermuteChainsBecomeOneOp) {
     b.input("xq", DType::Int8, {6, 4, 5});
     b.dq("xq", "x", 0.1, 2);
     b.value("t", DType::Float32, {6, 5, 4});
-    b.node("aten.transpose_copy.int", {"x"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}},
-           {"t"});
+    b.node("aten.transpose_copy.int", {"x"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {"t"});
     b.q("t", "yq", 0.1, 2);
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
@@ -1850,8 +1901,9 @@ TEST(Fuse, RequantizingQuantizeSplitsAChain) {
   EXPECT_EQ(arg_i(b.g.nodes[0], "output_zero_point"), -3);
   EXPECT_EQ(arg_d(b.g.nodes[1], "input_scale"), 0.08);
   EXPECT_EQ(arg_l(b.g.nodes[1], "dims"), (std::vector<int64_t>{0, 1, 3, 2}));
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.permute_copy -> q (node 0..2) into q8ta_permute 'pq' "
-                          "(permute [0, 2, 3, 1])"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.permute_copy -> q (node 0..2) into q8ta_permute 'pq' "
+                       "(permute [0, 2, 3, 1])"))
       << all_lines(r);
   expect_valid(b.g);
 
@@ -1865,9 +1917,10 @@ TEST(Fuse, RequantizingQuantizeSplitsAChain) {
   // A permute that moves only a size-1 dim is a view: it requantizes in a q8ta_clamp after it.
   const PassReport rv = fuse_and_lower(v.g);
   ASSERT_EQ(ops_of(v.g), (std::vector<std::string>{"q8ta_view", "q8ta_clamp"})) << all_lines(rv);
-  EXPECT_TRUE(has_line(rv, "fused q (node 2) into q8ta_clamp 'yq' (requantizes the view "
-                           "'u_int8': scale 0.1 zero_point 2 range -128..127 -> scale 0.05 "
-                           "zero_point 2 range -128..127)"))
+  EXPECT_TRUE(has_line(rv,
+                       "fused q (node 2) into q8ta_clamp 'yq' (requantizes the view "
+                       "'u_int8': scale 0.1 zero_point 2 range -128..127 -> scale 0.05 "
+                       "zero_point 2 range -128..127)"))
       << all_lines(rv);
   expect_valid(v.g);
 }
@@ -1881,13 +1934,15 @@ TEST(Fuse, MovementNoOpDoesIsReported) {
        {"aten.view_copy", {{"size", std::vector<int64_t>{1, 6, 4, 4}}}, {1, 6, 4, 4}}},
       false);
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.view_copy -> aten.transpose_copy.int -> "
-                          "aten.view_copy -> q (node 0..4) as a data-movement op: it moves "
-                          "elements in a way no single backend op does (neither a view, a channel "
-                          "shuffle nor a 4-D permute of [1, 6, 4, 4])"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.view_copy -> aten.transpose_copy.int -> "
+                       "aten.view_copy -> q (node 0..4) as a data-movement op: it moves "
+                       "elements in a way no single backend op does (neither a view, a channel "
+                       "shuffle nor a 4-D permute of [1, 6, 4, 4])"))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "kept node 2 (aten.transpose_copy.int) as an edge op: value 'm0' has "
-                          "rank 5 ([1, 2, 3, 4, 4]); device tensors are at most 4-D"))
+  EXPECT_TRUE(has_line(r,
+                       "kept node 2 (aten.transpose_copy.int) as an edge op: value 'm0' has "
+                       "rank 5 ([1, 2, 3, 4, 4]); device tensors are at most 4-D"))
       << all_lines(r);
   EXPECT_EQ(count_op(b.g, "aten.transpose_copy.int"), 1) << all_lines(r);
 }
@@ -1905,11 +1960,11 @@ TEST(Fuse, Int8PermuteBecomesQ8taPermuteOrAView) {
     b.output("y");
     return b;
   };
-  Builder b = graph("aten.transpose.int", {{"dim0", int64_t{2}}, {"dim1", int64_t{3}}},
-                    {1, 8, 5, 3});
+  Builder b =
+      graph("aten.transpose.int", {{"dim0", int64_t{2}}, {"dim1", int64_t{3}}}, {1, 8, 5, 3});
   const PassReport r = fuse_and_lower(b.g);
-  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_quantize", "q8ta_permute",
-                                                   "q8ta_dequantize"}))
+  ASSERT_EQ(ops_of(b.g),
+            (std::vector<std::string>{"q8ta_quantize", "q8ta_permute", "q8ta_dequantize"}))
       << all_lines(r);
   const Node& n = b.g.nodes[1];
   EXPECT_EQ(arg_l(n, "dims"), (std::vector<int64_t>{0, 1, 3, 2}));
@@ -1918,15 +1973,16 @@ TEST(Fuse, Int8PermuteBecomesQ8taPermuteOrAView) {
   EXPECT_EQ(arg_d(n, "output_scale"), 0.1);
   EXPECT_EQ(arg_i(n, "output_zero_point"), 5);
   expect_quant(b.g.value("t"), 0.1, 5, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused aten.transpose.int (node 1) into q8ta_permute 't' (permute "
-                          "[0, 1, 3, 2])"))
+  EXPECT_TRUE(has_line(r,
+                       "fused aten.transpose.int (node 1) into q8ta_permute 't' (permute "
+                       "[0, 1, 3, 2])"))
       << all_lines(r);
   expect_valid(b.g);
 
   Builder v = graph("aten.permute", {{"dims", std::vector<int64_t>{1, 0, 2, 3}}}, {8, 1, 3, 5});
   const PassReport rv = fuse_and_lower(v.g);
-  ASSERT_EQ(ops_of(v.g), (std::vector<std::string>{"q8ta_quantize", "q8ta_view",
-                                                   "q8ta_dequantize"}))
+  ASSERT_EQ(ops_of(v.g),
+            (std::vector<std::string>{"q8ta_quantize", "q8ta_view", "q8ta_dequantize"}))
       << all_lines(rv);
   EXPECT_EQ(arg_i(v.g.nodes[1], "zero_point"), 5);
   expect_valid(v.g);
@@ -1946,9 +2002,10 @@ TEST(Fuse, Int8ChainNoOpTakesLowersNodeByNode) {
   b.node("aten.transpose_copy.int", {"v"}, {{"dim0", int64_t{3}}, {"dim1", int64_t{4}}}, {"t"});
   b.output("t");
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: aten.permute_copy -> aten.view_copy -> "
-                          "aten.transpose_copy.int (node 1..3) as a data-movement op: 't' has "
-                          "rank 5 (device tensors are at most 4-D)"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: aten.permute_copy -> aten.view_copy -> "
+                       "aten.transpose_copy.int (node 1..3) as a data-movement op: 't' has "
+                       "rank 5 (device tensors are at most 4-D)"))
       << all_lines(r);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_quantize", "q8ta_permute",
                                                    "aten.view_copy", "aten.transpose_copy.int"}))
@@ -1961,16 +2018,16 @@ TEST(Fuse, Int8ChainNoOpTakesLowersNodeByNode) {
 // conv_act_graph (no activation, output yq quantized with `dq_scale`, `dq_zp` unless
 // `conv_zp` says otherwise) -> dq (`dq_scale`, `dq_zp`) -> `act` -> q (`scale`, `zp`, quant_min
 // `qmin`) -> hq.
-Builder standalone_act_graph(const std::string& act, Args act_args, double dq_scale,
-                             int64_t dq_zp, double scale, int64_t zp, int64_t qmin = -128,
+Builder standalone_act_graph(const std::string& act, Args act_args, double dq_scale, int64_t dq_zp,
+                             double scale, int64_t zp, int64_t qmin = -128,
                              std::optional<int64_t> conv_zp = std::nullopt) {
   Builder b = conv_act_graph("", {}, dq_scale, conv_zp.value_or(dq_zp));
   b.g.outputs.clear();
-  b.dq("yq", "yf", dq_scale, dq_zp);                                      // 4
+  b.dq("yq", "yf", dq_scale, dq_zp);  // 4
   b.value("a", DType::Float32, {1, 4, 4, 4});
-  b.node(act, {"yf"}, std::move(act_args), {"a"});                        // 5
+  b.node(act, {"yf"}, std::move(act_args), {"a"});  // 5
   b.value("hq", DType::Int8, {1, 4, 4, 4});
-  b.node(kQ, {"a"}, q_args(scale, zp, qmin, 127), {"hq"});                // 6
+  b.node(kQ, {"a"}, q_args(scale, zp, qmin, 127), {"hq"});  // 6
   b.output("hq");
   return b;
 }
@@ -1987,8 +2044,9 @@ TEST(Fuse, StandaloneRelu6JoinsTheConvEpilogue) {
   EXPECT_EQ(activation_of(g.nodes[0]), (std::pair<int64_t, int64_t>{-128, -8}));
   EXPECT_FALSE(g.has_value("yq"));
   expect_quant(g.value("hq"), 0.05, -128, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.hardtanh -> q (node 4..6) into the epilogue of "
-                          "q8ta_conv2d: it writes 'hq', activation range -128..127 -> -128..-8"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.hardtanh -> q (node 4..6) into the epilogue of "
+                       "q8ta_conv2d: it writes 'hq', activation range -128..127 -> -128..-8"))
       << all_lines(r);
   expect_valid(g);
 }
@@ -2030,26 +2088,29 @@ TEST(Fuse, StandaloneActivationThatCannotJoinTheEpilogue) {
   {  // the q requantizes
     Builder b = standalone_act_graph("aten.relu", {}, 0.05, -128, 0.1, -128);
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
-                            "q8ta_conv2d: the q (scale 0.1 zero_point -128 range -128..127) "
-                            "requantizes (the dq is scale 0.05 zero_point -128 range -128..127)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
+                         "q8ta_conv2d: the q (scale 0.1 zero_point -128 range -128..127) "
+                         "requantizes (the dq is scale 0.05 zero_point -128 range -128..127)"))
         << all_lines(r);
   }
   {  // the dq reads the conv's output with other parameters
     Builder b = standalone_act_graph("aten.relu", {}, 0.1, 0, 0.1, 0, -128, -128);
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
-                            "q8ta_conv2d: the dq (scale 0.1 zero_point 0 range -128..127) reads "
-                            "'yq' with other parameters than it was written with (scale 0.1 "
-                            "zero_point -128 range -128..127)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
+                         "q8ta_conv2d: the dq (scale 0.1 zero_point 0 range -128..127) reads "
+                         "'yq' with other parameters than it was written with (scale 0.1 "
+                         "zero_point -128 range -128..127)"))
         << all_lines(r);
   }
   {  // the conv output is also a graph output
     Builder b = standalone_act_graph("aten.relu", {}, 0.05, -128, 0.05, -128);
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
-                            "q8ta_conv2d: 'yq' is a graph output"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.relu -> q (node 4..6) as the epilogue of "
+                         "q8ta_conv2d: 'yq' is a graph output"))
         << all_lines(r);
   }
 }
@@ -2061,8 +2122,7 @@ TEST(Fuse, StandaloneActivationBecomesQ8taClamp) {
     Builder b = standalone_act_graph("aten.hardtanh", {{"min_val", 0.0}, {"max_val", 6.0}}, 0.05,
                                      -128, 0.1, -20);
     const PassReport r = fuse_and_lower(b.g);
-    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_clamp"}))
-        << all_lines(r);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_clamp"})) << all_lines(r);
     const Node& n = b.g.nodes[1];
     EXPECT_EQ(n.inputs, (std::vector<std::string>{"yq"}));
     EXPECT_EQ(n.outputs, (std::vector<std::string>{"hq"}));
@@ -2073,8 +2133,9 @@ TEST(Fuse, StandaloneActivationBecomesQ8taClamp) {
     // The conv writes 0 .. 12.75: 0 -> -20, 6 -> 40.
     EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-20, 40}));
     expect_quant(b.g.value("hq"), 0.1, -20, -128, 127);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.hardtanh -> q (node 4..6) into q8ta_clamp 'hq' "
-                            "(activation range -20..40)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.hardtanh -> q (node 4..6) into q8ta_clamp 'hq' "
+                         "(activation range -20..40)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -2091,8 +2152,9 @@ TEST(Fuse, StandaloneActivationBecomesQ8taClamp) {
     const PassReport r = fuse_and_lower(b.g);
     ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_clamp"})) << all_lines(r);
     EXPECT_EQ(activation_of(b.g.nodes[0]), (std::pair<int64_t, int64_t>{3, 43}));
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.relu -> aten.clamp -> q (node 0..3) into "
-                            "q8ta_clamp 'rq' (activation range 3..43)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.relu -> aten.clamp -> q (node 0..3) into "
+                         "q8ta_clamp 'rq' (activation range 3..43)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -2107,13 +2169,13 @@ Builder lut_graph(const std::string& op, Args args, double in_s, int64_t in_zp, 
   Builder b;
   const std::vector<int64_t> shape = {1, 3, 5, 7};
   b.input("xq", DType::Int8, shape);
-  b.dq("xq", "x", in_s, in_zp);                                            // 0
+  b.dq("xq", "x", in_s, in_zp);  // 0
   b.value("a", DType::Float32, shape);
-  b.node(op, {"x"}, std::move(args), {"a"});                               // 1
+  b.node(op, {"x"}, std::move(args), {"a"});  // 1
   std::string last = "a";
   if (relu) {
     b.value("r", DType::Float32, shape);
-    b.node("aten.relu", {"a"}, {}, {"r"});                                 // 2
+    b.node("aten.relu", {"a"}, {}, {"r"});  // 2
     last = "r";
   }
   b.value("yq", DType::Int8, shape);
@@ -2158,20 +2220,32 @@ TEST(Fuse, SmoothActivationsBecomeQ8taLutWithTheChainsTable) {
   using vkd::testing::RefAct;
   const TableOp cases[] = {
       {"aten.hardswish", {}, {RefAct::Hardswish, "hardswish"}, 0.03225, -4, 0.0186, -108},
-      {"aten.hardsigmoid", {}, {RefAct::Hardsigmoid, "hardsigmoid"}, 0.00697, 3, 1.0 / 256,
-       -128},
+      {"aten.hardsigmoid", {}, {RefAct::Hardsigmoid, "hardsigmoid"}, 0.00697, 3, 1.0 / 256, -128},
       {"aten.sigmoid", {}, {RefAct::Sigmoid, "sigmoid"}, 0.05, 0, 1.0 / 256, -128},
       {"aten.tanh", {}, {RefAct::Tanh, "tanh"}, 0.031, 5, 2.0 / 256, 0},
       {"aten.silu", {}, {RefAct::Silu, "silu"}, 0.06, -10, 0.03, -100},
       {"aten.gelu", {}, {RefAct::GeluErf, "gelu"}, 0.05, 7, 0.04, -90},
-      {"aten.gelu", {{"approximate", std::string("tanh")}}, {RefAct::GeluTanh, "gelu_tanh"},
-       0.05, 7, 0.04, -90},
+      {"aten.gelu",
+       {{"approximate", std::string("tanh")}},
+       {RefAct::GeluTanh, "gelu_tanh"},
+       0.05,
+       7,
+       0.04,
+       -90},
       {"aten.elu",
        {{"alpha", 0.5}, {"scale", 1.25}, {"input_scale", 0.75}},
        {RefAct::Elu, "elu", 0.5, 1.25, 0.75},
-       0.04, 20, 0.03, 10},
-      {"aten.leaky_relu", {{"negative_slope", 0.2}}, {RefAct::LeakyRelu, "leaky_relu", 0.2},
-       0.05, -3, 0.04, 2},
+       0.04,
+       20,
+       0.03,
+       10},
+      {"aten.leaky_relu",
+       {{"negative_slope", 0.2}},
+       {RefAct::LeakyRelu, "leaky_relu", 0.2},
+       0.05,
+       -3,
+       0.04,
+       2},
   };
   for (const TableOp& t : cases) {
     Builder b = lut_graph(t.op, t.args, t.in_s, t.in_zp, t.out_s, t.out_zp);
@@ -2184,15 +2258,16 @@ TEST(Fuse, SmoothActivationsBecomeQ8taLutWithTheChainsTable) {
     EXPECT_EQ(arg_i(n, "input_zero_point"), t.in_zp);
     EXPECT_EQ(arg_d(n, "output_scale"), t.out_s);
     EXPECT_EQ(arg_i(n, "output_zero_point"), t.out_zp);
-    const auto want = vkd::testing::ref_lut_table(
-        t.f, {static_cast<float>(t.in_s), static_cast<int>(t.in_zp)},
-        {static_cast<float>(t.out_s), static_cast<int>(t.out_zp)});
+    const auto want =
+        vkd::testing::ref_lut_table(t.f, {static_cast<float>(t.in_s), static_cast<int>(t.in_zp)},
+                                    {static_cast<float>(t.out_s), static_cast<int>(t.out_zp)});
     const std::vector<int8_t> got = table_of(b.g, "yq_table");
     expect_table(got, want, t.f.name);
     const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
-    EXPECT_TRUE(has_line(r, std::string("fused dq -> ") + t.op + " -> q (node 0..2) into "
-                            "q8ta_lut 'yq' (table 'yq_table', outputs " + std::to_string(*lo) +
-                            ".." + std::to_string(*hi) + ")"))
+    EXPECT_TRUE(has_line(r, std::string("fused dq -> ") + t.op +
+                                " -> q (node 0..2) into "
+                                "q8ta_lut 'yq' (table 'yq_table', outputs " +
+                                std::to_string(*lo) + ".." + std::to_string(*hi) + ")"))
         << all_lines(r);
     expect_quant(b.g.value("yq"), t.out_s, t.out_zp, -128, 127);
     EXPECT_EQ(b.g.value("xq").dtype, DType::Int8x4);
@@ -2211,9 +2286,10 @@ TEST(Fuse, LutTableIncludesATrailingReluAndTheQuantizeRange) {
   for (int8_t& v : want) v = std::max<int8_t>(v, -100);
   expect_table(table_of(b.g, "yq_table"), want, "silu -> relu");
   expect_quant(b.g.value("yq"), 0.03, -100, -110, 100);
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.silu -> aten.relu -> q (node 0..3) into q8ta_lut "
-                          "'yq' (table 'yq_table', outputs -100.." +
-                          std::to_string(*std::max_element(want.begin(), want.end())) + ")"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.silu -> aten.relu -> q (node 0..3) into q8ta_lut "
+                       "'yq' (table 'yq_table', outputs -100.." +
+                           std::to_string(*std::max_element(want.begin(), want.end())) + ")"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -2243,8 +2319,9 @@ TEST(Fuse, FloatSmoothActivationIsNotFused) {
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten.gelu"}))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.gelu (node 0..1) as q8ta_lut: 'g' is a graph "
-                          "output, not quantized (q8ta_lut has int8 output only)"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.gelu (node 0..1) as q8ta_lut: 'g' is a graph "
+                       "output, not quantized (q8ta_lut has int8 output only)"))
       << all_lines(r);
 }
 
@@ -2297,8 +2374,9 @@ TEST(Fuse, SoftmaxOverTheLastDimFuses) {
     EXPECT_EQ(n.outputs, (std::vector<std::string>{"s"}));
     EXPECT_EQ(std::get<bool>(n.args.at("log")), std::string(op).find("log") != std::string::npos);
     EXPECT_EQ(b.g.value("s").dtype, DType::Float32);
-    EXPECT_TRUE(has_line(r, std::string("fused dq -> ") + op + " (node 0..1) into "
-                            "q8ta_softmax_dq 's'"))
+    EXPECT_TRUE(has_line(r, std::string("fused dq -> ") + op +
+                                " (node 0..1) into "
+                                "q8ta_softmax_dq 's'"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -2312,9 +2390,10 @@ TEST(Fuse, SoftmaxLimits) {
     const PassReport r = fuse_and_lower(b.g);
     EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_dequantize", "aten._softmax"}))
         << all_lines(r);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten._softmax (node 0..1) as q8ta_softmax_dq: dim "
-                            "1 is not the last dim of a rank-3 input (only the last dim is "
-                            "supported)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten._softmax (node 0..1) as q8ta_softmax_dq: dim "
+                         "1 is not the last dim of a rank-3 input (only the last dim is "
+                         "supported)"))
         << all_lines(r);
   }
   {
@@ -2346,25 +2425,26 @@ Builder upsample_graph(const std::string& op, Args args, std::vector<int64_t> ou
 }
 
 TEST(Fuse, NearestUpsampleWithScaleFactorsMovesBytes) {
-  Builder b = upsample_graph("aten.upsample_nearest2d.vec",
-                             {{"output_size", NoneArg{}},
-                              {"scale_factors", std::vector<double>{2.0, 3.0}}},
-                             {1, 3, 8, 15}, 0.05, -7);
+  Builder b =
+      upsample_graph("aten.upsample_nearest2d.vec",
+                     {{"output_size", NoneArg{}}, {"scale_factors", std::vector<double>{2.0, 3.0}}},
+                     {1, 3, 8, 15}, 0.05, -7);
   const PassReport r = fuse_and_lower(b.g);
   ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
   const Node& n = b.g.nodes[0];
   EXPECT_EQ(n.op, "q8ta_upsample_nearest2d");
   EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq"}));
   EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
-  EXPECT_EQ(arg_names(n), (std::vector<std::string>{"input_scale", "input_zero_point",
-                                                    "output_scale", "output_zero_point",
-                                                    "scales_h", "scales_w"}));
+  EXPECT_EQ(arg_names(n),
+            (std::vector<std::string>{"input_scale", "input_zero_point", "output_scale",
+                                      "output_zero_point", "scales_h", "scales_w"}));
   EXPECT_EQ(arg_d(n, "scales_h"), 2.0);
   EXPECT_EQ(arg_d(n, "scales_w"), 3.0);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.05);
   EXPECT_EQ(arg_i(n, "output_zero_point"), -7);
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.upsample_nearest2d.vec -> q (node 0..2) into "
-                           "q8ta_upsample_nearest2d 'yq' (bytes moved)");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.upsample_nearest2d.vec -> q (node 0..2) into "
+            "q8ta_upsample_nearest2d 'yq' (bytes moved)");
   expect_quant(b.g.value("yq"), 0.05, -7, -128, 127);
   expect_valid(b.g);
 }
@@ -2372,8 +2452,7 @@ TEST(Fuse, NearestUpsampleWithScaleFactorsMovesBytes) {
 // The default overload with an output size: no scale reaches the kernel (0 = none).
 TEST(Fuse, BilinearUpsampleWithOutputSizeRequantizes) {
   Builder b = upsample_graph("aten.upsample_bilinear2d",
-                             {{"output_size", std::vector<int64_t>{7, 9}},
-                              {"align_corners", true}},
+                             {{"output_size", std::vector<int64_t>{7, 9}}, {"align_corners", true}},
                              {1, 3, 7, 9}, 0.04, 3);
   const PassReport r = fuse_and_lower(b.g);
   ASSERT_EQ(b.g.nodes.size(), 1u) << all_lines(r);
@@ -2386,8 +2465,9 @@ TEST(Fuse, BilinearUpsampleWithOutputSizeRequantizes) {
   EXPECT_EQ(arg_i(n, "input_zero_point"), -7);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.04);
   EXPECT_EQ(arg_i(n, "output_zero_point"), 3);
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.upsample_bilinear2d -> q (node 0..2) into "
-                           "q8ta_upsample_bilinear2d 'yq' (requantized)");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.upsample_bilinear2d -> q (node 0..2) into "
+            "q8ta_upsample_bilinear2d 'yq' (requantized)");
   expect_valid(b.g);
 }
 
@@ -2398,7 +2478,8 @@ TEST(Fuse, UpsampleLimits) {
     b.dq("xq", "x", 0.05, -7);
     b.value("u", DType::Float32, {1, 3, 8, 10});
     b.node("aten.upsample_bilinear2d.vec", {"x"},
-           {{"output_size", std::vector<int64_t>{8, 10}}, {"align_corners", false},
+           {{"output_size", std::vector<int64_t>{8, 10}},
+            {"align_corners", false},
             {"scale_factors", NoneArg{}}},
            {"u"});
     b.value("r", DType::Float32, {1, 3, 8, 10});
@@ -2406,9 +2487,10 @@ TEST(Fuse, UpsampleLimits) {
     b.q("r", "yq", 0.05, -128);
     b.output("yq");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.upsample_bilinear2d.vec -> aten.relu -> q "
-                            "(node 0..3) as q8ta_upsample_bilinear2d: an activation follows "
-                            "(q8ta_upsample_bilinear2d fuses none)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.upsample_bilinear2d.vec -> aten.relu -> q "
+                         "(node 0..3) as q8ta_upsample_bilinear2d: an activation follows "
+                         "(q8ta_upsample_bilinear2d fuses none)"))
         << all_lines(r);
   }
   {  // a float output
@@ -2416,24 +2498,25 @@ TEST(Fuse, UpsampleLimits) {
     b.input("xq", DType::Int8, {1, 3, 4, 5});
     b.dq("xq", "x", 0.05, -7);
     b.value("u", DType::Float32, {1, 3, 8, 10});
-    b.node("aten.upsample_nearest2d", {"x"}, {{"output_size", std::vector<int64_t>{8, 10}}},
-           {"u"});
+    b.node("aten.upsample_nearest2d", {"x"}, {{"output_size", std::vector<int64_t>{8, 10}}}, {"u"});
     b.output("u");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.upsample_nearest2d (node 0..1) as "
-                            "q8ta_upsample_nearest2d: 'u' is a graph output, not quantized "
-                            "(q8ta_upsample_nearest2d has no float-output variant)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.upsample_nearest2d (node 0..1) as "
+                         "q8ta_upsample_nearest2d: 'u' is a graph output, not quantized "
+                         "(q8ta_upsample_nearest2d has no float-output variant)"))
         << all_lines(r);
   }
   {  // a quantize into a narrowed range
-    Builder b = upsample_graph("aten.upsample_nearest2d",
-                               {{"output_size", std::vector<int64_t>{8, 10}}}, {1, 3, 8, 10},
-                               0.05, -7);
+    Builder b =
+        upsample_graph("aten.upsample_nearest2d", {{"output_size", std::vector<int64_t>{8, 10}}},
+                       {1, 3, 8, 10}, 0.05, -7);
     b.g.nodes[2].args = q_args(0.05, -7, -100, 100);
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.upsample_nearest2d -> q (node 0..2) as "
-                            "q8ta_upsample_nearest2d: output range -100..100 is not the full "
-                            "int8 range"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.upsample_nearest2d -> q (node 0..2) as "
+                         "q8ta_upsample_nearest2d: output range -100..100 is not the full "
+                         "int8 range"))
         << all_lines(r);
   }
 }
@@ -2475,8 +2558,9 @@ TEST(Fuse, CatBecomesQ8taCat) {
   expect_quant(b.g.value("yq"), 0.1, -3, -128, 127);
   EXPECT_EQ(b.g.value("aq").dtype, DType::Int8x4);
   EXPECT_FALSE(b.g.has_value("y"));
-  EXPECT_TRUE(has_line(r, "fused dq, dq, dq -> aten.cat -> q (node 0..4) into q8ta_cat 'yq' "
-                          "(3 inputs along dim 1)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq, dq, dq -> aten.cat -> q (node 0..4) into q8ta_cat 'yq' "
+                       "(3 inputs along dim 1)"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -2487,8 +2571,9 @@ TEST(Fuse, CatThatCannotFuseSaysWhy) {
     b.input("f", DType::Float32, {1, 2, 4, 4});
     b.g.nodes[3].inputs[2] = "f";
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.cat -> q (nodes 0..1, 3..4) as q8ta_cat: "
-                            "'f' is not dequantized (a graph input)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq, dq -> aten.cat -> q (nodes 0..1, 3..4) as q8ta_cat: "
+                         "'f' is not dequantized (a graph input)"))
         << all_lines(r);
   }
   {  // an activation after the cat
@@ -2498,16 +2583,18 @@ TEST(Fuse, CatThatCannotFuseSaysWhy) {
     b.g.nodes[4].inputs[0] = "r";  // the q now quantizes the relu
     std::swap(b.g.nodes[4], b.g.nodes[5]);
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq, dq, dq -> aten.cat -> aten.relu -> q (node 0..5) as "
-                            "q8ta_cat: an activation follows (it fuses none)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq, dq, dq -> aten.cat -> aten.relu -> q (node 0..5) as "
+                         "q8ta_cat: an activation follows (it fuses none)"))
         << all_lines(r);
   }
   {  // a dequantized input also read elsewhere
     Builder b = cat_graph();
     b.output("b");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq, dq, dq -> aten.cat -> q (node 0..4) as q8ta_cat: "
-                            "'b' is a graph output"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq, dq, dq -> aten.cat -> q (node 0..4) as q8ta_cat: "
+                         "'b' is a graph output"))
         << all_lines(r);
   }
 }
@@ -2527,8 +2614,7 @@ TEST(Fuse, SplitsBecomeOneQ8taSlicePerOutput) {
     b.output("pq");
     b.output("sq");
     const PassReport r = fuse_and_lower(b.g);
-    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_slice", "q8ta_slice"}))
-        << all_lines(r);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_slice", "q8ta_slice"})) << all_lines(r);
     for (size_t k = 0; k < 2; ++k) {
       const Node& n = b.g.nodes[k];
       EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq"}));
@@ -2541,11 +2627,13 @@ TEST(Fuse, SplitsBecomeOneQ8taSlicePerOutput) {
     EXPECT_EQ(b.g.nodes[1].outputs, (std::vector<std::string>{"sq"}));
     expect_quant(b.g.value("sq"), 0.4, -1, -128, 127);
     EXPECT_FALSE(b.g.has_value("x"));
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.chunk -> q (node 0..2) into q8ta_slice 'pq' "
-                            "(output 0 of 2: dim 1, 5 from index 0)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.chunk -> q (node 0..2) into q8ta_slice 'pq' "
+                         "(output 0 of 2: dim 1, 5 from index 0)"))
         << all_lines(r);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.chunk -> q (node 3) into q8ta_slice 'sq' "
-                            "(output 1 of 2: dim 1, 5 from index 5)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.chunk -> q (node 3) into q8ta_slice 'sq' "
+                         "(output 1 of 2: dim 1, 5 from index 5)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -2566,8 +2654,9 @@ TEST(Fuse, SplitsBecomeOneQ8taSlicePerOutput) {
     EXPECT_EQ(arg_i(b.g.nodes[0], "start"), 5);
     EXPECT_FALSE(b.g.has_value("s0"));
     EXPECT_FALSE(b.g.has_value("s1"));
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.split_with_sizes_copy -> q (node 0..2) into "
-                            "q8ta_slice 's2q' (output 2 of 3: dim 1, 2 from index 5)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.split_with_sizes_copy -> q (node 0..2) into "
+                         "q8ta_slice 's2q' (output 2 of 3: dim 1, 2 from index 5)"))
         << all_lines(r);
     expect_valid(b.g);
   }
@@ -2585,8 +2674,9 @@ TEST(Fuse, SplitsBecomeOneQ8taSlicePerOutput) {
     ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_slice"})) << all_lines(r);
     EXPECT_EQ(arg_i(b.g.nodes[0], "start"), 2);
     EXPECT_EQ(arg_i(b.g.nodes[0], "step"), 3);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.slice_copy.Tensor -> q (node 0..2) into "
-                            "q8ta_slice 'sq' (output 0 of 1: dim 2, 3 from index 2, step 3)"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.slice_copy.Tensor -> q (node 0..2) into "
+                         "q8ta_slice 'sq' (output 0 of 1: dim 2, 3 from index 2, step 3)"))
         << all_lines(r);
   }
 }
@@ -2622,13 +2712,15 @@ TEST(Fuse, ChainsOfCutsBecomeOneQ8taSlicePerDim) {
   // The copy keeps the input's scale and zero point over the full range; the last requantizes.
   expect_quant(b.g.value(rows.outputs[0]), 0.2, 4, -128, 127);
   EXPECT_EQ(arg_d(cols, "output_scale"), 0.1);
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.slice_copy.Tensor -> aten.slice_copy.Tensor -> "
-                          "aten.slice_copy.Tensor -> q (node 0..2) into q8ta_slice 'w2_run0' "
-                          "(output 0 of 1: dim 2, 7 from index 1)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.slice_copy.Tensor -> aten.slice_copy.Tensor -> "
+                       "aten.slice_copy.Tensor -> q (node 0..2) into q8ta_slice 'w2_run0' "
+                       "(output 0 of 1: dim 2, 7 from index 1)"))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "fused dq -> aten.slice_copy.Tensor -> aten.slice_copy.Tensor -> "
-                          "aten.slice_copy.Tensor -> q (node 3..4) into q8ta_slice 'yq' "
-                          "(output 0 of 1: dim 3, 3 from index 2, step 2)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.slice_copy.Tensor -> aten.slice_copy.Tensor -> "
+                       "aten.slice_copy.Tensor -> q (node 3..4) into q8ta_slice 'yq' "
+                       "(output 0 of 1: dim 3, 3 from index 2, step 2)"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -2648,9 +2740,10 @@ TEST(Fuse, SplitWithAnOutputNoQuantizeReadsIsNotFused) {
   b.output("r");
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_EQ(count_op(b.g, "q8ta_slice"), 0) << all_lines(r);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.split_copy.Tensor -> ... (node 0..2) as "
-                          "q8ta_slice: output 1: 's' feeds aten.relu (node 3), not "
-                          "quantize_per_tensor"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.split_copy.Tensor -> ... (node 0..2) as "
+                       "q8ta_slice: output 1: 's' feeds aten.relu (node 3), not "
+                       "quantize_per_tensor"))
       << all_lines(r);
 }
 
@@ -2671,7 +2764,9 @@ Builder deconv_graph(bool per_channel, int64_t axis, const std::string& act) {
     b.constant("ws", DType::Float32, {n},
                f32_bytes(std::vector<float>(all.begin(), all.begin() + n)));
     b.node(kDqChannel, {"w", "ws"},
-           {{"axis", axis}, {"quant_min", int64_t{-127}}, {"quant_max", int64_t{127}},
+           {{"axis", axis},
+            {"quant_min", int64_t{-127}},
+            {"quant_max", int64_t{127}},
             {"dtype", std::string("int8")}},
            {"wf"});
   } else {
@@ -2679,8 +2774,10 @@ Builder deconv_graph(bool per_channel, int64_t axis, const std::string& act) {
   }
   b.constant("b", DType::Float32, {6}, f32_bytes({0.5f, -1, 2, 0, 1, -2}));
   b.conv("x", "wf", "b", "y", {1, 6, 6, 6},
-         {{"stride", std::vector<int64_t>{2, 2}}, {"padding", std::vector<int64_t>{1, 1}},
-          {"transposed", true}, {"output_padding", std::vector<int64_t>{1, 1}},
+         {{"stride", std::vector<int64_t>{2, 2}},
+          {"padding", std::vector<int64_t>{1, 1}},
+          {"transposed", true},
+          {"output_padding", std::vector<int64_t>{1, 1}},
           {"groups", int64_t{2}}});
   std::string last = "y";
   if (!act.empty()) {
@@ -2724,8 +2821,9 @@ TEST(Fuse, TransposedConvSwapsItsWeight) {
     }
   }
   EXPECT_EQ(floats_of(g.value("w_scales")), std::vector<float>(6, 0.02f));
-  EXPECT_EQ(r.lines.at(0), "fused dq -> aten.convolution -> aten.relu -> q (nodes 0, 2..4) into "
-                           "q8ta_conv_transpose2d 'yq' (activation relu)");
+  EXPECT_EQ(r.lines.at(0),
+            "fused dq -> aten.convolution -> aten.relu -> q (nodes 0, 2..4) into "
+            "q8ta_conv_transpose2d 'yq' (activation relu)");
   expect_valid(g);
 }
 
@@ -2743,9 +2841,10 @@ TEST(Fuse, TransposedConvPerChannelScales) {
   {
     Builder b = deconv_graph(true, 0, "");
     const PassReport r = fuse_and_lower(b.g);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution -> q (nodes 0, 2..3) as "
-                            "q8ta_conv_transpose2d: weight 'w' is quantized along axis 0, not 1 "
-                            "(output channels)"))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.convolution -> q (nodes 0, 2..3) as "
+                         "q8ta_conv_transpose2d: weight 'w' is quantized along axis 0, not 1 "
+                         "(output channels)"))
         << all_lines(r);
   }
 }
@@ -2755,9 +2854,10 @@ TEST(Fuse, TransposedConvWithoutAQuantizedOutputIsNotFused) {
   b.g.nodes.pop_back();  // the q
   b.g.outputs = {"y"};
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.convolution (nodes 0, 2) as "
-                          "q8ta_conv_transpose2d: 'y' is a graph output, not quantized "
-                          "(q8ta_conv_transpose2d has no float-output variant)"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.convolution (nodes 0, 2) as "
+                       "q8ta_conv_transpose2d: 'y' is a graph output, not quantized "
+                       "(q8ta_conv_transpose2d has no float-output variant)"))
       << all_lines(r);
 }
 
@@ -2820,9 +2920,10 @@ TEST(Fuse, BytePixelShuffleAfterAConvJoinsItsEpilogue) {
   EXPECT_EQ(n.origin, "node 2 (aten.convolution) fused into q8ta_conv2d_ps");
   EXPECT_FALSE(g.has_value("cq"));
   expect_quant(g.value("yq"), 0.1, -5, -128, 127);
-  EXPECT_EQ(r.lines.at(1), "fused dq -> aten.pixel_shuffle -> q (node 4..6) into the epilogue of "
-                           "q8ta_conv2d 'cq': q8ta_conv2d_ps writes 'yq' pixel-shuffled "
-                           "(upscale 2)");
+  EXPECT_EQ(r.lines.at(1),
+            "fused dq -> aten.pixel_shuffle -> q (node 4..6) into the epilogue of "
+            "q8ta_conv2d 'cq': q8ta_conv2d_ps writes 'yq' pixel-shuffled "
+            "(upscale 2)");
   expect_valid(g);
 }
 
@@ -2835,10 +2936,12 @@ TEST(Fuse, PixelShuffleTheConvEpilogueCannotTakeIsItsOwnOp) {
     bool epilogues = true;
   };
   Case cases[] = {
-      {conv_shuffle_graph(8), "2 channels after the shuffle, not a multiple of 4: a packed word "
-                              "would hold channels of two sub-pixel phases"},
-      {conv_shuffle_graph(16, 2), "groups 2: the shuffled store computes the channels in "
-                                  "phase-major order, across groups"},
+      {conv_shuffle_graph(8),
+       "2 channels after the shuffle, not a multiple of 4: a packed word "
+       "would hold channels of two sub-pixel phases"},
+      {conv_shuffle_graph(16, 2),
+       "groups 2: the shuffled store computes the channels in "
+       "phase-major order, across groups"},
       {conv_shuffle_graph(16, 1, 0.1, 0.2),
        "only a shuffle that moves the bytes joins: input (scale 0.1 zero_point -5 range "
        "-128..127) and output (scale 0.2 zero_point -5 range -128..127) quantization differ"},
@@ -2855,11 +2958,14 @@ TEST(Fuse, PixelShuffleTheConvEpilogueCannotTakeIsItsOwnOp) {
     const PassReport r = fuse_and_lower(c.b.g, options);
     EXPECT_EQ(ops_of(c.b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_pixel_shuffle"}))
         << all_lines(r);
-    EXPECT_TRUE(has_line(r, "not fused: dq -> aten.pixel_shuffle -> q (node 4..6) into the "
-                            "epilogue of q8ta_conv2d 'cq': " + c.why))
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq -> aten.pixel_shuffle -> q (node 4..6) into the "
+                         "epilogue of q8ta_conv2d 'cq': " +
+                             c.why))
         << all_lines(r);
-    EXPECT_TRUE(has_line(r, "fused dq -> aten.pixel_shuffle -> q (node 4..6) into "
-                            "q8ta_pixel_shuffle 'yq'"))
+    EXPECT_TRUE(has_line(r,
+                         "fused dq -> aten.pixel_shuffle -> q (node 4..6) into "
+                         "q8ta_pixel_shuffle 'yq'"))
         << all_lines(r);
     expect_valid(c.b.g);
   }
@@ -2882,9 +2988,10 @@ TEST(Fuse, PixelShuffleAfterALinearIsItsOwnOp) {
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_linear", "q8ta_pixel_shuffle"}))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.pixel_shuffle -> q (node 4..6) into the "
-                          "epilogue of q8ta_linear 'lq': q8ta_linear writes [..., M, N] rows: "
-                          "its N is the shuffle's width, not its channels"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.pixel_shuffle -> q (node 4..6) into the "
+                       "epilogue of q8ta_linear 'lq': q8ta_linear writes [..., M, N] rows: "
+                       "its N is the shuffle's width, not its channels"))
       << all_lines(r);
 }
 
@@ -2913,9 +3020,9 @@ Builder conv_add_graph(int64_t groups = 1, double dq_scale = 0.1, bool conv_seco
   b.dq("cq", "c", dq_scale, -5);
   b.dq(other, "r", 0.2, 3);
   b.value("s", DType::Float32, {1, 4, 6, 5});
-  b.node("aten.add.Tensor", conv_second ? std::vector<std::string>{"r", "c"}
-                                        : std::vector<std::string>{"c", "r"},
-         {}, {"s"});
+  b.node("aten.add.Tensor",
+         conv_second ? std::vector<std::string>{"r", "c"} : std::vector<std::string>{"c", "r"}, {},
+         {"s"});
   b.q("s", "yq", 0.3, 1);
   b.output("yq");
   return b;
@@ -2976,9 +3083,10 @@ TEST(Fuse, ShuffleThenAddJoinTheConvEpilogue) {
   EXPECT_EQ(arg_i(n, "upscale_factor"), 2);
   EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-128, 127}));  // q(0) = -128
   EXPECT_EQ(n.origin, "node 2 (aten.convolution) fused into q8ta_conv2d_add");
-  EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.add.Tensor -> aten.relu -> q (node 7..11) into "
-                          "the epilogue of q8ta_conv2d_ps 'yq': q8ta_conv2d_add adds 'sq' and "
-                          "writes 'tq' (activation relu)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq, dq -> aten.add.Tensor -> aten.relu -> q (node 7..11) into "
+                       "the epilogue of q8ta_conv2d_ps 'yq': q8ta_conv2d_add adds 'sq' and "
+                       "writes 'tq' (activation relu)"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -3003,9 +3111,10 @@ TEST(Fuse, ResidualAddJoinsTheLinearEpilogue) {
   EXPECT_EQ(arg_d(n, "other_scale"), 0.4);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.5);
   EXPECT_EQ(n.origin, "node 2 (aten.linear) fused into q8ta_linear_add");
-  EXPECT_TRUE(has_line(r, "fused dq, dq -> aten.add.Tensor -> q (node 4..7) into the epilogue of "
-                          "q8ta_linear 'yq': q8ta_linear_add adds 'rq' and writes 'sq' "
-                          "(activation none)"))
+  EXPECT_TRUE(has_line(r,
+                       "fused dq, dq -> aten.add.Tensor -> q (node 4..7) into the epilogue of "
+                       "q8ta_linear 'yq': q8ta_linear_add adds 'rq' and writes 'sq' "
+                       "(activation none)"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -3033,10 +3142,11 @@ TEST(Fuse, ResidualAddTheConvEpilogueCannotTakeIsItsOwnOp) {
     FuseOptions options;
     options.fuse_epilogues = c.epilogues;
     const PassReport r = fuse_and_lower(c.b.g, options);
-    EXPECT_EQ(ops_of(c.b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_add"}))
-        << all_lines(r);
-    EXPECT_TRUE(has_line(r, "not fused: dq, dq -> aten.add.Tensor -> q (node 4..7) into the "
-                            "epilogue of q8ta_conv2d 'cq': " + c.why))
+    EXPECT_EQ(ops_of(c.b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_add"})) << all_lines(r);
+    EXPECT_TRUE(has_line(r,
+                         "not fused: dq, dq -> aten.add.Tensor -> q (node 4..7) into the "
+                         "epilogue of q8ta_conv2d 'cq': " +
+                             c.why))
         << all_lines(r);
     expect_valid(c.b.g);
   }
@@ -3049,8 +3159,9 @@ TEST(Fuse, AddOfAConvOutputToItselfIsItsOwnOp) {
   b.g.nodes[5].outputs = {"r"};
   b.g.nodes[6].inputs = {"c", "c"};  // ... unread: the add reads 'c' twice
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.add.Tensor -> q (nodes 4, 6..7) into the "
-                          "epilogue of q8ta_conv2d 'cq': both operands are its output"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.add.Tensor -> q (nodes 4, 6..7) into the "
+                       "epilogue of q8ta_conv2d 'cq': both operands are its output"))
       << all_lines(r);
   EXPECT_EQ(count_op(b.g, "q8ta_add"), 1) << all_lines(r);
 }
@@ -3108,8 +3219,9 @@ TEST(Fuse, FirstQuantizeJoinsTheConvLoad) {
   EXPECT_EQ(n.origin, "node 3 (aten.convolution) fused into q8ta_conv2d_fq");
   EXPECT_FALSE(g.has_value("xq"));
   EXPECT_EQ(g.value("x").dtype, DType::Float32);
-  EXPECT_TRUE(has_line(r, "fused q (node 0) into the load of q8ta_conv2d 'yq': q8ta_conv2d_fq "
-                          "reads 'x' (float32) and quantizes it on load"))
+  EXPECT_TRUE(has_line(r,
+                       "fused q (node 0) into the load of q8ta_conv2d 'yq': q8ta_conv2d_fq "
+                       "reads 'x' (float32) and quantizes it on load"))
       << all_lines(r);
   expect_valid(g);
 }
@@ -3162,14 +3274,13 @@ TEST(Fuse, FirstQuantizeTheConvLoadCannotTakeIsItsOwnOp) {
   }
 }
 
-
 // ---- a depthwise convolution and the 1x1 reading it, as one op ----------------------------------
 
 // Options of depthwise_pointwise_graph.
 struct DwPw {
-  int64_t channels = 8;        // C of the depthwise
-  int64_t pw_out = 4;          // C_out of the second convolution
-  int64_t pw_kernel = 1;       // the second convolution's kernel (padding pw_kernel / 2)
+  int64_t channels = 8;   // C of the depthwise
+  int64_t pw_out = 4;     // C_out of the second convolution
+  int64_t pw_kernel = 1;  // the second convolution's kernel (padding pw_kernel / 2)
   int64_t pw_stride = 1;
   double mid_dq_scale = 0.05;  // how the second convolution's dq reads 'mq' (written at 0.05)
   bool residual_add = false;   // 9 dq 'yq', 10 dq 'rq' (0.4, 0), 11 add, 12 q (0.5, 1) 'sq'
@@ -3255,9 +3366,10 @@ TEST(Fuse, DepthwiseThenPointwiseBecomeOneOp) {
   }
   expect_quant(g.value("xq"), 0.1, 2, -128, 127);
   expect_quant(g.value("yq"), 0.2, 3, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' "
-                          "(node 6..8): q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' "
-                          "(8 channels) is not written"))
+  EXPECT_TRUE(has_line(r,
+                       "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d 'yq' "
+                       "(node 6..8): q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' "
+                       "(8 channels) is not written"))
       << all_lines(r);
   EXPECT_TRUE(has_line(r, "folded 2 weight dequantize node(s) (node 0..1)")) << all_lines(r);
   expect_valid(g);
@@ -3288,9 +3400,10 @@ TEST(Fuse, DepthwiseThenPointwiseWithItsResidualAddBecomeOneOp) {
   EXPECT_EQ(n.origin, "node 7 (aten.convolution) fused into q8ta_conv2d_dw_pw_add");
   EXPECT_FALSE(g.has_value("mq"));
   EXPECT_FALSE(g.has_value("yq"));
-  EXPECT_TRUE(has_line(r, "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d_add "
-                          "'sq' (node 6..12): q8ta_conv2d_dw_pw_add reads 'xq' and writes 'sq'; "
-                          "'mq' (8 channels) is not written"))
+  EXPECT_TRUE(has_line(r,
+                       "fused depthwise q8ta_conv2d 'mq' (node 2..5) into q8ta_conv2d_add "
+                       "'sq' (node 6..12): q8ta_conv2d_dw_pw_add reads 'xq' and writes 'sq'; "
+                       "'mq' (8 channels) is not written"))
       << all_lines(r);
   expect_valid(g);
 }
@@ -3357,8 +3470,8 @@ TEST(Fuse, DepthwiseThenPointwiseThatCannotBeOneOp) {
     EXPECT_EQ(count_op(c.b.g, "q8ta_conv2d"), c.pointwise.rfind("q8ta_conv2d ", 0) == 0 ? 2 : 1)
         << all_lines(r);
     EXPECT_EQ(count_op(c.b.g, "q8ta_conv2d_dw_pw"), 0) << all_lines(r);
-    EXPECT_TRUE(has_line(r, "not fused: depthwise q8ta_conv2d 'mq' (node 2..5) into " +
-                                c.pointwise + ": " + c.why))
+    EXPECT_TRUE(has_line(
+        r, "not fused: depthwise q8ta_conv2d 'mq' (node 2..5) into " + c.pointwise + ": " + c.why))
         << all_lines(r);
     expect_valid(c.b.g);
   }
@@ -3376,9 +3489,10 @@ TEST(Fuse, DepthwiseThatQuantizesOnLoadStaysApart) {
   const PassReport r = fuse_and_lower(b.g);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d_fq", "q8ta_conv2d"}))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "not fused: depthwise q8ta_conv2d_fq 'mq' (nodes 0, 3..6) into "
-                          "q8ta_conv2d 'yq' (node 7..9): the depthwise is q8ta_conv2d_fq: only a "
-                          "plain q8ta_conv2d (int8 output) fuses"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: depthwise q8ta_conv2d_fq 'mq' (nodes 0, 3..6) into "
+                       "q8ta_conv2d 'yq' (node 7..9): the depthwise is q8ta_conv2d_fq: only a "
+                       "plain q8ta_conv2d (int8 output) fuses"))
       << all_lines(r);
   expect_valid(b.g);
 }
@@ -3391,8 +3505,7 @@ TEST(Fuse, PointwiseAfterADenseConvIsNotReportedAsDepthwise) {
   b.g.value("dw").data = ramp_i8(8 * 4 * 9);
   b.g.value("dwf").shape = {8, 4, 3, 3};
   const PassReport r = fuse_and_lower(b.g);
-  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_conv2d"}))
-      << all_lines(r);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_conv2d"})) << all_lines(r);
   for (const auto& line : r.lines) EXPECT_EQ(line.find("depthwise"), std::string::npos) << line;
   expect_valid(b.g);
 }
@@ -3402,12 +3515,12 @@ TEST(Fuse, PointwiseAfterADenseConvIsNotReportedAsDepthwise) {
 // Options of expansion_graph.
 struct Expand {
   DwPw dw_pw;
-  int64_t kernel = 1;         // the expansion's kernel (padding kernel / 2)
-  int64_t stride = 1;         // (its input [1, 4, 6 stride, 5 stride])
+  int64_t kernel = 1;  // the expansion's kernel (padding kernel / 2)
+  int64_t stride = 1;  // (its input [1, 4, 6 stride, 5 stride])
   int64_t groups = 1;
-  double write_scale = 0.1;   // the expansion's q of 'xq' (the depthwise's dq reads (0.1, 2))
-  bool float_input = false;   // 'iq' the quantize (0.3, 1) of float input 'if', node 0 (the
-                              // other nodes one later)
+  double write_scale = 0.1;  // the expansion's q of 'xq' (the depthwise's dq reads (0.1, 2))
+  bool float_input = false;  // 'iq' the quantize (0.3, 1) of float input 'if', node 0 (the
+                             // other nodes one later)
 };
 
 // 0 weight dq 'ef' [C, 4 / groups, k, k], 1 dq 'i' of iq [1, 4, 6 s, 5 s] (0.3, 1), 2 conv
@@ -3461,9 +3574,8 @@ TEST(Fuse, ExpansionDepthwiseAndPointwiseBecomeOneOp) {
   const Graph& g = b.g;
   ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_pw_dw_pw"})) << all_lines(r);
   const Node& n = g.nodes[0];
-  EXPECT_EQ(n.inputs, (std::vector<std::string>{"iq", "e", "e_scales", "xq_bias", "dw",
-                                                "dw_scales", "mq_bias", "pw", "pw_scales",
-                                                "yq_bias"}));
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"iq", "e", "e_scales", "xq_bias", "dw", "dw_scales",
+                                                "mq_bias", "pw", "pw_scales", "yq_bias"}));
   EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
   expect_expansion_head(g, n);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.2);
@@ -3471,13 +3583,15 @@ TEST(Fuse, ExpansionDepthwiseAndPointwiseBecomeOneOp) {
   EXPECT_EQ(activation_of(n), (std::pair<int64_t, int64_t>{-128, 127}));
   EXPECT_EQ(n.origin, "node 12 (aten.convolution) fused into q8ta_conv2d_pw_dw_pw");
   expect_quant(g.value("yq"), 0.2, 3, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused depthwise q8ta_conv2d 'mq' (node 7..10) into q8ta_conv2d 'yq' "
-                          "(node 11..13): q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' "
-                          "(8 channels) is not written"))
+  EXPECT_TRUE(has_line(r,
+                       "fused depthwise q8ta_conv2d 'mq' (node 7..10) into q8ta_conv2d 'yq' "
+                       "(node 11..13): q8ta_conv2d_dw_pw reads 'xq' and writes 'yq'; 'mq' "
+                       "(8 channels) is not written"))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "fused 1x1 expansion q8ta_conv2d 'xq' (node 1..4) into "
-                          "q8ta_conv2d_dw_pw 'yq' (node 7..13): q8ta_conv2d_pw_dw_pw reads 'iq' "
-                          "and writes 'yq'; 'xq' (8 channels) is not written"))
+  EXPECT_TRUE(has_line(r,
+                       "fused 1x1 expansion q8ta_conv2d 'xq' (node 1..4) into "
+                       "q8ta_conv2d_dw_pw 'yq' (node 7..13): q8ta_conv2d_pw_dw_pw reads 'iq' "
+                       "and writes 'yq'; 'xq' (8 channels) is not written"))
       << all_lines(r);
   EXPECT_TRUE(has_line(r, "folded 3 weight dequantize node(s) (nodes 0, 5..6)")) << all_lines(r);
   expect_valid(g);
@@ -3492,9 +3606,8 @@ TEST(Fuse, ExpansionDepthwiseAndPointwiseWithItsResidualAddBecomeOneOp) {
   const Graph& g = b.g;
   ASSERT_EQ(ops_of(g), (std::vector<std::string>{"q8ta_conv2d_pw_dw_pw_add"})) << all_lines(r);
   const Node& n = g.nodes[0];
-  EXPECT_EQ(n.inputs, (std::vector<std::string>{"iq", "e", "e_scales", "xq_bias", "dw",
-                                                "dw_scales", "mq_bias", "pw", "pw_scales",
-                                                "yq_bias", "rq"}));
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"iq", "e", "e_scales", "xq_bias", "dw", "dw_scales",
+                                                "mq_bias", "pw", "pw_scales", "yq_bias", "rq"}));
   EXPECT_EQ(n.outputs, (std::vector<std::string>{"sq"}));
   expect_expansion_head(g, n);
   EXPECT_EQ(arg_d(n, "conv_scale"), 0.2);
@@ -3504,9 +3617,10 @@ TEST(Fuse, ExpansionDepthwiseAndPointwiseWithItsResidualAddBecomeOneOp) {
   EXPECT_EQ(arg_i(n, "output_zero_point"), 1);
   EXPECT_EQ(n.origin, "node 12 (aten.convolution) fused into q8ta_conv2d_pw_dw_pw_add");
   EXPECT_FALSE(g.has_value("yq"));
-  EXPECT_TRUE(has_line(r, "fused 1x1 expansion q8ta_conv2d 'xq' (node 1..4) into "
-                          "q8ta_conv2d_dw_pw_add 'sq' (node 7..17): q8ta_conv2d_pw_dw_pw_add "
-                          "reads 'iq' and writes 'sq'; 'xq' (8 channels) is not written"))
+  EXPECT_TRUE(has_line(r,
+                       "fused 1x1 expansion q8ta_conv2d 'xq' (node 1..4) into "
+                       "q8ta_conv2d_dw_pw_add 'sq' (node 7..17): q8ta_conv2d_pw_dw_pw_add "
+                       "reads 'iq' and writes 'sq'; 'xq' (8 channels) is not written"))
       << all_lines(r);
   expect_valid(g);
 }
@@ -3551,8 +3665,8 @@ TEST(Fuse, ExpansionThatCannotJoinStaysApart) {
     const std::string into = c.expansion.find("_fq") == std::string::npos
                                  ? "q8ta_conv2d_dw_pw 'yq' (node 7..13)"
                                  : "q8ta_conv2d_dw_pw 'yq' (node 8..14)";
-    EXPECT_TRUE(has_line(r, "not fused: 1x1 expansion " + c.expansion + " into " + into + ": " +
-                                c.why))
+    EXPECT_TRUE(
+        has_line(r, "not fused: 1x1 expansion " + c.expansion + " into " + into + ": " + c.why))
         << all_lines(r);
     expect_valid(c.b.g);
   }
@@ -3567,8 +3681,9 @@ TEST(Fuse, ExpansionStaysApartWithoutEpilogueFusion) {
   const PassReport r = fuse_and_lower(b.g, options);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_conv2d", "q8ta_conv2d"}))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "not fused: depthwise q8ta_conv2d 'mq' (node 7..10) into q8ta_conv2d "
-                          "'yq' (node 11..13): epilogue fusion is off (--no-fuse-epilogue)"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: depthwise q8ta_conv2d 'mq' (node 7..10) into q8ta_conv2d "
+                       "'yq' (node 11..13): epilogue fusion is off (--no-fuse-epilogue)"))
       << all_lines(r);
   for (const auto& line : r.lines) EXPECT_EQ(line.find("expansion"), std::string::npos) << line;
   expect_valid(b.g);
@@ -3592,7 +3707,6 @@ TEST(Fuse, DepthwisePointwiseAfterNoConvIsNotReportedAsExpanded) {
     expect_valid(b->g);
   }
 }
-
 
 // ---- a pixel-shuffled 1x1 and the dequantizing 1x1 head reading it ----------------------------
 
@@ -3620,8 +3734,7 @@ Builder shuffled_head_graph(const PsHead& o = {}) {
   const int64_t hk = o.head_kernel, shuffled = c * r * r;
   const std::vector<int64_t> mid_shape = {1, c, 3 * r, 2 * r};
   b.input("xq", DType::Int8, {1, o.in_channels, 3, 2});
-  b.per_channel_weight({shuffled, o.in_channels, k, k},
-                       std::vector<float>(size_t(shuffled), 0.25f),
+  b.per_channel_weight({shuffled, o.in_channels, k, k}, std::vector<float>(size_t(shuffled), 0.25f),
                        std::vector<int32_t>(size_t(shuffled), 0), "ps");
   std::vector<float> head_scales = {0.5f, 0.25f, 0.125f, 0.5f};
   head_scales.resize(size_t(n), 0.375f);
@@ -3689,9 +3802,10 @@ TEST(Fuse, ShuffledPointwiseThenDequantizingHeadBecomeOneOp) {
   }
   EXPECT_EQ(g.value("yf").dtype, DType::Float32);
   expect_quant(g.value("xq"), 0.1, 2, -128, 127);
-  EXPECT_TRUE(has_line(r, "fused pixel-shuffled q8ta_conv2d_ps 'mq' (node 2..8) into "
-                          "q8ta_conv2d_q_dq 'yf' (node 9..12): q8ta_conv2d_ps_pw_q_dq reads 'xq' "
-                          "and writes 'yf'; 'mq' (4 channels) is not written"))
+  EXPECT_TRUE(has_line(r,
+                       "fused pixel-shuffled q8ta_conv2d_ps 'mq' (node 2..8) into "
+                       "q8ta_conv2d_q_dq 'yf' (node 9..12): q8ta_conv2d_ps_pw_q_dq reads 'xq' "
+                       "and writes 'yf'; 'mq' (4 channels) is not written"))
       << all_lines(r);
   EXPECT_TRUE(has_line(r, "folded 2 weight dequantize node(s) (node 0..1)")) << all_lines(r);
   expect_valid(g);
@@ -3703,8 +3817,8 @@ TEST(Fuse, ShuffledPointwiseAndHeadThatCannotBeOneOp) {
     Builder b;
     std::string shuffled, head, why;  // each convolution's op, output and nodes; the reason
   };
-  PsHead three_by_three, head_three_by_three, residual, int8_head, requantized, wide_input,
-      wide, unshuffled, too_far;
+  PsHead three_by_three, head_three_by_three, residual, int8_head, requantized, wide_input, wide,
+      unshuffled, too_far;
   three_by_three.ps_kernel = 3;
   head_three_by_three.head_kernel = 3;
   residual.residual_add = true;
@@ -3755,8 +3869,8 @@ TEST(Fuse, ShuffledPointwiseAndHeadThatCannotBeOneOp) {
     EXPECT_EQ(count_op(c.b.g, "q8ta_conv2d_ps_pw_q_dq"), 0) << all_lines(r);
     EXPECT_EQ(count_op(c.b.g, c.shuffled.substr(0, c.shuffled.find(' '))), 1) << all_lines(r);
     EXPECT_EQ(count_op(c.b.g, c.head.substr(0, c.head.find(' '))), 1) << all_lines(r);
-    EXPECT_TRUE(has_line(r, "not fused: pixel-shuffled " + c.shuffled + " into " + c.head +
-                                ": " + c.why))
+    EXPECT_TRUE(
+        has_line(r, "not fused: pixel-shuffled " + c.shuffled + " into " + c.head + ": " + c.why))
         << all_lines(r);
     expect_valid(c.b.g);
   }
@@ -3784,10 +3898,11 @@ TEST(Fuse, ShuffledHeadOfChannelsNotAMultipleOf4StaysApart) {
   EXPECT_EQ(ops_of(b.g),
             (std::vector<std::string>{"q8ta_conv2d", "q8ta_pixel_shuffle", "q8ta_conv2d_q_dq"}))
       << all_lines(r);
-  EXPECT_TRUE(has_line(r, "not fused: dq -> aten.pixel_shuffle -> q (node 6..8) into the "
-                          "epilogue of q8ta_conv2d 'cq': 2 channels after the shuffle, not a "
-                          "multiple of 4: a packed word would hold channels of two sub-pixel "
-                          "phases"))
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq -> aten.pixel_shuffle -> q (node 6..8) into the "
+                       "epilogue of q8ta_conv2d 'cq': 2 channels after the shuffle, not a "
+                       "multiple of 4: a packed word would hold channels of two sub-pixel "
+                       "phases"))
       << all_lines(r);
   for (const auto& line : r.lines) {
     EXPECT_EQ(line.find("pixel-shuffled"), std::string::npos) << line;
@@ -3803,7 +3918,7 @@ TEST(Fuse, ShuffledHeadStaysApartWithoutEpilogueFusion) {
   options.fuse_epilogues = false;
   const PassReport r = fuse_and_lower(b.g, options);
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_conv2d", "q8ta_pixel_shuffle",
-                                                    "q8ta_conv2d", "q8ta_dequantize"}))
+                                                   "q8ta_conv2d", "q8ta_dequantize"}))
       << all_lines(r);
   for (const auto& line : r.lines) {
     EXPECT_EQ(line.find("pixel-shuffled"), std::string::npos) << line;

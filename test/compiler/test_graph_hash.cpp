@@ -31,8 +31,8 @@ SafetensorsFile weights(float first = 1.0f, const std::string& name = "lin.weigh
   std::vector<uint8_t> wb(w.size());
   std::memcpy(wb.data(), w.data(), w.size());
   return SafetensorsFile::from_bytes(
-      serialize_safetensors({{name, "I8", {3, 4}, wb},
-                             {"lin.scale", "F32", {3}, bytes_of({0.5f, 0.25f, 0.125f})}}),
+      serialize_safetensors(
+          {{name, "I8", {3, 4}, wb}, {"lin.scale", "F32", {3}, bytes_of({0.5f, 0.25f, 0.125f})}}),
       "w.safetensors");
 }
 
@@ -42,23 +42,34 @@ std::string graph_json(const std::string& zero_point = "3", const std::string& s
   const std::string q = "{\"scale\": 0.5, \"zero_point\": " + zero_point +
                         ", \"quant_min\": -128, \"quant_max\": 127, \"dtype\": \"int8\"}";
   return "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"y\"],\n"
-         " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": " + shape + "},\n"
-         "   \"w\": {\"dtype\": \"int8\", \"shape\": [3, 4], \"data\": \"" + weight_key + "\"},\n"
+         " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": " +
+         shape +
+         "},\n"
+         "   \"w\": {\"dtype\": \"int8\", \"shape\": [3, 4], \"data\": \"" +
+         weight_key +
+         "\"},\n"
          "   \"s\": {\"dtype\": \"float32\", \"shape\": [3], \"data\": \"lin.scale\"}},\n"
          " \"nodes\": [\n"
          "  {\"op\": \"quantized_decomposed.quantize_per_tensor\", \"inputs\": [\"x\"], "
-         "\"args\": " + q + ", \"outputs\": [\"xq\"]},\n"
+         "\"args\": " +
+         q +
+         ", \"outputs\": [\"xq\"]},\n"
          "  {\"op\": \"quantized_decomposed.dequantize_per_tensor\", \"inputs\": [\"xq\"], "
-         "\"args\": " + q + ", \"outputs\": [\"xd\"]},\n"
+         "\"args\": " +
+         q +
+         ", \"outputs\": [\"xd\"]},\n"
          "  {\"op\": \"quantized_decomposed.dequantize_per_channel\", \"inputs\": [\"w\", \"s\"], "
          "\"args\": {\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, \"dtype\": \"int8\"}, "
          "\"outputs\": [\"wf\"]},\n"
          "  {\"op\": \"aten.linear\", \"inputs\": [\"xd\", \"wf\"], \"args\": {}, \"outputs\": "
          "[\"l\"]},\n"
          "  {\"op\": \"quantized_decomposed.quantize_per_tensor\", \"inputs\": [\"l\"], "
-         "\"args\": " + q + ", \"outputs\": [\"yq\"]},\n"
+         "\"args\": " +
+         q +
+         ", \"outputs\": [\"yq\"]},\n"
          "  {\"op\": \"quantized_decomposed.dequantize_per_tensor\", \"inputs\": [\"yq\"], "
-         "\"args\": " + q + ", \"outputs\": [\"y\"]}]}";
+         "\"args\": " +
+         q + ", \"outputs\": [\"y\"]}]}";
 }
 
 uint64_t hash_of(const std::string& json, const SafetensorsFile& w = weights()) {
@@ -89,14 +100,15 @@ TEST(GraphHash, SameGraphHoweverItIsWritten) {
 
 TEST(GraphHash, AnyChangeGivesAnotherHash) {
   std::string relu = graph_json();  // an op inserted: linear -> relu -> q
-  relu.replace(relu.find("\"outputs\": [\"l\"]"), 16, "\"outputs\": [\"l0\"]},\n  "
+  relu.replace(relu.find("\"outputs\": [\"l\"]"), 16,
+               "\"outputs\": [\"l0\"]},\n  "
                "{\"op\": \"aten.relu\", \"inputs\": [\"l0\"], \"args\": {}, \"outputs\": [\"l\"]");
   const std::vector<uint64_t> hashes = {
       hash_of(graph_json()),
-      hash_of(graph_json("4")),                   // an argument
-      hash_of(graph_json("3", "[5, 4]")),         // a shape
-      hash_of(graph_json(), weights(2.0f)),       // one weight byte
-      hash_of(relu),                              // an op
+      hash_of(graph_json("4")),              // an argument
+      hash_of(graph_json("3", "[5, 4]")),    // a shape
+      hash_of(graph_json(), weights(2.0f)),  // one weight byte
+      hash_of(relu),                         // an op
   };
   EXPECT_EQ(std::set<uint64_t>(hashes.begin(), hashes.end()).size(), hashes.size());
 }
@@ -112,8 +124,7 @@ TEST(GraphHash, CompiledBlobsRecordIt) {
   const PartitionedResult p = compile_partitioned(parsed, {});
   ASSERT_FALSE(p.parts.empty());
   for (const CompileResult& part : p.parts) {
-    EXPECT_EQ(serialization::parse_header(part.blob.data(), part.blob.size()).source_graph_hash,
-              h);
+    EXPECT_EQ(serialization::parse_header(part.blob.data(), part.blob.size()).source_graph_hash, h);
   }
 }
 

@@ -81,9 +81,12 @@ ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr
 
 Args conv_args(std::vector<int64_t> stride, std::vector<int64_t> padding,
                std::vector<int64_t> dilation, int64_t groups) {
-  return {{"stride", stride},       {"padding", padding},
-          {"dilation", dilation},   {"transposed", false},
-          {"output_padding", std::vector<int64_t>{0, 0}}, {"groups", groups}};
+  return {{"stride", stride},
+          {"padding", padding},
+          {"dilation", dilation},
+          {"transposed", false},
+          {"output_padding", std::vector<int64_t>{0, 0}},
+          {"groups", groups}};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -111,8 +114,8 @@ TEST(InterpreterConv, StridePaddingBias) {
   b.input("x", DType::Float32, {1, 1, 3, 3})
       .constant("w", HostTensor::from_floats({1, 1, 2, 2}, {1, 2, 3, 4}))
       .constant("b", HostTensor::from_floats({1}, {0.5f}))
-      .node("aten.convolution", {"x", "w", "b"}, conv_args({2}, {1}, {1}, 1), "y",
-            DType::Float32, {1, 1, 2, 2});
+      .node("aten.convolution", {"x", "w", "b"}, conv_args({2}, {1}, {1}, 1), "y", DType::Float32,
+            {1, 1, 2, 2});
   HostTensor y = run1(b.g, iota_floats({1, 1, 3, 3}, 1.0f));
   // (0,0): 1*4; (0,1): 2*3 + 3*4; (1,0): 4*2 + 7*4; (1,1): 5*1 + 6*2 + 8*3 + 9*4
   EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 1, 2, 2}));
@@ -132,8 +135,8 @@ TEST(InterpreterConv, NoBiasDilationAndTwoIntStride) {
   EXPECT_EQ(values.at("y").to_floats(), (std::vector<float>{20, 24, 36, 40}));
   // stride (1, 2), padding (0, 1): columns -1..0, 1..2, 3..4 of each row pair
   EXPECT_EQ(values.at("z").to_floats(),
-            (std::vector<float>{0 + 4, 1 + 2 + 5 + 6, 3 + 7, 4 + 8, 5 + 6 + 9 + 10, 7 + 11,
-                                8 + 12, 9 + 10 + 13 + 14, 11 + 15}));
+            (std::vector<float>{0 + 4, 1 + 2 + 5 + 6, 3 + 7, 4 + 8, 5 + 6 + 9 + 10, 7 + 11, 8 + 12,
+                                9 + 10 + 13 + 14, 11 + 15}));
 }
 
 TEST(InterpreterConv, Groups) {
@@ -145,8 +148,8 @@ TEST(InterpreterConv, Groups) {
       .node("aten.convolution", {"x", "w"}, conv_args({1}, {0}, {1}, 2), "y", DType::Float32,
             {1, 4, 2, 2});
   HostTensor y = run1(b.g, iota_floats({1, 2, 2, 2}, 1.0f));
-  EXPECT_EQ(y.to_floats(), (std::vector<float>{1, 2, 3, 4, 2, 4, 6, 8, 15, 18, 21, 24, 20, 24,
-                                               28, 32}));
+  EXPECT_EQ(y.to_floats(),
+            (std::vector<float>{1, 2, 3, 4, 2, 4, 6, 8, 15, 18, 21, 24, 20, 24, 28, 32}));
 }
 
 TEST(InterpreterConv, Rejects) {
@@ -185,8 +188,8 @@ TEST(InterpreterPixelShuffle, IndexMapping) {
       .node("aten.pixel_shuffle", {"x"}, {{"upscale_factor", int64_t{2}}}, "y", DType::Float32,
             {1, 1, 4, 4});
   HostTensor y = run1(b.g, iota_floats({1, 4, 2, 2}));
-  EXPECT_EQ(y.to_floats(), (std::vector<float>{0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11,
-                                               15}));
+  EXPECT_EQ(y.to_floats(),
+            (std::vector<float>{0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15}));
   // Same mapping on int8 (pure data movement).
   GraphBuilder bi;
   bi.input("x", DType::Int8, {1, 4, 1, 1})
@@ -221,8 +224,10 @@ TEST(InterpreterMaxPool, CeilModeAndPadding) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 1, 3, 3})
       .node("aten.max_pool2d", {"x"},
-            {{"kernel_size", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}},
-             {"padding", std::vector<int64_t>{0, 0}}, {"dilation", std::vector<int64_t>{1, 1}},
+            {{"kernel_size", std::vector<int64_t>{2, 2}},
+             {"stride", std::vector<int64_t>{2, 2}},
+             {"padding", std::vector<int64_t>{0, 0}},
+             {"dilation", std::vector<int64_t>{1, 1}},
              {"ceil_mode", true}},
             "y", DType::Float32, {1, 1, 2, 2})
       .node("aten.max_pool2d", {"x"}, {{"kernel_size", std::vector<int64_t>{2}}}, "z",
@@ -236,7 +241,9 @@ TEST(InterpreterMaxPool, CeilModeAndPadding) {
   GraphBuilder c;
   c.input("x", DType::Float32, {1, 1, 5, 5})
       .node("aten.max_pool2d", {"x"},
-            {{"kernel_size", int64_t{2}}, {"stride", int64_t{2}}, {"padding", int64_t{1}},
+            {{"kernel_size", int64_t{2}},
+             {"stride", int64_t{2}},
+             {"padding", int64_t{1}},
              {"ceil_mode", true}},
             "y", DType::Float32, {1, 1, 3, 3});
   EXPECT_EQ(run1(c.g, iota_floats({1, 1, 5, 5})).to_floats(),
@@ -255,11 +262,11 @@ TEST(InterpreterMaxPool, CeilModeAndPadding) {
   GraphBuilder e;
   e.input("x", DType::Float32, {1, 1, 4, 4})
       .node("aten.max_pool2d", {"x"},
-            {{"kernel_size", int64_t{2}}, {"stride", int64_t{1}}, {"dilation", int64_t{2}}},
-            "y", DType::Float32, {1, 1, 2, 2});
+            {{"kernel_size", int64_t{2}}, {"stride", int64_t{1}}, {"dilation", int64_t{2}}}, "y",
+            DType::Float32, {1, 1, 2, 2});
   // 9 at (2, 2) is a tap of output (0, 0) only, 7 at (3, 3) of output (1, 1) only.
-  EXPECT_EQ(run1(e.g, HostTensor::from_floats({1, 1, 4, 4}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9,
-                                                             0, 0, 0, 0, 7}))
+  EXPECT_EQ(run1(e.g, HostTensor::from_floats({1, 1, 4, 4},
+                                              {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 7}))
                 .to_floats(),
             (std::vector<float>{9, 0, 0, 7}));
 
@@ -269,8 +276,8 @@ TEST(InterpreterMaxPool, CeilModeAndPadding) {
   f.input("x", DType::Float32, {1, 1, 2, 2})
       .node("aten.max_pool2d", {"x"}, {{"kernel_size", int64_t{2}}}, "y", DType::Float32,
             {1, 1, 1, 1});
-  EXPECT_TRUE(std::isnan(run1(f.g, HostTensor::from_floats({1, 1, 2, 2}, {1, nan, 3, 2}))
-                             .to_floats()[0]));
+  EXPECT_TRUE(
+      std::isnan(run1(f.g, HostTensor::from_floats({1, 1, 2, 2}, {1, nan, 3, 2})).to_floats()[0]));
 
   // Padding larger than half the kernel is rejected, as in PyTorch.
   d.g.nodes[0].args["padding"] = int64_t{2};
@@ -282,12 +289,18 @@ TEST(InterpreterQuantize, TiesToEvenAndClamping) {
   GraphBuilder b;
   b.input("x", DType::Float32, {10})
       .node("quantized_decomposed.quantize_per_tensor", {"x"},
-            {{"scale", 0.5}, {"zero_point", int64_t{0}}, {"quant_min", int64_t{-128}},
-             {"quant_max", int64_t{127}}, {"dtype", std::string("int8")}},
+            {{"scale", 0.5},
+             {"zero_point", int64_t{0}},
+             {"quant_min", int64_t{-128}},
+             {"quant_max", int64_t{127}},
+             {"dtype", std::string("int8")}},
             "y", DType::Int8, {10})
       .node("quantized_decomposed.quantize_per_tensor", {"x"},
-            {{"scale", 0.5}, {"zero_point", int64_t{3}}, {"quant_min", int64_t{-5}},
-             {"quant_max", int64_t{5}}, {"dtype", std::string("torch.int8")}},
+            {{"scale", 0.5},
+             {"zero_point", int64_t{3}},
+             {"quant_min", int64_t{-5}},
+             {"quant_max", int64_t{5}},
+             {"dtype", std::string("torch.int8")}},
             "z", DType::Int8, {10});
   // x * 2: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> 0, -1.5 -> -2, 3.5 -> 4, 200 -> 127, ...
   const HostTensor x =
@@ -309,13 +322,17 @@ TEST(InterpreterQuantize, MatchesProjectReferenceRounding) {
       GraphBuilder b;
       b.input("x", DType::Float32, {4096})
           .node("quantized_decomposed.quantize_per_tensor", {"x"},
-                {{"scale", static_cast<double>(scale)}, {"zero_point", int64_t{zp}},
-                 {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}},
+                {{"scale", static_cast<double>(scale)},
+                 {"zero_point", int64_t{zp}},
+                 {"quant_min", int64_t{-128}},
+                 {"quant_max", int64_t{127}},
                  {"dtype", std::string("int8")}},
                 "q", DType::Int8, {4096})
           .node("quantized_decomposed.dequantize_per_tensor", {"q"},
-                {{"scale", static_cast<double>(scale)}, {"zero_point", int64_t{zp}},
-                 {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}},
+                {{"scale", static_cast<double>(scale)},
+                 {"zero_point", int64_t{zp}},
+                 {"quant_min", int64_t{-128}},
+                 {"quant_max", int64_t{127}},
                  {"dtype", std::string("int8")}},
                 "y", DType::Float32, {4096});
       auto values = interpret(b.g, {{"x", HostTensor::from_floats({4096}, xs)}});
@@ -333,15 +350,22 @@ TEST(InterpreterDequantize, PerTensorAndPerChannel) {
       .constant("zp", HostTensor::from_int32({2}, {1, -1}))
       .constant("s3", HostTensor::from_floats({3}, {1.0f, 0.25f, 4.0f}))
       .node("quantized_decomposed.dequantize_per_tensor", {"x"},
-            {{"scale", 0.1}, {"zero_point", int64_t{5}}, {"quant_min", int64_t{-128}},
-             {"quant_max", int64_t{127}}, {"dtype", std::string("int8")}},
+            {{"scale", 0.1},
+             {"zero_point", int64_t{5}},
+             {"quant_min", int64_t{-128}},
+             {"quant_max", int64_t{127}},
+             {"dtype", std::string("int8")}},
             "t", DType::Float32, {2, 3})
       .node("quantized_decomposed.dequantize_per_channel", {"x", "s", "zp"},
-            {{"axis", int64_t{0}}, {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}},
+            {{"axis", int64_t{0}},
+             {"quant_min", int64_t{-128}},
+             {"quant_max", int64_t{127}},
              {"dtype", std::string("int8")}},
             "c0", DType::Float32, {2, 3})
       .node("quantized_decomposed.dequantize_per_channel", {"x", "s3", ""},
-            {{"axis", int64_t{-1}}, {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}},
+            {{"axis", int64_t{-1}},
+             {"quant_min", int64_t{-128}},
+             {"quant_max", int64_t{127}},
              {"dtype", std::string("int8")}},
             "c1", DType::Float32, {2, 3});
   const std::vector<int8_t> q = {-128, 0, 5, 127, -1, 3};
@@ -361,16 +385,20 @@ TEST(InterpreterAffine, QuantizeDequantizePerGroup) {
       .constant("s", HostTensor::from_floats({2, 2}, {0.5f, 1.0f, 0.25f, 2.0f}))
       .constant("zp", HostTensor::from_int32({2, 2}, {0, 1, -1, 0}))
       .node("torchao.quantize_affine", {"x", "s", "zp"},
-            {{"block_size", std::vector<int64_t>{1, 2}}, {"output_dtype", std::string("int8")},
-             {"quant_min", int64_t{-8}}, {"quant_max", int64_t{7}}},
+            {{"block_size", std::vector<int64_t>{1, 2}},
+             {"output_dtype", std::string("int8")},
+             {"quant_min", int64_t{-8}},
+             {"quant_max", int64_t{7}}},
             "q", DType::Int8, {2, 4})
       .node("torchao.dequantize_affine", {"q", "s", "zp"},
-            {{"block_size", std::vector<int64_t>{1, 2}}, {"input_dtype", std::string("int8")},
-             {"quant_min", int64_t{-8}}, {"quant_max", int64_t{7}},
+            {{"block_size", std::vector<int64_t>{1, 2}},
+             {"input_dtype", std::string("int8")},
+             {"quant_min", int64_t{-8}},
+             {"quant_max", int64_t{7}},
              {"output_dtype", std::string("float32")}},
             "y", DType::Float32, {2, 4});
-  auto values = interpret(
-      b.g, {{"x", HostTensor::from_floats({2, 4}, {1, 2, 3, 4, -1, -2, -3, -4})}});
+  auto values =
+      interpret(b.g, {{"x", HostTensor::from_floats({2, 4}, {1, 2, 3, 4, -1, -2, -3, -4})}});
   // groups: x/0.5 + 0 | x/1 + 1 | x/0.25 - 1 (-9 clamps to -8) | x/2: -1.5 -> -2 (even), -2
   EXPECT_EQ(values.at("q").to_int8(), (std::vector<int8_t>{2, 4, 4, 5, -5, -8, -2, -2}));
   EXPECT_EQ(values.at("y").to_floats(), (std::vector<float>{1, 2, 3, 4, -1, -1.75f, -4, -4}));
@@ -384,8 +412,10 @@ TEST(InterpreterAffine, QuantizeMultipliesByReciprocal) {
   b.input("x", DType::Float32, {1})
       .constant("s", HostTensor::from_floats({1}, {0.1f}))
       .node("torchao.quantize_affine", {"x", "s"},
-            {{"block_size", std::vector<int64_t>{-1}}, {"output_dtype", std::string("int8")},
-             {"quant_min", NoneArg{}}, {"quant_max", NoneArg{}}},
+            {{"block_size", std::vector<int64_t>{-1}},
+             {"output_dtype", std::string("int8")},
+             {"quant_min", NoneArg{}},
+             {"quant_max", NoneArg{}}},
             "y", DType::Int8, {1});
   EXPECT_EQ(run1(b.g, HostTensor::from_floats({1}, {-10.15f})).to_int8(),
             (std::vector<int8_t>{-102}));
@@ -409,10 +439,14 @@ TEST(InterpreterAffine, ChooseQparams) {
     Node n;
     n.op = "torchao.choose_qparams_affine";
     n.inputs = {"x"};
-    n.args = {{"mapping_type", mapping},       {"block_size", block},
-              {"target_dtype", std::string("int8")}, {"quant_min", qmin},
-              {"quant_max", qmax},             {"eps", 1e-5},
-              {"scale_dtype", std::string("float32")}, {"zero_point_dtype", std::string("int32")}};
+    n.args = {{"mapping_type", mapping},
+              {"block_size", block},
+              {"target_dtype", std::string("int8")},
+              {"quant_min", qmin},
+              {"quant_max", qmax},
+              {"eps", 1e-5},
+              {"scale_dtype", std::string("float32")},
+              {"zero_point_dtype", std::string("int32")}};
     n.outputs = {"scale", "zp"};
     b.g.nodes.push_back(n);
     auto values = interpret(b.g, {{"x", HostTensor::from_floats({1, 4}, x)}});
@@ -442,7 +476,8 @@ TEST(InterpreterAffine, ChooseQparams) {
 // torchao drops the reduced dims ([2, 4] with block_size [1, 4] gives [2]); a graph that
 // declares [2, 1] (input shape / block size) keeps its shape. int64 zero points are narrowed.
 TEST(InterpreterAffine, ChooseQparamsDeclaredShapeAndInt64ZeroPoint) {
-  for (const std::vector<int64_t>& declared : {std::vector<int64_t>{2}, std::vector<int64_t>{2, 1}}) {
+  for (const std::vector<int64_t>& declared :
+       {std::vector<int64_t>{2}, std::vector<int64_t>{2, 1}}) {
     GraphBuilder b;
     b.input("x", DType::Float32, {2, 4});
     Value s;
@@ -466,8 +501,8 @@ TEST(InterpreterAffine, ChooseQparamsDeclaredShapeAndInt64ZeroPoint) {
               {"zero_point_dtype", std::string("torch.int64")}};
     n.outputs = {"scale", "zp"};
     b.g.nodes.push_back(n);
-    auto values = interpret(
-        b.g, {{"x", HostTensor::from_floats({2, 4}, {0, 0, 0, 0, -2.55f, 0, 0, 0})}});
+    auto values =
+        interpret(b.g, {{"x", HostTensor::from_floats({2, 4}, {0, 0, 0, 0, -2.55f, 0, 0, 0})}});
     EXPECT_EQ(values.at("scale").shape, declared);
     EXPECT_EQ(values.at("zp").shape, declared);
     // Row 0 all zero: eps = float32 epsilon. Row 1: scale 2.55 / 255, zero point 127.
@@ -517,11 +552,9 @@ TEST(InterpreterElementwise, MulBroadcastingAndScalar) {
       .constant("c", HostTensor::from_floats({1, 2, 1, 1}, {10, -0.5f}))
       .node("aten.mul.Tensor", {"c", "x"}, {}, "a", DType::Float32, {1, 2, 2, 2})
       .node("aten.mul.Scalar", {"x"}, {{"other", 0.1}}, "s", DType::Float32, {1, 2, 2, 2})
-      .node("aten.mul.Scalar", {"x"}, {{"other", int64_t{-3}}}, "i", DType::Float32,
-            {1, 2, 2, 2});
+      .node("aten.mul.Scalar", {"x"}, {{"other", int64_t{-3}}}, "i", DType::Float32, {1, 2, 2, 2});
   auto values = interpret(b.g, {{"x", iota_floats({1, 2, 2, 2})}});
-  EXPECT_EQ(values.at("a").to_floats(),
-            (std::vector<float>{0, 10, 20, 30, -2, -2.5f, -3, -3.5f}));
+  EXPECT_EQ(values.at("a").to_floats(), (std::vector<float>{0, 10, 20, 30, -2, -2.5f, -3, -3.5f}));
   std::vector<float> tenth;
   for (int k = 0; k < 8; ++k) tenth.push_back(static_cast<float>(k) * 0.1f);
   EXPECT_EQ(values.at("s").to_floats(), tenth);
@@ -531,9 +564,9 @@ TEST(InterpreterElementwise, MulBroadcastingAndScalar) {
   g2.input("x", DType::Int32, {2, 1})
       .constant("c", HostTensor::from_int32({3}, {1, 2, 3}))
       .node("aten.mul.Tensor", {"x", "c"}, {}, "y", DType::Int32, {2, 3});
-  EXPECT_EQ(run1(g2.g, HostTensor::from_int32({2, 1}, {10, 1 << 30})).to_int32(),
-            (std::vector<int32_t>{10, 20, 30, 1 << 30, std::numeric_limits<int32_t>::min(),
-                                  -(1 << 30)}));
+  EXPECT_EQ(
+      run1(g2.g, HostTensor::from_int32({2, 1}, {10, 1 << 30})).to_int32(),
+      (std::vector<int32_t>{10, 20, 30, 1 << 30, std::numeric_limits<int32_t>::min(), -(1 << 30)}));
 }
 
 TEST(InterpreterElementwise, ReluHardtanhClamp) {
@@ -542,12 +575,12 @@ TEST(InterpreterElementwise, ReluHardtanhClamp) {
   b.input("x", DType::Float32, {6})
       .node("aten.relu", {"x"}, {}, "r", DType::Float32, {6})
       .node("aten.hardtanh", {"x"}, {}, "h", DType::Float32, {6})
-      .node("aten.hardtanh", {"x"}, {{"min_val", 0.0}, {"max_val", 6.0}}, "h6", DType::Float32,
+      .node("aten.hardtanh", {"x"}, {{"min_val", 0.0}, {"max_val", 6.0}}, "h6", DType::Float32, {6})
+      .node("aten.clamp", {"x"}, {{"min", int64_t{-1}}, {"max", NoneArg{}}}, "cmin", DType::Float32,
             {6})
-      .node("aten.clamp", {"x"}, {{"min", int64_t{-1}}, {"max", NoneArg{}}}, "cmin",
-            DType::Float32, {6})
       .node("aten.clamp", {"x"}, {{"max", 0.5}}, "cmax", DType::Float32, {6});
-  auto values = interpret(b.g, {{"x", HostTensor::from_floats({6}, {-3, -0.5f, 0.25f, 2, 7, nan})}});
+  auto values =
+      interpret(b.g, {{"x", HostTensor::from_floats({6}, {-3, -0.5f, 0.25f, 2, 7, nan})}});
   const auto check = [&](const std::string& name, std::vector<float> want) {
     const auto got = values.at(name).to_floats();
     ASSERT_EQ(got.size(), 6u);
@@ -572,8 +605,7 @@ TEST(InterpreterActivation, HandComputedPoints) {
     return run1(b.g, HostTensor::from_floats({5}, x)).to_floats();
   };
   EXPECT_EQ(run("aten.hardswish", {}), (std::vector<float>{-0.0f, -0.375f, 0.0f, 4.0f / 6, 3.0f}));
-  EXPECT_EQ(run("aten.hardsigmoid", {}),
-            (std::vector<float>{0.0f, 0.25f, 0.5f, 4.0f / 6, 1.0f}));
+  EXPECT_EQ(run("aten.hardsigmoid", {}), (std::vector<float>{0.0f, 0.25f, 0.5f, 4.0f / 6, 1.0f}));
   EXPECT_EQ(run("aten.leaky_relu", {{"negative_slope", 0.5}}),
             (std::vector<float>{-2.0f, -0.75f, 0.0f, 1.0f, 3.0f}));
   EXPECT_EQ(run("aten.elu", {{"alpha", 2.0}}),
@@ -606,7 +638,7 @@ TEST(InterpreterActivation, SoftmaxAlongAnyDim) {
   EXPECT_TRUE(std::isnan(s[1]) && std::isnan(s[3]));  // column 1 holds the NaN
   const std::vector<float> l = values.at("l").to_floats();
   EXPECT_TRUE(std::isnan(l[0]) && std::isnan(l[1]));  // row 0 holds the NaN
-  const double d = static_cast<double>(ln2) - 1.0;   // row 1: [ln 2, 1], max 1
+  const double d = static_cast<double>(ln2) - 1.0;    // row 1: [ln 2, 1], max 1
   EXPECT_EQ(l[2], static_cast<float>(d - std::log(std::exp(d) + 1.0)));
   EXPECT_EQ(l[3], static_cast<float>(-std::log(std::exp(d) + 1.0)));
 }
@@ -614,12 +646,12 @@ TEST(InterpreterActivation, SoftmaxAlongAnyDim) {
 TEST(InterpreterReduce, MeanAndAdaptiveAvgPool) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 2, 2, 3})
-      .node("aten.mean.dim", {"x"}, {{"dim", std::vector<int64_t>{-1, -2}}, {"keepdim", true}},
-            "m", DType::Float32, {1, 2, 1, 1})
+      .node("aten.mean.dim", {"x"}, {{"dim", std::vector<int64_t>{-1, -2}}, {"keepdim", true}}, "m",
+            DType::Float32, {1, 2, 1, 1})
       .node("aten.mean.dim", {"x"}, {{"dim", std::vector<int64_t>{3}}}, "w", DType::Float32,
             {1, 2, 2})
-      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", std::vector<int64_t>{1, 1}}},
-            "p", DType::Float32, {1, 2, 1, 1});
+      .node("aten.adaptive_avg_pool2d", {"x"}, {{"output_size", std::vector<int64_t>{1, 1}}}, "p",
+            DType::Float32, {1, 2, 1, 1});
   auto values = interpret(b.g, {{"x", iota_floats({1, 2, 2, 3})}});
   EXPECT_EQ(values.at("m").to_floats(), (std::vector<float>{2.5f, 8.5f}));
   EXPECT_EQ(values.at("w").to_floats(), (std::vector<float>{1, 4, 7, 10}));
@@ -647,15 +679,20 @@ TEST(InterpreterReduce, AvgPool2dDivisors) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 1, 3, 3})
       .node("aten.avg_pool2d", {"x"},
-            {{"kernel_size", k2}, {"stride", k2}, {"padding", std::vector<int64_t>{1, 1}},
+            {{"kernel_size", k2},
+             {"stride", k2},
+             {"padding", std::vector<int64_t>{1, 1}},
              {"ceil_mode", true}},
             "with", DType::Float32, {1, 1, 2, 2})
       .node("aten.avg_pool2d", {"x"},
-            {{"kernel_size", k2}, {"stride", k2}, {"padding", std::vector<int64_t>{1, 1}},
+            {{"kernel_size", k2},
+             {"stride", k2},
+             {"padding", std::vector<int64_t>{1, 1}},
              {"count_include_pad", false}},
             "without", DType::Float32, {1, 1, 2, 2})
       .node("aten.avg_pool2d", {"x"},
-            {{"kernel_size", k2}, {"padding", std::vector<int64_t>{1, 1}},
+            {{"kernel_size", k2},
+             {"padding", std::vector<int64_t>{1, 1}},
              {"divisor_override", int64_t{3}}},
             "over", DType::Float32, {1, 1, 2, 2});
   auto values = interpret(b.g, {{"x", iota_floats({1, 1, 3, 3})}});
@@ -672,8 +709,8 @@ TEST(InterpreterCopies, ViewCloneAlias) {
       .node("aten.clone", {"v"}, {{"memory_format", NoneArg{}}}, "c", DType::Int8, {3, 2})
       .node("aten.alias_copy", {"c"}, {}, "a", DType::Int8, {3, 2})
       .node("aten._clone_dim_order", {"a"},
-            {{"non_blocking", false}, {"dim_order", std::vector<int64_t>{0, 1}}}, "d",
-            DType::Int8, {3, 2});
+            {{"non_blocking", false}, {"dim_order", std::vector<int64_t>{0, 1}}}, "d", DType::Int8,
+            {3, 2});
   const std::vector<int8_t> data = {1, -2, 3, -4, 5, -6};
   auto values = interpret(b.g, {{"x", HostTensor::from_int8({1, 2, 3}, data)}});
   for (const char* name : {"v", "c", "a", "d"}) {
@@ -694,23 +731,34 @@ TEST(InterpreterGraph, QuantizedConvBlockReturnsAllValues) {
       .constant("ws", HostTensor::from_floats({2}, {0.1f, 0.05f}))
       .constant("wz", HostTensor::from_int32({2}, {0, 0}))
       .node("quantized_decomposed.quantize_per_tensor", {"x"},
-            {{"scale", 0.5}, {"zero_point", int64_t{-1}}, {"quant_min", int64_t{-128}},
-             {"quant_max", int64_t{127}}, {"dtype", std::string("int8")}},
+            {{"scale", 0.5},
+             {"zero_point", int64_t{-1}},
+             {"quant_min", int64_t{-128}},
+             {"quant_max", int64_t{127}},
+             {"dtype", std::string("int8")}},
             "xq", DType::Int8, {1, 1, 2, 2})
       .node("quantized_decomposed.dequantize_per_tensor", {"xq"},
-            {{"scale", 0.5}, {"zero_point", int64_t{-1}}, {"quant_min", int64_t{-128}},
-             {"quant_max", int64_t{127}}, {"dtype", std::string("int8")}},
+            {{"scale", 0.5},
+             {"zero_point", int64_t{-1}},
+             {"quant_min", int64_t{-128}},
+             {"quant_max", int64_t{127}},
+             {"dtype", std::string("int8")}},
             "xd", DType::Float32, {1, 1, 2, 2})
       .node("quantized_decomposed.dequantize_per_channel", {"wq", "ws", "wz"},
-            {{"axis", int64_t{0}}, {"quant_min", int64_t{-127}}, {"quant_max", int64_t{127}},
+            {{"axis", int64_t{0}},
+             {"quant_min", int64_t{-127}},
+             {"quant_max", int64_t{127}},
              {"dtype", std::string("int8")}},
             "wd", DType::Float32, {2, 1, 1, 1})
       .node("aten.convolution", {"xd", "wd"}, conv_args({1}, {0}, {1}, 1), "c", DType::Float32,
             {1, 2, 2, 2})
       .node("aten.relu", {"c"}, {}, "r", DType::Float32, {1, 2, 2, 2})
       .node("quantized_decomposed.quantize_per_tensor", {"r"},
-            {{"scale", 0.25}, {"zero_point", int64_t{0}}, {"quant_min", int64_t{-128}},
-             {"quant_max", int64_t{127}}, {"dtype", std::string("int8")}},
+            {{"scale", 0.25},
+             {"zero_point", int64_t{0}},
+             {"quant_min", int64_t{-128}},
+             {"quant_max", int64_t{127}},
+             {"dtype", std::string("int8")}},
             "y", DType::Int8, {1, 2, 2, 2});
   b.g.outputs = {"y"};
   auto values = interpret(b.g, {{"x", HostTensor::from_floats({1, 1, 2, 2}, {1, -2, 3.2f, 0})}});
@@ -724,8 +772,7 @@ TEST(InterpreterGraph, QuantizedConvBlockReturnsAllValues) {
 
 TEST(InterpreterInputs, ChecksNameDtypeShapeAndBytes) {
   GraphBuilder b;
-  b.input("x", DType::Float32, {1, 2})
-      .node("aten.relu", {"x"}, {}, "y", DType::Float32, {1, 2});
+  b.input("x", DType::Float32, {1, 2}).node("aten.relu", {"x"}, {}, "y", DType::Float32, {1, 2});
   const HostTensor good = HostTensor::from_floats({1, 2}, {1, -1});
   EXPECT_EQ(interpret(b.g, {{"x", good}}).at("y").to_floats(), (std::vector<float>{1, 0}));
 

@@ -45,7 +45,9 @@ Node node(const std::string& op, std::vector<std::string> in, std::vector<std::s
 }
 
 Args quant_args() {
-  return {{"scale", 0.1}, {"zero_point", int64_t{2}}, {"quant_min", int64_t{-128}},
+  return {{"scale", 0.1},
+          {"zero_point", int64_t{2}},
+          {"quant_min", int64_t{-128}},
           {"quant_max", int64_t{127}}};
 }
 
@@ -60,24 +62,33 @@ std::vector<std::string> weights(Graph& g, const std::string& prefix, int64_t ou
 
 Node conv(Graph& g, const std::string& in, const std::string& out) {
   auto w = weights(g, out, 8, {8, 8, 1, 1});
-  Args a = {{"input_scale", 0.1}, {"input_zero_point", int64_t{2}}, {"stride", std::vector<int64_t>{1, 1}},
-            {"padding", std::vector<int64_t>{0, 0}}, {"dilation", std::vector<int64_t>{1, 1}},
-            {"groups", int64_t{1}}, {"output_scale", 0.1}, {"output_zero_point", int64_t{2}},
-            {"activation_min", int64_t{-128}}, {"activation_max", int64_t{127}}};
+  Args a = {{"input_scale", 0.1},
+            {"input_zero_point", int64_t{2}},
+            {"stride", std::vector<int64_t>{1, 1}},
+            {"padding", std::vector<int64_t>{0, 0}},
+            {"dilation", std::vector<int64_t>{1, 1}},
+            {"groups", int64_t{1}},
+            {"output_scale", 0.1},
+            {"output_zero_point", int64_t{2}},
+            {"activation_min", int64_t{-128}},
+            {"activation_max", int64_t{127}}};
   return node("q8ta_conv2d", {in, w[0], w[1], w[2]}, {out}, a);
 }
 
 Node linear(Graph& g, const std::string& in, const std::string& out) {
   auto w = weights(g, out, 10, {10, 10});
-  Args a = {{"input_scale", 0.1}, {"input_zero_point", int64_t{2}}, {"output_scale", 0.1},
-            {"output_zero_point", int64_t{2}}, {"activation_min", int64_t{-128}},
+  Args a = {{"input_scale", 0.1},
+            {"input_zero_point", int64_t{2}},
+            {"output_scale", 0.1},
+            {"output_zero_point", int64_t{2}},
+            {"activation_min", int64_t{-128}},
             {"activation_max", int64_t{127}}};
   return node("q8ta_linear", {in, w[0], w[1], w[2]}, {out}, a);
 }
 
 size_t count_ops(const Graph& g, const std::string& op) {
-  return static_cast<size_t>(std::count_if(g.nodes.begin(), g.nodes.end(),
-                                           [&](const Node& n) { return n.op == op; }));
+  return static_cast<size_t>(
+      std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op == op; }));
 }
 
 MemoryLayout layout_of(const Graph& g, const std::string& v) { return *g.value(v).layout; }
@@ -284,7 +295,8 @@ TEST(Emit, MissingScalarArgumentNamesTheNode) {
     FAIL() << "expected an error";
   } catch (const vkd::Error& e) {
     EXPECT_NE(std::string(e.what()).find("(q8ta_quantize): missing argument 'quant_max'"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -303,7 +315,8 @@ TEST(Emit, EmptyDimNamesTheValue) {
     FAIL() << "expected an error";
   } catch (const vkd::Error& e) {
     EXPECT_NE(std::string(e.what()).find("value 'x': tensor [1,0,7,9]: size 0 in dim 1"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 

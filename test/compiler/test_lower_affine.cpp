@@ -53,11 +53,13 @@ const SafetensorsFile& weights() {
 }
 
 std::string graph(const std::string& nodes, const std::string& outputs) {
-  return "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [" + outputs + "],"
+  return "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [" + outputs +
+         "],"
          " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [2, 8]},"
          "  \"gs\": {\"dtype\": \"float32\", \"shape\": [2, 2], \"data\": \"gs\"},"
          "  \"gz\": {\"dtype\": \"int64\", \"shape\": [2, 2], \"data\": \"gz\"}},"
-         " \"nodes\": [" + nodes + "]}";
+         " \"nodes\": [" +
+         nodes + "]}";
 }
 
 std::string quantize(const std::string& in, const std::string& args, const std::string& out) {
@@ -78,8 +80,10 @@ const std::string kDqArgs =
     "\"block_size\": [1, 4], \"input_dtype\": \"int8\", \"quant_min\": -128, \"quant_max\": 127";
 std::string choose_args(const std::string& mapping, const std::string& eps = "null",
                         const std::string& extra = "") {
-  return "\"mapping_type\": \"" + mapping + "\", \"block_size\": [1, 4], \"target_dtype\": "
-         "\"int8\", \"quant_min\": -128, \"quant_max\": 127, \"eps\": " + eps + extra;
+  return "\"mapping_type\": \"" + mapping +
+         "\", \"block_size\": [1, 4], \"target_dtype\": "
+         "\"int8\", \"quant_min\": -128, \"quant_max\": 127, \"eps\": " +
+         eps + extra;
 }
 
 CompileResult compile(const std::string& json) {
@@ -153,7 +157,8 @@ TEST(LowerAffine, QuantizeDequantizeWithConstantQparams) {
 TEST(LowerAffine, AbsentZeroPointBecomesOneZerosConstantPerScale) {
   // quant_min / quant_max None: the int8 range.
   const std::string q_args =
-      "\"block_size\": [1, 4], \"output_dtype\": \"int8\", \"quant_min\": null, \"quant_max\": null";
+      "\"block_size\": [1, 4], \"output_dtype\": \"int8\", \"quant_min\": null, \"quant_max\": "
+      "null";
   const std::string dq_args =
       "\"block_size\": [1, 4], \"input_dtype\": \"int8\", \"quant_min\": null, \"quant_max\": null";
   const CompileResult r = compile(graph(quantize("\"x\", \"gs\"", q_args, "xq") + ", " +
@@ -180,11 +185,10 @@ TEST(LowerAffine, ChooseQparamsMappingTypesAndEps) {
     int64_t code;
   } cases[] = {{"SYMMETRIC", 0}, {"SYMMETRIC_NO_CLIPPING_ERR", 1}, {"ASYMMETRIC", 2}};
   for (const auto& c : cases) {
-    const CompileResult r =
-        compile(graph(choose(choose_args(c.mapping), "s", "z") + ", " +
-                          quantize("\"x\", \"s\", \"z\"", kQArgs, "xq") + ", " +
-                          dequantize("\"xq\", \"s\", \"z\"", kDqArgs, "y"),
-                      "\"y\""));
+    const CompileResult r = compile(graph(choose(choose_args(c.mapping), "s", "z") + ", " +
+                                              quantize("\"x\", \"s\", \"z\"", kQArgs, "xq") + ", " +
+                                              dequantize("\"xq\", \"s\", \"z\"", kDqArgs, "y"),
+                                          "\"y\""));
     ASSERT_TRUE(r.ok()) << c.mapping;
     const Graph& g = r.graph;
     ASSERT_EQ(g.nodes.size(), 3u);
@@ -209,9 +213,10 @@ TEST(LowerAffine, ChooseQparamsMappingTypesAndEps) {
   }
   // A given eps, and an explicit INT domain (torchao's enum spelling) / preserve_zero.
   const CompileResult r = compile(graph(
-      choose(choose_args("ASYMMETRIC", "0.001",
-                         ", \"preserve_zero\": true, \"zero_point_domain\": \"ZeroPointDomain.INT\""),
-             "s", "z"),
+      choose(
+          choose_args("ASYMMETRIC", "0.001",
+                      ", \"preserve_zero\": true, \"zero_point_domain\": \"ZeroPointDomain.INT\""),
+          "s", "z"),
       "\"s\", \"z\""));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(std::get<int64_t>(r.graph.nodes[0].args.at("mapping_type")), 2);
@@ -219,22 +224,22 @@ TEST(LowerAffine, ChooseQparamsMappingTypesAndEps) {
 }
 
 TEST(LowerAffine, RefusedWithTheNodeNamed) {
-  expect_refused(graph(choose(choose_args("ASYMMETRIC", "null", ", \"preserve_zero\": false"),
-                              "s", "z"),
-                       "\"s\", \"z\""),
-                 "node 0 (torchao.choose_qparams_affine): cannot lower to choose_qparams_affine: "
-                 "preserve_zero = false is not supported");
+  expect_refused(
+      graph(choose(choose_args("ASYMMETRIC", "null", ", \"preserve_zero\": false"), "s", "z"),
+            "\"s\", \"z\""),
+      "node 0 (torchao.choose_qparams_affine): cannot lower to choose_qparams_affine: "
+      "preserve_zero = false is not supported");
   expect_refused(graph(choose(choose_args("SYMMETRIC", "null",
                                           ", \"zero_point_domain\": \"ZeroPointDomain.FLOAT\""),
                               "s", "z"),
                        "\"s\", \"z\""),
                  "node 0 (torchao.choose_qparams_affine): cannot lower to choose_qparams_affine: "
                  "zero_point_domain FLOAT is not supported");
-  expect_refused(graph(quantize("\"x\", \"gs\", \"gz\"", kQArgs + ", \"zero_point_domain\": \"NONE\"",
-                                "xq"),
-                       "\"xq\""),
-                 "node 0 (torchao.quantize_affine): cannot lower to q8ta_quantize_affine: "
-                 "zero_point_domain NONE is not supported");
+  expect_refused(
+      graph(quantize("\"x\", \"gs\", \"gz\"", kQArgs + ", \"zero_point_domain\": \"NONE\"", "xq"),
+            "\"xq\""),
+      "node 0 (torchao.quantize_affine): cannot lower to q8ta_quantize_affine: "
+      "zero_point_domain NONE is not supported");
   expect_refused(graph(choose(choose_args("ASYMMETRIC", "0"), "s", "z"), "\"s\", \"z\""),
                  "node 0 (torchao.choose_qparams_affine): cannot lower to choose_qparams_affine: "
                  "eps 0");
@@ -247,7 +252,8 @@ TEST(LowerAffine, RefusedWithTheNodeNamed) {
       "{\"vkd_graph\": 1, \"inputs\": [], \"outputs\": [\"y\"],"
       " \"values\": {\"wq\": {\"dtype\": \"int8\", \"shape\": [2, 8], \"data\": \"wq\"},"
       "  \"gs\": {\"dtype\": \"float32\", \"shape\": [2, 2], \"data\": \"gs\"}},"
-      " \"nodes\": [" + dequantize("\"wq\", \"gs\"", kDqArgs, "y") + "]}";
+      " \"nodes\": [" +
+      dequantize("\"wq\", \"gs\"", kDqArgs, "y") + "]}";
   try {
     compile_graph(parse_graph(json, "test", &w), {});
     ADD_FAILURE() << "compiled a dequantize_affine of an int8 constant";
@@ -274,9 +280,10 @@ TEST(LowerAffine, RunnableOnlyLeavesARefusedNodeForTheHost) {
   EXPECT_EQ(g.nodes[1].op, "q8ta_quantize_affine");
   bool noted = false;
   for (const auto& line : report.lines) {
-    noted |= line == "not lowered: node 0 (torchao.choose_qparams_affine) as "
-                     "choose_qparams_affine: preserve_zero = false is not supported (zero must "
-                     "stay exactly representable)";
+    noted |= line ==
+             "not lowered: node 0 (torchao.choose_qparams_affine) as "
+             "choose_qparams_affine: preserve_zero = false is not supported (zero must "
+             "stay exactly representable)";
   }
   EXPECT_TRUE(noted);
 }

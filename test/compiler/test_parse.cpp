@@ -392,9 +392,8 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
 }
 
 TEST(ParseTest, OptionalInputsArePaddedAndDefaultsFilled) {
-  const std::string json = doc(
-      R"("w": {"dtype": "float32", "shape": [4, 4, 1, 1], "data": "w"})",
-      R"({"op": "aten.convolution", "inputs": ["x", "w"],
+  const std::string json = doc(R"("w": {"dtype": "float32", "shape": [4, 4, 1, 1], "data": "w"})",
+                               R"({"op": "aten.convolution", "inputs": ["x", "w"],
           "args": {"stride": [1], "padding": [0], "dilation": [1], "transposed": false,
                    "output_padding": [0], "groups": 1}, "outputs": ["c"]},
          {"op": "aten.max_pool2d", "inputs": ["c"], "args": {"kernel_size": [2, 2]},
@@ -487,15 +486,15 @@ TEST(ParseTest, MissingTopLevelFieldIsRejected) {
 // An op without a descriptor is kept as written (a host node under --partition): its inputs
 // (no padding, "" kept), its args as literals, its outputs with their declared types.
 TEST(ParseTest, UnknownOpWithDeclaredOutputsIsKeptVerbatim) {
-  const Graph g = parse_graph(
-      doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 8]},
+  const Graph g =
+      parse_graph(doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 8]},
              "idx": {"dtype": "int32", "shape": [2, 3]})",
-          R"({"op": "aten.cumsum", "inputs": ["x", ""], "outputs": ["y", "idx"],
+                      R"({"op": "aten.cumsum", "inputs": ["x", ""], "outputs": ["y", "idx"],
               "args": {"approximate": "tanh", "alpha": 0.5, "n": 3, "dims": [1, -1],
                        "w": [0.5, 2], "flag": false, "none": null}},
              {"op": "aten.relu", "inputs": ["y"], "outputs": ["r"]})",
-          R"(["r", "idx"])"),
-      "g.json", nullptr);
+                      R"(["r", "idx"])"),
+                  "g.json", nullptr);
   ASSERT_EQ(g.nodes.size(), 2u);
   const Node& n = g.nodes[0];
   EXPECT_EQ(n.op, "aten.cumsum");
@@ -529,9 +528,8 @@ TEST(ParseTest, UnknownOpInputsAndArgsAreStillChecked) {
   expect_parse_error(
       doc(y, R"({"op": "aten.cumsum", "inputs": ["x"], "args": {"a": {}}, "outputs": ["y"]})"),
       nullptr, {"node 0 (aten.cumsum): argument 'a': must be a literal"});
-  expect_parse_error(
-      doc(y, R"({"op": "aten.cumsum", "inputs": ["x"], "outputs": ["y"], "k": 1})"), nullptr,
-      {"node 0 (aten.cumsum): unknown field 'k'"});
+  expect_parse_error(doc(y, R"({"op": "aten.cumsum", "inputs": ["x"], "outputs": ["y"], "k": 1})"),
+                     nullptr, {"node 0 (aten.cumsum): unknown field 'k'"});
   expect_parse_error(doc(y, R"({"op": "", "inputs": ["x"], "outputs": ["y"]})"), nullptr,
                      {"node 0: field 'op': must not be empty"});
 }
@@ -539,32 +537,30 @@ TEST(ParseTest, UnknownOpInputsAndArgsAreStillChecked) {
 // The graph IR is the edge dialect: a node named like a backend op would reach the backend
 // without the checks fusion makes.
 TEST(ParseTest, BackendOpNameIsRejected) {
-  expect_parse_error(
-      doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 8]})",
-          R"({"op": "identity", "inputs": ["x"], "outputs": ["y"]})"),
-      nullptr, {"node 0 (identity): field 'op': 'identity' is a backend op"});
+  expect_parse_error(doc(R"("y": {"dtype": "float32", "shape": [1, 4, 8, 8]})",
+                         R"({"op": "identity", "inputs": ["x"], "outputs": ["y"]})"),
+                     nullptr, {"node 0 (identity): field 'op': 'identity' is a backend op"});
 }
 
 TEST(ParseTest, UndefinedInputIsRejected) {
   expect_parse_error(
-      doc("", std::string(kRelu) +
-                  R"(, {"op": "aten.relu", "inputs": ["foo"], "outputs": ["z"]})"),
+      doc("", std::string(kRelu) + R"(, {"op": "aten.relu", "inputs": ["foo"], "outputs": ["z"]})"),
       nullptr,
       {"g.json: node 1 (aten.relu): input 'foo' is not defined (no graph input, constant or "
        "earlier output)"});
 }
 
 TEST(ParseTest, InputProducedByALaterNodeIsUndefined) {
-  expect_parse_error(
-      doc("", R"({"op": "aten.relu", "inputs": ["t"], "outputs": ["y"]},
+  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["t"], "outputs": ["y"]},
                  {"op": "aten.relu", "inputs": ["x"], "outputs": ["t"]})"),
-      nullptr, {"node 0 (aten.relu): input 't' is not defined"});
+                     nullptr, {"node 0 (aten.relu): input 't' is not defined"});
 }
 
 TEST(ParseTest, ValueDefinedTwiceIsRejected) {
   // A node output reusing a graph input's name, and two nodes writing the same name.
-  expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x"], "outputs": ["x"]})", R"(["x"])"),
-                     nullptr, {"node 0 (aten.relu): output 'x' is already defined (graph input)"});
+  expect_parse_error(
+      doc("", R"({"op": "aten.relu", "inputs": ["x"], "outputs": ["x"]})", R"(["x"])"), nullptr,
+      {"node 0 (aten.relu): output 'x' is already defined (graph input)"});
   expect_parse_error(
       doc("", std::string(kRelu) + R"(, {"op": "aten.relu", "inputs": ["x"], "outputs": ["y"]})"),
       nullptr,
@@ -632,8 +628,9 @@ TEST(ParseTest, BadValueFieldsAreRejected) {
                      {"value 'b': field 'dtype': expected one of", "got \"complex64\""});
   expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [1, 2, 3, 4, 5, 6, 7]})", kRelu),
                      nullptr, {"value 'b': field 'shape': rank 7 is above the supported 6"});
-  expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4, -1]})", kRelu), nullptr,
-                     {"value 'b': field 'shape': element 1 must be a non-negative integer, got -1"});
+  expect_parse_error(
+      doc(R"("b": {"dtype": "float32", "shape": [4, -1]})", kRelu), nullptr,
+      {"value 'b': field 'shape': element 1 must be a non-negative integer, got -1"});
   expect_parse_error(doc(R"("b": {"dtype": "float32", "shape": [4], "stride": [1]})", kRelu),
                      nullptr, {"value 'b': unknown field 'stride'"});
 }
@@ -728,7 +725,8 @@ TEST(ParseTest, MissingRequiredArgIsRejected) {
 
 TEST(ParseTest, BadNodeStructureIsRejected) {
   expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x", "x"], "outputs": ["y"]})"),
-                     nullptr, {"node 0 (aten.relu): field 'inputs': at most 1 tensor inputs, got 2"});
+                     nullptr,
+                     {"node 0 (aten.relu): field 'inputs': at most 1 tensor inputs, got 2"});
   expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": [""], "outputs": ["y"]})"), nullptr,
                      {"node 0 (aten.relu): input self (position 0) is required"});
   expect_parse_error(doc("", R"({"op": "aten.relu", "inputs": ["x"], "outputs": ["y", "z"]})"),
@@ -753,12 +751,12 @@ TEST(ParseTest, TensorListsAndVariableOutputCounts) {
   expect_parse_error(doc("", R"({"op": "aten.chunk", "inputs": ["x"],
                                  "args": {"chunks": 3, "dim": 2}, "outputs": ["y", "z"]})"),
                      nullptr, {"node 0 (aten.chunk): outputs: expected 3 output(s), got 2"});
-  const Graph g = parse_graph(
-      doc("", R"({"op": "aten.cat", "inputs": ["x", "x", "x"], "args": {"dim": 1},
+  const Graph g =
+      parse_graph(doc("", R"({"op": "aten.cat", "inputs": ["x", "x", "x"], "args": {"dim": 1},
                   "outputs": ["c"]},
                  {"op": "aten.chunk", "inputs": ["c"], "args": {"chunks": 2, "dim": 1},
                   "outputs": ["y", "z"]})"),
-      "g.json", nullptr);
+                  "g.json", nullptr);
   EXPECT_EQ(g.nodes[0].inputs, (std::vector<std::string>{"x", "x", "x"}));
   expect_value(g, "y", DType::Float32, {1, 6, 8, 8});
   EXPECT_EQ(g.producer("z"), 1);
@@ -787,7 +785,8 @@ std::vector<uint8_t> raw_safetensors(const std::string& header, size_t data_byte
   return out;
 }
 
-void expect_safetensors_error(std::vector<uint8_t> bytes, std::initializer_list<std::string> parts) {
+void expect_safetensors_error(std::vector<uint8_t> bytes,
+                              std::initializer_list<std::string> parts) {
   expect_error([&] { SafetensorsFile::from_bytes(bytes, "t.safetensors"); }, parts);
 }
 
@@ -833,12 +832,14 @@ TEST(SafetensorsTest, RoundTrip) {
 
 TEST(SafetensorsTest, MissingFileNamesThePath) {
   const std::string path = temp_path("nope.safetensors");
-  expect_error([&] { SafetensorsFile::read(path); }, {"weights file '" + path + "' does not exist"});
+  expect_error([&] { SafetensorsFile::read(path); },
+               {"weights file '" + path + "' does not exist"});
 }
 
 TEST(SafetensorsTest, TruncatedHeaderIsRejected) {
   expect_safetensors_error({1, 2, 3}, {"t.safetensors: truncated safetensors file (3 bytes"});
-  std::vector<uint8_t> bytes = raw_safetensors(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4);
+  std::vector<uint8_t> bytes =
+      raw_safetensors(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4);
   bytes.resize(20);  // cut inside the header
   expect_safetensors_error(bytes, {"t.safetensors: truncated safetensors header (header length 61 "
                                    "but only 12 bytes follow the length field)"});
@@ -882,18 +883,16 @@ TEST(SafetensorsTest, ByteSizeMismatchIsRejected) {
 }
 
 TEST(SafetensorsTest, BadFieldsAreRejected) {
-  expect_safetensors_error(
-      raw_safetensors(R"({"w": {"dtype": "F32", "shape": [4]}})", 16),
-      {"t.safetensors: tensor 'w': missing field 'data_offsets'"});
+  expect_safetensors_error(raw_safetensors(R"({"w": {"dtype": "F32", "shape": [4]}})", 16),
+                           {"t.safetensors: tensor 'w': missing field 'data_offsets'"});
   expect_safetensors_error(
       raw_safetensors(R"({"w": {"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}})", 16),
       {"tensor 'w': field 'shape': element 0 must be a non-negative integer"});
   expect_safetensors_error(
       raw_safetensors(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [8, 4]}})", 16),
       {"tensor 'w': field 'data_offsets' [8, 4]: begin is after end"});
-  expect_safetensors_error(
-      raw_safetensors(R"({"__metadata__": {"format": 1}})", 0),
-      {"'__metadata__' key 'format' must be a string"});
+  expect_safetensors_error(raw_safetensors(R"({"__metadata__": {"format": 1}})", 0),
+                           {"'__metadata__' key 'format' must be a string"});
   expect_safetensors_error(
       raw_safetensors(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
                           "w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",

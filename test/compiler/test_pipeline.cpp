@@ -11,8 +11,8 @@
 #include "compiler/Safetensors.h"
 #include "partitioner_schema/KernelSignatures.h"
 #include "runtime/core/Error.h"
-#include "test/compiler/GraphText.h"
 #include "serialization/Deserializer.h"
+#include "test/compiler/GraphText.h"
 
 namespace {
 
@@ -50,9 +50,9 @@ TEST(Pipeline, FloatOpBetweenTwoQuantizedOpsGetsDequantizeAndQuantizeAtItsBounda
   for (const auto& name : r.graph.value_names()) {
     EXPECT_TRUE(r.graph.value(name).layout.has_value()) << name;
   }
-  const auto conversions = std::count_if(r.graph.nodes.begin(), r.graph.nodes.end(), [](const Node& n) {
-    return n.op == "q8ta_convert" || n.op == "float_convert";
-  });
+  const auto conversions = std::count_if(
+      r.graph.nodes.begin(), r.graph.nodes.end(),
+      [](const Node& n) { return n.op == "q8ta_convert" || n.op == "float_convert"; });
   EXPECT_EQ(conversions, 0);
 }
 
@@ -74,7 +74,8 @@ TEST(Pipeline, ReportOnAGraphWithEveryFusionPattern) {
   const std::string dq = "quantized_decomposed.dequantize_per_tensor";
   const std::string dqc = "quantized_decomposed.dequantize_per_channel";
   const std::string q = "quantized_decomposed.quantize_per_tensor";
-  const std::string wq = "{\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, \"dtype\": \"int8\"}";
+  const std::string wq =
+      "{\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, \"dtype\": \"int8\"}";
   const std::string conv_args =
       "{\"stride\": [1, 1], \"padding\": [0, 0], \"dilation\": [1, 1], \"transposed\": false,"
       " \"output_padding\": [0, 0], \"groups\": 1}";
@@ -86,9 +87,8 @@ TEST(Pipeline, ReportOnAGraphWithEveryFusionPattern) {
       "  \"lw\": {\"dtype\": \"int8\", \"shape\": [5, 8], \"data\": \"lw\"},"
       "  \"lws\": {\"dtype\": \"float32\", \"shape\": [5], \"data\": \"lws\"}},"
       " \"nodes\": [" +
-      node(dq, "xq", q_args(0.5, 1), "x") + ", " +
-      "{\"op\": \"" + dqc + "\", \"inputs\": [\"cw\", \"cws\"], \"args\": " + wq +
-      ", \"outputs\": [\"cwf\"]}, " +
+      node(dq, "xq", q_args(0.5, 1), "x") + ", " + "{\"op\": \"" + dqc +
+      "\", \"inputs\": [\"cw\", \"cws\"], \"args\": " + wq + ", \"outputs\": [\"cwf\"]}, " +
       "{\"op\": \"aten.convolution\", \"inputs\": [\"x\", \"cwf\"], \"args\": " + conv_args +
       ", \"outputs\": [\"cv\"]}, " + node("aten.relu", "cv", "{}", "cr") + ", " +
       node(q, "cr", q_args(0.25, -128), "c") + ", " + node(dq, "c", q_args(0.25, -128), "a1") +
@@ -98,8 +98,8 @@ TEST(Pipeline, ReportOnAGraphWithEveryFusionPattern) {
       node("aten.relu", "sm", "{}", "sr") + ", " + node(q, "sr", q_args(0.5, -128), "s") + ", " +
       node(dq, "s", q_args(0.5, -128), "sf") + ", " +
       node("aten.pixel_shuffle", "sf", "{\"upscale_factor\": 2}", "ps") + ", " +
-      node(q, "ps", q_args(0.5, -128), "p") + ", " + node(dq, "p", q_args(0.5, -128), "pf") +
-      ", " + "{\"op\": \"" + dqc + "\", \"inputs\": [\"lw\", \"lws\"], \"args\": " + wq +
+      node(q, "ps", q_args(0.5, -128), "p") + ", " + node(dq, "p", q_args(0.5, -128), "pf") + ", " +
+      "{\"op\": \"" + dqc + "\", \"inputs\": [\"lw\", \"lws\"], \"args\": " + wq +
       ", \"outputs\": [\"lwf\"]}, " +
       "{\"op\": \"aten.linear\", \"inputs\": [\"pf\", \"lwf\"], \"args\": {}, \"outputs\": "
       "[\"l\"]}, " +
@@ -159,8 +159,8 @@ std::string unknown_op_graph() {
          "  \"f\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]}},"
          " \"nodes\": [" +
          node(kQ, "x", q_args(0.5, 1), "xq") + ", " +
-         node("aten.frobnicate", "xq", "{\"mode\": \"fast\", \"dims\": [1, 2]}", "f") +
-         ", " + node(kDq, "f", q_args(0.5, 1), "y") + "]}";
+         node("aten.frobnicate", "xq", "{\"mode\": \"fast\", \"dims\": [1, 2]}", "f") + ", " +
+         node(kDq, "f", q_args(0.5, 1), "y") + "]}";
 }
 
 TEST(Pipeline, UnknownOpIsListedAsUnsupportedWithoutPartition) {
@@ -190,11 +190,12 @@ TEST(Pipeline, UnknownOpIsRefusedUnderPartition) {
     FAIL() << "expected Unsupported";
   } catch (const vkd::Error& e) {
     EXPECT_EQ(e.code(), vkd::ErrorCode::Unsupported);
-    EXPECT_STREQ(e.what(),
-            "1 node(s) can run neither on the backend nor on the host:\n  node 1 "
-            "(aten.frobnicate): not supported by the backend (no fusion pattern or backend op "
-            "for 'aten.frobnicate'); the host cannot run it: the CPU reference interpreter has "
-            "no function for 'aten.frobnicate'");
+    EXPECT_STREQ(
+        e.what(),
+        "1 node(s) can run neither on the backend nor on the host:\n  node 1 "
+        "(aten.frobnicate): not supported by the backend (no fusion pattern or backend op "
+        "for 'aten.frobnicate'); the host cannot run it: the CPU reference interpreter has "
+        "no function for 'aten.frobnicate'");
   }
 }
 
@@ -203,15 +204,15 @@ TEST(Pipeline, HostStepKeepsItsArgsInThePlan) {
   const std::string json =
       "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"y\"],"
       " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]}},"
-      " \"nodes\": [" + node(kQ, "x", q_args(0.5, 1), "xq") + ", " +
-      node(kDq, "xq", q_args(0.5, 1), "xd") + ", " +
+      " \"nodes\": [" +
+      node(kQ, "x", q_args(0.5, 1), "xq") + ", " + node(kDq, "xq", q_args(0.5, 1), "xd") + ", " +
       node("aten.hardtanh", "xd", "{\"min_val\": -0.5, \"max_val\": 2.5}", "y") + "]}";
   const PartitionedResult r = compile_partitioned(parse_graph(json, "test", nullptr), {});
   EXPECT_EQ(host_ops(r), std::vector<std::string>{"aten.hardtanh"});
   expect_valid_blobs(r);
   const std::string plan = partition_plan_json(r, {"m.p0.vkd"});
-  for (const char* part : {"\"host\": \"aten.hardtanh\"", "\"min_val\": -0.5",
-                           "\"max_val\": 2.5", "\"origin\": \"node 2 (aten.hardtanh)\""}) {
+  for (const char* part : {"\"host\": \"aten.hardtanh\"", "\"min_val\": -0.5", "\"max_val\": 2.5",
+                           "\"origin\": \"node 2 (aten.hardtanh)\""}) {
     EXPECT_NE(plan.find(part), std::string::npos) << part << "\n" << plan;
   }
 }
@@ -223,8 +224,9 @@ TEST(Pipeline, PlanNamesTheWeightsTensorOfAHostStepsConstant) {
       "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"y\"],"
       " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]},"
       "  \"b\": {\"dtype\": \"float32\", \"shape\": [1, 4, 1, 1], \"data\": \"head.bias\"}},"
-      " \"nodes\": [" + node(kQ, "x", q_args(0.25, 0), "xq") + ", " +
-      node(kDq, "xq", q_args(0.25, 0), "xd") + ", "
+      " \"nodes\": [" +
+      node(kQ, "x", q_args(0.25, 0), "xq") + ", " + node(kDq, "xq", q_args(0.25, 0), "xd") +
+      ", "
       "{\"op\": \"aten.add.Tensor\", \"inputs\": [\"xd\", \"b\"], \"args\": {},"
       " \"outputs\": [\"y\"]}]}";
   const SafetensorsFile weights = SafetensorsFile::from_bytes(
@@ -244,7 +246,9 @@ std::string rank5_graph() {
   const std::string f32_4 = "{\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]}";
   return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"y\"],"
          " \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]},"
-         "  \"u\": {\"dtype\": \"float32\", \"shape\": [1, 1, 4, 4, 4]}, \"s\": " + f32_4 + "},"
+         "  \"u\": {\"dtype\": \"float32\", \"shape\": [1, 1, 4, 4, 4]}, \"s\": " +
+         f32_4 +
+         "},"
          " \"nodes\": [" +
          node(kDq, "xq", q_args(0.5, 1), "x") + ", " +
          node("aten.view_copy", "x", "{\"size\": [1, 1, 4, 4, 4]}", "u") + ", " +
@@ -282,9 +286,9 @@ TEST(Pipeline, Rank5TensorIsNeverOnTheBackend) {
 // `values` declared besides xq and `nodes` after the relu's.
 std::string relu_beside(const std::string& inputs, const std::string& outputs,
                         const std::string& values, const std::string& nodes) {
-  return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"" + inputs + "], \"outputs\": [\"y\"" +
-         outputs + "], \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]}" +
-         values + "}, \"nodes\": [" + node(kDq, "xq", q_args(0.5, 1), "x") + ", " +
+  return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"" + inputs + "], \"outputs\": [\"y\"" + outputs +
+         "], \"values\": {\"xq\": {\"dtype\": \"int8\", \"shape\": [1, 4, 4, 4]}" + values +
+         "}, \"nodes\": [" + node(kDq, "xq", q_args(0.5, 1), "x") + ", " +
          node("aten.relu", "x", "{}", "r") + ", " + node(kQ, "r", q_args(0.5, 1), "y") + nodes +
          "]}";
 }
@@ -293,11 +297,10 @@ std::string relu_beside(const std::string& inputs, const std::string& outputs,
 // device tensor is bool), the relu still lowers; under --partition the host cannot hold a bool
 // either, so no plan is made.
 TEST(Pipeline, BoolValueIsNeverOnTheBackendNorTheHost) {
-  const std::string json = relu_beside(
-      ", \"m\"", ", \"c\"",
-      ", \"m\": {\"dtype\": \"bool\", \"shape\": [1, 4]}, "
-      "\"c\": {\"dtype\": \"bool\", \"shape\": [1, 4]}",
-      ", " + node("aten.clone", "m", "{}", "c"));
+  const std::string json = relu_beside(", \"m\"", ", \"c\"",
+                                       ", \"m\": {\"dtype\": \"bool\", \"shape\": [1, 4]}, "
+                                       "\"c\": {\"dtype\": \"bool\", \"shape\": [1, 4]}",
+                                       ", " + node("aten.clone", "m", "{}", "c"));
   const CompileResult r = compile_graph(parse_graph(json, "test", nullptr), {});
   EXPECT_EQ(r.unsupported,
             std::vector<std::string>{"node 3 (aten.clone): not supported by the backend (value "
@@ -408,14 +411,15 @@ TEST(Pipeline, InPlaceReportNamesFreeCatsAndViews) {
   }
 }
 
-
 // JSON pieces of the joined-convolution graphs below: a per-channel weight dequantize of int8
 // constant `w` (scales `w`s) into `w`f, a convolution (stride 1, dilation 1), and the values of
 // weight `w` [C_out, ...] (`shape`) with its C_out scales.
 std::string weight_dq_json(const std::string& w) {
   return "{\"op\": \"quantized_decomposed.dequantize_per_channel\", \"inputs\": [\"" + w +
-         "\", \"" + w + "s\"], \"args\": {\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, "
-         "\"dtype\": \"int8\"}, \"outputs\": [\"" + w + "f\"]}, ";
+         "\", \"" + w +
+         "s\"], \"args\": {\"axis\": 0, \"quant_min\": -127, \"quant_max\": 127, "
+         "\"dtype\": \"int8\"}, \"outputs\": [\"" +
+         w + "f\"]}, ";
 }
 
 std::string conv_json(const std::string& in, const std::string& w, const std::string& out,
@@ -424,7 +428,8 @@ std::string conv_json(const std::string& in, const std::string& w, const std::st
   return "{\"op\": \"aten.convolution\", \"inputs\": [\"" + in + "\", \"" + w +
          "\"], \"args\": {\"stride\": [1, 1], \"padding\": [" + p + ", " + p +
          "], \"dilation\": [1, 1], \"transposed\": false, \"output_padding\": [0, 0], "
-         "\"groups\": " + std::to_string(groups) + "}, \"outputs\": [\"" + out + "\"]}";
+         "\"groups\": " +
+         std::to_string(groups) + "}, \"outputs\": [\"" + out + "\"]}";
 }
 
 std::string weight_values_json(const std::string& w, const std::vector<int>& shape) {
@@ -446,28 +451,29 @@ std::string depthwise_pointwise_json(bool expand, bool host_step) {
             conv_json("xi", "ewf", "e", 0, 1) + ", " + node(kQ, "e", q_args(0.375, -2), "eq") +
             ", ";
   }
-  nodes += node(kDq, dw_in, expand ? q_args(0.375, -2) : q_args(0.5, 1), "x") + ", " +
-           weight_dq_json("dw") + conv_json("x", "dwf", "m", 1, 8) + ", " +
-           node(kQ, "m", q_args(0.25, -3), "mq") + ", " +
-           node(kDq, "mq", q_args(0.25, -3), "mf") + ", " + weight_dq_json("pw") +
-           conv_json("mf", "pwf", "p", 0, 1) + ", " + node(kQ, "p", q_args(0.125, 2), "y") +
-           (host_step ? ", " + node("aten.view_copy", "y", "{\"size\": [1, 1, 8, 4, 4]}", "f")
-                      : "");
+  nodes +=
+      node(kDq, dw_in, expand ? q_args(0.375, -2) : q_args(0.5, 1), "x") + ", " +
+      weight_dq_json("dw") + conv_json("x", "dwf", "m", 1, 8) + ", " +
+      node(kQ, "m", q_args(0.25, -3), "mq") + ", " + node(kDq, "mq", q_args(0.25, -3), "mf") +
+      ", " + weight_dq_json("pw") + conv_json("mf", "pwf", "p", 0, 1) + ", " +
+      node(kQ, "p", q_args(0.125, 2), "y") +
+      (host_step ? ", " + node("aten.view_copy", "y", "{\"size\": [1, 1, 8, 4, 4]}", "f") : "");
   return "{\"vkd_graph\": 1, \"inputs\": [\"xq\"], \"outputs\": [\"" +
-         std::string(host_step ? "f" : "y") + "\"], \"values\": {\"xq\": {\"dtype\": \"int8\", "
-         "\"shape\": [1, " + (expand ? "4" : "8") + ", 4, 4]}" +
-         weight_values_json("dw", {8, 1, 3, 3}) + weight_values_json("pw", {8, 8, 1, 1}) +
+         std::string(host_step ? "f" : "y") +
+         "\"], \"values\": {\"xq\": {\"dtype\": \"int8\", "
+         "\"shape\": [1, " +
+         (expand ? "4" : "8") + ", 4, 4]}" + weight_values_json("dw", {8, 1, 3, 3}) +
+         weight_values_json("pw", {8, 8, 1, 1}) +
          (expand ? weight_values_json("ew", {8, 4, 1, 1}) : "") +
          (host_step ? ", \"f\": {\"dtype\": \"int8\", \"shape\": [1, 1, 8, 4, 4]}" : "") +
          "}, \"nodes\": [" + nodes + "]}";
 }
 
 SafetensorsFile depthwise_pointwise_weights(bool expand) {
-  std::vector<SafetensorsTensor> entries = {
-      {"dw", "I8", {8, 1, 3, 3}, i8_ramp(72)},
-      {"dws", "F32", {8}, f32(std::vector<float>(8, 0.01f))},
-      {"pw", "I8", {8, 8, 1, 1}, i8_ramp(64)},
-      {"pws", "F32", {8}, f32(std::vector<float>(8, 0.02f))}};
+  std::vector<SafetensorsTensor> entries = {{"dw", "I8", {8, 1, 3, 3}, i8_ramp(72)},
+                                            {"dws", "F32", {8}, f32(std::vector<float>(8, 0.01f))},
+                                            {"pw", "I8", {8, 8, 1, 1}, i8_ramp(64)},
+                                            {"pws", "F32", {8}, f32(std::vector<float>(8, 0.02f))}};
   if (expand) {
     entries.push_back({"ew", "I8", {8, 4, 1, 1}, i8_ramp(32)});
     entries.push_back({"ews", "F32", {8}, f32(std::vector<float>(8, 0.03f))});
@@ -494,8 +500,7 @@ void expect_one_op_blob(const std::function<std::string(bool host_step)>& json,
   EXPECT_EQ(blob.ops[0].name, op);
   EXPECT_EQ(blob.ops[0].args.size(), args);
 
-  const PartitionedResult p =
-      compile_partitioned(parse_graph(json(true), "test", &weights), {});
+  const PartitionedResult p = compile_partitioned(parse_graph(json(true), "test", &weights), {});
   EXPECT_EQ(host_ops(p), std::vector<std::string>{"aten.view_copy"});
   ASSERT_EQ(p.parts.size(), 1u);
   EXPECT_EQ(ops_of(p.parts[0].graph), (std::vector<std::string>{op}));
@@ -533,9 +538,11 @@ std::string shuffled_head_json(bool host_step) {
       ", " + weight_dq_json("hw") + conv_json("mf", "hwf", "h", 0, 1) + ", " +
       node(kQ, "h", q_args(0.125, 2), "hq") + ", " + node(kDq, "hq", q_args(0.125, 2), "y");
   const std::string input = host_step ? "x0" : "xq";
-  return "{\"vkd_graph\": 1, \"inputs\": [\"" + input + "\"], \"outputs\": [\"y\"], "
-         "\"values\": {\"" + input + "\": {\"dtype\": \"int8\", \"shape\": [1, " +
-         (host_step ? "1, " : "") + "8, 4, 4]}" +
+  return "{\"vkd_graph\": 1, \"inputs\": [\"" + input +
+         "\"], \"outputs\": [\"y\"], "
+         "\"values\": {\"" +
+         input + "\": {\"dtype\": \"int8\", \"shape\": [1, " + (host_step ? "1, " : "") +
+         "8, 4, 4]}" +
          (host_step ? ", \"xq\": {\"dtype\": \"int8\", \"shape\": [1, 8, 4, 4]}" : "") +
          weight_values_json("sw", {16, 8, 1, 1}) + weight_values_json("hw", {4, 4, 1, 1}) +
          "}, \"nodes\": [" + nodes + "]}";

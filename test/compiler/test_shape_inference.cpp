@@ -73,13 +73,16 @@ void expect_infer_error(Graph g, std::initializer_list<std::string> parts) {
 }
 
 Args conv_args(I stride, I padding, I dilation, int64_t groups) {
-  return {{"stride", stride},       {"padding", padding},          {"dilation", dilation},
-          {"transposed", false},    {"output_padding", I{0, 0}},   {"groups", groups}};
+  return {{"stride", stride},    {"padding", padding},        {"dilation", dilation},
+          {"transposed", false}, {"output_padding", I{0, 0}}, {"groups", groups}};
 }
 
 Args qargs(const char* dtype = "int8") {
-  return {{"scale", 0.5},          {"zero_point", int64_t{0}}, {"quant_min", int64_t{-128}},
-          {"quant_max", int64_t{127}}, {"dtype", std::string(dtype)}};
+  return {{"scale", 0.5},
+          {"zero_point", int64_t{0}},
+          {"quant_min", int64_t{-128}},
+          {"quant_max", int64_t{127}},
+          {"dtype", std::string(dtype)}};
 }
 
 // ---- formulas -------------------------------------------------------------------------------
@@ -95,7 +98,7 @@ TEST(ShapeInferenceTest, ConvOutputSize) {
 TEST(ShapeInferenceTest, PoolOutputSizeWithCeilMode) {
   EXPECT_EQ(pool_output_size(8, 2, 2, 0, 1, false), 4);
   EXPECT_EQ(pool_output_size(7, 2, 2, 0, 1, false), 3);
-  EXPECT_EQ(pool_output_size(7, 2, 2, 0, 1, true), 4);   // a partial last window
+  EXPECT_EQ(pool_output_size(7, 2, 2, 0, 1, true), 4);  // a partial last window
   EXPECT_EQ(pool_output_size(8, 3, 2, 1, 1, true), 5);
   EXPECT_EQ(pool_output_size(8, 3, 2, 1, 1, false), 4);
   // 5 + padding 1: windows would start at -1, 1, 3 and 5; the one at 5 starts in the right
@@ -144,11 +147,13 @@ TEST(ShapeInferenceTest, ConvolutionErrors) {
         .node("aten.convolution", {"x", "w", "bias"}, std::move(args), {"y"});
     return b.g;
   };
-  expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 2)),
-                     {"node 0 (aten.convolution): input 'weight' (value 'w'): expected 4 input channels "
-                      "per group (input channels 8 / groups 2), got 8"});
-  expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 1), {8}),
-                     {"node 0 (aten.convolution): input 'bias' (value 'bias'): expected shape [16]"});
+  expect_infer_error(
+      graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 2)),
+      {"node 0 (aten.convolution): input 'weight' (value 'w'): expected 4 input channels "
+       "per group (input channels 8 / groups 2), got 8"});
+  expect_infer_error(
+      graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 1), {8}),
+      {"node 0 (aten.convolution): input 'bias' (value 'bias'): expected shape [16]"});
   expect_infer_error(graph({16, 8, 3, 3}, conv_args({1}, {1}, {1}, 3)),
                      {"input 'input' (value 'x'): input channels 8 are not divisible by groups 3"});
   expect_infer_error(graph({16, 8, 7, 7}, conv_args({1}, {0}, {1}, 1)),
@@ -192,8 +197,9 @@ TEST(ShapeInferenceTest, Linear) {
   bad.input("x", DType::Float32, {2, 8})
       .constant("w", DType::Float32, {5, 6})
       .node("aten.linear", {"x", "w"}, {}, {"y"});
-  expect_infer_error(bad.g, {"node 0 (aten.linear): input 'weight' (value 'w'): expected [N, 8] (input "
-                             "features 8), got [5, 6]"});
+  expect_infer_error(bad.g,
+                     {"node 0 (aten.linear): input 'weight' (value 'w'): expected [N, 8] (input "
+                      "features 8), got [5, 6]"});
 }
 
 TEST(ShapeInferenceTest, AddBroadcastsAndChecks) {
@@ -211,8 +217,9 @@ TEST(ShapeInferenceTest, AddBroadcastsAndChecks) {
   bad.input("x", DType::Float32, {1, 4, 5, 5})
       .constant("c", DType::Float32, {1, 3, 1, 1})
       .node("aten.add.Tensor", {"x", "c"}, {}, {"y"});
-  expect_infer_error(bad.g, {"node 0 (aten.add.Tensor): input 'other' (value 'c'): shape [1, 3, 1, 1] "
-                             "does not broadcast with self shape [1, 4, 5, 5]"});
+  expect_infer_error(bad.g,
+                     {"node 0 (aten.add.Tensor): input 'other' (value 'c'): shape [1, 3, 1, 1] "
+                      "does not broadcast with self shape [1, 4, 5, 5]"});
 }
 
 TEST(ShapeInferenceTest, ActivationsKeepTheShape) {
@@ -231,8 +238,9 @@ TEST(ShapeInferenceTest, ActivationsKeepTheShape) {
                               "and max must not be None"});
   Builder int8;
   int8.input("x", DType::Int8, {1, 3, 4, 4}).node("aten.relu", {"x"}, {}, {"y"});
-  expect_infer_error(int8.g, {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32, got "
-                              "int8"});
+  expect_infer_error(int8.g,
+                     {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32, got "
+                      "int8"});
 }
 
 // The smooth activations keep the shape; their arguments are checked.
@@ -296,14 +304,15 @@ TEST(ShapeInferenceTest, LayerNormAndMultiHeadAttention) {
       .input("kv", DType::Float32, {2, 3, 8})
       .node("aten.layer_norm", {"x", "g", "g"}, {{"normalized_shape", I{8}}}, {"n"})
       .node("aten._native_multi_head_attention", {"n", "kv", "kv", "w", "wb", "p", "pb"},
-            {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}, {"need_weights", true},
+            {{"embed_dim", int64_t{8}},
+             {"num_head", int64_t{2}},
+             {"need_weights", true},
              {"average_attn_weights", false}},
             {"a", "aw"})
       .node("aten._native_multi_head_attention", {"a", "a", "a", "w", "wb", "p", "pb"},
             {{"embed_dim", int64_t{8}}, {"num_head", int64_t{4}}}, {"s", "sw"})
       .node("aten._native_multi_head_attention", {"s", "s", "s", "w", "wb", "p", "pb"},
-            {{"embed_dim", int64_t{8}}, {"num_head", int64_t{1}}, {"need_weights", false}},
-            {"o"});
+            {{"embed_dim", int64_t{8}}, {"num_head", int64_t{1}}, {"need_weights", false}}, {"o"});
   infer_shapes(b.g);
   expect_type(b.g, "n", DType::Float32, {2, 7, 8});
   expect_type(b.g, "a", DType::Float32, {2, 7, 8});
@@ -330,15 +339,15 @@ TEST(ShapeInferenceTest, LayerNormAndMultiHeadAttention) {
   expect_infer_error(one("aten._native_multi_head_attention", {"x", "x", "x", "p", "wb", "p", "pb"},
                          {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}}, {"y", "yw"}),
                      {"qkv_weight", "[8, 8]"});
-  expect_infer_error(one("aten._native_multi_head_attention",
-                         {"x", "x", "x", "w", "wb", "p", "pb", "x"},
-                         {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}}, {"y", "yw"}),
-                     {"mask", "attention masks are not supported yet"});
-  expect_infer_error(one("aten._native_multi_head_attention", {"x", "x", "x", "w", "wb", "p", "pb"},
-                         {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}},
-                          {"need_weights", false}},
-                         {"y", "yw"}),
-                     {"expected 1 output(s), got 2"});
+  expect_infer_error(
+      one("aten._native_multi_head_attention", {"x", "x", "x", "w", "wb", "p", "pb", "x"},
+          {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}}, {"y", "yw"}),
+      {"mask", "attention masks are not supported yet"});
+  expect_infer_error(
+      one("aten._native_multi_head_attention", {"x", "x", "x", "w", "wb", "p", "pb"},
+          {{"embed_dim", int64_t{8}}, {"num_head", int64_t{2}}, {"need_weights", false}},
+          {"y", "yw"}),
+      {"expected 1 output(s), got 2"});
 }
 
 TEST(ShapeInferenceTest, PixelShuffle) {
@@ -351,8 +360,9 @@ TEST(ShapeInferenceTest, PixelShuffle) {
   Builder bad;
   bad.input("x", DType::Float32, {1, 12, 5, 7})
       .node("aten.pixel_shuffle", {"x"}, {{"upscale_factor", int64_t{3}}}, {"y"});
-  expect_infer_error(bad.g, {"node 0 (aten.pixel_shuffle): input 'self' (value 'x'): channels 12 are not "
-                             "divisible by upscale_factor^2 = 9"});
+  expect_infer_error(bad.g,
+                     {"node 0 (aten.pixel_shuffle): input 'self' (value 'x'): channels 12 are not "
+                      "divisible by upscale_factor^2 = 9"});
 }
 
 TEST(ShapeInferenceTest, MaxPool2d) {
@@ -376,8 +386,9 @@ TEST(ShapeInferenceTest, MaxPool2d) {
   Builder small;
   small.input("x", DType::Float32, {1, 2, 2, 2})
       .node("aten.max_pool2d", {"x"}, {{"kernel_size", I{3}}}, {"y"});
-  expect_infer_error(small.g, {"node 0 (aten.max_pool2d): input 'self' (value 'x'): spatial size 2x2 is "
-                               "too small for kernel_size [3, 3]"});
+  expect_infer_error(small.g,
+                     {"node 0 (aten.max_pool2d): input 'self' (value 'x'): spatial size 2x2 is "
+                      "too small for kernel_size [3, 3]"});
 }
 
 TEST(ShapeInferenceTest, MeanAndAdaptiveAvgPool) {
@@ -415,8 +426,11 @@ TEST(ShapeInferenceTest, AvgPool2d) {
   Builder b;
   b.input("x", DType::Float32, {1, 3, 7, 6})
       .node("aten.avg_pool2d", {"x"},
-            {{"kernel_size", I{3, 3}}, {"stride", I{2, 2}}, {"padding", I{1, 1}},
-             {"ceil_mode", true}, {"count_include_pad", false}},
+            {{"kernel_size", I{3, 3}},
+             {"stride", I{2, 2}},
+             {"padding", I{1, 1}},
+             {"ceil_mode", true},
+             {"count_include_pad", false}},
             {"c"})
       .node("aten.avg_pool2d", {"x"}, {{"kernel_size", I{2}}, {"divisor_override", int64_t{3}}},
             {"f"});
@@ -441,8 +455,7 @@ TEST(ShapeInferenceTest, ViewCopyAndClones) {
   Builder b;
   b.input("x", DType::Int8, {2, 3, 4, 5})
       .node("aten.view_copy", {"x"}, {{"size", I{2, -1, 5}}}, {"v"})
-      .node("aten.clone", {"v"}, {{"memory_format", std::string("torch.contiguous_format")}},
-            {"c"})
+      .node("aten.clone", {"v"}, {{"memory_format", std::string("torch.contiguous_format")}}, {"c"})
       .node("aten.alias_copy", {"c"}, {}, {"a"})
       .node("aten._clone_dim_order", {"x"}, {{"dim_order", I{0, 2, 3, 1}}}, {"d"});
   infer_shapes(b.g);
@@ -452,7 +465,8 @@ TEST(ShapeInferenceTest, ViewCopyAndClones) {
 
   auto view = [](I size) {
     Builder g;
-    g.input("x", DType::Float32, {2, 3, 4, 5}).node("aten.view_copy", {"x"}, {{"size", size}}, {"v"});
+    g.input("x", DType::Float32, {2, 3, 4, 5})
+        .node("aten.view_copy", {"x"}, {{"size", size}}, {"v"});
     return g.g;
   };
   expect_infer_error(view({2, 3, 4, 6}), {"node 0 (aten.view_copy): argument 'size': [2, 3, 4, 6] "
@@ -473,8 +487,7 @@ TEST(ShapeInferenceTest, FiveDimViewsPermutesAndTransposes) {
   Builder b;
   b.input("x", DType::Int8, {1, 6, 4, 5})
       .node("aten.view_copy", {"x"}, {{"size", I{1, 2, 3, 4, 5}}}, {"v"})
-      .node("aten.transpose_copy.int", {"v"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{-3}}},
-            {"t"})
+      .node("aten.transpose_copy.int", {"v"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{-3}}}, {"t"})
       .node("aten.transpose.int", {"x"}, {{"dim0", int64_t{-1}}, {"dim1", int64_t{-1}}}, {"s"})
       .node("aten.permute_copy", {"x"}, {{"dims", I{0, 2, 3, 1}}}, {"p"})
       .node("aten.permute", {"p"}, {{"dims", I{-4, -1, 1, 2}}}, {"q"});
@@ -487,8 +500,8 @@ TEST(ShapeInferenceTest, FiveDimViewsPermutesAndTransposes) {
 
   auto permute = [](I dims) {
     Builder g;
-    g.input("x", DType::Float32, {2, 3, 4}).node("aten.permute_copy", {"x"}, {{"dims", dims}},
-                                                 {"y"});
+    g.input("x", DType::Float32, {2, 3, 4})
+        .node("aten.permute_copy", {"x"}, {{"dims", dims}}, {"y"});
     return g.g;
   };
   expect_infer_error(permute({0, 1}), {"node 0 (aten.permute_copy): argument 'dims': expected 3 "
@@ -526,7 +539,7 @@ TEST(ShapeInferenceTest, CatAndSplits) {
   expect_type(b.g, "s1", DType::Int8, {2, 9, 4});
   expect_type(b.g, "k3", DType::Int8, {2, 2, 4});  // 3, 3, 3, 2
   expect_type(b.g, "t1", DType::Int8, {2, 11, 1});
-  expect_type(b.g, "l", DType::Int8, {2, 3, 4});   // 2, 6, 10
+  expect_type(b.g, "l", DType::Int8, {2, 3, 4});  // 2, 6, 10
 
   auto cat = [](Shape second, DType dtype, int64_t dim) {
     Builder g;
@@ -555,12 +568,12 @@ TEST(ShapeInferenceTest, CatAndSplits) {
                       "add up to 6, the dim has 2"});
   expect_infer_error(split("aten.chunk", {{"chunks", int64_t{0}}, {"dim", int64_t{1}}}, 1),
                      {"argument 'chunks': chunks must be positive, got 0"});
-  expect_infer_error(split("aten.split_copy.Tensor", {{"split_size", int64_t{0}},
-                                                      {"dim", int64_t{1}}}, 1),
-                     {"argument 'split_size': split_size can only be 0 if the dim is 0 long"});
-  expect_infer_error(split("aten.slice_copy.Tensor", {{"dim", int64_t{1}}, {"step", int64_t{0}}},
-                           1),
-                     {"argument 'step': slice step must be positive, got 0"});
+  expect_infer_error(
+      split("aten.split_copy.Tensor", {{"split_size", int64_t{0}}, {"dim", int64_t{1}}}, 1),
+      {"argument 'split_size': split_size can only be 0 if the dim is 0 long"});
+  expect_infer_error(
+      split("aten.slice_copy.Tensor", {{"dim", int64_t{1}}, {"step", int64_t{0}}}, 1),
+      {"argument 'step': slice step must be positive, got 0"});
   expect_infer_error(split("aten.chunk", {{"chunks", int64_t{3}}, {"dim", int64_t{1}}}, 2),
                      {"node 0 (aten.chunk): outputs: expected 3 output(s), got 2"});
 }
@@ -574,7 +587,9 @@ TEST(ShapeInferenceTest, QuantizeDequantize) {
       .constant("s", DType::Float32, {6})
       .constant("zp", DType::Int32, {6})
       .node("quantized_decomposed.dequantize_per_channel", {"w", "s", "zp"},
-            {{"axis", int64_t{-4}}, {"quant_min", int64_t{-127}}, {"quant_max", int64_t{127}},
+            {{"axis", int64_t{-4}},
+             {"quant_min", int64_t{-127}},
+             {"quant_max", int64_t{127}},
              {"dtype", std::string("int8")}},
             {"wd"});
   infer_shapes(b.g);
@@ -590,26 +605,29 @@ TEST(ShapeInferenceTest, QuantizeDequantize) {
   Builder range;
   Args wide = qargs();
   wide["quant_max"] = int64_t{255};
-  range.input("x", DType::Float32, {4}).node("quantized_decomposed.quantize_per_tensor", {"x"},
-                                             wide, {"q"});
+  range.input("x", DType::Float32, {4})
+      .node("quantized_decomposed.quantize_per_tensor", {"x"}, wide, {"q"});
   expect_infer_error(range.g, {"argument 'quant_max': expected a value in [-128, 127] for int8, "
                                "got 255"});
   Builder scale;
   Args zero_scale = qargs();
   zero_scale["scale"] = 0.0;
-  scale.input("x", DType::Float32, {4}).node("quantized_decomposed.quantize_per_tensor", {"x"},
-                                             zero_scale, {"q"});
+  scale.input("x", DType::Float32, {4})
+      .node("quantized_decomposed.quantize_per_tensor", {"x"}, zero_scale, {"q"});
   expect_infer_error(scale.g, {"argument 'scale': expected a finite value > 0, got 0"});
   Builder scales;
   scales.constant("w", DType::Int8, {6, 3, 1, 1})
       .constant("s", DType::Float32, {3})
       .node("quantized_decomposed.dequantize_per_channel", {"w", "s"},
-            {{"axis", int64_t{0}}, {"quant_min", int64_t{-127}}, {"quant_max", int64_t{127}},
+            {{"axis", int64_t{0}},
+             {"quant_min", int64_t{-127}},
+             {"quant_max", int64_t{127}},
              {"dtype", std::string("int8")}},
             {"wd"});
-  expect_infer_error(scales.g, {"node 0 (quantized_decomposed.dequantize_per_channel): input "
-                                "'scales' (value 's'): expected shape [6] (one per channel along axis), "
-                                "got [3]"});
+  expect_infer_error(scales.g,
+                     {"node 0 (quantized_decomposed.dequantize_per_channel): input "
+                      "'scales' (value 's'): expected shape [6] (one per channel along axis), "
+                      "got [3]"});
   Builder deq_float;
   deq_float.input("x", DType::Float32, {4})
       .node("quantized_decomposed.dequantize_per_tensor", {"x"}, qargs(), {"d"});
@@ -617,13 +635,20 @@ TEST(ShapeInferenceTest, QuantizeDequantize) {
 }
 
 TEST(ShapeInferenceTest, AffineOps) {
-  Args choose = {{"mapping_type", std::string("SYMMETRIC")}, {"block_size", I{1, 32}},
-                 {"target_dtype", std::string("int8")},     {"quant_min", NoneArg{}},
-                 {"quant_max", NoneArg{}},                 {"eps", NoneArg{}}};
-  Args quant = {{"block_size", I{1, 32}}, {"output_dtype", std::string("int8")},
-                {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}}};
-  Args dequant = {{"block_size", I{1, 32}}, {"input_dtype", std::string("int8")},
-                  {"quant_min", int64_t{-128}}, {"quant_max", int64_t{127}}};
+  Args choose = {{"mapping_type", std::string("SYMMETRIC")},
+                 {"block_size", I{1, 32}},
+                 {"target_dtype", std::string("int8")},
+                 {"quant_min", NoneArg{}},
+                 {"quant_max", NoneArg{}},
+                 {"eps", NoneArg{}}};
+  Args quant = {{"block_size", I{1, 32}},
+                {"output_dtype", std::string("int8")},
+                {"quant_min", int64_t{-128}},
+                {"quant_max", int64_t{127}}};
+  Args dequant = {{"block_size", I{1, 32}},
+                  {"input_dtype", std::string("int8")},
+                  {"quant_min", int64_t{-128}},
+                  {"quant_max", int64_t{127}}};
   Builder b;
   b.input("x", DType::Float32, {4, 64})
       .node("torchao.choose_qparams_affine", {"x"}, choose, {"s", "z"})
@@ -641,8 +666,9 @@ TEST(ShapeInferenceTest, AffineOps) {
   expect_type(ok, "q", DType::Int8, {4, 64});
   expect_type(ok, "d", DType::Float32, {4, 64});
   expect_type(ok, "d2", DType::Float32, {4, 64});
-  expect_infer_error(b.g, {"node 4 (torchao.dequantize_affine): input 'scale' (value 's3'): expected shape "
-                           "[4, 2] (input shape / block_size), got [8]"});
+  expect_infer_error(
+      b.g, {"node 4 (torchao.dequantize_affine): input 'scale' (value 's3'): expected shape "
+            "[4, 2] (input shape / block_size), got [8]"});
 
   Builder per_row;  // torchao drops size-1 dims of the scale: [4, 1] given as [4]
   Args row = quant;
@@ -671,13 +697,13 @@ TEST(ShapeInferenceTest, AffineOps) {
   Builder mapping;
   Args m = choose;
   m["mapping_type"] = std::string("WEIRD");
-  mapping.input("x", DType::Float32, {4, 64}).node("torchao.choose_qparams_affine", {"x"}, m,
-                                                   {"s", "z"});
+  mapping.input("x", DType::Float32, {4, 64})
+      .node("torchao.choose_qparams_affine", {"x"}, m, {"s", "z"});
   expect_infer_error(mapping.g, {"argument 'mapping_type': expected \"SYMMETRIC\", "
                                  "\"ASYMMETRIC\", \"SYMMETRIC_NO_CLIPPING_ERR\", got \"WEIRD\""});
   Builder outs;
-  outs.input("x", DType::Float32, {4, 64}).node("torchao.choose_qparams_affine", {"x"}, choose,
-                                                {"s"});
+  outs.input("x", DType::Float32, {4, 64})
+      .node("torchao.choose_qparams_affine", {"x"}, choose, {"s"});
   expect_infer_error(outs.g, {"node 0 (torchao.choose_qparams_affine): outputs: expected 2 "
                               "output(s), got 1"});
 }
@@ -714,14 +740,16 @@ TEST(ShapeInferenceTest, UnknownOpsAndUndefinedInputs) {
                            "inference"});
   Builder u;
   u.input("x", DType::Float32, {4}).node("aten.relu", {"nope"}, {}, {"y"});
-  expect_infer_error(u.g, {"node 0 (aten.relu): input 'self' (value 'nope'): value 'nope' is not defined"});
+  expect_infer_error(
+      u.g, {"node 0 (aten.relu): input 'self' (value 'nope'): value 'nope' is not defined"});
   Builder missing;
   missing.input("x", DType::Float32, {1, 4, 2, 2}).node("aten.pixel_shuffle", {"x"}, {}, {"y"});
   expect_infer_error(missing.g, {"node 0 (aten.pixel_shuffle): missing argument 'upscale_factor'"});
   Builder no_origin;
   no_origin.input("x", DType::Int8, {4}).node("aten.relu", {"x"}, {}, {"y"});
   no_origin.g.nodes[0].origin.clear();
-  expect_infer_error(no_origin.g, {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32"});
+  expect_infer_error(no_origin.g,
+                     {"node 0 (aten.relu): input 'self' (value 'x'): expected dtype float32"});
 }
 
 // An op without a descriptor is not inferred: its declared outputs are taken as they are and
@@ -741,9 +769,9 @@ TEST(ShapeInferenceTest, UnknownOpOutputsAreTheDeclaredValues) {
 
   Builder undeclared;
   undeclared.input("x", DType::Float32, {4}).node("aten.cumsum", {"x"}, {}, {"y"});
-  expect_infer_error(undeclared.g, {"node 0 (aten.cumsum): ", "unknown op 'aten.cumsum'",
-                                    "output 'y' is not declared",
-                                    "declare its dtype and shape in 'values'"});
+  expect_infer_error(undeclared.g,
+                     {"node 0 (aten.cumsum): ", "unknown op 'aten.cumsum'",
+                      "output 'y' is not declared", "declare its dtype and shape in 'values'"});
 }
 
 }  // namespace

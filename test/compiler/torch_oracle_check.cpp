@@ -52,7 +52,7 @@ struct Case {
   Graph graph;
   std::map<std::string, HostTensor> inputs;
   std::vector<HostTensor> expected;  // one per output: out, out1, out2, ... (the splits)
-  double abs_tol = -1;  // < 0: the default relative rule
+  double abs_tol = -1;               // < 0: the default relative rule
 };
 
 std::vector<Case> read_manifest(const std::string& dir) {

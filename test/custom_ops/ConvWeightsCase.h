@@ -18,8 +18,13 @@ struct HostConv {
   int64_t c_out = 0, in_per_group = 0, kh = 0, kw = 0;
 
   ops::Conv2dWeights view() const {
-    return {weight.data(), scales.data(), bias.empty() ? nullptr : bias.data(), c_out,
-            in_per_group,  kh,            kw};
+    return {weight.data(),
+            scales.data(),
+            bias.empty() ? nullptr : bias.data(),
+            c_out,
+            in_per_group,
+            kh,
+            kw};
   }
   // What a node reads of them: int8 weights, float scales and bias.
   double bytes() const { return double(weight.size()) + 4.0 * (scales.size() + bias.size()); }

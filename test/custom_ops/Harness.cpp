@@ -8,7 +8,7 @@ namespace vkd::custom_ops {
 const std::vector<std::vector<int64_t>>& awkward_shapes() {
   static const std::vector<std::vector<int64_t>> shapes = {
       {1, 1, 1, 1}, {1, 3, 5, 7}, {2, 17, 9, 6}, {1, 4, 1, 33}, {3, 1, 7, 1},
-      {1, 8, 8, 8}, {2, 5, 4, 4}, {7},          {5, 9},       {3, 6, 10}};
+      {1, 8, 8, 8}, {2, 5, 4, 4}, {7},           {5, 9},        {3, 6, 10}};
   return shapes;
 }
 

@@ -39,12 +39,12 @@ class CaseInstance {
 enum class Metric { GBps, GOPs };
 
 struct Case {
-  std::string name;    // unique; --filter matches it
+  std::string name;  // unique; --filter matches it
   std::string op;
-  std::string shape;   // e.g. "1x3x5x7"
-  std::string layout;  // e.g. "buffer/width_packed -> 4W4C"
-  bool accu = true;    // part of ACCU mode
-  bool perf = false;   // part of PERF mode
+  std::string shape;                       // e.g. "1x3x5x7"
+  std::string layout;                      // e.g. "buffer/width_packed -> 4W4C"
+  bool accu = true;                        // part of ACCU mode
+  bool perf = false;                       // part of PERF mode
   bool with_and_without_int8_dot = false;  // ACCU runs again with the int8 dot product and
                                            // subgroup arithmetic off (the fallback paths) and,
                                            // on a CPU device, with its CPU kernels off

@@ -67,9 +67,9 @@ PlacementReport report_placement(const graph::ComputeGraph& g, const vk::MemoryA
     if (std::find(r.memory_types.begin(), r.memory_types.end(), type) == r.memory_types.end()) {
       r.memory_types.push_back(type);
     }
-    const bool device_local = type < props.memoryTypeCount &&
-                              (props.memoryTypes[type].propertyFlags &
-                               VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    const bool device_local =
+        type < props.memoryTypeCount &&
+        (props.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     if (has_device_local && !device_local) {
       r.warnings.push_back("tensor '" + t.name() + "' landed in " + describe_type(props, type) +
                            ", not in device-local memory, which the device has");
@@ -77,7 +77,8 @@ PlacementReport report_placement(const graph::ComputeGraph& g, const vk::MemoryA
     if (t.is_image()) continue;
     const uint64_t offset = t.buffer().memory_offset();
     const uint64_t a = alignment_of(offset);
-    if (a != 0) r.min_offset_alignment = r.min_offset_alignment ? std::min(r.min_offset_alignment, a) : a;
+    if (a != 0)
+      r.min_offset_alignment = r.min_offset_alignment ? std::min(r.min_offset_alignment, a) : a;
     if (a != 0 && a < kVectorBytes) {
       r.warnings.push_back("tensor '" + t.name() + "' is bound at offset " +
                            std::to_string(offset) + " of its allocation, not a multiple of the " +

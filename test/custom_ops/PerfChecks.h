@@ -24,7 +24,7 @@ struct PlacementReport {
   // "3 buffers in 2 allocations: memory type 1 (DEVICE_LOCAL; heap 0, device-local, 79.6 GiB);
   // offsets 256-byte aligned or more"
   std::string summary;
-  uint64_t min_offset_alignment = 0;  // the largest power of two dividing every offset (0: none)
+  uint64_t min_offset_alignment = 0;   // the largest power of two dividing every offset (0: none)
   std::vector<uint32_t> memory_types;  // distinct, in first-use order
   // One line per tensor that landed somewhere unexpected: outside device-local memory on a
   // device that has it, or at an offset not a multiple of kVectorBytes.

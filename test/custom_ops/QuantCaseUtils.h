@@ -85,7 +85,8 @@ inline float output_scale_for(const std::vector<float>& y, int32_t zp) {
 // so about three typical outputs (the values do not change the timing).
 inline float case_output_scale(bool accu, const std::vector<float>& y, int32_t zp,
                                float typical_acc) {
-  return accu ? output_scale_for(y, zp) : 3.0f * typical_acc * kInputScale * kMeanWeightScale / 128.0f;
+  return accu ? output_scale_for(y, zp)
+              : 3.0f * typical_acc * kInputScale * kMeanWeightScale / 128.0f;
 }
 
 inline float max_abs(const std::vector<float>& v) {

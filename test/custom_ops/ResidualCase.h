@@ -60,8 +60,7 @@ class ResidualCase {
     for (size_t i = 0; i < a.size(); ++i) {
       out[i] = testing::reference_binary(testing::RefBinaryOp::Add, a[i], other_[i],
                                          {a_q.scale, a_q.zero_point}, {other_scale_, other_zp_},
-                                         {sum_scale_, sum_.zero_point}, sum_.act_min,
-                                         sum_.act_max);
+                                         {sum_scale_, sum_.zero_point}, sum_.act_min, sum_.act_max);
     }
     return out;
   }

@@ -253,8 +253,8 @@ class ChooseQparamsCase : public AffineCase {
   void build(graph::ComputeGraph& g) override {
     add_float_tensor(g);
     add_block_params(g);
-    ops::add_choose_qparams_affine_node(g, x_ref_, m_, c_.block_size, c_.range.qmin,
-                                        c_.range.qmax, eps_, s_ref_, z_ref_);
+    ops::add_choose_qparams_affine_node(g, x_ref_, m_, c_.block_size, c_.range.qmin, c_.range.qmax,
+                                        eps_, s_ref_, z_ref_);
     g.add_input(x_ref_);
     g.add_output(s_ref_);
     g.add_output(z_ref_);
@@ -292,8 +292,7 @@ class ChooseQparamsCase : public AffineCase {
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     const auto ref = testing::reference_choose_qparams_affine(
-        x_, blocks_, nb_, static_cast<testing::RefMapping>(m_), c_.range.qmin, c_.range.qmax,
-        eps_);
+        x_, blocks_, nb_, static_cast<testing::RefMapping>(m_), c_.range.qmin, c_.range.qmax, eps_);
     AccuResult r;
     compare_float_bits(g.read_float(s_ref_), ref.scale, r);
     compare_ints(g.read_int32(z_ref_), ref.zero_point, r);
@@ -360,7 +359,7 @@ std::vector<std::vector<int64_t>> block_sizes_for(const std::vector<int64_t>& si
   const size_t r = sizes.size();
   std::vector<std::vector<int64_t>> out;
   out.push_back(std::vector<int64_t>(r, -1));  // per tensor
-  out.push_back(sizes);                       // per tensor, spelled as the sizes
+  out.push_back(sizes);                        // per tensor, spelled as the sizes
   auto per_dim = sizes;
   per_dim[0] = 1;
   out.push_back(per_dim);  // per channel along dim 0
@@ -397,8 +396,8 @@ std::vector<std::vector<int64_t>> block_sizes_for(const std::vector<int64_t>& si
 
 const std::vector<std::vector<int64_t>>& affine_shapes() {
   static const std::vector<std::vector<int64_t>> shapes = {
-      {1, 1, 1, 1}, {1, 3, 5, 7},  {2, 17, 9, 6}, {7},          {5, 9},        {3, 6, 10},
-      {4, 96},      {2, 3, 64},    {1, 2, 5, 128}, {13, 192},   {3, 5, 7, 66}};
+      {1, 1, 1, 1}, {1, 3, 5, 7}, {2, 17, 9, 6},  {7},       {5, 9},       {3, 6, 10},
+      {4, 96},      {2, 3, 64},   {1, 2, 5, 128}, {13, 192}, {3, 5, 7, 66}};
   return shapes;
 }
 
@@ -431,16 +430,14 @@ void register_affine_quant_cases(Registry& registry) {
       const size_t mi = k % 3;
       // eps: torchao's default (float32 eps) or a larger one, as torchao's callers pass.
       const float eps = k % 2 ? 1.1920928955078125e-07f : 1e-5f;
-      registry.add({std::string("choose_qparams_affine/") + mapping_names[mi] + "/" + fp + "/" +
-                        what,
-                    "choose_qparams_affine", shape, fp, true, false, false, Metric::GBps,
-                    [=] {
-                      return std::make_unique<ChooseQparamsCase>(c, mappings[mi], false, eps);
-                    }});
-      registry.add({std::string("dynamic_quant_affine/") + mapping_names[(mi + 1) % 3] + "/" +
-                        fp + "->" + lname + "/" + what,
-                    "choose_qparams_affine+q8ta_quantize_affine", shape, fp + " -> " + lname,
-                    true, false, false, Metric::GBps, [=] {
+      registry.add(
+          {std::string("choose_qparams_affine/") + mapping_names[mi] + "/" + fp + "/" + what,
+           "choose_qparams_affine", shape, fp, true, false, false, Metric::GBps,
+           [=] { return std::make_unique<ChooseQparamsCase>(c, mappings[mi], false, eps); }});
+      registry.add({std::string("dynamic_quant_affine/") + mapping_names[(mi + 1) % 3] + "/" + fp +
+                        "->" + lname + "/" + what,
+                    "choose_qparams_affine+q8ta_quantize_affine", shape, fp + " -> " + lname, true,
+                    false, false, Metric::GBps, [=] {
                       return std::make_unique<ChooseQparamsCase>(c, mappings[(mi + 1) % 3], true,
                                                                  eps);
                     }});
@@ -456,13 +453,14 @@ void register_affine_quant_cases(Registry& registry) {
   // PERF: a 4096 x 4096 activation per token and per group of 32 (float32 buffer -> 4H4W).
   const std::vector<int64_t> big = {1, 4096, 4096};
   const FloatPlacement buf{StorageType::Buffer, MemoryLayout::WidthPacked};
-  for (const auto& [name, bs] : {std::pair<std::string, std::vector<int64_t>>{"per_token", {1, 1, -1}},
-                                 {"per_group32", {1, 1, 32}},
-                                 {"per_tensor", {-1, -1, -1}}}) {
+  for (const auto& [name, bs] :
+       {std::pair<std::string, std::vector<int64_t>>{"per_token", {1, 1, -1}},
+        {"per_group32", {1, 1, 32}},
+        {"per_tensor", {-1, -1, -1}}}) {
     const AffineConfig c{big, bs, {-128, 127}, buf, MemoryLayout::PackedInt8_4H4W};
     const std::string shape = shape_string(big);
-    registry.add({"perf/q8ta_quantize_affine/" + name + "/" + shape, "q8ta_quantize_affine",
-                  shape, "buffer/width_packed -> 4H4W " + name, false, true, false, Metric::GBps,
+    registry.add({"perf/q8ta_quantize_affine/" + name + "/" + shape, "q8ta_quantize_affine", shape,
+                  "buffer/width_packed -> 4H4W " + name, false, true, false, Metric::GBps,
                   [=] { return std::make_unique<QuantizeAffineCase>(c, false); }});
     registry.add({"perf/q8ta_dequantize_affine/" + name + "/" + shape, "q8ta_dequantize_affine",
                   shape, "4H4W -> buffer/width_packed " + name, false, true, false, Metric::GBps,
@@ -470,8 +468,8 @@ void register_affine_quant_cases(Registry& registry) {
     if (name == "per_tensor") continue;  // q8ta_quantize's comparison only (one block)
     registry.add({"perf/choose_qparams_affine/" + name + "/" + shape, "choose_qparams_affine",
                   shape, "buffer/width_packed " + name, false, true, false, Metric::GBps, [=] {
-                    return std::make_unique<ChooseQparamsCase>(
-                        c, ops::AffineMapping::Asymmetric, false, 1.1920928955078125e-07f);
+                    return std::make_unique<ChooseQparamsCase>(c, ops::AffineMapping::Asymmetric,
+                                                               false, 1.1920928955078125e-07f);
                   }});
   }
 }

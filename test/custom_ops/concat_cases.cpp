@@ -35,16 +35,13 @@ struct QuantSet {
   RefQuantRange output;
 };
 const QuantSet kCopy{"copy", {{0.05f, 3}}, {0.05f, 3}};
-const QuantSet kRequant{"requant",
-                        {{0.05f, 3}, {0.031f, -7}, {0.2f, 127}, {0.013f, -128}},
-                        {0.07f, 1}};
+const QuantSet kRequant{
+    "requant", {{0.05f, 3}, {0.031f, -7}, {0.2f, 127}, {0.013f, -128}}, {0.07f, 1}};
 const QuantSet kTies{"ties", {{0.5f, 0}, {0.25f, 1}, {0.5f, -3}}, {1.0f, -3}};
 const QuantSet kMixed{"mixed", {{0.1f, -5}, {0.3f, 20}, {0.02f, -100}}, {0.1f, -5}};
 const QuantSet kRange{"range", {{0.1f, 2}}, {0.1f, 2, -100, 90}};
 
-RefQuantRange input_quant(const QuantSet& q, size_t i) {
-  return q.inputs[i % q.inputs.size()];
-}
+RefQuantRange input_quant(const QuantSet& q, size_t i) { return q.inputs[i % q.inputs.size()]; }
 
 // Words crossing memory once per tensor: what a copy must move.
 double tensor_bytes(MemoryLayout layout, const std::vector<int64_t>& sizes) {
@@ -98,12 +95,11 @@ class CatCase : public CaseInstance {
       quants.push_back(input_quant(q_, i));
     }
     const int dim4 = dim_ + 4 - static_cast<int>(out_sizes_.size());
-    const auto expected = testing::reference_cat(x_, shapes, quants, dim4,
-                                                 ref_shape(out_sizes_), q_.output);
+    const auto expected =
+        testing::reference_cat(x_, shapes, quants, dim4, ref_shape(out_sizes_), q_.output);
     AccuResult r;
     compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, ref_shape(out_sizes_), expected,
-                                    q_.output.zero_point),
+                  testing::ref_pack(layout_, ref_shape(out_sizes_), expected, q_.output.zero_point),
                   r);
     return r;
   }
@@ -157,18 +153,17 @@ class SliceCase : public CaseInstance {
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
     x_ = random_int8(static_cast<size_t>(g.spec(in_).numel()), rng);
-    g.write_words(in_, testing::ref_pack(layout_, ref_shape(s_.in), x_,
-                                         input_quant(q_, 0).zero_point));
+    g.write_words(in_,
+                  testing::ref_pack(layout_, ref_shape(s_.in), x_, input_quant(q_, 0).zero_point));
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     const int dim4 = s_.dim + 4 - static_cast<int>(s_.in.size());
     const auto expected =
-        testing::reference_slice(x_, ref_shape(s_.in), input_quant(q_, 0), dim4, s_.start,
-                                 s_.step, ref_shape(out_sizes_), q_.output);
+        testing::reference_slice(x_, ref_shape(s_.in), input_quant(q_, 0), dim4, s_.start, s_.step,
+                                 ref_shape(out_sizes_), q_.output);
     AccuResult r;
     compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, ref_shape(out_sizes_), expected,
-                                    q_.output.zero_point),
+                  testing::ref_pack(layout_, ref_shape(out_sizes_), expected, q_.output.zero_point),
                   r);
     return r;
   }
@@ -196,7 +191,9 @@ class SliceCase : public CaseInstance {
 class InPlaceCase : public CaseInstance {
  public:
   InPlaceCase(std::vector<std::vector<int64_t>> inputs, int dim, MemoryLayout layout, bool slice)
-      : cat_(std::move(inputs), dim, layout, kCopy), sizes_(cat_sizes()), layout_(layout),
+      : cat_(std::move(inputs), dim, layout, kCopy),
+        sizes_(cat_sizes()),
+        layout_(layout),
         slice_(slice) {}
 
   void build(graph::ComputeGraph& g) override {
@@ -208,8 +205,8 @@ class InPlaceCase : public CaseInstance {
       y_ = g.add_tensor(part, "y");
       ops::SliceParams p;
       p.dim = cat_.dim();
-      p.start = cat_.out_sizes()[static_cast<size_t>(p.dim)] -
-                sizes_.back()[static_cast<size_t>(p.dim)];
+      p.start =
+          cat_.out_sizes()[static_cast<size_t>(p.dim)] - sizes_.back()[static_cast<size_t>(p.dim)];
       p.input = p.output = to_params(kCopy.output);
       ops::add_q8ta_slice_node(g, x_[0], t, p);
       ops::add_q8ta_convert_node(g, t, y_, kCopy.output.zero_point);
@@ -247,8 +244,8 @@ class InPlaceCase : public CaseInstance {
       const int64_t d = static_cast<int64_t>(cat_.dim());
       expected = testing::reference_slice(
           values_[0], ref_shape(cat_.out_sizes()), kCopy.output, dim4,
-          cat_.out_sizes()[static_cast<size_t>(d)] - out[static_cast<size_t>(d)], 1,
-          ref_shape(out), kCopy.output);
+          cat_.out_sizes()[static_cast<size_t>(d)] - out[static_cast<size_t>(d)], 1, ref_shape(out),
+          kCopy.output);
     } else {
       std::vector<RefShape> shapes;
       for (const auto& s : sizes_) shapes.push_back(ref_shape(s));
@@ -257,10 +254,10 @@ class InPlaceCase : public CaseInstance {
                                         dim4, ref_shape(cat_.out_sizes()), kCopy.output);
     }
     AccuResult r;
-    compare_words(g.read_words(y_),
-                  testing::ref_pack(layout_, ref_shape(g.spec(y_).sizes), expected,
-                                    kCopy.output.zero_point),
-                  r);
+    compare_words(
+        g.read_words(y_),
+        testing::ref_pack(layout_, ref_shape(g.spec(y_).sizes), expected, kCopy.output.zero_point),
+        r);
     return r;
   }
   PerfWork work() const override { return cat_.work(); }
@@ -287,24 +284,22 @@ void add_cat(Registry& registry, const std::string& prefix,
              const std::vector<std::vector<int64_t>>& inputs, int dim, MemoryLayout layout,
              const QuantSet& q, bool accu) {
   const std::string shape = sizes_list(inputs), lname(to_string(layout));
-  registry.add({prefix + "q8ta_cat/" + lname + "/dim" + std::to_string(dim) + "/" + q.tag + "/" +
-                    shape,
-                "q8ta_cat", shape, lname + " dim " + std::to_string(dim) + " " + q.tag, accu,
-                !accu, false, Metric::GBps,
-                [=] { return std::make_unique<CatCase>(inputs, dim, layout, q); }});
+  registry.add(
+      {prefix + "q8ta_cat/" + lname + "/dim" + std::to_string(dim) + "/" + q.tag + "/" + shape,
+       "q8ta_cat", shape, lname + " dim " + std::to_string(dim) + " " + q.tag, accu, !accu, false,
+       Metric::GBps, [=] { return std::make_unique<CatCase>(inputs, dim, layout, q); }});
 }
 
 void add_slice(Registry& registry, const std::string& prefix, const SliceSpec& s,
                MemoryLayout layout, const QuantSet& q, bool accu) {
   const std::string shape = shape_string(s.in), lname(to_string(layout));
-  const std::string range = std::to_string(s.start) + ":" + std::to_string(s.size) + ":" +
-                            std::to_string(s.step);
+  const std::string range =
+      std::to_string(s.start) + ":" + std::to_string(s.size) + ":" + std::to_string(s.step);
   registry.add({prefix + "q8ta_slice/" + lname + "/dim" + std::to_string(s.dim) + "/" + range +
                     "/" + q.tag + "/" + shape,
                 "q8ta_slice", shape,
-                lname + " dim " + std::to_string(s.dim) + " [" + range + "] " + q.tag, accu,
-                !accu, false, Metric::GBps,
-                [=] { return std::make_unique<SliceCase>(s, layout, q); }});
+                lname + " dim " + std::to_string(s.dim) + " [" + range + "] " + q.tag, accu, !accu,
+                false, Metric::GBps, [=] { return std::make_unique<SliceCase>(s, layout, q); }});
 }
 
 struct CatSpec {
@@ -321,17 +316,31 @@ const std::vector<CatSpec>& accu_cats() {
       {{{1, 8, 3, 9}, {1, 4, 3, 9}}, 1, &kCopy},
       {{{2, 6, 3, 5}, {2, 10, 3, 5}}, 1, &kTies},
       // 7 inputs: two windows; 1-channel inputs share words.
-      {{{1, 1, 3, 5}, {1, 1, 3, 5}, {1, 1, 3, 5}, {1, 2, 3, 5}, {1, 1, 3, 5}, {1, 3, 3, 5},
+      {{{1, 1, 3, 5},
+        {1, 1, 3, 5},
+        {1, 1, 3, 5},
+        {1, 2, 3, 5},
+        {1, 1, 3, 5},
+        {1, 3, 3, 5},
         {1, 1, 3, 5}},
-       1, &kRequant},
+       1,
+       &kRequant},
       // Heights (offsets 3 and 8), widths, batches.
       {{{1, 6, 3, 7}, {1, 6, 5, 7}, {1, 6, 2, 7}}, 2, &kMixed},
       {{{2, 5, 3, 2}, {2, 5, 3, 9}}, 3, &kRequant},
       {{{1, 5, 3, 4}, {2, 5, 3, 4}}, 0, &kRange},
       // 9 one-row inputs along H: three windows.
-      {{{1, 6, 1, 5}, {1, 6, 1, 5}, {1, 6, 1, 5}, {1, 6, 1, 5}, {1, 6, 1, 5}, {1, 6, 1, 5},
-        {1, 6, 1, 5}, {1, 6, 1, 5}, {1, 6, 1, 5}},
-       2, &kCopy},
+      {{{1, 6, 1, 5},
+        {1, 6, 1, 5},
+        {1, 6, 1, 5},
+        {1, 6, 1, 5},
+        {1, 6, 1, 5},
+        {1, 6, 1, 5},
+        {1, 6, 1, 5},
+        {1, 6, 1, 5},
+        {1, 6, 1, 5}},
+       2,
+       &kCopy},
       // Lower ranks: [N, C] along C (W of the 4-D view), [C, H, W] along H.
       {{{5, 3}, {5, 6}}, 1, &kTies},
       {{{3, 6, 10}, {3, 2, 10}}, 1, &kCopy},
@@ -341,15 +350,15 @@ const std::vector<CatSpec>& accu_cats() {
 
 const std::vector<SliceSpec>& accu_slices() {
   static const std::vector<SliceSpec> slices = {
-      {{2, 17, 5, 6}, 1, 3, 7, 1},    // channels from 3: straddles words
-      {{2, 17, 5, 6}, 1, 4, 8, 1},    // aligned
-      {{2, 17, 5, 6}, 1, 1, 5, 3},    // step 3
-      {{1, 116, 2, 3}, 1, 58, 58, 1}, // the second half of a chunk(2) of 116 channels
-      {{1, 6, 11, 7}, 2, 2, 6, 1},    // heights
-      {{1, 6, 11, 7}, 3, 5, 1, 4},    // one width
-      {{3, 6, 4, 13}, 3, 1, 6, 2},    // widths, step 2
-      {{3, 5, 2, 3}, 0, 1, 2, 1},     // batches
-      {{5, 9}, 1, 2, 7, 1},           // rank 2
+      {{2, 17, 5, 6}, 1, 3, 7, 1},     // channels from 3: straddles words
+      {{2, 17, 5, 6}, 1, 4, 8, 1},     // aligned
+      {{2, 17, 5, 6}, 1, 1, 5, 3},     // step 3
+      {{1, 116, 2, 3}, 1, 58, 58, 1},  // the second half of a chunk(2) of 116 channels
+      {{1, 6, 11, 7}, 2, 2, 6, 1},     // heights
+      {{1, 6, 11, 7}, 3, 5, 1, 4},     // one width
+      {{3, 6, 4, 13}, 3, 1, 6, 2},     // widths, step 2
+      {{3, 5, 2, 3}, 0, 1, 2, 1},      // batches
+      {{5, 9}, 1, 2, 7, 1},            // rank 2
   };
   return slices;
 }
@@ -386,8 +395,7 @@ void register_concat_cases(Registry& registry) {
     // 1x64x256x256: channel cats aligned (copy, requantized) and straddling, a row cat, and
     // the second half of a channel split, aligned and straddling.
     add_cat(registry, "perf/", {{1, 32, 256, 256}, {1, 32, 256, 256}}, 1, layout, kCopy, false);
-    add_cat(registry, "perf/", {{1, 32, 256, 256}, {1, 32, 256, 256}}, 1, layout, kRequant,
-            false);
+    add_cat(registry, "perf/", {{1, 32, 256, 256}, {1, 32, 256, 256}}, 1, layout, kRequant, false);
     add_cat(registry, "perf/", {{1, 30, 256, 256}, {1, 34, 256, 256}}, 1, layout, kCopy, false);
     add_cat(registry, "perf/", {{1, 64, 128, 256}, {1, 64, 128, 256}}, 2, layout, kCopy, false);
     add_slice(registry, "perf/", {{1, 64, 256, 256}, 1, 32, 32, 1}, layout, kCopy, false);

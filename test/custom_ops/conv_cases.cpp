@@ -70,9 +70,9 @@ ConvShape with_pads(ConvShape s, int32_t top, int32_t left, int32_t bottom, int3
 }
 
 // A non-square kernel, stride and dilation (no padding: add it with with_pads).
-ConvShape rect(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, int64_t kh,
-               int64_t kw, int32_t stride_h, int32_t stride_w, int32_t dilation_h,
-               int32_t dilation_w, int32_t groups = 1) {
+ConvShape rect(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, int64_t kh, int64_t kw,
+               int32_t stride_h, int32_t stride_w, int32_t dilation_h, int32_t dilation_w,
+               int32_t groups = 1) {
   ConvShape s = conv(n, c_in, h, w, c_out, 1, 1, 0, 1, groups);
   s.kh = kh;
   s.kw = kw;
@@ -120,9 +120,7 @@ std::vector<int64_t> sizes_of(const RefShape& r) { return {r.n, r.c, r.h, r.w}; 
 
 int64_t numel(const RefShape& r) { return r.n * r.c * r.h * r.w; }
 
-bool is_depthwise(const ConvShape& s) {
-  return s.geo.groups == s.c_in && s.c_in == s.c_out;
-}
+bool is_depthwise(const ConvShape& s) { return s.geo.groups == s.c_in && s.c_in == s.c_out; }
 
 // Multiply-adds of one execution (each output sums C_in / groups channels of KH x KW taps).
 double macs(const ConvShape& s) {
@@ -150,10 +148,10 @@ struct ConvSetup {
   ConvShape shape;
   MemoryLayout in_layout = k4W4C;
   bool int8_out = true;
-  MemoryLayout out_layout = k4W4C;  // int8 output only
-  Conv2dRoute route = Conv2dRoute::Auto;  // asked for
+  MemoryLayout out_layout = k4W4C;             // int8 output only
+  Conv2dRoute route = Conv2dRoute::Auto;       // asked for
   Conv2dRoute expected = Conv2dRoute::Direct;  // the route the op must report
-  int32_t depthwise_rows = 0;  // output rows per depthwise invocation asked for (0: the op's)
+  int32_t depthwise_rows = 0;     // output rows per depthwise invocation asked for (0: the op's)
   int32_t depthwise_tiles_w = 0;  // and output tiles along the row (0: the op's)
   // The depthwise products asked for (Auto: the op's choice).
   ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
@@ -214,16 +212,17 @@ HostConv random_conv_weights(const ConvShape& s, bool with_bias, float typical_a
 // ends saturate; every fourth value a rounding tie), and every ninth value +-1e6, far past
 // either end.
 std::vector<float> float_input_values(int64_t count, const ConvSetup& s, std::mt19937& rng) {
-  std::vector<float> x = random_activations(count, kInputScale, s.input_zp,
-                                            s.float_input->first, s.float_input->second, rng);
+  std::vector<float> x = random_activations(count, kInputScale, s.input_zp, s.float_input->first,
+                                            s.float_input->second, rng);
   for (size_t i = 4; i < x.size(); i += 9) x[i] = (i / 9) % 2 ? -1.0e6f : 1.0e6f;
   return x;
 }
 
 // "n 0 c 3 h 2 w 5": element i of an NCHW tensor of shape s.
 std::string nchw_position(const RefShape& s, int64_t i) {
-  return "n " + std::to_string(i / (s.c * s.h * s.w)) + " c " + std::to_string(i / (s.h * s.w) % s.c) +
-         " h " + std::to_string(i / s.w % s.h) + " w " + std::to_string(i % s.w);
+  return "n " + std::to_string(i / (s.c * s.h * s.w)) + " c " +
+         std::to_string(i / (s.h * s.w) % s.c) + " h " + std::to_string(i / s.w % s.h) + " w " +
+         std::to_string(i % s.w);
 }
 
 // On CPU devices (lavapipe) PERF skips layers this large, so a local run stays short.
@@ -246,8 +245,7 @@ class Q8taConv2dCase : public CaseInstance {
     const auto range = s_.float_input.value_or(std::pair<int32_t, int32_t>{-128, 127});
     if (s_.float_input) {
       xf_ = float_input_values(numel(in), s_, rng);
-      qx_ = testing::reference_quantize(xf_, kInputScale, s_.input_zp, range.first,
-                                        range.second);
+      qx_ = testing::reference_quantize(xf_, kInputScale, s_.input_zp, range.first, range.second);
     } else {
       qx_ = random_int8(numel(in), -128, 127, rng);
     }
@@ -279,9 +277,9 @@ class Q8taConv2dCase : public CaseInstance {
     p_.upscale = s_.upscale;
     p_.dequantize_output = s_.dequantized;
     if (s_.int8_out && s_.accu) {
-      stored_ = stored_values(s_, testing::reference_quantize(y_, p_.output->scale,
-                                                              s_.out.zero_point, s_.out.act_min,
-                                                              s_.out.act_max));
+      stored_ =
+          stored_values(s_, testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
+                                                        s_.out.act_min, s_.out.act_max));
     }
 
     const TensorSpec out_spec =
@@ -289,16 +287,15 @@ class Q8taConv2dCase : public CaseInstance {
             ? TensorSpec{sizes_of(out), DType::Int8x4, StorageType::Buffer, s_.out_layout}
             : TensorSpec{sizes_of(out), DType::Float32, StorageType::Buffer,
                          MemoryLayout::WidthPacked};
-    in_bytes_ = 4.0 * double(s_.float_input ? numel(in)
-                                            : testing::ref_word_count(s_.in_layout, in));
+    in_bytes_ =
+        4.0 * double(s_.float_input ? numel(in) : testing::ref_word_count(s_.in_layout, in));
     out_bytes_ = int8_tensor_out(s_) ? 4.0 * double(testing::ref_word_count(s_.out_layout, out))
-                             : 4.0 * double(numel(out));
+                                     : 4.0 * double(numel(out));
 
     const TensorSpec in_spec =
-        s_.float_input
-            ? TensorSpec{sizes_of(in), DType::Float32, StorageType::Buffer,
-                         MemoryLayout::WidthPacked}
-            : TensorSpec{sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout};
+        s_.float_input ? TensorSpec{sizes_of(in), DType::Float32, StorageType::Buffer,
+                                    MemoryLayout::WidthPacked}
+                       : TensorSpec{sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout};
     in_ref_ = g.add_tensor(in_spec, "x");
     out_ref_ = g.add_tensor(out_spec, "y");
     if (s_.residual) {
@@ -338,29 +335,31 @@ class Q8taConv2dCase : public CaseInstance {
     if (s_.dequantized) {
       // The unfused q8ta_conv2d -> q8ta_dequantize: the reference's int8 output dequantized
       // with the reference dequantize, compared bit for bit.
-      const auto expected = testing::reference_dequantize(stored_, p_.output->scale,
-                                                          s_.out.zero_point);
+      const auto expected =
+          testing::reference_dequantize(stored_, p_.output->scale, s_.out.zero_point);
       const auto actual = g.read_float(out_ref_);
       compare_floats(actual, expected, 0.0, r);
-      if (r.mismatches) report_first_mismatch(actual, expected, 0.0,
-                                            [&](int64_t i) { return nchw_position(out, i); });
+      if (r.mismatches)
+        report_first_mismatch(actual, expected, 0.0,
+                              [&](int64_t i) { return nchw_position(out, i); });
     } else if (s_.int8_out) {
       // The unfused sequence: conv [-> pixel shuffle] [-> add].
       const auto expected = residual_ ? residual_->expected(stored_, *p_.output) : stored_;
       const int32_t zp = residual_ ? residual_->sum_zero_point() : s_.out.zero_point;
       // Every word, padding lanes included (they must hold the output zero point).
-      compare_words(g.read_words(out_ref_), testing::ref_pack(s_.out_layout, out, expected, zp),
-                    r);
+      compare_words(g.read_words(out_ref_), testing::ref_pack(s_.out_layout, out, expected, zp), r);
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
-      if (r.mismatches) report_first_mismatch(g.read_int8(out_ref_), expected, 0.0,
-                                            [&](int64_t i) { return nchw_position(out, i); });
+      if (r.mismatches)
+        report_first_mismatch(g.read_int8(out_ref_), expected, 0.0,
+                              [&](int64_t i) { return nchw_position(out, i); });
     } else {
       // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
       const double tolerance = 1e-5 * max_abs(y_);
       const auto actual = g.read_float(out_ref_);
       compare_floats(actual, y_, tolerance, r);
-      if (r.mismatches) report_first_mismatch(actual, y_, tolerance,
-                                            [&](int64_t i) { return nchw_position(out, i); });
+      if (r.mismatches)
+        report_first_mismatch(actual, y_, tolerance,
+                              [&](int64_t i) { return nchw_position(out, i); });
     }
     return r;
   }
@@ -387,8 +386,8 @@ class Q8taConv2dCase : public CaseInstance {
         break;
       default: ok = added == 2 && first.rfind("q8ta_im2col_", 0) == 0;
     }
-    VKD_CHECK(ok, ErrorCode::Internal, "the ", ops::to_string(s_.im2col_form),
-              " im2col form took ", added, " dispatches, the first ", first);
+    VKD_CHECK(ok, ErrorCode::Internal, "the ", ops::to_string(s_.im2col_form), " im2col form took ",
+              added, " dispatches, the first ", first);
   }
 
   ConvSetup s_;
@@ -398,7 +397,7 @@ class Q8taConv2dCase : public CaseInstance {
   std::vector<float> xf_;  // float_input: the float32 input qx_ quantizes
   HostConv host_;
   std::vector<float> y_;
-  std::vector<int8_t> stored_;  // the expected int8 output of the convolution [shuffled]
+  std::vector<int8_t> stored_;        // the expected int8 output of the convolution [shuffled]
   std::vector<int32_t> first_words_;  // reexecute: the output of the first execution
   std::optional<ResidualCase> residual_;
   graph::ValueRef in_ref_ = -1, out_ref_ = -1;
@@ -478,8 +477,8 @@ struct Variant {
   MemoryLayout out = k4W4C;
   int32_t depthwise_rows = 0;  // 0: the op's choice
   int32_t depthwise_tiles_w = 0;
-  ops::LinearRoute gemm = ops::LinearRoute::Auto;  // the linear kernel of Pointwise / Im2col
-  int32_t gemm_slices = 0;                         // SplitK's (0: the op's choice)
+  ops::LinearRoute gemm = ops::LinearRoute::Auto;       // the linear kernel of Pointwise / Im2col
+  int32_t gemm_slices = 0;                              // SplitK's (0: the op's choice)
   ops::Im2colForm im2col_form = ops::Im2colForm::Auto;  // Im2col's (Auto: the op's choice)
   ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
 };
@@ -520,26 +519,26 @@ const std::pair<MemoryLayout, MemoryLayout> kLayoutPairs[] = {
 // kernels, strides and dilations.
 std::vector<ConvShape> general_shapes() {
   return {
-      conv(1, 3, 7, 5, 8, 3, 1, 1),                             // stem-like, C_in 3
-      conv(1, 5, 9, 11, 5, 3, 2, 1),                            // C_in == C_out, groups 1
-      conv(2, 17, 7, 9, 12, 3, 1, 0, 2),                        // batch 2, dilation 2
-      conv(1, 8, 13, 11, 16, 5, 2, 2),                          // k5 s2
-      conv(1, 4, 11, 13, 3, 7, 1, 3),                           // k7
-      conv(1, 7, 6, 6, 20, 7, 1, 2),                            // k7 wider than the input
-      conv(1, 16, 9, 7, 17, 1, 2, 0),                           // 1x1 stride 2
-      conv(1, 5, 5, 7, 6, 1, 1, 1),                             // 1x1 padded: bias-only border
-      conv(1, 6, 8, 7, 4, 3, 1, 1, 1, 2),                       // groups 2
-      conv(1, 10, 7, 9, 15, 3, 2, 1, 1, 5),                     // groups 5, 2 in / 3 out each
-      conv(2, 12, 6, 5, 8, 3, 1, 1, 2, 4),                      // groups 4, dilation 2, batch 2
-      with_pads(conv(1, 12, 10, 9, 8, 3, 1, 0), 0, 1, 2, 0),    // asymmetric padding
-      with_pads(conv(1, 9, 11, 13, 7, 5, 2, 0, 2), 2, 0, 1, 3), // asymmetric, s2 d2
-      conv(2, 3, 5, 7, 5, 5, 1, 2),                             // k5 on 5x7, batch 2
-      conv(1, 17, 12, 13, 9, 3, 2, 1, 2),                       // s2 d2
-      conv(1, 8, 3, 3, 4, 3, 1, 0),                             // one output pixel
-      conv(1, 32, 9, 9, 20, 3, 1, 1),                           // multiples of 4 in, 20 out
-      conv(1, 20, 7, 8, 33, 5, 1, 2),                           // 33 outputs
-      conv(1, 16, 13, 11, 16, 3, 2, 2),                         // s2 p2
-      conv(1, 24, 8, 9, 24, 3, 1, 1, 1, 8),                     // groups 8, 3 per group
+      conv(1, 3, 7, 5, 8, 3, 1, 1),                              // stem-like, C_in 3
+      conv(1, 5, 9, 11, 5, 3, 2, 1),                             // C_in == C_out, groups 1
+      conv(2, 17, 7, 9, 12, 3, 1, 0, 2),                         // batch 2, dilation 2
+      conv(1, 8, 13, 11, 16, 5, 2, 2),                           // k5 s2
+      conv(1, 4, 11, 13, 3, 7, 1, 3),                            // k7
+      conv(1, 7, 6, 6, 20, 7, 1, 2),                             // k7 wider than the input
+      conv(1, 16, 9, 7, 17, 1, 2, 0),                            // 1x1 stride 2
+      conv(1, 5, 5, 7, 6, 1, 1, 1),                              // 1x1 padded: bias-only border
+      conv(1, 6, 8, 7, 4, 3, 1, 1, 1, 2),                        // groups 2
+      conv(1, 10, 7, 9, 15, 3, 2, 1, 1, 5),                      // groups 5, 2 in / 3 out each
+      conv(2, 12, 6, 5, 8, 3, 1, 1, 2, 4),                       // groups 4, dilation 2, batch 2
+      with_pads(conv(1, 12, 10, 9, 8, 3, 1, 0), 0, 1, 2, 0),     // asymmetric padding
+      with_pads(conv(1, 9, 11, 13, 7, 5, 2, 0, 2), 2, 0, 1, 3),  // asymmetric, s2 d2
+      conv(2, 3, 5, 7, 5, 5, 1, 2),                              // k5 on 5x7, batch 2
+      conv(1, 17, 12, 13, 9, 3, 2, 1, 2),                        // s2 d2
+      conv(1, 8, 3, 3, 4, 3, 1, 0),                              // one output pixel
+      conv(1, 32, 9, 9, 20, 3, 1, 1),                            // multiples of 4 in, 20 out
+      conv(1, 20, 7, 8, 33, 5, 1, 2),                            // 33 outputs
+      conv(1, 16, 13, 11, 16, 3, 2, 2),                          // s2 p2
+      conv(1, 24, 8, 9, 24, 3, 1, 1, 1, 8),                      // groups 8, 3 per group
       with_pads(rect(1, 6, 9, 11, 10, 3, 5, 1, 2, 2, 1), 2, 2, 2, 2),  // 3x5, s1x2, d2x1
       with_pads(rect(1, 5, 7, 12, 7, 1, 7, 1, 1, 1, 1), 0, 3, 0, 3),   // 1x7 (inception-like)
   };
@@ -555,15 +554,15 @@ std::vector<ConvShape> depthwise_shapes() {
       depthwise(1, 3, 10, 7, 7, 2, 3),
       with_pads(depthwise(1, 12, 8, 9, 3, 1, 0), 0, 1, 2, 0),
       depthwise(2, 4, 6, 7, 3, 1, 0),
-      depthwise(1, 1, 7, 7, 3, 1, 1),     // one channel: groups 1 and depthwise
+      depthwise(1, 1, 7, 7, 3, 1, 1),  // one channel: groups 1 and depthwise
       depthwise(1, 96, 13, 11, 3, 1, 1),
-      depthwise(1, 8, 5, 7, 1, 1, 0),     // 1x1 depthwise: not Pointwise (groups 8)
+      depthwise(1, 8, 5, 7, 1, 1, 0),  // 1x1 depthwise: not Pointwise (groups 8)
       with_pads(rect(1, 12, 10, 9, 12, 5, 3, 2, 1, 1, 2, 12), 2, 1, 2, 1),  // 5x3, s2x1, d1x2
       // Wide enough for invocations whose window lies inside the image between the border
       // ones, with a partial last tile, and at 2 tiles per invocation a partial last pair (37:
       // 10 tiles; 21 + 2 padding: 6 tiles; 45 at stride 2: 6 tiles).
       depthwise(1, 12, 20, 37, 3, 1, 1),
-      depthwise(1, 8, 19, 21, 3, 1, 2),   // padding 2: the output is wider than the input
+      depthwise(1, 8, 19, 21, 3, 1, 2),  // padding 2: the output is wider than the input
       depthwise(2, 20, 17, 45, 5, 2, 2),
   };
 }
@@ -587,8 +586,8 @@ std::vector<ConvShape> row_dot_shapes() {
 // 1x64x40x40 -> 96 has pixels enough for the GEMM (or cooperative-matrix) kernels on a GPU.
 std::vector<ConvShape> pointwise_shapes() {
   return {
-      conv(1, 17, 9, 11, 5, 1, 1, 0),  conv(1, 3, 5, 7, 5, 1, 1, 0),
-      conv(2, 8, 7, 5, 12, 1, 1, 0),   conv(1, 64, 40, 40, 96, 1, 1, 0),
+      conv(1, 17, 9, 11, 5, 1, 1, 0),   conv(1, 3, 5, 7, 5, 1, 1, 0),
+      conv(2, 8, 7, 5, 12, 1, 1, 0),    conv(1, 64, 40, 40, 96, 1, 1, 0),
       conv(2, 33, 20, 17, 70, 1, 1, 0), conv(1, 16, 1, 1, 8, 1, 1, 0),
   };
 }
@@ -605,15 +604,15 @@ std::vector<ConvShape> im2col_shapes() {
   }
   for (const ConvShape& s : pointwise_shapes()) list.push_back(s);
   for (const ConvShape& s : std::vector<ConvShape>{
-           conv(1, 6, 5, 23, 8, 3, 1, 1),                             // wide: tile offsets 3, 0, 1
-           conv(1, 5, 7, 21, 9, 3, 1, 2, 2),                          // wide, dilation 2
-           with_pads(conv(1, 3, 6, 19, 4, 5, 1, 0), 1, 3, 2, 0),      // wide, asymmetric, k5
+           conv(1, 6, 5, 23, 8, 3, 1, 1),                         // wide: tile offsets 3, 0, 1
+           conv(1, 5, 7, 21, 9, 3, 1, 2, 2),                      // wide, dilation 2
+           with_pads(conv(1, 3, 6, 19, 4, 5, 1, 0), 1, 3, 2, 0),  // wide, asymmetric, k5
            with_pads(rect(1, 7, 11, 9, 5, 1, 3, 2, 1, 1, 2), 0, 2, 1, 1),  // 1x3 s2x1 d1x2
-           conv(1, 5, 3, 4, 7, 7, 1, 3),                              // k7 p3 on 3x4: mostly pad
-           conv(2, 5, 3, 3, 6, 3, 1, 0),                              // 2 pixels: GEMV
-           conv(1, 17, 4, 4, 9, 3, 2, 1),                             // 4 pixels: GEMV
-           conv(1, 32, 20, 19, 40, 3, 1, 1),                          // 380 pixels: 4 row tiles
-           conv(1, 64, 9, 9, 136, 5, 1, 2),                           // K 1600, 136 channels
+           conv(1, 5, 3, 4, 7, 7, 1, 3),      // k7 p3 on 3x4: mostly pad
+           conv(2, 5, 3, 3, 6, 3, 1, 0),      // 2 pixels: GEMV
+           conv(1, 17, 4, 4, 9, 3, 2, 1),     // 4 pixels: GEMV
+           conv(1, 32, 20, 19, 40, 3, 1, 1),  // 380 pixels: 4 row tiles
+           conv(1, 64, 9, 9, 136, 5, 1, 2),   // K 1600, 136 channels
        }) {
     list.push_back(s);
   }
@@ -647,8 +646,14 @@ void add_accu_case(Registry& registry, const ConvShape& shape, const Variant& v,
   name += s.bias ? " bias" : " nobias";
   name += mapping_name(s);
   // (A forced cooperative-matrix kernel has no fallback path: its fallback pass would lack it.)
-  Case c{name, "q8ta_conv2d", shape_column(shape), layout_column(s), true, false,
-         s.gemm != ops::LinearRoute::CoopMat, Metric::GOPs,
+  Case c{name,
+         "q8ta_conv2d",
+         shape_column(shape),
+         layout_column(s),
+         true,
+         false,
+         s.gemm != ops::LinearRoute::CoopMat,
+         Metric::GOPs,
          [s] { return std::make_unique<Q8taConv2dCase>(s); }};
   c.unavailable = case_unavailable(s);
   registry.add(std::move(c));
@@ -660,8 +665,9 @@ void register_accu_cases(Registry& registry) {
   // The row dot products (from a 4W4C input), to each output and with each mapping in turn.
   auto add_row_dots_case = [&](const ConvShape& shape, uint32_t k) {
     constexpr int32_t kMappings[][2] = {{1, 1}, {2, 2}, {3, 1}, {1, 2}, {4, 1}};
-    Variant v{Conv2dRoute::Depthwise, k4W4C, k % 3 != 2, k % 3 == 1 ? k4C1W : k4W4C,
-              kMappings[k % 5][0], kMappings[k % 5][1]};
+    Variant v{
+        Conv2dRoute::Depthwise, k4W4C, k % 3 != 2, k % 3 == 1 ? k4C1W : k4W4C, kMappings[k % 5][0],
+        kMappings[k % 5][1]};
     v.products = ops::Conv2dParams::DepthwiseProducts::RowDots;
     add_accu_case(registry, shape, v, index++, k);
   };
@@ -697,10 +703,11 @@ void register_accu_cases(Registry& registry) {
     // tiles only from a 4W4C input with at least 2^18 output tiles (Conv2d.cpp:
     // depthwise_mapping).
     const auto& [in2, out2] = kLayoutPairs[(shape_index + 1) % 4];
-    if (shape.kh * shape.kw <= 25) add_accu_case(registry, shape,
-                  {Conv2dRoute::Depthwise, in2, shape_index % 3 != 2, out2,
-                   std::array<int32_t, 3>{1, 2, 1}[shape_index % 3], 2},
-                  index++, shape_index);
+    if (shape.kh * shape.kw <= 25)
+      add_accu_case(registry, shape,
+                    {Conv2dRoute::Depthwise, in2, shape_index % 3 != 2, out2,
+                     std::array<int32_t, 3>{1, 2, 1}[shape_index % 3], 2},
+                    index++, shape_index);
     ++shape_index;
   }
   for (const ConvShape& shape : row_dot_shapes()) {
@@ -726,10 +733,8 @@ void register_accu_cases(Registry& registry) {
   // layouts in turn): explicit (q8ta_im2col + the op's linear kernel), implicit through the
   // dot-product GEMM, and on every third shape implicit through cooperative matrices.
   for (const ConvShape& shape : im2col_shapes()) {
-    add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4W4C, true, k4W4C}, index++,
-                  shape_index);
-    add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}, index++,
-                  shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4W4C, true, k4W4C}, index++, shape_index);
+    add_accu_case(registry, shape, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}, index++, shape_index);
     const MemoryLayout a = shape_index % 2 ? k4C1W : k4W4C, b = shape_index % 2 ? k4W4C : k4C1W;
     Variant v{Conv2dRoute::Im2col, a, true, k4W4C};
     v.im2col_form = ops::Im2colForm::Explicit;
@@ -795,8 +800,8 @@ void register_accu_cases(Registry& registry) {
 
 struct PerfShape {
   ConvShape shape;
-  const char* model;         // where the layer comes from, appended to the case name
-  double reference_us = 0;   // the reference backend's H100 µs (EtvkShapes.h), 0: none
+  const char* model;        // where the layer comes from, appended to the case name
+  double reference_us = 0;  // the reference backend's H100 µs (EtvkShapes.h), 0: none
 };
 
 // The reference backend's PERF shapes (EtvkShapes.h: its pointwise, general and depthwise
@@ -804,7 +809,8 @@ struct PerfShape {
 std::vector<PerfShape> etvk_shapes() {
   std::vector<PerfShape> list;
   for (const etvk::ConvShape& e : etvk::kConv) {
-    list.push_back({conv(1, e.c_in, e.h, e.w, e.c_out, e.k, e.s, e.p, e.d, e.g), "", e.reference_us});
+    list.push_back(
+        {conv(1, e.c_in, e.h, e.w, e.c_out, e.k, e.s, e.p, e.d, e.g), "", e.reference_us});
   }
   return list;
 }
@@ -814,11 +820,11 @@ std::vector<PerfShape> etvk_shapes() {
 std::vector<PerfShape> mobilenet_v2_shapes() {
   const char* m = "mobilenet_v2";
   return {
-      {conv(1, 3, 224, 224, 32, 3, 2, 1), m},     // stem
-      {depthwise(1, 32, 112, 112, 3, 1, 1), m},   // block 1 (expansion 1)
+      {conv(1, 3, 224, 224, 32, 3, 2, 1), m},    // stem
+      {depthwise(1, 32, 112, 112, 3, 1, 1), m},  // block 1 (expansion 1)
       {conv(1, 32, 112, 112, 16, 1, 1, 0), m},
-      {conv(1, 16, 112, 112, 96, 1, 1, 0), m},    // block 2 expands
-      {depthwise(1, 96, 112, 112, 3, 2, 1), m},   // ... and strides to 56
+      {conv(1, 16, 112, 112, 96, 1, 1, 0), m},   // block 2 expands
+      {depthwise(1, 96, 112, 112, 3, 2, 1), m},  // ... and strides to 56
       {conv(1, 96, 56, 56, 24, 1, 1, 0), m},
       {conv(1, 24, 56, 56, 144, 1, 1, 0), m},
       {depthwise(1, 144, 56, 56, 3, 1, 1), m},
@@ -826,7 +832,7 @@ std::vector<PerfShape> mobilenet_v2_shapes() {
       {conv(1, 64, 14, 14, 384, 1, 1, 0), m},
       {depthwise(1, 384, 14, 14, 3, 1, 1), m},
       {conv(1, 960, 7, 7, 160, 1, 1, 0), m},
-      {conv(1, 320, 7, 7, 1280, 1, 1, 0), m},     // last 1x1
+      {conv(1, 320, 7, 7, 1280, 1, 1, 0), m},  // last 1x1
   };
 }
 
@@ -868,8 +874,8 @@ struct PerfVariant {
   ops::LinearRoute gemm = ops::LinearRoute::Auto;
   int32_t gemm_slices = 0;
   ops::Im2colForm im2col_form = ops::Im2colForm::Auto;
-  int32_t upscale = 1;  // the output pixel-shuffled (q8ta_conv2d_ps)
-  bool float_input = false;  // q8ta_conv2d_fq: a float32 NCHW input quantized on load
+  int32_t upscale = 1;         // the output pixel-shuffled (q8ta_conv2d_ps)
+  bool float_input = false;    // q8ta_conv2d_fq: a float32 NCHW input quantized on load
   int32_t coopmat_tile_n = 0;  // the CoopMat kernel's tile channels (0: the op's choice)
   ops::Conv2dParams::DepthwiseProducts products = ops::Conv2dParams::DepthwiseProducts::Auto;
 };
@@ -899,16 +905,22 @@ void add_perf_case(Registry& registry, std::set<std::string>& names, const PerfS
   s.seed = 7;
   const bool etvk = p.reference_us > 0;
   const std::string name = std::string(etvk ? "etvk/" : "perf/") +
-                           (s.upscale > 1      ? "q8ta_conv2d_ps r" + std::to_string(s.upscale)
+                           (s.upscale > 1   ? "q8ta_conv2d_ps r" + std::to_string(s.upscale)
                             : v.float_input ? std::string("q8ta_conv2d_fq")
-                                               : std::string("q8ta_conv2d")) +
+                                            : std::string("q8ta_conv2d")) +
                            " " + route_name(s) + " " + geometry_name(p.shape) + " " +
                            layouts_name(s) + mapping_name(s);
   if (!names.insert(name).second) return;  // a layer several suites share runs once
   // Depthwise layers do 9-25 multiply-adds per output byte: memory-bound, rated in GB/s.
   const Metric metric = is_depthwise(p.shape) ? Metric::GBps : Metric::GOPs;
-  Case c{etvk ? name : name + " " + p.model, "q8ta_conv2d", shape_column(p.shape),
-         layout_column(s), false, true, false, metric,
+  Case c{etvk ? name : name + " " + p.model,
+         "q8ta_conv2d",
+         shape_column(p.shape),
+         layout_column(s),
+         false,
+         true,
+         false,
+         metric,
          [s] { return std::make_unique<Q8taConv2dCase>(s); }};
   c.reference_us = p.reference_us;
   c.unavailable = case_unavailable(s);
@@ -922,8 +934,7 @@ void register_deconv_perf_cases(Registry& registry, std::set<std::string>& names
 constexpr int32_t kDepthwiseMappings[][2] = {{1, 1}, {2, 1}, {1, 2}, {4, 1}, {2, 2}};
 // And each kind of products (Auto takes one of them; Conv2d.cpp's depthwise_row_dots).
 constexpr ops::Conv2dParams::DepthwiseProducts kDepthwiseProducts[] = {
-    ops::Conv2dParams::DepthwiseProducts::LaneMasks,
-    ops::Conv2dParams::DepthwiseProducts::RowDots};
+    ops::Conv2dParams::DepthwiseProducts::LaneMasks, ops::Conv2dParams::DepthwiseProducts::RowDots};
 
 // The reference backend's shapes: each in 4W4C through Auto (what a model gets), the general
 // and depthwise ones also in 4C1W (the reference's direct-conv layout), the general ones with
@@ -997,8 +1008,8 @@ void register_im2col_form_perf_cases(Registry& registry, std::set<std::string>& 
     shapes.push_back({{c, "refinenet_lite"}, 2});
   }
   for (const auto& [p, upscale] : shapes) {
-    for (const ops::Im2colForm form : {ops::Im2colForm::Explicit, ops::Im2colForm::Implicit,
-                                       ops::Im2colForm::Window}) {
+    for (const ops::Im2colForm form :
+         {ops::Im2colForm::Explicit, ops::Im2colForm::Implicit, ops::Im2colForm::Window}) {
       PerfVariant v{k4W4C, k4W4C, Conv2dRoute::Im2col};
       v.im2col_form = form;
       if (form == ops::Im2colForm::Window) v.gemm = ops::LinearRoute::CoopMat;
@@ -1037,12 +1048,11 @@ void register_pointwise_shuffle_perf_cases(Registry& registry, std::set<std::str
     }
   }
   // 1x1 convolutions of a short K (C_in 8..64), the op's route and the direct kernel.
-  for (const ConvShape& c :
-       {conv(1, 8, 56, 56, 48, 1, 1, 0), conv(1, 16, 112, 112, 96, 1, 1, 0),
-        conv(1, 16, 56, 56, 96, 1, 1, 0), conv(1, 24, 56, 56, 144, 1, 1, 0),
-        conv(1, 32, 28, 28, 192, 1, 1, 0), conv(1, 32, 56, 56, 96, 1, 1, 0),
-        conv(1, 48, 56, 56, 96, 1, 1, 0), conv(1, 64, 56, 56, 96, 1, 1, 0),
-        conv(1, 48, 256, 256, 22, 1, 1, 0)}) {
+  for (const ConvShape& c : {conv(1, 8, 56, 56, 48, 1, 1, 0), conv(1, 16, 112, 112, 96, 1, 1, 0),
+                             conv(1, 16, 56, 56, 96, 1, 1, 0), conv(1, 24, 56, 56, 144, 1, 1, 0),
+                             conv(1, 32, 28, 28, 192, 1, 1, 0), conv(1, 32, 56, 56, 96, 1, 1, 0),
+                             conv(1, 48, 56, 56, 96, 1, 1, 0), conv(1, 64, 56, 56, 96, 1, 1, 0),
+                             conv(1, 48, 256, 256, 22, 1, 1, 0)}) {
     for (const Conv2dRoute route : {Conv2dRoute::Pointwise, Conv2dRoute::Direct}) {
       add_perf_case(registry, names, {c, "short-K"}, PerfVariant{k4W4C, k4W4C, route});
     }
@@ -1058,8 +1068,8 @@ void register_perf_cases(Registry& registry) {
   register_deconv_perf_cases(registry, names);
   // Network layers and pointwise layers in 4W4C in and out: the layout a chain of pointwise
   // (Pointwise route) and depthwise layers keeps without conversions.
-  for (const auto& list : {mobilenet_v2_shapes(), refinenet_shapes(), resnet18_shapes(),
-                           target_shapes()}) {
+  for (const auto& list :
+       {mobilenet_v2_shapes(), refinenet_shapes(), resnet18_shapes(), target_shapes()}) {
     for (const PerfShape& p : list) {
       add_perf_case(registry, names, p);
       // Depthwise layers also with each kind of products and the op's mapping.
@@ -1163,7 +1173,8 @@ ConvShape phase_conv(const DeconvShape& s) {
     return std::max(in, (out - 1 + pad) / st + 1);
   };
   const RefShape o = output_shape(s);
-  const int64_t th = taps(s.kh, g.stride_h, g.dilation_h), tw = taps(s.kw, g.stride_w, g.dilation_w);
+  const int64_t th = taps(s.kh, g.stride_h, g.dilation_h),
+                tw = taps(s.kw, g.stride_w, g.dilation_w);
   const int64_t channels = g.groups * g.stride_h * g.stride_w * ((s.c_out / g.groups + 3) / 4 * 4);
   ConvShape z = rect(s.n, s.c_in, s.h, s.w, channels, th, tw, 1, 1, 1, 1, g.groups);
   z.geo.pad_top = int32_t(th - 1);
@@ -1176,7 +1187,7 @@ ConvShape phase_conv(const DeconvShape& s) {
 struct DeconvSetup {
   DeconvShape shape;
   MemoryLayout in_layout = k4W4C, out_layout = k4W4C;
-  Conv2dRoute route = Conv2dRoute::Auto;     // of the phase convolution, asked for
+  Conv2dRoute route = Conv2dRoute::Auto;  // of the phase convolution, asked for
   Conv2dRoute expected = Conv2dRoute::Direct;
   ops::LinearRoute gemm = ops::LinearRoute::Auto;
   int32_t input_zp = 0;
@@ -1208,25 +1219,25 @@ class Q8taConvTranspose2dCase : public CaseInstance {
     p_.route = s_.route;
     p_.gemm = s_.gemm;
     if (s_.accu) {
-      y_ = testing::reference_q8ta_conv_transpose2d(qx_, host_.weight, ref_deconv(shape),
-                                                    kInputScale, s_.input_zp, host_.scales,
-                                                    host_.bias);
+      y_ = testing::reference_q8ta_conv_transpose2d(
+          qx_, host_.weight, ref_deconv(shape), kInputScale, s_.input_zp, host_.scales, host_.bias);
     }
-    p_.output = {case_output_scale(s_.accu, y_, s_.out.zero_point, typical_acc),
-                 s_.out.zero_point, -128, 127};
+    p_.output = {case_output_scale(s_.accu, y_, s_.out.zero_point, typical_acc), s_.out.zero_point,
+                 -128, 127};
     p_.activation_min = s_.out.act_min;
     p_.activation_max = s_.out.act_max;
     in_bytes_ = 4.0 * double(testing::ref_word_count(s_.in_layout, in));
     out_bytes_ = 4.0 * double(testing::ref_word_count(s_.out_layout, out));
 
     in_ref_ = g.add_tensor({sizes_of(in), DType::Int8x4, StorageType::Buffer, s_.in_layout}, "x");
-    out_ref_ = g.add_tensor({sizes_of(out), DType::Int8x4, StorageType::Buffer, s_.out_layout},
-                            "y");
+    out_ref_ =
+        g.add_tensor({sizes_of(out), DType::Int8x4, StorageType::Buffer, s_.out_layout}, "y");
     const Conv2dRoute taken =
         ops::add_q8ta_conv_transpose2d_node(g, in_ref_, host_.view(), out_ref_, p_);
-    VKD_CHECK(taken == s_.expected, ErrorCode::Internal, "q8ta_conv_transpose2d's phase "
-              "convolution took route ", ops::to_string(taken), ", expected ",
-              ops::to_string(s_.expected));
+    VKD_CHECK(taken == s_.expected, ErrorCode::Internal,
+              "q8ta_conv_transpose2d's phase "
+              "convolution took route ",
+              ops::to_string(taken), ", expected ", ops::to_string(s_.expected));
     g.add_input(in_ref_);
     g.add_output(out_ref_);
   }
@@ -1242,8 +1253,9 @@ class Q8taConvTranspose2dCase : public CaseInstance {
     // Every word, padding lanes included (they must hold the output zero point).
     compare_words(g.read_words(out_ref_),
                   testing::ref_pack(s_.out_layout, out, expected, s_.out.zero_point), r);
-    if (r.mismatches) report_first_mismatch(g.read_int8(out_ref_), expected, 0.0,
-                                          [&](int64_t i) { return nchw_position(out, i); });
+    if (r.mismatches)
+      report_first_mismatch(g.read_int8(out_ref_), expected, 0.0,
+                            [&](int64_t i) { return nchw_position(out, i); });
     return r;
   }
   PerfWork work() const override {
@@ -1266,8 +1278,8 @@ std::string geometry_name(const DeconvShape& s) {
   auto pair = [](int64_t a, int64_t b) {
     return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
   };
-  std::string name = shape_string({s.n, s.c_in, s.h, s.w}) + "->" + std::to_string(s.c_out) +
-                     " k" + pair(s.kh, s.kw) + " s" + pair(g.stride_h, g.stride_w) + " p" +
+  std::string name = shape_string({s.n, s.c_in, s.h, s.w}) + "->" + std::to_string(s.c_out) + " k" +
+                     pair(s.kh, s.kw) + " s" + pair(g.stride_h, g.stride_w) + " p" +
                      pair(g.pad_h, g.pad_w);
   if (g.output_pad_h || g.output_pad_w) name += " op" + pair(g.output_pad_h, g.output_pad_w);
   if (g.dilation_h != 1 || g.dilation_w != 1) name += " d" + pair(g.dilation_h, g.dilation_w);
@@ -1277,15 +1289,14 @@ std::string geometry_name(const DeconvShape& s) {
 
 void add_deconv_case(Registry& registry, const DeconvSetup& s, const std::string& prefix) {
   std::string name = prefix + "q8ta_conv_transpose2d " +
-                     (s.route == Conv2dRoute::Auto
-                          ? "auto(" + ops::to_string(s.expected) + ")"
-                          : ops::to_string(s.route)) +
+                     (s.route == Conv2dRoute::Auto ? "auto(" + ops::to_string(s.expected) + ")"
+                                                   : ops::to_string(s.route)) +
                      (s.gemm == ops::LinearRoute::Auto ? "" : "+" + ops::to_string(s.gemm)) + " " +
                      geometry_name(s.shape) + " " + layout_short(s.in_layout) + "->" +
                      layout_short(s.out_layout);
   if (s.accu) {
-    name += " zpx" + std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) +
-            " " + s.out.name + (s.bias ? " bias" : " nobias");
+    name += " zpx" + std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) + " " +
+            s.out.name + (s.bias ? " bias" : " nobias");
   }
   const RefShape o = output_shape(s.shape);
   Case c{name, "q8ta_conv_transpose2d",
@@ -1315,21 +1326,21 @@ std::vector<DeconvShape> deconv_shapes() {
   rect_shape.geo.output_pad_w = 0;
   rect_shape.geo.dilation_w = 2;
   return {
-      deconv(1, 8, 5, 7, 5, 2, 2, 0),          // k2 s2: the phase convolution is 1x1
-      deconv(1, 7, 6, 5, 6, 3, 2, 1, 1),       // the U-Net's k3 s2 p1 op1
-      deconv(2, 16, 4, 5, 12, 4, 2, 1),        // k4 s2 p1, batch 2
-      deconv(1, 5, 7, 6, 9, 3, 1, 1),          // stride 1: a flipped convolution
-      deconv(1, 6, 4, 4, 7, 3, 3, 0, 2),       // s3, output padding 2
-      rect_shape,                              // 3x2, s2x1, p1x0, op1x0, d1x2
+      deconv(1, 8, 5, 7, 5, 2, 2, 0),            // k2 s2: the phase convolution is 1x1
+      deconv(1, 7, 6, 5, 6, 3, 2, 1, 1),         // the U-Net's k3 s2 p1 op1
+      deconv(2, 16, 4, 5, 12, 4, 2, 1),          // k4 s2 p1, batch 2
+      deconv(1, 5, 7, 6, 9, 3, 1, 1),            // stride 1: a flipped convolution
+      deconv(1, 6, 4, 4, 7, 3, 3, 0, 2),         // s3, output padding 2
+      rect_shape,                                // 3x2, s2x1, p1x0, op1x0, d1x2
       deconv(1, 8, 5, 5, 6, 3, 2, 1, 1, 1, 2),   // groups 2 of 3 outputs: bytes
       deconv(1, 8, 4, 5, 16, 2, 2, 0, 0, 1, 4),  // groups 4 of 4 outputs: words
       deconv(1, 6, 5, 6, 6, 3, 2, 1, 1, 1, 6),   // depthwise
-      deconv(1, 5, 5, 5, 4, 3, 2, 0, 1, 2),    // d2 s2: phase 1 has no tap
-      deconv(1, 4, 6, 5, 5, 3, 2, 2),          // padding 2 > the kernel's reach per phase
-      deconv(1, 32, 6, 7, 20, 3, 2, 1, 1),     // 128 products: Im2col
-      deconv(1, 16, 1, 3, 8, 2, 2, 0),         // one image row: GEMV
-      deconv(1, 6, 4, 5, 7, 1, 2, 0, 1),       // 1x1 s2 op1
-      deconv(1, 12, 5, 4, 33, 2, 2, 0),        // 33 outputs
+      deconv(1, 5, 5, 5, 4, 3, 2, 0, 1, 2),      // d2 s2: phase 1 has no tap
+      deconv(1, 4, 6, 5, 5, 3, 2, 2),            // padding 2 > the kernel's reach per phase
+      deconv(1, 32, 6, 7, 20, 3, 2, 1, 1),       // 128 products: Im2col
+      deconv(1, 16, 1, 3, 8, 2, 2, 0),           // one image row: GEMV
+      deconv(1, 6, 4, 5, 7, 1, 2, 0, 1),         // 1x1 s2 op1
+      deconv(1, 12, 5, 4, 33, 2, 2, 0),          // 33 outputs
   };
 }
 
@@ -1410,8 +1421,8 @@ void add_fused_accu_case(Registry& registry, const ConvShape& shape, const Varia
   s.route = v.route;
   set_gemm(s, v);
   s.expected = v.route != Conv2dRoute::Auto ? v.route
-               : is_depthwise(shape)       ? Conv2dRoute::Direct
-                                           : auto_route(shape, v.in, true, v.out);
+               : is_depthwise(shape)        ? Conv2dRoute::Direct
+                                            : auto_route(shape, v.in, true, v.out);
   s.upscale = upscale;
   s.input_zp = kInputZeroPoints[index % 3];
   s.out = kOutputQuants[index % 7];
@@ -1420,16 +1431,21 @@ void add_fused_accu_case(Registry& registry, const ConvShape& shape, const Varia
   if (residual) s.residual = {kResidualZeroPoints[index % 4], kOutputQuants[(index + 3) % 7]};
   const std::string op = residual ? "q8ta_conv2d_add" : "q8ta_conv2d_ps";
   std::string name = op + (upscale > 1 ? " r" + std::to_string(upscale) : "") + " " +
-                     route_name(s) + " " + geometry_name(shape) + " " + layouts_name(s) +
-                     " zpx" + std::to_string(s.input_zp) + " zpy" +
-                     std::to_string(s.out.zero_point) + " " + s.out.name +
-                     (s.bias ? " bias" : " nobias");
+                     route_name(s) + " " + geometry_name(shape) + " " + layouts_name(s) + " zpx" +
+                     std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) + " " +
+                     s.out.name + (s.bias ? " bias" : " nobias");
   if (residual) {
     name += " + zpb" + std::to_string(s.residual->first) + " -> zps" +
             std::to_string(s.residual->second.zero_point) + " " + s.residual->second.name;
   }
-  Case c{name, op, shape_column(shape), layout_column(s), true, false,
-         s.gemm != ops::LinearRoute::CoopMat, Metric::GOPs,
+  Case c{name,
+         op,
+         shape_column(shape),
+         layout_column(s),
+         true,
+         false,
+         s.gemm != ops::LinearRoute::CoopMat,
+         Metric::GOPs,
          [s] { return std::make_unique<Q8taConv2dCase>(s); }};
   c.unavailable = case_unavailable(s);
   registry.add(std::move(c));
@@ -1444,36 +1460,37 @@ void register_fused_accu_cases(Registry& registry) {
   };
   const Variant auto_4w4c{Conv2dRoute::Auto, k4W4C, true, k4W4C};
   const Variant auto_4c1w{Conv2dRoute::Auto, k4C1W, true, k4C1W};
-  const Variant split_k_im2col{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
+  const Variant split_k_im2col{Conv2dRoute::Im2col,      k4W4C, true, k4W4C, 0, 0,
                                ops::LinearRoute::SplitK, 3};
   // The im2col route's forms forced: implicit through each GPU linear kernel (both input
   // layouts), explicit through the op's kernel and split-K.
   constexpr auto kImplicit = ops::Im2colForm::Implicit, kExplicit = ops::Im2colForm::Explicit;
-  const Variant gemm_implicit{Conv2dRoute::Im2col, k4C1W, true, k4W4C, 0, 0,
-                              ops::LinearRoute::Gemm, 0, kImplicit};
-  const Variant coopmat_implicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
-                                 ops::LinearRoute::CoopMat, 0, kImplicit};
-  const Variant coopmat_window{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
-                               ops::LinearRoute::CoopMat, 0, ops::Im2colForm::Window};
-  const Variant split_k_implicit{Conv2dRoute::Im2col, k4C1W, true, k4W4C, 0, 0,
-                                 ops::LinearRoute::SplitK, 2, kImplicit};
-  const Variant auto_explicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
-                              ops::LinearRoute::Auto, 0, kExplicit};
-  const Variant split_k_explicit{Conv2dRoute::Im2col, k4W4C, true, k4W4C, 0, 0,
-                                 ops::LinearRoute::SplitK, 3, kExplicit};
+  const Variant gemm_implicit{Conv2dRoute::Im2col,    k4C1W, true,     k4W4C, 0, 0,
+                              ops::LinearRoute::Gemm, 0,     kImplicit};
+  const Variant coopmat_implicit{Conv2dRoute::Im2col,       k4W4C, true,     k4W4C, 0, 0,
+                                 ops::LinearRoute::CoopMat, 0,     kImplicit};
+  const Variant coopmat_window{
+      Conv2dRoute::Im2col,    k4W4C, true, k4W4C, 0, 0, ops::LinearRoute::CoopMat, 0,
+      ops::Im2colForm::Window};
+  const Variant split_k_implicit{Conv2dRoute::Im2col,      k4C1W, true,     k4W4C, 0, 0,
+                                 ops::LinearRoute::SplitK, 2,     kImplicit};
+  const Variant auto_explicit{Conv2dRoute::Im2col,    k4W4C, true,     k4W4C, 0, 0,
+                              ops::LinearRoute::Auto, 0,     kExplicit};
+  const Variant split_k_explicit{Conv2dRoute::Im2col,      k4W4C, true,     k4W4C, 0, 0,
+                                 ops::LinearRoute::SplitK, 3,     kExplicit};
   const Fused cases[] = {
       // Pointwise: widths 9 and 7 leave padding pixels whose shuffled places are the output's
       // padding widths; 16 pixels or more take the GEMM (cooperative matrices on a GPU that
       // has them), 3 pixels GEMV.
       {conv(1, 8, 7, 9, 32, 1, 1, 0), 2, false, auto_4w4c},
-      {conv(1, 24, 16, 9, 96, 1, 1, 0), 2, false, auto_4w4c},  // refinenet_lite's up3 / up4
-      {conv(2, 12, 3, 7, 16, 1, 1, 0), 2, false, auto_4w4c},   // batch 2, C 4
-      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, false, auto_4w4c},   // 3 pixels: GEMV
-      {conv(1, 5, 3, 5, 64, 1, 1, 0), 4, false, auto_4w4c},    // r 4: C 4
-      {conv(1, 20, 33, 17, 72, 1, 1, 0), 3, false, auto_4w4c}, // r 3, several GEMM row tiles
+      {conv(1, 24, 16, 9, 96, 1, 1, 0), 2, false, auto_4w4c},   // refinenet_lite's up3 / up4
+      {conv(2, 12, 3, 7, 16, 1, 1, 0), 2, false, auto_4w4c},    // batch 2, C 4
+      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, false, auto_4w4c},    // 3 pixels: GEMV
+      {conv(1, 5, 3, 5, 64, 1, 1, 0), 4, false, auto_4w4c},     // r 4: C 4
+      {conv(1, 20, 33, 17, 72, 1, 1, 0), 3, false, auto_4w4c},  // r 3, several GEMM row tiles
       // Im2col (>= 64 products per output).
-      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, false, auto_4w4c},   // refinenet_lite's up1 / up2
-      {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, false, auto_4w4c},    // r 3, C 4
+      {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, false, auto_4w4c},  // refinenet_lite's up1 / up2
+      {conv(1, 8, 5, 7, 36, 3, 1, 1), 3, false, auto_4w4c},   // r 3, C 4
       {conv(1, 9, 6, 5, 32, 3, 2, 1), 2, false, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}},
       // Direct: a 4C1W output, the 3-channel stem (27 products), forced on a 4W4C output.
       {conv(1, 6, 7, 5, 32, 3, 2, 1), 2, false, {Conv2dRoute::Auto, k4W4C, true, k4C1W}},
@@ -1483,21 +1500,21 @@ void register_fused_accu_cases(Registry& registry) {
       {conv(1, 16, 5, 6, 32, 1, 1, 0), 2, false, {Conv2dRoute::Direct, k4C1W, true, k4W4C}},
       // A residual add: the same routes, channels off a multiple of 4 (padding lanes hold the
       // sum's zero point), a grouped convolution, a depthwise shape (the direct kernel).
-      {conv(1, 24, 16, 9, 24, 1, 1, 0), 1, true, auto_4w4c},   // MobileNet's projection + add
-      {conv(2, 13, 3, 5, 7, 1, 1, 0), 1, true, auto_4w4c},     // GEMM, C 7
-      {conv(1, 16, 2, 2, 12, 1, 1, 0), 1, true, auto_4w4c},    // 4 pixels: GEMV
-      {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, auto_4w4c},    // ResNet's 3x3 + add: im2col
+      {conv(1, 24, 16, 9, 24, 1, 1, 0), 1, true, auto_4w4c},  // MobileNet's projection + add
+      {conv(2, 13, 3, 5, 7, 1, 1, 0), 1, true, auto_4w4c},    // GEMM, C 7
+      {conv(1, 16, 2, 2, 12, 1, 1, 0), 1, true, auto_4w4c},   // 4 pixels: GEMV
+      {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, auto_4w4c},   // ResNet's 3x3 + add: im2col
       {conv(1, 9, 7, 6, 9, 3, 2, 1), 1, true, {Conv2dRoute::Im2col, k4C1W, true, k4W4C}},
-      {conv(1, 6, 7, 5, 10, 3, 1, 1), 1, true, auto_4w4c},     // direct, 54 products
-      {conv(1, 6, 7, 5, 10, 3, 1, 1), 1, true, auto_4c1w},     // direct into 4C1W
+      {conv(1, 6, 7, 5, 10, 3, 1, 1), 1, true, auto_4w4c},  // direct, 54 products
+      {conv(1, 6, 7, 5, 10, 3, 1, 1), 1, true, auto_4c1w},  // direct into 4C1W
       {conv(1, 8, 5, 7, 8, 3, 1, 1, 1, 2), 1, true, {Conv2dRoute::Auto, k4C1W, true, k4W4C}},
-      {depthwise(1, 12, 7, 9, 3, 1, 1), 1, true, auto_4w4c},   // depthwise shape: direct
+      {depthwise(1, 12, 7, 9, 3, 1, 1), 1, true, auto_4w4c},  // depthwise shape: direct
       {conv(1, 16, 9, 7, 16, 3, 1, 1), 1, true, {Conv2dRoute::Direct, k4W4C, true, k4W4C}},
       // Shuffled and added: refinenet_lite's upsampling stages through each route.
       {conv(1, 24, 16, 9, 96, 1, 1, 0), 2, true, auto_4w4c},
       {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, auto_4w4c},
       {conv(1, 8, 5, 3, 36, 3, 1, 1), 3, true, auto_4c1w},
-      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, true, auto_4w4c},    // GEMV
+      {conv(1, 16, 1, 3, 64, 1, 1, 0), 2, true, auto_4w4c},  // GEMV
       // Through the split-K linear kernel (its last slice runs the same epilogue).
       {conv(1, 40, 7, 6, 20, 3, 1, 1), 1, true, split_k_im2col},  // K 360: 12 stages, 3 slices
       {conv(1, 24, 8, 9, 96, 3, 1, 1), 2, true, split_k_im2col},
@@ -1577,13 +1594,13 @@ void register_float_input_accu_cases(Registry& registry) {
   const InputQuant input_quants[] = {
       {0, -128, 127}, {-128, -128, 127}, {127, -128, 127}, {5, -127, 127}, {-3, -100, 90}};
   const ConvShape shapes[] = {
-      conv(1, 3, 18, 11, 16, 3, 2, 1),      // the stem, small
-      conv(1, 5, 9, 7, 6, 3, 1, 1),         // C_in 5, C_out 6
-      conv(1, 8, 6, 9, 12, 1, 1, 0),        // pointwise shape: still direct
-      conv(2, 3, 7, 10, 8, 3, 2, 1),        // batch 2
-      conv(1, 8, 5, 7, 8, 3, 1, 1, 1, 2),   // groups 2
-      depthwise(1, 8, 7, 9, 3, 1, 1),       // depthwise shape: direct
-      conv(1, 3, 9, 13, 37, 3, 2, 1),       // 10 channel blocks, W_out 7
+      conv(1, 3, 18, 11, 16, 3, 2, 1),     // the stem, small
+      conv(1, 5, 9, 7, 6, 3, 1, 1),        // C_in 5, C_out 6
+      conv(1, 8, 6, 9, 12, 1, 1, 0),       // pointwise shape: still direct
+      conv(2, 3, 7, 10, 8, 3, 2, 1),       // batch 2
+      conv(1, 8, 5, 7, 8, 3, 1, 1, 1, 2),  // groups 2
+      depthwise(1, 8, 7, 9, 3, 1, 1),      // depthwise shape: direct
+      conv(1, 3, 9, 13, 37, 3, 2, 1),      // 10 channel blocks, W_out 7
       // Several 4 x 16-pixel workgroups, the last ones partly outside the output: a stem on a
       // 37x70 image, k5 dilation 2, two input channel words with batch 2, asymmetric padding.
       conv(1, 3, 37, 70, 24, 3, 2, 1),
@@ -1606,10 +1623,9 @@ void register_float_input_accu_cases(Registry& registry) {
       s.bias = (index % 5) % 2 == 0;
       s.seed = 9500 + index++;
       const std::string name = "q8ta_conv2d_fq " + route_name(s) + " " + geometry_name(shape) +
-                               " " + layouts_name(s) + " zpx" + std::to_string(s.input_zp) +
-                               " qx" + std::to_string(iq.quant_min) + ".." +
-                               std::to_string(iq.quant_max) + " zpy" +
-                               std::to_string(s.out.zero_point) + " " + s.out.name +
+                               " " + layouts_name(s) + " zpx" + std::to_string(s.input_zp) + " qx" +
+                               std::to_string(iq.quant_min) + ".." + std::to_string(iq.quant_max) +
+                               " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name +
                                (s.bias ? " bias" : " nobias");
       registry.add({name, "q8ta_conv2d_fq", shape_column(shape), layout_column(s), true, false,
                     true, Metric::GOPs, [s] { return std::make_unique<Q8taConv2dCase>(s); }});

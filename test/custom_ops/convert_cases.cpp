@@ -10,9 +10,8 @@ namespace {
 using testing::RefShape;
 
 RefShape ref_shape(const std::vector<int64_t>& sizes) {
-  const Dims4 d = TensorSpec{sizes, DType::Int8x4, StorageType::Buffer,
-                             MemoryLayout::PackedInt8_4W4C}
-                      .dims4();
+  const Dims4 d =
+      TensorSpec{sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C}.dims4();
   return {d.n, d.c, d.h, d.w};
 }
 
@@ -24,8 +23,12 @@ class Int8RepackCase : public CaseInstance {
  public:
   Int8RepackCase(Repack op, std::vector<int64_t> in_sizes, std::vector<int64_t> out_sizes,
                  MemoryLayout in, MemoryLayout out, int zp)
-      : op_(op), in_sizes_(std::move(in_sizes)), out_sizes_(std::move(out_sizes)), in_(in),
-        out_(out), zp_(zp) {}
+      : op_(op),
+        in_sizes_(std::move(in_sizes)),
+        out_sizes_(std::move(out_sizes)),
+        in_(in),
+        out_(out),
+        zp_(zp) {}
 
   void build(graph::ComputeGraph& g) override {
     in_ref_ = g.add_tensor({in_sizes_, DType::Int8x4, StorageType::Buffer, in_}, "a");
@@ -69,10 +72,10 @@ class Int8RepackCase : public CaseInstance {
 // sides, in every layout pair.
 void register_view_cases(Registry& registry) {
   using Sizes = std::vector<int64_t>;
-  const std::pair<Sizes, Sizes> views[] = {
-      {{2, 8, 1, 1}, {2, 8}},       {{1, 5, 7, 9}, {1, 35, 9}}, {{2, 3, 5, 6}, {2, 90}},
-      {{3, 10}, {3, 10, 1, 1}},     {{1, 17, 3, 3}, {17, 9}},   {{1, 6, 4, 4}, {1, 6, 16}},
-      {{2, 1280, 1, 1}, {2, 1280}}, {{5, 7}, {7, 5}}};
+  const std::pair<Sizes, Sizes> views[] = {{{2, 8, 1, 1}, {2, 8}},       {{1, 5, 7, 9}, {1, 35, 9}},
+                                           {{2, 3, 5, 6}, {2, 90}},      {{3, 10}, {3, 10, 1, 1}},
+                                           {{1, 17, 3, 3}, {17, 9}},     {{1, 6, 4, 4}, {1, 6, 16}},
+                                           {{2, 1280, 1, 1}, {2, 1280}}, {{5, 7}, {7, 5}}};
   const int zero_points[] = {0, -128, 127, 5};
   size_t index = 0;
   for (const auto& [in_sizes, out_sizes] : views) {
@@ -83,8 +86,8 @@ void register_view_cases(Registry& registry) {
         const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
         registry.add({"q8ta_view/" + pair + "/" + shape, "q8ta_view", shape, pair, true, false,
                       false, Metric::GBps, [=] {
-                        return std::make_unique<Int8RepackCase>(Repack::View, in_sizes,
-                                                                out_sizes, in, out, zp);
+                        return std::make_unique<Int8RepackCase>(Repack::View, in_sizes, out_sizes,
+                                                                in, out, zp);
                       }});
       }
     }
@@ -140,10 +143,9 @@ void register_convert_cases(Registry& registry) {
         const int zp = zero_points[index++ % std::size(zero_points)];
         const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
         registry.add({"q8ta_convert/" + pair + "/" + shape, "q8ta_convert", shape, pair, true,
-                      false, false, Metric::GBps,
-                      [=] {
-                        return std::make_unique<Int8RepackCase>(Repack::Convert, sizes, sizes,
-                                                                in, out, zp);
+                      false, false, Metric::GBps, [=] {
+                        return std::make_unique<Int8RepackCase>(Repack::Convert, sizes, sizes, in,
+                                                                out, zp);
                       }});
       }
     }
@@ -166,11 +168,10 @@ void register_convert_cases(Registry& registry) {
     for (MemoryLayout in : kAllPackedInt8Layouts) {
       for (MemoryLayout out : kAllPackedInt8Layouts) {
         const std::string pair = std::string(to_string(in)) + "->" + std::string(to_string(out));
-        registry.add({"perf/q8ta_convert/" + pair + "/" + shape, "q8ta_convert", shape, pair,
-                      false, true, false, Metric::GBps,
-                      [=] {
-                        return std::make_unique<Int8RepackCase>(Repack::Convert, sizes, sizes,
-                                                                in, out, 0);
+        registry.add({"perf/q8ta_convert/" + pair + "/" + shape, "q8ta_convert", shape, pair, false,
+                      true, false, Metric::GBps, [=] {
+                        return std::make_unique<Int8RepackCase>(Repack::Convert, sizes, sizes, in,
+                                                                out, 0);
                       }});
       }
     }
@@ -180,7 +181,8 @@ void register_convert_cases(Registry& registry) {
   const FloatPlacement tex{StorageType::Texture3D, MemoryLayout::ChannelsPacked};
   registry.add({"perf/float_convert/buffer->texture/1x64x256x256", "float_convert", "1x64x256x256",
                 placement_name(nchw) + " -> " + placement_name(tex), false, true, false,
-                Metric::GBps, [=] { return std::make_unique<FloatConvertCase>(sizes, nchw, tex); }});
+                Metric::GBps,
+                [=] { return std::make_unique<FloatConvertCase>(sizes, nchw, tex); }});
 }
 
 }  // namespace vkd::custom_ops

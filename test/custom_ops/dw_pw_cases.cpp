@@ -116,17 +116,17 @@ class DwPwCase : public CaseInstance {
       }
       dw_in = {case_output_scale(s_.accu, y_e, s_.expanded.zero_point, e_acc),
                s_.expanded.zero_point, -128, 127};
-      p_.expansion = ops::DepthwiseExpansion{expand_.view(), dw_in, s_.expanded.act_min,
-                                             s_.expanded.act_max};
+      p_.expansion =
+          ops::DepthwiseExpansion{expand_.view(), dw_in, s_.expanded.act_min, s_.expanded.act_max};
       if (s_.accu) {
-        q_dw = testing::reference_quantize(y_e, dw_in.scale, dw_in.zero_point,
-                                           s_.expanded.act_min, s_.expanded.act_max);
+        q_dw = testing::reference_quantize(y_e, dw_in.scale, dw_in.zero_point, s_.expanded.act_min,
+                                           s_.expanded.act_max);
       }
     }
     dw_ = random_host_conv(s_.c, 1, s_.k, s_.k, true, dw_in.scale, dw_acc, rng);
     p_.geometry.stride_h = p_.geometry.stride_w = s_.stride;
-    p_.geometry.pad_top = p_.geometry.pad_left = p_.geometry.pad_bottom =
-        p_.geometry.pad_right = s_.pad;
+    p_.geometry.pad_top = p_.geometry.pad_left = p_.geometry.pad_bottom = p_.geometry.pad_right =
+        s_.pad;
     p_.geometry.dilation_h = p_.geometry.dilation_w = s_.dilation;
     p_.form = s_.form;
     p_.tiles_per_workgroup = s_.tiles;
@@ -139,8 +139,8 @@ class DwPwCase : public CaseInstance {
       y_mid = testing::reference_q8ta_conv2d(q_dw, dw_.weight, dw, dw_in.scale, dw_in.zero_point,
                                              dw_.scales, dw_.bias);
     }
-    p_.mid = {case_output_scale(s_.accu, y_mid, s_.mid.zero_point, dw_acc), s_.mid.zero_point,
-              -128, 127};
+    p_.mid = {case_output_scale(s_.accu, y_mid, s_.mid.zero_point, dw_acc), s_.mid.zero_point, -128,
+              127};
     p_.mid_activation_min = s_.mid.act_min;
     p_.mid_activation_max = s_.mid.act_max;
     pw_ = random_host_conv(s_.n_out, s_.c, 1, 1, true, p_.mid.scale, pw_acc, rng);
@@ -151,20 +151,20 @@ class DwPwCase : public CaseInstance {
       y = testing::reference_q8ta_conv2d(q_mid, pw_.weight, pw, p_.mid.scale, s_.mid.zero_point,
                                          pw_.scales, pw_.bias);
     }
-    p_.output = {case_output_scale(s_.accu, y, s_.out.zero_point, pw_acc), s_.out.zero_point,
-                 -128, 127};
+    p_.output = {case_output_scale(s_.accu, y, s_.out.zero_point, pw_acc), s_.out.zero_point, -128,
+                 127};
     p_.activation_min = s_.out.act_min;
     p_.activation_max = s_.out.act_max;
     if (s_.accu) {
-      expected_ = testing::reference_quantize(y, p_.output.scale, s_.out.zero_point,
-                                              s_.out.act_min, s_.out.act_max);
+      expected_ = testing::reference_quantize(y, p_.output.scale, s_.out.zero_point, s_.out.act_min,
+                                              s_.out.act_max);
     }
 
     const RefShape out = output_shape(s_);
-    const TensorSpec out_spec{{out.n, out.c, out.h, out.w}, DType::Int8x4, StorageType::Buffer,
-                              k4W4C};
-    in_ref_ = g.add_tensor({{in.n, in.c, in.h, in.w}, DType::Int8x4, StorageType::Buffer, k4W4C},
-                           "x");
+    const TensorSpec out_spec{
+        {out.n, out.c, out.h, out.w}, DType::Int8x4, StorageType::Buffer, k4W4C};
+    in_ref_ =
+        g.add_tensor({{in.n, in.c, in.h, in.w}, DType::Int8x4, StorageType::Buffer, k4W4C}, "x");
     out_ref_ = g.add_tensor(out_spec, "y");
     in_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, in));
     out_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, out));
@@ -234,8 +234,8 @@ std::string shape_name(const DwPwSetup& s) {
   std::string name = std::to_string(in.n) + "x" + std::to_string(in.c) + "x" +
                      std::to_string(in.h) + "x" + std::to_string(in.w);
   if (s.c_x) name += " e" + std::to_string(s.c);
-  name += " k" + std::to_string(s.k) + " s" + std::to_string(s.stride) + " p" +
-          std::to_string(s.pad);
+  name +=
+      " k" + std::to_string(s.k) + " s" + std::to_string(s.stride) + " p" + std::to_string(s.pad);
   if (s.dilation != 1) name += " d" + std::to_string(s.dilation);
   return name + " ->" + std::to_string(s.n_out);
 }
@@ -249,8 +249,14 @@ std::string form_name(const DwPwSetup& s) {
 void add_case(Registry& registry, const std::string& prefix, const DwPwSetup& s, bool accu) {
   Case c{prefix + op_of(s) + "/" + shape_name(s) + " " + form_name(s) + " mid " + s.mid.name +
              " out " + s.out.name + (s.residual ? std::string(" add ") + s.residual->name : ""),
-         op_of(s), shape_name(s), "4W4C -> 4W4C", accu, !accu,
-         accu, Metric::GOPs, [s] { return std::make_unique<DwPwCase>(s); }};
+         op_of(s),
+         shape_name(s),
+         "4W4C -> 4W4C",
+         accu,
+         !accu,
+         accu,
+         Metric::GOPs,
+         [s] { return std::make_unique<DwPwCase>(s); }};
   registry.add(std::move(c));
 }
 
@@ -260,40 +266,40 @@ void add_case(Registry& registry, const std::string& prefix, const DwPwSetup& s,
 // tile count off the tiles per workgroup, and mid channels enough for several invocation rounds
 // per workgroup; each with the residual add and without, both forms.
 void register_accu(Registry& registry) {
-  const OutputQuant mids[] = {{"relu6", -128, -128, -25}, {"none", 5, -128, 127},
-                              {"relu", -20, -20, 127}};
-  const OutputQuant outs[] = {{"none", -7, -128, 127}, {"clamp", 3, -20, 90},
-                              {"none", 127, -128, 127}};
+  const OutputQuant mids[] = {
+      {"relu6", -128, -128, -25}, {"none", 5, -128, 127}, {"relu", -20, -20, 127}};
+  const OutputQuant outs[] = {
+      {"none", -7, -128, 127}, {"clamp", 3, -20, 90}, {"none", 127, -128, 127}};
   struct Shape {
     int64_t n, c, h, w, n_out, k;
     int32_t stride, pad, dilation;
   };
   const Shape shapes[] = {
-      {1, 8, 6, 7, 4, 3, 1, 1, 1},    {1, 6, 9, 11, 5, 3, 2, 1, 1},  {2, 13, 7, 5, 9, 3, 1, 1, 1},
-      {1, 12, 9, 10, 20, 5, 1, 2, 1}, {1, 16, 11, 9, 8, 3, 1, 2, 2}, {1, 4, 3, 3, 4, 3, 1, 0, 1},
+      {1, 8, 6, 7, 4, 3, 1, 1, 1},    {1, 6, 9, 11, 5, 3, 2, 1, 1},    {2, 13, 7, 5, 9, 3, 1, 1, 1},
+      {1, 12, 9, 10, 20, 5, 1, 2, 1}, {1, 16, 11, 9, 8, 3, 1, 2, 2},   {1, 4, 3, 3, 4, 3, 1, 0, 1},
       {1, 96, 10, 9, 24, 3, 2, 1, 1}, {1, 40, 13, 14, 12, 3, 1, 1, 1},
   };
   int index = 0;
   for (const Shape& sh : shapes) {
     for (const bool add : {false, true}) {
       for (const int64_t c_x : {int64_t{0}, sh.c % 3 + 5}) {
-      for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
-        DwPwSetup s;
-        s.n = sh.n, s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.k = sh.k;
-        s.stride = sh.stride, s.pad = sh.pad, s.dilation = sh.dilation;
-        s.input_zp = kInputZeroPoints[index % 3];
-        s.mid = mids[index % 3];
-        s.out = outs[(index / 3) % 3];
-        if (add) s.residual = OutputQuant{"relu", -30, -30, 127};
-        s.form = form;
-        // A third of the fused cases with a tile count off their tile grid.
-        s.tiles = form == DepthwisePointwiseForm::Fused && (index / 2) % 3 == 1 ? 3 : 0;
-        s.c_x = c_x;  // expansions from 5, 6 or 7 channels
-        s.expanded = mids[(index + 1) % 3];
-        s.seed = 9000 + uint32_t(index);
-        add_case(registry, "", s, true);
-        ++index;
-      }
+        for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {
+          DwPwSetup s;
+          s.n = sh.n, s.c = sh.c, s.h = sh.h, s.w = sh.w, s.n_out = sh.n_out, s.k = sh.k;
+          s.stride = sh.stride, s.pad = sh.pad, s.dilation = sh.dilation;
+          s.input_zp = kInputZeroPoints[index % 3];
+          s.mid = mids[index % 3];
+          s.out = outs[(index / 3) % 3];
+          if (add) s.residual = OutputQuant{"relu", -30, -30, 127};
+          s.form = form;
+          // A third of the fused cases with a tile count off their tile grid.
+          s.tiles = form == DepthwisePointwiseForm::Fused && (index / 2) % 3 == 1 ? 3 : 0;
+          s.c_x = c_x;  // expansions from 5, 6 or 7 channels
+          s.expanded = mids[(index + 1) % 3];
+          s.seed = 9000 + uint32_t(index);
+          add_case(registry, "", s, true);
+          ++index;
+        }
       }
     }
   }
@@ -313,8 +319,10 @@ void register_accu(Registry& registry) {
   // Several output rows per workgroup sharing the expansion's window rows: 2 and 3 rows (the
   // last group of 13 or 7 rows partly past the output), strides 1 and 2, dilation 2, a 5x5
   // kernel, batch 2 (row groups do not cross images), 2 tiles per row, with and without the add.
-  const Shape row_shapes[] = {{1, 8, 13, 9, 4, 3, 1, 1, 1},  {2, 12, 7, 10, 8, 3, 2, 1, 1},
-                              {1, 16, 11, 9, 8, 3, 1, 2, 2}, {1, 12, 9, 10, 20, 5, 1, 2, 1},
+  const Shape row_shapes[] = {{1, 8, 13, 9, 4, 3, 1, 1, 1},
+                              {2, 12, 7, 10, 8, 3, 2, 1, 1},
+                              {1, 16, 11, 9, 8, 3, 1, 2, 2},
+                              {1, 12, 9, 10, 20, 5, 1, 2, 1},
                               {1, 96, 12, 10, 24, 3, 1, 1, 1}};
   for (const Shape& sh : row_shapes) {
     for (const int32_t rows : {2, 3}) {
@@ -360,10 +368,10 @@ void register_perf(Registry& registry) {
     int64_t c_x;
   };
   const Shape shapes[] = {
-      {96, 128, 72, 24, 1, 0},  {96, 128, 72, 24, 2, 0},  {96, 64, 36, 24, 2, 0},
-      {96, 32, 18, 24, 2, 0},   {144, 56, 56, 24, 1, 0},  {192, 28, 28, 32, 1, 0},
-      {576, 14, 14, 96, 1, 0},  {960, 7, 7, 160, 1, 0},   {96, 128, 72, 24, 1, 24},
-      {96, 128, 72, 24, 2, 24}, {96, 64, 36, 24, 2, 24},  {96, 32, 18, 24, 2, 24},
+      {96, 128, 72, 24, 1, 0},  {96, 128, 72, 24, 2, 0}, {96, 64, 36, 24, 2, 0},
+      {96, 32, 18, 24, 2, 0},   {144, 56, 56, 24, 1, 0}, {192, 28, 28, 32, 1, 0},
+      {576, 14, 14, 96, 1, 0},  {960, 7, 7, 160, 1, 0},  {96, 128, 72, 24, 1, 24},
+      {96, 128, 72, 24, 2, 24}, {96, 64, 36, 24, 2, 24}, {96, 32, 18, 24, 2, 24},
       {144, 56, 56, 24, 1, 24}, {192, 28, 28, 32, 1, 32}};
   for (const Shape& sh : shapes) {
     for (const auto form : {DepthwisePointwiseForm::Fused, DepthwisePointwiseForm::Split}) {

@@ -150,8 +150,8 @@ class BinaryCase : public CaseInstance {
                 : testing::reference_binary(op_, qa_, so, qb_, ref_shape(g.spec(b_)), ra, rb, ro,
                                             act_min_, act_max_);
     AccuResult r;
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, so, expected_q, q_.out.zero_point), r);
+    compare_words(g.read_words(out_), testing::ref_pack(layout_, so, expected_q, q_.out.zero_point),
+                  r);
     return r;
   }
   PerfWork work() const override {
@@ -177,8 +177,8 @@ void add_case(Registry& registry, RefBinaryOp op, const std::string& prefix,
               Act act, bool accu, const std::string& tag = "") {
   const std::string shape = shape_string(sizes);
   const std::string lname(to_string(layout));
-  registry.add({prefix + op_name(op) + "/" + lname + "/" + bcast_name(bcast) + "/" +
-                    act_name(act) + tag + "/" + shape,
+  registry.add({prefix + op_name(op) + "/" + lname + "/" + bcast_name(bcast) + "/" + act_name(act) +
+                    tag + "/" + shape,
                 op_name(op), shape, lname + " " + bcast_name(bcast), accu, !accu, false,
                 Metric::GBps,
                 [=] { return std::make_unique<BinaryCase>(op, sizes, layout, bcast, q, act); }});
@@ -234,9 +234,9 @@ class ClampCase : public CaseInstance {
     g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, q_.in.zero_point));
   }
   AccuResult check(const graph::ComputeGraph& g) override {
-    const auto expected = testing::reference_requantize(
-        x_, {q_.in.scale, q_.in.zero_point}, q_.scalar, {q_.out.scale, q_.out.zero_point},
-        q_.act_min, q_.act_max);
+    const auto expected =
+        testing::reference_requantize(x_, {q_.in.scale, q_.in.zero_point}, q_.scalar,
+                                      {q_.out.scale, q_.out.zero_point}, q_.act_min, q_.act_max);
     return compare_output(g, out_, layout_, expected, q_.out.zero_point);
   }
   PerfWork work() const override { return chunk_walk_work(sizes_, layout_); }
@@ -381,8 +381,8 @@ void add_batch_norm_case(Registry& registry, const std::string& prefix,
                          const std::vector<int64_t>& sizes, MemoryLayout layout, BnQuant q,
                          bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
-  registry.add({prefix + "q8ta_batch_norm/" + lname + "/" + q.tag + "/" + shape,
-                "q8ta_batch_norm", shape, lname + " " + q.tag, accu, !accu, false, Metric::GBps,
+  registry.add({prefix + "q8ta_batch_norm/" + lname + "/" + q.tag + "/" + shape, "q8ta_batch_norm",
+                shape, lname + " " + q.tag, accu, !accu, false, Metric::GBps,
                 [=] { return std::make_unique<BatchNormCase>(sizes, layout, q); }});
 }
 
@@ -393,8 +393,8 @@ void register_batch_norm_cases(Registry& registry) {
   size_t index = 0;
   for (MemoryLayout layout : kAllPackedInt8Layouts) {
     for (const auto& sizes : awkward_shapes()) {
-      if (sizes.size() == 4) add_batch_norm_case(registry, "", sizes, layout,
-                                                 kBnQuants[index++ % n], true);
+      if (sizes.size() == 4)
+        add_batch_norm_case(registry, "", sizes, layout, kBnQuants[index++ % n], true);
     }
     for (const BnQuant& q : kBnQuants) {
       add_batch_norm_case(registry, "", {2, 17, 5, 6}, layout, q, true);

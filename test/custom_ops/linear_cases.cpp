@@ -92,8 +92,8 @@ struct HostLinear {
   double bytes() const { return double(weight.size()) + 4.0 * (scales.size() + bias.size()); }
 };
 
-HostLinear random_linear(int64_t n, int64_t k, bool with_bias, float input_scale,
-                         float typical_acc, std::mt19937& rng) {
+HostLinear random_linear(int64_t n, int64_t k, bool with_bias, float input_scale, float typical_acc,
+                         std::mt19937& rng) {
   HostLinear h;
   h.n = n;
   h.k = k;
@@ -151,7 +151,8 @@ class Q8taLinearCase : public CaseInstance {
     p_.split_k_slices = s_.split_k_slices;
     p_.coopmat_tile_n = s_.coopmat_tile_n;
     if (s_.accu) {
-      const auto acc = testing::reference_linear_acc(qx_, host_.weight, rows_, k, s_.n, s_.input_zp);
+      const auto acc =
+          testing::reference_linear_acc(qx_, host_.weight, rows_, k, s_.n, s_.input_zp);
       y_ = testing::reference_linear_epilogue(acc, rows_, s_.n, kInputScale, host_.scales,
                                               host_.bias);
     }
@@ -168,9 +169,9 @@ class Q8taLinearCase : public CaseInstance {
 
     const auto out_sizes = output_sizes(s_.input_sizes, s_.n);
     const TensorSpec out_spec =
-        s_.int8_out ? TensorSpec{out_sizes, DType::Int8x4, StorageType::Buffer, k4H4W}
-                    : TensorSpec{out_sizes, DType::Float32, StorageType::Buffer,
-                                 MemoryLayout::WidthPacked};
+        s_.int8_out
+            ? TensorSpec{out_sizes, DType::Int8x4, StorageType::Buffer, k4H4W}
+            : TensorSpec{out_sizes, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
     in_bytes_ = double(int8x4_bytes(s_.input_sizes));
     out_bytes_ = s_.int8_out ? double(int8x4_bytes(out_sizes)) : 4.0 * double(numel(out_sizes));
     copies_ = s_.accu || !s_.stream_weights
@@ -214,15 +215,17 @@ class Q8taLinearCase : public CaseInstance {
       compare_words(g.read_words(out_refs_[0]), testing::ref_pack(k4H4W, out_shape, expected, zp),
                     r);
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
-      if (r.mismatches) report_first_mismatch(g.read_int8(out_refs_[0]), expected, 0.0,
-                                            [&](int64_t i) { return matrix_position(s_.n, i); });
+      if (r.mismatches)
+        report_first_mismatch(g.read_int8(out_refs_[0]), expected, 0.0,
+                              [&](int64_t i) { return matrix_position(s_.n, i); });
     } else {
       // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
       const double tolerance = 1e-5 * max_abs(y_);
       const auto actual = g.read_float(out_refs_[0]);
       compare_floats(actual, y_, tolerance, r);
-      if (r.mismatches) report_first_mismatch(actual, y_, tolerance,
-                                            [&](int64_t i) { return matrix_position(s_.n, i); });
+      if (r.mismatches)
+        report_first_mismatch(actual, y_, tolerance,
+                              [&](int64_t i) { return matrix_position(s_.n, i); });
     }
     return r;
   }
@@ -270,8 +273,8 @@ class Q8cswLinearCase : public CaseInstance {
     for (auto& v : x_) v = value(rng);
     // x ~ U(-1, 1) has std 0.577.
     host_ = random_linear(n_, k, bias_, 1.0f, 0.577f * 73.0f * std::sqrt(float(k)), rng);
-    in_ref_ = g.add_tensor({sizes_, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
-                           "x");
+    in_ref_ =
+        g.add_tensor({sizes_, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "x");
     out_ref_ = g.add_tensor(
         {output_sizes(sizes_, n_), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
         "y");
@@ -288,8 +291,9 @@ class Q8cswLinearCase : public CaseInstance {
     const auto actual = g.read_float(out_ref_);
     AccuResult r;
     compare_floats(actual, expected, tolerance, r);
-    if (r.mismatches) report_first_mismatch(actual, expected, tolerance,
-                                            [&](int64_t i) { return matrix_position(n_, i); });
+    if (r.mismatches)
+      report_first_mismatch(actual, expected, tolerance,
+                            [&](int64_t i) { return matrix_position(n_, i); });
     return r;
   }
   PerfWork work() const override {
@@ -332,13 +336,13 @@ struct AccuShape {
   int64_t n;
 };
 const AccuShape kAccuShapes[] = {
-    {{1, 1}, 1},      {{1, 3}, 5},       {{1, 17}, 257},   {{1, 257}, 63},  {{1, 63}, 17},
-    {{3, 1}, 17},     {{3, 5}, 63},      {{3, 257}, 3},    {{3, 63}, 1},    {{4, 1}, 1},
-    {{4, 17}, 5},     {{4, 257}, 257},   {{5, 5}, 5},      {{5, 3}, 1},     {{5, 63}, 3},
-    {{5, 257}, 17},   {{17, 17}, 17},    {{17, 1}, 63},    {{17, 5}, 257},  {{17, 257}, 5},
-    {{63, 5}, 257},   {{63, 63}, 63},    {{63, 3}, 1},     {{63, 17}, 3},   {{257, 257}, 257},
-    {{257, 1}, 5},    {{257, 3}, 17},    {{257, 17}, 1},   {{257, 63}, 63}, {{1, 513}, 13},
-    {{2, 509}, 31},   {{2, 5, 17}, 63},  {{2, 2, 17}, 5},  {{3, 1, 63}, 5}, {{2, 3, 5, 17}, 17},
+    {{1, 1}, 1},    {{1, 3}, 5},      {{1, 17}, 257},  {{1, 257}, 63},  {{1, 63}, 17},
+    {{3, 1}, 17},   {{3, 5}, 63},     {{3, 257}, 3},   {{3, 63}, 1},    {{4, 1}, 1},
+    {{4, 17}, 5},   {{4, 257}, 257},  {{5, 5}, 5},     {{5, 3}, 1},     {{5, 63}, 3},
+    {{5, 257}, 17}, {{17, 17}, 17},   {{17, 1}, 63},   {{17, 5}, 257},  {{17, 257}, 5},
+    {{63, 5}, 257}, {{63, 63}, 63},   {{63, 3}, 1},    {{63, 17}, 3},   {{257, 257}, 257},
+    {{257, 1}, 5},  {{257, 3}, 17},   {{257, 17}, 1},  {{257, 63}, 63}, {{1, 513}, 13},
+    {{2, 509}, 31}, {{2, 5, 17}, 63}, {{2, 2, 17}, 5}, {{3, 1, 63}, 5}, {{2, 3, 5, 17}, 17},
     {{17}, 3},
 };
 
@@ -354,8 +358,8 @@ struct CoopMatTileShape {
   int32_t tile_n;
 };
 const CoopMatTileShape kCoopMatTileShapes[] = {
-    {{{257, 63}, 63}, 32}, {{{63, 257}, 257}, 32}, {{{2, 515, 70}, 6660}, 32},
-    {{{257, 17}, 22}, 128}, {{{2, 5, 17}, 9}, 128},  {{{1029, 37}, 6657}, 128},
+    {{{257, 63}, 63}, 32},  {{{63, 257}, 257}, 32}, {{{2, 515, 70}, 6660}, 32},
+    {{{257, 17}, 22}, 128}, {{{2, 5, 17}, 9}, 128}, {{{1029, 37}, 6657}, 128},
     {{{257, 63}, 63}, 128}};
 
 const AccuShape kQ8cswShapes[] = {
@@ -429,12 +433,18 @@ void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute 
   s.seed = 1000 + index;
   std::string name = "q8ta_linear " + route_name(s) + " " + dims_name(shape.input, shape.n) +
                      " zpx" + std::to_string(s.input_zp);
-  name += int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name
-                   : " floatout";
+  name +=
+      int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name : " floatout";
   name += s.bias ? " bias" : " nobias";
   const bool coopmat = route == ops::LinearRoute::CoopMat;
-  Case c{name, "q8ta_linear", shape_string(shape.input) + "->" + std::to_string(s.n),
-         layout_name(int8_out), true, false, !coopmat, Metric::GOPs,
+  Case c{name,
+         "q8ta_linear",
+         shape_string(shape.input) + "->" + std::to_string(s.n),
+         layout_name(int8_out),
+         true,
+         false,
+         !coopmat,
+         Metric::GOPs,
          [s] { return std::make_unique<Q8taLinearCase>(s); }};
   if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
   registry.add(std::move(c));
@@ -456,14 +466,19 @@ void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
   constexpr int32_t kOtherZeroPoints[] = {-128, 127, 0, -3};
   s.residual = {kOtherZeroPoints[index % 4], kOutputQuants[(index + 2) % 5]};
   const std::string name =
-      "q8ta_linear_add " + route_name(s) + " " + dims_name(shape.input, shape.n) +
-      " zpx" + std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) + " " +
-      s.out.name + (s.bias ? " bias" : " nobias") + " + zpb" +
-      std::to_string(s.residual->first) + " -> zps" +
+      "q8ta_linear_add " + route_name(s) + " " + dims_name(shape.input, shape.n) + " zpx" +
+      std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name +
+      (s.bias ? " bias" : " nobias") + " + zpb" + std::to_string(s.residual->first) + " -> zps" +
       std::to_string(s.residual->second.zero_point) + " " + s.residual->second.name;
   const bool coopmat = route == ops::LinearRoute::CoopMat;
-  Case c{name, "q8ta_linear_add", shape_string(shape.input) + "->" + std::to_string(s.n),
-         layout_name(true), true, false, !coopmat, Metric::GOPs,
+  Case c{name,
+         "q8ta_linear_add",
+         shape_string(shape.input) + "->" + std::to_string(s.n),
+         layout_name(true),
+         true,
+         false,
+         !coopmat,
+         Metric::GOPs,
          [s] { return std::make_unique<Q8taLinearCase>(s); }};
   if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
   registry.add(std::move(c));
@@ -471,7 +486,7 @@ void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
 
 // q8ta_linear_add's shapes: GEMV rows, N off a multiple of 4 (padding lanes hold the sum's
 // zero point), batched planes that pad their rows, GEMM row and channel tiles.
-const AccuShape kResidualShapes[] = {{{1, 17}, 257}, {{4, 63}, 5}, {{5, 63}, 3},
+const AccuShape kResidualShapes[] = {{{1, 17}, 257},   {{4, 63}, 5},   {{5, 63}, 3},
                                      {{2, 5, 17}, 63}, {{63, 63}, 63}, {{257, 17}, 130}};
 
 // Shapes whose float-output variant is also timed.
@@ -490,8 +505,7 @@ std::vector<ops::LinearRoute> perf_routes(const PerfShape& s) {
 // stream from memory), or with the reference backend's latency for the same shape (EtvkShapes.h)
 // "etvk/q8ta_linear ..." (one node, measured as the reference measures).
 void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute route,
-                   bool int8_out, double reference_us = 0, int32_t tile_n = 0,
-                   int32_t slices = 0) {
+                   bool int8_out, double reference_us = 0, int32_t tile_n = 0, int32_t slices = 0) {
   LinearSetup s;
   s.input_sizes = {shape.m, shape.k};
   s.n = shape.n;
@@ -508,8 +522,13 @@ void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute 
   const std::string name = std::string(reference_us > 0 ? "etvk/" : "perf/") + "q8ta_linear " +
                            route_name(s) + " " + dims_name(s.input_sizes, s.n) +
                            (int8_out ? " int8out" : " floatout") + (shape.bias ? "" : " nobias");
-  Case c{name, "q8ta_linear", shape_string(s.input_sizes) + "->" + std::to_string(s.n),
-         layout_name(int8_out), false, true, false,
+  Case c{name,
+         "q8ta_linear",
+         shape_string(s.input_sizes) + "->" + std::to_string(s.n),
+         layout_name(int8_out),
+         false,
+         true,
+         false,
          shape.m <= 4 ? Metric::GBps : Metric::GOPs,  // few rows: memory-bound
          [s] { return std::make_unique<Q8taLinearCase>(s); }};
   if (route == ops::LinearRoute::CoopMat) c.peak = "peak/int8_coopmat";
@@ -527,7 +546,8 @@ void register_linear_cases(Registry& registry) {
                                             ops::LinearRoute::CoopMat};
     if (rows <= 4) routes.push_back(ops::LinearRoute::Gemv);
     for (bool int8_out : {true, false}) {
-      for (ops::LinearRoute route : routes) add_accu_case(registry, shape, route, int8_out, index++);
+      for (ops::LinearRoute route : routes)
+        add_accu_case(registry, shape, route, int8_out, index++);
     }
   }
   for (const AccuShape& shape : kCoopMatWideShapes) {
@@ -603,10 +623,10 @@ void register_linear_cases(Registry& registry) {
   // Few row tiles with a mid-sized K (mobilenet_v2's pointwise layers at 14 x 14 and 7 x 7):
   // cooperative matrices against split-K with the op's slices and 4 to 72 (Linear.cpp's
   // use_split_k bounds), and resnet18's 3x3 512x7x7 as its GEMM (K 4608).
-  for (const PerfShape& shape : {PerfShape{196, 384, 96}, PerfShape{196, 576, 96},
-                                 PerfShape{49, 576, 160}, PerfShape{49, 960, 160},
-                                 PerfShape{49, 960, 320}, PerfShape{196, 2304, 256},
-                                 PerfShape{49, 4608, 512}}) {
+  for (const PerfShape& shape :
+       {PerfShape{196, 384, 96}, PerfShape{196, 576, 96}, PerfShape{49, 576, 160},
+        PerfShape{49, 960, 160}, PerfShape{49, 960, 320}, PerfShape{196, 2304, 256},
+        PerfShape{49, 4608, 512}}) {
     add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true);
     for (int32_t slices : {0, 4, 8, 16, 24, 36, 48, 72}) {
       if (32 * slices <= shape.k) {

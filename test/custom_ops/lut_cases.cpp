@@ -66,10 +66,10 @@ class LutCase : public CaseInstance {
   AccuResult check(const graph::ComputeGraph& g) override {
     const auto table = testing::ref_lut_table(s_.f, s_.in, s_.out);
     AccuResult r;
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(layout_, shape(), testing::ref_apply_table(table, x_),
-                                    s_.out.zero_point),
-                  r);
+    compare_words(
+        g.read_words(out_),
+        testing::ref_pack(layout_, shape(), testing::ref_apply_table(table, x_), s_.out.zero_point),
+        r);
     return r;
   }
   PerfWork work() const override {
@@ -87,9 +87,8 @@ class LutCase : public CaseInstance {
   std::vector<int8_t> x_;
 };
 
-void add_lut_case(Registry& registry, const std::string& prefix,
-                  const std::vector<int64_t>& sizes, MemoryLayout layout, const LutSetup& s,
-                  bool every_value, bool accu) {
+void add_lut_case(Registry& registry, const std::string& prefix, const std::vector<int64_t>& sizes,
+                  MemoryLayout layout, const LutSetup& s, bool every_value, bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
   const std::string what = std::string(s.f.name) + (every_value ? "/every_value" : "");
   registry.add({prefix + "q8ta_lut/" + lname + "/" + what + "/" + shape, "q8ta_lut", shape,
@@ -103,8 +102,7 @@ void register_lut_cases(Registry& registry) {
   size_t index = 0;
   for (MemoryLayout layout : kAllPackedInt8Layouts) {
     for (const auto& sizes : awkward_shapes()) {
-      add_lut_case(registry, "", sizes, layout, kSetups[index++ % std::size(kSetups)], false,
-                   true);
+      add_lut_case(registry, "", sizes, layout, kSetups[index++ % std::size(kSetups)], false, true);
     }
     // Every activation on one odd shape with all 256 input values (3 x 256 elements).
     for (const LutSetup& s : kSetups) {

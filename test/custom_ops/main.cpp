@@ -19,8 +19,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -89,10 +89,18 @@ bool parse_options(int argc, char** argv, Options& o) {
       const char* v = value("--mode");
       if (!v) return false;
       const std::string m = v;
-      if (m == "accu") { o.accu = true; o.perf = false; }
-      else if (m == "perf") { o.accu = false; o.perf = true; }
-      else if (m == "all") { o.accu = o.perf = true; }
-      else { std::fprintf(stderr, "vkd_custom_ops: unknown mode '%s'\n", v); return false; }
+      if (m == "accu") {
+        o.accu = true;
+        o.perf = false;
+      } else if (m == "perf") {
+        o.accu = false;
+        o.perf = true;
+      } else if (m == "all") {
+        o.accu = o.perf = true;
+      } else {
+        std::fprintf(stderr, "vkd_custom_ops: unknown mode '%s'\n", v);
+        return false;
+      }
     } else if (a == "--filter") {
       const char* v = value("--filter");
       if (!v) return false;
@@ -200,7 +208,7 @@ int run_accu(vk::Context& ctx, const std::vector<AccuPass>& passes,
 struct PerfRow {
   const Case* c;
   double median_us = 0, min_us = 0;  // end to end
-  double kernel_us = 0;               // median of the dispatches' own spans, summed
+  double kernel_us = 0;              // median of the dispatches' own spans, summed
   double rate = 0, share = 0;
   std::string status = "ok";
   std::vector<graph::NodeKernelStatistics> kernel_stats;  // with --kernel-stats
@@ -217,8 +225,7 @@ struct PerfRow {
 constexpr double kClockWarnShare = 0.85;
 
 double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 struct Repetitions {
@@ -361,10 +368,11 @@ void print_conditions(const PerfRow& r, double best_probe) {
   std::printf("    memory: %s\n", r.placement.summary.c_str());
   const double share = clock_share(r, best_probe);
   if (share > 0) {
-    std::printf("    clock probe: %.0f%% before, %.0f%% after (of its best in this run); timed "
-                "%s-%s UTC\n",
-                100.0 * r.probe_before / best_probe, 100.0 * r.probe_after / best_probe,
-                utc_clock(r.wall_start).c_str(), utc_clock(r.wall_end).c_str());
+    std::printf(
+        "    clock probe: %.0f%% before, %.0f%% after (of its best in this run); timed "
+        "%s-%s UTC\n",
+        100.0 * r.probe_before / best_probe, 100.0 * r.probe_after / best_probe,
+        utc_clock(r.wall_start).c_str(), utc_clock(r.wall_end).c_str());
   }
   const auto& t = r.end_to_end_series;
   const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
@@ -375,9 +383,10 @@ void print_conditions(const PerfRow& r, double best_probe) {
   }
   for (const auto& w : r.placement.warnings) std::printf("    WARNING: %s\n", w.c_str());
   if (share > 0 && share < kClockWarnShare) {
-    std::printf("    WARNING: the clock probe ran at %.0f%% of its best in this run around this "
-                "case: the GPU's clocks were lowered, its figures do not show the kernel\n",
-                100.0 * share);
+    std::printf(
+        "    WARNING: the clock probe ran at %.0f%% of its best in this run around this "
+        "case: the GPU's clocks were lowered, its figures do not show the kernel\n",
+        100.0 * share);
   }
 }
 
@@ -439,7 +448,7 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
   for (const Case* c : cases) {
     if (c->name.rfind("peak/", 0) == 0) continue;
     PerfRow row = run_perf_case(ctx, *c, o, probe.get());
-    const double peak = !c->peak.empty()              ? peaks[c->peak]
+    const double peak = !c->peak.empty()            ? peaks[c->peak]
                         : c->metric == Metric::GBps ? peak_gbps
                                                     : peak_gops;
     row.share = peak > 0 ? row.rate / peak : 0;
@@ -462,17 +471,19 @@ int run_perf(vk::Context& ctx, const Registry& registry, const std::vector<const
   std::printf("\n");
   if (probe) {
     std::printf("clock probe (int8 dot loop, ~2^18 invocations): best %.1f GOP/s%s\n", best_probe,
-                o.settle_ms > 0
-                    ? (", settled to 90% of it before each case (up to " +
-                       std::to_string(o.settle_ms) + " ms)").c_str()
-                    : "");
+                o.settle_ms > 0 ? (", settled to 90% of it before each case (up to " +
+                                   std::to_string(o.settle_ms) + " ms)")
+                                      .c_str()
+                                : "");
   }
   if (o.kernel_stats && !ctx.captures_kernel_statistics()) {
-    std::printf("kernel statistics: the device does not offer "
-                "VK_KHR_pipeline_executable_properties\n");
+    std::printf(
+        "kernel statistics: the device does not offer "
+        "VK_KHR_pipeline_executable_properties\n");
   }
-  std::printf("ref us: the reference backend's latency for the same problem on an H100 "
-              "(etvk/ cases, test/custom_ops/EtvkShapes.h); ours/ref: median us / ref us\n");
+  std::printf(
+      "ref us: the reference backend's latency for the same problem on an H100 "
+      "(etvk/ cases, test/custom_ops/EtvkShapes.h); ours/ref: median us / ref us\n");
   std::printf("%-58s %-14s %-30s %11s %11s %11s %12s %8s %9s %8s\n", "case", "shape", "layout",
               "median us", "min us", "kernel us", "rate", "of peak", "ref us", "ours/ref");
   int failures = 0, warned = 0;
@@ -550,7 +561,8 @@ int run(int argc, char** argv) {
   try {
     filter = std::regex(o.filter);
   } catch (const std::regex_error& e) {
-    std::fprintf(stderr, "vkd_custom_ops: bad --filter regex '%s': %s\n", o.filter.c_str(), e.what());
+    std::fprintf(stderr, "vkd_custom_ops: bad --filter regex '%s': %s\n", o.filter.c_str(),
+                 e.what());
     return 2;
   }
   std::vector<const Case*> accu_cases, perf_cases;
@@ -564,7 +576,9 @@ int run(int argc, char** argv) {
   const bool selects_none = (!o.accu || accu_cases.empty()) && (!o.perf || perf_cases.empty());
   if (!o.list && selects_none) {
     std::fprintf(stderr, "vkd_custom_ops: --filter '%s' selects no %s case\n", o.filter.c_str(),
-                 o.accu && o.perf ? "ACCU or PERF" : o.accu ? "ACCU" : "PERF");
+                 o.accu && o.perf ? "ACCU or PERF"
+                 : o.accu         ? "ACCU"
+                                  : "PERF");
     return 2;
   }
   if (o.list) {

@@ -33,11 +33,11 @@ class CopyPeakCase : public CaseInstance {
   explicit CopyPeakCase(CopySize size) : small_(size == CopySize::Accu), size_(size) {}
 
   void build(graph::ComputeGraph& g) override {
-    uint64_t bytes = size_ == CopySize::Floor ? 256
+    uint64_t bytes = size_ == CopySize::Floor   ? 256
                      : size_ == CopySize::Layer ? (4u << 20)
-                     : small_                 ? (1u << 20)
-                     : g.profile().is_cpu()   ? (32u << 20)
-                                              : (256u << 20);
+                     : small_                   ? (1u << 20)
+                     : g.profile().is_cpu()     ? (32u << 20)
+                                                : (256u << 20);
     bytes = std::min<uint64_t>(bytes, g.profile().max_storage_buffer_range_bytes / 2);
     words_ = static_cast<int64_t>(bytes / 4);
     src_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
@@ -116,8 +116,10 @@ class DotPeakCase : public CaseInstance {
       invocations_ = 1u << 21;
       iterations_ = 256;
     }
-    data_ref_ = g.add_tensor({{1024 + static_cast<int64_t>(invocations_)}, DType::Int32,
-                              StorageType::Buffer, MemoryLayout::WidthPacked},
+    data_ref_ = g.add_tensor({{1024 + static_cast<int64_t>(invocations_)},
+                              DType::Int32,
+                              StorageType::Buffer,
+                              MemoryLayout::WidthPacked},
                              "data");
     graph::DispatchNode node;
     node.op = "bench_int8_dot";
@@ -191,9 +193,9 @@ class CoopMatPeakCase : public CaseInstance {
     workgroups_ = small_ ? 2 : 4096;
     iterations_ = small_ ? 3 : 2048;
     subgroups_ = workgroups_ * 256 / int64_t(g.profile().subgroup_size);
-    data_ref_ = g.add_tensor({{256 + 256 * subgroups_}, DType::Int32, StorageType::Buffer,
-                              MemoryLayout::WidthPacked},
-                             "data");
+    data_ref_ = g.add_tensor(
+        {{256 + 256 * subgroups_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+        "data");
     graph::DispatchNode node;
     node.op = "bench_int8_coopmat";
     node.kernel = shaders::variants::bench_int8_coopmat[static_cast<int>(source_)];
@@ -220,9 +222,10 @@ class CoopMatPeakCase : public CaseInstance {
     for (int m = 0; m < 16; ++m) {
       for (int n = 0; n < 16; ++n) {
         int32_t sum = 0;
-        for (int k = 0; k < 32; ++k) sum += byte(m * 8 + k / 4, k % 4) * byte(128 + n * 8 + k / 4, k % 4);
+        for (int k = 0; k < 32; ++k)
+          sum += byte(m * 8 + k / 4, k % 4) * byte(128 + n * 8 + k / 4, k % 4);
         c[m * 16 + n] = static_cast<int32_t>(static_cast<uint32_t>(sum) * 8u *
-                                              static_cast<uint32_t>(iterations_));
+                                             static_cast<uint32_t>(iterations_));
       }
     }
     for (int64_t s = 0; s < subgroups_; ++s) expected.insert(expected.end(), c.begin(), c.end());
@@ -251,21 +254,20 @@ std::unique_ptr<CaseInstance> make_clock_probe() {
 }
 
 void register_peak_cases(Registry& registry) {
-  registry.add({"peak/copy", "bench_copy", "", "buffer -> buffer", false, true, false,
-                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Peak); }});
+  registry.add({"peak/copy", "bench_copy", "", "buffer -> buffer", false, true, false, Metric::GBps,
+                [] { return std::make_unique<CopyPeakCase>(CopySize::Peak); }});
   registry.add({"floor/dispatch", "bench_copy", "256 B", "buffer -> buffer", false, true, false,
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Floor); }});
-  registry.add({"ceiling/copy_4MiB", "bench_copy", "4 MiB", "buffer -> buffer", false, true,
-                false, Metric::GBps,
-                [] { return std::make_unique<CopyPeakCase>(CopySize::Layer); }});
+  registry.add({"ceiling/copy_4MiB", "bench_copy", "4 MiB", "buffer -> buffer", false, true, false,
+                Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Layer); }});
   registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(DotSize::Peak); }});
-  registry.add({"peak/int8_coopmat", "bench_int8_coopmat", "", "registers", false, true, false,
-                Metric::GOPs,
-                [] { return std::make_unique<CoopMatPeakCase>(false, FragmentSource::Registers); }});
+  registry.add(
+      {"peak/int8_coopmat", "bench_int8_coopmat", "", "registers", false, true, false, Metric::GOPs,
+       [] { return std::make_unique<CoopMatPeakCase>(false, FragmentSource::Registers); }});
   // Not peaks: what the linear cooperative-matrix kernel's staging leaves of the one above.
-  for (const auto& [name, source] : {std::pair{"shared", FragmentSource::Shared},
-                                     std::pair{"staged", FragmentSource::Staged}}) {
+  for (const auto& [name, source] :
+       {std::pair{"shared", FragmentSource::Shared}, std::pair{"staged", FragmentSource::Staged}}) {
     registry.add({std::string("coopmat_ceiling/") + name, "bench_int8_coopmat", "", name, false,
                   true, false, Metric::GOPs,
                   [source = source] { return std::make_unique<CoopMatPeakCase>(false, source); },
@@ -275,9 +277,9 @@ void register_peak_cases(Registry& registry) {
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Accu); }});
   registry.add({"int8_dot/accu", "bench_int8_dot", "512x7", "registers", true, false, true,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(DotSize::Accu); }});
-  for (const auto& [name, source] : {std::pair{"registers", FragmentSource::Registers},
-                                     std::pair{"shared", FragmentSource::Shared},
-                                     std::pair{"staged", FragmentSource::Staged}}) {
+  for (const auto& [name, source] :
+       {std::pair{"registers", FragmentSource::Registers},
+        std::pair{"shared", FragmentSource::Shared}, std::pair{"staged", FragmentSource::Staged}}) {
     registry.add({std::string("int8_coopmat/accu ") + name, "bench_int8_coopmat", "2x256x3", name,
                   true, false, false, Metric::GOPs,
                   [source = source] { return std::make_unique<CoopMatPeakCase>(true, source); },

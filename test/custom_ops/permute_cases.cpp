@@ -47,7 +47,11 @@ std::vector<int64_t> sizes_of(const RefShape& s) { return {s.n, s.c, s.h, s.w}; 
 class MoveCase : public CaseInstance {
  public:
   MoveCase(RefShape s, Move m, MemoryLayout in, MemoryLayout out, MoveQuant q)
-      : s_(s), m_(m), in_(in), out_(out), q_(q),
+      : s_(s),
+        m_(m),
+        in_(in),
+        out_(out),
+        q_(q),
         out_shape_(m.groups > 0 ? s : testing::reference_permuted_shape(s, m.dims)) {}
 
   void build(graph::ComputeGraph& g) override {
@@ -74,14 +78,15 @@ class MoveCase : public CaseInstance {
     const std::vector<int8_t> y = testing::reference_requantize(
         moved, q_.in.scale, q_.in.zero_point, q_.out.scale, q_.out.zero_point);
     AccuResult r;
-    compare_words(g.read_words(out_ref_),
-                  testing::ref_pack(out_, out_shape_, y, q_.out.zero_point), r);
+    compare_words(g.read_words(out_ref_), testing::ref_pack(out_, out_shape_, y, q_.out.zero_point),
+                  r);
     return r;
   }
   // Every input and output word once.
   PerfWork work() const override {
-    return {4.0 * double(testing::ref_word_count(in_, s_) + testing::ref_word_count(out_, out_shape_)),
-            0.0};
+    return {
+        4.0 * double(testing::ref_word_count(in_, s_) + testing::ref_word_count(out_, out_shape_)),
+        0.0};
   }
 
  private:
@@ -111,9 +116,9 @@ void register_channel_shuffle_cases(Registry& registry) {
   // rows ending inside a chunk) and multiples of 4 (4C1W's 16-byte path), batch 2, C = 116
   // (ShuffleNet's first stage), groups = C.
   const std::pair<RefShape, int64_t> shapes[] = {
-      {{1, 6, 5, 7}, 2},   {{1, 6, 4, 8}, 3},    {{2, 12, 3, 9}, 2}, {{2, 12, 3, 9}, 3},
-      {{2, 12, 4, 4}, 4},  {{1, 9, 6, 5}, 3},    {{1, 15, 2, 8}, 3}, {{1, 20, 3, 3}, 4},
-      {{1, 116, 3, 5}, 2}, {{1, 4, 1, 1}, 4},    {{1, 2, 7, 1}, 2},
+      {{1, 6, 5, 7}, 2},   {{1, 6, 4, 8}, 3}, {{2, 12, 3, 9}, 2}, {{2, 12, 3, 9}, 3},
+      {{2, 12, 4, 4}, 4},  {{1, 9, 6, 5}, 3}, {{1, 15, 2, 8}, 3}, {{1, 20, 3, 3}, 4},
+      {{1, 116, 3, 5}, 2}, {{1, 4, 1, 1}, 4}, {{1, 2, 7, 1}, 2},
   };
   size_t index = 0;
   for (const auto& [s, groups] : shapes) {
@@ -142,8 +147,8 @@ void register_permute_accu_cases(Registry& registry) {
     }
   } while (std::next_permutation(dims.begin(), dims.end()));
   // The orders models use (NCHW <-> NHWC, H <-> W, C <-> H, a batch swap) in every layout pair.
-  const std::array<int, 4> common[] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 3, 2}, {0, 2, 1, 3},
-                                       {1, 0, 2, 3}};
+  const std::array<int, 4> common[] = {
+      {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 3, 2}, {0, 2, 1, 3}, {1, 0, 2, 3}};
   for (const auto& d : common) {
     for (MemoryLayout in : kAllPackedInt8Layouts) {
       for (MemoryLayout out : kAllPackedInt8Layouts) {

@@ -34,9 +34,9 @@ struct ShuffleQuant {
 };
 
 const ShuffleQuant kQuants[] = {
-    {"same", {0.05f, 3}, {0.05f, 3}},            // byte shuffle
+    {"same", {0.05f, 3}, {0.05f, 3}},  // byte shuffle
     {"same_zp-128", {0.02f, -128}, {0.02f, -128}},
-    {"requant", {0.05f, -7}, {0.031f, 11}},      // both clamp ends are reached
+    {"requant", {0.05f, -7}, {0.031f, 11}},  // both clamp ends are reached
     {"requant_zp-128_127", {0.011f, -128}, {0.013f, 127}},
     {"requant_zp127_-128", {0.04f, 127}, {0.0173f, -128}},
 };
@@ -56,13 +56,13 @@ class Q8taPixelShuffleCase : public CaseInstance {
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
     x_ = random_int8(g.spec(in_ref_).numel(), -128, 127, rng);
     // Padding lanes = the input zero point (the test's own packing).
-    g.write_words(in_ref_, testing::ref_pack(in_layout_, ref_shape(s_.in_sizes()), x_,
-                                             q_.in.zero_point));
+    g.write_words(in_ref_,
+                  testing::ref_pack(in_layout_, ref_shape(s_.in_sizes()), x_, q_.in.zero_point));
   }
   AccuResult check(const graph::ComputeGraph& g) override {
-    const auto y = testing::reference_q8ta_pixel_shuffle(
-        x_, s_.n, s_.c_out * s_.r * s_.r, s_.h, s_.w, s_.r, q_.in.scale, q_.in.zero_point,
-        q_.out.scale, q_.out.zero_point);
+    const auto y = testing::reference_q8ta_pixel_shuffle(x_, s_.n, s_.c_out * s_.r * s_.r, s_.h,
+                                                         s_.w, s_.r, q_.in.scale, q_.in.zero_point,
+                                                         q_.out.scale, q_.out.zero_point);
     AccuResult r;
     compare_words(g.read_words(out_ref_),
                   testing::ref_pack(out_layout_, ref_shape(s_.out_sizes()), y, q_.out.zero_point),
@@ -106,15 +106,16 @@ class FloatPixelShuffleCase : public CaseInstance {
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
-    compare_floats(g.read_float(out_ref_),
-                   testing::reference_pixel_shuffle(x_, s_.n, s_.c_out * s_.r * s_.r, s_.h, s_.w,
-                                                    s_.r),
-                   0.0, r);
+    compare_floats(
+        g.read_float(out_ref_),
+        testing::reference_pixel_shuffle(x_, s_.n, s_.c_out * s_.r * s_.r, s_.h, s_.w, s_.r), 0.0,
+        r);
     return r;
   }
   PerfWork work() const override {
-    return {2.0 * double(element_size(dtype_)) * double(s_.n * s_.c_out * s_.r * s_.r * s_.h * s_.w),
-            0.0};
+    return {
+        2.0 * double(element_size(dtype_)) * double(s_.n * s_.c_out * s_.r * s_.r * s_.h * s_.w),
+        0.0};
   }
 
  private:
@@ -141,8 +142,14 @@ void add_int8_case(Registry& registry, const std::string& prefix, const ShuffleS
                    double reference_us = 0) {
   const std::string layouts = lname(in) + "->" + lname(out);
   Case c{prefix + "q8ta_pixel_shuffle/" + layouts + "/" + q.name + "/" + shape_name(s),
-         "q8ta_pixel_shuffle", shape_name(s), layouts + " " + q.name, accu, !accu, false,
-         Metric::GBps, [=] { return std::make_unique<Q8taPixelShuffleCase>(s, in, out, q); }};
+         "q8ta_pixel_shuffle",
+         shape_name(s),
+         layouts + " " + q.name,
+         accu,
+         !accu,
+         false,
+         Metric::GBps,
+         [=] { return std::make_unique<Q8taPixelShuffleCase>(s, in, out, q); }};
   c.reference_us = reference_us;
   registry.add(std::move(c));
 }
@@ -151,8 +158,14 @@ void add_float_case(Registry& registry, const std::string& prefix, const Shuffle
                     FloatPlacement in, FloatPlacement out, DType dtype, bool accu) {
   const std::string layouts = placement_name(in) + "->" + placement_name(out);
   const std::string dt(to_string(dtype));
-  Case c{prefix + "pixel_shuffle/" + dt + "/" + layouts + "/" + shape_name(s), "pixel_shuffle",
-         shape_name(s), dt + " " + layouts, accu, !accu, false, Metric::GBps,
+  Case c{prefix + "pixel_shuffle/" + dt + "/" + layouts + "/" + shape_name(s),
+         "pixel_shuffle",
+         shape_name(s),
+         dt + " " + layouts,
+         accu,
+         !accu,
+         false,
+         Metric::GBps,
          [=] { return std::make_unique<FloatPixelShuffleCase>(s, in, out, dtype); }};
   if (dtype == DType::Float16 &&
       (in.storage == StorageType::Buffer || out.storage == StorageType::Buffer)) {
@@ -166,8 +179,8 @@ void add_float_case(Registry& registry, const std::string& prefix, const Shuffle
 void register_pixel_shuffle_cases(Registry& registry) {
   // C_out not a multiple of 4 (padding lanes), odd H/W (4W4C padding widths), batch 2, r = 1..3.
   const ShuffleShape shapes[] = {
-      {1, 1, 1, 1, 2}, {1, 3, 5, 7, 2}, {2, 4, 3, 3, 2}, {1, 5, 4, 9, 3}, {2, 8, 7, 5, 2},
-      {1, 17, 3, 2, 3}, {2, 3, 6, 1, 3}, {1, 6, 3, 5, 1},
+      {1, 1, 1, 1, 2}, {1, 3, 5, 7, 2},  {2, 4, 3, 3, 2}, {1, 5, 4, 9, 3},
+      {2, 8, 7, 5, 2}, {1, 17, 3, 2, 3}, {2, 3, 6, 1, 3}, {1, 6, 3, 5, 1},
   };
   size_t index = 0;
   for (const auto& s : shapes) {
@@ -197,7 +210,8 @@ void register_pixel_shuffle_cases(Registry& registry) {
   // PERF: the large shape and the model's size (both paths, both layouts); the reference
   // backend's shapes (the same qparams, as it measured them).
   for (MemoryLayout l : kChannelsPacked) {
-    for (const ShuffleShape& s : {ShuffleShape{1, 24, 1024, 1024, 2}, ShuffleShape{1, 24, 128, 72, 2}}) {
+    for (const ShuffleShape& s :
+         {ShuffleShape{1, 24, 1024, 1024, 2}, ShuffleShape{1, 24, 128, 72, 2}}) {
       add_int8_case(registry, "perf/", s, l, l, kQuants[0], false);
       add_int8_case(registry, "perf/", s, l, l, kQuants[2], false);
     }

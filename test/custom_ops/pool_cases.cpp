@@ -57,10 +57,10 @@ class MaxPoolCase : public CaseInstance {
 
   void build(graph::ComputeGraph& g) override {
     const int64_t H = sizes_[2], W = sizes_[3];
-    const int64_t oh = ops::max_pool_output_size(H, pool_.kh, pool_.ph, pool_.sh, pool_.dh,
-                                                 pool_.ceil_mode);
-    const int64_t ow = ops::max_pool_output_size(W, pool_.kw, pool_.pw, pool_.sw, pool_.dw,
-                                                 pool_.ceil_mode);
+    const int64_t oh =
+        ops::max_pool_output_size(H, pool_.kh, pool_.ph, pool_.sh, pool_.dh, pool_.ceil_mode);
+    const int64_t ow =
+        ops::max_pool_output_size(W, pool_.kw, pool_.pw, pool_.sw, pool_.dw, pool_.ceil_mode);
     out_sizes_ = {sizes_[0], sizes_[1], oh, ow};
     in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
     out_ = g.add_tensor({out_sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
@@ -111,8 +111,12 @@ class AvgPoolCase : public CaseInstance {
  public:
   AvgPoolCase(std::vector<int64_t> sizes, MemoryLayout layout, testing::RefAvgPool pool,
               std::array<int64_t, 2> adaptive, ops::QuantParams in_q, ops::QuantParams out_q)
-      : sizes_(std::move(sizes)), layout_(layout), pool_(pool), adaptive_(adaptive),
-        in_q_(in_q), out_q_(out_q) {}
+      : sizes_(std::move(sizes)),
+        layout_(layout),
+        pool_(pool),
+        adaptive_(adaptive),
+        in_q_(in_q),
+        out_q_(out_q) {}
 
   void build(graph::ComputeGraph& g) override {
     in_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "x");
@@ -131,10 +135,10 @@ class AvgPoolCase : public CaseInstance {
       p.input = in_q_;
       p.output = out_q_;
       out_sizes_ = {sizes_[0], sizes_[1],
-                    ops::max_pool_output_size(sizes_[2], p.kernel[0], p.padding[0], p.stride[0],
-                                              1, p.ceil_mode),
-                    ops::max_pool_output_size(sizes_[3], p.kernel[1], p.padding[1], p.stride[1],
-                                              1, p.ceil_mode)};
+                    ops::max_pool_output_size(sizes_[2], p.kernel[0], p.padding[0], p.stride[0], 1,
+                                              p.ceil_mode),
+                    ops::max_pool_output_size(sizes_[3], p.kernel[1], p.padding[1], p.stride[1], 1,
+                                              p.ceil_mode)};
       out_ = g.add_tensor({out_sizes_, DType::Int8x4, StorageType::Buffer, layout_}, "y");
       ops::add_q8ta_avg_pool2d_node(g, in_, out_, p);
     }
@@ -150,9 +154,8 @@ class AvgPoolCase : public CaseInstance {
     RefShape os{s.n, s.c, adaptive_[0], adaptive_[1]};
     const auto expected =
         is_adaptive()
-            ? testing::reference_adaptive_avg_pool2d(x_, s, os.h, os.w, in_q_.scale,
-                                                     in_q_.zero_point, out_q_.scale,
-                                                     out_q_.zero_point)
+            ? testing::reference_adaptive_avg_pool2d(
+                  x_, s, os.h, os.w, in_q_.scale, in_q_.zero_point, out_q_.scale, out_q_.zero_point)
             : testing::reference_avg_pool2d(x_, s, pool_, in_q_.scale, in_q_.zero_point,
                                             out_q_.scale, out_q_.zero_point, os);
     return compare_pooled(g, out_, layout_, out_sizes_, os, expected, out_q_.zero_point);
@@ -192,22 +195,19 @@ class MeanCase : public CaseInstance {
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
     auto upload = [&] {
       x_ = random_int8(g.spec(in_).numel(), rng);
-      g.write_words(in_,
-                    testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, in_q_.zero_point));
+      g.write_words(in_, testing::ref_pack(layout_, ref_shape(g.spec(in_)), x_, in_q_.zero_point));
     };
     upload();
     g.execute();
     upload();
   }
   AccuResult check(const graph::ComputeGraph& g) override {
-    const auto expected =
-        testing::reference_mean_hw(x_, ref_shape(g.spec(in_)), in_q_.scale, in_q_.zero_point,
-                                   out_q_.scale, out_q_.zero_point);
+    const auto expected = testing::reference_mean_hw(
+        x_, ref_shape(g.spec(in_)), in_q_.scale, in_q_.zero_point, out_q_.scale, out_q_.zero_point);
     AccuResult r;
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(out_layout(), ref_shape(g.spec(out_)), expected,
-                                    out_q_.zero_point),
-                  r);
+    compare_words(
+        g.read_words(out_),
+        testing::ref_pack(out_layout(), ref_shape(g.spec(out_)), expected, out_q_.zero_point), r);
     return r;
   }
   PerfWork work() const override {
@@ -250,11 +250,10 @@ MaxPoolQuant shared_quant(int zp) {
 void add_max_pool(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
                   MemoryLayout layout, testing::RefPool p, const MaxPoolQuant& q, bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
-  registry.add({prefix + "q8ta_max_pool2d/" + lname + "/" + pool_name(p) + "/" + q.tag + "/" +
-                    shape,
-                "q8ta_max_pool2d", shape, lname + " " + pool_name(p), accu, !accu, false,
-                Metric::GBps,
-                [=] { return std::make_unique<MaxPoolCase>(sizes, layout, p, q.in, q.out); }});
+  registry.add(
+      {prefix + "q8ta_max_pool2d/" + lname + "/" + pool_name(p) + "/" + q.tag + "/" + shape,
+       "q8ta_max_pool2d", shape, lname + " " + pool_name(p), accu, !accu, false, Metric::GBps,
+       [=] { return std::make_unique<MaxPoolCase>(sizes, layout, p, q.in, q.out); }});
 }
 
 std::string avg_pool_name(const testing::RefAvgPool& p) {
@@ -281,13 +280,13 @@ const AvgQuant kAvgQuants[] = {
 void add_avg_pool(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
                   MemoryLayout layout, testing::RefAvgPool p, const AvgQuant& q, bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
-  registry.add({prefix + "q8ta_avg_pool2d/" + lname + "/" + avg_pool_name(p) + "/" + q.tag +
-                    "/" + shape,
-                "q8ta_avg_pool2d", shape, lname + " " + avg_pool_name(p), accu, !accu, false,
-                Metric::GBps, [=] {
-                  return std::make_unique<AvgPoolCase>(sizes, layout, p,
-                                                       std::array<int64_t, 2>{0, 0}, q.in, q.out);
-                }});
+  registry.add(
+      {prefix + "q8ta_avg_pool2d/" + lname + "/" + avg_pool_name(p) + "/" + q.tag + "/" + shape,
+       "q8ta_avg_pool2d", shape, lname + " " + avg_pool_name(p), accu, !accu, false, Metric::GBps,
+       [=] {
+         return std::make_unique<AvgPoolCase>(sizes, layout, p, std::array<int64_t, 2>{0, 0}, q.in,
+                                              q.out);
+       }});
 }
 
 void add_adaptive_pool(Registry& registry, const std::string& prefix, std::vector<int64_t> sizes,
@@ -295,12 +294,11 @@ void add_adaptive_pool(Registry& registry, const std::string& prefix, std::vecto
                        bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
   const std::string to = std::to_string(out[0]) + "x" + std::to_string(out[1]);
-  registry.add({prefix + "q8ta_adaptive_avg_pool2d/" + lname + "/" + to + "/" + q.tag + "/" +
-                    shape,
+  registry.add({prefix + "q8ta_adaptive_avg_pool2d/" + lname + "/" + to + "/" + q.tag + "/" + shape,
                 "q8ta_adaptive_avg_pool2d", shape, lname + " -> " + to, accu, !accu, false,
                 Metric::GBps, [=] {
-                  return std::make_unique<AvgPoolCase>(sizes, layout, testing::RefAvgPool{},
-                                                       out, q.in, q.out);
+                  return std::make_unique<AvgPoolCase>(sizes, layout, testing::RefAvgPool{}, out,
+                                                       q.in, q.out);
                 }});
 }
 
@@ -328,7 +326,7 @@ void register_avg_pool_cases(Registry& registry) {
     }
     // Adaptive: (input, output) sizes.
     const std::pair<std::vector<int64_t>, std::array<int64_t, 2>> adaptive[] = {
-        {{1, 3, 7, 9}, {3, 2}},   {{2, 5, 8, 8}, {3, 3}}, {{1, 17, 11, 6}, {4, 6}},
+        {{1, 3, 7, 9}, {3, 2}},   {{2, 5, 8, 8}, {3, 3}},    {{1, 17, 11, 6}, {4, 6}},
         {{1, 4, 5, 5}, {7, 6}},   {{2, 16, 14, 15}, {7, 5}}, {{1, 6, 9, 4}, {1, 1}},
         {{1, 8, 12, 12}, {4, 4}},
     };
@@ -351,8 +349,8 @@ void add_mean(Registry& registry, const std::string& prefix, std::vector<int64_t
               MemoryLayout layout, ops::QuantParams in_q, ops::QuantParams out_q,
               const std::string& tag, bool accu) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
-  registry.add({prefix + "q8ta_mean/" + lname + "/" + tag + "/" + shape, "q8ta_mean", shape,
-                lname, accu, !accu, false, Metric::GBps,
+  registry.add({prefix + "q8ta_mean/" + lname + "/" + tag + "/" + shape, "q8ta_mean", shape, lname,
+                accu, !accu, false, Metric::GBps,
                 [=] { return std::make_unique<MeanCase>(sizes, layout, in_q, out_q); }});
 }
 
@@ -360,8 +358,8 @@ void add_mean(Registry& registry, const std::string& prefix, std::vector<int64_t
 void add_mean_rows(Registry& registry, std::vector<int64_t> sizes, MemoryLayout layout,
                    ops::QuantParams in_q, ops::QuantParams out_q, const std::string& tag) {
   const std::string shape = shape_string(sizes), lname(to_string(layout));
-  registry.add({"q8ta_mean_flat/" + lname + "->4H4W/" + tag + "/" + shape, "q8ta_mean_flat",
-                shape, lname + " -> 4H4W rows", true, false, false, Metric::GBps,
+  registry.add({"q8ta_mean_flat/" + lname + "->4H4W/" + tag + "/" + shape, "q8ta_mean_flat", shape,
+                lname + " -> 4H4W rows", true, false, false, Metric::GBps,
                 [=] { return std::make_unique<MeanCase>(sizes, layout, in_q, out_q, true); }});
 }
 
@@ -416,8 +414,8 @@ void register_pool_cases(Registry& registry) {
   for (MemoryLayout layout : kChwLayouts) {
     for (const auto& p : pools) {
       for (const auto& sizes : shapes) {
-        add_max_pool(registry, "", sizes, layout, p,
-                     shared_quant(zps[index++ % std::size(zps)]), true);
+        add_max_pool(registry, "", sizes, layout, p, shared_quant(zps[index++ % std::size(zps)]),
+                     true);
       }
     }
   }
@@ -435,10 +433,11 @@ void register_pool_cases(Registry& registry) {
       {{0.013f, -128}, {0.011f, 127}, "q2"},
       {{0.2f, 127}, {0.09f, -128}, "q3"},
   };
-  const std::vector<std::vector<int64_t>> mean_shapes = {
-      {1, 3, 1, 1},   {1, 5, 2, 2},     {2, 17, 7, 7},    {1, 1280, 7, 7},
-      {2, 5, 13, 11}, {1, 3, 112, 112}, {1, 17, 112, 112}, {2, 4, 3, 1},
-      {1, 6, 100, 83}};  // planes of 2048+ positions are summed in ranges, then added
+  const std::vector<std::vector<int64_t>>
+      mean_shapes = {{1, 3, 1, 1},   {1, 5, 2, 2},     {2, 17, 7, 7},     {1, 1280, 7, 7},
+                     {2, 5, 13, 11}, {1, 3, 112, 112}, {1, 17, 112, 112}, {2, 4, 3, 1},
+                     {1, 6, 100, 83}};  // planes of 2048+ positions are summed in ranges, then
+                                        // added
   for (MemoryLayout layout : kChwLayouts) {
     for (const auto& sizes : mean_shapes) {
       for (const auto& q : quants) add_mean(registry, "", sizes, layout, q.in, q.out, q.tag, true);
@@ -457,8 +456,7 @@ void register_pool_cases(Registry& registry) {
 
   for (MemoryLayout layout : kChwLayouts) {
     add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], shared_quant(0), false);
-    add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], kRequantMaxPool[0],
-                 false);
+    add_max_pool(registry, "perf/", {1, 64, 112, 112}, layout, pools[3], kRequantMaxPool[0], false);
     for (const auto& sizes : std::vector<std::vector<int64_t>>{
              {1, 512, 7, 7}, {1, 1280, 7, 7}, {1, 64, 112, 112}, {1, 64, 256, 256}}) {
       add_mean(registry, "perf/", sizes, layout, quants[0].in, quants[0].out, "q0", false);

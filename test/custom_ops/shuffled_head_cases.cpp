@@ -38,9 +38,7 @@ struct ShuffledHeadSetup {
 };
 
 RefShape input_shape(const ShuffledHeadSetup& s) { return {s.n, s.c_in, s.h, s.w}; }
-RefShape output_shape(const ShuffledHeadSetup& s) {
-  return {s.n, s.n_out, s.h * s.r, s.w * s.r};
-}
+RefShape output_shape(const ShuffledHeadSetup& s) { return {s.n, s.n_out, s.h * s.r, s.w * s.r}; }
 
 // A 1x1 convolution of `c_in` -> `c_out` channels at h x w.
 RefConv2d pointwise(int64_t n, int64_t c_in, int64_t c_out, int64_t h, int64_t w) {
@@ -67,11 +65,12 @@ class ShuffledHeadCase : public CaseInstance {
     // The shuffled convolution's float result, its int8 output shuffled (mid), the head's.
     std::vector<float> y_ps;
     if (s_.accu) {
-      y_ps = testing::reference_q8ta_conv2d(qx_, ps_.weight, pointwise(s_.n, s_.c_in, c_ps, s_.h, s_.w),
-                                            kInputScale, s_.input_zp, ps_.scales, ps_.bias);
+      y_ps = testing::reference_q8ta_conv2d(qx_, ps_.weight,
+                                            pointwise(s_.n, s_.c_in, c_ps, s_.h, s_.w), kInputScale,
+                                            s_.input_zp, ps_.scales, ps_.bias);
     }
-    p_.mid = {case_output_scale(s_.accu, y_ps, s_.mid.zero_point, ps_acc), s_.mid.zero_point,
-              -128, 127};
+    p_.mid = {case_output_scale(s_.accu, y_ps, s_.mid.zero_point, ps_acc), s_.mid.zero_point, -128,
+              127};
     p_.mid_activation_min = s_.mid.act_min;
     p_.mid_activation_max = s_.mid.act_max;
     head_ = random_host_conv(s_.n_out, s_.c, 1, 1, true, p_.mid.scale, head_acc, rng);
@@ -83,8 +82,7 @@ class ShuffledHeadCase : public CaseInstance {
           s_.n, c_ps, s_.h, s_.w, s_.r);
       y = testing::reference_q8ta_conv2d(q_mid, head_.weight,
                                          pointwise(s_.n, s_.c, s_.n_out, out.h, out.w),
-                                         p_.mid.scale, s_.mid.zero_point, head_.scales,
-                                         head_.bias);
+                                         p_.mid.scale, s_.mid.zero_point, head_.scales, head_.bias);
     }
     p_.output = {case_output_scale(s_.accu, y, s_.out.zero_point, head_acc), s_.out.zero_point,
                  -128, 127};
@@ -96,9 +94,11 @@ class ShuffledHeadCase : public CaseInstance {
                                       s_.out.act_max),
           p_.output.scale, s_.out.zero_point);
     }
-    in_ref_ = g.add_tensor({{in.n, in.c, in.h, in.w}, DType::Int8x4, StorageType::Buffer, k4W4C},
-                           "x");
-    out_ref_ = g.add_tensor({{out.n, out.c, out.h, out.w}, DType::Float32, StorageType::Buffer,
+    in_ref_ =
+        g.add_tensor({{in.n, in.c, in.h, in.w}, DType::Int8x4, StorageType::Buffer, k4W4C}, "x");
+    out_ref_ = g.add_tensor({{out.n, out.c, out.h, out.w},
+                             DType::Float32,
+                             StorageType::Buffer,
                              MemoryLayout::WidthPacked},
                             "y");
     in_bytes_ = 4.0 * double(testing::ref_word_count(k4W4C, in));
@@ -175,16 +175,16 @@ void add_case(Registry& registry, const std::string& prefix, const ShuffledHeadS
 // and 3, batch 2, one input pixel, refinenet_lite's 24 -> 96 -> 8 at a small size; activation
 // ranges on mid and the head, each zero point kind; both forms forced, and Auto.
 void register_accu(Registry& registry) {
-  const OutputQuant mids[] = {{"relu6", -128, -128, -25}, {"none", 5, -128, 127},
-                              {"relu", -20, -20, 127}};
-  const OutputQuant outs[] = {{"none", -7, -128, 127}, {"clamp", 3, -20, 90},
-                              {"none", 127, -128, 127}};
+  const OutputQuant mids[] = {
+      {"relu6", -128, -128, -25}, {"none", 5, -128, 127}, {"relu", -20, -20, 127}};
+  const OutputQuant outs[] = {
+      {"none", -7, -128, 127}, {"clamp", 3, -20, 90}, {"none", 127, -128, 127}};
   struct Shape {
     int64_t n, c_in, h, w, c, r, n_out;
   };
-  const Shape shapes[] = {{1, 8, 4, 5, 4, 2, 3},    {1, 5, 3, 7, 8, 2, 8},
-                          {2, 12, 5, 3, 4, 3, 5},   {1, 24, 6, 9, 24, 2, 8},
-                          {1, 3, 1, 1, 12, 2, 13},  {1, 32, 7, 10, 16, 2, 4}};
+  const Shape shapes[] = {{1, 8, 4, 5, 4, 2, 3},   {1, 5, 3, 7, 8, 2, 8},
+                          {2, 12, 5, 3, 4, 3, 5},  {1, 24, 6, 9, 24, 2, 8},
+                          {1, 3, 1, 1, 12, 2, 13}, {1, 32, 7, 10, 16, 2, 4}};
   int index = 0;
   for (const Shape& sh : shapes) {
     for (const auto form : {ShuffledHeadForm::Fused, ShuffledHeadForm::Split}) {

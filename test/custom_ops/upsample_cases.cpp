@@ -76,8 +76,8 @@ class Q8taUpsampleCase : public CaseInstance {
     const UpShape& u = s_.shape;
     VKD_CHECK(s_.accu || !g.profile().is_cpu() || u.n * u.c * u.out_h * u.out_w <= (32 << 20),
               ErrorCode::Unsupported, "upsample too large for a CPU device");
-    in_ref_ = g.add_tensor({{u.n, u.c, u.h, u.w}, DType::Int8x4, StorageType::Buffer, s_.layout},
-                           "x");
+    in_ref_ =
+        g.add_tensor({{u.n, u.c, u.h, u.w}, DType::Int8x4, StorageType::Buffer, s_.layout}, "x");
     out_ref_ = g.add_tensor(
         {{u.n, u.c, u.out_h, u.out_w}, DType::Int8x4, StorageType::Buffer, s_.layout}, "y");
     ops::UpsampleParams p;
@@ -97,15 +97,14 @@ class Q8taUpsampleCase : public CaseInstance {
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     const UpShape& u = s_.shape;
-    const RefUpsample r{u.n, u.c, u.h, u.w, u.out_h, u.out_w, u.scale_h, u.scale_w,
-                        s_.align_corners};
+    const RefUpsample r{
+        u.n, u.c, u.h, u.w, u.out_h, u.out_w, u.scale_h, u.scale_w, s_.align_corners};
     const UpQuant& q = s_.quant;
-    const auto y =
-        s_.mode == UpsampleMode::Nearest
-            ? testing::reference_q8ta_upsample_nearest(x_, r, q.in.scale, q.in.zero_point,
-                                                       q.out.scale, q.out.zero_point)
-            : testing::reference_q8ta_upsample_bilinear(x_, r, q.in.scale, q.in.zero_point,
-                                                        q.out.scale, q.out.zero_point);
+    const auto y = s_.mode == UpsampleMode::Nearest
+                       ? testing::reference_q8ta_upsample_nearest(
+                             x_, r, q.in.scale, q.in.zero_point, q.out.scale, q.out.zero_point)
+                       : testing::reference_q8ta_upsample_bilinear(
+                             x_, r, q.in.scale, q.in.zero_point, q.out.scale, q.out.zero_point);
     AccuResult result;
     // Every word, padding included (it must hold the output zero point).
     compare_words(g.read_words(out_ref_),
@@ -121,9 +120,7 @@ class Q8taUpsampleCase : public CaseInstance {
 
  private:
   RefShape in_shape() const { return {s_.shape.n, s_.shape.c, s_.shape.h, s_.shape.w}; }
-  RefShape out_shape() const {
-    return {s_.shape.n, s_.shape.c, s_.shape.out_h, s_.shape.out_w};
-  }
+  RefShape out_shape() const { return {s_.shape.n, s_.shape.c, s_.shape.out_h, s_.shape.out_w}; }
 
   UpSetup s_;
   graph::ValueRef in_ref_ = -1, out_ref_ = -1;
@@ -138,10 +135,12 @@ void add_case(Registry& registry, const std::string& prefix, UpSetup s, bool acc
   const bool nearest = s.mode == UpsampleMode::Nearest;
   const std::string op = nearest ? "q8ta_upsample_nearest2d" : "q8ta_upsample_bilinear2d";
   const std::string layout(to_string(s.layout));
-  const std::string variant =
-      layout + " " + s.quant.name + (nearest ? "" : s.align_corners ? " align" : " half_pixel");
-  registry.add({prefix + op + "/" + variant + "/" + shape_name(s.shape), op,
-                shape_name(s.shape), variant, accu, !accu, false, Metric::GBps,
+  const std::string variant = layout + " " + s.quant.name +
+                              (nearest           ? ""
+                               : s.align_corners ? " align"
+                                                 : " half_pixel");
+  registry.add({prefix + op + "/" + variant + "/" + shape_name(s.shape), op, shape_name(s.shape),
+                variant, accu, !accu, false, Metric::GBps,
                 [s] { return std::make_unique<Q8taUpsampleCase>(s); }});
 }
 
@@ -152,11 +151,10 @@ void add_case(Registry& registry, const std::string& prefix, UpSetup s, bool acc
 // 93 columns read sources up to 61, where bilinear's float32 source index is coarse.
 std::vector<UpShape> accu_shapes() {
   return {
-      scaled(1, 3, 5, 7, 2, 2),      scaled(2, 5, 4, 3, 3, 3),    scaled(1, 17, 3, 5, 4, 2),
-      scaled(1, 6, 7, 6, 1.5, 2.5),  scaled(1, 4, 9, 10, 2.05, 1.7),
-      sized(1, 9, 5, 6, 13, 11),     sized(2, 3, 8, 9, 5, 20),    sized(1, 2, 6, 7, 6, 15),
-      sized(1, 5, 1, 1, 3, 5),       sized(1, 7, 11, 13, 4, 6),   scaled(1, 1, 6, 5, 1.1, 1.0),
-      scaled(1, 3, 19, 62, 2.05, 1.5),
+      scaled(1, 3, 5, 7, 2, 2),     scaled(2, 5, 4, 3, 3, 3),       scaled(1, 17, 3, 5, 4, 2),
+      scaled(1, 6, 7, 6, 1.5, 2.5), scaled(1, 4, 9, 10, 2.05, 1.7), sized(1, 9, 5, 6, 13, 11),
+      sized(2, 3, 8, 9, 5, 20),     sized(1, 2, 6, 7, 6, 15),       sized(1, 5, 1, 1, 3, 5),
+      sized(1, 7, 11, 13, 4, 6),    scaled(1, 1, 6, 5, 1.1, 1.0),   scaled(1, 3, 19, 62, 2.05, 1.5),
   };
 }
 
@@ -170,11 +168,13 @@ void register_upsample_cases(Registry& registry) {
       // coordinate rules, parameter sets rotating.
       add_case(registry, "", {shape, UpsampleMode::Nearest, false, layout, kQuants[index % 2]},
                true);
-      add_case(registry, "", {shape, UpsampleMode::Nearest, false, layout,
-                              kQuants[2 + index % 2]}, true);
+      add_case(registry, "", {shape, UpsampleMode::Nearest, false, layout, kQuants[2 + index % 2]},
+               true);
       for (bool align : {false, true}) {
-        add_case(registry, "", {shape, UpsampleMode::Bilinear, align, layout,
-                                kQuants[index % std::size(kQuants)]}, true);
+        add_case(
+            registry, "",
+            {shape, UpsampleMode::Bilinear, align, layout, kQuants[index % std::size(kQuants)]},
+            true);
         ++index;
       }
     }
@@ -187,16 +187,16 @@ void register_upsample_cases(Registry& registry) {
     add_case(registry, "perf/", {big, UpsampleMode::Nearest, false, layout, kQuants[2]}, false);
     add_case(registry, "perf/", {big, UpsampleMode::Bilinear, false, layout, kQuants[0]}, false);
   }
-  add_case(registry, "perf/", {big, UpsampleMode::Bilinear, true, MemoryLayout::PackedInt8_4W4C,
-                               kQuants[2]}, false);
+  add_case(registry, "perf/",
+           {big, UpsampleMode::Bilinear, true, MemoryLayout::PackedInt8_4W4C, kQuants[2]}, false);
   // 4x the bytes (80 MiB moved), where a launch's fixed cost no longer counts: GPUs only.
   const UpShape bigger = scaled(1, 64, 512, 512, 2, 2);
   for (MemoryLayout layout : {MemoryLayout::PackedInt8_4W4C, MemoryLayout::PackedInt8_4C1W}) {
-    add_case(registry, "perf/", {bigger, UpsampleMode::Nearest, false, layout, kQuants[0]},
-             false);
+    add_case(registry, "perf/", {bigger, UpsampleMode::Nearest, false, layout, kQuants[0]}, false);
   }
-  add_case(registry, "perf/", {bigger, UpsampleMode::Bilinear, false,
-                               MemoryLayout::PackedInt8_4W4C, kQuants[0]}, false);
+  add_case(registry, "perf/",
+           {bigger, UpsampleMode::Bilinear, false, MemoryLayout::PackedInt8_4W4C, kQuants[0]},
+           false);
 }
 
 }  // namespace vkd::custom_ops

@@ -19,8 +19,7 @@ using executorch::runtime::Span;
 
 // `stack`: x, amount, out, then the returned out (the schema's arguments, then its result).
 void shift_out(KernelRuntimeContext& context, Span<EValue*> stack) {
-  if (stack.size() < 3 || !stack[0]->isTensor() || !stack[1]->isDouble() ||
-      !stack[2]->isTensor()) {
+  if (stack.size() < 3 || !stack[0]->isTensor() || !stack[1]->isDouble() || !stack[2]->isTensor()) {
     ET_LOG(Error, "vkd_test::shift.out: expected (Tensor x, float amount, Tensor out)");
     return context.fail(Error::InvalidArgument);
   }

@@ -116,13 +116,18 @@ class Mutator {
   // One mutation; false when the one picked had nothing to work on.
   bool mutate_once() {
     switch (below(16)) {
-      case 0: case 1: case 2: return tensor_shape();
-      case 3: case 4: return tensor_dtype();
+      case 0:
+      case 1:
+      case 2: return tensor_shape();
+      case 3:
+      case 4: return tensor_dtype();
       case 5: return tensor_placement();
       case 6: return constant_size();
-      case 7: case 8: return constant_bytes();
+      case 7:
+      case 8: return constant_bytes();
       case 9: return toggle_constant();
-      case 10: case 11: return scalar();
+      case 10:
+      case 11: return scalar();
       case 12: return list();
       case 13: return op_arg();
       case 14: return op_structure();
@@ -166,8 +171,26 @@ class Mutator {
   }
 
   int64_t interesting_size(int64_t old) {
-    static const int64_t table[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 64, 127, 255,
-                                    -1, 1 << 16, int64_t(1) << 31, int64_t(1) << 40};
+    static const int64_t table[] = {0,
+                                    1,
+                                    2,
+                                    3,
+                                    4,
+                                    5,
+                                    7,
+                                    8,
+                                    9,
+                                    15,
+                                    16,
+                                    17,
+                                    33,
+                                    64,
+                                    127,
+                                    255,
+                                    -1,
+                                    1 << 16,
+                                    int64_t(1) << 31,
+                                    int64_t(1) << 40};
     switch (below(4)) {
       case 0: return table[below(std::size(table))];
       case 1: return wrap_add(old, chance(2) ? 1 : -1);
@@ -235,7 +258,9 @@ class Mutator {
     switch (below(4)) {
       case 0: c.clear(); break;
       case 1: c.resize(c.size() + 1 + below(8), 0x41); break;
-      case 2: if (!c.empty()) c.resize(c.size() - 1 - below(std::min<size_t>(c.size(), 8))); break;
+      case 2:
+        if (!c.empty()) c.resize(c.size() - 1 - below(std::min<size_t>(c.size(), 8)));
+        break;
       default: c.resize(c.size() * 4 + below(4), 0x3f); break;  // as if each element were 4 bytes
     }
     return true;
@@ -247,8 +272,17 @@ class Mutator {
     if (!t || m_.constants[id]->empty()) return false;
     Bytes& c = *m_.constants[id];
     if (t->spec.dtype == DType::Float32 && c.size() >= 4 && chance(2)) {
-      static const float table[] = {0.0f, -0.0f, 1.0f, -1.0f, 1e-30f, -1e-30f, 1e30f, -1e30f,
-                                    1.4e-45f, 3.4e38f, std::numeric_limits<float>::infinity(),
+      static const float table[] = {0.0f,
+                                    -0.0f,
+                                    1.0f,
+                                    -1.0f,
+                                    1e-30f,
+                                    -1e-30f,
+                                    1e30f,
+                                    -1e30f,
+                                    1.4e-45f,
+                                    3.4e38f,
+                                    std::numeric_limits<float>::infinity(),
                                     -std::numeric_limits<float>::infinity(),
                                     std::numeric_limits<float>::quiet_NaN()};
       const float v = table[below(std::size(table))];
@@ -261,8 +295,8 @@ class Mutator {
     }
     static const uint8_t bytes[] = {0x00, 0x01, 0x7f, 0x80, 0xff};
     const size_t at = below(c.size());
-    c[at] = chance(2) ? bytes[below(std::size(bytes))]
-                      : static_cast<uint8_t>(c[at] ^ (1u << below(8)));
+    c[at] =
+        chance(2) ? bytes[below(std::size(bytes))] : static_cast<uint8_t>(c[at] ^ (1u << below(8)));
     return true;
   }
 
@@ -279,8 +313,19 @@ class Mutator {
   }
 
   double interesting_float(double old) {
-    static const double table[] = {0.0, -0.0, 1.0, -1.0, 0.5, 1e-45, 1e-38, 1e-30, 1e30, 3.4e38,
-                                   1e300, 1.1920928955078125e-07, std::nan(""),
+    static const double table[] = {0.0,
+                                   -0.0,
+                                   1.0,
+                                   -1.0,
+                                   0.5,
+                                   1e-45,
+                                   1e-38,
+                                   1e-30,
+                                   1e30,
+                                   3.4e38,
+                                   1e300,
+                                   1.1920928955078125e-07,
+                                   std::nan(""),
                                    std::numeric_limits<double>::infinity(),
                                    -std::numeric_limits<double>::infinity()};
     switch (below(3)) {
@@ -290,8 +335,23 @@ class Mutator {
     }
   }
   int64_t interesting_int(int64_t old) {
-    static const int64_t table[] = {0, 1, -1, 2, 3, 4, -128, -129, 127, 128, 255, 256, 1024,
-                                    65535, 65536, (1 << 20) - 1, 1 << 20,
+    static const int64_t table[] = {0,
+                                    1,
+                                    -1,
+                                    2,
+                                    3,
+                                    4,
+                                    -128,
+                                    -129,
+                                    127,
+                                    128,
+                                    255,
+                                    256,
+                                    1024,
+                                    65535,
+                                    65536,
+                                    (1 << 20) - 1,
+                                    1 << 20,
                                     std::numeric_limits<int32_t>::max(),
                                     std::numeric_limits<int32_t>::min(),
                                     std::numeric_limits<int64_t>::max(),
@@ -349,9 +409,8 @@ class Mutator {
         return false;
       default:
         if (auto* v = pick<ValueListValue>(); v && !m_.values.empty()) {
-          return mutate_items(v->items, 8, [&](ValueId) {
-            return static_cast<ValueId>(below(m_.values.size()));
-          });
+          return mutate_items(
+              v->items, 8, [&](ValueId) { return static_cast<ValueId>(below(m_.values.size())); });
         }
         return false;
     }
@@ -390,12 +449,9 @@ class Mutator {
         std::swap(m_.ops[k], m_.ops[j]);
         return j != k;
       }
-      case 2:
-        m_.ops.erase(m_.ops.begin() + static_cast<ptrdiff_t>(k));
-        return true;
+      case 2: m_.ops.erase(m_.ops.begin() + static_cast<ptrdiff_t>(k)); return true;
       case 3:
-        m_.ops.insert(m_.ops.begin() + static_cast<ptrdiff_t>(below(m_.ops.size() + 1)),
-                      m_.ops[k]);
+        m_.ops.insert(m_.ops.begin() + static_cast<ptrdiff_t>(below(m_.ops.size() + 1)), m_.ops[k]);
         return true;
       case 4:
         if (m_.ops[k].args.empty()) return false;

@@ -12,10 +12,9 @@ inline serialization::OpSignatureTable fuzz_op_table() {
   return {
       {"quantize", {{K::Tensor, K::Float, K::Int, K::Tensor}}},
       {"dequantize", {{K::Tensor, K::Float, K::Int, K::Tensor}}},
-      {"conv2d", {{K::Tensor, K::Tensor, K::Tensor, K::IntList, K::IntList, K::FloatList,
-                   K::Tensor}}},
-      {"mix", {{K::Tensor, K::ValueList, K::IntList, K::FloatList, K::String, K::Bool,
-                K::Tensor}}},
+      {"conv2d",
+       {{K::Tensor, K::Tensor, K::Tensor, K::IntList, K::IntList, K::FloatList, K::Tensor}}},
+      {"mix", {{K::Tensor, K::ValueList, K::IntList, K::FloatList, K::String, K::Bool, K::Tensor}}},
   };
 }
 

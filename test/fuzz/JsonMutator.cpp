@@ -72,8 +72,7 @@ bool mutate_once(Json& doc, std::mt19937& rng, const std::vector<std::string>& w
         n.parent->erase(n.index);
       }
       return true;
-    default:
-      break;
+    default: break;
   }
   if (v.is_number()) {
     v = mutated_number(v, rng);

@@ -20,8 +20,7 @@ constexpr int kInZp = 3;
 struct Seed {
   GraphBuilder b;
 
-  ValueId tensor(Sizes sizes, DType dtype, L layout, S storage = S::Buffer,
-                 std::string name = {}) {
+  ValueId tensor(Sizes sizes, DType dtype, L layout, S storage = S::Buffer, std::string name = {}) {
     return b.add_tensor(TensorSpec{std::move(sizes), dtype, storage, layout}, std::move(name));
   }
   ValueId f32(Sizes sizes, std::string name = {}, S storage = S::Buffer,
@@ -143,13 +142,16 @@ std::vector<uint8_t> linear(const Sizes& in, int64_t n, bool float_out) {
     return s.b.finish();
   }
   const ValueId o = s.q8(out, L::PackedInt8_4H4W);
-  s.op("q8ta_linear", {{q}, s.qparams(kInScale, kInZp), w, s.qparams(0.1f, -2),
+  s.op("q8ta_linear", {{q},
+                       s.qparams(kInScale, kInZp),
+                       w,
+                       s.qparams(0.1f, -2),
                        {s.b.add_int(-128), s.b.add_int(127), o}});
   return s.finish(x, o, out, 0.1f, -2);
 }
 
 struct ConvShape {
-  Sizes in;             // [N, C_in, H, W]
+  Sizes in;  // [N, C_in, H, W]
   int64_t c_out, kh, kw;
   int64_t stride, pad, dilation, groups;
   L in_layout = L::PackedInt8_4W4C, out_layout = L::PackedInt8_4W4C;
@@ -177,7 +179,11 @@ std::vector<uint8_t> conv(const ConvShape& c) {
     return s.b.finish();
   }
   const ValueId o = s.q8(out, c.out_layout);
-  s.op("q8ta_conv2d", {{q}, s.qparams(kInScale, kInZp), w, geometry, s.qparams(0.2f, 1),
+  s.op("q8ta_conv2d", {{q},
+                       s.qparams(kInScale, kInZp),
+                       w,
+                       geometry,
+                       s.qparams(0.2f, 1),
                        {s.b.add_int(c.act_min), s.b.add_int(c.act_max), o}});
   return s.finish(x, o, out, 0.2f, 1);
 }
@@ -192,8 +198,12 @@ std::vector<uint8_t> add(const Sizes& a_sizes, const Sizes& b_sizes, L layout) {
   s.quantize(x, a);
   s.quantize(z, b, 0.03f, -5);
   const ValueId o = s.q8(a_sizes, layout);
-  s.op("q8ta_add", {{a}, s.qparams(kInScale, kInZp), {b}, s.qparams(0.03f, -5),
-                    s.qparams(0.07f, 2), {s.b.add_int(0), s.b.add_int(127), o}});
+  s.op("q8ta_add", {{a},
+                    s.qparams(kInScale, kInZp),
+                    {b},
+                    s.qparams(0.03f, -5),
+                    s.qparams(0.07f, 2),
+                    {s.b.add_int(0), s.b.add_int(127), o}});
   const ValueId y = s.f32(a_sizes, "y");
   s.dequantize(o, y, 0.07f, 2);
   s.b.set_inputs({x, z}, {"x", "z"});
@@ -212,10 +222,12 @@ std::vector<uint8_t> max_pool(L layout, bool ceil_mode) {
   };
   const Sizes out = {1, 8, out_dim(7), out_dim(6)};
   const ValueId o = s.q8(out, layout);
-  s.op("q8ta_max_pool2d", {{q}, s.qparams(kInScale, kInZp),
+  s.op("q8ta_max_pool2d", {{q},
+                           s.qparams(kInScale, kInZp),
                            {s.ints_list({3, 3}), s.ints_list({2}), s.ints_list({1, 1}),
                             s.ints_list({}), s.b.add_bool(ceil_mode)},
-                           s.qparams(0.04f, -3), {o}});  // requantized
+                           s.qparams(0.04f, -3),
+                           {o}});  // requantized
   return s.finish(x, o, out, 0.04f, -3);
 }
 
@@ -240,8 +252,8 @@ std::vector<uint8_t> q8_pixel_shuffle(int64_t r, L layout, bool requantize) {
   const float out_scale = requantize ? 0.08f : kInScale;
   const int out_zp = requantize ? -4 : kInZp;
   const ValueId o = s.q8(out, layout);
-  s.op("q8ta_pixel_shuffle", {{q}, s.qparams(kInScale, kInZp), {s.b.add_int(r)},
-                              s.qparams(out_scale, out_zp), {o}});
+  s.op("q8ta_pixel_shuffle",
+       {{q}, s.qparams(kInScale, kInZp), {s.b.add_int(r)}, s.qparams(out_scale, out_zp), {o}});
   return s.finish(x, o, out, out_scale, out_zp);
 }
 
@@ -303,18 +315,27 @@ std::vector<uint8_t> residual_block() {
   const ValueId q = s.quantized_input(sz, L::PackedInt8_4W4C, &x);
   const auto w = weights(s, {8, 8, 3, 3});
   const ValueId c = s.q8(sz);
-  s.op("q8ta_conv2d", {{q}, s.qparams(kInScale, kInZp), w,
+  s.op("q8ta_conv2d", {{q},
+                       s.qparams(kInScale, kInZp),
+                       w,
                        {s.ints_list({1}), s.ints_list({1}), s.ints_list({1}), s.b.add_int(1)},
-                       s.qparams(0.1f, 0), {s.b.add_int(0), s.b.add_int(127), c}});
+                       s.qparams(0.1f, 0),
+                       {s.b.add_int(0), s.b.add_int(127), c}});
   const ValueId sum = s.q8(sz);
-  s.op("q8ta_add", {{c}, s.qparams(0.1f, 0), {q}, s.qparams(kInScale, kInZp),
-                    s.qparams(0.1f, 0), {s.b.add_int(-128), s.b.add_int(127), sum}});
+  s.op("q8ta_add", {{c},
+                    s.qparams(0.1f, 0),
+                    {q},
+                    s.qparams(kInScale, kInZp),
+                    s.qparams(0.1f, 0),
+                    {s.b.add_int(-128), s.b.add_int(127), sum}});
   const Sizes pooled_sz = {1, 8, 3, 3};
   const ValueId pooled = s.q8(pooled_sz);
-  s.op("q8ta_max_pool2d", {{sum}, s.qparams(0.1f, 0),
-                           {s.ints_list({2, 2}), s.ints_list({}), s.ints_list({}),
-                            s.ints_list({1}), s.b.add_bool(false)},
-                           s.qparams(0.1f, 0), {pooled}});
+  s.op("q8ta_max_pool2d", {{sum},
+                           s.qparams(0.1f, 0),
+                           {s.ints_list({2, 2}), s.ints_list({}), s.ints_list({}), s.ints_list({1}),
+                            s.b.add_bool(false)},
+                           s.qparams(0.1f, 0),
+                           {pooled}});
   const Sizes mean_sz = {1, 8, 1, 1};
   const ValueId m = s.q8(mean_sz);
   s.op("q8ta_mean", {{pooled}, s.qparams(0.1f, 0), s.qparams(0.05f, 0), {m}});

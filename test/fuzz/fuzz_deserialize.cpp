@@ -24,13 +24,13 @@ namespace {
 using namespace vkd::serialization;
 
 // abort() rather than assert(): the check must stay in release builds.
-#define FUZZ_REQUIRE(cond)                                                                \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
+#define FUZZ_REQUIRE(cond)                                                                 \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
       std::fprintf(stderr, "fuzz_deserialize: accepted blob breaks '%s' (%s:%d)\n", #cond, \
-                   __FILE__, __LINE__);                                                   \
-      std::abort();                                                                       \
-    }                                                                                     \
+                   __FILE__, __LINE__);                                                    \
+      std::abort();                                                                        \
+    }                                                                                      \
   } while (0)
 
 void check_accepted(const DeserializedGraph& g, const uint8_t* data, size_t size,

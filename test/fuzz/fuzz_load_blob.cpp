@@ -139,10 +139,8 @@ bool expected(const Error& e) {
   switch (e.code()) {
     case ErrorCode::InvalidArgument:
     case ErrorCode::Unsupported:
-    case ErrorCode::OutOfMemory:
-      return true;
-    default:
-      return false;
+    case ErrorCode::OutOfMemory: return true;
+    default: return false;
   }
 }
 
@@ -186,12 +184,8 @@ void run_graph(delegate::LoadedGraph& loaded) {
     const auto n = static_cast<size_t>(io.spec.numel());
     switch (io.spec.dtype) {
       case DType::Float32:
-      case DType::Float16:
-        graph.write_float(io.ref, std::vector<float>(n, 0.0f).data(), n);
-        break;
-      case DType::Int32:
-        graph.write_int32(io.ref, std::vector<int32_t>(n, 0).data(), n);
-        break;
+      case DType::Float16: graph.write_float(io.ref, std::vector<float>(n, 0.0f).data(), n); break;
+      case DType::Int32: graph.write_int32(io.ref, std::vector<int32_t>(n, 0).data(), n); break;
       case DType::Int8x4:
         graph.write_int8(io.ref, std::vector<int8_t>(n, 0).data(), n,
                          static_cast<int8_t>(graph.zero_point(io.ref).value_or(0)));

@@ -41,12 +41,12 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/Parse.h"
 #include "model/PartitionPlan.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/TensorLimits.h"
 #include "runtime/vk/Instance.h"
 #include "serialization/Deserializer.h"
-#include "compiler/Parse.h"
 #include "test/fuzz/JsonMutator.h"
 #include "test/fuzz/PlanInput.h"
 #include "vkdelegate/Model.hpp"
@@ -173,10 +173,12 @@ bool plan_within_budget(std::string_view plan_text) {
 const std::vector<std::string>& words() {
   static const std::vector<std::string> kWords = [] {
     std::vector<std::string> w = compiler::accepted_edge_ops();
-    for (const char* s : {"float32", "float16", "int8", "int32", "int64", "m.p0.vkd", "m.p1.vkd",
-                          "../m.p0.vkd", "/etc/passwd", "weights.safetensors", "", "delegate",
-                          "host", "inputs", "outputs", "tensors", "steps", "args", "quant",
-                          "constant", "data", "origin", "shape", "dtype"}) {
+    for (const char* s :
+         {"float32",  "float16",  "int8",        "int32",       "int64",
+          "m.p0.vkd", "m.p1.vkd", "../m.p0.vkd", "/etc/passwd", "weights.safetensors",
+          "",         "delegate", "host",        "inputs",      "outputs",
+          "tensors",  "steps",    "args",        "quant",       "constant",
+          "data",     "origin",   "shape",       "dtype"}) {
       w.push_back(s);
     }
     return w;
@@ -190,8 +192,8 @@ bool expected(Status s) {
 
 [[noreturn]] void finding(const char* stage, Status s, const std::string& message) {
   std::fprintf(stderr,
-               "fuzz_partition_plan: %s failed with %s, which a plan must never cause: %s\n",
-               stage, status_name(s), message.c_str());
+               "fuzz_partition_plan: %s failed with %s, which a plan must never cause: %s\n", stage,
+               status_name(s), message.c_str());
   std::abort();
 }
 

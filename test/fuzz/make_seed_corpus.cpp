@@ -81,14 +81,13 @@ Bytes every_kind() {
   const ValueId h = add_constant(b, spec({5}, DType::Float16, MemoryLayout::HeightPacked), "h");
   const ValueId idx = add_constant(b, spec({2}, DType::Int32), "");
   const ValueId f32 = add_constant(
-      b, spec({2, 4}, DType::Float32, MemoryLayout::ChannelsPacked, StorageType::Texture3D),
-      "f");
-  const ValueId q = add_constant(
-      b, spec({1, 5, 2, 3}, DType::Int8x4, MemoryLayout::PackedInt8_4C1W), "q");
-  const ValueId y = b.add_tensor(spec({1, 3, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4W4C),
-                                 "y");
-  const ValueId z = b.add_tensor(spec({1, 3, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4H4W),
-                                 "z");
+      b, spec({2, 4}, DType::Float32, MemoryLayout::ChannelsPacked, StorageType::Texture3D), "f");
+  const ValueId q =
+      add_constant(b, spec({1, 5, 2, 3}, DType::Int8x4, MemoryLayout::PackedInt8_4C1W), "q");
+  const ValueId y =
+      b.add_tensor(spec({1, 3, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4W4C), "y");
+  const ValueId z =
+      b.add_tensor(spec({1, 3, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4H4W), "z");
   const ValueId scale = b.add_float(0.125);
   const ValueId zero = b.add_int(-3);
   const ValueId flag = b.add_bool(true);
@@ -208,7 +207,7 @@ std::vector<compiler::SafetensorsTensor> made_up_weights(const nlohmann::json& d
     const std::vector<int64_t> shape = v.value("shape", std::vector<int64_t>{});
     size_t numel = 1;
     for (int64_t d : shape) numel *= static_cast<size_t>(std::max<int64_t>(d, 0));
-    const char* st_dtype = dtype == "float32" ? "F32"
+    const char* st_dtype = dtype == "float32"   ? "F32"
                            : dtype == "float16" ? "F16"
                            : dtype == "int8"    ? "I8"
                            : dtype == "int32"   ? "I32"
@@ -240,10 +239,20 @@ std::vector<compiler::SafetensorsTensor> made_up_weights(const nlohmann::json& d
 
 // Tokens the JSON targets' mutations should try: nesting past the readers' depth cap, sizes
 // whose products wrap or pass the caps, integers past int64.
-const std::set<std::string> kJsonEdgeTokens = {
-    "[[[[[[[[[[[[[[[[", "]]]]]]]]]]]]]]]]", "{\"a\": {\"a\": {\"a\": {\"a\": ", "}}}}",
-    "[{\"a\": [{\"a\": [", "4611686018427387905", "9223372036854775807",
-    "18446744073709551615", "2147483647", "2147483648", "65536", "-1", "1e300", "null"};
+const std::set<std::string> kJsonEdgeTokens = {"[[[[[[[[[[[[[[[[",
+                                               "]]]]]]]]]]]]]]]]",
+                                               "{\"a\": {\"a\": {\"a\": {\"a\": ",
+                                               "}}}}",
+                                               "[{\"a\": [{\"a\": [",
+                                               "4611686018427387905",
+                                               "9223372036854775807",
+                                               "18446744073709551615",
+                                               "2147483647",
+                                               "2147483648",
+                                               "65536",
+                                               "-1",
+                                               "1e300",
+                                               "null"};
 
 // The partitioned compile of one graph as a fuzz_partition_plan seed: its plan, its blobs and
 // `weights` (when not empty) as weights.safetensors.
@@ -366,9 +375,9 @@ int main(int argc, char** argv) {
     write_dict(out + "/fuzz_graph_ir.dict", graph_dict);
     write_dict(out + "/fuzz_partition_plan.dict", plan_dict);
     for (const auto& d : {deser, blobs, graphs, plans}) {
-      std::printf("make_seed_corpus: %s: %zu seeds\n", d.c_str(),
-                  static_cast<size_t>(std::distance(fs::directory_iterator(d),
-                                                    fs::directory_iterator())));
+      std::printf(
+          "make_seed_corpus: %s: %zu seeds\n", d.c_str(),
+          static_cast<size_t>(std::distance(fs::directory_iterator(d), fs::directory_iterator())));
     }
   } catch (const vkd::Error& e) {
     std::fprintf(stderr, "make_seed_corpus: %s\n", e.what());

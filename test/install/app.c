@@ -20,14 +20,14 @@
 
 static int g_failures = 0;
 
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (!(cond)) {                                       \
-      ++g_failures;                                      \
+#define CHECK(cond, ...)                                     \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      ++g_failures;                                          \
       fprintf(stderr, "CHECK FAILED (line %d): ", __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                      \
-      fputc('\n', stderr);                               \
-    }                                                    \
+      fprintf(stderr, __VA_ARGS__);                          \
+      fputc('\n', stderr);                                   \
+    }                                                        \
   } while (0)
 
 static unsigned char* read_file(const char* path, size_t* size) {
@@ -137,18 +137,18 @@ static size_t compare_outputs(vkd_delegate* h, void** out_data, const unsigned c
         }
       } else {
         size_t es = elem_size(info.dtype);
-        equal = memcmp((const unsigned char*)out_data[o] + i * es, expected + offset + i * es,
-                       es) == 0;
+        equal =
+            memcmp((const unsigned char*)out_data[o] + i * es, expected + offset + i * es, es) == 0;
       }
       if (!equal) ++mismatches;
     }
-    printf("output %lu '%s': %lu elements, %lu mismatches, max abs error %.9g\n",
-           (unsigned long)o, info.name, (unsigned long)n, (unsigned long)mismatches, max_err);
+    printf("output %lu '%s': %lu elements, %lu mismatches, max abs error %.9g\n", (unsigned long)o,
+           info.name, (unsigned long)n, (unsigned long)mismatches, max_err);
     offset += info.bytes;
   }
   if (offset != expected_size) {
-    fprintf(stderr, "expected file has %lu bytes, the outputs %lu\n",
-            (unsigned long)expected_size, (unsigned long)offset);
+    fprintf(stderr, "expected file has %lu bytes, the outputs %lu\n", (unsigned long)expected_size,
+            (unsigned long)offset);
     return (size_t)-1;
   }
   return mismatches;
@@ -191,14 +191,14 @@ static void check_bad_blobs(const unsigned char* blob, size_t size, const vkd_op
   CHECK(vkd_init_error()[0] != '\0', "vkd_init_error() is empty after a failed init");
 
   st = vkd_delegate_init(blob, 16, options, &h);
-  CHECK(st == VKD_ERROR_INVALID_ARGUMENT && vkd_init_error()[0] != '\0',
-        "16-byte blob gave %s", vkd_status_name(st));
+  CHECK(st == VKD_ERROR_INVALID_ARGUMENT && vkd_init_error()[0] != '\0', "16-byte blob gave %s",
+        vkd_status_name(st));
 
   memset(&zeroed, 0, sizeof(zeroed)); /* struct_size 0: vkd_options_init was not called */
   st = vkd_delegate_init(blob, size, &zeroed, &h);
   printf("options without struct_size: %s: %s\n", vkd_status_name(st), vkd_init_error());
-  CHECK(st == VKD_ERROR_INVALID_ARGUMENT && h == NULL,
-        "options with struct_size 0 gave %s", vkd_status_name(st));
+  CHECK(st == VKD_ERROR_INVALID_ARGUMENT && h == NULL, "options with struct_size 0 gave %s",
+        vkd_status_name(st));
 }
 
 /* Error paths on a live handle; it must stay usable afterwards. */
@@ -261,8 +261,7 @@ static void check_execute_errors(vkd_delegate* h, void** in_data, void** out_dat
     vkd_tensor wrong = in;
     wrong.rank = VKD_MAX_RANK + 1;
     st = vkd_delegate_execute(h, &wrong, 1, &out, 1);
-    printf("rank %d: %s: %s\n", VKD_MAX_RANK + 1, vkd_status_name(st),
-           vkd_delegate_last_error(h));
+    printf("rank %d: %s: %s\n", VKD_MAX_RANK + 1, vkd_status_name(st), vkd_delegate_last_error(h));
     CHECK(st == VKD_ERROR_INVALID_ARGUMENT, "rank 5 gave %s", vkd_status_name(st));
   }
   /* Wrong counts and NULL arrays. */
@@ -403,9 +402,12 @@ int main(int argc, char** argv) {
     size_t k, n = outputs[i].bytes / elem_size(outputs[i].dtype);
     printf("output %lu first values:", (unsigned long)i);
     for (k = 0; k < n && k < 8; ++k) {
-      if (outputs[i].dtype == VKD_FLOAT32) printf(" %g", ((const float*)out_data[i])[k]);
-      else if (outputs[i].dtype == VKD_INT32) printf(" %d", (int)((const int32_t*)out_data[i])[k]);
-      else printf(" %d", (int)((const int8_t*)out_data[i])[k]);
+      if (outputs[i].dtype == VKD_FLOAT32)
+        printf(" %g", ((const float*)out_data[i])[k]);
+      else if (outputs[i].dtype == VKD_INT32)
+        printf(" %d", (int)((const int32_t*)out_data[i])[k]);
+      else
+        printf(" %d", (int)((const int8_t*)out_data[i])[k]);
     }
     printf("\n");
   }
@@ -429,8 +431,7 @@ int main(int argc, char** argv) {
     st = vkd_delegate_profile_entry(h, i, &entry);
     CHECK(st == VKD_OK, "profile_entry(%lu): %s", (unsigned long)i, vkd_delegate_last_error(h));
     if (st == VKD_OK) {
-      printf("  %-18s %-40s %10.2f us  %s\n", entry.op, entry.kernel, entry.gpu_us,
-             entry.tensors);
+      printf("  %-18s %-40s %10.2f us  %s\n", entry.op, entry.kernel, entry.gpu_us, entry.tensors);
     }
   }
   CHECK(profile_count > 0, "no profile entries with options.profiling = 1");
@@ -464,9 +465,10 @@ int main(int argc, char** argv) {
         longest = entry.gpu_us;
       }
     }
-    printf("execute: %.1f us host wall (input copy %.1f, submit -> fence %.1f, output copy "
-           "%.1f), GPU span %.2f us\n", ep.host_wall_us, ep.input_copy_us, ep.submit_wait_us,
-           ep.output_copy_us, ep.gpu_span_us);
+    printf(
+        "execute: %.1f us host wall (input copy %.1f, submit -> fence %.1f, output copy "
+        "%.1f), GPU span %.2f us\n",
+        ep.host_wall_us, ep.input_copy_us, ep.submit_wait_us, ep.output_copy_us, ep.gpu_span_us);
     CHECK(ep.input_copy_us >= 0.0 && ep.submit_wait_us > 0.0 && ep.output_copy_us >= 0.0 &&
               ep.input_copy_us + ep.submit_wait_us + ep.output_copy_us <= ep.host_wall_us,
           "execute_profile: host phases inconsistent with the host wall");
@@ -474,8 +476,8 @@ int main(int argc, char** argv) {
           "execute_profile: GPU span %.2f us outside [longest dispatch %.2f, host wall %.2f]",
           ep.gpu_span_us, longest, ep.host_wall_us);
     CHECK(ep.gpu_input_copy_us > 0.0 && ep.gpu_output_copy_us > 0.0,
-          "execute_profile: staging copies not timed (in %.2f, out %.2f us)",
-          ep.gpu_input_copy_us, ep.gpu_output_copy_us);
+          "execute_profile: staging copies not timed (in %.2f, out %.2f us)", ep.gpu_input_copy_us,
+          ep.gpu_output_copy_us);
   }
   {
     /* Timestamps off for the next execute: no per-node profile, no GPU times; then back on. */
@@ -503,7 +505,8 @@ int main(int argc, char** argv) {
               ep.gpu_total_us == 0.0 && ep.gpu_input_copy_us > 0.0 &&
               vkd_delegate_profile_count(h) == 0,
           "set_profiling(SPAN): span %.2f us (host wall %.2f), total %.2f, copy in %.2f, %lu "
-          "nodes", ep.gpu_span_us, ep.host_wall_us, ep.gpu_total_us, ep.gpu_input_copy_us,
+          "nodes",
+          ep.gpu_span_us, ep.host_wall_us, ep.gpu_total_us, ep.gpu_input_copy_us,
           (unsigned long)vkd_delegate_profile_count(h));
     st = vkd_delegate_set_profiling(h, 3);
     CHECK(st == VKD_ERROR_INVALID_ARGUMENT && strstr(vkd_delegate_last_error(h), "mode 3") != NULL,

@@ -67,8 +67,7 @@ int main(int argc, char** argv) {
   ov.sizes = out.sizes;
   st = delegate->execute({iv}, {ov});
   if (st != vkd::Status::Ok) {
-    std::fprintf(stderr, "execute: %s: %s\n", vkd::status_name(st),
-                 delegate->last_error().c_str());
+    std::fprintf(stderr, "execute: %s: %s\n", vkd::status_name(st), delegate->last_error().c_str());
     return 1;
   }
   for (const vkd::NodeProfile& node : delegate->last_profile()) {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <vkdelegate/Model.hpp>
 #include <vkdelegate/vkd_model.h>
+#include <vkdelegate/Model.hpp>
 
 int main(int argc, char** argv) {
   if (argc != 4) {
@@ -59,8 +59,7 @@ int main(int argc, char** argv) {
   vkd_model* handle = nullptr;
   if (vkd_model_load("missing.partition.json", nullptr, nullptr, &handle) == VKD_OK ||
       std::strstr(vkd_model_load_error(), "missing.partition.json") == nullptr) {
-    std::fprintf(stderr, "FAIL: vkd_model_load of a missing plan: '%s'\n",
-                 vkd_model_load_error());
+    std::fprintf(stderr, "FAIL: vkd_model_load of a missing plan: '%s'\n", vkd_model_load_error());
     return 1;
   }
   std::printf("PASS (model API)\n");

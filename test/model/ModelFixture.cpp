@@ -23,7 +23,8 @@ namespace {
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   ASSERT_TRUE(out.good()) << path;
 }
 
@@ -45,8 +46,8 @@ void ModelTest::write_text(const std::string& name, const std::string& text) con
 
 std::string ModelTest::compile_partitioned(const std::string& graph, const std::string& weights,
                                            const std::string& stem) const {
-  const PartitionedResult r = vkd::compiler::compile_partitioned(parse_graph_file(graph, weights),
-                                                                 {});
+  const PartitionedResult r =
+      vkd::compiler::compile_partitioned(parse_graph_file(graph, weights), {});
   std::vector<std::string> blobs;
   for (size_t i = 0; i < r.parts.size(); ++i) {
     blobs.push_back(stem + ".p" + std::to_string(i) + ".vkd");
@@ -108,7 +109,7 @@ TensorMap run_model(vkd::Model& model, const TensorMap& inputs) {
   for (size_t i = 0; i < data.size(); ++i) {
     const vkd::TensorInfo info = model.output(i);
     const bool half = info.device_dtype == "float16";
-    const vkd::DType dtype = half ? vkd::DType::Float16
+    const vkd::DType dtype = half                                       ? vkd::DType::Float16
                              : info.host_dtype == vkd::HostDType::Int8  ? vkd::DType::Int8
                              : info.host_dtype == vkd::HostDType::Int32 ? vkd::DType::Int32
                                                                         : vkd::DType::Float32;

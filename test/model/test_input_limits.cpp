@@ -39,10 +39,11 @@ Wide wide_bound(const std::vector<int64_t>& sizes) {
 TEST(TensorLimits, CheckedElementCountAgreesWithA128BitProduct) {
   std::mt19937_64 rng(31);
   // Sizes around the cap's factors and the values whose int64 products wrap.
-  const std::vector<int64_t> pool = {0,          1,          2,          3,          4,
-                                     255,        46340,      46341,      65535,      65536,
-                                     2147483647, 2147483648, 4294967296, -1,
-                                     (int64_t{1} << 62) + 1,   INT64_MAX};
+  const std::vector<int64_t> pool = {
+      0,          1,          2,          3,     4,
+      255,        46340,      46341,      65535, 65536,
+      2147483647, 2147483648, 4294967296, -1,    (int64_t{1} << 62) + 1,
+      INT64_MAX};
   for (int i = 0; i < 20000; ++i) {
     std::vector<int64_t> sizes(rng() % 7);
     bool has_zero = false;
@@ -95,18 +96,20 @@ std::string graph_error(const std::string& text) {
 std::string graph_with(const std::string& values, const std::string& nodes,
                        const std::string& output) {
   return R"({"vkd_graph": 1, "inputs": ["x"], "outputs": [")" + output + R"("],
-             "values": {"x": {"dtype": "float32", "shape": [1, 4]})" + values + R"(},
-             "nodes": )" + nodes + "}";
+             "values": {"x": {"dtype": "float32", "shape": [1, 4]})" +
+         values + R"(},
+             "nodes": )" +
+         nodes + "}";
 }
 
 TEST(TensorLimits, GraphIrSizesBeyondTheCapsAreRefusedByName) {
   const std::string view_to = R"([{"op": "aten.view_copy", "inputs": ["x"],
                                    "args": {"size": SIZE}, "outputs": ["v"]}])";
   // A declared value: 2^35 elements (accepted before, under the old 2^40).
-  EXPECT_EQ(graph_error(graph_with(R"(, "v": {"dtype": "int8", "shape": [32, 1073741824]})",
-                                   "[]", "x")),
-            "g.json: value 'v': field 'shape': [32,1073741824]: the product of the sizes (numel) "
-            "is above the limit of 2^31 - 1 elements per tensor");
+  EXPECT_EQ(
+      graph_error(graph_with(R"(, "v": {"dtype": "int8", "shape": [32, 1073741824]})", "[]", "x")),
+      "g.json: value 'v': field 'shape': [32,1073741824]: the product of the sizes (numel) "
+      "is above the limit of 2^31 - 1 elements per tensor");
   // A view to [2^62 + 1, 4] of a 4-element tensor: "4" elements in int64 arithmetic, so the
   // graph was accepted (and a partitioned compile wrote a plan holding the size).
   std::string nodes = view_to;
@@ -212,14 +215,14 @@ TEST(JsonDepth, EveryReaderRefusesDeepNestingOnASmallStack) {
 TEST(JsonDepth, SixtyFourLevelsAreRead) {
   // 64 levels in all: the graph's object, "values", the value and 61 arrays in its shape (the
   // shape is then wrong, which is the message: the depth was accepted).
-  const std::string graph = R"({"vkd_graph": 1, "values": {"x": {"dtype": "float32", "shape": [)" +
-                            nested(60) + "]}}}";
+  const std::string graph =
+      R"({"vkd_graph": 1, "values": {"x": {"dtype": "float32", "shape": [)" + nested(60) + "]}}}";
   EXPECT_NE(graph_error(graph).find("g.json: value 'x': field 'shape': element 0 must be a "
                                     "non-negative integer"),
             std::string::npos)
       << graph_error(graph);
-  const std::string deeper = R"({"vkd_graph": 1, "values": {"x": {"dtype": "float32", "shape": [)" +
-                             nested(61) + "]}}}";
+  const std::string deeper =
+      R"({"vkd_graph": 1, "values": {"x": {"dtype": "float32", "shape": [)" + nested(61) + "]}}}";
   EXPECT_EQ(graph_error(deeper), "g.json: JSON nested deeper than 64 levels (arrays and objects)");
 }
 

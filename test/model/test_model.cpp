@@ -64,8 +64,7 @@ TEST_F(ModelTest, HostStepReadsItsConstantFromTheOriginalWeights) {
   const std::string weights = write_add_weights();
   vkd::ModelOptions options;
   options.weights_path = weights;
-  const std::unique_ptr<vkd::Model> model =
-      load(compile_partitioned(graph, weights, "a"), options);
+  const std::unique_ptr<vkd::Model> model = load(compile_partitioned(graph, weights, "a"), options);
   ASSERT_TRUE(model);
   EXPECT_EQ(model->step(1).op, "aten.add.Tensor");
   EXPECT_EQ(model->step(1).inputs, (std::vector<std::string>{"xd", "other"}));

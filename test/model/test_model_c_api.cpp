@@ -51,8 +51,8 @@ TEST_F(ModelTest, CApiRoundTrip) {
 
   const HostTensor x = random_input({1, 4, 6, 10}, 6);
   std::vector<uint8_t> y(240);
-  vkd_tensor in = c_tensor(const_cast<uint8_t*>(x.bytes.data()), x.bytes.size(), VKD_FLOAT32,
-                           {1, 4, 6, 10});
+  vkd_tensor in =
+      c_tensor(const_cast<uint8_t*>(x.bytes.data()), x.bytes.size(), VKD_FLOAT32, {1, 4, 6, 10});
   vkd_tensor out = c_tensor(y.data(), y.size(), VKD_FLOAT32, {1, 4, 3, 5});
   ASSERT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_OK) << vkd_model_last_error(model);
   EXPECT_STREQ(vkd_model_last_error(model), "");
@@ -96,8 +96,8 @@ TEST_F(ModelTest, CApiTimingsAndProfile) {
 
   const HostTensor x = random_input({1, 4, 6, 10}, 3);
   std::vector<uint8_t> y(240);
-  vkd_tensor in = c_tensor(const_cast<uint8_t*>(x.bytes.data()), x.bytes.size(), VKD_FLOAT32,
-                           {1, 4, 6, 10});
+  vkd_tensor in =
+      c_tensor(const_cast<uint8_t*>(x.bytes.data()), x.bytes.size(), VKD_FLOAT32, {1, 4, 6, 10});
   vkd_tensor out = c_tensor(y.data(), y.size(), VKD_FLOAT32, {1, 4, 3, 5});
   ASSERT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_OK) << vkd_model_last_error(model);
   run_model(*cpp, {{"x", x}});

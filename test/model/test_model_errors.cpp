@@ -64,8 +64,9 @@ TEST_F(ModelErrors, EveryInputViewIsChecked) {
   bad = x();
   bad.sizes = {1, 4, 6, 9};
   std::tie(s, message) = execute({bad}, {y()});
-  EXPECT_TRUE(says(message, "input 0 'x' has shape [1,4,6,9], the model was compiled for "
-                            "[1,4,6,10]"));
+  EXPECT_TRUE(says(message,
+                   "input 0 'x' has shape [1,4,6,9], the model was compiled for "
+                   "[1,4,6,10]"));
   bad = x();
   bad.bytes = 959;
   std::tie(s, message) = execute({bad}, {y()});
@@ -110,14 +111,14 @@ TEST_F(ModelErrors, MalformedPlansAreNamed) {
   f = load_failure(path("graph.json"));
   EXPECT_TRUE(says(f.message, path("graph.json") + ": not a partition plan (no 'vkd_partition'"));
   f = load_failure(path("none.partition.json"));
-  EXPECT_EQ(f.message, "cannot read partition plan '" + path("none.partition.json") +
-                           "': no such file");
+  EXPECT_EQ(f.message,
+            "cannot read partition plan '" + path("none.partition.json") + "': no such file");
   // A file that is not a blob is refused by its first bytes, which the message does not quote.
   write_text("junk.vkd", "not a blob");
   f = load_failure(path("junk.vkd"));
   EXPECT_EQ(f.status, Status::InvalidArgument);
-  EXPECT_EQ(f.message, "cannot read model file '" + path("junk.vkd") +
-                           "': it is not a vkdelegate blob");
+  EXPECT_EQ(f.message,
+            "cannot read model file '" + path("junk.vkd") + "': it is not a vkdelegate blob");
 }
 
 // The plan as `vkd compile --partition` wrote it, with `from` replaced by `to`, as NAME.
@@ -138,22 +139,26 @@ std::string derived_plan(const std::string& plan, const std::string& name, const
 // a file that is not ours is quoted.
 TEST_F(ModelErrors, BlobsAreFilesOfThePlansDirectoryOnly) {
   for (const std::string name : {"../m.p0.vkd", "/etc/passwd"}) {
-    const LoadFailure f = load_failure(derived_plan(plan_, "out.partition.json", "\"m.p0.vkd\"",
-                                                    "\"" + name + "\""));
+    const LoadFailure f =
+        load_failure(derived_plan(plan_, "out.partition.json", "\"m.p0.vkd\"", "\"" + name + "\""));
     EXPECT_EQ(f.status, Status::InvalidArgument);
     EXPECT_EQ(f.message, path("out.partition.json") + ": step 0: field 'delegate': '" + name +
                              "' is not a plain file name (a plan's blobs are files of its own "
                              "directory: no '/', '.' or '..')");
   }
   std::filesystem::create_symlink("m.p0.vkd", path("link.vkd"));
-  LoadFailure f = load_failure(derived_plan(plan_, "link.partition.json", "\"m.p0.vkd\"",
-                                            "\"link.vkd\""));
-  EXPECT_EQ(f.message, path("link.partition.json") + ": step 0 (GPU link.vkd): cannot read model "
-                       "file '" + path("link.vkd") + "': it is a symbolic link");
+  LoadFailure f =
+      load_failure(derived_plan(plan_, "link.partition.json", "\"m.p0.vkd\"", "\"link.vkd\""));
+  EXPECT_EQ(f.message, path("link.partition.json") +
+                           ": step 0 (GPU link.vkd): cannot read model "
+                           "file '" +
+                           path("link.vkd") + "': it is a symbolic link");
   write_text("notes.txt", "root:x:0:0:root:/root:/bin/bash\n");
   f = load_failure(derived_plan(plan_, "notes.partition.json", "\"m.p0.vkd\"", "\"notes.txt\""));
-  EXPECT_EQ(f.message, path("notes.partition.json") + ": step 0 (GPU notes.txt): cannot read "
-                       "model file '" + path("notes.txt") + "': it is not a vkdelegate blob");
+  EXPECT_EQ(f.message, path("notes.partition.json") +
+                           ": step 0 (GPU notes.txt): cannot read "
+                           "model file '" +
+                           path("notes.txt") + "': it is not a vkdelegate blob");
 }
 
 // A crafted plan: a view to [2^62 + 1, 240] ("240" elements in int64 arithmetic, those of the
@@ -172,7 +177,8 @@ TEST_F(ModelErrors, ACraftedPlansSizesAreRefusedAtLoad) {
                 "c": {"dtype": "float32", "shape": [4611686018427387905, 480]},
                 "y": {"dtype": "float32", "shape": [1, 4, 6, 20]}}})");
   const std::string expected =
-      path("cat.partition.json") + ": tensor 'v': field 'shape' [4611686018427387905,240]: the "
+      path("cat.partition.json") +
+      ": tensor 'v': field 'shape' [4611686018427387905,240]: the "
       "product of the sizes (numel) is above the limit of 2^31 - 1 elements per tensor";
   const LoadFailure f = load_failure(path("cat.partition.json"));
   EXPECT_EQ(f.status, Status::InvalidArgument);
@@ -189,17 +195,19 @@ TEST_F(ModelErrors, WeightsMissingOrWrongAreNamedNeedlessOnesUnread) {
   const std::string plan = compile_partitioned(kCliGraphs + "/add_constant.json", weights, "a");
   LoadFailure f = load_failure(plan);
   EXPECT_EQ(f.status, Status::InvalidArgument);
-  EXPECT_EQ(f.message, plan + ": step 1 (host node 2 (aten.add.Tensor)) reads constant 'other': "
-                              "pass --weights W.safetensors (the original graph's weights)");
+  EXPECT_EQ(f.message, plan +
+                           ": step 1 (host node 2 (aten.add.Tensor)) reads constant 'other': "
+                           "pass --weights W.safetensors (the original graph's weights)");
   // Weights without the tensor the plan names.
   vkd::compiler::write_safetensors(path("other.safetensors"),
                                    {{"other", "F32", {1, 4, 1, 1}, std::vector<uint8_t>(16)}});
   vkd::ModelOptions options;
   options.weights_path = path("other.safetensors");
   f = load_failure(plan, options);
-  EXPECT_EQ(f.message, plan + ": step 1 (host node 2 (aten.add.Tensor)): constant 'other': no "
-                              "tensor 'add.other' in " + path("other.safetensors") +
-                              " (the name the plan gives under 'data')");
+  EXPECT_EQ(f.message, plan +
+                           ": step 1 (host node 2 (aten.add.Tensor)): constant 'other': no "
+                           "tensor 'add.other' in " +
+                           path("other.safetensors") + " (the name the plan gives under 'data')");
   // Weights for a model that reads none: not read (vkd run says the file is unused), so one
   // that does not exist is no error either.
   options.weights_path = weights;
@@ -220,9 +228,10 @@ TEST_F(ModelErrors, AHostStepTheInterpreterCannotRunIsRefusedAtLoad) {
   write_text("cumsum.partition.json", text);
   const LoadFailure f = load_failure(path("cumsum.partition.json"));
   EXPECT_EQ(f.status, Status::InvalidArgument);
-  EXPECT_TRUE(says(f.message, "cumsum.partition.json: step 1 (host node 3 (aten.max_pool2d)): "
-                              "the host cannot run it: the CPU reference interpreter has no "
-                              "function for 'aten.cumsum'"));
+  EXPECT_TRUE(says(f.message,
+                   "cumsum.partition.json: step 1 (host node 3 (aten.max_pool2d)): "
+                   "the host cannot run it: the CPU reference interpreter has no "
+                   "function for 'aten.cumsum'"));
 }
 
 TEST_F(ModelErrors, LoadWithoutAnOutPointerFails) {

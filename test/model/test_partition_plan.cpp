@@ -70,8 +70,9 @@ TEST(PartitionPlan, ReadsWhatTheCompilerWrites) {
 TEST(PartitionPlan, AStepReadingAnUndefinedTensorIsNamed) {
   // Read but written by no step.
   EXPECT_EQ(plan_error(plan_text(replaced(kSteps, "\"inputs\": [\"xd\"]", "\"inputs\": [\"q\"]"),
-                                 replaced(kTensors, "\"m\":", "\"q\": {\"dtype\": \"float32\", "
-                                                              "\"shape\": [1]}, \"m\":"))),
+                                 replaced(kTensors, "\"m\":",
+                                          "\"q\": {\"dtype\": \"float32\", "
+                                          "\"shape\": [1]}, \"m\":"))),
             "dir/m.partition.json: step 1 (host node 3 (aten.max_pool2d)): reads tensor 'q' "
             "before anything writes it (no step writes it)");
   // Not described at all.
@@ -98,12 +99,12 @@ TEST(PartitionPlan, WritesTwiceAndUnwrittenOutputsAreErrors) {
             "dir/m.partition.json: step 2 (GPU m.p1.vkd): writes tensor 'm', which step 1 (host "
             "node 3 (aten.max_pool2d)) already provides\n"
             "dir/m.partition.json: model output 'y' is written by no step");
-  EXPECT_EQ(plan_error(
-                plan_text(replaced(kSteps, "\"outputs\": [\"xd\"]", "\"outputs\": [\"x\"]"))),
-            "dir/m.partition.json: step 0 (GPU m.p0.vkd): writes tensor 'x', which the model "
-            "input already provides\n"
-            "dir/m.partition.json: step 1 (host node 3 (aten.max_pool2d)): reads tensor 'xd' "
-            "before anything writes it (no step writes it)");
+  EXPECT_EQ(
+      plan_error(plan_text(replaced(kSteps, "\"outputs\": [\"xd\"]", "\"outputs\": [\"x\"]"))),
+      "dir/m.partition.json: step 0 (GPU m.p0.vkd): writes tensor 'x', which the model "
+      "input already provides\n"
+      "dir/m.partition.json: step 1 (host node 3 (aten.max_pool2d)): reads tensor 'xd' "
+      "before anything writes it (no step writes it)");
 }
 
 TEST(PartitionPlan, MalformedPlansAreNamed) {
@@ -116,8 +117,9 @@ TEST(PartitionPlan, MalformedPlansAreNamed) {
                                           "\"delegate\": \"m.p1.vkd\", \"host\": \"aten.relu\","))),
             "dir/m.partition.json: step 2: needs exactly one of 'delegate' (a blob) and 'host' "
             "(an op)");
-  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, "\"dtype\": \"float32\", \"shape\": "
-                                                            "[1, 4, 3, 5]}}",
+  EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors,
+                                                  "\"dtype\": \"float32\", \"shape\": "
+                                                  "[1, 4, 3, 5]}}",
                                                   "\"dtype\": \"int4\", \"shape\": [1]}}"))),
             "dir/m.partition.json: tensor 'y': field 'dtype': expected \"float32\", \"float16\", "
             "\"int8\" or \"int32\", got \"int4\"");
@@ -181,9 +183,10 @@ TEST(PartitionPlan, AViewSizeBeyondTheCapsIsRefusedByItsRule) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
-    EXPECT_STREQ(e.what(), "m.partition.json: step 0: aten.view_copy: argument 'size': "
-                           "[4611686018427387905, 4] has more elements than a tensor may "
-                           "(2147483647)");
+    EXPECT_STREQ(e.what(),
+                 "m.partition.json: step 0: aten.view_copy: argument 'size': "
+                 "[4611686018427387905, 4] has more elements than a tensor may "
+                 "(2147483647)");
   }
 }
 
@@ -192,8 +195,9 @@ TEST(PartitionPlan, AViewSizeBeyondTheCapsIsRefusedByItsRule) {
 TEST(PartitionPlan, ABlobOutsideThePlansDirectoryIsRefused) {
   for (const std::string name : {"../m.p0.vkd", "/etc/passwd", "sub/m.p0.vkd", "..", "."}) {
     EXPECT_EQ(plan_error(plan_text(replaced(kSteps, "\"m.p0.vkd\"", "\"" + name + "\""))),
-              "dir/m.partition.json: step 0: field 'delegate': '" + name + "' is not a plain "
-              "file name (a plan's blobs are files of its own directory: no '/', '.' or '..')");
+              "dir/m.partition.json: step 0: field 'delegate': '" + name +
+                  "' is not a plain "
+                  "file name (a plan's blobs are files of its own directory: no '/', '.' or '..')");
   }
 }
 
@@ -229,8 +233,7 @@ TEST(PartitionPlan, HostStepOutputsMustFitTheOpsShapeRule) {
 
 TEST(PartitionPlan, HostStepTheInterpreterCannotRunIsRefusedFirst) {
   const PartitionPlan p = parse_partition_plan(
-      plan_text(replaced(kSteps, "aten.max_pool2d\", \"inputs\"",
-                         "aten.frobnicate\", \"inputs\"")),
+      plan_text(replaced(kSteps, "aten.max_pool2d\", \"inputs\"", "aten.frobnicate\", \"inputs\"")),
       "m.partition.json");
   try {
     host_step_graph(p, p.steps[1], {});

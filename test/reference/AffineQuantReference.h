@@ -100,8 +100,8 @@ struct RefQparams {
 
 inline RefQparams reference_choose_qparams_affine(const std::vector<float>& x,
                                                   const std::vector<int64_t>& blocks,
-                                                  int64_t block_count, RefMapping mapping,
-                                                  int qmin, int qmax, float eps) {
+                                                  int64_t block_count, RefMapping mapping, int qmin,
+                                                  int qmax, float eps) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> mn(static_cast<size_t>(block_count), inf), mx(mn.size(), -inf);
@@ -125,8 +125,8 @@ inline RefQparams reference_choose_qparams_affine(const std::vector<float>& x,
       scale = ref_div(max_pos - min_neg, static_cast<float>(qmax - qmin));
       if (!std::isnan(scale)) scale = std::max(scale, eps);  // torch.clamp(scale, min=eps)
       const float z = static_cast<float>(qmin) - std::nearbyint(ref_div(min_neg, scale));
-      zp = std::isnan(z) ? 0
-                         : static_cast<int32_t>(std::min(std::max(z, float(qmin)), float(qmax)));
+      zp =
+          std::isnan(z) ? 0 : static_cast<int32_t>(std::min(std::max(z, float(qmin)), float(qmax)));
     } else {
       if (mapping == RefMapping::Symmetric) {
         const float amax = has_nan[b] ? nan : std::max(-min_neg, max_pos);

@@ -51,8 +51,7 @@ inline std::vector<int8_t> reference_cat(const std::vector<std::vector<int8_t>>&
                                          const std::vector<RefShape>& shapes,
                                          const std::vector<RefQuantRange>& in, int dim,
                                          const RefShape& out_shape, RefQuantRange out) {
-  std::vector<int8_t> y(static_cast<size_t>(out_shape.n * out_shape.c * out_shape.h *
-                                            out_shape.w));
+  std::vector<int8_t> y(static_cast<size_t>(out_shape.n * out_shape.c * out_shape.h * out_shape.w));
   int64_t offset = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     ref_for_each(shapes[i], [&](std::array<int64_t, 4> e) {
@@ -67,11 +66,9 @@ inline std::vector<int8_t> reference_cat(const std::vector<std::vector<int8_t>>&
 
 // q8ta_slice: output index j along `dim` is input index start + j * step.
 inline std::vector<int8_t> reference_slice(const std::vector<int8_t>& x, const RefShape& in_shape,
-                                           RefQuantRange in, int dim, int64_t start,
-                                           int64_t step, const RefShape& out_shape,
-                                           RefQuantRange out) {
-  std::vector<int8_t> y(static_cast<size_t>(out_shape.n * out_shape.c * out_shape.h *
-                                            out_shape.w));
+                                           RefQuantRange in, int dim, int64_t start, int64_t step,
+                                           const RefShape& out_shape, RefQuantRange out) {
+  std::vector<int8_t> y(static_cast<size_t>(out_shape.n * out_shape.c * out_shape.h * out_shape.w));
   ref_for_each(out_shape, [&](std::array<int64_t, 4> e) {
     const size_t at = static_cast<size_t>(ref_index(out_shape, e));
     e[static_cast<size_t>(dim)] = start + e[static_cast<size_t>(dim)] * step;

@@ -37,8 +37,7 @@ struct RefConv2d {
 // One output dimension: (in + pads - dilation * (kernel - 1) - 1) / stride + 1. Meaningful only
 // when the dilated kernel fits the padded input (the numerator is >= 0).
 inline int64_t reference_conv_output_size(int64_t in, int64_t kernel, int64_t stride,
-                                          int64_t pad_before, int64_t pad_after,
-                                          int64_t dilation) {
+                                          int64_t pad_before, int64_t pad_after, int64_t dilation) {
   return (in + pad_before + pad_after - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
@@ -53,8 +52,8 @@ inline int64_t reference_conv_out_w(const RefConv2d& c) {
 // acc in pixel-major order, [N * H_out * W_out, C_out] row-major: the [M, N] matrix order of
 // reference_linear_epilogue, so the conv takes the linear epilogue unchanged.
 inline std::vector<int32_t> reference_conv2d_acc(const std::vector<int8_t>& qx,
-                                                 const std::vector<int8_t>& qw,
-                                                 const RefConv2d& c, int zp_x) {
+                                                 const std::vector<int8_t>& qw, const RefConv2d& c,
+                                                 int zp_x) {
   const int64_t out_h = reference_conv_out_h(c), out_w = reference_conv_out_w(c);
   const int64_t cin_g = c.c_in / c.groups, cout_g = c.c_out / c.groups;
   std::vector<int32_t> acc(static_cast<size_t>(c.n * out_h * out_w * c.c_out));
@@ -141,8 +140,7 @@ inline int64_t reference_conv_transpose_out_w(const RefConvTranspose2d& c) {
 // (iy * stride_h - pad_h + ky * dilation_h, ix * stride_w - pad_w + kx * dilation_w) that exist.
 inline std::vector<int32_t> reference_conv_transpose2d_acc(const std::vector<int8_t>& qx,
                                                            const std::vector<int8_t>& qw,
-                                                           const RefConvTranspose2d& c,
-                                                           int zp_x) {
+                                                           const RefConvTranspose2d& c, int zp_x) {
   const int64_t out_h = reference_conv_transpose_out_h(c);
   const int64_t out_w = reference_conv_transpose_out_w(c);
   const int64_t cin_g = c.c_in / c.groups, cout_g = c.c_out / c.groups;

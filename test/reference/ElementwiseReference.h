@@ -69,9 +69,8 @@ inline std::vector<int8_t> reference_binary(RefBinaryOp op, const std::vector<in
 
 // q8ta_clamp (m = 1: the product with 1 is exact) and q8ta_mul_scalar of every element (NCHW
 // order kept).
-inline std::vector<int8_t> reference_requantize(const std::vector<int8_t>& x, RefQuant in,
-                                                float m, RefQuant out, int act_min,
-                                                int act_max) {
+inline std::vector<int8_t> reference_requantize(const std::vector<int8_t>& x, RefQuant in, float m,
+                                                RefQuant out, int act_min, int act_max) {
   std::vector<int8_t> y(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     const float f = static_cast<float>(x[i] - in.zero_point) * in.scale;

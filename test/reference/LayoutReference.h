@@ -53,14 +53,13 @@ inline std::vector<int32_t> ref_pack(MemoryLayout layout, const RefShape& s,
             word = ((n * s.h + h) * C4 + c / 4) * s.w + w;
             lane = c % 4;
           }
-          bytes[word * 4 + lane] =
-              static_cast<uint8_t>(nchw[((n * s.c + c) * s.h + h) * s.w + w]);
+          bytes[word * 4 + lane] = static_cast<uint8_t>(nchw[((n * s.c + c) * s.h + h) * s.w + w]);
         }
   std::vector<int32_t> words(bytes.size() / 4);
   for (size_t i = 0; i < words.size(); ++i) {
-    words[i] = static_cast<int32_t>(uint32_t(bytes[4 * i]) | uint32_t(bytes[4 * i + 1]) << 8 |
-                                    uint32_t(bytes[4 * i + 2]) << 16 |
-                                    uint32_t(bytes[4 * i + 3]) << 24);
+    words[i] =
+        static_cast<int32_t>(uint32_t(bytes[4 * i]) | uint32_t(bytes[4 * i + 1]) << 8 |
+                             uint32_t(bytes[4 * i + 2]) << 16 | uint32_t(bytes[4 * i + 3]) << 24);
   }
   return words;
 }

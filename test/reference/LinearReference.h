@@ -36,8 +36,8 @@ inline std::vector<int32_t> reference_linear_acc(const std::vector<int8_t>& qx,
 }
 
 // The float32 epilogue of q8ta_linear; `bias` empty = no bias.
-inline std::vector<float> reference_linear_epilogue(const std::vector<int32_t>& acc,
-                                                    int64_t m_rows, int64_t n, float s_x,
+inline std::vector<float> reference_linear_epilogue(const std::vector<int32_t>& acc, int64_t m_rows,
+                                                    int64_t n, float s_x,
                                                     const std::vector<float>& s_w,
                                                     const std::vector<float>& bias) {
   std::vector<float> y(acc.size());
@@ -45,7 +45,7 @@ inline std::vector<float> reference_linear_epilogue(const std::vector<int32_t>& 
     const float scale = s_x * s_w[static_cast<size_t>(j)];
     for (int64_t m = 0; m < m_rows; ++m) {
       const size_t at = static_cast<size_t>(m * n + j);
-      float v = static_cast<float>(acc[at]) * scale;  // rounded to float32 here...
+      float v = static_cast<float>(acc[at]) * scale;            // rounded to float32 here...
       if (!bias.empty()) v = v + bias[static_cast<size_t>(j)];  // ...before the bias is added
       y[at] = v;
     }
@@ -63,7 +63,8 @@ inline std::vector<float> reference_q8csw_linear(const std::vector<float>& x,
     for (int64_t j = 0; j < n; ++j) {
       double sum = 0.0;
       for (int64_t i = 0; i < k; ++i) {
-        sum += double(x[static_cast<size_t>(m * k + i)]) * double(qw[static_cast<size_t>(j * k + i)]);
+        sum +=
+            double(x[static_cast<size_t>(m * k + i)]) * double(qw[static_cast<size_t>(j * k + i)]);
       }
       double v = sum * s_w[static_cast<size_t>(j)];
       if (!bias.empty()) v += bias[static_cast<size_t>(j)];

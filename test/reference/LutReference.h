@@ -16,7 +16,15 @@
 namespace vkd::testing {
 
 enum class RefAct {
-  Hardswish, Hardsigmoid, Sigmoid, Tanh, Silu, GeluErf, GeluTanh, Elu, LeakyRelu
+  Hardswish,
+  Hardsigmoid,
+  Sigmoid,
+  Tanh,
+  Silu,
+  GeluErf,
+  GeluTanh,
+  Elu,
+  LeakyRelu
 };
 
 // An activation and its arguments (elu: alpha, scale, input_scale; leaky_relu: slope in `alpha`).

@@ -14,8 +14,8 @@
 namespace vkd::testing {
 
 template <typename T>
-std::vector<T> reference_pixel_shuffle(const std::vector<T>& x, int64_t n, int64_t c_in,
-                                       int64_t h, int64_t w, int64_t r) {
+std::vector<T> reference_pixel_shuffle(const std::vector<T>& x, int64_t n, int64_t c_in, int64_t h,
+                                       int64_t w, int64_t r) {
   const int64_t c_out = c_in / (r * r), oh_size = h * r, ow_size = w * r;
   std::vector<T> out(static_cast<size_t>(n * c_out * oh_size * ow_size));
   for (int64_t b = 0; b < n; ++b)

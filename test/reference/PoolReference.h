@@ -34,8 +34,9 @@ struct RefPool {
 // ceil_mode the last window dropped when it would start in the right padding.
 inline int64_t ref_pool_out(int64_t in, int k, int p, int s, int d, bool ceil_mode) {
   const int64_t span = in + 2 * p - static_cast<int64_t>(d) * (k - 1) - 1;
-  int64_t out = static_cast<int64_t>(ceil_mode ? std::ceil(double(span) / s)
-                                               : std::floor(double(span) / s)) + 1;
+  int64_t out =
+      static_cast<int64_t>(ceil_mode ? std::ceil(double(span) / s) : std::floor(double(span) / s)) +
+      1;
   if (ceil_mode && (out - 1) * s >= in + p) out -= 1;
   return out;
 }
@@ -76,8 +77,7 @@ inline std::vector<int8_t> reference_max_pool2d(const std::vector<int8_t>& x, co
 // dq (in_scale, in_zp) -> max_pool2d -> q (out_scale, out_zp, -128..127).
 inline std::vector<int8_t> reference_max_pool2d(const std::vector<int8_t>& x, const RefShape& s,
                                                 const RefPool& p, float in_scale, int in_zp,
-                                                float out_scale, int out_zp,
-                                                RefShape& out_shape) {
+                                                float out_scale, int out_zp, RefShape& out_shape) {
   const std::vector<float> pooled =
       ref_max_windows<float>(reference_dequantize(x, in_scale, in_zp), s, p,
                              -std::numeric_limits<float>::infinity(), out_shape);
@@ -136,11 +136,12 @@ std::vector<int8_t> ref_window_averages(const std::vector<int8_t>& x, const RefS
       for (const RefWindow& c : cols) {
         int64_t sum = 0;
         for (int64_t h = r.lo; h < r.hi; ++h) {
-          for (int64_t w = c.lo; w < c.hi; ++w) sum += x[static_cast<size_t>((plane * s.h + h) * s.w + w)];
+          for (int64_t w = c.lo; w < c.hi; ++w)
+            sum += x[static_cast<size_t>((plane * s.h + h) * s.w + w)];
         }
         const int64_t count = (r.hi - r.lo) * (c.hi - c.lo);
-        out.push_back(ref_average(sum, count, divisor_of(r, c, count), in_scale, in_zp,
-                                  out_scale, out_zp));
+        out.push_back(
+            ref_average(sum, count, divisor_of(r, c, count), in_scale, in_zp, out_scale, out_zp));
       }
     }
   }
@@ -149,8 +150,7 @@ std::vector<int8_t> ref_window_averages(const std::vector<int8_t>& x, const RefS
 
 inline std::vector<int8_t> reference_avg_pool2d(const std::vector<int8_t>& x, const RefShape& s,
                                                 const RefAvgPool& p, float in_scale, int in_zp,
-                                                float out_scale, int out_zp,
-                                                RefShape& out_shape) {
+                                                float out_scale, int out_zp, RefShape& out_shape) {
   const int64_t OH = ref_pool_out(s.h, p.kh, p.ph, p.sh, 1, p.ceil_mode);
   const int64_t OW = ref_pool_out(s.w, p.kw, p.pw, p.sw, 1, p.ceil_mode);
   out_shape = {s.n, s.c, OH, OW};
@@ -165,9 +165,9 @@ inline std::vector<int8_t> reference_avg_pool2d(const std::vector<int8_t>& x, co
 }
 
 inline std::vector<int8_t> reference_adaptive_avg_pool2d(const std::vector<int8_t>& x,
-                                                         const RefShape& s, int64_t oh,
-                                                         int64_t ow, float in_scale, int in_zp,
-                                                         float out_scale, int out_zp) {
+                                                         const RefShape& s, int64_t oh, int64_t ow,
+                                                         float in_scale, int in_zp, float out_scale,
+                                                         int out_zp) {
   std::vector<RefWindow> rows, cols;
   for (int64_t o = 0; o < oh; ++o) rows.push_back(ref_adaptive_window(o, oh, s.h));
   for (int64_t o = 0; o < ow; ++o) cols.push_back(ref_adaptive_window(o, ow, s.w));
@@ -185,8 +185,8 @@ inline std::vector<int8_t> reference_mean_hw(const std::vector<int8_t>& x, const
   for (int64_t plane = 0; plane < s.n * s.c; ++plane) {
     int64_t sum = 0;
     for (int64_t i = 0; i < count; ++i) sum += x[static_cast<size_t>(plane * count + i)];
-    out[static_cast<size_t>(plane)] = ref_average(sum, count, static_cast<double>(count),
-                                                  in_scale, in_zp, out_scale, out_zp);
+    out[static_cast<size_t>(plane)] =
+        ref_average(sum, count, static_cast<double>(count), in_scale, in_zp, out_scale, out_zp);
   }
   return out;
 }

@@ -29,7 +29,7 @@ namespace vkd::testing {
 struct RefUpsample {
   int64_t n = 1, c = 1, h = 1, w = 1;  // input
   int64_t out_h = 1, out_w = 1;
-  double scale_h = 0, scale_w = 0;     // <= 0: none
+  double scale_h = 0, scale_w = 0;  // <= 0: none
   bool align_corners = false;
 };
 
@@ -84,13 +84,14 @@ inline std::vector<int8_t> reference_q8ta_upsample_nearest(const std::vector<int
   for (int64_t nc = 0; nc < u.n * u.c; ++nc)
     for (int64_t oh = 0; oh < u.out_h; ++oh)
       for (int64_t ow = 0; ow < u.out_w; ++ow) {
-        const int64_t ih = reference_nearest_source(oh, u.h, u.out_h, u.scale_h,
-                                                    channels_last_kernel);
-        const int64_t iw = reference_nearest_source(ow, u.w, u.out_w, u.scale_w,
-                                                    channels_last_kernel);
+        const int64_t ih =
+            reference_nearest_source(oh, u.h, u.out_h, u.scale_h, channels_last_kernel);
+        const int64_t iw =
+            reference_nearest_source(ow, u.w, u.out_w, u.scale_w, channels_last_kernel);
         const int8_t q = x[static_cast<size_t>((nc * u.h + ih) * u.w + iw)];
-        y[i++] = same ? q : reference_quantize(reference_dequantize(q, s_in, zp_in), s_out,
-                                               zp_out, -128, 127);
+        y[i++] = same ? q
+                      : reference_quantize(reference_dequantize(q, s_in, zp_in), s_out, zp_out,
+                                           -128, 127);
       }
   return y;
 }

@@ -1,5 +1,5 @@
-#include <random>
 #include "test/unit/GpuTest.h"
+#include <random>
 
 #include <cstdio>
 #include <cstring>
@@ -138,13 +138,12 @@ std::vector<float> ref_float_device(const vkd::TensorSpec& spec, const std::vect
               case MemoryLayout::HeightPacked:
                 x = w, y = h / 4, z = n * C + c, comp = h % 4, X = W, Y = up4(H);
                 break;
-              default:
-                x = w, y = h, z = n * up4(C) + c / 4, comp = c % 4, X = W, Y = H;
-                break;
+              default: x = w, y = h, z = n * up4(C) + c / 4, comp = c % 4, X = W, Y = H; break;
             }
             index = ((z * Y + y) * X + x) * 4 + comp;
           }
-          out[static_cast<size_t>(index)] = nchw[static_cast<size_t>(((n * C + c) * H + h) * W + w)];
+          out[static_cast<size_t>(index)] =
+              nchw[static_cast<size_t>(((n * C + c) * H + h) * W + w)];
         }
   return out;
 }
@@ -158,8 +157,8 @@ std::vector<int32_t> float_bits(const std::vector<float>& values) {
 ::testing::AssertionResult words_equal(const std::vector<int32_t>& expected,
                                        const std::vector<int32_t>& actual) {
   if (expected.size() != actual.size()) {
-    return ::testing::AssertionFailure() << "word count: expected " << expected.size() << ", got "
-                                         << actual.size();
+    return ::testing::AssertionFailure()
+           << "word count: expected " << expected.size() << ", got " << actual.size();
   }
   size_t mismatches = 0;
   std::ostringstream first;
@@ -173,8 +172,8 @@ std::vector<int32_t> float_bits(const std::vector<float>& values) {
     }
   }
   if (mismatches == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << mismatches << " of " << expected.size()
-                                       << " words differ; first:" << first.str();
+  return ::testing::AssertionFailure()
+         << mismatches << " of " << expected.size() << " words differ; first:" << first.str();
 }
 
 ::testing::AssertionResult floats_equal(const std::vector<float>& expected,

@@ -50,11 +50,11 @@ struct AffineSetup {
       const auto s = g.add_tensor(scale, "s");
       const auto z = g.add_tensor(zp, "z");
       if (op == Op::Quantize) {
-        vkd::ops::add_quantize_affine_node(g, g.add_tensor(fp, "x"), s, z, block_size, qmin,
-                                           qmax, g.add_tensor(q, "xq"));
+        vkd::ops::add_quantize_affine_node(g, g.add_tensor(fp, "x"), s, z, block_size, qmin, qmax,
+                                           g.add_tensor(q, "xq"));
       } else if (op == Op::Dequantize) {
-        vkd::ops::add_dequantize_affine_node(g, g.add_tensor(q, "xq"), s, z, block_size, qmin,
-                                             qmax, g.add_tensor(fp, "x"));
+        vkd::ops::add_dequantize_affine_node(g, g.add_tensor(q, "xq"), s, z, block_size, qmin, qmax,
+                                             g.add_tensor(fp, "x"));
       } else {
         vkd::ops::add_choose_qparams_affine_node(g, g.add_tensor(fp, "x"), mapping, block_size,
                                                  qmin, qmax, eps, s, z);
@@ -112,7 +112,8 @@ TEST_F(AffineQuantChecks, BadQuantRange) {
   for (AffineSetup s : all_ops()) {
     s.qmin = 0;
     s.qmax = 255;  // uint8 does not fit int8 storage
-    expect_error(s, ctx(), "need -128 <= quant_min <= quant_max <= 127 (int8 storage), got [0, 255]");
+    expect_error(s, ctx(),
+                 "need -128 <= quant_min <= quant_max <= 127 (int8 storage), got [0, 255]");
     s.qmin = 3;
     s.qmax = 2;
     expect_error(s, ctx(), "got [3, 2]");

@@ -159,12 +159,12 @@ TEST_F(GraphBarriers, IndependentDispatchesRunWithoutABarrier) {
   const auto values = input();
   const auto s = ref_shape(sizes_);
   auto check = [&] {
-    EXPECT_TRUE(words_equal(ref_pack(MemoryLayout::PackedInt8_4W4C, s, quantized(values, p1_),
-                                     p1_.zero_point),
-                            g.read_words(q1)));
-    EXPECT_TRUE(words_equal(ref_pack(MemoryLayout::PackedInt8_4C1W, s, quantized(values, p2_),
-                                     p2_.zero_point),
-                            g.read_words(q2)));
+    EXPECT_TRUE(words_equal(
+        ref_pack(MemoryLayout::PackedInt8_4W4C, s, quantized(values, p1_), p1_.zero_point),
+        g.read_words(q1)));
+    EXPECT_TRUE(words_equal(
+        ref_pack(MemoryLayout::PackedInt8_4C1W, s, quantized(values, p2_), p2_.zero_point),
+        g.read_words(q2)));
   };
   g.write_float(x, values);
   g.execute();
@@ -197,11 +197,13 @@ TEST_F(GraphBarriers, DirectInputsAndOutputsGiveWhatStagingCopiesGive) {
     g.set_direct_io(direct);
     g.prepare();
     // Direct only where the staging memory is device-local (an output's host-cached too).
-    const auto flags = [&](vkd::vk::MemoryUse use) { return ctx().memory().memory_flags(use, ~0u); };
+    const auto flags = [&](vkd::vk::MemoryUse use) {
+      return ctx().memory().memory_flags(use, ~0u);
+    };
     const bool uma_in = flags(vkd::vk::MemoryUse::HostUpload) & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     const VkMemoryPropertyFlags out = flags(vkd::vk::MemoryUse::HostReadback);
-    const bool uma_out = (out & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) &&
-                         (out & VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    const bool uma_out =
+        (out & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (out & VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
     EXPECT_EQ(g.direct_io(x), direct && uma_in);
     EXPECT_EQ(g.direct_io(y), direct && uma_out);
     EXPECT_FALSE(g.direct_io(q));

@@ -70,9 +70,9 @@ TEST(CompileEndToEnd, TableActivationsAndSoftmaxMatchTheInterpreter) {
   ASSERT_TRUE(r.ok());
   std::vector<std::string> ops;
   for (const auto& n : r.graph.nodes) ops.push_back(n.op);
-  EXPECT_EQ(ops, (std::vector<std::string>{"q8ta_quantize", "q8ta_lut", "q8ta_lut",
-                                           "q8ta_dequantize", "q8ta_softmax_dq", "q8ta_softmax",
-                                           "q8ta_dequantize"}));
+  EXPECT_EQ(ops,
+            (std::vector<std::string>{"q8ta_quantize", "q8ta_lut", "q8ta_lut", "q8ta_dequantize",
+                                      "q8ta_softmax_dq", "q8ta_softmax", "q8ta_dequantize"}));
   std::unique_ptr<vkd::Delegate> d;
   std::string error;
   ASSERT_EQ(vkd::Delegate::create(r.blob.data(), r.blob.size(), {}, &d, &error), vkd::Status::Ok)
@@ -151,9 +151,8 @@ TEST(CompileEndToEnd, PartitionedGraphRunsPieceByPiece) {
   host_graph.inputs = {"xd"};
   host_graph.outputs = {"m"};
   host_graph.nodes = {host};
-  const auto m = interpret(host_graph, {{"xd", HostTensor::from_floats(in_shape, xd)}})
-                     .at("m")
-                     .to_floats();
+  const auto m =
+      interpret(host_graph, {{"xd", HostTensor::from_floats(in_shape, xd)}}).at("m").to_floats();
   const auto y = run(r.parts[1], m, mid_shape, mid_shape);
 
   infer_shapes(original);

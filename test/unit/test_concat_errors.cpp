@@ -215,11 +215,11 @@ struct InPlaceSetup {
 
 TEST_F(ConcatChecks, ContiguousPartsAreWrittenInPlace) {
   const vkd::ops::QuantParams q{0.1f, 2};
-  const InPlaceSetup rows{{int8_spec({1, 6, 3, 7}), int8_spec({1, 6, 5, 7})},
-                          int8_spec({1, 6, 8, 7}), 2, {q, q}};
+  const InPlaceSetup rows{
+      {int8_spec({1, 6, 3, 7}), int8_spec({1, 6, 5, 7})}, int8_spec({1, 6, 8, 7}), 2, {q, q}};
   const InPlaceSetup requant{rows.parts, rows.out, 2, {q, {0.2f, 2}}};
-  const InPlaceSetup chans{{int8_spec({1, 4, 5, 7}), int8_spec({1, 4, 5, 7})},
-                           int8_spec({1, 8, 5, 7}), 1, {q, q}};
+  const InPlaceSetup chans{
+      {int8_spec({1, 4, 5, 7}), int8_spec({1, 4, 5, 7})}, int8_spec({1, 8, 5, 7}), 1, {q, q}};
   struct Want {
     const InPlaceSetup* setup;
     size_t cat_dispatches;

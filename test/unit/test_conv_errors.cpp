@@ -50,9 +50,8 @@ struct ConvSetup {
     w.scales = scales.data();
     const auto x = g.add_tensor(in, "x");
     const auto y = g.add_tensor(out, "y");
-    return build_result(g, [&](ComputeGraph& graph) {
-      vkd::ops::add_q8ta_conv2d_node(graph, x, w, y, p);
-    });
+    return build_result(
+        g, [&](ComputeGraph& graph) { vkd::ops::add_q8ta_conv2d_node(graph, x, w, y, p); });
   }
 };
 
@@ -193,8 +192,8 @@ TEST_F(Conv2dChecks, ShortKPointwiseRunsTheDirectKernelOnGpus) {
   ConvSetup s;
   s.weight.assign(4 * 8, 1);
   s.w.kh = s.w.kw = 1;
-  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom =
-      s.p.geometry.pad_right = 0;
+  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom = s.p.geometry.pad_right =
+      0;
   for (const bool ask_linear : {false, true}) {
     s.p.gemm = ask_linear ? vkd::ops::LinearRoute::Gemv : vkd::ops::LinearRoute::Auto;
     ComputeGraph g(ctx());
@@ -408,13 +407,14 @@ TEST_F(Conv2dChecks, FloatInputQuantizedOnLoadBuildsAndNeedsItsConditions) {
   s = float_input();
   s.in = {{8, 30}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
   expect_op_error(s, ctx(), op, "must be a float32 buffer of rank 3 or 4");
-  for (const Conv2dRoute route : {Conv2dRoute::Pointwise, Conv2dRoute::Im2col,
-                                  Conv2dRoute::Depthwise}) {
+  for (const Conv2dRoute route :
+       {Conv2dRoute::Pointwise, Conv2dRoute::Im2col, Conv2dRoute::Depthwise}) {
     s = float_input();
     s.p.route = route;
     expect_op_error(s, ctx(), op,
-                    "the " + vkd::ops::to_string(route) + " route reads an int8 input; a float "
-                    "input is quantized on load by the direct route only");
+                    "the " + vkd::ops::to_string(route) +
+                        " route reads an int8 input; a float "
+                        "input is quantized on load by the direct route only");
   }
   s = float_input();
   s.p.output.reset();
@@ -428,13 +428,13 @@ TEST_F(Conv2dChecks, FloatInputQuantizedOnLoadBuildsAndNeedsItsConditions) {
   s = float_input();
   s.weight.assign(4 * 8 * 5 * 5, 1);
   s.w.kh = s.w.kw = 5;
-  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom =
-      s.p.geometry.pad_right = 2;
+  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom = s.p.geometry.pad_right =
+      2;
   EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;
   s.weight.assign(4 * 8 * 7 * 7, 1);
   s.w.kh = s.w.kw = 7;
-  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom =
-      s.p.geometry.pad_right = 3;
+  s.p.geometry.pad_top = s.p.geometry.pad_left = s.p.geometry.pad_bottom = s.p.geometry.pad_right =
+      3;
   expect_op_error(s, ctx(), op,
                   "a 7x7 kernel over 8 float input channels is 98 taps x channel words; the "
                   "quantizing load unrolls at most 64");

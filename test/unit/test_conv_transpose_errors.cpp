@@ -87,8 +87,9 @@ TEST_F(ConvTranspose2dChecks, WrongOutputSizesAreNamed) {
 TEST_F(ConvTranspose2dChecks, OutputPaddingMustBeBelowStrideOrDilation) {
   DeconvSetup s;
   s.p.geometry.output_pad_w = 2;
-  expect_error(s, ctx(), "output_padding (1, 2) must be >= 0 and smaller than either stride or "
-                         "dilation");
+  expect_error(s, ctx(),
+               "output_padding (1, 2) must be >= 0 and smaller than either stride or "
+               "dilation");
   s.p.geometry.dilation_w = 3;  // now allowed: 2 < dilation 3 (output width 13)
   s.out = int8_spec({1, 4, 12, 15});
   EXPECT_EQ(s.build(ctx()).first, -1) << s.build(ctx()).second;

@@ -45,8 +45,8 @@ TEST(CopyWorkers, StartsTheThreadsItIsAskedFor) {
 // Sizes around the parallel threshold and the chunk size, with a partial last chunk.
 TEST(CopyWorkers, EverySizeCopiesExactlyItsBytes) {
   const size_t min = CopyWorkers::kMinParallelBytes, chunk = CopyWorkers::kChunkBytes;
-  const std::vector<size_t> sizes = {0, 1, 4097, min - 1, min, min + 1, min + chunk - 3,
-                                     3 * min + 17, 40 * chunk + 1};
+  const std::vector<size_t> sizes = {
+      0, 1, 4097, min - 1, min, min + 1, min + chunk - 3, 3 * min + 17, 40 * chunk + 1};
   for (unsigned threads : {1u, 2u, 4u, 7u}) {
     CopyWorkers workers(threads);
     uint32_t seed = threads;

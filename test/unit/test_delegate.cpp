@@ -43,12 +43,12 @@ TensorSpec int8_spec(std::vector<int64_t> sizes, MemoryLayout layout) {
 struct QuantGraph {
   GraphBuilder b;
   void quantize(ValueId in, ValueId out, int zp = kZeroPoint) {
-    b.add_op("q8ta_quantize", {in, b.add_float(kScale), b.add_int(zp), b.add_int(-128),
-                               b.add_int(127), out});
+    b.add_op("q8ta_quantize",
+             {in, b.add_float(kScale), b.add_int(zp), b.add_int(-128), b.add_int(127), out});
   }
   void dequantize(ValueId in, ValueId out, int zp = kZeroPoint) {
-    b.add_op("q8ta_dequantize", {in, b.add_float(kScale), b.add_int(zp), b.add_int(-128),
-                                 b.add_int(127), out});
+    b.add_op("q8ta_dequantize",
+             {in, b.add_float(kScale), b.add_int(zp), b.add_int(-128), b.add_int(127), out});
   }
   void convert(ValueId in, ValueId out, int zp = kZeroPoint) {
     b.add_op("q8ta_convert", {in, b.add_int(zp), out});
@@ -226,8 +226,7 @@ TEST(Delegate, SetProfilingSwitchesTheTimestampsOfLaterRunsOffAndOn) {
     EXPECT_GT(nodes.gpu_span_us, 0.0);
     EXPECT_GT(nodes.gpu_total_us, 0.0);
     // Span only: the span and the copies, no per-node times.
-    ASSERT_EQ(d->set_profiling(vkd::Delegate::Profiling::Span), vkd::Status::Ok)
-        << d->last_error();
+    ASSERT_EQ(d->set_profiling(vkd::Delegate::Profiling::Span), vkd::Status::Ok) << d->last_error();
     ASSERT_EQ(run_float(*d, x, y), vkd::Status::Ok) << d->last_error();
     EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(x), y));
     EXPECT_TRUE(d->last_profile().empty());
@@ -309,8 +308,8 @@ TEST(Delegate, ConstantsUploadInSmallBatches) {
                         {out2.data(), n * 4, vkd::HostDType::Float32, sizes}}),
             vkd::Status::Ok)
       << d->last_error();
-  EXPECT_TRUE(vkd_test::floats_equal(vkd::testing::reference_dequantize(q, kScale, kZeroPoint),
-                                     out1));
+  EXPECT_TRUE(
+      vkd_test::floats_equal(vkd::testing::reference_dequantize(q, kScale, kZeroPoint), out1));
   EXPECT_TRUE(vkd_test::floats_equal(quant_roundtrip_reference(xf), out2));
   const auto m = d->memory();
   EXPECT_EQ(m.constant_bytes, n + n * 4);
@@ -400,9 +399,9 @@ TEST(Delegate, WrongInputsGiveClearErrors) {
   std::vector<float> x(315), y(315), small(5 * 7 * 8);
   const vkd::TensorView out{y.data(), y.size() * 4, vkd::HostDType::Float32, sizes};
   // Other shape: the graph's kernels take fixed shapes, so this is an error (no resize).
-  EXPECT_EQ(d->execute({{small.data(), small.size() * 4, vkd::HostDType::Float32, {1, 5, 7, 8}}},
-                       {out}),
-            vkd::Status::InvalidArgument);
+  EXPECT_EQ(
+      d->execute({{small.data(), small.size() * 4, vkd::HostDType::Float32, {1, 5, 7, 8}}}, {out}),
+      vkd::Status::InvalidArgument);
   EXPECT_NE(d->last_error().find("has shape [1,5,7,8], the model was compiled for [1,5,7,9]; "
                                  "resizing is not supported by q8ta_quantize"),
             std::string::npos)
@@ -524,8 +523,8 @@ std::vector<uint8_t> linear_dq_blob(const HostConstant& weight, const HostConsta
   const ValueId q = g.b.add_tensor(int8_spec({1, 1, 5, 8}, MemoryLayout::PackedInt8_4H4W), "q");
   g.quantize(x, q);
   auto constant = [&](const HostConstant& c, const char* name) {
-    return g.b.add_tensor({c.sizes, c.dtype, StorageType::Buffer, MemoryLayout::WidthPacked},
-                          name, c.bytes);
+    return g.b.add_tensor({c.sizes, c.dtype, StorageType::Buffer, MemoryLayout::WidthPacked}, name,
+                          c.bytes);
   };
   const ValueId w = constant(weight, "w"), s = constant(scales, "w_scales"),
                 b = constant(bias, "b");
@@ -561,7 +560,8 @@ TEST(Delegate, BlobAtAnOddAddressLoadsAndRunsTheSame) {
     std::unique_ptr<vkd::Delegate> aligned, misaligned;
     std::string error;
     ASSERT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &aligned, &error),
-              vkd::Status::Ok) << error;
+              vkd::Status::Ok)
+        << error;
     ASSERT_EQ(vkd::Delegate::create(odd, blob.size(), {}, &misaligned, &error), vkd::Status::Ok)
         << error;
     const auto x = random_input(40, 7);
@@ -595,10 +595,12 @@ TEST(Delegate, ConstantOfTheWrongDtypeIsRefusedBeforeAnyRead) {
       const std::string error = load_error_message(linear_dq_blob(args[0], args[1], args[2]),
                                                    vkd::Status::InvalidArgument);
       EXPECT_NE(error.find(std::string("op 1 'q8ta_linear_dq': argument '") + names[c] + "'"),
-                std::string::npos) << error;
+                std::string::npos)
+          << error;
       EXPECT_NE(error.find(std::string(" is ") + std::string(to_string(dtype)) + ", expected " +
                            std::string(to_string(right[c].dtype))),
-                std::string::npos) << error;
+                std::string::npos)
+          << error;
     }
   }
 }
@@ -606,20 +608,20 @@ TEST(Delegate, ConstantOfTheWrongDtypeIsRefusedBeforeAnyRead) {
 // Scales and bias hold one value per output channel, the weight has the op's rank.
 TEST(Delegate, ConstantOfTheWrongShapeIsRefusedBeforeAnyRead) {
   const auto i8 = DType::Int8, f32 = DType::Float32;
-  EXPECT_NE(load_error_message(linear_dq_blob(filled({6, 8}, i8, 0), filled({5}, f32, 0),
-                                              filled({6}, f32, 0)),
-                               vkd::Status::InvalidArgument)
+  EXPECT_NE(load_error_message(
+                linear_dq_blob(filled({6, 8}, i8, 0), filled({5}, f32, 0), filled({6}, f32, 0)),
+                vkd::Status::InvalidArgument)
                 .find("argument 'weight_scales' (tensor 'w_scales') holds 5 values, expected one "
                       "per output channel (dim 0 of 'weight'"),
             std::string::npos);
-  EXPECT_NE(load_error_message(linear_dq_blob(filled({6, 8}, i8, 0), filled({6}, f32, 0),
-                                              filled({2, 6}, f32, 0)),
-                               vkd::Status::InvalidArgument)
+  EXPECT_NE(load_error_message(
+                linear_dq_blob(filled({6, 8}, i8, 0), filled({6}, f32, 0), filled({2, 6}, f32, 0)),
+                vkd::Status::InvalidArgument)
                 .find("argument 'bias' (tensor 'b') holds 12 values"),
             std::string::npos);
-  EXPECT_NE(load_error_message(linear_dq_blob(filled({1, 6, 8}, i8, 0), filled({6}, f32, 0),
-                                              filled({6}, f32, 0)),
-                               vkd::Status::InvalidArgument)
+  EXPECT_NE(load_error_message(
+                linear_dq_blob(filled({1, 6, 8}, i8, 0), filled({6}, f32, 0), filled({6}, f32, 0)),
+                vkd::Status::InvalidArgument)
                 .find("argument 'weight' (tensor 'w') is [1,6,8] int8 buffer "),
             std::string::npos);
 }
@@ -644,8 +646,8 @@ TEST(Delegate, GpuTimeoutIsItsOwnStatusAndPoisonsTheHandle) {
   const std::vector<int64_t> sizes = {1, 16, 1024, 1024};
   const std::vector<float> x(16u << 20, 0.25f);
   std::vector<float> y(x.size());
-  const vkd_tensor in{const_cast<float*>(x.data()), x.size() * 4, VKD_FLOAT32, 4,
-                      {1, 16, 1024, 1024}};
+  const vkd_tensor in{
+      const_cast<float*>(x.data()), x.size() * 4, VKD_FLOAT32, 4, {1, 16, 1024, 1024}};
   vkd_tensor out{y.data(), y.size() * 4, VKD_FLOAT32, 4, {1, 16, 1024, 1024}};
   vkd_options options;
   vkd_options_init(&options);
@@ -662,11 +664,13 @@ TEST(Delegate, GpuTimeoutIsItsOwnStatusAndPoisonsTheHandle) {
     }
     EXPECT_EQ(first, VKD_ERROR_TIMEOUT) << vkd_delegate_last_error(handle);
     EXPECT_NE(std::string(vkd_delegate_last_error(handle)).find("did not finish within 1 ms"),
-              std::string::npos) << vkd_delegate_last_error(handle);
+              std::string::npos)
+        << vkd_delegate_last_error(handle);
     EXPECT_EQ(vkd_delegate_execute(handle, &in, 1, &out, 1), VKD_ERROR_TIMEOUT);
     EXPECT_NE(
         std::string(vkd_delegate_last_error(handle)).find("an earlier execute did not finish"),
-        std::string::npos) << vkd_delegate_last_error(handle);
+        std::string::npos)
+        << vkd_delegate_last_error(handle);
     EXPECT_EQ(vkd_delegate_validation_message_count(handle), 0u);
     EXPECT_STREQ(vkd_status_name(VKD_ERROR_TIMEOUT), "VKD_ERROR_TIMEOUT");
     vkd_delegate_destroy(handle);  // waits for the running work, then frees it
@@ -891,7 +895,8 @@ TEST_F(DeviceLimits, PushConstantBytes) {
   const std::string e = load_error(chain_blob({1, 5, 7, 9}, 1), limits);
   EXPECT_NE(e.find("op 0 'q8ta_quantize'"), std::string::npos) << e;
   EXPECT_NE(e.find("push-constant bytes; the device's maxPushConstantsSize is 16 bytes"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST_F(DeviceLimits, WorkgroupCount) {
@@ -900,7 +905,8 @@ TEST_F(DeviceLimits, WorkgroupCount) {
   const std::string e = load_error(chain_blob({4, 64, 64, 64}, 1), limits);
   EXPECT_NE(e.find("op 0 'q8ta_quantize'"), std::string::npos) << e;
   EXPECT_NE(e.find("exceeds the device's workgroup-count limits (1 x 1 x 1 groups"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST_F(DeviceLimits, DescriptorCount) {
@@ -922,7 +928,8 @@ TEST_F(DeviceLimits, ModelLargerThanTheHeapInMiB) {
       load_error(chain_blob({1, 64, 128, 128}, 1), limits, vkd::ErrorCode::OutOfMemory);
   EXPECT_NE(e.find("the model needs 2 MiB of device memory (constants, inputs and outputs 0 MiB, "
                    "intermediates 2 MiB, textures 0 MiB)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("has a 1 MiB device-local heap"), std::string::npos) << e;
 }
 

@@ -71,7 +71,8 @@ TEST_F(DwPwChecks, TheDepthwiseWeightsMustBeOnePerChannel) {
   DwPwSetup s;
   s.dw.in_per_group = 2;
   s.dw_weight.resize(8 * 2 * 9);
-  expect_error(s, ctx(), ErrorCode::InvalidArgument, "must be [C, 1, KH, KW] with C = the input's 8");
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "must be [C, 1, KH, KW] with C = the input's 8");
 }
 
 TEST_F(DwPwChecks, ThePointwiseWeightsMustBeOneByOneOverTheChannels) {
@@ -84,7 +85,8 @@ TEST_F(DwPwChecks, ThePointwiseWeightsMustBeOneByOneOverTheChannels) {
 TEST_F(DwPwChecks, WrongOutputSizesAreNamed) {
   DwPwSetup s;
   s.out = int8_spec({1, 4, 5, 5});
-  expect_error(s, ctx(), ErrorCode::InvalidArgument, "output sizes [1, 4, 5, 5] must be [1, 4, 6, 5]");
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "output sizes [1, 4, 5, 5] must be [1, 4, 6, 5]");
 }
 
 TEST_F(DwPwChecks, OnlyFourWFourCIsAccepted) {

@@ -80,8 +80,8 @@ TEST_P(AddChecks, MixedLayoutsAreRejected) {
 }
 
 TEST_P(AddChecks, ShapesThatDoNotBroadcastAreNamed) {
-  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{1, 4, 1, 1}, {1, 8, 5, 1},
-                                          {1, 1, 5, 3}, {2, 8, 5, 3}, {2, 8, 1, 1}}) {
+  for (const std::vector<int64_t>& bad :
+       {std::vector<int64_t>{1, 4, 1, 1}, {1, 8, 5, 1}, {1, 1, 5, 3}, {2, 8, 5, 3}, {2, 8, 1, 1}}) {
     AddSetup s = setup();
     s.b = int8_spec(bad);
     expect_error(s, ctx(), "cannot combine");

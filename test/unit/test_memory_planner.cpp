@@ -9,8 +9,8 @@
 namespace {
 
 using vkd::graph::MemoryPlan;
-using vkd::graph::PlanItem;
 using vkd::graph::plan_memory;
+using vkd::graph::PlanItem;
 
 // Independent check of a plan: inside the limit, aligned, and no two items that are alive at
 // the same time share a byte.
@@ -29,8 +29,8 @@ void expect_valid(const std::vector<PlanItem>& items, const MemoryPlan& plan, ui
     EXPECT_LE(p.offset + items[i].bytes, plan.block_bytes[p.block]) << "item " << i;
     for (size_t j = 0; j < i; ++j) {
       const auto& q = plan.placements[j];
-      const bool alive_together = items[i].first_use <= items[j].last_use &&
-                                  items[j].first_use <= items[i].last_use;
+      const bool alive_together =
+          items[i].first_use <= items[j].last_use && items[j].first_use <= items[i].last_use;
       const bool same_bytes = p.block == q.block && p.offset < q.offset + items[j].bytes &&
                               q.offset < p.offset + items[i].bytes;
       EXPECT_FALSE(alive_together && same_bytes) << "items " << j << " and " << i << " overlap";
@@ -79,7 +79,8 @@ TEST(MemoryPlanner, ItemLargerThanTheLimitIsAnError) {
   } catch (const vkd::Error& e) {
     EXPECT_EQ(e.code(), vkd::ErrorCode::Unsupported);
     EXPECT_NE(std::string(e.what()).find("2048-byte buffer exceeds the 1024-byte"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -93,8 +94,8 @@ TEST(MemoryPlanner, RandomGraphsGiveValidPlansNoLargerThanNaive) {
     const uint64_t alignment = uint64_t{1} << (rng() % 9);
     for (int i = 0; i < n; ++i) {
       const int64_t first = rng() % 30;
-      items.push_back({1 + rng() % 5000, alignment, first,
-                       first + static_cast<int64_t>(rng() % 8)});
+      items.push_back(
+          {1 + rng() % 5000, alignment, first, first + static_cast<int64_t>(rng() % 8)});
     }
     const uint64_t limit = 20000;
     const MemoryPlan plan = plan_memory(items, limit);

@@ -65,10 +65,10 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   if (linear && a.output) return {1, 5, 6, 3};
   if (conv && (a.output || a.name == "other")) return {1, 3, 6, 7};
   if (op.name == "q8ta_lut" && a.name == "table") return {256};  // one entry per int8 value
-  if (op.name == "q8ta_batch_norm" && a.constant) return {5};  // scale, shift per channel
-  if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};  // mean over H and W, keepdim
-  if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};  // keepdim = False: [N, C]
-  if (op.name == "q8ta_cat" && a.output) return {2, 5, 6, 7};   // two inputs along dim 0
+  if (op.name == "q8ta_batch_norm" && a.constant) return {5};    // scale, shift per channel
+  if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};   // mean over H and W, keepdim
+  if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};    // keepdim = False: [N, C]
+  if (op.name == "q8ta_cat" && a.output) return {2, 5, 6, 7};    // two inputs along dim 0
   if (op.name == "q8ta_pixel_shuffle" || op.name == "pixel_shuffle") {  // upscale_factor 2
     return a.output ? std::vector<int64_t>{1, 2, 12, 14} : std::vector<int64_t>{1, 8, 6, 7};
   }
@@ -114,12 +114,12 @@ std::vector<uint8_t> one_op_blob(const OpSchema& op, const std::vector<TensorCho
         break;
       }
       case ArgKind::Int:
-        args.push_back(b.add_int(a.name == "quant_max" ? 127
-                                 : a.name == "quant_min" ? -128
-                                 : a.name == "groups"    ? 1
+        args.push_back(b.add_int(a.name == "quant_max"        ? 127
+                                 : a.name == "quant_min"      ? -128
+                                 : a.name == "groups"         ? 1
                                  : a.name == "upscale_factor" ? 2
-                                 : a.name == "step"      ? 1
-                                                         : 0));
+                                 : a.name == "step"           ? 1
+                                                              : 0));
         break;
       case ArgKind::Float: args.push_back(b.add_float(0.5)); break;
       case ArgKind::Bool: args.push_back(b.add_bool(false)); break;
@@ -176,8 +176,8 @@ TEST_F(OpSchemaVsRuntime, EveryClaimedCombinationBuilds) {
       for (vkd::DType d : tensor_args[i]->dtypes) {
         for (const auto& p : tensor_args[i]->placements.list()) {
           const int tie = tensor_args[i]->tied_to;
-          if (tie >= 0 && !(choice[tensor_index(tie)].placement == p &&
-                            choice[tensor_index(tie)].dtype == d)) {
+          if (tie >= 0 &&
+              !(choice[tensor_index(tie)].placement == p && choice[tensor_index(tie)].dtype == d)) {
             continue;
           }
           choice[i] = {d, p};
@@ -210,8 +210,9 @@ TEST_F(OpSchemaVsRuntime, ABuilderReadingAnArgumentTheSchemaLacksFails) {
     FAIL() << "expected an error";
   } catch (const vkd::Error& e) {
     EXPECT_EQ(e.code(), vkd::ErrorCode::Internal);
-    EXPECT_STREQ(e.what(), "op 3 'q8ta_linear': builder reads argument 'weigth', which the "
-                           "schema of q8ta_linear does not have");
+    EXPECT_STREQ(e.what(),
+                 "op 3 'q8ta_linear': builder reads argument 'weigth', which the "
+                 "schema of q8ta_linear does not have");
   }
 }
 

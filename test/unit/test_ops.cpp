@@ -38,7 +38,7 @@ constexpr int32_t kFloatSentinel = 0x7FC0DEAD;  // a quiet NaN no op produces
 const std::vector<std::vector<int64_t>>& shapes() {
   static const std::vector<std::vector<int64_t>> all = {
       {1, 1, 1, 1}, {1, 3, 5, 7}, {2, 17, 9, 6}, {1, 4, 1, 33},
-      {7},          {5, 9},       {3, 6, 10},   {1, 8, 8, 8},
+      {7},          {5, 9},       {3, 6, 10},    {1, 8, 8, 8},
   };
   return all;
 }
@@ -58,10 +58,8 @@ struct QuantCase {
 
 // Power-of-two scales make x * inv_scale exact, so (k + 0.5) * scale is an exact tie.
 const QuantCase kQuantCases[] = {
-    {"zp0_pow2", 0.0625f, 0, -128, 127},
-    {"zp_min", 0.05f, -128, -128, 127},
-    {"zp_max_pow2", 0.125f, 127, -128, 127},
-    {"zp_mid", 0.0371f, 13, -128, 127},
+    {"zp0_pow2", 0.0625f, 0, -128, 127},     {"zp_min", 0.05f, -128, -128, 127},
+    {"zp_max_pow2", 0.125f, 127, -128, 127}, {"zp_mid", 0.0371f, 13, -128, 127},
     {"narrow_pow2", 0.25f, -2, -8, 7},
 };
 
@@ -86,8 +84,7 @@ TensorSpec int8_spec(const std::vector<int64_t>& sizes, MemoryLayout layout) {
   return {sizes, DType::Int8x4, StorageType::Buffer, layout};
 }
 
-TensorSpec float_spec(const std::vector<int64_t>& sizes, StorageType storage,
-                      MemoryLayout layout) {
+TensorSpec float_spec(const std::vector<int64_t>& sizes, StorageType storage, MemoryLayout layout) {
   return {sizes, DType::Float32, storage, layout};
 }
 
@@ -108,16 +105,16 @@ void fill_sentinel(ComputeGraph& g, ValueRef ref, int32_t sentinel) {
 class QuantizeRounding : public GpuTest {};
 
 TEST_F(QuantizeRounding, TiesRoundToEvenAndSaturate) {
-  const std::vector<float> x = {0.5f,   1.5f,   2.5f,  3.5f,   -0.5f,  -1.5f,  -2.5f,
-                                -3.5f,  126.5f, 127.5f, 200.0f, -128.5f, -129.5f, -1e9f,
-                                0.49f,  -0.51f};
-  const std::vector<int8_t> expected = {0,   2,   2,   4,   0,    -2,   -2, -4,
+  const std::vector<float> x = {0.5f,   1.5f,   2.5f,   3.5f,    -0.5f,   -1.5f, -2.5f, -3.5f,
+                                126.5f, 127.5f, 200.0f, -128.5f, -129.5f, -1e9f, 0.49f, -0.51f};
+  const std::vector<int8_t> expected = {0,   2,   2,   4,    0,    -2,   -2, -4,
                                         126, 127, 127, -128, -128, -128, 0,  -1};
   ASSERT_EQ(reference_quantize(x, 1.0f, 0, -128, 127), expected)
       << "the CPU reference itself does not round half to even";
   const std::vector<int64_t> sizes = {1, 4, 1, 4};
   ComputeGraph g(ctx());
-  const ValueRef in = g.add_tensor(float_spec(sizes, StorageType::Buffer, MemoryLayout::WidthPacked));
+  const ValueRef in =
+      g.add_tensor(float_spec(sizes, StorageType::Buffer, MemoryLayout::WidthPacked));
   const ValueRef out = add_output_tensor(g, int8_spec(sizes, MemoryLayout::PackedInt8_4W4C), "q");
   g.add_input(in);
   vkd::ops::add_q8ta_quantize_node(g, in, out, {1.0f, 0, -128, 127});
@@ -165,10 +162,9 @@ TEST_P(Quantize, MatchesReferenceWordForWord) {
       it.out = add_output_tensor(g, int8_spec(sizes, p.int8_layout), "q " + it.what);
       vkd::ops::add_q8ta_quantize_node(g, it.in, it.out, q.params());
       it.x = quantize_inputs(static_cast<size_t>(numel(sizes)), q, seed++);
-      it.expected = ref_pack(p.int8_layout, ref_shape(sizes),
-                             reference_quantize(it.x, q.scale, q.zero_point, q.quant_min,
-                                                q.quant_max),
-                             q.zero_point);
+      it.expected = ref_pack(
+          p.int8_layout, ref_shape(sizes),
+          reference_quantize(it.x, q.scale, q.zero_point, q.quant_min, q.quant_max), q.zero_point);
       items.push_back(std::move(it));
     }
   }
@@ -313,7 +309,9 @@ TEST_P(Q8taConvert, MatchesReferenceWordForWord) {
     const struct {
       int zp, in_pad;
       const char* name;
-    } cases[] = {{-128, -128, "zp_min"}, {127, 127, "zp_max"}, {5, 5, "zp_5"},
+    } cases[] = {{-128, -128, "zp_min"},
+                 {127, 127, "zp_max"},
+                 {5, 5, "zp_5"},
                  {-3, 0x5A, "zp_-3_in_pad_0x5A"}};
     for (const auto& c : cases) {
       Item it;
@@ -350,8 +348,8 @@ TEST_F(Int8Staging, WriteInt8MatchesReferencePacking) {
   uint32_t seed = 350;
   for (const auto& sizes : shapes()) {
     for (MemoryLayout layout : vkd::kAllPackedInt8Layouts) {
-      const ValueRef t = g.add_tensor(int8_spec(sizes, layout),
-                                      shape_name(sizes) + " " + short_name(layout));
+      const ValueRef t =
+          g.add_tensor(int8_spec(sizes, layout), shape_name(sizes) + " " + short_name(layout));
       g.add_input(t);
       g.add_output(t);
       const auto values = random_int8(static_cast<size_t>(numel(sizes)), seed++);
@@ -410,8 +408,7 @@ TEST_P(FloatConvert, CopiesExactly) {
     it.what = shape_name(sizes);
     it.in = g.add_tensor(float_spec(sizes, p.src_storage, p.src_layout), "in " + it.what);
     g.add_input(it.in);
-    it.out = add_output_tensor(g, float_spec(sizes, p.dst_storage, p.dst_layout),
-                               "out " + it.what);
+    it.out = add_output_tensor(g, float_spec(sizes, p.dst_storage, p.dst_layout), "out " + it.what);
     vkd::ops::add_float_convert_node(g, it.in, it.out);
     it.x = random_floats(static_cast<size_t>(numel(sizes)), seed++);
     items.push_back(std::move(it));
@@ -424,8 +421,8 @@ TEST_P(FloatConvert, CopiesExactly) {
   g.execute();
   for (const Item& it : items) {
     EXPECT_TRUE(floats_equal(it.x, g.read_float(it.out))) << it.what;
-    EXPECT_TRUE(words_equal(float_bits(ref_float_device(g.spec(it.out), it.x)),
-                            g.read_words(it.out)))
+    EXPECT_TRUE(
+        words_equal(float_bits(ref_float_device(g.spec(it.out), it.x)), g.read_words(it.out)))
         << it.what << " (raw device words)";
   }
 }
@@ -454,7 +451,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, FloatConvert, ::testing::ValuesIn(float_convert_pa
                                   short_name(p.dst_layout);
                          });
 
-// ---- chains, determinism, the no-int8-dot context ------------------------------------------------
+// ---- chains, determinism, the no-int8-dot context
+// ------------------------------------------------
 
 // float (buffer, W) -> quantize 4W4C -> convert 4C1W -> convert 4H4W -> dequantize (texture, C)
 // -> float_convert (buffer, H). Every intermediate is an output.
@@ -471,8 +469,8 @@ Chain build_chain(ComputeGraph& g, const std::vector<int64_t>& sizes, const Quan
   c.q_4h4w = g.add_tensor(int8_spec(sizes, MemoryLayout::PackedInt8_4H4W), "q_4h4w");
   c.deq_tex = g.add_tensor(float_spec(sizes, StorageType::Texture3D, MemoryLayout::ChannelsPacked),
                            "deq_tex");
-  c.result = g.add_tensor(float_spec(sizes, StorageType::Buffer, MemoryLayout::HeightPacked),
-                          "result");
+  c.result =
+      g.add_tensor(float_spec(sizes, StorageType::Buffer, MemoryLayout::HeightPacked), "result");
   vkd::ops::add_q8ta_quantize_node(g, c.x, c.q_4w4c, q.params());
   vkd::ops::add_q8ta_convert_node(g, c.q_4w4c, c.q_4c1w, q.zero_point);
   vkd::ops::add_q8ta_convert_node(g, c.q_4c1w, c.q_4h4w, q.zero_point);

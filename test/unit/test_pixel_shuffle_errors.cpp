@@ -62,7 +62,8 @@ void expect_error(const ShuffleSetup& s, vkd::vk::Context& ctx, const std::strin
 class PixelShuffleChecks : public GpuTest {};
 
 TEST_F(PixelShuffleChecks, TheSetupsBuild) {
-  for (const ShuffleSetup& s : {ShuffleSetup{}, float_setup(), float_setup(StorageType::Texture3D)}) {
+  for (const ShuffleSetup& s :
+       {ShuffleSetup{}, float_setup(), float_setup(StorageType::Texture3D)}) {
     const auto [got, message] = s.build(ctx());
     EXPECT_EQ(got, -1) << message;
   }

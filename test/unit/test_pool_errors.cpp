@@ -28,8 +28,8 @@ using vkd::graph::ComputeGraph;
 struct PoolSetup {
   TensorSpec in = int8_spec({1, 8, 7, 6});
   TensorSpec out = int8_spec({1, 8, 4, 3});
-  vkd::ops::MaxPool2dParams p{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false,
-                              {0.1f, 0, -128, 127}, {0.1f, 0, -128, 127}};
+  vkd::ops::MaxPool2dParams p{
+      {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, {0.1f, 0, -128, 127}, {0.1f, 0, -128, 127}};
 
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
     return build_result(ctx, [&](ComputeGraph& g) {
@@ -57,8 +57,8 @@ struct AvgPoolSetup {
   bool adaptive = false;
   TensorSpec in = int8_spec({1, 8, 7, 6}, MemoryLayout::PackedInt8_4C1W);
   TensorSpec out = int8_spec({1, 8, 4, 4}, MemoryLayout::PackedInt8_4C1W);
-  vkd::ops::AvgPool2dParams p{{3, 3}, {2, 2}, {1, 1}, true, false, 0,
-                              {0.1f, 0, -128, 127}, {0.05f, 3, -128, 127}};
+  vkd::ops::AvgPool2dParams p{
+      {3, 3}, {2, 2}, {1, 1}, true, false, 0, {0.1f, 0, -128, 127}, {0.05f, 3, -128, 127}};
 
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
     return build_result(ctx, [&](ComputeGraph& g) {
@@ -163,8 +163,9 @@ TEST_F(PoolChecks, MaxPoolQuantizationIsChecked) {
   expect_op_error(zp, ctx(), op, "q8ta_max_pool2d output: zero_point 128 outside");
   PoolSetup range;  // a narrower output range, requantizing or not
   range.p.output = {0.05f, 0, -127, 127};
-  expect_op_error(range, ctx(), op, "the output must use the full int8 range [-128, 127], got "
-                                    "[-127, 127]");
+  expect_op_error(range, ctx(), op,
+                  "the output must use the full int8 range [-128, 127], got "
+                  "[-127, 127]");
   range.p.input = range.p.output;
   expect_op_error(range, ctx(), op, "the output must use the full int8 range");
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -15,12 +16,11 @@
 #include <iterator>
 #include <memory>
 #include <ostream>
-#include <sstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
-#include <unistd.h>
 #include <vector>
 
 #include <sys/types.h>
@@ -44,7 +44,6 @@ namespace {
 
 // Specialization constant 3 of the tile kernels: the walk order (TILE_ORDER_WHCN).
 constexpr uint32_t kWalkWHCN = 2;
-
 
 using vkd::DType;
 using vkd::ErrorCode;
@@ -109,7 +108,8 @@ TEST_F(RuntimeTest, ValidationWatchReportsNewMessages) {
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer buffer = VK_NULL_HANDLE;
   const VkResult r = vkCreateBuffer(context->device(), &info, nullptr, &buffer);
-  if (r == VK_SUCCESS && buffer != VK_NULL_HANDLE) vkDestroyBuffer(context->device(), buffer, nullptr);
+  if (r == VK_SUCCESS && buffer != VK_NULL_HANDLE)
+    vkDestroyBuffer(context->device(), buffer, nullptr);
   EXPECT_GT(context->instance().validation_log().error_count(), 0u);
   EXPECT_NONFATAL_FAILURE(watch.check("private context"), "VUID-VkBufferCreateInfo-size");
 }
@@ -149,8 +149,8 @@ TEST_F(RuntimeTest, BufferRoundTripInt8x4Words) {
     const auto values = random_int8(5 * 3 * 7, 12);
     g.write_int8(t, values, -7);
     g.execute();
-    EXPECT_TRUE(words_equal(vkd::testing::ref_pack(layout, ref_shape(sizes), values, -7),
-                            g.read_words(t)));
+    EXPECT_TRUE(
+        words_equal(vkd::testing::ref_pack(layout, ref_shape(sizes), values, -7), g.read_words(t)));
     EXPECT_EQ(values, g.read_int8(t));
   }
 }
@@ -214,11 +214,13 @@ TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
   EXPECT_EQ(cache.pipeline_count(), 1u);
 
   // Another local size: another pipeline. Another kernel: another pipeline.
-  const vk::PipelineKey other_local{shaders::Kernel::q8ta_convert_4w4c_4c1w, {32, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey other_local{
+      shaders::Kernel::q8ta_convert_4w4c_4c1w, {32, 1, 1}, {kWalkWHCN}};
   const VkPipeline second = cache.get(other_local).pipeline;
   EXPECT_NE(second, first);
   EXPECT_EQ(cache.created_count(), 2u);
-  const vk::PipelineKey other_kernel{shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {kWalkWHCN}};
+  const vk::PipelineKey other_kernel{
+      shaders::Kernel::q8ta_convert_4c1w_4w4c, {64, 1, 1}, {kWalkWHCN}};
   EXPECT_NE(cache.get(other_kernel).pipeline, first);
   EXPECT_EQ(cache.created_count(), 3u);
   EXPECT_EQ(cache.get(other_local).pipeline, second);
@@ -229,10 +231,10 @@ TEST_F(RuntimeTest, PipelineCacheReusesPipelines) {
   // Two graphs with the same op and sizes share their pipeline.
   auto run_graph = [&] {
     ComputeGraph g(ctx());
-    const ValueRef in = g.add_tensor({{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer,
-                                      MemoryLayout::PackedInt8_4W4C});
-    const ValueRef out = g.add_tensor({{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer,
-                                       MemoryLayout::PackedInt8_4H4W});
+    const ValueRef in = g.add_tensor(
+        {{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+    const ValueRef out = g.add_tensor(
+        {{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W});
     vkd::ops::add_q8ta_convert_node(g, in, out, 0);
     g.prepare();
   };
@@ -318,13 +320,13 @@ TEST(PipelineThreads, ParallelCreationGivesTheSerialResults) {
       auto int8 = [&](MemoryLayout layout) {
         return g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, layout});
       };
-      const ValueRef in = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
-                                        MemoryLayout::WidthPacked}, "x");
+      const ValueRef in = g.add_tensor(
+          {sizes, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "x");
       const ValueRef a = int8(MemoryLayout::PackedInt8_4W4C);
       const ValueRef b = int8(MemoryLayout::PackedInt8_4C1W);
       const ValueRef c = int8(MemoryLayout::PackedInt8_4H4W);
-      const ValueRef y = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
-                                       MemoryLayout::WidthPacked}, "y");
+      const ValueRef y = g.add_tensor(
+          {sizes, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "y");
       vkd::ops::add_q8ta_quantize_node(g, in, a, q);
       vkd::ops::add_q8ta_convert_node(g, a, b, q.zero_point);
       vkd::ops::add_q8ta_convert_node(g, b, c, q.zero_point);
@@ -373,11 +375,11 @@ TEST(HostCopyThreads, SharedCopiesGiveTheSingleThreadResults) {
       const TensorSpec host_form{sizes, DType::Float32, StorageType::Buffer,
                                  MemoryLayout::WidthPacked};
       const ValueRef in = g.add_tensor(host_form, "x");
-      const ValueRef a = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
-                                       MemoryLayout::PackedInt8_4W4C});
+      const ValueRef a =
+          g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
       const ValueRef y = g.add_tensor(host_form, "y");
-      const ValueRef z = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
-                                       MemoryLayout::ChannelsPacked}, "z");
+      const ValueRef z = g.add_tensor(
+          {sizes, DType::Float32, StorageType::Buffer, MemoryLayout::ChannelsPacked}, "z");
       vkd::ops::add_q8ta_quantize_node(g, in, a, q);
       vkd::ops::add_q8ta_dequantize_node(g, a, y, q);
       vkd::ops::add_q8ta_dequantize_node(g, a, z, q);
@@ -420,16 +422,15 @@ TEST_F(RuntimeTest, PipelineBuildErrorInAWorkerReachesTheCaller) {
   const vk::PipelineKey c{shaders::Kernel::q8ta_convert_4h4w_4c1w, {64, 1, 1}, {kWalkWHCN}};
   const auto gemm = shaders::Kernel::q8ta_linear_gemm_int8_sdot_whole;
   const vk::PipelineKey needs_dot{
-      gemm, {16, 16, 1},
-      std::vector<uint32_t>(shaders::shader_info(gemm).spec_constant_count, 0)};
+      gemm, {16, 16, 1}, std::vector<uint32_t>(shaders::shader_info(gemm).spec_constant_count, 0)};
   const vk::PipelineKey wrong_spec{shaders::Kernel::q8ta_convert_4h4w_4w4c, {64, 1, 1}, {}};
   EXPECT_TRUE(throws_error([&] { cache.get_all({a, needs_dot, b, wrong_spec, c}); },
                            ErrorCode::Unsupported,
                            {"kernel q8ta_linear_gemm_int8_sdot_whole", "the int8 dot product"}));
   EXPECT_EQ(cache.created_count(), 3u) << "a, b and c are built and kept";
-  EXPECT_TRUE(throws_error([&] { cache.get_all({wrong_spec, a}); }, ErrorCode::Internal,
-                           {"kernel q8ta_convert_4h4w_4w4c", "declares 1 specialization constants",
-                            "passed 0"}));
+  EXPECT_TRUE(throws_error(
+      [&] { cache.get_all({wrong_spec, a}); }, ErrorCode::Internal,
+      {"kernel q8ta_convert_4h4w_4w4c", "declares 1 specialization constants", "passed 0"}));
   EXPECT_NE(cache.get(c).pipeline, VK_NULL_HANDLE);
   EXPECT_EQ(cache.created_count(), 3u);
 }
@@ -437,7 +438,8 @@ TEST_F(RuntimeTest, PipelineBuildErrorInAWorkerReachesTheCaller) {
 // A pipeline of the buffer quantize kernel, whose specialization constants are the walk order
 // and the float input's access path (-1: each tile's own, float_tile.glslh).
 vk::PipelineKey quantize_key() {
-  return {shaders::Kernel::q8ta_quantize_buffer_4h4w, {64, 1, 1},
+  return {shaders::Kernel::q8ta_quantize_buffer_4h4w,
+          {64, 1, 1},
           {kWalkWHCN, static_cast<uint32_t>(-1)}};
 }
 
@@ -495,8 +497,7 @@ TEST_F(RuntimeTest, NonCachePipelineCacheFileIsRefusedAndKept) {
   std::remove(path.c_str());
   for (const char* not_regular : {"/tmp", "/dev/zero"}) {
     options.pipeline_cache_file = not_regular;
-    EXPECT_TRUE(throws_error([&] { vk::Context context(options); },
-                             vkd::ErrorCode::InvalidArgument,
+    EXPECT_TRUE(throws_error([&] { vk::Context context(options); }, vkd::ErrorCode::InvalidArgument,
                              {std::string("'") + not_regular + "'", "is not a regular file"}));
   }
 }
@@ -701,7 +702,9 @@ std::string stderr_of_a_context_without_cache_file() {
 TEST_F(RuntimeTest, DefaultPipelineCacheWithoutUsableDirectoryOnlyWarns) {
   const TempCacheHome home("vkd_cache_blocked");
   const std::string blocker = home.path() + "/not_a_directory";
-  { std::ofstream(blocker) << "a file where the cache home should be"; }
+  {
+    std::ofstream(blocker) << "a file where the cache home should be";
+  }
   const ScopedEnv xdg("XDG_CACHE_HOME", blocker.c_str());
   const std::string err = stderr_of_a_context_without_cache_file();
   EXPECT_NE(err.find("vkd: warning: no pipeline cache directory: cannot create '" + blocker +
@@ -720,7 +723,9 @@ TEST_F(RuntimeTest, PipelineCacheSaveFollowsNoSymlinkPlantedAtATemporaryName) {
   const TempCacheHome home("vkd_cache_symlink");
   const std::string path = home.path() + "/cache.vkpc";
   const std::string victim = home.path() + "/victim.txt";
-  { std::ofstream(victim) << "a file of the user's that a symlink points at"; }
+  {
+    std::ofstream(victim) << "a file of the user's that a symlink points at";
+  }
   std::vector<std::string> planted;
   for (int n = 0; n < 64; ++n) {
     planted.push_back(path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(n));
@@ -822,10 +827,10 @@ TEST_P(GpuTimeoutWait, ExecuteTimeoutKeepsEverythingAliveUntilIdle) {
   {
     ComputeGraph g(context);
     const std::vector<int64_t> sizes = {1, 16, 1024, 1024};  // 64 MB in: far beyond 1 ms
-    const ValueRef in = g.add_tensor({sizes, DType::Float32, StorageType::Buffer,
-                                      MemoryLayout::WidthPacked}, "x");
-    const ValueRef out = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
-                                       MemoryLayout::PackedInt8_4W4C}, "q");
+    const ValueRef in =
+        g.add_tensor({sizes, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "x");
+    const ValueRef out = g.add_tensor(
+        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C}, "q");
     vkd::ops::add_q8ta_quantize_node(g, in, out, {0.5f, 3, -128, 127});
     g.add_input(in);
     g.add_output(out);
@@ -857,12 +862,11 @@ TEST(GpuTimeout, ConstantUploadTimeoutDuringLoad) {
     const vkd::TensorSpec spec{sizes, DType::Float32, StorageType::Buffer,
                                MemoryLayout::WidthPacked};
     std::vector<uint8_t> bytes(static_cast<size_t>(spec.numel()) * 4, 0);
-    const ValueRef w = g.add_constant(spec, "w",
-                                      vkd::graph::nchw_constant_packer(spec, bytes.data(),
-                                                                       bytes.size(), 0),
-                                      bytes.size());
-    const ValueRef out = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
-                                       MemoryLayout::PackedInt8_4W4C}, "q");
+    const ValueRef w = g.add_constant(
+        spec, "w", vkd::graph::nchw_constant_packer(spec, bytes.data(), bytes.size(), 0),
+        bytes.size());
+    const ValueRef out = g.add_tensor(
+        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C}, "q");
     vkd::ops::add_q8ta_quantize_node(g, w, out, {0.5f, 3, -128, 127});
     g.add_output(out);
     g.set_constant_batch_bytes(uint64_t{1} << 30);
@@ -892,15 +896,16 @@ struct ConstantUploadCase {
 // the copies use must lie inside the staging buffer with each image at a multiple of its texel
 // size (the fixture fails the test on any validation message).
 TEST_F(RuntimeTest, ConstantUploadOfOddSizedTexturesAndBuffers) {
-  const StagedConstant f16_tex1{{{1, 1, 1, 4}, DType::Float16, StorageType::Texture3D,
-                                 MemoryLayout::WidthPacked}, 8};
-  const StagedConstant f16_tex3{{{1, 1, 3, 4}, DType::Float16, StorageType::Texture3D,
-                                 MemoryLayout::WidthPacked}, 24};
-  const StagedConstant f32_tex1{{{1, 1, 1, 4}, DType::Float32, StorageType::Texture3D,
-                                 MemoryLayout::WidthPacked}, 16};
+  const StagedConstant f16_tex1{
+      {{1, 1, 1, 4}, DType::Float16, StorageType::Texture3D, MemoryLayout::WidthPacked}, 8};
+  const StagedConstant f16_tex3{
+      {{1, 1, 3, 4}, DType::Float16, StorageType::Texture3D, MemoryLayout::WidthPacked}, 24};
+  const StagedConstant f32_tex1{
+      {{1, 1, 1, 4}, DType::Float32, StorageType::Texture3D, MemoryLayout::WidthPacked}, 16};
   auto i32_buf = [](int64_t n) {
-    return StagedConstant{{{1, 1, 1, n}, DType::Int32, StorageType::Buffer,
-                           MemoryLayout::WidthPacked}, 4 * static_cast<uint64_t>(n)};
+    return StagedConstant{
+        {{1, 1, 1, n}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+        4 * static_cast<uint64_t>(n)};
   };
   const std::vector<ConstantUploadCase> cases = {
       // 12 bytes in all, staged as 8 + padding to 16 + 4: more than 12.
@@ -908,7 +913,8 @@ TEST_F(RuntimeTest, ConstantUploadOfOddSizedTexturesAndBuffers) {
       // The texture right after 4 buffer bytes.
       {"buffer 4 B then texture 8 B", 16u << 20, {i32_buf(1), f16_tex1}},
       // Several batches of 32 bytes, buffers split across them.
-      {"32-byte batches", 32,
+      {"32-byte batches",
+       32,
        {f16_tex3, i32_buf(5), f16_tex1, i32_buf(3), f32_tex1, i32_buf(13), f16_tex1}},
       // A batch limit that is not a multiple of 16.
       {"20-byte batches", 20, {f16_tex1, i32_buf(3), f16_tex1, i32_buf(7)}},
@@ -924,8 +930,8 @@ TEST_F(RuntimeTest, ConstantUploadOfOddSizedTexturesAndBuffers) {
       std::mt19937 rng(seed++);
       std::vector<uint8_t> bytes(k.bytes);
       for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-      refs.push_back(g.add_constant(k.spec, "c" + std::to_string(refs.size()),
-                                    [bytes] { return bytes; }, bytes.size()));
+      refs.push_back(g.add_constant(
+          k.spec, "c" + std::to_string(refs.size()), [bytes] { return bytes; }, bytes.size()));
       ASSERT_EQ(g.tensor(refs.back()).bytes(), k.bytes) << k.spec.describe();
       g.add_output(refs.back());
       expected.push_back(std::move(bytes));
@@ -945,10 +951,10 @@ TEST_F(RuntimeTest, ConstantUploadOfOddSizedTexturesAndBuffers) {
 // Builds a one-node graph (int8 4W4C -> 4H4W) in `g`, prepares and runs it once.
 void build_and_run_convert(ComputeGraph& g) {
   const std::vector<int64_t> sizes = {1, 6, 5, 7};
-  const ValueRef in = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
-                                    MemoryLayout::PackedInt8_4W4C});
-  const ValueRef out = g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer,
-                                     MemoryLayout::PackedInt8_4H4W});
+  const ValueRef in =
+      g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+  const ValueRef out =
+      g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W});
   vkd::ops::add_q8ta_convert_node(g, in, out, 0);
   g.add_input(in);
   g.add_output(out);
@@ -971,8 +977,8 @@ TEST_F(RuntimeTest, KernelStatisticsWhereTheDeviceOffersThem) {
   EXPECT_EQ(context.captures_kernel_statistics(), offered);
   {
     ComputeGraph g(context);
-    EXPECT_TRUE(throws_error([&] { g.kernel_statistics(); }, ErrorCode::Internal,
-                             {"before prepare()"}));
+    EXPECT_TRUE(
+        throws_error([&] { g.kernel_statistics(); }, ErrorCode::Internal, {"before prepare()"}));
     build_and_run_convert(g);
     const auto nodes = g.kernel_statistics();
     if (offered) {
@@ -1006,10 +1012,10 @@ TEST_F(RuntimeTest, KernelStatisticsEmptyWithoutTheOption) {
 
 TEST_F(RuntimeTest, SelectingAnUnknownDeviceNamesIt) {
   const std::string name = "no-such-gpu-xyzzy";
-  EXPECT_TRUE(throws_error([&] { ctx().instance().select(name); }, ErrorCode::InvalidArgument,
-                           {name}));
-  EXPECT_TRUE(throws_error([&] { ctx().instance().select("4096"); },
-                           ErrorCode::InvalidArgument, {"4096", "out of range"}));
+  EXPECT_TRUE(
+      throws_error([&] { ctx().instance().select(name); }, ErrorCode::InvalidArgument, {name}));
+  EXPECT_TRUE(throws_error([&] { ctx().instance().select("4096"); }, ErrorCode::InvalidArgument,
+                           {"4096", "out of range"}));
   // The device this context runs on can be selected by (part of) its name.
   EXPECT_EQ(ctx().instance().select(ctx().profile().name).name, ctx().profile().name);
 }
@@ -1022,7 +1028,9 @@ TEST_F(RuntimeTest, TensorLargerThanMaxStorageBufferRange) {
   ComputeGraph g(ctx());
   EXPECT_TRUE(throws_error(
       [&] {
-        g.add_tensor({{1, 1, 64, elements / 64}, DType::Float32, StorageType::Buffer,
+        g.add_tensor({{1, 1, 64, elements / 64},
+                      DType::Float32,
+                      StorageType::Buffer,
                       MemoryLayout::WidthPacked},
                      "huge");
       },
@@ -1030,7 +1038,9 @@ TEST_F(RuntimeTest, TensorLargerThanMaxStorageBufferRange) {
   // Same for a packed int8 tensor (4C1W of C=1: one word per element).
   EXPECT_TRUE(throws_error(
       [&] {
-        g.add_tensor({{1, 1, 64, elements / 64}, DType::Int8x4, StorageType::Buffer,
+        g.add_tensor({{1, 1, 64, elements / 64},
+                      DType::Int8x4,
+                      StorageType::Buffer,
                       MemoryLayout::PackedInt8_4C1W},
                      "huge_int8");
       },
@@ -1052,15 +1062,15 @@ TEST_F(RuntimeTest, OpsRejectMismatchedSizesAndWrongDtypes) {
   const ValueRef f_tex = f32({1, 3, 5, 7}, StorageType::Texture3D);
   const ValueRef q = i8({1, 3, 5, 7});
   const ValueRef q_other = i8({1, 3, 7, 5}, MemoryLayout::PackedInt8_4C1W);
-  const ValueRef i32 = g.add_tensor({{1, 3, 5, 7}, DType::Int32, StorageType::Buffer,
-                                     MemoryLayout::WidthPacked});
+  const ValueRef i32 =
+      g.add_tensor({{1, 3, 5, 7}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked});
   const vkd::ops::QuantParams qp{0.1f, 0, -128, 127};
   using namespace vkd::ops;
 
   EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, f_other, q, qp); },
                            ErrorCode::InvalidArgument, {"q8ta_quantize", "sizes"}));
-  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, q, q, qp); },
-                           ErrorCode::InvalidArgument, {"q8ta_quantize", "float32"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, q, q, qp); }, ErrorCode::InvalidArgument,
+                           {"q8ta_quantize", "float32"}));
   EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, f, f_tex, qp); },
                            ErrorCode::InvalidArgument, {"q8ta_quantize", "int8x4"}));
   EXPECT_TRUE(throws_error([&] { add_q8ta_quantize_node(g, i32, q, qp); },
@@ -1079,17 +1089,17 @@ TEST_F(RuntimeTest, OpsRejectMismatchedSizesAndWrongDtypes) {
 
   EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, q, q_other, 0); },
                            ErrorCode::InvalidArgument, {"q8ta_convert", "sizes"}));
-  EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, f, q, 0); },
-                           ErrorCode::InvalidArgument, {"q8ta_convert", "int8x4"}));
-  EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, q, q, 200); },
-                           ErrorCode::InvalidArgument, {"q8ta_convert", "zero_point"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, f, q, 0); }, ErrorCode::InvalidArgument,
+                           {"q8ta_convert", "int8x4"}));
+  EXPECT_TRUE(throws_error([&] { add_q8ta_convert_node(g, q, q, 200); }, ErrorCode::InvalidArgument,
+                           {"q8ta_convert", "zero_point"}));
 
   EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, f, f_other); },
                            ErrorCode::InvalidArgument, {"float_convert", "sizes"}));
-  EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, q, f_tex); },
-                           ErrorCode::InvalidArgument, {"float_convert", "float32"}));
-  EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, f, i32); },
-                           ErrorCode::InvalidArgument, {"float_convert", "float32"}));
+  EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, q, f_tex); }, ErrorCode::InvalidArgument,
+                           {"float_convert", "float32"}));
+  EXPECT_TRUE(throws_error([&] { add_float_convert_node(g, f, i32); }, ErrorCode::InvalidArgument,
+                           {"float_convert", "float32"}));
   EXPECT_TRUE(g.nodes().empty()) << "a rejected node must not be added";
 }
 
@@ -1128,16 +1138,17 @@ TEST_F(RuntimeTest, DisabledInt8DotProductRejectsDotKernels) {
       [&] { no_dot.pipelines().get({shaders::Kernel::bench_int8_dot_sdot, {64, 1, 1}, {}}); },
       ErrorCode::Unsupported, {"bench_int8_dot_sdot", "int8 dot product"}));
   // The fallback kernel needs nothing special.
-  EXPECT_NE(no_dot.pipelines().get({shaders::Kernel::bench_int8_dot_fallback, {64, 1, 1}, {}})
-                .pipeline,
-            VK_NULL_HANDLE);
+  EXPECT_NE(
+      no_dot.pipelines().get({shaders::Kernel::bench_int8_dot_fallback, {64, 1, 1}, {}}).pipeline,
+      VK_NULL_HANDLE);
   if (ctx().profile().int8_dot_product) {
     bool listed = false;
-    for (const auto& d : no_dot.profile().disabled) listed |= d.find("int8 dot") != std::string::npos;
+    for (const auto& d : no_dot.profile().disabled)
+      listed |= d.find("int8 dot") != std::string::npos;
     EXPECT_TRUE(listed) << "profile().disabled does not list the switched-off int8 dot product";
-    EXPECT_NE(ctx().pipelines().get({shaders::Kernel::bench_int8_dot_sdot, {64, 1, 1}, {}})
-                  .pipeline,
-              VK_NULL_HANDLE);
+    EXPECT_NE(
+        ctx().pipelines().get({shaders::Kernel::bench_int8_dot_sdot, {64, 1, 1}, {}}).pipeline,
+        VK_NULL_HANDLE);
   }
 }
 
@@ -1171,8 +1182,8 @@ TEST(WorkgroupChooser, SplitsAcrossYAndZ) {
   };
   // local size 8, at most 4 groups per axis: 32 items per x row of groups.
   const Case cases[] = {
-      {1, {1, 1, 1}},   {8, {1, 1, 1}},    {9, {2, 1, 1}},    {32, {4, 1, 1}},
-      {33, {4, 2, 1}},  {128, {4, 4, 1}},  {129, {4, 4, 2}},  {512, {4, 4, 4}},
+      {1, {1, 1, 1}},  {8, {1, 1, 1}},   {9, {2, 1, 1}},   {32, {4, 1, 1}},
+      {33, {4, 2, 1}}, {128, {4, 4, 1}}, {129, {4, 4, 2}}, {512, {4, 4, 4}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.items);
@@ -1187,8 +1198,8 @@ TEST(WorkgroupChooser, SplitsAcrossYAndZ) {
   // Beyond 8 * 4 * 4 * 4 invocations the dispatch cannot be expressed.
   EXPECT_TRUE(throws_error([&] { vk::plan_linear(p, 513, 8); }, ErrorCode::Unsupported,
                            {"513", "workgroup-count"}));
-  EXPECT_TRUE(throws_error([&] { vk::plan_linear(p, 1u << 20, 8); }, ErrorCode::Unsupported,
-                           {"exceeds"}));
+  EXPECT_TRUE(
+      throws_error([&] { vk::plan_linear(p, 1u << 20, 8); }, ErrorCode::Unsupported, {"exceeds"}));
 }
 
 TEST(WorkgroupChooser, LocalSizeClampedToDeviceLimits) {
@@ -1233,8 +1244,8 @@ TEST(Environment, MalformedNumbersNameTheVariable) {
         << bad;
   }
   ScopedEnv env("VKD_TILE_ORDER", "7");
-  const vkd::TensorSpec spec{{1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer,
-                             MemoryLayout::PackedInt8_4W4C};
+  const vkd::TensorSpec spec{
+      {1, 4, 4, 4}, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C};
   EXPECT_TRUE(throws_error([&] { vkd::ops::choose_tile_walk(spec.dims4(), spec, spec); },
                            vkd::ErrorCode::InvalidArgument, {"VKD_TILE_ORDER='7'", "[0, 3]"}));
 }
@@ -1248,10 +1259,10 @@ TEST_F(RuntimeTest, WorkgroupSizeOverrideOnTheGpu) {
     SCOPED_TRACE(local);
     ScopedEnv env("VKD_WORKGROUP_SIZE", local);
     ComputeGraph g(ctx());
-    const ValueRef in = g.add_tensor(
-        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4C1W});
-    const ValueRef out = g.add_tensor(
-        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W});
+    const ValueRef in =
+        g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4C1W});
+    const ValueRef out =
+        g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W});
     vkd::ops::add_q8ta_convert_node(g, in, out, 3);
     ASSERT_EQ(g.nodes().size(), 1u);
     EXPECT_EQ(g.nodes()[0].plan.local_size[0], static_cast<uint32_t>(std::atoi(local)));
@@ -1282,10 +1293,10 @@ TEST_F(RuntimeTest, SplitDispatchRecoversLinearIndex) {
     EXPECT_EQ(plan.group_count, groups);
 
     ComputeGraph g(ctx());
-    const ValueRef in = g.add_tensor(
-        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
-    const ValueRef out = g.add_tensor(
-        {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4C1W});
+    const ValueRef in =
+        g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+    const ValueRef out =
+        g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4C1W});
     // Mirrors `Params` of shaders/q8ta_convert.glsl.
     struct Push {
       int32_t sizes[4];
@@ -1305,8 +1316,7 @@ TEST_F(RuntimeTest, SplitDispatchRecoversLinearIndex) {
     g.add_output(out);
     g.prepare();
     g.write_int8(in, values, static_cast<int8_t>(zp));
-    const auto expected =
-        vkd::testing::ref_pack(MemoryLayout::PackedInt8_4C1W, s, values, zp);
+    const auto expected = vkd::testing::ref_pack(MemoryLayout::PackedInt8_4C1W, s, values, zp);
     g.write_words(out, std::vector<int32_t>(expected.size(), 0x5A5A5A5A));
     g.execute();
     EXPECT_TRUE(words_equal(expected, g.read_words(out)));
@@ -1316,10 +1326,10 @@ TEST_F(RuntimeTest, SplitDispatchRecoversLinearIndex) {
 TEST_F(RuntimeTest, AddNodeRejectsDispatchBeyondDeviceLimits) {
   ComputeGraph g(ctx());
   const std::vector<int64_t> sizes = {1, 4, 4, 4};
-  const ValueRef in = g.add_tensor(
-      {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
-  const ValueRef out = g.add_tensor(
-      {sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+  const ValueRef in =
+      g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
+  const ValueRef out =
+      g.add_tensor({sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4W4C});
   struct Push {
     int32_t sizes[4];
     int32_t tile_count;
@@ -1332,13 +1342,13 @@ TEST_F(RuntimeTest, AddNodeRejectsDispatchBeyondDeviceLimits) {
   node.push_constants = vkd::graph::push_constant_bytes(push);
   node.spec_constants = {kWalkWHCN};
   node.plan.group_count = {1, ctx().profile().max_workgroup_count[1] + 1, 1};
-  EXPECT_TRUE(throws_error([&] { g.add_node(node); }, ErrorCode::Unsupported,
-                           {"too_big", "axis 1"}));
+  EXPECT_TRUE(
+      throws_error([&] { g.add_node(node); }, ErrorCode::Unsupported, {"too_big", "axis 1"}));
   // Wrong push-constant size and wrong binding kind are caught before recording.
   node.plan = vk::DispatchPlan{};
   node.push_constants.pop_back();
-  EXPECT_TRUE(throws_error([&] { g.add_node(node); }, ErrorCode::Internal,
-                           {"too_big", "push-constant"}));
+  EXPECT_TRUE(
+      throws_error([&] { g.add_node(node); }, ErrorCode::Internal, {"too_big", "push-constant"}));
   EXPECT_TRUE(g.nodes().empty());
 }
 

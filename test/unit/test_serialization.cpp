@@ -53,9 +53,9 @@ void build_sample(Sample& s) {
   GraphBuilder& b = s.b;
   s.input = b.add_tensor(spec({1, 3, 4, 4}, DType::Float32), "x");
   s.weight = b.add_tensor(spec({3, 4}, DType::Int8), "w", iota_bytes(12, 1));
-  s.bias = b.add_tensor(spec({4}, DType::Float32, MemoryLayout::ChannelsPacked,
-                             StorageType::Texture3D),
-                        "b", iota_bytes(16, 100));
+  s.bias =
+      b.add_tensor(spec({4}, DType::Float32, MemoryLayout::ChannelsPacked, StorageType::Texture3D),
+                   "b", iota_bytes(16, 100));
   s.idx = b.add_tensor(spec({2}, DType::Int32), "", iota_bytes(8, 200));
   s.output = b.add_tensor(spec({1, 3, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4W4C), "y");
   s.i = b.add_int(-42);
@@ -80,8 +80,8 @@ Bytes sample_blob() {
 OpSignatureTable sample_ops() {
   using K = ValueKind;
   return {{"quantize", {{K::Tensor, K::Float, K::Int, K::Tensor}}},
-          {"mix", {{K::Tensor, K::ValueList, K::IntList, K::FloatList, K::String, K::Bool,
-                    K::Tensor}}}};
+          {"mix",
+           {{K::Tensor, K::ValueList, K::IntList, K::FloatList, K::String, K::Bool, K::Tensor}}}};
 }
 
 Bytes sealed(Bytes blob) {
@@ -149,10 +149,10 @@ Bytes single_tensor_blob(const TensorSpec& s, std::optional<Bytes> constant = st
 namespace graph_field {
 constexpr size_t kSchemaVersion = 0, kValues = 1, kInputs = 3, kOutputs = 5, kConstants = 7;
 }
-constexpr size_t kValuePayload = 1;     // Value.value (the union's table)
-constexpr size_t kTensorSizes = 0;      // TensorValue.sizes
-constexpr size_t kTensorConstantId = 4; // TensorValue.constant_id
-constexpr size_t kListItems = 0;        // IntListValue.items, FloatListValue.items
+constexpr size_t kValuePayload = 1;      // Value.value (the union's table)
+constexpr size_t kTensorSizes = 0;       // TensorValue.sizes
+constexpr size_t kTensorConstantId = 4;  // TensorValue.constant_id
+constexpr size_t kListItems = 0;         // IntListValue.items, FloatListValue.items
 
 class FlatbufferPatcher {
  public:
@@ -424,8 +424,8 @@ TEST(BlobHeader, WrongMagic) {
     blob[i] = 'X';
     std::string bytes = "0x56 0x4b 0x44 0x42";
     bytes.replace(5 * i + 2, 2, "58");
-    EXPECT_BLOB_ERROR(blob, "blob: bad magic bytes " + bytes +
-                                " (expected 'VKDB'; not a vkdelegate blob)");
+    EXPECT_BLOB_ERROR(
+        blob, "blob: bad magic bytes " + bytes + " (expected 'VKDB'; not a vkdelegate blob)");
   }
 }
 
@@ -502,10 +502,9 @@ TEST(BlobHeader, OverlappingSegments) {
   Bytes d = blob;  // constant segment (aligned, after the header) covers the whole flatbuffer
   patch64(d, header_field::kConstantOffset, 96);
   patch64(d, header_field::kConstantSize, blob.size() - 96);
-  EXPECT_BLOB_ERROR(d, "blob: flatbuffer [96, " +
-                           std::to_string(h.flatbuffer_offset + h.flatbuffer_size) +
-                           ") and constant segment [96, " + std::to_string(blob.size()) +
-                           ") overlap");
+  EXPECT_BLOB_ERROR(
+      d, "blob: flatbuffer [96, " + std::to_string(h.flatbuffer_offset + h.flatbuffer_size) +
+             ") and constant segment [96, " + std::to_string(blob.size()) + ") overlap");
 }
 
 TEST(BlobHeader, MisalignedConstantSegment) {
@@ -533,11 +532,10 @@ TEST(Xxh64, PublishedTestVectors) {
     size_t length;
     uint64_t seed, hash;
   };
-  const Vector vectors[] = {
-      {0, 0, 0xEF46DB3751D8E999ull},   {0, kPrime, 0xAC75FDA2929B17EFull},
-      {1, 0, 0x4FCE394CC88952D8ull},   {1, kPrime, 0x739840CB819FA723ull},
-      {14, 0, 0xCFFA8DB881BC3A3Dull},  {14, kPrime, 0x5B9611585EFCC9CBull},
-      {101, 0, 0x0EAB543384F878ADull}, {101, kPrime, 0xCAA65939306F1E21ull}};
+  const Vector vectors[] = {{0, 0, 0xEF46DB3751D8E999ull},   {0, kPrime, 0xAC75FDA2929B17EFull},
+                            {1, 0, 0x4FCE394CC88952D8ull},   {1, kPrime, 0x739840CB819FA723ull},
+                            {14, 0, 0xCFFA8DB881BC3A3Dull},  {14, kPrime, 0x5B9611585EFCC9CBull},
+                            {101, 0, 0x0EAB543384F878ADull}, {101, kPrime, 0xCAA65939306F1E21ull}};
   for (const Vector& v : vectors) {
     EXPECT_EQ(xxh64(buffer, v.length, v.seed), v.hash) << v.length << " bytes, seed " << v.seed;
     Xxh64 bytewise(v.seed);  // the streaming form, one byte per update
@@ -593,15 +591,14 @@ TEST(BlobIntegrity, RandomBitFlipsAreAllRefused) {
     while (bits.size() < static_cast<size_t>(1 + trial % 3)) bits.insert(rng() % (good.size() * 8));
     for (const uint64_t bit : bits) bad[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
     const std::string error = unsealed_error_of(bad);
-    EXPECT_NE(error, "") << "trial " << trial << ": flipped bits " << *bits.begin()
-                         << "... loaded";
+    EXPECT_NE(error, "") << "trial " << trial << ": flipped bits " << *bits.begin() << "... loaded";
     for (const char* region : {"header", "flatbuffer", "constant segment", "padding"}) {
       if (error.find(region) != std::string::npos) ++regions[region];
     }
   }
   // Most bits are weights; their mismatch names the constant segment.
-  EXPECT_GT(regions["constant segment"], 250) << "header " << regions["header"] << ", flatbuffer "
-                                              << regions["flatbuffer"];
+  EXPECT_GT(regions["constant segment"], 250)
+      << "header " << regions["header"] << ", flatbuffer " << regions["flatbuffer"];
 }
 
 TEST(BlobIntegrity, EachRegionIsNamed) {
@@ -613,8 +610,8 @@ TEST(BlobIntegrity, EachRegionIsNamed) {
     return b;
   };
   const std::string fb = "[96, " + std::to_string(96 + h.flatbuffer_size) + ")";
-  const std::string cs = "[" + std::to_string(h.constant_offset) + ", " +
-                         std::to_string(good.size()) + ")";
+  const std::string cs =
+      "[" + std::to_string(h.constant_offset) + ", " + std::to_string(good.size()) + ")";
   // Any header field, the checksums included: the header checksum, before any offset is used.
   for (const size_t field : {header_field::kFlatbufferSize, header_field::kConstantOffset,
                              header_field::kSourceGraphHash, header_field::kHeaderChecksum,
@@ -632,8 +629,9 @@ TEST(BlobIntegrity, EachRegionIsNamed) {
   EXPECT_UNSEALED_BLOB_ERROR(flipped(h.constant_offset),
                              "): the constant data (weights) is corrupt");
   // Padding: after the header, and between the flatbuffer and the constants.
-  EXPECT_UNSEALED_BLOB_ERROR(flipped(90), "blob: padding byte 90 (outside the header and both "
-                                          "segments) is 16, not 0: the blob is corrupt");
+  EXPECT_UNSEALED_BLOB_ERROR(flipped(90),
+                             "blob: padding byte 90 (outside the header and both "
+                             "segments) is 16, not 0: the blob is corrupt");
   const uint64_t fb_end = h.flatbuffer_offset + h.flatbuffer_size;
   ASSERT_LT(fb_end, h.constant_offset) << "the sample's flatbuffer should need padding";
   EXPECT_UNSEALED_BLOB_ERROR(flipped(fb_end), "blob: padding byte " + std::to_string(fb_end));
@@ -647,14 +645,14 @@ TEST(BlobIntegrity, TruncatedOrExtendedIsRefused) {
   const std::string records = "blob: the header records " + std::to_string(good.size()) + " bytes";
   for (const size_t cut : {size_t{1}, size_t{100}, good.size() / 2}) {
     const Bytes b(good.begin(), good.end() - static_cast<std::ptrdiff_t>(cut));
-    EXPECT_UNSEALED_BLOB_ERROR(b, records + ", the blob has " + std::to_string(b.size()) +
-                                      ": it was truncated");
+    EXPECT_UNSEALED_BLOB_ERROR(
+        b, records + ", the blob has " + std::to_string(b.size()) + ": it was truncated");
   }
   for (const size_t extra : {size_t{1}, size_t{16}, good.size()}) {
     Bytes b = good;
     b.resize(good.size() + extra, 0);  // zeros: what an over-long read or copy leaves
-    EXPECT_UNSEALED_BLOB_ERROR(b, records + ", the blob has " + std::to_string(b.size()) +
-                                      ": bytes were appended to it");
+    EXPECT_UNSEALED_BLOB_ERROR(
+        b, records + ", the blob has " + std::to_string(b.size()) + ": bytes were appended to it");
   }
 }
 
@@ -790,9 +788,8 @@ TEST(Serialization, UnknownStorageType) {
 
 TEST(Serialization, UnknownMemoryLayout) {
   for (int v : {6, 255}) {
-    EXPECT_BLOB_ERROR(
-        single_tensor_blob(spec({4}, DType::Float32, static_cast<MemoryLayout>(v))),
-        "value 0 (tensor 't'): unknown memory layout " + std::to_string(v));
+    EXPECT_BLOB_ERROR(single_tensor_blob(spec({4}, DType::Float32, static_cast<MemoryLayout>(v))),
+                      "value 0 (tensor 't'): unknown memory layout " + std::to_string(v));
   }
 }
 
@@ -820,13 +817,11 @@ TEST(Serialization, ValueWithoutPayload) {
 TEST(Serialization, IllegalLayoutForDtype) {
   EXPECT_BLOB_ERROR(single_tensor_blob(spec({1, 4, 4, 4}, DType::Int8x4)),
                     "value 0 (tensor 't'): tensor [1,4,4,4]: int8x4 needs a packed int8 layout");
-  EXPECT_BLOB_ERROR(
-      single_tensor_blob(spec({4, 4}, DType::Float32, MemoryLayout::PackedInt8_4H4W)),
-      "cannot use packed int8 layout");
-  EXPECT_BLOB_ERROR(
-      single_tensor_blob(spec({1, 4, 4, 4}, DType::Int8x4, MemoryLayout::PackedInt8_4C1W,
-                              StorageType::Texture3D)),
-      "int8x4 needs buffer storage");
+  EXPECT_BLOB_ERROR(single_tensor_blob(spec({4, 4}, DType::Float32, MemoryLayout::PackedInt8_4H4W)),
+                    "cannot use packed int8 layout");
+  EXPECT_BLOB_ERROR(single_tensor_blob(spec({1, 4, 4, 4}, DType::Int8x4,
+                                            MemoryLayout::PackedInt8_4C1W, StorageType::Texture3D)),
+                    "int8x4 needs buffer storage");
 }
 
 TEST(Serialization, BadTensorSizes) {
@@ -870,8 +865,9 @@ TEST(Serialization, ConstantEntryOffsetWraps) {
   const size_t entry0 = p.deref(p.graph_field(graph_field::kConstants)) + 4;
   ASSERT_EQ(load_le64(&blob[entry0 + 8]), 12u);  // (offset, length)
   p.set_u64(entry0, UINT64_MAX - 3);
-  EXPECT_BLOB_ERROR(blob, "constant 0: [18446744073709551612, 18446744073709551612 + 12) "
-                          "extends past the end of the 12-byte constant segment");
+  EXPECT_BLOB_ERROR(blob,
+                    "constant 0: [18446744073709551612, 18446744073709551612 + 12) "
+                    "extends past the end of the 12-byte constant segment");
 }
 
 TEST(Serialization, ConstantEntryPastTheSegment) {
@@ -881,8 +877,9 @@ TEST(Serialization, ConstantEntryPastTheSegment) {
   // no padding is left where its bytes were).
   patch64(blob, header_field::kConstantSize, h.constant_size - 4);
   blob.resize(blob.size() - 4);
-  EXPECT_BLOB_ERROR(blob, "constant 2: [32, 32 + 8) extends past the end of the 36-byte "
-                          "constant segment");
+  EXPECT_BLOB_ERROR(blob,
+                    "constant 2: [32, 32 + 8) extends past the end of the 36-byte "
+                    "constant segment");
 }
 
 // Ids out of range, each at the first bad id (the value count: catches an off-by-one) and at
@@ -895,8 +892,8 @@ TEST(Serialization, OpArgumentIdOutOfRange) {
     const ValueId x = b.add_tensor(spec({4}, DType::Float32));
     b.add_int(0);
     b.add_op("relu", {x, bad});
-    EXPECT_BLOB_ERROR(b.finish(), "op 0 'relu': argument 1 refers to value " +
-                                      std::to_string(bad) + ", but the graph has 2 values");
+    EXPECT_BLOB_ERROR(b.finish(), "op 0 'relu': argument 1 refers to value " + std::to_string(bad) +
+                                      ", but the graph has 2 values");
   }
 }
 
@@ -968,8 +965,9 @@ TEST(Serialization, MisalignedWideVectors) {
     Bytes blob = b.finish();
     FlatbufferPatcher p(blob);
     misalign_wide_vector(p, p.field(p.value_payload(0), kListItems));
-    EXPECT_BLOB_ERROR(blob, "value 0 (int_list): items vector is not 8-byte aligned in the "
-                            "flatbuffer");
+    EXPECT_BLOB_ERROR(blob,
+                      "value 0 (int_list): items vector is not 8-byte aligned in the "
+                      "flatbuffer");
   }
   {
     GraphBuilder b;

@@ -70,7 +70,8 @@ class ShuffledHeadChecks : public GpuTest {};
 // Auto: fused, but split on CPU devices (their first dispatch compiles the fused kernel).
 TEST_F(ShuffledHeadChecks, TheSetupBuildsInEachForm) {
   const bool cpu = ctx().profile().cpu_kernels;
-  for (const auto form : {ShuffledHeadForm::Auto, ShuffledHeadForm::Fused, ShuffledHeadForm::Split}) {
+  for (const auto form :
+       {ShuffledHeadForm::Auto, ShuffledHeadForm::Fused, ShuffledHeadForm::Split}) {
     HeadSetup s;
     s.p.form = form;
     size_t dispatches = 0;
@@ -84,7 +85,8 @@ TEST_F(ShuffledHeadChecks, TheShuffledWeightsMustBeOneByOneWithAMultipleOfFourPe
   HeadSetup s;
   s.ps.kh = s.ps.kw = 3;
   s.ps_weight.resize(16 * 8 * 9);
-  expect_error(s, ctx(), ErrorCode::InvalidArgument, "must be [C * 4, 8, 1, 1] with C a multiple of 4");
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "must be [C * 4, 8, 1, 1] with C a multiple of 4");
   HeadSetup t;
   t.ps.out_channels = 12;  // C = 3
   t.head.in_per_group = 3;
@@ -96,7 +98,8 @@ TEST_F(ShuffledHeadChecks, TheHeadMustReadEveryMidChannel) {
   HeadSetup s;
   s.head.in_per_group = 8;
   s.head_weight.resize(3 * 8);
-  expect_error(s, ctx(), ErrorCode::InvalidArgument, "the head's weights [3, 8, 1, 1] must be [N, 4, 1, 1]");
+  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+               "the head's weights [3, 8, 1, 1] must be [N, 4, 1, 1]");
 }
 
 TEST_F(ShuffledHeadChecks, TheOutputIsTheShuffledSizeWithTheHeadsChannels) {

@@ -24,10 +24,10 @@ constexpr int N = 0, C = 1, H = 2, W = 3;  // NCHW dim numbering
 // Generic reference (block-stride walk). Each layout: packed dim P (block 4, in the byte lanes),
 // outer dim O with block Ob, dim order slowest -> fastest. One block = 4*Ob elements.
 struct GenericLayout {
-  int p;                    // packed dim
-  int o;                    // outer blocked dim
-  int64_t ob;               // outer block size
-  std::array<int, 4> order; // slowest -> fastest
+  int p;                     // packed dim
+  int o;                     // outer blocked dim
+  int64_t ob;                // outer block size
+  std::array<int, 4> order;  // slowest -> fastest
 };
 
 GenericLayout generic(MemoryLayout layout) {
@@ -100,8 +100,8 @@ struct Walk {
 
 // ---------------------------------------------------------------------------------------------
 std::string dims_str(const Dims4& d) {
-  return "[" + std::to_string(d.n) + "," + std::to_string(d.c) + "," + std::to_string(d.h) +
-         "," + std::to_string(d.w) + "]";
+  return "[" + std::to_string(d.n) + "," + std::to_string(d.c) + "," + std::to_string(d.h) + "," +
+         std::to_string(d.w) + "]";
 }
 
 Dims4 dims_of(std::vector<int64_t> sizes) {
@@ -112,10 +112,9 @@ Dims4 dims_of(std::vector<int64_t> sizes) {
 
 std::vector<Dims4> awkward_shapes() {
   return {
-      dims_of({1, 1, 1, 1}), dims_of({1, 3, 5, 7}), dims_of({2, 17, 9, 6}),
-      dims_of({1, 4, 1, 33}), dims_of({3, 1, 7, 1}), dims_of({1, 5, 4, 4}),
-      dims_of({2, 8, 3, 2}),  dims_of({1, 33, 2, 9}), dims_of({1, 6, 3, 5}),
-      dims_of({7}),           dims_of({5, 9}),        dims_of({3, 6, 10}),
+      dims_of({1, 1, 1, 1}), dims_of({1, 3, 5, 7}), dims_of({2, 17, 9, 6}), dims_of({1, 4, 1, 33}),
+      dims_of({3, 1, 7, 1}), dims_of({1, 5, 4, 4}), dims_of({2, 8, 3, 2}),  dims_of({1, 33, 2, 9}),
+      dims_of({1, 6, 3, 5}), dims_of({7}),          dims_of({5, 9}),        dims_of({3, 6, 10}),
   };
 }
 
@@ -178,10 +177,10 @@ TEST(PackedInt8Layout, WorkedExample1x6x3x5) {
   };
   for (const Probe& p : probes) {
     const WordLane got = packed_int8_position(p.layout, d, p.n, p.c, p.h, p.w);
-    EXPECT_EQ(got.word, p.word) << to_string(p.layout) << " (" << p.n << "," << p.c << ","
-                                << p.h << "," << p.w << ")";
-    EXPECT_EQ(got.lane, p.lane) << to_string(p.layout) << " (" << p.n << "," << p.c << ","
-                                << p.h << "," << p.w << ")";
+    EXPECT_EQ(got.word, p.word) << to_string(p.layout) << " (" << p.n << "," << p.c << "," << p.h
+                                << "," << p.w << ")";
+    EXPECT_EQ(got.lane, p.lane) << to_string(p.layout) << " (" << p.n << "," << p.c << "," << p.h
+                                << "," << p.w << ")";
     // The reference walk agrees with the hand-derived numbers too.
     const WordLane ref = Walk(p.layout, d).position({p.n, p.c, p.h, p.w});
     EXPECT_EQ(ref.word, p.word) << "reference walk, " << to_string(p.layout);
@@ -198,10 +197,9 @@ TEST(PackedInt8Layout, MatchesReferenceWalk) {
       for_each_index(d, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
         const WordLane got = packed_int8_position(layout, d, n, c, h, w);
         const WordLane want = ref.position({n, c, h, w});
-        ASSERT_TRUE(got == want) << to_string(layout) << " " << dims_str(d) << " (" << n << ","
-                                 << c << "," << h << "," << w << "): got (" << got.word << ","
-                                 << got.lane << ") want (" << want.word << "," << want.lane
-                                 << ")";
+        ASSERT_TRUE(got == want) << to_string(layout) << " " << dims_str(d) << " (" << n << "," << c
+                                 << "," << h << "," << w << "): got (" << got.word << ","
+                                 << got.lane << ") want (" << want.word << "," << want.lane << ")";
       });
     }
   }
@@ -217,15 +215,15 @@ TEST(PackedInt8Layout, BijectiveOntoNonPaddingSlots) {
       for_each_index(d, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
         const WordLane p = packed_int8_position(layout, d, n, c, h, w);
         if (p.word < 0 || p.word >= words || p.lane < 0 || p.lane > 3) {
-          ADD_FAILURE() << "(" << n << "," << c << "," << h << "," << w << ") -> (" << p.word
-                        << "," << p.lane << ") outside " << words << " words";
+          ADD_FAILURE() << "(" << n << "," << c << "," << h << "," << w << ") -> (" << p.word << ","
+                        << p.lane << ") outside " << words << " words";
           ok = false;
           return;
         }
         char& slot = hit[static_cast<size_t>(p.word * 4 + p.lane)];
         if (slot) {
-          ADD_FAILURE() << "(" << n << "," << c << "," << h << "," << w << ") -> (" << p.word
-                        << "," << p.lane << ") already taken";
+          ADD_FAILURE() << "(" << n << "," << c << "," << h << "," << w << ") -> (" << p.word << ","
+                        << p.lane << ") already taken";
           ok = false;
         }
         slot = 1;
@@ -478,8 +476,8 @@ void expect_invalid(const TensorSpec& spec, std::vector<std::string> parts) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
     const std::string msg = e.what();
     for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "message \"" << msg << "\" lacks \"" << p
-                                                << "\"";
+      EXPECT_NE(msg.find(p), std::string::npos)
+          << "message \"" << msg << "\" lacks \"" << p << "\"";
   }
 }
 
@@ -490,13 +488,15 @@ TEST(TensorSpec, ValidateAcceptsLegalSpecs) {
     for (StorageType st : {StorageType::Buffer, StorageType::Texture3D})
       for (DType t : {DType::Float32, DType::Float16, DType::Int32})
         EXPECT_NO_THROW(validate({{2, 7}, t, st, l}));
-  EXPECT_NO_THROW(validate({{3, 6, 10}, DType::Int8, StorageType::Buffer,
-                            MemoryLayout::WidthPacked}));
+  EXPECT_NO_THROW(
+      validate({{3, 6, 10}, DType::Int8, StorageType::Buffer, MemoryLayout::WidthPacked}));
   // Just under the limits.
-  EXPECT_NO_THROW(validate({{1, 1, 32768, 65535}, DType::Float32, StorageType::Buffer,
-                            MemoryLayout::WidthPacked}));
-  EXPECT_NO_THROW(validate({{1, 1, (int64_t{1} << 29) - 1, 1}, DType::Int8x4,
-                            StorageType::Buffer, MemoryLayout::PackedInt8_4W4C}));
+  EXPECT_NO_THROW(validate(
+      {{1, 1, 32768, 65535}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}));
+  EXPECT_NO_THROW(validate({{1, 1, (int64_t{1} << 29) - 1, 1},
+                            DType::Int8x4,
+                            StorageType::Buffer,
+                            MemoryLayout::PackedInt8_4W4C}));
 }
 
 TEST(TensorSpec, ValidateRejections) {
@@ -507,10 +507,8 @@ TEST(TensorSpec, ValidateRejections) {
   expect_invalid({{1, -2}, F32, Buf, MemoryLayout::WidthPacked}, {"size -2 in dim 1"});
   expect_invalid({{1, 2, 3, 4, 5}, F32, Buf, MemoryLayout::WidthPacked}, {"rank 5"});
   expect_invalid({{}, F32, Buf, MemoryLayout::WidthPacked}, {"rank 0"});
-  expect_invalid({{1, 4, 4, 4}, I8x4, Buf, MemoryLayout::WidthPacked},
-                 {"int8x4", "width_packed"});
-  expect_invalid({{1, 4, 4, 4}, I8x4, Tex, MemoryLayout::PackedInt8_4W4C},
-                 {"int8x4", "texture3d"});
+  expect_invalid({{1, 4, 4, 4}, I8x4, Buf, MemoryLayout::WidthPacked}, {"int8x4", "width_packed"});
+  expect_invalid({{1, 4, 4, 4}, I8x4, Tex, MemoryLayout::PackedInt8_4W4C}, {"int8x4", "texture3d"});
   expect_invalid({{1, 4, 4, 4}, F32, Buf, MemoryLayout::PackedInt8_4W4C}, {"float32", "4W4C"});
   expect_invalid({{1, 4, 4, 4}, DType::Float16, Tex, MemoryLayout::PackedInt8_4H4W},
                  {"float16", "4H4W"});
@@ -520,9 +518,9 @@ TEST(TensorSpec, ValidateRejections) {
   // numel = 2^31.
   expect_invalid({{1, 1, 32768, 65536}, F32, Buf, MemoryLayout::WidthPacked}, {"2^31", "numel"});
   // Sizes whose product overflows int64 must still be rejected cleanly.
-  expect_invalid({{int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40}, F32, Buf,
-                  MemoryLayout::WidthPacked},
-                 {"2^31"});
+  expect_invalid(
+      {{int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40}, F32, Buf, MemoryLayout::WidthPacked},
+      {"2^31"});
   // numel = 2^29 fits, but 4W4C with C = W = 1 pads each element to a word: 2^31 words.
   expect_invalid({{1, 1, int64_t{1} << 29, 1}, I8x4, Buf, MemoryLayout::PackedInt8_4W4C},
                  {"word", "2^31", "4W4C"});

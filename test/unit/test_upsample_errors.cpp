@@ -41,9 +41,8 @@ struct UpSetup {
     ComputeGraph g(ctx);
     const auto x = g.add_tensor(in, "x");
     const auto y = g.add_tensor(out, "y");
-    return build_result(g, [&](ComputeGraph& graph) {
-      vkd::ops::add_q8ta_upsample_node(graph, x, y, p);
-    });
+    return build_result(
+        g, [&](ComputeGraph& graph) { vkd::ops::add_q8ta_upsample_node(graph, x, y, p); });
   }
 };
 
@@ -54,8 +53,7 @@ UpSetup bilinear() {
 }
 
 const char* op_of(const UpSetup& s) {
-  return s.p.mode == UpsampleMode::Nearest ? "q8ta_upsample_nearest2d"
-                                           : "q8ta_upsample_bilinear2d";
+  return s.p.mode == UpsampleMode::Nearest ? "q8ta_upsample_nearest2d" : "q8ta_upsample_bilinear2d";
 }
 
 // Each check raises `code` with a message that starts with the op's name.

@@ -91,8 +91,8 @@ DeviceTensors run_exposed(const std::vector<uint8_t>& blob, const std::string& m
   for (size_t i = 0; i < t.data.size(); ++i) {
     t.infos.push_back(d->output(i));
     t.data[i].assign(t.infos[i].host_bytes(), 0);
-    out_views.push_back({t.data[i].data(), t.data[i].size(), t.infos[i].host_dtype,
-                         t.infos[i].sizes});
+    out_views.push_back(
+        {t.data[i].data(), t.data[i].size(), t.infos[i].host_dtype, t.infos[i].sizes});
   }
   const Status s = d->execute(in_views, out_views);
   if (s != Status::Ok) {
@@ -143,8 +143,8 @@ class LocalReferences {
   // its ties in up to `max_groups` groups): asked for only where the reference differs, as it
   // reruns the region.
   std::vector<HostTensor> tie_alternatives_of(const std::string& name, size_t max_groups) const {
-    const compiler::Graph sub = region_graph(check_.graph, region_of(check_.graph, name,
-                                                                     source_names_), name);
+    const compiler::Graph sub =
+        region_graph(check_.graph, region_of(check_.graph, name, source_names_), name);
     const TensorMap values = run(sub);
     return interpret_or_throw(check_.path,
                               [&] { return tie_alternatives(sub, name, values, max_groups); });
@@ -191,8 +191,8 @@ std::string region_note(const Region& r) {
   std::string from;
   for (size_t i = 0; i < r.inputs.size() && i < 3; ++i) from += (i ? ", " : "") + r.inputs[i];
   if (r.inputs.size() > 3) from += ", ...";
-  return "  [" + std::to_string(r.nodes.size()) + " nodes" +
-         (from.empty() ? "" : " from " + from) + "]";
+  return "  [" + std::to_string(r.nodes.size()) + " nodes" + (from.empty() ? "" : " from " + from) +
+         "]";
 }
 
 std::string mismatch_text(const Comparison& c) {
@@ -230,7 +230,8 @@ void report_row(const compiler::Graph& g, const std::string& label, const std::s
   // explain every difference, also in groups (many more reruns of the region).
   for (const size_t groups : {size_t(1), kMaxTieGroups}) {
     if (c.mismatches == 0) break;
-    c = compare_tensors(device, ref.value, ref.pre_rounding, refs.tie_alternatives_of(name, groups));
+    c = compare_tensors(device, ref.value, ref.pre_rounding,
+                        refs.tie_alternatives_of(name, groups));
   }
   report.ties += c.ties;
   report.fused_ties += c.fused_ties;
@@ -261,38 +262,43 @@ void print_end_to_end(const std::vector<CheckOutput>& outputs, const std::vector
     drifted = drifted || c.differs();
     char err[32];
     std::snprintf(err, sizeof err, "%.3g", c.max_abs);
-    std::printf("end to end: %s max abs err %s, %s differ from the reference run on the graph "
-                "inputs alone\n",
-                o.name.c_str(), c.comparable ? err : "-", mismatch_text(c).c_str());
+    std::printf(
+        "end to end: %s max abs err %s, %s differ from the reference run on the graph "
+        "inputs alone\n",
+        o.name.c_str(), c.comparable ? err : "-", mismatch_text(c).c_str());
   }
   if (drifted) {
-    std::printf("end to end: for information, not part of the verdict: that run feeds each op "
-                "the reference's own values, so a tie the device rounded the other way spreads to "
-                "the ops after it\n");
+    std::printf(
+        "end to end: for information, not part of the verdict: that run feeds each op "
+        "the reference's own values, so a tie the device rounded the other way spreads to "
+        "the ops after it\n");
   }
 }
 
 // The lines after the table; the exit code: 1 when a compared tensor really differs.
 int print_summary(const CheckReport& r) {
   if (r.ties > 0) {
-    std::printf("rounding ties: %zu int8 element(s) 1 off where the reference rounded a value "
-                "within %g of halfway; float arithmetic in another order may round it the other "
-                "way, so these count as matching\n",
-                r.ties, kTieTolerance);
+    std::printf(
+        "rounding ties: %zu int8 element(s) 1 off where the reference rounded a value "
+        "within %g of halfway; float arithmetic in another order may round it the other "
+        "way, so these count as matching\n",
+        r.ties, kTieTolerance);
   }
   if (r.fused_ties > 0) {
-    std::printf("rounding ties inside fused ops: %zu element(s) as the reference computes them "
-                "with a tie of a value the device keeps to itself (a fused op's intermediate) "
-                "rounded the other way; these count as matching\n",
-                r.fused_ties);
+    std::printf(
+        "rounding ties inside fused ops: %zu element(s) as the reference computes them "
+        "with a tie of a value the device keeps to itself (a fused op's intermediate) "
+        "rounded the other way; these count as matching\n",
+        r.fused_ties);
   }
   std::printf("compared %zu tensor(s); %zu made by the compiler have no counterpart in the graph\n",
               r.compared, r.skipped);
   // Matching tensors prove nothing about the answer when no output was among them.
   if (r.outputs_compared == 0) {
-    std::printf("check: FAILED: none of the model's %zu output(s) was compared (no node of the "
-                "graph writes a value of its name)\n",
-                r.outputs);
+    std::printf(
+        "check: FAILED: none of the model's %zu output(s) was compared (no node of the "
+        "graph writes a value of its name)\n",
+        r.outputs);
     return 1;
   }
   if (!r.first_difference.empty()) {
@@ -316,8 +322,7 @@ CheckGraph read_check_graph(const std::string& graph_path, const std::string& we
 void check_graph_is_the_models(const CheckGraph& check, const std::vector<uint8_t>& blob,
                                const std::string& model_path, const Delegate& model) {
   // (the delegate has read this header already: it cannot throw)
-  const uint64_t recorded =
-      serialization::parse_header(blob.data(), blob.size()).source_graph_hash;
+  const uint64_t recorded = serialization::parse_header(blob.data(), blob.size()).source_graph_hash;
   if (recorded != 0) {
     const uint64_t hash = compiler::graph_ir_hash(check.graph);
     if (hash == recorded) return;
@@ -346,13 +351,13 @@ void check_graph_is_the_models(const CheckGraph& check, const std::vector<uint8_
         std::vector<int64_t> shape = g.value(info.name).shape;
         if (shape.empty()) shape = {1};  // a scalar is a one-element tensor on the device
         if (shape != info.sizes) {
-          problem = label + " is " + sizes_string(info.sizes) + " but " +
-                    sizes_string(shape) + " in " + check.path;
+          problem = label + " is " + sizes_string(info.sizes) + " but " + sizes_string(shape) +
+                    " in " + check.path;
         }
       }
       if (!problem.empty()) {
-        throw CliError(2, "--check: " + problem + ": " + model_path +
-                              " was not compiled from this graph");
+        throw CliError(
+            2, "--check: " + problem + ": " + model_path + " was not compiled from this graph");
       }
     }
   }
@@ -377,9 +382,10 @@ int check_against_graph(const std::vector<uint8_t>& blob, const std::string& mod
   const DeviceTensors device = run_exposed(blob, model_path, options, inputs);
   LocalReferences refs(check, device_sources(graph, in, device), full);
 
-  std::printf("check against %s (CPU reference interpreter, each op fed the device's own "
-              "inputs; int8 equal or 1 off at a rounding tie, float within %.0e relative):\n",
-              check.path.c_str(), kRelTol);
+  std::printf(
+      "check against %s (CPU reference interpreter, each op fed the device's own "
+      "inputs; int8 equal or 1 off at a rounding tie, float within %.0e relative):\n",
+      check.path.c_str(), kRelTol);
   std::printf("  %-24s %-8s %-16s %12s %-18s %s\n", "tensor", "dtype", "shape", "max abs err",
               "mismatches", "reference node");
   CheckReport report;

@@ -21,7 +21,7 @@ struct CheckInput {
 };
 
 struct CheckOutput {
-  std::string name;             // the model's output name
+  std::string name;  // the model's output name
   HostDType dtype;
   const std::vector<uint8_t>* data;  // what the normal run produced
 };

@@ -289,7 +289,8 @@ std::vector<HostTensor> tie_alternatives(const compiler::Graph& sub, const std::
         out.push_back(rest_values.at(target));
         // A later hidden value may have a tie only where this one was rounded the other way.
         if (depth > 1) {
-          for (HostTensor& t : tie_alternatives(rest_graph, target, rest_values, max_groups, depth - 1)) {
+          for (HostTensor& t :
+               tie_alternatives(rest_graph, target, rest_values, max_groups, depth - 1)) {
             out.push_back(std::move(t));
           }
         }

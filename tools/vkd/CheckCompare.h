@@ -28,8 +28,8 @@ constexpr double kTieTolerance = 1e-3;
 
 struct Comparison {
   bool comparable = true;
-  std::string problem;  // when not comparable: why
-  double max_abs = 0;   // over every element, ties included
+  std::string problem;    // when not comparable: why
+  double max_abs = 0;     // over every element, ties included
   size_t mismatches = 0;  // real differences
   size_t ties = 0;        // 1-off int8 results at a rounding tie
   size_t fused_ties = 0;  // results of a tie inside the region (see tie_alternatives)

@@ -109,8 +109,8 @@ std::string tensor_summary(const TensorInfo& info) {
   // float16 tensors: exchanged as float32, but their files are float16.
   const std::string dtype =
       info.device_dtype == "float16" ? "float16" : host_dtype_name(info.host_dtype);
-  return dtype + " " + sizes_string(info.sizes) +
-         "  (device: " + info.device_dtype + " " + info.storage + " " + info.layout + ")";
+  return dtype + " " + sizes_string(info.sizes) + "  (device: " + info.device_dtype + " " +
+         info.storage + " " + info.layout + ")";
 }
 
 std::string memory_report_text(const MemoryReport& m, const std::string& indent) {

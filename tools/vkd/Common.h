@@ -49,7 +49,7 @@ std::string io_name(const TensorInfo& info, size_t index, bool is_input);
 
 // Element `i` of host data of `dtype` (little-endian, unaligned reads allowed).
 double element_as_double(const uint8_t* data, HostDType dtype, size_t i);
-std::string human_bytes(uint64_t bytes);                       // "1216 B", "12.4 KiB", ...
+std::string human_bytes(uint64_t bytes);  // "1216 B", "12.4 KiB", ...
 // "float32 [1,5,7,9]  (device: float32 buffer width_packed)"; float16 for float16 tensors (the
 // delegate exchanges them as float32, `vkd run` reads and writes them as float16 files).
 std::string tensor_summary(const TensorInfo& info);

@@ -128,7 +128,10 @@ int cmd_compile(const std::vector<std::string>& args) {
   const compiler::CompileResult result =
       run_compiler(graph, [&] { return compiler::compile_graph(std::move(parsed), options); });
   if (a.has("--report")) std::fputs(compiler::format_report(result).c_str(), stdout);
-  run_compiler(graph, [&] { result.throw_if_unsupported(); return 0; });
+  run_compiler(graph, [&] {
+    result.throw_if_unsupported();
+    return 0;
+  });
 
   write_file(out_path.string(), result.blob, force);
   std::printf("wrote %s (%zu bytes, %zu nodes)\n", out->c_str(), result.blob.size(),

@@ -81,8 +81,8 @@ void write_op(std::ostream& os, size_t index, const OpCall& call) {
        << ", style=\"bold,filled\", fillcolor=\"" << kConversionFill
        << "\", color=red, fontcolor=red, penwidth=3";
   } else {
-    os << "label=" << dot_string(call.name) << ", style=\"rounded,filled\", fillcolor=\""
-       << kOpFill << "\"";
+    os << "label=" << dot_string(call.name) << ", style=\"rounded,filled\", fillcolor=\"" << kOpFill
+       << "\"";
   }
   os << "];\n";
 }
@@ -92,8 +92,8 @@ void write_edges(std::ostream& os, size_t index, const OpCall& call, const Deser
   const schema::OpSchema* schema = schema::find_op_schema(call.name);
   VKD_CHECK(schema != nullptr, ErrorCode::InvalidArgument, "op call ", index, " ('", call.name,
             "'): not in the backend op schema, so its outputs are unknown");
-  VKD_CHECK(schema->args.size() == call.args.size(), ErrorCode::InvalidArgument, "op call ",
-            index, " ('", call.name, "'): ", call.args.size(), " arguments, the schema has ",
+  VKD_CHECK(schema->args.size() == call.args.size(), ErrorCode::InvalidArgument, "op call ", index,
+            " ('", call.name, "'): ", call.args.size(), " arguments, the schema has ",
             schema->args.size());
   for (size_t a = 0; a < call.args.size(); ++a) {
     // A tensor list (cat's inputs) draws an edge per item; scalars are not drawn.

@@ -25,11 +25,17 @@ std::string unique_suffix() { return std::to_string(static_cast<long>(::getpid()
 // choosing another place (exit 2); anything else (disk full, I/O) is a failure (exit 1).
 bool is_path_error(int err) {
   switch (err) {
-    case ENOENT: case ENOTDIR: case EACCES: case EPERM: case EROFS: case EISDIR:
-    case ENAMETOOLONG: case ELOOP: case EEXIST: case EXDEV:
-      return true;
-    default:
-      return false;
+    case ENOENT:
+    case ENOTDIR:
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case EISDIR:
+    case ENAMETOOLONG:
+    case ELOOP:
+    case EEXIST:
+    case EXDEV: return true;
+    default: return false;
   }
 }
 
@@ -53,7 +59,7 @@ std::vector<uint8_t> read_input_file(const std::string& path, const std::string&
 }
 
 std::optional<FileKey> file_key(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) == 0) return FileKey{st.st_dev, st.st_ino, ""};
   // Not there (yet): the nearest existing ancestor and the rest of the path.
   fs::path p = normal_absolute(path);
@@ -115,7 +121,8 @@ void FilePlan::check(bool force) const {
     const fs::path dir_key = normal_absolute(dir);
     if (std::find(new_dirs.begin(), new_dirs.end(), dir_key) == new_dirs.end()) {
       auto it = dir_problems.find(dir_key);
-      if (it == dir_problems.end()) it = dir_problems.emplace(dir_key, dir_write_problem(dir)).first;
+      if (it == dir_problems.end())
+        it = dir_problems.emplace(dir_key, dir_write_problem(dir)).first;
       if (it->second) {
         errors.push_back(out.what + ": cannot write '" + out.path + "': directory '" + dir + "' " +
                          *it->second);
@@ -143,7 +150,7 @@ void FilePlan::check(bool force) const {
     }
     if (clash) continue;
 
-    struct stat st {};
+    struct stat st{};
     if (::lstat(out.path.c_str(), &st) != 0) continue;  // not there: fine
     if (S_ISDIR(st.st_mode)) {
       errors.push_back(out.what + ": '" + out.path + "' is a directory");
@@ -151,7 +158,8 @@ void FilePlan::check(bool force) const {
       errors.push_back(out.what + ": '" + out.path + "' is " + file_type_name(st.st_mode) +
                        ", not a regular file; refusing to replace it");
     } else if (!force) {
-      errors.push_back(out.what + ": '" + out.path + "' already exists (pass --force to overwrite)");
+      errors.push_back(out.what + ": '" + out.path +
+                       "' already exists (pass --force to overwrite)");
     }
   }
   if (errors.empty()) return;
@@ -166,7 +174,8 @@ void write_file(const std::string& path, const void* data, size_t size, bool for
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
-    throw CliError(is_path_error(err) ? 2 : 1, "cannot create '" + tmp + "': " + std::strerror(err));
+    throw CliError(is_path_error(err) ? 2 : 1,
+                   "cannot create '" + tmp + "': " + std::strerror(err));
   }
   size_t done = 0;
   while (done < size) {

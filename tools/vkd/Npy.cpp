@@ -24,8 +24,8 @@ class HeaderParser {
   HeaderParser(const std::string& text, const std::string& source) : s_(text), source_(source) {}
 
   void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' ||
-                                s_[pos_] == '\r')) {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -79,7 +79,8 @@ class HeaderParser {
       int64_t v = 0;
       while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
         const int digit = s_[pos_] - '0';
-        if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) bad("shape dimension too large");
+        if (v > (std::numeric_limits<int64_t>::max() - digit) / 10)
+          bad("shape dimension too large");
         v = v * 10 + digit;
         ++pos_;
       }
@@ -97,8 +98,8 @@ class HeaderParser {
     return dims;
   }
   [[noreturn]] void bad(const std::string& what) const {
-    fail(source_, "malformed .npy header (" + what + " at offset " + std::to_string(pos_) +
-                      "): " + s_);
+    fail(source_,
+         "malformed .npy header (" + what + " at offset " + std::to_string(pos_) + "): " + s_);
   }
 
  private:
@@ -180,8 +181,8 @@ uint64_t header_end(const uint8_t* bytes, size_t size, const std::string& source
     fail(source, "not a .npy file (no \\x93NUMPY magic at the start)");
   }
   if (size < 8) {
-    fail(source, "truncated .npy file (" + std::to_string(size) +
-                     " bytes, the version bytes are cut)");
+    fail(source,
+         "truncated .npy file (" + std::to_string(size) + " bytes, the version bytes are cut)");
   }
   const int major = bytes[6], minor = bytes[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0) {
@@ -223,8 +224,9 @@ NpyHeader parse_header(const uint8_t* bytes, size_t size, const std::string& sou
     p.expect(':', "after a key");
     if (key == "descr") {
       if (p.peek() == '[') {
-        fail(source, "unsupported dtype: structured arrays are not supported (supported: "
-                     "'<f4' float32, '<f2' float16, '|i1' int8, '<i4' int32)");
+        fail(source,
+             "unsupported dtype: structured arrays are not supported (supported: "
+             "'<f4' float32, '<f2' float16, '|i1' int8, '<i4' int32)");
       }
       descr = p.string_literal("'descr'");
       have_descr = true;
@@ -245,7 +247,9 @@ NpyHeader parse_header(const uint8_t* bytes, size_t size, const std::string& sou
   if (!p.at_end()) p.bad("text after the header dict");
   if (!have_descr || !have_fortran || !have_shape) {
     fail(source, std::string("malformed .npy header (missing '") +
-                     (!have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape") +
+                     (!have_descr     ? "descr"
+                      : !have_fortran ? "fortran_order"
+                                      : "shape") +
                      "' key): " + header);
   }
 
@@ -267,8 +271,9 @@ NpyHeader parse_header(const uint8_t* bytes, size_t size, const std::string& sou
                      "' (supported: '<f4' float32, '<f2' float16, '|i1' int8, '<i4' int32)");
   }
   if (fortran) {
-    fail(source, "fortran_order True is not supported (save a C-ordered array, e.g. "
-                 "np.save(path, np.ascontiguousarray(arr)))");
+    fail(source,
+         "fortran_order True is not supported (save a C-ordered array, e.g. "
+         "np.save(path, np.ascontiguousarray(arr)))");
   }
 
   uint64_t need = npy_dtype_size(out.dtype);
@@ -342,7 +347,8 @@ NpyArray read_npy(const std::string& path) {
 void write_npy(const std::string& path, const NpyArray& array) {
   const std::vector<uint8_t> bytes = encode_npy(array);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   if (!out) fail(path, std::string("cannot write: ") + std::strerror(errno));
 }
 
@@ -352,8 +358,7 @@ std::vector<uint8_t> encode_npy(const NpyArray& array, int major_version) {
                    npy_shape_string(array.shape) + " " + npy_dtype_name(array.dtype));
   }
   std::string dict = std::string("{'descr': '") + npy_dtype_descr(array.dtype) +
-                     "', 'fortran_order': False, 'shape': " + npy_shape_string(array.shape) +
-                     ", }";
+                     "', 'fortran_order': False, 'shape': " + npy_shape_string(array.shape) + ", }";
   auto padded_len = [&](size_t prefix) {
     // dict + spaces + '\n', so that prefix + header is a multiple of kAlignment.
     const size_t unpadded = prefix + dict.size() + 1;
@@ -361,7 +366,8 @@ std::vector<uint8_t> encode_npy(const NpyArray& array, int major_version) {
   };
   int major = major_version;
   if (major == 0) major = padded_len(10) <= 0xFFFF ? 1 : 2;
-  if (major < 1 || major > 3) throw NpyError("encode_npy: bad format version " + std::to_string(major));
+  if (major < 1 || major > 3)
+    throw NpyError("encode_npy: bad format version " + std::to_string(major));
   const size_t prefix = major == 1 ? 10 : 12;
   const size_t header_len = padded_len(prefix);
   if (major == 1 && header_len > 0xFFFF) {
@@ -374,7 +380,8 @@ std::vector<uint8_t> encode_npy(const NpyArray& array, int major_version) {
   out.reserve(prefix + header_len + array.data.size());
   out.push_back(static_cast<uint8_t>(major));
   out.push_back(0);
-  for (size_t i = 0; i < prefix - 8; ++i) out.push_back(static_cast<uint8_t>(header_len >> (8 * i)));
+  for (size_t i = 0; i < prefix - 8; ++i)
+    out.push_back(static_cast<uint8_t>(header_len >> (8 * i)));
   out.insert(out.end(), dict.begin(), dict.end());
   out.insert(out.end(), header_len - dict.size() - 1, ' ');
   out.push_back('\n');

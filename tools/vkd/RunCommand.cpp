@@ -79,8 +79,8 @@ double execute_timed(Delegate& d, const RunViews& views) {
   const Status s = d.execute(views.in, views.out);
   const auto t1 = std::chrono::steady_clock::now();
   if (s != Status::Ok) {
-    throw CliError(exit_code_for(s), std::string("execute failed (") + status_name(s) +
-                                         "): " + d.last_error());
+    throw CliError(exit_code_for(s),
+                   std::string("execute failed (") + status_name(s) + "): " + d.last_error());
   }
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
@@ -93,9 +93,10 @@ TimedRun run_once(Delegate& d, const RunViews& views) {
 
 void print_first_run(const TimedRun& run, bool profiling) {
   if (!profiling) {
-    std::printf("run: %.3f ms host wall (execute), GPU not timed (--bench, --profile and "
-                "--trace time it)\n",
-                run.wall_us / 1000.0);
+    std::printf(
+        "run: %.3f ms host wall (execute), GPU not timed (--bench, --profile and "
+        "--trace time it)\n",
+        run.wall_us / 1000.0);
     return;
   }
   std::printf("run: %.3f ms host wall (execute), GPU %s over %zu dispatch nodes\n",
@@ -105,7 +106,7 @@ void print_first_run(const TimedRun& run, bool profiling) {
               run.profile.size());
 }
 
-double median_of(const std::vector<ExecuteProfile>& runs, double ExecuteProfile::*field) {
+double median_of(const std::vector<ExecuteProfile>& runs, double ExecuteProfile::* field) {
   std::vector<double> v;
   for (const ExecuteProfile& p : runs) v.push_back(p.*field);
   return median(v);
@@ -115,23 +116,26 @@ double median_of(const std::vector<ExecuteProfile>& runs, double ExecuteProfile:
 // timestamps, the GPU side of the timed ones (span-only and per-dispatch).
 void print_phases(const std::vector<ExecuteProfile>& plain, const std::vector<ExecuteProfile>& span,
                   const std::vector<ExecuteProfile>& profiled) {
-  std::printf("bench: host phases median: input copy %.1f \xC2\xB5s, submit -> fence %.1f "
-              "\xC2\xB5s, output copy %.1f \xC2\xB5s\n",
-              median_of(plain, &ExecuteProfile::input_copy_us),
-              median_of(plain, &ExecuteProfile::submit_wait_us),
-              median_of(plain, &ExecuteProfile::output_copy_us));
+  std::printf(
+      "bench: host phases median: input copy %.1f \xC2\xB5s, submit -> fence %.1f "
+      "\xC2\xB5s, output copy %.1f \xC2\xB5s\n",
+      median_of(plain, &ExecuteProfile::input_copy_us),
+      median_of(plain, &ExecuteProfile::submit_wait_us),
+      median_of(plain, &ExecuteProfile::output_copy_us));
   if (profiled.empty()) return;
-  std::printf("bench: GPU median: span %.2f \xC2\xB5s (first dispatch start to last dispatch "
-              "end, only those timestamps), staging copies in %.2f / out %.2f \xC2\xB5s; host "
-              "wall %.3f ms\n",
-              median_of(span, &ExecuteProfile::gpu_span_us),
-              median_of(span, &ExecuteProfile::gpu_input_copy_us),
-              median_of(span, &ExecuteProfile::gpu_output_copy_us),
-              median_of(span, &ExecuteProfile::host_wall_us) / 1000.0);
-  std::printf("bench: GPU median with a timestamp pair around every dispatch: span %.2f "
-              "\xC2\xB5s (the pairs serialize the dispatches), host wall %.3f ms\n",
-              median_of(profiled, &ExecuteProfile::gpu_span_us),
-              median_of(profiled, &ExecuteProfile::host_wall_us) / 1000.0);
+  std::printf(
+      "bench: GPU median: span %.2f \xC2\xB5s (first dispatch start to last dispatch "
+      "end, only those timestamps), staging copies in %.2f / out %.2f \xC2\xB5s; host "
+      "wall %.3f ms\n",
+      median_of(span, &ExecuteProfile::gpu_span_us),
+      median_of(span, &ExecuteProfile::gpu_input_copy_us),
+      median_of(span, &ExecuteProfile::gpu_output_copy_us),
+      median_of(span, &ExecuteProfile::host_wall_us) / 1000.0);
+  std::printf(
+      "bench: GPU median with a timestamp pair around every dispatch: span %.2f "
+      "\xC2\xB5s (the pairs serialize the dispatches), host wall %.3f ms\n",
+      median_of(profiled, &ExecuteProfile::gpu_span_us),
+      median_of(profiled, &ExecuteProfile::host_wall_us) / 1000.0);
 }
 
 // A warning for each output of the last run that differs from the first run's.
@@ -183,8 +187,8 @@ TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
     std::printf("; GPU time n/a\n");
     profiled.clear();
   } else {
-    std::printf("; then %d profiled: GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n",
-                bench, median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()));
+    std::printf("; then %d profiled: GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n", bench,
+                median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()));
   }
   print_phases(plain, span, profiled);
   warn_if_outputs_changed(outputs, first);
@@ -223,16 +227,19 @@ void run_zero_copy_benchmark(Delegate& d, const RunViews& views, int bench,
     wall_ms.push_back(execute_timed(d, zero_copy) / 1000.0);
     phases.push_back(d.last_execute_profile());
   }
-  std::printf("bench: zero-copy (staging views for %zu of %zu inputs, %zu of %zu outputs): host "
-              "wall median %.3f ms, min %.3f ms; submit -> fence median %.1f \xC2\xB5s\n",
-              staged_in, in.size(), staged_out, out.size(), median(wall_ms),
-              *std::min_element(wall_ms.begin(), wall_ms.end()),
-              median_of(phases, &ExecuteProfile::submit_wait_us));
+  std::printf(
+      "bench: zero-copy (staging views for %zu of %zu inputs, %zu of %zu outputs): host "
+      "wall median %.3f ms, min %.3f ms; submit -> fence median %.1f \xC2\xB5s\n",
+      staged_in, in.size(), staged_out, out.size(), median(wall_ms),
+      *std::min_element(wall_ms.begin(), wall_ms.end()),
+      median_of(phases, &ExecuteProfile::submit_wait_us));
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i].data != views.out[i].data &&
         std::memcmp(out[i].data, outputs[i].data.data(), out[i].bytes) != 0) {
-      std::fprintf(stderr, "vkd run: warning: output %zu ('%s') read through its staging view "
-                   "differs from the copied one\n", i, outputs[i].name.c_str());
+      std::fprintf(stderr,
+                   "vkd run: warning: output %zu ('%s') read through its staging view "
+                   "differs from the copied one\n",
+                   i, outputs[i].name.c_str());
     }
   }
 }
@@ -240,8 +247,8 @@ void run_zero_copy_benchmark(Delegate& d, const RunViews& views, int bench,
 void write_trace(const RunOptions& opt, const Delegate& d, const TimedRun& last) {
   std::vector<TraceNode> nodes;
   for (const NodeProfile& n : last.profile) nodes.push_back({n.op, n.kernel, n.tensors, n.gpu_us});
-  const std::string json = trace_json(
-      make_run_trace("vkd run " + opt.model_path, d.device_name(), last.wall_us, nodes));
+  const std::string json =
+      trace_json(make_run_trace("vkd run " + opt.model_path, d.device_name(), last.wall_us, nodes));
   write_file(*opt.trace_path, std::vector<uint8_t>(json.begin(), json.end()), opt.force);
   std::printf("trace: %s (%zu GPU events; open in ui.perfetto.dev)\n", opt.trace_path->c_str(),
               nodes.size());

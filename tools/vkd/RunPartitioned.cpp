@@ -69,10 +69,11 @@ void print_plan_header(const RunOptions& opt, const Model& m, const std::vector<
                        const std::vector<const InputArg*>& matched) {
   const size_t gpu = static_cast<size_t>(std::count_if(
       steps.begin(), steps.end(), [](const StepInfo& s) { return s.place == StepPlace::Gpu; }));
-  std::printf("model: %s (%zu step(s): %zu partition(s) on the GPU, %zu on the host), %zu "
-              "input(s), %zu output(s)\n",
-              opt.model_path.c_str(), steps.size(), gpu, steps.size() - gpu, m.input_count(),
-              m.output_count());
+  std::printf(
+      "model: %s (%zu step(s): %zu partition(s) on the GPU, %zu on the host), %zu "
+      "input(s), %zu output(s)\n",
+      opt.model_path.c_str(), steps.size(), gpu, steps.size() - gpu, m.input_count(),
+      m.output_count());
   std::printf("device: %s\n", m.device_name().c_str());
   for (const StepInfo& s : steps) {
     if (s.place != StepPlace::Gpu) continue;
@@ -80,8 +81,8 @@ void print_plan_header(const RunOptions& opt, const Model& m, const std::vector<
   }
   const std::vector<TensorInfo> infos = input_infos(m);
   for (size_t i = 0; i < matched.size(); ++i) {
-    std::printf("input  %s: %s <- %s\n", infos[i].name.c_str(),
-                tensor_summary(infos[i]).c_str(), matched[i]->path.c_str());
+    std::printf("input  %s: %s <- %s\n", infos[i].name.c_str(), tensor_summary(infos[i]).c_str(),
+                matched[i]->path.c_str());
   }
 }
 
@@ -102,14 +103,14 @@ std::string gpu_time(const std::vector<NodeProfile>& profile) {
 void print_step(const StepInfo& s, const StepTiming& t) {
   const std::string flow = name_list(s.inputs) + " -> " + name_list(s.outputs);
   if (s.place == StepPlace::Gpu) {
-    std::printf("step %zu  GPU   %-20s %-24s %s over %zu dispatch node(s), execute %.3f ms "
-                "host wall\n",
-                t.step, s.blob.c_str(), flow.c_str(), gpu_time(t.profile).c_str(),
-                t.profile.size(), t.wall_us / 1000.0);
+    std::printf(
+        "step %zu  GPU   %-20s %-24s %s over %zu dispatch node(s), execute %.3f ms "
+        "host wall\n",
+        t.step, s.blob.c_str(), flow.c_str(), gpu_time(t.profile).c_str(), t.profile.size(),
+        t.wall_us / 1000.0);
   } else {
     std::printf("step %zu  host  %-20s %-24s CPU %s \xC2\xB5s (%s, reference interpreter)\n",
-                t.step, s.op.c_str(), flow.c_str(), fixed(t.wall_us, 2).c_str(),
-                s.origin.c_str());
+                t.step, s.op.c_str(), flow.c_str(), fixed(t.wall_us, 2).c_str(), s.origin.c_str());
   }
 }
 
@@ -132,10 +133,11 @@ void print_run(const std::vector<StepInfo>& steps, const std::vector<StepTiming>
                double wall_us) {
   for (const StepTiming& t : timings) print_step(steps[t.step], t);
   const RunTotals r = totals(timings);
-  std::printf("run: %zu step(s) in %.3f ms host wall: GPU %s \xC2\xB5s over %zu dispatch nodes, "
-              "host steps %s \xC2\xB5s\n",
-              timings.size(), wall_us / 1000.0, fixed(r.gpu_us, 2).c_str(), r.dispatches,
-              fixed(r.host_us, 2).c_str());
+  std::printf(
+      "run: %zu step(s) in %.3f ms host wall: GPU %s \xC2\xB5s over %zu dispatch nodes, "
+      "host steps %s \xC2\xB5s\n",
+      timings.size(), wall_us / 1000.0, fixed(r.gpu_us, 2).c_str(), r.dispatches,
+      fixed(r.host_us, 2).c_str());
 }
 
 // One execute of every step, timed on the host (µs); CliError naming the step on failure.
@@ -147,19 +149,18 @@ double run_timed(Model& m, const InputViews& in, const std::vector<TensorView>& 
 }
 
 // --bench: warm-up runs, then `bench` timed ones (summarized); the last one's timings stay.
-void run_benchmark(Model& m, const InputViews& in, const std::vector<TensorView>& out,
-                   int bench) {
+void run_benchmark(Model& m, const InputViews& in, const std::vector<TensorView>& out, int bench) {
   for (int i = 0; i < kWarmupRuns; ++i) run_timed(m, in, out);
   std::vector<double> wall_ms, gpu_us;
   for (int i = 0; i < bench; ++i) {
     wall_ms.push_back(run_timed(m, in, out) / 1000.0);
     gpu_us.push_back(totals(m.last_timings()).gpu_us);
   }
-  std::printf("bench: %d warm-up + %d timed runs of every step: host wall median %.3f ms, min "
-              "%.3f ms; GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n",
-              kWarmupRuns, bench, median(wall_ms),
-              *std::min_element(wall_ms.begin(), wall_ms.end()), median(gpu_us),
-              *std::min_element(gpu_us.begin(), gpu_us.end()));
+  std::printf(
+      "bench: %d warm-up + %d timed runs of every step: host wall median %.3f ms, min "
+      "%.3f ms; GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n",
+      kWarmupRuns, bench, median(wall_ms), *std::min_element(wall_ms.begin(), wall_ms.end()),
+      median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()));
 }
 
 void print_step_profiles(const std::vector<StepTiming>& timings) {
@@ -194,8 +195,10 @@ int run_partitioned(RunOptions opt) {
   std::unique_ptr<Model> model = load_model(opt, options);
   const std::vector<StepInfo> steps = model_steps(*model);
   if (opt.weights && !reads_constants(*model, steps)) {
-    std::fprintf(stderr, "vkd run: note: --weights %s is unused: no host step of %s reads a "
-                 "constant\n", opt.weights->c_str(), opt.model_path.c_str());
+    std::fprintf(stderr,
+                 "vkd run: note: --weights %s is unused: no host step of %s reads a "
+                 "constant\n",
+                 opt.weights->c_str(), opt.model_path.c_str());
   }
   const std::vector<const InputArg*> matched = match_plan_inputs(*model, opt.inputs);
   std::vector<OutputSlot> outputs = output_slots(output_infos(*model), opt.out_dir);

@@ -181,8 +181,10 @@ bool output_dir_to_create(const std::string& dir) {
   if (p.filename().empty()) p = p.parent_path();  // "new/"
   const std::string parent = p.has_parent_path() ? p.parent_path().string() : ".";
   if (const auto problem = dir_write_problem(parent)) {
-    throw CliError(2, "output directory '" + dir + "' does not exist and cannot be created: "
-                      "directory '" + parent + "' " + *problem);
+    throw CliError(2, "output directory '" + dir +
+                          "' does not exist and cannot be created: "
+                          "directory '" +
+                          parent + "' " + *problem);
   }
   return true;
 }
@@ -214,10 +216,9 @@ ModelInputs model_inputs(const std::vector<TensorInfo>& infos) {
   for (size_t i = 0; i < infos.size(); ++i) {
     m.names.push_back(io_name(m.infos[i], i, true));
     const std::string alias = "input" + std::to_string(i);
-    m.labels.push_back("'" + m.names[i] + "'" +
-                       (m.names[i] == alias ? "" : " (" + alias + ")"));
-    m.list += (i ? ", " : "") + m.labels[i] + " " + host_dtype_name(m.infos[i].host_dtype) +
-              " " + sizes_string(m.infos[i].sizes);
+    m.labels.push_back("'" + m.names[i] + "'" + (m.names[i] == alias ? "" : " (" + alias + ")"));
+    m.list += (i ? ", " : "") + m.labels[i] + " " + host_dtype_name(m.infos[i].host_dtype) + " " +
+              sizes_string(m.infos[i].sizes);
   }
   if (infos.empty()) m.list = "none";
   return m;
@@ -225,8 +226,7 @@ ModelInputs model_inputs(const std::vector<TensorInfo>& infos) {
 
 // Each --input given to the model input it names (nullptr where none is); unknown names and
 // inputs given twice go into `errors`.
-std::vector<const InputArg*> assign_inputs(const ModelInputs& m,
-                                           const std::vector<InputArg>& given,
+std::vector<const InputArg*> assign_inputs(const ModelInputs& m, const std::vector<InputArg>& given,
                                            std::vector<std::string>& errors) {
   const size_t count = m.names.size();
   std::vector<const InputArg*> ordered(count, nullptr);
@@ -334,10 +334,10 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
                                          {"--weights", true},
                                          {"--force", false}});
   if (a.positional.size() != 1) {
-    throw UsageError(a.positional.empty() ? "missing MODEL.vkd"
-                                          : "one model expected, got '" + a.positional[0] +
-                                                "', '" + a.positional[1] + "'" +
-                                                (a.positional.size() > 2 ? ", ..." : ""));
+    throw UsageError(a.positional.empty()
+                         ? "missing MODEL.vkd"
+                         : "one model expected, got '" + a.positional[0] + "', '" +
+                               a.positional[1] + "'" + (a.positional.size() > 2 ? ", ..." : ""));
   }
   RunOptions o;
   o.model_path = a.positional[0];
@@ -398,8 +398,7 @@ void check_run_files(const RunOptions& opt,
   for (const auto& [role, path] : more_inputs) files.add_input(role, path);
   if (create_out_dir) files.add_new_directory(opt.out_dir);
   for (const OutputSlot& o : outputs) {
-    files.add_output("output '" + o.name + "'", "output '" + o.name + "' (" + o.path + ")",
-                     o.path);
+    files.add_output("output '" + o.name + "'", "output '" + o.name + "' (" + o.path + ")", o.path);
   }
   if (opt.trace_path) files.add_output("trace", "--trace " + *opt.trace_path, *opt.trace_path);
   files.check(opt.force);

@@ -37,7 +37,7 @@ struct RunOptions {
   bool force = false;
   bool profile = false;
   bool intermediates = false;  // --intermediates: every tensor the blob keeps is an output too
-  int bench = 0;  // timed runs after the first one; 0: no benchmark
+  int bench = 0;               // timed runs after the first one; 0: no benchmark
   std::string out_dir;
   std::optional<std::string> trace_path;
   std::optional<std::string> check_graph;  // --check GRAPH.json

@@ -71,9 +71,8 @@ std::vector<TraceEvent> make_run_trace(const std::string& title, const std::stri
     e.ts_us = t;
     e.dur_us = nodes[i].gpu_us;
     e.tid = kTraceGpuTid;
-    e.args = {{"node", std::to_string(i)},
-              {"kernel", nodes[i].kernel},
-              {"tensors", nodes[i].tensors}};
+    e.args = {
+        {"node", std::to_string(i)}, {"kernel", nodes[i].kernel}, {"tensors", nodes[i].tensors}};
     events.push_back(e);
     t += nodes[i].gpu_us;
   }

@@ -15,7 +15,7 @@ namespace vkd::cli {
 struct TraceEvent {
   std::string name;
   std::string category;
-  char phase = 'X';      // 'X' complete event, 'M' metadata (ts/dur not written)
+  char phase = 'X';  // 'X' complete event, 'M' metadata (ts/dur not written)
   double ts_us = 0.0;
   double dur_us = 0.0;
   int pid = 1;

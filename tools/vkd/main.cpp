@@ -98,8 +98,8 @@ const Command kCommands[] = {
      vkd::cli::cmd_compile},
     {"devices", "list the Vulkan devices and the device profile", kDevicesUsage,
      vkd::cli::cmd_devices},
-    {"inspect", "load a model; print its inputs, outputs, graph, kernels and memory",
-     kInspectUsage, vkd::cli::cmd_inspect},
+    {"inspect", "load a model; print its inputs, outputs, graph, kernels and memory", kInspectUsage,
+     vkd::cli::cmd_inspect},
     {"run", "run a model on .npy inputs, write .npy outputs (bench, profile, trace, check)",
      kRunUsage, vkd::cli::cmd_run},
 };
@@ -163,7 +163,8 @@ void print_error(const std::string& command, const std::string& message) {
   do {
     size_t end = message.find('\n', start);
     if (end == std::string::npos) end = message.size();
-    std::fprintf(stderr, "vkd %s: %s\n", command.c_str(), message.substr(start, end - start).c_str());
+    std::fprintf(stderr, "vkd %s: %s\n", command.c_str(),
+                 message.substr(start, end - start).c_str());
     start = end + 1;
   } while (start < message.size());
 }

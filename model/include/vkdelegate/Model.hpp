@@ -46,7 +46,7 @@ struct StepInfo {
   std::string op;         // host: the edge op it runs ("aten.max_pool2d")
   std::string origin;     // host: where it was in the original graph ("node 3 (aten.max_pool2d)")
   std::vector<std::string> inputs, outputs;  // tensor names ("" for an absent optional input)
-  MemoryReport memory;    // GPU: the step's delegate (zeros for a host step)
+  MemoryReport memory;                       // GPU: the step's delegate (zeros for a host step)
 };
 
 // One step of the last execute().
@@ -61,11 +61,11 @@ struct StepTiming {
 class VKD_API Model {
  public:
   // Loads `path`: a name ending in ".json" is a partition plan (its blobs are plain file names,
-  // read from its directory, never through a symbolic link), anything else a blob. Every file is read and checked (the plan's structure and
-  // data flow, each blob against the plan, each host step's op and arguments, the constants
-  // against the weights file) before the first delegate touches the device. On failure returns
-  // the status, leaves `out` empty and stores the message (naming the plan, the step and the
-  // file or tensor) in `*error` (when non-null).
+  // read from its directory, never through a symbolic link), anything else a blob. Every file is
+  // read and checked (the plan's structure and data flow, each blob against the plan, each host
+  // step's op and arguments, the constants against the weights file) before the first delegate
+  // touches the device. On failure returns the status, leaves `out` empty and stores the message
+  // (naming the plan, the step and the file or tensor) in `*error` (when non-null).
   static Status load(const std::string& path, const ModelOptions& options,
                      std::unique_ptr<Model>* out, std::string* error = nullptr);
   ~Model();
@@ -88,7 +88,7 @@ class VKD_API Model {
   Status execute(const std::vector<ConstTensorView>& inputs,
                  const std::vector<TensorView>& outputs);
 
-  std::string last_error() const;               // "" after a successful call
+  std::string last_error() const;  // "" after a successful call
   // Per step of the last execute(); empty before the first and after a failed one.
   std::vector<StepTiming> last_timings() const;
   // The device of the first GPU step, or "none (every step runs on the host)".

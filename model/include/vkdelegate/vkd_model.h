@@ -32,8 +32,7 @@ VKD_C_API size_t vkd_model_input_count(const vkd_model* handle);
 VKD_C_API size_t vkd_model_output_count(const vkd_model* handle);
 /* Storage "host" and layout "nchw" for a tensor that only host steps touch. */
 VKD_C_API vkd_status vkd_model_input_info(vkd_model* handle, size_t index, vkd_tensor_info* info);
-VKD_C_API vkd_status vkd_model_output_info(vkd_model* handle, size_t index,
-                                           vkd_tensor_info* info);
+VKD_C_API vkd_status vkd_model_output_info(vkd_model* handle, size_t index, vkd_tensor_info* info);
 
 /* One inference through every step; inputs/outputs in the model's order, each matching its
  * info exactly. */

@@ -33,7 +33,7 @@ enum class Status : int32_t {
   InvalidArgument = 1,  // malformed blob, wrong input count/shape/dtype, bad option
   Unsupported = 2,      // valid, but the device or this build cannot run it
   OutOfMemory = 3,
-  DeviceLost = 4,       // the handle is unusable afterwards; destroy it
+  DeviceLost = 4,  // the handle is unusable afterwards; destroy it
   VulkanFailure = 5,
   Internal = 6,
   // The GPU did not finish within DelegateOptions::gpu_timeout_ms. The handle is poisoned:
@@ -51,10 +51,10 @@ struct TensorInfo {
   std::string name;
   std::vector<int64_t> sizes;  // NCHW, rank 1..4
   HostDType host_dtype = HostDType::Float32;
-  std::string device_dtype;    // "float32", "int8x4", ...
-  std::string storage;         // "buffer" | "texture3d"
-  std::string layout;          // "width_packed", "packed_int8_4w4c", ...
-  bool named = false;          // the blob named it (else `name` is the tensor's own name)
+  std::string device_dtype;  // "float32", "int8x4", ...
+  std::string storage;       // "buffer" | "texture3d"
+  std::string layout;        // "width_packed", "packed_int8_4w4c", ...
+  bool named = false;        // the blob named it (else `name` is the tensor's own name)
   size_t numel() const {
     size_t n = 1;
     for (int64_t s : sizes) n *= static_cast<size_t>(s);
@@ -78,8 +78,8 @@ struct TensorView {
 };
 
 struct DelegateOptions {
-  std::string device;               // index or name substring; "" = $VKD_DEVICE, else default order
-  bool validation = false;          // Khronos validation layer; messages are counted
+  std::string device;       // index or name substring; "" = $VKD_DEVICE, else default order
+  bool validation = false;  // Khronos validation layer; messages are counted
   // Timestamp queries around every dispatch of each run (last_profile(), the GPU fields of
   // last_execute_profile()). Off, execute() records and reads no queries at all.
   bool profiling = true;
@@ -107,26 +107,26 @@ struct NodeProfile {
 // other inside host_wall_us (the rest is argument checks): input_copy_us + submit_wait_us +
 // output_copy_us <= host_wall_us. The GPU fields are 0 without DelegateOptions::profiling.
 struct ExecuteProfile {
-  double host_wall_us = 0.0;    // the execute() call, up to the outputs in the caller's memory
-  double input_copy_us = 0.0;   // caller memory -> input staging (packing on the CPU)
-  double submit_wait_us = 0.0;  // submit -> fence signalled (staging copies + dispatches)
-  double output_copy_us = 0.0;  // output staging -> caller memory (unpacking on the CPU)
-  double gpu_span_us = 0.0;     // first dispatch's start to last dispatch's end
-  double gpu_total_us = 0.0;    // sum of the dispatches' own times (last_profile()'s gpu_us;
-                                // 0 when timed with Profiling::Span)
+  double host_wall_us = 0.0;        // the execute() call, up to the outputs in the caller's memory
+  double input_copy_us = 0.0;       // caller memory -> input staging (packing on the CPU)
+  double submit_wait_us = 0.0;      // submit -> fence signalled (staging copies + dispatches)
+  double output_copy_us = 0.0;      // output staging -> caller memory (unpacking on the CPU)
+  double gpu_span_us = 0.0;         // first dispatch's start to last dispatch's end
+  double gpu_total_us = 0.0;        // sum of the dispatches' own times (last_profile()'s gpu_us;
+                                    // 0 when timed with Profiling::Span)
   double gpu_input_copy_us = 0.0;   // GPU: input staging -> input tensors
   double gpu_output_copy_us = 0.0;  // GPU: output tensors -> output staging
 };
 
 struct MemoryReport {
-  uint64_t constant_bytes = 0;            // constants as stored in the blob (host bytes)
-  uint64_t constant_device_bytes = 0;     // constants on the GPU, packed
-  uint64_t io_device_bytes = 0;           // graph inputs and outputs on the GPU
-  uint64_t intermediate_naive_bytes = 0;  // every intermediate in its own memory
-  uint64_t intermediate_planned_bytes = 0;// after lifetime-based sharing
-  uint64_t device_bytes = 0;              // everything allocated for tensors
-  uint64_t staging_bytes = 0;             // input/output staging kept for execute()
-  uint64_t load_peak_bytes = 0;           // peak of device + staging + host packing during init
+  uint64_t constant_bytes = 0;              // constants as stored in the blob (host bytes)
+  uint64_t constant_device_bytes = 0;       // constants on the GPU, packed
+  uint64_t io_device_bytes = 0;             // graph inputs and outputs on the GPU
+  uint64_t intermediate_naive_bytes = 0;    // every intermediate in its own memory
+  uint64_t intermediate_planned_bytes = 0;  // after lifetime-based sharing
+  uint64_t device_bytes = 0;                // everything allocated for tensors
+  uint64_t staging_bytes = 0;               // input/output staging kept for execute()
+  uint64_t load_peak_bytes = 0;             // peak of device + staging + host packing during init
 };
 
 class VKD_API Delegate {
@@ -141,7 +141,7 @@ class VKD_API Delegate {
 
   size_t input_count() const;
   size_t output_count() const;
-  TensorInfo input(size_t index) const;   // index out of range: empty info (name "")
+  TensorInfo input(size_t index) const;  // index out of range: empty info (name "")
   TensorInfo output(size_t index) const;
 
   // One inference: inputs and outputs in the blob's order, every view matching its TensorInfo.
@@ -165,11 +165,13 @@ class VKD_API Delegate {
   // without profiling is InvalidArgument. set_profiling(bool): PerDispatch or Off.
   enum class Profiling { Off, Span, PerDispatch };
   Status set_profiling(Profiling mode);
-  Status set_profiling(bool on) { return set_profiling(on ? Profiling::PerDispatch : Profiling::Off); }
+  Status set_profiling(bool on) {
+    return set_profiling(on ? Profiling::PerDispatch : Profiling::Off);
+  }
 
-  std::string last_error() const;          // "" after a successful call
+  std::string last_error() const;                 // "" after a successful call
   std::vector<NodeProfile> last_profile() const;  // empty before the first run / without timestamps
-  ExecuteProfile last_execute_profile() const;     // all 0 before the first run / after a failed one
+  ExecuteProfile last_execute_profile() const;    // all 0 before the first run / after a failed one
   MemoryReport memory() const;
   std::string device_name() const;
   uint64_t validation_message_count() const;  // with options.validation

@@ -41,11 +41,11 @@ typedef enum vkd_status {
   VKD_ERROR_INVALID_ARGUMENT = 1, /* malformed blob, wrong input count/shape/dtype, bad option */
   VKD_ERROR_UNSUPPORTED = 2,      /* valid, but the device or this build cannot run it */
   VKD_ERROR_OUT_OF_MEMORY = 3,
-  VKD_ERROR_DEVICE_LOST = 4,      /* the handle is unusable afterwards; destroy it */
+  VKD_ERROR_DEVICE_LOST = 4, /* the handle is unusable afterwards; destroy it */
   VKD_ERROR_VULKAN = 5,
   VKD_ERROR_INTERNAL = 6,
-  VKD_ERROR_TIMEOUT = 7           /* the GPU did not finish within gpu_timeout_ms; the handle is
-                                     poisoned (every later execute returns this), destroy is safe */
+  VKD_ERROR_TIMEOUT = 7 /* the GPU did not finish within gpu_timeout_ms; the handle is
+                           poisoned (every later execute returns this), destroy is safe */
 } vkd_status;
 
 typedef enum vkd_dtype { VKD_FLOAT32 = 0, VKD_INT32 = 1, VKD_INT8 = 2 } vkd_dtype;
@@ -75,28 +75,28 @@ typedef struct vkd_tensor {
   int64_t sizes[VKD_MAX_RANK];
 } vkd_tensor;
 
-/* Out-structs (vkd_tensor_info, vkd_node_profile, vkd_execute_profile): set struct_size = sizeof(the struct) before
- * the call; the library writes only the fields that fit, so apps built against an older header
- * keep working when fields are appended. */
+/* Out-structs (vkd_tensor_info, vkd_node_profile, vkd_execute_profile): set struct_size =
+ * sizeof(the struct) before the call; the library writes only the fields that fit, so apps built
+ * against an older header keep working when fields are appended. */
 typedef struct vkd_tensor_info {
   size_t struct_size;
-  const char* name;        /* owned by the handle */
-  vkd_dtype dtype;         /* host dtype execute() takes/gives */
+  const char* name; /* owned by the handle */
+  vkd_dtype dtype;  /* host dtype execute() takes/gives */
   uint32_t rank;
   int64_t sizes[VKD_MAX_RANK];
-  size_t bytes;            /* host bytes */
-  const char* device_dtype;/* "float32", "int8x4", ... (owned by the handle) */
-  const char* layout;      /* "packed_int8_4w4c", ... (owned by the handle) */
-  const char* storage;     /* "buffer" | "texture3d" (owned by the handle) */
+  size_t bytes;             /* host bytes */
+  const char* device_dtype; /* "float32", "int8x4", ... (owned by the handle) */
+  const char* layout;       /* "packed_int8_4w4c", ... (owned by the handle) */
+  const char* storage;      /* "buffer" | "texture3d" (owned by the handle) */
 } vkd_tensor_info;
 
 typedef struct vkd_node_profile {
   size_t struct_size;
-  const char* op;          /* owned by the handle, valid until it is destroyed: a node's strings
-                              are fixed at init, every execute hands out the same pointers */
-  const char* kernel;      /* the shader variant: the route the op took */
+  const char* op;     /* owned by the handle, valid until it is destroyed: a node's strings
+                         are fixed at init, every execute hands out the same pointers */
+  const char* kernel; /* the shader variant: the route the op took */
   double gpu_us;
-  const char* tensors;     /* "out: y [1,5,7,9] float32 ...; in: ..." */
+  const char* tensors; /* "out: y [1,5,7,9] float32 ...; in: ..." */
 } vkd_node_profile;
 
 /* Where the time of the last execute went, in microseconds (vkd::ExecuteProfile): the host
@@ -104,12 +104,12 @@ typedef struct vkd_node_profile {
  * options.profiling, and everything is 0 before the first execute or after a failed one. */
 typedef struct vkd_execute_profile {
   size_t struct_size;
-  double host_wall_us;     /* the execute call, up to the outputs in the caller's memory */
-  double input_copy_us;    /* caller memory -> input staging (packing on the CPU) */
-  double submit_wait_us;   /* submit -> fence signalled */
-  double output_copy_us;   /* output staging -> caller memory (unpacking on the CPU) */
-  double gpu_span_us;      /* first dispatch's start to last dispatch's end */
-  double gpu_total_us;     /* sum of the dispatches' own times */
+  double host_wall_us;       /* the execute call, up to the outputs in the caller's memory */
+  double input_copy_us;      /* caller memory -> input staging (packing on the CPU) */
+  double submit_wait_us;     /* submit -> fence signalled */
+  double output_copy_us;     /* output staging -> caller memory (unpacking on the CPU) */
+  double gpu_span_us;        /* first dispatch's start to last dispatch's end */
+  double gpu_total_us;       /* sum of the dispatches' own times */
   double gpu_input_copy_us;  /* GPU: input staging -> tensors (appended: older callers' */
   double gpu_output_copy_us; /* smaller struct_size gets the fields above only) */
 } vkd_execute_profile;

@@ -1,2 +1,2 @@
-#include "runtime/graph/ComputeGraph.h"
 #include "runtime/core/Error.h"
+#include "runtime/graph/ComputeGraph.h"
