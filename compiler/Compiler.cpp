@@ -12,8 +12,8 @@
 #include "compiler/Interpreter.h"
 #include "compiler/Parse.h"
 #include "compiler/ShapeInference.h"
+#include "core/Error.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 
 namespace vkd::compiler {
 

@@ -3,9 +3,9 @@
 #include <map>
 
 #include "compiler/SchemaView.h"
+#include "core/Error.h"
 #include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 

@@ -9,8 +9,8 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/core/DType.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/DType.h"
+#include "core/TensorSpec.h"
 
 namespace vkd::compiler {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/PackedInt8Layout.h"
 
 namespace vkd::compiler {
 namespace {

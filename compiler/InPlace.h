@@ -1,7 +1,7 @@
 // Where a concatenation or a slice moves no byte (runtime/ops/Concat.h): a q8ta_cat input whose
 // producer writes it straight into its part of the output, a q8ta_slice output that is a view of
 // its input. Both need that part to be one contiguous byte range of the whole holding the words
-// a tensor of the part has (runtime/core/PackedInt8Layout.h, contiguous_slice_offset, on the
+// a tensor of the part has (core/PackedInt8Layout.h, contiguous_slice_offset, on the
 // placed layouts: batches, rows of 4W4C / 4C1W and channels of 4H4W when the outer dims are 1),
 // bytes copied as they are (copies_bytes), and a tensor that shares no other's bytes yet. The
 // runtime decides with the same rules as it builds the ops, and copies after all where the

@@ -11,7 +11,7 @@
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/reference/Reference.h"
 #include "compiler/reference/ReferenceContext.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 

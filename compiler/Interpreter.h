@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "compiler/GraphIR.h"
-#include "runtime/core/DType.h"
+#include "core/DType.h"
 
 namespace vkd::compiler {
 

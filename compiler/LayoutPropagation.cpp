@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "compiler/SchemaView.h"
+#include "core/Error.h"
+#include "core/FloatLayout.h"
+#include "core/TensorSpec.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/FloatLayout.h"
-#include "runtime/core/TensorSpec.h"
 
 namespace vkd::compiler {
 namespace {

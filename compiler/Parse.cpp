@@ -16,9 +16,9 @@
 
 #include "compiler/ShapeInference.h"
 #include "compiler/ops/EdgeOp.h"
+#include "core/Error.h"
+#include "core/TensorLimits.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorLimits.h"
 
 namespace vkd::compiler {
 

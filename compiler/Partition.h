@@ -19,7 +19,7 @@ namespace vkd::compiler {
 
 bool runs_on_backend(const Node& node);
 
-// Device tensors are at most 4-D (runtime/core TensorSpec); the graph IR allows up to
+// Device tensors are at most 4-D (core/TensorSpec.h); the graph IR allows up to
 // kMaxGraphRank, so a node reading or writing a higher-rank tensor can only run on the host:
 // fuse_and_lower keeps it an edge op, the compile without --partition lists it as unsupported.
 constexpr size_t kMaxDeviceRank = 4;

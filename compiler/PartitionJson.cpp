@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/Compiler.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 namespace {

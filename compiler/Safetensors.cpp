@@ -12,8 +12,8 @@
 #include "compiler/GraphIR.h"
 #include "compiler/StrictJson.h"
 
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorLimits.h"
+#include "core/Error.h"
+#include "core/TensorLimits.h"
 
 namespace vkd::compiler {
 

@@ -5,7 +5,7 @@
 
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/ops/ShapeContext.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 

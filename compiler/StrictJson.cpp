@@ -4,7 +4,7 @@
 #include <set>
 #include <vector>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 

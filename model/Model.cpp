@@ -8,9 +8,9 @@
 #include <mutex>
 #include <optional>
 
+#include "core/Error.h"
+#include "core/HostPacking.h"
 #include "model/PartitionedModel.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/HostPacking.h"
 #include "runtime/delegate/ApiBoundary.h"
 
 namespace vkd {

@@ -7,9 +7,9 @@
 
 #include "compiler/ShapeInference.h"
 #include "compiler/StrictJson.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/InputFile.h"
-#include "runtime/core/TensorLimits.h"
+#include "core/Error.h"
+#include "core/InputFile.h"
+#include "core/TensorLimits.h"
 
 namespace vkd::model {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "compiler/GraphIR.h"
 #include "compiler/Interpreter.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::model {
 
@@ -65,7 +65,7 @@ struct PartitionPlan {
 // the JSON structure (no duplicate keys, nesting within kMaxJsonDepth: compiler/StrictJson.h)
 // and every field's type; each blob a plain file name (its file is in the plan's directory);
 // each tensor a step or the model names is described in "tensors" (dtype, shape within the
-// caps of runtime/core/TensorLimits.h); each step reads only tensors that a model input, a
+// caps of core/TensorLimits.h); each step reads only tensors that a model input, a
 // constant or an earlier step provides, and writes tensors nothing else writes; each model
 // output is written. Error(InvalidArgument) "<path>: <what>", one line per problem.
 PartitionPlan parse_partition_plan(const std::string& json_text, const std::string& path);

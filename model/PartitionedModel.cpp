@@ -3,9 +3,9 @@
 #include <chrono>
 #include <set>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/HostPacking.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Error.h"
+#include "core/HostPacking.h"
+#include "core/TensorSpec.h"
 #include "runtime/delegate/ApiBoundary.h"
 
 namespace vkd::model {

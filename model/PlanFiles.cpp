@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "compiler/Safetensors.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/InputFile.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Error.h"
+#include "core/InputFile.h"
+#include "core/TensorSpec.h"
 #include "serialization/Blob.h"
 
 namespace vkd::model {

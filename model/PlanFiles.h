@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "compiler/Interpreter.h"
+#include "core/InputFile.h"
 #include "model/PartitionPlan.h"
-#include "runtime/core/InputFile.h"
 
 namespace vkd::model {
 

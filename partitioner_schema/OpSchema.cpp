@@ -3,7 +3,7 @@
 #include <iterator>
 #include <utility>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::schema {
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/core/DType.h"
+#include "core/DType.h"
 
 namespace vkd::schema {
 

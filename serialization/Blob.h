@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 
 namespace vkd::serialization {
 

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/core/TensorSpec.h"
+#include "core/TensorSpec.h"
 #include "serialization/Blob.h"
 
 namespace vkd::serialization {

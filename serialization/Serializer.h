@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/TensorSpec.h"
+#include "core/TensorSpec.h"
 #include "serialization/Blob.h"
 
 namespace vkd::serialization {

@@ -1,7 +1,7 @@
 // q8ta_upsample_nearest2d (KIND 0: bytes copied, 1: requantized) and q8ta_upsample_bilinear2d
 // (KIND 2) on one packed int8x4 layout (INT8_LAYOUT; input and output share it). Where each
 // output row / column reads comes from binding 2, computed on the CPU from PyTorch's rules
-// (runtime/core/Interpolation.h): nearest: the source index of each output row, then of each
+// (partitioner_schema/Interpolation.h): nearest: the source index of each output row, then of each
 // output column; bilinear: (i0, i1, w1, 0) of each output row, then of each output column, w1
 // the weight of i1 in units of 2^-WEIGHT_BITS (i0's is 2^WEIGHT_BITS - w1). Each list is padded
 // to a multiple of 4 entries, so 4 consecutive entries load as one 16-byte read.

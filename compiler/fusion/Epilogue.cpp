@@ -22,7 +22,7 @@
 #include <string>
 
 #include "compiler/fusion/Patterns.h"
-#include "runtime/core/ConvRoutes.h"
+#include "partitioner_schema/ConvRoutes.h"
 
 namespace vkd::compiler::fusion {
 namespace {

@@ -7,7 +7,7 @@
 #include "compiler/LowerAffine.h"
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Patterns.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler::fusion {
 namespace {

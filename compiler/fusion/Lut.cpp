@@ -13,7 +13,7 @@
 
 #include "compiler/Interpreter.h"
 #include "compiler/fusion/Patterns.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler::fusion {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "compiler/SchemaView.h"
 #include "compiler/fusion/PassSteps.h"
+#include "core/Error.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 
 namespace vkd::compiler::fusion {
 namespace {

@@ -19,7 +19,7 @@
 
 #include "compiler/fusion/Join.h"
 #include "compiler/fusion/Patterns.h"
-#include "runtime/core/ConvRoutes.h"
+#include "partitioner_schema/ConvRoutes.h"
 
 namespace vkd::compiler::fusion {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "compiler/ops/ShapeContext.h"
-#include "runtime/core/TensorLimits.h"
+#include "core/TensorLimits.h"
 
 namespace vkd::compiler {
 

@@ -2,8 +2,8 @@
 
 #include <variant>
 
+#include "core/Error.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 
 namespace vkd::compiler {
 

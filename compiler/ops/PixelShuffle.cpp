@@ -1,7 +1,7 @@
 // aten.pixel_shuffle.
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/ops/ShapeContext.h"
-#include "runtime/core/TensorLimits.h"
+#include "core/TensorLimits.h"
 
 namespace vkd::compiler {
 

@@ -10,7 +10,7 @@
 
 #include "compiler/GraphIR.h"
 #include "compiler/ops/EdgeOp.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 

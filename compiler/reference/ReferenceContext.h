@@ -17,8 +17,8 @@
 
 #include "compiler/GraphIR.h"
 #include "compiler/Interpreter.h"
-#include "runtime/core/DType.h"
-#include "runtime/core/Error.h"
+#include "core/DType.h"
+#include "core/Error.h"
 
 namespace vkd::compiler::reference {
 

@@ -1,7 +1,7 @@
 // CPU references of aten.upsample_nearest2d and aten.upsample_bilinear2d (both overloads; the
 // semantics above each function) and the argument reader they share with the shape rules and
 // the fusion pattern (Upsample.h). Where each output pixel reads is PyTorch 2.14's CPU rule,
-// computed by runtime/core/Interpolation.h, the same code the q8ta_upsample kernels' tables
+// computed by partitioner_schema/Interpolation.h, the same code the q8ta_upsample kernels' tables
 // come from.
 #include "compiler/reference/Upsample.h"
 
@@ -11,7 +11,7 @@
 
 #include "compiler/reference/Reference.h"
 #include "compiler/reference/ReferenceContext.h"
-#include "runtime/core/Interpolation.h"
+#include "partitioner_schema/Interpolation.h"
 
 namespace vkd::compiler {
 
@@ -133,7 +133,7 @@ UpsampleArgs checked_args(const ReferenceContext& c, const HostTensor& x) {
 // out[n, c, oh, ow] = in[n, c, src_h(oh), src_w(ow)], src(d) = min(floor(float32(d) * step),
 // in - 1) with step = float32(1 / scale) or float32(in) / float32(out); but d for a dim with
 // out == in and d / 2 for one with out == 2 in when out_h + out_w <= 128: PyTorch 2.14's CPU
-// kernels for an NCHW tensor (runtime/core/Interpolation.h).
+// kernels for an NCHW tensor (partitioner_schema/Interpolation.h).
 std::vector<HostTensor> reference_upsample_nearest2d(const ReferenceContext& c) {
   const HostTensor& x = c.input(0, "input");
   const UpsampleArgs a = checked_args(c, x);
@@ -154,7 +154,7 @@ std::vector<HostTensor> reference_upsample_nearest2d(const ReferenceContext& c) 
 
 // aten.upsample_bilinear2d (.vec and default, rank 4, float32), computed with the
 // q8ta_upsample_bilinear2d kernel's weights: per dim, taps i0, i1 and w1 = roundEven(lambda1 *
-// 2^20) from PyTorch's float32 lambda1 (runtime/core/Interpolation.h), w0 = 2^20 - w1; then
+// 2^20) from PyTorch's float32 lambda1 (partitioner_schema/Interpolation.h), w0 = 2^20 - w1; then
 //   out = float32(sum over a, b of (double(w_a * w_b) * x[i_a, i_b])  * 2^-40)
 // summed in double in the order (0,0), (0,1), (1,0), (1,1) and rounded once. The kernel sums the
 // same products of the int8 differences exactly and rounds once too, so on a dequantized input

@@ -22,8 +22,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 #include "vkdelegate/Delegate.hpp"
 #include "vkdelegate/vkd_delegate.h"
 

@@ -7,8 +7,8 @@
 #include <new>
 #include <sstream>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 #include "runtime/delegate/ApiBoundary.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/vk/Context.h"

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/Error.h"
 #include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 #include "runtime/ops/OpRegistry.h"
 
 namespace vkd::delegate {

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/core/Env.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/HostPacking.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Env.h"
+#include "core/Error.h"
+#include "core/HostPacking.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/graph/MemoryPlanner.h"
 
 namespace vkd::graph {

@@ -5,7 +5,7 @@
 // around it when timestamps are on - output downloads); execute() resubmits it. Between two
 // dispatches a barrier is recorded only where one touches memory the other writes
 // (HazardTracker.h). Host data enters and leaves through per-tensor staging buffers in the tensor's
-// device element order (packing happens on the CPU, runtime/core/HostPacking.h).
+// device element order (packing happens on the CPU, core/HostPacking.h).
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 #include "runtime/graph/GpuTensor.h"
 
-#include "runtime/core/Error.h"
-#include "runtime/core/FloatLayout.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/FloatLayout.h"
+#include "core/PackedInt8Layout.h"
 
 namespace vkd::graph {
 

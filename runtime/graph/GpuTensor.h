@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "runtime/core/TensorSpec.h"
+#include "core/TensorSpec.h"
 #include "runtime/vk/Memory.h"
 
 namespace vkd::graph {

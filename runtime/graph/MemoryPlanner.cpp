@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::graph {
 namespace {

@@ -5,8 +5,8 @@
 #include <array>
 #include <string>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 
 namespace vkd::ops {

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/core/ConvRoutes.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
+#include "partitioner_schema/ConvRoutes.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
@@ -312,7 +312,7 @@ std::string im2col_unfit(const TensorSpec& in, const TensorSpec& out, const Dims
 
 // Whether Auto runs a general convolution that the im2col route fits through it rather than
 // the direct kernel: when an output sums at least kIm2colMinProducts products
-// (runtime/core/ConvRoutes.h, with the measurements).
+// (partitioner_schema/ConvRoutes.h, with the measurements).
 bool prefer_im2col(const Conv2dWeights& w) {
   return w.in_per_group * w.kh * w.kw >= kIm2colMinProducts;
 }

@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"

@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "runtime/core/ConvRoutes.h"  // kMaxDepthwisePointwiseChannels
+#include "partitioner_schema/ConvRoutes.h"  // kMaxDepthwisePointwiseChannels
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/Conv2d.h"
 

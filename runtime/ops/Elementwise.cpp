@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 

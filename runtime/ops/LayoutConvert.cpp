@@ -3,7 +3,7 @@
 // variant and the tile walk, add the node.
 #include "runtime/ops/LayoutConvert.h"
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/ops/OpUtils.h"
 

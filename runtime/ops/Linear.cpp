@@ -7,7 +7,7 @@
 #include <array>
 #include <cstring>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/Error.h"
 #include "partitioner_schema/KernelSignatures.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 
 namespace vkd::ops {
 

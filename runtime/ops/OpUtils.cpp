@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "runtime/core/Env.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/FloatLayout.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Env.h"
+#include "core/Error.h"
+#include "core/FloatLayout.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {

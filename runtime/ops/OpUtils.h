@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/TensorSpec.h"
+#include "core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 
 namespace vkd::ops {

@@ -8,8 +8,8 @@
 #include <array>
 #include <utility>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 

@@ -5,9 +5,9 @@
 
 #include <limits>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/FloatLayout.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/FloatLayout.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 
 namespace vkd::ops {

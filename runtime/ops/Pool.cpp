@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 

@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "runtime/core/ConvRoutes.h"  // kMaxShuffledHeadChannels
+#include "partitioner_schema/ConvRoutes.h"  // kMaxShuffledHeadChannels
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/Conv2d.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 
 namespace vkd::ops {

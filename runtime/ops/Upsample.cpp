@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/Interpolation.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/PackedInt8Layout.h"
+#include "partitioner_schema/Interpolation.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 

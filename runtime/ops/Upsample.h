@@ -2,9 +2,10 @@
 // F.interpolate with mode 'nearest' / 'bilinear'), NCHW rank 3 or 4 ([N,] C, H, W) ->
 // [N,] C, H_out, W_out, any packed int8 layout (input and output share it).
 //
-// Where each output row and column reads is PyTorch 2.14's rule (runtime/core/Interpolation.h:
-// nearest source index; bilinear taps i0, i1 and the weight w1 of i1 in units of 2^-20, from
-// PyTorch's float32 lambda1), computed on the CPU when the node is built.
+// Where each output row and column reads is PyTorch 2.14's rule
+// (partitioner_schema/Interpolation.h: nearest source index; bilinear taps i0, i1 and the weight w1
+// of i1 in units of 2^-20, from PyTorch's float32 lambda1), computed on the CPU when the node is
+// built.
 //
 // Arithmetic per element, defined so that a CPU reference reproduces it bit for bit:
 //   nearest, input and output with the same scale and zero point: the byte itself;

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/core/Env.h"
+#include "core/Env.h"
 #include "runtime/vk/VkError.h"
 
 namespace vkd::vk {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/CopyWorkers.h"
 #include "runtime/vk/Commands.h"
+#include "runtime/vk/CopyWorkers.h"
 #include "runtime/vk/DeviceProfile.h"
 #include "runtime/vk/Handle.h"
 #include "runtime/vk/Instance.h"

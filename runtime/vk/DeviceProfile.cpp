@@ -5,7 +5,7 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/core/Env.h"
+#include "core/Env.h"
 #include "runtime/vk/Instance.h"
 
 namespace vkd::vk {

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/core/Env.h"
-#include "runtime/core/ParallelFor.h"
+#include "core/Env.h"
+#include "runtime/vk/ParallelFor.h"
 #include "runtime/vk/VkError.h"
 
 namespace vkd::vk {

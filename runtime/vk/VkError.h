@@ -4,7 +4,7 @@
 
 #include <vulkan/vulkan.h>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::vk {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/core/Env.h"
-#include "runtime/core/Error.h"
+#include "core/Env.h"
+#include "core/Error.h"
 #include "runtime/vk/Instance.h"
 
 namespace vkd::vk {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/Error.h"
 #include "partitioner_schema/KernelSignatures.h"
-#include "runtime/core/Error.h"
 #include "serialization/Serializer.h"
 #include "tools/vkd/Dot.h"
 

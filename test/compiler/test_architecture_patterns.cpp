@@ -18,7 +18,7 @@
 #include "compiler/Interpreter.h"
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "test/compiler/GraphText.h"
 
 namespace {

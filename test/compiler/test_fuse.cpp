@@ -12,8 +12,8 @@
 #include <set>
 
 #include "compiler/Fuse.h"
+#include "core/Error.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 #include "test/reference/LutReference.h"
 
 namespace {

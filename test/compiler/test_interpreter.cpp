@@ -8,7 +8,7 @@
 
 #include "compiler/Interpreter.h"
 #include "compiler/Parse.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "test/reference/QuantReference.h"
 
 namespace vkd::compiler {

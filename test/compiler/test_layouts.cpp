@@ -7,7 +7,7 @@
 #include "compiler/Emit.h"
 #include "compiler/Fold.h"
 #include "compiler/LayoutPropagation.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "serialization/Deserializer.h"
 
 namespace {

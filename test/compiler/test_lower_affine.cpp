@@ -13,7 +13,7 @@
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
 #include "compiler/ShapeInference.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace {
 

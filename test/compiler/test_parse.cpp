@@ -16,7 +16,7 @@
 
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 namespace {

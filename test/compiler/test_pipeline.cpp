@@ -9,8 +9,8 @@
 #include "compiler/Compiler.h"
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
+#include "core/Error.h"
 #include "partitioner_schema/KernelSignatures.h"
-#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "test/compiler/GraphText.h"
 

@@ -9,7 +9,7 @@
 
 #include "compiler/GraphIR.h"
 #include "compiler/ShapeInference.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::compiler {
 namespace {

@@ -309,7 +309,7 @@ def upsample_cases(w):
         ("s3_s4", (2, 2, 4, 5), None, (3.0, 4.0)),
         ("s1.5_s2.5", (1, 2, 6, 7), None, (1.5, 2.5)),
         # 18 = 2 * 9 rows, 5 = 5 columns, an output of 18 + 5 <= 128 rows + columns: nearest
-        # halves / copies the indices (runtime/core/Interpolation.h), not steps by 1 / scale.
+        # halves / copies the indices (partitioner_schema/Interpolation.h), not steps by 1 / scale.
         ("s2.05_s1.1", (1, 2, 9, 5), None, (2.05, 1.1)),
         # The same doubled rows with 38 + 90 = 128 (halved) and 38 + 93 = 131 (1 / scale).
         ("s2.05_s1.5_128", (1, 2, 19, 60), None, (2.05, 1.5)),

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "compiler/Interpreter.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <random>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/vk/Context.h"
 
 namespace vkd::custom_ops {

@@ -11,7 +11,7 @@
 #include <set>
 #include <utility>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/Conv2d.h"
 #include "runtime/ops/ConvTranspose2d.h"
 #include "test/custom_ops/ConvWeightsCase.h"

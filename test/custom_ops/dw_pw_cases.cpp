@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/DepthwisePointwise.h"
 #include "test/custom_ops/ConvWeightsCase.h"
 #include "test/custom_ops/Harness.h"

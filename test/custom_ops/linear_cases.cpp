@@ -9,7 +9,7 @@
 #include <optional>
 #include <utility>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/Linear.h"
 #include "test/custom_ops/EtvkShapes.h"
 #include "test/custom_ops/Harness.h"

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/vk/Context.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/PerfChecks.h"

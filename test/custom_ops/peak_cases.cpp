@@ -6,7 +6,7 @@
 // replicas of the kernels' loops.
 #include <algorithm>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/vk/WorkgroupChooser.h"
 #include "test/custom_ops/Harness.h"

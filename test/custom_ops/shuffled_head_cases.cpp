@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/ShuffledHead.h"
 #include "test/custom_ops/ConvWeightsCase.h"
 #include "test/custom_ops/Harness.h"

@@ -2,7 +2,7 @@
 // packed layout, scale factors and output sizes, byte copies and requantization).
 // Compiled with -ffp-contract=off (test/CMakeLists.txt), as the reference's float steps must
 // round one at a time as the shader's do.
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/ops/Upsample.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"

@@ -7,7 +7,7 @@
 #include <random>
 #include <variant>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"

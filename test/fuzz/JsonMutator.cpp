@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/StrictJson.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd::fuzz {
 namespace {

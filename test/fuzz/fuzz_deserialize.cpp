@@ -14,7 +14,7 @@
 #include <memory>
 #include <variant>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "test/fuzz/FuzzOps.h"

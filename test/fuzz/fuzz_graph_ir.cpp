@@ -18,7 +18,7 @@
 #include "compiler/Compiler.h"
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "test/fuzz/GraphIrInput.h"
 
 namespace {

@@ -35,7 +35,7 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/Context.h"

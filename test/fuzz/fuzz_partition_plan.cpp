@@ -42,9 +42,9 @@
 #include <vector>
 
 #include "compiler/Parse.h"
+#include "core/Error.h"
+#include "core/TensorLimits.h"
 #include "model/PartitionPlan.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorLimits.h"
 #include "runtime/vk/Instance.h"
 #include "serialization/Deserializer.h"
 #include "test/fuzz/JsonMutator.h"

@@ -14,7 +14,7 @@
 //                      that compiles so, with its blobs and those weights (test/fuzz/PlanInput.h)
 //   fuzz_load_blob.dict, fuzz_graph_ir.dict, fuzz_partition_plan.dict: op names, JSON keys and
 //                      strings of the seeds; for the JSON targets also deep nesting, sizes past
-//                      the caps (runtime/core/TensorLimits.h) and, for plans, names that leave
+//                      the caps (core/TensorLimits.h) and, for plans, names that leave
 //                      the plan's folder
 // Each blob is read back with deserialize() first, so a seed is never rejected by mistake.
 #include <algorithm>
@@ -33,8 +33,8 @@
 #include "compiler/Compiler.h"
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
+#include "core/Error.h"
 #include "partitioner_schema/KernelSignatures.h"
-#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"
 #include "test/fuzz/FuzzOps.h"

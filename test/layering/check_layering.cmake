@@ -11,27 +11,27 @@ endif()
 
 # Per layer folder: the include prefixes it may use besides its own folder (system headers,
 # <...>, are not checked). vkd/generated/ is the embedded SPIR-V registry built from shaders/.
-set(_allowed_runtime/core "")
-set(_allowed_serialization "runtime/core/")
-set(_allowed_partitioner_schema "runtime/core/;serialization/")
-set(_allowed_compiler "runtime/core/;partitioner_schema/;serialization/")
-set(_allowed_runtime/vk "runtime/core/;vkd/generated/")
-set(_allowed_runtime/graph "runtime/core/;runtime/vk/;serialization/;vkd/generated/")
+set(_allowed_core "")
+set(_allowed_serialization "core/")
+set(_allowed_partitioner_schema "core/;serialization/")
+set(_allowed_compiler "core/;partitioner_schema/;serialization/")
+set(_allowed_runtime/vk "core/;vkd/generated/")
+set(_allowed_runtime/graph "core/;runtime/vk/;serialization/;vkd/generated/")
 # Ops read the device profile and the workgroup chooser, never the Vulkan handles.
 set(_allowed_runtime/ops
-  "runtime/core/;runtime/graph/;serialization/;partitioner_schema/;vkd/generated/;runtime/vk/DeviceProfile.h;runtime/vk/WorkgroupChooser.h")
+  "core/;runtime/graph/;serialization/;partitioner_schema/;vkd/generated/;runtime/vk/DeviceProfile.h;runtime/vk/WorkgroupChooser.h")
 set(_allowed_runtime/delegate
-  "runtime/core/;runtime/vk/;runtime/graph/;runtime/ops/;serialization/;partitioner_schema/;vkdelegate/")
+  "core/;runtime/vk/;runtime/graph/;runtime/ops/;serialization/;partitioner_schema/;vkdelegate/")
 # The model layer sits above both the runtime and the compiler: the delegate only through its
 # public headers (plus the header-only boundary helpers its own API shares), never the Vulkan
 # runtime's internals.
 set(_allowed_model
-  "runtime/core/;serialization/;partitioner_schema/;compiler/;vkdelegate/;runtime/delegate/ApiBoundary.h")
+  "core/;serialization/;partitioner_schema/;compiler/;vkdelegate/;runtime/delegate/ApiBoundary.h")
 # The CLI: the public APIs, the model layer and the compiler; of the Vulkan runtime only the
 # context (`vkd devices` prints the device profile).
 set(_allowed_tools/vkd
-  "runtime/core/;serialization/;partitioner_schema/;compiler/;model/;vkdelegate/;runtime/vk/Context.h")
-set(_layers runtime/core serialization partitioner_schema compiler runtime/vk runtime/graph
+  "core/;serialization/;partitioner_schema/;compiler/;model/;vkdelegate/;runtime/vk/Context.h")
+set(_layers core serialization partitioner_schema compiler runtime/vk runtime/graph
   runtime/ops runtime/delegate model tools/vkd)
 
 set(_violations 0)

@@ -9,7 +9,7 @@
 #include "compiler/Compiler.h"
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
-#include "runtime/core/HostPacking.h"
+#include "core/HostPacking.h"
 
 namespace vkd_test {
 

@@ -1,5 +1,5 @@
 // The limits every reader of untrusted input applies (CPU only): the size caps of
-// runtime/core/TensorLimits.h, which partition plans (test_partition_plan.cpp), graph IR,
+// core/TensorLimits.h, which partition plans (test_partition_plan.cpp), graph IR,
 // safetensors headers and blobs (validate(), test/unit/test_tensor_layouts.cpp) share, and the
 // JSON depth cap of compiler/StrictJson.h, which the plan, graph IR and safetensors-header
 // readers share: 70,000 nested brackets (140 KB) crashed all three, 5,000 on a 512 KiB thread
@@ -15,9 +15,9 @@
 
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
+#include "core/Error.h"
+#include "core/TensorLimits.h"
 #include "model/PartitionPlan.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorLimits.h"
 
 namespace vkd {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "compiler/Interpreter.h"
+#include "core/Error.h"
 #include "model/PartitionPlan.h"
-#include "runtime/core/Error.h"
 
 namespace vkd::model {
 namespace {
@@ -132,7 +132,7 @@ TEST(PartitionPlan, MalformedPlansAreNamed) {
 
 // A crafted plan's sizes: [2^62 + 1, 4] has "4" elements in int64 arithmetic, and a host cat
 // over such tensors wrote past 16-byte buffers. Every size and product is refused by the caps
-// of runtime/core/TensorLimits.h when the plan is read, before anything is allocated.
+// of core/TensorLimits.h when the plan is read, before anything is allocated.
 TEST(PartitionPlan, SizesBeyondTheTensorCapsAreRefusedByName) {
   const std::string m = "\"m\": {\"dtype\": \"float32\", \"shape\": [1, 4, 3, 5]}";
   EXPECT_EQ(plan_error(plan_text(kSteps, replaced(kTensors, m,

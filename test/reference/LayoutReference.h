@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/core/DType.h"
+#include "core/DType.h"
 
 namespace vkd::testing {
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/DType.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/DType.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 #include "runtime/vk/Context.h"
 #include "test/reference/LayoutReference.h"
 
@@ -67,7 +67,7 @@ class GpuTestWithParam : public GpuTest, public ::testing::WithParamInterface<Pa
 vkd::testing::RefShape ref_shape(const std::vector<int64_t>& sizes);
 
 // Expected device contents of a float tensor (what read_words returns, as floats), written from
-// the closed forms in runtime/core/FloatLayout.h's header comment, independently of
+// the closed forms in core/FloatLayout.h's header comment, independently of
 // HostPacking: buffers in their layout's element order, textures texel by texel (x fastest,
 // 4 components) with 0 in components past the end of the packed dim.
 std::vector<float> ref_float_device(const vkd::TensorSpec& spec, const std::vector<float>& nchw);

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/core/DType.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/DType.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/vk/Context.h"
 

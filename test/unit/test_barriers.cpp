@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/core/TensorSpec.h"
+#include "core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/graph/HazardTracker.h"
 #include "runtime/ops/LayoutConvert.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/PackedInt8Layout.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/Concat.h"
 #include "runtime/ops/LayoutConvert.h"

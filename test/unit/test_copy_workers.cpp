@@ -1,4 +1,4 @@
-// CopyWorkers (runtime/core/CopyWorkers.h): the threads that share an execute's large host
+// CopyWorkers (runtime/vk/CopyWorkers.h): the threads that share an execute's large host
 // copies. CPU only: every copy is compared with the bytes it must produce, and the bytes
 // around the destination must stay as they were.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/core/CopyWorkers.h"
+#include "runtime/vk/CopyWorkers.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/graph/MemoryPlanner.h"
 
 namespace {

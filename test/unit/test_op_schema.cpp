@@ -5,8 +5,8 @@
 
 #include <functional>
 
+#include "core/Error.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/ops/OpRegistry.h"
 #include "serialization/Serializer.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/TensorSpec.h"
+#include "core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/LayoutConvert.h"
 #include "runtime/ops/QuantizeDequantize.h"

@@ -25,14 +25,14 @@
 
 #include <sys/types.h>
 
-#include "runtime/core/CopyWorkers.h"
-#include "runtime/core/Env.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Env.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/LayoutConvert.h"
 #include "runtime/ops/OpUtils.h"
 #include "runtime/ops/QuantizeDequantize.h"
+#include "runtime/vk/CopyWorkers.h"
 #include "runtime/vk/PipelineCache.h"
 #include "runtime/vk/WorkgroupChooser.h"
 #include "test/reference/LayoutReference.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 #include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
 #include "serialization/Serializer.h"

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/DType.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/FloatLayout.h"
-#include "runtime/core/HostPacking.h"
-#include "runtime/core/PackedInt8Layout.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/DType.h"
+#include "core/Error.h"
+#include "core/FloatLayout.h"
+#include "core/HostPacking.h"
+#include "core/PackedInt8Layout.h"
+#include "core/TensorSpec.h"
 
 namespace vkd {
 namespace {

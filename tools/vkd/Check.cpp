@@ -7,8 +7,8 @@
 
 #include "compiler/GraphHash.h"
 #include "compiler/Interpreter.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/Error.h"
+#include "core/TensorSpec.h"
 #include "serialization/Blob.h"
 #include "serialization/Xxh64.h"
 #include "tools/vkd/Args.h"

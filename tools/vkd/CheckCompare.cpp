@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/core/HostPacking.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/HostPacking.h"
+#include "core/TensorSpec.h"
 
 namespace vkd::cli {
 namespace {

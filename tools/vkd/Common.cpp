@@ -9,11 +9,11 @@
 
 #include "compiler/Parse.h"
 #include "compiler/Safetensors.h"
+#include "core/Env.h"
+#include "core/Error.h"
+#include "core/HostPacking.h"
+#include "core/TensorSpec.h"
 #include "model/PlanFiles.h"
-#include "runtime/core/Env.h"
-#include "runtime/core/Error.h"
-#include "runtime/core/HostPacking.h"
-#include "runtime/core/TensorSpec.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Files.h"
 

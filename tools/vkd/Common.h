@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler/GraphIR.h"
-#include "runtime/core/HostPacking.h"  // float16_bytes_to_float32 and back, used with the API
+#include "core/HostPacking.h"  // float16_bytes_to_float32 and back, used with the API
 #include "vkdelegate/Delegate.hpp"
 
 namespace vkd::cli {

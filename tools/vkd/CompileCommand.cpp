@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "compiler/Compiler.h"
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Files.h"

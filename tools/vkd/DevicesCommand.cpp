@@ -2,7 +2,7 @@
 // command that looks below the delegate API (it has no model to load).
 #include <cstdio>
 
-#include "runtime/core/Env.h"
+#include "core/Env.h"
 #include "runtime/vk/Context.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"

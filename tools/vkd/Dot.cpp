@@ -4,8 +4,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/Error.h"
 #include "partitioner_schema/OpSchema.h"
-#include "runtime/core/Error.h"
 
 namespace vkd::cli {
 namespace {

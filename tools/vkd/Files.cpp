@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <map>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "tools/vkd/Args.h"
 
 namespace vkd::cli {

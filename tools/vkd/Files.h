@@ -1,6 +1,6 @@
 // The files of the vkd commands.
 //
-// Inputs: read through runtime/core/InputFile.h (regular files only, capped; shared with
+// Inputs: read through core/InputFile.h (regular files only, capped; shared with
 // vkd::Model), a failure as CliError(2).
 //
 // Outputs: every target is checked before anything is written (FilePlan), a file is written so
@@ -18,11 +18,11 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/core/InputFile.h"
+#include "core/InputFile.h"
 
 namespace vkd::cli {
 
-// vkd::read_input_file (runtime/core/InputFile.h: regular files only, capped) with its error as
+// vkd::read_input_file (core/InputFile.h: regular files only, capped) with its error as
 // CliError(2) "cannot read <what> '<path>': <reason>".
 std::vector<uint8_t> read_input_file(const std::string& path, const std::string& what,
                                      uint64_t max_bytes);

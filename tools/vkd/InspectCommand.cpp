@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/Error.h"
 #include "model/PartitionPlan.h"
 #include "partitioner_schema/KernelSignatures.h"
-#include "runtime/core/Error.h"
 #include "serialization/Deserializer.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"

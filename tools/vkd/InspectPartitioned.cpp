@@ -4,8 +4,8 @@
 #include <map>
 #include <vector>
 
+#include "core/Error.h"
 #include "model/PartitionPlan.h"
-#include "runtime/core/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 #include "vkdelegate/Model.hpp"

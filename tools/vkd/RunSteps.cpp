@@ -7,8 +7,8 @@
 #include <limits>
 #include <set>
 
+#include "core/TensorSpec.h"
 #include "model/PartitionPlan.h"
-#include "runtime/core/TensorSpec.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Files.h"

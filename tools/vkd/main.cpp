@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 

@@ -1,2 +1,2 @@
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 #include "runtime/graph/ComputeGraph.h"

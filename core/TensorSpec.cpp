@@ -1,9 +1,9 @@
-#include "runtime/core/TensorSpec.h"
+#include "core/TensorSpec.h"
 
 #include <sstream>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/TensorLimits.h"
+#include "core/Error.h"
+#include "core/TensorLimits.h"
 
 namespace vkd {
 

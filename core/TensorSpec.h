@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/DType.h"
+#include "core/DType.h"
 
 namespace vkd {
 

@@ -1,8 +1,8 @@
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/PackedInt8Layout.h"
 
 #include <vector>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd {
 

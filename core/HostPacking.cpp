@@ -1,9 +1,9 @@
-#include "runtime/core/HostPacking.h"
+#include "core/HostPacking.h"
 
 #include <algorithm>
 
-#include "runtime/core/Error.h"
-#include "runtime/core/PackedInt8Layout.h"
+#include "core/Error.h"
+#include "core/PackedInt8Layout.h"
 
 namespace vkd {
 
@@ -79,7 +79,7 @@ std::vector<int8_t> unpack_int8(const int32_t* words, const Dims4& d, MemoryLayo
 
 #include <cstring>
 
-#include "runtime/core/FloatLayout.h"
+#include "core/FloatLayout.h"
 
 namespace vkd {
 namespace {

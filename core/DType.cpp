@@ -1,9 +1,9 @@
-#include "runtime/core/DType.h"
+#include "core/DType.h"
 
 #include <cctype>
 #include <string>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd {
 

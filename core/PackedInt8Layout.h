@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "runtime/core/DType.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/DType.h"
+#include "core/TensorSpec.h"
 
 namespace vkd {
 

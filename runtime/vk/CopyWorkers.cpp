@@ -1,4 +1,4 @@
-#include "runtime/core/CopyWorkers.h"
+#include "runtime/vk/CopyWorkers.h"
 
 #include <algorithm>
 #include <cstring>

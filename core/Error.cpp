@@ -1,4 +1,4 @@
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/core/DType.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/DType.h"
+#include "core/TensorSpec.h"
 
 namespace vkd {
 

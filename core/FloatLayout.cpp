@@ -1,6 +1,6 @@
-#include "runtime/core/FloatLayout.h"
+#include "core/FloatLayout.h"
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd {
 

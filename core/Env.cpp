@@ -1,9 +1,9 @@
-#include "runtime/core/Env.h"
+#include "core/Env.h"
 
 #include <cctype>
 #include <cstdlib>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd {
 

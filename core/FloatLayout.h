@@ -11,8 +11,8 @@
 #include <array>
 #include <cstdint>
 
-#include "runtime/core/DType.h"
-#include "runtime/core/TensorSpec.h"
+#include "core/DType.h"
+#include "core/TensorSpec.h"
 
 namespace vkd {
 

@@ -1,4 +1,4 @@
-#include "runtime/core/InputFile.h"
+#include "core/InputFile.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/core/Error.h"
+#include "core/Error.h"
 
 namespace vkd {
 
