@@ -142,7 +142,7 @@ endforeach()
 #
 # EXCLUDE_FROM_ALL: a plain `cmake --install build` installs none of this (it is a Python
 # package's layout, not a prefix's). `cmake --install build --component vkdelegate_python
-# --prefix P` gives the wheel's layout under P (test/install/run_python_package_test.sh).
+# --prefix P` gives the wheel's layout under P (test/install/check_python_package.py).
 set(_vkd_native_dir vkdelegate/_native)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vkdelegate DESTINATION .
   COMPONENT vkdelegate_python EXCLUDE_FROM_ALL PATTERN __pycache__ EXCLUDE)

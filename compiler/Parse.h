@@ -1,4 +1,4 @@
-// The graph IR reader: JSON (partitioner_schema/README.md, "Graph IR") plus an optional
+// The graph IR reader: JSON (compiler/README.md, "Graph IR") plus an optional
 // safetensors file -> compiler::Graph with every value typed and shaped.
 #pragma once
 

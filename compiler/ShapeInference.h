@@ -1,4 +1,4 @@
-// Shape and dtype inference for edge-dialect graphs (the ops of partitioner_schema/README.md).
+// Shape and dtype inference for edge-dialect graphs (the ops of compiler/README.md).
 #pragma once
 
 #include <cstddef>

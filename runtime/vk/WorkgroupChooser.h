@@ -1,7 +1,7 @@
 // The one place that turns "work items" into a local workgroup size and a dispatch grid,
 // clamped to the device limits. Linear work larger than maxComputeWorkGroupCount[0] groups is
 // split across y and z; shaders recover the linear index with linear_invocation_id()
-// (shaders/common/dispatch.glslh) and guard it against the item count they are given.
+// (shaders/common/common.glslh) and guard it against the item count they are given.
 #pragma once
 
 #include <array>
