@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/Interpreter.h"
 #include "compiler/Partition.h"
 #include "compiler/fusion/FuseState.h"
 #include "compiler/fusion/PassSteps.h"
@@ -102,7 +103,7 @@ void lower_remaining(FuseState& state, const std::vector<int>& origin,
 }  // namespace
 
 PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
-  FuseState state(g, options);
+  FuseState state(g, options, &interpret);
   const std::vector<bool> host_only = host_only_nodes(g);
   match_patterns(state, host_only);
   fusion::join_depthwise_pointwise(state);

@@ -39,8 +39,8 @@
 //    clone/alias_copy/_clone_dim_order/view_copy (leading 1s only) -> identity, relu -> relu,
 //    hardtanh/clamp -> clamp, pixel_shuffle -> pixel_shuffle, torchao quantize_affine /
 //    dequantize_affine / choose_qparams_affine -> q8ta_quantize_affine / q8ta_dequantize_affine /
-//    choose_qparams_affine (LowerAffine.h; what those cannot express throws Unsupported naming
-//    the node, or with runnable_only stays for the host). Other nodes keep their edge op.
+//    choose_qparams_affine (fusion/LowerAffine.h; what those cannot express throws Unsupported
+//    naming the node, or with runnable_only stays for the host). Other nodes keep their edge op.
 // 3. int8 activations touched by backend ops become DType::Int8x4 with Value::quant set;
 //    constant int8 weights stay DType::Int8.
 // Deterministic: the same graph gives the same result (node order, value order and names).
@@ -48,31 +48,10 @@
 
 #include "compiler/GraphIR.h"
 #include "compiler/PassReport.h"
+#include "compiler/fusion/FuseOptions.h"
+#include "compiler/fusion/SinkDequantize.h"  // sink_dequantize, the pass before
 
 namespace vkd::compiler {
-
-struct FuseOptions {
-  // Fuse and lower only into backend ops the runtime has a kernel for; everything else stays
-  // an edge op (what `vkd compile --partition` leaves to the host, in the form it was given).
-  bool runnable_only = false;
-  // Run a byte-moving pixel shuffle, a residual add or the last dequantize in the epilogue of
-  // the convolution / linear before it, the first quantize in the load of the convolution
-  // after it (fusion/Epilogue.cpp), a depthwise convolution with the 1x1 reading its output
-  // (fusion/DepthwisePointwise.cpp), and a pixel-shuffled 1x1 with the dequantizing 1x1 head
-  // reading it (fusion/ShuffledHead.cpp); false: each its own op (`vkd compile
-  // --no-fuse-epilogue`).
-  bool fuse_epilogues = true;
-};
-
-// The pass before fuse_and_lower: a per-tensor dequantize of an int8 activation whose result
-// only flows through data movement (view_copy, permute / transpose, clones) into readers other
-// than a quantize moves below that movement, which then moves the int8 values (they commute
-// exactly); each reader gets a dequantize of its own. So dq -> view -> transpose -> view -> conv
-// fuses into an int8 channel shuffle and an int8 conv. Report lines:
-//   "moved dq (node 12) below aten.view_copy -> ... (node 13..16): they move the int8 values of
-//    'x', 'y' is dequantized after them"
-// Node numbers are those of the graph as the pass gets it.
-PassReport sink_dequantize(Graph& g);
 
 // Rewrites `g` in place. Report lines:
 //   "fused dq -> aten.convolution -> aten.relu -> q (node 3..6) into q8ta_conv2d 'y_q'

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/CopiesBytes.h"
 #include "core/PackedInt8Layout.h"
 
 namespace vkd::compiler {
@@ -105,11 +106,6 @@ std::string slice_line(const Graph& g, const Node& n, std::set<std::string>& vie
 }
 
 }  // namespace
-
-bool copies_bytes(const QuantInfo& in, const QuantInfo& out) {
-  return in.scale == out.scale && in.zero_point == out.zero_point && out.quant_min == -128 &&
-         out.quant_max == 127;
-}
 
 PassReport report_in_place(const Graph& g) {
   PassReport report{"in place", {}};

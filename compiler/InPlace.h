@@ -3,20 +3,15 @@
 // its input. Both need that part to be one contiguous byte range of the whole holding the words
 // a tensor of the part has (core/PackedInt8Layout.h, contiguous_slice_offset, on the
 // placed layouts: batches, rows of 4W4C / 4C1W and channels of 4H4W when the outer dims are 1),
-// bytes copied as they are (copies_bytes), and a tensor that shares no other's bytes yet. The
-// runtime decides with the same rules as it builds the ops, and copies after all where the
-// device's buffer alignment does not allow the offset; this pass only reports.
+// bytes copied as they are (copies_bytes, fusion/CopiesBytes.h), and a tensor that shares no
+// other's bytes yet. The runtime decides with the same rules as it builds the ops, and copies after
+// all where the device's buffer alignment does not allow the offset; this pass only reports.
 #pragma once
 
 #include "compiler/GraphIR.h"
 #include "compiler/PassReport.h"
 
 namespace vkd::compiler {
-
-// q8ta_cat / q8ta_slice copy the bytes of an input quantized with `in` into an output
-// quantized with `out` (the same scale and zero point, the full int8 range) instead of
-// requantizing them.
-bool copies_bytes(const QuantInfo& in, const QuantInfo& out);
 
 // One line per q8ta_cat and q8ta_slice of a placed graph: which inputs are written in place,
 // which slices are views, and why the others are copied.

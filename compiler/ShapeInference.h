@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/GraphIR.h"
+#include "compiler/ops/ShapeFormulas.h"  // the formulas, exposed for passes and tests
 
 namespace vkd::compiler {
 
@@ -24,16 +25,5 @@ constexpr size_t kMaxGraphRank = 6;
 void infer_shapes(Graph& graph);
 // The same for graph.nodes[index] alone (its inputs must already be typed).
 void infer_node_shapes(Graph& graph, size_t index);
-
-// The formulas, exposed for passes and tests.
-// Convolution output extent: floor((in + 2*pad - dil*(k-1) - 1) / stride) + 1 (may be < 1).
-int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation);
-// Pooling output extent as PyTorch computes it: like conv_output_size, rounded up with
-// ceil_mode, where the last window must then start inside the input or its left padding.
-int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                         bool ceil_mode);
-// PyTorch broadcasting of two shapes; false when they do not broadcast.
-bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                      std::vector<int64_t>* out);
 
 }  // namespace vkd::compiler

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/InPlace.h"
+#include "compiler/fusion/CopiesBytes.h"
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Patterns.h"
 #include "compiler/reference/QuantChain.h"

@@ -17,8 +17,8 @@ std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
 
 }  // namespace
 
-FuseState::FuseState(Graph& g, const FuseOptions& opts)
-    : graph(g), options(opts), claimed(g.nodes.size(), false) {}
+FuseState::FuseState(Graph& g, const FuseOptions& opts, InterpretFn interpret_fn)
+    : graph(g), options(opts), interpret(interpret_fn), claimed(g.nodes.size(), false) {}
 
 void FuseState::note(std::string line) { report.lines.push_back(std::move(line)); }
 

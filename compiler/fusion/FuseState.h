@@ -11,10 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/Fuse.h"
 #include "compiler/GraphIR.h"
 #include "compiler/PassReport.h"
+#include "compiler/fusion/FuseOptions.h"
 #include "compiler/fusion/Match.h"
+#include "compiler/reference/HostTensor.h"
 
 namespace vkd::compiler::fusion {
 
@@ -37,11 +38,19 @@ struct DqAnchor {
   std::string chain;       // "dq -> <op> -> act -> q", for the report
 };
 
+// The reference interpreter's entry point (compiler/Interpreter.h, interpret), handed in by
+// fuse_and_lower: the interpreter finds each op's reference through the descriptors of
+// compiler/ops/, which sit above fusion, so a pattern that computes with it (the LUT's table)
+// gets it from its caller instead of including it.
+using InterpretFn = std::map<std::string, HostTensor> (*)(
+    const Graph& g, const std::map<std::string, HostTensor>& inputs);
+
 struct FuseState {
-  FuseState(Graph& g, const FuseOptions& opts);
+  FuseState(Graph& g, const FuseOptions& opts, InterpretFn interpret_fn);
 
   Graph& graph;
   FuseOptions options;
+  InterpretFn interpret;
   PassReport report{"fuse_and_lower", {}};
   std::vector<bool> claimed;  // per node of the graph as given: part of a match
   std::vector<Fusion> fusions;

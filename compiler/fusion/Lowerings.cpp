@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <utility>
 
-#include "compiler/LowerAffine.h"
 #include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/LowerAffine.h"
 #include "compiler/fusion/Patterns.h"
 #include "core/Error.h"
 

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/Interpreter.h"
 #include "compiler/fusion/Patterns.h"
 #include "core/Error.h"
 
@@ -22,8 +21,9 @@ const char kLut[] = "q8ta_lut";
 
 // The interpreter's output of chain `nodes` (the dq, the anchor, the tail: each reading the
 // previous one's output through its only tensor input) for the int8 inputs -128 .. 127; "" in
-// `why`, or why the interpreter could not compute it.
-std::vector<int8_t> chain_table(const Graph& g, const std::vector<int>& nodes, std::string& why) {
+// `why`, or why the interpreter (`interpret`, FuseState's) could not compute it.
+std::vector<int8_t> chain_table(InterpretFn interpret, const Graph& g,
+                                const std::vector<int>& nodes, std::string& why) {
   Graph t;
   Value in;
   in.name = "int8_values";
@@ -88,7 +88,7 @@ void fuse_lut(FuseState& state, int i) {
   if (why.empty()) why = check_lut_tail(g, g.nodes[i], tail);
   if (why.empty() && state.any_claimed(m->nodes)) why = "overlaps another fused pattern";
   std::vector<int8_t> table;
-  if (why.empty()) table = chain_table(g, m->nodes, why);
+  if (why.empty()) table = chain_table(state.interpret, g, m->nodes, why);
   if (!why.empty()) return state.not_fused(m->chain, m->nodes, kLut, why);
 
   Fusion f;

@@ -1,4 +1,4 @@
-// sink_dequantize (compiler/Fuse.h): dequantizes moved below the data movement they feed.
+// sink_dequantize (SinkDequantize.h): dequantizes moved below the data movement they feed.
 //
 // Data movement (view_copy, permute / transpose, clones) only moves elements, so it commutes
 // exactly with a per-tensor dequantize: dq -> moves == moves on the int8 data -> dq. A
@@ -9,13 +9,14 @@
 // (fuse_data_movement) and dq -> conv, an int8 conv. Each reader of the moved result gets a
 // dequantize of its own, as the exporter writes them. A chain that ends in a quantize is left
 // as it is: the data-movement pattern takes it whole, requantization included.
+#include "compiler/fusion/SinkDequantize.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "compiler/Fuse.h"
 #include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Match.h"
 

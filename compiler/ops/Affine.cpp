@@ -17,7 +17,7 @@ std::optional<std::string> affine_host_refusal(const Node& node);
 
 // The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
 namespace fusion {
-// torchao quantize / dequantize / choose_qparams_affine (compiler/LowerAffine.h).
+// torchao quantize / dequantize / choose_qparams_affine (compiler/fusion/LowerAffine.h).
 std::string lower_affine(FuseState& state, Node& node, int where);
 }  // namespace fusion
 

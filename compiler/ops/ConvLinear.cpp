@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "compiler/ShapeInference.h"
 #include "compiler/ops/ShapeContext.h"
+#include "compiler/ops/ShapeFormulas.h"
 
 namespace vkd::compiler {
 

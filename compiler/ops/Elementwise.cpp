@@ -4,8 +4,8 @@
 
 #include <optional>
 
-#include "compiler/ShapeInference.h"
 #include "compiler/ops/ShapeContext.h"
+#include "compiler/ops/ShapeFormulas.h"
 
 namespace vkd::compiler {
 

@@ -3,8 +3,8 @@
 
 #include <set>
 
-#include "compiler/ShapeInference.h"
 #include "compiler/ops/ShapeContext.h"
+#include "compiler/ops/ShapeFormulas.h"
 
 namespace vkd::compiler {
 

@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "compiler/Interpreter.h"
+#include "compiler/reference/HostTensor.h"
 
 namespace vkd::compiler {
 

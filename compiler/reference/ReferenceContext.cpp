@@ -33,6 +33,13 @@ int64_t to_int_saturating(double v, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(v);
 }
 
+void check_shape_valid(const std::vector<int64_t>& shape, const std::string& what) {
+  for (int64_t d : shape) {
+    VKD_CHECK(d >= 0, ErrorCode::InvalidArgument, what, ": negative dimension in shape ",
+              shape_str(shape));
+  }
+}
+
 int64_t dtype_min(DType d) { return d == DType::Int8 ? -128 : std::numeric_limits<int32_t>::min(); }
 int64_t dtype_max(DType d) { return d == DType::Int8 ? 127 : std::numeric_limits<int32_t>::max(); }
 

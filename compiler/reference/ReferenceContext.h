@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "compiler/GraphIR.h"
-#include "compiler/Interpreter.h"
+#include "compiler/reference/HostTensor.h"
 #include "core/DType.h"
 #include "core/Error.h"
 
@@ -86,6 +86,9 @@ void set_int(HostTensor& t, int64_t i, int64_t v);
 // Saturating float -> integer conversion of an integer-valued number; NaN gives 0 (PyTorch's
 // cast of NaN is platform-defined; this only has to be defined).
 int64_t to_int_saturating(double v, int64_t lo, int64_t hi);
+
+// Throws InvalidArgument, `what` naming the tensor, when a dimension of `shape` is negative.
+void check_shape_valid(const std::vector<int64_t>& shape, const std::string& what);
 
 // The range of an integer dtype: int8, else int32.
 int64_t dtype_min(DType d);

@@ -1,4 +1,4 @@
-// Lowering of torchao's affine quantization ops (compiler/LowerAffine.h) through the
+// Lowering of torchao's affine quantization ops (compiler/fusion/LowerAffine.h) through the
 // whole compiler (parse, shape inference, fuse_and_lower, layouts, emit): the backend op, its
 // tensors in schema order and its args as the schema names them, the zeros zero point made for
 // an absent one, the filled-in defaults, the placements, and every case that is refused (an

@@ -1,4 +1,4 @@
-#include "compiler/LowerAffine.h"
+#include "compiler/fusion/LowerAffine.h"
 
 #include <algorithm>
 #include <limits>

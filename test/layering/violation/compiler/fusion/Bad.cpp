@@ -1,0 +1,3 @@
+#include "compiler/Interpreter.h"
+#include "compiler/PassReport.h"
+#include "compiler/reference/QuantChain.h"

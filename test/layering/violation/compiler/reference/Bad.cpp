@@ -1,0 +1,2 @@
+#include "compiler/GraphIR.h"
+#include "compiler/ops/EdgeOp.h"
