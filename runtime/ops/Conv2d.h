@@ -75,11 +75,12 @@ struct Conv2dGeometry {
 // forms (Im2colForm): implicit, each GEMM stage gathering its blocks from the input (one
 // dispatch), or explicit, q8ta_im2col writing the whole matrix into an intermediate tensor
 // first (two dispatches); the route (either form) only while that matrix would stay under a
-// size cap (Conv2d.cpp: kMaxIm2colBytes).
+// size cap (ConvPlan.h: ConvTuning::im2col_max_bytes).
 // Auto: Pointwise where it fits, then Depthwise, then Im2col where it fits and an output sums
-// at least 64 products (C_in / groups * KH * KW; measured, Conv2d.cpp: prefer_im2col), else
-// Direct; a float input quantized on load (q8ta_conv2d_fq): Direct. Asking for a route the
-// shape or layouts do not fit is an InvalidArgument error that says why.
+// at least 64 products (C_in / groups * KH * KW; measured, ConvPlan.h:
+// ConvTuning::im2col_min_products), else Direct; a float input quantized on load (q8ta_conv2d_fq):
+// Direct. Asking for a route the shape or layouts do not fit is an InvalidArgument error that says
+// why.
 enum class Conv2dRoute { Auto, Direct, Pointwise, Depthwise, Im2col };
 std::string to_string(Conv2dRoute route);
 
@@ -87,11 +88,11 @@ std::string to_string(Conv2dRoute route);
 // "_im2col" variant gathers the matrix inside its loads; Explicit: q8ta_im2col writes the
 // matrix, then the linear kernel reads it. Auto: Implicit where the linear kernel the route
 // takes has that variant (not GEMV, not the CPU GEMM of CPU devices) and it measured no slower
-// (Conv2d.cpp: prefer_implicit_im2col), else Explicit. Window: no im2col matrix at all, the
+// (ConvPlan.cpp: prefer_implicit_im2col), else Explicit. Window: no im2col matrix at all, the
 // convolution on cooperative matrices with each kernel row's input pixels staged in shared
 // memory once (q8ta_conv2d_coopmat.glsl; a 4W4C input, the cooperative-matrix route, stride
 // and dilation along the width at most 2: Linear.h's conv_window_unfit), which Auto takes
-// first where it fits and measured faster (Conv2d.cpp: prefer_window). Asking for a form the
+// first where it fits and measured faster (ConvPlan.cpp: prefer_window). Asking for a form the
 // linear kernel or the convolution does not have is an InvalidArgument error; the bytes are
 // the same either way.
 enum class Im2colForm { Auto, Implicit, Explicit, Window };
@@ -131,7 +132,7 @@ struct Conv2dParams {
   int32_t depthwise_tiles_w = 0;
   // Depthwise route: the products as one int8 dot product per tap and channel (LaneMasks) or
   // per kernel row and channel (RowDots: a 4W4C input whose kernel row spans at most 4 widths,
-  // (KW - 1) * dilation_w + 1 <= 4); Auto = the device's choice (Conv2d.cpp:
+  // (KW - 1) * dilation_w + 1 <= 4); Auto = the device's choice (ConvPlan.cpp:
   // depthwise_row_dots); for tests and tuning.
   enum class DepthwiseProducts { Auto, LaneMasks, RowDots };
   DepthwiseProducts depthwise_products = DepthwiseProducts::Auto;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/Error.h"
+#include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
@@ -35,14 +36,10 @@ struct ExpandPush {
   int32_t e_act_min, e_act_max;
 };
 
-// Invocations per workgroup of the fused kernel: four subgroups of 32 (or sixteen of 8). H100,
-// us, 64 / 128 / 256 invocations (tiles per workgroup as chosen): with an expansion
-// 1x24x128x72 e96 k3 s1 -> 24 16.5 / 16.2 / 16.3, s2 14.3 / 10.8 / 12.0, 1x24x64x36 s2 12.0 /
-// 10.0 / 9.7, 1x24x32x18 s2 11.8 / 9.6 / 9.4, 1x24x56x56 e144 14.8 / 12.9 / 13.2, 1x32x28x28
-// e192 15.1 / 14.0 / 13.0; without 1x96x128x72 s1 9.4 / 8.4 / 8.4, s2 7.7 / 7.8 / 7.8,
-// 1x144x56x56 9.3 / 8.9 / 8.8, 1x192x28x28 9.5 / 8.8 / 9.0 (but 1x576x14x14 -> 96, which Auto
-// splits, 15.8 / 16.9 / 16.7). Each phase's items are then spread over more invocations: the
-// few-workgroup grids of these layers are latency-bound.
+// Invocations per workgroup of the fused kernel: four subgroups of 32 (or sixteen of 8); each
+// phase's items are then spread over more invocations, as the few-workgroup grids of these
+// layers are latency-bound (measured: docs/BENCHMARKS.md, "Convolution plan thresholds",
+// dw_pw workgroup).
 constexpr uint32_t kFusedWorkgroup = 128;
 // The invocations the tile rule below counts on (it was measured with 64-invocation
 // workgroups, and the larger workgroups above kept its choices).
@@ -138,10 +135,8 @@ Dims4 check_dw_pw(const std::string& op, const graph::ComputeGraph& graph, graph
 
 // The fused form's output tiles per workgroup: as asked, else enough that phase 1's TP * C4
 // depthwise tiles keep the workgroup's invocations busy about twice, but at least 2 and no more
-// than leave 256 workgroups, within 16 KiB of shared memory. H100, us, tiles per workgroup
-// 2 / the rule / 8: 1x96x128x72 k3 s1 -> 24 (2304 tiles) 10.21 / 9.38 (5) / 9.50; s2 (576
-// tiles) 7.04 / 8.00 (5) / 8.70; 1x96x64x36 s2 (160 tiles) 6.82 / 7.81 (5) / 8.64;
-// 1x144x56x56 -> 24 (784 tiles) 9.41 / 9.12 (3) / 10.62; 1x576x14x14 -> 96 16.10 / 17.34 (1).
+// than leave 256 workgroups, within 16 KiB of shared memory (measured: docs/BENCHMARKS.md,
+// "Convolution plan thresholds", dw_pw tiles per workgroup).
 int64_t tiles_per_workgroup(const DepthwisePointwiseParams& p, int64_t c4, int64_t tiles) {
   if (p.tiles_per_workgroup > 0) return p.tiles_per_workgroup;
   const int64_t fit = std::max<int64_t>(1, (16 << 10) / (16 * c4));
@@ -149,27 +144,23 @@ int64_t tiles_per_workgroup(const DepthwisePointwiseParams& p, int64_t c4, int64
   return std::min<int64_t>(std::clamp<int64_t>(busy, 2, 16), fit);
 }
 
-// Auto's form: Split on CPU devices and where the 1x1 has more than 32 output channels: the
-// fused kernel's few workgroups (one per TP tiles) each sum all C mid channels for every output
-// channel in turn. H100, us, fused / split (the split's two dispatches timed alone each):
-// 1x96x128x72 k3 s1 -> 24 9.38 / 12.03, s2 7.04 / 10.62; 1x96x32x18 s2 -> 24 6.69 / 10.75;
-// 1x144x56x56 -> 24 9.12 / 11.84; 1x192x28x28 -> 32 9.31 / 11.04; but 1x576x14x14 -> 96
-// 16.10 / 14.08 and 1x960x7x7 -> 160 21.15 / 16.32.
+// Auto's form: Split where the device class's tuning table does not fuse (CPU devices) and
+// where the 1x1 has more than dw_pw_max_fused_out output channels: the fused kernel's few
+// workgroups (one per TP tiles) each sum all C mid channels for every output channel in turn
+// (ConvTuning; measured: docs/BENCHMARKS.md, "Convolution plan thresholds").
 DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_out,
                                    DepthwisePointwiseForm asked) {
   if (asked != DepthwisePointwiseForm::Auto) return asked;
-  return profile.cpu_kernels || n_out > 32 ? DepthwisePointwiseForm::Split
-                                           : DepthwisePointwiseForm::Fused;
+  const ConvTuning& t = conv_tuning(profile);
+  return !t.dw_pw_fused || n_out > t.dw_pw_max_fused_out ? DepthwisePointwiseForm::Split
+                                                         : DepthwisePointwiseForm::Fused;
 }
 
 // Output rows per workgroup with an expansion (shaders/q8ta_conv2d_dw_pw.glsl's ROWS): as
 // asked, else 2 at stride 1 (two rows share the window rows their 3x3 taps read: 4 expanded
-// rows for 2 output rows instead of 6), else 1. H100 PERF, us, 128-invocation workgroups, rows
-// x tiles per row: 1x24x128x72 e96 k3 s1 -> 24 (2304 tiles) 1 x 2 19.1 (64 invocations), 2 x 1
-// 15.9-16.1, 2 x 2 13.4-13.5, 4 x 1 13.6, 4 x 2 14.8; 1x24x56x56 e144 (784) 1 x 1 12.7-12.9,
-// 2 x 1 12.0, 4 x 1 13.2; 1x32x28x28 e192 (196) 1 x 1 13.8-14.0, 2 x 1 13.7, 2 x 2 16.3. At
-// stride 2 (fewer window rows shared) every shape was slower with 2 rows (64 invocations:
-// 1x24x128x72 14.1 -> 15.7).
+// rows for 2 output rows instead of 6), else 1: at stride 2 (fewer window rows shared) every
+// shape measured was slower with 2 rows (docs/BENCHMARKS.md, "Convolution plan thresholds",
+// dw_pw expanded rows).
 int64_t expanded_rows_per_workgroup(const DepthwisePointwiseParams& p) {
   if (p.rows_per_workgroup > 0) return p.rows_per_workgroup;
   return p.geometry.stride_h == 1 ? 2 : 1;
@@ -187,12 +178,8 @@ int64_t expanded_shared_bytes(const Conv2dWeights& dw, const Conv2dGeometry& g, 
 // With an expansion, a workgroup's TP tiles lie in one output row (of each of its rows): as
 // asked, else 1, or 2 where the output has more than 1024 tiles (more tiles per workgroup share
 // more of the window, less halo recomputed, but leave fewer workgroups); fewer while the window
-// and mid do not fit `shared_bytes` (0 when even one tile does not). H100, us, one row and 64
-// invocations, TP 1 / 2 / the row in blocks of up to 8: 1x24x128x72 e96 k3 s1 -> 24 (2304
-// tiles) 26.72 / 18.98-19.14 / 20.61; s2 (576) 14.24 / 15.81 / 23.71; 1x24x64x36 e96 s2 (160)
-// 11.94 / 14.27-14.50 / 22.78; 1x24x32x18 s2 (48) 11.97 / 14.24 / 16.38; 1x24x56x56 e144 s1
-// (784) 15.01 / 16.19 / 25.31; 1x32x28x28 e192 (196) 15.33 / 18.94 / 37.57 (with 2 rows and 128
-// invocations: expanded_rows_per_workgroup).
+// and mid do not fit `shared_bytes` (0 when even one tile does not); measured:
+// docs/BENCHMARKS.md, "Convolution plan thresholds", dw_pw expanded tiles.
 int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Conv2dWeights& dw,
                                      int64_t c4, int64_t tiles, uint32_t shared_bytes) {
   const int64_t rows = expanded_rows_per_workgroup(p);
@@ -206,12 +193,11 @@ int64_t expanded_tiles_per_workgroup(const DepthwisePointwiseParams& p, const Co
 // Whether Auto runs an expansion inside the fused kernel: its window recomputes the expansion
 // (C_x x C products per window pixel) for every output row's KH input rows and each workgroup's
 // halo, which pays for the dispatch and the expanded tensor's round trip it saves only while
-// that product is small. H100, us, fused (the tile rule above) / expansion then the fused
-// depthwise -> 1x1 (each dispatch timed alone): 24 x 96 (refinenet_lite) 1x24x128x72 s1 19.14
-// / 19.55, s2 14.24 / 18.72, 1x24x32x18 s2 11.97 / 16.16; 24 x 144 1x24x56x56 15.01 / 16.70;
-// 32 x 192 1x32x28x28 15.33 / 16.61. Larger products not measured fused.
-bool prefer_fused_expansion(const DepthwiseExpansion& e) {
-  return e.weights.in_per_group * e.weights.out_channels <= 32 * 192;
+// that product is small: up to the tuning table's dw_pw_max_expansion_products (measured:
+// docs/BENCHMARKS.md, "Convolution plan thresholds").
+bool prefer_fused_expansion(const vk::DeviceProfile& profile, const DepthwiseExpansion& e) {
+  return e.weights.in_per_group * e.weights.out_channels <=
+         conv_tuning(profile).dw_pw_max_expansion_products;
 }
 
 // Appends push-constant member `value` (the kernel's Params members follow one another).
@@ -333,9 +319,9 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph, gr
   };
   const int64_t c4 = div_up(d_mid.c, 4);
   if (p.expansion) {
-    const bool fuse =
-        p.form == DepthwisePointwiseForm::Fused ||
-        (form == DepthwisePointwiseForm::Fused && prefer_fused_expansion(*p.expansion));
+    const bool fuse = p.form == DepthwisePointwiseForm::Fused ||
+                      (form == DepthwisePointwiseForm::Fused &&
+                       prefer_fused_expansion(graph.profile(), *p.expansion));
     const int64_t tp = fuse ? expanded_tiles_per_workgroup(p, depthwise, c4,
                                                            d_mid.n * d_mid.h * div_up(d_mid.w, 4),
                                                            graph.profile().max_shared_memory_bytes)

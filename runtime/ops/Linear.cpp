@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/Error.h"
+#include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
@@ -118,69 +119,6 @@ std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeG
   return {weights, add_channel_constants(graph, w, input_scale, name)};
 }
 
-struct LinearKernel {
-  LinearRoute route;
-  shaders::Kernel kernel;
-  vk::DispatchPlan plan;
-  bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
-  bool narrow = false;            // CoopMat: the 128 x 32 tile (NARROW_N)
-};
-
-// The split-K route (shaders/q8ta_linear_gemm.glsl, SPLIT_K). Auto takes it on a GPU where the
-// GEMM has fewer 128 x 128 tiles than kSplitKMaxTiles (a large GPU has over 100 SMs) and K is at
-// least kSplitKMinK; it then aims at kSplitKGroups workgroups (tiles x slices), each slice at
-// least kSplitKMinStages stages of 32 K values (every slice adds its tile's sums to the scratch
-// with atomics: too short a slice spends more on them than on its products).
-// H100, us of the cooperative-matrix kernel vs split-K with the slices chosen here
-// (vkd_custom_ops perf/q8ta_linear): M49 K4608 N512 (resnet18's 3x3 512x7x7) 58.5 vs 17.4
-// (the best of 4..72 slices; 24: 19.0, 48: 18.9), M196 K2304 N256 33.1 vs 20.6; from K 1024
-// down the cooperative-matrix kernel's narrow tile wins (M49 K960 N160 11.9 vs 12.9, N320 12.0
-// vs 12.8, M196 K576 N96 9.6 vs 18.5).
-constexpr int64_t kSplitKMaxTiles = 32;
-constexpr int64_t kSplitKMinK = 1024;
-constexpr int64_t kSplitKGroups = 128;
-constexpr int64_t kSplitKMinStages = 2;
-constexpr int64_t kStageK4 = 8;  // the GEMM's BK4
-
-// "" when the device can run the split-K kernel, else what it lacks.
-std::string split_k_unavailable(const vk::DeviceProfile& profile) {
-  if (profile.max_workgroup_invocations < 256) return "256-invocation workgroups";
-  if (!profile.device_scope_atomics()) return "Device-scope atomics under the memory model";
-  return "";
-}
-
-bool use_split_k(const vk::DeviceProfile& profile, int64_t tiles, int64_t k4) {
-  return !profile.cpu_kernels && tiles < kSplitKMaxTiles && 4 * k4 >= kSplitKMinK &&
-         split_k_unavailable(profile).empty();
-}
-
-// The slices of K's `stages`: `requested` (0 = kSplitKGroups / tiles, at least kSplitKMinStages
-// stages each), as equal ranges of whole stages: ceil(stages / ceil(stages / wanted)) of them,
-// none empty (the last may be shorter). The shader derives the same ranges from the count.
-int64_t split_k_slices(int64_t tiles, int64_t stages, int32_t requested) {
-  const int64_t wanted =
-      requested > 0
-          ? requested
-          : std::max<int64_t>(1, std::min(div_up(kSplitKGroups, tiles), stages / kSplitKMinStages));
-  return div_up(stages, div_up(stages, wanted));
-}
-
-// The cooperative-matrix kernel's narrow tile (128 rows x 32 channels) where N has at most
-// kNarrowMaxN4 words, or K at most kNarrowMaxK values and the wide tiles are fewer than
-// kNarrowMaxWideTiles: it gives the scheduler 4x the workgroups and each a quarter of the
-// epilogue, which wins where the grid is small or the epilogue long, and loses where the wide
-// grid already fills the GPU or a large GEMM is bound by its operand traffic (the narrow tile
-// reads each input row once per 32 channels). H100, us narrow vs wide (perf/q8ta_linear
-// coopmat/n32, /n128, and the etvk/ pointwise cases): M65536 K48 N22 12.9 vs 20.5, M9216 K96
-// N24 6.3 vs 8.9, M3136 K576 N128 (25 wide tiles) 9.5 vs 13.9, M196 K384 N96 8.0 vs 11.2,
-// M49 K320 N1280 7.9 vs 10.9, M16384 K64 N64 a tie; but M16384 K128 N128 (128 wide tiles)
-// 15.0 vs 9.7, M16384 K576 N64 15.9 vs 14.3, M1024 K2048 N2048 69 vs 31, M512 K4096 N4096
-// 127 vs 55. Whole models (GPU total): refinenet_lite 203 -> 176 us, mobilenet_v2
-// 541 -> 448, resnet18 518 -> 487 (narrow at every N with K <= 1024).
-constexpr int64_t kNarrowMaxN4 = 8;
-constexpr int64_t kNarrowMaxK = 1024;
-constexpr int64_t kNarrowMaxWideTiles = 64;
-
 // q8ta_conv2d_coopmat.glsl's tile (Im2colInput::window): two segments of kWindowSegment output
 // pixels x kWindowChannels channels per workgroup, kWindowChunkWords channel words per chunk
 // (each pixel kWindowChunkWords + 4 words of shared memory), at most kWindowTaps taps staged,
@@ -194,110 +132,6 @@ constexpr int64_t kWindowTaps = 3;
 std::array<uint32_t, 3> window_constants(const Im2colGeometry& g) {
   return {uint32_t(g.stride_w), uint32_t(g.dilation_w),
           uint32_t(std::min<int64_t>(g.kw, kWindowTaps))};
-}
-
-// The one place the linear tiles and workgroups are chosen. GEMM and cooperative matrix: 128
-// rows x 128 channels per workgroup of 256 invocations (shaders/q8ta_linear_gemm.glsl,
-// q8ta_linear_coopmat.glsl; the latter 128 x 32 of 128 invocations for small N). GEMV: 128
-// invocations, one row block x 8 channels. GEMV also where the device cannot run a 256-invocation
-// workgroup. `out`: the OUT_DTYPE variant (linear_common.glslh): 0 int8, 1 float, 2 int8 + residual
-// add. SplitK: the GEMM's tiles with the grid's z = K slices. `im2col`: the "_im2col" variant of
-// the chosen kernel, whose load_input gathers from a convolution's input (int8 outputs only).
-LinearKernel choose_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
-                                  const RowShape& rows, int64_t n4, int64_t k4, int out,
-                                  const LinearParams& p, const Im2colInput* im2col = nullptr) {
-  LinearRoute route = p.route;
-  const std::string no_coopmat = linear_coopmat_unavailable(profile);
-  // Every tiled kernel takes 128 rows per workgroup; the wide tiles 32 channel words.
-  const int64_t row_tiles = div_up(rows.row_blocks() * 4, 128), wide_n4_tiles = div_up(n4, 32);
-  const int64_t tiles = wide_n4_tiles * row_tiles;
-  if (route == LinearRoute::Auto) {
-    route = rows.batches * rows.h <= 4        ? LinearRoute::Gemv
-            : use_split_k(profile, tiles, k4) ? LinearRoute::SplitK
-            : no_coopmat.empty()              ? LinearRoute::CoopMat
-                                              : LinearRoute::Gemm;
-  }
-  VKD_CHECK(route != LinearRoute::CoopMat || no_coopmat.empty(), ErrorCode::Unsupported, op,
-            ": the cooperative-matrix route needs ", no_coopmat, ", which device '", profile.name,
-            "' does not offer (or it was switched off)");
-  VKD_CHECK(p.coopmat_tile_n == 0 || p.coopmat_tile_n == 32 || p.coopmat_tile_n == 128,
-            ErrorCode::InvalidArgument, op, ": cooperative-matrix tile width ", p.coopmat_tile_n,
-            " asked for (0 = chosen, 32 or 128)");
-  const int64_t stages = div_up(k4, kStageK4);
-  if (route == LinearRoute::SplitK) {
-    const std::string no_split = split_k_unavailable(profile);
-    VKD_CHECK(no_split.empty(), ErrorCode::Unsupported, op, ": the split-K route needs ", no_split,
-              ", which device '", profile.name, "' does not offer");
-    VKD_CHECK(p.split_k_slices >= 0 && p.split_k_slices <= stages, ErrorCode::InvalidArgument, op,
-              ": ", p.split_k_slices, " split-K slices asked for, but K = ", 4 * k4, " has ",
-              stages, " stages of 32 values (0 = chosen, else 1..", stages, ")");
-  }
-  if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256)
-    route = LinearRoute::Gemv;
-  const int dot = profile.int8_dot_product ? 0 : 1;
-  LinearKernel k{route, {}, {}};
-  VKD_CHECK(!im2col || (linear_gathers_im2col(profile, route) && out != 1), ErrorCode::Internal, op,
-            ": the ", to_string(route), " kernel has no implicit im2col form");
-  if (im2col && im2col->window) {
-    const std::string unfit = conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry);
-    VKD_CHECK(unfit.empty(), ErrorCode::Internal, op, ": the window form does not fit: ", unfit);
-  }
-  // The im2col variants' axes (variants.json): the input's layout, OUT_DTYPE int8 / int8_add.
-  const int gather_in = im2col && im2col->in_4w4c ? 0 : 1, gather_out = out == 2 ? 1 : 0;
-  if (route == LinearRoute::Gemm && profile.cpu_kernels) {
-    // CPU devices (shaders/q8ta_linear_cpu.glsl): an invocation = one row block x the
-    // workgroup's 32 channels (16 where N <= 16), a workgroup = one subgroup of 8 row blocks
-    // (on lavapipe at resnet18's shapes 16, 32 and 64 invocations were no faster, and fewer
-    // workgroups spread worse over the cores in the small late layers).
-    const int64_t tile_n4 = n4 <= 4 ? 4 : 8;
-    k.kernel = shaders::variants::q8ta_linear_cpu[out][tile_n4 == 4 ? 0 : 1];
-    k.plan.local_size = {8, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(rows.row_blocks(), 8)),
-                          static_cast<uint32_t>(div_up(n4, tile_n4)), 1};
-  } else if (route == LinearRoute::CoopMat && im2col && im2col->window) {
-    // q8ta_conv2d_coopmat.glsl: two segments of kWindowSegment pixels of an image row x 64
-    // channels per workgroup of 128 invocations.
-    const ConvWindowGrid grid = conv_window_grid(im2col->geometry, rows.batches, 4 * n4, k4);
-    k.kernel = shaders::variants::q8ta_conv2d_coopmat[0][gather_out];
-    k.plan.local_size = {128, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(grid.groups_x),
-                          static_cast<uint32_t>(grid.groups_y), 1};
-  } else if (route == LinearRoute::CoopMat) {
-    // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (NARROW_N)
-    // for few channels or a short K.
-    const bool narrow =
-        p.coopmat_tile_n == 32 ||
-        (p.coopmat_tile_n == 0 &&
-         (n4 <= kNarrowMaxN4 || (4 * k4 <= kNarrowMaxK && tiles < kNarrowMaxWideTiles)));
-    k.kernel =
-        im2col
-            ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out][narrow ? 1 : 0]
-            : shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
-    k.narrow = narrow;
-    k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),
-                          static_cast<uint32_t>(row_tiles), 1};
-  } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
-    // 128 rows x 128 channels per workgroup of 256 invocations.
-    const bool split = route == LinearRoute::SplitK;
-    k.kernel =
-        im2col
-            ? shaders::variants::q8ta_linear_gemm_im2col[gather_in][gather_out][dot][split ? 1 : 0]
-            : shaders::variants::q8ta_linear_gemm[out][dot][split ? 1 : 0];
-    k.compact_constant = true;
-    // SplitK: the grid's z is K's slices.
-    const int64_t slices = split ? split_k_slices(tiles, stages, p.split_k_slices) : 1;
-    k.plan.local_size = {16, 16, 1};
-    k.plan.group_count = {static_cast<uint32_t>(wide_n4_tiles), static_cast<uint32_t>(row_tiles),
-                          static_cast<uint32_t>(slices)};
-  } else {
-    // 128 invocations, 2 channel groups (shaders/q8ta_linear_gemv.glsl has the sweep).
-    k.kernel = shaders::variants::q8ta_linear_gemv[out][dot][profile.subgroup_arithmetic ? 1 : 0];
-    k.plan.local_size = {128, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 2)),
-                          static_cast<uint32_t>(rows.row_blocks()), 1};
-  }
-  return k;
 }
 
 // Specialization constants 4-6 of the int8-output kernels (linear_common.glslh): the upscale
@@ -379,15 +213,6 @@ ConvWindowGrid conv_window_grid(const Im2colGeometry& g, int64_t image_rows, int
           kh * div_up(int64_t(g.c4_in), kWindowChunkWords) * div_up(int64_t(g.kw), kWindowTaps)};
 }
 
-LinearChoice chosen_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
-                                  int64_t groups, int64_t rows, int64_t n, int64_t k,
-                                  const LinearParams& p) {
-  const RowShape shape{groups, rows, div_up(rows, 4)};
-  const LinearKernel kernel =
-      choose_linear_kernel(profile, op, shape, div_up(n, 4), div_up(k, 4), p.output ? 0 : 1, p);
-  return {kernel.route, kernel.narrow};
-}
-
 uint32_t epilogue_acc_below_2_22(const vk::DeviceProfile& profile, int64_t products_per_output) {
   if (profile.compact_kernels) return 0;
   return products_per_output * 128 * 255 < (int64_t(1) << 22) ? 1 : 0;
@@ -458,12 +283,30 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
                                       const LinearWeights& weights, graph::ValueRef output,
                                       const LinearParams& p, const RowsShuffle& shuffle,
                                       const std::optional<Im2colInput>& im2col) {
+  LinearProblem problem;
+  problem.groups = groups;
+  problem.rows = row_count;
+  problem.n4 = div_up(weights.n, 4);
+  problem.k4 = div_up(weights.k, 4);
+  problem.out_form = !p.output ? 1 : p.residual ? 2 : 0;
+  problem.route = p.route;
+  problem.split_k_slices = p.split_k_slices;
+  problem.coopmat_tile_n = p.coopmat_tile_n;
+  problem.im2col = im2col;
+  const LinearKernel k = plan_linear_kernel(op, problem, graph.profile());
+  return add_q8ta_linear_rows_node(graph, op, input, groups, row_count, weights, output, p, k,
+                                   shuffle, im2col);
+}
+
+LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
+                                      graph::ValueRef input, int64_t groups, int64_t row_count,
+                                      const LinearWeights& weights, graph::ValueRef output,
+                                      const LinearParams& p, const LinearKernel& k,
+                                      const RowsShuffle& shuffle,
+                                      const std::optional<Im2colInput>& im2col) {
   const auto& out = graph.tensor(output);
   const RowShape rows{groups, row_count, div_up(row_count, 4)};
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
-  const int out_form = !p.output ? 1 : p.residual ? 2 : 0;
-  const LinearKernel k = choose_linear_kernel(graph.profile(), op, rows, n4, k4, out_form, p,
-                                              im2col ? &*im2col : nullptr);
   const auto [packed, channels] =
       add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name(),
                            k.route == LinearRoute::Gemv);

@@ -44,7 +44,7 @@ struct LinearWeights {
 
 // Which kernel runs a q8ta_linear. Auto picks GEMV for M <= 4 rows; then, on a GPU (not a
 // device with CPU kernels), SplitK where the GEMM's 128 x 128 tiles are few and K long
-// (Linear.cpp: use_split_k); otherwise the cooperative-matrix kernel where the device has int8
+// (ConvPlan.cpp: use_split_k); otherwise the cooperative-matrix kernel where the device has int8
 // 16x16x32 NV cooperative matrices and 32-wide subgroups, else the tiled dot-product GEMM. On
 // a device without the int8 dot product GEMM, SplitK and GEMV use the emulated dot product.
 // SplitK: the dot-product GEMM with K split into slices (a grid dimension) whose int32 partial
@@ -172,17 +172,15 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
                                       const LinearWeights& weights, graph::ValueRef output,
                                       const LinearParams& p, const RowsShuffle& shuffle = {},
                                       const std::optional<Im2colInput>& im2col = std::nullopt);
-
-// The linear kernel add_q8ta_linear_rows_node takes for `groups` groups of `rows` rows, N and K
-// (the errors of a route `p` asks for that the device cannot run included): its route and,
-// for CoopMat, whether its tile is the narrow 128 x 32 one (NARROW_N).
-struct LinearChoice {
-  LinearRoute route = LinearRoute::Auto;
-  bool narrow_tile = false;
-};
-LinearChoice chosen_linear_kernel(const vk::DeviceProfile& profile, const std::string& op,
-                                  int64_t groups, int64_t rows, int64_t n, int64_t k,
-                                  const LinearParams& p);
+// The same running `kernel`, a plan_linear_kernel of these rows, N, K and parameters
+// (runtime/ops/ConvPlan.h; the convolution's plan decides it once).
+struct LinearKernel;
+LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::string& op,
+                                      graph::ValueRef input, int64_t groups, int64_t rows,
+                                      const LinearWeights& weights, graph::ValueRef output,
+                                      const LinearParams& p, const LinearKernel& kernel,
+                                      const RowsShuffle& shuffle = {},
+                                      const std::optional<Im2colInput>& im2col = std::nullopt);
 
 // Whether `route`, on `profile`, has a kernel that gathers an implicit im2col input: the
 // cooperative-matrix and split-K kernels, and the dot-product GEMM where it is not the CPU

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/Error.h"
+#include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
@@ -136,13 +137,12 @@ ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph, gra
   VKD_CHECK(fits || p.form != ShuffledHeadForm::Fused, ErrorCode::Unsupported, kOp, ": ", d_in.c,
             " input and ", d_mid.c, " mid channels: the fused kernel keeps at most ",
             kMaxShuffledHeadChannels, " of each in registers");
-  // Auto on CPU devices: Split. lavapipe compiles each pipeline with LLVM at its first
-  // dispatch, and the fused kernel's unrolled loops took 0.89 s there (refinenet_lite's head,
-  // Mesa's cache off) while the split form's two kernels are ones the model builds anyway or
-  // cheap ones; run time the same within the 2-core machine's noise (PERF 1x24x128x72 ->96 r2
-  // ->8: 21.7 ms fused, 21.3 split).
-  const bool fuse = p.form == ShuffledHeadForm::Fused ||
-                    (p.form == ShuffledHeadForm::Auto && !graph.profile().cpu_kernels);
+  // Auto: as the device class's tuning table says (CPU devices: Split, whose first dispatch
+  // would compile the fused kernel's unrolled loops; docs/BENCHMARKS.md, "Convolution plan
+  // thresholds", shuffled_head_fused).
+  const bool fuse =
+      p.form == ShuffledHeadForm::Fused ||
+      (p.form == ShuffledHeadForm::Auto && conv_tuning(graph.profile()).shuffled_head_fused);
   if (fuse && fits) {
     add_fused(graph, input, shuffle, head, output, d_in, d_mid, p);
     return ShuffledHeadForm::Fused;
