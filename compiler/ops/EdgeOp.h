@@ -1,8 +1,8 @@
 // One descriptor per edge-dialect op: everything the compiler knows about it, in one place per
 // op family (compiler/ops/<Family>.cpp). The parser reads the signature, shape inference the
 // rule, the interpreter the CPU reference, fuse_and_lower the fusion pattern and the direct
-// lowering. Adding an edge op = adding a descriptor to its family's list (a new family also
-// adds one line to the family list in EdgeOps.cpp).
+// lowering. Adding an edge op = adding a descriptor to its family's list (a new family is a new
+// <Family>.cpp defining <family>_edge_ops, which the build lists for EdgeOps.cpp).
 #pragma once
 
 #include <cstddef>

@@ -7,22 +7,23 @@
 
 namespace vkd::compiler {
 
-// The op families, one file each in compiler/ops/: the one list a new family is added to.
-std::vector<EdgeOp> quantize_edge_ops();
-std::vector<EdgeOp> conv_linear_edge_ops();
-std::vector<EdgeOp> elementwise_edge_ops();
-std::vector<EdgeOp> pixel_shuffle_edge_ops();
-std::vector<EdgeOp> upsample_edge_ops();
-std::vector<EdgeOp> pool_edge_ops();
-std::vector<EdgeOp> copy_edge_ops();
-std::vector<EdgeOp> dropout_edge_ops();
-std::vector<EdgeOp> batch_norm_edge_ops();
-std::vector<EdgeOp> concat_edge_ops();
-std::vector<EdgeOp> permute_edge_ops();
-std::vector<EdgeOp> affine_edge_ops();
-std::vector<EdgeOp> activation_edge_ops();
-std::vector<EdgeOp> softmax_edge_ops();
-std::vector<EdgeOp> transformer_edge_ops();
+// The op families, one file each in compiler/ops/ defining <family>_edge_ops (the file's name in
+// snake_case): the list is made from that folder at configure time (cmake/VkdFamilyLists.cmake),
+// in file-name order. No two families describe the same edge op, so the order changes nothing
+// but the order of accepted_edge_ops().
+#define VKD_FAMILY(family) std::vector<EdgeOp> family##_edge_ops();
+#include "compiler/ops/EdgeOpFamilies.inc"
+#undef VKD_FAMILY
+
+namespace {
+
+#define VKD_FAMILY(family) family##_edge_ops,
+std::vector<EdgeOp> (*const kFamilies[])() = {
+#include "compiler/ops/EdgeOpFamilies.inc"
+};
+#undef VKD_FAMILY
+
+}  // namespace
 
 const char* lit_name(Lit kind) {
   switch (kind) {
@@ -125,11 +126,7 @@ void check_descriptor(const EdgeOp& op) {
 const std::vector<EdgeOp>& edge_ops() {
   static const std::vector<EdgeOp> kOps = [] {
     std::vector<EdgeOp> all;
-    for (auto family :
-         {quantize_edge_ops, conv_linear_edge_ops, elementwise_edge_ops, pixel_shuffle_edge_ops,
-          upsample_edge_ops, pool_edge_ops, copy_edge_ops, dropout_edge_ops, batch_norm_edge_ops,
-          concat_edge_ops, permute_edge_ops, affine_edge_ops, activation_edge_ops, softmax_edge_ops,
-          transformer_edge_ops}) {
+    for (auto family : kFamilies) {
       for (EdgeOp& op : family()) {
         check_descriptor(op);
         all.push_back(std::move(op));

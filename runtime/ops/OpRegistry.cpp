@@ -9,24 +9,13 @@
 
 namespace vkd::ops {
 
-// The op families, each defined at the end of its own runtime/ops/<Family>.cpp: the one list a
-// new family is added to.
-void register_quantize_ops(OpRegistry& registry);
-void register_affine_quant_ops(OpRegistry& registry);
-void register_layout_convert_ops(OpRegistry& registry);
-void register_linear_ops(OpRegistry& registry);
-void register_conv2d_ops(OpRegistry& registry);
-void register_depthwise_pointwise_ops(OpRegistry& registry);
-void register_shuffled_head_ops(OpRegistry& registry);
-void register_conv_transpose2d_ops(OpRegistry& registry);
-void register_pixel_shuffle_ops(OpRegistry& registry);
-void register_permute_ops(OpRegistry& registry);
-void register_upsample_ops(OpRegistry& registry);
-void register_elementwise_ops(OpRegistry& registry);
-void register_pool_ops(OpRegistry& registry);
-void register_concat_ops(OpRegistry& registry);
-void register_lut_ops(OpRegistry& registry);
-void register_softmax_ops(OpRegistry& registry);
+// The op families, each defined at the end of its own runtime/ops/<Family>.cpp as
+// register_<family>_ops: the list is made from that folder at configure time
+// (cmake/VkdFamilyLists.cmake), in file-name order. Each family registers different ops, so the
+// order changes nothing.
+#define VKD_FAMILY(family) void register_##family##_ops(OpRegistry& registry);
+#include "runtime/ops/OpFamilies.inc"
+#undef VKD_FAMILY
 
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
   const schema::OpSchema* schema = schema::find_op_schema(name);
@@ -60,22 +49,9 @@ const OpRegistry& op_registry() {
   // Built on first use (thread-safe static init), never modified afterwards.
   static const OpRegistry registry = [] {
     OpRegistry r;
-    register_quantize_ops(r);
-    register_affine_quant_ops(r);
-    register_layout_convert_ops(r);
-    register_linear_ops(r);
-    register_conv2d_ops(r);
-    register_depthwise_pointwise_ops(r);
-    register_shuffled_head_ops(r);
-    register_conv_transpose2d_ops(r);
-    register_pixel_shuffle_ops(r);
-    register_permute_ops(r);
-    register_upsample_ops(r);
-    register_elementwise_ops(r);
-    register_pool_ops(r);
-    register_concat_ops(r);
-    register_lut_ops(r);
-    register_softmax_ops(r);
+#define VKD_FAMILY(family) register_##family##_ops(r);
+#include "runtime/ops/OpFamilies.inc"
+#undef VKD_FAMILY
     return r;
   }();
   return registry;

@@ -3,8 +3,8 @@
 // nodes of a ComputeGraph. The deserializer checks blobs against signatures(); the graph
 // loader (runtime/delegate/GraphLoader) calls build().
 //
-// Each op family file ends with a register_<family>_ops(OpRegistry&) function; OpRegistry.cpp
-// declares and lists them (the one place an op family is added).
+// Each op family file <Family>.cpp ends with a register_<family>_ops(OpRegistry&) function (its
+// name in snake_case); OpRegistry.cpp calls every one, from a list made from the folder.
 #pragma once
 
 #include <cstdint>

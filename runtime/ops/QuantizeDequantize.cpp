@@ -107,7 +107,7 @@ void build_dequantize(const OpCall& call) {
 
 }  // namespace
 
-void register_quantize_ops(OpRegistry& registry) {
+void register_quantize_dequantize_ops(OpRegistry& registry) {
   registry.add("q8ta_quantize", build_quantize);
   registry.add("q8ta_dequantize", build_dequantize);
 }

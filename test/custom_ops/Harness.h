@@ -1,7 +1,8 @@
 // The custom-op test and benchmark harness. A case builds a small ComputeGraph around one op,
 // fills its inputs, and checks the outputs against an independent CPU reference (ACCU), or is
 // timed with GPU timestamps (PERF). Op families add cases in one file each
-// (<family>_cases.cpp) through a register_<family>_cases(Registry&) function listed in main.cpp.
+// (<family>_cases.cpp) through a register_<family>_cases(Registry&) function; main.cpp calls
+// every one, from a list the build makes from the folder (test/CMakeLists.txt).
 #pragma once
 
 #include <cstdint>
@@ -69,23 +70,6 @@ class Registry {
  private:
   std::vector<Case> cases_;
 };
-
-void register_quantize_cases(Registry& registry);
-void register_affine_quant_cases(Registry& registry);
-void register_convert_cases(Registry& registry);
-void register_peak_cases(Registry& registry);
-void register_linear_cases(Registry& registry);
-void register_conv_cases(Registry& registry);
-void register_dw_pw_cases(Registry& registry);
-void register_shuffled_head_cases(Registry& registry);
-void register_pixel_shuffle_cases(Registry& registry);
-void register_permute_cases(Registry& registry);
-void register_upsample_cases(Registry& registry);
-void register_elementwise_cases(Registry& registry);
-void register_pool_cases(Registry& registry);
-void register_concat_cases(Registry& registry);
-void register_lut_cases(Registry& registry);
-void register_softmax_cases(Registry& registry);
 
 // The clock probe's kernel (PerfChecks.h): the int8 dot-product peak loop, ~2^18 invocations.
 std::unique_ptr<CaseInstance> make_clock_probe();

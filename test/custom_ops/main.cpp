@@ -33,6 +33,13 @@
 #include "test/custom_ops/PerfChecks.h"
 
 namespace vkd::custom_ops {
+
+// One register_<family>_cases per test/custom_ops/<family>_cases.cpp, listed by the build from
+// the folder (cmake/VkdFamilyLists.cmake), in file-name order: the order the cases run in.
+#define VKD_FAMILY(family) void register_##family##_cases(Registry& registry);
+#include "test/custom_ops/CaseFamilies.inc"
+#undef VKD_FAMILY
+
 namespace {
 
 struct Options {
@@ -540,22 +547,9 @@ int run(int argc, char** argv) {
   Options o;
   if (!parse_options(argc, argv, o)) return 2;
   Registry registry;
-  register_peak_cases(registry);
-  register_quantize_cases(registry);
-  register_affine_quant_cases(registry);
-  register_convert_cases(registry);
-  register_linear_cases(registry);
-  register_conv_cases(registry);
-  register_dw_pw_cases(registry);
-  register_shuffled_head_cases(registry);
-  register_pixel_shuffle_cases(registry);
-  register_permute_cases(registry);
-  register_upsample_cases(registry);
-  register_elementwise_cases(registry);
-  register_pool_cases(registry);
-  register_concat_cases(registry);
-  register_lut_cases(registry);
-  register_softmax_cases(registry);
+#define VKD_FAMILY(family) register_##family##_cases(registry);
+#include "test/custom_ops/CaseFamilies.inc"
+#undef VKD_FAMILY
 
   std::regex filter;
   try {
