@@ -1,8 +1,12 @@
-# vkd_add_shader_library(<target> MANIFEST <variants.json> SOURCE_DIR <dir>)
+# vkd_add_shader_library(<target> SOURCE_DIR <dir> [INCLUDE_DIRS <dir>...])
 #
-# Creates STATIC library <target> holding every shader variant of the manifest
+# Creates STATIC library <target> holding every shader variant of SOURCE_DIR
 # as embedded SPIR-V plus its reflected ShaderInfo. Its PUBLIC include dir has
-# the generated header "vkd/generated/ShaderRegistry.h".
+# the generated header "vkd/generated/ShaderRegistry.h". Each <name>.glsl in
+# SOURCE_DIR has its families and their variant axes beside it, in
+# <name>.variants.json; the manifest is those files in name order, assembled by
+# the generator (a shader without one, or one without its shader, is an error).
+# INCLUDE_DIRS (relative to SOURCE_DIR) are the #include search dirs.
 #
 # At build time tools/shadergen/gen_shader_registry.py compiles each variant
 # with glslangValidator (--target-env vulkan1.1), validates it with spirv-val,
@@ -10,7 +14,7 @@
 # the registry. Variants are compiled in parallel and cached in
 # <binary dir>/<target>_cache, so a rebuild recompiles only what changed.
 # The generator reruns when any *.glsl / *.glslh / *.json under SOURCE_DIR,
-# the manifest, the generator or one of the tools changes; files added or
+# the generator or one of the tools changes; files added or
 # removed under SOURCE_DIR are picked up through CONFIGURE_DEPENDS.
 #
 # Needs Python3_EXECUTABLE, VKD_GLSLANG_VALIDATOR and VKD_SPIRV_VAL (set by
@@ -23,18 +27,18 @@ set_property(GLOBAL PROPERTY VKD_SHADERGEN_SCRIPT "${_vkd_shadergen_script}")
 unset(_vkd_shadergen_script)
 
 function(vkd_add_shader_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MANIFEST;SOURCE_DIR" "")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "SOURCE_DIR" "INCLUDE_DIRS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "vkd_add_shader_library: unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
-  if(NOT ARG_MANIFEST OR NOT ARG_SOURCE_DIR)
-    message(FATAL_ERROR "vkd_add_shader_library(${target}): MANIFEST and SOURCE_DIR are required")
+  if(NOT ARG_SOURCE_DIR)
+    message(FATAL_ERROR "vkd_add_shader_library(${target}): SOURCE_DIR is required")
   endif()
-  get_filename_component(manifest "${ARG_MANIFEST}" ABSOLUTE)
   get_filename_component(source_dir "${ARG_SOURCE_DIR}" ABSOLUTE)
-  if(NOT EXISTS "${manifest}")
-    message(FATAL_ERROR "vkd_add_shader_library(${target}): manifest ${manifest} does not exist")
-  endif()
+  set(include_args "")
+  foreach(dir IN LISTS ARG_INCLUDE_DIRS)
+    list(APPEND include_args --include-dir "${dir}")
+  endforeach()
 
   if(NOT Python3_EXECUTABLE)
     find_package(Python3 REQUIRED COMPONENTS Interpreter)
@@ -63,8 +67,8 @@ function(vkd_add_shader_library target)
     OUTPUT "${stamp}" "${header}" "${source}"
     BYPRODUCTS "${reflection}"
     COMMAND "${Python3_EXECUTABLE}" "${script}"
-      --manifest "${manifest}"
       --source-dir "${source_dir}"
+      ${include_args}
       --out-header "${header}"
       --out-cpp "${source}"
       --cache-dir "${cache_dir}"
@@ -72,7 +76,7 @@ function(vkd_add_shader_library target)
       --spirv-val "${VKD_SPIRV_VAL}"
       --stamp "${stamp}"
       --reflection-json "${reflection}"
-    DEPENDS "${manifest}" ${shader_files} "${script}"
+    DEPENDS ${shader_files} "${script}"
             "${VKD_GLSLANG_VALIDATOR}" "${VKD_SPIRV_VAL}"
     WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}"
     COMMENT "Compiling, validating and reflecting shader variants for ${target}"

@@ -29,7 +29,7 @@ struct ClampPush {
   float in_scale, multiplier, inv_out_scale, act_lo, act_hi;
 };
 
-// The OP axis of the q8ta_binary variants (variants.json).
+// The OP axis of the q8ta_binary variants (shaders/q8ta_binary.variants.json).
 enum class BinaryOp { Add = 0, Mul = 1 };
 
 // B_SAME / B_CHANNEL / B_SCALAR in the shader.

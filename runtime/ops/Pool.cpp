@@ -56,7 +56,7 @@ constexpr int64_t kMeanMinRange = 1024;
 constexpr uint32_t kMeanUnrollWhole = 4;
 constexpr uint32_t kMeanUnrollSlices = 8;
 
-// The q8ta_mean variants' STAGE axis (variants.json).
+// The q8ta_mean variants' STAGE axis (shaders/q8ta_mean.variants.json).
 enum class MeanStage { Whole = 0, Slices = 1 };
 
 // STAGE_SLICES' accumulator: per (n, c4) block 4 channel sums and an arrival count (8 int32

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build-time shader toolchain for vkdelegate.
 
-Reads the shader manifest (shaders/variants.json), expands every family into
+Reads the variant axes beside every shader (shaders/<name>.variants.json, in
+file-name order: the manifest), expands every family into
 its variants (cartesian product of the family's axes), compiles each variant
 with glslangValidator, validates it with spirv-val, reflects the SPIR-V binary
 (descriptor bindings, push-constant size, specialization constants, local
@@ -65,8 +66,8 @@ SUFFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 VALUE_RE = re.compile(r"^[A-Za-z0-9_.+\-]+$")
 
-TOP_KEYS = {"include_dirs", "families", "comment", "description"}
-FAMILY_KEYS = {"family", "source", "axes", "comment", "description"}
+TOP_KEYS = {"families", "comment", "description"}
+FAMILY_KEYS = {"family", "axes", "comment", "description"}
 AXIS_KEYS = {"define", "values", "comment", "description"}
 
 
@@ -108,114 +109,135 @@ def _check_keys(where, obj, allowed):
             f"(allowed: {', '.join(sorted(allowed))})")
 
 
-def load_manifest(manifest_path, source_dir):
-    try:
-        with open(manifest_path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ShaderGenError(f"cannot read manifest {manifest_path}: {e}")
-    except json.JSONDecodeError as e:
-        raise ShaderGenError(f"manifest {manifest_path} is not valid JSON: {e}")
+VARIANTS_SUFFIX = ".variants.json"
 
-    where = f"manifest {manifest_path}"
-    _check_keys(where, data, TOP_KEYS)
 
+def load_shader_variants(source_dir, include_dir_names):
+    """The families of every shader: shaders/<name>.glsl's are in <name>.variants.json beside it.
+
+    Files are read in name order, each file's families in its order: that is the Kernel order.
+    """
     include_dirs = []
-    raw_dirs = data.get("include_dirs", [])
-    if not isinstance(raw_dirs, list) or not all(isinstance(d, str) for d in raw_dirs):
-        raise ShaderGenError(f"{where}: 'include_dirs' must be a list of strings")
-    for d in raw_dirs:
+    for d in include_dir_names:
         path = os.path.normpath(os.path.join(source_dir, d))
         if not os.path.isdir(path):
-            raise ShaderGenError(
-                f"{where}: include dir {d!r} does not exist (looked for {path})")
+            raise ShaderGenError(f"include dir {d!r} does not exist (looked for {path})")
         include_dirs.append(path)
 
-    raw_families = data.get("families")
-    if not isinstance(raw_families, list) or not raw_families:
-        raise ShaderGenError(f"{where}: 'families' must be a non-empty list")
+    try:
+        names = sorted(os.listdir(source_dir))
+    except OSError as e:
+        raise ShaderGenError(f"cannot list the shader dir {source_dir}: {e}")
+    shaders = {n[:-len(".glsl")] for n in names if n.endswith(".glsl")}
+    variant_files = [n for n in names if n.endswith(VARIANTS_SUFFIX)]
+    described = {n[:-len(VARIANTS_SUFFIX)] for n in variant_files}
+    undescribed = sorted(shaders - described)
+    if undescribed:
+        raise ShaderGenError(
+            f"{', '.join(n + '.glsl' for n in undescribed)} in {source_dir}: no "
+            f"<name>{VARIANTS_SUFFIX} beside it (the shader's families and their axes)")
+    orphans = sorted(described - shaders)
+    if orphans:
+        raise ShaderGenError(
+            f"{', '.join(n + VARIANTS_SUFFIX for n in orphans)} in {source_dir}: no <name>.glsl "
+            "beside it")
+    if not variant_files:
+        raise ShaderGenError(f"no *{VARIANTS_SUFFIX} in the shader dir {source_dir}")
 
     families = []
-    seen_families = set()
+    seen_families = {}
     seen_variants = {}
-    for fi, raw in enumerate(raw_families):
-        fwhere = f"{where}: families[{fi}]"
-        _check_keys(fwhere, raw, FAMILY_KEYS)
-        name = raw.get("family")
-        _check_identifier(f"{fwhere}: family name", name)
-        fwhere = f"{where}: family '{name}'"
-        if name in seen_families:
-            raise ShaderGenError(f"{fwhere}: declared twice")
-        seen_families.add(name)
-
-        src = raw.get("source")
-        if not isinstance(src, str) or not src:
-            raise ShaderGenError(f"{fwhere}: 'source' must be a file name relative to the shader dir")
-        src_path = os.path.normpath(os.path.join(source_dir, src))
-        if not os.path.isfile(src_path):
-            raise ShaderGenError(f"{fwhere}: source {src!r} not found (looked for {src_path})")
-
-        raw_axes = raw.get("axes", [])
-        if not isinstance(raw_axes, list):
-            raise ShaderGenError(f"{fwhere}: 'axes' must be a list")
-        axes = []
-        seen_defines = set()
-        for ai, axis in enumerate(raw_axes):
-            awhere = f"{fwhere}: axes[{ai}]"
-            _check_keys(awhere, axis, AXIS_KEYS)
-            define = axis.get("define")
-            if not isinstance(define, str) or not DEFINE_RE.match(define) \
-                    or define.startswith("GL_") or define.startswith("__"):
-                raise ShaderGenError(f"{awhere}: 'define' {define!r} is not a usable macro name")
-            if define in seen_defines:
-                raise ShaderGenError(f"{awhere}: define {define} used by two axes")
-            seen_defines.add(define)
-            raw_values = axis.get("values")
-            if not isinstance(raw_values, list) or not raw_values:
-                raise ShaderGenError(f"{awhere} ({define}): 'values' must be a non-empty list")
-            values = []
-            seen_suffixes = set()
-            for vi, pair in enumerate(raw_values):
-                vwhere = f"{awhere} ({define}): values[{vi}]"
-                if not isinstance(pair, list) or len(pair) != 2:
-                    raise ShaderGenError(f"{vwhere} must be a pair [\"suffix\", \"macro value\"]")
-                suffix, value = pair
-                if isinstance(value, bool):
-                    raise ShaderGenError(f"{vwhere}: value must be a string or an integer")
-                if isinstance(value, int):
-                    value = str(value)
-                if not isinstance(suffix, str) or not SUFFIX_RE.match(suffix):
-                    raise ShaderGenError(
-                        f"{vwhere}: suffix {suffix!r} must be letters, digits and '_' "
-                        "(not starting with '_')")
-                if not isinstance(value, str) or not VALUE_RE.match(value):
-                    raise ShaderGenError(
-                        f"{vwhere}: macro value {value!r} must be a non-empty token "
-                        "(letters, digits, '_', '.', '+', '-')")
-                if suffix in seen_suffixes:
-                    raise ShaderGenError(f"{vwhere}: suffix {suffix!r} used twice in this axis")
-                seen_suffixes.add(suffix)
-                values.append((suffix, value))
-            axes.append((define, values))
-
-        family = Family(name, src_path, axes)
-        for combo in itertools.product(*[range(len(vals)) for _, vals in axes]):
-            suffixes = [axes[a][1][i][0] for a, i in enumerate(combo)]
-            vname = "_".join([name] + suffixes)
-            _check_identifier(f"{fwhere}: variant name", vname)
-            if vname in seen_variants:
-                raise ShaderGenError(
-                    f"{fwhere}: variant name {vname} collides with a variant of "
-                    f"family '{seen_variants[vname]}'")
-            seen_variants[vname] = name
-            defines = [(axes[a][0], axes[a][1][i][1]) for a, i in enumerate(combo)]
-            family.variants.append(Variant(vname, name, src_path, defines, suffixes))
-        families.append(family)
+    for file_name in variant_files:
+        path = os.path.join(source_dir, file_name)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except OSError as e:
+            raise ShaderGenError(f"cannot read {path}: {e}")
+        except json.JSONDecodeError as e:
+            raise ShaderGenError(f"{path} is not valid JSON: {e}")
+        where = path
+        _check_keys(where, data, TOP_KEYS)
+        raw_families = data.get("families")
+        if not isinstance(raw_families, list) or not raw_families:
+            raise ShaderGenError(f"{where}: 'families' must be a non-empty list")
+        src_path = os.path.join(source_dir, file_name[:-len(VARIANTS_SUFFIX)] + ".glsl")
+        for fi, raw in enumerate(raw_families):
+            family = _load_family(f"{where}: families[{fi}]", where, raw, src_path, seen_variants)
+            if family.name in seen_families:
+                raise ShaderGenError(f"{where}: family '{family.name}' also declared in "
+                                     f"{seen_families[family.name]}")
+            seen_families[family.name] = where
+            families.append(family)
 
     count = sum(len(f.variants) for f in families)
     if count > 0xFFFF:
-        raise ShaderGenError(f"{where}: {count} variants do not fit enum class Kernel : uint16_t")
+        raise ShaderGenError(f"{count} variants do not fit enum class Kernel : uint16_t")
     return include_dirs, families
+
+
+def _load_family(fwhere, where, raw, src_path, seen_variants):
+    _check_keys(fwhere, raw, FAMILY_KEYS)
+    name = raw.get("family")
+    _check_identifier(f"{fwhere}: family name", name)
+    fwhere = f"{where}: family '{name}'"
+
+    raw_axes = raw.get("axes", [])
+    if not isinstance(raw_axes, list):
+        raise ShaderGenError(f"{fwhere}: 'axes' must be a list")
+    axes = []
+    seen_defines = set()
+    for ai, axis in enumerate(raw_axes):
+        awhere = f"{fwhere}: axes[{ai}]"
+        _check_keys(awhere, axis, AXIS_KEYS)
+        define = axis.get("define")
+        if not isinstance(define, str) or not DEFINE_RE.match(define) \
+                or define.startswith("GL_") or define.startswith("__"):
+            raise ShaderGenError(f"{awhere}: 'define' {define!r} is not a usable macro name")
+        if define in seen_defines:
+            raise ShaderGenError(f"{awhere}: define {define} used by two axes")
+        seen_defines.add(define)
+        raw_values = axis.get("values")
+        if not isinstance(raw_values, list) or not raw_values:
+            raise ShaderGenError(f"{awhere} ({define}): 'values' must be a non-empty list")
+        values = []
+        seen_suffixes = set()
+        for vi, pair in enumerate(raw_values):
+            vwhere = f"{awhere} ({define}): values[{vi}]"
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise ShaderGenError(f"{vwhere} must be a pair [\"suffix\", \"macro value\"]")
+            suffix, value = pair
+            if isinstance(value, bool):
+                raise ShaderGenError(f"{vwhere}: value must be a string or an integer")
+            if isinstance(value, int):
+                value = str(value)
+            if not isinstance(suffix, str) or not SUFFIX_RE.match(suffix):
+                raise ShaderGenError(
+                    f"{vwhere}: suffix {suffix!r} must be letters, digits and '_' "
+                    "(not starting with '_')")
+            if not isinstance(value, str) or not VALUE_RE.match(value):
+                raise ShaderGenError(
+                    f"{vwhere}: macro value {value!r} must be a non-empty token "
+                    "(letters, digits, '_', '.', '+', '-')")
+            if suffix in seen_suffixes:
+                raise ShaderGenError(f"{vwhere}: suffix {suffix!r} used twice in this axis")
+            seen_suffixes.add(suffix)
+            values.append((suffix, value))
+        axes.append((define, values))
+
+    family = Family(name, src_path, axes)
+    for combo in itertools.product(*[range(len(vals)) for _, vals in axes]):
+        suffixes = [axes[a][1][i][0] for a, i in enumerate(combo)]
+        vname = "_".join([name] + suffixes)
+        _check_identifier(f"{fwhere}: variant name", vname)
+        if vname in seen_variants:
+            raise ShaderGenError(
+                f"{fwhere}: variant name {vname} collides with a variant of "
+                f"family '{seen_variants[vname]}'")
+        seen_variants[vname] = name
+        defines = [(axes[a][0], axes[a][1][i][1]) for a, i in enumerate(combo)]
+        family.variants.append(Variant(vname, name, src_path, defines, suffixes))
+    return family
 
 
 # ---------------------------------------------------------------------------
@@ -995,7 +1017,7 @@ def emit_header(families, manifest_rel):
     variants = [v for f in families for v in f.variants]
     L = []
     L.append(f"// Generated by tools/shadergen/gen_shader_registry.py from {manifest_rel}.")
-    L.append("// Do not edit: change the manifest or the shaders and rebuild.")
+    L.append("// Do not edit: change the shaders or their variant files and rebuild.")
     L.append("#pragma once")
     L.append("")
     L.append("#include <cstddef>")
@@ -1043,7 +1065,7 @@ def emit_header(families, manifest_rel):
              "((info.writable_bindings >> binding) & 1u) != 0;")
     L.append("}")
     L.append("")
-    L.append("// One kernel per shader variant, in manifest order.")
+    L.append("// One kernel per shader variant, in variant-file order.")
     L.append("enum class Kernel : uint16_t {")
     for v in variants:
         comment = " ".join(f"{k}={val}" for k, val in v.defines)
@@ -1054,7 +1076,7 @@ def emit_header(families, manifest_rel):
     L.append("const ShaderInfo& shader_info(Kernel kernel);")
     L.append("")
     L.append("// Variant tables: variants::<family>[axis 0 value][axis 1 value]..., indexed by")
-    L.append("// the position of each axis value in the manifest.")
+    L.append("// the position of each axis value in its variant file.")
     L.append("namespace variants {")
     for f in families:
         if not f.axes:
@@ -1157,8 +1179,7 @@ def write_if_changed(path, text):
 
 def run(args):
     source_dir = os.path.abspath(args.source_dir)
-    manifest = os.path.abspath(args.manifest)
-    include_dirs, families = load_manifest(manifest, source_dir)
+    include_dirs, families = load_shader_variants(source_dir, args.include_dir)
     variants = [v for f in families for v in f.variants]
 
     compiler = Compiler(args.glslang, args.spirv_val, include_dirs,
@@ -1199,10 +1220,7 @@ def run(args):
 
     compiler.prune([v.name for v in variants])
 
-    manifest_rel = os.path.basename(manifest)
-    parent = os.path.basename(os.path.dirname(manifest))
-    if parent:
-        manifest_rel = f"{parent}/{manifest_rel}"
+    manifest_rel = f"{os.path.basename(source_dir)}/*{VARIANTS_SUFFIX}"
     changed = []
     if write_if_changed(args.out_header, emit_header(families, manifest_rel)):
         changed.append("header")
@@ -1227,8 +1245,10 @@ def run(args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--manifest", required=True, help="shaders/variants.json")
-    p.add_argument("--source-dir", required=True, help="directory the manifest paths are relative to")
+    p.add_argument("--source-dir", required=True,
+                   help="the shader dir: <name>.glsl with <name>.variants.json beside each")
+    p.add_argument("--include-dir", action="append", default=[],
+                   help="#include search dir, relative to the shader dir (repeatable)")
     p.add_argument("--out-header", required=True, help=".../vkd/generated/ShaderRegistry.h")
     p.add_argument("--out-cpp", required=True, help=".../ShaderRegistry.cpp")
     p.add_argument("--cache-dir", required=True, help="per-variant SPIR-V cache (in the build dir)")
