@@ -58,7 +58,7 @@ function(vkd_family_list target)
       file(STRINGS "${file}" lines REGEX "${any_family}")
       if(lines)
         message(FATAL_ERROR "vkd_family_list(${target}): ${file} defines '${lines}'; a family's "
-                            "function is named after its file: '${defines}'")
+                            "function is named after its file, family '${family}'")
       endif()
       continue()
     endif()
