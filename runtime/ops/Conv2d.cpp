@@ -425,15 +425,24 @@ std::string to_string(Conv2dRoute route) {
   return "?";
 }
 
-Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                                 const Conv2dWeights& given, graph::ValueRef output,
-                                 const Conv2dParams& p) {
-  const std::string op = p.quantize_input      ? "q8ta_conv2d_fq"
-                         : !p.output           ? "q8ta_conv2d_dq"
-                         : p.dequantize_output ? "q8ta_conv2d_q_dq"
-                         : p.residual          ? "q8ta_conv2d_add"
-                         : p.upscale != 1      ? "q8ta_conv2d_ps"
-                                               : "q8ta_conv2d";
+namespace {
+
+// The op add_q8ta_conv2d_node builds (its name in errors): which of q8ta_conv2d's forms.
+std::string conv2d_op_name(const Conv2dParams& p) {
+  return p.quantize_input      ? "q8ta_conv2d_fq"
+         : !p.output           ? "q8ta_conv2d_dq"
+         : p.dequantize_output ? "q8ta_conv2d_q_dq"
+         : p.residual          ? "q8ta_conv2d_add"
+         : p.upscale != 1      ? "q8ta_conv2d_ps"
+                               : "q8ta_conv2d";
+}
+
+// add_q8ta_conv2d_node's argument checks (the tensors, parameters and weights; InvalidArgument /
+// Unsupported naming `op`); returns the convolution's own output sizes (the output's, unless it
+// is pixel-shuffled).
+Dims4 check_conv2d_args(const std::string& op, const graph::ComputeGraph& graph,
+                        graph::ValueRef input, const Conv2dWeights& given, graph::ValueRef output,
+                        const Conv2dParams& p) {
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   const bool rank_3_or_4 = in.spec().sizes.size() >= 3 && in.spec().sizes.size() <= 4;
@@ -475,15 +484,28 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
             ErrorCode::InvalidArgument, op, ": depthwise_tiles_w ", p.depthwise_tiles_w,
             " must be 0 (chosen by size) or 1..2, with at most 4 rows x tiles (depthwise_rows ",
             p.depthwise_rows, ")");
-  // d_out: the convolution's own output (the output's sizes, unless it is pixel-shuffled).
-  const Dims4 d_in = in.spec().dims4(), d_out = conv_output_dims(op, out.spec().dims4(), p);
-  check_conv(op, d_in, d_out, given, p.geometry);
+  const Dims4 d_out = conv_output_dims(op, out.spec().dims4(), p);
+  check_conv(op, in.spec().dims4(), d_out, given, p.geometry);
   if (p.residual) check_residual_add(op, graph, output, *p.residual);
+  return d_out;
+}
+
+}  // namespace
+
+Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                                 const Conv2dWeights& given, graph::ValueRef output,
+                                 const Conv2dParams& p) {
+  const std::string op = conv2d_op_name(p);
+  // d_out: the convolution's own output (the output's sizes, unless it is pixel-shuffled).
+  const Dims4 d_out = check_conv2d_args(op, graph, input, given, output, p);
+  const TensorSpec &in = graph.spec(input), &out = graph.spec(output);
+  const Dims4 d_in = in.dims4();
   const Conv2dWeights weights = p.upscale > 1 ? phase_major_weights(given, p.upscale) : given;
 
-  const ConvProblem problem = conv_problem(op, in.spec(), out.spec(), d_out, weights, p);
+  const ConvProblem problem = conv_problem(op, in, out, d_out, weights, p);
   const ConvPlan plan = plan_conv2d(problem, graph.profile());
-  const std::string name = out.name().empty() ? op : out.name();
+  const std::string& out_name = graph.tensor(output).name();
+  const std::string name = out_name.empty() ? op : out_name;
   if (plan.linear && plan.route == Conv2dRoute::Pointwise) {
     // 4W4C blocks are (4 pixels of one image row) x (4 channels): the linear kernels' rows x K.
     add_q8ta_linear_rows_node(graph, op, input, d_in.n * d_in.h, d_in.w, as_matrix(weights), output,
