@@ -1,7 +1,8 @@
 // Op family: quantized 2-D convolution (q8ta_conv2d, q8ta_conv2d_dq, q8ta_conv2d_ps,
 // q8ta_conv2d_add, q8ta_conv2d_q_dq, q8ta_conv2d_fq).
 // Anatomy: push-constant struct (mirroring shaders/common/conv_common.glslh), checks, weight
-// prepacking per route, the route choice, add_q8ta_conv2d_node, registry entries.
+// prepacking per route, each route's execution of the plan plan_conv2d decides
+// (runtime/ops/ConvPlan.h), add_q8ta_conv2d_node, registry entries.
 #include "runtime/ops/Conv2d.h"
 
 #include <algorithm>
@@ -13,7 +14,6 @@
 #include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
-#include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
 namespace {

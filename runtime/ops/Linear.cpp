@@ -1,6 +1,7 @@
 // Op family: quantized linear (q8ta_linear, q8ta_linear_dq, q8csw_linear).
-// Anatomy: push-constant structs (mirroring the shaders), weight/channel prepacking, the
-// kernel choice (the one place tiles and workgroups are decided), add_*_node, registry entries.
+// Anatomy: push-constant structs (mirroring the shaders), weight/channel prepacking, add_*_node
+// running the kernel, tile and grid plan_linear_kernel decides (runtime/ops/ConvPlan.h),
+// registry entries.
 #include "runtime/ops/Linear.h"
 
 #include <algorithm>
