@@ -154,7 +154,8 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
     const std::string unfit = conv_window_unfit(profile, route, im2col->in_4w4c, im2col->geometry);
     VKD_CHECK(unfit.empty(), ErrorCode::Internal, op, ": the window form does not fit: ", unfit);
   }
-  // The im2col variants' axes (variants.json): the input's layout, OUT_DTYPE int8 / int8_add.
+  // The im2col variants' axes (shaders/q8ta_im2col.variants.json): the input's layout, OUT_DTYPE
+  // int8 / int8_add.
   const int gather_in = im2col && im2col->in_4w4c ? 0 : 1, gather_out = out == 2 ? 1 : 0;
   if (route == LinearRoute::Gemm && profile.cpu_kernels) {
     // CPU devices (shaders/q8ta_linear_cpu.glsl): an invocation = one row block x the
