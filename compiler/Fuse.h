@@ -28,7 +28,7 @@
 //      q8ta_conv2d_ps_pw_q_dq (fusion/ShuffledHead.cpp; joined after the depthwise joins)
 //    dq -> (view_copy | permute | transpose | clone | q -> dq)* -> q, or the same moves on int8
 //      data => q8ta_channel_shuffle | q8ta_permute | identity | q8ta_view, whichever moves the
-//      elements as the chain does (compiler/fusion/Permute.cpp); a lone int8 permute likewise
+//      elements as the chain does (compiler/ops/Permute.cpp); a lone int8 permute likewise
 //    act = aten.relu | aten.hardtanh | aten.clamp, folded into activation_min/max (int8 range).
 //    Weights must be dequantize_per_channel(axis 0) / dequantize_per_tensor of an int8 constant
 //    with all-zero zero points; those weight dq nodes are folded away. Every intermediate value

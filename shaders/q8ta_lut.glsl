@@ -1,6 +1,6 @@
 // q8ta_lut: an element-wise function of one int8x4 tensor between fixed quantizations, by table:
 // out = table[in] per element. The compiler computed the 256 entries (the function on the
-// dequantized value, then the output's quantize rounding: compiler/fusion/Lut.cpp), so the kernel
+// dequantized value, then the output's quantize rounding: compiler/ops/Lut.cpp), so the kernel
 // does no arithmetic. Input and output share their sizes and packed layout (INT8_LAYOUT); padding
 // lanes of the output hold its zero point.
 //

@@ -32,7 +32,7 @@ inline constexpr char kQuantizeAffine[] = "torchao.quantize_affine";
 inline constexpr char kDequantizeAffine[] = "torchao.dequantize_affine";
 inline constexpr char kChooseQparamsAffine[] = "torchao.choose_qparams_affine";
 
-// The ops that are the identity outside training (compiler/ops/Dropout.cpp: a node in training
+// The ops that are the identity outside training (compiler/ops/Copy.cpp: a node in training
 // mode is refused when the graph is read, so every one left is the identity).
 inline bool is_eval_identity(const std::string& op) {
   return op == "aten.dropout" || op == "aten.alpha_dropout" || op == "aten.feature_dropout" ||

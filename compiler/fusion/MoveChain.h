@@ -1,6 +1,7 @@
 // Chains of data movement (view_copy, permute / transpose, clones) on quantized data, and the
 // one backend op that moves the elements the same way. The data-movement pattern and lowering
-// (Permute.cpp) fuse them; fuse_view (Views.cpp) hands over the views that start such a chain.
+// (compiler/ops/Permute.cpp) fuse them; fuse_view (compiler/ops/Copy.cpp) hands over the views that
+// start such a chain.
 #pragma once
 
 #include <optional>
@@ -46,10 +47,10 @@ std::string check_chain_quantization(const Graph& g, const MoveChain& c, QuantIn
                                      QuantInfo& out);
 
 // A float chain that moves its elements as a view but whose final quantize `out` has other
-// parameters than its dequantize `in` (Views.cpp): the view on the int8 data (identity /
-// q8ta_view) into a new int8 value, then q8ta_clamp
-// requantizing that into the chain's output, when the clamp gives what dq -> q gives for all
-// 256 values (check_clamp_requantization). "" when committed, else why not (nothing committed).
+// parameters than its dequantize `in` (compiler/ops/Copy.cpp): the view on the int8 data (identity
+// / q8ta_view) into a new int8 value, then q8ta_clamp requantizing that into the chain's output,
+// when the clamp gives what dq -> q gives for all 256 values (check_clamp_requantization). "" when
+// committed, else why not (nothing committed).
 std::string commit_requantized_view(FuseState& state, int anchor, const MoveChain& c,
                                     const QuantInfo& in, const QuantInfo& out);
 
@@ -71,8 +72,8 @@ struct Movement {
 std::string classify_movement(const Graph& g, const std::vector<const Node*>& moves,
                               const std::string& from, const std::string& to, Movement& out);
 
-// The data-movement pattern from `anchor` (Permute.cpp): true when the chain through it is
-// this pattern's (needs_movement_op), fused or reported; false for a chain of plain views.
+// The data-movement pattern from `anchor` (compiler/ops/Permute.cpp): true when the chain through
+// it is this pattern's (needs_movement_op), fused or reported; false for a chain of plain views.
 bool fuse_move_chain(FuseState& state, int anchor);
 
 }  // namespace vkd::compiler::fusion

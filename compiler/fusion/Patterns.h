@@ -1,8 +1,8 @@
 // The two kinds of function fuse_and_lower (compiler/Fuse.h) calls per edge op: a fusion pattern
-// anchored at the op and a direct lowering of a node left after fusion. Each is defined in its own
-// unit in this folder (LinearConv.cpp, Binary.cpp, ..., Lowerings.cpp); the op's descriptor
-// (compiler/ops/<Family>.cpp) declares the ones it uses and points at them
-// (`.fused_by(fusion::fuse_add, {"q8ta_add"})`).
+// anchored at the op and a direct lowering of a node left after fusion. A family's own are defined
+// in its file, compiler/ops/<Family>.cpp, before the descriptors that point at them
+// (`.fused_by(fusion::fuse_add, {"q8ta_add"})`); declared here are the ones shared across
+// families or defined in this folder (Epilogue.cpp, DepthwisePointwise.cpp, ShuffledHead.cpp).
 #pragma once
 
 #include <string>
@@ -23,14 +23,6 @@ using FusePattern = void (*)(FuseState& state, int anchor);
 // unchanged when it cannot (the node stays an edge op for the host).
 using DirectLowering = std::string (*)(FuseState& state, Node& node, int where);
 
-// The multiplication by a scalar (Activation.cpp), shared by aten.mul.Scalar's pattern and
-// aten.mul.Tensor's (Binary.cpp) when one operand is a one-element constant: dq -> mul (node
-// `anchor`, whose input `x_input` is the dequantized value) [-> act] -> q => q8ta_mul_scalar
-// with `scalar` as float32. `scalar_dq`: the weight dequantize the scalar came through ("" for
-// none), folded away when nothing else reads it.
-void fuse_scaled_chain(FuseState& state, int anchor, int x_input, float scalar,
-                       const std::string& scalar_dq);
-
 // A matched int8 op that may run in the epilogue of the committed match writing its input
 // (Epilogue.cpp): the store of that op then does its work, one dispatch instead of two.
 struct EpilogueCandidate {
@@ -43,14 +35,14 @@ struct EpilogueCandidate {
   std::string chain;  // "dq -> aten.pixel_shuffle -> q", for the report
 };
 
-// A pixel shuffle by `factor` (PixelShuffle.cpp's match `c`) joins the epilogue of the
-// q8ta_conv2d match writing c.x_q, which becomes q8ta_conv2d_ps writing c.output: true when
+// A pixel shuffle by `factor` (compiler/ops/PixelShuffle.cpp's match `c`) joins the epilogue of
+// the q8ta_conv2d match writing c.x_q, which becomes q8ta_conv2d_ps writing c.output: true when
 // it did (reported); false when not, reported when x_q is a q8ta_conv2d / q8ta_linear output
 // (the shuffle is then its own op).
 bool join_shuffle_epilogue(FuseState& state, const EpilogueCandidate& c, int64_t factor);
 
-// A matched dq(a), dq(b) -> aten.add.Tensor [-> act] -> q (Binary.cpp) that may run in the
-// epilogue of the match writing one of its operands (Epilogue.cpp).
+// A matched dq(a), dq(b) -> aten.add.Tensor [-> act] -> q (compiler/ops/Elementwise.cpp) that may
+// run in the epilogue of the match writing one of its operands (Epilogue.cpp).
 struct AddCandidate {
   std::string operand[2];  // the int8 values the dequantizes read (a, b)
   int dq[2] = {-1, -1};    // their dequantize nodes

@@ -2,23 +2,428 @@
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
+#include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/Patterns.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/ops/ShapeFormulas.h"
+#include "compiler/reference/ReferenceContext.h"
 
+// CPU reference of the float32 convolution and linear ops (semantics above each function). Built
+// with -ffp-contract=off (compiler/CMakeLists.txt), so each float32 product and sum is rounded
+// on its own, in the order written here.
 namespace vkd::compiler {
 
-// The CPU references, defined (with their semantics) in compiler/reference/ConvLinear.cpp.
-std::vector<HostTensor> reference_convolution(const ReferenceContext& c);
-std::vector<HostTensor> reference_linear(const ReferenceContext& c);
+using namespace reference;  // the shared element helpers (ReferenceContext.h)
 
-// The fusion pattern and direct lowerings these ops use, defined in compiler/fusion/.
-namespace fusion {
-// dq -> aten.linear | aten.convolution [-> act] -> q => q8ta_linear | q8ta_conv2d (transposed:
-// q8ta_conv_transpose2d); with no quantized tail the float-output q8ta_linear_dq |
-// q8ta_conv2d_dq (none for transposed).
-void fuse_linear_conv(FuseState& state, int anchor);
-}  // namespace fusion
+namespace {
+
+// The (input, weight, optional bias) operands of a convolution or linear, all float32.
+struct WeightedOperands {
+  const HostTensor& x;
+  const HostTensor& w;
+  const HostTensor* b;
+};
+
+WeightedOperands float_weighted_operands(const ReferenceContext& c) {
+  WeightedOperands o{c.input(0, "input"), c.input(1, "weight"), c.optional_input(2, "bias")};
+  c.expect_dtype(o.x, DType::Float32, "input");
+  c.expect_dtype(o.w, DType::Float32, "weight");
+  if (o.b) c.expect_dtype(*o.b, DType::Float32, "bias");
+  return o;
+}
+
+}  // namespace
+
+namespace {
+
+// The input index a transposed convolution's output `o` reads through tap `k` (o = i * stride
+// - pad + k * dilation), or -1 when no input pixel lands there.
+int64_t transposed_source(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
+                          int64_t in) {
+  const int64_t num = o + pad - k * dilation;
+  if (num < 0 || num % stride != 0 || num / stride >= in) return -1;
+  return num / stride;
+}
+
+// aten.convolution with transposed = true (rank-4 NCHW; weight [C_in, C_out / groups, KH, KW]):
+//   out[n,co,oy,ox] = sum + bias[co], sum one float32 accumulator from +0.0f adding
+//   x[n,ci,iy,ix] * w[ci,co - g*Cout_g,ky,kx] (each product rounded to float32) for ci
+//   ascending over group g's input channels, then ky, then kx ascending, over the taps whose
+//   input pixel exists (oy = iy * stride_h - pad_h + ky * dilation_h, ox likewise); bias last.
+//   H_out = (H - 1) * stride_h - 2 * pad_h + dilation_h * (KH - 1) + output_padding_h + 1.
+std::vector<HostTensor> transposed_convolution(const ReferenceContext& c, const HostTensor& x,
+                                               const HostTensor& w, const HostTensor* b) {
+  const auto [sh, sw] = pair_arg(c, c.ints_arg("stride"), "stride");
+  const auto [ph, pw] = pair_arg(c, c.ints_arg("padding"), "padding");
+  const auto [dh, dw] = pair_arg(c, c.ints_arg("dilation"), "dilation");
+  const auto [oph, opw] = pair_arg(c, c.ints_arg("output_padding"), "output_padding");
+  const int64_t groups = c.int_arg("groups", 1);
+  c.require(sh > 0 && sw > 0 && dh > 0 && dw > 0 && groups > 0,
+            "stride, dilation and groups must be positive");
+  c.require(ph >= 0 && pw >= 0 && oph >= 0 && opw >= 0, "padding must be non-negative");
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t COG = w.shape[1], KH = w.shape[2], KW = w.shape[3], CO = COG * groups;
+  c.require(w.shape[0] == C && C % groups == 0,
+            detail::concat("transposed weight ", shape_str(w.shape), " with groups ", groups,
+                           " does not match input channels ", C));
+  if (b)
+    c.require(b->numel() == CO,
+              detail::concat("bias has ", b->numel(), " elements, ", CO, " output channels"));
+  const int64_t OH = (H - 1) * sh - 2 * ph + dh * (KH - 1) + oph + 1;
+  const int64_t OW = (W - 1) * sw - 2 * pw + dw * (KW - 1) + opw + 1;
+  c.require(OH > 0 && OW > 0, "the padding leaves an empty output");
+  const int64_t CIG = C / groups;
+  const std::vector<float> xv = x.to_floats(), wv = w.to_floats();
+  const std::vector<float> bv = b ? b->to_floats() : std::vector<float>{};
+  std::vector<float> ov(static_cast<size_t>(N * CO * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t co = 0; co < CO; ++co) {
+      const int64_t g = co / COG;
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          float acc = 0.0f;
+          for (int64_t ci = g * CIG; ci < (g + 1) * CIG; ++ci)
+            for (int64_t ky = 0; ky < KH; ++ky) {
+              const int64_t iy = transposed_source(oy, ky, sh, ph, dh, H);
+              if (iy < 0) continue;
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                const int64_t ix = transposed_source(ox, kx, sw, pw, dw, W);
+                if (ix < 0) continue;
+                const float prod =
+                    xv[static_cast<size_t>(((n * C + ci) * H + iy) * W + ix)] *
+                    wv[static_cast<size_t>(((ci * COG + co - g * COG) * KH + ky) * KW + kx)];
+                acc = acc + prod;
+              }
+            }
+          if (b) acc = acc + bv[static_cast<size_t>(co)];
+          ov[static_cast<size_t>(((n * CO + co) * OH + oy) * OW + ox)] = acc;
+        }
+    }
+  return {HostTensor::from_floats({N, CO, OH, OW}, ov)};
+}
+
+}  // namespace
+
+// aten.convolution (rank-4 NCHW, transposed = false; stride/padding/dilation: 1 or 2 ints):
+//   out[n,co,oh,ow] = sum + bias[co], where sum is one float32 accumulator starting at +0.0f
+//   that adds x * w (each product rounded to float32) for ci ascending over the group's input
+//   channels, then kh ascending, then kw ascending; taps in the zero padding are skipped (they
+//   would add +0 or -0, which cannot change a sum that starts at +0). Bias is added last.
+std::vector<HostTensor> reference_convolution(const ReferenceContext& c) {
+  const auto [x, w, b] = float_weighted_operands(c);
+  if (x.shape.size() != 4 || w.shape.size() != 4) {
+    c.fail(ErrorCode::Unsupported,
+           detail::concat("only 2-D convolution (rank-4 input and weight) "
+                          "is supported, got input ",
+                          shape_str(x.shape), " and weight ", shape_str(w.shape)));
+  }
+  if (c.bool_arg("transposed", false)) return transposed_convolution(c, x, w, b);
+  const auto [sh, sw] = pair_arg(c, c.ints_arg("stride"), "stride");
+  const auto [ph, pw] = pair_arg(c, c.ints_arg("padding"), "padding");
+  const auto [dh, dw] = pair_arg(c, c.ints_arg("dilation"), "dilation");
+  const int64_t groups = c.int_arg("groups", 1);
+  c.require(sh > 0 && sw > 0, "stride must be positive");
+  c.require(dh > 0 && dw > 0, "dilation must be positive");
+  c.require(ph >= 0 && pw >= 0, "padding must be non-negative");
+  c.require(groups > 0, "groups must be positive");
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t CO = w.shape[0], CIG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  c.require(CIG * groups == C, detail::concat("weight ", shape_str(w.shape), " with groups ",
+                                              groups, " does not match input channels ", C));
+  c.require(CO % groups == 0,
+            detail::concat("output channels ", CO, " are not divisible by groups ", groups));
+  if (b)
+    c.require(b->numel() == CO,
+              detail::concat("bias has ", b->numel(), " elements, ", CO, " output channels"));
+  const int64_t eff_h = H + 2 * ph - dh * (KH - 1) - 1;
+  const int64_t eff_w = W + 2 * pw - dw * (KW - 1) - 1;
+  c.require(eff_h >= 0 && eff_w >= 0 && KH > 0 && KW > 0,
+            "kernel (dilated) is larger than the padded input");
+  const int64_t OH = eff_h / sh + 1, OW = eff_w / sw + 1;
+  const int64_t COG = CO / groups;
+
+  const std::vector<float> xv = x.to_floats(), wv = w.to_floats();
+  const std::vector<float> bv = b ? b->to_floats() : std::vector<float>{};
+  std::vector<float> ov(static_cast<size_t>(N * CO * OH * OW));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t co = 0; co < CO; ++co) {
+      const int64_t g = co / COG;
+      const float* wco = wv.data() + co * CIG * KH * KW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          float acc = 0.0f;
+          for (int64_t cig = 0; cig < CIG; ++cig) {
+            const float* xc = xv.data() + ((n * C) + g * CIG + cig) * H * W;
+            const float* wc = wco + cig * KH * KW;
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              const int64_t ih = oh * sh - ph + kh * dh;
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t iw = ow * sw - pw + kw * dw;
+                if (iw < 0 || iw >= W) continue;
+                const float prod = xc[ih * W + iw] * wc[kh * KW + kw];
+                acc = acc + prod;
+              }
+            }
+          }
+          if (b) acc = acc + bv[co];
+          ov[((n * CO + co) * OH + oh) * OW + ow] = acc;
+        }
+      }
+    }
+  }
+  return {HostTensor::from_floats({N, CO, OH, OW}, ov)};
+}
+
+// aten.linear: y[..., n] = (sum over k ascending of x[..., k] * w[n, k], float32) + b[n].
+std::vector<HostTensor> reference_linear(const ReferenceContext& c) {
+  const auto [x, w, b] = float_weighted_operands(c);
+  c.require(!x.shape.empty(), "input must have rank >= 1");
+  c.require(w.shape.size() == 2, detail::concat("weight must be 2-D, got ", shape_str(w.shape)));
+  const int64_t K = x.shape.back(), NO = w.shape[0];
+  c.require(w.shape[1] == K, detail::concat("weight ", shape_str(w.shape), " does not match input ",
+                                            shape_str(x.shape)));
+  if (b)
+    c.require(b->numel() == NO,
+              detail::concat("bias has ", b->numel(), " elements, ", NO, " outputs"));
+  const int64_t rows = element_count({x.shape.begin(), x.shape.end() - 1});
+  const std::vector<float> xv = x.to_floats(), wv = w.to_floats();
+  const std::vector<float> bv = b ? b->to_floats() : std::vector<float>{};
+  std::vector<float> ov(static_cast<size_t>(rows * NO));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t o = 0; o < NO; ++o) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) {
+        const float prod = xv[r * K + k] * wv[o * K + k];
+        acc = acc + prod;
+      }
+      if (b) acc = acc + bv[o];
+      ov[r * NO + o] = acc;
+    }
+  }
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 1);
+  shape.push_back(NO);
+  return {HostTensor::from_floats(shape, ov)};
+}
+
+}  // namespace vkd::compiler
+
+// dq -> aten.linear | aten.convolution [-> act] -> q => q8ta_linear | q8ta_conv2d, or, when
+// nothing quantized follows, the float-output q8ta_linear_dq | q8ta_conv2d_dq. A transposed
+// convolution becomes q8ta_conv_transpose2d (quantized output only), its weight [C_in, C_out /
+// groups, KH, KW] rewritten into q8ta_conv2d's order [C_out, C_in / groups, KH, KW] and its
+// scales (per tensor, or per channel along axis 1) one per output channel. The weight must be a
+// symmetric dequantization of an int8 constant (its dq node is folded away later).
+namespace vkd::compiler::fusion {
+namespace {
+
+// The operands of a matching linear / convolution, all read before anything is built.
+struct Operands {
+  QuantInfo in_q;
+  WeightFold weight;  // scales: one per output channel
+  std::string bias;   // "" when absent: a zeros constant is made
+  Args conv_args;     // stride, padding, dilation, groups (+ output_padding when transposed)
+  bool transposed = false;
+};
+
+// "" when bias `b` is absent or a float32 constant of shape [out_channels].
+std::string check_bias(const Graph& g, const std::string& b, int64_t out_channels) {
+  if (b.empty()) return "";
+  const Value& bv = g.value(b);
+  if (!bv.is_constant() || bv.dtype != DType::Float32 || element_count(bv.shape) != out_channels ||
+      bv.shape.size() != 1) {
+    return "bias " + quoted(b) + " is not a float32 constant of shape [" +
+           std::to_string(out_channels) + "]";
+  }
+  return "";
+}
+
+// aten.convolution's `transposed` (absent: false; a bool or an int), or "" in `why`.
+std::string read_transposed(const Node& n, bool& transposed) {
+  transposed = false;
+  if (!arg_present(n, "transposed")) return "";
+  const ArgValue& v = n.args.at("transposed");
+  const bool* t = std::get_if<bool>(&v);
+  const int64_t* ti = std::get_if<int64_t>(&v);
+  if (!t && !ti) return "transposed is not a bool";
+  transposed = t ? *t : *ti != 0;
+  return "";
+}
+
+// A 2-D convolution's stride / padding / dilation (+ output_padding when transposed; one value
+// meaning both) and groups.
+std::string read_conv_args(const Graph& g, const Node& n, const Value& wq, bool transposed,
+                           Args& conv_args) {
+  const size_t rank = g.value(n.inputs[0]).shape.size();
+  if (rank != 4 || wq.shape.size() != 4) {
+    return "only 2-D convolution is supported (input rank " + std::to_string(rank) +
+           ", weight rank " + std::to_string(wq.shape.size()) + ")";
+  }
+  std::vector<const char*> lists = {"stride", "padding", "dilation"};
+  if (transposed) lists.push_back("output_padding");
+  for (const char* name : lists) {
+    auto list = opt_ints(n, name);
+    if (!list) return std::string("missing or non-integer ") + name;
+    if (list->size() == 1) list->push_back(list->front());
+    if (list->size() != 2) {
+      return std::string(name) + " has " + std::to_string(list->size()) +
+             " values, expected 1 or 2";
+    }
+    conv_args[name] = *list;
+  }
+  const auto groups = arg_present(n, "groups") ? opt_int(n, "groups") : int64_t{1};
+  if (!groups || *groups < 1) return "groups is not a positive integer";
+  conv_args["groups"] = *groups;
+  return "";
+}
+
+// A transposed convolution's per-index scales (along axis 1: C_out / groups of them) as one
+// per output channel: channel co of group g takes index co - g * C_out / groups.
+void scales_per_output_channel(WeightFold& w, int64_t groups) {
+  const std::vector<float> per_group = w.scales;
+  w.scales.clear();
+  for (int64_t g = 0; g < groups; ++g) {
+    w.scales.insert(w.scales.end(), per_group.begin(), per_group.end());
+  }
+}
+
+// The weight, its scales (one per output channel) and the convolution's args.
+std::string read_weight_and_args(const Graph& g, const Node& n, Operands& ops) {
+  if (n.inputs.size() < 2) return "no weight";
+  std::string why = n.op == kConv ? read_transposed(n, ops.transposed) : "";
+  if (why.empty()) why = fold_weight(g, n.inputs[1], ops.weight, ops.transposed ? 1 : 0);
+  if (!why.empty()) return why;
+  const Value& wq = g.value(ops.weight.weight);
+  if (n.op != kConv) {
+    return wq.shape.size() == 2 ? ""
+                                : "linear weight " + quoted(wq.name) + " has rank " +
+                                      std::to_string(wq.shape.size()) + ", expected 2";
+  }
+  why = read_conv_args(g, n, wq, ops.transposed, ops.conv_args);
+  if (why.empty() && ops.transposed) {
+    scales_per_output_channel(ops.weight, std::get<int64_t>(ops.conv_args.at("groups")));
+  }
+  return why;
+}
+
+// Reads the operands of anchor `n` whose input dq is node `p`; "" or why they do not fit.
+std::string read_operands(const Graph& g, const Node& n, int p, Operands& ops) {
+  std::string why = check_activation_dq(g, g.nodes[p], p, ops.in_q);
+  if (why.empty()) why = single_use(g, n.inputs[0]);
+  if (why.empty()) why = read_weight_and_args(g, n, ops);
+  if (!why.empty()) return why;
+  ops.bias = n.inputs.size() > 2 ? n.inputs[2] : "";
+  return check_bias(g, ops.bias, static_cast<int64_t>(ops.weight.scales.size()));
+}
+
+// PyTorch's transposed weight [C_in, C_out / groups, KH, KW] as a new int8 constant in
+// q8ta_conv2d's order [C_out, C_in / groups, KH, KW]: out[co][i][ky][kx] = w[g * Cin_g + i]
+// [co - g * Cout_g][ky][kx], g = co / Cout_g.
+std::string swapped_weight(FuseState& state, const std::string& weight, int64_t groups) {
+  const Value& w = state.graph.value(weight);
+  const int64_t cin = w.shape[0], cout_g = w.shape[1], taps = w.shape[2] * w.shape[3];
+  const int64_t cin_g = cin / groups;
+  Value v;
+  v.name = state.graph.unique_name(weight + "_oihw");
+  v.dtype = DType::Int8;
+  v.shape = {cout_g * groups, cin_g, w.shape[2], w.shape[3]};
+  v.data = std::vector<uint8_t>(w.data->size());
+  for (int64_t co = 0; co < cout_g * groups; ++co) {
+    const int64_t g = co / cout_g;
+    for (int64_t i = 0; i < cin_g; ++i) {
+      for (int64_t t = 0; t < taps; ++t) {
+        (*v.data)[static_cast<size_t>((co * cin_g + i) * taps + t)] =
+            (*w.data)[static_cast<size_t>(((g * cin_g + i) * cout_g + co - g * cout_g) * taps + t)];
+      }
+    }
+  }
+  state.graph.add_value(v);
+  return v.name;
+}
+
+// The backend node for anchor `i` (input dq `p`): quantized when `tail` is given, else the
+// _dq variant writing the anchor's own float output. Adds the scales (and zero-bias) constants.
+Node build_node(FuseState& state, int p, int i, const std::string& backend, const Tail* tail,
+                const Operands& ops) {
+  const Graph& g = state.graph;
+  Node out;
+  out.op = tail ? backend : backend + "_dq";
+  const std::string output = tail ? g.nodes[tail->q].outputs[0] : g.nodes[i].outputs[0];
+  const std::string x_q = g.nodes[p].inputs[0];
+  const int64_t out_channels = static_cast<int64_t>(ops.weight.scales.size());
+  const std::string weight =
+      ops.transposed
+          ? swapped_weight(state, ops.weight.weight, std::get<int64_t>(ops.conv_args.at("groups")))
+          : ops.weight.weight;
+  out.inputs = {x_q, weight, state.scales_constant(ops.weight),
+                ops.bias.empty() ? state.zero_bias(output, out_channels) : ops.bias};
+  out.args["input_scale"] = ops.in_q.scale;
+  out.args["input_zero_point"] = ops.in_q.zero_point;
+  for (auto& kv : ops.conv_args) out.args[kv.first] = kv.second;
+  if (tail) {
+    out.args["output_scale"] = tail->out_q.scale;
+    out.args["output_zero_point"] = tail->out_q.zero_point;
+    out.args["activation_min"] = tail->activation.min;
+    out.args["activation_max"] = tail->activation.max;
+    state.produced[output] = tail->out_q;
+  }
+  out.outputs = {output};
+  out.origin = state.fused_origin(i, out.op);
+  state.consume_quant(x_q, p, ops.in_q);
+  return out;
+}
+
+}  // namespace
+
+void fuse_linear_conv(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  bool transposed = false;  // a malformed flag reads as false here and is reported below
+  if (n.op == kConv) (void)read_transposed(n, transposed);
+  const std::string backend = n.op != kConv ? "q8ta_linear"
+                              : transposed  ? "q8ta_conv_transpose2d"
+                                            : "q8ta_conv2d";
+  const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
+  if (!m) return;
+  const Tail& tail = m->tail;
+  const int p = m->dq;
+  const std::string full_backend =
+      tail.kind == Tail::None && !transposed ? backend + "_dq" : backend;
+  auto fail = [&](const std::string& why) {
+    state.not_fused(m->chain, m->nodes, full_backend, why);
+  };
+
+  Operands ops;
+  const std::string why = read_operands(g, n, p, ops);
+  if (!why.empty()) return fail(why);
+  if (transposed && tail.kind != Tail::Ok) {
+    return fail(tail.kind == Tail::Half ? tail.why
+                                        : describe_consumers(g, n.outputs[0]) +
+                                              " (q8ta_conv_transpose2d has no float-output "
+                                              "variant)");
+  }
+  // Only the quantized tail failed: say why, then fuse the float-output variant.
+  const bool quantized = tail.kind == Tail::Ok;
+  if (tail.kind == Tail::Half) state.not_fused(m->chain, m->nodes, backend, tail.why);
+  Fusion f;
+  f.nodes = {p, i};
+  if (quantized) f.nodes.insert(f.nodes.end(), tail.nodes.begin(), tail.nodes.end());
+  if (state.any_claimed(f.nodes)) return fail("overlaps another fused pattern");
+  f.dead = {m->x};
+  if (quantized) f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
+  f.folded = {n.inputs[1]};
+  f.node = build_node(state, p, i, backend, quantized ? &tail : nullptr, ops);
+  const std::string chain = state.chain_of({p}, i, quantized ? tail.nodes : std::vector<int>{});
+  state.commit(std::move(f), chain,
+               quantized ? " (activation " + tail.activation.label + ")" : std::string());
+}
+
+}  // namespace vkd::compiler::fusion
+
+namespace vkd::compiler {
 
 namespace {
 

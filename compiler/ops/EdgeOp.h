@@ -1,5 +1,6 @@
-// One descriptor per edge-dialect op: everything the compiler knows about it, in one place per
-// op family (compiler/ops/<Family>.cpp). The parser reads the signature, shape inference the
+// One descriptor per edge-dialect op: everything the compiler knows about it, in one file per
+// op family (compiler/ops/<Family>.cpp: the descriptors, their shape rules, CPU references,
+// fusion patterns and direct lowerings). The parser reads the signature, shape inference the
 // rule, the interpreter the CPU reference, fuse_and_lower the fusion pattern and the direct
 // lowering. Adding an edge op = adding a descriptor to its family's list (a new family is a new
 // <Family>.cpp defining <family>_edge_ops, which the build lists for EdgeOps.cpp).
@@ -57,10 +58,11 @@ struct EdgeOp {
   ShapeRule infer = nullptr;        // dtypes and shapes of the outputs, checking the inputs
   // Defaults that depend on another argument (max_pool2d: stride = kernel_size); may be null.
   void (*complete_args)(Args& args) = nullptr;
-  ReferenceFn reference = nullptr;        // the CPU reference (compiler/reference/<Family>.cpp)
+  ReferenceFn reference = nullptr;        // the CPU reference (in the family's file)
   HostRefusal refused_on_host = nullptr;  // null: the reference runs every node the rule accepts
   // The backend ops this op can become, and how: a quantized pattern anchored at this op
-  // (compiler/fusion/) and/or a direct lowering of a node left after fusion. Either may be null.
+  // (the family's, or a shared one of Patterns.h) and/or a direct lowering of a node left after
+  // fusion. Either may be null.
   std::vector<std::string> lowers_to;
   fusion::FusePattern fuse = nullptr;
   fusion::DirectLowering lower = nullptr;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compiler/reference/BatchNorm.h"
+#include "compiler/reference/BatchNormFold.h"
 #include "compiler/reference/ReferenceContext.h"
 
 namespace vkd::compiler {

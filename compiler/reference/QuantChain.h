@@ -36,7 +36,7 @@ int64_t requantize_clamp(int64_t q, const QuantInfo& in, const QuantInfo& out, i
 
 // quantize_per_tensor(out, clamps...(batch_norm_one(dequantize_per_tensor(in, q), scale,
 // shift))): the int8 that dq -> batch norm [-> relu | hardtanh | clamp] -> q computes from `q`
-// in a channel with that scale and shift (BatchNorm.h).
+// in a channel with that scale and shift (BatchNormFold.h).
 int64_t reference_dq_batch_norm_q(int64_t q, const QuantInfo& in, float scale, float shift,
                                   const std::vector<FloatClamp>& clamps, const QuantInfo& out);
 

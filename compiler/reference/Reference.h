@@ -1,8 +1,8 @@
 // The CPU reference of every edge op the interpreter (compiler/Interpreter.h) runs: one function
-// per op, grouped by op family (one .cpp per family in this folder), each defined with its
-// semantics as PyTorch computes them in float32 on CPU, where that is defined. The op's
-// descriptor (compiler/ops/<Family>.cpp) declares the function and points at it. Every family is
-// built with -ffp-contract=off, so no fused multiply-add is ever formed.
+// per op, in its op family's file (compiler/ops/<Family>.cpp) above the descriptor that points
+// at it, each defined with its semantics as PyTorch computes them in float32 on CPU, where that
+// is defined. Every family file and this folder's helpers are built with -ffp-contract=off, so
+// no fused multiply-add is ever formed.
 //
 // A reference function reads the node's inputs and arguments from its ReferenceContext and
 // returns the node's outputs in order. Not supported (vkd::Error Unsupported naming the node):

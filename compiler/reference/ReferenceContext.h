@@ -1,4 +1,4 @@
-// What every CPU reference op (compiler/reference/<Family>.cpp) works with:
+// What every CPU reference op (compiler/ops/<Family>.cpp) works with:
 // the per-node context it reads its inputs and arguments from (its errors name the node), and
 // the element helpers that more than one op family uses, defined here once.
 //
@@ -176,8 +176,8 @@ void strided_loop(const std::vector<int64_t>& shape,
                   const std::function<void(int64_t, const std::vector<int64_t>&)>& f);
 
 // ---------------------------------------------------------------------------------------------
-// Quantization arithmetic shared by the quantized_decomposed ops (Quantize.cpp) and the
-// torchao ops (Affine.cpp).
+// Quantization arithmetic shared by the quantized_decomposed ops
+// (compiler/ops/QuantizeDequantize.cpp) and the torchao ops (compiler/ops/AffineQuant.cpp).
 
 // InvalidArgument unless quant_min <= quant_max, both within `dtype`'s range.
 void check_qrange(const ReferenceContext& c, int64_t qmin, int64_t qmax, DType dtype);

@@ -1,7 +1,6 @@
 // How ATen's slicing ops cut one dim of size d, as PyTorch defines them; shared by their shape
-// rules (compiler/ops/Concat.cpp), their CPU references (compiler/reference/Concat.cpp) and
-// their fusion (compiler/fusion/Concat.cpp). Each returns "" or why the arguments are invalid
-// (in PyTorch's words where it has them).
+// rules, their CPU references and their fusion (compiler/ops/Concat.cpp). Each returns "" or why
+// the arguments are invalid (in PyTorch's words where it has them).
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // group along any dim, per token: any block_size torchao accepts).
 //
 // Exact definitions (float32 throughout; every result equals torch's CPU bits, and the CPU
-// reference interpreter's, compiler/reference/Affine.cpp):
+// reference interpreter's, compiler/ops/AffineQuant.cpp):
 //   block grid   block_size has the input's rank (or is [-1]: one block); entry b of dim d of
 //                size n: -1 or n -> the whole dim; 1 -> one block per index; 1 < b < n -> n / b
 //                blocks, and b must divide n (torchao's _get_reduction_params asserts it).

@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): standalone int8 activations
-// (compiler/fusion/Activation.cpp): into an epilogue or a q8ta_clamp.
+// (compiler/ops/Elementwise.cpp): into an epilogue or a q8ta_clamp.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): q8ta_add / q8ta_mul /
-// q8ta_mul_scalar (compiler/fusion/Binary.cpp), broadcasting.
+// q8ta_mul_scalar (compiler/ops/Elementwise.cpp), broadcasting.
 #include <gtest/gtest.h>
 
 #include <cstdint>

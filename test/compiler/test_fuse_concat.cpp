@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): q8ta_cat and the splits as
-// q8ta_slice (compiler/fusion/Concat.cpp).
+// q8ta_slice (compiler/ops/Concat.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>

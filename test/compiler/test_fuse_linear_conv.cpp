@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): linear and convolution
-// (compiler/fusion/LinearConv.cpp): the patterns with their exact backend args and folded weights,
+// (compiler/ops/ConvLinear.cpp): the patterns with their exact backend args and folded weights,
 // float-output variants, half matches left unfused with their report lines, the transposed
 // convolution.
 #include <gtest/gtest.h>

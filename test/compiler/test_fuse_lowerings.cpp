@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): the direct lowerings of
-// leftover ops (compiler/fusion/Lowerings.cpp), int8x4 dtypes with QuantInfo (Int8x4.cpp),
+// leftover ops (the families' lower_* in compiler/ops/), int8x4 dtypes with QuantInfo (Int8x4.cpp),
 // determinism.
 #include <gtest/gtest.h>
 

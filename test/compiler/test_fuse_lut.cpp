@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): smooth activations as
-// q8ta_lut tables (compiler/fusion/Lut.cpp), each table checked against the test's own reference
+// q8ta_lut tables (compiler/ops/Lut.cpp), each table checked against the test's own reference
 // (test/reference/LutReference.h).
 #include <gtest/gtest.h>
 

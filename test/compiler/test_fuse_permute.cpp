@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): data movement
-// (compiler/fusion/Permute.cpp + MoveChain): channel shuffles, permutes, int8 moves;
+// (compiler/ops/Permute.cpp + MoveChain): channel shuffles, permutes, int8 moves;
 // sink_dequantize (SinkDequantize.cpp), the pass before.
 #include <gtest/gtest.h>
 

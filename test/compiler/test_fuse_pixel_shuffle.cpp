@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): q8ta_pixel_shuffle
-// (compiler/fusion/PixelShuffle.cpp).
+// (compiler/ops/PixelShuffle.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>

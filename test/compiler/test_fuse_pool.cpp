@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): max / avg / adaptive avg
-// pools and mean (compiler/fusion/Pool.cpp).
+// pools and mean (compiler/ops/Pool.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): q8ta_softmax
-// (compiler/fusion/Softmax.cpp).
+// (compiler/ops/Softmax.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>

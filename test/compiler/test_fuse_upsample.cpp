@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): nearest / bilinear
-// upsampling (compiler/fusion/Upsample.cpp).
+// upsampling (compiler/ops/Upsample.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): int8 views and the
-// classifier head (compiler/fusion/Views.cpp): a flatten after a pool folded into the mean,
+// classifier head (compiler/ops/Copy.cpp): a flatten after a pool folded into the mean,
 // requantizing views.
 #include <gtest/gtest.h>
 

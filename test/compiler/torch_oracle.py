@@ -241,7 +241,7 @@ def mul_cases(w):
 def batch_norm_cases(w):
     """Inference batch norm, bit for bit (tol 0): ATen's CPU kernel folds weight, bias and the
     running statistics into one scale and shift per channel and rounds x * scale + shift once
-    (compiler/reference/BatchNorm.h); inputs up to +-20 so the product's rounding shows. With
+    (compiler/reference/BatchNormFold.h); inputs up to +-20 so the product's rounding shows. With
     and without affine parameters, and the edge dialect's _native_batch_norm_legit_no_training
     (its two statistics outputs empty outside training)."""
     x = uniform(2, 6, 5, 7) * 20.0

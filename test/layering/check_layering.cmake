@@ -18,15 +18,15 @@ set(_allowed_compiler "core/;partitioner_schema/;serialization/")
 # Inside the compiler, the leaves sit below the drivers of compiler/ (Parse, ShapeInference,
 # Fuse, Interpreter, LayoutPropagation, Fold, InPlace, Emit, Partition, Compiler, ...): of
 # compiler/'s own headers they include only the vocabulary every pass speaks. Among themselves:
-# reference/ (the CPU references) at the bottom, fusion/ (the patterns and lowerings, which
-# compute with the references) above it, ops/ (the descriptors, pointing at a family's shape
-# rule, reference and pattern) on top, seeing of fusion/ only the pattern signatures.
+# reference/ (the helpers the CPU references share) at the bottom, fusion/ (the machinery the
+# patterns and lowerings share, which computes with the references) above it, ops/ (one file
+# per op family: its descriptors, shape rules, CPU references, patterns and lowerings) on top.
 set(_compiler_vocabulary "compiler/GraphIR.h;compiler/PassReport.h;compiler/SchemaView.h")
 set(_allowed_compiler/reference "core/;partitioner_schema/;${_compiler_vocabulary}")
 set(_allowed_compiler/fusion
   "core/;partitioner_schema/;${_compiler_vocabulary};compiler/reference/")
 set(_allowed_compiler/ops
-  "core/;partitioner_schema/;${_compiler_vocabulary};compiler/reference/;compiler/fusion/Patterns.h")
+  "core/;partitioner_schema/;${_compiler_vocabulary};compiler/reference/;compiler/fusion/")
 set(_allowed_runtime/vk "core/;vkd/generated/")
 set(_allowed_runtime/graph "core/;runtime/vk/;serialization/;vkd/generated/")
 # Ops read the device profile and the workgroup chooser, never the Vulkan handles.

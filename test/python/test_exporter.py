@@ -85,7 +85,7 @@ def write_and_read(graph, tensors, directory, name):
 # ---- a numpy interpreter of the graph IR ------------------------------------------------------
 
 def ref_quantize(x, a):
-    """quantize_per_tensor as compiler/reference/Quantize.cpp: float32 x * float(1/scale),
+    """quantize_per_tensor as compiler/ops/QuantizeDequantize.cpp: float32 x * float(1/scale),
     rounded half to even, plus the zero point, clamped."""
     inv = np.float32(1.0 / np.float64(np.float32(a["scale"])))
     q = np.rint((x.astype(np.float32) * inv).astype(np.float32)) + a["zero_point"]
@@ -288,7 +288,7 @@ def softmax(x, dim, log):
 
 
 def smooth_activation(op, x, a):
-    """The smooth activations as compiler/reference/Activation.cpp defines them, in float64."""
+    """The smooth activations as compiler/ops/Lut.cpp defines them, in float64."""
     d = x.astype(np.float64)
     erf = np.vectorize(math.erf)
     fns = {
@@ -309,7 +309,7 @@ def smooth_activation(op, x, a):
 
 
 def batch_norm(x, weight, bias, mean, var, eps):
-    """Eval-mode batch norm over dim 1 as compiler/reference/BatchNorm.h writes ATen's CPU
+    """Eval-mode batch norm over dim 1 as compiler/reference/BatchNormFold.h writes ATen's CPU
     kernel: scale = float32(1 / sqrt(var + eps)) * weight, shift = bias - mean * scale and y =
     x * scale + shift, each multiply-add rounded once (float64 then float32: the product is exact
     in float64, so only a sum at a float32 tie could round twice)."""

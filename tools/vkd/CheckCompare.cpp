@@ -131,7 +131,7 @@ std::vector<double> pre_rounding_values(const compiler::Node& node,
   if (node.op != "quantized_decomposed.quantize_per_tensor" || node.inputs.empty()) return {};
   const auto it = values.find(node.inputs[0]);
   if (it == values.end() || it->second.dtype != DType::Float32) return {};
-  // As compiler/reference/Quantize.cpp: inv = float(1.0 / double(float(scale))), x * inv in
+  // As compiler/ops/QuantizeDequantize.cpp: inv = float(1.0 / double(float(scale))), x * inv in
   // float32.
   const float scale = static_cast<float>(compiler::arg_float(node, "scale"));
   const float inv = static_cast<float>(1.0 / static_cast<double>(scale));

@@ -56,7 +56,7 @@ POOL_ON_HOST = {
               + _qdq("m", POOL_Q, "y", quant_min=-127))}
 
 
-# ---- numpy reference (the rounding of compiler/reference/Quantize.cpp, every step float32) ----
+# ---- numpy reference (compiler/ops/QuantizeDequantize.cpp rounding, each step float32) ----
 def qdq(x, q, quant_min=-128):
     scale = np.float32(q[0])
     inverse = np.float32(1.0 / np.float64(scale))

@@ -1,3 +1,4 @@
+#include "compiler/Fuse.h"
 #include "compiler/GraphIR.h"
 #include "compiler/fusion/FuseState.h"
 #include "compiler/fusion/Patterns.h"

@@ -1,6 +1,5 @@
 // The geometry of aten.upsample_nearest2d / aten.upsample_bilinear2d nodes, read the same way by
-// their shape rules (compiler/ops/Upsample.cpp), references (compiler/reference/Upsample.cpp)
-// and fusion pattern (compiler/fusion/Upsample.cpp).
+// their shape rules, references and fusion pattern (compiler/ops/Upsample.cpp).
 #pragma once
 
 #include <cstdint>

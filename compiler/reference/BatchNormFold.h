@@ -8,8 +8,8 @@
 // Checked bit for bit against torch.batch_norm on this machine's PyTorch (torch_oracle.py). A
 // build without FMA (x86-64 without AVX2) rounds the products apart: results then differ by an
 // ulp of y now and then, which shows in int8 only at a rounding tie.
-// The reference (BatchNorm.cpp), the fusion into q8ta_batch_norm (compiler/fusion/BatchNorm.cpp)
-// and its check (QuantChain.h) share these functions.
+// The reference and the fusion into q8ta_batch_norm (compiler/ops/BatchNorm.cpp) and its check
+// (QuantChain.h) share these functions.
 #pragma once
 
 #include <cstddef>
