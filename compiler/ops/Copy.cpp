@@ -218,10 +218,7 @@ void fuse_view(FuseState& state, int i) {
   commit_view(state, i, {c->source, c->output, c->nodes, c->dead, out_q, chain}, c->dq, in_q);
 }
 
-}  // namespace vkd::compiler::fusion
-
 // The direct lowerings of what fusion leaves (Patterns.h's DirectLowering).
-namespace vkd::compiler::fusion {
 
 // clone / _clone_dim_order / alias_copy, and view_copy that only adds or drops leading 1s.
 std::string lower_identity(FuseState& state, Node& node, int where) {
@@ -258,7 +255,8 @@ namespace vkd::compiler {
 namespace {
 
 // What a chain of views and clones on quantized data becomes (fuse_view; with a permute or a 5-D
-// tensor in it, Permute.cpp's data movement; a view requantizing into a q8ta_clamp after it).
+// tensor in it, compiler/ops/Permute.cpp's data movement; a view requantizing into a q8ta_clamp
+// after it).
 std::vector<std::string> moved_by_ops() {
   return {"identity",     "q8ta_view", "q8ta_mean_flat", "q8ta_channel_shuffle",
           "q8ta_permute", "q8ta_clamp"};

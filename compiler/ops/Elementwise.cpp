@@ -377,15 +377,12 @@ void fuse_mul_scalar(FuseState& state, int i) {
   fuse_scaled_chain(state, i, 0, static_cast<float>(*m), "");
 }
 
-}  // namespace vkd::compiler::fusion
-
 // The binary element-wise patterns (neither has a float-output variant):
 //   dq(a), dq(b) -> aten.add.Tensor [-> act] -> q => q8ta_add, or the epilogue of the conv /
-//   linear writing a or b (Epilogue.cpp: q8ta_conv2d_add, q8ta_linear_add)
+//   linear writing a or b (compiler/fusion/Epilogue.cpp: q8ta_conv2d_add, q8ta_linear_add)
 //   dq(a), dq(b) -> aten.mul.Tensor [-> act] -> q => q8ta_mul
 // and aten.mul.Tensor with one operand a one-element constant (float32, or an int8 constant
-// behind a dequantize) => q8ta_mul_scalar (Activation.cpp's requantizing chain).
-namespace vkd::compiler::fusion {
+// behind a dequantize) => q8ta_mul_scalar (fuse_scaled_chain above).
 namespace {
 
 // The backend op of a binary pattern and how the reports write its edge op.
@@ -561,10 +558,7 @@ void fuse_mul(FuseState& state, int i) {
   fuse_binary(state, i, kMulKind);
 }
 
-}  // namespace vkd::compiler::fusion
-
 // The direct lowerings of what fusion leaves (Patterns.h's DirectLowering).
-namespace vkd::compiler::fusion {
 
 std::string lower_relu(FuseState& state, Node& node, int where) {
   if (!is_float32(unary_input(state.graph, node))) return "";

@@ -72,7 +72,7 @@ std::vector<HostTensor> reference_transpose(const ReferenceContext& c) {
 
 }  // namespace vkd::compiler
 
-// Data movement on quantized data as one backend op (the chains: MoveChain.h).
+// Data movement on quantized data as one backend op (the chains: compiler/fusion/MoveChain.h).
 // - A chain of views, permutes / transposes and clones between a dequantize and a quantize
 //   (round-trip q -> dq pairs between the moves, as FX's reference graphs write reshapes), or
 //   on int8 data (what sink_dequantize leaves in front of a float consumer) => the op that moves

@@ -55,7 +55,7 @@ std::vector<HostTensor> reference_pixel_shuffle(const ReferenceContext& c) {
 // The kernel moves the bytes where the qparams round-trip, else requantizes each one into the
 // full int8 range (requantize_moved): the fusion checks that this is the chain's dq -> q.
 // A shuffle of a convolution's output may instead join that convolution's epilogue
-// (Epilogue.cpp: q8ta_conv2d_ps).
+// (compiler/fusion/Epilogue.cpp: q8ta_conv2d_ps).
 namespace vkd::compiler::fusion {
 namespace {
 
@@ -179,10 +179,7 @@ void fuse_pixel_shuffle(FuseState& state, int i) {
   state.commit(std::move(f), chain, "");
 }
 
-}  // namespace vkd::compiler::fusion
-
 // The direct lowerings of what fusion leaves (Patterns.h's DirectLowering).
-namespace vkd::compiler::fusion {
 
 // Float32 or float16 (pure data movement takes half precision too).
 std::string lower_pixel_shuffle(FuseState& state, Node& node, int where) {
