@@ -1,0 +1,82 @@
+// Where a prepared graph's tensors live: prepare()'s memory plan. Constants, inputs and outputs
+// are packed side by side; intermediates whose lifetimes (first to last node binding them) do
+// not overlap share bytes (MemoryPlanner.h); a view (GraphDefinition::alias) is bound inside
+// its root's range; textures own their memory; a graph input or output whose device form is
+// its host form may be bound straight in host-visible memory, its own staging (direct I/O).
+// Also the memory figures of the graph and the peak while loading it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/graph/GraphDefinition.h"
+#include "runtime/graph/HazardTracker.h"
+#include "runtime/vk/Memory.h"
+
+namespace vkd::graph {
+
+// Device memory of a prepared graph, and the peak while loading it.
+struct GraphMemoryStats {
+  uint64_t constant_host_bytes = 0;         // constants as given (host NCHW)
+  uint64_t constant_device_bytes = 0;       // constants on the GPU
+  uint64_t io_device_bytes = 0;             // graph inputs and outputs
+  uint64_t intermediate_naive_bytes = 0;    // every intermediate in its own memory
+  uint64_t intermediate_planned_bytes = 0;  // after lifetime-based sharing
+  uint64_t image_bytes = 0;                 // texture tensors (own memory, not shared)
+  uint64_t device_bytes = 0;                // all device memory held for tensors
+  uint64_t staging_bytes = 0;               // input/output staging kept for execute()
+  uint64_t load_peak_bytes = 0;             // device + staging + host packing, during prepare()
+};
+
+// Whether a tensor's staging memory holds exactly its NCHW host form (a float32 or int32
+// buffer, width-packed, so contiguous NCHW): then callers may write / read that memory in place,
+// and the tensor may be bound in it (direct I/O).
+bool staging_is_host_form(const TensorSpec& spec);
+
+class GraphMemory {
+ public:
+  // VKD_DIRECT_IO=0 turns direct I/O's default off (to compare).
+  GraphMemory(vk::Context& context, GraphDefinition& graph);
+
+  // Whether plan_and_bind() may bind a graph input or output whose device form is its host form
+  // (staging_is_host_form) straight in host-visible memory, so that memory is its staging:
+  // no staging copy on the GPU, and the kernels read the input from / write the output to it.
+  // Only where that memory is device-local (and host-cached for an output: a CPU or unified-
+  // memory device), for a tensor that is not both an input and an output, not a view and not
+  // viewed.
+  void set_direct_io(bool on) { direct_io_on_ = on; }
+  // prepare()'s first step: plans every tensor's memory, allocates it and binds the buffers.
+  void plan_and_bind();
+
+  // After plan_and_bind(): whether `ref` was bound in its own host-visible memory.
+  bool direct_io(ValueRef ref) const { return direct_io_[ref]; }
+  // After plan_and_bind(). Where a tensor's bytes live: a buffer's range in its memory block
+  // (intermediates whose lifetimes do not overlap may share bytes), an image's own memory.
+  const MemoryRange& range(ValueRef ref) const { return memory_ranges_[ref]; }
+
+  const GraphMemoryStats& stats() const;
+  // Host-visible staging held from now on (added) or freed (released), and a new candidate for
+  // the load peak: what is held plus `transient_bytes` of host packing.
+  void add_staging_bytes(uint64_t bytes) { stats_.staging_bytes += bytes; }
+  void release_staging_bytes(uint64_t bytes) { stats_.staging_bytes -= bytes; }
+  void note_load_bytes(uint64_t transient_bytes);
+
+ private:
+  struct BufferGroup;  // buffers whose memory is planned together (GraphMemory.cpp)
+  bool wants_direct_io(size_t index) const;
+  void collect_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
+  void plan_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
+  void bind_buffer_group(const BufferGroup& group);
+  void bind_views();  // each view's buffer in its root's memory
+
+  vk::Context& context_;
+  GraphDefinition& graph_;
+  bool direct_io_on_;
+  std::vector<bool> direct_io_;             // per tensor
+  std::vector<vk::MemoryBlock> blocks_;     // shared memory the buffers are bound in
+  std::vector<MemoryRange> memory_ranges_;  // per tensor
+  // constant_host_bytes is the definition's, copied in when read.
+  mutable GraphMemoryStats stats_;
+};
+
+}  // namespace vkd::graph
