@@ -18,10 +18,33 @@
 
 namespace vkd::graph {
 
-class ComputeGraph : public GraphDefinition {
+// The definition is a private base: callers see its build API (below) but not what it gives
+// the parts only.
+class ComputeGraph : private GraphDefinition {
  public:
   explicit ComputeGraph(vk::Context& context);
   ~ComputeGraph();
+
+  // The build API (GraphDefinition.h).
+  using GraphDefinition::add_constant;
+  using GraphDefinition::add_input;
+  using GraphDefinition::add_node;
+  using GraphDefinition::add_output;
+  using GraphDefinition::add_tensor;
+  using GraphDefinition::alias;
+  using GraphDefinition::alias_root;
+  using GraphDefinition::constant_packer;
+  using GraphDefinition::context;
+  using GraphDefinition::describe_node;
+  using GraphDefinition::is_constant;
+  using GraphDefinition::nodes;
+  using GraphDefinition::prepared;
+  using GraphDefinition::profile;
+  using GraphDefinition::set_zero_point;
+  using GraphDefinition::spec;
+  using GraphDefinition::tensor;
+  using GraphDefinition::tensor_count;
+  using GraphDefinition::zero_point;
 
   // Settings, before prepare() only. The upper bound of the host-visible staging used to
   // upload constants (default 16 MiB; a texture constant larger than this is staged whole).
