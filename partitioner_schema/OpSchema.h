@@ -81,8 +81,8 @@ inline bool holds_tensors(const ArgSchema& a) {
 struct OpSchema {
   std::string name;
   std::vector<ArgSchema> args;  // blob order: tensors and scalars, outputs last
-  // What the runtime does with the op; OpSchema.cpp sets them by name (kernel_op, identity_op,
-  // schema_only_op), never positionally.
+  // What the runtime does with the op; the family files of partitioner_schema/ops/ set them by
+  // name (kernel_op, identity_op, schema_only_op), never positionally.
   bool has_kernel = false;       // the runtime can build it (false: schema only, no kernel yet)
   bool identity = false;         // output == input; always removed by the compiler
   bool supports_resize = false;  // kernels take sizes at run time
@@ -94,7 +94,8 @@ struct OpSchema {
   bool runnable() const { return has_kernel || identity; }
 };
 
-// Every backend op, in a fixed order.
+// Every backend op, family by family in the order of partitioner_schema/ops/' file names;
+// nothing depends on the order (look ops up by name).
 const std::vector<OpSchema>& op_schemas();
 const OpSchema* find_op_schema(std::string_view name);
 // The backend op named `op` exists and is runnable().

@@ -20,7 +20,7 @@ namespace vkd::ops {
 void OpRegistry::add(std::string_view name, OpBuildFn build) {
   const schema::OpSchema* schema = schema::find_op_schema(name);
   VKD_CHECK(schema != nullptr && schema->has_kernel, ErrorCode::Internal, "op '", name,
-            "' is not an op with a kernel in partitioner_schema/OpSchema.cpp");
+            "' is not an op with a kernel in partitioner_schema/ops/");
   VKD_CHECK(find(name) == nullptr, ErrorCode::Internal, "op '", name, "' registered twice");
   VKD_CHECK(build != nullptr, ErrorCode::Internal, "op '", name, "' has no builder");
   OpEntry entry{schema->name, {}, schema->supports_resize, build};

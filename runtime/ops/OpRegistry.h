@@ -75,7 +75,7 @@ class OpCall {
   const std::string& label() const { return label_; }
   const std::string& op() const { return entry_.name; }
 
-  // Arguments are read by their name in the op's schema (partitioner_schema/OpSchema.cpp), so
+  // Arguments are read by their name in the op's schema (partitioner_schema/ops/), so
   // a schema change that a builder does not follow fails here instead of silently reading the
   // neighbouring argument: a name the schema lacks throws Internal.
   graph::ValueRef tensor(std::string_view arg) const;

@@ -16,7 +16,7 @@ using S = StorageType;
 constexpr float kInScale = 0.05f;
 constexpr int kInZp = 3;
 
-// GraphBuilder with the argument lists of partitioner_schema/OpSchema.cpp spelled once.
+// GraphBuilder with the argument lists of partitioner_schema/ops/ spelled once.
 struct Seed {
   GraphBuilder b;
 

@@ -1,5 +1,5 @@
 // Real delegate blobs for fuzz_load_blob's seed corpus: every op with a kernel, called with
-// the argument order of partitioner_schema/OpSchema.cpp, on small shapes (one execution on
+// the argument order of partitioner_schema/ops/, on small shapes (one execution on
 // lavapipe takes milliseconds), and the conv2d / linear routes each taken at least once.
 #pragma once
 

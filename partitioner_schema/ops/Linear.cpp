@@ -1,0 +1,22 @@
+// The schema entries of runtime/ops/Linear.cpp's ops: q8ta_linear, q8ta_linear_dq,
+// q8ta_linear_add.
+#include "partitioner_schema/ops/SchemaBuilders.h"
+
+namespace vkd::schema {
+
+// int8 linear: the requantizing op (fused activation) and the dequantizing one (_dq).
+void linear_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
+  const std::vector<ArgSchema> head = arg_list(
+      tensor_in("input", i8x4, {k4H4W}), per_tensor_qparams("input_"), per_channel_weights(2));
+  s.push_back(kernel_op("q8ta_linear", "int8 linear, requantized output (GEMM / GEMV kernels)",
+                        arg_list(head, per_tensor_qparams("output_"), activation_range(),
+                                 tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+  s.push_back(kernel_op("q8ta_linear_dq", "int8 linear, float32 output (GEMM / GEMV kernels)",
+                        arg_list(head, tensor_out("output", f32, {kBufW}, {kBufW}))));
+  // q8ta_linear then q8ta_add with `other`, in the linear's store (runtime/ops/Linear.h).
+  s.push_back(kernel_op("q8ta_linear_add", "int8 linear + a residual int8 tensor, requantized",
+                        arg_list(head, residual_add_args("linear_", {k4H4W}, k4H4W, head.size()))));
+}
+
+}  // namespace vkd::schema
