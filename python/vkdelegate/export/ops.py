@@ -532,6 +532,23 @@ def _slice(w, node):
     return w.emit("aten.slice_copy.Tensor", [x], dict(dim=dim, **args), w.out())
 
 
+@handles("aten.select.int", "aten.select_copy.int")
+def _select(w, node):
+    """select(self, dim, index) (x[:, 0]): a one-long slice, then a view dropping the dim (the
+    graph IR has no select; the compiler runs both, int8 on the GPU, float on the host)."""
+    x = w.input(node.args[0])
+    _, shape = w.value_type(x)
+    dim = w.literal(arg(node, 1, "dim"))
+    dim = dim + len(shape) if dim < 0 else dim
+    index = w.literal(arg(node, 2, "index"))
+    index = index + shape[dim] if index < 0 else index
+    out = w.out()
+    sliced = w.temp(f"{out.name}_slice", out.dtype, shape[:dim] + [1] + shape[dim + 1:])
+    piece = w.emit("aten.slice_copy.Tensor", [x],
+                   {"dim": dim, "start": index, "end": index + 1, "step": 1}, sliced)
+    return w.emit("aten.view_copy", [piece.name], {"size": out.shape}, out)
+
+
 @handles(operator.getitem)
 def _getitem(w, node):
     """A piece of a split (or of another op with several results)."""
