@@ -18,6 +18,9 @@ It annotates static int8 only, exactly the patterns the backend runs:
 - ops that only move or select bytes (pools, mean, views, permutes, cat, slices, pixel
   shuffle, nearest and bilinear upsampling, dropout in eval, relu standalone) share their
   input's parameters; cat's inputs all share one set, as the kernel concatenates bytes;
+- hardswish / silu / gelu / elu / leaky_relu (and a standalone batch norm) have an observer
+  of their own on the output, so that dq -> op -> q is one q8ta_lut whatever reads the result
+  (a graph output, an op left float, several readers);
 - sigmoid / hardsigmoid / softmax / tanh have the fixed parameters of their output range.
 Anything else (layer_norm, attention, a custom op) is left float: the exporter keeps it by name
 for `vkd compile --partition`, and names it.
@@ -40,8 +43,8 @@ BINARY = {aten.add, aten.add_, aten.mul, aten.mul_}
 FUSED_ACTIVATIONS = {aten.relu, aten.relu_, aten.hardtanh, aten.hardtanh_, aten.relu6,
                      aten.relu6_, aten.clamp, aten.clamp_, aten.clip, aten.clip_}
 OWN_PARAMETERS = {aten.batch_norm, aten._native_batch_norm_legit_no_training, aten.hardswish,
-                  aten.hardswish_, aten.silu, aten.silu_, aten.elu, aten.elu_, aten.leaky_relu,
-                  aten.leaky_relu_}
+                  aten.hardswish_, aten.silu, aten.silu_, aten.gelu, aten.gelu_, aten.elu,
+                  aten.elu_, aten.leaky_relu, aten.leaky_relu_}
 SHARED = {
     aten.max_pool2d, aten.adaptive_avg_pool2d, aten.avg_pool2d, aten.mean, aten.flatten,
     aten.view, aten.reshape, aten._unsafe_view, aten.permute, aten.transpose, aten.t,

@@ -616,6 +616,10 @@ TEST(InterpreterActivation, HandComputedPoints) {
   EXPECT_EQ(run("aten.silu", {})[0], static_cast<float>(-4.0 / (1.0 + std::exp(4.0))));
   EXPECT_EQ(run("aten.gelu", {})[3],
             static_cast<float>(0.5 * (1.0 + std::erf(1.0 / std::sqrt(2.0)))));
+  EXPECT_EQ(run("aten.gelu", {{"approximate", std::string("tanh")}})[1],
+            static_cast<float>(
+                0.5 * -1.5 *
+                (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (-1.5 + 0.044715 * -1.5 * -1.5 * -1.5)))));
   std::string msg;
   EXPECT_EQ(code_of([&] { run("aten.gelu", {{"approximate", std::string("fast")}}); }, &msg),
             ErrorCode::InvalidArgument);

@@ -5,8 +5,12 @@ float model: int8 weights symmetric in [-127, 127] per output channel (per tenso
 and for transposed convs), activations int8 affine over their observed range (MinMax
 observers: the range is exactly the data's), a relu after a conv / linear / add observed only
 after the relu, byte moves sharing their input's parameters and a cat's inputs sharing one set,
-sigmoid / tanh / softmax with their fixed output ranges.
+sigmoid / tanh / softmax with their fixed output ranges, a GELU with an observer of its own
+(dq -> gelu -> q: `vkd compile` makes it one q8ta_lut, `vkd run` agrees with PyTorch).
 """
+import os
+import subprocess
+import tempfile
 import unittest
 
 import numpy as np
@@ -18,6 +22,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from vkdelegate.examples_models import tiny_unet
 from vkdelegate.export import quantize, to_graph_ir
 from vkdelegate.quantizer import VkdQuantizer
+import test_exporter as reference  # its vkd binary and graph writer; not its tests
 
 ops = torch.ops.quantized_decomposed
 Q = ops.quantize_per_tensor.default
@@ -138,6 +143,19 @@ class SharedConvOutput(nn.Module):
         return y, torch.relu(self.bn(y))
 
 
+class GeluNet(nn.Module):
+    """conv -> GELU (erf) -> conv -> GELU (tanh), the last one the model's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.b(nn.functional.gelu(self.a(x)))
+        return nn.functional.gelu(y, approximate="tanh")
+
+
 class VkdQuantizerTest(unittest.TestCase):
     def test_weights_per_channel_symmetric(self):
         """Per output channel, scale max|w_c| / 127, zero point 0, ints in [-127, 127]."""
@@ -241,6 +259,39 @@ class VkdQuantizerTest(unittest.TestCase):
         self.assertEqual(dequantized, ["sigmoid", "conv2d"])
         self.assertEqual(quantize_of(converted, "tanh")[:2], (2 / 256, 0))
         self.assertEqual(quantize_of(converted, "softmax")[:2], (1 / 256, -128))
+
+    def test_gelu_between_int8_runs_as_a_table(self):
+        """Both GELUs (erf, tanh) get an observer of their own, also the one whose output is
+        the model's (left float before): each is dq -> aten.gelu -> q in the graph IR with its
+        approximation, `vkd compile` fuses each into one q8ta_lut, and `vkd run` gives the
+        converted model's output within one output step."""
+        torch.manual_seed(0)
+        xs = samples((1, 3, 8, 8), 3)
+        converted = quantize(GeluNet(), (xs[0],), xs, observer="minmax").converted
+        output_scale = quantize_of(converted, "gelu_1")[0]
+        graph, tensors = to_graph_ir(converted, (xs[0],), "gelu")
+        gelus = [n["args"] for n in graph["nodes"] if n["op"] == "aten.gelu"]
+        self.assertEqual(gelus, [{}, {"approximate": "tanh"}])
+        vkd = reference.vkd_binary(self)
+        with tempfile.TemporaryDirectory() as d:
+            graph_path, weights_path, x_path = reference.write_graph(d, "m", graph, tensors, xs[0])
+            blob = os.path.join(d, "m.vkd")
+            done = subprocess.run([vkd, "compile", graph_path, "--weights", weights_path, "-o",
+                                   blob, "--report"], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            fused = [line for line in done.stdout.splitlines()
+                     if line.strip().startswith("fused dq -> aten.gelu -> q ")
+                     and "into q8ta_lut" in line]
+            self.assertEqual(len(fused), 2, done.stdout)
+            run = subprocess.run([vkd, "run", blob, "--input", f"x={x_path}", "--output-dir",
+                                  os.path.join(d, "run")], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            got = np.load(os.path.join(d, "run", "output.npy"))
+        with torch.no_grad():
+            want = converted(xs[0]).numpy()
+        self.assertEqual(got.shape, want.shape)
+        self.assertGreater(np.abs(want).max(), 20 * output_scale)  # not a flat output
+        self.assertLessEqual(np.abs(got - want).max(), output_scale * (1 + 1e-6))
 
     def test_cat_of_one_tensor_twice(self):
         """torch.cat([y, y]): one input edge (prepare_pt2e recursed without end before)."""
