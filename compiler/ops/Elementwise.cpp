@@ -1,5 +1,5 @@
-// aten.add.Tensor, aten.mul.Tensor, aten.mul.Scalar and the activations aten.relu,
-// aten.hardtanh, aten.clamp.
+// aten.add.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.mul.Scalar and the activations
+// aten.relu, aten.hardtanh, aten.clamp, aten.clamp_min (div and clamp_min: host only).
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include "compiler/reference/QuantChain.h"
 #include "compiler/reference/ReferenceContext.h"
 
-// CPU reference of the element-wise ops: add, mul, relu, hardtanh, clamp (semantics above each
+// CPU reference of the element-wise ops: add, mul, div, relu, hardtanh, clamp (semantics above each
 // function). Built with -ffp-contract=off (compiler/CMakeLists.txt), so add's alpha product
 // and sum are rounded on their own.
 namespace vkd::compiler {
@@ -118,6 +118,13 @@ std::vector<HostTensor> reference_mul(const ReferenceContext& c) {
       });
 }
 
+// aten.div.Tensor: numpy broadcasting; out = a / b, float32 only, one rounding (IEEE: x / 0 is
+//   +-inf, 0 / 0 NaN, as in PyTorch). PyTorch's int32 true division gives float; not taken here.
+std::vector<HostTensor> reference_div(const ReferenceContext& c) {
+  c.expect_dtype(c.input(0, "self"), DType::Float32, "self");
+  return binary(c, "div", [](float a, float b) { return a / b; }, nullptr);
+}
+
 // aten.mul.Scalar: out = x * float32(other) for float32 x, one rounding (PyTorch's CPU kernel
 //   converts the scalar to the tensor's float type, then multiplies).
 std::vector<HostTensor> reference_mul_scalar(const ReferenceContext& c) {
@@ -136,6 +143,12 @@ std::vector<HostTensor> reference_hardtanh(const ReferenceContext& c) {
   const float lo = static_cast<float>(c.present("min_val") ? c.float_arg("min_val") : -1.0);
   const float hi = static_cast<float>(c.present("max_val") ? c.float_arg("max_val") : 1.0);
   return unary_float(c, [lo, hi](float x) { return clamp_float(x, lo, hi); });
+}
+
+// aten.clamp_min(self, min): max(x, float32(min)), NaN propagating (aten.clamp with only min).
+std::vector<HostTensor> reference_clamp_min(const ReferenceContext& c) {
+  const float lo = static_cast<float>(c.float_arg("min"));
+  return unary_float(c, [lo](float x) { return clamp_float(x, lo, std::nullopt); });
 }
 
 std::vector<HostTensor> reference_clamp(const ReferenceContext& c) {
@@ -598,6 +611,11 @@ std::vector<TypedShape> add(const ShapeContext& c) {
   return binary_float(c);
 }
 
+std::vector<TypedShape> clamp_min(const ShapeContext& c) {
+  (void)c.f64("min");
+  return unary_float_shape(c);
+}
+
 std::vector<TypedShape> mul_scalar(const ShapeContext& c) {
   (void)c.f64("other");
   return unary_float_shape(c);
@@ -642,6 +660,8 @@ std::vector<EdgeOp> elementwise_edge_ops() {
       EdgeOp{"aten.mul.Tensor", {"self", "other"}, 2, {}, 1, binary_float}
           .computed_by(reference_mul)
           .fused_by(fusion::fuse_mul, {"q8ta_mul", "q8ta_mul_scalar"}),
+      EdgeOp{"aten.div.Tensor", {"self", "other"}, 2, {}, 1, binary_float}.computed_by(
+          reference_div),
       EdgeOp{"aten.mul.Scalar", {"self"}, 1, {required_arg("other", Lit::Number)}, 1, mul_scalar}
           .computed_by(reference_mul_scalar)
           .fused_by(fusion::fuse_mul_scalar, {"q8ta_mul_scalar"}),
@@ -668,6 +688,8 @@ std::vector<EdgeOp> elementwise_edge_ops() {
           .computed_by(reference_clamp)
           .fused_by(fusion::fuse_activation, kStandaloneActOps)
           .lowered_by(fusion::lower_clamp, {"clamp"}),
+      EdgeOp{"aten.clamp_min", {"self"}, 1, {required_arg("min", Lit::Number)}, 1, clamp_min}
+          .computed_by(reference_clamp_min),
   };
 }
 

@@ -594,6 +594,38 @@ TEST(InterpreterElementwise, ReluHardtanhClamp) {
   check("cmax", {-3, -0.5f, 0.25f, 0.5f, 0.5f});
 }
 
+// div.Tensor broadcasts like add (float32, one rounding per quotient; x / 0 is inf);
+// clamp_min is clamp with only a lower bound, NaN propagating.
+TEST(InterpreterElementwise, DivBroadcastingAndClampMin) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3})
+      .constant("c", HostTensor::from_floats({2, 1}, {4, 0}))
+      .constant("row", HostTensor::from_floats({3}, {3, -7, 0.1f}))
+      .node("aten.div.Tensor", {"x", "c"}, {}, "d", DType::Float32, {2, 3})
+      .node("aten.div.Tensor", {"x", "row"}, {}, "r", DType::Float32, {2, 3})
+      .node("aten.clamp_min", {"x"}, {{"min", 2.5}}, "m", DType::Float32, {2, 3});
+  const HostTensor x = HostTensor::from_floats({2, 3}, {-1, 1, 2, 3, 0, nan});
+  auto values = interpret(b.g, {{"x", x}});
+  const std::vector<float> xs = x.to_floats(), rows = {3, -7, 0.1f};
+  const auto d = values.at("d").to_floats(), r = values.at("r").to_floats(),
+             m = values.at("m").to_floats();
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(d[i], xs[i] / 4.0f) << i;
+  EXPECT_EQ(d[3], std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(d[4])) << "0 / 0";
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(r[i], xs[i] / rows[i % 3]) << i;
+    EXPECT_EQ(m[i], xs[i] < 2.5f ? 2.5f : xs[i]) << i;
+  }
+  EXPECT_TRUE(std::isnan(m[5])) << "NaN propagates";
+
+  GraphBuilder bad;  // [2, 3] / [2] does not broadcast
+  bad.input("x", DType::Float32, {2, 3})
+      .constant("c", HostTensor::from_floats({2}, {1, 2}))
+      .node("aten.div.Tensor", {"x", "c"}, {}, "y", DType::Float32, {2, 3});
+  EXPECT_EQ(code_of([&] { run1(bad.g, iota_floats({2, 3})); }), ErrorCode::InvalidArgument);
+}
+
 // Hand-computed points of the smooth activations (the torch oracle compares them with PyTorch
 // on many more): hardswish / hardsigmoid are exact float32 piecewise functions, the
 // transcendental ones are the double-precision values rounded to float32.
@@ -675,6 +707,67 @@ TEST(InterpreterReduce, MeanAndAdaptiveAvgPool) {
             (std::vector<float>{0.5f, 1.5f, 3.5f, 4.5f, 6.5f, 7.5f, 9.5f, 10.5f}));
 }
 
+// sum.dim_IntList and linalg_vector_norm (ord 2) over a dim list, keepdim or not, against sums
+// computed here in double (each output rounded once, as the references document).
+TEST(InterpreterReduce, SumAndVectorNorm) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 4})
+      .node("aten.sum.dim_IntList", {"x"}, {{"dim", std::vector<int64_t>{1}}}, "s1", DType::Float32,
+            {2, 4})
+      .node("aten.sum.dim_IntList", {"x"},
+            {{"dim", std::vector<int64_t>{0, -1}}, {"keepdim", true}}, "s02", DType::Float32,
+            {1, 3, 1})
+      .node("aten.sum.dim_IntList", {"x"}, {{"dim", NoneArg{}}}, "all", DType::Float32, {})
+      .node("aten.linalg_vector_norm", {"x"},
+            {{"ord", int64_t{2}}, {"dim", std::vector<int64_t>{-1}}, {"keepdim", true}}, "n",
+            DType::Float32, {2, 3, 1});
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.37f * static_cast<float>(i) - 4.1f;
+  auto values = interpret(b.g, {{"x", HostTensor::from_floats({2, 3, 4}, xs)}});
+  const auto at = [&](int64_t i, int64_t j, int64_t k) {
+    return static_cast<double>(xs[static_cast<size_t>((i * 3 + j) * 4 + k)]);
+  };
+  std::vector<float> s1, s02, n;
+  double all = 0;
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t k = 0; k < 4; ++k) {
+      double acc = 0;
+      for (int64_t j = 0; j < 3; ++j) acc += at(i, j, k);
+      s1.push_back(static_cast<float>(acc));
+      all += acc;
+    }
+  }
+  for (int64_t j = 0; j < 3; ++j) {
+    double acc = 0;
+    for (int64_t i = 0; i < 2; ++i) {
+      for (int64_t k = 0; k < 4; ++k) acc += at(i, j, k);
+    }
+    s02.push_back(static_cast<float>(acc));
+  }
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) {
+      double sq = 0;
+      for (int64_t k = 0; k < 4; ++k) sq += at(i, j, k) * at(i, j, k);
+      n.push_back(static_cast<float>(std::sqrt(sq)));
+    }
+  }
+  EXPECT_EQ(values.at("s1").shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(values.at("s02").shape, (std::vector<int64_t>{1, 3, 1}));
+  EXPECT_EQ(values.at("n").shape, (std::vector<int64_t>{2, 3, 1}));
+  EXPECT_EQ(values.at("s1").to_floats(), s1);
+  EXPECT_EQ(values.at("s02").to_floats(), s02);
+  EXPECT_EQ(values.at("all").to_floats(), (std::vector<float>{static_cast<float>(all)}));
+  EXPECT_EQ(values.at("n").to_floats(), n);
+
+  // Only ord 2: another ord is refused by name.
+  b.g.nodes[3].args["ord"] = 1.0;
+  std::string message;
+  EXPECT_EQ(
+      code_of([&] { interpret(b.g, {{"x", HostTensor::from_floats({2, 3, 4}, xs)}}); }, &message),
+      ErrorCode::InvalidArgument);
+  EXPECT_NE(message.find("ord 1 is not supported"), std::string::npos) << message;
+}
+
 // avg_pool2d 2x2, stride 2, padding 1 over 0..8 (3x3): windows rows / columns [0, 1) and [1, 3),
 // each of extent 2; the divisor is 4 with count_include_pad, else the input positions, or the
 // override. ceil_mode drops the third window, which would start in the right padding.
@@ -728,6 +821,35 @@ TEST(InterpreterCopies, ViewCloneAlias) {
 
 // A quantized conv block as the exporter writes it: q -> dq -> conv(dq_per_channel(w)) -> relu
 // -> q. interpret returns every value, constants included.
+// to.dtype to float32: float32 unchanged, int32 / int8 converted; expand_as repeats the size-1
+// dims to the other tensor's shape.
+TEST(InterpreterCopies, ToDtypeAndExpandAs) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 1})
+      .input("i", DType::Int32, {3})
+      .constant("other", HostTensor::from_floats({3, 2, 3}, std::vector<float>(18, 0.0f)))
+      .node("aten.to.dtype", {"x"}, {{"dtype", std::string("float32")}}, "f", DType::Float32,
+            {2, 1})
+      .node("aten.to.dtype", {"i"}, {{"dtype", std::string("float32")}}, "fi", DType::Float32, {3})
+      .node("aten.expand_as", {"x", "other"}, {}, "e", DType::Float32, {3, 2, 3});
+  const int32_t big = (1 << 24) + 1;  // float32 rounds it to 2^24 (ties to even)
+  auto values = interpret(b.g, {{"x", HostTensor::from_floats({2, 1}, {1.5f, -2})},
+                                {"i", HostTensor::from_int32({3}, {-7, 0, big})}});
+  EXPECT_EQ(values.at("f").to_floats(), (std::vector<float>{1.5f, -2}));
+  EXPECT_EQ(values.at("fi").to_floats(), (std::vector<float>{-7, 0, static_cast<float>(big)}));
+  std::vector<float> want;
+  for (int k = 0; k < 3; ++k) {
+    for (float v : {1.5f, -2.0f}) want.insert(want.end(), 3, v);
+  }
+  EXPECT_EQ(values.at("e").to_floats(), want);
+
+  GraphBuilder bad;  // [2, 1] does not expand to [3]
+  bad.input("x", DType::Float32, {2, 1})
+      .constant("other", HostTensor::from_floats({3}, {0, 0, 0}))
+      .node("aten.expand_as", {"x", "other"}, {}, "y", DType::Float32, {3});
+  EXPECT_EQ(code_of([&] { run1(bad.g, iota_floats({2, 1})); }), ErrorCode::InvalidArgument);
+}
+
 TEST(InterpreterGraph, QuantizedConvBlockReturnsAllValues) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 1, 2, 2})

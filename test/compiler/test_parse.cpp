@@ -234,7 +234,14 @@ const char* kEveryOp = R"({
      "args": {"training": false, "momentum": 0.1, "eps": 1e-5, "cudnn_enabled": true},
      "outputs": ["bn"]},
     {"op": "aten._native_batch_norm_legit_no_training", "inputs": ["bn", "", "b1", "b1", "s1"],
-     "args": {"momentum": 0.1, "eps": 1e-3}, "outputs": ["bnl", "bnm", "bnv"]}
+     "args": {"momentum": 0.1, "eps": 1e-3}, "outputs": ["bnl", "bnm", "bnv"]},
+    {"op": "aten.to.dtype", "inputs": ["cd"], "args": {"dtype": "float32"}, "outputs": ["tod"]},
+    {"op": "aten.sum.dim_IntList", "inputs": ["seq"], "args": {"dim": [1]}, "outputs": ["sum"]},
+    {"op": "aten.linalg_vector_norm", "inputs": ["tod"],
+     "args": {"ord": 2, "dim": [-1], "keepdim": true}, "outputs": ["nrm"]},
+    {"op": "aten.clamp_min", "inputs": ["nrm"], "args": {"min": 1e-12}, "outputs": ["cmn"]},
+    {"op": "aten.expand_as", "inputs": ["cmn", "tod"], "outputs": ["exa"]},
+    {"op": "aten.div.Tensor", "inputs": ["tod", "exa"], "outputs": ["dvt"]}
   ]
 })";
 
@@ -268,7 +275,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 62u);
+  ASSERT_EQ(g.nodes.size(), 68u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -327,6 +334,12 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "sd", DType::Float32, {1, 1, 8, 8});
   expect_value(g, "bnl", DType::Float32, {1, 4, 4, 4});
   expect_value(g, "bnv", DType::Float32, {0});
+  expect_value(g, "tod", DType::Float32, {1, 5});
+  expect_value(g, "sum", DType::Float32, {1, 1});  // [1, 5, 1] summed over dim 1
+  expect_value(g, "nrm", DType::Float32, {1, 1});  // keepdim
+  expect_value(g, "cmn", DType::Float32, {1, 1});
+  expect_value(g, "exa", DType::Float32, {1, 5});
+  expect_value(g, "dvt", DType::Float32, {1, 5});
 
   // Constants: bytes copied; the int64 zero points narrowed to int32.
   const Value& w1 = g.value("w1");

@@ -350,6 +350,48 @@ TEST(ShapeInferenceTest, LayerNormAndMultiHeadAttention) {
       {"expected 1 output(s), got 2"});
 }
 
+// The pooling ops of a sentence embedding: masked sum, division, L2 norm (ord 2 only), its
+// clamp and the broadcast back, a conversion to float32.
+TEST(ShapeInferenceTest, ReductionsConversionAndExpand) {
+  Builder b;
+  b.input("x", DType::Float32, {2, 7, 8})
+      .input("i", DType::Int32, {2, 7})
+      .node("aten.to.dtype", {"i"}, {{"dtype", std::string("float32")}}, {"f"})
+      .node("aten.sum.dim_IntList", {"x"}, {{"dim", I{1}}}, {"s"})
+      .node("aten.sum.dim_IntList", {"x"}, {{"dim", I{0, -1}}, {"keepdim", true}}, {"sk"})
+      .node("aten.linalg_vector_norm", {"s"}, {{"dim", I{1}}, {"keepdim", true}}, {"n"})
+      .node("aten.clamp_min", {"n"}, {{"min", 1e-12}}, {"c"})
+      .node("aten.expand_as", {"c", "s"}, {}, {"e"})
+      .node("aten.div.Tensor", {"s", "e"}, {}, {"d"});
+  infer_shapes(b.g);
+  expect_type(b.g, "f", DType::Float32, {2, 7});
+  expect_type(b.g, "s", DType::Float32, {2, 8});
+  expect_type(b.g, "sk", DType::Float32, {1, 7, 1});
+  expect_type(b.g, "n", DType::Float32, {2, 1});
+  expect_type(b.g, "c", DType::Float32, {2, 1});
+  expect_type(b.g, "e", DType::Float32, {2, 8});
+  expect_type(b.g, "d", DType::Float32, {2, 8});
+
+  const auto one = [&](const std::string& op, std::vector<std::string> in, Args args) {
+    Builder e = b;
+    e.g.nodes.clear();
+    e.node(op, std::move(in), std::move(args), {"y"});
+    return e.g;
+  };
+  expect_infer_error(one("aten.linalg_vector_norm", {"x"}, {{"ord", 1.0}, {"dim", I{1}}}),
+                     {"node 0 (aten.linalg_vector_norm): argument 'ord': ord 1 is not supported "
+                      "(only ord 2)"});
+  expect_infer_error(one("aten.sum.dim_IntList", {"x"}, {{"dim", I{1, -2}}}),
+                     {"argument 'dim': dim -2 appears twice"});
+  expect_infer_error(one("aten.sum.dim_IntList", {"x"}, {{"dim", I{3}}}),
+                     {"argument 'dim': dim 3 is out of range for rank 3"});
+  expect_infer_error(one("aten.to.dtype", {"x"}, {{"dtype", std::string("int8")}}),
+                     {"argument 'dtype': int8 is not supported (only float32)"});
+  expect_infer_error(one("aten.expand_as", {"x", "i"}, {}),
+                     {"shape [2, 7, 8] does not expand to [2, 7]"});
+  expect_infer_error(one("aten.div.Tensor", {"x", "i"}, {}), {"node 0 (aten.div.Tensor)", "other"});
+}
+
 TEST(ShapeInferenceTest, PixelShuffle) {
   Builder b;
   b.input("x", DType::Float32, {1, 18, 5, 7})

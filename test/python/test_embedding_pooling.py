@@ -1,0 +1,77 @@
+"""Sentence-embedding pooling exported and run (run by CTest `python_exporter`).
+
+sentence-transformers' pooling after a quantized linear: the mean over the tokens a mask keeps,
+then L2 normalisation (F.normalize). It exports into float ops no backend op takes
+(aten.to.dtype, aten.sum.dim_IntList, aten.clamp, aten.div.Tensor, aten.linalg_vector_norm,
+aten.clamp_min, aten.expand_as); `vkd compile --partition` must leave them to the host,
+`vkd run PLAN.partition.json` must run the plan, and its output must match the converted
+(reference-quantized) model within 1e-5 relative, each row of unit L2 norm.
+"""
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+POOLING_OPS = ("aten.to.dtype", "aten.sum.dim_IntList", "aten.div.Tensor",
+               "aten.linalg_vector_norm", "aten.clamp_min", "aten.expand_as")
+
+
+class Pool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x, mask):
+        h = self.lin(x)
+        m = mask.unsqueeze(-1).to(h.dtype)
+        e = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return F.normalize(e, p=2, dim=1)
+
+
+class EmbeddingPoolingTest(unittest.TestCase):
+    def test_vkd_runs_masked_mean_and_l2_norm_as_pytorch_does(self):
+        vkd = os.environ.get("VKD")
+        if not vkd:
+            self.skipTest("no vkd binary: CTest passes VKD=<the built vkd>")
+        from vkdelegate.export import quantize, safetensors, to_graph_ir
+        from vkdelegate.export.ir import to_json_text
+        torch.manual_seed(0)
+        x = torch.randn(1, 8, 16)
+        mask = torch.ones(1, 8)
+        mask[0, 6:] = 0  # padding tokens at the end
+        q = quantize(Pool().eval(), (x, mask), [(torch.randn(1, 8, 16), mask)]).converted
+        graph, tensors = to_graph_ir(q, (x, mask), name="pool")
+        ops = {n["op"] for n in graph["nodes"]}
+        for op in POOLING_OPS:
+            self.assertIn(op, ops)
+        with tempfile.TemporaryDirectory() as d:
+            m = os.path.join(d, "pool")
+            with open(m + ".json", "w") as f:
+                f.write(to_json_text(graph))
+            safetensors.save(m + ".safetensors", tensors)
+            np.save(m + ".x.npy", x.numpy())
+            np.save(m + ".mask.npy", mask.numpy())
+            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
+                                   "--partition", "-o", m + ".vkd"], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            run = subprocess.run([vkd, "run", m + ".partition.json", "--input", f"x={m}.x.npy",
+                                  "--input", f"mask={m}.mask.npy", "--output-dir",
+                                  os.path.join(d, "run")],
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            got = np.load(os.path.join(d, "run", "output.npy"))
+        with torch.no_grad():
+            want = q(x, mask).numpy()
+        self.assertEqual(got.shape, (1, 16))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(np.linalg.norm(got.astype(np.float64), axis=1), 1.0,
+                                   rtol=1e-6)
+
+
+if __name__ == "__main__":
+    unittest.main()
