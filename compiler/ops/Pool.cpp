@@ -15,6 +15,7 @@
 #include "compiler/fusion/Patterns.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/ops/ShapeFormulas.h"
+#include "compiler/reference/Reduction.h"
 #include "compiler/reference/ReferenceContext.h"
 
 // CPU reference of the pooling and reduction ops: max_pool2d, avg_pool2d, mean.dim,
@@ -40,27 +41,14 @@ HostTensor mean_over(const ReferenceContext& c, const HostTensor& x, std::vector
     reduced[static_cast<size_t>(nd)] = true;
   }
   if (dims.empty()) std::fill(reduced.begin(), reduced.end(), true);
-  std::vector<int64_t> kept_shape(rank), out_shape;
-  int64_t count = 1;
-  for (size_t d = 0; d < rank; ++d) {
-    kept_shape[d] = reduced[d] ? 1 : x.shape[d];
-    if (reduced[d]) count *= x.shape[d];
-    if (!reduced[d] || keepdim) out_shape.push_back(kept_shape[d]);
-  }
-  // Strides of the output (in its keepdim form) seen from the input: 0 along reduced dims.
-  std::vector<int64_t> ostrides(rank, 0);
-  int64_t s = 1;
-  for (size_t d = rank; d-- > 0;) {
-    ostrides[d] = reduced[d] ? 0 : s;
-    s *= kept_shape[d];
-  }
-  std::vector<float> acc(static_cast<size_t>(element_count(kept_shape)), 0.0f);
-  strided_loop(x.shape, {ostrides}, [&](int64_t i, const std::vector<int64_t>& off) {
+  const ReductionShape r = reduction_shape(x.shape, reduced, keepdim);
+  std::vector<float> acc(static_cast<size_t>(element_count(r.kept)), 0.0f);
+  strided_loop(x.shape, {r.strides}, [&](int64_t i, const std::vector<int64_t>& off) {
     acc[static_cast<size_t>(off[0])] = acc[static_cast<size_t>(off[0])] + get_f32(x, i);
   });
-  const float n = static_cast<float>(count);
+  const float n = static_cast<float>(r.count);
   for (float& v : acc) v = v / n;  // count 0 gives NaN, as in PyTorch
-  return HostTensor::from_floats(out_shape, acc);
+  return HostTensor::from_floats(r.out, acc);
 }
 
 // The window arguments of max_pool2d / avg_pool2d, (h, w) each: an absent or empty stride is

@@ -10,6 +10,7 @@
 
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/ops/ShapeContext.h"
+#include "compiler/reference/Reduction.h"
 #include "compiler/reference/ReferenceContext.h"
 
 // CPU reference of the reductions: each output element accumulates its reduced input elements
@@ -45,26 +46,14 @@ HostTensor reduce(const ReferenceContext& c, double (*term)(double), double (*fi
   }
   const size_t rank = x.shape.size();
   const std::vector<bool> reduced = reduced_dims(c, rank);
-  const bool keepdim = c.bool_arg("keepdim", false);
-  std::vector<int64_t> kept_shape(rank), out_shape;
-  for (size_t d = 0; d < rank; ++d) {
-    kept_shape[d] = reduced[d] ? 1 : x.shape[d];
-    if (!reduced[d] || keepdim) out_shape.push_back(kept_shape[d]);
-  }
-  // Strides of the output (in its keepdim form) seen from the input: 0 along reduced dims.
-  std::vector<int64_t> ostrides(rank, 0);
-  int64_t s = 1;
-  for (size_t d = rank; d-- > 0;) {
-    ostrides[d] = reduced[d] ? 0 : s;
-    s *= kept_shape[d];
-  }
-  std::vector<double> acc(static_cast<size_t>(element_count(kept_shape)), 0.0);
-  strided_loop(x.shape, {ostrides}, [&](int64_t i, const std::vector<int64_t>& off) {
+  const ReductionShape r = reduction_shape(x.shape, reduced, c.bool_arg("keepdim", false));
+  std::vector<double> acc(static_cast<size_t>(element_count(r.kept)), 0.0);
+  strided_loop(x.shape, {r.strides}, [&](int64_t i, const std::vector<int64_t>& off) {
     acc[static_cast<size_t>(off[0])] += term(get_f32(x, i));
   });
   std::vector<float> out(acc.size());
   for (size_t i = 0; i < acc.size(); ++i) out[i] = static_cast<float>(finish(acc[i]));
-  return HostTensor::from_floats(out_shape, out);
+  return HostTensor::from_floats(r.out, out);
 }
 
 double identity(double v) { return v; }
