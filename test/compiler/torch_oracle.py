@@ -6,7 +6,8 @@ batch_norm (bit for bit),
 upsample_nearest2d / upsample_bilinear2d,
 the smooth activations (hardswish, hardsigmoid, sigmoid, tanh, silu, gelu, elu, leaky_relu) and
 softmax / log_softmax, cat and the splits (split_with_sizes_copy, split_copy, chunk,
-slice_copy), layer_norm, multi-head attention, permute / transpose with torch (float32, CPU)
+slice_copy), layer_norm, multi-head attention, scaled_dot_product_attention, permute /
+transpose with torch (float32, CPU)
 on fixed seeded inputs and writes,
 into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
@@ -419,6 +420,34 @@ def transformer_cases(w):
                [out, weights] if need else out)
 
 
+def attention_cases(w):
+    """scaled_dot_product_attention: MiniLM's form (4-D, an additive [B, 1, 1, S] mask with a
+    fully masked key, scale given), a per-query mask of another key length with a row fully -inf
+    (PyTorch's safe softmax: zeros), causal, 3-D with broadcast batch dims and the default scale."""
+    q, k, v = uniform(2, 3, 5, 8) * 2.0, uniform(2, 3, 5, 8) * 2.0, uniform(2, 3, 5, 8)
+    mask = torch.zeros(2, 1, 1, 5)
+    mask[0, 0, 0, 3] = -10000.0
+    mask[1, 0, 0, :] = -10000.0
+    w.case("sdpa_bert_mask", "aten.scaled_dot_product_attention",
+           [("query", q), ("key", k), ("value", v), ("attn_mask", mask)],
+           [("scale", "float", 0.25)], F.scaled_dot_product_attention(q, k, v, mask, scale=0.25))
+    k7, v7 = uniform(1, 2, 7, 8), uniform(1, 2, 7, 4)
+    q2 = uniform(1, 2, 3, 8)
+    rows = uniform(3, 7)
+    rows[1, :] = float("-inf")
+    w.case("sdpa_row_mask", "aten.scaled_dot_product_attention",
+           [("query", q2), ("key", k7), ("value", v7), ("attn_mask", rows)],
+           [("dropout_p", "float", 0.0), ("scale", "none", None)],
+           F.scaled_dot_product_attention(q2, k7, v7, rows))
+    w.case("sdpa_causal", "aten.scaled_dot_product_attention",
+           [("query", q), ("key", k), ("value", v), ("attn_mask", None)],
+           [("is_causal", "bool", True)], F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    q3, k3, v3 = uniform(4, 6, 16), uniform(1, 9, 16), uniform(1, 9, 3)
+    w.case("sdpa_broadcast_3d", "aten.scaled_dot_product_attention",
+           [("query", q3), ("key", k3), ("value", v3)], [],
+           F.scaled_dot_product_attention(q3, k3, v3))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -444,6 +473,7 @@ def main():
     upsample_cases(w)
     concat_cases(w)
     transformer_cases(w)
+    attention_cases(w)
     w.finish()
     print(f"torch_oracle: torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}"
           f" kernels), {w.count} cases written to {args.out}")
