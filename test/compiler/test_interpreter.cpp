@@ -960,5 +960,31 @@ TEST(InterpreterGraph, UnknownOpIsUnsupportedNamingTheNodeAndRank5Runs) {
             (std::vector<float>{0, 0, 0, 0, 0, 1, 2, 3}));
 }
 
+// ---------------------------------------------------------------------------------------------
+// aten.embedding (the float32 table against PyTorch: torch_oracle.py)
+
+TEST(InterpreterEmbedding, GathersInt8RowsAndNamesAnIdOutsideTheTable) {
+  GraphBuilder b;
+  const std::vector<int8_t> table = {-128, 1, 2, 3, 4, 5, 6, 7, 127};  // [3, 3]
+  b.input("ids", DType::Int32, {1, 4})
+      .constant("w", HostTensor::from_int8({3, 3}, table))
+      .node("aten.embedding", {"w", "ids"}, {{"padding_idx", int64_t{0}}}, "y", DType::Int8,
+            {1, 4, 3});
+  auto values = interpret(b.g, {{"ids", HostTensor::from_int32({1, 4}, {2, 0, 0, 1})}});
+  EXPECT_EQ(values.at("y").to_int8(),
+            (std::vector<int8_t>{6, 7, 127, -128, 1, 2, -128, 1, 2, 3, 4, 5}));
+  for (int32_t bad : {3, -1}) {
+    std::string message;
+    EXPECT_EQ(
+        code_of([&] { interpret(b.g, {{"ids", HostTensor::from_int32({1, 4}, {0, 1, bad, 0})}}); },
+                &message),
+        ErrorCode::InvalidArgument);
+    EXPECT_NE(message.find("indices element 2 is " + std::to_string(bad) +
+                           ", outside the table's [0, 3)"),
+              std::string::npos)
+        << message;
+  }
+}
+
 }  // namespace
 }  // namespace vkd::compiler

@@ -12,7 +12,8 @@ on fixed seeded inputs and writes,
 into --out DIR:
   manifest.txt  one block per case, in the line format torch_oracle_check.cpp reads:
       case NAME OP
-      input NAME D0,D1,... FILE      (float32 tensor; "input - - -" for an absent optional one)
+      input NAME D0,D1,... FILE [int32]  (float32 tensor, int32 when marked; "input - - -" for
+                                     an absent optional one)
       arg NAME int V | ints V,V,... | float V | floats V,V,... | bool 0|1 | str V | none
       output D0,D1,... FILE          (one line per output, in order)
       tol ABS                        (optional: |got - torch| <= ABS instead of the default)
@@ -39,11 +40,12 @@ class Writer:
         self.count = 0
 
     def tensor(self, case, name, t):
-        t = t.detach().to(torch.float32).contiguous()
+        integer = not t.is_floating_point()  # token ids: int32 on the interpreter's side
+        t = t.detach().to(torch.int32 if integer else torch.float32).contiguous()
         fname = f"{case}.{name}.bin"
         values = t.reshape(-1).tolist()
         with open(os.path.join(self.out_dir, fname), "wb") as f:
-            f.write(struct.pack(f"<{len(values)}f", *values))
+            f.write(struct.pack(f"<{len(values)}{'i' if integer else 'f'}", *values))
         shape = ",".join(str(d) for d in t.shape)
         assert shape, "rank-0 tensors are not used"
         return shape, fname
@@ -55,7 +57,8 @@ class Writer:
                 self.lines.append("input - - -")
             else:
                 shape, fname = self.tensor(name, in_name, t)
-                self.lines.append(f"input {in_name} {shape} {fname}")
+                marker = "" if t.is_floating_point() else " int32"
+                self.lines.append(f"input {in_name} {shape} {fname}{marker}")
         for arg_name, kind, value in args:
             if kind == "ints":
                 value = ",".join(str(v) for v in value)
@@ -446,6 +449,19 @@ def attention_cases(w):
     w.case("sdpa_broadcast_3d", "aten.scaled_dot_product_attention",
            [("query", q3), ("key", k3), ("value", v3)], [],
            F.scaled_dot_product_attention(q3, k3, v3))
+
+
+def embedding_cases(w):
+    """aten.embedding: float32 rows gathered by int64 ids (narrowed to int32 by the compiler),
+    ids of rank 1 and 2, the first and last rows, repeats; padding_idx changes nothing."""
+    table = uniform(11, 5)
+    ids = torch.tensor([[0, 10, 3, 3], [7, 1, 10, 0]], dtype=torch.int64)
+    w.case("embedding_2d_ids", "aten.embedding", [("weight", table), ("indices", ids)],
+           [("padding_idx", "int", 0)], F.embedding(ids, table, padding_idx=0))
+    wide = uniform(30, 10)
+    flat = torch.tensor([29, 0, 5, 17, 29], dtype=torch.int64)
+    w.case("embedding_1d_ids", "aten.embedding", [("weight", wide), ("indices", flat)], [],
+           F.embedding(flat, wide))
 
 
 def main():

@@ -34,11 +34,11 @@ std::vector<int64_t> parse_ints(const std::string& s) {
 }
 
 HostTensor read_tensor(const std::string& dir, const std::string& file,
-                       const std::vector<int64_t>& shape) {
+                       const std::vector<int64_t>& shape, vkd::DType dtype = vkd::DType::Float32) {
   std::ifstream in(dir + "/" + file, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + dir + "/" + file);
   HostTensor t;
-  t.dtype = vkd::DType::Float32;
+  t.dtype = dtype;
   t.shape = shape;
   t.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (t.bytes.size() != static_cast<size_t>(t.numel()) * 4) {
@@ -72,19 +72,19 @@ std::vector<Case> read_manifest(const std::string& dir) {
       ls >> cur.name >> node.op;
       node.origin = cur.name + " (" + node.op + ")";
     } else if (kind == "input") {
-      std::string name, shape, file;
-      ls >> name >> shape >> file;
+      std::string name, shape, file, marker;
+      ls >> name >> shape >> file >> marker;  // marker "int32": token ids
       if (name == "-") {
         node.inputs.push_back("");
         continue;
       }
       vkd::compiler::Value v;
       v.name = name;
-      v.dtype = vkd::DType::Float32;
+      v.dtype = marker == "int32" ? vkd::DType::Int32 : vkd::DType::Float32;
       v.shape = parse_ints(shape);
       cur.graph.add_value(v);
       cur.graph.inputs.push_back(name);
-      cur.inputs[name] = read_tensor(dir, file, v.shape);
+      cur.inputs[name] = read_tensor(dir, file, v.shape, v.dtype);
       node.inputs.push_back(name);
     } else if (kind == "arg") {
       std::string name, type, value;
