@@ -1,5 +1,6 @@
-// aten.add.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.mul.Scalar and the activations
-// aten.relu, aten.hardtanh, aten.clamp, aten.clamp_min (div and clamp_min: host only).
+// aten.add.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.mul.Scalar, aten.rsub.Scalar and the
+// activations aten.relu, aten.hardtanh, aten.clamp, aten.clamp_min (div, clamp_min, rsub: host
+// only).
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
@@ -130,6 +131,15 @@ std::vector<HostTensor> reference_div(const ReferenceContext& c) {
 std::vector<HostTensor> reference_mul_scalar(const ReferenceContext& c) {
   const float m = static_cast<float>(c.float_arg("other"));
   return unary_float(c, [m](float x) { return x * m; });
+}
+
+// aten.rsub.Scalar(self, other, alpha=1): out = float32(other) - float32(alpha) * x for float32
+//   x, as PyTorch's CPU kernel computes it (alpha 1: one rounding). Host only: an attention
+//   mask made from a 0/1 token mask, (1 - mask) * -10000.
+std::vector<HostTensor> reference_rsub_scalar(const ReferenceContext& c) {
+  const float other = static_cast<float>(c.float_arg("other"));
+  const float alpha = static_cast<float>(c.present("alpha") ? c.float_arg("alpha") : 1.0);
+  return unary_float(c, [other, alpha](float x) { return other - alpha * x; });
 }
 
 // aten.relu: x < 0 ? 0 : x.   aten.hardtanh / aten.clamp: min(max(x, lo), hi) with the bounds
@@ -665,6 +675,14 @@ std::vector<EdgeOp> elementwise_edge_ops() {
       EdgeOp{"aten.mul.Scalar", {"self"}, 1, {required_arg("other", Lit::Number)}, 1, mul_scalar}
           .computed_by(reference_mul_scalar)
           .fused_by(fusion::fuse_mul_scalar, {"q8ta_mul_scalar"}),
+      EdgeOp{"aten.rsub.Scalar",
+             {"self"},
+             1,
+             {required_arg("other", Lit::Number),
+              optional_arg("alpha", Lit::Number, ArgValue(int64_t{1}), false)},
+             1,
+             unary_float_shape}
+          .computed_by(reference_rsub_scalar),
       EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float_shape}
           .computed_by(reference_relu)
           .fused_by(fusion::fuse_activation, kStandaloneActOps)

@@ -21,9 +21,13 @@ It annotates static int8 only, exactly the patterns the backend runs:
 - hardswish / silu / gelu / elu / leaky_relu (and a standalone batch norm) have an observer
   of their own on the output, so that dq -> op -> q is one q8ta_lut whatever reads the result
   (a graph output, an op left float, several readers);
-- sigmoid / hardsigmoid / softmax / tanh have the fixed parameters of their output range.
-Anything else (layer_norm, attention, a custom op) is left float: the exporter keeps it by name
-for `vkd compile --partition`, and names it.
+- sigmoid / hardsigmoid / softmax / tanh have the fixed parameters of their output range;
+- layer_norm has an observer of its own on the output (the GPU's q8ta_layer_norm);
+- scaled_dot_product_attention: query, key and value int8, the output observed (one
+  q8ta_attention); its attention mask stays float, and so do the views and element-wise
+  scalar ops that only make it (quantizing an additive mask of 0 and -10000 buys nothing).
+Anything else (nn.MultiheadAttention's node, a custom op) is left float: the exporter keeps it
+by name for `vkd compile --partition`, and names it.
 """
 import operator
 
@@ -44,7 +48,8 @@ FUSED_ACTIVATIONS = {aten.relu, aten.relu_, aten.hardtanh, aten.hardtanh_, aten.
                      aten.relu6_, aten.clamp, aten.clamp_, aten.clip, aten.clip_}
 OWN_PARAMETERS = {aten.batch_norm, aten._native_batch_norm_legit_no_training, aten.hardswish,
                   aten.hardswish_, aten.silu, aten.silu_, aten.gelu, aten.gelu_, aten.elu,
-                  aten.elu_, aten.leaky_relu, aten.leaky_relu_}
+                  aten.elu_, aten.leaky_relu, aten.leaky_relu_, aten.layer_norm}
+ATTENTION = {aten.scaled_dot_product_attention}
 SHARED = {
     aten.max_pool2d, aten.adaptive_avg_pool2d, aten.avg_pool2d, aten.mean, aten.flatten,
     aten.view, aten.reshape, aten._unsafe_view, aten.permute, aten.transpose, aten.t,
@@ -107,11 +112,15 @@ class VkdQuantizer(Quantizer):
     # ---- the Quantizer interface ---------------------------------------------------------------
 
     def annotate(self, model):
+        masks = _attention_mask_makers(model.graph)
         for node in model.graph.nodes:
-            if node.op != "call_function" or _annotated(node):
+            if node.op != "call_function" or _annotated(node) or node in masks:
                 continue
             op = packet(node)
-            if op in WEIGHTED or op in TRANSPOSED:
+            if op in ATTENTION:
+                qkv = [a for a in node.args[:3] if _is_float_tensor(a)]
+                _annotate(node, {a: self._input(a) for a in qkv}, self.activation)
+            elif op in WEIGHTED or op in TRANSPOSED:
                 self._weighted(node, op in TRANSPOSED)
             elif op in BINARY and _tensor_args(node) == 2:
                 self._fusable(node, {a: self._input(a) for a in _tensor_inputs(node)})
@@ -175,6 +184,22 @@ class VkdQuantizer(Quantizer):
         inputs = {tensors[0]: self.activation}
         inputs.update({t: SharedQuantizationSpec(first) for t in tensors[1:]})
         _annotate(node, inputs, SharedQuantizationSpec(first))
+
+
+def _attention_mask_makers(graph):
+    """The nodes that only make attention masks: an SDPA's attn_mask argument and, up from it,
+    every call whose users are all such nodes (views, scalar arithmetic on a 0/1 mask)."""
+    makers = set()
+    for node in graph.nodes:
+        if packet(node) in ATTENTION:
+            mask = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_mask")
+            if isinstance(mask, torch.fx.Node):
+                makers.add(mask)
+    for node in reversed(graph.nodes):  # users before producers: a chain is found in one pass
+        if node.op == "call_function" and node not in makers and node.users and \
+                all(user in makers for user in node.users):
+            makers.add(node)
+    return {n for n in makers if n.op == "call_function"}
 
 
 def _annotate(node, inputs, output):

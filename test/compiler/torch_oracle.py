@@ -240,6 +240,13 @@ def mul_cases(w):
     for name, s in [("mul_scalar_tenth", 0.1), ("mul_scalar_neg", -2.75)]:
         w.case(name, "aten.mul.Scalar", [("self", a)], [("other", "float", s)],
                torch.ops.aten.mul.Scalar(a, s))
+    # (1 - mask) * -10000 of a 0/1 mask, and alpha != 1 on values that round
+    m = (uniform(1, 16) > 0).to(torch.float32)
+    w.case("rsub_scalar_mask", "aten.rsub.Scalar", [("self", m)], [("other", "float", 1.0)],
+           torch.ops.aten.rsub.Scalar(m, 1.0))
+    w.case("rsub_scalar_alpha", "aten.rsub.Scalar", [("self", a)],
+           [("other", "float", 0.3), ("alpha", "float", 1.7)],
+           torch.ops.aten.rsub.Scalar(a, 0.3, 1.7))
 
 
 def batch_norm_cases(w):

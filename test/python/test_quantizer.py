@@ -156,6 +156,22 @@ class GeluNet(nn.Module):
         return nn.functional.gelu(y, approximate="tanh")
 
 
+class MaskedAttention(nn.Module):
+    """A BERT-style attention: q, k, v projections, heads split, SDPA with an additive mask made
+    from a 0/1 token mask, heads merged, then a LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = (nn.Linear(16, 16) for _ in range(3))
+        self.norm = nn.LayerNorm(16)
+
+    def forward(self, x, mask):
+        heads = [p(x).view(1, -1, 2, 8).transpose(1, 2) for p in (self.q, self.k, self.v)]
+        additive = ((1.0 - mask) * -10000.0)[:, None, None, :]
+        y = nn.functional.scaled_dot_product_attention(*heads, attn_mask=additive)
+        return self.norm(y.transpose(1, 2).reshape(1, -1, 16))
+
+
 class VkdQuantizerTest(unittest.TestCase):
     def test_weights_per_channel_symmetric(self):
         """Per output channel, scale max|w_c| / 127, zero point 0, ints in [-127, 127]."""
@@ -292,6 +308,35 @@ class VkdQuantizerTest(unittest.TestCase):
         self.assertEqual(got.shape, want.shape)
         self.assertGreater(np.abs(want).max(), 20 * output_scale)  # not a flat output
         self.assertLessEqual(np.abs(got - want).max(), output_scale * (1 + 1e-6))
+
+    def test_attention_int8_with_a_float_mask_and_layer_norm_observed(self):
+        """SDPA: its query, key and value come dequantized from int8, its output is quantized;
+        the mask made from the 0/1 token mask (rsub, mul, views) stays float all the way; the
+        layer norm's output has an observer of its own (the model's output, nothing after it
+        would give it one)."""
+        torch.manual_seed(0)
+        model = MaskedAttention().eval()
+        x, mask = torch.randn(1, 5, 16), torch.tensor([[1.0, 1.0, 1.0, 0.0, 0.0]])
+        calibration = [(x, mask)] + [(torch.randn(1, 5, 16), mask) for _ in range(3)]
+        converted = quantize(model, (x, mask), calibration).converted
+        (sdpa,) = [n for n in converted.graph.nodes
+                   if n.target == torch.ops.aten.scaled_dot_product_attention.default]
+        for qkv in sdpa.args[:3]:
+            self.assertEqual(qkv.target, DQ, qkv)
+        (user,) = sdpa.users
+        self.assertEqual(user.target, Q)
+        mask_node = sdpa.args[3] if len(sdpa.args) > 3 else sdpa.kwargs["attn_mask"]
+        seen = [mask_node]
+        while seen[-1].op == "call_function":
+            self.assertNotIn(seen[-1].target, (Q, DQ), seen)
+            seen.append(seen[-1].args[0])
+        self.assertEqual(seen[-1].name, "mask")
+        (norm,) = [n for n in converted.graph.nodes
+                   if n.target == torch.ops.aten.layer_norm.default]
+        self.assertEqual([u.target for u in norm.users], [Q])
+        with torch.no_grad():  # the int8 model stays close to the float one
+            got, want = converted(x, mask), model(x, mask)
+        self.assertLess((got - want).abs().max().item(), 0.15)
 
     def test_cat_of_one_tensor_twice(self):
         """torch.cat([y, y]): one input edge (prepare_pt2e recursed without end before)."""
