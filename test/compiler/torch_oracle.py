@@ -497,6 +497,7 @@ def main():
     concat_cases(w)
     transformer_cases(w)
     attention_cases(w)
+    embedding_cases(w)
     w.finish()
     print(f"torch_oracle: torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}"
           f" kernels), {w.count} cases written to {args.out}")
