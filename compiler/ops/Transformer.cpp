@@ -1,67 +1,23 @@
-// The float ops of a transformer block as PyTorch's modules compute them: aten.layer_norm
-// (nn.LayerNorm) and aten._native_multi_head_attention (nn.MultiheadAttention, the op its
-// eval-mode fast path calls). No backend op yet: `vkd compile --partition` leaves them to the
-// host, which runs their CPU references (below).
+// The attention of a transformer block as PyTorch's module computes it:
+// aten._native_multi_head_attention (nn.MultiheadAttention, the op its eval-mode fast path
+// calls). No backend op yet: `vkd compile --partition` leaves it to the host, which runs its CPU
+// reference (below). (aten.layer_norm, nn.LayerNorm's op, is compiler/ops/LayerNorm.cpp's.)
 #include "compiler/ops/EdgeOp.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/reference/ReferenceContext.h"
 
-// CPU reference of the transformer block's float ops: aten.layer_norm and
-// aten._native_multi_head_attention (semantics above each function). Both compute in double
-// from the float32 inputs and round each output once to float32; PyTorch computes in float32
-// (its GEMMs, moments and softmax), so the two agree to a few float32 ulps of the values summed
+// CPU reference of aten._native_multi_head_attention (semantics above the function). It computes
+// in double from the float32 inputs and rounds each output once to float32; PyTorch computes in
+// float32 (its GEMMs and softmax), so the two agree to a few float32 ulps of the values summed
 // (the torch oracle checks 1e-5), not bit for bit.
 namespace vkd::compiler {
 
 using namespace reference;  // the shared element helpers (ReferenceContext.h)
-
-// aten.layer_norm(input, normalized_shape, weight, bias, eps): each row of the last
-// prod(normalized_shape) elements is normalized by its own mean and biased variance:
-//   y = (x - mean) / sqrt(var + eps) * weight + bias     (weight 1, bias 0 when absent)
-// mean and var = mean((x - mean)^2) in double (two passes), as nn.LayerNorm defines them.
-std::vector<HostTensor> reference_layer_norm(const ReferenceContext& c) {
-  const HostTensor& x = c.input(0, "input");
-  c.expect_dtype(x, DType::Float32, "input");
-  const HostTensor* weight = c.optional_input(1, "weight");
-  const HostTensor* bias = c.optional_input(2, "bias");
-  const int64_t row = element_count(c.ints_arg("normalized_shape"));
-  c.require(row > 0 && x.numel() % row == 0,
-            "normalized_shape does not divide the input into rows");
-  for (const HostTensor* t : {weight, bias}) {
-    if (t != nullptr) {
-      c.expect_dtype(*t, DType::Float32, "weight / bias");
-      c.require(t->numel() == row, "weight / bias must have normalized_shape's elements");
-    }
-  }
-  const double eps = c.float_arg("eps");
-  HostTensor y = make_tensor(DType::Float32, x.shape);
-  for (int64_t first = 0; first < x.numel(); first += row) {
-    double mean = 0.0;
-    for (int64_t i = 0; i < row; ++i) mean += get_f32(x, first + i);
-    mean /= static_cast<double>(row);
-    double var = 0.0;
-    for (int64_t i = 0; i < row; ++i) {
-      const double d = get_f32(x, first + i) - mean;
-      var += d * d;
-    }
-    var /= static_cast<double>(row);
-    const double rstd = 1.0 / std::sqrt(var + eps);
-    for (int64_t i = 0; i < row; ++i) {
-      double v = (get_f32(x, first + i) - mean) * rstd;
-      if (weight != nullptr) v *= get_f32(*weight, i);
-      if (bias != nullptr) v += get_f32(*bias, i);
-      set_f32(y, first + i, static_cast<float>(v));
-    }
-  }
-  return {y};
-}
 
 namespace {
 
@@ -187,29 +143,6 @@ namespace vkd::compiler {
 
 namespace {
 
-// float32 'input' whose last dims are normalized_shape (non-empty, each >= 1); 'weight' and
-// 'bias', when given, float32 of normalized_shape. float32 of the input's shape.
-std::vector<TypedShape> layer_norm(const ShapeContext& c) {
-  const Value& x = c.in("input");
-  c.dtype(x, "input", DType::Float32);
-  const std::vector<int64_t> normalized = c.ints("normalized_shape");
-  const bool fits = !normalized.empty() && normalized.size() <= x.shape.size() &&
-                    std::equal(normalized.begin(), normalized.end(),
-                               x.shape.end() - static_cast<std::ptrdiff_t>(normalized.size()));
-  if (!fits) {
-    c.fail(ShapeContext::arg_field("normalized_shape"), shape_str(normalized),
-           " must be the last dims of the input ", shape_str(x.shape));
-  }
-  for (const char* name : {"weight", "bias"}) {
-    if (const Value* v = c.opt_in(name)) {
-      c.dtype(*v, name, DType::Float32);
-      c.shape(*v, name, normalized, "(normalized_shape)");
-    }
-  }
-  (void)c.opt_f64("eps");  // a number (the parser checks the literal kind)
-  return {{DType::Float32, x.shape}};
-}
-
 // Batch-first float32 query [B, L, E], key and value [B, S, E]; qkv_weight [3E, E], qkv_bias
 // [3E], proj_weight [E, E], proj_bias [E]; embed_dim E, a multiple of num_head. Outputs: the
 // attention [B, L, E] and, with need_weights, the softmax weights: [B, L, S] averaged over the
@@ -267,15 +200,6 @@ std::vector<TypedShape> multi_head_attention(const ShapeContext& c) {
 
 std::vector<EdgeOp> transformer_edge_ops() {
   return {
-      EdgeOp{"aten.layer_norm",
-             {"input", "weight", "bias"},
-             1,
-             {required_arg("normalized_shape", Lit::Ints),
-              optional_arg("eps", Lit::Number, ArgValue(1e-5), false),
-              optional_arg("cudnn_enable", Lit::Bool, ArgValue(true), false)},
-             1,
-             layer_norm}
-          .computed_by(reference_layer_norm),
       EdgeOp{
           "aten._native_multi_head_attention",
           {"query", "key", "value", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask"},

@@ -1,0 +1,289 @@
+// q8ta_layer_norm: layer normalization over the last dim (W, of length C below) of each row
+// (n, c, h), times a float32 weight plus a float32 bias per position along W.
+//   IN_LAYOUT LAYOUT_4W4C | LAYOUT_4H4W | LAYOUT_4C1W: an int8x4 input q (family q8ta_layer_norm),
+//     written requantized into the input's layout (OUTPUT_FLOAT 0: q8ta_layer_norm) or as
+//     float32 into any float buffer (OUTPUT_FLOAT 1: q8ta_layer_norm_dq);
+//   IN_LAYOUT LAYOUT_WIDTH_PACKED: a float32 input x from any float buffer (element strides in the
+//     push constants), float32 out (family q8ta_layer_norm_float: the float op layer_norm).
+//
+// int8 input, exact statistics: with x = s (q - zp), x - mean = s (q - S1 / C) and
+// var = s^2 D / C^2, where S1 = sum q, S2 = sum q^2 (int32, exact: |S2| <= 16384 C) and
+// D = C S2 - S1^2 >= 0 (exact in 64 bits: imulExtended, usubBorrow). So the zero point drops
+// out and, dividing through by s / C,
+//   y = float32(C q - S1) * inversesqrt(float32(D) + eps_q) * weight + bias
+// with eps_q = float32(eps C^2 / s^2) from the host and C q - S1 an exact int32, exact in float32
+// (|C q - S1| <= 255 C < 2^24: C <= 65536, checked by the builder); float32(D) is rounded from
+// its two 32-bit halves (hi 2^32 + lo: relative error below 2^-23). Each float32 operation is
+// rounded on its own (`precise`: no fused multiply-add); inversesqrt is the device's.
+//   int8 output: q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)   (requant.glslh)
+// float input, two passes as nn.LayerNorm defines it: mean = (float32 sum of x) / C,
+// var = (float32 sum of (x - mean)^2) / C, y = (x - mean) * inversesqrt(var + eps) * weight + bias.
+// The sums are per invocation, then a tree in shared memory: the order is the kernel's.
+//
+// One workgroup of WG invocations (the workgroup chooser's linear size, at most MAX_WG) per
+// block of 4 rows that share the input's 16-byte chunks: 4H4W and the float input (group x = h4,
+// y = c, z = n): rows h = 4*h4 .. 4*h4+3 of channel c, a chunk = 4 rows x 4 widths (word = row,
+// lane = width); 4W4C and 4C1W (group x = c4, y = h, z = n): rows c = 4*c4 .. +3, lane = row
+// (4W4C chunk: 4 widths of one channel block; 4C1W: 4 consecutive words). Invocation t takes the
+// chunks w4 = t, t + WG, ... of the 4 rows: it sums them (int8: S1 and S2 of each row; float:
+// the sums of x, then of (x - mean)^2), the workgroup reduces the sums in shared memory, and
+// invocation t then normalizes and writes the same chunks. Rows past the tensor's end (padding)
+// are computed but never written as floats; as int8 they, and widths past W, are written as the
+// output's zero point.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glslh"
+#include "requant.glslh"  // requantized_byte
+
+#define IN_FLOAT (IN_LAYOUT == LAYOUT_WIDTH_PACKED)
+#define MAX_WG 256
+
+#if OUTPUT_FLOAT
+layout(set = 0, binding = 0) writeonly buffer OutFloats { float out_floats[]; };
+#else
+layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
+layout(set = 0, binding = 0) writeonly buffer OutWords4 { ivec4 out_words4[]; };
+#endif
+#if IN_FLOAT
+layout(set = 0, binding = 1) readonly buffer InFloats { float in_floats[]; };
+#else
+layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
+layout(set = 0, binding = 1) readonly buffer InWords4 { ivec4 in_words4[]; };
+#endif
+// Per chunk w4 of W: affine[2 w4] = the weights of widths 4 w4 .. +3, affine[2 w4 + 1] their
+// biases (0 past W).
+layout(set = 0, binding = 2) readonly buffer Affine { vec4 affine[]; };
+
+layout(push_constant) uniform Params {
+  ivec4 sizes;        // N, C, H, W of in and out
+  ivec4 in_strides;   // float input: element strides of n, c, h, w
+  ivec4 out_strides;  // float output: element strides of n, c, h, w
+  float eps;          // int8 input: eps_q = eps C^2 / s_in^2; float input: eps
+  float inv_out_scale;
+  int out_zp;
+} p;
+
+#if IN_FLOAT
+shared vec4 part_sum[MAX_WG];
+#else
+shared ivec4 part_s1[MAX_WG];
+shared ivec4 part_s2[MAX_WG];
+#endif
+
+#define WG int(gl_WorkGroupSize.x)
+
+// Widths of chunk w4 inside the tensor (1..4).
+int chunk_widths(int w4) { return min(4, p.sizes.w - 4 * w4); }
+
+#if IN_LAYOUT == LAYOUT_4W4C || IN_LAYOUT == LAYOUT_4C1W
+#define ROWS_ARE_CHANNELS 1
+#else
+#define ROWS_ARE_CHANNELS 0
+#endif
+
+// The rows of this workgroup inside the tensor (1..4) and the element offset of (first row,
+// width 0) for element strides `st`.
+int rows_inside() {
+  const int b = int(gl_WorkGroupID.x);
+  return ROWS_ARE_CHANNELS == 1 ? min(4, p.sizes.y - 4 * b) : min(4, p.sizes.z - 4 * b);
+}
+int row_origin(ivec4 st) {
+  const ivec3 b = ivec3(gl_WorkGroupID);
+#if ROWS_ARE_CHANNELS
+  return b.z * st.x + 4 * b.x * st.y + b.y * st.z;
+#else
+  return b.z * st.x + b.y * st.y + 4 * b.x * st.z;
+#endif
+}
+// The element stride from one row to the next.
+int row_stride(ivec4 st) { return ROWS_ARE_CHANNELS == 1 ? st.y : st.z; }
+
+#if !IN_FLOAT
+// The first word of chunk w4 of this workgroup's rows (4C1W: the word of width 4*w4).
+int chunk_base(int w4) {
+  const ivec3 b = ivec3(gl_WorkGroupID);
+  const int C = p.sizes.y, H = p.sizes.z, W = p.sizes.w;
+  const int W4 = div_up(W, 4);
+#if IN_LAYOUT == LAYOUT_4H4W
+  return 4 * (((b.z * C + b.y) * div_up(H, 4) + b.x) * W4 + w4);
+#elif IN_LAYOUT == LAYOUT_4W4C
+  return 4 * (((b.z * H + b.y) * W4 + w4) * div_up(C, 4) + b.x);
+#else
+  return ((b.z * H + b.y) * div_up(C, 4) + b.x) * W + 4 * w4;
+#endif
+}
+
+// The int8 values of chunk w4: v[ww][j] = row j at width 4*w4 + ww; widths past W unspecified.
+void load_chunk(int w4, out ivec4 v[4]) {
+  const int base = chunk_base(w4);
+#if IN_LAYOUT == LAYOUT_4C1W
+  for (int ww = 0; ww < 4; ++ww) {
+    const int word = in_words[base + min(ww, chunk_widths(w4) - 1)];
+    v[ww] = ivec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2), lane_of(word, 3));
+  }
+#else
+  const ivec4 m = in_words4[base / 4];
+  for (int ww = 0; ww < 4; ++ww) {
+    for (int j = 0; j < 4; ++j) {
+#if IN_LAYOUT == LAYOUT_4H4W
+      v[ww][j] = lane_of(m[j], ww);
+#else
+      v[ww][j] = lane_of(m[ww], j);
+#endif
+    }
+  }
+#endif
+}
+#else
+// The float values of chunk w4: v[ww][j] = row j at width 4*w4 + ww; rows past the tensor and
+// widths past W read as 0.
+void load_chunk(int w4, out vec4 v[4]) {
+  const int base = row_origin(p.in_strides) + 4 * w4 * p.in_strides.w;
+  const int step = row_stride(p.in_strides);
+  for (int ww = 0; ww < 4; ++ww) {
+    for (int j = 0; j < 4; ++j) {
+      const bool inside = j < rows_inside() && ww < chunk_widths(w4);
+      v[ww][j] = inside ? in_floats[base + j * step + ww * p.in_strides.w] : 0.0;
+    }
+  }
+}
+#endif
+
+#if OUTPUT_FLOAT
+// Writes the chunk's elements inside the tensor.
+void store_chunk(int w4, vec4 y[4]) {
+  const int base = row_origin(p.out_strides) + 4 * w4 * p.out_strides.w;
+  const int step = row_stride(p.out_strides);
+  for (int j = 0; j < rows_inside(); ++j) {
+    for (int ww = 0; ww < chunk_widths(w4); ++ww) {
+      out_floats[base + j * step + ww * p.out_strides.w] = y[ww][j];
+    }
+  }
+}
+#else
+// Requantizes the chunk and writes its words; padding rows and widths hold out_zp.
+void store_chunk(int w4, vec4 y[4]) {
+  const int rows = rows_inside();
+  const float lo = float(-128 - p.out_zp), hi = float(127 - p.out_zp);
+  ivec4 q[4];
+  for (int ww = 0; ww < 4; ++ww) {
+    for (int j = 0; j < 4; ++j) {
+      const bool inside = j < rows && ww < chunk_widths(w4);
+      q[ww][j] = inside ? requantized_byte(y[ww][j], p.inv_out_scale, lo, hi, p.out_zp) : p.out_zp;
+    }
+  }
+  const int base = chunk_base(w4);
+#if IN_LAYOUT == LAYOUT_4H4W
+  ivec4 words;
+  for (int j = 0; j < 4; ++j) words[j] = pack_lanes(ivec4(q[0][j], q[1][j], q[2][j], q[3][j]));
+  out_words4[base / 4] = words;
+#elif IN_LAYOUT == LAYOUT_4W4C
+  out_words4[base / 4] = ivec4(pack_lanes(q[0]), pack_lanes(q[1]), pack_lanes(q[2]),
+                               pack_lanes(q[3]));
+#else
+  for (int ww = 0; ww < chunk_widths(w4); ++ww) out_words[base + ww] = pack_lanes(q[ww]);
+#endif
+}
+#endif
+
+// The tree over the workgroup's partial sums (any WG): part[t] += part[t + half] until
+// part[0] holds the total, one barrier per level.
+#if IN_FLOAT
+vec4 reduce_sum(vec4 mine) {
+  const int t = int(gl_LocalInvocationIndex);
+  barrier();  // the previous total was read by everyone
+  part_sum[t] = mine;
+  barrier();
+  for (int live = WG; live > 1;) {
+    const int half_size = (live + 1) / 2;
+    if (t < live - half_size) part_sum[t] += part_sum[t + half_size];
+    barrier();
+    live = half_size;
+  }
+  return part_sum[0];
+}
+#else
+// Integer sums: exact in any order.
+void reduce_sums(inout ivec4 s1, inout ivec4 s2) {
+  const int t = int(gl_LocalInvocationIndex);
+  part_s1[t] = s1;
+  part_s2[t] = s2;
+  barrier();
+  for (int live = WG; live > 1;) {
+    const int half_size = (live + 1) / 2;
+    if (t < live - half_size) {
+      part_s1[t] += part_s1[t + half_size];
+      part_s2[t] += part_s2[t + half_size];
+    }
+    barrier();
+    live = half_size;
+  }
+  s1 = part_s1[0];
+  s2 = part_s2[0];
+}
+#endif
+
+// y = (d * r) * weight + bias for the 4 rows of width 4*w4 + ww, each operation rounded.
+vec4 affine_map(vec4 d, vec4 r, int w4, int ww) {
+  precise vec4 scaled = d * r;
+  precise vec4 y = scaled * affine[2 * w4][ww] + affine[2 * w4 + 1][ww];
+  return y;
+}
+
+void main() {
+  const int t = int(gl_LocalInvocationIndex);
+  const int C = p.sizes.w, W4 = div_up(C, 4);
+#if !IN_FLOAT
+  ivec4 v[4];
+  ivec4 s1 = ivec4(0), s2 = ivec4(0);
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    load_chunk(w4, v);
+    for (int ww = 0; ww < chunk_widths(w4); ++ww) {
+      s1 += v[ww];
+      s2 += v[ww] * v[ww];
+    }
+  }
+  reduce_sums(s1, s2);
+  const ivec4 S1 = s1, S2 = s2;
+  vec4 r;
+  for (int j = 0; j < 4; ++j) {
+    int hi1, lo1, hi2, lo2;
+    imulExtended(C, S2[j], hi1, lo1);
+    imulExtended(S1[j], S1[j], hi2, lo2);
+    uint borrow;
+    const uint lo = usubBorrow(uint(lo1), uint(lo2), borrow);
+    const int hi = hi1 - hi2 - int(borrow);
+    precise float d = float(hi) * 4294967296.0 + float(lo);
+    precise float denominator = d + p.eps;
+    r[j] = inversesqrt(denominator);
+  }
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    load_chunk(w4, v);
+    vec4 y[4];
+    for (int ww = 0; ww < 4; ++ww) y[ww] = affine_map(vec4(C * v[ww] - S1), r, w4, ww);
+    store_chunk(w4, y);
+  }
+#else
+  vec4 v[4];
+  vec4 sum = vec4(0.0);
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    load_chunk(w4, v);
+    for (int ww = 0; ww < 4; ++ww) sum += v[ww];  // outside the tensor: 0
+  }
+  const vec4 mean = reduce_sum(sum) / float(C);
+  vec4 m2 = vec4(0.0);
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    load_chunk(w4, v);
+    for (int ww = 0; ww < chunk_widths(w4); ++ww) m2 += (v[ww] - mean) * (v[ww] - mean);
+  }
+  precise vec4 var = reduce_sum(m2) / float(C);
+  precise vec4 denominator = var + p.eps;
+  const vec4 r = inversesqrt(denominator);
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    load_chunk(w4, v);
+    vec4 y[4];
+    for (int ww = 0; ww < 4; ++ww) y[ww] = affine_map(v[ww] - mean, r, w4, ww);
+    store_chunk(w4, y);
+  }
+#endif
+}

@@ -1,0 +1,121 @@
+"""nn.LayerNorm on the GPU (issue 35's first new op family; run by CTest `python_exporter`).
+
+Linear -> LayerNorm -> Linear on [1, 7, 10] (a row that is no multiple of 4) and [1, 16, 384]
+(MiniLM's hidden size), quantized with vkdelegate.export.quantize (VkdQuantizer) and compiled
+with `vkd compile --partition`: the layer norm must become q8ta_layer_norm (the report says so;
+the plan has no host step), and every int8 tensor `vkd run --intermediates` writes, the layer
+norm's output included, must equal the converted (PyTorch reference-quantized) model's: 1 LSB
+apart at a rounding tie only (vkdelegate.per_layer). A LayerNorm without weight and bias, and
+a float model's LayerNorm (the float op layer_norm) against PyTorch's float32 result.
+"""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from vkdelegate import per_layer
+from vkdelegate.export import quantize, safetensors, to_graph_ir
+from vkdelegate.export.ir import to_json_text
+
+
+class LinearNormLinear(nn.Module):
+    def __init__(self, c, affine=True):
+        super().__init__()
+        self.a = nn.Linear(c, c)
+        self.ln = nn.LayerNorm(c, elementwise_affine=affine)
+        self.b = nn.Linear(c, 8)
+        if affine:  # PyTorch starts them at 1 / 0: make them matter
+            with torch.no_grad():
+                self.ln.weight.uniform_(0.5, 1.5)
+                self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.b(self.ln(self.a(x)))
+
+
+def compile_and_run(converted, x, folder):
+    """`vkd compile --partition` of the converted model (its report and plan), then `vkd run
+    --intermediates` of its one GPU partition: (report, plan, {name: array})."""
+    graph, tensors = to_graph_ir(converted, (x,), name="m")
+    (folder / "m.json").write_text(to_json_text(graph))
+    safetensors.save(str(folder / "m.safetensors"), tensors)
+    np.save(folder / "x.npy", x.numpy())
+    vkd = os.environ["VKD"]
+    done = subprocess.run([vkd, "compile", str(folder / "m.json"), "--weights",
+                           str(folder / "m.safetensors"), "--partition", "-o",
+                           str(folder / "m.vkd"), "--report"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = json.loads((folder / "m.partition.json").read_text())
+    steps = plan["steps"]
+    assert len(steps) == 1 and "delegate" in steps[0], steps  # no host step
+    run = subprocess.run([vkd, "run", str(folder / steps[0]["delegate"]), "--input",
+                          f"input0={folder / 'x.npy'}", "--intermediates", "--output-dir",
+                          str(folder / "out")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = folder / "out"
+    arrays = {p.stem: np.load(p) for p in out.glob("*.npy")}
+    return done.stdout, plan, arrays
+
+
+class LayerNormOnTheGpu(unittest.TestCase):
+    def check(self, shape, backend, **kwargs):
+        self.assertTrue(os.environ.get("VKD"), "no vkd binary: CTest passes VKD=<the built vkd>")
+        torch.manual_seed(0)
+        model = LinearNormLinear(shape[-1], **kwargs).eval()
+        gen = torch.Generator().manual_seed(1)
+        x = torch.randn(shape, generator=gen)
+        calibration = [torch.randn(shape, generator=gen) for _ in range(2)]
+        converted = quantize(model, (x,), calibration).converted
+        with tempfile.TemporaryDirectory() as tmp:
+            report, plan, arrays = compile_and_run(converted, x, Path(tmp))
+        self.assertIn("fused dq -> aten.layer_norm -> q (node", report)
+        self.assertIn(f"into {backend} 'layer_norm_q'", report)
+        self.assertNotIn("aten.layer_norm", json.dumps(plan))
+        int8 = {k: v for k, v in arrays.items() if v.dtype == np.int8}
+        result = per_layer.compare(converted, (x,), int8)
+        self.assertIsNone(result.first_real, result.summary())
+        # every quantize of the reference is compared: the layer norm's output among them
+        quantizes = [n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target)
+                     and "dequantize" not in str(n.target)]
+        self.assertEqual(len(result.layers), len(quantizes), result.summary())
+        self.assertIn("layer_norm_q", int8)
+        # at most a few ties in a tensor
+        for layer in result.layers:
+            self.assertLessEqual(layer.ties, max(1, layer.elements // 50), result.summary())
+
+    def test_row_of_10(self):
+        self.check((1, 7, 10), "q8ta_layer_norm")
+
+    def test_minilm_hidden_size(self):
+        self.check((1, 16, 384), "q8ta_layer_norm")
+
+    def test_without_weight_and_bias(self):
+        self.check((1, 5, 32), "q8ta_layer_norm", affine=False)
+
+    def test_float_layer_norm(self):
+        """A float model's LayerNorm (what a quantizer that leaves it float gives): the float op
+        layer_norm, within float32 rounding of PyTorch's."""
+        self.assertTrue(os.environ.get("VKD"), "no vkd binary: CTest passes VKD=<the built vkd>")
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.LayerNorm(10, eps=1e-12)).eval()
+        with torch.no_grad():
+            model[0].weight.uniform_(0.5, 1.5)
+            model[0].bias.uniform_(-0.5, 0.5)
+        x = 3 * torch.randn(2, 3, 10) + 1
+        with tempfile.TemporaryDirectory() as tmp:
+            report, plan, arrays = compile_and_run(torch.export.export(model, (x,)).module(), x,
+                                                   Path(tmp))
+        self.assertIn("layer_norm(", report)
+        self.assertNotIn("aten.layer_norm", json.dumps(plan))
+        (out,) = [v for v in arrays.values() if v.dtype == np.float32 and v.shape == x.shape
+                  and not np.array_equal(v, x.numpy())]
+        np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+if __name__ == "__main__":
+    unittest.main()
