@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/Lowering.h"
+#include "compiler/fusion/Patterns.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/reference/ReferenceContext.h"
 
@@ -40,6 +42,123 @@ std::vector<HostTensor> reference_embedding(const ReferenceContext& c) {
   return {out};
 }
 
+}  // namespace vkd::compiler
+
+// aten.embedding (float32 table [V, C], int32 ids) -> q => q8ta_embedding: the table quantized
+// here with the quantize's parameters, by the reference (exact: quantize(W)[ids] =
+// quantize(W[ids]) element by element), so the kernel only gathers int8 rows. With no quantize
+// after it, the float32 rows (lower_embedding) => embedding.
+namespace vkd::compiler::fusion {
+namespace {
+
+constexpr const char* kQ8taEmbedding = "q8ta_embedding";
+
+// "" when embedding `n` reads a float32 constant table and int32 ids the device holds.
+std::string check_embedding_operands(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 2 || n.outputs.size() != 1) return "malformed embedding";
+  const Value& w = g.value(n.inputs[0]);
+  const Value& ids = g.value(n.inputs[1]);
+  if (!w.is_constant() || w.dtype != DType::Float32) {
+    return "the table " + quoted(w.name) + " is not a float32 constant";
+  }
+  if (ids.is_constant()) return "the ids " + quoted(ids.name) + " are a constant";
+  if (ids.shape.empty() || ids.shape.size() > 3) {
+    return "the ids " + quoted(ids.name) + " have rank " + std::to_string(ids.shape.size()) +
+           " (the kernel takes 1 to 3)";
+  }
+  return "";
+}
+
+// The table quantized by quantize node `q` (the reference's quantize, run by the interpreter).
+std::vector<uint8_t> quantized_table(InterpretFn interpret, const Graph& g, const Value& w, int q,
+                                     std::string& why) {
+  Graph t;
+  Value table;
+  table.name = "table";
+  table.shape = w.shape;
+  t.add_value(table);
+  t.inputs = {table.name};
+  Node n = g.nodes[q];
+  n.inputs = {table.name};
+  n.outputs = {"table_q"};
+  Value out = g.value(g.nodes[q].outputs[0]);
+  out.name = "table_q";
+  out.shape = w.shape;
+  t.add_value(out);
+  t.nodes.push_back(std::move(n));
+  t.outputs = {"table_q"};
+  HostTensor in;
+  in.shape = w.shape;
+  in.bytes = *w.data;
+  try {
+    return interpret(t, {{table.name, in}}).at("table_q").bytes;
+  } catch (const Error& e) {
+    why = std::string("the reference cannot quantize the table: ") + e.what();
+    return {};
+  }
+}
+
+}  // namespace
+
+void fuse_embedding(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  if (n.outputs.size() != 1) return;
+  const Tail tail = match_tail(g, n.outputs[0]);
+  if (tail.kind == Tail::None) return;  // float rows: lower_embedding
+  if (!state.allowed(i, kQ8taEmbedding)) return;
+  std::vector<int> nodes = {i};
+  nodes.insert(nodes.end(), tail.nodes.begin(), tail.nodes.end());
+  const std::string chain = state.chain_of({}, i, tail.nodes);
+  std::string why = check_embedding_operands(g, n);
+  if (why.empty() && tail.kind == Tail::Half) why = tail.why;
+  if (why.empty() &&
+      (tail.act >= 0 || tail.out_q.quant_min != -128 || tail.out_q.quant_max != 127)) {
+    why = "the quantize is not alone into the full int8 range";
+  }
+  if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
+  std::vector<uint8_t> table;
+  if (why.empty()) table = quantized_table(state.interpret, g, g.value(n.inputs[0]), tail.q, why);
+  if (!why.empty()) return state.not_fused(chain, nodes, kQ8taEmbedding, why);
+
+  Fusion f;
+  f.nodes = nodes;
+  f.dead = tail.values;
+  const std::string output = g.nodes[tail.q].outputs[0];
+  Value w;
+  w.name = state.graph.unique_name(n.inputs[0] + "_int8");
+  w.dtype = DType::Int8;
+  w.shape = g.value(n.inputs[0]).shape;
+  w.data = std::move(table);
+  Node fused;
+  fused.op = kQ8taEmbedding;
+  fused.inputs = {n.inputs[1], w.name};
+  fused.outputs = {output};
+  fused.args["output_scale"] = tail.out_q.scale;
+  fused.args["output_zero_point"] = tail.out_q.zero_point;
+  fused.origin = state.fused_origin(i, fused.op);
+  const std::string name = w.name;
+  state.graph.add_value(std::move(w));  // after the last use of `n`: it may move the nodes
+  f.node = std::move(fused);
+  state.produced[output] = tail.out_q;
+  state.commit(std::move(f), chain, " (table " + quoted(name) + ")");
+}
+
+// A float embedding left after fusion: the float32 rows => embedding.
+std::string lower_embedding(FuseState& state, Node& node, int where) {
+  if (!check_embedding_operands(state.graph, node).empty()) return "";
+  if (!state.may_target("embedding")) return "";
+  if (node.origin.empty()) node.origin = origin_of(node, where);
+  node.op = "embedding";
+  node.inputs = {node.inputs[1], node.inputs[0]};
+  node.args.clear();
+  return node.op;
+}
+
+}  // namespace vkd::compiler::fusion
+
+namespace vkd::compiler {
+
 namespace {
 
 // weight: float32 or int8 [V, C]; indices: int32 of any rank up to 3 -> weight's dtype,
@@ -68,7 +187,9 @@ std::vector<EdgeOp> embedding_edge_ops() {
                   optional_arg("sparse", Lit::Bool, ArgValue(false), false)},
                  1,
                  embedding}
-              .computed_by(reference_embedding)};
+              .computed_by(reference_embedding)
+              .fused_by(fusion::fuse_embedding, {"q8ta_embedding"})
+              .lowered_by(fusion::lower_embedding, {"embedding"})};
 }
 
 }  // namespace vkd::compiler

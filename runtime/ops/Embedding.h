@@ -1,0 +1,31 @@
+// q8ta_embedding / embedding: rows of a constant table gathered by int32 token ids
+// (aten.embedding), int8 (requantized by the compiler) or float32.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/OpUtils.h"
+
+namespace vkd::ops {
+
+struct EmbeddingParams {
+  int64_t rows = 0, cols = 0;  // the table is [rows, cols] = [V, C]
+  // rows * cols elements in C order, int8 (q8ta_embedding) or float32 (embedding); read when
+  // the graph is prepared, so it must stay valid until prepare() returns.
+  const void* table = nullptr;
+  // int8 rows: the output's parameters, which the table was quantized with (its zero point pads
+  // the output); none: float32 rows.
+  std::optional<QuantParams> output;
+};
+
+// out[..., c] = table[clamp(ids[...], 0, V - 1), c] (shaders/q8ta_embedding.glsl): no
+// arithmetic. `indices`: int32, width-packed buffer [..., T] (rank 1..3); `output`: its sizes +
+// [C], int8x4 4H4W (int8 rows; padding = zp_out) or a width-packed float32 buffer. The table
+// becomes a constant of the graph named after `output`. An id outside [0, V) reads row 0 or
+// V - 1 (no out-of-bounds read); callers check ids on the host.
+void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, graph::ValueRef output,
+                        const EmbeddingParams& params);
+
+}  // namespace vkd::ops

@@ -1,0 +1,111 @@
+// fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): q8ta_embedding and the
+// float embedding (compiler/ops/Embedding.cpp).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "test/compiler/FuseTestUtil.h"
+#include "test/reference/QuantReference.h"
+
+namespace {
+
+using namespace vkd::compiler;
+using namespace vkd::compiler::fuse_test;
+using vkd::DType;
+
+// A float32 table [5, 6] of values on both sides of the int8 range at scale 0.05.
+std::vector<float> table_values() {
+  std::vector<float> t(30);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = -7.3f + 0.49f * static_cast<float>(i);
+  return t;
+}
+
+// ids int32 [2, 3] -> aten.embedding(table) -> e [2, 3, 6] [-> q (0.05, -3) -> yq].
+Builder embedding_graph(bool quantized) {
+  Builder b;
+  b.input("ids", DType::Int32, {2, 3});
+  b.constant("table", DType::Float32, {5, 6}, f32_bytes(table_values()));
+  b.value("e", DType::Float32, {2, 3, 6});
+  b.node("aten.embedding", {"table", "ids"}, {{"padding_idx", int64_t{0}}}, {"e"});
+  if (quantized) {
+    b.q("e", "yq", 0.05, -3);
+    b.output("yq");
+  } else {
+    b.output("e");
+  }
+  return b;
+}
+
+// Followed by a quantize: q8ta_embedding gathers rows of the table quantized at compile time
+// with the quantize's parameters (values past the int8 range saturate); alone: the float rows.
+TEST(Fuse, EmbeddingQuantizesItsTableAtCompileTime) {
+  {
+    Builder b = embedding_graph(true);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_embedding"})) << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    ASSERT_EQ(n.inputs.size(), 2u);
+    EXPECT_EQ(n.inputs[0], "ids");
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+    EXPECT_EQ(arg_d(n, "output_scale"), 0.05);
+    EXPECT_EQ(arg_i(n, "output_zero_point"), -3);
+    const Value& table = b.g.value(n.inputs[1]);
+    EXPECT_EQ(table.dtype, DType::Int8);
+    EXPECT_EQ(table.shape, (std::vector<int64_t>{5, 6}));
+    const std::vector<int8_t> want =
+        vkd::testing::reference_quantize(table_values(), 0.05f, -3, -128, 127);
+    ASSERT_TRUE(table.data.has_value());
+    EXPECT_EQ(std::vector<int8_t>(table.data->begin(), table.data->end()), want);
+    EXPECT_EQ(want.front(), -128);  // saturated: the test covers the clamp
+    expect_quant(b.g.value("yq"), 0.05, -3, -128, 127);
+    EXPECT_TRUE(has_line(r,
+                         "fused aten.embedding -> q (node 0..1) into q8ta_embedding 'yq' "
+                         "(table '" +
+                             table.name + "')"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {
+    Builder b = embedding_graph(false);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"embedding"})) << all_lines(r);
+    EXPECT_EQ(b.g.nodes[0].inputs, (std::vector<std::string>{"ids", "table"}));
+    EXPECT_EQ(b.g.value("e").dtype, DType::Float32);
+    expect_valid(b.g);
+  }
+}
+
+// A quantize into a narrowed range is not folded in (the kernel writes the full int8 range): the
+// float rows, then q8ta_quantize; a table computed at run time is no constant: the host's.
+TEST(Fuse, EmbeddingLimits) {
+  {
+    Builder b = embedding_graph(true);
+    b.g.nodes[1].args = q_args(0.05, -3, -100, 100);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"embedding", "q8ta_quantize"}))
+        << all_lines(r);
+    EXPECT_TRUE(has_line(r,
+                         "not fused: aten.embedding -> q (node 0..1) as q8ta_embedding: the "
+                         "quantize is not alone into the full int8 range"))
+        << all_lines(r);
+  }
+  {
+    Builder b;
+    b.input("ids", DType::Int32, {4});
+    b.input("table", DType::Float32, {5, 6});
+    b.value("e", DType::Float32, {4, 6});
+    b.node("aten.embedding", {"table", "ids"}, {}, {"e"});
+    b.q("e", "yq", 0.05, -3);
+    b.output("yq");
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g)[0], "aten.embedding") << all_lines(r);
+    EXPECT_TRUE(has_line(r,
+                         "not fused: aten.embedding -> q (node 0..1) as q8ta_embedding: the "
+                         "table 'table' is not a float32 constant"))
+        << all_lines(r);
+  }
+}
+
+}  // namespace
