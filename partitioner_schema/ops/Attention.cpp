@@ -1,0 +1,21 @@
+// The schema entry of runtime/ops/Attention.cpp's op: q8ta_attention.
+#include "partitioner_schema/ops/SchemaBuilders.h"
+
+namespace vkd::schema {
+
+// Scaled dot-product attention of int8 Q, K, V [B, T, H*D] (the linears' 4H4W output; the heads
+// are column blocks) with a float32 additive mask [Bm, 1, Lm, Tk] (Bm 1 or B, Lm 1 or Tq),
+// requantized into an int8 [B, Tq, H*D] (runtime/ops/Attention.h).
+void attention_schemas(std::vector<OpSchema>& s) {
+  const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
+  s.push_back(kernel_op(
+      "q8ta_attention", "int8 scaled dot-product attention over heads of columns, requantized",
+      arg_list(tensor_in("query", i8x4, {k4H4W}), per_tensor_qparams("query_"),
+               tensor_in("key", i8x4, {k4H4W}), per_tensor_qparams("key_"),
+               tensor_in("value", i8x4, {k4H4W}), per_tensor_qparams("value_"),
+               tensor_in("mask", f32, {kBufW}, {kBufW}), scalar("num_heads", ArgKind::Int),
+               scalar("scale", ArgKind::Float), per_tensor_qparams("output_"),
+               tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+}
+
+}  // namespace vkd::schema

@@ -1,0 +1,138 @@
+// Op family: attention (q8ta_attention).
+// Anatomy: push-constant struct (mirroring the shader), add_q8ta_attention_node, the registry
+// entry.
+#include "runtime/ops/Attention.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "core/PackedInt8Layout.h"
+#include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/DeviceProfile.h"
+
+namespace vkd::ops {
+namespace {
+
+constexpr const char* kOp = "q8ta_attention";
+
+// Mirrors `Params` in shaders/q8ta_attention.glsl.
+struct AttentionPush {
+  int32_t tq, tk, w4, d4;
+  int32_t mask_rows, mask_batches;
+  int32_t q_zp, k_zp, v_zp, out_zp;
+  float qk_scale, v_scale, inv_out_scale;
+};
+
+// The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK) and the
+// largest head (MAX_D4 words); its shared memory: the block's Q, a tile of K and of V, the
+// tile's scores and the per-row and per-key sums.
+constexpr uint32_t kWorkgroup = 64;
+constexpr int64_t kQueryRows = 16, kKeyTile = 32, kMaxHeadWords = 32;
+constexpr uint32_t kSharedBytes = 4 * ((kQueryRows + 2 * kKeyTile) * kMaxHeadWords +
+                                       kQueryRows * kKeyTile + 3 * kQueryRows + kKeyTile);
+
+void check_4h4w(const graph::GpuTensor& t, const char* what) {
+  check_int8x4_tensor(kOp, t);
+  VKD_CHECK(t.spec().layout == MemoryLayout::PackedInt8_4H4W && t.spec().sizes.size() >= 2,
+            ErrorCode::InvalidArgument, kOp, ": ", what, " ", t.spec().describe(),
+            " must be a 4H4W int8x4 buffer of rank 2 to 4 ([B, T, H*D])");
+  VKD_CHECK(packed_int8_word_count(t.spec().layout, t.spec().dims4()) < (int64_t(1) << 31),
+            ErrorCode::Unsupported, kOp, ": ", what, "'s words exceed the 2^31 a kernel can index");
+}
+
+}  // namespace
+
+void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
+                             graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
+                             const AttentionParams& params) {
+  const auto& q = graph.tensor(query);
+  const auto& k = graph.tensor(key);
+  const auto& v = graph.tensor(value);
+  const auto& m = graph.tensor(mask);
+  const auto& out = graph.tensor(output);
+  check_4h4w(q, "query");
+  check_4h4w(k, "key");
+  check_4h4w(v, "value");
+  check_4h4w(out, "output");
+  check_same_sizes(kOp, q, out);
+  check_same_sizes(kOp, k, v);
+  for (const QuantParams* qp : {&params.query, &params.key, &params.value, &params.output}) {
+    check_quant_params(kOp, *qp);
+  }
+  const Dims4 dq = q.spec().dims4(), dk = k.spec().dims4(), dm = m.spec().dims4();
+  const int64_t batches = dq.n * dq.c, width = dq.w, heads = params.num_heads;
+  VKD_CHECK(dk.n == dq.n && dk.c == dq.c && dk.w == width, ErrorCode::InvalidArgument, kOp,
+            ": key ", k.spec().describe(), " must be [B, Tk, H*D] for the query ",
+            q.spec().describe());
+  VKD_CHECK(heads >= 1 && width % heads == 0 && (width / heads) % 4 == 0 &&
+                width / heads <= 4 * kMaxHeadWords,
+            ErrorCode::InvalidArgument, kOp, ": num_heads ", heads, " must split the ", width,
+            " columns into heads of D columns, D a multiple of 4 and at most ", 4 * kMaxHeadWords);
+  VKD_CHECK(m.spec().dtype == DType::Float32 && m.spec().storage == StorageType::Buffer &&
+                m.spec().layout == MemoryLayout::WidthPacked,
+            ErrorCode::InvalidArgument, kOp, ": mask ", m.spec().describe(),
+            " must be a width-packed float32 buffer");
+  const int64_t mask_batches = dm.n * dm.c;
+  VKD_CHECK(
+      dm.w == dk.h && (dm.h == 1 || dm.h == dq.h) && (mask_batches == 1 || mask_batches == batches),
+      ErrorCode::InvalidArgument, kOp, ": mask ", m.spec().describe(),
+      " must be [1 or B, 1, 1 or Tq, Tk] = [1 or ", batches, ", 1, 1 or ", dq.h, ", ", dk.h, "]");
+  VKD_CHECK(std::isfinite(params.scale), ErrorCode::InvalidArgument, kOp, ": scale ", params.scale,
+            " must be finite");
+  const vk::DeviceProfile& profile = graph.profile();
+  VKD_CHECK(kSharedBytes <= profile.max_shared_memory_bytes, ErrorCode::Unsupported, kOp,
+            ": the kernel needs ", kSharedBytes, " bytes of shared memory, the device has ",
+            profile.max_shared_memory_bytes);
+
+  const AttentionPush push{static_cast<int32_t>(dq.h),
+                           static_cast<int32_t>(dk.h),
+                           static_cast<int32_t>(width / 4),
+                           static_cast<int32_t>(width / heads / 4),
+                           static_cast<int32_t>(dm.h),
+                           static_cast<int32_t>(mask_batches),
+                           params.query.zero_point,
+                           params.key.zero_point,
+                           params.value.zero_point,
+                           params.output.zero_point,
+                           params.query.scale * params.key.scale * params.scale,
+                           params.value.scale,
+                           inverse_scale(params.output.scale)};
+  graph::DispatchNode node;
+  node.op = kOp;
+  node.kernel = shaders::variants::q8ta_attention[profile.int8_dot_product ? 0 : 1];
+  node.bindings = {output, query, key, value, mask};
+  node.push_constants = graph::push_constant_bytes(push);
+  // One workgroup per (block of 16 query rows, head, batch); the shader's size is fixed (its
+  // invocations split the block's rows and keys), so no chooser picks it. Group counts past the
+  // device's limits are reported by ComputeGraph's per-node checks.
+  node.plan.local_size = {kWorkgroup, 1, 1};
+  node.plan.group_count = {static_cast<uint32_t>(div_up(dq.h, kQueryRows)),
+                           static_cast<uint32_t>(heads), static_cast<uint32_t>(batches)};
+  graph.add_node(std::move(node));
+}
+
+// --- registry entry -----------------------------------------------------------------
+
+namespace {
+
+void build_attention(const OpCall& call) {
+  AttentionParams p;
+  p.query = call.quant("query");
+  p.key = call.quant("key");
+  p.value = call.quant("value");
+  p.output = call.quant("output");
+  for (const char* t : {"query", "key", "value", "output"}) {
+    call.set_zero_point(t, call.quant(t).zero_point);
+  }
+  p.num_heads = call.int32_arg("num_heads", 1, 1 << 16);
+  p.scale = static_cast<float>(call.float_arg("scale"));
+  add_q8ta_attention_node(call.graph(), call.tensor("query"), call.tensor("key"),
+                          call.tensor("value"), call.tensor("mask"), call.tensor("output"), p);
+}
+
+}  // namespace
+
+void register_attention_ops(OpRegistry& registry) { registry.add(kOp, build_attention); }
+
+}  // namespace vkd::ops

@@ -1,0 +1,34 @@
+// q8ta_attention: scaled dot-product attention of int8 Q, K, V whose heads are column blocks,
+// with a float32 additive mask, requantized into an int8 output.
+#pragma once
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/OpUtils.h"
+
+namespace vkd::ops {
+
+struct AttentionParams {
+  QuantParams query, key, value, output;
+  int num_heads = 1;
+  float scale = 1.0f;  // the score scale (PyTorch's default 1 / sqrt(D) is the compiler's to set)
+};
+
+// query [B, Tq, H*D], key and value [B, Tk, H*D] (rank 2 to 4: the leading dims are the batch
+// B), int8x4 4H4W buffers; head h is the columns h*D .. h*D+D-1 of each (D a multiple of 4, at
+// most 128). mask: a float32 width-packed buffer of Tk columns, rows of 1 or Tq, batches of 1
+// or B (as [B, 1, 1, Tk], [B, 1, Tq, Tk], [1, 1, Tq, Tk], [Tk], ...), added to every head's
+// scores. output: int8x4 4H4W of the query's sizes (padding = zp_out). Per batch, head and
+// query row l (shaders/q8ta_attention.glsl):
+//   a[l, j] = sum over the head's dims of (q - zp_q) * (k - zp_k)           exact int32
+//   s[l, j] = float32(a) * (s_q * s_k * scale) + mask[l, j]                  float32
+//   p[l, j] = exp(s[l, j] - max_j s) (online over tiles of keys); -inf scores give p = 0
+//   y[l, d] = (sum_j p[l, j] * (v[j, d] - zp_v)) * (s_v / sum_j p[l, j])     (0 if the sum is 0)
+//   q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)
+// exp and the summation order are the device's: within one step of an exact computation where
+// y * inv_s_out lies next to a rounding boundary. Any Tq and Tk (keys stream through shared
+// memory in tiles).
+void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
+                             graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
+                             const AttentionParams& params);
+
+}  // namespace vkd::ops

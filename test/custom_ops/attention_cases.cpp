@@ -1,0 +1,223 @@
+// ACCU and PERF cases for q8ta_attention: sequence lengths 1, 7, 16, 33, 128 (one query block,
+// partial blocks and partial key tiles, several tiles), query and key lengths that differ, 1, 2
+// and 12 heads of 8, 32, 64 and 128 columns, batches of 1 and 2, rank 2 to 4, masks of every
+// accepted form ([B, 1, 1, Tk] with masked keys, per query row, shared by the batches, a batch
+// with every key at -10000, a row with every key at -inf, zeros: no mask), and MiniLM's shape
+// (T = 128, 12 heads of 32) as the PERF case.
+//
+// Checked against a double-precision reference with exact int32 Q.K sums
+// (test/reference/AttentionReference.h): each int8 output must lie between the quantizations of
+// y_ref - tol and y_ref + tol (tol: the bound the reference derives from the kernel's float32
+// scores and exp); the padding lanes must hold the output zero point.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/ops/Attention.h"
+#include "test/custom_ops/Harness.h"
+#include "test/custom_ops/QuantCaseUtils.h"
+#include "test/reference/AttentionReference.h"
+#include "test/reference/LayoutReference.h"
+
+namespace vkd::custom_ops {
+namespace {
+
+using testing::AttentionRefShape;
+
+enum class MaskKind {
+  None,         // zeros [Tk]
+  Keys,         // [B, 1, 1, Tk]: the last third of the keys at -10000 (padding tokens)
+  Rows,         // [B, 1, Tq, Tk]: random per row, row 1 every key -inf
+  Shared,       // [1, 1, Tq, Tk]: random, shared by the batches
+  FullyMasked,  // [B, 1, 1, Tk]: batch 0 every key at -10000
+};
+
+const char* mask_name(MaskKind m) {
+  switch (m) {
+    case MaskKind::None: return "no_mask";
+    case MaskKind::Keys: return "key_mask";
+    case MaskKind::Rows: return "row_mask";
+    case MaskKind::Shared: return "shared_mask";
+    case MaskKind::FullyMasked: return "fully_masked";
+  }
+  return "?";
+}
+
+struct AttentionShape {
+  std::vector<int64_t> q_sizes, k_sizes;  // [.., T, H*D]
+  int64_t heads;
+};
+
+// clamp(nearbyint(y * inv_s) + zp, -128, 127): the kernel's requantization, in double.
+int quantize(double y, const ops::QuantParams& q) {
+  const double inv = static_cast<float>(1.0 / static_cast<double>(q.scale));
+  const double t = std::nearbyint(y * inv) + q.zero_point;
+  return static_cast<int>(std::min(std::max(t, -128.0), 127.0));
+}
+
+class AttentionCase : public CaseInstance {
+ public:
+  AttentionCase(AttentionShape shape, MaskKind mask, float q_scale)
+      : shape_(std::move(shape)), mask_(mask) {
+    params_.query = {q_scale, -4};
+    params_.key = {0.066f, 3};
+    params_.value = {0.02f, 33};
+    params_.output = {0.017f, 51};
+    params_.num_heads = static_cast<int>(shape_.heads);
+    params_.scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
+  }
+
+  int64_t head_dim() const { return shape_.q_sizes.back() / shape_.heads; }
+  int64_t batches() const {
+    int64_t b = 1;
+    for (size_t i = 0; i + 2 < shape_.q_sizes.size(); ++i) b *= shape_.q_sizes[i];
+    return b;
+  }
+  int64_t tq() const { return shape_.q_sizes.end()[-2]; }
+  int64_t tk() const { return shape_.k_sizes.end()[-2]; }
+  std::vector<int64_t> mask_sizes() const {
+    switch (mask_) {
+      case MaskKind::None: return {tk()};
+      case MaskKind::Keys:
+      case MaskKind::FullyMasked: return {batches(), 1, 1, tk()};
+      case MaskKind::Rows: return {batches(), 1, tq(), tk()};
+      case MaskKind::Shared: return {1, 1, tq(), tk()};
+    }
+    return {};
+  }
+
+  void build(graph::ComputeGraph& g) override {
+    const auto int8 = [](const std::vector<int64_t>& sizes) {
+      return TensorSpec{sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W};
+    };
+    q_ = g.add_tensor(int8(shape_.q_sizes), "q");
+    k_ = g.add_tensor(int8(shape_.k_sizes), "k");
+    v_ = g.add_tensor(int8(shape_.k_sizes), "v");
+    m_ = g.add_tensor(
+        {mask_sizes(), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "mask");
+    out_ = g.add_tensor(int8(shape_.q_sizes), "y");
+    ops::add_q8ta_attention_node(g, q_, k_, v_, m_, out_, params_);
+    for (graph::ValueRef in : {q_, k_, v_, m_}) g.add_input(in);
+    g.add_output(out_);
+  }
+
+  void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
+    const auto write = [&](graph::ValueRef t, const std::vector<int64_t>& sizes, int zp,
+                           std::vector<int8_t>& x) {
+      x = random_int8(g.spec(t).numel(), -128, 127, rng);
+      g.write_words(
+          t, testing::ref_pack(MemoryLayout::PackedInt8_4H4W, testing::ref_shape_of(sizes), x, zp));
+    };
+    write(q_, shape_.q_sizes, params_.query.zero_point, q_vals_);
+    write(k_, shape_.k_sizes, params_.key.zero_point, k_vals_);
+    write(v_, shape_.k_sizes, params_.value.zero_point, v_vals_);
+    int64_t count = 1;
+    for (int64_t d : mask_sizes()) count *= d;
+    mask_vals_.assign(static_cast<size_t>(count), 0.0f);
+    std::uniform_real_distribution<float> random(-4.0f, 2.0f);
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t j = i % tk(),
+                    row = (i / tk()) %
+                          (mask_ == MaskKind::None ? 1 : std::max<int64_t>(1, mask_sizes()[2]));
+      float& m = mask_vals_[static_cast<size_t>(i)];
+      switch (mask_) {
+        case MaskKind::None: break;
+        case MaskKind::Keys: m = 3 * j >= 2 * tk() && j > 0 ? -10000.0f : 0.0f; break;
+        case MaskKind::FullyMasked: m = i < tk() ? -10000.0f : 0.0f; break;
+        case MaskKind::Rows: m = row == 1 ? -INFINITY : random(rng); break;
+        case MaskKind::Shared: m = random(rng); break;
+      }
+    }
+    g.write_float(m_, mask_vals_);
+  }
+
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const std::vector<int64_t> ms = mask_sizes();
+    const AttentionRefShape s{batches(),
+                              tq(),
+                              tk(),
+                              shape_.heads,
+                              head_dim(),
+                              ms.size() == 4 ? ms[0] : 1,
+                              ms.size() == 4 ? ms[2] : 1};
+    const float qk = params_.query.scale * params_.key.scale * params_.scale;
+    const testing::AttentionRef want =
+        testing::ref_attention(q_vals_, k_vals_, v_vals_, mask_vals_, s,
+                               {params_.query.zero_point, params_.key.zero_point,
+                                params_.value.zero_point, qk, params_.value.scale});
+    const ops::QuantParams& oq = params_.output;
+    const std::vector<int8_t> got = g.read_int8(out_);
+    AccuResult r;
+    for (size_t i = 0; i < want.y.size(); ++i) {
+      const int lo = quantize(want.y[i] - want.tol[i], oq);
+      const int hi = quantize(want.y[i] + want.tol[i], oq);
+      const int err = std::abs(got[i] - quantize(want.y[i], oq));
+      r.max_abs_error = std::max(r.max_abs_error, static_cast<double>(err));
+      r.mismatches += got[i] < lo || got[i] > hi;
+      ++r.checked;
+    }
+    compare_words(g.read_words(out_),
+                  testing::ref_pack(MemoryLayout::PackedInt8_4H4W,
+                                    testing::ref_shape_of(shape_.q_sizes), got, oq.zero_point),
+                  r);
+    return r;
+  }
+
+  PerfWork work() const override {
+    const double b = static_cast<double>(batches()),
+                 width = static_cast<double>(shape_.q_sizes.back());
+    const double bytes = b * width * (2.0 * tq() + 2.0 * tk()) + 4.0 * mask_vals_.size();
+    // Q.K^T and P.V: 2 * Tq * Tk * D multiply-adds per head.
+    return {bytes, 4.0 * b * tq() * tk() * width};
+  }
+
+ private:
+  AttentionShape shape_;
+  MaskKind mask_;
+  ops::AttentionParams params_;
+  graph::ValueRef q_ = -1, k_ = -1, v_ = -1, m_ = -1, out_ = -1;
+  std::vector<int8_t> q_vals_, k_vals_, v_vals_;
+  std::vector<float> mask_vals_;
+};
+
+void add_attention_case(Registry& registry, const std::string& prefix, const AttentionShape& shape,
+                        MaskKind mask, float q_scale) {
+  const int64_t d = shape.q_sizes.back() / shape.heads;
+  const std::string sizes = shape_string(shape.q_sizes) + "_kv" + shape_string(shape.k_sizes);
+  const std::string heads = std::to_string(shape.heads) + "x" + std::to_string(d);
+  Case c{prefix + "q8ta_attention/" + heads + "/" + mask_name(mask) + "/" + sizes,
+         "q8ta_attention",
+         sizes,
+         "4H4W " + heads + " " + mask_name(mask),
+         prefix.empty(),
+         !prefix.empty(),
+         prefix.empty(),
+         Metric::GOPs,
+         [=] { return std::make_unique<AttentionCase>(shape, mask, q_scale); }};
+  registry.add(std::move(c));
+}
+
+}  // namespace
+
+void register_attention_cases(Registry& registry) {
+  const float sharp = 0.1f, soft = 0.02f;  // query scales: peaked and flat softmaxes
+  const struct {
+    AttentionShape shape;
+    MaskKind mask;
+    float q_scale;
+  } cases[] = {
+      {{{1, 1, 32}, {1, 1, 32}, 1}, MaskKind::None, sharp},
+      {{{7, 16}, {7, 16}, 2}, MaskKind::Keys, soft},                    // rank 2, heads of 8
+      {{{2, 7, 16}, {2, 7, 16}, 2}, MaskKind::FullyMasked, soft},       // batches of 2
+      {{{1, 16, 384}, {1, 16, 384}, 12}, MaskKind::Keys, sharp},        // MiniLM at T = 16
+      {{{2, 7, 128}, {2, 40, 128}, 2}, MaskKind::Rows, soft},           // Tq != Tk, 2 key tiles
+      {{{1, 1, 16, 128}, {1, 1, 16, 128}, 2}, MaskKind::Shared, soft},  // rank 4
+      {{{1, 33, 128}, {1, 33, 128}, 1}, MaskKind::None, soft},          // the largest head (128)
+      {{{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp},      // MiniLM at T = 128
+      {{{1, 128, 128}, {1, 128, 128}, 2}, MaskKind::None, soft},        // heads of 64
+  };
+  for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
+  add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp);
+}
+
+}  // namespace vkd::custom_ops

@@ -1,0 +1,86 @@
+// CPU reference for q8ta_attention, written for the tests (it shares no code with the compiler,
+// the shaders or the runtime). Per batch b, head h and query row l of int8 Q [B, Tq, H*D], K and
+// V [B, Tk, H*D] (NCHW order, head h = columns h*D .. h*D+D-1) and a float32 additive mask of
+// [Bm, Lm, Tk] (Bm 1 or B, Lm 1 or Tq):
+//   a[j] = sum over d of (q[l, hD + d] - zp_q) * (k[j, hD + d] - zp_k)     exact, int32
+//   s[j] = a[j] * qk_scale + mask[b or 0, l or 0, j]                         double
+//   w[j] = exp(s[j] - max s) / sum_j exp(s[j] - max s)   (s = -inf: w = 0; every s -inf: y = 0)
+//   y[l, hD + d] = s_v * sum_j w[j] * (v[j, hD + d] - zp_v)                  double
+// and a bound on how far the kernel's float32 y may lie from it (AttentionRef::tol, below).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace vkd::testing {
+
+struct AttentionRefShape {
+  int64_t batches, tq, tk, heads, head_dim;
+  int64_t mask_batches, mask_rows;  // 1 or batches, 1 or tq
+};
+
+struct AttentionRefQuant {
+  int zp_q, zp_k, zp_v;
+  double qk_scale;  // s_q * s_k * scale, as the float32 the kernel multiplies by
+  double v_scale;
+};
+
+struct AttentionRef {
+  std::vector<double> y;    // [B, Tq, H*D]
+  std::vector<double> tol;  // per element: |kernel - y| may reach it
+};
+
+// The kernel computes s in float32 (an error of a few ulps of |a * qk_scale| + |mask|: a -10000
+// mask leaves ~1e-3), exp with a relative error of a few 1e-7 and sums in float32; an error e in
+// each s moves each weight by a factor within exp(+-2e), so |dy| <= (4e + 1e-5) * s_v * sum_j
+// w[j] |v - zp_v|, plus float32 rounding of y.
+inline AttentionRef ref_attention(const std::vector<int8_t>& q, const std::vector<int8_t>& k,
+                                  const std::vector<int8_t>& v, const std::vector<float>& mask,
+                                  const AttentionRefShape& s, const AttentionRefQuant& z) {
+  const int64_t width = s.heads * s.head_dim, D = s.head_dim;
+  AttentionRef r;
+  r.y.assign(static_cast<size_t>(s.batches * s.tq * width), 0.0);
+  r.tol.assign(r.y.size(), 1e-6);
+  std::vector<double> score(static_cast<size_t>(s.tk));
+  for (int64_t b = 0; b < s.batches; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t l = 0; l < s.tq; ++l) {
+        double top = -INFINITY, err = 0.0;
+        for (int64_t j = 0; j < s.tk; ++j) {
+          int32_t a = 0;
+          for (int64_t d = 0; d < D; ++d) {
+            a += (q[static_cast<size_t>((b * s.tq + l) * width + h * D + d)] - z.zp_q) *
+                 (k[static_cast<size_t>((b * s.tk + j) * width + h * D + d)] - z.zp_k);
+          }
+          const int64_t mb = s.mask_batches == 1 ? 0 : b, ml = s.mask_rows == 1 ? 0 : l;
+          const double m = mask[static_cast<size_t>((mb * s.mask_rows + ml) * s.tk + j)];
+          const double x = a * z.qk_scale + m;
+          score[static_cast<size_t>(j)] = x;
+          top = std::max(top, x);
+          if (std::isfinite(x))
+            err = std::max(err, 2.4e-7 * (std::fabs(a * z.qk_scale) + std::fabs(m)));
+        }
+        if (top == -INFINITY) continue;  // every key masked out: y = 0
+        double sum = 0.0;
+        for (double& x : score) sum += x = std::exp(x - top);
+        for (int64_t d = 0; d < D; ++d) {
+          double y = 0.0, spread = 0.0;
+          for (int64_t j = 0; j < s.tk; ++j) {
+            const int dv = v[static_cast<size_t>((b * s.tk + j) * width + h * D + d)] - z.zp_v;
+            const double w = score[static_cast<size_t>(j)] / sum;
+            y += w * dv;
+            spread += w * std::abs(dv);
+          }
+          const size_t at = static_cast<size_t>((b * s.tq + l) * width + h * D + d);
+          r.y[at] = y * z.v_scale;
+          r.tol[at] += (4.0 * err + 1e-5) * spread * z.v_scale;
+        }
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace vkd::testing
