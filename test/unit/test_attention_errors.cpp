@@ -1,0 +1,105 @@
+// q8ta_attention's argument checks: layouts, sizes, heads, mask shapes and quantization are
+// InvalidArgument errors naming the op and the problem, raised while the graph is built. The
+// arithmetic is checked by the ACCU cases (test/custom_ops/attention_cases.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/Attention.h"
+#include "test/unit/GpuTest.h"
+#include "test/unit/OpErrorTest.h"
+
+namespace vkd_test {
+namespace {
+
+using vkd::DType;
+using vkd::MemoryLayout;
+using vkd::StorageType;
+using vkd::TensorSpec;
+using vkd::graph::ComputeGraph;
+
+constexpr MemoryLayout k4H4W = MemoryLayout::PackedInt8_4H4W;
+
+// Q [2, 7, 64], K and V [2, 9, 64]: 2 heads of 32, a [2, 1, 1, 9] mask.
+struct AttentionSetup {
+  TensorSpec q = int8_spec({2, 7, 64}, k4H4W);
+  TensorSpec k = int8_spec({2, 9, 64}, k4H4W);
+  TensorSpec v = int8_spec({2, 9, 64}, k4H4W);
+  TensorSpec mask{{2, 1, 1, 9}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  TensorSpec out = int8_spec({2, 7, 64}, k4H4W);
+  vkd::ops::AttentionParams p{{0.1f, -4, -128, 127},
+                              {0.07f, 3, -128, 127},
+                              {0.02f, 33, -128, 127},
+                              {0.017f, 51, -128, 127},
+                              2,
+                              0.17f};
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_q8ta_attention_node(g, g.add_tensor(q, "q"), g.add_tensor(k, "k"),
+                                        g.add_tensor(v, "v"), g.add_tensor(mask, "m"),
+                                        g.add_tensor(out, "y"), p);
+    });
+  }
+};
+
+class AttentionChecks : public GpuTest {};
+
+TEST_F(AttentionChecks, TheSetupBuilds) {
+  EXPECT_EQ(AttentionSetup{}.build(ctx()).first, -1) << AttentionSetup{}.build(ctx()).second;
+  for (std::vector<int64_t> sizes : {std::vector<int64_t>{9}, {1, 1, 7, 9}, {2, 1, 7, 9}}) {
+    AttentionSetup other_mask;
+    other_mask.mask.sizes = sizes;
+    EXPECT_EQ(other_mask.build(ctx()).first, -1) << other_mask.build(ctx()).second;
+  }
+}
+
+TEST_F(AttentionChecks, TensorsAreChecked) {
+  AttentionSetup layout;
+  layout.k = int8_spec({2, 9, 64});  // 4W4C
+  expect_op_error(layout, ctx(), "q8ta_attention", "key");
+  AttentionSetup out_sizes;
+  out_sizes.out = int8_spec({2, 8, 64}, k4H4W);
+  expect_op_error(out_sizes, ctx(), "q8ta_attention", "sizes differ");
+  AttentionSetup kv;
+  kv.v = int8_spec({2, 8, 64}, k4H4W);
+  expect_op_error(kv, ctx(), "q8ta_attention", "sizes differ");
+  AttentionSetup batch;
+  batch.k = batch.v = int8_spec({1, 9, 64}, k4H4W);
+  expect_op_error(batch, ctx(), "q8ta_attention", "must be [B, Tk, H*D]");
+  AttentionSetup float_mask;
+  float_mask.mask.layout = MemoryLayout::HeightPacked;
+  expect_op_error(float_mask, ctx(), "q8ta_attention", "width-packed float32 buffer");
+}
+
+TEST_F(AttentionChecks, HeadsAndMaskShapesAreChecked) {
+  AttentionSetup heads;
+  heads.p.num_heads = 3;
+  expect_op_error(heads, ctx(), "q8ta_attention", "num_heads 3 must split the 64 columns");
+  AttentionSetup narrow;
+  narrow.p.num_heads = 32;  // heads of 2 columns
+  expect_op_error(narrow, ctx(), "q8ta_attention", "D a multiple of 4");
+  AttentionSetup wide;
+  wide.q = wide.out = int8_spec({2, 7, 256}, k4H4W);
+  wide.k = wide.v = int8_spec({2, 9, 256}, k4H4W);
+  wide.p.num_heads = 1;  // one head of 256 columns
+  expect_op_error(wide, ctx(), "q8ta_attention", "at most 128");
+  for (std::vector<int64_t> sizes :
+       {std::vector<int64_t>{2, 1, 1, 8}, {2, 1, 3, 9}, {3, 1, 1, 9}, {2, 2, 1, 9}}) {
+    AttentionSetup mask;
+    mask.mask.sizes = sizes;
+    expect_op_error(mask, ctx(), "q8ta_attention", "must be [1 or B, 1, 1 or Tq, Tk]");
+  }
+  AttentionSetup scale;
+  scale.p.scale = INFINITY;
+  expect_op_error(scale, ctx(), "q8ta_attention", "must be finite");
+  AttentionSetup zp;
+  zp.p.value.zero_point = 200;
+  expect_op_error(zp, ctx(), "q8ta_attention", "zero_point 200");
+}
+
+}  // namespace
+}  // namespace vkd_test
