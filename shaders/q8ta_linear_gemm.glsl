@@ -15,7 +15,8 @@
 // padded row r is batch r / (4 H4), row r % (4 H4), real when that is < H. Padded rows and
 // channels >= N are computed (the weights are zero there) but written as the output zero point
 // (int8) or not written (float).
-// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add) x
+// Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
+// with per-row activation scales) x
 // INT8_DOT_FALLBACK x SPLIT_K.
 //
 // K slices (the split-K route, LinearRoute::SplitK: few output tiles, a long K): the grid's z
@@ -76,12 +77,12 @@ shared int a_tile[BK4][BM];     // [k4][row]: one word = 4 K values of one row
 shared ivec4 b_tile[BK4][BN / 4];  // [k4][n4]: 4 channels' words
 
 #if SPLIT_K
-// After the bindings of linear_common.glslh (the residual's at 4 with EPILOGUE_ADD). Word
+// After the bindings of linear_common.glslh (the residual's or the row scales' at 4). Word
 // (r * 4 + j) * n4 + g4 holds the sum so far of padded row r, channel 4 g4 + j (consecutive tx
 // of a subgroup on consecutive words); after the 4 row_blocks * n_pad sums, one arrival counter
 // per tile (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x). Zero-filled by the host
 // (runtime/ops/Linear.cpp) and left at zero by each execution's last workgroup of each tile.
-#if EPILOGUE_ADD
+#if EPILOGUE_ADD || ROW_SCALES
 #define PARTIAL_BINDING 5
 #else
 #define PARTIAL_BINDING 4

@@ -1,5 +1,5 @@
 // The schema entries of runtime/ops/Linear.cpp's ops: q8ta_linear, q8ta_linear_dq,
-// q8ta_linear_add.
+// q8ta_linear_add, q8da_linear, q8csw_linear.
 #include "partitioner_schema/ops/SchemaBuilders.h"
 
 namespace vkd::schema {
@@ -17,6 +17,16 @@ void linear_schemas(std::vector<OpSchema>& s) {
   // q8ta_linear then q8ta_add with `other`, in the linear's store (runtime/ops/Linear.h).
   s.push_back(kernel_op("q8ta_linear_add", "int8 linear + a residual int8 tensor, requantized",
                         arg_list(head, residual_add_args("linear_", {k4H4W}, k4H4W, head.size()))));
+  // Float activations: quantized per row at run time (torchao's int8 dynamic activation), or
+  // multiplied in float with the int8 weights (weight-only int8).
+  const std::vector<ArgSchema> float_head =
+      arg_list(tensor_in("input", f32, {kBufW}), per_channel_weights(2));
+  s.push_back(kernel_op("q8da_linear",
+                        "float linear, activations quantized per row at run time (int8 GEMM)",
+                        arg_list(float_head, quant_range(), scalar("eps", ArgKind::Float),
+                                 tensor_out("output", f32, {kBufW}, {kBufW}))));
+  s.push_back(kernel_op("q8csw_linear", "float linear with int8 per-channel weights",
+                        arg_list(float_head, tensor_out("output", f32, {kBufW}, {kBufW}))));
 }
 
 }  // namespace vkd::schema

@@ -1,4 +1,5 @@
-// Op family: quantized linear (q8ta_linear, q8ta_linear_dq, q8csw_linear).
+// Op family: quantized linear (q8ta_linear, q8ta_linear_dq, q8ta_linear_add, q8da_linear,
+// q8csw_linear).
 // Anatomy: push-constant structs (mirroring the shaders), weight/channel prepacking, add_*_node
 // running the kernel, tile and grid plan_linear_kernel decides (runtime/ops/ConvPlan.h),
 // registry entries.
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "core/Error.h"
+#include "runtime/ops/AffineQuant.h"
 #include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
@@ -289,7 +291,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   problem.rows = row_count;
   problem.n4 = div_up(weights.n, 4);
   problem.k4 = div_up(weights.k, 4);
-  problem.out_form = !p.output ? 1 : p.residual ? 2 : 0;
+  problem.out_form = p.row_scales >= 0 ? 3 : !p.output ? 1 : p.residual ? 2 : 0;
   problem.route = p.route;
   problem.split_k_slices = p.split_k_slices;
   problem.coopmat_tile_n = p.coopmat_tile_n;
@@ -335,6 +337,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
     node.push_constants = graph::push_constant_bytes(LinearAddPush{
         push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
   }
+  if (p.row_scales >= 0) node.bindings.push_back(p.row_scales);  // binding 4 (OUT_DTYPE 3)
   if (im2col) {
     // The convolution's geometry after the other members (linear_common.glslh's p.conv).
     const auto geometry = graph::push_constant_bytes(im2col->geometry);
@@ -368,6 +371,50 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   node.plan = k.plan;
   graph.add_node(std::move(node));
   return k.route;
+}
+
+void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                          const LinearWeights& weights, graph::ValueRef output, int32_t quant_min,
+                          int32_t quant_max, float eps, LinearRoute route) {
+  const std::string op = "q8da_linear";
+  const auto& in = graph.tensor(input);
+  const auto& out = graph.tensor(output);
+  check_float_buffer(op, in);
+  check_float_buffer(op, out);
+  check_weights(op, weights);
+  check_linear_shapes(op, in.spec(), out.spec(), weights);
+  // torchao's symmetric zero point, int((quant_max + quant_min + 1) / 2), must be 0: the
+  // epilogue has no per-row zero-point correction.
+  VKD_CHECK(-128 <= quant_min && quant_min < quant_max && quant_max <= 127 &&
+                (quant_min + quant_max + 1) / 2 == 0,
+            ErrorCode::InvalidArgument, op, ": activation range [", quant_min, ", ", quant_max,
+            "] must be a symmetric int8 range (zero point 0), e.g. [-128, 127] or [-127, 127]");
+
+  // Scratch tensors: one scale and zero point per row, the rows as int8x4 4H4W.
+  const std::string name = out.name().empty() ? op : out.name();
+  const TensorSpec& x = in.spec();
+  const int64_t rows = x.numel() / weights.k;
+  const graph::ValueRef scales =
+      graph.add_tensor({{rows}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                       name + ".act_scale");
+  const graph::ValueRef zero_points = graph.add_tensor(
+      {{rows}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked}, name + ".act_zp");
+  const graph::ValueRef quantized =
+      graph.add_tensor({x.sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W},
+                       name + ".act_q");
+  std::vector<int64_t> block(x.sizes.size(), 1);
+  block.back() = weights.k;
+  add_choose_qparams_affine_node(graph, input, AffineMapping::Symmetric, block, quant_min,
+                                 quant_max, eps, scales, zero_points);
+  add_quantize_affine_node(graph, input, scales, zero_points, block, quant_min, quant_max,
+                           quantized);
+
+  LinearParams p;
+  p.input = QuantParams{1.0f, 0};  // the channel constants then hold s_w[n] alone
+  p.row_scales = scales;
+  p.route = route;
+  const RowShape shape = row_shape(x);
+  add_q8ta_linear_rows_node(graph, op, quantized, shape.batches, shape.h, weights, output, p);
 }
 
 void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
@@ -459,12 +506,26 @@ void build_q8ta_linear_dq(const OpCall& call) {
                        call.tensor("output"), p);
 }
 
+void build_q8da_linear(const OpCall& call) {
+  add_q8da_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), call.int32_arg("quant_min", -128, 127),
+                       call.int32_arg("quant_max", -128, 127),
+                       static_cast<float>(call.float_arg("eps")));
+}
+
+void build_q8csw_linear(const OpCall& call) {
+  add_q8csw_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                        call.tensor("output"));
+}
+
 }  // namespace
 
 void register_linear_ops(OpRegistry& registry) {
   registry.add("q8ta_linear", build_q8ta_linear);
   registry.add("q8ta_linear_dq", build_q8ta_linear_dq);
   registry.add("q8ta_linear_add", build_q8ta_linear_add);
+  registry.add("q8da_linear", build_q8da_linear);
+  registry.add("q8csw_linear", build_q8csw_linear);
 }
 
 }  // namespace vkd::ops

@@ -14,6 +14,13 @@
 // add's output parameters and clamped to its activation range, in the same kernel.
 // q8csw_linear: y[m][n] = float32(sum_k x[m][k] * float(qw[n][k])) * s_w[n] + bias[n], float
 // accumulation in k order per invocation (not bit-exact against a CPU sum in another order).
+// q8da_linear (torchao's Int8DynamicActivationInt8WeightConfig): float32 input rows quantized at
+// run time, one symmetric scale per row (choose_qparams_affine SYMMETRIC, block [1, K], then
+// quantize_affine: runtime/ops/AffineQuant.h), zero point 0:
+//   acc[m][n]  = sum_k qx[m][k] * qw[n][k]                                    (int32, exact)
+//   y[m][n]    = float32(float32(float32(acc) * s_x[m]) * s_w[n]) + bias[n]   (three roundings)
+// which is torchao's int_scaled_matmul then `* w_scales` then `+ bias`, so the output equals
+// torchao's CPU result bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +92,9 @@ struct LinearParams {
   // tuning. Ignored by other routes.
   int32_t coopmat_tile_n = 0;
   std::optional<ResidualAdd> residual;  // int8 output only: q8ta_linear_add
+  // Float output only: one float32 activation scale per row (a buffer of M), applied before
+  // s_w[n] (q8da_linear's epilogue, OUT_DTYPE 3); `input` must then be scale 1, zero point 0.
+  graph::ValueRef row_scales = -1;
 };
 
 // `input`: int8x4 buffer PackedInt8_4H4W, sizes [..., M, K] (leading dims are flattened into
@@ -196,6 +206,15 @@ void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
 // the sum's (`output`) and its activation range; records the zero points of `other` and
 // `output`.
 ResidualAdd residual_add(const OpCall& call);
+
+// q8da_linear. `input`, `output`: float32 buffers width-packed, sizes [..., K] and [..., N].
+// quant_min / quant_max: the activation's int8 range (symmetric: quant_min + quant_max + 1 in
+// {-1, 0, 1}, so the zero point is 0), eps: choose_qparams_affine's scale floor. Adds
+// choose_qparams_affine (per row), quantize_affine (to 4H4W) and the linear kernel with the
+// per-row epilogue; `route` as LinearParams' (Auto for the blob op).
+void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                          const LinearWeights& weights, graph::ValueRef output, int32_t quant_min,
+                          int32_t quant_max, float eps, LinearRoute route = LinearRoute::Auto);
 
 // `input`, `output`: float32 buffer width-packed, sizes [..., K] and [..., N].
 void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,

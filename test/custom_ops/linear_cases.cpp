@@ -1,5 +1,6 @@
-// ACCU and PERF cases for q8ta_linear (int8 in, int8 or float out; GEMM and GEMV routes) and
-// q8csw_linear (float in/out, int8 weights).
+// ACCU and PERF cases for q8ta_linear (int8 in, int8 or float out; GEMM and GEMV routes),
+// q8da_linear (float in, rows quantized at run time, float out) and q8csw_linear (float in/out,
+// int8 weights).
 // Compiled with -ffp-contract=off (test/CMakeLists.txt): the reference's float epilogue must
 // round the product before adding the bias, as the shader does.
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/custom_ops/ResidualCase.h"
+#include "test/reference/AffineQuantReference.h"
 #include "test/reference/LayoutReference.h"
 #include "test/reference/LinearReference.h"
 #include "test/reference/QuantReference.h"
@@ -313,6 +315,80 @@ class Q8cswLinearCase : public CaseInstance {
   graph::ValueRef in_ref_ = -1, out_ref_ = -1;
 };
 
+// q8da_linear: float rows ~U(-r, r) with r varying by row (one row all zeros where there are
+// more than 2: its scale is eps, its output the bias), quantized per row on the device, then
+// the int8 GEMM / GEMV with the per-row epilogue. The reference (test/reference/) runs the same
+// steps on the CPU; every step is exact or one rounded float32 operation, so the bytes match.
+class Q8daLinearCase : public CaseInstance {
+ public:
+  Q8daLinearCase(std::vector<int64_t> input_sizes, int64_t n, ops::LinearRoute route, bool bias,
+                 bool accu, uint32_t seed)
+      : sizes_(std::move(input_sizes)),
+        n_(n),
+        route_(route),
+        bias_(bias),
+        accu_(accu),
+        seed_(seed) {}
+
+  void build(graph::ComputeGraph& g) override {
+    const int64_t k = sizes_.back();
+    rows_ = numel(sizes_) / k;
+    std::mt19937 rng(seed_);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    x_.resize(static_cast<size_t>(rows_ * k));
+    for (int64_t m = 0; m < rows_; ++m) {
+      const float range = (m == 1 && rows_ > 2) ? 0.0f : 0.25f + float(m % 5);
+      for (int64_t i = 0; i < k; ++i) x_[static_cast<size_t>(m * k + i)] = range * unit(rng);
+    }
+    host_ = random_linear(n_, k, bias_, 0.02f, 0.577f * 73.0f * std::sqrt(float(k)), rng);
+    in_ref_ =
+        g.add_tensor({sizes_, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "x");
+    out_ref_ = g.add_tensor(
+        {output_sizes(sizes_, n_), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
+        "y");
+    ops::add_q8da_linear_node(g, in_ref_, host_.view(), out_ref_, -128, 127, kEps, route_);
+    g.add_input(in_ref_);
+    g.add_output(out_ref_);
+  }
+  void write_inputs(graph::ComputeGraph& g, std::mt19937&) override { g.write_float(in_ref_, x_); }
+  AccuResult check(const graph::ComputeGraph& g) override {
+    const int64_t k = sizes_.back();
+    const std::vector<int64_t> matrix = {rows_, k}, block = {1, k};
+    const auto blocks = testing::ref_block_of_elements(matrix, block);
+    const auto q = testing::reference_choose_qparams_affine(
+        x_, blocks, rows_, testing::RefMapping::Symmetric, -128, 127, kEps);
+    const auto qx =
+        testing::reference_quantize_affine(x_, blocks, q.scale, q.zero_point, -128, 127);
+    const auto acc = testing::reference_linear_acc(qx, host_.weight, rows_, k, n_, 0);
+    const auto expected = testing::reference_linear_row_scaled_epilogue(acc, rows_, n_, q.scale,
+                                                                        host_.scales, host_.bias);
+    const auto actual = g.read_float(out_ref_);
+    AccuResult r;
+    compare_floats(actual, expected, 0.0, r);  // bit for bit
+    if (r.mismatches)
+      report_first_mismatch(actual, expected, 0.0,
+                            [&](int64_t i) { return matrix_position(n_, i); });
+    return r;
+  }
+  PerfWork work() const override {
+    const double k = double(sizes_.back());
+    return {host_.bytes() + 4.0 * double(rows_) * (k + double(n_)),
+            2.0 * double(rows_) * k * double(n_)};
+  }
+
+ private:
+  static constexpr float kEps = 1.1920928955078125e-07f;  // torchao's: float32 epsilon
+  std::vector<int64_t> sizes_;
+  int64_t n_;
+  ops::LinearRoute route_;
+  bool bias_, accu_;
+  uint32_t seed_;
+  int64_t rows_ = 0;
+  std::vector<float> x_;
+  HostLinear host_;
+  graph::ValueRef in_ref_ = -1, out_ref_ = -1;
+};
+
 // "B2x3 M5 K17 N63": leading (batch) dims, then the matrix dims.
 std::string dims_name(const std::vector<int64_t>& input, int64_t n) {
   std::string s;
@@ -364,6 +440,15 @@ const CoopMatTileShape kCoopMatTileShapes[] = {
 
 const AccuShape kQ8cswShapes[] = {
     {{1, 17}, 63}, {{4, 64}, 32}, {{5, 257}, 17}, {{63, 3}, 5}, {{2, 5, 17}, 63}, {{257, 63}, 257},
+};
+
+// q8da_linear: MiniLM's projections at T = 1, 7, 128 (K 384, N 384 / 1536 and back), a
+// vocabulary-wide GEMV, and awkward shapes (K below and above the choose kernel's serial bound
+// of 256, batched planes that pad their rows, N off a multiple of 4).
+const AccuShape kQ8daShapes[] = {
+    {{1, 1, 384}, 384},    {{1, 7, 384}, 1536}, {{1, 7, 1536}, 384},
+    {{1, 128, 384}, 1536}, {{1, 512}, 9059},    {{5, 17}, 63},
+    {{3, 1, 63}, 5},       {{2, 5, 257}, 17},   {{257, 300}, 130},
 };
 
 struct PerfShape {
@@ -587,6 +672,44 @@ void register_linear_cases(Registry& registry) {
                   [shape, bias, seed] {
                     return std::make_unique<Q8cswLinearCase>(shape.input, shape.n, bias, seed);
                   }});
+  }
+
+  for (const AccuShape& shape : kQ8daShapes) {
+    const int64_t rows = numel(shape.input) / shape.input.back();
+    std::vector<ops::LinearRoute> routes = {ops::LinearRoute::Auto, ops::LinearRoute::Gemm};
+    if (rows <= 4) routes.push_back(ops::LinearRoute::Gemv);
+    if (rows > 4) routes.push_back(ops::LinearRoute::SplitK);
+    routes.push_back(ops::LinearRoute::CoopMat);
+    for (ops::LinearRoute route : routes) {
+      const bool bias = index % 2 == 0;
+      const uint32_t seed = 1000 + index++;
+      Case c{"q8da_linear " + ops::to_string(route) + " " + dims_name(shape.input, shape.n) +
+                 (bias ? " bias" : " nobias"),
+             "q8da_linear",
+             shape_string(shape.input) + "->" + std::to_string(shape.n),
+             "buffer/width_packed -> buffer/width_packed",
+             true,
+             false,
+             route != ops::LinearRoute::CoopMat,
+             Metric::GOPs,
+             [shape, route, bias, seed] {
+               return std::make_unique<Q8daLinearCase>(shape.input, shape.n, route, bias, true,
+                                                       seed);
+             }};
+      if (route == ops::LinearRoute::CoopMat) c.unavailable = ops::linear_coopmat_unavailable;
+      registry.add(std::move(c));
+    }
+  }
+  // q8da_linear timed at MiniLM's FFN shape at sequence length 128 and the wide GEMV (issue 35).
+  for (const PerfShape& shape : {PerfShape{128, 384, 1536}, PerfShape{1, 512, 9059}}) {
+    registry.add(
+        {"perf/q8da_linear " + dims_name({shape.m, shape.k}, shape.n), "q8da_linear",
+         std::to_string(shape.m) + "x" + std::to_string(shape.k) + "->" + std::to_string(shape.n),
+         "buffer/width_packed -> buffer/width_packed", false, true, false,
+         shape.m <= 4 ? Metric::GBps : Metric::GOPs, [shape] {
+           return std::make_unique<Q8daLinearCase>(std::vector<int64_t>{shape.m, shape.k}, shape.n,
+                                                   ops::LinearRoute::Auto, true, false, 7);
+         }});
   }
 
   for (const PerfShape& shape : perf_shapes()) {

@@ -6,6 +6,10 @@
 //                y[m][n]   = float(float(acc) * scale[n]), then + bias[n]      (two roundings)
 //                int8 output: reference_quantize(y, s_y, zp_y, act_min, act_max) from
 //                QuantReference.h (the activation range is the clamp range)
+//   q8da_linear: qx = per-row symmetric quantization of float x (AffineQuantReference.h:
+//                choose_qparams_affine + quantize_affine, block [1, K]), acc as above with
+//                zp_x = 0, y[m][n] = float(float(float(acc) * s_x[m]) * s_w[n]) + bias[n]
+//                (torchao's int_scaled_matmul, `* w_scales`, `+ bias`: three roundings)
 //   q8csw_linear: y[m][n] = sum_k x[m][k] * qw[n][k] in double, * s_w[n] + bias[n]; the shader
 //                sums in float32, so it is compared with a tolerance.
 // A file that includes this header must be compiled with -ffp-contract=off: a fused
@@ -47,6 +51,25 @@ inline std::vector<float> reference_linear_epilogue(const std::vector<int32_t>& 
       const size_t at = static_cast<size_t>(m * n + j);
       float v = static_cast<float>(acc[at]) * scale;            // rounded to float32 here...
       if (!bias.empty()) v = v + bias[static_cast<size_t>(j)];  // ...before the bias is added
+      y[at] = v;
+    }
+  }
+  return y;
+}
+
+// q8da_linear's epilogue: the row's activation scale first, then the channel's weight scale.
+inline std::vector<float> reference_linear_row_scaled_epilogue(const std::vector<int32_t>& acc,
+                                                               int64_t m_rows, int64_t n,
+                                                               const std::vector<float>& s_x,
+                                                               const std::vector<float>& s_w,
+                                                               const std::vector<float>& bias) {
+  std::vector<float> y(acc.size());
+  for (int64_t m = 0; m < m_rows; ++m) {
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t at = static_cast<size_t>(m * n + j);
+      const float row = static_cast<float>(acc[at]) * s_x[static_cast<size_t>(m)];
+      float v = row * s_w[static_cast<size_t>(j)];
+      if (!bias.empty()) v = v + bias[static_cast<size_t>(j)];
       y[at] = v;
     }
   }

@@ -27,7 +27,8 @@ struct TensorChoice {
 // linear layer with K = 7 and N = 3; a 3x3 convolution 5 -> 3 channels, stride, padding and
 // dilation 1, so the output keeps 6 x 7).
 std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
-  const bool linear = op.name.rfind("q8ta_linear", 0) == 0;
+  const bool linear =
+      op.name.rfind("q8ta_linear", 0) == 0 || op.name == "q8da_linear" || op.name == "q8csw_linear";
   // q8ta_conv_transpose2d's weights are in q8ta_conv2d's order; with stride and padding 1 (and
   // output_padding 0) a 3x3 kernel also keeps 6 x 7.
   const bool conv = op.name.rfind("q8ta_conv2d", 0) == 0 || op.name == "q8ta_conv_transpose2d";
