@@ -289,6 +289,27 @@ Declarations parse_declarations(const Json& root) {
   return decls;
 }
 
+// Whether every node of the graph IR reading `name` is an aten.embedding reading it as its ids
+// (input 1), and one does: token ids, which the device holds as int32 (the caller's int64 ids
+// are narrowed on the host with a range check: python/vkdelegate/runtime, vkd run). Looked at
+// before the nodes are parsed, which type their outputs as they go; a malformed node is
+// reported by the parse itself.
+bool only_embedding_ids(const Json& root, const std::string& name) {
+  if (!root.contains("nodes") || !root["nodes"].is_array()) return false;
+  bool read = false;
+  for (const Json& jn : root["nodes"]) {
+    if (!jn.is_object() || !jn.contains("inputs") || !jn["inputs"].is_array()) continue;
+    const Json& in = jn["inputs"];
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (!in[k].is_string() || in[k].get<std::string>() != name) continue;
+      const bool ids = k == 1 && jn.contains("op") && jn["op"] == "aten.embedding";
+      if (!ids) return false;
+      read = true;
+    }
+  }
+  return read;
+}
+
 void add_graph_inputs(const Json& root, Declarations& decls, Graph& g) {
   const std::vector<std::string> inputs =
       string_list(field(root, "inputs", "graph"), "field 'inputs'");
@@ -307,7 +328,12 @@ void add_graph_inputs(const Json& root, Declarations& decls, Graph& g) {
                 " (a graph input needs every size >= 1)");
     }
     decls.used.insert(name);
-    g.add_value(declared_value(*d));
+    Value v = declared_value(*d);
+    if (v.foreign_dtype == "int64" && only_embedding_ids(root, name)) {
+      v.foreign_dtype.clear();
+      v.dtype = DType::Int32;
+    }
+    g.add_value(std::move(v));
     g.inputs.push_back(name);
   }
 }

@@ -36,7 +36,9 @@ class ComputeGraph : private GraphDefinition {
   using GraphDefinition::constant_packer;
   using GraphDefinition::context;
   using GraphDefinition::describe_node;
+  using GraphDefinition::id_limit;
   using GraphDefinition::is_constant;
+  using GraphDefinition::limit_ids;
   using GraphDefinition::nodes;
   using GraphDefinition::prepared;
   using GraphDefinition::profile;

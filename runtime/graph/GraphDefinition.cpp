@@ -1,5 +1,7 @@
 #include "runtime/graph/GraphDefinition.h"
 
+#include <algorithm>
+
 #include "core/Error.h"
 #include "runtime/vk/PipelineCache.h"
 
@@ -15,6 +17,7 @@ ValueRef GraphDefinition::add_tensor(const TensorSpec& spec, std::string name) {
   roles_.push_back(kIntermediate);
   packers_.emplace_back();
   zero_points_.emplace_back();
+  id_limits_.emplace_back();
   aliases_.emplace_back();
   return ref;
 }
@@ -45,6 +48,13 @@ void GraphDefinition::set_zero_point(ValueRef ref, int32_t zero_point) {
             "tensor '", t.name(), "' is used with zero point ", zero_point,
             " but an earlier op declared ", *zero_points_[ref]);
   zero_points_[ref] = zero_point;
+}
+
+void GraphDefinition::limit_ids(ValueRef ref, int64_t rows) {
+  VKD_CHECK(tensor(ref).spec().dtype == DType::Int32 && rows >= 1, ErrorCode::Internal,
+            "limit_ids: tensor '", tensor(ref).name(), "' is not int32 or the limit ", rows,
+            " is below 1");
+  id_limits_[ref] = std::min(rows, id_limits_[ref].value_or(rows));
 }
 
 std::string GraphDefinition::describe_node(size_t index) const {

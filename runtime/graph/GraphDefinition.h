@@ -69,6 +69,12 @@ class GraphDefinition {
   // it); nullopt when no op declared one.
   void set_zero_point(ValueRef ref, int32_t zero_point);
   std::optional<int32_t> zero_point(ValueRef ref) const { return zero_points_.at(ref); }
+  // Token ids: every element of int32 tensor `ref` must lie in [0, rows), the rows of a table an
+  // op gathers by it (the smallest table when several do); the host checks each input write
+  // against it (GraphIO::flush_input), so a bad id is an error naming it, never a read outside
+  // the table. nullopt: no op declared one.
+  void limit_ids(ValueRef ref, int64_t rows);
+  std::optional<int64_t> id_limit(ValueRef ref) const { return id_limits_.at(ref); }
 
   void add_input(ValueRef ref);
   void add_output(ValueRef ref);
@@ -107,6 +113,7 @@ class GraphDefinition {
   std::vector<uint8_t> roles_;           // Role bits per tensor
   std::vector<ConstantPacker> packers_;  // per tensor; empty unless constant
   std::vector<std::optional<int32_t>> zero_points_;
+  std::vector<std::optional<int64_t>> id_limits_;
   struct Alias {
     ValueRef base = -1;  // -1: no view
     uint64_t offset = 0;

@@ -96,7 +96,18 @@ void GraphIO::unpack_output(ValueRef output, T* nchw) const {
 }
 
 void GraphIO::flush_input(ValueRef input) {
-  staging_buffer(staging_for(inputs_, input, "input")).flush();
+  const auto& staging = staging_buffer(staging_for(inputs_, input, "input"));
+  if (const std::optional<int64_t> rows = graph_.id_limit(input)) {
+    // Token ids (an int32 buffer, NCHW in its staging), checked before the GPU may read them.
+    const auto* ids = static_cast<const int32_t*>(staging.mapped());
+    const int64_t n = graph_.tensor(input).spec().numel();
+    for (int64_t i = 0; i < n; ++i) {
+      VKD_CHECK(ids[i] >= 0 && ids[i] < *rows, ErrorCode::InvalidArgument, "input '",
+                graph_.tensor(input).name(), "': element ", i, " is ", ids[i],
+                ", not a row of the embedding table [0, ", *rows, ")");
+    }
+  }
+  staging.flush();
 }
 
 void GraphIO::write_float(ValueRef input, const float* nchw, size_t count) {

@@ -113,13 +113,15 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
 namespace {
 
 // The loader checked the table against the schema (a rank-2 constant of the variant's dtype)
-// and keeps the blob until prepare().
+// and keeps the blob until prepare(). The ids the graph is given are checked against the
+// table's rows on the host (ComputeGraph::limit_ids): a bad id is an error naming it.
 EmbeddingParams blob_table(const OpCall& call) {
   const auto& w = call.constant("weight");
   EmbeddingParams p;
   p.rows = w.spec.sizes[0];
   p.cols = w.spec.sizes[1];
   p.table = w.constant->data;
+  call.graph().limit_ids(call.tensor("indices"), p.rows);
   return p;
 }
 

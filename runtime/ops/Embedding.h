@@ -24,7 +24,8 @@ struct EmbeddingParams {
 // arithmetic. `indices`: int32, width-packed buffer [..., T] (rank 1..3); `output`: its sizes +
 // [C], int8x4 4H4W (int8 rows; padding = zp_out) or a width-packed float32 buffer. The table
 // becomes a constant of the graph named after `output`. An id outside [0, V) reads row 0 or
-// V - 1 (no out-of-bounds read); callers check ids on the host.
+// V - 1 (no out-of-bounds read); the blob's ops also declare the ids' limit to the graph
+// (limit_ids), whose input writes then refuse such an id.
 void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, graph::ValueRef output,
                         const EmbeddingParams& params);
 

@@ -636,6 +636,34 @@ TEST(ParseTest, ForeignDTypesParseForValuesNotConstants) {
                      {"value 'c': field 'dtype': bool constants are not accepted"});
 }
 
+// Token ids: an int64 graph input that only embeddings read as their ids is held as int32 (the
+// callers' int64 ids are narrowed on the host, range checked); read by anything else too, it
+// stays foreign.
+TEST(ParseTest, Int64IdsReadOnlyByEmbeddingsBecomeInt32) {
+  const SafetensorsFile w = make_weights({{"table", "F32", {3, 2}, f32_bytes({1, 2, 3, 4, 5, 6})}});
+  auto graph = [](const std::string& extra_node, const std::string& extra_output) {
+    return R"({"vkd_graph": 1, "inputs": ["ids"], "outputs": ["e")" + extra_output +
+           R"(], "values": {"ids": {"dtype": "int64", "shape": [1, 4]},
+                "table": {"dtype": "float32", "shape": [3, 2], "data": "table"},
+                "e": {"dtype": "float32", "shape": [1, 4, 2]},
+                "f": {"dtype": "float32", "shape": [1, 4, 2]})" +
+           (extra_node.empty() ? "" : R"(, "m": {"dtype": "bool", "shape": [1, 4]})") + R"(},
+             "nodes": [{"op": "aten.embedding", "inputs": ["table", "ids"], "outputs": ["e"]},
+                       {"op": "aten.embedding", "inputs": ["table", "ids"], "outputs": ["f"]})" +
+           extra_node + "]}";
+  };
+  const Graph g = parse_graph(graph("", ""), "g.json", &w);
+  EXPECT_EQ(g.value("ids").foreign_dtype, "");
+  expect_value(g, "ids", DType::Int32, {1, 4});
+  expect_value(g, "e", DType::Float32, {1, 4, 2});
+  const Graph other =
+      parse_graph(graph(R"(, {"op": "aten.eq.Scalar", "inputs": ["ids"], "args": {"other": 0},
+                  "outputs": ["m"]})",
+                        R"(, "m")"),
+                  "g.json", &w);
+  EXPECT_EQ(other.value("ids").foreign_dtype, "int64");
+}
+
 TEST(ParseTest, BadValueFieldsAreRejected) {
   expect_parse_error(doc(R"("b": {"dtype": "complex64", "shape": [4]})", kRelu), nullptr,
                      {"value 'b': field 'dtype': expected one of", "got \"complex64\""});
