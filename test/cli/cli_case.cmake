@@ -498,8 +498,8 @@ elseif(CASE STREQUAL "compile_partition_refused")
   expect_exit(2)
   expect_file_content("${WORK}/m.partition.json" "${SENTINEL}")
   expect_files("${WORK}" host_refused.json m.partition.json out)
-  # What the host has references for is written and runs: a float layer_norm, mul.Tensor and
-  # softmax over channels, each a host step.
+  # What the host has references for is written and runs: a float layer_norm over two dims (the
+  # GPU's normalizes the last dim alone), mul.Tensor and softmax over channels, each a host step.
   copy_to_work("${GRAPHS}/host_runs.json" "${FIXTURE}/part_pool_x.npy")
   vkd(compile host_runs.json --partition -o h.vkd)
   expect_exit(0)
