@@ -3,11 +3,17 @@
 // made by linears, with the head split and merge moves around it, it becomes one q8ta_attention.
 #include "compiler/ops/EdgeOp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/FuseState.h"
+#include "compiler/fusion/Match.h"
+#include "compiler/fusion/MoveChain.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/ops/ShapeFormulas.h"
 #include "compiler/reference/ReferenceContext.h"
@@ -144,6 +150,289 @@ std::vector<HostTensor> reference_scaled_dot_product_attention(const ReferenceCo
 
 }  // namespace vkd::compiler
 
+// The head split, attention and head merge of HF's BERT (attn_implementation="sdpa") and of
+// F.scaled_dot_product_attention blocks, on PT2E's reference-quantized graph:
+//   per Q, K, V: int8 [B, T, H*D] (a linear's output) -> dq -> view_copy [B, T, H, D] -> q/dq
+//     -> transpose_copy(1, 2) -> q -> dq  (moves with q/dq pairs between them: MoveChain)
+//   aten.scaled_dot_product_attention(q, k, v, mask) -> q
+//   -> dq -> [view_copy [B, H, T, D]] -> transpose_copy(1, 2) -> q/dq -> view_copy [B, T, H*D] -> q
+// => one q8ta_attention reading the three int8 [B, T, H*D] values (head h = columns h*D ..
+// h*D+D-1: the moves become which words the kernel reads) and writing the merged int8 output.
+// Each side's moves must only move bytes (one quantization along each chain, its dq's too),
+// and must move them exactly as the head split / merge does (checked element by element); the
+// mask must be float32 broadcasting as [1 or B, 1, 1 or Tq, Tk] (no mask: a zeros constant);
+// no dropout, no is_causal. The kernel computes what the reference computes on the dequantized
+// values within float32 rounding (runtime/ops/Attention.h): not bit for bit, within one step
+// of the int8 output where it lies next to a rounding boundary.
+namespace vkd::compiler::fusion {
+namespace {
+
+constexpr const char* kAttention = "q8ta_attention";
+
+// The flat (C-order) index of the element of a tensor of `from` shape that `moves` (data
+// order; views keep flat indices, permutes reorder them) put at every flat index of their
+// output.
+std::vector<int64_t> moved_sources(const Graph& g, const std::vector<int>& moves, int64_t numel) {
+  std::vector<int64_t> src(static_cast<size_t>(numel));
+  for (int64_t i = 0; i < numel; ++i) src[static_cast<size_t>(i)] = i;
+  for (int k : moves) {
+    const Node& n = g.nodes[k];
+    if (!is_permute(n.op)) continue;  // a view or a clone: the flat order stays
+    const std::vector<int64_t>& in = g.value(n.inputs[0]).shape;
+    const std::vector<int64_t> dims = permutation_of(g, n);
+    std::vector<int64_t> out_shape(in.size()), in_strides(in.size(), 1), next(src.size());
+    for (size_t d = in.size(); d-- > 1;) in_strides[d - 1] = in_strides[d] * in[d];
+    for (size_t d = 0; d < in.size(); ++d) out_shape[d] = in[static_cast<size_t>(dims[d])];
+    for (int64_t i = 0; i < numel; ++i) {  // output element i reads input element j
+      int64_t rest = i, j = 0;
+      for (size_t d = in.size(); d-- > 0;) {
+        j += (rest % out_shape[d]) * in_strides[static_cast<size_t>(dims[d])];
+        rest /= out_shape[d];
+      }
+      next[static_cast<size_t>(i)] = src[static_cast<size_t>(j)];
+    }
+    src.swap(next);
+  }
+  return src;
+}
+
+// Attention's sizes, read off the SDPA node's query [B, H, Tq, D] and key [B, H, Tk, D].
+struct Heads {
+  int64_t batch = 0, heads = 0, tq = 0, tk = 0, dim = 0;
+  std::string describe() const {
+    return std::to_string(heads) + " heads of " + std::to_string(dim);
+  }
+};
+
+// Whether `sources` maps [B, H, T, D] (the SDPA side) to [B, T, H*D] (the int8 side) as the
+// head split does: `split` true when `sources` is indexed by the SDPA side (the split of an
+// input), false when by the int8 side (the merge of the output).
+bool moves_heads(const std::vector<int64_t>& sources, const Heads& h, int64_t t, bool split) {
+  const int64_t H = h.heads, D = h.dim;
+  for (int64_t b = 0, at = 0; b < h.batch; ++b) {
+    for (int64_t x = 0; x < H; ++x) {
+      for (int64_t y = 0; y < t; ++y) {
+        for (int64_t d = 0; d < D; ++d, ++at) {
+          const int64_t merged = ((b * t + y) * H + x) * D + d, heads = at;
+          const bool ok = split ? sources[static_cast<size_t>(heads)] == merged
+                                : sources[static_cast<size_t>(merged)] == heads;
+          if (!ok) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// One side of the pattern: the int8 [B, T, H*D] value it reads or writes, its quantization, the
+// nodes it covers and the values that go with them.
+struct HeadSide {
+  std::string int8;
+  QuantInfo q;
+  std::vector<int> nodes, chain_nodes;
+  std::vector<std::string> dead;
+};
+
+// The head split feeding SDPA input `x` (a dq's float output): "" or why it does not fit.
+std::string match_split(const Graph& g, const std::string& x, const Heads& h, int64_t t,
+                        const char* what, HeadSide& side) {
+  const std::string prefix = std::string(what) + ": ";
+  const int dq = g.producer(x);
+  std::string why = single_use(g, x);
+  if (!why.empty()) return prefix + why;
+  QuantInfo read_as;
+  why = check_activation_dq(g, g.nodes[dq], dq, read_as);
+  if (!why.empty()) return prefix + why;
+  const std::string& x_q = g.nodes[dq].inputs[0];
+  const int q = g.producer(x_q);
+  const int move = node_is(g, q, kQ) ? g.producer(g.nodes[q].inputs[0]) : -1;
+  const std::optional<MoveChain> c = move >= 0 ? find_move_chain(g, move) : std::nullopt;
+  if (!c || !c->float_domain() || c->q != q) {
+    return prefix + "not a head split (dq -> view_copy -> transpose_copy -> q, one reader each)";
+  }
+  why = single_use(g, x_q);
+  QuantInfo in, out;
+  if (why.empty()) why = check_chain_quantization(g, *c, in, out);
+  if (why.empty()) why = check_round_trip(in, out);
+  if (why.empty()) why = check_round_trip(in, read_as);
+  if (!why.empty()) return prefix + why;
+  const std::vector<int64_t> want = {h.batch, t, h.heads * h.dim};
+  if (g.value(c->source).shape != want) {
+    return prefix + quoted(c->source) + " is " + shape_str(g.value(c->source).shape) +
+           ", not the " + shape_str(want) + " the heads split";
+  }
+  if (!moves_heads(moved_sources(g, c->moves, element_count(want)), h, t, true)) {
+    return prefix + "the moves do not split " + shape_str(want) + " into [B, H, T, D] heads";
+  }
+  side.int8 = c->source;
+  side.q = in;
+  side.chain_nodes = c->nodes;
+  side.nodes = c->nodes;
+  side.nodes.push_back(dq);
+  side.dead = c->dead;
+  side.dead.insert(side.dead.end(), {x_q, x});
+  return "";
+}
+
+// The quantize of the SDPA output `y` and the head merge after it: "" or why they do not fit.
+std::string match_merge(const Graph& g, const std::string& y, const Heads& h, HeadSide& side) {
+  std::string why = single_use(g, y);
+  const int q = why.empty() ? g.consumers(y)[0] : -1;
+  if (why.empty() && !node_is(g, q, kQ))
+    why = "its output is not quantized (" + describe_consumers(g, y) + ")";
+  QuantInfo out_q;
+  if (why.empty()) why = check_q(g, g.nodes[q], q, out_q);
+  if (why.empty() && (out_q.quant_min != -128 || out_q.quant_max != 127)) {
+    why = "the output's quantize narrows the int8 range (" + describe_quant(out_q) + ")";
+  }
+  if (!why.empty()) return "output: " + why;
+  const std::string& y_q = g.nodes[q].outputs[0];
+  why = single_use(g, y_q);
+  const int dq = why.empty() ? g.consumers(y_q)[0] : -1;
+  const std::string merged = node_is(g, dq, kDq) ? g.nodes[dq].outputs[0] : "";
+  const int move = !merged.empty() && single_use(g, merged).empty() ? g.consumers(merged)[0] : -1;
+  const std::optional<MoveChain> c = move >= 0 ? find_move_chain(g, move) : std::nullopt;
+  if (!why.empty() || !c || c->dq != dq || c->q < 0) {
+    return "output: not a head merge (q -> dq -> transpose_copy -> view_copy -> q, one reader "
+           "each)";
+  }
+  QuantInfo in, out;
+  why = check_chain_quantization(g, *c, in, out);
+  if (why.empty()) why = check_round_trip(out_q, in);
+  if (why.empty()) why = check_round_trip(in, out);
+  if (!why.empty()) return "output: " + why;
+  const std::vector<int64_t> want = {h.batch, h.tq, h.heads * h.dim};
+  if (g.value(c->output).shape != want) {
+    return "output: " + quoted(c->output) + " is " + shape_str(g.value(c->output).shape) +
+           ", not the " + shape_str(want) + " the heads merge into";
+  }
+  if (!moves_heads(moved_sources(g, c->moves, element_count(want)), h, h.tq, false)) {
+    return "output: the moves do not merge the [B, H, T, D] heads into " + shape_str(want);
+  }
+  side.int8 = c->output;
+  side.q = out_q;
+  side.chain_nodes = c->nodes;
+  side.nodes = {q};
+  side.nodes.insert(side.nodes.end(), c->nodes.begin(), c->nodes.end());
+  side.dead = {y, y_q};
+  side.dead.insert(side.dead.end(), c->dead.begin(), c->dead.end());
+  return "";
+}
+
+// "" when SDPA node `n` has the shapes and arguments the kernel takes (fills `h`).
+std::string check_attention(const Graph& g, const Node& n, Heads& h) {
+  const std::vector<int64_t>& q = g.value(n.inputs[0]).shape;
+  const std::vector<int64_t>& k = g.value(n.inputs[1]).shape;
+  if (q.size() != 4 || k.size() != 4 || g.value(n.inputs[2]).shape != k || k[0] != q[0] ||
+      k[1] != q[1] || k[3] != q[3]) {
+    return "query " + shape_str(q) + ", key " + shape_str(k) + " and value " +
+           shape_str(g.value(n.inputs[2]).shape) +
+           " are not [B, H, Tq, D], [B, H, Tk, D], [B, H, Tk, D]";
+  }
+  h = {q[0], q[1], q[2], k[2], q[3]};
+  if (h.dim % 4 != 0 || h.dim > 128) {
+    return h.describe() + ": the kernel takes heads of a multiple of 4 columns, at most 128";
+  }
+  if (arg_present(n, "is_causal") && arg_bool(n, "is_causal")) {
+    return "is_causal (the kernel takes an additive mask only)";
+  }
+  if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
+    const Value& m = g.value(n.inputs[3]);
+    std::vector<int64_t> d = m.shape;
+    while (d.size() < 4) d.insert(d.begin(), 1);
+    const bool fits = m.dtype == DType::Float32 && d.size() == 4 &&
+                      (d[0] == 1 || d[0] == h.batch) && d[1] == 1 && (d[2] == 1 || d[2] == h.tq) &&
+                      d[3] == h.tk;
+    if (!fits) {
+      return "the mask " + shape_str(m.shape) +
+             " is not a float32 [1 or B, 1, 1 or Tq, Tk] = [1 or " + std::to_string(h.batch) +
+             ", 1, 1 or " + std::to_string(h.tq) + ", " + std::to_string(h.tk) +
+             "] (per head, or another shape)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void fuse_attention(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  if (n.inputs.size() < 3 || n.outputs.size() != 1) return;
+  for (int k = 0; k < 3; ++k) {
+    if (!node_is(g, g.producer(n.inputs[static_cast<size_t>(k)]), kDq)) return;  // float
+  }
+  if (!state.allowed(i, kAttention)) return;
+  Heads h;
+  HeadSide sides[4];  // query, key, value, output
+  const char* names[] = {"query", "key", "value"};
+  std::string why = check_attention(g, n, h);
+  for (int k = 0; k < 3 && why.empty(); ++k) {
+    why = match_split(g, n.inputs[static_cast<size_t>(k)], h, k == 0 ? h.tq : h.tk, names[k],
+                      sides[k]);
+  }
+  if (why.empty()) why = match_merge(g, n.outputs[0], h, sides[3]);
+  std::vector<int> nodes = {i};
+  for (const HeadSide& s : sides) nodes.insert(nodes.end(), s.nodes.begin(), s.nodes.end());
+  std::sort(nodes.begin(), nodes.end());
+  const std::string chain =
+      (sides[0].nodes.empty() ? std::string("dq") : chain_label(g, sides[0].nodes)) +
+      " (query; key, value alike) -> " + n.op +
+      (sides[3].nodes.empty() ? "" : " -> " + chain_label(g, sides[3].nodes));
+  if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
+  if (!why.empty()) return state.not_fused(chain, nodes, kAttention, why);
+
+  Fusion f;
+  f.nodes = nodes;
+  for (const HeadSide& s : sides) f.dead.insert(f.dead.end(), s.dead.begin(), s.dead.end());
+  Node& out = f.node;
+  out.op = kAttention;
+  std::string mask;
+  const bool has_mask = n.inputs.size() > 3 && !n.inputs[3].empty();
+  if (has_mask) {
+    mask = n.inputs[3];
+  } else {  // no mask: zeros (adding 0 to a score changes nothing)
+    Value zeros;
+    zeros.name = state.graph.unique_name(sides[3].int8 + "_no_mask");
+    zeros.dtype = DType::Float32;
+    zeros.shape = {h.tk};
+    zeros.data = std::vector<uint8_t>(static_cast<size_t>(h.tk) * sizeof(float), 0);
+    mask = state.graph.add_value(zeros).name;
+  }
+  out.inputs = {sides[0].int8, sides[1].int8, sides[2].int8, mask};
+  out.outputs = {sides[3].int8};
+  for (int k = 0; k < 3; ++k) {
+    out.args[std::string(names[k]) + "_scale"] = sides[k].q.scale;
+    out.args[std::string(names[k]) + "_zero_point"] = sides[k].q.zero_point;
+  }
+  const std::optional<double> scale = opt_float(n, "scale");
+  out.args["num_heads"] = h.heads;
+  out.args["scale"] = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(h.dim));
+  out.args["output_scale"] = sides[3].q.scale;
+  out.args["output_zero_point"] = sides[3].q.zero_point;
+  out.origin = state.fused_origin(i, kAttention);
+  for (int k = 0; k < 3; ++k) state.consume_quant(sides[k].int8, sides[k].nodes[0], sides[k].q);
+  state.produced[sides[3].int8] = sides[3].q;
+  // The head split chains were reported as no single data-movement op before this anchor was
+  // tried; they are part of this match now.
+  for (int k = 0; k < 3; ++k) {
+    const std::string stale = "(" + node_list(sides[k].chain_nodes) + ") as a data-movement op";
+    auto& lines = state.report.lines;
+    lines.erase(std::remove_if(lines.begin(), lines.end(),
+                               [&](const std::string& l) {
+                                 return l.rfind("not fused: ", 0) == 0 &&
+                                        l.find(stale) != std::string::npos;
+                               }),
+                lines.end());
+  }
+  std::string detail = " (" + h.describe() + ", ";
+  detail +=
+      has_mask ? "mask " + quoted(mask) + " " + shape_str(g.value(mask).shape) + ")" : "no mask)";
+  state.commit(std::move(f), chain, detail);
+}
+
+}  // namespace vkd::compiler::fusion
+
 namespace vkd::compiler {
 
 namespace {
@@ -218,7 +507,8 @@ std::vector<EdgeOp> attention_edge_ops() {
               optional_arg("enable_gqa", Lit::Bool, ArgValue(false), false)},
              1,
              scaled_dot_product_attention}
-          .computed_by(reference_scaled_dot_product_attention),
+          .computed_by(reference_scaled_dot_product_attention)
+          .fused_by(fusion::fuse_attention, {"q8ta_attention"}),
   };
 }
 

@@ -1,0 +1,211 @@
+// fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): the head split,
+// aten.scaled_dot_product_attention and the head merge into q8ta_attention
+// (compiler/ops/Attention.cpp), and the chains it leaves, each with its reason; the shape rule
+// of aten.scaled_dot_product_attention.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ShapeInference.h"
+#include "core/Error.h"
+#include "test/compiler/FuseTestUtil.h"
+
+namespace {
+
+using namespace vkd::compiler;
+using namespace vkd::compiler::fuse_test;
+using vkd::DType;
+using I = std::vector<int64_t>;
+
+constexpr const char* kSdpa = "aten.scaled_dot_product_attention";
+constexpr int64_t T = 5, H = 2, D = 8;
+
+struct Variant {
+  bool mask = true;
+  I mask_shape = {1, 1, 1, T};
+  bool key_without_transpose = false;  // the key viewed straight to [1, H, T, D]
+  bool query_view_read_elsewhere = false;
+  double value_read_scale = 0.03;  // the dq before SDPA (the chain's own: 0.03)
+  bool causal = false;
+};
+
+// Per q, k, v: int8 [1, T, H*D] graph input -> dq -> view_copy [1, T, H, D] -> q -> dq ->
+// transpose_copy(1, 2) -> q -> dq; SDPA(q, k, v, mask) -> q -> dq -> transpose_copy(1, 2) -> q ->
+// dq -> view_copy [1, T, H*D] -> q -> 'yq' (nodes 0..28).
+Builder attention_graph(const Variant& o = {}) {
+  Builder b;
+  const struct {
+    const char* name;
+    double scale;
+    int64_t zp;
+  } sides[] = {{"q", 0.1, -4}, {"k", 0.07, 3}, {"v", 0.03, 33}};
+  for (const auto& s : sides) {
+    const std::string n = s.name;
+    b.input(n, DType::Int8, {1, T, H * D});
+    b.dq(n, n + "_f", s.scale, s.zp);
+    if (o.key_without_transpose && n == "k") {
+      b.value("k_v", DType::Float32, {1, H, T, D});
+      b.node("aten.view_copy", {"k_f"}, {{"size", I{1, H, T, D}}}, {"k_v"});
+      b.q("k_v", "k_tq", s.scale, s.zp);
+      b.dq("k_tq", "k_td", s.scale, s.zp);
+      continue;
+    }
+    b.value(n + "_v", DType::Float32, {1, T, H, D});
+    b.node("aten.view_copy", {n + "_f"}, {{"size", I{1, T, H, D}}}, {n + "_v"});
+    b.q(n + "_v", n + "_vq", s.scale, s.zp);
+    b.dq(n + "_vq", n + "_vd", s.scale, s.zp);
+    b.value(n + "_t", DType::Float32, {1, H, T, D});
+    b.node("aten.transpose_copy.int", {n + "_vd"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}},
+           {n + "_t"});
+    b.q(n + "_t", n + "_tq", s.scale, s.zp);
+    b.dq(n + "_tq", n + "_td", n == "v" ? o.value_read_scale : s.scale, s.zp);
+  }
+  if (o.query_view_read_elsewhere) b.output("q_v");
+  std::vector<std::string> in = {"q_td", "k_td", "v_td"};
+  if (o.mask) {
+    b.input("mask", DType::Float32, o.mask_shape);
+    in.push_back("mask");
+  }
+  b.value("a", DType::Float32, {1, H, T, D});
+  Args args = {{"scale", 0.25}};
+  if (o.causal) args["is_causal"] = true;
+  b.node(kSdpa, in, args, {"a"});
+  b.q("a", "aq", 0.02, 51);
+  b.dq("aq", "ad", 0.02, 51);
+  b.value("at", DType::Float32, {1, T, H, D});
+  b.node("aten.transpose_copy.int", {"ad"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {"at"});
+  b.q("at", "atq", 0.02, 51);
+  b.dq("atq", "atd", 0.02, 51);
+  b.value("y", DType::Float32, {1, T, H * D});
+  b.node("aten.view_copy", {"atd"}, {{"size", I{1, T, H * D}}}, {"y"});
+  b.q("y", "yq", 0.02, 51);
+  b.output("yq");
+  return b;
+}
+
+const std::string kChain =
+    "dq -> aten.view_copy -> q -> dq -> aten.transpose_copy.int -> q -> dq (query; key, value "
+    "alike) -> aten.scaled_dot_product_attention -> q -> dq -> aten.transpose_copy.int -> q -> "
+    "dq -> aten.view_copy -> q";
+
+// The whole chain becomes one q8ta_attention reading the three int8 inputs as they are; the
+// report names the chain, its nodes, the heads and the mask.
+TEST(Fuse, AttentionWithItsHeadMovesFuses) {
+  Builder b = attention_graph();
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_attention"})) << all_lines(r);
+  EXPECT_TRUE(has_line(r, "fused " + kChain +
+                              " (node 0..28) into q8ta_attention 'yq' (2 heads of 8, mask "
+                              "'mask' [1, 1, 1, 5])"))
+      << all_lines(r);
+  const Node& n = b.g.nodes[0];
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"q", "k", "v", "mask"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_EQ(arg_d(n, "query_scale"), 0.1);
+  EXPECT_EQ(arg_i(n, "query_zero_point"), -4);
+  EXPECT_EQ(arg_d(n, "key_scale"), 0.07);
+  EXPECT_EQ(arg_i(n, "key_zero_point"), 3);
+  EXPECT_EQ(arg_d(n, "value_scale"), 0.03);
+  EXPECT_EQ(arg_i(n, "value_zero_point"), 33);
+  EXPECT_EQ(arg_i(n, "num_heads"), H);
+  EXPECT_EQ(arg_d(n, "scale"), 0.25);
+  EXPECT_EQ(arg_d(n, "output_scale"), 0.02);
+  EXPECT_EQ(arg_i(n, "output_zero_point"), 51);
+  expect_valid(b.g);
+}
+
+// Without a mask the op reads zeros (a constant of Tk elements); a per-query-row mask is taken.
+TEST(Fuse, AttentionMaskForms) {
+  {
+    Variant o;
+    o.mask = false;
+    Builder b = attention_graph(o);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_attention"})) << all_lines(r);
+    EXPECT_TRUE(has_line(
+        r, "fused " + kChain + " (node 0..28) into q8ta_attention 'yq' (2 heads of 8, no mask)"))
+        << all_lines(r);
+    const Value& zeros = b.g.value(b.g.nodes[0].inputs[3]);
+    EXPECT_EQ(zeros.shape, (I{T}));
+    EXPECT_EQ(floats_of(zeros), std::vector<float>(T, 0.0f));
+    expect_valid(b.g);
+  }
+  {
+    Variant o;
+    o.mask_shape = {T, T};  // [Tq, Tk]: one row per query, shared by batches and heads
+    Builder b = attention_graph(o);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_attention"})) << all_lines(r);
+  }
+}
+
+// Chains the kernel does not compute stay as they were, each with its reason.
+TEST(Fuse, AttentionChainsThatDoNotFitAreLeft) {
+  const auto refused = [](const Variant& o, const std::string& why) {
+    Builder b = attention_graph(o);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(count_op(b.g, "q8ta_attention"), 0) << all_lines(r);
+    EXPECT_EQ(count_op(b.g, kSdpa), 1) << all_lines(r);
+    bool found = false;
+    for (const std::string& l : r.lines) {
+      found = found || (l.rfind("not fused: ", 0) == 0 &&
+                        l.find("as q8ta_attention: " + why) != std::string::npos);
+    }
+    EXPECT_TRUE(found) << why << "\n" << all_lines(r);
+  };
+  Variant per_head;
+  per_head.mask_shape = {1, H, 1, T};
+  refused(per_head,
+          "the mask [1, 2, 1, 5] is not a float32 [1 or B, 1, 1 or Tq, Tk] = [1 or 1, 1, 1 or 5, "
+          "5] (per head, or another shape)");
+  Variant no_transpose;
+  no_transpose.key_without_transpose = true;
+  refused(no_transpose, "key: the moves do not split [1, 5, 16] into [B, H, T, D] heads");
+  Variant shared;
+  shared.query_view_read_elsewhere = true;
+  refused(shared,
+          "query: not a head split (dq -> view_copy -> transpose_copy -> q, one reader each)");
+  Variant requantized;
+  requantized.value_read_scale = 0.05;
+  refused(requantized,
+          "value: input (scale 0.03 zero_point 33 range -128..127) and output (scale 0.05 "
+          "zero_point 33 range -128..127) quantization differ");
+  Variant causal;
+  causal.causal = true;
+  causal.mask = false;
+  refused(causal, "is_causal (the kernel takes an additive mask only)");
+}
+
+// The shape rule: broadcast batch dims, the mask's broadcast, dropout and is_causal with a mask.
+TEST(ShapeInference, ScaledDotProductAttention) {
+  Builder b;
+  b.input("q", DType::Float32, {2, 3, 7, 8});
+  b.input("k", DType::Float32, {1, 3, 9, 8});
+  b.input("v", DType::Float32, {1, 3, 9, 4});
+  b.input("m", DType::Float32, {2, 1, 1, 9});
+  b.node(kSdpa, {"q", "k", "v", "m"}, {}, {"o"});
+  infer_shapes(b.g);
+  EXPECT_EQ(b.g.value("o").shape, (I{2, 3, 7, 4}));
+  const auto error = [&](Args args, const std::string& mask, const std::string& says) {
+    Builder e = b;
+    e.g.nodes.clear();
+    std::vector<std::string> in = {"q", "k", "v"};
+    if (!mask.empty()) in.push_back(mask);
+    e.node(kSdpa, in, std::move(args), {"o"});
+    try {
+      infer_shapes(e.g);
+      ADD_FAILURE() << "no error: " << says;
+    } catch (const vkd::Error& err) {
+      EXPECT_NE(std::string(err.what()).find(says), std::string::npos) << err.what();
+    }
+  };
+  b.input("bad", DType::Float32, {2, 1, 7, 8});
+  error({}, "bad", "does not broadcast to the scores [2, 3, 7, 9]");
+  error({{"dropout_p", 0.1}}, "", "argument 'dropout_p': 0.1 must be 0");
+  error({{"is_causal", true}}, "m", "argument 'is_causal': true together with an attn_mask");
+  error({{"enable_gqa", true}}, "", "argument 'enable_gqa': true is not supported");
+}
+
+}  // namespace
