@@ -220,6 +220,8 @@ const char* kEveryOp = R"({
      "args": {"embed_dim": 1, "num_head": 1, "need_weights": true,
               "average_attn_weights": false},
      "outputs": ["att", "attw"]},
+    {"op": "aten.scaled_dot_product_attention", "inputs": ["seq", "seq", "seq"],
+     "args": {"scale": 0.5}, "outputs": ["sdpa"]},
     {"op": "aten.dropout", "inputs": ["cd"], "args": {"p": 0.5, "train": false},
      "outputs": ["dr"]},
     {"op": "aten.alpha_dropout", "inputs": ["dr"], "args": {"p": 0.1, "train": false},
@@ -275,7 +277,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 68u);
+  ASSERT_EQ(g.nodes.size(), 69u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -329,6 +331,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "ub", DType::Float32, {1, 1, 16, 16});
   expect_value(g, "lnm", DType::Float32, {1, 5});
   expect_value(g, "att", DType::Float32, {1, 5, 1});
+  expect_value(g, "sdpa", DType::Float32, {1, 5, 1});
   expect_value(g, "attw", DType::Float32, {1, 1, 5, 5});  // per head: need_weights, not averaged
   expect_value(g, "adr", DType::Float32, {1, 5});
   expect_value(g, "sd", DType::Float32, {1, 1, 8, 8});
