@@ -437,15 +437,41 @@ std::string not_dequantized(const Graph& g, const std::string& other, int produc
   return quoted(other) + " is not dequantized (" + from + ")";
 }
 
+// The int8 constant dq node `p` dequantizes per tensor (position embeddings), or "" when it
+// dequantizes none: an operand the kernel reads like an activation, packed into the other
+// operand's layout when the blob is loaded.
+std::string constant_operand(const Graph& g, int p) {
+  const Node& dq = g.nodes[p];
+  if (dq.inputs.empty() || dq.inputs[0].empty()) return "";
+  const Value& c = g.value(dq.inputs[0]);
+  QuantInfo q;
+  const bool int8 = c.is_constant() && c.dtype == DType::Int8 && read_qparams(dq, q).empty();
+  return int8 ? c.name : "";
+}
+
+// check_activation_dq, or the same of an int8 constant (constant_operand) when `constant`.
+std::string check_operand_dq(const Graph& g, int p, bool constant, QuantInfo& q) {
+  if (!constant) return check_activation_dq(g, g.nodes[p], p, q);
+  const std::string why = read_qparams(g.nodes[p], q);
+  return why.empty() ? "" : "dq (node " + std::to_string(p) + "): " + why;
+}
+
 // "" when add / mul `n` (operands dequantized by nodes `pa`, `pb`) and its `tail` fit the
 // backend op, filling the operands' qparams; checked in the order the reasons are reported.
+// One operand may be an int8 constant of the other's shape (constant_operand).
 std::string check_binary(const Graph& g, const Node& n, const BinaryKind& kind, int pa, int pb,
                          const Tail& tail, QuantInfo& qa, QuantInfo& qb) {
   const std::string &a = n.inputs[0], &b = n.inputs[1];
   if (!node_is(g, pa, kDq)) return not_dequantized(g, a, pa);
   if (!node_is(g, pb, kDq)) return not_dequantized(g, b, pb);
-  std::string why = check_activation_dq(g, g.nodes[pa], pa, qa);
-  if (why.empty()) why = check_activation_dq(g, g.nodes[pb], pb, qb);
+  const bool ca = !constant_operand(g, pa).empty(), cb = !constant_operand(g, pb).empty();
+  if ((ca || cb) && (ca == cb || g.value(a).shape != g.value(b).shape)) {
+    return std::string("a constant operand needs an activation of its shape (") +
+           shape_str(g.value(a).shape) + " " + kind.symbol + " " + shape_str(g.value(b).shape) +
+           ")";
+  }
+  std::string why = check_operand_dq(g, pa, ca, qa);
+  if (why.empty()) why = check_operand_dq(g, pb, cb, qb);
   if (why.empty()) why = single_use(g, a);
   if (why.empty() && b != a) why = single_use(g, b);
   if (!why.empty()) return why;
@@ -465,12 +491,26 @@ std::string check_binary(const Graph& g, const Node& n, const BinaryKind& kind, 
   return tail.kind == Tail::Half ? tail.why : "";
 }
 
+// An int8x4 copy of int8 constant `name` (one byte per element, NCHW: the blob's int8x4
+// constant form, packed into its layout when loaded).
+std::string int8x4_constant(Graph& g, const std::string& name) {
+  Value v = g.value(name);
+  v.name = g.unique_name(name + "_int8x4");
+  v.dtype = DType::Int8x4;
+  v.weights_name.clear();
+  const std::string copy = v.name;
+  g.add_value(std::move(v));
+  return copy;
+}
+
 Node build_binary(FuseState& state, const std::string& backend, int i, int pa, int pb,
                   const Tail& tail, const QuantInfo& qa, const QuantInfo& qb) {
-  const Graph& g = state.graph;
+  Graph& g = state.graph;
   Node out;
   out.op = backend;
-  const std::string a_q = g.nodes[pa].inputs[0], b_q = g.nodes[pb].inputs[0];
+  const std::string ca = constant_operand(g, pa), cb = constant_operand(g, pb);
+  const std::string a_q = ca.empty() ? g.nodes[pa].inputs[0] : int8x4_constant(g, ca);
+  const std::string b_q = cb.empty() ? g.nodes[pb].inputs[0] : int8x4_constant(g, cb);
   out.inputs = {a_q, b_q};
   out.args["a_scale"] = qa.scale;
   out.args["a_zero_point"] = qa.zero_point;
@@ -484,8 +524,8 @@ Node build_binary(FuseState& state, const std::string& backend, int i, int pa, i
   out.outputs = {output};
   out.origin = state.fused_origin(i, out.op);
   state.produced[output] = tail.out_q;
-  state.consume_quant(a_q, pa, qa);
-  state.consume_quant(b_q, pb, qb);
+  if (ca.empty()) state.consume_quant(a_q, pa, qa);
+  if (cb.empty()) state.consume_quant(b_q, pb, qb);
   return out;
 }
 
@@ -516,7 +556,8 @@ void fuse_binary(FuseState& state, int i, const BinaryKind& kind) {
   std::vector<std::string> dead = {a};
   if (b != a) dead.push_back(b);
   dead.insert(dead.end(), tail.values.begin(), tail.values.end());
-  if (std::string(kind.backend) == kAddKind.backend) {
+  const bool constant = !constant_operand(g, pa).empty() || !constant_operand(g, pb).empty();
+  if (std::string(kind.backend) == kAddKind.backend && !constant) {
     const AddCandidate epilogue{{g.nodes[pa].inputs[0], g.nodes[pb].inputs[0]},
                                 {pa, pb},
                                 {qa, qb},

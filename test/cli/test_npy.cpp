@@ -73,7 +73,8 @@ std::string parse_error(const Bytes& b, const std::string& source = "in.npy") {
 // ---------------------------------------------------------------------------------------------
 TEST(Npy, RoundTripEveryDtypeRankAndVersion) {
   const std::vector<std::vector<int64_t>> shapes = {{7}, {3, 5}, {2, 3, 5}, {1, 5, 7, 9}};
-  for (NpyDType dtype : {NpyDType::Float32, NpyDType::Int8, NpyDType::Int32, NpyDType::Float16}) {
+  for (NpyDType dtype :
+       {NpyDType::Float32, NpyDType::Int8, NpyDType::Int32, NpyDType::Float16, NpyDType::Int64}) {
     for (const auto& shape : shapes) {
       for (int version : {1, 2, 3}) {
         SCOPED_TRACE(std::string(npy_dtype_name(dtype)) + " " + npy_shape_string(shape) + " v" +
@@ -223,10 +224,14 @@ TEST(NpyErrors, BigEndian) {
   EXPECT_NPY_ERROR(
       raw_npy(1, 0, "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }", floats_bytes(1)),
       "big-endian dtype '>f2'");
+  EXPECT_NPY_ERROR(
+      raw_npy(1, 0, "{'descr': '>i8', 'fortran_order': False, 'shape': (2,), }", floats_bytes(4)),
+      "big-endian dtype '>i8'");
 }
 
 TEST(NpyErrors, OtherDtypes) {
-  for (const char* descr : {"<f8", "<i2", "<u1", "|u1", "|f2", "|b1", "<i8", "|O"}) {
+  // ('<i8' is read: token ids, narrowed to an int32 input by vkd run.)
+  for (const char* descr : {"<f8", "<i2", "<u1", "|u1", "|f2", "|b1", "<u8", "|O"}) {
     const Bytes b = raw_npy(
         1, 0, std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (2,), }",
         floats_bytes(4));

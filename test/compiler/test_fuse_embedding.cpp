@@ -108,4 +108,59 @@ TEST(Fuse, EmbeddingLimits) {
   }
 }
 
+// BERT's embeddings: the word rows (q8ta_embedding) + the position rows, an int8 constant of the
+// same shape dequantized per tensor => q8ta_add whose `b` is that constant as int8x4 (packed into
+// the activation's layout when the blob loads); the constant keeps its bytes and qparams.
+TEST(Fuse, EmbeddingPlusConstantRowsRunsAsOneAdd) {
+  Builder b = embedding_graph(true);
+  b.g.outputs.clear();
+  const std::vector<int64_t> shape = {2, 3, 6};
+  std::vector<uint8_t> rows(36);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<uint8_t>(i * 7);
+  b.constant("pos", DType::Int8, shape, rows);
+  b.dq("yq", "e_f", 0.05, -3);
+  b.dq("pos", "pos_f", 0.02, 5);
+  b.value("s", DType::Float32, shape);
+  b.node("aten.add.Tensor", {"e_f", "pos_f"}, {}, {"s"});
+  b.q("s", "zq", 0.06, 1);
+  b.output("zq");
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_embedding", "q8ta_add"})) << all_lines(r);
+  const Node& add = b.g.nodes[1];
+  ASSERT_EQ(add.inputs.size(), 2u);
+  EXPECT_EQ(add.inputs[0], "yq");
+  const Value& pos = b.g.value(add.inputs[1]);
+  EXPECT_EQ(pos.dtype, DType::Int8x4);
+  EXPECT_EQ(pos.shape, shape);
+  ASSERT_TRUE(pos.data.has_value());
+  EXPECT_EQ(*pos.data, rows);
+  EXPECT_EQ(arg_d(add, "b_scale"), 0.02);
+  EXPECT_EQ(arg_i(add, "b_zero_point"), 5);
+  EXPECT_EQ(arg_d(add, "output_scale"), 0.06);
+  EXPECT_TRUE(has_line(r,
+                       "fused dq, dq -> aten.add.Tensor -> q (node 2..5) into q8ta_add 'zq' "
+                       "(activation none)"))
+      << all_lines(r);
+  expect_valid(b.g);
+}
+
+// A constant operand is taken with an activation of its own shape only: broadcast rows are not.
+TEST(Fuse, ConstantAddOperandLimits) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 6});
+  b.dq("xq", "x", 0.1, 0);
+  b.constant("pos", DType::Int8, {1, 1, 6}, std::vector<uint8_t>(6, 3));
+  b.dq("pos", "pos_f", 0.02, 5);
+  b.value("s", DType::Float32, {1, 4, 6});
+  b.node("aten.add.Tensor", {"x", "pos_f"}, {}, {"s"});
+  b.q("s", "yq", 0.1, 0);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(count_op(b.g, "q8ta_add"), 0) << all_lines(r);
+  EXPECT_TRUE(has_line(r,
+                       "not fused: dq, dq -> aten.add.Tensor -> q (node 0..3) as q8ta_add: a "
+                       "constant operand needs an activation of its shape ([1, 4, 6] + [1, 1, 6])"))
+      << all_lines(r);
+}
+
 }  // namespace

@@ -122,6 +122,7 @@ const char* npy_dtype_name(NpyDType dtype) {
     case NpyDType::Int8: return "int8";
     case NpyDType::Int32: return "int32";
     case NpyDType::Float16: return "float16";
+    case NpyDType::Int64: return "int64";
   }
   return "?";
 }
@@ -132,6 +133,7 @@ const char* npy_dtype_descr(NpyDType dtype) {
     case NpyDType::Int8: return "|i1";
     case NpyDType::Int32: return "<i4";
     case NpyDType::Float16: return "<f2";
+    case NpyDType::Int64: return "<i8";
   }
   return "?";
 }
@@ -142,6 +144,7 @@ size_t npy_dtype_size(NpyDType dtype) {
     case NpyDType::Float16: return 2;
     case NpyDType::Float32:
     case NpyDType::Int32: return 4;
+    case NpyDType::Int64: return 8;
   }
   return 4;
 }
@@ -260,15 +263,18 @@ NpyHeader parse_header(const uint8_t* bytes, size_t size, const std::string& sou
     out.dtype = NpyDType::Float16;
   } else if (descr == "<i4") {
     out.dtype = NpyDType::Int32;
+  } else if (descr == "<i8") {
+    out.dtype = NpyDType::Int64;
   } else if (descr == "|i1" || descr == "<i1" || descr == ">i1" || descr == "i1" ||
              descr == "=i1") {
     out.dtype = NpyDType::Int8;
-  } else if (descr == ">f4" || descr == ">f2" || descr == ">i4") {
+  } else if (descr == ">f4" || descr == ">f2" || descr == ">i4" || descr == ">i8") {
     fail(source, "big-endian dtype '" + descr + "' is not supported (write it little-endian: '<" +
                      descr.substr(1) + "', e.g. arr.astype('<" + descr.substr(1) + "'))");
   } else {
-    fail(source, "unsupported dtype '" + descr +
-                     "' (supported: '<f4' float32, '<f2' float16, '|i1' int8, '<i4' int32)");
+    fail(source,
+         "unsupported dtype '" + descr +
+             "' (supported: '<f4' float32, '<f2' float16, '|i1' int8, '<i4' int32, '<i8' int64)");
   }
   if (fortran) {
     fail(source,

@@ -18,10 +18,11 @@
 
 namespace vkd::cli {
 
-enum class NpyDType { Float32, Int8, Int32, Float16 };
+// Int64: token ids as torch and HF tokenizers give them, read only (narrowed to an int32 input).
+enum class NpyDType { Float32, Int8, Int32, Float16, Int64 };
 
-const char* npy_dtype_name(NpyDType dtype);   // "float32", "int8", "int32", "float16"
-const char* npy_dtype_descr(NpyDType dtype);  // "<f4", "|i1", "<i4", "<f2" (what the writer puts)
+const char* npy_dtype_name(NpyDType dtype);   // "float32", "int8", "int32", "float16", "int64"
+const char* npy_dtype_descr(NpyDType dtype);  // "<f4", "|i1", "<i4", "<f2", "<i8"
 size_t npy_dtype_size(NpyDType dtype);
 
 struct NpyArray {
@@ -39,9 +40,9 @@ class NpyError : public std::runtime_error {
 };
 
 // Parses a whole .npy image. `source` names it in error messages. Accepts format versions 1.0,
-// 2.0 and 3.0 and the dtypes '<f4', '<f2', '<i4' and int8 ('|i1'; '<i1' and '>i1' are the same
-// bytes); rejects fortran_order True, big-endian and other dtypes, a data size that differs from
-// the shape's (truncated or trailing bytes), and any malformed header.
+// 2.0 and 3.0 and the dtypes '<f4', '<f2', '<i4', '<i8' and int8 ('|i1'; '<i1' and '>i1' are the
+// same bytes); rejects fortran_order True, big-endian and other dtypes, a data size that differs
+// from the shape's (truncated or trailing bytes), and any malformed header.
 NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source);
 // parse_npy() of a file, which must be a regular file (not a device or FIFO: Files.h). Reads the
 // header (at most kMaxNpyHeaderBytes), then only the data bytes it announces, and only once the

@@ -30,7 +30,8 @@ HostDType to_host_dtype(NpyDType d) {
     case NpyDType::Float32:
     case NpyDType::Float16: return HostDType::Float32;  // widened before execute()
     case NpyDType::Int8: return HostDType::Int8;
-    case NpyDType::Int32: return HostDType::Int32;
+    case NpyDType::Int32:
+    case NpyDType::Int64: return HostDType::Int32;  // token ids, narrowed before execute()
   }
   return HostDType::Float32;
 }
@@ -262,8 +263,10 @@ bool input_file_fits(const ModelInputs& m, size_t i, const InputArg& in,
   bool ok = true;
   const bool half_file = in.array.dtype == NpyDType::Float16;
   if (to_host_dtype(in.array.dtype) != info.host_dtype || (half_file && !is_float16(info))) {
+    const bool int32 = info.host_dtype == HostDType::Int32;
     errors.push_back(prefix + ": wrong dtype: the model expects " +
                      (is_float16(info) ? "float16 (or float32)"
+                      : int32          ? "int32 (or int64 ids)"
                                        : std::string(host_dtype_name(info.host_dtype))) +
                      ", the file has " + npy_dtype_name(in.array.dtype));
     ok = false;
@@ -404,13 +407,40 @@ void check_run_files(const RunOptions& opt,
   files.check(opt.force);
 }
 
+namespace {
+
+// An int64 file's values as int32 (token ids: the model holds them as int32); a value outside
+// int32 is an error naming the input, the element and the value (the ids' own range, [0, V),
+// the runtime checks).
+std::vector<uint8_t> narrowed_ids(const InputArg& in) {
+  const size_t n = in.array.numel();
+  std::vector<uint8_t> out(n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t u = 0;  // little-endian, whatever the host
+    for (int b = 0; b < 8; ++b) u |= uint64_t{in.array.data[8 * i + b]} << (8 * b);
+    const auto v = static_cast<int64_t>(u);
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+      throw CliError(2, "input '" + in.name + "' from " + in.path + ": element " +
+                            std::to_string(i) + " is " + std::to_string(v) +
+                            ", outside int32 (the model holds these ids as int32)");
+    }
+    const auto w = static_cast<uint32_t>(static_cast<int32_t>(v));
+    for (int b = 0; b < 4; ++b) out[4 * i + b] = static_cast<uint8_t>(w >> (8 * b));
+  }
+  return out;
+}
+
+}  // namespace
+
 InputViews input_views(const std::vector<const InputArg*>& matched) {
   InputViews in;
   in.widened.resize(matched.size());
   for (size_t i = 0; i < matched.size(); ++i) {
     const NpyArray& arr = matched[i]->array;
     if (arr.dtype == NpyDType::Float16) in.widened[i] = float16_bytes_to_float32(arr.data);
-    const std::vector<uint8_t>& data = arr.dtype == NpyDType::Float16 ? in.widened[i] : arr.data;
+    if (arr.dtype == NpyDType::Int64) in.widened[i] = narrowed_ids(*matched[i]);
+    const bool widened = arr.dtype == NpyDType::Float16 || arr.dtype == NpyDType::Int64;
+    const std::vector<uint8_t>& data = widened ? in.widened[i] : arr.data;
     in.views.push_back({data.data(), data.size(), to_host_dtype(arr.dtype), arr.shape});
   }
   return in;

@@ -44,6 +44,22 @@ def _check(what, spec, dtype, shape):
                                f"for {shape_text(spec.shape)}")
 
 
+_INT32 = np.dtype(np.int32)
+_INT32_RANGE = (np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+
+
+def _narrowed_ids(array, what):
+    """An int64 array (token ids as torch and HF tokenizers give them) for an int32 input, as
+    int32; a value outside int32 is an error naming the input, the element and the value (the
+    ids' own range, the table's rows, the library checks)."""
+    outside = np.flatnonzero((array < _INT32_RANGE[0]) | (array > _INT32_RANGE[1]))
+    if outside.size:
+        i = int(outside[0])
+        raise invalid_argument(f"{what}: element {i} is {int(array.reshape(-1)[i])}, outside "
+                               "int32 (the model holds these ids as int32)")
+    return np.ascontiguousarray(array, dtype=np.int32)
+
+
 def _tensor_as_array(value, what, spec, torch, writable):
     if not value.is_cpu:
         raise invalid_argument(f"{what} is a tensor on {value.device}; pass a CPU tensor "
@@ -91,9 +107,9 @@ def tensor_views(inputs):
 
 def prepare_inputs(inputs, specs):
     """(a tuple of C-contiguous numpy arrays, one per input, the torch module when a tensor was
-    passed else None). VkdError (INVALID_ARGUMENT) for the wrong count, or naming the input of
-    another dtype, shape or device; TypeError for a value that is neither an array nor a
-    tensor."""
+    passed else None). int64 values for an int32 input (token ids) are narrowed, checked to fit.
+    VkdError (INVALID_ARGUMENT) for the wrong count, or naming the input of another dtype, shape
+    or device; TypeError for a value that is neither an array nor a tensor."""
     if len(inputs) != len(specs):
         names = ", ".join(s.name for s in specs)
         raise invalid_argument(f"run() takes {len(specs)} input(s) ({names}), got {len(inputs)}")
@@ -101,7 +117,13 @@ def prepare_inputs(inputs, specs):
     arrays = []
     for index, (value, spec) in enumerate(zip(inputs, specs)):
         what = _input(index, spec)
-        if isinstance(value, np.ndarray):
+        if spec.dtype == _INT32 and torch is not None and isinstance(value, torch.Tensor) \
+                and value.dtype == torch.int64 and value.is_cpu:
+            value = value.detach().resolve_neg().numpy()
+        if isinstance(value, np.ndarray) and spec.dtype == _INT32 and value.dtype == np.int64:
+            _check(what, spec, spec.dtype, value.shape)
+            arrays.append(_narrowed_ids(value, what))
+        elif isinstance(value, np.ndarray):
             _check(what, spec, value.dtype, value.shape)
             arrays.append(np.asarray(value, order="C"))  # a plain ndarray; copied if strided
         elif torch is not None and isinstance(value, torch.Tensor):
