@@ -70,6 +70,7 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   if (op.name == "q8ta_mean" && a.output) return {1, 5, 1, 1};   // mean over H and W, keepdim
   if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};    // keepdim = False: [N, C]
   if (op.name == "q8ta_cat" && a.output) return {2, 5, 6, 7};    // two inputs along dim 0
+  if (op.name.find("layer_norm") != std::string::npos && a.constant) return {7};
   if (op.name == "q8ta_pixel_shuffle" || op.name == "pixel_shuffle") {  // upscale_factor 2
     return a.output ? std::vector<int64_t>{1, 2, 12, 14} : std::vector<int64_t>{1, 8, 6, 7};
   }
