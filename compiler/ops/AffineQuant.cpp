@@ -435,6 +435,16 @@ std::vector<TypedShape> choose_qparams_affine(const ShapeContext& c) {
   c.str_in("scale_dtype", {"float32"}, true);
   // The zero point is stored as int32 whatever integer type was asked for.
   c.str_in("zero_point_dtype", {"int32", "int64", "int8"}, true);
+  // keepdim = False (torchao >= 0.18's argument; older releases always reduce): the dims each
+  // block covers whole are dropped, as torchao's reduction drops them.
+  if (c.node().args.count("keepdim") != 0 && !c.flag_or("keepdim", true)) {
+    std::vector<int64_t> kept;
+    const std::vector<int64_t> block = c.ints("block_size");
+    for (size_t d = 0; d < blocks.size(); ++d) {
+      if (block[d] == 1 || block[d] != x.shape[d]) kept.push_back(blocks[d]);
+    }
+    return {{DType::Float32, kept}, {DType::Int32, kept}};
+  }
   return {{DType::Float32, blocks}, {DType::Int32, blocks}};
 }
 
@@ -474,7 +484,7 @@ std::vector<EdgeOp> affine_quant_edge_ops() {
            required_arg("quant_max", Lit::Int, true), required_arg("eps", Lit::Number, true),
            optional_arg("scale_dtype", Lit::String), optional_arg("zero_point_dtype", Lit::String),
            optional_arg("preserve_zero", Lit::Bool, ArgValue(true), false),
-           optional_arg("zero_point_domain", Lit::String)},
+           optional_arg("zero_point_domain", Lit::String), optional_arg("keepdim", Lit::Bool)},
           2,
           choose_qparams_affine}
           .computed_by(reference_choose_qparams_affine)

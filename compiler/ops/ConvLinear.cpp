@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "compiler/fusion/EdgeOpNames.h"
@@ -211,6 +215,11 @@ std::vector<HostTensor> reference_linear(const ReferenceContext& c) {
 
 }  // namespace vkd::compiler
 
+namespace vkd::compiler {
+// What the torchao affine references do not implement (compiler/ops/AffineQuant.cpp).
+std::optional<std::string> affine_host_refusal(const Node& node);
+}  // namespace vkd::compiler
+
 // dq -> aten.linear | aten.convolution [-> act] -> q => q8ta_linear | q8ta_conv2d, or, when
 // nothing quantized follows, the float-output q8ta_linear_dq | q8ta_conv2d_dq. A transposed
 // convolution becomes q8ta_conv_transpose2d (quantized output only), its weight [C_in, C_out /
@@ -376,11 +385,191 @@ Node build_node(FuseState& state, int p, int i, const std::string& backend, cons
   return out;
 }
 
+// ---- torchao's int8 linears ------------------------------------------------------------
+// Int8DynamicActivationInt8WeightConfig and Int8WeightOnlyConfig as the exporter writes them
+// (python/vkdelegate/export/torchao_linear.py), the weight W' = dequantize_affine of an int8
+// constant [N, K], block [1, K], one float32 scale per output channel, zero point none or 0:
+//   (s, zp) = choose_qparams_affine(x); q = quantize_affine(x, s, zp);
+//   x' = dequantize_affine(q, s, zp); aten.linear(x', W', b)           => q8da_linear
+//     (all per row: block [1, ..., 1, K]; SYMMETRIC, a range whose zero point is 0). torchao
+//     computes y = float(acc) * s_x[row] * s_w[n] + b with int32 acc; so does q8da_linear.
+//   aten.linear(x, W', b), x float from anywhere else                   => q8csw_linear
+//     (float activations times the int8 weights, float accumulation).
+
+struct AffineLinear {
+  std::vector<int> nodes;         // matched nodes, the linear last
+  std::vector<std::string> dead;  // the values between them
+  std::string x;                  // the float input
+  WeightFold weight;              // dq = the weight's dequantize_affine
+  int64_t quant_min = -128, quant_max = 127;
+  double eps = 0;
+};
+
+bool is_per_row(const std::vector<int64_t>& block, const std::vector<int64_t>& shape) {
+  if (block.size() != shape.size() || block.empty() || block.back() != shape.back()) return false;
+  return std::all_of(block.begin(), block.end() - 1, [](int64_t b) { return b == 1; });
+}
+
+// An int8 range argument, absent / None meaning int8's.
+int64_t affine_range(const Node& n, const char* name, int64_t fallback) {
+  return arg_present(n, name) ? arg_int(n, name) : fallback;
+}
+
+// "" when node `d` dequantizes an int8 constant [N, K] per output channel, symmetrically (see
+// above); fills `w`.
+std::string read_affine_weight(const Graph& g, const Node& d, int at, WeightFold& w) {
+  if (d.inputs.size() < 2 || d.inputs[1].empty()) return "the weight has no scale";
+  const Value& q = g.value(d.inputs[0]);
+  if (!q.is_constant() || q.dtype != DType::Int8 || q.shape.size() != 2) {
+    return "weight " + quoted(q.name) + " is not a 2-D int8 constant";
+  }
+  const int64_t n = q.shape[0];
+  if (const auto why = affine_host_refusal(d)) return "weight dequantize: " + *why;
+  const auto block = opt_ints(d, "block_size");
+  if (!block || !is_per_row(*block, q.shape)) {
+    return "weight block_size " + (block ? shape_str(*block) : std::string("(none)")) +
+           " is not [1, K] (one scale per output channel)";
+  }
+  const Value& s = g.value(d.inputs[1]);
+  if (!s.is_constant() || s.dtype != DType::Float32 || element_count(s.shape) != n) {
+    return "weight scale " + quoted(s.name) + " is not a float32 constant of " + std::to_string(n) +
+           " values";
+  }
+  if (d.inputs.size() > 2 && !d.inputs[2].empty()) {
+    const Value& zp = g.value(d.inputs[2]);
+    if (!zp.is_constant() ||
+        !std::all_of(zp.data->begin(), zp.data->end(), [](uint8_t b) { return b == 0; })) {
+      return "weight zero point " + quoted(zp.name) + " is not all zeros (symmetric weights only)";
+    }
+  }
+  w.dq = at;
+  w.weight = q.name;
+  w.scales.resize(static_cast<size_t>(n));
+  std::memcpy(w.scales.data(), s.data->data(), w.scales.size() * sizeof(float));
+  return "";
+}
+
+// "" when x' (the linear's input, dequantize_affine node `d`) is the per-row dynamic chain
+// (see above); fills m's nodes, values, x and range.
+std::string read_dynamic_chain(const Graph& g, int d, AffineLinear& m) {
+  const Node& dq = g.nodes[d];
+  if (dq.inputs.size() < 2) return "the activation dequantize has no scale";
+  const std::string q = dq.inputs[0], s = dq.inputs[1];
+  const std::string zp = dq.inputs.size() > 2 ? dq.inputs[2] : "";
+  const int qn = g.producer(q), cn = g.producer(s);
+  if (!node_is(g, qn, kQuantizeAffine)) return "the activation is not quantize_affine's";
+  if (!node_is(g, cn, kChooseQparamsAffine)) {
+    return "the activation scale is not choose_qparams_affine's (static quantization)";
+  }
+  m.nodes = {cn, qn, d};  // (named in a refusal too)
+  const Node &quant = g.nodes[qn], &choose = g.nodes[cn];
+  m.x = quant.inputs[0];
+  const std::vector<std::string> qparams = {s, zp};
+  if (choose.inputs[0] != m.x || choose.outputs.size() != 2 || zp.empty() ||
+      choose.outputs[1] != zp || quant.inputs.size() < 3 || quant.inputs[1] != s ||
+      quant.inputs[2] != zp) {
+    return "quantize_affine and dequantize_affine do not use the scale and zero point "
+           "choose_qparams_affine chose for the same input";
+  }
+  const std::vector<int64_t>& shape = g.value(m.x).shape;
+  for (const Node* n : {&choose, &quant, &dq}) {
+    if (const auto why = affine_host_refusal(*n)) return n->op + ": " + *why;
+    const auto block = opt_ints(*n, "block_size");
+    if (!block || !is_per_row(*block, shape)) {
+      return n->op + " block_size is not per row ([1, ..., 1, K] of input " + shape_str(shape) +
+             ")";
+    }
+  }
+  std::string mapping = opt_string(choose, "mapping_type").value_or("");
+  if (mapping.rfind("MappingType.", 0) == 0) mapping = mapping.substr(12);
+  if (mapping != "SYMMETRIC") return "mapping_type " + quoted(mapping) + " (only SYMMETRIC)";
+  m.quant_min = affine_range(choose, "quant_min", -128);
+  m.quant_max = affine_range(choose, "quant_max", 127);
+  for (const Node* n : {&quant, &dq}) {
+    if (affine_range(*n, "quant_min", -128) != m.quant_min ||
+        affine_range(*n, "quant_max", 127) != m.quant_max) {
+      return n->op + " quantizes to another range than choose_qparams_affine chose for";
+    }
+  }
+  // torchao's symmetric zero point int((quant_max + quant_min + 1) / 2) must be 0.
+  if (m.quant_min < -128 || m.quant_max > 127 || m.quant_min >= m.quant_max ||
+      (m.quant_min + m.quant_max + 1) / 2 != 0) {
+    return "range [" + std::to_string(m.quant_min) + ", " + std::to_string(m.quant_max) +
+           "] is not a symmetric int8 range (zero point 0)";
+  }
+  m.eps = arg_present(choose, "eps") ? arg_float(choose, "eps")
+                                     : double{std::numeric_limits<float>::epsilon()};
+  if (!(static_cast<float>(m.eps) > 0.0f)) return "eps must be > 0";
+  std::string why = single_use(g, q);
+  for (const std::string& v : qparams) {
+    for (int c : g.consumers(v)) {
+      if (c != qn && c != d) why = quoted(v) + " is also read by node " + std::to_string(c);
+    }
+    if (g.is_graph_output(v)) why = quoted(v) + " is a graph output";
+  }
+  if (!why.empty()) return why;
+  m.dead = {s, zp, q, dq.outputs[0]};
+  return "";
+}
+
+// Tries the torchao patterns on linear `i`; false when its weight is not a dequantize_affine
+// (then the quantized_decomposed pattern gets it).
+bool fuse_torchao_linear(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  if (n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  const int wd = g.producer(n.inputs[1]);
+  if (!node_is(g, wd, kDequantizeAffine)) return false;
+  AffineLinear m;
+  const int xd = g.producer(n.inputs[0]);
+  const bool dynamic = node_is(g, xd, kDequantizeAffine);
+  const std::string backend = dynamic ? "q8da_linear" : "q8csw_linear";
+  const std::string chain =
+      dynamic ? "choose_qparams_affine -> quantize_affine -> dequantize_affine -> aten.linear"
+              : "aten.linear";
+  std::vector<int> nodes = {wd, i};
+  std::string why = read_affine_weight(g, g.nodes[wd], wd, m.weight);
+  if (why.empty()) why = single_use(g, n.inputs[1]);
+  if (why.empty() && dynamic) why = read_dynamic_chain(g, xd, m);
+  if (why.empty() && dynamic) why = single_use(g, n.inputs[0]);
+  if (!dynamic) m.x = n.inputs[0];
+  const std::string bias = n.inputs.size() > 2 ? n.inputs[2] : "";
+  if (why.empty()) why = check_bias(g, bias, static_cast<int64_t>(m.weight.scales.size()));
+  m.nodes.push_back(wd);
+  m.nodes.push_back(i);
+  std::sort(m.nodes.begin(), m.nodes.end());
+  if (why.empty() && state.any_claimed(m.nodes)) why = "overlaps another fused pattern";
+  if (!why.empty()) {
+    state.not_fused(chain + " (weight dequantize_affine)", m.nodes, backend, why);
+    return true;
+  }
+  if (!state.allowed(i, backend)) return true;
+  Fusion f;
+  f.nodes = m.nodes;
+  f.dead = m.dead;
+  f.dead.push_back(n.inputs[1]);
+  const std::string output = n.outputs[0];
+  f.node.op = backend;
+  f.node.inputs = {m.x, m.weight.weight, state.scales_constant(m.weight),
+                   bias.empty() ? state.zero_bias(output, int64_t(m.weight.scales.size())) : bias};
+  if (dynamic) {
+    f.node.args["quant_min"] = m.quant_min;
+    f.node.args["quant_max"] = m.quant_max;
+    f.node.args["eps"] = m.eps;
+  }
+  f.node.outputs = {output};
+  f.node.origin = state.fused_origin(i, backend);
+  state.commit(std::move(f), chain + " (weight dequantize_affine)",
+               dynamic ? " (int8 activations quantized per row at run time)" : "");
+  return true;
+}
+
 }  // namespace
 
 void fuse_linear_conv(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
+  if (n.op == kLinear && fuse_torchao_linear(state, i)) return;
   bool transposed = false;  // a malformed flag reads as false here and is reported below
   if (n.op == kConv) (void)read_transposed(n, transposed);
   const std::string backend = n.op != kConv ? "q8ta_linear"
@@ -555,7 +744,8 @@ std::vector<EdgeOp> conv_linear_edge_ops() {
                      "q8ta_conv2d_ps_pw_q_dq"}),
       EdgeOp{"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear}
           .computed_by(reference_linear)
-          .fused_by(fusion::fuse_linear_conv, {"q8ta_linear", "q8ta_linear_dq"}),
+          .fused_by(fusion::fuse_linear_conv,
+                    {"q8ta_linear", "q8ta_linear_dq", "q8da_linear", "q8csw_linear"}),
   };
 }
 

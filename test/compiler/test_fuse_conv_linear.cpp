@@ -4,6 +4,7 @@
 // convolution.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -201,6 +202,120 @@ TEST(Fuse, NewNamesAvoidExistingValues) {
   fuse_and_lower(b.g);
   const Node& n = only_node(b.g, "q8ta_linear");
   EXPECT_EQ(n.inputs, (std::vector<std::string>{"xq", "w", "w_scales.1", "yq_bias.1"}));
+}
+
+// ---- torchao's int8 linears (the exporter's form: python/vkdelegate/export/torchao_linear.py) ---
+
+// x [1, 3, 8] -> linear with W' = dequantize_affine(W int8 [5, 8], block [1, 8], s_w [5, 1]) and
+// bias; `dynamic`: x first goes through torchao's per-row choose_qparams_affine ->
+// quantize_affine -> dequantize_affine (range [qmin, qmax], `mapping`).
+Builder torchao_linear_graph(bool dynamic, const std::string& mapping = "SYMMETRIC",
+                             int64_t qmin = -128, int64_t qmax = 127) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 3, 8});
+  b.constant("w", DType::Int8, {5, 8}, ramp_i8(40));
+  b.constant("sw", DType::Float32, {5, 1}, f32_bytes({0.5f, 0.25f, 0.125f, 0.0625f, 1.0f}));
+  b.constant("b", DType::Float32, {5}, f32_bytes({1, 2, 3, 4, 5}));
+  b.value("wf", DType::Float32, {5, 8});
+  b.node("torchao.dequantize_affine", {"w", "sw"},
+         {{"block_size", std::vector<int64_t>{1, 8}},
+          {"input_dtype", std::string("int8")},
+          {"quant_min", int64_t{-128}},
+          {"quant_max", int64_t{127}}},
+         {"wf"});
+  std::string x = "x";
+  if (dynamic) {
+    const std::vector<int64_t> row = {1, 1, 8};
+    b.value("s", DType::Float32, {1, 3, 1});
+    b.value("zp", DType::Int32, {1, 3, 1});
+    b.node("torchao.choose_qparams_affine", {"x"},
+           {{"mapping_type", mapping},
+            {"block_size", row},
+            {"target_dtype", std::string("int8")},
+            {"quant_min", qmin},
+            {"quant_max", qmax},
+            {"eps", 1.1920928955078125e-07},
+            {"zero_point_dtype", std::string("int8")},
+            {"keepdim", true}},
+           {"s", "zp"});
+    const Args range = {{"block_size", row}, {"quant_min", qmin}, {"quant_max", qmax}};
+    Args qa = range, da = range;
+    qa["output_dtype"] = std::string("int8");
+    da["input_dtype"] = std::string("int8");
+    b.value("q", DType::Int8, {1, 3, 8});
+    b.node("torchao.quantize_affine", {"x", "s", "zp"}, qa, {"q"});
+    b.value("xd", DType::Float32, {1, 3, 8});
+    b.node("torchao.dequantize_affine", {"q", "s", "zp"}, da, {"xd"});
+    x = "xd";
+  }
+  b.value("y", DType::Float32, {1, 3, 5});
+  b.node("aten.linear", {x, "wf", "b"}, {}, {"y"});
+  b.output("y");
+  return b;
+}
+
+TEST(Fuse, TorchaoDynamicLinearIsOneOp) {
+  Builder b = torchao_linear_graph(true);
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  const Node& n = only_node(g, "q8da_linear");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", "w", "w_scales", "b"}));
+  EXPECT_EQ(n.outputs, (std::vector<std::string>{"y"}));
+  EXPECT_EQ(arg_i(n, "quant_min"), -128);
+  EXPECT_EQ(arg_i(n, "quant_max"), 127);
+  EXPECT_EQ(arg_d(n, "eps"), 1.1920928955078125e-07);
+  EXPECT_EQ(floats_of(g.value("w_scales")),
+            (std::vector<float>{0.5f, 0.25f, 0.125f, 0.0625f, 1.0f}));
+  // The per-row qparams, the int8 rows and both dequantized tensors are gone.
+  EXPECT_EQ(g.value_names(), (std::vector<std::string>{"x", "w", "sw", "b", "y", "w_scales"}))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r,
+                       "fused choose_qparams_affine -> quantize_affine -> dequantize_affine -> "
+                       "aten.linear (weight dequantize_affine) (node 0..4) into q8da_linear 'y' "
+                       "(int8 activations quantized per row at run time)"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+TEST(Fuse, TorchaoWeightOnlyLinearIsQ8cswLinear) {
+  Builder b = torchao_linear_graph(false);
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  const Node& n = only_node(g, "q8csw_linear");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", "w", "w_scales", "b"}));
+  EXPECT_TRUE(n.args.empty());
+  EXPECT_TRUE(has_line(r,
+                       "fused aten.linear (weight dequantize_affine) (node 0..1) into "
+                       "q8csw_linear 'y'"))
+      << all_lines(r);
+  expect_valid(g);
+}
+
+// What q8da_linear cannot compute is said and left unfused (each node then lowered or left on
+// its own): an asymmetric activation (per-row zero points), a range whose symmetric zero point
+// is not 0.
+TEST(Fuse, TorchaoDynamicLinearRefusalsAreReported) {
+  struct Case {
+    std::string mapping;
+    int64_t qmin, qmax;
+    std::string why;
+  };
+  for (const Case& c :
+       {Case{"ASYMMETRIC", -128, 127, "mapping_type 'ASYMMETRIC' (only SYMMETRIC)"},
+        Case{"SYMMETRIC", 0, 127, "range [0, 127] is not a symmetric int8 range (zero point 0)"}}) {
+    Builder b = torchao_linear_graph(true, c.mapping, c.qmin, c.qmax);
+    FuseOptions o;
+    o.runnable_only = true;
+    const PassReport r = fuse_and_lower(b.g, o);
+    EXPECT_TRUE(has_line(r,
+                         "not fused: choose_qparams_affine -> quantize_affine -> "
+                         "dequantize_affine -> aten.linear (weight dequantize_affine) (node "
+                         "0..4) as q8da_linear: " +
+                             c.why))
+        << all_lines(r);
+    const std::vector<std::string> ops = ops_of(b.g);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "q8da_linear"), 0);
+  }
 }
 
 // ---- convolution ------------------------------------------------------------------------------
