@@ -596,6 +596,9 @@ def _non_finite_as_text(value):
     return value
 
 
+_ABSENT = object()
+
+
 def _schema_pairs(node):
     """(op name, [(argument name, value)]) of a node without a handler: the OpOverload's schema
     names (the overload kept unless it is .default), else arg0, arg1, ..."""
@@ -605,10 +608,13 @@ def _schema_pairs(node):
         overload = "" if target._overloadname == "default" else "." + target._overloadname
         pairs = []
         for i, a in enumerate(target._schema.arguments):
-            if i < len(node.args):
-                pairs.append((a.name, node.args[i]))
-            elif a.name in node.kwargs:
-                pairs.append((a.name, node.kwargs[a.name]))
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(a.name, _ABSENT)
+            # torchao's ops: a None zero point is an absent input (their last tensor)
+            if value is _ABSENT or namespace == "torchao" and value is None and \
+                    isinstance(a.type, torch.OptionalType) and \
+                    a.type.getElementType().isSubtypeOf(torch.TensorType.get()):
+                continue
+            pairs.append((a.name, value))
         return f"{namespace}.{name}{overload}", pairs
     name = getattr(target, "__name__", str(target)).strip("_")
     pairs = [(f"arg{i}", a) for i, a in enumerate(node.args)] + list(node.kwargs.items())
@@ -625,6 +631,15 @@ def generic(w, node, out=None):
         out = w.outs() if isinstance(meta, (list, tuple)) and not hasattr(meta, "shape") \
             else w.out()
     return _split(w, pairs, out, op)
+
+
+@handles("torchao.choose_qparams_affine.default")
+def choose_qparams_affine(w, node):
+    """The generic node, its zero point declared int32: the graph IR keeps a zero point as int32
+    whatever integer dtype torchao picked (int8 since torchao 0.18; the values are the same)."""
+    outs = w.outs()
+    outs[1].dtype = "int32"
+    return generic(w, node, outs)
 
 
 from . import ops_transformer  # noqa: E402,F401  (registers its handlers; it imports this module)

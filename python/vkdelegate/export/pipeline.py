@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
-from . import inputs, safetensors
+from . import inputs, safetensors, torchao_linear
 from .agreement import model_agreement
 from .errors import CompileError, ExportError
 from .ir import named_leaves, to_json_text, unique_names
@@ -32,10 +32,12 @@ def to_graph_ir(program, example_inputs, name="model"):
 
     `program`: a converted PT2E GraphModule (convert_pt2e of any quantizer that uses the
     quantized_decomposed q/dq ops: VkdQuantizer, XNNPACKQuantizer's static configs) or an
-    ExportedProgram of one. The graph is run once on `example_inputs` to learn every value's
+    ExportedProgram of one, or the ExportedProgram of a model quantized by torchao's
+    quantize_() (its int8 linears: torchao_linear.py). The graph is run once on `example_inputs` to learn every value's
     dtype and shape. A node the walk does not know is written by name (`aten.<op>`) for
     `vkd compile --partition`; float_nodes() names the ones that stayed float."""
     gm = as_graph_module(program)
+    torchao_linear.rewrite(gm)  # torchao's int8 linears as affine ops + linear
     propagate(gm, tuple(example_inputs))
     leaves = model_outputs(gm, name)
     walker = Walker(gm, find_handler, where=f"{name}: ")
@@ -255,7 +257,10 @@ def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
     OUT_DIR is created where missing and every output checked (outputs_checked): existing
     files are kept unless `force`. `log(step, seconds, detail)` hears about each step. Returns
     {kind: path} of the files written; a failed compile raises CompileError with vkd's
-    message, after the other files are written."""
+    message, after the other files are written.
+    A model torchao's quantize_() has quantized (Int8DynamicActivationInt8WeightConfig,
+    Int8WeightOnlyConfig) is exported as it is: `calibration` (may be None), `per_channel`,
+    `observer` and `per_layer` are unused and no calibration or accuracy file is written."""
     example_inputs = tuple(example_inputs)
     if input_names is None:
         input_names = inputs.input_names(model, len(example_inputs), "example_inputs")
@@ -265,8 +270,18 @@ def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
                        sample_input, vkd, force, log, per_layer, input_names)
 
 
+def is_torchao_quantized(model):
+    """Whether torchao's quantize_() has quantized `model`: a parameter is one of torchao's
+    tensor subclasses (Int8Tensor, ...)."""
+    from torchao.utils import TorchAOBaseTensor
+    return any(isinstance(p, TorchAOBaseTensor) for p in model.parameters())
+
+
 def _export(model, example_inputs, paths, name, calibration, per_channel, observer,
             sample_input, vkd, force, log, per_layer, input_names):
+    if is_torchao_quantized(model):
+        return _export_torchao(model, example_inputs, paths, name, sample_input, vkd, force,
+                               log, input_names)
     if not hasattr(calibration, "__len__"):
         calibration = list(calibration)
     sample = example_inputs if sample_input is None else as_args(sample_input)
@@ -303,6 +318,38 @@ def _export(model, example_inputs, paths, name, calibration, per_channel, observ
         compile_graph(vkd, paths, force)
         _log(log, "vkd compile", t, paths["blob"])
     return paths
+
+
+def _export_torchao(model, example_inputs, paths, name, sample_input, vkd, force, log,
+                    input_names):
+    """export() of a model torchao's quantize_() has quantized already: torch.export as it is
+    (no calibration, no VkdQuantizer), then the graph IR, weights and sample input (and the
+    compile). Returns {kind: path} of the files written (no calibration or accuracy file)."""
+    sample = example_inputs if sample_input is None else as_args(sample_input)
+    if len(sample) != len(input_names):
+        raise ExportError(f"sample_input has {len(sample)} tensor(s), the model takes "
+                          f"{len(input_names)} ({', '.join(input_names)})")
+    check_model_runs(model, example_inputs, input_names)
+    t = perf_counter()
+    try:
+        program = torch.export.export(model.eval(), tuple(example_inputs))
+    except Exception as e:  # the model's code cannot be captured, or PyTorch refused it
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ExportError(f"torch.export failed on the model: {type(e).__name__}: {first}") from e
+    graph, tensors = to_graph_ir(program, example_inputs, name)
+    _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors (torchao)")
+    write_file(paths["graph"], to_json_text(graph))
+    write_file(paths["weights"], safetensors.to_bytes(tensors))
+    for path, x in zip(input_paths(paths), sample):
+        write_file(path, npy_bytes(x))
+    written = {k: p for k, p in paths.items() if k not in ("calibration", "accuracy", "blob",
+                                                           "report")}
+    if vkd is not None:
+        t = perf_counter()
+        compile_graph(vkd, paths, force)
+        _log(log, "vkd compile", t, paths["blob"])
+        written.update(blob=paths["blob"], report=paths["report"])
+    return written
 
 
 def check_model_runs(model, example_inputs, names):
