@@ -78,6 +78,23 @@ class MhaProbe(nn.Module):
         return self.mha(x, x, x, need_weights=False)[0]
 
 
+class SdpaProbe(nn.Module):
+    """BERT's self-attention (attn_implementation="sdpa"): query, key and value linears, the
+    heads split by view -> transpose, F.scaled_dot_product_attention, merged back."""
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = (nn.Linear(16, 16) for _ in range(3))
+
+    def forward(self, x):
+        b, t, c = x.shape
+
+        def heads(y):
+            return y.view(b, t, 2, c // 2).transpose(1, 2)
+
+        a = F.scaled_dot_product_attention(heads(self.q(x)), heads(self.k(x)), heads(self.v(x)))
+        return a.transpose(1, 2).reshape(b, t, c)
+
+
 class StochasticProbe(nn.Module):
     """Ops that are the identity in eval mode: the dropout calls stay ATen ops in the exported
     graph, torchvision's stochastic depth leaves none."""
@@ -161,6 +178,8 @@ PROBES = [
      "(eval)", "", lambda: StochasticProbe(), IMG, FRAMED),
     ("`nn.LayerNorm`", "", lambda: nn.LayerNorm(16), SEQ, FRAMED),
     ("`nn.MultiheadAttention`", "", lambda: MhaProbe(), SEQ, FRAMED),
+    ("`F.scaled_dot_product_attention` with the head split / merge around it (BERT)",
+     "one kernel, no permute", lambda: SdpaProbe(), SEQ, FRAMED, 1),
     ("`torch.cumsum`", "", lambda: Call(lambda x: torch.cumsum(x, 1)), IMG, FRAMED),
     # What the compiler joins into one op.
     ("a model's first `nn.Conv2d` (float input) / last (float output)",
