@@ -222,6 +222,8 @@ const char* kEveryOp = R"({
      "outputs": ["att", "attw"]},
     {"op": "aten.scaled_dot_product_attention", "inputs": ["seq", "seq", "seq"],
      "args": {"scale": 0.5}, "outputs": ["sdpa"]},
+    {"op": "aten.embedding", "inputs": ["wl", "zp1"], "args": {"padding_idx": 0},
+     "outputs": ["emb"]},
     {"op": "aten.dropout", "inputs": ["cd"], "args": {"p": 0.5, "train": false},
      "outputs": ["dr"]},
     {"op": "aten.alpha_dropout", "inputs": ["dr"], "args": {"p": 0.1, "train": false},
@@ -277,7 +279,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 69u);
+  ASSERT_EQ(g.nodes.size(), 70u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -297,6 +299,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   // ceil((4 + 2 - 3) / 2) + 1 = 3; the last window starts at 4 < 4 + 1: kept.
   expect_value(g, "avp", DType::Float32, {1, 4, 3, 3});
   expect_value(g, "ps", DType::Float32, {1, 1, 8, 8});
+  expect_value(g, "emb", DType::Float32, {4, 1});  // ids [4] (int64, narrowed) + a row of 1
   // ceil((8 + 2 - 2 - 1) / 2) + 1 = 5; the last window starts at 8 < 8 + 1: kept.
   expect_value(g, "mp", DType::Float32, {1, 1, 5, 5});
   expect_value(g, "m", DType::Float32, {1, 1, 1, 1});
