@@ -172,6 +172,21 @@ class MaskedAttention(nn.Module):
         return self.norm(y.transpose(1, 2).reshape(1, -1, 16))
 
 
+class PostNormBlock(nn.Module):
+    """BERT's feed-forward half: LayerNorm, then x + Linear(GELU(Linear(x))) into a
+    LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm_in, self.norm_out = nn.LayerNorm(16), nn.LayerNorm(16)
+        self.up, self.down = nn.Linear(16, 32), nn.Linear(32, 16)
+
+    def forward(self, x):
+        h = self.norm_in(x)
+        y = self.down(nn.functional.gelu(self.up(h)))
+        return self.norm_out(nn.functional.dropout(y, 0.1, False) + h)
+
+
 class VkdQuantizerTest(unittest.TestCase):
     def test_weights_per_channel_symmetric(self):
         """Per output channel, scale max|w_c| / 127, zero point 0, ints in [-127, 127]."""
@@ -337,6 +352,28 @@ class VkdQuantizerTest(unittest.TestCase):
         with torch.no_grad():  # the int8 model stays close to the float one
             got, want = converted(x, mask), model(x, mask)
         self.assertLess((got - want).abs().max().item(), 0.15)
+
+    def test_residual_stream_stays_float(self):
+        """The add a LayerNorm reads is float, and so are its operands: the down projection's
+        output (int8 input and weights, no quantize after it) and the first LayerNorm's output
+        as the add reads it; the up projection still reads that LayerNorm through a quantize."""
+        torch.manual_seed(0)
+        x = torch.randn(1, 6, 16) * 3
+        converted = quantize(PostNormBlock(), (x,), [(x,), (torch.randn(1, 6, 16),)]).converted
+        nodes = {n.name: n for n in converted.graph.nodes}
+        (add,) = [n for n in nodes.values() if n.target == torch.ops.aten.add.Tensor]
+        self.assertNotIn(Q, [u.target for u in add.users])
+        for operand in add.args:
+            while operand.target == torch.ops.aten.dropout.default:
+                operand = operand.args[0]
+            self.assertIn(operand.target, (torch.ops.aten.linear.default,
+                                           torch.ops.aten.layer_norm.default), operand)
+        up, down = (n for n in nodes.values() if n.target == torch.ops.aten.linear.default)
+        for linear in (up, down):
+            self.assertEqual(linear.args[0].target, DQ)
+            self.assertEqual(linear.args[1].target, DQ_CHANNEL)
+        self.assertEqual([u.target for u in up.users], [Q])
+        self.assertNotIn(Q, [u.target for u in down.users])
 
     def test_cat_of_one_tensor_twice(self):
         """torch.cat([y, y]): one input edge (prepare_pt2e recursed without end before)."""
