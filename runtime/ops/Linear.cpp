@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "core/Error.h"
-#include "runtime/ops/AffineQuant.h"
 #include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
@@ -30,6 +30,13 @@ struct LinearAddPush {
   LinearPush linear;
   BinaryQuantPush add;
 };
+
+// Mirrors `Params` in shaders/q8da_quantize_rows.glsl.
+struct QuantizeRowsPush {
+  int32_t k, k4, h, h4, padded_rows, quant_min, quant_max;
+  float eps;
+};
+constexpr uint32_t kQuantizeRowsWorkgroup = 64;  // WG in q8da_quantize_rows.glsl
 
 // Mirrors `Params` in shaders/q8csw_linear.glsl.
 struct Q8cswPush {
@@ -390,30 +397,47 @@ void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
             ErrorCode::InvalidArgument, op, ": activation range [", quant_min, ", ", quant_max,
             "] must be a symmetric int8 range (zero point 0), e.g. [-128, 127] or [-127, 127]");
 
-  // Scratch tensors: one scale and zero point per row, the rows as int8x4 4H4W.
+  // Scratch tensors: one scale per row, the rows as int8x4 4H4W.
   const std::string name = out.name().empty() ? op : out.name();
   const TensorSpec& x = in.spec();
   const int64_t rows = x.numel() / weights.k;
   const graph::ValueRef scales =
       graph.add_tensor({{rows}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
                        name + ".act_scale");
-  const graph::ValueRef zero_points = graph.add_tensor(
-      {{rows}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked}, name + ".act_zp");
   const graph::ValueRef quantized =
       graph.add_tensor({x.sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W},
                        name + ".act_q");
-  std::vector<int64_t> block(x.sizes.size(), 1);
-  block.back() = weights.k;
-  add_choose_qparams_affine_node(graph, input, AffineMapping::Symmetric, block, quant_min,
-                                 quant_max, eps, scales, zero_points);
-  add_quantize_affine_node(graph, input, scales, zero_points, block, quant_min, quant_max,
-                           quantized);
+  const RowShape shape = row_shape(x);
+  VKD_CHECK(std::isfinite(eps) && eps > 0.0f, ErrorCode::InvalidArgument, op,
+            ": eps must be finite and > 0, got ", eps);
+  const QuantizeRowsPush rows_push{int32_t(weights.k),
+                                   int32_t(div_up(weights.k, 4)),
+                                   int32_t(shape.h),
+                                   int32_t(shape.h4),
+                                   int32_t(shape.row_blocks() * 4),
+                                   quant_min,
+                                   quant_max,
+                                   eps};
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::Kernel::q8da_quantize_rows;
+  node.bindings = {quantized, scales, input};
+  node.push_constants = graph::push_constant_bytes(rows_push);
+  // One workgroup per padded row; past the x limit the rows continue along y (the shader
+  // flattens).
+  const uint64_t groups = static_cast<uint64_t>(shape.row_blocks() * 4);
+  const uint64_t gx = std::min<uint64_t>(groups, graph.profile().max_workgroup_count[0]);
+  const uint64_t gy = (groups + gx - 1) / gx;
+  VKD_CHECK(gy <= graph.profile().max_workgroup_count[1], ErrorCode::Unsupported, op, ": ", groups,
+            " rows exceed the device's workgroup grid");
+  node.plan.local_size = {kQuantizeRowsWorkgroup, 1, 1};
+  node.plan.group_count = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1};
+  graph.add_node(std::move(node));
 
   LinearParams p;
   p.input = QuantParams{1.0f, 0};  // the channel constants then hold s_w[n] alone
   p.row_scales = scales;
   p.route = route;
-  const RowShape shape = row_shape(x);
   add_q8ta_linear_rows_node(graph, op, quantized, shape.batches, shape.h, weights, output, p);
 }
 

@@ -16,7 +16,8 @@
 // accumulation in k order per invocation (not bit-exact against a CPU sum in another order).
 // q8da_linear (torchao's Int8DynamicActivationInt8WeightConfig): float32 input rows quantized at
 // run time, one symmetric scale per row (choose_qparams_affine SYMMETRIC, block [1, K], then
-// quantize_affine: runtime/ops/AffineQuant.h), zero point 0:
+// quantize_affine, runtime/ops/AffineQuant.h's arithmetic, in one dispatch:
+// shaders/q8da_quantize_rows.glsl), zero point 0:
 //   acc[m][n]  = sum_k qx[m][k] * qw[n][k]                                    (int32, exact)
 //   y[m][n]    = float32(float32(float32(acc) * s_x[m]) * s_w[n]) + bias[n]   (three roundings)
 // which is torchao's int_scaled_matmul then `* w_scales` then `+ bias`, so the output equals
@@ -209,8 +210,8 @@ ResidualAdd residual_add(const OpCall& call);
 
 // q8da_linear. `input`, `output`: float32 buffers width-packed, sizes [..., K] and [..., N].
 // quant_min / quant_max: the activation's int8 range (symmetric: quant_min + quant_max + 1 in
-// {-1, 0, 1}, so the zero point is 0), eps: choose_qparams_affine's scale floor. Adds
-// choose_qparams_affine (per row), quantize_affine (to 4H4W) and the linear kernel with the
+// {-1, 0, 1}, so the zero point is 0), eps: choose_qparams_affine's scale floor (finite, > 0).
+// Adds q8da_quantize_rows (the rows' scales and int8x4 4H4W rows) and the linear kernel with the
 // per-row epilogue; `route` as LinearParams' (Auto for the blob op).
 void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output, int32_t quant_min,
