@@ -26,12 +26,16 @@
 // lane = width); 4W4C and 4C1W (group x = c4, y = h, z = n): rows c = 4*c4 .. +3, lane = row
 // (4W4C chunk: 4 widths of one channel block; 4C1W: 4 consecutive words). Invocation t takes the
 // chunks w4 = t, t + WG, ... of the 4 rows: it sums them (int8: S1 and S2 of each row; float:
-// the sums of x, then of (x - mean)^2), the workgroup reduces the sums in shared memory, and
+// the sums of x, then of (x - mean)^2), the workgroup reduces the sums (SG_REDUCE 1: subgroupAdd
+// and one partial per subgroup in shared memory; 0: a shared-memory tree), and
 // invocation t then normalizes and writes the same chunks. Rows past the tensor's end (padding)
 // are computed but never written as floats; as int8 they, and widths past W, are written as the
 // output's zero point.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#if SG_REDUCE
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glslh"
 #include "requant.glslh"  // requantized_byte
 
@@ -39,13 +43,16 @@
 #define MAX_WG 256
 
 #if OUTPUT_FLOAT
+// Scalar and 16-byte views: a row's 4 widths are one aligned vec4 where W is the packed dim.
 layout(set = 0, binding = 0) writeonly buffer OutFloats { float out_floats[]; };
+layout(set = 0, binding = 0) writeonly buffer OutFloats4 { vec4 out_floats4[]; };
 #else
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
 layout(set = 0, binding = 0) writeonly buffer OutWords4 { ivec4 out_words4[]; };
 #endif
 #if IN_FLOAT
 layout(set = 0, binding = 1) readonly buffer InFloats { float in_floats[]; };
+layout(set = 0, binding = 1) readonly buffer InFloats4 { vec4 in_floats4[]; };
 #else
 layout(set = 0, binding = 1) readonly buffer InWords { int in_words[]; };
 layout(set = 0, binding = 1) readonly buffer InWords4 { ivec4 in_words4[]; };
@@ -97,6 +104,11 @@ int row_origin(ivec4 st) {
 }
 // The element stride from one row to the next.
 int row_stride(ivec4 st) { return ROWS_ARE_CHANNELS == 1 ? st.y : st.z; }
+// Whether chunk w4 of each row is one aligned vec4 of a float buffer of element strides `st`
+// (W its packed dim, 4 widths inside), its first row's at element `base`.
+bool vec4_rows(ivec4 st, int base, int w4) {
+  return st.w == 1 && chunk_widths(w4) == 4 && base % 4 == 0 && row_stride(st) % 4 == 0;
+}
 
 #if !IN_FLOAT
 // The first word of chunk w4 of this workgroup's rows (4C1W: the word of width 4*w4).
@@ -140,6 +152,13 @@ void load_chunk(int w4, out ivec4 v[4]) {
 void load_chunk(int w4, out vec4 v[4]) {
   const int base = row_origin(p.in_strides) + 4 * w4 * p.in_strides.w;
   const int step = row_stride(p.in_strides);
+  if (vec4_rows(p.in_strides, base, w4)) {
+    for (int j = 0; j < 4; ++j) {
+      const vec4 row = j < rows_inside() ? in_floats4[(base + j * step) / 4] : vec4(0.0);
+      for (int ww = 0; ww < 4; ++ww) v[ww][j] = row[ww];
+    }
+    return;
+  }
   for (int ww = 0; ww < 4; ++ww) {
     for (int j = 0; j < 4; ++j) {
       const bool inside = j < rows_inside() && ww < chunk_widths(w4);
@@ -154,7 +173,12 @@ void load_chunk(int w4, out vec4 v[4]) {
 void store_chunk(int w4, vec4 y[4]) {
   const int base = row_origin(p.out_strides) + 4 * w4 * p.out_strides.w;
   const int step = row_stride(p.out_strides);
+  const bool vec4_store = vec4_rows(p.out_strides, base, w4);
   for (int j = 0; j < rows_inside(); ++j) {
+    if (vec4_store) {
+      out_floats4[(base + j * step) / 4] = vec4(y[0][j], y[1][j], y[2][j], y[3][j]);
+      continue;
+    }
     for (int ww = 0; ww < chunk_widths(w4); ++ww) {
       out_floats[base + j * step + ww * p.out_strides.w] = y[ww][j];
     }
@@ -186,12 +210,22 @@ void store_chunk(int w4, vec4 y[4]) {
 }
 #endif
 
-// The tree over the workgroup's partial sums (any WG): part[t] += part[t + half] until
-// part[0] holds the total, one barrier per level.
+// The workgroup's total of every invocation's partial sums, in every invocation. SG_REDUCE 1:
+// subgroupAdd, one partial per subgroup in shared memory, each invocation adds those up;
+// SG_REDUCE 0 (devices without subgroup arithmetic): a tree, part[t] += part[t + half] until
+// part[0] holds the total (any WG), one barrier per level.
 #if IN_FLOAT
 vec4 reduce_sum(vec4 mine) {
   const int t = int(gl_LocalInvocationIndex);
   barrier();  // the previous total was read by everyone
+#if SG_REDUCE
+  mine = subgroupAdd(mine);
+  if (subgroupElect()) part_sum[gl_SubgroupID] = mine;
+  barrier();
+  vec4 total = part_sum[0];
+  for (int s = 1; s < int(gl_NumSubgroups); ++s) total += part_sum[s];
+  return total;
+#else
   part_sum[t] = mine;
   barrier();
   for (int live = WG; live > 1;) {
@@ -201,11 +235,27 @@ vec4 reduce_sum(vec4 mine) {
     live = half_size;
   }
   return part_sum[0];
+#endif
 }
 #else
 // Integer sums: exact in any order.
 void reduce_sums(inout ivec4 s1, inout ivec4 s2) {
   const int t = int(gl_LocalInvocationIndex);
+#if SG_REDUCE
+  s1 = subgroupAdd(s1);
+  s2 = subgroupAdd(s2);
+  if (subgroupElect()) {
+    part_s1[gl_SubgroupID] = s1;
+    part_s2[gl_SubgroupID] = s2;
+  }
+  barrier();
+  s1 = part_s1[0];
+  s2 = part_s2[0];
+  for (int s = 1; s < int(gl_NumSubgroups); ++s) {
+    s1 += part_s1[s];
+    s2 += part_s2[s];
+  }
+#else
   part_s1[t] = s1;
   part_s2[t] = s2;
   barrier();
@@ -220,6 +270,7 @@ void reduce_sums(inout ivec4 s1, inout ivec4 s2) {
   }
   s1 = part_s1[0];
   s2 = part_s2[0];
+#endif
 }
 #endif
 

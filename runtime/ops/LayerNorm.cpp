@@ -129,21 +129,28 @@ void add_q8ta_layer_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
   graph::DispatchNode node;
   node.op = op;
+  // The reductions through subgroupAdd where the device has subgroup arithmetic, else a tree.
+  const int reduce = graph.profile().subgroup_arithmetic ? 1 : 0;
   if (params.input) {
     node.kernel = shaders::variants::q8ta_layer_norm[params.output ? 0 : 1]
-                                                    [int8_layout_index(in.spec().layout)];
+                                                    [int8_layout_index(in.spec().layout)][reduce];
   } else {
-    node.kernel = shaders::variants::q8ta_layer_norm_float[0][0];
+    node.kernel = shaders::variants::q8ta_layer_norm_float[0][0][reduce];
   }
   node.bindings = {output, input, affine};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per block of 4 rows (heights for 4H4W and float inputs, channels for 4W4C and
   // 4C1W), of the device's linear size, no more than the row has chunks (group counts past the
-  // device's limits are reported by ComputeGraph's per-node checks).
+  // device's limits are reported by ComputeGraph's per-node checks); with subgroup reductions
+  // whole subgroups (on lavapipe a workgroup ending in a partial subgroup, W = 33: 9 invocations
+  // in subgroups of 8, gave wrong sums).
   const bool rows_are_channels = params.input && in.spec().layout != MemoryLayout::PackedInt8_4H4W;
-  const uint32_t local =
-      std::min<uint32_t>({vk::default_linear_local_size(graph.profile()), kMaxWorkgroup,
-                          static_cast<uint32_t>(std::max<int64_t>(1, chunks))});
+  const uint32_t linear = std::min(vk::default_linear_local_size(graph.profile()), kMaxWorkgroup);
+  uint32_t local = std::min(linear, static_cast<uint32_t>(std::max<int64_t>(1, chunks)));
+  if (reduce == 1) {
+    const uint32_t sg = std::max(1u, graph.profile().subgroup_size);
+    local = std::min(linear, (local + sg - 1) / sg * sg);
+  }
   node.plan.local_size = {local, 1, 1};
   node.plan.group_count = {static_cast<uint32_t>(div_up(rows_are_channels ? d.c : d.h, 4)),
                            static_cast<uint32_t>(rows_are_channels ? d.h : d.c),
