@@ -14,33 +14,43 @@
 // computation within one step where y * inv_s_out lies next to a rounding boundary.
 //
 // One workgroup of WG invocations per (block of BQ query rows, head, batch): group (x, y, z) =
-// (query block, head, batch). It keeps the block's Q words in shared memory and streams the
-// head's K and V through shared memory in tiles of TK keys. Per tile:
-//   load:    every invocation copies words of the K and V tiles (keys past Tk: zeros); then
-//            invocation t < TK sums key t's int8 values (the zero-point correction)
-//   scores:  invocation t computes key j = t % TK against rows t / TK, t / TK + WG / TK, ...
-//            (int8 dot products of 4 lanes at a time) and stores s in p_tile
-//   softmax: invocation t < BQ owns row t: its running max and sum (in registers), turns the
-//            row's s into p in place and leaves the rescale factor of its earlier sums
-//   P.V:     invocation t owns row t / 4 and the head's words t % 4, t % 4 + 4, ... (4 dims
-//            each) of the output: it rescales its accumulators and adds p * (v - zp_v)
-// At the end the same invocation requantizes its words and writes them; rows past Tq inside
-// the last 4-row group (the layout's padding) get the output zero point.
+// (query block, head, batch). Invocation t owns query row r = t / PARTS of the block and part
+// p = t % PARTS of it. The block's Q words stay in shared memory; the head's K and V stream
+// through shared memory in tiles of TK keys (rows padded by one word: no bank conflicts), each
+// tile's 16-byte chunks loaded into registers while the tile before is computed. Per tile:
+//   store:   the chunks loaded before (4 rows of one word each; keys past Tk: zeros) go to shared
+//            memory, and the next tile's loads (its chunks and this invocation's mask values)
+//            are issued
+//   scores:  invocation (r, p) computes its row against keys p, p + PARTS, ... of the tile
+//            (int8 dot products of 4 lanes at a time, the zero points folded in through the
+//            rows' and keys' lane sums), adds the mask, and leaves the maximum of its scores
+//   softmax: each of the row's invocations reads the row's PARTS maxima, rescales its running
+//            sum and its accumulators by exp(old max - new max) and writes its keys' p
+//   P.V:     invocation (r, p) adds p * (v - zp_v) of the keys of its range of the tile (p / 8)
+//            to the head's words p % 8, p % 8 + 8, ... (4 dims each) of row r
+// At the end the row's sums are added up, the other key ranges' accumulators are added to the
+// first's through shared memory, and the first range requantizes its words and writes them;
+// rows past Tq inside the last 4-row group (the layout's padding) get the output zero point.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define VKD_FIXED_LOCAL_SIZE
-#define WG 64
-#define BQ 16      // query rows per workgroup (WG / 4: four invocations per output row)
-#define TK 32      // keys per tile
-#define MAX_D4 32  // words of one head's row: D <= 128
+#define WG 128
+#define BQ 8                                    // query rows per workgroup (two 4-row chunks)
+#define PARTS (WG / BQ)                         // invocations per query row: 16
+#define WORD_PARTS 8                            // P.V: invocations sharing a row's words
+#define KEY_SPLIT (PARTS / WORD_PARTS)          // P.V: the tile's keys in this many ranges
+#define TK 32                                   // keys per tile
+#define MAX_D4 32                               // words of one head's row: D <= 128
+#define ROW (MAX_D4 + 1)                        // a shared row's stride (a spare word)
+#define LOADS ((TK / 4) * MAX_D4 / WG)          // K (and V) chunks per invocation per tile
 layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
 #include "int8_dot.glslh"
 
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
-layout(set = 0, binding = 1) readonly buffer QWords { int q_words[]; };
-layout(set = 0, binding = 2) readonly buffer KWords { int k_words[]; };
-layout(set = 0, binding = 3) readonly buffer VWords { int v_words[]; };
+layout(set = 0, binding = 1) readonly buffer QWords { ivec4 q_chunks[]; };
+layout(set = 0, binding = 2) readonly buffer KWords { ivec4 k_chunks[]; };
+layout(set = 0, binding = 3) readonly buffer VWords { ivec4 v_chunks[]; };
 layout(set = 0, binding = 4) readonly buffer Mask { float mask[]; };
 
 layout(push_constant) uniform Params {
@@ -55,129 +65,164 @@ layout(push_constant) uniform Params {
   float inv_out_scale;
 } p;
 
-shared int q_tile[BQ * MAX_D4];
-shared int k_tile[TK * MAX_D4];
-shared int v_tile[TK * MAX_D4];
-shared float p_tile[BQ * TK];  // the tile's scores s, then its p
-shared int q_sum[BQ];          // sum of a query row's int8 values (this head)
-shared int k_sum[TK];          // sum of a key row's int8 values (this head)
-shared float rescale[BQ];      // exp(m_old - m_new) of the tile
-shared float row_total[BQ];    // sum of p of the row, after the last tile
+shared int q_tile[BQ * ROW];
+shared int k_tile[TK * ROW];  // after the last tile: a key range's accumulators
+shared int v_tile[TK * ROW];
+shared float p_tile[BQ * (TK + 1)];  // the tile's p
+shared float part_max[WG];           // per invocation: the maximum of its scores of the tile
+shared float part_sum[WG];           // per invocation: its running sum, after the last tile
 
-// The word of rows [row, row + 4) of a 4H4W tensor of `rows` rows holding width word `w` (of
-// p.w4) in batch `b`: lane = width, the word's position in its 16-byte chunk = row % 4.
-int word_at(int b, int rows, int row, int w) {
-  return 4 * ((b * div_up(rows, 4) + row / 4) * p.w4 + w) + row % 4;
+// The 16-byte chunk of a 4H4W tensor of `rows` rows holding rows 4*row4 .. 4*row4+3 of width
+// word `w` (of p.w4) in batch `b`: component = row % 4, lanes = 4 widths.
+int chunk_at(int b, int rows, int row4, int w) {
+  return (b * div_up(rows, 4) + row4) * p.w4 + w;
+}
+
+// This invocation's chunks of the K and V tile of keys k0 .. k0+TK-1 (zeros past Tk), and the
+// mask of its keys of that tile (from mask_base, its row's).
+void fetch(int b, int k0, int w0, int mask_base, out ivec4 kc[LOADS], out ivec4 vc[LOADS],
+           out float mk[TK / PARTS]) {
+  const int part = int(gl_LocalInvocationIndex) % PARTS;
+  for (int k = 0; k < TK / PARTS; ++k) {
+    const int key = k0 + part + k * PARTS;
+    mk[k] = key < p.tk ? mask[mask_base + key] : 0.0;
+  }
+  for (int l = 0; l < LOADS; ++l) {
+    const int i = int(gl_LocalInvocationIndex) + l * WG, c4 = i / p.d4, w = i - c4 * p.d4;
+    const bool inside = i < (TK / 4) * p.d4 && k0 + 4 * c4 < p.tk;
+    const int at = inside ? chunk_at(b, p.tk, k0 / 4 + c4, w0 + w) : 0;
+    kc[l] = inside ? k_chunks[at] : ivec4(0);
+    vc[l] = inside ? v_chunks[at] : ivec4(0);
+  }
+}
+
+void store_tile(ivec4 kc[LOADS], ivec4 vc[LOADS]) {
+  for (int l = 0; l < LOADS; ++l) {
+    const int i = int(gl_LocalInvocationIndex) + l * WG, c4 = i / p.d4, w = i - c4 * p.d4;
+    if (i >= (TK / 4) * p.d4) break;
+    for (int j = 0; j < 4; ++j) {
+      k_tile[(4 * c4 + j) * ROW + w] = kc[l][j];
+      v_tile[(4 * c4 + j) * ROW + w] = vc[l][j];
+    }
+  }
 }
 
 const float kNegInf = -1.0 / 0.0;
+const int kOnes = 0x01010101;
 
 void main() {
   const int t = int(gl_LocalInvocationIndex);
   const int q0 = int(gl_WorkGroupID.x) * BQ, head = int(gl_WorkGroupID.y);
   const int b = int(gl_WorkGroupID.z);
   const int d4 = p.d4, w0 = head * d4;
-  const int ones = 0x01010101;
+  const int r = t / PARTS, part = t % PARTS, row = q0 + r;
+  const int word_part = part % WORD_PARTS, key_range = part / WORD_PARTS;
 
-  // The block's query words (rows past tq: zeros, never written out).
-  for (int i = t; i < BQ * d4; i += WG) {
-    const int r = i / d4, w = i % d4;
-    q_tile[r * MAX_D4 + w] = q0 + r < p.tq ? q_words[word_at(b, p.tq, q0 + r, w0 + w)] : 0;
+  // The block's query words: chunks of 4 rows (rows past tq: whatever the padding holds).
+  for (int i = t; i < (BQ / 4) * d4; i += WG) {
+    const int c4 = i / d4, w = i - c4 * d4;
+    const bool inside = q0 + 4 * c4 < p.tq;
+    const ivec4 c = inside ? q_chunks[chunk_at(b, p.tq, q0 / 4 + c4, w0 + w)] : ivec4(0);
+    for (int j = 0; j < 4; ++j) q_tile[(4 * c4 + j) * ROW + w] = c[j];
   }
+  const int mrow = p.mask_rows == 1 ? 0 : min(row, p.tq - 1);
+  const int mask_base = ((p.mask_batches == 1 ? 0 : b) * p.mask_rows + mrow) * p.tk;
+  ivec4 kc[LOADS], vc[LOADS];
+  float mk[TK / PARTS];
+  fetch(b, 0, w0, mask_base, kc, vc, mk);
   barrier();
-  if (t < BQ) {
-    int s = 0;
-    for (int w = 0; w < d4; ++w) s += dot_int8x4(q_tile[t * MAX_D4 + w], ones);
-    q_sum[t] = s;
-  }
+  int q_sum = 0;  // row r's lane sum (the zero-point correction)
+  for (int w = 0; w < d4; ++w) q_sum += dot_int8x4(q_tile[r * ROW + w], kOnes);
+  const int row_fold = 4 * d4 * p.q_zp * p.k_zp - p.k_zp * q_sum;
 
-  // Softmax state of row t (t < BQ) and the P.V accumulators of row t / 4.
   float run_max = kNegInf, run_sum = 0.0;
-  const int out_row = t / 4, part = t % 4;
-  vec4 acc[MAX_D4 / 4];
-  for (int i = 0; i < MAX_D4 / 4; ++i) acc[i] = vec4(0.0);
-  const int zz = 4 * d4 * p.q_zp * p.k_zp;  // D * zp_q * zp_k
+  // (acc is indexed by constants only: a register array, never local memory.)
+  vec4 acc[MAX_D4 / WORD_PARTS];
+  for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) acc[i] = vec4(0.0);
 
   for (int k0 = 0; k0 < p.tk; k0 += TK) {
     barrier();  // the previous tile's readers are done
-    for (int i = t; i < TK * d4; i += WG) {
-      const int j = i / d4, w = i % d4;
-      const bool inside = k0 + j < p.tk;
-      k_tile[j * MAX_D4 + w] = inside ? k_words[word_at(b, p.tk, k0 + j, w0 + w)] : 0;
-      v_tile[j * MAX_D4 + w] = inside ? v_words[word_at(b, p.tk, k0 + j, w0 + w)] : 0;
-    }
-    barrier();
-    if (t < TK) {
-      int s = 0;
-      for (int w = 0; w < d4; ++w) s += dot_int8x4(k_tile[t * MAX_D4 + w], ones);
-      k_sum[t] = s;
-    }
+    store_tile(kc, vc);
+    const float tile_mask[TK / PARTS] = mk;
+    if (k0 + TK < p.tk) fetch(b, k0 + TK, w0, mask_base, kc, vc, mk);
     barrier();
 
-    // Scores: key j against rows r0, r0 + WG / TK, ...
-    {
-      const int j = t % TK, key = k0 + j;
-      for (int r = t / TK; r < BQ; r += WG / TK) {
-        int a = 0;
-        for (int w = 0; w < d4; ++w) a += dot_int8x4(q_tile[r * MAX_D4 + w], k_tile[j * MAX_D4 + w]);
-        a += zz - p.k_zp * q_sum[r] - p.q_zp * k_sum[j];
-        float s = kNegInf;
-        if (key < p.tk) {
-          const int mrow = p.mask_rows == 1 ? 0 : min(q0 + r, p.tq - 1);
-          const int mb = p.mask_batches == 1 ? 0 : b;
-          s = float(a) * p.qk_scale + mask[(mb * p.mask_rows + mrow) * p.tk + key];
-        }
-        p_tile[r * TK + j] = s;
+    // Scores of row r against keys part, part + PARTS, ...
+    float s[TK / PARTS];
+    float top = kNegInf;
+    for (int k = 0; k < TK / PARTS; ++k) {
+      const int j = part + k * PARTS, key = k0 + j;
+      int a = row_fold, k_sum = 0;
+      for (int w = 0; w < d4; ++w) {
+        const int kw = k_tile[j * ROW + w];
+        a += dot_int8x4(q_tile[r * ROW + w], kw);
+        k_sum += dot_int8x4(kw, kOnes);
       }
+      a -= p.q_zp * k_sum;
+      s[k] = key < p.tk ? float(a) * p.qk_scale + tile_mask[k] : kNegInf;
+      top = max(top, s[k]);
+    }
+    part_max[t] = top;
+    barrier();
+
+    // Softmax: the row's maximum so far, the rescale of the earlier sums, this tile's p.
+    for (int i = 0; i < PARTS; ++i) top = max(top, part_max[r * PARTS + i]);
+    const float new_max = max(run_max, top);
+    const float rescale = run_max == kNegInf ? 0.0 : exp(run_max - new_max);
+    run_max = new_max;
+    run_sum *= rescale;
+    for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) acc[i] *= rescale;
+    for (int k = 0; k < TK / PARTS; ++k) {
+      const float e = s[k] == kNegInf ? 0.0 : exp(s[k] - new_max);
+      p_tile[r * (TK + 1) + part + k * PARTS] = e;
+      run_sum += e;
     }
     barrier();
 
-    // Softmax: row t's running max and sum; s -> p in place.
-    if (t < BQ) {
-      float tile_max = kNegInf;
-      for (int j = 0; j < TK; ++j) tile_max = max(tile_max, p_tile[t * TK + j]);
-      const float new_max = max(run_max, tile_max);
-      float scale_old = 1.0, sum = 0.0;
-      if (new_max != kNegInf) {
-        scale_old = run_max == kNegInf ? 0.0 : exp(run_max - new_max);
-        for (int j = 0; j < TK; ++j) {
-          const float s = p_tile[t * TK + j];
-          const float e = s == kNegInf ? 0.0 : exp(s - new_max);
-          p_tile[t * TK + j] = e;
-          sum += e;
-        }
-      } else {
-        for (int j = 0; j < TK; ++j) p_tile[t * TK + j] = 0.0;
-      }
-      run_sum = run_sum * scale_old + sum;
-      run_max = new_max;
-      rescale[t] = scale_old;
-      row_total[t] = run_sum;
-    }
-    barrier();
-
-    // P.V: row out_row, words part, part + 4, ...
-    const float f = rescale[out_row];
-    for (int i = 0; i < MAX_D4 / 4; ++i) acc[i] *= f;
+    // P.V: row r, keys of range key_range, words word_part, word_part + WORD_PARTS, ...
     const float zv = float(p.v_zp);
-    for (int j = 0; j < TK; ++j) {
-      const float pj = p_tile[out_row * TK + j];
-      for (int i = 0, w = part; w < d4; ++i, w += 4) {
-        const int word = v_tile[j * MAX_D4 + w];
-        const vec4 v = vec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2),
-                            lane_of(word, 3)) - zv;
-        acc[i] += pj * v;
+    for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
+      const int w = word_part + i * WORD_PARTS;
+      if (w >= d4) break;
+      for (int j = key_range * (TK / KEY_SPLIT); j < (key_range + 1) * (TK / KEY_SPLIT); ++j) {
+        const int word = v_tile[j * ROW + w];
+        acc[i] += p_tile[r * (TK + 1) + j] *
+                  (vec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2), lane_of(word, 3)) -
+                   zv);
       }
     }
   }
 
-  // Requantize and write row out_row's words (padding rows of the last 4-row group: zp_out).
-  const int row = q0 + out_row;
+  // The row's sum; the other key ranges' accumulators added to the first's, one range at a time.
+  part_sum[t] = run_sum;
+  barrier();  // also: every tile read is done, k_tile is free
+  float total = 0.0;
+  for (int i = 0; i < PARTS; ++i) total += part_sum[r * PARTS + i];
+  for (int from = 1; from < KEY_SPLIT; ++from) {
+    for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
+      const int w = word_part + i * WORD_PARTS;
+      if (key_range == from && w < d4) {
+        for (int c = 0; c < 4; ++c) k_tile[(r * MAX_D4 + w) * 4 + c] = floatBitsToInt(acc[i][c]);
+      }
+    }
+    barrier();
+    for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
+      const int w = word_part + i * WORD_PARTS;
+      if (key_range == 0 && w < d4) {
+        for (int c = 0; c < 4; ++c) acc[i][c] += intBitsToFloat(k_tile[(r * MAX_D4 + w) * 4 + c]);
+      }
+    }
+    barrier();
+  }
+  if (key_range != 0) return;
+
+  // Requantize and write row r's words (padding rows of the last 4-row group: zp_out).
   if (row >= 4 * div_up(p.tq, 4)) return;
-  const float total = row_total[out_row];
   const float k = total > 0.0 ? p.v_scale / total : 0.0;
   const float lo = float(-128 - p.out_zp), hi = float(127 - p.out_zp);
-  for (int i = 0, w = part; w < d4; ++i, w += 4) {
+  for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
+    const int w = word_part + i * WORD_PARTS;
+    if (w >= d4) break;
     int word = splat_byte(p.out_zp);
     if (row < p.tq) {
       const vec4 y = acc[i] * k * p.inv_out_scale;
@@ -185,6 +230,6 @@ void main() {
       for (int c = 0; c < 4; ++c) q[c] = round_even_small(clamp(y[c], lo, hi)) + p.out_zp;
       word = pack_lanes(q);
     }
-    out_words[word_at(b, p.tq, row, w0 + w)] = word;
+    out_words[4 * chunk_at(b, p.tq, row / 4, w0 + w) + row % 4] = word;
   }
 }

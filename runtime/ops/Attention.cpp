@@ -24,13 +24,13 @@ struct AttentionPush {
   float qk_scale, v_scale, inv_out_scale;
 };
 
-// The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK) and the
-// largest head (MAX_D4 words); its shared memory: the block's Q, a tile of K and of V, the
-// tile's scores and the per-row and per-key sums.
-constexpr uint32_t kWorkgroup = 64;
-constexpr int64_t kQueryRows = 16, kKeyTile = 32, kMaxHeadWords = 32;
-constexpr uint32_t kSharedBytes = 4 * ((kQueryRows + 2 * kKeyTile) * kMaxHeadWords +
-                                       kQueryRows * kKeyTile + 3 * kQueryRows + kKeyTile);
+// The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK), the largest
+// head (MAX_D4 words) and its shared memory: the block's Q, a tile of K and of V (rows padded by
+// a word), the tile's p (likewise) and one float per invocation twice.
+constexpr uint32_t kWorkgroup = 128;
+constexpr int64_t kQueryRows = 8, kKeyTile = 32, kMaxHeadWords = 32;
+constexpr uint32_t kSharedBytes = 4 * ((kQueryRows + 2 * kKeyTile) * (kMaxHeadWords + 1) +
+                                       kQueryRows * (kKeyTile + 1) + 2 * kWorkgroup);
 
 void check_4h4w(const graph::GpuTensor& t, const char* what) {
   check_int8x4_tensor(kOp, t);
@@ -103,7 +103,7 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
   node.kernel = shaders::variants::q8ta_attention[profile.int8_dot_product ? 0 : 1];
   node.bindings = {output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
-  // One workgroup per (block of 16 query rows, head, batch); the shader's size is fixed (its
+  // One workgroup per (block of 8 query rows, head, batch); the shader's size is fixed (its
   // invocations split the block's rows and keys), so no chooser picks it. Group counts past the
   // device's limits are reported by ComputeGraph's per-node checks.
   node.plan.local_size = {kWorkgroup, 1, 1};
