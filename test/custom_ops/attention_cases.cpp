@@ -1,9 +1,9 @@
-// ACCU and PERF cases for q8ta_attention: sequence lengths 1, 7, 16, 33, 128 (one query block,
-// partial blocks and partial key tiles, several tiles), query and key lengths that differ, 1, 2
-// and 12 heads of 8, 32, 64 and 128 columns, batches of 1 and 2, rank 2 to 4, masks of every
-// accepted form ([B, 1, 1, Tk] with masked keys, per query row, shared by the batches, a batch
-// with every key at -10000, a row with every key at -inf, zeros: no mask), and MiniLM's shape
-// (T = 128, 12 heads of 32) as the PERF case.
+// ACCU and PERF cases for q8ta_attention: sequence lengths 1, 7, 16, 33, 128 and 512 (one query
+// block, partial blocks and partial key tiles, several tiles), query and key lengths that
+// differ, 1, 2 and 12 heads of 8, 32, 64 and 128 columns, batches of 1 and 2, rank 2 to 4, masks
+// of every accepted form ([B, 1, 1, Tk] with masked keys, per query row, shared by the batches,
+// a batch with every key at -10000, a row with every key at -inf, zeros: no mask), and MiniLM's
+// shape (T = 128, 12 heads of 32) as the PERF case.
 //
 // Checked against a double-precision reference with exact int32 Q.K sums
 // (test/reference/AttentionReference.h): each int8 output must lie between the quantizations of
@@ -215,6 +215,7 @@ void register_attention_cases(Registry& registry) {
       {{{1, 33, 128}, {1, 33, 128}, 1}, MaskKind::None, soft},          // the largest head (128)
       {{{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp},      // MiniLM at T = 128
       {{{1, 128, 128}, {1, 128, 128}, 2}, MaskKind::None, soft},        // heads of 64
+      {{{1, 512, 128}, {1, 512, 128}, 2}, MaskKind::Keys, soft},        // 16 key tiles
   };
   for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
   add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp);
