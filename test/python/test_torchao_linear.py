@@ -30,7 +30,10 @@ def mlp(bias=True):
 def quantized(config_name, bias=True):
     from torchao.quantization import (Int8DynamicActivationInt8WeightConfig,
                                       Int8WeightOnlyConfig, quantize_)
+    from torchao.quantization.quant_primitives import MappingType
     config = {"dynamic": Int8DynamicActivationInt8WeightConfig,
+              "dynamic_asymmetric": lambda: Int8DynamicActivationInt8WeightConfig(
+                  act_mapping_type=MappingType.ASYMMETRIC),
               "weight_only": Int8WeightOnlyConfig}[config_name]()
     model = mlp(bias)
     quantize_(model, config)
@@ -82,11 +85,13 @@ class TorchaoLinearTest(unittest.TestCase):
 
     def test_rewrite_keeps_torchao_numbers_with_and_without_bias(self):
         """The graph the rewrite leaves computes what torchao's did (the dequantize + linear
-        form in PyTorch: within float32 rounding), for both configs, a first linear without
-        bias, and holds no trace of the unwrapped arithmetic (_int_mm, mm)."""
+        form in PyTorch: within float32 rounding), for both configs and an asymmetric
+        activation (whose zero-point correction the dequantize includes; vkd compile then
+        leaves that linear to the host, saying why), a first linear without bias, and holds no
+        trace of the unwrapped arithmetic (_int_mm, mm)."""
         from vkdelegate.export import torchao_linear
         x = torch.randn(1, 7, 64)
-        for config_name in ("dynamic", "weight_only"):
+        for config_name in ("dynamic", "dynamic_asymmetric", "weight_only"):
             gm = torch.export.export(quantized(config_name, bias=False), (x,)).module()
             with torch.no_grad():
                 want = gm(x)

@@ -61,17 +61,24 @@ def _weight(t_node):
     return w if val is not None and val.dtype == torch.int8 and val.dim() == 2 else None
 
 
-def _tail(start, act_scale=None):
-    """torchao's epilogue after the matrix product `start`: through casts, views, the
-    zero-point correction (sub), `* act_scale` (dynamic), `* s_w` and `+ bias`, each node the
-    only reader of the one before. Returns (last node, s_w node, bias or None) or None."""
+def _tail(start, act_scale=None, zero_point=False):
+    """torchao's epilogue after the matrix product `start`: through casts, views, `- 128 *
+    colsum(W_q)` (right after _int_mm: its uint8 trick), `* act_scale` (dynamic), with
+    `zero_point` then `- zp * s_x * rowsum(W_q)` (an asymmetric activation's correction, which
+    the dequantize_affine of the rewrite includes), `* s_w` and `+ bias`, each node the only
+    reader of the one before. Returns (last node, s_w node, bias or None) or None."""
     node, w_scale, bias = start, None, None
     while True:
         users = _users(node)
         if len(users) != 1:
             break
         user = users[0]
-        if user.target in _CASTS + _VIEWS or user.target in (aten.sub.Tensor, aten.sub_.Tensor):
+        if user.target in (aten.sub.Tensor, aten.sub_.Tensor):
+            after_scale = act_scale is None and start.target is aten._int_mm.default
+            if user.args[0] is not node or not (node is start or zero_point and after_scale and
+                                                w_scale is None):
+                break
+        elif user.target in _CASTS + _VIEWS:
             if user.args[0] is not node:
                 break
         elif user.target is aten.mul.Tensor and w_scale is None:
@@ -101,7 +108,8 @@ def _rewrite_dynamic(graph, mm):
             q.target is not torch.ops.torchao.quantize_affine.default:
         return 0
     x, block, scale, zero_point = q.args[:4]
-    tail = _tail(mm, act_scale=_through(scale, _CASTS + _VIEWS))
+    tail = _tail(mm, act_scale=_through(scale, _CASTS + _VIEWS),
+                 zero_point=zero_point is not None)
     if tail is None:
         return 0
     last, w_scale, bias = tail
