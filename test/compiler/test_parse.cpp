@@ -135,6 +135,7 @@ const char* kEveryOp = R"({
     {"op": "aten.add.Tensor", "inputs": ["cl", "bias4"], "outputs": ["a1"]},
     {"op": "aten.mul.Tensor", "inputs": ["bias4", "a1"], "outputs": ["mt"]},
     {"op": "aten.mul.Scalar", "inputs": ["a1"], "args": {"other": -0.5}, "outputs": ["ms"]},
+    {"op": "aten.rsub.Scalar", "inputs": ["a1"], "args": {"other": 1.0}, "outputs": ["rs"]},
     {"op": "aten.avg_pool2d", "inputs": ["a1"],
      "args": {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": true,
               "count_include_pad": false, "divisor_override": null},
@@ -279,7 +280,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   for (const std::string& op : accepted_edge_ops()) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op << " not exercised";
   }
-  ASSERT_EQ(g.nodes.size(), 70u);
+  ASSERT_EQ(g.nodes.size(), 71u);
   EXPECT_EQ(g.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"da", "m"}));
 
@@ -296,6 +297,7 @@ TEST(ParseTest, EveryAcceptedOpParsesAndShapesAreInferred) {
   expect_value(g, "a1", DType::Float32, {1, 4, 4, 4});
   expect_value(g, "mt", DType::Float32, {1, 4, 4, 4});
   expect_value(g, "ms", DType::Float32, {1, 4, 4, 4});
+  expect_value(g, "rs", DType::Float32, {1, 4, 4, 4});
   // ceil((4 + 2 - 3) / 2) + 1 = 3; the last window starts at 4 < 4 + 1: kept.
   expect_value(g, "avp", DType::Float32, {1, 4, 3, 3});
   expect_value(g, "ps", DType::Float32, {1, 1, 8, 8});
