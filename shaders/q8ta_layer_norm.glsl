@@ -18,7 +18,7 @@
 //   int8 output: q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)   (requant.glslh)
 // float input, two passes as nn.LayerNorm defines it: mean = (float32 sum of x) / C,
 // var = (float32 sum of (x - mean)^2) / C, y = (x - mean) * inversesqrt(var + eps) * weight + bias.
-// The sums are per invocation, then a tree in shared memory: the order is the kernel's.
+// The float sums are per invocation, then the workgroup's reduction: the order is the kernel's.
 //
 // One workgroup of WG invocations (the workgroup chooser's linear size, at most MAX_WG) per
 // block of 4 rows that share the input's 16-byte chunks: 4H4W and the float input (group x = h4,
