@@ -104,5 +104,34 @@ class TorchaoLinearTest(unittest.TestCase):
                                        atol=1e-6 * float(want.abs().max()))
 
 
+    def test_rewrite_stops_at_the_linear_output(self):
+        """A view right after the linear (BERT's head split: .view(B, T, heads, dim)) is the
+        model's, not torchao's: the rewritten linear ends before it, so the graph keeps the
+        model's shapes and numbers (a rewrite that swallowed the view broke HF's BERT)."""
+        from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+        from vkdelegate.export import torchao_linear
+
+        class HeadSplit(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.q = nn.Linear(64, 96)
+
+            def forward(self, x):
+                return self.q(x).view(1, 7, 4, 24).transpose(1, 2)
+
+        torch.manual_seed(0)
+        model = HeadSplit().eval()
+        quantize_(model, Int8DynamicActivationInt8WeightConfig())
+        x = torch.randn(1, 7, 64)
+        with torch.no_grad():
+            gm = torch.export.export(model, (x,)).module()
+            want = gm(x)
+            self.assertEqual(torchao_linear.rewrite(gm), 1)
+            got = gm(x)
+        self.assertEqual(got.shape, (1, 4, 7, 24))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0,
+                                   atol=1e-6 * float(want.abs().max()))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -332,7 +332,8 @@ def _export_torchao(model, example_inputs, paths, name, sample_input, vkd, force
     check_model_runs(model, example_inputs, input_names)
     t = perf_counter()
     try:
-        program = torch.export.export(model.eval(), tuple(example_inputs))
+        with torch.no_grad():  # (HF's BERT with Int8Tensor weights fails to export otherwise)
+            program = torch.export.export(model.eval(), tuple(example_inputs))
     except Exception as e:  # the model's code cannot be captured, or PyTorch refused it
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise ExportError(f"torch.export failed on the model: {type(e).__name__}: {first}") from e

@@ -78,8 +78,12 @@ def _tail(start, act_scale=None, zero_point=False):
             if user.args[0] is not node or not (node is start or zero_point and after_scale and
                                                 w_scale is None):
                 break
-        elif user.target in _CASTS + _VIEWS:
-            if user.args[0] is not node:
+        elif user.target in _CASTS:  # to float32 (torchao's int32 -> float, output_dtype)
+            val = user.meta.get("val")
+            if user.args[0] is not node or val is None or val.dtype != torch.float32:
+                break
+        elif user.target in _VIEWS:  # [M, N] back to the input's leading dims, before the bias
+            if user.args[0] is not node or w_scale is None or bias is not None:
                 break
         elif user.target is aten.mul.Tensor and w_scale is None:
             other = user.args[1] if user.args[0] is node else user.args[0]
@@ -119,7 +123,7 @@ def _rewrite_dynamic(graph, mm):
         x_dq = graph.call_function(torch.ops.torchao.dequantize_affine.default,
                                    (q, list(block), scale, zero_point, torch.int8, quant_min,
                                     quant_max))
-    return _replace(graph, last, x_dq, w, k, w_scale, bias, after=x_dq)
+    return _replace(graph, last, x_dq, w, k, w_scale, bias, after=x_dq, source=x)
 
 
 def _rewrite_weight_only(graph, mm):
@@ -140,9 +144,18 @@ def _q_range(q):
     return q.kwargs.get("quant_min", args[5]), q.kwargs.get("quant_max", args[6])
 
 
-def _replace(graph, last, x, w, k, w_scale, bias, after=None):
-    """The linear of `x` with W_q dequantized per output channel, in place of `last`; the new
-    nodes go after `after` (default: `last`)."""
+def _replace(graph, last, x, w, k, w_scale, bias, after=None, source=None):
+    """The linear of `x` with W_q dequantized per output channel, in place of `last` (when
+    `last` has the linear's shape: the leading dims of `source`, the activation x comes from
+    (default: x), and N); the new nodes go after `after` (default: `last`; a node made for
+    the rewrite, removed when nothing is replaced). Returns 1, or 0."""
+    n = w.meta["val"].shape[0]
+    x_val, last_val = (source or x).meta.get("val"), last.meta.get("val")
+    if x_val is None or last_val is None or \
+            tuple(last_val.shape) != tuple(x_val.shape[:-1]) + (n,):
+        if after is not None:
+            graph.erase_node(after)
+        return 0
     with graph.inserting_after(after or last):
         w_dq = graph.call_function(torch.ops.torchao.dequantize_affine.default,
                                    (w, [1, k], w_scale, None, torch.int8, -128, 127))
