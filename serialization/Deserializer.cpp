@@ -239,6 +239,79 @@ std::vector<GraphIO> read_io(const char* what, const f::Vector<uint32_t>* ids,
   return out;
 }
 
+std::string entry_label(size_t i, const DynamicEntry& e) {
+  return vkd::detail::concat("dynamic length: entry ", i, " (value ", e.value, ", element ",
+                             e.element, ")");
+}
+
+// The item an entry names, checked to exist and to be a size or an int the graph may vary.
+int64_t entry_target(size_t i, const DynamicEntry& e, const std::vector<Value>& values,
+                     bool* is_dim) {
+  const std::string label = entry_label(i, e);
+  check_id(e.value, values.size(), label);
+  const Value& v = values[e.value];
+  *is_dim = false;
+  if (const auto* t = std::get_if<TensorValue>(&v)) {
+    VKD_CHECK(!t->constant, kBad, label, ": tensor '", t->name,
+              "' is a constant, whose size cannot change");
+    VKD_CHECK(e.element < t->spec.sizes.size(), kBad, label, ": tensor '", t->name, "' has rank ",
+              t->spec.sizes.size());
+    *is_dim = true;
+    return t->spec.sizes[e.element];
+  }
+  if (const auto* n = std::get_if<IntValue>(&v)) {
+    VKD_CHECK(e.element == 0, kBad, label, ": an int has only element 0");
+    return n->value;
+  }
+  if (const auto* l = std::get_if<IntListValue>(&v)) {
+    VKD_CHECK(e.element < l->items.size(), kBad, label, ": the int list has ", l->items.size(),
+              " items");
+    return l->items[e.element];
+  }
+  VKD_THROW(kBad, label, ": a ", to_string(kind_of(v)),
+            " cannot follow the length (only tensor sizes, ints and int lists)");
+}
+
+std::optional<DynamicLength> read_dynamic_length(const fb::Graph& g,
+                                                 const std::vector<Value>& values) {
+  const fb::DynamicLength* d = g.dynamic_length();
+  if (!d) return std::nullopt;
+  DynamicLength out;
+  out.name = d->name() ? d->name()->str() : std::string();
+  out.min = d->min();
+  out.max = d->max();
+  VKD_CHECK(out.min >= 1 && out.min <= out.max && out.max <= kMaxDynamicLength, kBad,
+            "dynamic length: range [", out.min, ", ", out.max, "] is not within [1, ",
+            kMaxDynamicLength, "] (min <= max)");
+  check_elements_aligned(d->entries(), "dynamic length: entries");
+  const size_t n = d->entries() ? d->entries()->size() : 0;
+  VKD_CHECK(n > 0, kBad, "dynamic length: no entries (nothing follows the length)");
+  for (size_t i = 0; i < n; ++i) {
+    const fb::DynamicEntry* fe = d->entries()->Get(static_cast<f::uoffset_t>(i));
+    const DynamicEntry e{fe->value(), fe->element(), fe->a(), fe->b()};
+    const std::string label = entry_label(i, e);
+    if (i > 0) {
+      const DynamicEntry& p = out.entries.back();
+      VKD_CHECK(p.value < e.value || (p.value == e.value && p.element < e.element), kBad, label,
+                ": entries must be sorted by (value, element), each once");
+    }
+    VKD_CHECK(e.a >= -kMaxDynamicCoefficient && e.a <= kMaxDynamicCoefficient &&
+                  e.b >= -kMaxDynamicCoefficient && e.b <= kMaxDynamicCoefficient,
+              kBad, label, ": coefficients a = ", e.a, ", b = ", e.b, " exceed +-",
+              kMaxDynamicCoefficient);
+    bool is_dim = false;
+    const int64_t written = entry_target(i, e, values, &is_dim);
+    // |a|, |b| <= 2^31 and max <= 2^31: no overflow.
+    const int64_t at_max = e.a * out.max + e.b, at_min = e.a * out.min + e.b;
+    VKD_CHECK(at_max == written, kBad, label, ": ", e.a, " * ", out.max, " + ", e.b, " = ", at_max,
+              ", but the graph (compiled at the maximum length ", out.max, ") holds ", written);
+    VKD_CHECK(!is_dim || at_min >= 1, kBad, label, ": the size is ", at_min,
+              " at the minimum length ", out.min, " (sizes must be >= 1)");
+    out.entries.push_back(e);
+  }
+  return out;
+}
+
 DeserializedGraph deserialize_checked(const uint8_t* data, size_t size,
                                       const OpSignatureTable* known_ops) {
   const BlobHeader h = parse_header(data, size);
@@ -269,6 +342,7 @@ DeserializedGraph deserialize_checked(const uint8_t* data, size_t size,
   }
   out.inputs = read_io("input", g.inputs(), g.input_names(), out.values, false);
   out.outputs = read_io("output", g.outputs(), g.output_names(), out.values, true);
+  out.dynamic = read_dynamic_length(g, out.values);
   return out;
 }
 

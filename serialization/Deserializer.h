@@ -15,6 +15,7 @@
 
 #include "core/TensorSpec.h"
 #include "serialization/Blob.h"
+#include "serialization/DynamicLength.h"
 
 namespace vkd::serialization {
 
@@ -88,6 +89,7 @@ struct DeserializedGraph {
   std::vector<OpCall> ops;    // execution order
   std::vector<GraphIO> inputs;
   std::vector<GraphIO> outputs;
+  std::optional<DynamicLength> dynamic;  // absent: every shape is static
 };
 
 // What an op expects: exactly these argument kinds, in this order.

@@ -213,9 +213,19 @@ std::vector<uint8_t> GraphBuilder::finish() const {
     const auto outputs_vec = fbb.CreateVector(outputs_);
     const auto output_names_vec = fbb.CreateVector(create_strings(fbb, output_names_));
     const auto constants_vec = fbb.CreateVectorOfStructs(entries);
+    f::Offset<fb::DynamicLength> dynamic_table;
+    if (dynamic_) {
+      std::vector<fb::DynamicEntry> items;
+      items.reserve(dynamic_->entries.size());
+      for (const DynamicEntry& e : dynamic_->entries)
+        items.emplace_back(e.value, e.element, e.a, e.b);
+      const auto name = fbb.CreateString(dynamic_->name);
+      const auto entries_vec = fbb.CreateVectorOfStructs(items);
+      dynamic_table = fb::CreateDynamicLength(fbb, name, dynamic_->min, dynamic_->max, entries_vec);
+    }
     const auto graph =
         fb::CreateGraph(fbb, kGraphSchemaVersion, values_vec, ops_vec, inputs_vec, input_names_vec,
-                        outputs_vec, output_names_vec, constants_vec);
+                        outputs_vec, output_names_vec, constants_vec, dynamic_table);
     fb::FinishGraphBuffer(fbb, graph);
 
     BlobHeader header;

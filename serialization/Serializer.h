@@ -14,6 +14,7 @@
 
 #include "core/TensorSpec.h"
 #include "serialization/Blob.h"
+#include "serialization/DynamicLength.h"
 
 namespace vkd::serialization {
 
@@ -42,6 +43,10 @@ class GraphBuilder {
   // The hash of the graph IR this graph was compiled from, recorded in the header
   // (compiler/GraphHash.h; `vkd run --check` compares it). 0, the default: not recorded.
   void set_source_graph_hash(uint64_t hash) { source_graph_hash_ = hash; }
+
+  // The graph's dynamic length (DynamicLength.h), written as given; nullopt (the default): every
+  // shape is static.
+  void set_dynamic_length(std::optional<DynamicLength> dynamic) { dynamic_ = std::move(dynamic); }
 
   // The blob: header, FlatBuffers graph, constant segment, sealed (seal_blob: its size and
   // checksums in the header). The builder stays usable (finish() again gives the same bytes).
@@ -76,6 +81,7 @@ class GraphBuilder {
   std::vector<ValueId> inputs_, outputs_;
   std::vector<std::string> input_names_, output_names_;
   uint64_t source_graph_hash_ = 0;
+  std::optional<DynamicLength> dynamic_;
 };
 
 }  // namespace vkd::serialization

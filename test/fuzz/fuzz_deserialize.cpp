@@ -17,6 +17,7 @@
 #include "core/Error.h"
 #include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
+#include "serialization/GraphAtLength.h"
 #include "test/fuzz/FuzzOps.h"
 
 namespace {
@@ -75,6 +76,18 @@ void check_accepted(const DeserializedGraph& g, const uint8_t* data, size_t size
   for (const GraphIO& io : g.outputs) {
     FUZZ_REQUIRE(io.value < n);
     FUZZ_REQUIRE(std::holds_alternative<TensorValue>(g.values[io.value]));
+  }
+  if (!g.dynamic) return;
+  // A dynamic length: in range, every entry naming a size or int that holds a * max + b, and
+  // the graph of its shortest length buildable or refused with a vkd::Error (a size past the
+  // index limits), never anything else.
+  const DynamicLength& d = *g.dynamic;
+  FUZZ_REQUIRE(d.min >= 1 && d.min <= d.max && d.max <= kMaxDynamicLength);
+  for (const DynamicEntry& e : d.entries) FUZZ_REQUIRE(e.value < n);
+  try {
+    const DeserializedGraph shortest = graph_at_length(g, d.min);
+    FUZZ_REQUIRE(shortest.values.size() == n);
+  } catch (const vkd::Error&) {
   }
 }
 

@@ -126,6 +126,21 @@ Bytes conv_chain() {
   return b.finish();
 }
 
+// A dynamic length (issue 35): x [1, T, 8], a view shape and a count following T, T in [1, 16].
+Bytes dynamic_length() {
+  GraphBuilder b;
+  const ValueId x = b.add_tensor(spec({1, 16, 8}, DType::Float32), "x");
+  const ValueId shape = b.add_int_list({1, 16, 2, 4});
+  const ValueId count = b.add_int(16);
+  const ValueId y = b.add_tensor(spec({1, 33, 8}, DType::Float32), "y");
+  b.add_op("custom_op", {x, shape, count, y});
+  b.set_inputs({x}, {"ids"});
+  b.set_outputs({y});
+  b.set_dynamic_length(
+      DynamicLength{"T", 1, 16, {{x, 1, 1, 0}, {shape, 1, 1, 0}, {count, 0, 1, 0}, {y, 1, 2, 1}}});
+  return b.finish();
+}
+
 // Unnamed I/O, nested and empty lists, an op missing from the table (valid without one).
 Bytes odd_corners() {
   GraphBuilder b;
@@ -347,6 +362,7 @@ int main(int argc, char** argv) {
     write_seed(deser, "every_kind", every_kind(), &toy);
     write_seed(deser, "conv_chain", conv_chain(), &toy);
     write_seed(deser, "odd_corners", odd_corners(), nullptr);
+    write_seed(deser, "dynamic_length", dynamic_length(), nullptr);
 
     const OpSignatureTable kernels = schema::kernel_signatures();
     std::set<std::string> blob_dict;

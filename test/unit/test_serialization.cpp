@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -18,6 +19,7 @@
 #include "core/TensorSpec.h"
 #include "serialization/Blob.h"
 #include "serialization/Deserializer.h"
+#include "serialization/GraphAtLength.h"
 #include "serialization/Serializer.h"
 #include "serialization/Xxh64.h"
 
@@ -1046,6 +1048,145 @@ TEST(Serialization, OpArgumentCountAndKinds) {
     b.add_op("", {});
     EXPECT_BLOB_ERROR(b.finish(), "op 0: has no name");
   }
+}
+
+// ---- the dynamic length (issue 35) --------------------------------------------------------------
+
+// x [1, T, 8] -> y [1, T * 2 + 1, 8] with a view shape [1, T, 2, 4] and an int T, compiled at
+// T = 16 for T in [min_length, 16]; a constant [4] that no entry may name.
+struct DynamicSample {
+  GraphBuilder b;
+  ValueId x, y, shape, count, weight, rate;
+  DynamicLength dynamic;
+};
+
+void build_dynamic(DynamicSample& s, int64_t min_length = 1) {
+  GraphBuilder& b = s.b;
+  s.x = b.add_tensor(spec({1, 16, 8}, DType::Float32), "x");
+  s.weight = b.add_tensor(spec({4}, DType::Float32), "w", iota_bytes(16, 1));
+  s.shape = b.add_int_list({1, 16, 2, 4});
+  s.count = b.add_int(16);
+  s.rate = b.add_float(0.5);
+  s.y = b.add_tensor(spec({1, 33, 8}, DType::Float32), "y");
+  b.add_op("grow", {s.x, s.weight, s.shape, s.count, s.rate, s.y});
+  b.set_inputs({s.x}, {"ids"});
+  b.set_outputs({s.y});
+  s.dynamic.name = "T";
+  s.dynamic.min = min_length;
+  s.dynamic.max = 16;
+  s.dynamic.entries = {{s.x, 1, 1, 0}, {s.shape, 1, 1, 0}, {s.count, 0, 1, 0}, {s.y, 1, 2, 1}};
+}
+
+Bytes dynamic_blob(const std::function<void(DynamicSample&)>& change = {}) {
+  DynamicSample s;
+  build_dynamic(s);
+  if (change) change(s);
+  s.b.set_dynamic_length(s.dynamic);
+  return s.b.finish();
+}
+
+TEST(DynamicLength, RoundTripAndGraphAtEachLength) {
+  const Bytes blob = dynamic_blob();
+  const DeserializedGraph g = deserialize(blob);
+  ASSERT_TRUE(g.dynamic.has_value());
+  EXPECT_EQ(g.dynamic->name, "T");
+  EXPECT_EQ(g.dynamic->min, 1);
+  EXPECT_EQ(g.dynamic->max, 16);
+  ASSERT_EQ(g.dynamic->entries.size(), 4u);
+  EXPECT_EQ(g.dynamic->entries[3].a, 2);
+  EXPECT_EQ(g.dynamic->entries[3].b, 1);
+  const Bytes static_blob = sample_blob();
+  EXPECT_FALSE(deserialize(static_blob).dynamic.has_value());  // static blobs: none
+
+  for (const int64_t length : {1, 7, 16}) {
+    const DeserializedGraph at = graph_at_length(g, length);
+    EXPECT_EQ(std::get<TensorValue>(at.values[0]).spec.sizes, (std::vector<int64_t>{1, length, 8}));
+    EXPECT_EQ(std::get<IntListValue>(at.values[2]).items, (std::vector<int64_t>{1, length, 2, 4}));
+    EXPECT_EQ(std::get<IntValue>(at.values[3]).value, length);
+    EXPECT_EQ(std::get<FloatValue>(at.values[4]).value, 0.5);  // untouched
+    EXPECT_EQ(std::get<TensorValue>(at.values[5]).spec.sizes,
+              (std::vector<int64_t>{1, 2 * length + 1, 8}));
+    EXPECT_EQ(std::get<TensorValue>(at.values[1]).constant->data,
+              std::get<TensorValue>(g.values[1]).constant->data);  // the blob's constants
+    EXPECT_EQ(length_of_inputs(g, {{1, length, 8}}, {"ids"}), length);
+  }
+  EXPECT_THROW(graph_at_length(g, 17), Error);
+  EXPECT_THROW(graph_at_length(g, 0), Error);
+}
+
+// Exactly the message `length_of_inputs` gives for `sizes`, "" when it accepts them.
+std::string length_error(const DeserializedGraph& g, std::vector<int64_t> sizes) {
+  try {
+    length_of_inputs(g, {std::move(sizes)}, {"ids"});
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DynamicLength, InputsOutsideTheRangeNameInputDimAndLimit) {
+  const Bytes blob = dynamic_blob();
+  const DeserializedGraph g = deserialize(blob);
+  EXPECT_EQ(length_error(g, {1, 17, 8}),
+            "input 0 'ids' has shape [1,17,8]: dim 1 is 1*T for the length T from 1 to 16 (1 to "
+            "16), got 17 (longer than the maximum the model was compiled for)");
+  EXPECT_EQ(length_error(g, {2, 7, 8}), "input 0 'ids' has shape [2,7,8]: dim 0 must be 1");
+  EXPECT_EQ(
+      length_error(g, {1, 7}),
+      "input 0 'ids' has shape [1,7], the model takes rank 3 ([1,16,8] at the maximum T = 16)");
+  const Bytes odd = dynamic_blob([](DynamicSample& s) {  // x [1, 2T + 1, 8]: T = 3 for 7
+    s.b = GraphBuilder();
+    s.x = s.b.add_tensor(spec({1, 33, 8}, DType::Float32), "x");
+    s.b.set_inputs({s.x});
+    s.dynamic.entries = {{s.x, 1, 2, 1}};
+  });
+  const DeserializedGraph h = deserialize(odd);
+  EXPECT_EQ(length_of_inputs(h, {{1, 7, 8}}, {"x"}), 3);
+  EXPECT_NE(length_error(h, {1, 8, 8}).find("dim 1 is 2*T+1 for the length T"), std::string::npos);
+}
+
+TEST(DynamicLength, MalformedTablesAreRefused) {
+  auto with = [](std::function<void(DynamicSample&)> f) { return dynamic_blob(f); };
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.min = 0; }),
+                    "dynamic length: range [0, 16] is not within [1, 2147483648] (min <= max)");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.min = 17; }),
+                    "dynamic length: range [17, 16]");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries.clear(); }),
+                    "dynamic length: no entries");
+  EXPECT_BLOB_ERROR(
+      with([](DynamicSample& s) { std::swap(s.dynamic.entries[0], s.dynamic.entries[1]); }),
+      "dynamic length: entry 1 (value 0, element 1): entries must be sorted");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[1] = s.dynamic.entries[0]; }),
+                    "entries must be sorted by (value, element), each once");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[3].value = 99; }),
+                    "dynamic length: entry 3 (value 99, element 1) refers to value 99, but the "
+                    "graph has 6 values");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) {
+                      s.dynamic.entries.insert(s.dynamic.entries.begin() + 1, {s.weight, 0, 0, 4});
+                    }),
+                    "tensor 'w' is a constant, whose size cannot change");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[0].element = 3; }),
+                    "dynamic length: entry 0 (value 0, element 3): tensor 'x' has rank 3");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[1].element = 4; }),
+                    "the int list has 4 items");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[2].element = 1; }),
+                    "an int has only element 0");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) {
+                      s.dynamic.entries.insert(s.dynamic.entries.begin() + 3, {s.rate, 0, 0, 0});
+                    }),
+                    "a float cannot follow the length (only tensor sizes, ints and int lists)");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[3].b = 0; }),
+                    "dynamic length: entry 3 (value 5, element 1): 2 * 16 + 0 = 32, but the graph "
+                    "(compiled at the maximum length 16) holds 33");
+  EXPECT_BLOB_ERROR(with([](DynamicSample& s) {
+                      s.dynamic.entries[3].a = 4;
+                      s.dynamic.entries[3].b = -31;
+                    }),
+                    "the size is -27 at the minimum length 1 (sizes must be >= 1)");
+  EXPECT_BLOB_ERROR(
+      with([](DynamicSample& s) { s.dynamic.entries[2].a = std::numeric_limits<int64_t>::max(); }),
+      "coefficients a = 9223372036854775807, b = 0 exceed +-2147483648");
 }
 
 }  // namespace
