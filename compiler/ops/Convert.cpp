@@ -1,6 +1,7 @@
 // aten.to.dtype (to float32) and aten.expand_as: the dtype conversion and the broadcast that
-// sentence-embedding pooling exports (`mask.to(h.dtype)`, F.normalize's divisor). No backend op
-// yet: `vkd compile --partition` leaves them to the host, which runs their CPU references.
+// sentence-embedding pooling exports (`mask.to(h.dtype)`, F.normalize's divisor). A float32
+// expand_as of rank 1 to 4 is a broadcast copy, float_affine_scalar x * 1 + -0.0 (exact: it
+// leaves every value as it is); the rest stays on the host, which runs their CPU references.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/Lowering.h"
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/ops/ShapeFormulas.h"
@@ -59,6 +61,25 @@ std::vector<HostTensor> reference_expand_as(const ReferenceContext& c) {
   return {out};
 }
 
+}  // namespace vkd::compiler
+
+namespace vkd::compiler::fusion {
+
+// aten.expand_as of a float32 tensor into one of rank 1 to 4: the broadcast copy (the shape rule
+// checked that it broadcasts); "" otherwise (the host).
+std::string lower_expand_as(FuseState& state, Node& node, int where) {
+  if (node.inputs.empty() || node.outputs.size() != 1) return "";
+  const Value& x = state.graph.value(node.inputs[0]);
+  const Value& y = state.graph.value(node.outputs[0]);
+  if (!is_float32(&x) || x.shape.empty() || y.shape.empty() || y.shape.size() > 4) return "";
+  return rewrite_unary(state, node, where, "float_affine_scalar",
+                       {{"multiplier", 1.0}, {"addend", -0.0}});
+}
+
+}  // namespace vkd::compiler::fusion
+
+namespace vkd::compiler {
+
 namespace {
 
 // A float32, int32 or int8 'self' converted to 'dtype' float32: float32 of its shape.
@@ -101,8 +122,9 @@ std::vector<EdgeOp> convert_edge_ops() {
              1,
              to_dtype}
           .computed_by(reference_to_dtype),
-      EdgeOp{"aten.expand_as", {"self", "other"}, 2, {}, 1, expand_as}.computed_by(
-          reference_expand_as),
+      EdgeOp{"aten.expand_as", {"self", "other"}, 2, {}, 1, expand_as}
+          .computed_by(reference_expand_as)
+          .lowered_by(fusion::lower_expand_as, {"float_affine_scalar"}),
   };
 }
 

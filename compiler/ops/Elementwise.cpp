@@ -1,12 +1,14 @@
 // aten.add.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.mul.Scalar, aten.rsub.Scalar and the
-// activations aten.relu, aten.hardtanh, aten.clamp, aten.clamp_min (div, clamp_min, rsub: host
-// only).
+// activations aten.relu, aten.hardtanh, aten.clamp, aten.clamp_min: int8 fusions, and the float
+// forms lowered to runtime/ops/FloatElementwise's float_* ops (float relu and hardtanh: no
+// kernel yet).
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -637,6 +639,81 @@ std::string lower_clamp(FuseState& state, Node& node, int where) {
   return rewrite_unary(state, node, where, "clamp", {{"min", lo}, {"max", hi}});
 }
 
+// The float32 forms (runtime/ops/FloatElementwise.h), on tensors of rank 1 to 4: what a
+// quantizer leaves float (a transformer's residual stream, its attention mask, the pooling).
+
+namespace {
+
+// Whether every tensor node `n` reads and writes is float32 of rank 1 to 4.
+bool float_ranks_1_to_4(const Graph& g, const Node& n) {
+  std::vector<std::string> values = n.inputs;
+  values.insert(values.end(), n.outputs.begin(), n.outputs.end());
+  for (const std::string& v : values) {
+    if (v.empty()) return false;
+    const Value& val = g.value(v);
+    if (val.dtype != DType::Float32 || val.shape.empty() || val.shape.size() > 4) return false;
+  }
+  return !values.empty();
+}
+
+// Rewrites `n` (node `where`) into float backend op `backend` with `args`; "" when the options
+// rule it out or a tensor is not float32 of rank 1 to 4 (the host runs it).
+std::string rewrite_float(FuseState& state, Node& n, int where, size_t inputs,
+                          const std::string& backend, Args args) {
+  if (n.inputs.size() != inputs || n.outputs.size() != 1 || !state.may_target(backend)) return "";
+  if (!float_ranks_1_to_4(state.graph, n)) return "";
+  if (n.origin.empty()) n.origin = origin_of(n, where);
+  n.op = backend;
+  n.args = std::move(args);
+  return backend;
+}
+
+// Number argument `name` (shape inference checked its kind), `absent` when absent or None. The
+// runtime rounds it to float32 once, as the references do.
+double arg_or(const Node& n, const char* name, double absent) {
+  return opt_float(n, name).value_or(absent);
+}
+
+}  // namespace
+
+// aten.add.Tensor (alpha too), aten.mul.Tensor, aten.div.Tensor: float_add / _mul / _div, the
+// operands broadcast by the kernel (either may be a float32 constant).
+std::string lower_float_add(FuseState& state, Node& node, int where) {
+  return rewrite_float(state, node, where, 2, "float_add", {{"alpha", arg_or(node, "alpha", 1.0)}});
+}
+
+std::string lower_float_mul(FuseState& state, Node& node, int where) {
+  return rewrite_float(state, node, where, 2, "float_mul", {});
+}
+
+std::string lower_float_div(FuseState& state, Node& node, int where) {
+  return rewrite_float(state, node, where, 2, "float_div", {});
+}
+
+// aten.mul.Scalar: x * other + (-0.0), which adds nothing to any product (-0.0 included).
+std::string lower_float_mul_scalar(FuseState& state, Node& node, int where) {
+  const std::optional<double> m = opt_float(node, "other");
+  if (!m) return "";
+  return rewrite_float(state, node, where, 1, "float_affine_scalar",
+                       {{"multiplier", *m}, {"addend", -0.0}});
+}
+
+// aten.rsub.Scalar(x, other, alpha): other - alpha * x = x * (-alpha) + other, the same two
+// roundings (negation is exact).
+std::string lower_float_rsub_scalar(FuseState& state, Node& node, int where) {
+  const std::optional<double> other = opt_float(node, "other");
+  if (!other) return "";
+  return rewrite_float(state, node, where, 1, "float_affine_scalar",
+                       {{"multiplier", -arg_or(node, "alpha", 1.0)}, {"addend", *other}});
+}
+
+// aten.clamp and aten.clamp_min: float_clamp, an absent bound -inf / +inf (never applied).
+std::string lower_float_clamp(FuseState& state, Node& node, int where) {
+  const double inf = std::numeric_limits<double>::infinity();
+  return rewrite_float(state, node, where, 1, "float_clamp",
+                       {{"min", arg_or(node, "min", -inf)}, {"max", arg_or(node, "max", inf)}});
+}
+
 }  // namespace vkd::compiler::fusion
 
 namespace vkd::compiler {
@@ -707,15 +784,19 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              1,
              add}
           .computed_by(reference_add)
-          .fused_by(fusion::fuse_add, {"q8ta_add", "q8ta_conv2d_add", "q8ta_linear_add"}),
+          .fused_by(fusion::fuse_add, {"q8ta_add", "q8ta_conv2d_add", "q8ta_linear_add"})
+          .lowered_by(fusion::lower_float_add, {"float_add"}),
       EdgeOp{"aten.mul.Tensor", {"self", "other"}, 2, {}, 1, binary_float}
           .computed_by(reference_mul)
-          .fused_by(fusion::fuse_mul, {"q8ta_mul", "q8ta_mul_scalar"}),
-      EdgeOp{"aten.div.Tensor", {"self", "other"}, 2, {}, 1, binary_float}.computed_by(
-          reference_div),
+          .fused_by(fusion::fuse_mul, {"q8ta_mul", "q8ta_mul_scalar"})
+          .lowered_by(fusion::lower_float_mul, {"float_mul"}),
+      EdgeOp{"aten.div.Tensor", {"self", "other"}, 2, {}, 1, binary_float}
+          .computed_by(reference_div)
+          .lowered_by(fusion::lower_float_div, {"float_div"}),
       EdgeOp{"aten.mul.Scalar", {"self"}, 1, {required_arg("other", Lit::Number)}, 1, mul_scalar}
           .computed_by(reference_mul_scalar)
-          .fused_by(fusion::fuse_mul_scalar, {"q8ta_mul_scalar"}),
+          .fused_by(fusion::fuse_mul_scalar, {"q8ta_mul_scalar"})
+          .lowered_by(fusion::lower_float_mul_scalar, {"float_affine_scalar"}),
       EdgeOp{"aten.rsub.Scalar",
              {"self"},
              1,
@@ -723,7 +804,8 @@ std::vector<EdgeOp> elementwise_edge_ops() {
               optional_arg("alpha", Lit::Number, ArgValue(int64_t{1}), false)},
              1,
              unary_float_shape}
-          .computed_by(reference_rsub_scalar),
+          .computed_by(reference_rsub_scalar)
+          .lowered_by(fusion::lower_float_rsub_scalar, {"float_affine_scalar"}),
       EdgeOp{"aten.relu", {"self"}, 1, {}, 1, unary_float_shape}
           .computed_by(reference_relu)
           .fused_by(fusion::fuse_activation, kStandaloneActOps)
@@ -746,9 +828,10 @@ std::vector<EdgeOp> elementwise_edge_ops() {
              clamp}
           .computed_by(reference_clamp)
           .fused_by(fusion::fuse_activation, kStandaloneActOps)
-          .lowered_by(fusion::lower_clamp, {"clamp"}),
+          .lowered_by(fusion::lower_float_clamp, {"float_clamp"}),
       EdgeOp{"aten.clamp_min", {"self"}, 1, {required_arg("min", Lit::Number)}, 1, clamp_min}
-          .computed_by(reference_clamp_min),
+          .computed_by(reference_clamp_min)
+          .lowered_by(fusion::lower_float_clamp, {"float_clamp"}),
   };
 }
 

@@ -1,21 +1,27 @@
 // Float reductions over a list of dims: aten.sum.dim_IntList and aten.linalg_vector_norm (ord 2),
-// what sentence-embedding pooling (masked mean over tokens, then F.normalize) exports into. No
-// backend op yet: `vkd compile --partition` leaves them to the host, which runs their CPU
-// references (below).
+// what sentence-embedding pooling (masked mean over tokens, then F.normalize) exports into. Over
+// one dim of a float32 tensor of rank 1 to 4 they become float_sum / float_vector_norm
+// (runtime/ops/Reduce.h); over several dims or all of them the host runs their CPU references.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/Lowering.h"
+#include "compiler/fusion/Match.h"
 #include "compiler/ops/EdgeOp.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/reference/Reduction.h"
 #include "compiler/reference/ReferenceContext.h"
 
-// CPU reference of the reductions: each output element accumulates its reduced input elements
-// in double and is rounded once to float32. PyTorch accumulates in float32 (vectorized, cascaded
-// sums), so the two agree to a few float32 ulps of the values summed, not bit for bit.
+// CPU reference of the reductions: each output element accumulates its reduced input elements in
+// float32, from +0.0, in row-major input order (in order along a single reduced dim), each
+// product and sum rounded on its own; the norm's square root is correctly rounded. The GPU
+// kernels (shaders/float_reduce.glsl) compute exactly this, bit for bit. PyTorch accumulates in
+// float32 too, in another order (vectorized, cascaded sums): the two agree to a few float32 ulps
+// of the values summed, not bit for bit.
 namespace vkd::compiler {
 
 using namespace reference;  // the shared element helpers (ReferenceContext.h)
@@ -37,8 +43,8 @@ std::vector<bool> reduced_dims(const ReferenceContext& c, size_t rank) {
 }
 
 // For every output element, finish(sum over its reduced elements x of term(x)), accumulated in
-// double in row-major input order and rounded once to float32.
-HostTensor reduce(const ReferenceContext& c, double (*term)(double), double (*finish)(double)) {
+// float32 from +0.0 in row-major input order.
+HostTensor reduce(const ReferenceContext& c, float (*term)(float), float (*finish)(float)) {
   const HostTensor& x = c.input(0, "self");
   c.expect_dtype(x, DType::Float32, "self");
   if (c.present("dtype")) {
@@ -47,18 +53,18 @@ HostTensor reduce(const ReferenceContext& c, double (*term)(double), double (*fi
   const size_t rank = x.shape.size();
   const std::vector<bool> reduced = reduced_dims(c, rank);
   const ReductionShape r = reduction_shape(x.shape, reduced, c.bool_arg("keepdim", false));
-  std::vector<double> acc(static_cast<size_t>(element_count(r.kept)), 0.0);
+  std::vector<float> acc(static_cast<size_t>(element_count(r.kept)), 0.0f);
   strided_loop(x.shape, {r.strides}, [&](int64_t i, const std::vector<int64_t>& off) {
-    acc[static_cast<size_t>(off[0])] += term(get_f32(x, i));
+    const float t = term(get_f32(x, i));
+    acc[static_cast<size_t>(off[0])] = acc[static_cast<size_t>(off[0])] + t;
   });
-  std::vector<float> out(acc.size());
-  for (size_t i = 0; i < acc.size(); ++i) out[i] = static_cast<float>(finish(acc[i]));
-  return HostTensor::from_floats(r.out, out);
+  for (float& v : acc) v = finish(v);
+  return HostTensor::from_floats(r.out, acc);
 }
 
-double identity(double v) { return v; }
-double square(double v) { return v * v; }
-double square_root(double v) { return std::sqrt(v); }
+float identity(float v) { return v; }
+float square(float v) { return v * v; }
+float square_root(float v) { return std::sqrt(v); }  // IEEE: correctly rounded
 
 }  // namespace
 
@@ -77,6 +83,41 @@ std::vector<HostTensor> reference_vector_norm(const ReferenceContext& c) {
 }
 
 }  // namespace vkd::compiler
+
+// A reduction over one dim of a float32 tensor of rank 1 to 4 (the output of rank >= 1) =>
+// float_sum / float_vector_norm with that dim; over several dims or all of them, or a rank-0
+// result, the host runs it.
+namespace vkd::compiler::fusion {
+namespace {
+
+std::string lower_reduction(FuseState& state, Node& node, int where, const std::string& backend) {
+  if (node.inputs.size() != 1 || node.outputs.size() != 1 || !state.may_target(backend)) return "";
+  const Value& x = state.graph.value(node.inputs[0]);
+  const Value& y = state.graph.value(node.outputs[0]);
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  const std::optional<std::vector<int64_t>> dims = opt_ints(node, "dim");
+  if (x.dtype != DType::Float32 || rank < 1 || rank > 4 || y.shape.empty() || !dims ||
+      dims->size() != 1) {
+    return "";
+  }
+  const int64_t dim = (*dims)[0] < 0 ? (*dims)[0] + rank : (*dims)[0];
+  if (node.origin.empty()) node.origin = origin_of(node, where);
+  node.op = backend;
+  node.args = {{"dim", dim}};
+  return backend;
+}
+
+}  // namespace
+
+std::string lower_sum_dim(FuseState& state, Node& node, int where) {
+  return lower_reduction(state, node, where, "float_sum");
+}
+
+std::string lower_vector_norm(FuseState& state, Node& node, int where) {
+  return lower_reduction(state, node, where, "float_vector_norm");
+}
+
+}  // namespace vkd::compiler::fusion
 
 namespace vkd::compiler {
 
@@ -137,7 +178,8 @@ std::vector<EdgeOp> reduce_edge_ops() {
               optional_arg("dtype", Lit::String)},
              1,
              reduction}
-          .computed_by(reference_sum_dim),
+          .computed_by(reference_sum_dim)
+          .lowered_by(fusion::lower_sum_dim, {"float_sum"}),
       EdgeOp{
           "aten.linalg_vector_norm",
           {"self"},
@@ -147,7 +189,8 @@ std::vector<EdgeOp> reduce_edge_ops() {
            optional_arg("dtype", Lit::String)},
           1,
           vector_norm}
-          .computed_by(reference_vector_norm),
+          .computed_by(reference_vector_norm)
+          .lowered_by(fusion::lower_vector_norm, {"float_vector_norm"}),
   };
 }
 

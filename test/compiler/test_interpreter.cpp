@@ -708,7 +708,8 @@ TEST(InterpreterReduce, MeanAndAdaptiveAvgPool) {
 }
 
 // sum.dim_IntList and linalg_vector_norm (ord 2) over a dim list, keepdim or not, against sums
-// computed here in double (each output rounded once, as the references document).
+// computed here in float32 in row-major input order (as the references document, and the GPU's
+// float_sum / float_vector_norm compute).
 TEST(InterpreterReduce, SumAndVectorNorm) {
   GraphBuilder b;
   b.input("x", DType::Float32, {2, 3, 4})
@@ -725,30 +726,34 @@ TEST(InterpreterReduce, SumAndVectorNorm) {
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.37f * static_cast<float>(i) - 4.1f;
   auto values = interpret(b.g, {{"x", HostTensor::from_floats({2, 3, 4}, xs)}});
   const auto at = [&](int64_t i, int64_t j, int64_t k) {
-    return static_cast<double>(xs[static_cast<size_t>((i * 3 + j) * 4 + k)]);
+    return xs[static_cast<size_t>((i * 3 + j) * 4 + k)];
   };
+  // float32 sums from +0.0 in row-major input order, each product and sum rounded on its own.
   std::vector<float> s1, s02, n;
-  double all = 0;
+  float all = 0.0f;
+  for (const float v : xs) all = all + v;
   for (int64_t i = 0; i < 2; ++i) {
     for (int64_t k = 0; k < 4; ++k) {
-      double acc = 0;
-      for (int64_t j = 0; j < 3; ++j) acc += at(i, j, k);
-      s1.push_back(static_cast<float>(acc));
-      all += acc;
+      float acc = 0.0f;
+      for (int64_t j = 0; j < 3; ++j) acc = acc + at(i, j, k);
+      s1.push_back(acc);
     }
   }
   for (int64_t j = 0; j < 3; ++j) {
-    double acc = 0;
+    float acc = 0.0f;
     for (int64_t i = 0; i < 2; ++i) {
-      for (int64_t k = 0; k < 4; ++k) acc += at(i, j, k);
+      for (int64_t k = 0; k < 4; ++k) acc = acc + at(i, j, k);
     }
-    s02.push_back(static_cast<float>(acc));
+    s02.push_back(acc);
   }
   for (int64_t i = 0; i < 2; ++i) {
     for (int64_t j = 0; j < 3; ++j) {
-      double sq = 0;
-      for (int64_t k = 0; k < 4; ++k) sq += at(i, j, k) * at(i, j, k);
-      n.push_back(static_cast<float>(std::sqrt(sq)));
+      float sq = 0.0f;
+      for (int64_t k = 0; k < 4; ++k) {
+        const float p = at(i, j, k) * at(i, j, k);
+        sq = sq + p;
+      }
+      n.push_back(std::sqrt(sq));
     }
   }
   EXPECT_EQ(values.at("s1").shape, (std::vector<int64_t>{2, 4}));
@@ -756,7 +761,7 @@ TEST(InterpreterReduce, SumAndVectorNorm) {
   EXPECT_EQ(values.at("n").shape, (std::vector<int64_t>{2, 3, 1}));
   EXPECT_EQ(values.at("s1").to_floats(), s1);
   EXPECT_EQ(values.at("s02").to_floats(), s02);
-  EXPECT_EQ(values.at("all").to_floats(), (std::vector<float>{static_cast<float>(all)}));
+  EXPECT_EQ(values.at("all").to_floats(), (std::vector<float>{all}));
   EXPECT_EQ(values.at("n").to_floats(), n);
 
   // Only ord 2: another ord is refused by name.

@@ -217,20 +217,21 @@ TEST(Pipeline, HostStepKeepsItsArgsInThePlan) {
   }
 }
 
-// A float add of a constant has no kernel: the host step reads the constant, and the plan names
-// the weights file's tensor it came from ("data"), which is what the host looks up.
+// A float add of a constant into a rank-5 result (beyond the device's tensors) runs on the host:
+// the host step reads the constant, and the plan names the weights file's tensor it came from
+// ("data"), which is what the host looks up.
 TEST(Pipeline, PlanNamesTheWeightsTensorOfAHostStepsConstant) {
   const std::string json =
       "{\"vkd_graph\": 1, \"inputs\": [\"x\"], \"outputs\": [\"y\"],"
       " \"values\": {\"x\": {\"dtype\": \"float32\", \"shape\": [1, 4, 4, 4]},"
-      "  \"b\": {\"dtype\": \"float32\", \"shape\": [1, 4, 1, 1], \"data\": \"head.bias\"}},"
+      "  \"b\": {\"dtype\": \"float32\", \"shape\": [1, 1, 4, 1, 1], \"data\": \"head.bias\"}},"
       " \"nodes\": [" +
       node(kQ, "x", q_args(0.25, 0), "xq") + ", " + node(kDq, "xq", q_args(0.25, 0), "xd") +
       ", "
       "{\"op\": \"aten.add.Tensor\", \"inputs\": [\"xd\", \"b\"], \"args\": {},"
       " \"outputs\": [\"y\"]}]}";
   const SafetensorsFile weights = SafetensorsFile::from_bytes(
-      serialize_safetensors({{"head.bias", "F32", {1, 4, 1, 1}, std::vector<uint8_t>(16)}}),
+      serialize_safetensors({{"head.bias", "F32", {1, 1, 4, 1, 1}, std::vector<uint8_t>(16)}}),
       "weights");
   const PartitionedResult r = compile_partitioned(parse_graph(json, "test", &weights), {});
   EXPECT_EQ(host_ops(r), std::vector<std::string>{"aten.add.Tensor"});
