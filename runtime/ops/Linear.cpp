@@ -42,6 +42,9 @@ constexpr uint32_t kQuantizeRowsWorkgroup = 64;  // WG in q8da_quantize_rows.gls
 struct Q8cswPush {
   int32_t rows, k, k4, n, n4, n_pad;
 };
+constexpr uint32_t kQ8cswWorkgroup = 64;  // WG in q8csw_linear.glsl
+constexpr int64_t kQ8cswGroups = 4;       // NG: channel groups of 4 per workgroup
+constexpr int64_t kQ8cswRows = 4;         // ROWS of the r4 variant: rows per workgroup
 
 // The bound that keeps int32 accumulation exact: |sum| <= K * 128 * 128 plus the zero-point
 // term of the same size.
@@ -459,10 +462,21 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                        int32_t(weights.n), int32_t(n4),        int32_t(4 * n4)};
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::Kernel::q8csw_linear;
+  // Four rows a workgroup only on CPU devices: lavapipe, 128x384 -> 1536 97 -> 40 ms (a quarter
+  // of the workgroups, each a coroutine with 7 barriers); on the H200 it was slower (44.3 ->
+  // 64.2 us: 16 vec4 accumulators and 16 KiB of shared memory a workgroup).
+  const bool four_rows = graph.profile().cpu_kernels && rows >= kQ8cswRows;
+  node.kernel = shaders::variants::q8csw_linear[four_rows ? 1 : 0];
   node.bindings = {output, input, packed, channels};
   node.push_constants = graph::push_constant_bytes(push);
-  node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(rows * n4));
+  // One workgroup per kQ8cswRows rows (one row below that many) and kQ8cswGroups channel groups
+  // (shaders/q8csw_linear.glsl).
+  const int64_t row_groups = four_rows ? div_up(rows, kQ8cswRows) : rows;
+  VKD_CHECK(row_groups <= int64_t(graph.profile().max_workgroup_count[1]), ErrorCode::Unsupported,
+            op, ": ", rows, " rows exceed the device's workgroup grid");
+  node.plan.local_size = {kQ8cswWorkgroup, 1, 1};
+  node.plan.group_count = {static_cast<uint32_t>(div_up(n4, kQ8cswGroups)),
+                           static_cast<uint32_t>(row_groups), 1};
   graph.add_node(std::move(node));
 }
 

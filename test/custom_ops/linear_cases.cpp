@@ -438,8 +438,12 @@ const CoopMatTileShape kCoopMatTileShapes[] = {
     {{{257, 17}, 22}, 128}, {{{2, 5, 17}, 9}, 128}, {{{1029, 37}, 6657}, 128},
     {{{257, 63}, 63}, 128}};
 
+// K below and above the workgroup's 256-value stride (shaders/q8csw_linear.glsl), N off a multiple
+// of its 16 channels, batched rows; torchao weight-only shapes of MiniLM and a wide GEMV.
 const AccuShape kQ8cswShapes[] = {
-    {{1, 17}, 63}, {{4, 64}, 32}, {{5, 257}, 17}, {{63, 3}, 5}, {{2, 5, 17}, 63}, {{257, 63}, 257},
+    {{1, 17}, 63},    {{4, 64}, 32},    {{5, 257}, 17},      {{63, 3}, 5},
+    {{2, 5, 17}, 63}, {{257, 63}, 257}, {{1, 7, 384}, 1536}, {{1, 128, 1536}, 384},
+    {{1, 512}, 9059}, {{3, 1000}, 70},
 };
 
 // q8da_linear: MiniLM's projections at T = 1, 7, 128 (K 384, N 384 / 1536 and back), a
@@ -663,12 +667,14 @@ void register_linear_cases(Registry& registry) {
       add_residual_accu_case(registry, sk.shape, ops::LinearRoute::SplitK, index++, slices);
     }
   }
+  // (with_and_without_int8_dot: on a CPU device also with its CPU kernels off, so both ROWS
+  // variants of the kernel run.)
   for (const AccuShape& shape : kQ8cswShapes) {
     const bool bias = index % 2 == 0;
     const uint32_t seed = 1000 + index++;
     registry.add({"q8csw_linear " + dims_name(shape.input, shape.n) + (bias ? " bias" : " nobias"),
                   "q8csw_linear", shape_string(shape.input) + "->" + std::to_string(shape.n),
-                  "buffer/width_packed -> buffer/width_packed", true, false, false, Metric::GOPs,
+                  "buffer/width_packed -> buffer/width_packed", true, false, true, Metric::GOPs,
                   [shape, bias, seed] {
                     return std::make_unique<Q8cswLinearCase>(shape.input, shape.n, bias, seed);
                   }});
@@ -700,7 +706,19 @@ void register_linear_cases(Registry& registry) {
       registry.add(std::move(c));
     }
   }
-  // q8da_linear timed at MiniLM's FFN shape at sequence length 128 and the wide GEMV (issue 35).
+  // q8csw_linear and q8da_linear timed at MiniLM's FFN shapes at sequence length 128 and the
+  // wide GEMV (issue 35).
+  for (const PerfShape& shape :
+       {PerfShape{128, 384, 1536}, PerfShape{128, 1536, 384}, PerfShape{1, 512, 9059}}) {
+    registry.add(
+        {"perf/q8csw_linear " + dims_name({shape.m, shape.k}, shape.n), "q8csw_linear",
+         std::to_string(shape.m) + "x" + std::to_string(shape.k) + "->" + std::to_string(shape.n),
+         "buffer/width_packed -> buffer/width_packed", false, true, false,
+         shape.m <= 4 ? Metric::GBps : Metric::GOPs, [shape] {
+           return std::make_unique<Q8cswLinearCase>(std::vector<int64_t>{shape.m, shape.k}, shape.n,
+                                                    true, 7);
+         }});
+  }
   for (const PerfShape& shape : {PerfShape{128, 384, 1536}, PerfShape{1, 512, 9059}}) {
     registry.add(
         {"perf/q8da_linear " + dims_name({shape.m, shape.k}, shape.n), "q8da_linear",
