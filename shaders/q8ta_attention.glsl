@@ -12,6 +12,10 @@
 //   q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)   (the project's rounding)
 // exp and the summation order are the device's: the int8 result agrees with an exact
 // computation within one step where y * inv_s_out lies next to a rounding boundary.
+// FLOAT_IO = 1 (the float op `attention`): float32 Q, K, V and output in width-packed buffers
+// [B, T, H*D], D at most 64; s = (q . k in float32) * scale + mask, the same softmax,
+// y = sum_j p * v / sum_j p. Its tiles hold one row per vec4 "chunk" (CHUNK_ROWS = 1) where the
+// int8 variant's 16-byte chunks hold 4 rows of one word.
 //
 // One workgroup of WG invocations per (block of BQ query rows, head, batch): group (x, y, z) =
 // (query block, head, batch). Invocation t owns query row r = t / PARTS of the block and part
@@ -39,18 +43,33 @@
 #define PARTS (WG / BQ)                         // invocations per query row: 16
 #define WORD_PARTS 8                            // P.V: invocations sharing a row's words
 #define KEY_SPLIT (PARTS / WORD_PARTS)          // P.V: the tile's keys in this many ranges
-#define TK 32                                   // keys per tile
-#define MAX_D4 32                               // words of one head's row: D <= 128
-#define ROW (MAX_D4 + 1)                        // a shared row's stride (a spare word)
-#define LOADS ((TK / 4) * MAX_D4 / WG)          // K (and V) chunks per invocation per tile
+#if FLOAT_IO
+#define TK 16          // keys per tile
+#define MAX_D4 16      // vec4s of one head's row: D <= 64
+#define CHUNK_ROWS 1   // rows of one loaded chunk: a vec4 of one row
+#define Chunk vec4
+#define Elem vec4      // a shared tile's element: 4 dims of one row
+#else
+#define TK 32          // keys per tile
+#define MAX_D4 32      // words of one head's row: D <= 128
+#define CHUNK_ROWS 4   // rows of one loaded chunk: 16 bytes of 4H4W, one word of 4 rows
+#define Chunk ivec4
+#define Elem int
+#endif
+#define ROW (MAX_D4 + 1)                              // a shared row's stride (a spare element)
+#define LOADS ((TK / CHUNK_ROWS) * MAX_D4 / WG)       // K (and V) chunks per invocation per tile
 layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
 #include "int8_dot.glslh"
 
+#if FLOAT_IO
+layout(set = 0, binding = 0) writeonly buffer OutFloats { vec4 out_vec4s[]; };
+#else
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
-layout(set = 0, binding = 1) readonly buffer QWords { ivec4 q_chunks[]; };
-layout(set = 0, binding = 2) readonly buffer KWords { ivec4 k_chunks[]; };
-layout(set = 0, binding = 3) readonly buffer VWords { ivec4 v_chunks[]; };
+#endif
+layout(set = 0, binding = 1) readonly buffer QWords { Chunk q_chunks[]; };
+layout(set = 0, binding = 2) readonly buffer KWords { Chunk k_chunks[]; };
+layout(set = 0, binding = 3) readonly buffer VWords { Chunk v_chunks[]; };
 layout(set = 0, binding = 4) readonly buffer Mask { float mask[]; };
 
 layout(push_constant) uniform Params {
@@ -59,28 +78,51 @@ layout(push_constant) uniform Params {
   int d4;              // words of one head's row: D / 4
   int mask_rows;       // 1 (one mask row for every query) or tq
   int mask_batches;    // 1 (one mask for every batch) or B
-  int q_zp, k_zp, v_zp, out_zp;
-  float qk_scale;      // s_q * s_k * scale
-  float v_scale;       // s_v
+  int q_zp, k_zp, v_zp, out_zp;  // float: 0
+  float qk_scale;      // s_q * s_k * scale (float: scale)
+  float v_scale;       // s_v (float: 1)
   float inv_out_scale;
 } p;
 
-shared int q_tile[BQ * ROW];
-shared int k_tile[TK * ROW];  // after the last tile: a key range's accumulators
-shared int v_tile[TK * ROW];
+shared Elem q_tile[BQ * ROW];
+shared Elem k_tile[TK * ROW];  // after the last tile: a key range's accumulators
+shared Elem v_tile[TK * ROW];
 shared float p_tile[BQ * (TK + 1)];  // the tile's p
 shared float part_max[WG];           // per invocation: the maximum of its scores of the tile
 shared float part_sum[WG];           // per invocation: its running sum, after the last tile
 
-// The 16-byte chunk of a 4H4W tensor of `rows` rows holding rows 4*row4 .. 4*row4+3 of width
-// word `w` (of p.w4) in batch `b`: component = row % 4, lanes = 4 widths.
-int chunk_at(int b, int rows, int row4, int w) {
-  return (b * div_up(rows, 4) + row4) * p.w4 + w;
+// The chunk of a tensor of `rows` rows holding rows CHUNK_ROWS*c .. CHUNK_ROWS*c+CHUNK_ROWS-1
+// of word (float: vec4) `w` of p.w4 in batch `b`. int8, 16 bytes of 4H4W: component = row % 4,
+// lanes = 4 widths; float: the row's 4 dims.
+int chunk_at(int b, int rows, int c, int w) {
+  return (b * div_up(rows, CHUNK_ROWS) + c) * p.w4 + w;
 }
+
+#if FLOAT_IO
+Elem chunk_row(Chunk c, int j) { return c; }
+// The value of 4 dims of V.
+vec4 value_of(Elem e) { return e; }
+// A key range's accumulators of row word `at`, through k_tile after the last tile.
+void stash(int at, vec4 v) { k_tile[at] = v; }
+vec4 unstash(int at) { return k_tile[at]; }
+#else
+Elem chunk_row(Chunk c, int j) { return c[j]; }
+vec4 value_of(Elem e) {
+  return vec4(lane_of(e, 0), lane_of(e, 1), lane_of(e, 2), lane_of(e, 3)) - float(p.v_zp);
+}
+void stash(int at, vec4 v) {
+  for (int c = 0; c < 4; ++c) k_tile[4 * at + c] = floatBitsToInt(v[c]);
+}
+vec4 unstash(int at) {
+  vec4 v;
+  for (int c = 0; c < 4; ++c) v[c] = intBitsToFloat(k_tile[4 * at + c]);
+  return v;
+}
+#endif
 
 // This invocation's chunks of the K and V tile of keys k0 .. k0+TK-1 (zeros past Tk), and the
 // mask of its keys of that tile (from mask_base, its row's).
-void fetch(int b, int k0, int w0, int mask_base, out ivec4 kc[LOADS], out ivec4 vc[LOADS],
+void fetch(int b, int k0, int w0, int mask_base, out Chunk kc[LOADS], out Chunk vc[LOADS],
            out float mk[TK / PARTS]) {
   const int part = int(gl_LocalInvocationIndex) % PARTS;
   for (int k = 0; k < TK / PARTS; ++k) {
@@ -89,22 +131,41 @@ void fetch(int b, int k0, int w0, int mask_base, out ivec4 kc[LOADS], out ivec4 
   }
   for (int l = 0; l < LOADS; ++l) {
     const int i = int(gl_LocalInvocationIndex) + l * WG, c4 = i / p.d4, w = i - c4 * p.d4;
-    const bool inside = i < (TK / 4) * p.d4 && k0 + 4 * c4 < p.tk;
-    const int at = inside ? chunk_at(b, p.tk, k0 / 4 + c4, w0 + w) : 0;
-    kc[l] = inside ? k_chunks[at] : ivec4(0);
-    vc[l] = inside ? v_chunks[at] : ivec4(0);
+    const bool inside = i < (TK / CHUNK_ROWS) * p.d4 && k0 + CHUNK_ROWS * c4 < p.tk;
+    const int at = inside ? chunk_at(b, p.tk, k0 / CHUNK_ROWS + c4, w0 + w) : 0;
+    kc[l] = inside ? k_chunks[at] : Chunk(0);
+    vc[l] = inside ? v_chunks[at] : Chunk(0);
   }
 }
 
-void store_tile(ivec4 kc[LOADS], ivec4 vc[LOADS]) {
+void store_tile(Chunk kc[LOADS], Chunk vc[LOADS]) {
   for (int l = 0; l < LOADS; ++l) {
     const int i = int(gl_LocalInvocationIndex) + l * WG, c4 = i / p.d4, w = i - c4 * p.d4;
-    if (i >= (TK / 4) * p.d4) break;
-    for (int j = 0; j < 4; ++j) {
-      k_tile[(4 * c4 + j) * ROW + w] = kc[l][j];
-      v_tile[(4 * c4 + j) * ROW + w] = vc[l][j];
+    if (i >= (TK / CHUNK_ROWS) * p.d4) break;
+    for (int j = 0; j < CHUNK_ROWS; ++j) {
+      k_tile[(CHUNK_ROWS * c4 + j) * ROW + w] = chunk_row(kc[l], j);
+      v_tile[(CHUNK_ROWS * c4 + j) * ROW + w] = chunk_row(vc[l], j);
     }
   }
+}
+
+// Row r's score against key row j of the tile, before the mask: exact int32 sums with the
+// zero points folded in (row_fold: D * zp_q * zp_k - zp_k * the row's lane sum), or the float
+// dot product.
+float score(int r, int j, int row_fold) {
+#if FLOAT_IO
+  float a = 0.0;
+  for (int w = 0; w < p.d4; ++w) a += dot(q_tile[r * ROW + w], k_tile[j * ROW + w]);
+  return a * p.qk_scale;
+#else
+  int a = row_fold, k_sum = 0;
+  for (int w = 0; w < p.d4; ++w) {
+    const int kw = k_tile[j * ROW + w];
+    a += dot_int8x4(q_tile[r * ROW + w], kw);
+    k_sum += dot_int8x4(kw, 0x01010101);
+  }
+  return float(a - p.q_zp * k_sum) * p.qk_scale;
+#endif
 }
 
 const float kNegInf = -1.0 / 0.0;
@@ -118,22 +179,26 @@ void main() {
   const int r = t / PARTS, part = t % PARTS, row = q0 + r;
   const int word_part = part % WORD_PARTS, key_range = part / WORD_PARTS;
 
-  // The block's query words: chunks of 4 rows (rows past tq: whatever the padding holds).
-  for (int i = t; i < (BQ / 4) * d4; i += WG) {
+  // The block's query words (int8: rows past tq in a chunk hold the padding; others zeros).
+  for (int i = t; i < (BQ / CHUNK_ROWS) * d4; i += WG) {
     const int c4 = i / d4, w = i - c4 * d4;
-    const bool inside = q0 + 4 * c4 < p.tq;
-    const ivec4 c = inside ? q_chunks[chunk_at(b, p.tq, q0 / 4 + c4, w0 + w)] : ivec4(0);
-    for (int j = 0; j < 4; ++j) q_tile[(4 * c4 + j) * ROW + w] = c[j];
+    const bool inside = q0 + CHUNK_ROWS * c4 < p.tq;
+    const Chunk c =
+        inside ? q_chunks[chunk_at(b, p.tq, q0 / CHUNK_ROWS + c4, w0 + w)] : Chunk(0);
+    for (int j = 0; j < CHUNK_ROWS; ++j) q_tile[(CHUNK_ROWS * c4 + j) * ROW + w] = chunk_row(c, j);
   }
   const int mrow = p.mask_rows == 1 ? 0 : min(row, p.tq - 1);
   const int mask_base = ((p.mask_batches == 1 ? 0 : b) * p.mask_rows + mrow) * p.tk;
-  ivec4 kc[LOADS], vc[LOADS];
+  Chunk kc[LOADS], vc[LOADS];
   float mk[TK / PARTS];
   fetch(b, 0, w0, mask_base, kc, vc, mk);
   barrier();
+  int row_fold = 0;
+#if !FLOAT_IO
   int q_sum = 0;  // row r's lane sum (the zero-point correction)
   for (int w = 0; w < d4; ++w) q_sum += dot_int8x4(q_tile[r * ROW + w], kOnes);
-  const int row_fold = 4 * d4 * p.q_zp * p.k_zp - p.k_zp * q_sum;
+  row_fold = 4 * d4 * p.q_zp * p.k_zp - p.k_zp * q_sum;
+#endif
 
   float run_max = kNegInf, run_sum = 0.0;
   // (acc is indexed by constants only: a register array, never local memory.)
@@ -152,14 +217,7 @@ void main() {
     float top = kNegInf;
     for (int k = 0; k < TK / PARTS; ++k) {
       const int j = part + k * PARTS, key = k0 + j;
-      int a = row_fold, k_sum = 0;
-      for (int w = 0; w < d4; ++w) {
-        const int kw = k_tile[j * ROW + w];
-        a += dot_int8x4(q_tile[r * ROW + w], kw);
-        k_sum += dot_int8x4(kw, kOnes);
-      }
-      a -= p.q_zp * k_sum;
-      s[k] = key < p.tk ? float(a) * p.qk_scale + tile_mask[k] : kNegInf;
+      s[k] = key < p.tk ? score(r, j, row_fold) + tile_mask[k] : kNegInf;
       top = max(top, s[k]);
     }
     part_max[t] = top;
@@ -180,15 +238,11 @@ void main() {
     barrier();
 
     // P.V: row r, keys of range key_range, words word_part, word_part + WORD_PARTS, ...
-    const float zv = float(p.v_zp);
     for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
       const int w = word_part + i * WORD_PARTS;
       if (w >= d4) break;
       for (int j = key_range * (TK / KEY_SPLIT); j < (key_range + 1) * (TK / KEY_SPLIT); ++j) {
-        const int word = v_tile[j * ROW + w];
-        acc[i] += p_tile[r * (TK + 1) + j] *
-                  (vec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2), lane_of(word, 3)) -
-                   zv);
+        acc[i] += p_tile[r * (TK + 1) + j] * value_of(v_tile[j * ROW + w]);
       }
     }
   }
@@ -201,24 +255,28 @@ void main() {
   for (int from = 1; from < KEY_SPLIT; ++from) {
     for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
       const int w = word_part + i * WORD_PARTS;
-      if (key_range == from && w < d4) {
-        for (int c = 0; c < 4; ++c) k_tile[(r * MAX_D4 + w) * 4 + c] = floatBitsToInt(acc[i][c]);
-      }
+      if (key_range == from && w < d4) stash(r * MAX_D4 + w, acc[i]);
     }
     barrier();
     for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
       const int w = word_part + i * WORD_PARTS;
-      if (key_range == 0 && w < d4) {
-        for (int c = 0; c < 4; ++c) acc[i][c] += intBitsToFloat(k_tile[(r * MAX_D4 + w) * 4 + c]);
-      }
+      if (key_range == 0 && w < d4) acc[i] += unstash(r * MAX_D4 + w);
     }
     barrier();
   }
   if (key_range != 0) return;
 
+  const float k = total > 0.0 ? p.v_scale / total : 0.0;
+#if FLOAT_IO
+  if (row >= p.tq) return;
+  for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
+    const int w = word_part + i * WORD_PARTS;
+    if (w >= d4) break;
+    out_vec4s[chunk_at(b, p.tq, row, w0 + w)] = acc[i] * k;
+  }
+#else
   // Requantize and write row r's words (padding rows of the last 4-row group: zp_out).
   if (row >= 4 * div_up(p.tq, 4)) return;
-  const float k = total > 0.0 ? p.v_scale / total : 0.0;
   const float lo = float(-128 - p.out_zp), hi = float(127 - p.out_zp);
   for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
     const int w = word_part + i * WORD_PARTS;
@@ -232,4 +290,5 @@ void main() {
     }
     out_words[4 * chunk_at(b, p.tq, row / 4, w0 + w) + row % 4] = word;
   }
+#endif
 }

@@ -1,6 +1,7 @@
 // aten.scaled_dot_product_attention (F.scaled_dot_product_attention; what HF's BERT with
 // attn_implementation="sdpa" exports). Its CPU reference runs it on the host; on int8 Q, K and V
-// made by linears, with the head split and merge moves around it, it becomes one q8ta_attention.
+// made by linears, with the head split and merge moves around it, it becomes one q8ta_attention
+// (on float32 ones the float attention).
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
@@ -164,10 +165,14 @@ std::vector<HostTensor> reference_scaled_dot_product_attention(const ReferenceCo
 // no dropout, no is_causal. The kernel computes what the reference computes on the dequantized
 // values within float32 rounding (runtime/ops/Attention.h): not bit for bit, within one step
 // of the int8 output where it lies next to a rounding boundary.
+// On float32 data (Q, K, V each the end of moves alone, from a float32 [B, T, H*D] value; the
+// output's moves alone into [B, Tq, H*D]; heads up to 64 columns) the same chain becomes the
+// float op `attention`, within float32 rounding of the reference.
 namespace vkd::compiler::fusion {
 namespace {
 
 constexpr const char* kAttention = "q8ta_attention";
+constexpr const char* kFloatAttention = "attention";
 
 // The flat (C-order) index of the element of a tensor of `from` shape that `moves` (data
 // order; views keep flat indices, permutes reorder them) put at every flat index of their
@@ -224,10 +229,10 @@ bool moves_heads(const std::vector<int64_t>& sources, const Heads& h, int64_t t,
   return true;
 }
 
-// One side of the pattern: the int8 [B, T, H*D] value it reads or writes, its quantization, the
-// nodes it covers and the values that go with them.
+// One side of the pattern: the [B, T, H*D] value it reads or writes (int8, or float32 for the
+// float op), its quantization (int8), the nodes it covers and the values that go with them.
 struct HeadSide {
-  std::string int8;
+  std::string value;
   QuantInfo q;
   std::vector<int> nodes, chain_nodes;
   std::vector<std::string> dead;
@@ -264,7 +269,7 @@ std::string match_split(const Graph& g, const std::string& x, const Heads& h, in
   if (!moves_heads(moved_sources(g, c->moves, element_count(want)), h, t, true)) {
     return prefix + "the moves do not split " + shape_str(want) + " into [B, H, T, D] heads";
   }
-  side.int8 = c->source;
+  side.value = c->source;
   side.q = in;
   side.chain_nodes = c->nodes;
   side.nodes = c->nodes;
@@ -309,7 +314,7 @@ std::string match_merge(const Graph& g, const std::string& y, const Heads& h, He
   if (!moves_heads(moved_sources(g, c->moves, element_count(want)), h, h.tq, false)) {
     return "output: the moves do not merge the [B, H, T, D] heads into " + shape_str(want);
   }
-  side.int8 = c->output;
+  side.value = c->output;
   side.q = out_q;
   side.chain_nodes = c->nodes;
   side.nodes = {q};
@@ -319,8 +324,60 @@ std::string match_merge(const Graph& g, const std::string& y, const Heads& h, He
   return "";
 }
 
+// The float op's head split feeding SDPA input `x`: moves alone (views, transposes, clones),
+// each intermediate read once, from a float32 [B, T, H*D] value. "" or why it does not fit.
+std::string match_float_split(const Graph& g, const std::string& x, const Heads& h, int64_t t,
+                              const char* what, HeadSide& side) {
+  const std::string prefix = std::string(what) + ": ";
+  std::vector<int> moves;
+  std::string v = x;
+  while (is_data_movement(g.nodes[static_cast<size_t>(std::max(g.producer(v), 0))].op) &&
+         g.producer(v) >= 0 && single_use(g, v).empty()) {
+    moves.insert(moves.begin(), g.producer(v));
+    side.dead.push_back(v);
+    v = g.nodes[moves.front()].inputs[0];
+  }
+  const std::vector<int64_t> want = {h.batch, t, h.heads * h.dim};
+  if (moves.empty())
+    return prefix + "not a head split (view_copy -> transpose_copy, one reader each)";
+  if (g.value(v).dtype != DType::Float32 || g.value(v).shape != want) {
+    return prefix + quoted(v) + " is not the float32 " + shape_str(want) + " the heads split";
+  }
+  if (!moves_heads(moved_sources(g, moves, element_count(want)), h, t, true)) {
+    return prefix + "the moves do not split " + shape_str(want) + " into [B, H, T, D] heads";
+  }
+  side.value = v;
+  side.nodes = moves;
+  return "";
+}
+
+// The float op's head merge reading the SDPA output `y`: moves alone, each intermediate read
+// once, into a float32 [B, Tq, H*D] value. "" or why it does not fit.
+std::string match_float_merge(const Graph& g, const std::string& y, const Heads& h,
+                              HeadSide& side) {
+  std::string v = y;
+  while (single_use(g, v).empty() && is_data_movement(g.nodes[g.consumers(v)[0]].op)) {
+    side.nodes.push_back(g.consumers(v)[0]);
+    side.dead.push_back(v);
+    v = g.nodes[side.nodes.back()].outputs[0];
+  }
+  const std::vector<int64_t> want = {h.batch, h.tq, h.heads * h.dim};
+  if (side.nodes.empty()) {
+    return "output: not a head merge (transpose_copy -> view_copy, one reader each)";
+  }
+  if (g.value(v).shape != want) {
+    return "output: " + quoted(v) + " is " + shape_str(g.value(v).shape) + ", not the " +
+           shape_str(want) + " the heads merge into";
+  }
+  if (!moves_heads(moved_sources(g, side.nodes, element_count(want)), h, h.tq, false)) {
+    return "output: the moves do not merge the [B, H, T, D] heads into " + shape_str(want);
+  }
+  side.value = v;
+  return "";
+}
+
 // "" when SDPA node `n` has the shapes and arguments the kernel takes (fills `h`).
-std::string check_attention(const Graph& g, const Node& n, Heads& h) {
+std::string check_attention(const Graph& g, const Node& n, int64_t max_dim, Heads& h) {
   const std::vector<int64_t>& q = g.value(n.inputs[0]).shape;
   const std::vector<int64_t>& k = g.value(n.inputs[1]).shape;
   if (q.size() != 4 || k.size() != 4 || g.value(n.inputs[2]).shape != k || k[0] != q[0] ||
@@ -330,8 +387,9 @@ std::string check_attention(const Graph& g, const Node& n, Heads& h) {
            " are not [B, H, Tq, D], [B, H, Tk, D], [B, H, Tk, D]";
   }
   h = {q[0], q[1], q[2], k[2], q[3]};
-  if (h.dim % 4 != 0 || h.dim > 128) {
-    return h.describe() + ": the kernel takes heads of a multiple of 4 columns, at most 128";
+  if (h.dim % 4 != 0 || h.dim > max_dim) {
+    return h.describe() + ": the kernel takes heads of a multiple of 4 columns, at most " +
+           std::to_string(max_dim);
   }
   if (arg_present(n, "is_causal") && arg_bool(n, "is_causal")) {
     return "is_causal (the kernel takes an additive mask only)";
@@ -359,60 +417,74 @@ void fuse_attention(FuseState& state, int i) {
   const Graph& g = state.graph;
   const Node& n = g.nodes[i];
   if (n.inputs.size() < 3 || n.outputs.size() != 1) return;
+  // Quantized: Q, K, V each a dq's output; float: each a move's (a float head split).
+  int dqs = 0, moves = 0;
   for (int k = 0; k < 3; ++k) {
-    if (!node_is(g, g.producer(n.inputs[static_cast<size_t>(k)]), kDq)) return;  // float
+    const int p = g.producer(n.inputs[static_cast<size_t>(k)]);
+    dqs += node_is(g, p, kDq);
+    moves += p >= 0 && is_data_movement(g.nodes[static_cast<size_t>(p)].op);
   }
-  if (!state.allowed(i, kAttention)) return;
+  const bool float_io = moves == 3;
+  if (dqs != 3 && !float_io) return;
+  const std::string backend = float_io ? kFloatAttention : kAttention;
+  if (!state.allowed(i, backend)) return;
   Heads h;
   HeadSide sides[4];  // query, key, value, output
   const char* names[] = {"query", "key", "value"};
-  std::string why = check_attention(g, n, h);
+  std::string why = check_attention(g, n, float_io ? 64 : 128, h);
   for (int k = 0; k < 3 && why.empty(); ++k) {
-    why = match_split(g, n.inputs[static_cast<size_t>(k)], h, k == 0 ? h.tq : h.tk, names[k],
-                      sides[k]);
+    const std::string& x = n.inputs[static_cast<size_t>(k)];
+    const int64_t t = k == 0 ? h.tq : h.tk;
+    why = float_io ? match_float_split(g, x, h, t, names[k], sides[k])
+                   : match_split(g, x, h, t, names[k], sides[k]);
   }
-  if (why.empty()) why = match_merge(g, n.outputs[0], h, sides[3]);
+  if (why.empty()) {
+    why = float_io ? match_float_merge(g, n.outputs[0], h, sides[3])
+                   : match_merge(g, n.outputs[0], h, sides[3]);
+  }
   std::vector<int> nodes = {i};
   for (const HeadSide& s : sides) nodes.insert(nodes.end(), s.nodes.begin(), s.nodes.end());
   std::sort(nodes.begin(), nodes.end());
-  const std::string chain =
-      (sides[0].nodes.empty() ? std::string("dq") : chain_label(g, sides[0].nodes)) +
-      " (query; key, value alike) -> " + n.op +
-      (sides[3].nodes.empty() ? "" : " -> " + chain_label(g, sides[3].nodes));
+  const std::string chain = (sides[0].nodes.empty() ? std::string(float_io ? "" : "dq ")
+                                                    : chain_label(g, sides[0].nodes) + " ") +
+                            "(query; key, value alike) -> " + n.op +
+                            (sides[3].nodes.empty() ? "" : " -> " + chain_label(g, sides[3].nodes));
   if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
-  if (!why.empty()) return state.not_fused(chain, nodes, kAttention, why);
+  if (!why.empty()) return state.not_fused(chain, nodes, backend, why);
 
   Fusion f;
   f.nodes = nodes;
   for (const HeadSide& s : sides) f.dead.insert(f.dead.end(), s.dead.begin(), s.dead.end());
   Node& out = f.node;
-  out.op = kAttention;
+  out.op = backend;
   std::string mask;
   const bool has_mask = n.inputs.size() > 3 && !n.inputs[3].empty();
   if (has_mask) {
     mask = n.inputs[3];
   } else {  // no mask: zeros (adding 0 to a score changes nothing)
     Value zeros;
-    zeros.name = state.graph.unique_name(sides[3].int8 + "_no_mask");
+    zeros.name = state.graph.unique_name(sides[3].value + "_no_mask");
     zeros.dtype = DType::Float32;
     zeros.shape = {h.tk};
     zeros.data = std::vector<uint8_t>(static_cast<size_t>(h.tk) * sizeof(float), 0);
     mask = state.graph.add_value(zeros).name;
   }
-  out.inputs = {sides[0].int8, sides[1].int8, sides[2].int8, mask};
-  out.outputs = {sides[3].int8};
-  for (int k = 0; k < 3; ++k) {
-    out.args[std::string(names[k]) + "_scale"] = sides[k].q.scale;
-    out.args[std::string(names[k]) + "_zero_point"] = sides[k].q.zero_point;
-  }
+  out.inputs = {sides[0].value, sides[1].value, sides[2].value, mask};
+  out.outputs = {sides[3].value};
   const std::optional<double> scale = opt_float(n, "scale");
   out.args["num_heads"] = h.heads;
   out.args["scale"] = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(h.dim));
-  out.args["output_scale"] = sides[3].q.scale;
-  out.args["output_zero_point"] = sides[3].q.zero_point;
-  out.origin = state.fused_origin(i, kAttention);
-  for (int k = 0; k < 3; ++k) state.consume_quant(sides[k].int8, sides[k].nodes[0], sides[k].q);
-  state.produced[sides[3].int8] = sides[3].q;
+  out.origin = state.fused_origin(i, backend);
+  if (!float_io) {
+    for (int k = 0; k < 3; ++k) {
+      out.args[std::string(names[k]) + "_scale"] = sides[k].q.scale;
+      out.args[std::string(names[k]) + "_zero_point"] = sides[k].q.zero_point;
+      state.consume_quant(sides[k].value, sides[k].nodes[0], sides[k].q);
+    }
+    out.args["output_scale"] = sides[3].q.scale;
+    out.args["output_zero_point"] = sides[3].q.zero_point;
+    state.produced[sides[3].value] = sides[3].q;
+  }
   // The head split chains were reported as no single data-movement op before this anchor was
   // tried; they are part of this match now.
   for (int k = 0; k < 3; ++k) {
@@ -508,7 +580,7 @@ std::vector<EdgeOp> attention_edge_ops() {
              1,
              scaled_dot_product_attention}
           .computed_by(reference_scaled_dot_product_attention)
-          .fused_by(fusion::fuse_attention, {"q8ta_attention"}),
+          .fused_by(fusion::fuse_attention, {"q8ta_attention", "attention"}),
   };
 }
 

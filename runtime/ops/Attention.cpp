@@ -1,4 +1,4 @@
-// Op family: attention (q8ta_attention).
+// Op family: attention (q8ta_attention: int8; attention: float32).
 // Anatomy: push-constant struct (mirroring the shader), add_q8ta_attention_node, the registry
 // entry.
 #include "runtime/ops/Attention.h"
@@ -14,8 +14,6 @@
 namespace vkd::ops {
 namespace {
 
-constexpr const char* kOp = "q8ta_attention";
-
 // Mirrors `Params` in shaders/q8ta_attention.glsl.
 struct AttentionPush {
   int32_t tq, tk, w4, d4;
@@ -25,64 +23,77 @@ struct AttentionPush {
 };
 
 // The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK), the largest
-// head (MAX_D4 words) and its shared memory: the block's Q, a tile of K and of V (rows padded by
-// a word), the tile's p (likewise) and one float per invocation twice.
+// head (MAX_D4 words, float: vec4s) and its shared memory: the block's Q, a tile of K and of V
+// (rows padded by an element), the tile's p (likewise) and one float per invocation twice.
 constexpr uint32_t kWorkgroup = 128;
-constexpr int64_t kQueryRows = 8, kKeyTile = 32, kMaxHeadWords = 32;
-constexpr uint32_t kSharedBytes = 4 * ((kQueryRows + 2 * kKeyTile) * (kMaxHeadWords + 1) +
-                                       kQueryRows * (kKeyTile + 1) + 2 * kWorkgroup);
+constexpr int64_t kQueryRows = 8;
+struct Tiles {
+  int64_t keys, max_head_elems, elem_bytes;
+  uint32_t shared_bytes() const {
+    return static_cast<uint32_t>((kQueryRows + 2 * keys) * (max_head_elems + 1) * elem_bytes +
+                                 4 * (kQueryRows * (keys + 1) + 2 * kWorkgroup));
+  }
+};
+constexpr Tiles kInt8Tiles{32, 32, 4}, kFloatTiles{16, 16, 16};
 
-void check_4h4w(const graph::GpuTensor& t, const char* what) {
-  check_int8x4_tensor(kOp, t);
+// The checks of Q, K, V and output: 4H4W int8x4, or float32 width-packed buffers.
+void check_operand(const std::string& op, const graph::GpuTensor& t, const char* what,
+                   bool float_io) {
+  if (float_io) {
+    VKD_CHECK(t.spec().dtype == DType::Float32 && t.spec().storage == StorageType::Buffer &&
+                  t.spec().layout == MemoryLayout::WidthPacked && t.spec().sizes.size() >= 2,
+              ErrorCode::InvalidArgument, op, ": ", what, " ", t.spec().describe(),
+              " must be a width-packed float32 buffer of rank 2 to 4 ([B, T, H*D])");
+    return;
+  }
+  check_int8x4_tensor(op, t);
   VKD_CHECK(t.spec().layout == MemoryLayout::PackedInt8_4H4W && t.spec().sizes.size() >= 2,
-            ErrorCode::InvalidArgument, kOp, ": ", what, " ", t.spec().describe(),
+            ErrorCode::InvalidArgument, op, ": ", what, " ", t.spec().describe(),
             " must be a 4H4W int8x4 buffer of rank 2 to 4 ([B, T, H*D])");
   VKD_CHECK(packed_int8_word_count(t.spec().layout, t.spec().dims4()) < (int64_t(1) << 31),
-            ErrorCode::Unsupported, kOp, ": ", what, "'s words exceed the 2^31 a kernel can index");
+            ErrorCode::Unsupported, op, ": ", what, "'s words exceed the 2^31 a kernel can index");
 }
 
-}  // namespace
-
-void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
-                             graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
-                             const AttentionParams& params) {
+// Both ops: the checks every operand shares, the push constants and the dispatch. `params`'
+// quantizations are the int8 op's (the float op: zero points 0, scales 1).
+void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float_io,
+                   graph::ValueRef query, graph::ValueRef key, graph::ValueRef value,
+                   graph::ValueRef mask, graph::ValueRef output, const AttentionParams& params) {
   const auto& q = graph.tensor(query);
   const auto& k = graph.tensor(key);
   const auto& v = graph.tensor(value);
   const auto& m = graph.tensor(mask);
   const auto& out = graph.tensor(output);
-  check_4h4w(q, "query");
-  check_4h4w(k, "key");
-  check_4h4w(v, "value");
-  check_4h4w(out, "output");
-  check_same_sizes(kOp, q, out);
-  check_same_sizes(kOp, k, v);
-  for (const QuantParams* qp : {&params.query, &params.key, &params.value, &params.output}) {
-    check_quant_params(kOp, *qp);
-  }
+  check_operand(op, q, "query", float_io);
+  check_operand(op, k, "key", float_io);
+  check_operand(op, v, "value", float_io);
+  check_operand(op, out, "output", float_io);
+  check_same_sizes(op, q, out);
+  check_same_sizes(op, k, v);
+  const Tiles tiles = float_io ? kFloatTiles : kInt8Tiles;
   const Dims4 dq = q.spec().dims4(), dk = k.spec().dims4(), dm = m.spec().dims4();
   const int64_t batches = dq.n * dq.c, width = dq.w, heads = params.num_heads;
-  VKD_CHECK(dk.n == dq.n && dk.c == dq.c && dk.w == width, ErrorCode::InvalidArgument, kOp,
-            ": key ", k.spec().describe(), " must be [B, Tk, H*D] for the query ",
-            q.spec().describe());
+  VKD_CHECK(dk.n == dq.n && dk.c == dq.c && dk.w == width, ErrorCode::InvalidArgument, op, ": key ",
+            k.spec().describe(), " must be [B, Tk, H*D] for the query ", q.spec().describe());
   VKD_CHECK(heads >= 1 && width % heads == 0 && (width / heads) % 4 == 0 &&
-                width / heads <= 4 * kMaxHeadWords,
-            ErrorCode::InvalidArgument, kOp, ": num_heads ", heads, " must split the ", width,
-            " columns into heads of D columns, D a multiple of 4 and at most ", 4 * kMaxHeadWords);
+                width / heads <= 4 * tiles.max_head_elems,
+            ErrorCode::InvalidArgument, op, ": num_heads ", heads, " must split the ", width,
+            " columns into heads of D columns, D a multiple of 4 and at most ",
+            4 * tiles.max_head_elems);
   VKD_CHECK(m.spec().dtype == DType::Float32 && m.spec().storage == StorageType::Buffer &&
                 m.spec().layout == MemoryLayout::WidthPacked,
-            ErrorCode::InvalidArgument, kOp, ": mask ", m.spec().describe(),
+            ErrorCode::InvalidArgument, op, ": mask ", m.spec().describe(),
             " must be a width-packed float32 buffer");
   const int64_t mask_batches = dm.n * dm.c;
   VKD_CHECK(
       dm.w == dk.h && (dm.h == 1 || dm.h == dq.h) && (mask_batches == 1 || mask_batches == batches),
-      ErrorCode::InvalidArgument, kOp, ": mask ", m.spec().describe(),
+      ErrorCode::InvalidArgument, op, ": mask ", m.spec().describe(),
       " must be [1 or B, 1, 1 or Tq, Tk] = [1 or ", batches, ", 1, 1 or ", dq.h, ", ", dk.h, "]");
-  VKD_CHECK(std::isfinite(params.scale), ErrorCode::InvalidArgument, kOp, ": scale ", params.scale,
+  VKD_CHECK(std::isfinite(params.scale), ErrorCode::InvalidArgument, op, ": scale ", params.scale,
             " must be finite");
   const vk::DeviceProfile& profile = graph.profile();
-  VKD_CHECK(kSharedBytes <= profile.max_shared_memory_bytes, ErrorCode::Unsupported, kOp,
-            ": the kernel needs ", kSharedBytes, " bytes of shared memory, the device has ",
+  VKD_CHECK(tiles.shared_bytes() <= profile.max_shared_memory_bytes, ErrorCode::Unsupported, op,
+            ": the kernel needs ", tiles.shared_bytes(), " bytes of shared memory, the device has ",
             profile.max_shared_memory_bytes);
 
   const AttentionPush push{static_cast<int32_t>(dq.h),
@@ -99,8 +110,9 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
                            params.value.scale,
                            inverse_scale(params.output.scale)};
   graph::DispatchNode node;
-  node.op = kOp;
-  node.kernel = shaders::variants::q8ta_attention[profile.int8_dot_product ? 0 : 1];
+  node.op = op;
+  node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
+                         : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1];
   node.bindings = {output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per (block of 8 query rows, head, batch); the shader's size is fixed (its
@@ -112,11 +124,31 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
   graph.add_node(std::move(node));
 }
 
-// --- registry entry -----------------------------------------------------------------
+}  // namespace
+
+void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
+                             graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
+                             const AttentionParams& params) {
+  for (const QuantParams* qp : {&params.query, &params.key, &params.value, &params.output}) {
+    check_quant_params("q8ta_attention", *qp);
+  }
+  add_attention(graph, "q8ta_attention", false, query, key, value, mask, output, params);
+}
+
+void add_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
+                        graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
+                        int num_heads, float scale) {
+  AttentionParams p;  // float: zero points 0, scales 1
+  p.num_heads = num_heads;
+  p.scale = scale;
+  add_attention(graph, "attention", true, query, key, value, mask, output, p);
+}
+
+// --- registry entries ---------------------------------------------------------------
 
 namespace {
 
-void build_attention(const OpCall& call) {
+void build_q8ta_attention(const OpCall& call) {
   AttentionParams p;
   p.query = call.quant("query");
   p.key = call.quant("key");
@@ -131,8 +163,18 @@ void build_attention(const OpCall& call) {
                           call.tensor("value"), call.tensor("mask"), call.tensor("output"), p);
 }
 
+void build_attention(const OpCall& call) {
+  add_attention_node(call.graph(), call.tensor("query"), call.tensor("key"), call.tensor("value"),
+                     call.tensor("mask"), call.tensor("output"),
+                     call.int32_arg("num_heads", 1, 1 << 16),
+                     static_cast<float>(call.float_arg("scale")));
+}
+
 }  // namespace
 
-void register_attention_ops(OpRegistry& registry) { registry.add(kOp, build_attention); }
+void register_attention_ops(OpRegistry& registry) {
+  registry.add("q8ta_attention", build_q8ta_attention);
+  registry.add("attention", build_attention);
+}
 
 }  // namespace vkd::ops

@@ -1,5 +1,5 @@
-// q8ta_attention: scaled dot-product attention of int8 Q, K, V whose heads are column blocks,
-// with a float32 additive mask, requantized into an int8 output.
+// q8ta_attention / attention: scaled dot-product attention of int8 (float32) Q, K, V whose heads
+// are column blocks, with a float32 additive mask, requantized into an int8 output (float32).
 #pragma once
 
 #include "runtime/graph/ComputeGraph.h"
@@ -30,5 +30,13 @@ struct AttentionParams {
 void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
                              graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
                              const AttentionParams& params);
+
+// The float op `attention`: query, key, value and output float32 width-packed buffers of the
+// sizes above, D a multiple of 4 and at most 64, the same mask; per row
+//   s[l, j] = (q[l] . k[j] in float32) * scale + mask[l, j]
+//   y[l] = sum_j p[l, j] * v[j] / sum_j p[l, j]     (p as above; 0 where every s is -inf)
+void add_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
+                        graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
+                        int num_heads, float scale);
 
 }  // namespace vkd::ops

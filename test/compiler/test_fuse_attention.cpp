@@ -1,9 +1,10 @@
 // fuse_and_lower on edge-dialect graphs built in C++ (FuseTestUtil.h): the head split,
 // aten.scaled_dot_product_attention and the head merge into q8ta_attention
 // (compiler/ops/Attention.cpp), and the chains it leaves, each with its reason; the shape rule
-// of aten.scaled_dot_product_attention.
+// of aten.scaled_dot_product_attention; the float chain into the float op attention.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -176,6 +177,62 @@ TEST(Fuse, AttentionChainsThatDoNotFitAreLeft) {
   causal.causal = true;
   causal.mask = false;
   refused(causal, "is_causal (the kernel takes an additive mask only)");
+}
+
+// Float Q, K, V [1, T, h*d] -> view_copy [1, T, h, d] -> transpose_copy(1, 2); SDPA with a mask;
+// transpose_copy(1, 2) -> view_copy [1, T, h*d] -> 'y' (nodes 0..8).
+Builder float_attention_graph(int64_t h, int64_t d) {
+  Builder b;
+  for (const std::string n : {"q", "k", "v"}) {
+    b.input(n, DType::Float32, {1, T, h * d});
+    b.value(n + "_v", DType::Float32, {1, T, h, d});
+    b.node("aten.view_copy", {n}, {{"size", I{1, T, h, d}}}, {n + "_v"});
+    b.value(n + "_t", DType::Float32, {1, h, T, d});
+    b.node("aten.transpose_copy.int", {n + "_v"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}},
+           {n + "_t"});
+  }
+  b.input("mask", DType::Float32, {1, 1, 1, T});
+  b.value("a", DType::Float32, {1, h, T, d});
+  b.node(kSdpa, {"q_t", "k_t", "v_t", "mask"}, {}, {"a"});
+  b.value("at", DType::Float32, {1, T, h, d});
+  b.node("aten.transpose_copy.int", {"a"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {"at"});
+  b.value("y", DType::Float32, {1, T, h * d});
+  b.node("aten.view_copy", {"at"}, {{"size", I{1, T, h * d}}}, {"y"});
+  b.output("y");
+  return b;
+}
+
+// On float32 data the same chain becomes the float op `attention` (the default scale 1/sqrt(D));
+// heads wider than its 64 columns stay as they were, with the reason.
+TEST(Fuse, FloatAttentionWithItsHeadMovesFuses) {
+  {
+    Builder b = float_attention_graph(H, D);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"attention"})) << all_lines(r);
+    EXPECT_TRUE(has_line(r,
+                         "fused aten.view_copy -> aten.transpose_copy.int (query; key, value "
+                         "alike) -> aten.scaled_dot_product_attention -> aten.transpose_copy.int "
+                         "-> aten.view_copy (node 0..8) into attention 'y' (2 heads of 8, mask "
+                         "'mask' [1, 1, 1, 5])"))
+        << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{"q", "k", "v", "mask"}));
+    EXPECT_EQ(arg_i(n, "num_heads"), H);
+    EXPECT_DOUBLE_EQ(arg_d(n, "scale"), 1.0 / std::sqrt(8.0));
+    EXPECT_EQ(n.args.count("query_scale"), 0u);
+    expect_valid(b.g);
+  }
+  {
+    Builder b = float_attention_graph(1, 128);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(count_op(b.g, "attention"), 0) << all_lines(r);
+    EXPECT_EQ(count_op(b.g, kSdpa), 1) << all_lines(r);
+    EXPECT_TRUE(has_line(r,
+                         "not fused: (query; key, value alike) -> "
+                         "aten.scaled_dot_product_attention (node 6) as attention: 1 heads of 128: "
+                         "the kernel takes heads of a multiple of 4 columns, at most 64"))
+        << all_lines(r);
+  }
 }
 
 // The shape rule: broadcast batch dims, the mask's broadcast, dropout and is_causal with a mask.

@@ -3,7 +3,8 @@
 // differ, 1, 2 and 12 heads of 8, 32, 64 and 128 columns, batches of 1 and 2, rank 2 to 4, masks
 // of every accepted form ([B, 1, 1, Tk] with masked keys, per query row, shared by the batches,
 // a batch with every key at -10000, a row with every key at -inf, zeros: no mask), and MiniLM's
-// shape (T = 128, 12 heads of 32) as the PERF case.
+// shape (T = 128, 12 heads of 32) as the PERF case; the float op `attention` on float32 Q, K, V
+// (heads up to 64) likewise.
 //
 // Checked against a double-precision reference with exact int32 Q.K sums
 // (test/reference/AttentionReference.h): each int8 output must lie between the quantizations of
@@ -57,8 +58,9 @@ int quantize(double y, const ops::QuantParams& q) {
 
 class AttentionCase : public CaseInstance {
  public:
-  AttentionCase(AttentionShape shape, MaskKind mask, float q_scale)
-      : shape_(std::move(shape)), mask_(mask) {
+  // `float_io`: the float op `attention`, Q and K uniform in +-(q_scale * 64), V in +-1.
+  AttentionCase(AttentionShape shape, MaskKind mask, float q_scale, bool float_io)
+      : shape_(std::move(shape)), mask_(mask), float_io_(float_io), amplitude_(q_scale * 64) {
     params_.query = {q_scale, -4};
     params_.key = {0.066f, 3};
     params_.value = {0.02f, 33};
@@ -87,16 +89,23 @@ class AttentionCase : public CaseInstance {
   }
 
   void build(graph::ComputeGraph& g) override {
-    const auto int8 = [](const std::vector<int64_t>& sizes) {
-      return TensorSpec{sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W};
+    const auto spec = [&](const std::vector<int64_t>& sizes) {
+      return float_io_
+                 ? TensorSpec{sizes, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}
+                 : TensorSpec{sizes, DType::Int8x4, StorageType::Buffer,
+                              MemoryLayout::PackedInt8_4H4W};
     };
-    q_ = g.add_tensor(int8(shape_.q_sizes), "q");
-    k_ = g.add_tensor(int8(shape_.k_sizes), "k");
-    v_ = g.add_tensor(int8(shape_.k_sizes), "v");
+    q_ = g.add_tensor(spec(shape_.q_sizes), "q");
+    k_ = g.add_tensor(spec(shape_.k_sizes), "k");
+    v_ = g.add_tensor(spec(shape_.k_sizes), "v");
     m_ = g.add_tensor(
         {mask_sizes(), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "mask");
-    out_ = g.add_tensor(int8(shape_.q_sizes), "y");
-    ops::add_q8ta_attention_node(g, q_, k_, v_, m_, out_, params_);
+    out_ = g.add_tensor(spec(shape_.q_sizes), "y");
+    if (float_io_) {
+      ops::add_attention_node(g, q_, k_, v_, m_, out_, params_.num_heads, params_.scale);
+    } else {
+      ops::add_q8ta_attention_node(g, q_, k_, v_, m_, out_, params_);
+    }
     for (graph::ValueRef in : {q_, k_, v_, m_}) g.add_input(in);
     g.add_output(out_);
   }
@@ -108,9 +117,21 @@ class AttentionCase : public CaseInstance {
       g.write_words(
           t, testing::ref_pack(MemoryLayout::PackedInt8_4H4W, testing::ref_shape_of(sizes), x, zp));
     };
-    write(q_, shape_.q_sizes, params_.query.zero_point, q_vals_);
-    write(k_, shape_.k_sizes, params_.key.zero_point, k_vals_);
-    write(v_, shape_.k_sizes, params_.value.zero_point, v_vals_);
+    const auto write_float = [&](graph::ValueRef t, float reach, std::vector<float>& x) {
+      std::uniform_real_distribution<float> value(-reach, reach);
+      x.resize(static_cast<size_t>(g.spec(t).numel()));
+      for (float& e : x) e = value(rng);
+      g.write_float(t, x);
+    };
+    if (float_io_) {
+      write_float(q_, amplitude_, qf_);
+      write_float(k_, amplitude_, kf_);
+      write_float(v_, 1.0f, vf_);
+    } else {
+      write(q_, shape_.q_sizes, params_.query.zero_point, q_vals_);
+      write(k_, shape_.k_sizes, params_.key.zero_point, k_vals_);
+      write(v_, shape_.k_sizes, params_.value.zero_point, v_vals_);
+    }
     int64_t count = 1;
     for (int64_t d : mask_sizes()) count *= d;
     mask_vals_.assign(static_cast<size_t>(count), 0.0f);
@@ -140,6 +161,7 @@ class AttentionCase : public CaseInstance {
                               head_dim(),
                               ms.size() == 4 ? ms[0] : 1,
                               ms.size() == 4 ? ms[2] : 1};
+    if (float_io_) return check_float(g, s);
     const float qk = params_.query.scale * params_.key.scale * params_.scale;
     const testing::AttentionRef want =
         testing::ref_attention(q_vals_, k_vals_, v_vals_, mask_vals_, s,
@@ -163,37 +185,56 @@ class AttentionCase : public CaseInstance {
     return r;
   }
 
+  // Each float output within the reference's bound of its exact value.
+  AccuResult check_float(const graph::ComputeGraph& g, const AttentionRefShape& s) const {
+    const testing::AttentionRef want =
+        testing::ref_attention_float(qf_, kf_, vf_, mask_vals_, s, params_.scale);
+    const std::vector<float> got = g.read_float(out_);
+    AccuResult r;
+    for (size_t i = 0; i < want.y.size(); ++i) {
+      const double err = std::fabs(static_cast<double>(got[i]) - want.y[i]);
+      r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
+      r.mismatches += !(err <= want.tol[i]);
+      ++r.checked;
+    }
+    return r;
+  }
+
   PerfWork work() const override {
     const double b = static_cast<double>(batches()),
-                 width = static_cast<double>(shape_.q_sizes.back());
+                 width = static_cast<double>(shape_.q_sizes.back()) * (float_io_ ? 4 : 1);
     const double bytes = b * width * (2.0 * tq() + 2.0 * tk()) + 4.0 * mask_vals_.size();
     // Q.K^T and P.V: 2 * Tq * Tk * D multiply-adds per head.
-    return {bytes, 4.0 * b * tq() * tk() * width};
+    return {bytes, 4.0 * b * tq() * tk() * static_cast<double>(shape_.q_sizes.back())};
   }
 
  private:
   AttentionShape shape_;
   MaskKind mask_;
+  bool float_io_;
+  float amplitude_;
   ops::AttentionParams params_;
   graph::ValueRef q_ = -1, k_ = -1, v_ = -1, m_ = -1, out_ = -1;
   std::vector<int8_t> q_vals_, k_vals_, v_vals_;
+  std::vector<float> qf_, kf_, vf_;
   std::vector<float> mask_vals_;
 };
 
 void add_attention_case(Registry& registry, const std::string& prefix, const AttentionShape& shape,
-                        MaskKind mask, float q_scale) {
+                        MaskKind mask, float q_scale, bool float_io = false) {
   const int64_t d = shape.q_sizes.back() / shape.heads;
   const std::string sizes = shape_string(shape.q_sizes) + "_kv" + shape_string(shape.k_sizes);
   const std::string heads = std::to_string(shape.heads) + "x" + std::to_string(d);
-  Case c{prefix + "q8ta_attention/" + heads + "/" + mask_name(mask) + "/" + sizes,
-         "q8ta_attention",
+  const std::string op = float_io ? "attention" : "q8ta_attention";
+  Case c{prefix + op + "/" + heads + "/" + mask_name(mask) + "/" + sizes,
+         op,
          sizes,
-         "4H4W " + heads + " " + mask_name(mask),
+         std::string(float_io ? "float32 " : "4H4W ") + heads + " " + mask_name(mask),
          prefix.empty(),
          !prefix.empty(),
-         prefix.empty(),
+         prefix.empty() && !float_io,
          Metric::GOPs,
-         [=] { return std::make_unique<AttentionCase>(shape, mask, q_scale); }};
+         [=] { return std::make_unique<AttentionCase>(shape, mask, q_scale, float_io); }};
   registry.add(std::move(c));
 }
 
@@ -219,6 +260,21 @@ void register_attention_cases(Registry& registry) {
   };
   for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
   add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp);
+  // The float op: heads of 8 to 64 (its largest), one to several key tiles of 16.
+  const struct {
+    AttentionShape shape;
+    MaskKind mask;
+  } float_cases[] = {
+      {{{1, 1, 32}, {1, 1, 32}, 1}, MaskKind::None},
+      {{{2, 7, 16}, {2, 7, 16}, 2}, MaskKind::FullyMasked},
+      {{{1, 16, 384}, {1, 16, 384}, 12}, MaskKind::Keys},
+      {{{2, 7, 128}, {2, 40, 128}, 2}, MaskKind::Rows},
+      {{{1, 1, 33, 64}, {1, 1, 33, 64}, 1}, MaskKind::Shared},
+      {{{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys},
+  };
+  for (const auto& c : float_cases) add_attention_case(registry, "", c.shape, c.mask, soft, true);
+  add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, soft,
+                     true);
 }
 
 }  // namespace vkd::custom_ops

@@ -11,7 +11,8 @@ and the head merge one q8ta_attention (the report says so; the plan has one GPU 
 host step), and `vkd run` on it, under the validation layer, matches PyTorch's
 reference-quantized model (dq -> SDPA in float32 -> q): the attention's int8 output within one
 step (a step only where the float32 result lies next to a rounding boundary: a few elements),
-and the block's output within one step of its own quantization.
+and the block's output within one step of its own quantization. The same block left float
+becomes the float op `attention` between host linears, equal to PyTorch within float32 rounding.
 """
 import json
 import os
@@ -126,6 +127,47 @@ class AttentionBlockTest(unittest.TestCase):
                 last = next(n for n in graph["nodes"] if n["outputs"] == [graph["outputs"][0]])
                 steps = np.abs(got.astype(np.float64) - want.numpy()) / last["args"]["scale"]
                 self.assertLessEqual(steps.max(), 1.0 + 1e-3)
+
+    def test_float_block_runs_its_attention_as_one_gpu_op(self):
+        """The float block (no quantization): its head split, attention and merge become the
+        float op `attention` on the GPU (the float linears stay on the host), and the plan's
+        output equals PyTorch's within float32 rounding."""
+        vkd = os.environ.get("VKD")
+        if not vkd:
+            self.skipTest("no vkd binary: CTest passes VKD=<the built vkd>")
+        from vkdelegate.export import safetensors, to_graph_ir
+        from vkdelegate.export.ir import to_json_text
+        with tempfile.TemporaryDirectory() as d:
+            torch.manual_seed(3)
+            model = Block().eval()
+            inputs = sample(7, 1)
+            program = torch.export.export(model, inputs)
+            graph, tensors = to_graph_ir(program.module(), inputs, name="block")
+            m = os.path.join(d, "block")
+            with open(m + ".json", "w") as f:
+                f.write(to_json_text(graph))
+            safetensors.save(m + ".safetensors", tensors)
+            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
+                                   "--partition", "-o", m + ".vkd", "--report"],
+                                  capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertIn("into attention 'reshape' (4 heads of 16, mask 'mask' [1, 1, 1, 7])",
+                          done.stdout)
+            with open(m + ".partition.json") as f:
+                plan = json.load(f)
+            host = [s["host"] for s in plan["steps"] if "host" in s]
+            self.assertNotIn("aten.scaled_dot_product_attention", host)
+            for name, t in zip(("x", "mask"), inputs):
+                np.save(os.path.join(d, name + ".npy"), t.numpy())
+            run = subprocess.run([vkd, "run", m + ".partition.json", "--weights",
+                                  m + ".safetensors", "--input", f"x={d}/x.npy", "--input",
+                                  f"mask={d}/mask.npy", "--output-dir", os.path.join(d, "run")],
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            got = np.load(os.path.join(d, "run", graph["outputs"][0] + ".npy"))
+            with torch.no_grad():
+                want = model(*inputs).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 //   s[j] = a[j] * qk_scale + mask[b or 0, l or 0, j]                         double
 //   w[j] = exp(s[j] - max s) / sum_j exp(s[j] - max s)   (s = -inf: w = 0; every s -inf: y = 0)
 //   y[l, hD + d] = s_v * sum_j w[j] * (v[j, hD + d] - zp_v)                  double
-// and a bound on how far the kernel's float32 y may lie from it (AttentionRef::tol, below).
+// and a bound on how far the kernel's float32 y may lie from it (AttentionRef::tol, below); the
+// float op's reference (ref_attention_float) below it.
 #pragma once
 
 #include <algorithm>
@@ -76,6 +77,60 @@ inline AttentionRef ref_attention(const std::vector<int8_t>& q, const std::vecto
           const size_t at = static_cast<size_t>((b * s.tq + l) * width + h * D + d);
           r.y[at] = y * z.v_scale;
           r.tol[at] += (4.0 * err + 1e-5) * spread * z.v_scale;
+        }
+      }
+    }
+  }
+  return r;
+}
+
+// The float op: float32 Q, K, V of the same layout; s[j] = (q . k[j]) * scale + mask in double,
+// the same softmax and y = sum_j w[j] v[j], and the kernel's bound: float32 dot products (an
+// error of a few ulps of sum |q k| * scale) and the mask's float32 sum, as above.
+inline AttentionRef ref_attention_float(const std::vector<float>& q, const std::vector<float>& k,
+                                        const std::vector<float>& v, const std::vector<float>& mask,
+                                        const AttentionRefShape& s, double scale) {
+  const int64_t width = s.heads * s.head_dim, D = s.head_dim;
+  AttentionRef r;
+  r.y.assign(static_cast<size_t>(s.batches * s.tq * width), 0.0);
+  r.tol.assign(r.y.size(), 1e-6);
+  std::vector<double> score(static_cast<size_t>(s.tk));
+  for (int64_t b = 0; b < s.batches; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t l = 0; l < s.tq; ++l) {
+        double top = -INFINITY, err = 0.0;
+        for (int64_t j = 0; j < s.tk; ++j) {
+          double a = 0.0, size = 0.0;
+          for (int64_t d = 0; d < D; ++d) {
+            const double x =
+                q[static_cast<size_t>((b * s.tq + l) * width + h * D + d)] *
+                static_cast<double>(k[static_cast<size_t>((b * s.tk + j) * width + h * D + d)]);
+            a += x;
+            size += std::fabs(x);
+          }
+          const int64_t mb = s.mask_batches == 1 ? 0 : b, ml = s.mask_rows == 1 ? 0 : l;
+          const double m = mask[static_cast<size_t>((mb * s.mask_rows + ml) * s.tk + j)];
+          const double x = a * scale + m;
+          score[static_cast<size_t>(j)] = x;
+          top = std::max(top, x);
+          if (std::isfinite(x)) {
+            err = std::max(err, 6e-8 * D * size * std::fabs(scale) + 2.4e-7 * std::fabs(x));
+          }
+        }
+        if (top == -INFINITY) continue;  // every key masked out: y = 0
+        double sum = 0.0;
+        for (double& x : score) sum += x = std::exp(x - top);
+        for (int64_t d = 0; d < D; ++d) {
+          double y = 0.0, spread = 0.0;
+          for (int64_t j = 0; j < s.tk; ++j) {
+            const double val = v[static_cast<size_t>((b * s.tk + j) * width + h * D + d)];
+            const double w = score[static_cast<size_t>(j)] / sum;
+            y += w * val;
+            spread += w * std::fabs(val);
+          }
+          const size_t at = static_cast<size_t>((b * s.tq + l) * width + h * D + d);
+          r.y[at] = y;
+          r.tol[at] += (4.0 * err + 1e-5) * spread;
         }
       }
     }

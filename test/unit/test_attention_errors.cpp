@@ -1,6 +1,6 @@
-// q8ta_attention's argument checks: layouts, sizes, heads, mask shapes and quantization are
-// InvalidArgument errors naming the op and the problem, raised while the graph is built. The
-// arithmetic is checked by the ACCU cases (test/custom_ops/attention_cases.cpp).
+// q8ta_attention's (and the float attention's) argument checks: layouts, sizes, heads, mask shapes
+// and quantization are InvalidArgument errors naming the op and the problem, raised while the graph
+// is built. The arithmetic is checked by the ACCU cases (test/custom_ops/attention_cases.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,6 +99,39 @@ TEST_F(AttentionChecks, HeadsAndMaskShapesAreChecked) {
   AttentionSetup zp;
   zp.p.value.zero_point = 200;
   expect_op_error(zp, ctx(), "q8ta_attention", "zero_point 200");
+}
+
+// The float op attention: float32 width-packed Q, K, V [2, 7 or 9, 64] and output.
+struct FloatAttentionSetup {
+  TensorSpec q = float_spec({2, 7, 64}), k = float_spec({2, 9, 64}), v = float_spec({2, 9, 64});
+  TensorSpec mask = float_spec({2, 1, 1, 9});
+  TensorSpec out = float_spec({2, 7, 64});
+  int heads = 2;
+
+  static TensorSpec float_spec(std::vector<int64_t> sizes) {
+    return {std::move(sizes), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  }
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_attention_node(g, g.add_tensor(q, "q"), g.add_tensor(k, "k"),
+                                   g.add_tensor(v, "v"), g.add_tensor(mask, "m"),
+                                   g.add_tensor(out, "y"), heads, 0.17f);
+    });
+  }
+};
+
+TEST_F(AttentionChecks, FloatOpChecksItsTensorsAndHeads) {
+  EXPECT_EQ(FloatAttentionSetup{}.build(ctx()).first, -1)
+      << FloatAttentionSetup{}.build(ctx()).second;
+  FloatAttentionSetup int8_q;
+  int8_q.q = int8_spec({2, 7, 64}, k4H4W);
+  expect_op_error(int8_q, ctx(), "attention", "query");
+  FloatAttentionSetup wide;
+  wide.heads = 1;  // one head of 64 columns is the float op's largest; 128 is not
+  EXPECT_EQ(wide.build(ctx()).first, -1) << wide.build(ctx()).second;
+  wide.q = wide.out = FloatAttentionSetup::float_spec({2, 7, 128});
+  wide.k = wide.v = FloatAttentionSetup::float_spec({2, 9, 128});
+  expect_op_error(wide, ctx(), "attention", "at most 64");
 }
 
 }  // namespace
