@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 
+#include "compiler/DynamicLength.h"
 #include "compiler/Emit.h"
 #include "compiler/Fold.h"
 #include "compiler/Fuse.h"
@@ -138,6 +139,9 @@ void sink_dequantizes(Graph& g, std::vector<PassReport>& reports) {
 }  // namespace
 
 CompileResult compile_graph(Graph g, const CompileOptions& options) {
+  if (g.dynamic) {
+    return compile_dynamic(g, [&](Graph at) { return compile_graph(std::move(at), options); });
+  }
   CompileResult result;
   const uint64_t source_hash = graph_ir_hash(g);
   infer_shapes(g);
@@ -150,6 +154,9 @@ CompileResult compile_graph(Graph g, const CompileOptions& options) {
 }
 
 PartitionedResult compile_partitioned(Graph g, const CompileOptions& options) {
+  VKD_CHECK(!g.dynamic, ErrorCode::Unsupported, "the graph has a dynamic length (",
+            g.dynamic ? g.dynamic->name : "", " up to ", g.dynamic ? g.dynamic->max : 0,
+            "), which only a whole-graph compile takes (without --partition) for now");
   PartitionedResult result;
   const uint64_t source_hash = graph_ir_hash(g);  // what every partition's blob records
   infer_shapes(g);

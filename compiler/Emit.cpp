@@ -29,9 +29,11 @@ TensorSpec spec_of(const Value& v) {
 
 }  // namespace
 
-std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash) {
+std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash,
+                               const serialization::DynamicLength* dynamic) {
   serialization::GraphBuilder b;
   b.set_source_graph_hash(source_graph_hash);
+  if (dynamic) b.set_dynamic_length(*dynamic);
   std::map<std::string, serialization::ValueId> ids;
   auto tensor_id = [&](const std::string& name) {
     auto it = ids.find(name);

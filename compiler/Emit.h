@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "compiler/GraphIR.h"
+#include "serialization/DynamicLength.h"
 
 namespace vkd::compiler {
 
-std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash = 0);
+// `dynamic`: the blob's dynamic length table (compiler/DynamicLength.h), none by default.
+std::vector<uint8_t> emit_blob(const Graph& g, uint64_t source_graph_hash = 0,
+                               const serialization::DynamicLength* dynamic = nullptr);
 
 }  // namespace vkd::compiler

@@ -71,6 +71,27 @@ struct Node {
   std::string origin;                // where it came from, for messages: "node 3 (aten.relu)"
 };
 
+// A graph IR written at its maximum sequence length that runs at every length in [min, max]
+// (issue 35; the IR's "dynamic" section, compiler/DynamicLength.h): the value dimensions and the
+// node args (by node index in the IR) that follow the length L, each a * L + b.
+struct DynamicDim {
+  std::string value;
+  size_t dim = 0;
+  int64_t a = 0, b = 0;
+};
+struct DynamicArg {
+  size_t node = 0;
+  std::string arg;
+  int64_t element = -1;  // the item of an int list; -1: the arg is an int
+  int64_t a = 0, b = 0;
+};
+struct DynamicSpec {
+  std::string name;  // "T"
+  int64_t min = 1, max = 1;
+  std::vector<DynamicDim> dims;
+  std::vector<DynamicArg> args;
+};
+
 class Graph {
  public:
   // Values: insertion order is kept so every pass and the serializer are deterministic.
@@ -85,6 +106,7 @@ class Graph {
 
   std::vector<Node> nodes;
   std::vector<std::string> inputs, outputs;
+  std::optional<DynamicSpec> dynamic;  // set by the parser for an IR with a dynamic length
 
   // Index of the node writing `value`, or -1 (graph input, constant or unknown).
   int producer(const std::string& value) const;

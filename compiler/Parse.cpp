@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/DynamicLength.h"
 #include "compiler/StrictJson.h"
 
 #include "compiler/ShapeInference.h"
@@ -530,7 +531,7 @@ void set_graph_outputs(const Json& root, Graph& g) {
 Graph parse_document(const Json& root, const SafetensorsFile* weights) {
   VKD_CHECK(root.is_object(), ErrorCode::InvalidArgument, "the graph must be a JSON object, got ",
             root.type_name());
-  only_fields(root, {"vkd_graph", "inputs", "outputs", "values", "nodes"}, "graph");
+  only_fields(root, {"vkd_graph", "inputs", "outputs", "values", "nodes", "dynamic"}, "graph");
   check_version(root);
   Declarations decls = parse_declarations(root);
   Graph g;
@@ -539,6 +540,7 @@ Graph parse_document(const Json& root, const SafetensorsFile* weights) {
   add_nodes(root, decls, g);
   check_declarations_used(decls);
   set_graph_outputs(root, g);
+  if (root.contains("dynamic")) read_dynamic_section(root["dynamic"], g);
   return g;
 }
 

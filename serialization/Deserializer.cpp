@@ -252,10 +252,20 @@ int64_t entry_target(size_t i, const DynamicEntry& e, const std::vector<Value>& 
   const Value& v = values[e.value];
   *is_dim = false;
   if (const auto* t = std::get_if<TensorValue>(&v)) {
-    VKD_CHECK(!t->constant, kBad, label, ": tensor '", t->name,
-              "' is a constant, whose size cannot change");
     VKD_CHECK(e.element < t->spec.sizes.size(), kBad, label, ": tensor '", t->name, "' has rank ",
               t->spec.sizes.size());
+    if (t->constant) {
+      // At a shorter length a constant is the first rows of its bytes (host NCHW): only a
+      // leading dimension can follow the length, and only by growing with it.
+      for (size_t k = 0; k < e.element; ++k) {
+        VKD_CHECK(t->spec.sizes[k] == 1, kBad, label, ": constant '", t->name, "' ",
+                  t->spec.describe(),
+                  " can follow the length only in its first dimension "
+                  "larger than 1 (at a shorter length it is a prefix of its bytes)");
+      }
+      VKD_CHECK(e.a >= 0, kBad, label, ": constant '", t->name,
+                "' would grow at shorter lengths (a = ", e.a, ")");
+    }
     *is_dim = true;
     return t->spec.sizes[e.element];
   }
@@ -294,6 +304,11 @@ std::optional<DynamicLength> read_dynamic_length(const fb::Graph& g,
       const DynamicEntry& p = out.entries.back();
       VKD_CHECK(p.value < e.value || (p.value == e.value && p.element < e.element), kBad, label,
                 ": entries must be sorted by (value, element), each once");
+      const auto* t =
+          e.value < values.size() ? std::get_if<TensorValue>(&values[e.value]) : nullptr;
+      VKD_CHECK(p.value != e.value || !t || !t->constant, kBad, label, ": constant '",
+                t ? t->name : "",
+                "' has a second entry (a constant follows the length in one dimension)");
     }
     VKD_CHECK(e.a >= -kMaxDynamicCoefficient && e.a <= kMaxDynamicCoefficient &&
                   e.b >= -kMaxDynamicCoefficient && e.b <= kMaxDynamicCoefficient,

@@ -22,9 +22,11 @@ struct DynamicEntry {
 
 // The graph was compiled at `max` and runs at any length in [min, max] (GraphAtLength.h makes
 // the graph of one length). deserialize() checks: 1 <= min <= max <= kMaxDynamicLength; entries
-// sorted by (value, element), unique; each names a non-constant tensor's dimension, an int or an
-// int-list item; a * max + b is the value written; |a| and |b| within kMaxDynamicCoefficient; a
-// tensor dimension is >= 1 at min and at max (so at every length between).
+// sorted by (value, element), unique; each names a tensor's dimension, an int or an int-list
+// item (a constant's only in its first dimension larger than 1, with a >= 0, once: at a shorter
+// length it is the prefix of its host bytes); a * max + b is the value written; |a| and |b| within
+// kMaxDynamicCoefficient; a tensor dimension is >= 1 at min and at max (so at every length
+// between).
 struct DynamicLength {
   std::string name;  // for messages ("T"); may be empty
   int64_t min = 1, max = 1;

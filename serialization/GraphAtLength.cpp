@@ -38,6 +38,8 @@ DeserializedGraph graph_at_length(const DeserializedGraph& g, int64_t length) {
     Value& value = out.values.at(e.value);
     if (auto* t = std::get_if<TensorValue>(&value)) {
       t->spec.sizes.at(e.element) = v;
+      // A constant's leading rows: a prefix of its host bytes (checked by deserialize()).
+      if (t->constant) t->constant->size = static_cast<size_t>(constant_byte_size(t->spec));
     } else if (auto* n = std::get_if<IntValue>(&value)) {
       n->value = v;
     } else if (auto* l = std::get_if<IntListValue>(&value)) {

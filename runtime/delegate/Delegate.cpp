@@ -3,8 +3,10 @@
 #include "vkdelegate/Delegate.hpp"
 
 #include <chrono>
+#include <list>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <sstream>
 
 #include "core/Error.h"
@@ -12,6 +14,7 @@
 #include "runtime/delegate/ApiBoundary.h"
 #include "runtime/delegate/GraphLoader.h"
 #include "runtime/vk/Context.h"
+#include "serialization/GraphAtLength.h"
 
 namespace vkd {
 namespace {
@@ -90,6 +93,22 @@ struct __attribute__((visibility("hidden"))) Delegate::Impl {
   ExecuteProfile execute_profile;
   bool profiling = false;  // this run records timestamps (options.profiling, set_profiling())
 
+  // A blob with a dynamic length (issue 35): its bytes (every length's constants are views into
+  // them), the graph as read, and the graphs of the shorter lengths run lately, each built as
+  // the blob of that length would be (serialization/GraphAtLength.h), most recent first.
+  struct AtLength {
+    int64_t length = 0;
+    delegate::LoadedGraph loaded;
+    std::vector<TensorInfo> inputs, outputs;
+  };
+  static constexpr size_t kKeptLengths = 4;
+  std::vector<uint8_t> blob;
+  std::optional<serialization::DeserializedGraph> definition;
+  std::list<AtLength> shorter;
+  std::optional<graph::ComputeGraph::ExecutionTiming> timing;  // set_profiling's, for each
+
+  AtLength& at_length(int64_t length);
+  int64_t length_of(const std::vector<std::vector<int64_t>>& sizes) const;
   void run(const std::vector<ConstTensorView>& in, const std::vector<TensorView>& out);
   Status staging_view(bool input, size_t index, TensorView* view);
   std::string describe() const;
@@ -107,6 +126,34 @@ double lap_us(std::chrono::steady_clock::time_point& t0) {
 
 }  // namespace
 
+int64_t Delegate::Impl::length_of(const std::vector<std::vector<int64_t>>& sizes) const {
+  VKD_CHECK(definition.has_value(), ErrorCode::InvalidArgument,
+            "the model was compiled for fixed shapes (no dynamic length)");
+  std::vector<std::string> names;
+  for (const auto& info : inputs) names.push_back(info.name);
+  return serialization::length_of_inputs(*definition, sizes, names);
+}
+
+Delegate::Impl::AtLength& Delegate::Impl::at_length(int64_t length) {
+  for (auto it = shorter.begin(); it != shorter.end(); ++it) {
+    if (it->length != length) continue;
+    shorter.splice(shorter.begin(), shorter, it);
+    return shorter.front();
+  }
+  AtLength made;
+  made.length = length;
+  made.loaded = delegate::load_graph(*context, serialization::graph_at_length(*definition, length),
+                                     options.constant_batch_bytes, options.expose_intermediates,
+                                     options.profiling);
+  if (timing) made.loaded.graph->set_execution_timing(*timing);
+  for (const auto& io : made.loaded.inputs) made.inputs.push_back(info_of(io));
+  for (const auto& io : made.loaded.outputs) made.outputs.push_back(info_of(io));
+  // Names as the maximum's graph gives them (the same blob: the same names).
+  shorter.push_front(std::move(made));
+  if (shorter.size() > kKeptLengths) shorter.pop_back();
+  return shorter.front();
+}
+
 void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
                          const std::vector<TensorView>& out) {
   const auto start = std::chrono::steady_clock::now();
@@ -121,12 +168,30 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
             inputs.size(), " inputs, got ", in.size());
   VKD_CHECK(out.size() == outputs.size(), ErrorCode::InvalidArgument, "the model gives ",
             outputs.size(), " outputs, got ", out.size());
+  // A dynamic-length blob runs the graph of the length its inputs give.
+  delegate::LoadedGraph* use = &loaded;
+  const std::vector<TensorInfo>* use_inputs = &inputs;
+  const std::vector<TensorInfo>* use_outputs = &outputs;
+  if (definition) {
+    std::vector<std::vector<int64_t>> sizes;
+    for (const auto& view : in) sizes.push_back(view.sizes);
+    const int64_t length = length_of(sizes);
+    if (length != definition->dynamic->max) {
+      AtLength& at = at_length(length);
+      use = &at.loaded;
+      use_inputs = &at.inputs;
+      use_outputs = &at.outputs;
+    }
+  }
   for (size_t i = 0; i < in.size(); ++i) {
-    api::check_view("input", i, inputs[i], in[i], loaded.ops_without_resize);
+    api::check_view("input", i, (*use_inputs)[i], in[i], use->ops_without_resize);
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    api::check_view("output", i, outputs[i], out[i], loaded.ops_without_resize);
+    api::check_view("output", i, (*use_outputs)[i], out[i], use->ops_without_resize);
   }
+  const delegate::LoadedGraph& loaded = *use;
+  const std::vector<TensorInfo>& inputs = *use_inputs;
+  const std::vector<TensorInfo>& outputs = *use_outputs;
   graph::ComputeGraph& graph = *loaded.graph;
   ExecuteProfile times;
   auto t = std::chrono::steady_clock::now();
@@ -256,7 +321,13 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     if (!options.pipeline_cache_file.empty()) ctx.pipeline_cache_file = options.pipeline_cache_file;
     ctx.gpu_timeout = std::chrono::milliseconds(options.gpu_timeout_ms);
     impl->context = std::make_unique<vk::Context>(ctx);
-    impl->loaded = delegate::load_graph(*impl->context, static_cast<const uint8_t*>(blob), size,
+    const auto* bytes = static_cast<const uint8_t*>(blob);
+    serialization::DeserializedGraph read = delegate::read_blob(bytes, size);
+    if (read.dynamic) {  // kept to build other lengths later: read again from its own copy
+      impl->blob.assign(bytes, bytes + size);
+      impl->definition = delegate::read_blob(impl->blob.data(), impl->blob.size());
+    }
+    impl->loaded = delegate::load_graph(*impl->context, impl->definition ? *impl->definition : read,
                                         options.constant_batch_bytes, options.expose_intermediates,
                                         options.profiling);
     impl->profiling = options.profiling;
@@ -325,10 +396,52 @@ Status Delegate::set_profiling(Profiling mode) {
               "): the delegate was created with options.profiling off, so its execution records "
               "no timestamps");
     using Timing = graph::ComputeGraph::ExecutionTiming;
-    impl_->loaded.graph->set_execution_timing(mode == Profiling::Span          ? Timing::Span
-                                              : mode == Profiling::PerDispatch ? Timing::PerDispatch
-                                                                               : Timing::Off);
+    const Timing timing = mode == Profiling::Span          ? Timing::Span
+                          : mode == Profiling::PerDispatch ? Timing::PerDispatch
+                                                           : Timing::Off;
+    impl_->loaded.graph->set_execution_timing(timing);
+    for (auto& at : impl_->shorter) at.loaded.graph->set_execution_timing(timing);
+    impl_->timing = timing;
     impl_->profiling = on;
+  });
+}
+
+Delegate::LengthRange Delegate::length_range() const {
+  LengthRange r;
+  if (impl_->definition) {
+    const auto& d = *impl_->definition->dynamic;
+    r.name = serialization::length_name(d);
+    r.min = d.min;
+    r.max = d.max;
+  }
+  return r;
+}
+
+Status Delegate::length_of_inputs(const std::vector<std::vector<int64_t>>& input_sizes,
+                                  int64_t* length) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return guarded(impl_->last_error, [&] {
+    VKD_CHECK(length != nullptr, ErrorCode::InvalidArgument, "length_of_inputs: length is null");
+    *length = impl_->length_of(input_sizes);
+  });
+}
+
+Status Delegate::infos_at_length(int64_t length, std::vector<TensorInfo>* inputs,
+                                 std::vector<TensorInfo>* outputs) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return guarded(impl_->last_error, [&] {
+    VKD_CHECK(inputs != nullptr && outputs != nullptr, ErrorCode::InvalidArgument,
+              "infos_at_length: inputs or outputs is null");
+    VKD_CHECK(impl_->definition.has_value(), ErrorCode::InvalidArgument,
+              "infos_at_length: the model was compiled for fixed shapes (no dynamic length)");
+    if (length == impl_->definition->dynamic->max) {
+      *inputs = impl_->inputs;
+      *outputs = impl_->outputs;
+      return;
+    }
+    const Impl::AtLength& at = impl_->at_length(length);
+    *inputs = at.inputs;
+    *outputs = at.outputs;
   });
 }
 

@@ -161,11 +161,20 @@ void check_tensor_arguments(const DeserializedGraph& g) {
 
 }  // namespace
 
+DeserializedGraph read_blob(const uint8_t* blob, size_t size) {
+  const auto signatures = ops::op_registry().signatures();
+  return serialization::deserialize(blob, size, &signatures);
+}
+
 LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
                        uint64_t constant_batch_bytes, bool expose_intermediates, bool timestamps) {
+  return load_graph(context, read_blob(blob, size), constant_batch_bytes, expose_intermediates,
+                    timestamps);
+}
+
+LoadedGraph load_graph(vk::Context& context, const DeserializedGraph& g,
+                       uint64_t constant_batch_bytes, bool expose_intermediates, bool timestamps) {
   const ops::OpRegistry& registry = ops::op_registry();
-  const auto signatures = registry.signatures();
-  const DeserializedGraph g = serialization::deserialize(blob, size, &signatures);
   check_data_flow(g, registry);
   check_tensor_arguments(g);
 

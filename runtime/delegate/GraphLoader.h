@@ -42,5 +42,12 @@ struct LoadedGraph {
 LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
                        uint64_t constant_batch_bytes, bool expose_intermediates = false,
                        bool timestamps = true);
+// The same from a graph read already (read_blob), e.g. a dynamic-length blob's graph at one
+// length (serialization/GraphAtLength.h); its constant views must outlive the call.
+LoadedGraph load_graph(vk::Context& context, const serialization::DeserializedGraph& g,
+                       uint64_t constant_batch_bytes, bool expose_intermediates = false,
+                       bool timestamps = true);
+// deserialize() against the op registry's signatures.
+serialization::DeserializedGraph read_blob(const uint8_t* blob, size_t size);
 
 }  // namespace vkd::delegate

@@ -1146,6 +1146,32 @@ TEST(DynamicLength, InputsOutsideTheRangeNameInputDimAndLimit) {
   EXPECT_NE(length_error(h, {1, 8, 8}).find("dim 1 is 2*T+1 for the length T"), std::string::npos);
 }
 
+// A constant following the length (a position table cut to the length): the first rows of its
+// bytes at a shorter length; only in its leading dimension, once.
+TEST(DynamicLength, ConstantIsAPrefixOfItsBytes) {
+  auto blob_with = [](const TensorSpec& s, std::vector<DynamicEntry> entries) {
+    GraphBuilder b;
+    const ValueId x = b.add_tensor(spec({1, 16}, DType::Float32), "x");
+    b.add_tensor(s, "pos", iota_bytes(static_cast<size_t>(constant_byte_size(s)), 0));
+    b.set_inputs({x});
+    entries.insert(entries.begin(), DynamicEntry{x, 1, 1, 0});
+    b.set_dynamic_length(DynamicLength{"T", 1, 16, entries});
+    return b.finish();
+  };
+  const Bytes blob = blob_with(spec({1, 16, 2}, DType::Float32), {{1, 1, 1, 0}});
+  const DeserializedGraph g = deserialize(blob);
+  const DeserializedGraph at = graph_at_length(g, 7);
+  const auto& pos = std::get<TensorValue>(at.values[1]);
+  EXPECT_EQ(pos.spec.sizes, (std::vector<int64_t>{1, 7, 2}));
+  EXPECT_EQ(pos.constant->size, 7u * 2 * 4);
+  EXPECT_EQ(pos.constant->data, std::get<TensorValue>(g.values[1]).constant->data);
+  EXPECT_BLOB_ERROR(blob_with(spec({2, 16}, DType::Float32), {{1, 1, 1, 0}}),
+                    "constant 'pos' [2,16] float32 buffer width_packed can follow the length only "
+                    "in its first dimension larger than 1");
+  EXPECT_BLOB_ERROR(blob_with(spec({16, 16}, DType::Float32), {{1, 0, 1, 0}, {1, 1, 1, 0}}),
+                    "constant 'pos' has a second entry");
+}
+
 TEST(DynamicLength, MalformedTablesAreRefused) {
   auto with = [](std::function<void(DynamicSample&)> f) { return dynamic_blob(f); };
   EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.min = 0; }),
@@ -1163,9 +1189,10 @@ TEST(DynamicLength, MalformedTablesAreRefused) {
                     "dynamic length: entry 3 (value 99, element 1) refers to value 99, but the "
                     "graph has 6 values");
   EXPECT_BLOB_ERROR(with([](DynamicSample& s) {
-                      s.dynamic.entries.insert(s.dynamic.entries.begin() + 1, {s.weight, 0, 0, 4});
+                      s.dynamic.entries.insert(s.dynamic.entries.begin() + 1,
+                                               {s.weight, 0, -1, 20});
                     }),
-                    "tensor 'w' is a constant, whose size cannot change");
+                    "constant 'w' would grow at shorter lengths (a = -1)");
   EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[0].element = 3; }),
                     "dynamic length: entry 0 (value 0, element 3): tensor 'x' has rank 3");
   EXPECT_BLOB_ERROR(with([](DynamicSample& s) { s.dynamic.entries[1].element = 4; }),

@@ -25,10 +25,11 @@ namespace {
 // The input files in model input order; every mismatch with the model (and with the --check
 // graph's inputs) in one CliError(2).
 std::vector<const InputArg*> match_and_check_inputs(const Delegate& d,
+                                                    const std::vector<TensorInfo>& infos,
                                                     const std::vector<InputArg>& inputs,
                                                     const std::optional<CheckGraph>& check) {
   std::vector<std::string> errors;
-  const std::vector<const InputArg*> matched = match_inputs(input_infos(d), inputs, errors);
+  const std::vector<const InputArg*> matched = match_inputs(infos, inputs, errors);
   if (check) {
     std::vector<std::string> names;
     for (size_t i = 0; i < d.input_count(); ++i) names.push_back(io_name(d.input(i), i, true));
@@ -47,15 +48,42 @@ std::vector<std::pair<std::string, std::string>> check_files(const RunOptions& o
   return files;
 }
 
+// A blob compiled for a maximum sequence length runs at the length the input files give: the
+// inputs and outputs at that length (unchanged when an input is missing: match_inputs says so).
+void infos_at_files_length(Delegate& d, const std::vector<InputArg>& given,
+                           std::vector<TensorInfo>& inputs, std::vector<TensorInfo>& outputs) {
+  const Delegate::LengthRange range = d.length_range();
+  if (range.max == 0) return;
+  std::vector<std::vector<int64_t>> sizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = io_name(inputs[i], i, true);
+    const auto it = std::find_if(given.begin(), given.end(), [&](const InputArg& in) {
+      return in.name == name || in.name == "input" + std::to_string(i);
+    });
+    if (it == given.end()) return;
+    sizes.push_back(it->array.shape);
+  }
+  int64_t length = 0;
+  if (d.length_of_inputs(sizes, &length) != Status::Ok) throw CliError(2, d.last_error());
+  if (d.infos_at_length(length, &inputs, &outputs) != Status::Ok) {
+    throw CliError(
+        1, "the model at " + range.name + " = " + std::to_string(length) + ": " + d.last_error());
+  }
+  std::printf("length: %s = %lld (the model takes %lld to %lld)\n", range.name.c_str(),
+              static_cast<long long>(length), static_cast<long long>(range.min),
+              static_cast<long long>(range.max));
+}
+
 void print_run_header(const std::string& model_path, size_t blob_bytes, const Delegate& d,
+                      const std::vector<TensorInfo>& infos,
                       const std::vector<const InputArg*>& matched) {
   std::printf("model: %s (%s), %zu input(s), %zu output(s)\n", model_path.c_str(),
               human_bytes(blob_bytes).c_str(), d.input_count(), d.output_count());
   std::printf("device: %s\n", d.device_name().c_str());
   std::fputs(memory_report_text(d.memory()).c_str(), stdout);
   for (size_t i = 0; i < matched.size(); ++i) {
-    std::printf("input  %s: %s <- %s\n", io_name(d.input(i), i, true).c_str(),
-                tensor_summary(d.input(i)).c_str(), matched[i]->path.c_str());
+    std::printf("input  %s: %s <- %s\n", io_name(infos[i], i, true).c_str(),
+                tensor_summary(infos[i]).c_str(), matched[i]->path.c_str());
   }
 }
 
@@ -301,10 +329,14 @@ int cmd_run(const std::vector<std::string>& args) {
   options.profiling = opt.bench > 0 || opt.profile || opt.trace_path.has_value();
   std::unique_ptr<Delegate> delegate = create_delegate(blob, options, opt.model_path);
   if (check) check_graph_is_the_models(*check, blob, opt.model_path, *delegate);
-  const std::vector<const InputArg*> matched = match_and_check_inputs(*delegate, opt.inputs, check);
-  std::vector<OutputSlot> outputs = output_slots(output_infos(*delegate), opt.out_dir);
+  std::vector<TensorInfo> input_list = input_infos(*delegate);
+  std::vector<TensorInfo> output_list = output_infos(*delegate);
+  infos_at_files_length(*delegate, opt.inputs, input_list, output_list);
+  const std::vector<const InputArg*> matched =
+      match_and_check_inputs(*delegate, input_list, opt.inputs, check);
+  std::vector<OutputSlot> outputs = output_slots(output_list, opt.out_dir);
   check_run_files(opt, check_files(opt, check), create_out_dir, outputs);
-  print_run_header(opt.model_path, blob.size(), *delegate, matched);
+  print_run_header(opt.model_path, blob.size(), *delegate, input_list, matched);
 
   const InputViews inputs = input_views(matched);
   const std::vector<TensorView> out_views = output_views(outputs);

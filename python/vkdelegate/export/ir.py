@@ -155,8 +155,9 @@ def to_json_text(graph):
     values = entries(f"{json.dumps(k)}: {json.dumps(v, allow_nan=False)}"
                      for k, v in graph["values"].items())
     nodes = entries(json.dumps(n, allow_nan=False) for n in graph["nodes"])
+    dynamic = f',\n  "dynamic": {json.dumps(graph["dynamic"])}' if "dynamic" in graph else ""
     return (f'{{ "vkd_graph": {graph["vkd_graph"]},\n'
             f'  "inputs": {json.dumps(graph["inputs"])},\n'
             f'  "outputs": {json.dumps(graph["outputs"])},\n'
             f'  "values": {{\n{values} }},\n'
-            f'  "nodes": [\n{nodes} ] }}\n')
+            f'  "nodes": [\n{nodes} ]{dynamic} }}\n')

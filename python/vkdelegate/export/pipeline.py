@@ -1,5 +1,6 @@
 """export(): quantize, walk into the graph IR, write the files, optionally compile them."""
 import contextlib
+import copy
 import io
 import json
 import math
@@ -17,6 +18,7 @@ import torch.utils._pytree as pytree
 
 from . import inputs, safetensors, torchao_linear
 from .agreement import model_agreement
+from .dynamic import dynamic_length, dynamic_section, inputs_at
 from .errors import CompileError, ExportError
 from .ir import named_leaves, to_json_text, unique_names
 from .ops import find_handler
@@ -27,7 +29,7 @@ SUFFIXES = {"graph": ".json", "weights": ".safetensors", "calibration": ".calibr
 COMPILE_SUFFIXES = {"blob": ".vkd", "report": ".report.txt"}
 
 
-def to_graph_ir(program, example_inputs, name="model"):
+def to_graph_ir(program, example_inputs, name="model", dynamic_shapes=None):
     """The graph IR of a quantized model: (graph dict, {data name: numpy array}).
 
     `program`: a converted PT2E GraphModule (convert_pt2e of any quantizer that uses the
@@ -35,8 +37,27 @@ def to_graph_ir(program, example_inputs, name="model"):
     ExportedProgram of one, or the ExportedProgram of a model quantized by torchao's
     quantize_() (its int8 linears: torchao_linear.py). The graph is run once on `example_inputs` to learn every value's
     dtype and shape. A node the walk does not know is written by name (`aten.<op>`) for
-    `vkd compile --partition`; float_nodes() names the ones that stayed float."""
+    `vkd compile --partition`; float_nodes() names the ones that stayed float.
+
+    `dynamic_shapes`: what torch.export (and quantize()) took, one Dim (a sequence length) with
+    a maximum: the graph is written at the maximum (the dynamic inputs of `example_inputs` cut
+    or repeated to it) with its "dynamic" section (dynamic.py), so `vkd compile` makes one blob
+    that runs every length up to it."""
     gm = as_graph_module(program)
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    dynamic = dynamic_length(dynamic_shapes, placeholders, example_inputs)
+    if dynamic is None:
+        return _walk(gm, example_inputs, name)
+    lengths = {dynamic.max, dynamic.max - 1, dynamic.min, (dynamic.min + dynamic.max) // 2}
+    walked = {length: _walk(copy.deepcopy(gm), inputs_at(example_inputs, length, dynamic), name)
+              for length in sorted(lengths, reverse=True)}
+    graph, tensors = walked[dynamic.max]
+    graph["dynamic"] = dynamic_section(walked, dynamic)
+    return graph, tensors
+
+
+def _walk(gm, example_inputs, name):
+    """to_graph_ir of a GraphModule at the shapes of `example_inputs`."""
     torchao_linear.rewrite(gm)  # torchao's int8 linears as affine ops + linear
     propagate(gm, tuple(example_inputs))
     leaves = model_outputs(gm, name)

@@ -32,12 +32,13 @@ class Quantized:
         self.samples = samples
 
 
-def capture(model, example_inputs):
+def capture(model, example_inputs, dynamic_shapes=None):
     """torch.export.export of `model` in eval mode: its ATen graph as a GraphModule. Each
     nn.MultiheadAttention is made one op first (ops_transformer: changes `model`, a copy)."""
     try:
         model = attention_as_one_op(model.eval())
-        return keep_shared_batch_norms(torch.export.export(model, tuple(example_inputs)).module())
+        program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+        return keep_shared_batch_norms(program.module())
     except ExportError:
         raise
     except Exception as e:  # the model's code cannot be captured, or PyTorch refused it
@@ -73,20 +74,22 @@ def keep_shared_batch_norms(gm):
 
 
 def quantize(model, example_inputs, calibration, per_channel=True, observer="histogram",
-             log=None, quantizer=None):
+             log=None, quantizer=None, dynamic_shapes=None):
     """A Quantized of `model` (left untouched: a copy is exported).
 
     example_inputs: a tuple of tensors (what torch.export captures with); calibration: an
     iterable of samples (a tensor or a tuple of tensors each); quantizer: a PT2E Quantizer
     (default VkdQuantizer(per_channel, observer)). `log(step, seconds, detail)` is called after
-    each step when given.
+    each step when given. `dynamic_shapes`: torch.export's (a sequence length as a Dim with a
+    maximum); the calibration samples may then have any length in its range, and to_graph_ir
+    takes the same dynamic_shapes.
     """
     if observer not in ACTIVATION_OBSERVERS:
         raise ExportError(f"unknown observer '{observer}' (accepted: "
                           f"{', '.join(ACTIVATION_OBSERVERS)})")
     check_finite_weights(model)
     t = perf_counter()
-    float_module = capture(copy.deepcopy(model), example_inputs)
+    float_module = capture(copy.deepcopy(model), example_inputs, dynamic_shapes)
     _log(log, "torch.export", t, "")
     t = perf_counter()
     quantizer = quantizer or VkdQuantizer(per_channel, observer)

@@ -145,8 +145,28 @@ class VKD_API Delegate {
   TensorInfo output(size_t index) const;
 
   // One inference: inputs and outputs in the blob's order, every view matching its TensorInfo.
+  // A blob compiled for a maximum sequence length (length_range()) also takes inputs of any
+  // length in its range: the outputs then have that length's shapes (infos_at_length()).
   Status execute(const std::vector<ConstTensorView>& inputs,
                  const std::vector<TensorView>& outputs);
+
+  // A blob compiled with a dynamic length (a sequence length exported with torch.export's Dim,
+  // docs/DELEGATE_API.md "Variable sequence length"): its name ("T") and the lengths it runs,
+  // input()/output() being the shapes at max. A static blob: max 0.
+  struct LengthRange {
+    std::string name;
+    int64_t min = 0;
+    int64_t max = 0;
+  };
+  LengthRange length_range() const;
+  // The length the input shapes give; InvalidArgument naming the input, the dim and the limit
+  // (a longer input than the maximum, a size that is no length) or for a static blob.
+  Status length_of_inputs(const std::vector<std::vector<int64_t>>& input_sizes,
+                          int64_t* length) const;
+  // The inputs and outputs at `length` (what execute() takes and gives then); builds that
+  // length's graph if no execute() has (the last few lengths are kept).
+  Status infos_at_length(int64_t length, std::vector<TensorInfo>* inputs,
+                         std::vector<TensorInfo>* outputs);
 
   // Zero-copy inputs/outputs: a view of the mapped memory execute() stages input / output
   // `index` through, kept for the delegate's lifetime. Fill an input's view before execute() and
