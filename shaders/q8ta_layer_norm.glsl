@@ -1,10 +1,13 @@
 // q8ta_layer_norm: layer normalization over the last dim (W, of length C below) of each row
 // (n, c, h), times a float32 weight plus a float32 bias per position along W.
-//   IN_LAYOUT LAYOUT_4W4C | LAYOUT_4H4W | LAYOUT_4C1W: an int8x4 input q (family q8ta_layer_norm),
-//     written requantized into the input's layout (OUTPUT_FLOAT 0: q8ta_layer_norm) or as
-//     float32 into any float buffer (OUTPUT_FLOAT 1: q8ta_layer_norm_dq);
-//   IN_LAYOUT LAYOUT_WIDTH_PACKED: a float32 input x from any float buffer (element strides in the
-//     push constants), float32 out (family q8ta_layer_norm_float: the float op layer_norm).
+//   IN_FLOAT 0 (family q8ta_layer_norm): an int8x4 input q in INT8_LAYOUT (LAYOUT_4W4C |
+//     LAYOUT_4H4W | LAYOUT_4C1W), written requantized into the input's layout (OUTPUTS 1:
+//     q8ta_layer_norm) or as float32 into any float buffer (OUTPUTS 2: q8ta_layer_norm_dq);
+//   IN_FLOAT 1: a float32 input x from any float buffer (element strides in the push constants),
+//     written as float32 into any float buffer (OUTPUTS 2, family q8ta_layer_norm_float,
+//     INT8_LAYOUT LAYOUT_WIDTH_PACKED: no int8 tensor; the float op layer_norm), quantized into an
+//     int8x4 tensor in INT8_LAYOUT (OUTPUTS 1: layer_norm_q), or both (OUTPUTS 3: layer_norm_dual,
+//     the float32 output at binding 0, the int8 one at binding 3) (family q8ta_layer_norm_float_q).
 //
 // int8 input, exact statistics: with x = s (q - zp), x - mean = s (q - S1 / C) and
 // var = s^2 D / C^2, where S1 = sum q, S2 = sum q^2 (int32, exact: |S2| <= 16384 C) and
@@ -19,12 +22,19 @@
 // float input, two passes as nn.LayerNorm defines it: mean = (float32 sum of x) / C,
 // var = (float32 sum of (x - mean)^2) / C, y = (x - mean) * inversesqrt(var + eps) * weight + bias.
 // The float sums are per invocation, then the workgroup's reduction: the order is the kernel's.
+// Each row's sums are one vec4 lane, added in the same order whichever rows share the workgroup
+// and each operation rounded on its own (`precise`), so on one device y is bit for bit the float
+// op's (same row, same workgroup size) in every output form and int8 layout. Its
+// int8 output is q8ta_quantize's value of that y (requant.glslh quantize_float, full int8 range:
+// clamp(roundEven(y * inv_s_out) + zp_out, -128, 127), inv_s_out = float32(1 / s_out)): so
+// layer_norm_q and layer_norm_dual write exactly what layer_norm followed by q8ta_quantize writes.
 //
 // One workgroup of WG invocations (the workgroup chooser's linear size, at most MAX_WG) per
-// block of 4 rows that share the input's 16-byte chunks: 4H4W and the float input (group x = h4,
-// y = c, z = n): rows h = 4*h4 .. 4*h4+3 of channel c, a chunk = 4 rows x 4 widths (word = row,
-// lane = width); 4W4C and 4C1W (group x = c4, y = h, z = n): rows c = 4*c4 .. +3, lane = row
-// (4W4C chunk: 4 widths of one channel block; 4C1W: 4 consecutive words). Invocation t takes the
+// block of 4 rows that share the int8 tensor's 16-byte chunks (INT8_LAYOUT): 4H4W and no int8
+// tensor (group x = h4, y = c, z = n): rows h = 4*h4 .. 4*h4+3 of channel c, a chunk = 4 rows x 4
+// widths (word = row, lane = width); 4W4C and 4C1W (group x = c4, y = h, z = n): rows
+// c = 4*c4 .. +3, lane = row (4W4C chunk: 4 widths of one channel block; 4C1W: 4 consecutive
+// words); a float input is read in the same blocks through its strides. Invocation t takes the
 // chunks w4 = t, t + WG, ... of the 4 rows: it sums them (int8: S1 and S2 of each row; float:
 // the sums of x, then of (x - mean)^2), the workgroup reduces the sums (SG_REDUCE 1: subgroupAdd
 // and one partial per subgroup in shared memory; 0: a shared-memory tree), and
@@ -37,18 +47,29 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "common.glslh"
-#include "requant.glslh"  // requantized_byte
+#include "requant.glslh"  // requantized_byte, quantize_float
 
-#define IN_FLOAT (IN_LAYOUT == LAYOUT_WIDTH_PACKED)
+// The int8-input family sets no IN_FLOAT axis.
+#ifndef IN_FLOAT
+#define IN_FLOAT 0
+#endif
+#define OUTPUT_INT8 ((OUTPUTS & 1) != 0)
+#define OUTPUT_FLOAT ((OUTPUTS & 2) != 0)
 #define MAX_WG 256
 
 #if OUTPUT_FLOAT
 // Scalar and 16-byte views: a row's 4 widths are one aligned vec4 where W is the packed dim.
 layout(set = 0, binding = 0) writeonly buffer OutFloats { float out_floats[]; };
 layout(set = 0, binding = 0) writeonly buffer OutFloats4 { vec4 out_floats4[]; };
+#endif
+#if OUTPUT_INT8
+#if OUTPUT_FLOAT
+#define OUT_WORDS_BINDING 3
 #else
-layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
-layout(set = 0, binding = 0) writeonly buffer OutWords4 { ivec4 out_words4[]; };
+#define OUT_WORDS_BINDING 0
+#endif
+layout(set = 0, binding = OUT_WORDS_BINDING) writeonly buffer OutWords { int out_words[]; };
+layout(set = 0, binding = OUT_WORDS_BINDING) writeonly buffer OutWords4 { ivec4 out_words4[]; };
 #endif
 #if IN_FLOAT
 layout(set = 0, binding = 1) readonly buffer InFloats { float in_floats[]; };
@@ -82,7 +103,7 @@ shared ivec4 part_s2[MAX_WG];
 // Widths of chunk w4 inside the tensor (1..4).
 int chunk_widths(int w4) { return min(4, p.sizes.w - 4 * w4); }
 
-#if IN_LAYOUT == LAYOUT_4W4C || IN_LAYOUT == LAYOUT_4C1W
+#if INT8_LAYOUT == LAYOUT_4W4C || INT8_LAYOUT == LAYOUT_4C1W
 #define ROWS_ARE_CHANNELS 1
 #else
 #define ROWS_ARE_CHANNELS 0
@@ -110,25 +131,29 @@ bool vec4_rows(ivec4 st, int base, int w4) {
   return st.w == 1 && chunk_widths(w4) == 4 && base % 4 == 0 && row_stride(st) % 4 == 0;
 }
 
-#if !IN_FLOAT
-// The first word of chunk w4 of this workgroup's rows (4C1W: the word of width 4*w4).
+#if !IN_FLOAT || OUTPUT_INT8
+// The first word of chunk w4 of this workgroup's rows in the int8 tensor (4C1W: the word of
+// width 4*w4).
 int chunk_base(int w4) {
   const ivec3 b = ivec3(gl_WorkGroupID);
   const int C = p.sizes.y, H = p.sizes.z, W = p.sizes.w;
   const int W4 = div_up(W, 4);
-#if IN_LAYOUT == LAYOUT_4H4W
+#if INT8_LAYOUT == LAYOUT_4H4W
   return 4 * (((b.z * C + b.y) * div_up(H, 4) + b.x) * W4 + w4);
-#elif IN_LAYOUT == LAYOUT_4W4C
+#elif INT8_LAYOUT == LAYOUT_4W4C
   return 4 * (((b.z * H + b.y) * W4 + w4) * div_up(C, 4) + b.x);
 #else
   return ((b.z * H + b.y) * div_up(C, 4) + b.x) * W + 4 * w4;
 #endif
 }
+#endif
+
+#if !IN_FLOAT
 
 // The int8 values of chunk w4: v[ww][j] = row j at width 4*w4 + ww; widths past W unspecified.
 void load_chunk(int w4, out ivec4 v[4]) {
   const int base = chunk_base(w4);
-#if IN_LAYOUT == LAYOUT_4C1W
+#if INT8_LAYOUT == LAYOUT_4C1W
   for (int ww = 0; ww < 4; ++ww) {
     const int word = in_words[base + min(ww, chunk_widths(w4) - 1)];
     v[ww] = ivec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2), lane_of(word, 3));
@@ -137,7 +162,7 @@ void load_chunk(int w4, out ivec4 v[4]) {
   const ivec4 m = in_words4[base / 4];
   for (int ww = 0; ww < 4; ++ww) {
     for (int j = 0; j < 4; ++j) {
-#if IN_LAYOUT == LAYOUT_4H4W
+#if INT8_LAYOUT == LAYOUT_4H4W
       v[ww][j] = lane_of(m[j], ww);
 #else
       v[ww][j] = lane_of(m[ww], j);
@@ -170,7 +195,7 @@ void load_chunk(int w4, out vec4 v[4]) {
 
 #if OUTPUT_FLOAT
 // Writes the chunk's elements inside the tensor.
-void store_chunk(int w4, vec4 y[4]) {
+void store_floats(int w4, vec4 y[4]) {
   const int base = row_origin(p.out_strides) + 4 * w4 * p.out_strides.w;
   const int step = row_stride(p.out_strides);
   const bool vec4_store = vec4_rows(p.out_strides, base, w4);
@@ -184,24 +209,31 @@ void store_chunk(int w4, vec4 y[4]) {
     }
   }
 }
-#else
-// Requantizes the chunk and writes its words; padding rows and widths hold out_zp.
-void store_chunk(int w4, vec4 y[4]) {
+#endif
+#if OUTPUT_INT8
+// Quantizes the chunk and writes its words; padding rows and widths hold out_zp. An int8 input
+// requantizes (requantized_byte); a float input quantizes as q8ta_quantize does (quantize_float):
+// the same byte for a finite y.
+void store_words(int w4, vec4 y[4]) {
   const int rows = rows_inside();
   const float lo = float(-128 - p.out_zp), hi = float(127 - p.out_zp);
   ivec4 q[4];
   for (int ww = 0; ww < 4; ++ww) {
     for (int j = 0; j < 4; ++j) {
       const bool inside = j < rows && ww < chunk_widths(w4);
+#if IN_FLOAT
+      q[ww][j] = inside ? quantize_float(y[ww][j], p.inv_out_scale, p.out_zp, -128, 127) : p.out_zp;
+#else
       q[ww][j] = inside ? requantized_byte(y[ww][j], p.inv_out_scale, lo, hi, p.out_zp) : p.out_zp;
+#endif
     }
   }
   const int base = chunk_base(w4);
-#if IN_LAYOUT == LAYOUT_4H4W
+#if INT8_LAYOUT == LAYOUT_4H4W
   ivec4 words;
   for (int j = 0; j < 4; ++j) words[j] = pack_lanes(ivec4(q[0][j], q[1][j], q[2][j], q[3][j]));
   out_words4[base / 4] = words;
-#elif IN_LAYOUT == LAYOUT_4W4C
+#elif INT8_LAYOUT == LAYOUT_4W4C
   out_words4[base / 4] = ivec4(pack_lanes(q[0]), pack_lanes(q[1]), pack_lanes(q[2]),
                                pack_lanes(q[3]));
 #else
@@ -209,6 +241,16 @@ void store_chunk(int w4, vec4 y[4]) {
 #endif
 }
 #endif
+
+// Writes the chunk's results into every output.
+void store_chunk(int w4, vec4 y[4]) {
+#if OUTPUT_FLOAT
+  store_floats(w4, y);
+#endif
+#if OUTPUT_INT8
+  store_words(w4, y);
+#endif
+}
 
 // The workgroup's total of every invocation's partial sums, in every invocation. SG_REDUCE 1:
 // subgroupAdd, one partial per subgroup in shared memory, each invocation adds those up;
@@ -316,13 +358,13 @@ void main() {
   }
 #else
   vec4 v[4];
-  vec4 sum = vec4(0.0);
+  precise vec4 sum = vec4(0.0);
   for (int w4 = t; w4 < W4; w4 += WG) {
     load_chunk(w4, v);
     for (int ww = 0; ww < 4; ++ww) sum += v[ww];  // outside the tensor: 0
   }
-  const vec4 mean = reduce_sum(sum) / float(C);
-  vec4 m2 = vec4(0.0);
+  precise vec4 mean = reduce_sum(sum) / float(C);
+  precise vec4 m2 = vec4(0.0);
   for (int w4 = t; w4 < W4; w4 += WG) {
     load_chunk(w4, v);
     for (int ww = 0; ww < chunk_widths(w4); ++ww) m2 += (v[ww] - mean) * (v[ww] - mean);

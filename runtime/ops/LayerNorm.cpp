@@ -1,7 +1,9 @@
 // Op family: layer norm (q8ta_layer_norm: int8 in and out; q8ta_layer_norm_dq: int8 in, float32
-// out; layer_norm: float32 in and out).
+// out; layer_norm: float32 in and out; layer_norm_q: float32 in, int8 out; layer_norm_dual:
+// float32 in, float32 and int8 out).
 // Anatomy: push-constant struct (mirroring the shader), the checks, the weight / bias packer,
-// add_q8ta_layer_norm_node, the registry entries.
+// add_layer_norm (behind add_q8ta_layer_norm_node and add_layer_norm_dual_node), the registry
+// entries.
 #include "runtime/ops/LayerNorm.h"
 
 #include <algorithm>
@@ -32,8 +34,11 @@ constexpr uint32_t kMaxWorkgroup = 256;
 // The longest row: |L q - S1| <= 255 L stays below 2^24, exact in float32.
 constexpr int64_t kMaxRow = 65536;
 
-std::string op_name(const LayerNormParams& p) {
-  if (!p.input) return "layer_norm";
+// A value the node does not write.
+constexpr graph::ValueRef kNone = -1;
+
+std::string op_name(const LayerNormParams& p, bool dual) {
+  if (!p.input) return dual ? "layer_norm_dual" : (p.output ? "layer_norm_q" : "layer_norm");
   return p.output ? "q8ta_layer_norm" : "q8ta_layer_norm_dq";
 }
 
@@ -83,15 +88,13 @@ std::vector<uint8_t> pack_affine(const std::vector<float>& weight, const std::ve
   return bytes;
 }
 
-}  // namespace
-
-void add_q8ta_layer_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
-                              graph::ValueRef output, const LayerNormParams& params) {
-  const std::string op = op_name(params);
+// `output`: the float32 output (kNone: none); `output_q`: the int8 one, quantized with
+// params.output (kNone: none).
+void add_layer_norm(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                    graph::ValueRef output_q, const LayerNormParams& params) {
+  const bool dual = output != kNone && output_q != kNone;
+  const std::string op = op_name(params, dual);
   const auto& in = graph.tensor(input);
-  const auto& out = graph.tensor(output);
-  VKD_CHECK(params.input || !params.output, ErrorCode::InvalidArgument, op,
-            ": a float32 input has no int8 output");
   std::array<int32_t, 4> in_strides{0, 0, 0, 0}, out_strides{0, 0, 0, 0};
   if (params.input) {
     check_int8x4_tensor(op, in);
@@ -101,15 +104,31 @@ void add_q8ta_layer_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
   } else {
     in_strides = float_buffer_strides(op, in, "input");
   }
-  check_same_sizes(op, in, out);
-  if (params.output) {
+  if (output != kNone) {
+    const auto& out = graph.tensor(output);
+    check_same_sizes(op, in, out);
+    out_strides = float_buffer_strides(op, out, "output");
+  }
+  // The int8 tensor whose 16-byte chunks the workgroups follow (none: a float32 layer_norm).
+  const graph::GpuTensor* int8 = params.input ? &in : nullptr;
+  if (output_q != kNone) {
+    const auto& out = graph.tensor(output_q);
+    check_same_sizes(op, in, out);
     check_int8x4_tensor(op, out);
     check_quant_params(op, *params.output);
-    VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
-              ": input and output must share one packed layout (", to_string(in.spec().layout),
-              ", ", to_string(out.spec().layout), ")");
-  } else {
-    out_strides = float_buffer_strides(op, out, "output");
+    if (params.input) {
+      VKD_CHECK(in.spec().layout == out.spec().layout, ErrorCode::InvalidArgument, op,
+                ": input and output must share one packed layout (", to_string(in.spec().layout),
+                ", ", to_string(out.spec().layout), ")");
+    } else {
+      VKD_CHECK(packed_int8_word_count(out.spec().layout, out.spec().dims4()) < (int64_t(1) << 31),
+                ErrorCode::Unsupported, op,
+                ": the output's words exceed the 2^31 a kernel can index");
+      VKD_CHECK(params.output->quant_min == -128 && params.output->quant_max == 127,
+                ErrorCode::Unsupported, op, ": the int8 output's range must be [-128, 127], got [",
+                params.output->quant_min, ", ", params.output->quant_max, "]");
+      int8 = &out;
+    }
   }
   const Dims4 d = in.spec().dims4();
   VKD_CHECK(!in.spec().sizes.empty(), ErrorCode::InvalidArgument, op,
@@ -122,8 +141,9 @@ void add_q8ta_layer_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const int64_t chunks = div_up(d.w, 4);
   const TensorSpec affine_spec{
       {8 * chunks}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  const std::string first_output = graph.tensor(output != kNone ? output : output_q).name();
   const auto affine = graph.add_constant(
-      affine_spec, out.name() + ".layer_norm_affine",
+      affine_spec, first_output + ".layer_norm_affine",
       [weight = params.weight, bias = params.bias] { return pack_affine(weight, bias); },
       static_cast<size_t>(32 * chunks));
 
@@ -134,17 +154,25 @@ void add_q8ta_layer_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
   if (params.input) {
     node.kernel = shaders::variants::q8ta_layer_norm[params.output ? 0 : 1]
                                                     [int8_layout_index(in.spec().layout)][reduce];
+  } else if (int8 != nullptr) {
+    node.kernel =
+        shaders::variants::q8ta_layer_norm_float_q[dual ? 1 : 0][0]
+                                                  [int8_layout_index(int8->spec().layout)][reduce];
   } else {
-    node.kernel = shaders::variants::q8ta_layer_norm_float[0][0][reduce];
+    node.kernel = shaders::variants::q8ta_layer_norm_float[0][0][0][reduce];
   }
-  node.bindings = {output, input, affine};
+  // Binding 0 the float32 output, else the int8 one; layer_norm_dual's int8 output at 3.
+  node.bindings = {output != kNone ? output : output_q, input, affine};
+  if (dual) node.bindings.push_back(output_q);
   node.push_constants = graph::push_constant_bytes(push);
-  // One workgroup per block of 4 rows (heights for 4H4W and float inputs, channels for 4W4C and
-  // 4C1W), of the device's linear size, no more than the row has chunks (group counts past the
-  // device's limits are reported by ComputeGraph's per-node checks); with subgroup reductions
-  // whole subgroups (on lavapipe a workgroup ending in a partial subgroup, W = 33: 9 invocations
-  // in subgroups of 8, gave wrong sums).
-  const bool rows_are_channels = params.input && in.spec().layout != MemoryLayout::PackedInt8_4H4W;
+  // One workgroup per block of 4 rows (heights for 4H4W and without an int8 tensor, channels for
+  // 4W4C and 4C1W), of the device's linear size, no more than the row has chunks (group counts
+  // past the device's limits are reported by ComputeGraph's per-node checks); with subgroup
+  // reductions whole subgroups (on lavapipe a workgroup ending in a partial subgroup, W = 33: 9
+  // invocations in subgroups of 8, gave wrong sums). The size depends on the row alone, so every
+  // form of a float layer norm sums a row in the same order.
+  const bool rows_are_channels =
+      int8 != nullptr && int8->spec().layout != MemoryLayout::PackedInt8_4H4W;
   const uint32_t linear = std::min(vk::default_linear_local_size(graph.profile()), kMaxWorkgroup);
   uint32_t local = std::min(linear, static_cast<uint32_t>(std::max<int64_t>(1, chunks)));
   if (reduce == 1) {
@@ -156,6 +184,22 @@ void add_q8ta_layer_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
                            static_cast<uint32_t>(rows_are_channels ? d.h : d.c),
                            static_cast<uint32_t>(d.n)};
   graph.add_node(std::move(node));
+}
+
+}  // namespace
+
+void add_q8ta_layer_norm_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, const LayerNormParams& params) {
+  const bool int8_out = params.output.has_value();
+  add_layer_norm(graph, input, int8_out ? kNone : output, int8_out ? output : kNone, params);
+}
+
+void add_layer_norm_dual_node(graph::ComputeGraph& graph, graph::ValueRef input,
+                              graph::ValueRef output, graph::ValueRef output_q,
+                              const LayerNormParams& params) {
+  VKD_CHECK(!params.input && params.output, ErrorCode::InvalidArgument,
+            "layer_norm_dual: a float32 input and the int8 output's quantization are required");
+  add_layer_norm(graph, input, output, output_q, params);
 }
 
 // --- registry entries -------------------------------------------------------------
@@ -197,12 +241,32 @@ void build_layer_norm_float(const OpCall& call) {
                            affine_params(call));
 }
 
+// The float input's int8 output: its quantization (full int8 range), its padding zero point.
+LayerNormParams quantized_output_params(const OpCall& call, std::string_view output) {
+  LayerNormParams p = affine_params(call);
+  p.output = call.quant("output");
+  call.set_zero_point(output, p.output->zero_point);
+  return p;
+}
+
+void build_layer_norm_q(const OpCall& call) {
+  add_q8ta_layer_norm_node(call.graph(), call.tensor("input"), call.tensor("output"),
+                           quantized_output_params(call, "output"));
+}
+
+void build_layer_norm_dual(const OpCall& call) {
+  add_layer_norm_dual_node(call.graph(), call.tensor("input"), call.tensor("output"),
+                           call.tensor("output_q"), quantized_output_params(call, "output_q"));
+}
+
 }  // namespace
 
 void register_layer_norm_ops(OpRegistry& registry) {
   registry.add("q8ta_layer_norm", build_layer_norm);
   registry.add("q8ta_layer_norm_dq", build_layer_norm_dq);
   registry.add("layer_norm", build_layer_norm_float);
+  registry.add("layer_norm_q", build_layer_norm_q);
+  registry.add("layer_norm_dual", build_layer_norm_dual);
 }
 
 }  // namespace vkd::ops

@@ -1,5 +1,6 @@
 // ACCU and PERF cases for q8ta_layer_norm (int8 in and out), q8ta_layer_norm_dq (int8 in,
-// float32 out) and layer_norm (float32 in and out): every packed int8 layout, every float buffer
+// float32 out), layer_norm (float32 in and out), layer_norm_q (float32 in, int8 out) and
+// layer_norm_dual (float32 in, float32 and int8 out): every packed int8 layout, every float buffer
 // layout, awkward shapes (rows of 1 to 33 elements, odd channel counts, rank 1 to 4), rows of 10
 // (no multiple of 4), 384 (MiniLM), 768 and 1000 (more chunks than a workgroup has
 // invocations), eps from 1e-12 to 0.1.
@@ -11,11 +12,20 @@
 // and each int8 output must lie between the quantizations of y_ref - tol and y_ref + tol (a
 // result next to a rounding boundary may round either way; nothing else is accepted). The int8
 // output's padding lanes must hold its zero point.
+//
+// layer_norm_q and layer_norm_dual must also write exactly what their unfused form writes: the
+// ACCU graph runs layer_norm then q8ta_quantize on the same input beside them, and their int8
+// output must equal, bit for bit, both that q8ta_quantize's words and the host's float32
+// quantization of that layer_norm's output (quantize_f32), and layer_norm_dual's float32 output
+// must equal that layer_norm's bit for bit.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
+#include <string>
 
 #include "runtime/ops/LayerNorm.h"
+#include "runtime/ops/QuantizeDequantize.h"
 #include "test/custom_ops/Harness.h"
 #include "test/custom_ops/QuantCaseUtils.h"
 #include "test/reference/LayerNormReference.h"
@@ -42,26 +52,49 @@ int quantize(double y, const ops::QuantParams& q) {
   return static_cast<int>(std::min(std::max(t, -128.0), 127.0));
 }
 
-// What a case reads and writes: an int8 input in a packed layout or a float32 buffer; an int8
-// output in the input's layout or a float32 buffer.
+// q8ta_quantize of a float32 value (full int8 range): the product y * float32(1 / s) rounded to
+// float32, then rounded half to even, plus the zero point, clamped.
+int quantize_f32(float y, const ops::QuantParams& q) {
+  const float inv = static_cast<float>(1.0 / static_cast<double>(q.scale));
+  const float t = y * inv;
+  const double r = std::nearbyint(static_cast<double>(t)) + q.zero_point;
+  return static_cast<int>(std::min(std::max(r, -128.0), 127.0));
+}
+
+// What a case reads and writes: an int8 input in a packed layout or a float32 buffer; a float32
+// output in a float buffer and / or an int8 output (an int8 input's: in its layout).
 struct LayerNormForm {
   MemoryLayout in_layout;                 // a packed int8 layout, or a float one
-  std::optional<MemoryLayout> out_float;  // none: int8 output
+  std::optional<MemoryLayout> out_float;  // the float32 output's layout, if any
+  std::optional<MemoryLayout> out_int8;   // the int8 output's layout, if any
   bool float_input() const { return !is_packed_int8(in_layout); }
+  std::string op() const {
+    if (!float_input()) return out_float ? "q8ta_layer_norm_dq" : "q8ta_layer_norm";
+    if (!out_int8) return "layer_norm";
+    return out_float ? "layer_norm_dual" : "layer_norm_q";
+  }
 };
+
+// An int8 output in `layout`, the input's float32 one: what the unfused form writes too.
+LayerNormForm int8_form(MemoryLayout layout) { return {layout, std::nullopt, layout}; }
 
 class LayerNormCase : public CaseInstance {
  public:
-  LayerNormCase(std::vector<int64_t> sizes, LayerNormForm form, ops::QuantParams in_q, double eps)
-      : sizes_(std::move(sizes)), form_(form), in_q_(in_q), eps_(eps) {}
+  // `unfused`: the graph also runs the unfused form (layer_norm, q8ta_quantize) of a float
+  // input's quantized output, to compare with (ACCU, not PERF).
+  LayerNormCase(std::vector<int64_t> sizes, LayerNormForm form, ops::QuantParams in_q, double eps,
+                bool unfused)
+      : sizes_(std::move(sizes)), form_(form), in_q_(in_q), eps_(eps), unfused_(unfused) {}
 
   void build(graph::ComputeGraph& g) override {
     const DType in_dtype = form_.float_input() ? DType::Float32 : DType::Int8x4;
     in_ = g.add_tensor({sizes_, in_dtype, StorageType::Buffer, form_.in_layout}, "x");
-    const TensorSpec out =
-        form_.out_float ? TensorSpec{sizes_, DType::Float32, StorageType::Buffer, *form_.out_float}
-                        : TensorSpec{sizes_, DType::Int8x4, StorageType::Buffer, form_.in_layout};
-    out_ = g.add_tensor(out, "y");
+    if (form_.out_float) {
+      out_ = g.add_tensor({sizes_, DType::Float32, StorageType::Buffer, *form_.out_float}, "y");
+    }
+    if (form_.out_int8) {
+      out_q_ = g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, *form_.out_int8}, "yq");
+    }
     // weight and bias are constants of the node: drawn here, at build time.
     std::mt19937 rng(static_cast<uint32_t>(sizes_.back() * 7 + 1));
     std::uniform_real_distribution<float> w(0.5f, 1.5f), b(-0.5f, 0.5f);
@@ -73,12 +106,29 @@ class LayerNormCase : public CaseInstance {
     }
     p.eps = eps_;
     if (!form_.float_input()) p.input = in_q_;
-    if (!form_.out_float) p.output = kOutput;
+    if (form_.out_int8) p.output = kOutput;
     weight_ = p.weight;
     bias_ = p.bias;
-    ops::add_q8ta_layer_norm_node(g, in_, out_, p);
     g.add_input(in_);
-    g.add_output(out_);
+    if (form_.out_float && form_.out_int8) {
+      ops::add_layer_norm_dual_node(g, in_, out_, out_q_, p);
+    } else {
+      ops::add_q8ta_layer_norm_node(g, in_, form_.out_int8 ? out_q_ : out_, p);
+    }
+    for (graph::ValueRef v : {out_, out_q_}) {
+      if (v >= 0) g.add_output(v);
+    }
+    if (!unfused_ || !form_.float_input() || !form_.out_int8) return;
+    // The unfused form: layer_norm into a float buffer, then q8ta_quantize.
+    twin_ = g.add_tensor({sizes_, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                         "unfused_y");
+    twin_q_ =
+        g.add_tensor({sizes_, DType::Int8x4, StorageType::Buffer, *form_.out_int8}, "unfused_yq");
+    p.output.reset();
+    ops::add_q8ta_layer_norm_node(g, in_, twin_, p);
+    ops::add_q8ta_quantize_node(g, twin_, twin_q_, kOutput);
+    g.add_output(twin_);
+    g.add_output(twin_q_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
     const int64_t count = g.spec(in_).numel();
@@ -111,17 +161,18 @@ class LayerNormCase : public CaseInstance {
         const double err = std::fabs(static_cast<double>(got[i]) - want.y[i]);
         record(r, err, !(err <= tolerance(i)));
       }
-      return r;
     }
-    const std::vector<int8_t> got = g.read_int8(out_);
+    if (!form_.out_int8) return r;
+    const std::vector<int8_t> got = g.read_int8(out_q_);
     for (size_t i = 0; i < want.y.size(); ++i) {
       const int lo = quantize(want.y[i] - tolerance(i), kOutput);
       const int hi = quantize(want.y[i] + tolerance(i), kOutput);
       record(r, std::abs(got[i] - quantize(want.y[i], kOutput)), got[i] < lo || got[i] > hi);
     }
     // The words: the values just checked where they belong, the zero point in every padding lane.
-    compare_words(g.read_words(out_),
-                  testing::ref_pack(form_.in_layout, s, got, kOutput.zero_point), r);
+    const std::vector<int32_t> words = g.read_words(out_q_);
+    compare_words(words, testing::ref_pack(*form_.out_int8, s, got, kOutput.zero_point), r);
+    if (twin_ >= 0) check_against_unfused(g, got, words, r);
     return r;
   }
   PerfWork work() const override {
@@ -129,11 +180,31 @@ class LayerNormCase : public CaseInstance {
     const double elements = static_cast<double>(s.n * s.c * s.h * s.w);
     const double int8_bytes = 4.0 * testing::ref_word_count(form_.in_layout, s);
     const double in_bytes = form_.float_input() ? 4.0 * elements : int8_bytes;
-    const double out_bytes = form_.out_float ? 4.0 * elements : int8_bytes;
+    const double out_bytes =
+        (form_.out_float ? 4.0 * elements : 0.0) +
+        (form_.out_int8 ? 4.0 * testing::ref_word_count(*form_.out_int8, s) : 0.0);
     return {in_bytes + out_bytes + 8.0 * static_cast<double>(s.w), 0.0};
   }
 
  private:
+  // Bit for bit: the int8 output against the host's quantization of the unfused layer_norm's
+  // float32 output and against q8ta_quantize's words; the float32 output against that layer_norm.
+  void check_against_unfused(const graph::ComputeGraph& g, const std::vector<int8_t>& got,
+                             const std::vector<int32_t>& words, AccuResult& r) const {
+    const std::vector<float> unfused_y = g.read_float(twin_);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const int want = quantize_f32(unfused_y[i], kOutput);
+      record(r, std::abs(got[i] - want), got[i] != want);
+    }
+    compare_words(words, g.read_words(twin_q_), r);
+    if (!form_.out_float) return;
+    const std::vector<float> y = g.read_float(out_);
+    for (size_t i = 0; i < y.size(); ++i) {
+      const bool same = std::memcmp(&y[i], &unfused_y[i], sizeof(float)) == 0;
+      record(r, std::fabs(static_cast<double>(y[i]) - unfused_y[i]), !same);
+    }
+  }
+
   static void record(AccuResult& r, double err, bool bad) {
     r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
     r.mismatches += bad;
@@ -144,7 +215,8 @@ class LayerNormCase : public CaseInstance {
   LayerNormForm form_;
   ops::QuantParams in_q_;
   double eps_;
-  graph::ValueRef in_ = -1, out_ = -1;
+  bool unfused_;
+  graph::ValueRef in_ = -1, out_ = -1, out_q_ = -1, twin_ = -1, twin_q_ = -1;
   std::vector<int8_t> q_;
   std::vector<float> xf_, weight_, bias_;
 };
@@ -156,16 +228,19 @@ void add_layer_norm_case(Registry& registry, const std::string& prefix,
   const std::string shape = shape_string(sizes);
   const std::string in = form.float_input() ? "float_" + std::string(to_string(form.in_layout))
                                             : std::string(to_string(form.in_layout));
-  const std::string out =
-      form.out_float ? "float_" + std::string(to_string(*form.out_float)) : "int8";
-  const std::string op = form.float_input()
-                             ? "layer_norm"
-                             : (form.out_float ? "q8ta_layer_norm_dq" : "q8ta_layer_norm");
+  // An int8 input's int8 output is in its layout ("int8"); a float input's names its layout.
+  std::string out = form.out_float ? "float_" + std::string(to_string(*form.out_float)) : "";
+  if (form.out_int8) {
+    out += std::string(out.empty() ? "" : "+") + "int8" +
+           (form.float_input() ? "_" + std::string(to_string(*form.out_int8)) : "");
+  }
+  const std::string op = form.op();
   char eps_text[32];
   std::snprintf(eps_text, sizeof(eps_text), "%g", eps);
-  registry.add({prefix + "q8ta_layer_norm/" + in + "/" + out + "/" + shape + "/eps" + eps_text, op,
-                shape, in + " -> " + out, prefix.empty(), !prefix.empty(), fallback, Metric::GBps,
-                [=] { return std::make_unique<LayerNormCase>(sizes, form, in_q, eps); }});
+  registry.add(
+      {prefix + "q8ta_layer_norm/" + in + "/" + out + "/" + shape + "/eps" + eps_text, op, shape,
+       in + " -> " + out, prefix.empty(), !prefix.empty(), fallback, Metric::GBps,
+       [=] { return std::make_unique<LayerNormCase>(sizes, form, in_q, eps, prefix.empty()); }});
 }
 
 }  // namespace
@@ -185,14 +260,27 @@ void register_layer_norm_cases(Registry& registry) {
       const double eps = kEps[index % std::size(kEps)];
       // Each shape's 4H4W cases also without subgroup arithmetic.
       const bool fallback = layout == MemoryLayout::PackedInt8_4H4W;
-      add_layer_norm_case(registry, "", sizes, {layout, std::nullopt}, in_q, eps, fallback);
-      add_layer_norm_case(registry, "", sizes, {layout, float_layouts[index % 3]}, in_q, eps,
-                          fallback);
+      add_layer_norm_case(registry, "", sizes, int8_form(layout), in_q, eps, fallback);
+      add_layer_norm_case(registry, "", sizes, {layout, float_layouts[index % 3], std::nullopt},
+                          in_q, eps, fallback);
       ++index;
     }
     for (MemoryLayout in_layout : float_layouts) {
-      add_layer_norm_case(registry, "", sizes, {in_layout, float_layouts[index % 3]}, kInputs[0],
-                          kEps[index % std::size(kEps)], in_layout == MemoryLayout::WidthPacked);
+      add_layer_norm_case(registry, "", sizes, {in_layout, float_layouts[index % 3], std::nullopt},
+                          kInputs[0], kEps[index % std::size(kEps)],
+                          in_layout == MemoryLayout::WidthPacked);
+      ++index;
+    }
+    // A float input quantized (layer_norm_q) and written both ways (layer_norm_dual), into each
+    // packed layout; the 4H4W ones (the linear's input layout) also without subgroup arithmetic.
+    for (MemoryLayout layout : kAllPackedInt8Layouts) {
+      const MemoryLayout in_layout = float_layouts[index % 3];
+      const double eps = kEps[index % std::size(kEps)];
+      const bool fallback = layout == MemoryLayout::PackedInt8_4H4W;
+      add_layer_norm_case(registry, "", sizes, {in_layout, std::nullopt, layout}, kInputs[0], eps,
+                          fallback);
+      add_layer_norm_case(registry, "", sizes, {in_layout, float_layouts[(index + 1) % 3], layout},
+                          kInputs[0], eps, fallback);
       ++index;
     }
   }
@@ -201,10 +289,13 @@ void register_layer_norm_cases(Registry& registry) {
   for (const std::vector<int64_t>& sizes :
        {std::vector<int64_t>{1, 128, 384}, std::vector<int64_t>{1, 512, 768},
         std::vector<int64_t>{1, 16384, 1024}}) {
-    const LayerNormForm forms[] = {{MemoryLayout::PackedInt8_4H4W, std::nullopt},
-                                   {MemoryLayout::PackedInt8_4W4C, std::nullopt},
-                                   {MemoryLayout::PackedInt8_4H4W, MemoryLayout::WidthPacked},
-                                   {MemoryLayout::WidthPacked, MemoryLayout::WidthPacked}};
+    const LayerNormForm forms[] = {
+        int8_form(MemoryLayout::PackedInt8_4H4W),
+        int8_form(MemoryLayout::PackedInt8_4W4C),
+        {MemoryLayout::PackedInt8_4H4W, MemoryLayout::WidthPacked, std::nullopt},
+        {MemoryLayout::WidthPacked, MemoryLayout::WidthPacked, std::nullopt},
+        {MemoryLayout::WidthPacked, std::nullopt, MemoryLayout::PackedInt8_4H4W},
+        {MemoryLayout::WidthPacked, MemoryLayout::WidthPacked, MemoryLayout::PackedInt8_4H4W}};
     for (const LayerNormForm& form : forms) {
       add_layer_norm_case(registry, "perf/", sizes, form, kInputs[0], 1e-12);
     }

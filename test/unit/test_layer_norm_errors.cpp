@@ -1,4 +1,5 @@
-// q8ta_layer_norm's (q8ta_layer_norm_dq's, layer_norm's) argument checks: bad dtypes, layouts,
+// q8ta_layer_norm's (q8ta_layer_norm_dq's, layer_norm's, layer_norm_q's, layer_norm_dual's)
+// argument checks: bad dtypes, layouts,
 // sizes, storage, weight / bias lengths and values, eps and quantization are errors naming the op
 // and the problem, raised while the graph is built. The arithmetic is checked by the ACCU cases
 // (test/custom_ops/layer_norm_cases.cpp).
@@ -58,13 +59,39 @@ LayerNormSetup float_input() {
   return s;
 }
 
+// A float32 input quantized into 4W4C (layer_norm_q).
+LayerNormSetup quantized_float_input() {
+  LayerNormSetup s = float_input();
+  s.out = int8_spec({2, 3, 10}, MemoryLayout::PackedInt8_4W4C);
+  s.p.output = vkd::ops::QuantParams{0.04f, -2, -128, 127};
+  return s;
+}
+
+// layer_norm_dual: a float32 input, float32 `out` and int8 `out_q` (4H4W).
+struct DualSetup {
+  TensorSpec in = float_spec({2, 3, 10});
+  TensorSpec out = float_spec({2, 3, 10});
+  TensorSpec out_q = int8_spec({2, 3, 10}, MemoryLayout::PackedInt8_4H4W);
+  vkd::ops::LayerNormParams p = quantized_float_input().p;
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_layer_norm_dual_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"),
+                                         g.add_tensor(out_q, "yq"), p);
+    });
+  }
+};
+
 class LayerNormChecks : public GpuTest {};
 
 TEST_F(LayerNormChecks, TheSetupsBuild) {
-  for (const LayerNormSetup& s : {LayerNormSetup{}, float_output(), float_input()}) {
+  for (const LayerNormSetup& s :
+       {LayerNormSetup{}, float_output(), float_input(), quantized_float_input()}) {
     const auto [code, message] = s.build(ctx());
     EXPECT_EQ(code, -1) << message;
   }
+  const auto [code, message] = DualSetup{}.build(ctx());
+  EXPECT_EQ(code, -1) << message;
 }
 
 TEST_F(LayerNormChecks, TensorsAreChecked) {
@@ -80,13 +107,40 @@ TEST_F(LayerNormChecks, TensorsAreChecked) {
   LayerNormSetup texture = float_output();
   texture.out.storage = StorageType::Texture3D;
   expect_op_error(texture, ctx(), "q8ta_layer_norm_dq", "must be a buffer");
-  LayerNormSetup int8_from_float = float_input();
-  int8_from_float.out = int8_spec({2, 3, 10}, MemoryLayout::PackedInt8_4H4W);
-  int8_from_float.p.output = vkd::ops::QuantParams{0.04f, -2, -128, 127};
-  expect_op_error(int8_from_float, ctx(), "layer_norm", "a float32 input has no int8 output");
   LayerNormSetup float_in_int8 = float_input();
   float_in_int8.in = int8_spec({2, 3, 10}, MemoryLayout::PackedInt8_4H4W);
   expect_op_error(float_in_int8, ctx(), "layer_norm", "tensor 'x'");
+}
+
+// layer_norm_q and layer_norm_dual: the int8 output in a buffer of the input's sizes, the float32
+// one a float buffer; the dual form needs a float32 input and the int8 output's quantization.
+TEST_F(LayerNormChecks, QuantizedFloatOutputsAreChecked) {
+  LayerNormSetup float_out = quantized_float_input();
+  float_out.out = float_spec({2, 3, 10});
+  expect_op_error(float_out, ctx(), "layer_norm_q", "tensor 'y'");
+  LayerNormSetup sizes = quantized_float_input();
+  sizes.out = int8_spec({2, 3, 11}, MemoryLayout::PackedInt8_4W4C);
+  expect_op_error(sizes, ctx(), "layer_norm_q", "sizes differ");
+  LayerNormSetup bad_zp = quantized_float_input();
+  bad_zp.p.output->zero_point = 200;
+  expect_op_error(bad_zp, ctx(), "layer_norm_q", "zero_point 200 outside");
+  LayerNormSetup narrow = quantized_float_input();
+  narrow.p.output->quant_min = -100;
+  expect_op_error(narrow, ctx(), "layer_norm_q", "range must be [-128, 127], got [-100, 127]",
+                  vkd::ErrorCode::Unsupported);
+  DualSetup int8_input;
+  int8_input.in = int8_spec({2, 3, 10}, MemoryLayout::PackedInt8_4H4W);
+  int8_input.p.input = vkd::ops::QuantParams{0.05f, 3, -128, 127};
+  expect_op_error(int8_input, ctx(), "layer_norm_dual", "a float32 input and the int8 output's");
+  DualSetup no_quant;
+  no_quant.p.output.reset();
+  expect_op_error(no_quant, ctx(), "layer_norm_dual", "a float32 input and the int8 output's");
+  DualSetup swapped;
+  std::swap(swapped.out, swapped.out_q);
+  expect_op_error(swapped, ctx(), "layer_norm_dual", "tensor 'y'");
+  DualSetup short_q;
+  short_q.out_q = int8_spec({2, 3, 9}, MemoryLayout::PackedInt8_4H4W);
+  expect_op_error(short_q, ctx(), "layer_norm_dual", "sizes differ");
 }
 
 TEST_F(LayerNormChecks, WeightBiasAndEpsAreChecked) {
