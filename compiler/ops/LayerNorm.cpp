@@ -1,7 +1,8 @@
 // aten.layer_norm (nn.LayerNorm, F.layer_norm). Over the last dim of a dequantized int8 tensor
 // it becomes q8ta_layer_norm (followed by a quantize: int8 output) or q8ta_layer_norm_dq (float32
-// output); over a float32 tensor the float op layer_norm. Weight and bias must be float32
-// constants (ones / zeros are written for a LayerNorm without them).
+// output); over a float32 tensor whose output a quantize reads layer_norm_q (int8 output) or
+// layer_norm_dual (float32 and int8 outputs), else the float op layer_norm. Weight and bias must
+// be float32 constants (ones / zeros are written for a LayerNorm without them).
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Lowering.h"
 #include "compiler/fusion/Patterns.h"
 #include "compiler/ops/ShapeContext.h"
@@ -77,8 +79,13 @@ std::vector<HostTensor> reference_layer_norm(const ReferenceContext& c) {
 // which is (x - mean) / sqrt(var + eps) * weight + bias with the mean and the variance exact,
 // the rest in float32 (each operation rounded on its own, the device's inversesqrt): against
 // PyTorch's dq -> float32 layer_norm -> q, an int8 result differs by 1 at a rounding tie only.
-// A leftover aten.layer_norm on a float32 tensor is lowered to layer_norm (float32 statistics).
-// Both take a row of at most 65536 elements and weight / bias given as float32 constants.
+// aten.layer_norm over a float32 tensor [-> clones] whose output a quantize (full int8 range)
+// reads => layer_norm_q (the int8 output alone) or, when something else reads the float output too
+// (a transformer's residual add) or it is a graph output, layer_norm_dual (both outputs in one
+// dispatch). The float32 y is layer_norm's bit for bit and the int8 output is q8ta_quantize's
+// bytes of that y (shaders/q8ta_layer_norm.glsl): the fusion changes no value. A leftover
+// aten.layer_norm on a float32 tensor is lowered to layer_norm (float32 statistics).
+// All take a row of at most 65536 elements and weight / bias given as float32 constants.
 namespace vkd::compiler::fusion {
 namespace {
 
@@ -144,12 +151,96 @@ std::string check_eps(double eps, int64_t row, const QuantInfo& in_q) {
   return "";
 }
 
+// Layer norm `i` over a float32 input: layer_norm_q / layer_norm_dual when a quantize reads its
+// output (through clones); else nothing (lower_layer_norm makes it the float op).
+void fuse_float_layer_norm(FuseState& state, int i) {
+  Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  const Value& in = g.value(n.inputs[0]);
+  if (in.dtype != DType::Float32) return;
+  // The float output `y`: the layer norm's, or that of the clones (eval dropout) it alone feeds.
+  std::vector<int> tail;
+  std::vector<std::string> dead;
+  std::string y = n.outputs[0];
+  while (!g.is_graph_output(y)) {
+    const std::vector<int> readers = g.consumers(y);
+    if (readers.size() != 1 || !is_clone(g.nodes[readers[0]].op) ||
+        g.nodes[readers[0]].outputs.size() != 1) {
+      break;
+    }
+    dead.push_back(y);
+    tail.push_back(readers[0]);
+    y = g.nodes[readers[0]].outputs[0];
+  }
+  int q = -1;
+  std::vector<int> others;
+  for (int c : g.consumers(y)) {
+    if (q < 0 && g.nodes[c].op == kQ) {
+      q = c;
+    } else {
+      others.push_back(c);
+    }
+  }
+  if (q < 0) return;  // nothing quantizes it: the float op layer_norm
+  tail.push_back(q);
+  const bool dual = !others.empty() || g.is_graph_output(y);
+  const std::string backend = dual ? "layer_norm_dual" : "layer_norm_q";
+  if (!state.allowed(i, backend)) return;
+  std::vector<int> nodes = {i};
+  nodes.insert(nodes.end(), tail.begin(), tail.end());
+  const std::string chain = state.chain_of({}, i, tail);
+  const int64_t row = in.shape.empty() ? 0 : in.shape.back();
+  QuantInfo out_q;
+  std::string why = check_q(g, g.nodes[q], q, out_q);
+  if (why.empty() && (out_q.quant_min != -128 || out_q.quant_max != 127)) {
+    why = "the quantize's range " + std::to_string(out_q.quant_min) + ".." +
+          std::to_string(out_q.quant_max) + " is not the full int8 range";
+  }
+  if (why.empty()) why = check_last_dim(n, in.shape);
+  const double eps = opt_float(n, "eps").value_or(1e-5);
+  if (why.empty() && !(std::isfinite(eps) && eps >= 0)) why = "eps is not finite and >= 0";
+  affine_constant(state, n, 1, row, 1.0f, false, why);
+  affine_constant(state, n, 2, row, 0.0f, false, why);
+  // The fused node takes the quantize's place: the float output's readers must come after it.
+  for (int r : others) {
+    if (why.empty() && r < q) {
+      why = "node " + std::to_string(r) + " reads the float output before the quantize (node " +
+            std::to_string(q) + ")";
+    }
+  }
+  if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
+  if (!why.empty()) return state.not_fused(chain, nodes, backend, why);
+
+  Fusion f;
+  f.nodes = nodes;
+  f.dead = dead;
+  if (!dual) f.dead.push_back(y);
+  Node& out = f.node;
+  out.op = backend;
+  out.inputs = {n.inputs[0], affine_constant(state, n, 1, row, 1.0f, true, why),
+                affine_constant(state, n, 2, row, 0.0f, true, why)};
+  out.args["eps"] = eps;
+  out.args["output_scale"] = out_q.scale;
+  out.args["output_zero_point"] = out_q.zero_point;
+  const std::string yq = g.nodes[q].outputs[0];
+  out.outputs = dual ? std::vector<std::string>{y, yq} : std::vector<std::string>{yq};
+  state.produced[yq] = out_q;
+  out.origin = state.fused_origin(i, backend);
+  std::string detail = " (rows of " + std::to_string(row) + ", eps " + fmt(eps);
+  if (dual) {
+    detail += "; int8 " + quoted(yq) + ", float32 also read by " +
+              (others.empty() ? std::string("the graph's outputs") : node_list(others));
+  }
+  state.commit(std::move(f), chain, detail + ")");
+}
+
 }  // namespace
 
 void fuse_layer_norm(FuseState& state, int i) {
   Graph& g = state.graph;
   const Node& n = g.nodes[i];
-  if (n.outputs.size() != 1) return;
+  if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0].empty()) return;
+  if (!node_is(g, g.producer(n.inputs[0]), kDq)) return fuse_float_layer_norm(state, i);
   const bool int8_out = quantized_tail(match_tail(g, n.outputs[0]));
   const std::string backend = int8_out ? "q8ta_layer_norm" : "q8ta_layer_norm_dq";
   const std::optional<DqAnchor> m = state.match_dq_anchor(i, backend);
@@ -262,7 +353,8 @@ std::vector<EdgeOp> layer_norm_edge_ops() {
                  1,
                  layer_norm}
               .computed_by(reference_layer_norm)
-              .fused_by(fusion::fuse_layer_norm, {"q8ta_layer_norm", "q8ta_layer_norm_dq"})
+              .fused_by(fusion::fuse_layer_norm, {"q8ta_layer_norm", "q8ta_layer_norm_dq",
+                                                  "layer_norm_q", "layer_norm_dual"})
               .lowered_by(fusion::lower_layer_norm, {"layer_norm"})};
 }
 
