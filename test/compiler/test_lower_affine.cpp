@@ -179,6 +179,31 @@ TEST(LowerAffine, AbsentZeroPointBecomesOneZerosConstantPerScale) {
   EXPECT_EQ(std::get<int64_t>(g.nodes[1].args.at("quant_max")), 127);
 }
 
+// torchao >= 0.18's keepdim: true keeps the reduced dims as 1 ([2, 1] for x [2, 8] per row),
+// false drops them ([2]), as torchao returns the scale and zero point; either feeds the
+// quantize and dequantize (their scale is read by element count).
+TEST(LowerAffine, ChooseQparamsKeepdim) {
+  const std::string row = "\"block_size\": [1, 8], ";
+  for (const bool keepdim : {true, false}) {
+    const std::string args = "\"mapping_type\": \"SYMMETRIC\", " + row +
+                             "\"target_dtype\": \"int8\", \"quant_min\": -128, \"quant_max\": "
+                             "127, \"eps\": null, \"keepdim\": " +
+                             (keepdim ? "true" : "false");
+    const std::string range = row + "\"quant_min\": -128, \"quant_max\": 127";
+    const CompileResult r = compile(graph(
+        choose(args, "s", "z") + ", " +
+            quantize("\"x\", \"s\", \"z\"", range + ", \"output_dtype\": \"int8\"", "xq") + ", " +
+            dequantize("\"xq\", \"s\", \"z\"", range + ", \"input_dtype\": \"int8\"", "y"),
+        "\"y\""));
+    ASSERT_TRUE(r.ok()) << keepdim;
+    const std::vector<int64_t> shape =
+        keepdim ? std::vector<int64_t>{2, 1} : std::vector<int64_t>{2};
+    EXPECT_EQ(r.graph.value("s").shape, shape) << keepdim;
+    EXPECT_EQ(r.graph.value("z").shape, shape) << keepdim;
+    EXPECT_EQ(r.graph.nodes[0].op, "choose_qparams_affine");
+  }
+}
+
 TEST(LowerAffine, ChooseQparamsMappingTypesAndEps) {
   const struct {
     std::string mapping;
