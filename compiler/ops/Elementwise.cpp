@@ -644,7 +644,8 @@ std::string lower_clamp(FuseState& state, Node& node, int where) {
 
 namespace {
 
-// Whether every tensor node `n` reads and writes is float32 of rank 1 to 4.
+// Whether every tensor node `n` reads and writes is float32 of rank 1 to 4, its elements
+// indexable with int (the kernel's limit).
 bool float_ranks_1_to_4(const Graph& g, const Node& n) {
   std::vector<std::string> values = n.inputs;
   values.insert(values.end(), n.outputs.begin(), n.outputs.end());
@@ -652,6 +653,7 @@ bool float_ranks_1_to_4(const Graph& g, const Node& n) {
     if (v.empty()) return false;
     const Value& val = g.value(v);
     if (val.dtype != DType::Float32 || val.shape.empty() || val.shape.size() > 4) return false;
+    if (element_count(val.shape) > std::numeric_limits<int32_t>::max()) return false;
   }
   return !values.empty();
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,7 +98,7 @@ std::string lower_reduction(FuseState& state, Node& node, int where, const std::
   const auto rank = static_cast<int64_t>(x.shape.size());
   const std::optional<std::vector<int64_t>> dims = opt_ints(node, "dim");
   if (x.dtype != DType::Float32 || rank < 1 || rank > 4 || y.shape.empty() || !dims ||
-      dims->size() != 1) {
+      dims->size() != 1 || element_count(x.shape) > std::numeric_limits<int32_t>::max()) {
     return "";
   }
   const int64_t dim = (*dims)[0] < 0 ? (*dims)[0] + rank : (*dims)[0];

@@ -35,13 +35,12 @@ const char* op_name(FloatBinaryOp op) {
   return "?";
 }
 
-// A float32 buffer of rank 1 to 4 whose elements a kernel can index with int.
+// A float32 buffer (of rank 1 to 4, as every device tensor) whose elements a kernel can index
+// with int.
 void check_operand(const std::string& op, const graph::GpuTensor& t, const char* what) {
   check_float_tensor(op, t);
   VKD_CHECK(t.spec().storage == StorageType::Buffer, ErrorCode::InvalidArgument, op, ": ", what,
             " ", t.spec().describe(), " must be a float32 buffer");
-  VKD_CHECK(!t.spec().sizes.empty() && t.spec().sizes.size() <= 4, ErrorCode::Unsupported, op, ": ",
-            what, " ", t.spec().describe(), " must have rank 1 to 4");
   VKD_CHECK(t.spec().numel() <= std::numeric_limits<int32_t>::max(), ErrorCode::Unsupported, op,
             ": ", what, " ", t.spec().describe(), " has more than 2^31 - 1 elements");
 }

@@ -1,0 +1,107 @@
+// The argument checks of float_add / float_mul / float_div / float_affine_scalar / float_clamp
+// and float_sum / float_vector_norm (wrong dtypes, storage, ranks, shapes that do not broadcast,
+// a bad reduced dim or output: errors naming the op, raised while the graph is built).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/graph/ComputeGraph.h"
+#include "runtime/ops/FloatElementwise.h"
+#include "runtime/ops/Reduce.h"
+#include "test/unit/GpuTest.h"
+#include "test/unit/OpErrorTest.h"
+
+namespace vkd_test {
+namespace {
+
+using vkd::DType;
+using vkd::ErrorCode;
+using vkd::MemoryLayout;
+using vkd::StorageType;
+using vkd::TensorSpec;
+using vkd::graph::ComputeGraph;
+
+TensorSpec float_spec(std::vector<int64_t> sizes) {
+  return {std::move(sizes), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+}
+
+// float_mul of [1, 7, 10] by [1, 7, 1] into [1, 7, 10].
+struct BinarySetup {
+  TensorSpec a = float_spec({1, 7, 10}), b = float_spec({1, 7, 1}), out = float_spec({1, 7, 10});
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_float_binary_node(g, vkd::ops::FloatBinaryOp::Mul, g.add_tensor(a, "a"),
+                                      g.add_tensor(b, "b"), g.add_tensor(out, "y"));
+    });
+  }
+};
+
+// float_clamp of [1, 1] broadcast into [1, 10].
+struct UnarySetup {
+  TensorSpec in = float_spec({1, 1}), out = float_spec({1, 10});
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_float_clamp_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"), 0.0f, 1.0f);
+    });
+  }
+};
+
+// float_sum of [2, 7, 10] over dim 1 into [2, 10].
+struct ReduceSetup {
+  TensorSpec in = float_spec({2, 7, 10}), out = float_spec({2, 10});
+  int64_t dim = 1;
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_float_reduce_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"), dim, false);
+    });
+  }
+};
+
+class FloatElementwiseChecks : public GpuTest {};
+
+TEST_F(FloatElementwiseChecks, TheSetupsBuild) {
+  EXPECT_EQ(BinarySetup{}.build(ctx()).first, -1) << BinarySetup{}.build(ctx()).second;
+  EXPECT_EQ(UnarySetup{}.build(ctx()).first, -1) << UnarySetup{}.build(ctx()).second;
+  EXPECT_EQ(ReduceSetup{}.build(ctx()).first, -1) << ReduceSetup{}.build(ctx()).second;
+}
+
+TEST_F(FloatElementwiseChecks, BinaryOperandsAreChecked) {
+  BinarySetup int8;
+  int8.b = int8_spec({1, 7, 1});
+  expect_op_error(int8, ctx(), "float_mul", "must be float32");
+  BinarySetup texture;
+  texture.a.storage = StorageType::Texture3D;
+  expect_op_error(texture, ctx(), "float_mul", "must be a float32 buffer");
+  BinarySetup mismatch;
+  mismatch.b = float_spec({1, 6, 1});
+  expect_op_error(mismatch, ctx(), "float_mul", "does not broadcast to the output");
+  BinarySetup wider;
+  wider.b = float_spec({2, 1, 7, 1});
+  expect_op_error(wider, ctx(), "float_mul", "has more dims than the output");
+}
+
+TEST_F(FloatElementwiseChecks, UnaryInputMustBroadcast) {
+  UnarySetup shrink;
+  shrink.in = float_spec({1, 10});
+  shrink.out = float_spec({1, 1});
+  expect_op_error(shrink, ctx(), "float_clamp", "does not broadcast to the output");
+}
+
+TEST_F(FloatElementwiseChecks, ReductionDimAndOutputAreChecked) {
+  ReduceSetup dim;
+  dim.dim = 3;
+  expect_op_error(dim, ctx(), "float_sum", "dim 3 is outside 0 .. 2");
+  ReduceSetup out;
+  out.out = float_spec({2, 7});
+  expect_op_error(out, ctx(), "float_sum", "with dim 1 1 or dropped");
+  ReduceSetup int8;
+  int8.in = int8_spec({2, 7, 10});
+  expect_op_error(int8, ctx(), "float_sum", "must be float32");
+}
+
+}  // namespace
+}  // namespace vkd_test
