@@ -23,6 +23,8 @@ from vkdelegate import per_layer
 from vkdelegate.export import quantize, safetensors, to_graph_ir
 from vkdelegate.export.ir import to_json_text
 
+from test_quantizer import PostNormBlock
+
 
 class LinearNormLinear(nn.Module):
     def __init__(self, c, affine=True):
@@ -116,6 +118,61 @@ class LayerNormOnTheGpu(unittest.TestCase):
         (out,) = [v for v in arrays.values() if v.dtype == np.float32 and v.shape == x.shape
                   and not np.array_equal(v, x.numpy())]
         np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+class QuantizedFloatLayerNorm(unittest.TestCase):
+    def test_post_norm_block_one_dispatch_per_layer_norm(self):
+        """x -> LayerNorm -> (Linear -> GELU -> Linear) + LayerNorm output -> LayerNorm: the first
+        LayerNorm's output is read float by the add and through a quantize by the up projection
+        (layer_norm_dual), the last one's only through the quantize of the model's output
+        (layer_norm_q). No layer_norm and no q8ta_quantize of a layer norm's output is left."""
+        self.assertTrue(os.environ.get("VKD"), "no vkd binary: CTest passes VKD=<the built vkd>")
+        torch.manual_seed(0)
+        model = PostNormBlock().eval()
+        with torch.no_grad():
+            for norm in (model.norm_in, model.norm_out):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.uniform_(-0.5, 0.5)
+        gen = torch.Generator().manual_seed(1)
+        x = 3 * torch.randn(1, 6, 16, generator=gen)
+        calibration = [3 * torch.randn(1, 6, 16, generator=gen) for _ in range(2)]
+        converted = quantize(model, (x,), calibration).converted
+        with tempfile.TemporaryDirectory() as tmp:
+            report, plan, arrays = compile_and_run(converted, x, Path(tmp))
+        fused = [line.strip() for line in report.splitlines()
+                 if line.strip().startswith("fused aten.layer_norm")]
+        self.assertEqual(len(fused), 2, report)
+        self.assertIn("into layer_norm_dual", fused[0])
+        self.assertIn("into layer_norm_q", fused[1])
+        final = report[report.index("[final]"):]
+        backend_nodes = [line.strip() for line in final.splitlines() if "(" in line
+                         and "->" in line]
+        norms = [n for n in backend_nodes if n.startswith(("layer_norm", "q8ta_layer_norm"))]
+        self.assertEqual(len(norms), 2, final)
+        self.assertFalse([n for n in backend_nodes if n.startswith("layer_norm(")], final)
+        self.assertFalse([n for n in backend_nodes if n.startswith("q8ta_quantize(")], final)
+        int8 = {k: v for k, v in arrays.items() if v.dtype == np.int8}
+        result = per_layer.compare(converted, (x,), int8)
+        self.assertIsNone(result.first_real, result.summary())
+        quantizes = [n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target)
+                     and "dequantize" not in str(n.target)]
+        self.assertEqual(len(result.layers), len(quantizes), result.summary())
+        for layer in result.layers:
+            self.assertLessEqual(layer.ties, max(1, layer.elements // 50), result.summary())
+        # The dual form's float32 output (the add's operand) against PyTorch's.
+        values = {}
+
+        class Record(torch.fx.Interpreter):
+            def run_node(self, n):
+                values[n.name] = super().run_node(n)
+                return values[n.name]
+
+        with torch.no_grad():
+            Record(converted).run(x)
+        dual_output = fused[0].split("into layer_norm_dual '")[1].split("'")[0]
+        self.assertIn(dual_output, arrays)
+        np.testing.assert_allclose(arrays[dual_output], values[dual_output].numpy(), rtol=1e-5,
+                                   atol=1e-5)
+
 
 if __name__ == "__main__":
     unittest.main()
