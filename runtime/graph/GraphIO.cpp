@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/Error.h"
 #include "core/HostPacking.h"
@@ -95,17 +97,26 @@ void GraphIO::unpack_output(ValueRef output, T* nchw) const {
   }
 }
 
+void GraphIO::check_ids(ValueRef input, const int32_t* ids) const {
+  const std::optional<int64_t> rows = graph_.id_limit(input);
+  if (!rows) return;
+  const int64_t n = graph_.tensor(input).spec().numel();
+  for (int64_t i = 0; i < n; ++i) {
+    VKD_CHECK(ids[i] >= 0 && ids[i] < *rows, ErrorCode::InvalidArgument, "input '",
+              graph_.tensor(input).name(), "': element ", i, " is ", ids[i],
+              ", not a row of the embedding table [0, ", *rows, ")");
+  }
+}
+
 void GraphIO::flush_input(ValueRef input) {
   const auto& staging = staging_buffer(staging_for(inputs_, input, "input"));
-  if (const std::optional<int64_t> rows = graph_.id_limit(input)) {
-    // Token ids (an int32 buffer, NCHW in its staging), checked before the GPU may read them.
-    const auto* ids = static_cast<const int32_t*>(staging.mapped());
-    const int64_t n = graph_.tensor(input).spec().numel();
-    for (int64_t i = 0; i < n; ++i) {
-      VKD_CHECK(ids[i] >= 0 && ids[i] < *rows, ErrorCode::InvalidArgument, "input '",
-                graph_.tensor(input).name(), "': element ", i, " is ", ids[i],
-                ", not a row of the embedding table [0, ", *rows, ")");
-    }
+  if (graph_.id_limit(input)) {
+    // Token ids the caller wrote in place (NCHW int32): checked before the GPU may read them,
+    // from one bulk copy. The staging may be write-combined device memory, where every read
+    // is a bus round trip: read id by id, 512 ids took a millisecond on an H200.
+    std::vector<int32_t> ids(static_cast<size_t>(graph_.tensor(input).spec().numel()));
+    std::memcpy(ids.data(), staging.mapped(), ids.size() * sizeof(int32_t));
+    check_ids(input, ids.data());
   }
   staging.flush();
 }
@@ -134,8 +145,9 @@ void GraphIO::write_int32(ValueRef input, const int32_t* nchw, size_t count) {
   VKD_CHECK(spec.dtype == DType::Int32 && static_cast<int64_t>(count) == spec.numel(),
             ErrorCode::InvalidArgument, "input '", graph_.tensor(input).name(), "' ",
             spec.describe(), " cannot take ", count, " int32 values");
+  check_ids(input, nchw);  // from the caller's memory, before anything reaches the staging
   pack_input(input, nchw);
-  flush_input(input);
+  staging_buffer(staging_for(inputs_, input, "input")).flush();
 }
 
 void GraphIO::write_int8(ValueRef input, const int8_t* nchw, size_t count, int8_t pad_value) {

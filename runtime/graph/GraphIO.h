@@ -61,6 +61,9 @@ class GraphIO {
   const vk::Buffer& staging_buffer(const Staging& s) const {
     return s.direct ? graph_.tensor(s.tensor).buffer() : s.buffer;
   }
+  // Token ids of `input` (its numel, NCHW) within the embedding table it indexes, when it is
+  // such an input (GraphDefinition::id_limit): else an error naming the element.
+  void check_ids(ValueRef input, const int32_t* ids) const;
   const Staging& staging_for(const std::vector<Staging>& list, ValueRef ref,
                              const char* role) const;
   // The mapped staging memory of an input (`bytes` long, checked) / of an output (made
