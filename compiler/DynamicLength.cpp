@@ -303,7 +303,14 @@ CompileResult compile_dynamic(const Graph& g,
               "; export with another range or at a fixed length");
   };
   auto compiled_at = [&](int64_t length, std::vector<uint8_t>& keep) {
-    CompileResult r = compile_static(graph_at_length(g, length));
+    CompileResult r;
+    try {
+      r = compile_static(graph_at_length(g, length));
+    } catch (const Error& e) {  // say which length the graph was refused at
+      throw Error(e.code(), "the dynamic length " + T + " (" + std::to_string(d.min) + " to " +
+                                std::to_string(d.max) + "): compiled at " + T + " = " +
+                                std::to_string(length) + ", " + e.what());
+    }
     if (!r.ok()) refuse(length, first_unsupported(r));
     keep = std::move(r.blob);
     return ser::deserialize(keep);
