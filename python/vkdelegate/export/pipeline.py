@@ -35,9 +35,10 @@ def to_graph_ir(program, example_inputs, name="model", dynamic_shapes=None):
     `program`: a converted PT2E GraphModule (convert_pt2e of any quantizer that uses the
     quantized_decomposed q/dq ops: VkdQuantizer, XNNPACKQuantizer's static configs) or an
     ExportedProgram of one, or the ExportedProgram of a model quantized by torchao's
-    quantize_() (its int8 linears: torchao_linear.py). The graph is run once on `example_inputs` to learn every value's
-    dtype and shape. A node the walk does not know is written by name (`aten.<op>`) for
-    `vkd compile --partition`; float_nodes() names the ones that stayed float.
+    quantize_() (its int8 linears: torchao_linear.py). The graph is run once on
+    `example_inputs` to learn every value's dtype and shape. A node the walk does not know is
+    written by name (`aten.<op>`) for `vkd compile --partition`; float_nodes() names the ones
+    that stayed float.
 
     `dynamic_shapes`: what torch.export (and quantize()) took, one Dim (a sequence length) with
     a maximum: the graph is written at the maximum (the dynamic inputs of `example_inputs` cut
