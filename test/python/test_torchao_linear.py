@@ -104,6 +104,47 @@ class TorchaoLinearTest(unittest.TestCase):
                                        atol=1e-6 * float(want.abs().max()))
 
 
+    def test_one_blob_runs_every_sequence_length(self):
+        """torch.export with a dynamic sequence length: one q8da_linear blob compiled at the
+        maximum runs shorter inputs too, bit for bit with torchao's result at each length."""
+        vkd = os.environ.get("VKD")
+        self.assertTrue(vkd, "no vkd binary: CTest passes VKD=<the built vkd>")
+        from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+        from vkdelegate.export import safetensors, to_graph_ir
+        from vkdelegate.export.ir import to_json_text
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 96)).eval()
+        quantize_(model, Int8DynamicActivationInt8WeightConfig())
+        length = torch.export.Dim("T", min=2, max=16)
+        with torch.no_grad():
+            program = torch.export.export(model, (torch.randn(1, 16, 64),),
+                                          dynamic_shapes={"input": {1: length}})
+        graph, tensors = to_graph_ir(program, (torch.randn(1, 16, 64),), "dyn",
+                                     dynamic_shapes={"input_1": {1: length}})
+        self.assertIn("dynamic", graph)
+        with tempfile.TemporaryDirectory() as d:
+            m = os.path.join(d, "dyn")
+            with open(m + ".json", "w") as f:
+                f.write(to_json_text(graph))
+            safetensors.save(m + ".safetensors", tensors)
+            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
+                                   "-o", m + ".vkd", "--report"], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertIn("into q8da_linear", done.stdout)
+            for t in (16, 5):
+                x = torch.randn(1, t, 64)
+                np.save(m + ".x.npy", x.numpy())
+                run = subprocess.run([vkd, "run", m + ".vkd", "--input", f"input0={m}.x.npy",
+                                      "--output-dir", os.path.join(d, "run"), "--force"],
+                                     capture_output=True, text=True,
+                                     env=dict(os.environ, VKD_VALIDATION="1"))
+                self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+                self.assertIn("validation: no messages", run.stdout + run.stderr)
+                with torch.no_grad():
+                    want = program.module()(x).numpy()
+                np.testing.assert_array_equal(np.load(os.path.join(d, "run", "output.npy")),
+                                              want)
+
     def test_rewrite_stops_at_the_linear_output(self):
         """A view right after the linear (BERT's head split: .view(B, T, heads, dim)) is the
         model's, not torchao's: the rewritten linear ends before it, so the graph keeps the
