@@ -5,11 +5,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <variant>
 
 #include "core/Error.h"
 #include "model/PartitionPlan.h"
 #include "partitioner_schema/KernelSignatures.h"
 #include "serialization/Deserializer.h"
+#include "serialization/GraphAtLength.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Dot.h"
@@ -37,6 +39,32 @@ void write_dot_file(const std::string& path, const std::vector<uint8_t>& blob,
   }
   write_file(path, dot.data(), dot.size(), force);
   std::printf("dot: wrote %s (%zu op calls)\n", path.c_str(), op_count);
+}
+
+// A blob compiled for a maximum sequence length: the range and each input and output size that
+// follows the length ("ids dim 1 = 1*T"); nothing for a static blob.
+void print_dynamic_length(const std::vector<uint8_t>& blob) {
+  const serialization::OpSignatureTable ops = schema::kernel_signatures();
+  const serialization::DeserializedGraph g = serialization::deserialize(blob, &ops);
+  if (!g.dynamic) return;
+  const serialization::DynamicLength& d = *g.dynamic;
+  std::printf("dynamic length: %s from %lld to %lld (any length runs without recompiling)\n",
+              serialization::length_name(d).c_str(), static_cast<long long>(d.min),
+              static_cast<long long>(d.max));
+  auto list = [&](const char* title, const std::vector<serialization::GraphIO>& io) {
+    std::string text;
+    for (size_t i = 0; i < io.size(); ++i) {
+      for (const auto& e : d.entries) {
+        if (e.value != io[i].value) continue;
+        const auto& t = std::get<serialization::TensorValue>(g.values[e.value]);
+        text += std::string(text.empty() ? "" : ", ") + (io[i].name.empty() ? t.name : io[i].name) +
+                " dim " + std::to_string(e.element) + " = " + serialization::affine_string(d, e);
+      }
+    }
+    if (!text.empty()) std::printf("  %s: %s\n", title, text.c_str());
+  };
+  list("inputs", g.inputs);
+  list("outputs", g.outputs);
 }
 
 }  // namespace
@@ -83,6 +111,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     std::printf("  [%zu] %s: %s, %s host bytes\n", i, io_name(info, i, false).c_str(),
                 tensor_summary(info).c_str(), std::to_string(info.host_bytes()).c_str());
   }
+  print_dynamic_length(blob);
   std::fputs(memory_report_text(d->memory()).c_str(), stdout);
   std::printf("\ngraph (as loaded on the device):\n%s", indent_lines(d->describe(), "  ").c_str());
 
