@@ -1,10 +1,11 @@
 """Sentence-embedding pooling exported and run (run by CTest `python_exporter`).
 
 sentence-transformers' pooling after a quantized linear: the mean over the tokens a mask keeps,
-then L2 normalisation (F.normalize). It exports into float ops no backend op takes
-(aten.to.dtype, aten.sum.dim_IntList, aten.clamp, aten.div.Tensor, aten.linalg_vector_norm,
-aten.clamp_min, aten.expand_as); `vkd compile --partition` must leave them to the host,
-`vkd run PLAN.partition.json` must run the plan, and its output must match the converted
+then L2 normalisation (F.normalize). It exports into float ops (aten.to.dtype,
+aten.sum.dim_IntList, aten.clamp, aten.div.Tensor, aten.linalg_vector_norm, aten.clamp_min,
+aten.expand_as); `vkd compile --partition` runs those the float kernels take on the GPU
+(test_float_ops.py) and leaves the rest to the host, `vkd run PLAN.partition.json` must run
+the plan, and its output must match the converted
 (reference-quantized) model within 1e-5 relative, each row of unit L2 norm.
 """
 import os
