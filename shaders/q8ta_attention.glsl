@@ -5,6 +5,7 @@
 // which runtime/ops/Attention.h and the tests' reference state the same way:
 //   a[l, j] = sum over the head's D dims of (q - zp_q) * (k - zp_k)       exact int32
 //   s[l, j] = float32(a) * (s_q * s_k * scale) + mask[l, j]                 float32
+//     (causal: -inf where j > l)
 //   online softmax over the key tiles (flash style, max-subtracted): m the running max of s,
 //     p[l, j] = exp(s[l, j] - m), each tile rescaling the earlier sums by exp(m_old - m_new)
 //     (a key whose s is -inf has p = 0; a row with every s -inf has output 0)
@@ -82,6 +83,7 @@ layout(push_constant) uniform Params {
   float qk_scale;      // s_q * s_k * scale (float: scale)
   float v_scale;       // s_v (float: 1)
   float inv_out_scale;
+  int causal;          // 1: key j > query row l is masked out (PyTorch's is_causal)
 } p;
 
 shared Elem q_tile[BQ * ROW];
@@ -217,7 +219,8 @@ void main() {
     float top = kNegInf;
     for (int k = 0; k < TK / PARTS; ++k) {
       const int j = part + k * PARTS, key = k0 + j;
-      s[k] = key < p.tk ? score(r, j, row_fold) + tile_mask[k] : kNegInf;
+      const bool seen = key < p.tk && (p.causal == 0 || key <= row);
+      s[k] = seen ? score(r, j, row_fold) + tile_mask[k] : kNegInf;
       top = max(top, s[k]);
     }
     part_max[t] = top;

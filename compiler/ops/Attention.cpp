@@ -162,12 +162,12 @@ std::vector<HostTensor> reference_scaled_dot_product_attention(const ReferenceCo
 // Each side's moves must only move bytes (one quantization along each chain, its dq's too),
 // and must move them exactly as the head split / merge does (checked element by element); the
 // mask must be float32 broadcasting as [1 or B, 1, 1 or Tq, Tk] (no mask: a zeros constant);
-// no dropout, no is_causal. The kernel computes what the reference computes on the dequantized
-// values within float32 rounding (runtime/ops/Attention.h): not bit for bit, within one step
-// of the int8 output where it lies next to a rounding boundary.
-// On float32 data (Q, K, V each the end of moves alone, from a float32 [B, T, H*D] value; the
-// output's moves alone into [B, Tq, H*D]; heads up to 64 columns) the same chain becomes the
-// float op `attention`, within float32 rounding of the reference.
+// is_causal the kernel's own flag; no dropout. The kernel computes what the reference computes on
+// the dequantized values within float32 rounding (runtime/ops/Attention.h): not bit for bit, within
+// one step of the int8 output where it lies next to a rounding boundary. On float32 data (Q, K, V
+// each the end of moves alone, from a float32 [B, T, H*D] value; the output's moves alone into [B,
+// Tq, H*D]; heads up to 64 columns) the same chain becomes the float op `attention`, within float32
+// rounding of the reference.
 namespace vkd::compiler::fusion {
 namespace {
 
@@ -391,9 +391,6 @@ std::string check_attention(const Graph& g, const Node& n, int64_t max_dim, Head
     return h.describe() + ": the kernel takes heads of a multiple of 4 columns, at most " +
            std::to_string(max_dim);
   }
-  if (arg_present(n, "is_causal") && arg_bool(n, "is_causal")) {
-    return "is_causal (the kernel takes an additive mask only)";
-  }
   if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
     const Value& m = g.value(n.inputs[3]);
     std::vector<int64_t> d = m.shape;
@@ -472,7 +469,9 @@ void fuse_attention(FuseState& state, int i) {
   out.inputs = {sides[0].value, sides[1].value, sides[2].value, mask};
   out.outputs = {sides[3].value};
   const std::optional<double> scale = opt_float(n, "scale");
+  const bool causal = arg_present(n, "is_causal") && arg_bool(n, "is_causal");
   out.args["num_heads"] = h.heads;
+  out.args["is_causal"] = causal;
   out.args["scale"] = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(h.dim));
   out.origin = state.fused_origin(i, backend);
   if (!float_io) {
@@ -498,8 +497,9 @@ void fuse_attention(FuseState& state, int i) {
                 lines.end());
   }
   std::string detail = " (" + h.describe() + ", ";
-  detail +=
-      has_mask ? "mask " + quoted(mask) + " " + shape_str(g.value(mask).shape) + ")" : "no mask)";
+  detail += has_mask ? "mask " + quoted(mask) + " " + shape_str(g.value(mask).shape) + ")"
+            : causal ? "causal)"
+                     : "no mask)";
   state.commit(std::move(f), chain, detail);
 }
 

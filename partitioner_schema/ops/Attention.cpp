@@ -14,15 +14,15 @@ void attention_schemas(std::vector<OpSchema>& s) {
                tensor_in("key", i8x4, {k4H4W}), per_tensor_qparams("key_"),
                tensor_in("value", i8x4, {k4H4W}), per_tensor_qparams("value_"),
                tensor_in("mask", f32, {kBufW}, {kBufW}), scalar("num_heads", ArgKind::Int),
-               scalar("scale", ArgKind::Float), per_tensor_qparams("output_"),
-               tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+               scalar("scale", ArgKind::Float), scalar("is_causal", ArgKind::Bool),
+               per_tensor_qparams("output_"), tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
   // The same on float32 Q, K, V and output (a float attention between float linears).
   s.push_back(kernel_op(
       "attention", "float32 scaled dot-product attention over heads of columns",
       arg_list(tensor_in("query", f32, {kBufW}, {kBufW}), tensor_in("key", f32, {kBufW}, {kBufW}),
                tensor_in("value", f32, {kBufW}, {kBufW}), tensor_in("mask", f32, {kBufW}, {kBufW}),
                scalar("num_heads", ArgKind::Int), scalar("scale", ArgKind::Float),
-               tensor_out("output", f32, {kBufW}, {kBufW}))));
+               scalar("is_causal", ArgKind::Bool), tensor_out("output", f32, {kBufW}, {kBufW}))));
 }
 
 }  // namespace vkd::schema

@@ -20,6 +20,7 @@ struct AttentionPush {
   int32_t mask_rows, mask_batches;
   int32_t q_zp, k_zp, v_zp, out_zp;
   float qk_scale, v_scale, inv_out_scale;
+  int32_t causal;
 };
 
 // The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK), the largest
@@ -108,7 +109,8 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            params.output.zero_point,
                            params.query.scale * params.key.scale * params.scale,
                            params.value.scale,
-                           inverse_scale(params.output.scale)};
+                           inverse_scale(params.output.scale),
+                           params.causal ? 1 : 0};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
@@ -137,10 +139,11 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
 
 void add_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
                         graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
-                        int num_heads, float scale) {
+                        int num_heads, float scale, bool causal) {
   AttentionParams p;  // float: zero points 0, scales 1
   p.num_heads = num_heads;
   p.scale = scale;
+  p.causal = causal;
   add_attention(graph, "attention", true, query, key, value, mask, output, p);
 }
 
@@ -159,6 +162,7 @@ void build_q8ta_attention(const OpCall& call) {
   }
   p.num_heads = call.int32_arg("num_heads", 1, 1 << 16);
   p.scale = static_cast<float>(call.float_arg("scale"));
+  p.causal = call.bool_arg("is_causal");
   add_q8ta_attention_node(call.graph(), call.tensor("query"), call.tensor("key"),
                           call.tensor("value"), call.tensor("mask"), call.tensor("output"), p);
 }
@@ -167,7 +171,7 @@ void build_attention(const OpCall& call) {
   add_attention_node(call.graph(), call.tensor("query"), call.tensor("key"), call.tensor("value"),
                      call.tensor("mask"), call.tensor("output"),
                      call.int32_arg("num_heads", 1, 1 << 16),
-                     static_cast<float>(call.float_arg("scale")));
+                     static_cast<float>(call.float_arg("scale")), call.bool_arg("is_causal"));
 }
 
 }  // namespace

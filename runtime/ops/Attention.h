@@ -10,7 +10,8 @@ namespace vkd::ops {
 struct AttentionParams {
   QuantParams query, key, value, output;
   int num_heads = 1;
-  float scale = 1.0f;  // the score scale (PyTorch's default 1 / sqrt(D) is the compiler's to set)
+  float scale = 1.0f;   // the score scale (PyTorch's default 1 / sqrt(D) is the compiler's to set)
+  bool causal = false;  // PyTorch's is_causal: key j > query row l is masked out
 };
 
 // query [B, Tq, H*D], key and value [B, Tk, H*D] (rank 2 to 4: the leading dims are the batch
@@ -21,6 +22,7 @@ struct AttentionParams {
 // query row l (shaders/q8ta_attention.glsl):
 //   a[l, j] = sum over the head's dims of (q - zp_q) * (k - zp_k)           exact int32
 //   s[l, j] = float32(a) * (s_q * s_k * scale) + mask[l, j]                  float32
+//     (causal: -inf where j > l, the top-left triangle of PyTorch's is_causal)
 //   p[l, j] = exp(s[l, j] - max_j s) (online over tiles of keys); -inf scores give p = 0
 //   y[l, d] = (sum_j p[l, j] * (v[j, d] - zp_v)) * (s_v / sum_j p[l, j])     (0 if the sum is 0)
 //   q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)
@@ -37,6 +39,6 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
 //   y[l] = sum_j p[l, j] * v[j] / sum_j p[l, j]     (p as above; 0 where every s is -inf)
 void add_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
                         graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
-                        int num_heads, float scale);
+                        int num_heads, float scale, bool causal = false);
 
 }  // namespace vkd::ops

@@ -112,6 +112,7 @@ TEST(Fuse, AttentionWithItsHeadMovesFuses) {
   EXPECT_EQ(arg_i(n, "value_zero_point"), 33);
   EXPECT_EQ(arg_i(n, "num_heads"), H);
   EXPECT_EQ(arg_d(n, "scale"), 0.25);
+  EXPECT_EQ(std::get<bool>(n.args.at("is_causal")), false);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.02);
   EXPECT_EQ(arg_i(n, "output_zero_point"), 51);
   expect_valid(b.g);
@@ -173,10 +174,21 @@ TEST(Fuse, AttentionChainsThatDoNotFitAreLeft) {
   refused(requantized,
           "value: input (scale 0.03 zero_point 33 range -128..127) and output (scale 0.05 "
           "zero_point 33 range -128..127) quantization differ");
-  Variant causal;
-  causal.causal = true;
-  causal.mask = false;
-  refused(causal, "is_causal (the kernel takes an additive mask only)");
+}
+
+// is_causal (no mask): the op's own flag, reading zeros as its mask.
+TEST(Fuse, CausalAttentionFuses) {
+  Variant o;
+  o.causal = true;
+  o.mask = false;
+  Builder b = attention_graph(o);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_attention"})) << all_lines(r);
+  EXPECT_TRUE(has_line(
+      r, "fused " + kChain + " (node 0..28) into q8ta_attention 'yq' (2 heads of 8, causal)"))
+      << all_lines(r);
+  EXPECT_EQ(std::get<bool>(b.g.nodes[0].args.at("is_causal")), true);
+  expect_valid(b.g);
 }
 
 // Float Q, K, V [1, T, h*d] -> view_copy [1, T, h, d] -> transpose_copy(1, 2); SDPA with a mask;

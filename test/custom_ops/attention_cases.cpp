@@ -2,9 +2,9 @@
 // block, partial blocks and partial key tiles, several tiles), query and key lengths that
 // differ, 1, 2 and 12 heads of 8, 32, 64 and 128 columns, batches of 1 and 2, rank 2 to 4, masks
 // of every accepted form ([B, 1, 1, Tk] with masked keys, per query row, shared by the batches,
-// a batch with every key at -10000, a row with every key at -inf, zeros: no mask), and MiniLM's
-// shape (T = 128, 12 heads of 32) as the PERF case; the float op `attention` on float32 Q, K, V
-// (heads up to 64) likewise.
+// a batch with every key at -10000, a row with every key at -inf, zeros: no mask), is_causal
+// (also with fewer queries than keys), and MiniLM's shape (T = 128, 12 heads of 32) as the PERF
+// case; the float op `attention` on float32 Q, K, V (heads up to 64) likewise.
 //
 // Checked against a double-precision reference with exact int32 Q.K sums
 // (test/reference/AttentionReference.h): each int8 output must lie between the quantizations of
@@ -31,6 +31,7 @@ enum class MaskKind {
   Rows,         // [B, 1, Tq, Tk]: random per row, row 1 every key -inf
   Shared,       // [1, 1, Tq, Tk]: random, shared by the batches
   FullyMasked,  // [B, 1, 1, Tk]: batch 0 every key at -10000
+  Causal,       // zeros [Tk] and is_causal: key j > query row l masked out
 };
 
 const char* mask_name(MaskKind m) {
@@ -40,6 +41,7 @@ const char* mask_name(MaskKind m) {
     case MaskKind::Rows: return "row_mask";
     case MaskKind::Shared: return "shared_mask";
     case MaskKind::FullyMasked: return "fully_masked";
+    case MaskKind::Causal: return "causal";
   }
   return "?";
 }
@@ -67,6 +69,7 @@ class AttentionCase : public CaseInstance {
     params_.output = {0.017f, 51};
     params_.num_heads = static_cast<int>(shape_.heads);
     params_.scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
+    params_.causal = mask == MaskKind::Causal;
   }
 
   int64_t head_dim() const { return shape_.q_sizes.back() / shape_.heads; }
@@ -79,7 +82,8 @@ class AttentionCase : public CaseInstance {
   int64_t tk() const { return shape_.k_sizes.end()[-2]; }
   std::vector<int64_t> mask_sizes() const {
     switch (mask_) {
-      case MaskKind::None: return {tk()};
+      case MaskKind::None:
+      case MaskKind::Causal: return {tk()};
       case MaskKind::Keys:
       case MaskKind::FullyMasked: return {batches(), 1, 1, tk()};
       case MaskKind::Rows: return {batches(), 1, tq(), tk()};
@@ -102,7 +106,8 @@ class AttentionCase : public CaseInstance {
         {mask_sizes(), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "mask");
     out_ = g.add_tensor(spec(shape_.q_sizes), "y");
     if (float_io_) {
-      ops::add_attention_node(g, q_, k_, v_, m_, out_, params_.num_heads, params_.scale);
+      ops::add_attention_node(g, q_, k_, v_, m_, out_, params_.num_heads, params_.scale,
+                              params_.causal);
     } else {
       ops::add_q8ta_attention_node(g, q_, k_, v_, m_, out_, params_);
     }
@@ -139,10 +144,11 @@ class AttentionCase : public CaseInstance {
     for (int64_t i = 0; i < count; ++i) {
       const int64_t j = i % tk(),
                     row = (i / tk()) %
-                          (mask_ == MaskKind::None ? 1 : std::max<int64_t>(1, mask_sizes()[2]));
+                          (mask_sizes().size() < 4 ? 1 : std::max<int64_t>(1, mask_sizes()[2]));
       float& m = mask_vals_[static_cast<size_t>(i)];
       switch (mask_) {
-        case MaskKind::None: break;
+        case MaskKind::None:
+        case MaskKind::Causal: break;
         case MaskKind::Keys: m = 3 * j >= 2 * tk() && j > 0 ? -10000.0f : 0.0f; break;
         case MaskKind::FullyMasked: m = i < tk() ? -10000.0f : 0.0f; break;
         case MaskKind::Rows: m = row == 1 ? -INFINITY : random(rng); break;
@@ -160,7 +166,8 @@ class AttentionCase : public CaseInstance {
                               shape_.heads,
                               head_dim(),
                               ms.size() == 4 ? ms[0] : 1,
-                              ms.size() == 4 ? ms[2] : 1};
+                              ms.size() == 4 ? ms[2] : 1,
+                              params_.causal};
     if (float_io_) return check_float(g, s);
     const float qk = params_.query.scale * params_.key.scale * params_.scale;
     const testing::AttentionRef want =
@@ -257,6 +264,8 @@ void register_attention_cases(Registry& registry) {
       {{{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp},      // MiniLM at T = 128
       {{{1, 128, 128}, {1, 128, 128}, 2}, MaskKind::None, soft},        // heads of 64
       {{{1, 512, 128}, {1, 512, 128}, 2}, MaskKind::Keys, soft},        // 16 key tiles
+      {{{2, 37, 64}, {2, 37, 64}, 2}, MaskKind::Causal, soft},          // is_causal
+      {{{1, 5, 32}, {1, 40, 32}, 1}, MaskKind::Causal, soft},           // causal, Tq < Tk
   };
   for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
   add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp);
@@ -271,6 +280,7 @@ void register_attention_cases(Registry& registry) {
       {{{2, 7, 128}, {2, 40, 128}, 2}, MaskKind::Rows},
       {{{1, 1, 33, 64}, {1, 1, 33, 64}, 1}, MaskKind::Shared},
       {{{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys},
+      {{{2, 37, 64}, {2, 37, 64}, 2}, MaskKind::Causal},
   };
   for (const auto& c : float_cases) add_attention_case(registry, "", c.shape, c.mask, soft, true);
   add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, soft,

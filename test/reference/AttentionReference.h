@@ -3,7 +3,7 @@
 // V [B, Tk, H*D] (NCHW order, head h = columns h*D .. h*D+D-1) and a float32 additive mask of
 // [Bm, Lm, Tk] (Bm 1 or B, Lm 1 or Tq):
 //   a[j] = sum over d of (q[l, hD + d] - zp_q) * (k[j, hD + d] - zp_k)     exact, int32
-//   s[j] = a[j] * qk_scale + mask[b or 0, l or 0, j]                         double
+//   s[j] = a[j] * qk_scale + mask[b or 0, l or 0, j]  (causal: -inf for j > l)  double
 //   w[j] = exp(s[j] - max s) / sum_j exp(s[j] - max s)   (s = -inf: w = 0; every s -inf: y = 0)
 //   y[l, hD + d] = s_v * sum_j w[j] * (v[j, hD + d] - zp_v)                  double
 // and a bound on how far the kernel's float32 y may lie from it (AttentionRef::tol, below); the
@@ -20,6 +20,7 @@ namespace vkd::testing {
 struct AttentionRefShape {
   int64_t batches, tq, tk, heads, head_dim;
   int64_t mask_batches, mask_rows;  // 1 or batches, 1 or tq
+  bool causal = false;              // key j > query row l masked out (-inf)
 };
 
 struct AttentionRefQuant {
@@ -57,7 +58,7 @@ inline AttentionRef ref_attention(const std::vector<int8_t>& q, const std::vecto
           }
           const int64_t mb = s.mask_batches == 1 ? 0 : b, ml = s.mask_rows == 1 ? 0 : l;
           const double m = mask[static_cast<size_t>((mb * s.mask_rows + ml) * s.tk + j)];
-          const double x = a * z.qk_scale + m;
+          const double x = s.causal && j > l ? -INFINITY : a * z.qk_scale + m;
           score[static_cast<size_t>(j)] = x;
           top = std::max(top, x);
           if (std::isfinite(x))
@@ -110,7 +111,7 @@ inline AttentionRef ref_attention_float(const std::vector<float>& q, const std::
           }
           const int64_t mb = s.mask_batches == 1 ? 0 : b, ml = s.mask_rows == 1 ? 0 : l;
           const double m = mask[static_cast<size_t>((mb * s.mask_rows + ml) * s.tk + j)];
-          const double x = a * scale + m;
+          const double x = s.causal && j > l ? -INFINITY : a * scale + m;
           score[static_cast<size_t>(j)] = x;
           top = std::max(top, x);
           if (std::isfinite(x)) {
