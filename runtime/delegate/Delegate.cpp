@@ -182,6 +182,13 @@ void Delegate::Impl::run(const std::vector<ConstTensorView>& in,
       use_inputs = &at.inputs;
       use_outputs = &at.outputs;
     }
+    for (size_t i = 0; i < out.size(); ++i) {
+      const TensorInfo& info = (*use_outputs)[i];
+      VKD_CHECK(out[i].sizes == info.sizes, ErrorCode::InvalidArgument, "output ", i, " '",
+                info.name, "' has shape ", sizes_string(out[i].sizes), "; at the inputs' length ",
+                serialization::length_name(*definition->dynamic), " = ", length,
+                " the model gives ", sizes_string(info.sizes));
+    }
   }
   for (size_t i = 0; i < in.size(); ++i) {
     api::check_view("input", i, (*use_inputs)[i], in[i], use->ops_without_resize);

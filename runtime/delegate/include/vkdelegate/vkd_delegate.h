@@ -132,7 +132,19 @@ VKD_C_API vkd_status vkd_delegate_input_info(vkd_delegate* handle, size_t index,
 VKD_C_API vkd_status vkd_delegate_output_info(vkd_delegate* handle, size_t index,
                                               vkd_tensor_info* info);
 
-/* One inference; inputs/outputs in the blob's order, each matching its info exactly. */
+/* A blob compiled for a maximum sequence length (docs/DELEGATE_API.md "Variable sequence
+ * length"): the lengths it runs, [*min, *max]; both 0 for a static blob. The infos above are the
+ * shapes at *max; _at_length gives input / output `index` at `length` (what execute takes and
+ * gives then; the first call at a length builds its graph), VKD_ERROR_INVALID_ARGUMENT outside
+ * the range or for a static blob. Strings stay owned by the handle. */
+VKD_C_API vkd_status vkd_delegate_length_range(vkd_delegate* handle, int64_t* min, int64_t* max);
+VKD_C_API vkd_status vkd_delegate_input_info_at_length(vkd_delegate* handle, int64_t length,
+                                                       size_t index, vkd_tensor_info* info);
+VKD_C_API vkd_status vkd_delegate_output_info_at_length(vkd_delegate* handle, int64_t length,
+                                                        size_t index, vkd_tensor_info* info);
+
+/* One inference; inputs/outputs in the blob's order, each matching its info exactly (or, for a
+ * blob with a dynamic length, its info at the length the inputs give). */
 VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor* inputs,
                                           size_t input_count, vkd_tensor* outputs,
                                           size_t output_count);
