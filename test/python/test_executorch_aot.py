@@ -140,11 +140,52 @@ class PartlyDelegated(unittest.TestCase):
         for line in left:
             self.assertIn(f"{refused_op}: not supported by the backend", line)
 
-    def test_layer_norm_left_to_the_cpu(self):
-        self.check_split(nn.LayerNorm(16), ["aten::native_layer_norm"], "aten.native_layer_norm")
-
     def test_cumsum_left_to_the_cpu(self):
         self.check_split(CumSum(), ["aten::cumsum"], "aten.cumsum")
+
+
+class LayerNormDelegated(unittest.TestCase):
+    def test_native_layer_norm_in_the_delegate(self):
+        """The edge dialect's LayerNorm is aten.native_layer_norm (output, mean, rstd; only the
+        output read): the walk writes it as aten.layer_norm, so conv -> LayerNorm -> conv is one
+        delegate, no CPU kernel, computing what the blob of the converted model computes."""
+        torch.manual_seed(0)
+        converted, x, ep = quantized_program(ConvMidConv(nn.LayerNorm(16)), (1, 3, 16, 16))
+        program, printed, _ = lower(ep)
+        (plan,) = program.execution_plan
+        self.assertEqual([o.name for o in plan.operators], [])
+        self.assertEqual(instructions(plan), [("delegate", "VkdBackend")])
+        self.assertIn("aten::native_layer_norm x1", printed[1])
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            payload = folder / "payload.vkd"
+            payload.write_bytes(program.backend_delegate_data[0].data)
+            graph, tensors = to_graph_ir(converted, (x,), name="direct")
+            self.assertIn("aten.layer_norm", [n["op"] for n in graph["nodes"]])
+            (folder / "direct.json").write_text(to_json_text(graph))
+            safetensors.save(str(folder / "direct.safetensors"), tensors)
+            subprocess.run([str(vkd_binary()), "compile", str(folder / "direct.json"),
+                            "--weights", str(folder / "direct.safetensors"),
+                            "-o", str(folder / "direct.vkd")], check=True, capture_output=True)
+            os.mkdir(folder / "a")
+            os.mkdir(folder / "b")
+            delegated = run_blob(payload, x, folder / "a")
+            direct = run_blob(folder / "direct.vkd", x, folder / "b")
+        self.assertEqual(delegated.shape, (1, 8, 16, 16))
+        self.assertEqual(delegated.tobytes(), direct.tobytes())
+
+    def test_mean_or_rstd_read_stays_native_layer_norm(self):
+        """A native_layer_norm whose mean is read too is written as it is (the graph IR has no op
+        writing the statistics): the compiler refuses it by name."""
+        class NormAndMean(nn.Module):
+            def forward(self, x):
+                out, mean, _ = torch.ops.aten.native_layer_norm(x, [4], None, None, 1e-5)
+                return out + mean
+
+        x = torch.randn(2, 3, 4)
+        edge = to_edge(torch.export.export(NormAndMean(), (x,))).exported_program()
+        graph, _ = to_graph_ir(edge, (x,))
+        self.assertEqual([n["op"] for n in graph["nodes"]][0], "aten.native_layer_norm")
 
 
 class WalkReadsTheEdgeDialect(unittest.TestCase):

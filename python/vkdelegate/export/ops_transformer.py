@@ -1,4 +1,5 @@
-"""A transformer block's float ops (ops.py registers the rest): aten.layer_norm, and each
+"""A transformer block's float ops (ops.py registers the rest): aten.layer_norm (and ExecuTorch's
+edge form aten.native_layer_norm), and each
 nn.MultiheadAttention as one aten._native_multi_head_attention node (the op of its eval-mode
 fast path, which the compiler's CPU reference runs) with its projections as float32 constants.
 
@@ -15,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .errors import ExportError
-from .ops import arg, handles
+from .ops import arg, generic, handles
 from .walk import Out, Param, Pieces
 
 MHA_OP = "aten._native_multi_head_attention"
@@ -30,6 +31,24 @@ def _layer_norm(w, node):
     args = {"normalized_shape": list(w.literal(arg(node, 1, "normalized_shape"))),
             "eps": float(w.literal(arg(node, 4, "eps", 1e-5)))}
     return w.emit("aten.layer_norm", [w.input(node.args[0]), weight, bias], args, w.out())
+
+
+@handles("aten.native_layer_norm.default")
+def _native_layer_norm(w, node):
+    """native_layer_norm(input, normalized_shape, weight, bias, eps) -> (output, mean, rstd), the
+    op ExecuTorch's edge dialect has for a LayerNorm: aten.layer_norm named after the getitem of
+    its output where nothing reads the mean or rstd (the graph IR has no op writing them), else
+    the node as it is (which the compiler leaves to the host)."""
+    picked = {u.args[1]: u for u in node.users}
+    if set(picked) - {0}:
+        return generic(w, node)
+    tensors = [arg(node, i, name, None) for i, name in ((2, "weight"), (3, "bias"))]
+    weight, bias = ("" if t is None else w.input(t) for t in tensors)
+    args = {"normalized_shape": list(w.literal(arg(node, 1, "normalized_shape"))),
+            "eps": float(w.literal(arg(node, 4, "eps")))}
+    out = _out(w, node, picked, 0, list(node.meta["val"][0].shape))
+    made = w.emit("aten.layer_norm", [w.input(node.args[0]), weight, bias], args, out)
+    return Pieces([made.name, None, None])
 
 
 # ---- nn.MultiheadAttention as one op ----------------------------------------------------------
