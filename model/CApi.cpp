@@ -115,6 +115,41 @@ VKD_C_API vkd_status vkd_model_output_info(vkd_model* handle, size_t index, vkd_
   return tensor_info(handle, index, info, /*input=*/false, "vkd_model_output_info");
 }
 
+VKD_C_API vkd_status vkd_model_length_range(vkd_model* handle, int64_t* min, int64_t* max) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return with_handle_locked(handle, &handle->error, "vkd_model_length_range", [&]() -> vkd_status {
+    if (min == nullptr || max == nullptr) {
+      handle->error = "vkd_model_length_range: min or max is NULL";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    const vkd::Delegate::LengthRange r = handle->impl->length_range();
+    *min = r.min;
+    *max = r.max;
+    return VKD_OK;
+  });
+}
+
+VKD_C_API vkd_status vkd_model_length_of_inputs(vkd_model* handle, const vkd_tensor* inputs,
+                                                size_t input_count, int64_t* length) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return length_of_inputs_locked(handle, *handle->impl, inputs, input_count, length,
+                                 "vkd_model_length_of_inputs");
+}
+
+VKD_C_API vkd_status vkd_model_input_info_at_length(vkd_model* handle, int64_t length, size_t index,
+                                                    vkd_tensor_info* info) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return info_at_length(handle, *handle->impl, length, index, info, true,
+                        "vkd_model_input_info_at_length");
+}
+
+VKD_C_API vkd_status vkd_model_output_info_at_length(vkd_model* handle, int64_t length,
+                                                     size_t index, vkd_tensor_info* info) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return info_at_length(handle, *handle->impl, length, index, info, false,
+                        "vkd_model_output_info_at_length");
+}
+
 VKD_C_API vkd_status vkd_model_execute(vkd_model* handle, const vkd_tensor* inputs,
                                        size_t input_count, vkd_tensor* outputs,
                                        size_t output_count) {

@@ -55,8 +55,12 @@ void Model::Impl::run(const std::vector<ConstTensorView>& in, const std::vector<
             inputs.size(), " inputs, got ", in.size());
   VKD_CHECK(out.size() == outputs.size(), ErrorCode::InvalidArgument, "the model gives ",
             outputs.size(), " outputs, got ", out.size());
-  for (size_t i = 0; i < in.size(); ++i) api::check_view("input", i, inputs[i], in[i], {});
-  for (size_t i = 0; i < out.size(); ++i) api::check_view("output", i, outputs[i], out[i], {});
+  // A blob with a dynamic length: its delegate checks the views against the inputs' length.
+  const Delegate* direct = model->direct_delegate();
+  if (direct == nullptr || direct->length_range().max == 0) {
+    for (size_t i = 0; i < in.size(); ++i) api::check_view("input", i, inputs[i], in[i], {});
+    for (size_t i = 0; i < out.size(); ++i) api::check_view("output", i, outputs[i], out[i], {});
+  }
   if (model->runs_direct()) {  // one GPU step: the caller's memory is the delegate's I/O
     timings = {model->run_direct(in, out)};
     return;
@@ -113,6 +117,36 @@ Status Model::execute(const std::vector<ConstTensorView>& inputs,
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->timings.clear();  // a failed run leaves none behind
   return api::guarded(impl_->last_error, [&] { impl_->run(inputs, outputs); });
+}
+
+Delegate::LengthRange Model::length_range() const {
+  const Delegate* d = impl_->model->direct_delegate();
+  return d ? d->length_range() : Delegate::LengthRange{};
+}
+
+Status Model::length_of_inputs(const std::vector<std::vector<int64_t>>& input_sizes,
+                               int64_t* length) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return api::guarded(impl_->last_error, [&] {
+    Delegate* d = impl_->model->direct_delegate();
+    VKD_CHECK(d != nullptr && d->length_range().max > 0, ErrorCode::InvalidArgument,
+              "the model was compiled for fixed shapes (no dynamic length)");
+    VKD_CHECK(d->length_of_inputs(input_sizes, length) == Status::Ok, ErrorCode::InvalidArgument,
+              d->last_error());
+  });
+}
+
+Status Model::infos_at_length(int64_t length, std::vector<TensorInfo>* inputs,
+                              std::vector<TensorInfo>* outputs) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Delegate* d = impl_->model->direct_delegate();
+  if (d == nullptr) {
+    impl_->last_error = "the model was compiled for fixed shapes (no dynamic length)";
+    return Status::InvalidArgument;
+  }
+  const Status st = d->infos_at_length(length, inputs, outputs);
+  impl_->last_error = st == Status::Ok ? "" : d->last_error();
+  return st;
 }
 
 std::string Model::last_error() const {

@@ -40,6 +40,9 @@ class PartitionedModel {
   // A model of one GPU step that takes and gives the model's own tensors, none float16 (every
   // plain blob): the caller's views go to the delegate as they are, with no host copy.
   bool runs_direct() const { return direct_; }
+  // That one GPU step's delegate (null for any other model): a blob with a dynamic length runs
+  // through it at any length.
+  Delegate* direct_delegate() const { return direct_ ? delegates_.front().get() : nullptr; }
   StepTiming run_direct(const std::vector<ConstTensorView>& in, const std::vector<TensorView>& out);
 
  private:

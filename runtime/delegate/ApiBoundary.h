@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -300,6 +301,9 @@ struct CHandle {
   // Copied once at init (the infos never change): their strings live until destroy.
   std::vector<TensorInfo> inputs, outputs;
   std::vector<size_t> input_bytes, output_bytes;
+  // A model with a dynamic length: the infos at each length asked for (inputs, outputs), kept
+  // until destroy like the ones above; guarded by `mutex`.
+  std::map<int64_t, std::pair<std::vector<TensorInfo>, std::vector<TensorInfo>>> infos_at_length;
 
   // Everything below is guarded by `mutex` (one handle may be shared between threads).
   mutable std::mutex mutex;
@@ -364,6 +368,64 @@ inline vkd_status tensor_info(CHandle* handle, size_t index, vkd_tensor_info* in
       return VKD_ERROR_UNSUPPORTED;
     }
     return write_out_struct(make_info(infos[index], bytes[index]), info, fn, handle->error);
+  });
+}
+
+// vkd_<handle>_input_info_at_length / _output_info_at_length over `impl` (a vkd::Delegate or
+// vkd::Model with infos_at_length()); `fn` names the function in messages.
+template <typename Impl>
+vkd_status info_at_length(CHandle* handle, Impl& impl, int64_t length, size_t index,
+                          vkd_tensor_info* info, bool input, const char* fn) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return with_handle_locked(handle, &handle->error, fn, [&]() -> vkd_status {
+    if (info == nullptr) {
+      handle->error = std::string(fn) + ": info is NULL";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    auto it = handle->infos_at_length.find(length);
+    if (it == handle->infos_at_length.end()) {
+      std::vector<TensorInfo> ins, outs;
+      const Status st = impl.infos_at_length(length, &ins, &outs);
+      if (st != Status::Ok) {
+        handle->error = std::string(fn) + ": " + impl.last_error();
+        return from_status(st);
+      }
+      it = handle->infos_at_length.emplace(length, std::make_pair(ins, outs)).first;
+    }
+    const auto& infos = input ? it->second.first : it->second.second;
+    if (index >= infos.size()) {
+      handle->error = std::string(fn) + ": index " + std::to_string(index) +
+                      " out of range (the model has " + std::to_string(infos.size()) +
+                      (input ? " inputs)" : " outputs)");
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    return write_out_struct(make_info(infos[index], infos[index].host_bytes()), info, fn,
+                            handle->error);
+  });
+}
+
+// vkd_<handle>_length_of_inputs: only each tensor's rank and sizes are read.
+template <typename Impl>
+vkd_status length_of_inputs_locked(CHandle* handle, Impl& impl, const vkd_tensor* inputs,
+                                   size_t count, int64_t* length, const char* fn) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return with_handle_locked(handle, &handle->error, fn, [&]() -> vkd_status {
+    if (length == nullptr || (count > 0 && inputs == nullptr)) {
+      handle->error = std::string(fn) + ": length or inputs is NULL";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    std::vector<std::vector<int64_t>> sizes;
+    for (size_t i = 0; i < count; ++i) {
+      if (inputs[i].rank > VKD_MAX_RANK) {
+        handle->error = std::string(fn) + ": inputs[" + std::to_string(i) + "]: rank " +
+                        std::to_string(inputs[i].rank) + " exceeds VKD_MAX_RANK";
+        return VKD_ERROR_INVALID_ARGUMENT;
+      }
+      sizes.emplace_back(inputs[i].sizes, inputs[i].sizes + inputs[i].rank);
+    }
+    const Status st = impl.length_of_inputs(sizes, length);
+    if (st != Status::Ok) handle->error = impl.last_error();
+    return from_status(st);
   });
 }
 

@@ -40,9 +40,6 @@ static_assert(std::is_standard_layout<vkd_options>::value, "offsetof needs stand
 // tensor infos, the lock and the last error: vkd::api::CHandle).
 struct vkd_delegate : vkd::api::CHandle {
   std::unique_ptr<vkd::Delegate> impl;
-  // The infos at each length asked for (their strings live until destroy); guarded by `mutex`.
-  std::map<int64_t, std::pair<std::vector<vkd::TensorInfo>, std::vector<vkd::TensorInfo>>>
-      infos_at_length;
   std::string device_name;     // copied once at init
   vkd::api::CProfile profile;  // of the last execute; guarded by `mutex`
 };
@@ -159,48 +156,18 @@ VKD_C_API vkd_status vkd_delegate_length_range(vkd_delegate* handle, int64_t* mi
                             });
 }
 
-namespace {
-
-vkd_status info_at_length(vkd_delegate* handle, int64_t length, size_t index, vkd_tensor_info* info,
-                          bool input, const char* fn) {
-  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
-  return with_handle_locked(handle, &handle->error, fn, [&]() -> vkd_status {
-    if (info == nullptr) {
-      handle->error = std::string(fn) + ": info is NULL";
-      return VKD_ERROR_INVALID_ARGUMENT;
-    }
-    auto it = handle->infos_at_length.find(length);
-    if (it == handle->infos_at_length.end()) {
-      std::vector<vkd::TensorInfo> ins, outs;
-      const vkd::Status st = handle->impl->infos_at_length(length, &ins, &outs);
-      if (st != vkd::Status::Ok) {
-        handle->error = std::string(fn) + ": " + handle->impl->last_error();
-        return from_status(st);
-      }
-      it = handle->infos_at_length.emplace(length, std::make_pair(ins, outs)).first;
-    }
-    const auto& infos = input ? it->second.first : it->second.second;
-    if (index >= infos.size()) {
-      handle->error = std::string(fn) + ": index " + std::to_string(index) +
-                      " out of range (the model has " + std::to_string(infos.size()) +
-                      (input ? " inputs)" : " outputs)");
-      return VKD_ERROR_INVALID_ARGUMENT;
-    }
-    return write_out_struct(make_info(infos[index], infos[index].host_bytes()), info, fn,
-                            handle->error);
-  });
-}
-
-}  // namespace
-
 VKD_C_API vkd_status vkd_delegate_input_info_at_length(vkd_delegate* handle, int64_t length,
                                                        size_t index, vkd_tensor_info* info) {
-  return info_at_length(handle, length, index, info, true, "vkd_delegate_input_info_at_length");
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return info_at_length(handle, *handle->impl, length, index, info, true,
+                        "vkd_delegate_input_info_at_length");
 }
 
 VKD_C_API vkd_status vkd_delegate_output_info_at_length(vkd_delegate* handle, int64_t length,
                                                         size_t index, vkd_tensor_info* info) {
-  return info_at_length(handle, length, index, info, false, "vkd_delegate_output_info_at_length");
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return info_at_length(handle, *handle->impl, length, index, info, false,
+                        "vkd_delegate_output_info_at_length");
 }
 
 VKD_C_API vkd_status vkd_delegate_execute(vkd_delegate* handle, const vkd_tensor* inputs,

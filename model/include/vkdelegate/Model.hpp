@@ -88,6 +88,15 @@ class VKD_API Model {
   Status execute(const std::vector<ConstTensorView>& inputs,
                  const std::vector<TensorView>& outputs);
 
+  // A model of one blob compiled with a dynamic length (Delegate::length_range(),
+  // docs/DELEGATE_API.md "Variable sequence length"): execute() takes inputs of any length in
+  // the range; these are the delegate's (max 0 and InvalidArgument for any other model).
+  Delegate::LengthRange length_range() const;
+  Status length_of_inputs(const std::vector<std::vector<int64_t>>& input_sizes,
+                          int64_t* length) const;
+  Status infos_at_length(int64_t length, std::vector<TensorInfo>* inputs,
+                         std::vector<TensorInfo>* outputs);
+
   std::string last_error() const;  // "" after a successful call
   // Per step of the last execute(); empty before the first and after a failed one.
   std::vector<StepTiming> last_timings() const;

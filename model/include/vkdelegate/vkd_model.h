@@ -34,8 +34,20 @@ VKD_C_API size_t vkd_model_output_count(const vkd_model* handle);
 VKD_C_API vkd_status vkd_model_input_info(vkd_model* handle, size_t index, vkd_tensor_info* info);
 VKD_C_API vkd_status vkd_model_output_info(vkd_model* handle, size_t index, vkd_tensor_info* info);
 
+/* A model of one blob compiled with a dynamic length (vkd_delegate_length_range): [*min, *max],
+ * both 0 for any other model; the length `inputs` give (only rank and sizes are read: a longer
+ * input is VKD_ERROR_INVALID_ARGUMENT naming the input, the dim and the limit); input / output
+ * `index` at `length` (what execute takes and gives then). Strings are owned by the handle. */
+VKD_C_API vkd_status vkd_model_length_range(vkd_model* handle, int64_t* min, int64_t* max);
+VKD_C_API vkd_status vkd_model_length_of_inputs(vkd_model* handle, const vkd_tensor* inputs,
+                                                size_t input_count, int64_t* length);
+VKD_C_API vkd_status vkd_model_input_info_at_length(vkd_model* handle, int64_t length, size_t index,
+                                                    vkd_tensor_info* info);
+VKD_C_API vkd_status vkd_model_output_info_at_length(vkd_model* handle, int64_t length,
+                                                     size_t index, vkd_tensor_info* info);
+
 /* One inference through every step; inputs/outputs in the model's order, each matching its
- * info exactly. */
+ * info exactly (or its info at the inputs' length, for a model with a dynamic length). */
 VKD_C_API vkd_status vkd_model_execute(vkd_model* handle, const vkd_tensor* inputs,
                                        size_t input_count, vkd_tensor* outputs,
                                        size_t output_count);

@@ -52,9 +52,13 @@ class Program:
         try:
             self._inputs = self._specs(lib.vkd_model_input_count, lib.vkd_model_input_info)
             self._outputs = self._specs(lib.vkd_model_output_count, lib.vkd_model_output_info)
+            low, high = ctypes.c_int64(), ctypes.c_int64()
+            self._check(lib.vkd_model_length_range(handle, ctypes.byref(low), ctypes.byref(high)))
+            self._length_range = (low.value, high.value) if high.value else None
         except BaseException:
             self.close()
             raise
+        self._at_length = {}  # a dynamic length's (call, input specs, output specs) by length
         # The one C call of a run, and what run() allocates for the outputs.
         self._plan = _execute.make_plan(_execute.function_address(lib.vkd_model_execute),
                                         handle, self._inputs, self._outputs)
@@ -65,11 +69,51 @@ class Program:
         specs = []
         for index in range(count(self._handle)):
             info = _capi.sized(_capi.TensorInfo)
-            status = describe(self._handle, index, info)
-            if status != 0:  # a host-only tensor of rank > 4
-                raise VkdError(status, _capi.text(self._lib.vkd_model_last_error(self._handle)))
+            self._check(describe(self._handle, index, info))  # a host-only tensor of rank > 4
             specs.append(tensor_spec(info))
         return tuple(specs)
+
+    def _check(self, status):
+        if status != 0:
+            raise VkdError(status, _capi.text(self._lib.vkd_model_last_error(self._handle)))
+
+    @property
+    def length_range(self):
+        """(min, max) of a blob compiled for a maximum sequence length (run() takes inputs of
+        any length in it; `inputs` / `outputs` are the shapes at max), else None."""
+        return self._length_range
+
+    def _length_call(self, inputs):
+        """For a model with a dynamic length, given inputs whose shapes are not the maximum's:
+        (call, input specs, output specs) at the inputs' length, built once per length; None
+        when the shapes are the maximum's or not those of tensors. A length out of range is the
+        library's VkdError naming the input, the dim and the limit."""
+        shapes = [getattr(x, "shape", None) for x in inputs]
+        if len(shapes) != len(self._inputs) or any(s is None or len(s) > 4 for s in shapes):
+            return None
+        if all(tuple(s) == spec.shape for s, spec in zip(shapes, self._inputs)):
+            return None
+        tensors = (_capi.Tensor * len(shapes))()
+        for t, shape in zip(tensors, shapes):
+            t.rank = len(shape)
+            t.sizes[:len(shape)] = [int(n) for n in shape]
+        length = ctypes.c_int64()
+        self._check(self._lib.vkd_model_length_of_inputs(self._handle, tensors, len(shapes),
+                                                         ctypes.byref(length)))
+        if length.value == self._length_range[1]:
+            return None
+        found = self._at_length.get(length.value)
+        if found is None:
+            lib, handle, n = self._lib, self._handle, length.value
+            ins = self._specs(lib.vkd_model_input_count,
+                              lambda h, i, info: lib.vkd_model_input_info_at_length(h, n, i, info))
+            outs = self._specs(lib.vkd_model_output_count,
+                               lambda h, i, info: lib.vkd_model_output_info_at_length(h, n, i,
+                                                                                      info))
+            plan = _execute.make_plan(_execute.function_address(lib.vkd_model_execute), handle,
+                                      ins, outs)
+            found = self._at_length[n] = (_execute.bind(plan), ins, outs, plan)
+        return found[:3]
 
     @property
     def inputs(self):
@@ -105,6 +149,15 @@ class Program:
             if handle is None:
                 raise self._closed()
             status = self._call(inputs, outputs)
+            if status is None and self._length_range is not None:  # another length?
+                at = self._length_call(inputs)
+                if at is not None:
+                    call, in_specs, out_specs = at
+                    outputs = [_empty(o.shape, o.dtype) for o in out_specs] \
+                        if out is None else out
+                    status = call(inputs, outputs)
+                    if status is None:
+                        status, outputs, torch = self._call_converted(inputs, out, outputs, *at)
             if status is None:  # not all plain arrays of their specs
                 status, outputs, torch = self._call_converted(inputs, out, outputs)
             if status != 0:
@@ -116,20 +169,23 @@ class Program:
             return [torch.from_numpy(a) for a in outputs]
         return outputs
 
-    def _call_converted(self, inputs, out, outputs):
+    def _call_converted(self, inputs, out, outputs, call=None, in_specs=None, out_specs=None):
         """run()'s call for arguments the plain call refused, with the lock held: tensors seen
         as arrays (the quick way), else every argument checked (one clear error each) and
-        converted. (status, the arrays written, the torch module when tensors came in)."""
+        converted. (status, the arrays written, the torch module when tensors came in). `call`
+        and the specs: those of the inputs' length (a dynamic length), else the program's."""
+        call = call or self._call
+        in_specs, out_specs = in_specs or self._inputs, out_specs or self._outputs
         if out is None:
             views, torch = tensor_views(inputs)
             if views is not None:
-                status = self._call(views, outputs)
+                status = call(views, outputs)
                 if status is not None:
                     return status, outputs, torch
-        inputs, torch = prepare_inputs(inputs, self._inputs)
+        inputs, torch = prepare_inputs(inputs, in_specs)
         if out is not None:
-            outputs = prepare_outputs(out, self._outputs, inputs, self._inputs)
-        status = self._call(inputs, outputs)
+            outputs = prepare_outputs(out, out_specs, inputs, in_specs)
+        status = call(inputs, outputs)
         if status is None:  # prepare_* pass only what the call takes
             raise VkdError(Status.INTERNAL, "run(): the binding refused the checked arguments")
         return status, outputs, torch
