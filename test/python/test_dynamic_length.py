@@ -7,7 +7,8 @@ with an additive mask from a 0/1 mask, output linear, residual, layer norm) quan
 vkdelegate.export.quantize with torch.export's Dim("T", min=2, max=16), exported by
 to_graph_ir with the same dynamic_shapes and compiled by `vkd compile` (without --partition: the
 whole graph is one blob). `vkd run` of that blob at T = 16, 7 and 2 against `vkd run` of a blob
-exported and compiled at exactly that T (the same quantized model), under the validation layer;
+exported and compiled at exactly that T (the same quantized model), under the validation layer,
+and vkdelegate.runtime's Program.run of the one blob at each length equal to both;
 T = 1 is not in the range because the attention has no kernel for one token yet (a blob
 compiled at T = 1 is refused too).
 """
@@ -107,6 +108,11 @@ class DynamicLengthTest(unittest.TestCase):
                           "  inputs: ids dim 1 = 1*T, mask dim 1 = 1*T\n"
                           "  outputs: output dim 1 = 1*T\n", inspect.stdout)
 
+            from vkdelegate.runtime import VkdError, load
+            program = load(blob, validation=True)
+            self.addCleanup(program.close)
+            self.assertEqual(program.length_range, (2, MAX))
+
             for length in (MAX, 7, 2):
                 with self.subTest(length=length):
                     inputs = sample(length, 100 + length)
@@ -121,11 +127,19 @@ class DynamicLengthTest(unittest.TestCase):
                     out, ref = np.load(got_path), np.load(want_path)
                     self.assertEqual(out.shape, (1, length, HIDDEN))
                     np.testing.assert_array_equal(out, ref)
+                    # The Python runtime runs the same blob at the same length the same way.
+                    np.testing.assert_array_equal(program.run(*(t.numpy() for t in inputs))[0],
+                                                  out)
                     # Not vacuous: both are the quantized model's result (int8 within the
                     # encoder, float layer norm out).
                     with torch.no_grad():
                         torch_out = converted(*inputs).numpy()
                     self.assertLess(np.abs(out - torch_out).max(), 0.25)
+
+            self.assertEqual(program.validation_message_count, 0)
+            with self.assertRaisesRegex(VkdError, r"input 0 'ids' has shape \[1,17\]: dim 1 is "
+                                                  r"1\*T for the length T from 2 to 16"):
+                program.run(*(t.numpy() for t in sample(MAX + 1, 7)))
 
             longer, _ = self.run_blob(folder, blob, sample(MAX + 1, 7), "longer")
             self.assertEqual(longer.returncode, 2, longer.stdout + longer.stderr)
