@@ -3,16 +3,19 @@
 A small model with quantized convolutions and a linear around two transformer-style blocks: a
 LayerNorm with its affine parameters and a batch-first self-attention whose weights the model
 returns; a LayerNorm without them and a sequence-first cross-attention (query 64 tokens, key and
-value 16 others) called with need_weights=False. The graph IR must hold each as the ops the
-compiler's CPU references run (aten.layer_norm, one aten._native_multi_head_attention per module
-with its projections as constants, transposes around the sequence-first one: the exporter makes
-each module one op for torch.export, ops_transformer.attention_as_one_op), and the
-configurations the op cannot express must be one clear error. With the vkd binary (CTest passes
-VKD): the CLI exports the model, `vkd compile --partition` leaves the attention to the host
-(the layer norms and the rest run in GPU partitions between them), `vkd run PLAN.partition.json` runs it, and its outputs are
-compared with PyTorch's reference-quantized model: the attention weights (computed on the host
-from the GPU's int8 activations) within 1e-5 relative, the int8 output within 1 step, equal
-but for a few elements.
+value 16 others) called with need_weights=False. The exporter writes each attention module as a
+BERT attention block (export/attention_sdpa.py): three linears whose weights are the
+in_proj_weight slices (int8 per output channel), the head split, scaled_dot_product_attention,
+the head merge and out_proj, with transposes to batch-first and back around the sequence-first
+one; the weights the model reads are one aten._native_multi_head_attention (float, the
+projections as constants, as before). The graph IR must hold that; the float decomposition must
+equal the module (weights, masks, sequence-first batches) within float32 rounding; and the
+configurations neither form expresses must be one clear error. With the vkd binary (CTest passes
+VKD): the CLI exports the model, `vkd compile --partition` makes each attention one
+q8ta_attention on the GPU and leaves the weights' op to the host, `vkd run PLAN.partition.json`
+runs it, and its outputs are compared with PyTorch's reference-quantized model: the attention
+weights (computed on the host from the GPU's int8 activations) within 1e-5 relative, the int8
+output within 1 step, equal but for a few elements.
 
 This file is also the CLI's --model file (FACTORY transformer_blocks).
 """
@@ -97,39 +100,122 @@ class Attention(nn.Module):
 
 
 class TransformerBlocksTest(unittest.TestCase):
-    def test_graph_ir_holds_one_node_per_module(self):
+    def test_graph_ir_holds_each_attention_as_sdpa(self):
         from vkdelegate.export import to_graph_ir
         torch.manual_seed(SEED)
         model = transformer_blocks()
         graph, tensors = to_graph_ir(quantized(model), (torch.randn(SHAPE),), "m")
-        nodes = {n["outputs"][0]: n for n in graph["nodes"]}
+        nodes = {o: n for n in graph["nodes"] for o in n["outputs"]}
         norms = [n for n in graph["nodes"] if n["op"] == "aten.layer_norm"]
-        attn = [n for n in graph["nodes"] if n["op"] == "aten._native_multi_head_attention"]
         self.assertEqual([len(n["inputs"]) for n in norms], [3, 1])  # ln2: no weight, bias
         self.assertEqual(norms[0]["args"], {"normalized_shape": [16], "eps": 1e-5})
-        self.assertEqual(len(attn), 2)
-        self_attn, cross = attn
-        self.assertEqual(self_attn["args"], {"embed_dim": 16, "num_head": 4, "need_weights": True,
-                                             "average_attn_weights": True})
-        self.assertEqual(len(self_attn["outputs"]), 2)
-        self.assertEqual(self_attn["outputs"][1], graph["outputs"][1])  # the weights, returned
-        self.assertEqual(len(set(self_attn["inputs"][:3])), 1)  # self-attention: one tensor
-        self.assertEqual(cross["args"]["need_weights"], False)
-        self.assertEqual(len(cross["outputs"]), 1)
-        # batch-first around the sequence-first module: query, memory in; the result back out
-        for name in cross["inputs"][:2]:
-            self.assertEqual(nodes[name]["op"], "aten.transpose_copy.int")
-            self.assertEqual(nodes[name]["args"], {"dim0": 0, "dim1": 1})
-        self.assertEqual(graph["values"][cross["inputs"][0]]["shape"], [1, 64, 16])
-        self.assertEqual(graph["values"][cross["inputs"][1]]["shape"], [1, 16, 16])
-        readers = [n for n in graph["nodes"] if cross["outputs"][0] in n["inputs"]]
-        self.assertEqual([n["op"] for n in readers], ["aten.transpose_copy.int"])
-        # the projections, as the module holds them
-        for m, node in ((model.self_attn, self_attn), (model.cross_attn, cross)):
-            for k, param in enumerate((m.in_proj_weight, m.in_proj_bias, m.out_proj.weight,
-                                       m.out_proj.bias)):
-                data = graph["values"][node["inputs"][3 + k]]["data"]
-                np.testing.assert_array_equal(tensors[data], param.detach().numpy())
+        sdpa = [n for n in graph["nodes"] if n["op"] == "aten.scaled_dot_product_attention"]
+        self.assertEqual(len(sdpa), 2)
+
+        def producer_or_none(value):
+            """The first node up from `value` that is not a quantize / dequantize."""
+            node = nodes.get(value)
+            while node is not None and "quantize" in node["op"]:
+                node = nodes.get(node["inputs"][0])
+            return node
+
+        def producer(value, op):
+            """The node `op` up from `value` through quantize / dequantize pairs."""
+            node = nodes[value]
+            while node["op"] != op:
+                self.assertIn("quantize", node["op"], (value, op))
+                node = nodes[node["inputs"][0]]
+            return node
+
+        for m, node, heads in ((model.self_attn, sdpa[0], 4), (model.cross_attn, sdpa[1], 2)):
+            # query, key, value: [B, H, T, D] head splits of three linears whose weights are
+            # the in_proj_weight slices, int8 per output channel
+            for k, value in enumerate(node["inputs"][:3]):
+                split = producer(value, "aten.transpose_copy.int")
+                self.assertEqual(split["args"], {"dim0": 1, "dim1": 2})
+                self.assertEqual(graph["values"][split["outputs"][0]]["shape"][1], heads)
+                linear = producer(producer(split["inputs"][0], "aten.view_copy")["inputs"][0],
+                                  "aten.linear")
+                dq = nodes[linear["inputs"][1]]
+                weight, scales = (tensors[graph["values"][v]["data"]] for v in dq["inputs"][:2])
+                self.assertEqual(weight.dtype, np.int8)
+                self.assertEqual(scales.shape, (16,))  # per output channel
+                want = m.in_proj_weight.detach().numpy()[16 * k:16 * (k + 1)]
+                np.testing.assert_allclose(weight * scales[:, None], want, rtol=0,
+                                           atol=scales.max() / 2 + 1e-7)
+                np.testing.assert_array_equal(tensors[graph["values"][linear["inputs"][2]]["data"]],
+                                              m.in_proj_bias.detach().numpy()[16 * k:16 * (k + 1)])
+        # the self-attention's weights, which the model returns: one
+        # aten._native_multi_head_attention (float, as before) beside the attention
+        (weights,) = [n for n in graph["nodes"] if n["op"] == "aten._native_multi_head_attention"]
+        self.assertEqual(weights["args"], {"embed_dim": 16, "num_head": 4, "need_weights": True,
+                                           "average_attn_weights": True})
+        self.assertEqual(weights["outputs"][1], graph["outputs"][1])
+        self.assertEqual(len(set(weights["inputs"][:3])), 1)  # self-attention: one tensor
+        for k, param in enumerate((model.self_attn.in_proj_weight, model.self_attn.in_proj_bias,
+                                   model.self_attn.out_proj.weight,
+                                   model.self_attn.out_proj.bias)):
+            data = graph["values"][weights["inputs"][3 + k]]["data"]
+            np.testing.assert_array_equal(tensors[data], param.detach().numpy())
+        # the sequence-first cross-attention: batch-first transposes into its linears, its
+        # output back to sequence-first ([1, 64, 16] -> [64, 1, 16]: a view, a batch of one)
+        cross_linears = [n for n in graph["nodes"] if n["op"] == "aten.linear" and
+                         "cross_attn_vkd" in n["inputs"][1]]
+        self.assertEqual(len(cross_linears), 3)
+        for linear in cross_linears:
+            moved = producer(linear["inputs"][0], "aten.transpose_copy.int")
+            self.assertEqual(moved["args"], {"dim0": 0, "dim1": 1})
+        self.assertEqual(graph["values"][cross_linears[0]["inputs"][0]]["shape"], [1, 64, 16])
+        self.assertEqual(graph["values"][cross_linears[1]["inputs"][0]]["shape"], [1, 16, 16])
+        out_proj = next(n for n in graph["nodes"] if n["op"] == "aten.linear" and
+                        n["inputs"][1].startswith("cross_attn_out_proj"))
+        readers = [n for n in graph["nodes"] if n["op"] != "aten.linear" and n["inputs"] and
+                   "quantize" not in n["op"] and nodes.get(n["inputs"][0]) is not None and
+                   producer_or_none(n["inputs"][0]) is out_proj]
+        self.assertEqual([n["op"] for n in readers], ["aten.view_copy"])
+        self.assertEqual(readers[0]["args"], {"size": [64, 1, 16]})
+
+    def test_decomposition_computes_what_the_module_computes(self):
+        """attention_as_sdpa's forward against nn.MultiheadAttention's own (eval): outputs and
+        weights within float32 rounding, with float masks, sequence-first batches of two, the
+        per-head weights; a call with weights and no mask reads them from the one op."""
+        import copy
+        from vkdelegate.export.attention_sdpa import attention_as_sdpa
+        from vkdelegate.export.ops_transformer import attention_as_one_op
+        g = torch.Generator().manual_seed(5)
+        q, kv = torch.randn(2, 6, 8, generator=g), torch.randn(2, 5, 8, generator=g)
+        attn_mask = torch.randn(6, 5, generator=g)
+        per_head = torch.randn(2 * 2, 6, 5, generator=g)  # [B * H, L, S]
+        padding = torch.zeros(2, 5)
+        padding[1, 3:] = -1e4
+        cases = [
+            (True, {}), (True, {"need_weights": False}),
+            (True, {"attn_mask": attn_mask}), (True, {"attn_mask": per_head}),
+            (True, {"key_padding_mask": padding, "attn_mask": attn_mask}),
+            (True, {"key_padding_mask": padding, "average_attn_weights": False}),
+            (False, {}), (False, {"key_padding_mask": padding, "need_weights": False}),
+        ]
+        for batch_first, call in cases:
+            with self.subTest(batch_first=batch_first, call=sorted(call)):
+                torch.manual_seed(6)
+                module = nn.MultiheadAttention(8, 2, batch_first=batch_first).eval()
+                with torch.no_grad():
+                    module.in_proj_bias.uniform_(-0.5, 0.5)
+                copied = attention_as_sdpa(attention_as_one_op(copy.deepcopy(module)))
+                x, y = (q, kv) if batch_first else (q.transpose(0, 1), kv.transpose(0, 1))
+                with torch.no_grad():
+                    want = module(x, y, y, **call)
+                    got = copied(x, y, y, **call)
+                self.assertEqual(got[0].shape, want[0].shape)
+                np.testing.assert_allclose(got[0], want[0], rtol=0, atol=2e-6)
+                if want[1] is None:
+                    self.assertIsNone(got[1])
+                else:
+                    self.assertEqual(got[1].shape, want[1].shape)
+                    np.testing.assert_allclose(got[1], want[1], rtol=0, atol=2e-6)
+                exported = torch.export.export(copied, (x, y, y), call)
+                ops = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
+                self.assertIn("aten.scaled_dot_product_attention.default", ops)
 
     def test_what_the_op_cannot_express_is_one_error(self):
         x = (1, 6, 8)
@@ -173,12 +259,18 @@ class TransformerBlocksTest(unittest.TestCase):
             self.assertEqual(status, 0, err)
             m = os.path.join(d, "m")
             done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                                   "--partition", "-o", m + ".vkd"], capture_output=True, text=True)
+                                   "--partition", "--report", "-o", m + ".vkd"],
+                                  capture_output=True, text=True)
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            fused = [line for line in done.stdout.splitlines() if "into q8ta_attention" in line]
+            self.assertEqual(len(fused), 2, done.stdout)  # both modules' attention: one GPU op
             with open(m + ".partition.json") as f:
                 plan = json.load(f)
             host = [s["host"] for s in plan["steps"] if "host" in s]
-            self.assertEqual(host.count("aten._native_multi_head_attention"), 2, host)
+            # the host: the self-attention's weights, which the model returns (float, as the
+            # module computes them), and the conv -> tokens move (view + permute)
+            self.assertEqual(host.count("aten._native_multi_head_attention"), 1, host)
+            self.assertNotIn("aten.scaled_dot_product_attention", host)
             self.assertNotIn("aten.layer_norm", host)  # q8ta_layer_norm(_dq) on the GPU
             self.assertGreaterEqual(len(plan["steps"]) - len(host), 2)  # GPU partitions too
             run = subprocess.run([vkd, "run", m + ".partition.json", "--input",

@@ -15,6 +15,7 @@ from torchao.quantization.pt2e.observer import ObserverBase
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from ..quantizer import ACTIVATION_OBSERVERS, VkdQuantizer
+from .attention_sdpa import attention_as_sdpa, drop_unread_weights
 from .errors import ExportError
 from .ops_transformer import attention_as_one_op
 
@@ -34,11 +35,12 @@ class Quantized:
 
 def capture(model, example_inputs, dynamic_shapes=None):
     """torch.export.export of `model` in eval mode: its ATen graph as a GraphModule. Each
-    nn.MultiheadAttention is made one op first (ops_transformer: changes `model`, a copy)."""
+    nn.MultiheadAttention is made the ops of a BERT attention block first where they express it
+    (attention_sdpa), else one op (ops_transformer): changes `model`, a copy."""
     try:
-        model = attention_as_one_op(model.eval())
+        model = attention_as_sdpa(attention_as_one_op(model.eval()))
         program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
-        return keep_shared_batch_norms(program.module())
+        return keep_shared_batch_norms(drop_unread_weights(program.module()))
     except ExportError:
         raise
     except Exception as e:  # the model's code cannot be captured, or PyTorch refused it
