@@ -6,6 +6,11 @@
 //   a[l, j] = sum over the head's D dims of (q - zp_q) * (k - zp_k)       exact int32
 //   s[l, j] = float32(a) * (s_q * s_k * scale) + mask[l, j]                 float32
 //     (causal: -inf where j > l)
+//     mask_affine (q8ta_attention_mask_affine): the mask the kernel adds is made from the one it
+//     reads, m' = (m * a0 + b0) * a1 + b1 with each multiply and add rounded to float32 on its
+//     own (precise: no fused multiply-add), what aten.rsub.Scalar (a = -alpha, b = other) and
+//     aten.mul.Scalar (a = other, b = -0.0) compute one after the other: bit for bit the mask
+//     those two ops would have written (BERT's (1 - mask) * -10000 from the 0/1 token mask)
 //   online softmax over the key tiles (flash style, max-subtracted): m the running max of s,
 //     p[l, j] = exp(s[l, j] - m), each tile rescaling the earlier sums by exp(m_old - m_new)
 //     (a key whose s is -inf has p = 0; a row with every s -inf has output 0)
@@ -84,6 +89,8 @@ layout(push_constant) uniform Params {
   float v_scale;       // s_v (float: 1)
   float inv_out_scale;
   int causal;          // 1: key j > query row l is masked out (PyTorch's is_causal)
+  int mask_affine;     // 1: the mask read is made into m' (the header): a0, b0, a1, b1
+  float mask_a0, mask_b0, mask_a1, mask_b1;
 } p;
 
 shared Elem q_tile[BQ * ROW];
@@ -122,6 +129,16 @@ vec4 unstash(int at) {
 }
 #endif
 
+// The mask value added to the scores: as read, or made from it (mask_affine, in the header).
+float mask_value(float m) {
+  if (p.mask_affine == 0) return m;
+  precise float scaled = m * p.mask_a0;
+  precise float shifted = scaled + p.mask_b0;
+  precise float scaled2 = shifted * p.mask_a1;
+  precise float made = scaled2 + p.mask_b1;
+  return made;
+}
+
 // This invocation's chunks of the K and V tile of keys k0 .. k0+TK-1 (zeros past Tk), and the
 // mask of its keys of that tile (from mask_base, its row's).
 void fetch(int b, int k0, int w0, int mask_base, out Chunk kc[LOADS], out Chunk vc[LOADS],
@@ -129,7 +146,7 @@ void fetch(int b, int k0, int w0, int mask_base, out Chunk kc[LOADS], out Chunk 
   const int part = int(gl_LocalInvocationIndex) % PARTS;
   for (int k = 0; k < TK / PARTS; ++k) {
     const int key = k0 + part + k * PARTS;
-    mk[k] = key < p.tk ? mask[mask_base + key] : 0.0;
+    mk[k] = key < p.tk ? mask_value(mask[mask_base + key]) : 0.0;
   }
   for (int l = 0; l < LOADS; ++l) {
     const int i = int(gl_LocalInvocationIndex) + l * WG, c4 = i / p.d4, w = i - c4 * p.d4;

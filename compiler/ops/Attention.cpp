@@ -162,16 +162,23 @@ std::vector<HostTensor> reference_scaled_dot_product_attention(const ReferenceCo
 // Each side's moves must only move bytes (one quantization along each chain, its dq's too),
 // and must move them exactly as the head split / merge does (checked element by element); the
 // mask must be float32 broadcasting as [1 or B, 1, 1 or Tq, Tk] (no mask: a zeros constant);
-// is_causal the kernel's own flag; no dropout. The kernel computes what the reference computes on
-// the dequantized values within float32 rounding (runtime/ops/Attention.h): not bit for bit, within
-// one step of the int8 output where it lies next to a rounding boundary. On float32 data (Q, K, V
-// each the end of moves alone, from a float32 [B, T, H*D] value; the output's moves alone into [B,
-// Tq, H*D]; heads up to 64 columns) the same chain becomes the float op `attention`, within float32
-// rounding of the reference.
+// is_causal the kernel's own flag; no dropout. A mask made by one or two float steps
+// aten.rsub.Scalar / aten.mul.Scalar (BERT's (1 - mask) * -10000), then views, from a float32
+// value holding the same elements as the mask in the same order, is made in the kernel instead
+// (q8ta_attention_mask_affine reads that value: the same float32 steps, bit for bit); the last
+// attention reading the chain takes its nodes when every other reader took the made form. The
+// kernel computes what the reference computes on the dequantized values within float32 rounding
+// (runtime/ops/Attention.h): not bit for bit, within one step of the int8 output where it lies next
+// to a rounding boundary. On float32 data (Q, K, V each the end of moves alone, from a float32 [B,
+// T, H*D] value; the output's moves alone into [B, Tq, H*D]; heads up to 64 columns) the same chain
+// becomes the float op `attention`, within float32 rounding of the reference.
 namespace vkd::compiler::fusion {
 namespace {
 
 constexpr const char* kAttention = "q8ta_attention";
+constexpr const char* kMaskAffine = "q8ta_attention_mask_affine";
+constexpr const char* kRsubScalar = "aten.rsub.Scalar";
+constexpr const char* kMulScalar = "aten.mul.Scalar";
 constexpr const char* kFloatAttention = "attention";
 
 // The flat (C-order) index of the element of a tensor of `from` shape that `moves` (data
@@ -408,6 +415,80 @@ std::string check_attention(const Graph& g, const Node& n, int64_t max_dim, Head
   return "";
 }
 
+// The chain that makes SDPA node `anchor`'s mask `mask`: one or two float steps x * a + b
+// (aten.rsub.Scalar: a = -alpha, b = other; aten.mul.Scalar: a = other, b = -0.0, which adds
+// nothing to any product) and views after them, from `source`.
+struct MadeMask {
+  std::string source;
+  double a[2] = {1.0, 1.0}, b[2] = {-0.0, -0.0};  // in the order applied; one step: (1, -0.0)
+  std::vector<int> nodes;                         // the steps and the views, in graph order
+  std::vector<std::string> values;                // their outputs
+  bool take = false;  // this anchor takes the nodes: every other reader reads `source` now
+};
+
+// The 4-D [batches, 1, rows, columns] reading the kernel makes of a mask's shape (leading
+// dims folded into the batch), as runtime/ops/Attention.cpp reads its mask tensor.
+std::vector<int64_t> mask_reading(std::vector<int64_t> shape) {
+  while (shape.size() < 4) shape.insert(shape.begin(), 1);
+  int64_t batches = 1;
+  for (size_t d = 0; d + 2 < shape.size(); ++d) batches *= shape[d];
+  return {batches, shape.end()[-2], shape.back()};
+}
+
+std::optional<MadeMask> match_made_mask(const FuseState& state, int anchor,
+                                        const std::string& mask) {
+  const Graph& g = state.graph;
+  MadeMask m;
+  std::string v = mask;
+  for (int p = g.producer(v); p >= 0 && (g.nodes[p].op == kViewCopy || is_clone(g.nodes[p].op));
+       p = g.producer(v)) {
+    m.nodes.insert(m.nodes.begin(), p);
+    v = g.nodes[p].inputs[0];
+  }
+  std::vector<int> steps;
+  for (int p = g.producer(v); p >= 0 && steps.size() < 2; p = g.producer(v)) {
+    const Node& n = g.nodes[p];
+    const std::optional<double> other = opt_float(n, "other");
+    if ((n.op != kRsubScalar && n.op != kMulScalar) || !other || n.inputs.size() != 1) break;
+    steps.insert(steps.begin(), p);
+    m.nodes.insert(m.nodes.begin(), p);
+    v = n.inputs[0];
+  }
+  if (steps.empty() || g.value(v).dtype != DType::Float32 ||
+      mask_reading(g.value(v).shape) != mask_reading(g.value(mask).shape)) {
+    return std::nullopt;
+  }
+  m.source = v;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Node& n = g.nodes[steps[k]];
+    const double other = *opt_float(n, "other");
+    m.a[k] = n.op == kMulScalar ? other : -opt_float(n, "alpha").value_or(1.0);
+    m.b[k] = n.op == kMulScalar ? -0.0 : other;
+  }
+  // The chain's nodes go with the last reader, once every earlier reader is a match whose
+  // node reads none of the chain's values (it took the made form).
+  m.take = true;
+  for (int k : m.nodes) {
+    for (const std::string& out : g.nodes[k].outputs) {
+      m.values.push_back(out);
+      m.take = m.take && !g.is_graph_output(out);
+    }
+  }
+  for (const std::string& out : m.values) {
+    for (int r : g.consumers(out)) {
+      if (r == anchor || std::find(m.nodes.begin(), m.nodes.end(), r) != m.nodes.end()) continue;
+      m.take = m.take && r < anchor && state.claimed[static_cast<size_t>(r)];
+    }
+  }
+  for (const Fusion& f : state.fusions) {
+    for (const std::string& in : f.node.inputs) {
+      m.take = m.take && std::find(m.values.begin(), m.values.end(), in) == m.values.end();
+    }
+  }
+  std::sort(m.nodes.begin(), m.nodes.end());
+  return m;
+}
+
 }  // namespace
 
 void fuse_attention(FuseState& state, int i) {
@@ -439,8 +520,14 @@ void fuse_attention(FuseState& state, int i) {
     why = float_io ? match_float_merge(g, n.outputs[0], h, sides[3])
                    : match_merge(g, n.outputs[0], h, sides[3]);
   }
+  const bool has_mask = n.inputs.size() > 3 && !n.inputs[3].empty();
+  std::optional<MadeMask> made;
+  if (why.empty() && !float_io && has_mask && state.may_target(kMaskAffine)) {
+    made = match_made_mask(state, i, n.inputs[3]);
+  }
   std::vector<int> nodes = {i};
   for (const HeadSide& s : sides) nodes.insert(nodes.end(), s.nodes.begin(), s.nodes.end());
+  if (made && made->take) nodes.insert(nodes.end(), made->nodes.begin(), made->nodes.end());
   std::sort(nodes.begin(), nodes.end());
   const std::string chain = (sides[0].nodes.empty() ? std::string(float_io ? "" : "dq ")
                                                     : chain_label(g, sides[0].nodes) + " ") +
@@ -453,10 +540,16 @@ void fuse_attention(FuseState& state, int i) {
   f.nodes = nodes;
   for (const HeadSide& s : sides) f.dead.insert(f.dead.end(), s.dead.begin(), s.dead.end());
   Node& out = f.node;
-  out.op = backend;
+  out.op = made ? kMaskAffine : backend;
   std::string mask;
-  const bool has_mask = n.inputs.size() > 3 && !n.inputs[3].empty();
-  if (has_mask) {
+  if (made) {
+    mask = made->source;
+    for (int k = 0; k < 2; ++k) {
+      out.args["mask_multiplier_" + std::to_string(k)] = made->a[k];
+      out.args["mask_addend_" + std::to_string(k)] = made->b[k];
+    }
+    if (made->take) f.dead.insert(f.dead.end(), made->values.begin(), made->values.end());
+  } else if (has_mask) {
     mask = n.inputs[3];
   } else {  // no mask: zeros (adding 0 to a score changes nothing)
     Value zeros;
@@ -473,7 +566,7 @@ void fuse_attention(FuseState& state, int i) {
   out.args["num_heads"] = h.heads;
   out.args["is_causal"] = causal;
   out.args["scale"] = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(h.dim));
-  out.origin = state.fused_origin(i, backend);
+  out.origin = state.fused_origin(i, out.op);
   if (!float_io) {
     for (int k = 0; k < 3; ++k) {
       out.args[std::string(names[k]) + "_scale"] = sides[k].q.scale;
@@ -497,9 +590,15 @@ void fuse_attention(FuseState& state, int i) {
                 lines.end());
   }
   std::string detail = " (" + h.describe() + ", ";
-  detail += has_mask ? "mask " + quoted(mask) + " " + shape_str(g.value(mask).shape) + ")"
-            : causal ? "causal)"
-                     : "no mask)";
+  if (made) {
+    detail += "mask made in the kernel from " + quoted(mask) + " " +
+              shape_str(g.value(mask).shape) + " by " + chain_label(g, made->nodes) +
+              (made->take ? ", " + node_list(made->nodes) + " taken" : "") + ")";
+  } else {
+    detail += has_mask ? "mask " + quoted(mask) + " " + shape_str(g.value(mask).shape) + ")"
+              : causal ? "causal)"
+                       : "no mask)";
+  }
   state.commit(std::move(f), chain, detail);
 }
 

@@ -8,14 +8,30 @@ namespace vkd::schema {
 // requantized into an int8 [B, Tq, H*D] (runtime/ops/Attention.h).
 void attention_schemas(std::vector<OpSchema>& s) {
   const std::vector<DType> f32 = {DType::Float32}, i8x4 = {DType::Int8x4};
-  s.push_back(kernel_op(
-      "q8ta_attention", "int8 scaled dot-product attention over heads of columns, requantized",
-      arg_list(tensor_in("query", i8x4, {k4H4W}), per_tensor_qparams("query_"),
-               tensor_in("key", i8x4, {k4H4W}), per_tensor_qparams("key_"),
-               tensor_in("value", i8x4, {k4H4W}), per_tensor_qparams("value_"),
-               tensor_in("mask", f32, {kBufW}, {kBufW}), scalar("num_heads", ArgKind::Int),
-               scalar("scale", ArgKind::Float), scalar("is_causal", ArgKind::Bool),
-               per_tensor_qparams("output_"), tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+  const auto int8_attention = [&](const char* name, const char* summary, bool mask_affine) {
+    std::vector<ArgSchema> made_mask;
+    if (mask_affine) {
+      made_mask = {
+          scalar("mask_multiplier_0", ArgKind::Float), scalar("mask_addend_0", ArgKind::Float),
+          scalar("mask_multiplier_1", ArgKind::Float), scalar("mask_addend_1", ArgKind::Float)};
+    }
+    s.push_back(
+        kernel_op(name, summary,
+                  arg_list(tensor_in("query", i8x4, {k4H4W}), per_tensor_qparams("query_"),
+                           tensor_in("key", i8x4, {k4H4W}), per_tensor_qparams("key_"),
+                           tensor_in("value", i8x4, {k4H4W}), per_tensor_qparams("value_"),
+                           tensor_in("mask", f32, {kBufW}, {kBufW}), made_mask,
+                           scalar("num_heads", ArgKind::Int), scalar("scale", ArgKind::Float),
+                           scalar("is_causal", ArgKind::Bool), per_tensor_qparams("output_"),
+                           tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+  };
+  int8_attention("q8ta_attention",
+                 "int8 scaled dot-product attention over heads of columns, requantized", false);
+  // The same adding the mask it makes from the one it reads: (mask * multiplier_0 + addend_0) *
+  // multiplier_1 + addend_1, each step rounded to float32 (aten.rsub.Scalar, aten.mul.Scalar:
+  // BERT's additive mask from the 0/1 token mask, in the kernel instead of two dispatches).
+  int8_attention("q8ta_attention_mask_affine",
+                 "q8ta_attention adding (mask * a0 + b0) * a1 + b1 of the mask it reads", true);
   // The same on float32 Q, K, V and output (a float attention between float linears).
   s.push_back(kernel_op(
       "attention", "float32 scaled dot-product attention over heads of columns",

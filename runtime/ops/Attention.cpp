@@ -21,6 +21,8 @@ struct AttentionPush {
   int32_t q_zp, k_zp, v_zp, out_zp;
   float qk_scale, v_scale, inv_out_scale;
   int32_t causal;
+  int32_t mask_affine;
+  float mask_a0, mask_b0, mask_a1, mask_b1;
 };
 
 // The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK), the largest
@@ -97,6 +99,7 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
             ": the kernel needs ", tiles.shared_bytes(), " bytes of shared memory, the device has ",
             profile.max_shared_memory_bytes);
 
+  const MaskAffine affine = params.mask_affine.value_or(MaskAffine{});
   const AttentionPush push{static_cast<int32_t>(dq.h),
                            static_cast<int32_t>(dk.h),
                            static_cast<int32_t>(width / 4),
@@ -110,7 +113,12 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            params.query.scale * params.key.scale * params.scale,
                            params.value.scale,
                            inverse_scale(params.output.scale),
-                           params.causal ? 1 : 0};
+                           params.causal ? 1 : 0,
+                           params.mask_affine ? 1 : 0,
+                           affine.a[0],
+                           affine.b[0],
+                           affine.a[1],
+                           affine.b[1]};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
@@ -134,7 +142,8 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
   for (const QuantParams* qp : {&params.query, &params.key, &params.value, &params.output}) {
     check_quant_params("q8ta_attention", *qp);
   }
-  add_attention(graph, "q8ta_attention", false, query, key, value, mask, output, params);
+  const char* op = params.mask_affine ? "q8ta_attention_mask_affine" : "q8ta_attention";
+  add_attention(graph, op, false, query, key, value, mask, output, params);
 }
 
 void add_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
@@ -151,7 +160,7 @@ void add_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph
 
 namespace {
 
-void build_q8ta_attention(const OpCall& call) {
+void build_q8ta_attention(const OpCall& call, bool mask_affine) {
   AttentionParams p;
   p.query = call.quant("query");
   p.key = call.quant("key");
@@ -163,6 +172,15 @@ void build_q8ta_attention(const OpCall& call) {
   p.num_heads = call.int32_arg("num_heads", 1, 1 << 16);
   p.scale = static_cast<float>(call.float_arg("scale"));
   p.causal = call.bool_arg("is_causal");
+  if (mask_affine) {
+    MaskAffine m;
+    for (int step = 0; step < 2; ++step) {
+      const std::string n = std::to_string(step);
+      m.a[step] = static_cast<float>(call.float_arg("mask_multiplier_" + n));
+      m.b[step] = static_cast<float>(call.float_arg("mask_addend_" + n));
+    }
+    p.mask_affine = m;
+  }
   add_q8ta_attention_node(call.graph(), call.tensor("query"), call.tensor("key"),
                           call.tensor("value"), call.tensor("mask"), call.tensor("output"), p);
 }
@@ -177,7 +195,9 @@ void build_attention(const OpCall& call) {
 }  // namespace
 
 void register_attention_ops(OpRegistry& registry) {
-  registry.add("q8ta_attention", build_q8ta_attention);
+  registry.add("q8ta_attention", [](const OpCall& call) { build_q8ta_attention(call, false); });
+  registry.add("q8ta_attention_mask_affine",
+               [](const OpCall& call) { build_q8ta_attention(call, true); });
   registry.add("attention", build_attention);
 }
 

@@ -2,16 +2,27 @@
 // are column blocks, with a float32 additive mask, requantized into an int8 output (float32).
 #pragma once
 
+#include <optional>
+
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/OpUtils.h"
 
 namespace vkd::ops {
+
+// The mask q8ta_attention_mask_affine adds, made from the one it reads: m' = (m * a[0] + b[0]) *
+// a[1] + b[1], each multiply and add rounded to float32 on its own (aten.rsub.Scalar: a = -alpha,
+// b = other; aten.mul.Scalar: a = other, b = -0.0; one step of these: the other 1, -0.0).
+struct MaskAffine {
+  float a[2] = {1.0f, 1.0f};
+  float b[2] = {-0.0f, -0.0f};
+};
 
 struct AttentionParams {
   QuantParams query, key, value, output;
   int num_heads = 1;
   float scale = 1.0f;   // the score scale (PyTorch's default 1 / sqrt(D) is the compiler's to set)
   bool causal = false;  // PyTorch's is_causal: key j > query row l is masked out
+  std::optional<MaskAffine> mask_affine;  // set: the mask is made in the kernel (above)
 };
 
 // query [B, Tq, H*D], key and value [B, Tk, H*D] (rank 2 to 4: the leading dims are the batch
@@ -28,7 +39,8 @@ struct AttentionParams {
 //   q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)
 // exp and the summation order are the device's: within one step of an exact computation where
 // y * inv_s_out lies next to a rounding boundary. Any Tq and Tk (keys stream through shared
-// memory in tiles).
+// memory in tiles). With params.mask_affine (q8ta_attention_mask_affine) the mask added is
+// m' = (mask * a0 + b0) * a1 + b1 of the mask read (MaskAffine), bit for bit.
 void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
                              graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
                              const AttentionParams& params);

@@ -30,6 +30,10 @@ struct Variant {
   bool query_view_read_elsewhere = false;
   double value_read_scale = 0.03;  // the dq before SDPA (the chain's own: 0.03)
   bool causal = false;
+  // The mask made from 'm01' of this shape (empty: none) by rsub.Scalar(1) -> mul.Scalar(-10000)
+  // -> view_copy [1, 1, T] -> view_copy [1, 1, 1, T] (BERT's), nodes 21..24.
+  I made_from = {};
+  bool made_read_elsewhere = false;  // the mul's output is also a graph output
 };
 
 // Per q, k, v: int8 [1, T, H*D] graph input -> dq -> view_copy [1, T, H, D] -> q -> dq ->
@@ -65,7 +69,19 @@ Builder attention_graph(const Variant& o = {}) {
   }
   if (o.query_view_read_elsewhere) b.output("q_v");
   std::vector<std::string> in = {"q_td", "k_td", "v_td"};
-  if (o.mask) {
+  if (!o.made_from.empty()) {
+    b.input("m01", DType::Float32, o.made_from);
+    b.value("inv", DType::Float32, o.made_from);
+    b.node("aten.rsub.Scalar", {"m01"}, {{"other", 1.0}}, {"inv"});
+    b.value("neg", DType::Float32, o.made_from);
+    b.node("aten.mul.Scalar", {"inv"}, {{"other", -10000.0}}, {"neg"});
+    b.value("m3", DType::Float32, {1, 1, T});
+    b.node("aten.view_copy", {"neg"}, {{"size", I{1, 1, T}}}, {"m3"});
+    b.value("mask", DType::Float32, {1, 1, 1, T});
+    b.node("aten.view_copy", {"m3"}, {{"size", I{1, 1, 1, T}}}, {"mask"});
+    if (o.made_read_elsewhere) b.output("neg");
+    in.push_back("mask");
+  } else if (o.mask) {
     b.input("mask", DType::Float32, o.mask_shape);
     in.push_back("mask");
   }
@@ -140,6 +156,63 @@ TEST(Fuse, AttentionMaskForms) {
     Builder b = attention_graph(o);
     const PassReport r = fuse_and_lower(b.g);
     EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_attention"})) << all_lines(r);
+  }
+}
+
+// BERT's mask, (1 - m01) * -10000 viewed to [1, 1, 1, T], is made in the kernel from m01: the
+// two steps as multiply-adds in the order applied (rsub: -1, +1; mul: -10000, -0.0), their
+// nodes taken by the match when nothing else reads their values; kept (and lowered) when
+// something does; the plain mask when m01's elements do not lie as the mask's.
+TEST(Fuse, AttentionMakesBertsMaskInTheKernel) {
+  {
+    Variant o;
+    o.made_from = {1, T};
+    Builder b = attention_graph(o);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_attention_mask_affine"}))
+        << all_lines(r);
+    EXPECT_TRUE(has_line(r, "fused " + kChain +
+                                " (node 0..32) into q8ta_attention_mask_affine 'yq' (2 heads of 8, "
+                                "mask made in the kernel from 'm01' [1, 5] by aten.rsub.Scalar -> "
+                                "aten.mul.Scalar -> aten.view_copy -> aten.view_copy, node 21..24 "
+                                "taken)"))
+        << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{"q", "k", "v", "m01"}));
+    EXPECT_EQ(arg_d(n, "mask_multiplier_0"), -1.0);
+    EXPECT_EQ(arg_d(n, "mask_addend_0"), 1.0);
+    EXPECT_EQ(arg_d(n, "mask_multiplier_1"), -10000.0);
+    EXPECT_EQ(arg_d(n, "mask_addend_1"), 0.0);
+    EXPECT_TRUE(std::signbit(arg_d(n, "mask_addend_1")));  // -0.0: adds nothing to -0.0 either
+    EXPECT_EQ(arg_d(n, "query_scale"), 0.1);
+    EXPECT_FALSE(b.g.has_value("neg"));
+    expect_valid(b.g);
+  }
+  {
+    Variant o;
+    o.made_from = {1, T};
+    o.made_read_elsewhere = true;
+    Builder b = attention_graph(o);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(count_op(b.g, "q8ta_attention_mask_affine"), 1) << all_lines(r);
+    EXPECT_EQ(count_op(b.g, "float_affine_scalar"), 2) << all_lines(r);
+    EXPECT_TRUE(
+        has_line(r, "fused " + kChain +
+                        " (nodes 0..20, 25..32) into q8ta_attention_mask_affine 'yq' (2 heads "
+                        "of 8, mask made in the kernel from 'm01' [1, 5] by aten.rsub.Scalar "
+                        "-> aten.mul.Scalar -> aten.view_copy -> aten.view_copy)"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+  {
+    Variant o;
+    o.made_from = {1, T, 1};  // T rows of one column, not one row of T
+    Builder b = attention_graph(o);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(count_op(b.g, "q8ta_attention"), 1) << all_lines(r);
+    EXPECT_EQ(count_op(b.g, "q8ta_attention_mask_affine"), 0) << all_lines(r);
+    EXPECT_EQ(b.g.nodes.back().inputs[3], "mask") << all_lines(r);
+    expect_valid(b.g);
   }
 }
 

@@ -4,7 +4,11 @@
 // of every accepted form ([B, 1, 1, Tk] with masked keys, per query row, shared by the batches,
 // a batch with every key at -10000, a row with every key at -inf, zeros: no mask), is_causal
 // (also with fewer queries than keys), and MiniLM's shape (T = 128, 12 heads of 32) as the PERF
-// case; the float op `attention` on float32 Q, K, V (heads up to 64) likewise.
+// case; the float op `attention` on float32 Q, K, V (heads up to 64) likewise; the mask made in
+// the kernel (q8ta_attention_mask_affine): BERT's (1 - m) * -10000 of a 0/1 token mask, and
+// (1 - m) * -3.7 of random m, each checked against the reference on the mask made here in float32
+// as aten.rsub.Scalar and aten.mul.Scalar make it, and word for word against q8ta_attention
+// reading that mask (the same graph).
 //
 // Checked against a double-precision reference with exact int32 Q.K sums
 // (test/reference/AttentionReference.h): each int8 output must lie between the quantizations of
@@ -32,7 +36,13 @@ enum class MaskKind {
   Shared,       // [1, 1, Tq, Tk]: random, shared by the batches
   FullyMasked,  // [B, 1, 1, Tk]: batch 0 every key at -10000
   Causal,       // zeros [Tk] and is_causal: key j > query row l masked out
+  MadeBert,    // [B, 1, 1, Tk] 0/1 (the last third of the keys 0), the kernel adds (1 - m) * -10000
+  MadeRandom,  // [B, 1, 1, Tk] uniform in [-0.5, 1.5], the kernel adds (1 - m) * -3.7
 };
+
+// The mask steps of the Made kinds: aten.rsub.Scalar(other 1) then aten.mul.Scalar(`factor`).
+float made_factor(MaskKind m) { return m == MaskKind::MadeBert ? -10000.0f : -3.7f; }
+bool is_made(MaskKind m) { return m == MaskKind::MadeBert || m == MaskKind::MadeRandom; }
 
 const char* mask_name(MaskKind m) {
   switch (m) {
@@ -42,6 +52,8 @@ const char* mask_name(MaskKind m) {
     case MaskKind::Shared: return "shared_mask";
     case MaskKind::FullyMasked: return "fully_masked";
     case MaskKind::Causal: return "causal";
+    case MaskKind::MadeBert: return "made_bert_mask";
+    case MaskKind::MadeRandom: return "made_random_mask";
   }
   return "?";
 }
@@ -70,6 +82,14 @@ class AttentionCase : public CaseInstance {
     params_.num_heads = static_cast<int>(shape_.heads);
     params_.scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
     params_.causal = mask == MaskKind::Causal;
+    if (is_made(mask)) {
+      ops::MaskAffine m;  // rsub: x * -1 + 1; mul: x * factor + -0.0
+      m.a[0] = -1.0f;
+      m.b[0] = 1.0f;
+      m.a[1] = made_factor(mask);
+      m.b[1] = -0.0f;
+      params_.mask_affine = m;
+    }
   }
 
   int64_t head_dim() const { return shape_.q_sizes.back() / shape_.heads; }
@@ -85,7 +105,9 @@ class AttentionCase : public CaseInstance {
       case MaskKind::None:
       case MaskKind::Causal: return {tk()};
       case MaskKind::Keys:
-      case MaskKind::FullyMasked: return {batches(), 1, 1, tk()};
+      case MaskKind::FullyMasked:
+      case MaskKind::MadeBert:
+      case MaskKind::MadeRandom: return {batches(), 1, 1, tk()};
       case MaskKind::Rows: return {batches(), 1, tq(), tk()};
       case MaskKind::Shared: return {1, 1, tq(), tk()};
     }
@@ -113,6 +135,16 @@ class AttentionCase : public CaseInstance {
     }
     for (graph::ValueRef in : {q_, k_, v_, m_}) g.add_input(in);
     g.add_output(out_);
+    if (is_made(mask_)) {  // q8ta_attention on the mask made on the CPU, for the word compare
+      made_m_ = g.add_tensor(
+          {mask_sizes(), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "made");
+      plain_out_ = g.add_tensor(spec(shape_.q_sizes), "y_plain");
+      ops::AttentionParams plain = params_;
+      plain.mask_affine.reset();
+      ops::add_q8ta_attention_node(g, q_, k_, v_, made_m_, plain_out_, plain);
+      g.add_input(made_m_);
+      g.add_output(plain_out_);
+    }
   }
 
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
@@ -153,9 +185,22 @@ class AttentionCase : public CaseInstance {
         case MaskKind::FullyMasked: m = i < tk() ? -10000.0f : 0.0f; break;
         case MaskKind::Rows: m = row == 1 ? -INFINITY : random(rng); break;
         case MaskKind::Shared: m = random(rng); break;
+        case MaskKind::MadeBert: m = 3 * j >= 2 * tk() && j > 0 ? 0.0f : 1.0f; break;
+        case MaskKind::MadeRandom:
+          m = std::uniform_real_distribution<float>(-0.5f, 1.5f)(rng);
+          break;
       }
     }
     g.write_float(m_, mask_vals_);
+    if (is_made(mask_)) {
+      // What aten.rsub.Scalar(m, 1) and aten.mul.Scalar(., factor) write: each rounded.
+      made_vals_ = mask_vals_;
+      for (float& m : made_vals_) {
+        volatile float inverted = 1.0f - m;
+        m = inverted * made_factor(mask_);
+      }
+      g.write_float(made_m_, made_vals_);
+    }
   }
 
   AccuResult check(const graph::ComputeGraph& g) override {
@@ -170,10 +215,10 @@ class AttentionCase : public CaseInstance {
                               params_.causal};
     if (float_io_) return check_float(g, s);
     const float qk = params_.query.scale * params_.key.scale * params_.scale;
-    const testing::AttentionRef want =
-        testing::ref_attention(q_vals_, k_vals_, v_vals_, mask_vals_, s,
-                               {params_.query.zero_point, params_.key.zero_point,
-                                params_.value.zero_point, qk, params_.value.scale});
+    const testing::AttentionRef want = testing::ref_attention(
+        q_vals_, k_vals_, v_vals_, is_made(mask_) ? made_vals_ : mask_vals_, s,
+        {params_.query.zero_point, params_.key.zero_point, params_.value.zero_point, qk,
+         params_.value.scale});
     const ops::QuantParams& oq = params_.output;
     const std::vector<int8_t> got = g.read_int8(out_);
     AccuResult r;
@@ -189,6 +234,7 @@ class AttentionCase : public CaseInstance {
                   testing::ref_pack(MemoryLayout::PackedInt8_4H4W,
                                     testing::ref_shape_of(shape_.q_sizes), got, oq.zero_point),
                   r);
+    if (is_made(mask_)) compare_words(g.read_words(out_), g.read_words(plain_out_), r);
     return r;
   }
 
@@ -221,10 +267,10 @@ class AttentionCase : public CaseInstance {
   bool float_io_;
   float amplitude_;
   ops::AttentionParams params_;
-  graph::ValueRef q_ = -1, k_ = -1, v_ = -1, m_ = -1, out_ = -1;
+  graph::ValueRef q_ = -1, k_ = -1, v_ = -1, m_ = -1, out_ = -1, made_m_ = -1, plain_out_ = -1;
   std::vector<int8_t> q_vals_, k_vals_, v_vals_;
   std::vector<float> qf_, kf_, vf_;
-  std::vector<float> mask_vals_;
+  std::vector<float> mask_vals_, made_vals_;  // the mask as read; made (is_made)
 };
 
 void add_attention_case(Registry& registry, const std::string& prefix, const AttentionShape& shape,
@@ -232,7 +278,9 @@ void add_attention_case(Registry& registry, const std::string& prefix, const Att
   const int64_t d = shape.q_sizes.back() / shape.heads;
   const std::string sizes = shape_string(shape.q_sizes) + "_kv" + shape_string(shape.k_sizes);
   const std::string heads = std::to_string(shape.heads) + "x" + std::to_string(d);
-  const std::string op = float_io ? "attention" : "q8ta_attention";
+  const std::string op = float_io        ? "attention"
+                         : is_made(mask) ? "q8ta_attention_mask_affine"
+                                         : "q8ta_attention";
   Case c{prefix + op + "/" + heads + "/" + mask_name(mask) + "/" + sizes,
          op,
          sizes,
@@ -266,6 +314,8 @@ void register_attention_cases(Registry& registry) {
       {{{1, 512, 128}, {1, 512, 128}, 2}, MaskKind::Keys, soft},        // 16 key tiles
       {{{2, 37, 64}, {2, 37, 64}, 2}, MaskKind::Causal, soft},          // is_causal
       {{{1, 5, 32}, {1, 40, 32}, 1}, MaskKind::Causal, soft},           // causal, Tq < Tk
+      {{{1, 16, 384}, {1, 16, 384}, 12}, MaskKind::MadeBert, sharp},    // MiniLM's made mask
+      {{{2, 7, 128}, {2, 40, 128}, 2}, MaskKind::MadeRandom, soft},     // 2 key tiles, batches
   };
   for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
   add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp);
