@@ -136,6 +136,13 @@ class DynamicLengthTest(unittest.TestCase):
                         torch_out = converted(*inputs).numpy()
                     self.assertLess(np.abs(out - torch_out).max(), 0.25)
 
+            # --bench at a shorter length: no zero-copy pass through the maximum's staging.
+            bench = run(["run", blob, "--input", f"ids={folder}/ids_dyn7.npy", "--input",
+                         f"mask={folder}/mask_dyn7.npy", "--bench", "1", "--output-dir",
+                         folder / "bench7"])
+            self.assertEqual(bench.returncode, 0, bench.stdout + bench.stderr)
+            self.assertIn("bench: zero-copy n/a (the staging views have the maximum length's "
+                          "shapes)", bench.stdout)
             self.assertEqual(program.validation_message_count, 0)
             with self.assertRaisesRegex(VkdError, r"input 0 'ids' has shape \[1,17\]: dim 1 is "
                                                   r"1\*T for the length T from 2 to 16"):
