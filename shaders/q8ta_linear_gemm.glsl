@@ -16,7 +16,8 @@
 // channels >= N are computed (the weights are zero there) but written as the output zero point
 // (int8) or not written (float).
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
-// with per-row activation scales) x
+// with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
+// of GELU erf / tanh) x
 // INT8_DOT_FALLBACK x SPLIT_K.
 //
 // K slices (the split-K route, LinearRoute::SplitK: few output tiles, a long K): the grid's z
@@ -82,7 +83,7 @@ shared ivec4 b_tile[BK4][BN / 4];  // [k4][n4]: 4 channels' words
 // of a subgroup on consecutive words); after the 4 row_blocks * n_pad sums, one arrival counter
 // per tile (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x). Zero-filled by the host
 // (runtime/ops/Linear.cpp) and left at zero by each execution's last workgroup of each tile.
-#if EPILOGUE_ADD || ROW_SCALES
+#if BINDING_4_TAKEN
 #define PARTIAL_BINDING 5
 #else
 #define PARTIAL_BINDING 4

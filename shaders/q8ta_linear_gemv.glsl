@@ -13,7 +13,8 @@
 // 11008; copy peak 2840): WG 64 NG 2 tree 1205 / 1732 / 1703; WG 256 NG 2 subgroup 646 / 1321 /
 // 1299; WG 256 NG 1 subgroup 1059 / 1959 / 1987; WG 128 NG 2 subgroup (this) 1573 / 2284 / 2381.
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
-// with per-row activation scales) x
+// with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
+// of GELU erf / tanh) x
 // INT8_DOT_FALLBACK x SG_REDUCE.
 #version 450
 #extension GL_GOOGLE_include_directive : require

@@ -1,5 +1,5 @@
 // The schema entries of runtime/ops/Linear.cpp's ops: q8ta_linear, q8ta_linear_dq,
-// q8ta_linear_add, q8da_linear, q8csw_linear.
+// q8ta_linear_add, q8ta_linear_dq_add, q8ta_linear_gelu, q8da_linear, q8csw_linear.
 #include "partitioner_schema/ops/SchemaBuilders.h"
 
 namespace vkd::schema {
@@ -17,6 +17,17 @@ void linear_schemas(std::vector<OpSchema>& s) {
   // q8ta_linear then q8ta_add with `other`, in the linear's store (runtime/ops/Linear.h).
   s.push_back(kernel_op("q8ta_linear_add", "int8 linear + a residual int8 tensor, requantized",
                         arg_list(head, residual_add_args("linear_", {k4H4W}, k4H4W, head.size()))));
+  // q8ta_linear_dq then float_add (alpha 1) with a float32 `other` of the output's sizes, in the
+  // linear's store.
+  const int other = static_cast<int>(head.size());
+  s.push_back(kernel_op("q8ta_linear_dq_add", "int8 linear, float32 output + a float32 residual",
+                        arg_list(head, tensor_in("other", f32, {kBufW}, {kBufW}),
+                                 tied(tensor_out("output", f32, {kBufW}, {kBufW}), other))));
+  // q8ta_linear with GELU (approximate 0: erf, 1: tanh) before the output quantize.
+  s.push_back(kernel_op(
+      "q8ta_linear_gelu", "int8 linear, GELU, requantized output",
+      arg_list(head, per_tensor_qparams("output_"), activation_range(),
+               scalar("approximate", ArgKind::Int), tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
   // Float activations: quantized per row at run time (torchao's int8 dynamic activation), or
   // multiplied in float with the int8 weights (weight-only int8).
   const std::vector<ArgSchema> float_head =

@@ -1,5 +1,5 @@
-// Op family: quantized linear (q8ta_linear, q8ta_linear_dq, q8ta_linear_add, q8da_linear,
-// q8csw_linear).
+// Op family: quantized linear (q8ta_linear, q8ta_linear_dq, q8ta_linear_add,
+// q8ta_linear_dq_add, q8ta_linear_gelu, q8da_linear, q8csw_linear).
 // Anatomy: push-constant structs (mirroring the shaders), weight/channel prepacking, add_*_node
 // running the kernel, tile and grid plan_linear_kernel decides (runtime/ops/ConvPlan.h),
 // registry entries.
@@ -183,6 +183,14 @@ void check_linear_shapes(const std::string& op, const TensorSpec& in, const Tens
             " must have sizes of the input with the last dim = N = ", w.n);
 }
 
+// OUT_DTYPE of shaders/common/linear_common.glslh for `p`.
+int linear_out_form(const LinearParams& p) {
+  if (p.row_scales >= 0) return 3;
+  if (!p.output) return p.float_residual >= 0 ? 4 : 1;
+  if (p.residual) return 2;
+  return p.gelu == LinearGelu::Erf ? 5 : p.gelu == LinearGelu::Tanh ? 6 : 0;
+}
+
 }  // namespace
 
 graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWeights& w,
@@ -270,9 +278,11 @@ void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
 void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p) {
-  const std::string op = !p.output    ? "q8ta_linear_dq"
-                         : p.residual ? "q8ta_linear_add"
-                                      : "q8ta_linear";
+  const std::string op = !p.output
+                             ? (p.float_residual >= 0 ? "q8ta_linear_dq_add" : "q8ta_linear_dq")
+                         : p.residual                 ? "q8ta_linear_add"
+                         : p.gelu != LinearGelu::None ? "q8ta_linear_gelu"
+                                                      : "q8ta_linear";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
   check_4h4w_buffer(op, "input", in);
@@ -282,6 +292,19 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   } else {
     check_float_buffer(op, out);
     VKD_CHECK(!p.residual, ErrorCode::InvalidArgument, op, ": a residual add needs an int8 output");
+    VKD_CHECK(p.gelu == LinearGelu::None, ErrorCode::InvalidArgument, op,
+              ": a GELU epilogue needs an int8 output");
+  }
+  VKD_CHECK(p.float_residual < 0 || !p.output, ErrorCode::InvalidArgument, op,
+            ": a float residual add needs a float output");
+  VKD_CHECK(p.gelu == LinearGelu::None || !p.residual, ErrorCode::InvalidArgument, op,
+            ": a GELU epilogue and a residual add together are not supported");
+  if (p.float_residual >= 0) {
+    const auto& r = graph.tensor(p.float_residual);
+    check_float_buffer(op, r);
+    VKD_CHECK(r.spec().sizes == out.spec().sizes, ErrorCode::InvalidArgument, op,
+              ": the added tensor ", r.spec().describe(), " must have the output's sizes (",
+              out.spec().describe(), ")");
   }
   if (p.residual) check_residual_add(op, graph, output, *p.residual);
   check_quant_params(op, p.input);
@@ -301,7 +324,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   problem.rows = row_count;
   problem.n4 = div_up(weights.n, 4);
   problem.k4 = div_up(weights.k, 4);
-  problem.out_form = p.row_scales >= 0 ? 3 : !p.output ? 1 : p.residual ? 2 : 0;
+  problem.out_form = linear_out_form(p);
   problem.route = p.route;
   problem.split_k_slices = p.split_k_slices;
   problem.coopmat_tile_n = p.coopmat_tile_n;
@@ -347,7 +370,8 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
     node.push_constants = graph::push_constant_bytes(LinearAddPush{
         push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
   }
-  if (p.row_scales >= 0) node.bindings.push_back(p.row_scales);  // binding 4 (OUT_DTYPE 3)
+  if (p.row_scales >= 0) node.bindings.push_back(p.row_scales);          // binding 4 (OUT_DTYPE 3)
+  if (p.float_residual >= 0) node.bindings.push_back(p.float_residual);  // binding 4 (4)
   if (im2col) {
     // The convolution's geometry after the other members (linear_common.glslh's p.conv).
     const auto geometry = graph::push_constant_bytes(im2col->geometry);
@@ -544,6 +568,30 @@ void build_q8ta_linear_dq(const OpCall& call) {
                        call.tensor("output"), p);
 }
 
+// q8ta_linear_dq + float_add (alpha 1) with `other` in one dispatch.
+void build_q8ta_linear_dq_add(const OpCall& call) {
+  LinearParams p;
+  p.input = call.quant("input");
+  p.float_residual = call.tensor("other");
+  call.set_zero_point("input", p.input.zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
+}
+
+// q8ta_linear with gelu (approximate 0 = erf, 1 = tanh) before the output quantize.
+void build_q8ta_linear_gelu(const OpCall& call) {
+  LinearParams p;
+  p.input = call.quant("input");
+  p.output = call.quant("output");
+  p.activation_min = call.int32_arg("activation_min", -128, 127);
+  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  p.gelu = call.int32_arg("approximate", 0, 1) == 0 ? LinearGelu::Erf : LinearGelu::Tanh;
+  call.set_zero_point("input", p.input.zero_point);
+  call.set_zero_point("output", p.output->zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
+}
+
 void build_q8da_linear(const OpCall& call) {
   add_q8da_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
                        call.tensor("output"), call.int32_arg("quant_min", -128, 127),
@@ -562,6 +610,8 @@ void register_linear_ops(OpRegistry& registry) {
   registry.add("q8ta_linear", build_q8ta_linear);
   registry.add("q8ta_linear_dq", build_q8ta_linear_dq);
   registry.add("q8ta_linear_add", build_q8ta_linear_add);
+  registry.add("q8ta_linear_dq_add", build_q8ta_linear_dq_add);
+  registry.add("q8ta_linear_gelu", build_q8ta_linear_gelu);
   registry.add("q8da_linear", build_q8da_linear);
   registry.add("q8csw_linear", build_q8csw_linear);
 }

@@ -12,6 +12,13 @@
 // q8ta_linear_add: that int8 value q is then q8ta_add's operand a (runtime/ops/Elementwise.h),
 // with b an int8 tensor of the output's sizes read from memory: the sum requantized with the
 // add's output parameters and clamped to its activation range, in the same kernel.
+// q8ta_linear_dq_add: the float output y plus r, a float32 tensor of the output's sizes:
+//   out[m][n] = float32(y[m][n] + r[m][n])                                   (one more rounding)
+// which is float_add's a + 1 * b on q8ta_linear_dq's output, bit for bit (either operand order).
+// q8ta_linear_gelu: the int8 output of gelu(y) instead of y: g = gelu(y) in float32 (the erf or
+// the tanh form; shaders/common/gelu.glslh, an approximation of erf within 4.5e-7), then the
+// output quantize as above: within 1 of q8ta_linear_dq -> gelu -> q8ta_quantize, and equal
+// except where g * inv_y lies within ~1e-5 of a rounding tie.
 // q8csw_linear: y[m][n] = float32(sum_k x[m][k] * float(qw[n][k])) * s_w[n] + bias[n], float
 // accumulation in k order per invocation (not bit-exact against a CPU sum in another order).
 // q8da_linear (torchao's Int8DynamicActivationInt8WeightConfig): float32 input rows quantized at
@@ -81,6 +88,9 @@ struct ResidualAdd {
   int32_t activation_max = 127;
 };
 
+// The GELU of q8ta_linear_gelu's epilogue: PyTorch's approximate 'none' (erf) or 'tanh'.
+enum class LinearGelu { None, Erf, Tanh };
+
 struct LinearParams {
   QuantParams input;                  // scale and zero point of the int8 input
   std::optional<QuantParams> output;  // requantized int8 output; nullopt = float32 output
@@ -96,6 +106,12 @@ struct LinearParams {
   // Float output only: one float32 activation scale per row (a buffer of M), applied before
   // s_w[n] (q8da_linear's epilogue, OUT_DTYPE 3); `input` must then be scale 1, zero point 0.
   graph::ValueRef row_scales = -1;
+  // Float output only: a float32 buffer of the output's sizes added to y (q8ta_linear_dq_add,
+  // OUT_DTYPE 4).
+  graph::ValueRef float_residual = -1;
+  // Int8 output only, without `residual`: GELU of y before the quantize (q8ta_linear_gelu,
+  // OUT_DTYPE 5 / 6); activation_min / max then only clamp the quantized GELU.
+  LinearGelu gelu = LinearGelu::None;
 };
 
 // `input`: int8x4 buffer PackedInt8_4H4W, sizes [..., M, K] (leading dims are flattened into

@@ -58,7 +58,17 @@ struct LinearSetup {
   // The int8 output added to a residual tensor (q8ta_linear_add; ACCU only): that tensor's zero
   // point and the sum's quantization.
   std::optional<std::pair<int32_t, OutputQuant>> residual;
+  // Float output plus a float32 residual of its sizes (q8ta_linear_dq_add; ACCU only).
+  bool float_residual = false;
+  // Int8 output of gelu(y) (q8ta_linear_gelu; ACCU only).
+  ops::LinearGelu gelu = ops::LinearGelu::None;
 };
+
+// Where the GELU epilogue may write 1 off the reference: |t - round(t)| within this of 0.5,
+// t = gelu * (1 / s_y). The shader's erf is within 4.5e-7 of erf (shaders/common/gelu.glslh),
+// so gelu(y) within 0.5 |y| 4.5e-7 plus a few float32 roundings; t, at most 128 in magnitude
+// on a scale fitted to the output range, then moves by < 1e-4.
+constexpr double kGeluTieDistance = 2e-4;
 
 int64_t numel(const std::vector<int64_t>& sizes) {
   int64_t n = 1;
@@ -158,14 +168,19 @@ class Q8taLinearCase : public CaseInstance {
       y_ = testing::reference_linear_epilogue(acc, rows_, s_.n, kInputScale, host_.scales,
                                               host_.bias);
     }
+    p_.gelu = s_.gelu;
+    const bool tanh_form = s_.gelu == ops::LinearGelu::Tanh;
+    if (s_.gelu != ops::LinearGelu::None) gelu_ = testing::reference_gelu(y_, tanh_form);
+    const std::vector<float>& quantized = s_.gelu != ops::LinearGelu::None ? gelu_ : y_;
     if (s_.int8_out) {
-      p_.output = ops::QuantParams{case_output_scale(s_.accu, y_, s_.out.zero_point, typical_acc),
-                                   s_.out.zero_point, -128, 127};
+      p_.output =
+          ops::QuantParams{case_output_scale(s_.accu, quantized, s_.out.zero_point, typical_acc),
+                           s_.out.zero_point, -128, 127};
       p_.activation_min = s_.out.act_min;
       p_.activation_max = s_.out.act_max;
     }
     if (s_.int8_out && s_.accu) {
-      expected_ = testing::reference_quantize(y_, p_.output->scale, s_.out.zero_point,
+      expected_ = testing::reference_quantize(quantized, p_.output->scale, s_.out.zero_point,
                                               s_.out.act_min, s_.out.act_max);
     }
 
@@ -188,6 +203,18 @@ class Q8taLinearCase : public CaseInstance {
       p_.residual = residual_->add_input(g, out_spec);
       in_bytes_ += out_bytes_;
     }
+    if (s_.float_residual) {
+      // Residuals of the outputs' size, both signs, so sums cancel and carry.
+      const float range = float(std::max(max_abs(y_), 1e-3f));
+      std::uniform_real_distribution<float> value(-range, range);
+      float_residual_.resize(y_.size());
+      for (float& v : float_residual_) v = value(rng);
+      sum_.resize(y_.size());
+      for (size_t i = 0; i < y_.size(); ++i) sum_[i] = y_[i] + float_residual_[i];
+      p_.float_residual = g.add_tensor(out_spec, "r");
+      g.add_input(p_.float_residual);
+      in_bytes_ += out_bytes_;
+    }
     for (int64_t r = 0; r < copies_; ++r) {
       // One host array serves every copy: each node packs its own device constant from it.
       const graph::ValueRef out = g.add_tensor(out_spec, "y" + std::to_string(r));
@@ -200,6 +227,7 @@ class Q8taLinearCase : public CaseInstance {
     // Words from the test's own packing reference; padding lanes hold the input zero point.
     g.write_words(in_ref_, testing::ref_pack(k4H4W, ref_shape(s_.input_sizes), qx_, s_.input_zp));
     if (residual_) residual_->write(g, k4H4W, ref_shape(output_sizes(s_.input_sizes, s_.n)));
+    if (s_.float_residual) g.write_float(p_.float_residual, float_residual_);
     if (s_.reexecute) {
       g.execute();
       first_words_ = output_bits(g);
@@ -211,7 +239,8 @@ class Q8taLinearCase : public CaseInstance {
     if (s_.reexecute) compare_words(output_bits(g), first_words_, r);
     if (s_.int8_out) {
       // The unfused sequence: linear [-> add].
-      const auto expected = residual_ ? residual_->expected(expected_, *p_.output) : expected_;
+      auto expected = residual_ ? residual_->expected(expected_, *p_.output) : expected_;
+      if (s_.gelu != ops::LinearGelu::None) accept_gelu_ties(g.read_int8(out_refs_[0]), expected);
       const int32_t zp = residual_ ? residual_->sum_zero_point() : s_.out.zero_point;
       const auto out_shape = ref_shape(output_sizes(s_.input_sizes, s_.n));
       compare_words(g.read_words(out_refs_[0]), testing::ref_pack(k4H4W, out_shape, expected, zp),
@@ -219,6 +248,14 @@ class Q8taLinearCase : public CaseInstance {
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
       if (r.mismatches)
         report_first_mismatch(g.read_int8(out_refs_[0]), expected, 0.0,
+                              [&](int64_t i) { return matrix_position(s_.n, i); });
+    } else if (s_.float_residual) {
+      // q8ta_linear_dq then float_add: the same two float32 roundings, bit for bit.
+      std::vector<int32_t> want(sum_.size());
+      std::memcpy(want.data(), sum_.data(), sum_.size() * 4);
+      compare_words(output_bits(g), want, r);
+      if (r.mismatches)
+        report_first_mismatch(g.read_float(out_refs_[0]), sum_, 0.0,
                               [&](int64_t i) { return matrix_position(s_.n, i); });
     } else {
       // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
@@ -245,11 +282,29 @@ class Q8taLinearCase : public CaseInstance {
   std::vector<int8_t> qx_;
   HostLinear host_;
   std::vector<float> y_;
-  std::vector<int8_t> expected_;  // the expected int8 output of the linear
+  std::vector<int8_t> expected_;             // the expected int8 output of the linear
+  std::vector<float> gelu_;                  // gelu(y) (the GELU epilogue)
+  std::vector<float> float_residual_, sum_;  // the float residual and y + it
+  int64_t gelu_ties_ = 0;                    // values 1 off at a rounding tie
   std::optional<ResidualCase> residual_;
   graph::ValueRef in_ref_ = -1;
   std::vector<graph::ValueRef> out_refs_;
   std::vector<int32_t> first_words_;  // reexecute: the output of the first execution
+
+  // The GELU epilogue's int8 values 1 off the reference where gelu * (1 / s_y) lies within
+  // kGeluTieDistance of a rounding tie take the kernel's value; everything else stays, so the
+  // words (padding included) are then compared exactly.
+  void accept_gelu_ties(const std::vector<int8_t>& actual, std::vector<int8_t>& expected) {
+    const float inv = testing::reference_inverse_scale(p_.output->scale);
+    for (size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+      if (std::abs(int(actual[i]) - int(expected[i])) != 1) continue;
+      const double t = double(gelu_[i] * inv);
+      if (std::abs(std::abs(t - std::floor(t)) - 0.5) < kGeluTieDistance) {
+        expected[i] = actual[i];
+        ++gelu_ties_;
+      }
+    }
+  }
 
   // The output's words (int8) or float bits.
   std::vector<int32_t> output_bits(const graph::ComputeGraph& g) const {
@@ -573,6 +628,42 @@ void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
   registry.add(std::move(c));
 }
 
+// A q8ta_linear_dq_add (`gelu` None: float output + a float residual) or q8ta_linear_gelu ACCU
+// case on `route`, quantization and bias rotating with `index`.
+void add_epilogue_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
+                            ops::LinearGelu gelu, uint32_t index, int32_t slices = 0) {
+  LinearSetup s;
+  s.input_sizes = shape.input;
+  s.n = shape.n;
+  set_route(s, route, slices);
+  s.input_zp = kInputZeroPoints[index % 3];
+  s.out = kOutputQuants[index % 5];
+  s.bias = (index % 7) % 2 == 0;
+  s.seed = 11000 + index;
+  s.gelu = gelu;
+  s.int8_out = gelu != ops::LinearGelu::None;
+  s.float_residual = gelu == ops::LinearGelu::None;
+  const std::string op = s.int8_out ? "q8ta_linear_gelu" : "q8ta_linear_dq_add";
+  std::string name = op + " " + route_name(s) + " " + dims_name(shape.input, shape.n) + " zpx" +
+                     std::to_string(s.input_zp) + (s.bias ? " bias" : " nobias");
+  if (s.int8_out) {
+    name += std::string(gelu == ops::LinearGelu::Tanh ? " tanh" : " erf") + " zpy" +
+            std::to_string(s.out.zero_point) + " " + s.out.name;
+  }
+  const bool coopmat = route == ops::LinearRoute::CoopMat;
+  Case c{name,
+         op,
+         shape_string(shape.input) + "->" + std::to_string(s.n),
+         layout_name(s.int8_out),
+         true,
+         false,
+         !coopmat,
+         Metric::GOPs,
+         [s] { return std::make_unique<Q8taLinearCase>(s); }};
+  if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
+  registry.add(std::move(c));
+}
+
 // q8ta_linear_add's shapes: GEMV rows, N off a multiple of 4 (padding lanes hold the sum's
 // zero point), batched planes that pad their rows, GEMM row and channel tiles.
 const AccuShape kResidualShapes[] = {{{1, 17}, 257},   {{4, 63}, 5},   {{5, 63}, 3},
@@ -657,6 +748,25 @@ void register_linear_cases(Registry& registry) {
       if (route != ops::LinearRoute::Gemv || rows <= 4) {
         add_residual_accu_case(registry, shape, route, index++);
       }
+    }
+  }
+  // The float residual add and the GELU (erf and tanh in turn) in the epilogue: every route on
+  // the residual shapes, split-K on two of its shapes.
+  for (const AccuShape& shape : kResidualShapes) {
+    const int64_t rows = numel(shape.input) / shape.input.back();
+    for (ops::LinearRoute route : {ops::LinearRoute::Auto, ops::LinearRoute::Gemm,
+                                   ops::LinearRoute::CoopMat, ops::LinearRoute::Gemv}) {
+      if (route == ops::LinearRoute::Gemv && rows > 4) continue;
+      add_epilogue_accu_case(registry, shape, route, ops::LinearGelu::None, index++);
+      const ops::LinearGelu gelu = (index / 2) % 2 ? ops::LinearGelu::Tanh : ops::LinearGelu::Erf;
+      add_epilogue_accu_case(registry, shape, route, gelu, index++);
+    }
+  }
+  for (const SplitKShape& sk : {kSplitKShapes[0], kSplitKShapes[1]}) {
+    for (ops::LinearGelu gelu :
+         {ops::LinearGelu::None, ops::LinearGelu::Erf, ops::LinearGelu::Tanh}) {
+      add_epilogue_accu_case(registry, sk.shape, ops::LinearRoute::SplitK, gelu, index++,
+                             sk.slices.back());
     }
   }
   for (const SplitKShape& sk : kSplitKShapes) {

@@ -12,10 +12,16 @@
 //                (torchao's int_scaled_matmul, `* w_scales`, `+ bias`: three roundings)
 //   q8csw_linear: y[m][n] = sum_k x[m][k] * qw[n][k] in double, * s_w[n] + bias[n]; the shader
 //                sums in float32, so it is compared with a tolerance.
+//   q8ta_linear_dq_add: float(y[m][n] + r[m][n]) (float_add with alpha 1, one rounding)
+//   q8ta_linear_gelu: reference_quantize of reference_gelu(y) below: gelu evaluated in double
+//                from the float32 y, rounded once to float32 (what the compiler's CPU reference
+//                of aten.gelu computes); the shader's erf is an approximation (gelu.glslh), so
+//                the int8 values may differ by 1 at rounding ties.
 // A file that includes this header must be compiled with -ffp-contract=off: a fused
 // multiply-add of the product and the bias would skip the rounding the GPU does in between.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -94,6 +100,20 @@ inline std::vector<float> reference_q8csw_linear(const std::vector<float>& x,
       y[static_cast<size_t>(m * n + j)] = static_cast<float>(v);
     }
   return y;
+}
+
+// PyTorch's gelu of each element: 0.5 x (1 + erf(x / sqrt(2))), or with `tanh_form`
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), in double, rounded once to float32.
+inline std::vector<float> reference_gelu(const std::vector<float>& y, bool tanh_form) {
+  std::vector<float> out(y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double x = y[i];
+    const double inner =
+        tanh_form ? std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))
+                  : std::erf(x / std::sqrt(2.0));
+    out[i] = static_cast<float>(0.5 * x * (1.0 + inner));
+  }
+  return out;
 }
 
 }  // namespace vkd::testing
