@@ -564,6 +564,146 @@ bool fuse_torchao_linear(FuseState& state, int i) {
   return true;
 }
 
+// ---- epilogues of a linear with no quantize after it --------------------------------------
+// Where q8ta_linear_dq would write the linear's float output y, two chains take the linear's
+// store instead (one dispatch, not two; off with --no-fuse-epilogue):
+//   y -> aten.gelu (approximate 'none' or 'tanh') -> q, y and the gelu's output read by nothing
+//   else => q8ta_linear_gelu: gelu(y) in float32, then q's quantize (runtime/ops/Linear.h; the
+//   erf is an approximation, so within 1 of the unfused int8 value, at rounding ties only).
+//   y -> [clone / eval identity]* -> aten.add.Tensor (alpha 1) with a float32 tensor of y's
+//   sizes, each intermediate read by nothing else => q8ta_linear_dq_add: float32(y + other),
+//   float_add's arithmetic bit for bit (float addition commutes: either operand order).
+struct LinearEpilogue {
+  std::string backend;            // "" = no epilogue chain follows
+  std::string why;                // set: the chain was found but does not fit
+  std::vector<int> nodes;         // the chain's nodes after the linear
+  std::vector<std::string> dead;  // y and the values between
+  std::string output;             // what the fused node writes
+  std::string other;              // q8ta_linear_dq_add: the added tensor
+  QuantInfo out_q;                // q8ta_linear_gelu: the quantize after the gelu
+  int64_t approximate = 0;        // q8ta_linear_gelu: 0 erf, 1 tanh
+};
+
+constexpr char kGelu[] = "aten.gelu";
+
+// The only consumer of `v`, or -1 (several, none, or a graph output).
+int only_consumer(const Graph& g, const std::string& v) {
+  if (!single_use(g, v).empty()) return -1;
+  return g.consumers(v)[0];
+}
+
+LinearEpilogue match_gelu_epilogue(const Graph& g, const std::string& y, int c) {
+  LinearEpilogue e;
+  e.backend = "q8ta_linear_gelu";
+  e.nodes = {c};
+  e.dead = {y};
+  const std::string approximate = opt_string(g.nodes[c], "approximate").value_or("none");
+  if (approximate != "none" && approximate != "tanh") {
+    e.why = "gelu approximate " + quoted(approximate) + " (only 'none' and 'tanh')";
+    return e;
+  }
+  e.approximate = approximate == "tanh" ? 1 : 0;
+  const std::string r = g.nodes[c].outputs.at(0);
+  const std::string used = single_use(g, r);
+  const int q = used.empty() ? g.consumers(r)[0] : -1;
+  if (q < 0 || g.nodes[q].op != kQ) {
+    e.why = (used.empty() ? describe_consumers(g, r) : used) +
+            " (the fused GELU writes int8 for one quantize)";
+    return e;
+  }
+  e.nodes.push_back(q);
+  e.dead.push_back(r);
+  e.why = check_q(g, g.nodes[q], q, e.out_q);
+  e.output = g.nodes[q].outputs.at(0);
+  return e;
+}
+
+LinearEpilogue match_add_epilogue(const Graph& g, const std::string& y, int c) {
+  LinearEpilogue e;
+  e.backend = "q8ta_linear_dq_add";
+  std::string v = y;
+  while (is_clone(g.nodes[c].op)) {
+    e.nodes.push_back(c);
+    e.dead.push_back(v);
+    v = g.nodes[c].outputs.at(0);
+    c = only_consumer(g, v);
+    if (c < 0) return {};  // not this chain
+  }
+  if (g.nodes[c].op != kAdd || g.nodes[c].inputs.size() != 2) return {};
+  const Node& add = g.nodes[c];
+  e.nodes.push_back(c);
+  e.dead.push_back(v);
+  e.output = add.outputs.at(0);
+  e.other = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
+  const Value& other = g.value(e.other);
+  const std::optional<double> alpha = opt_float(add, "alpha");
+  if (arg_present(add, "alpha") && (!alpha || *alpha != 1.0)) {
+    e.why = "alpha is not 1";
+  } else if (e.other == v) {
+    e.why = "both operands are the linear's output";
+  } else if (other.dtype != DType::Float32) {
+    e.why = quoted(e.other) + " is not float32";
+  } else if (other.shape != g.value(v).shape) {
+    e.why = quoted(e.other) + " " + shape_str(other.shape) +
+            " is broadcast; the epilogue adds a tensor of the output's sizes " +
+            shape_str(g.value(v).shape);
+  }
+  return e;
+}
+
+// The epilogue chain after linear `n`'s float output, when its only reader starts one.
+LinearEpilogue match_linear_epilogue(const Graph& g, const Node& n) {
+  const std::string& y = n.outputs.at(0);
+  const int c = only_consumer(g, y);
+  if (c < 0) return {};
+  if (g.nodes[c].op == kGelu) return match_gelu_epilogue(g, y, c);
+  if (g.nodes[c].op == kAdd || is_clone(g.nodes[c].op)) return match_add_epilogue(g, y, c);
+  return {};
+}
+
+// Fuses linear `i` (input dq `p`, operands read) with epilogue chain `e`; false (reported
+// where it was a near miss) when the chain does not fit, so the plain float output is fused.
+bool fuse_linear_epilogue(FuseState& state, int p, int i, const Operands& ops,
+                          const LinearEpilogue& e) {
+  const Graph& g = state.graph;
+  const std::string chain = state.chain_of({p}, i, e.nodes);
+  std::vector<int> nodes = {p, i};
+  nodes.insert(nodes.end(), e.nodes.begin(), e.nodes.end());
+  std::string why = e.why;
+  if (why.empty() && !state.options.fuse_epilogues) {
+    why = "epilogue fusion is off (--no-fuse-epilogue)";
+  }
+  if (why.empty() && !state.may_target(e.backend)) why = "it has no kernel yet";
+  if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
+  if (!why.empty()) {
+    state.not_fused(chain, nodes, e.backend, why);
+    return false;
+  }
+  Fusion f;
+  f.nodes = nodes;
+  f.dead = {g.nodes[i].inputs[0]};
+  f.dead.insert(f.dead.end(), e.dead.begin(), e.dead.end());
+  f.folded = {g.nodes[i].inputs[1]};
+  if (e.backend == "q8ta_linear_gelu") {
+    Tail tail;
+    tail.q = e.nodes.back();
+    tail.out_q = e.out_q;
+    tail.activation = Activation{"gelu", e.out_q.quant_min, e.out_q.quant_max};
+    f.node = build_node(state, p, i, "q8ta_linear", &tail, ops);
+    f.node.op = e.backend;
+    f.node.args["approximate"] = e.approximate;
+    f.node.origin = state.fused_origin(i, e.backend);
+  } else {
+    f.node = build_node(state, p, i, "q8ta_linear", nullptr, ops);
+    f.node.op = e.backend;
+    f.node.inputs.push_back(e.other);
+    f.node.outputs = {e.output};
+    f.node.origin = state.fused_origin(i, e.backend);
+  }
+  state.commit(std::move(f), chain, "");
+  return true;
+}
+
 }  // namespace
 
 void fuse_linear_conv(FuseState& state, int i) {
@@ -593,6 +733,10 @@ void fuse_linear_conv(FuseState& state, int i) {
                                         : describe_consumers(g, n.outputs[0]) +
                                               " (q8ta_conv_transpose2d has no float-output "
                                               "variant)");
+  }
+  if (n.op == kLinear && tail.kind == Tail::None) {
+    const LinearEpilogue e = match_linear_epilogue(g, n);
+    if (!e.backend.empty() && fuse_linear_epilogue(state, p, i, ops, e)) return;
   }
   // Only the quantized tail failed: say why, then fuse the float-output variant.
   const bool quantized = tail.kind == Tail::Ok;
@@ -745,7 +889,8 @@ std::vector<EdgeOp> conv_linear_edge_ops() {
       EdgeOp{"aten.linear", {"input", "weight", "bias"}, 2, {}, 1, linear}
           .computed_by(reference_linear)
           .fused_by(fusion::fuse_linear_conv,
-                    {"q8ta_linear", "q8ta_linear_dq", "q8da_linear", "q8csw_linear"}),
+                    {"q8ta_linear", "q8ta_linear_dq", "q8ta_linear_dq_add", "q8ta_linear_gelu",
+                     "q8da_linear", "q8csw_linear"}),
   };
 }
 
