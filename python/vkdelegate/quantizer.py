@@ -14,7 +14,9 @@ It annotates static int8 only, exactly the patterns the backend runs:
   (per_channel=False: per tensor; transposed convs are always per tensor); biases stay float
   (the compiler quantizes them to int32 with the input and weight scales);
 - a conv / linear / add / batch norm followed by its only user relu / hardtanh (relu6) /
-  clamp is one quantized op: only the activation's output is observed;
+  clamp is one quantized op: only the activation's output is observed; so is a linear whose
+  only user is gelu (the GELU in the GEMM's epilogue, q8ta_linear_gelu: no int8 rounding of
+  its input; all-MiniLM-L6-v2's worst sentence cosine 0.9906 -> 0.9919, docs/TRANSFORMERS.md);
 - ops that only move or select bytes (pools, mean, views, permutes, cat, slices, pixel
   shuffle, nearest and bilinear upsampling, dropout in eval, relu standalone) share their
   input's parameters; cat's inputs all share one set, as the kernel concatenates bytes;
@@ -53,6 +55,8 @@ TRANSPOSED = {aten.conv_transpose1d, aten.conv_transpose2d, aten.conv_transpose3
 BINARY = {aten.add, aten.add_, aten.mul, aten.mul_}
 FUSED_ACTIVATIONS = {aten.relu, aten.relu_, aten.hardtanh, aten.hardtanh_, aten.relu6,
                      aten.relu6_, aten.clamp, aten.clamp_, aten.clip, aten.clip_}
+# The activations a linear's epilogue computes in float before its output quantize.
+LINEAR_EPILOGUE_ACTIVATIONS = {aten.gelu, aten.gelu_}
 OWN_PARAMETERS = {aten.batch_norm, aten._native_batch_norm_legit_no_training, aten.hardswish,
                   aten.hardswish_, aten.silu, aten.silu_, aten.gelu, aten.gelu_, aten.elu,
                   aten.elu_, aten.leaky_relu, aten.leaky_relu_}
@@ -170,9 +174,12 @@ class VkdQuantizer(Quantizer):
 
     def _fusable(self, node, inputs):
         """Annotates `node`'s inputs; its output is observed, or, when its only user is a
-        relu / hardtanh / clamp, that activation's output instead (one quantized op)."""
+        relu / hardtanh / clamp (or, for a linear, a gelu), that activation's output instead
+        (one quantized op)."""
         users = list(node.users)
-        if len(users) == 1 and packet(users[0]) in FUSED_ACTIVATIONS and \
+        fused = FUSED_ACTIVATIONS | (LINEAR_EPILOGUE_ACTIVATIONS
+                                     if packet(node) == aten.linear else set())
+        if len(users) == 1 and packet(users[0]) in fused and \
                 users[0].args[0] is node and not _annotated(users[0]):
             _annotate(node, inputs, None)
             _annotate(users[0], {}, self.activation)

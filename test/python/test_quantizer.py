@@ -372,8 +372,44 @@ class VkdQuantizerTest(unittest.TestCase):
         for linear in (up, down):
             self.assertEqual(linear.args[0].target, DQ)
             self.assertEqual(linear.args[1].target, DQ_CHANNEL)
-        self.assertEqual([u.target for u in up.users], [Q])
+        # The up projection's only user is the GELU: no quantize between them (the GELU runs
+        # in the GEMM's epilogue), the GELU's output is quantized for the down projection.
+        (gelu,) = up.users
+        self.assertEqual(gelu.target, torch.ops.aten.gelu.default)
+        self.assertEqual([u.target for u in gelu.users], [Q])
         self.assertNotIn(Q, [u.target for u in down.users])
+
+    def test_linear_gelu_is_one_quantized_op(self):
+        """A linear whose only user is gelu (erf or tanh) has no output observer, the gelu's
+        output has one; a linear whose output something else also reads keeps its own (then
+        dq -> gelu -> q is a table as before)."""
+        class LinearGelu(nn.Module):
+            def __init__(self, approximate, shared):
+                super().__init__()
+                self.fc, self.approximate, self.shared = nn.Linear(8, 12), approximate, shared
+
+            def forward(self, x):
+                y = self.fc(x)
+                g = nn.functional.gelu(y, approximate=self.approximate)
+                return g + y if self.shared else g
+
+        torch.manual_seed(0)
+        x = torch.randn(2, 8)
+        for approximate in ("none", "tanh"):
+            for shared in (False, True):
+                with self.subTest(approximate=approximate, shared=shared):
+                    converted = quantize(LinearGelu(approximate, shared), (x,),
+                                         [(x,), (torch.randn(2, 8),)]).converted
+                    (linear,) = [n for n in converted.graph.nodes
+                                 if n.target == torch.ops.aten.linear.default]
+                    (gelu,) = [n for n in converted.graph.nodes
+                               if n.target == torch.ops.aten.gelu.default]
+                    self.assertEqual([u.target for u in gelu.users], [Q])
+                    if shared:
+                        self.assertEqual([u.target for u in linear.users], [Q])
+                        self.assertEqual(gelu.args[0].target, DQ)
+                    else:
+                        self.assertIs(gelu.args[0], linear)
 
     def test_cat_of_one_tensor_twice(self):
         """torch.cat([y, y]): one input edge (prepare_pt2e recursed without end before)."""
