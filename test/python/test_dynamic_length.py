@@ -143,6 +143,14 @@ class DynamicLengthTest(unittest.TestCase):
             self.assertEqual(bench.returncode, 0, bench.stdout + bench.stderr)
             self.assertIn("bench: zero-copy n/a (the staging views have the maximum length's "
                           "shapes)", bench.stdout)
+            # --check interprets the graph IR at its own (the maximum's) shapes only.
+            check = run(["run", blob, "--input", f"ids={folder}/ids_dyn7.npy", "--input",
+                         f"mask={folder}/mask_dyn7.npy", "--check", folder / "dyn.json",
+                         "--weights", folder / "dyn.safetensors", "--output-dir",
+                         folder / "check7"])
+            self.assertEqual(check.returncode, 2, check.stdout + check.stderr)
+            self.assertIn("--check runs the graph IR at its own shapes, the maximum length",
+                          check.stderr)
             self.assertEqual(program.validation_message_count, 0)
             with self.assertRaisesRegex(VkdError, r"input 0 'ids' has shape \[1,17\]: dim 1 is "
                                                   r"1\*T for the length T from 2 to 16"):

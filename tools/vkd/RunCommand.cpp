@@ -50,17 +50,18 @@ std::vector<std::pair<std::string, std::string>> check_files(const RunOptions& o
 
 // A blob compiled for a maximum sequence length runs at the length the input files give: the
 // inputs and outputs at that length (unchanged when an input is missing: match_inputs says so).
-void infos_at_files_length(Delegate& d, const std::vector<InputArg>& given,
+// Returns whether that is shorter than the maximum.
+bool infos_at_files_length(Delegate& d, const std::vector<InputArg>& given,
                            std::vector<TensorInfo>& inputs, std::vector<TensorInfo>& outputs) {
   const Delegate::LengthRange range = d.length_range();
-  if (range.max == 0) return;
+  if (range.max == 0) return false;
   std::vector<std::vector<int64_t>> sizes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string name = io_name(inputs[i], i, true);
     const auto it = std::find_if(given.begin(), given.end(), [&](const InputArg& in) {
       return in.name == name || in.name == "input" + std::to_string(i);
     });
-    if (it == given.end()) return;
+    if (it == given.end()) return false;
     sizes.push_back(it->array.shape);
   }
   int64_t length = 0;
@@ -72,6 +73,7 @@ void infos_at_files_length(Delegate& d, const std::vector<InputArg>& given,
   std::printf("length: %s = %lld (the model takes %lld to %lld)\n", range.name.c_str(),
               static_cast<long long>(length), static_cast<long long>(range.min),
               static_cast<long long>(range.max));
+  return length != range.max;
 }
 
 void print_run_header(const std::string& model_path, size_t blob_bytes, const Delegate& d,
@@ -339,7 +341,12 @@ int cmd_run(const std::vector<std::string>& args) {
   if (check) check_graph_is_the_models(*check, blob, opt.model_path, *delegate);
   std::vector<TensorInfo> input_list = input_infos(*delegate);
   std::vector<TensorInfo> output_list = output_infos(*delegate);
-  infos_at_files_length(*delegate, opt.inputs, input_list, output_list);
+  const bool shorter = infos_at_files_length(*delegate, opt.inputs, input_list, output_list);
+  if (shorter && check) {
+    throw CliError(2,
+                   "--check runs the graph IR at its own shapes, the maximum length: give "
+                   "inputs of that length to check this model");
+  }
   const std::vector<const InputArg*> matched =
       match_and_check_inputs(*delegate, input_list, opt.inputs, check);
   std::vector<OutputSlot> outputs = output_slots(output_list, opt.out_dir);
