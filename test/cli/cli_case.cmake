@@ -499,14 +499,15 @@ elseif(CASE STREQUAL "compile_partition_refused")
   expect_file_content("${WORK}/m.partition.json" "${SENTINEL}")
   expect_files("${WORK}" host_refused.json m.partition.json out)
   # What the host has references for is written and runs: a float layer_norm over two dims (the
-  # GPU's normalizes the last dim alone), mul.Tensor and softmax over channels, each a host step.
+  # GPU's normalizes the last dim alone) and softmax over channels, each a host step, with the
+  # float mul.Tensor between them on the GPU (float_mul).
   copy_to_work("${GRAPHS}/host_runs.json" "${FIXTURE}/part_pool_x.npy")
   vkd(compile host_runs.json --partition -o h.vkd)
   expect_exit(0)
-  expect_stdout("\nwrote h.partition.json \\(1 partition\\(s\\), 3 host node\\(s\\)\\)\n$")
+  expect_stdout("\nwrote h.partition.json \\(2 partition\\(s\\), 2 host node\\(s\\)\\)\n$")
   vkd(run h.partition.json --input x=part_pool_x.npy --output-dir out)
   expect_exit(0)
-  expect_stdout("\nstep 1  host  aten.layer_norm +xd -> n +CPU [^\n]+\nstep 2  host  aten.mul.Tensor +n, xd -> p +CPU [^\n]+\nstep 3  host  aten._softmax +p -> y +CPU ")
+  expect_stdout("\nstep 1  host  aten.layer_norm +xd -> n +CPU [^\n]+\nstep 2  GPU   h.p1.vkd +n, xd -> p +GPU [^\n]+\nstep 3  host  aten._softmax +p -> y +CPU ")
   expect_files("${OUT}" y.npy)
 
 elseif(CASE STREQUAL "run_partitioned")
@@ -530,7 +531,8 @@ elseif(CASE STREQUAL "run_partitioned")
   expect_stdout("\noutput y: float32 \\[1,4,3,5\\][^\n]* -> out/y.npy\n  min ")
   expect_stdout("\nstep 2 \\(GPU m.p1.vkd\\) profile \\(last run, 2 dispatch nodes\\):\n")
   expect_stdout("validation: no messages\n$")
-  # A host step that reads a constant: float add of a [1,4,1,1] weight, from --weights (the
+  # A host step that reads a constant: float add of a [1,1,4,1,1] weight (a rank-5 result, which
+  # no device tensor holds), from --weights (the
   # original graph's weights) by the tensor name the plan gives under "data" ("add.other").
   copy_to_work("${GRAPHS}/add_constant.json" "${FIXTURE}/weights.safetensors"
                "${FIXTURE}/host.safetensors" "${FIXTURE}/part_add_x.npy")
@@ -707,7 +709,7 @@ elseif(CASE STREQUAL "inspect_partitioned")
   vkd(inspect a.partition.json --weights weights.safetensors)
   expect_exit(0)
   expect_stdout("\n  step 1  host  aten.add.Tensor +xd, other -> s  \\(node 2 \\(aten.add.Tensor\\), reference interpreter\\)\n")
-  expect_stdout("\n  other: float32 \\[1,4,1,1\\]  \\(weights 'add.other' -> step 1\\)\n")
+  expect_stdout("\n  other: float32 \\[1,1,4,1,1\\]  \\(weights 'add.other' -> step 1\\)\n")
   vkd(inspect m.partition.json --dot m.dot)
   expect_exit(2)
   expect_stderr("^vkd inspect: --dot takes a .vkd model \\(draw each partition's blob\\)\nusage: vkd inspect ")
@@ -1251,8 +1253,8 @@ elseif(CASE STREQUAL "compile_missing_weight")
 
 elseif(CASE STREQUAL "compile_weight_dtype_mismatch")
   copy_to_work("${GRAPHS}/add_constant.json" "${FIXTURE}/weights.safetensors")
-  derive_file(add_constant.json int8.json "\"dtype\": \"float32\", \"shape\": [1, 4, 1, 1]"
-              "\"dtype\": \"int8\", \"shape\": [1, 4, 1, 1]")
+  derive_file(add_constant.json int8.json "\"dtype\": \"float32\", \"shape\": [1, 1, 4, 1, 1]"
+              "\"dtype\": \"int8\", \"shape\": [1, 1, 4, 1, 1]")
   vkd(compile int8.json --weights weights.safetensors -o m.vkd)
   expect_exit(2)
   expect_stderr("^vkd compile: int8.json: value 'other': field 'data': tensor 'add.other' has dtype F32, expected I8 \\(value dtype int8\\)\n$")

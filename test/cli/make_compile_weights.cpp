@@ -1,6 +1,6 @@
 // Writes OUTDIR/weights.safetensors (OUTDIR created if missing), the weights of the `vkd compile`
 // cases (test/cli/graphs/add_constant.json):
-//   add.other  F32 [1,4,1,1]  {0.5, -0.25, 1, 2}
+//   add.other  F32 [1,1,4,1,1]  {0.5, -0.25, 1, 2}  (a rank-5 add: a host step)
 // and OUTDIR/linear.safetensors + OUTDIR/lin_x.npy for test/cli/graphs/linear.json, and
 // OUTDIR/conv.safetensors + OUTDIR/conv_x.npy for test/cli/graphs/conv.json (head.safetensors +
 // head_x.npy for classifier_head.json, standalone_act.json and channel_shuffle.json): int8
@@ -230,7 +230,7 @@ std::vector<uint8_t> interpreted_y(const std::string& graph, const std::string& 
 void write_partition_fixture(const std::string& dir, const std::string& source_dir,
                              const std::vector<uint8_t>& other) {
   vkd::compiler::write_safetensors(dir + "/host.safetensors",
-                                   {{"other", "F32", {1, 4, 1, 1}, other}});
+                                   {{"other", "F32", {1, 1, 4, 1, 1}, other}});
   const auto sixteenths = [](std::vector<int64_t> shape, size_t n) {
     std::vector<float> v(n);
     for (size_t i = 0; i < n; ++i) {
@@ -248,7 +248,7 @@ void write_partition_fixture(const std::string& dir, const std::string& source_d
   vkd::cli::write_npy(dir + "/part_add_x.npy", add_x);
   vkd::cli::write_npy(
       dir + "/part_add_expected.npy",
-      f32_npy({1, 4, 4, 4}, interpreted_y(add_graph, dir + "/weights.safetensors", add_x)));
+      f32_npy({1, 1, 4, 4, 4}, interpreted_y(add_graph, dir + "/weights.safetensors", add_x)));
 }
 
 }  // namespace
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
     const std::vector<uint8_t> other = {0x00, 0x00, 0x00, 0x3f, 0x00, 0x00, 0x80, 0xbe,
                                         0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x40};
     vkd::compiler::write_safetensors(dir + "/weights.safetensors",
-                                     {{"add.other", "F32", {1, 4, 1, 1}, other}});
+                                     {{"add.other", "F32", {1, 1, 4, 1, 1}, other}});
     write_linear_fixture(dir);
     write_conv_fixture(dir);
     write_affine_fixture(dir);
