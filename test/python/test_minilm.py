@@ -39,6 +39,10 @@ class MiniLMTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             graph, weights, _ = m.export(self.tokenizer, self.bert, LENGTH, d)
             plan, report = m.compile_plan(self.vkd, graph, weights)
+            # Each layer's attention makes BERT's (1 - mask) * -10000 itself: no dispatch does.
+            self.assertEqual(report.count("mask made in the kernel from"), 6, report)
+            self.assertEqual(report.count("aten.mul.Scalar -> aten.view_copy -> aten.view_copy, "
+                                          "node"), 1, report)
             with load(plan, weights=weights) as program:
                 ids, _ = m.tokenize(self.tokenizer, m.SENTENCES[0], LENGTH)
                 self.assertEqual(str(ids.dtype), "torch.int64")  # what run_embeddings passes
