@@ -108,6 +108,13 @@ class DynamicLengthTest(unittest.TestCase):
                           "  inputs: ids dim 1 = 1*T, mask dim 1 = 1*T\n"
                           "  outputs: output dim 1 = 1*T\n", inspect.stdout)
 
+            # export() writes the same section (and the files) for the same model.
+            from vkdelegate.export import export
+            written = export(model, sample(MAX, 1), folder / "export", "enc", calibration,
+                             dynamic_shapes=dynamic)
+            self.assertIn('"dynamic": {"name": "T", "min": 2, "max": 16',
+                          Path(written["graph"]).read_text())
+
             from vkdelegate.runtime import VkdError, load
             program = load(blob, validation=True)
             self.addCleanup(program.close)

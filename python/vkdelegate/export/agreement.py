@@ -30,6 +30,9 @@ def model_agreement(quantized, sample, calibration, per_layer=False):
     with "per_layer" {"input", "layers"} when `per_layer`; `sample`: the sample input (a
     tuple of tensors), `calibration`: the calibration samples (read again)."""
     calibration = list(itertools.islice(iter(calibration), MAX_INPUTS - 1))
+    # A model with a dynamic length is calibrated at several lengths: the report compares its
+    # outputs over the inputs of the sample's shapes only (outputs of two lengths do not join).
+    calibration = [s for s in calibration if _shapes(as_args(s)) == _shapes(tuple(sample))]
     inputs = [tuple(sample)] + [as_args(s) for s in calibration]
     reference, quantized_outputs = [], []
     with torch.no_grad():
@@ -57,6 +60,10 @@ def _outputs(gm, args):
     """(names, numpy arrays) of what `gm` returns, named as the graph IR names its outputs."""
     leaves = named_leaves(gm(*args))
     return unique_names([n for n, _ in leaves]), [_numpy(v) for _, v in leaves]
+
+
+def _shapes(args):
+    return [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
 
 
 def _numpy(tensor):

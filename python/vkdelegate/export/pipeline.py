@@ -267,7 +267,7 @@ def calibration_summary(observed, graph, samples, observer, per_channel):
 
 def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
            observer="histogram", sample_input=None, vkd=None, force=False, log=None,
-           per_layer=False, input_names=None):
+           per_layer=False, input_names=None, dynamic_shapes=None):
     """Quantizes `model`, writes its graph IR, weights, calibration summary, sample input and
     accuracy report into `out_dir` as NAME.*, and compiles them with the `vkd` binary when
     given. `example_inputs`: a tuple of tensors, one per forward() argument (integer ones stay
@@ -282,14 +282,16 @@ def export(model, example_inputs, out_dir, name, calibration, per_channel=True,
     message, after the other files are written.
     A model torchao's quantize_() has quantized (Int8DynamicActivationInt8WeightConfig,
     Int8WeightOnlyConfig) is exported as it is: `calibration` (may be None), `per_channel`,
-    `observer` and `per_layer` are unused and no calibration or accuracy file is written."""
+    `observer` and `per_layer` are unused and no calibration or accuracy file is written.
+    `dynamic_shapes`: torch.export's, one sequence length with a maximum (quantize(),
+    to_graph_ir()): the graph IR has its "dynamic" section and the blob runs every length."""
     example_inputs = tuple(example_inputs)
     if input_names is None:
         input_names = inputs.input_names(model, len(example_inputs), "example_inputs")
     paths = output_paths(out_dir, name, vkd is not None, input_names)
     with outputs_checked(out_dir, paths, force):
         return _export(model, example_inputs, paths, name, calibration, per_channel, observer,
-                       sample_input, vkd, force, log, per_layer, input_names)
+                       sample_input, vkd, force, log, per_layer, input_names, dynamic_shapes)
 
 
 def is_torchao_quantized(model):
@@ -300,8 +302,11 @@ def is_torchao_quantized(model):
 
 
 def _export(model, example_inputs, paths, name, calibration, per_channel, observer,
-            sample_input, vkd, force, log, per_layer, input_names):
+            sample_input, vkd, force, log, per_layer, input_names, dynamic_shapes=None):
     if is_torchao_quantized(model):
+        if dynamic_shapes is not None:
+            raise ExportError("dynamic_shapes takes a model quantize() quantizes (not one "
+                              "torchao's quantize_() has) for now")
         return _export_torchao(model, example_inputs, paths, name, sample_input, vkd, force,
                                log, input_names)
     if not hasattr(calibration, "__len__"):
@@ -311,10 +316,12 @@ def _export(model, example_inputs, paths, name, calibration, per_channel, observ
         raise ExportError(f"sample_input has {len(sample)} tensor(s), the model takes "
                           f"{len(input_names)} ({', '.join(input_names)})")
     check_model_runs(model, example_inputs, input_names)
-    quantized = quantize(model, example_inputs, calibration, per_channel, observer, log)
+    quantized = quantize(model, example_inputs, calibration, per_channel, observer, log,
+                         dynamic_shapes=dynamic_shapes)
 
     t = perf_counter()
-    graph, tensors = to_graph_ir(quantized.converted, example_inputs, name)
+    graph, tensors = to_graph_ir(quantized.converted, example_inputs, name,
+                                 dynamic_shapes=dynamic_shapes)
     _log(log, "graph IR", t, f"{len(graph['nodes'])} nodes, {len(tensors)} tensors; "
          + describe_float_nodes(float_nodes(quantized.converted)))
 
