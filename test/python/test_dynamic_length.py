@@ -170,5 +170,46 @@ class DynamicLengthTest(unittest.TestCase):
                           "compiled for)", longer.stderr)
 
 
+class ScaledByLength(nn.Module):
+    """A float computed from the length (a scale of 1/sqrt(T)): no a * T + b can say it."""
+
+    def forward(self, x):
+        return x * (x.shape[1] ** -0.5)
+
+
+class DynamicShapesRefusedTest(unittest.TestCase):
+    """What the exporter cannot write as one graph for every length, each with its message
+    (no device needed)."""
+
+    def test_what_does_not_follow_the_length_is_refused_by_name(self):
+        from torch.export import Dim
+        from vkdelegate.export import ExportError, quantize, to_graph_ir
+        T = Dim("T", min=2, max=8)
+        x = torch.randn(1, 8, 4)
+        dynamic = {"x": {1: T}}
+        converted = quantize(ScaledByLength(), (x,), [(torch.randn(1, n, 4),) for n in (8, 3)],
+                             dynamic_shapes=dynamic).converted
+        with self.assertRaisesRegex(ExportError, r"node 0 \(aten\.mul\.Scalar\) arg 'other' "
+                                                 r"changes with the length T \(0\.3535\d+ at 8, "
+                                                 r"0\.3779\d+ at 7\); export at a fixed length"):
+            to_graph_ir(converted, (x,), dynamic_shapes=dynamic)
+
+    def test_dynamic_shapes_the_exporter_does_not_take(self):
+        from torch.export import Dim
+        from vkdelegate.export import ExportError, to_graph_ir
+        model = Encoder().eval()
+        gm = torch.export.export(model, sample(MAX, 1), dynamic_shapes={
+            "ids": {1: Dim("T", max=MAX)}, "mask": {1: Dim("T", max=MAX)}}).module()
+        two = {"ids": {1: Dim("T", max=MAX)}, "mask": {1: Dim("S", max=MAX)}}
+        with self.assertRaisesRegex(ExportError, "two dynamic dims \\('T' and 'S'\\); one "
+                                                 "length \\(a sequence length\\) is supported"):
+            to_graph_ir(gm, sample(MAX, 1), dynamic_shapes=two)
+        with self.assertRaisesRegex(ExportError, "needs a maximum"):
+            to_graph_ir(gm, sample(MAX, 1), dynamic_shapes={"ids": {1: Dim("T")}})
+        with self.assertRaisesRegex(ExportError, "dynamic_shapes names \\['tokens'\\], which "
+                                                 "the model does not take"):
+            to_graph_ir(gm, sample(MAX, 1), dynamic_shapes={"tokens": {1: Dim("T", max=4)}})
+
+
 if __name__ == "__main__":
     unittest.main()
