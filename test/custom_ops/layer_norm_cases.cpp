@@ -17,7 +17,8 @@
 // ACCU graph runs layer_norm then q8ta_quantize on the same input beside them, and their int8
 // output must equal, bit for bit, both that q8ta_quantize's words and the host's float32
 // quantization of that layer_norm's output (quantize_f32), and layer_norm_dual's float32 output
-// must equal that layer_norm's bit for bit.
+// must equal that layer_norm's bit for bit. PERF times layer_norm_dual beside that unfused form
+// writing the same two outputs (case names with "unfused_").
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -78,13 +79,16 @@ struct LayerNormForm {
 // An int8 output in `layout`, the input's float32 one: what the unfused form writes too.
 LayerNormForm int8_form(MemoryLayout layout) { return {layout, std::nullopt, layout}; }
 
+// What a case's graph runs for a float input's quantized output: the fused op; the fused op and
+// beside it the unfused form (layer_norm, q8ta_quantize) to compare with (ACCU); or, for the
+// dual form, only the unfused form writing both outputs (the PERF baseline of layer_norm_dual).
+enum class Build { Fused, FusedAndUnfused, UnfusedOnly };
+
 class LayerNormCase : public CaseInstance {
  public:
-  // `unfused`: the graph also runs the unfused form (layer_norm, q8ta_quantize) of a float
-  // input's quantized output, to compare with (ACCU, not PERF).
   LayerNormCase(std::vector<int64_t> sizes, LayerNormForm form, ops::QuantParams in_q, double eps,
-                bool unfused)
-      : sizes_(std::move(sizes)), form_(form), in_q_(in_q), eps_(eps), unfused_(unfused) {}
+                Build build)
+      : sizes_(std::move(sizes)), form_(form), in_q_(in_q), eps_(eps), build_(build) {}
 
   void build(graph::ComputeGraph& g) override {
     const DType in_dtype = form_.float_input() ? DType::Float32 : DType::Int8x4;
@@ -110,7 +114,11 @@ class LayerNormCase : public CaseInstance {
     weight_ = p.weight;
     bias_ = p.bias;
     g.add_input(in_);
-    if (form_.out_float && form_.out_int8) {
+    if (build_ == Build::UnfusedOnly) {
+      p.output.reset();
+      ops::add_q8ta_layer_norm_node(g, in_, out_, p);
+      ops::add_q8ta_quantize_node(g, out_, out_q_, kOutput);
+    } else if (form_.out_float && form_.out_int8) {
       ops::add_layer_norm_dual_node(g, in_, out_, out_q_, p);
     } else {
       ops::add_q8ta_layer_norm_node(g, in_, form_.out_int8 ? out_q_ : out_, p);
@@ -118,7 +126,7 @@ class LayerNormCase : public CaseInstance {
     for (graph::ValueRef v : {out_, out_q_}) {
       if (v >= 0) g.add_output(v);
     }
-    if (!unfused_ || !form_.float_input() || !form_.out_int8) return;
+    if (build_ != Build::FusedAndUnfused || !form_.float_input() || !form_.out_int8) return;
     // The unfused form: layer_norm into a float buffer, then q8ta_quantize.
     twin_ = g.add_tensor({sizes_, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
                          "unfused_y");
@@ -215,16 +223,18 @@ class LayerNormCase : public CaseInstance {
   LayerNormForm form_;
   ops::QuantParams in_q_;
   double eps_;
-  bool unfused_;
+  Build build_;
   graph::ValueRef in_ = -1, out_ = -1, out_q_ = -1, twin_ = -1, twin_q_ = -1;
   std::vector<int8_t> q_;
   std::vector<float> xf_, weight_, bias_;
 };
 
 // `fallback`: ACCU runs it again without subgroup arithmetic (the tree reduction variant).
+// `unfused`: a PERF case of the dual form's unfused baseline (layer_norm, q8ta_quantize).
 void add_layer_norm_case(Registry& registry, const std::string& prefix,
                          const std::vector<int64_t>& sizes, LayerNormForm form,
-                         ops::QuantParams in_q, double eps, bool fallback = false) {
+                         ops::QuantParams in_q, double eps, bool fallback = false,
+                         bool unfused = false) {
   const std::string shape = shape_string(sizes);
   const std::string in = form.float_input() ? "float_" + std::string(to_string(form.in_layout))
                                             : std::string(to_string(form.in_layout));
@@ -234,13 +244,15 @@ void add_layer_norm_case(Registry& registry, const std::string& prefix,
     out += std::string(out.empty() ? "" : "+") + "int8" +
            (form.float_input() ? "_" + std::string(to_string(*form.out_int8)) : "");
   }
-  const std::string op = form.op();
+  if (unfused) out = "unfused_" + out;
+  const std::string op = unfused ? "layer_norm+q8ta_quantize" : form.op();
+  const Build build =
+      unfused ? Build::UnfusedOnly : (prefix.empty() ? Build::FusedAndUnfused : Build::Fused);
   char eps_text[32];
   std::snprintf(eps_text, sizeof(eps_text), "%g", eps);
-  registry.add(
-      {prefix + "q8ta_layer_norm/" + in + "/" + out + "/" + shape + "/eps" + eps_text, op, shape,
-       in + " -> " + out, prefix.empty(), !prefix.empty(), fallback, Metric::GBps,
-       [=] { return std::make_unique<LayerNormCase>(sizes, form, in_q, eps, prefix.empty()); }});
+  registry.add({prefix + "q8ta_layer_norm/" + in + "/" + out + "/" + shape + "/eps" + eps_text, op,
+                shape, in + " -> " + out, prefix.empty(), !prefix.empty(), fallback, Metric::GBps,
+                [=] { return std::make_unique<LayerNormCase>(sizes, form, in_q, eps, build); }});
 }
 
 }  // namespace
@@ -298,6 +310,9 @@ void register_layer_norm_cases(Registry& registry) {
         {MemoryLayout::WidthPacked, MemoryLayout::WidthPacked, MemoryLayout::PackedInt8_4H4W}};
     for (const LayerNormForm& form : forms) {
       add_layer_norm_case(registry, "perf/", sizes, form, kInputs[0], 1e-12);
+      if (form.op() == "layer_norm_dual") {
+        add_layer_norm_case(registry, "perf/", sizes, form, kInputs[0], 1e-12, false, true);
+      }
     }
   }
 }
