@@ -195,6 +195,9 @@ class TransformerBlocksTest(unittest.TestCase):
             (True, {"key_padding_mask": padding, "average_attn_weights": False}),
             (False, {}), (False, {"key_padding_mask": padding, "need_weights": False}),
         ]
+        causal = torch.full((6, 6), float("-inf")).triu(1)  # is_causal: PyTorch's hint
+        cases += [(True, {"attn_mask": causal, "is_causal": True, "need_weights": False}),
+                  (True, {"attn_mask": causal, "is_causal": True})]
         for batch_first, call in cases:
             with self.subTest(batch_first=batch_first, call=sorted(call)):
                 torch.manual_seed(6)
@@ -203,6 +206,8 @@ class TransformerBlocksTest(unittest.TestCase):
                     module.in_proj_bias.uniform_(-0.5, 0.5)
                 copied = attention_as_sdpa(attention_as_one_op(copy.deepcopy(module)))
                 x, y = (q, kv) if batch_first else (q.transpose(0, 1), kv.transpose(0, 1))
+                if "is_causal" in call:  # self-attention: a square causal mask
+                    y = x
                 with torch.no_grad():
                     want = module(x, y, y, **call)
                     got = copied(x, y, y, **call)

@@ -17,7 +17,8 @@ validation layer (no message), the host steps with PyTorch's ops between them
 (convert_pt2e) on the device's own inputs of each layer: every int8 tensor within 1 LSB, and
 only at a rounding tie, both attention outputs among them; the encoder's output within one
 step of its quantization (post-norm: the last layer norm's int8) or float32 rounding (pre-norm:
-the float residual stream).
+the float residual stream). A batch-first post-norm encoder called with a causal mask and
+is_causal=True runs its attention as q8ta_attention's causal flag, as exact.
 """
 import json
 import os
@@ -42,6 +43,20 @@ def encoder(batch_first, norm_first):
             if name.startswith("norm") or name.endswith("bias"):
                 p.uniform_(0.5, 1.5) if name.endswith("weight") else p.uniform_(-0.3, 0.3)
     return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
+
+
+class CausalEncoder(nn.Module):
+    """The encoder with a causal mask and is_causal: SDPA's is_causal, the kernel's flag."""
+
+    def __init__(self, batch_first, norm_first):
+        super().__init__()
+        self.encoder = encoder(batch_first, norm_first)
+        # causal, finite (the exporter refuses an infinite buffer); with is_causal PyTorch
+        # takes it as the hint and attends causally without reading it
+        self.register_buffer("mask", torch.full((TOKENS, TOKENS), -1e4).triu(1))
+
+    def forward(self, x):
+        return self.encoder(x, mask=self.mask, is_causal=True)
 
 
 def shape(batch_first):
@@ -72,11 +87,12 @@ def compile_and_run(converted, x, folder):
 
 
 class TransformerEncoderTest(unittest.TestCase):
-    def check(self, batch_first, norm_first):
+    def check(self, batch_first, norm_first, causal=False):
         from vkdelegate import per_layer
         from vkdelegate.export import quantize
         from vkdelegate.export.walk import ir_value_names
-        model = encoder(batch_first, norm_first)
+        model = CausalEncoder(batch_first, norm_first).eval() if causal else \
+            encoder(batch_first, norm_first)
         g = torch.Generator().manual_seed(2)
         x = torch.randn(shape(batch_first), generator=g)
         calibration = [torch.randn(shape(batch_first), generator=g) for _ in range(3)]
@@ -84,7 +100,8 @@ class TransformerEncoderTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             report, plan, graph, written = compile_and_run(converted, x, d)
 
-        fused = re.findall(r"into q8ta_attention '([^']+)' \(4 heads of 8, no mask\)", report)
+        mask = "causal" if causal else "no mask"
+        fused = re.findall(rf"into q8ta_attention '([^']+)' \(4 heads of 8, {mask}\)", report)
         self.assertEqual(len(fused), 2, report)  # one per layer
         host = [s["host"] for s in plan["steps"] if "host" in s]
         self.assertEqual(host, [] if batch_first else ["aten.view_copy"] * 2, plan)
@@ -123,6 +140,9 @@ class TransformerEncoderTest(unittest.TestCase):
 
     def test_sequence_first_pre_norm(self):
         self.check(False, True)
+
+    def test_causal(self):
+        self.check(True, False, causal=True)
 
     def setUp(self):
         if not os.environ.get("VKD"):

@@ -91,8 +91,11 @@ def _sdpa_forward(fallback):
         causal = is_causal and key_padding_mask is None and not need_weights
         mask = None if causal else _additive_mask(attn_mask, key_padding_mask, b, heads,
                                                   length, source)
+        # Only the arguments given (an attn_mask of None beside is_causal would reach the
+        # graph IR as an argument SDPA's descriptor does not take).
+        extra = {"is_causal": True} if causal else {} if mask is None else {"attn_mask": mask}
         a = F.scaled_dot_product_attention(split(q, length), split(k, source), split(v, source),
-                                           attn_mask=mask, is_causal=causal)
+                                           **extra)
         out = self.out_proj(a.transpose(1, 2).reshape(b, length, c))
         if not self.batch_first:
             # A batch of one: [1, T, C] and [T, 1, C] hold the same bytes, and a float view is

@@ -633,6 +633,15 @@ def generic(w, node, out=None):
     return _split(w, pairs, out, op)
 
 
+@handles("aten.scaled_dot_product_attention.default")
+def scaled_dot_product_attention(w, node):
+    """The generic node without an attn_mask of None: torch.export writes one positionally
+    where is_causal follows it, and the graph IR leaves a missing optional input out."""
+    op, pairs = _schema_pairs(node)
+    pairs = [(name, v) for name, v in pairs if not (name == "attn_mask" and v is None)]
+    return _split(w, pairs, w.out(), op)
+
+
 @handles("torchao.choose_qparams_affine.default")
 def choose_qparams_affine(w, node):
     """The generic node, its zero point declared int32: the graph IR keeps a zero point as int32
