@@ -12,6 +12,12 @@
 // Sweep on an H100 (M1, GB/s of weights over independent copies, 2048^2 / 4096^2 / 4096 x
 // 11008; copy peak 2840): WG 64 NG 2 tree 1205 / 1732 / 1703; WG 256 NG 2 subgroup 646 / 1321 /
 // 1299; WG 256 NG 1 subgroup 1059 / 1959 / 1987; WG 128 NG 2 subgroup (this) 1573 / 2284 / 2381.
+// SG_REDUCE 2 (a short K, where the reduction above costs more than the products: a 1 x 512 ->
+// 9059 classifier head is one K block per invocation): each subgroup computes its own NG
+// channel groups over the whole K, its lanes walking K with the subgroup's stride, and reduces
+// with subgroupAdd alone (no shared memory, no barrier); a workgroup covers NG x its subgroups
+// groups, 4x the channels with 32-wide subgroups (runtime/ops/ConvPlan.cpp:
+// gemv_per_subgroup says where; subgroups of at least 4 NG lanes).
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
 // of GELU erf / tanh) x
@@ -32,8 +38,10 @@ layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;
 
 #include "linear_common.glslh"
 
+#if SG_REDUCE != 2
 // [invocation][g * 4 + row]: 4 channels of one row.
 shared ivec4 partial[WG][NG * 4];
+#endif
 
 // acc[g * 4 + row] += the 4 channels' dot products of input row `row` (one K word each).
 void accumulate(inout ivec4 acc[NG * 4], int g, ivec4 x, ivec4 w) {
@@ -42,6 +50,42 @@ void accumulate(inout ivec4 acc[NG * 4], int g, ivec4 x, ivec4 w) {
   }
 }
 
+#if SG_REDUCE == 2
+void main() {
+  const int lane = int(gl_SubgroupInvocationID), lanes = int(gl_SubgroupSize);
+  const int rb = int(gl_WorkGroupID.y);
+  const int n4_0 = (int(gl_WorkGroupID.x) * int(gl_NumSubgroups) + int(gl_SubgroupID)) * NG;
+  if (n4_0 >= p.n4) return;  // a whole subgroup past N (no barrier follows)
+
+  ivec4 acc[NG * 4];
+  [[unroll]] for (int i = 0; i < NG * 4; ++i) acc[i] = ivec4(0);
+  int g4s[NG];
+  [[unroll]] for (int g = 0; g < NG; ++g) g4s[g] = min(n4_0 + g, p.n4 - 1);
+  int k = lane;
+  for (; k + (UNROLL - 1) * lanes < p.k4; k += UNROLL * lanes) {
+    ivec4 x[UNROLL], w[UNROLL][NG];
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) {
+      x[u] = in_blocks[rb * p.k4 + k + u * lanes];
+      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[weight_block_channel_major(g4s[g], k + u * lanes, p.k4)];
+    }
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) {
+      [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x[u], w[u][g]);
+    }
+  }
+  for (; k < p.k4; k += lanes) {
+    const ivec4 x = in_blocks[rb * p.k4 + k];
+    [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[weight_block_channel_major(g4s[g], k, p.k4)]);
+  }
+  // Every lane gets the sums; lane g * 4 + row stores channel group g of that row.
+  ivec4 mine = ivec4(0);
+  [[unroll]] for (int i = 0; i < NG * 4; ++i) {
+    const ivec4 total = subgroupAdd(acc[i]);
+    if (i == lane) mine = total;
+  }
+  const int g4 = n4_0 + lane / 4;
+  if (lane < NG * 4 && g4 < p.n4) store_output(mine, rb * 4 + lane % 4, g4);
+}
+#else
 void main() {
   const int t = int(gl_LocalInvocationID.x);
   const int rb = int(gl_WorkGroupID.y);
@@ -95,3 +139,4 @@ void main() {
   if (g4 >= p.n4) return;
   store_output(partial[0][t], rb * 4 + row_lane, g4);
 }
+#endif

@@ -103,6 +103,24 @@ int64_t split_k_slices(const ConvTuning& t, int64_t tiles, int64_t stages, int32
   return div_up(stages, div_up(stages, wanted));
 }
 
+// The GEMV kernel's WG and NG (shaders/q8ta_linear_gemv.glsl).
+constexpr int64_t kGemvInvocations = 128, kGemvGroups = 2;
+// Up to this many K words (K <= 1024), the GEMV gives each subgroup its own channel groups
+// (SG_REDUCE 2) instead of reducing every K across the workgroup: at a short K the workgroup
+// reduction (subgroupAdd of 8 words, shared memory, a barrier) outweighs the products (the
+// 1 x 512 -> 9059 head: one K word per invocation, 1133 workgroups of 8 channels; per subgroup,
+// 284 workgroups of 32, 4 K words per lane). The bound is a first guess, to be swept on the
+// H200 (a longer K keeps the measured workgroup form).
+constexpr int64_t kGemvPerSubgroupMaxK4 = 256;
+
+// Whether the GEMV runs SG_REDUCE 2 on `profile` for K4 = `k4`: subgroup arithmetic, a
+// subgroup of at least 4 NG lanes dividing the workgroup, a short K.
+bool gemv_per_subgroup(const vk::DeviceProfile& profile, int64_t k4) {
+  const int64_t sg = profile.subgroup_size;
+  return profile.subgroup_arithmetic && sg >= 4 * kGemvGroups && sg <= kGemvInvocations &&
+         kGemvInvocations % sg == 0 && k4 <= kGemvPerSubgroupMaxK4;
+}
+
 }  // namespace
 
 // GEMM and cooperative matrix: 128 rows x 128 channels per workgroup of 256 invocations
@@ -204,11 +222,16 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
     k.plan.group_count = {static_cast<uint32_t>(wide_n4_tiles), static_cast<uint32_t>(row_tiles),
                           static_cast<uint32_t>(slices)};
   } else {
-    // 128 invocations, 2 channel groups (shaders/q8ta_linear_gemv.glsl has the sweep).
-    k.kernel = shaders::variants::q8ta_linear_gemv[out][dot][profile.subgroup_arithmetic ? 1 : 0];
-    k.plan.local_size = {128, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, 2)), static_cast<uint32_t>(row_blocks),
-                          1};
+    // 128 invocations, 2 channel groups (shaders/q8ta_linear_gemv.glsl has the sweep); with a
+    // short K, 2 channel groups per subgroup (SG_REDUCE 2).
+    const bool per_subgroup = gemv_per_subgroup(profile, k4);
+    const int reduce = per_subgroup ? 2 : profile.subgroup_arithmetic ? 1 : 0;
+    const int64_t groups_per_workgroup =
+        per_subgroup ? kGemvGroups * (kGemvInvocations / profile.subgroup_size) : kGemvGroups;
+    k.kernel = shaders::variants::q8ta_linear_gemv[out][dot][reduce];
+    k.plan.local_size = {uint32_t(kGemvInvocations), 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, groups_per_workgroup)),
+                          static_cast<uint32_t>(row_blocks), 1};
   }
   return k;
 }

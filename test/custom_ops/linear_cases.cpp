@@ -477,6 +477,11 @@ const AccuShape kAccuShapes[] = {
     {{17}, 3},
 };
 
+// GEMV on both sides of the per-subgroup form's K bound (K <= 1024: SG_REDUCE 2, ConvPlan.cpp),
+// the wide classifier head among them.
+const AccuShape kGemvShapes[] = {
+    {{1, 512}, 9059}, {{3, 1024}, 21}, {{1, 1028}, 37}, {{4, 2051}, 9}};
+
 // Cooperative-matrix only: hundreds of 128 x 128 tiles (several waves on a large GPU) with
 // partial tiles in every dimension and K not a multiple of a 64-K stage.
 const AccuShape kCoopMatWideShapes[] = {{{1029, 37}, 6657}, {{2, 515, 70}, 6660}};
@@ -728,6 +733,11 @@ void register_linear_cases(Registry& registry) {
     for (bool int8_out : {true, false}) {
       for (ops::LinearRoute route : routes)
         add_accu_case(registry, shape, route, int8_out, index++);
+    }
+  }
+  for (const AccuShape& shape : kGemvShapes) {
+    for (bool int8_out : {true, false}) {
+      add_accu_case(registry, shape, ops::LinearRoute::Gemv, int8_out, index++);
     }
   }
   for (const AccuShape& shape : kCoopMatWideShapes) {
