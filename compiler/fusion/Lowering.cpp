@@ -33,4 +33,14 @@ Args qparam_args(const QuantInfo& q) {
           {"quant_max", q.quant_max}};
 }
 
+std::string int8x4_constant(Graph& g, const std::string& name) {
+  Value v = g.value(name);
+  v.name = g.unique_name(name + "_int8x4");
+  v.dtype = DType::Int8x4;
+  v.weights_name.clear();
+  const std::string copy = v.name;
+  g.add_value(std::move(v));
+  return copy;
+}
+
 }  // namespace vkd::compiler::fusion

@@ -26,4 +26,9 @@ std::string rewrite_unary(FuseState& state, Node& n, int where, const std::strin
 // A per-tensor quantization as the scale / zero_point / quant_min / quant_max arguments.
 Args qparam_args(const QuantInfo& q);
 
+// An int8x4 copy of int8 constant `name` (one byte per element, NCHW: the blob's int8x4
+// constant form, packed into the activation's layout when loaded): what a kernel reads a
+// constant operand from (constant_operand, Match.h); returns the copy's name.
+std::string int8x4_constant(Graph& g, const std::string& name);
+
 }  // namespace vkd::compiler::fusion

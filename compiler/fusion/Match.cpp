@@ -128,6 +128,21 @@ std::string read_qparams(const Node& n, QuantInfo& q) {
   return "";
 }
 
+std::string constant_operand(const Graph& g, int p) {
+  const Node& dq = g.nodes[p];
+  if (dq.inputs.empty() || dq.inputs[0].empty()) return "";
+  const Value& c = g.value(dq.inputs[0]);
+  QuantInfo q;
+  const bool int8 = c.is_constant() && c.dtype == DType::Int8 && read_qparams(dq, q).empty();
+  return int8 ? c.name : "";
+}
+
+std::string check_operand_dq(const Graph& g, int p, bool constant, QuantInfo& q) {
+  if (!constant) return check_activation_dq(g, g.nodes[p], p, q);
+  const std::string why = read_qparams(g.nodes[p], q);
+  return why.empty() ? "" : "dq (node " + std::to_string(p) + "): " + why;
+}
+
 std::string check_activation_dq(const Graph& g, const Node& n, int at, QuantInfo& q) {
   if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.size() != 1) return "malformed dq";
   const Value& in = g.value(n.inputs[0]);

@@ -45,6 +45,13 @@ std::string read_qparams(const Node& n, QuantInfo& q);
 // "" when `n` (a dequantize_per_tensor, node `at` in messages) turns an int8 activation into
 // float32 (fills `q`).
 std::string check_activation_dq(const Graph& g, const Node& n, int at, QuantInfo& q);
+// The int8 constant dq node `p` dequantizes per tensor (position embeddings, a class token),
+// or "" when it dequantizes none: an operand a kernel reads like an activation, packed into the
+// activation's layout when the blob is loaded (int8x4_constant, Lowering.h).
+std::string constant_operand(const Graph& g, int p);
+// check_activation_dq of dq node `p`, or its qparams alone when it dequantizes an int8
+// constant (`constant`: constant_operand is not "").
+std::string check_operand_dq(const Graph& g, int p, bool constant, QuantInfo& q);
 // "" when `n` (a quantize_per_tensor, node `at` in messages) turns float32 into int8.
 std::string check_q(const Graph& g, const Node& n, int at, QuantInfo& q);
 // "" when dequantizing with `in` and quantizing with `out` gives back every int8 value (the

@@ -11,6 +11,7 @@
 
 #include "compiler/fusion/CopiesBytes.h"
 #include "compiler/fusion/EdgeOpNames.h"
+#include "compiler/fusion/Lowering.h"
 #include "compiler/fusion/Patterns.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/reference/QuantChain.h"
@@ -150,9 +151,11 @@ std::string check_tail(const Graph& g, const std::string& y, const Tail& tail) {
   return "";
 }
 
-// The dequantized inputs of cat `n`: each a dq of an int8 activation read only by the cat.
+// The dequantized inputs of cat `n`: each a dq of an int8 activation, or of an int8 constant
+// (a ViT's class token: constant_operand), read only by the cat; one activation at least.
 std::string check_cat_inputs(const Graph& g, const Node& n, std::vector<int>& dqs,
                              std::vector<QuantInfo>& qs) {
+  bool activation = false;
   for (const std::string& x : n.inputs) {
     const int p = g.producer(x);
     if (!node_is(g, p, kDq)) {
@@ -162,31 +165,36 @@ std::string check_cat_inputs(const Graph& g, const Node& n, std::vector<int>& dq
                                          : "a graph input") +
              ")";
     }
+    const bool constant = !constant_operand(g, p).empty();
+    activation = activation || !constant;
     QuantInfo q;
-    std::string why = check_activation_dq(g, g.nodes[p], p, q);
+    std::string why = check_operand_dq(g, p, constant, q);
     if (why.empty()) why = single_use(g, x);
     if (!why.empty()) return why;
     dqs.push_back(p);
     qs.push_back(q);
   }
-  return "";
+  return activation ? "" : "every input is a constant";
 }
 
-// The backend node of a cat match: inputs the int8 values the dqs read.
+// The backend node of a cat match: inputs the int8 values the dqs read (an int8x4 copy of a
+// constant, as q8ta_add reads one).
 Node cat_node(FuseState& state, int anchor, const std::vector<int>& dqs,
               const std::vector<QuantInfo>& qs, const Tail& tail) {
-  const Graph& g = state.graph;
-  const Node& n = g.nodes[anchor];
+  Graph& g = state.graph;
   Node out;
   out.op = "q8ta_cat";
   std::vector<double> scales;
   std::vector<int64_t> zero_points;
   for (size_t k = 0; k < dqs.size(); ++k) {
-    out.inputs.push_back(g.nodes[dqs[k]].inputs[0]);
+    const std::string constant = constant_operand(g, dqs[k]);
+    out.inputs.push_back(constant.empty() ? g.nodes[dqs[k]].inputs[0]
+                                          : int8x4_constant(g, constant));
     scales.push_back(qs[k].scale);
     zero_points.push_back(qs[k].zero_point);
-    state.consume_quant(out.inputs.back(), dqs[k], qs[k]);
+    if (constant.empty()) state.consume_quant(out.inputs.back(), dqs[k], qs[k]);
   }
+  const Node& n = g.nodes[anchor];
   const size_t rank = g.value(n.outputs[0]).shape.size();
   const int64_t dim = arg_int(n, "dim");
   out.args["dim"] = dim < 0 ? dim + static_cast<int64_t>(rank) : dim;

@@ -439,25 +439,6 @@ std::string not_dequantized(const Graph& g, const std::string& other, int produc
   return quoted(other) + " is not dequantized (" + from + ")";
 }
 
-// The int8 constant dq node `p` dequantizes per tensor (position embeddings), or "" when it
-// dequantizes none: an operand the kernel reads like an activation, packed into the other
-// operand's layout when the blob is loaded.
-std::string constant_operand(const Graph& g, int p) {
-  const Node& dq = g.nodes[p];
-  if (dq.inputs.empty() || dq.inputs[0].empty()) return "";
-  const Value& c = g.value(dq.inputs[0]);
-  QuantInfo q;
-  const bool int8 = c.is_constant() && c.dtype == DType::Int8 && read_qparams(dq, q).empty();
-  return int8 ? c.name : "";
-}
-
-// check_activation_dq, or the same of an int8 constant (constant_operand) when `constant`.
-std::string check_operand_dq(const Graph& g, int p, bool constant, QuantInfo& q) {
-  if (!constant) return check_activation_dq(g, g.nodes[p], p, q);
-  const std::string why = read_qparams(g.nodes[p], q);
-  return why.empty() ? "" : "dq (node " + std::to_string(p) + "): " + why;
-}
-
 // "" when add / mul `n` (operands dequantized by nodes `pa`, `pb`) and its `tail` fit the
 // backend op, filling the operands' qparams; checked in the order the reasons are reported.
 // One operand may be an int8 constant of the other's shape (constant_operand).
@@ -491,18 +472,6 @@ std::string check_binary(const Graph& g, const Node& n, const BinaryKind& kind, 
     return describe_consumers(g, n.outputs[0]) + " (" + backend + " has no float-output variant)";
   }
   return tail.kind == Tail::Half ? tail.why : "";
-}
-
-// An int8x4 copy of int8 constant `name` (one byte per element, NCHW: the blob's int8x4
-// constant form, packed into its layout when loaded).
-std::string int8x4_constant(Graph& g, const std::string& name) {
-  Value v = g.value(name);
-  v.name = g.unique_name(name + "_int8x4");
-  v.dtype = DType::Int8x4;
-  v.weights_name.clear();
-  const std::string copy = v.name;
-  g.add_value(std::move(v));
-  return copy;
 }
 
 Node build_binary(FuseState& state, const std::string& backend, int i, int pa, int pb,

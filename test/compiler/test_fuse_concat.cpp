@@ -59,6 +59,55 @@ TEST(Fuse, CatBecomesQ8taCat) {
   expect_valid(b.g);
 }
 
+// A ViT's class token: dq(int8 constant [1, 1, 6]), dq(tokens [1, 4, 6]) -> cat (dim 1) -> q
+// reads the constant as an int8x4 copy (as q8ta_add reads one) with its own quantization; a cat
+// of constants alone is not fused.
+TEST(Fuse, CatWithAConstantInputBecomesQ8taCat) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 4, 6});
+  std::vector<uint8_t> token(6);
+  for (size_t i = 0; i < token.size(); ++i) token[i] = static_cast<uint8_t>(i * 40);
+  b.constant("cls", DType::Int8, {1, 1, 6}, token);
+  b.dq("cls", "c", 0.1, -3);
+  b.dq("xq", "x", 0.1, -3);
+  b.value("y", DType::Float32, {1, 5, 6});
+  b.node("aten.cat", {"c", "x"}, {{"dim", int64_t{1}}}, {"y"});
+  b.q("y", "yq", 0.1, -3);
+  b.output("yq");
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_cat"})) << all_lines(r);
+  const Node& n = b.g.nodes[0];
+  ASSERT_EQ(n.inputs.size(), 2u);
+  EXPECT_EQ(n.inputs[1], "xq");
+  const Value& cls = b.g.value(n.inputs[0]);
+  EXPECT_EQ(cls.dtype, DType::Int8x4);
+  EXPECT_EQ(cls.shape, (std::vector<int64_t>{1, 1, 6}));
+  ASSERT_TRUE(cls.data.has_value());
+  EXPECT_EQ(*cls.data, token);
+  EXPECT_EQ(arg_l(n, "input_zero_points"), (std::vector<int64_t>{-3, -3}));
+  EXPECT_TRUE(has_line(r,
+                       "fused dq, dq -> aten.cat -> q (node 0..3) into q8ta_cat 'yq' "
+                       "(2 inputs along dim 1)"))
+      << all_lines(r);
+  expect_valid(b.g);
+
+  Builder only;
+  only.constant("a", DType::Int8, {1, 1, 6}, token);
+  only.constant("b", DType::Int8, {1, 1, 6}, token);
+  only.dq("a", "af", 0.1, -3);
+  only.dq("b", "bf", 0.1, -3);
+  only.value("y", DType::Float32, {1, 2, 6});
+  only.node("aten.cat", {"af", "bf"}, {{"dim", int64_t{1}}}, {"y"});
+  only.q("y", "yq", 0.1, -3);
+  only.output("yq");
+  const PassReport none = fuse_and_lower(only.g);
+  EXPECT_EQ(count_op(only.g, "q8ta_cat"), 0) << all_lines(none);
+  EXPECT_TRUE(has_line(none,
+                       "not fused: dq, dq -> aten.cat -> q (node 0..3) as q8ta_cat: every input "
+                       "is a constant"))
+      << all_lines(none);
+}
+
 TEST(Fuse, CatThatCannotFuseSaysWhy) {
   {  // an input that is no dequantized activation
     Builder b = cat_graph();
