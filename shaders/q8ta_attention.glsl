@@ -18,6 +18,9 @@
 //   q_out = clamp(roundEven(y * inv_s_out) + zp_out, -128, 127)   (the project's rounding)
 // exp and the summation order are the device's: the int8 result agrees with an exact
 // computation within one step where y * inv_s_out lies next to a rounding boundary.
+// Q, K and V may be column ranges of wider tensors (AttentionColumns in runtime/ops/Attention.h:
+// the three of one [B, T, 3 H*D] tensor a merged linear writes): each is read with its own row
+// width (q_w4, kv_w4 words) from its first word (q_w0, k_w0, v_w0); the output is H*D wide (w4).
 // FLOAT_IO = 1 (the float op `attention`): float32 Q, K, V and output in width-packed buffers
 // [B, T, H*D], D at most 64; s = (q . k in float32) * scale + mask, the same softmax,
 // y = sum_j p * v / sum_j p. Its tiles hold one row per vec4 "chunk" (CHUNK_ROWS = 1) where the
@@ -80,7 +83,7 @@ layout(set = 0, binding = 4) readonly buffer Mask { float mask[]; };
 
 layout(push_constant) uniform Params {
   int tq, tk;          // query rows, key rows
-  int w4;              // words of a row: H * D / 4
+  int w4;              // words of an output row: H * D / 4
   int d4;              // words of one head's row: D / 4
   int mask_rows;       // 1 (one mask row for every query) or tq
   int mask_batches;    // 1 (one mask for every batch) or B
@@ -91,6 +94,8 @@ layout(push_constant) uniform Params {
   int causal;          // 1: key j > query row l is masked out (PyTorch's is_causal)
   int mask_affine;     // 1: the mask read is made into m' (the header): a0, b0, a1, b1
   float mask_a0, mask_b0, mask_a1, mask_b1;
+  int q_w4, kv_w4;       // words of a row of Q, of K and V (w4 unless they are column ranges)
+  int q_w0, k_w0, v_w0;  // the first word of Q, K, V in their rows (0 unless column ranges)
 } p;
 
 shared Elem q_tile[BQ * ROW];
@@ -101,10 +106,10 @@ shared float part_max[WG];           // per invocation: the maximum of its score
 shared float part_sum[WG];           // per invocation: its running sum, after the last tile
 
 // The chunk of a tensor of `rows` rows holding rows CHUNK_ROWS*c .. CHUNK_ROWS*c+CHUNK_ROWS-1
-// of word (float: vec4) `w` of p.w4 in batch `b`. int8, 16 bytes of 4H4W: component = row % 4,
-// lanes = 4 widths; float: the row's 4 dims.
-int chunk_at(int b, int rows, int c, int w) {
-  return (b * div_up(rows, CHUNK_ROWS) + c) * p.w4 + w;
+// of word (float: vec4) `w` of the `w4` of a row in batch `b`. int8, 16 bytes of 4H4W:
+// component = row % 4, lanes = 4 widths; float: the row's 4 dims.
+int chunk_at(int b, int rows, int c, int w, int w4) {
+  return (b * div_up(rows, CHUNK_ROWS) + c) * w4 + w;
 }
 
 #if FLOAT_IO
@@ -151,9 +156,9 @@ void fetch(int b, int k0, int w0, int mask_base, out Chunk kc[LOADS], out Chunk 
   for (int l = 0; l < LOADS; ++l) {
     const int i = int(gl_LocalInvocationIndex) + l * WG, c4 = i / p.d4, w = i - c4 * p.d4;
     const bool inside = i < (TK / CHUNK_ROWS) * p.d4 && k0 + CHUNK_ROWS * c4 < p.tk;
-    const int at = inside ? chunk_at(b, p.tk, k0 / CHUNK_ROWS + c4, w0 + w) : 0;
-    kc[l] = inside ? k_chunks[at] : Chunk(0);
-    vc[l] = inside ? v_chunks[at] : Chunk(0);
+    const int at = inside ? chunk_at(b, p.tk, k0 / CHUNK_ROWS + c4, w0 + w, p.kv_w4) : 0;
+    kc[l] = inside ? k_chunks[at + p.k_w0] : Chunk(0);
+    vc[l] = inside ? v_chunks[at + p.v_w0] : Chunk(0);
   }
 }
 
@@ -203,7 +208,8 @@ void main() {
     const int c4 = i / d4, w = i - c4 * d4;
     const bool inside = q0 + CHUNK_ROWS * c4 < p.tq;
     const Chunk c =
-        inside ? q_chunks[chunk_at(b, p.tq, q0 / CHUNK_ROWS + c4, w0 + w)] : Chunk(0);
+        inside ? q_chunks[chunk_at(b, p.tq, q0 / CHUNK_ROWS + c4, p.q_w0 + w0 + w, p.q_w4)]
+               : Chunk(0);
     for (int j = 0; j < CHUNK_ROWS; ++j) q_tile[(CHUNK_ROWS * c4 + j) * ROW + w] = chunk_row(c, j);
   }
   const int mrow = p.mask_rows == 1 ? 0 : min(row, p.tq - 1);
@@ -292,7 +298,7 @@ void main() {
   for (int i = 0; i < MAX_D4 / WORD_PARTS; ++i) {
     const int w = word_part + i * WORD_PARTS;
     if (w >= d4) break;
-    out_vec4s[chunk_at(b, p.tq, row, w0 + w)] = acc[i] * k;
+    out_vec4s[chunk_at(b, p.tq, row, w0 + w, p.w4)] = acc[i] * k;
   }
 #else
   // Requantize and write row r's words (padding rows of the last 4-row group: zp_out).
@@ -308,7 +314,7 @@ void main() {
       for (int c = 0; c < 4; ++c) q[c] = round_even_small(clamp(y[c], lo, hi)) + p.out_zp;
       word = pack_lanes(q);
     }
-    out_words[4 * chunk_at(b, p.tq, row / 4, w0 + w) + row % 4] = word;
+    out_words[4 * chunk_at(b, p.tq, row / 4, w0 + w, p.w4) + row % 4] = word;
   }
 #endif
 }

@@ -23,6 +23,7 @@ struct AttentionPush {
   int32_t causal;
   int32_t mask_affine;
   float mask_a0, mask_b0, mask_a1, mask_b1;
+  int32_t q_w4, kv_w4, q_w0, k_w0, v_w0;
 };
 
 // The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK), the largest
@@ -71,13 +72,34 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   check_operand(op, k, "key", float_io);
   check_operand(op, v, "value", float_io);
   check_operand(op, out, "output", float_io);
-  check_same_sizes(op, q, out);
   check_same_sizes(op, k, v);
   const Tiles tiles = float_io ? kFloatTiles : kInt8Tiles;
   const Dims4 dq = q.spec().dims4(), dk = k.spec().dims4(), dm = m.spec().dims4();
-  const int64_t batches = dq.n * dq.c, width = dq.w, heads = params.num_heads;
-  VKD_CHECK(dk.n == dq.n && dk.c == dq.c && dk.w == width, ErrorCode::InvalidArgument, op, ": key ",
-            k.spec().describe(), " must be [B, Tk, H*D] for the query ", q.spec().describe());
+  const Dims4 dout = out.spec().dims4();
+  const int64_t batches = dq.n * dq.c, width = dout.w, heads = params.num_heads;
+  const AttentionColumns columns = params.columns.value_or(AttentionColumns{});
+  if (!params.columns) {
+    check_same_sizes(op, q, out);
+    VKD_CHECK(dk.n == dq.n && dk.c == dq.c && dk.w == width, ErrorCode::InvalidArgument, op,
+              ": key ", k.spec().describe(), " must be [B, Tk, H*D] for the query ",
+              q.spec().describe());
+  } else {
+    const struct {
+      const char* what;
+      int64_t first, row;
+    } ranges[] = {
+        {"query", columns.query, dq.w}, {"key", columns.key, dk.w}, {"value", columns.value, dk.w}};
+    for (const auto& r : ranges) {
+      VKD_CHECK(r.first >= 0 && r.first % 4 == 0 && r.first + width <= r.row,
+                ErrorCode::InvalidArgument, op, ": the ", r.what, "'s columns ", r.first, " .. ",
+                r.first + width - 1, " must lie in its rows of ", r.row,
+                " columns and start at a multiple of 4");
+    }
+    VKD_CHECK(dq.n == dout.n && dq.c == dout.c && dq.h == dout.h && dk.n == dq.n && dk.c == dq.c,
+              ErrorCode::InvalidArgument, op, ": query ", q.spec().describe(), ", key ",
+              k.spec().describe(), " and output ", out.spec().describe(),
+              " must be [B, Tq, .], [B, Tk, .] and [B, Tq, H*D]");
+  }
   VKD_CHECK(heads >= 1 && width % heads == 0 && (width / heads) % 4 == 0 &&
                 width / heads <= 4 * tiles.max_head_elems,
             ErrorCode::InvalidArgument, op, ": num_heads ", heads, " must split the ", width,
@@ -118,7 +140,12 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            affine.a[0],
                            affine.b[0],
                            affine.a[1],
-                           affine.b[1]};
+                           affine.b[1],
+                           static_cast<int32_t>(dq.w / 4),
+                           static_cast<int32_t>(dk.w / 4),
+                           static_cast<int32_t>(columns.query / 4),
+                           static_cast<int32_t>(columns.key / 4),
+                           static_cast<int32_t>(columns.value / 4)};
   graph::DispatchNode node;
   node.op = op;
   node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]

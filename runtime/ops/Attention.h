@@ -17,12 +17,19 @@ struct MaskAffine {
   float b[2] = {-0.0f, -0.0f};
 };
 
+// Q, K and V as column ranges of wider tensors (the three of one [B, T, 3 H*D] tensor a merged
+// Q/K/V linear writes): each one's first column, a multiple of 4; H*D is the output's width.
+struct AttentionColumns {
+  int64_t query = 0, key = 0, value = 0;
+};
+
 struct AttentionParams {
   QuantParams query, key, value, output;
   int num_heads = 1;
   float scale = 1.0f;   // the score scale (PyTorch's default 1 / sqrt(D) is the compiler's to set)
   bool causal = false;  // PyTorch's is_causal: key j > query row l is masked out
-  std::optional<MaskAffine> mask_affine;  // set: the mask is made in the kernel (above)
+  std::optional<MaskAffine> mask_affine;    // set: the mask is made in the kernel (above)
+  std::optional<AttentionColumns> columns;  // set: Q, K, V are column ranges (above)
 };
 
 // query [B, Tq, H*D], key and value [B, Tk, H*D] (rank 2 to 4: the leading dims are the batch
@@ -40,7 +47,10 @@ struct AttentionParams {
 // exp and the summation order are the device's: within one step of an exact computation where
 // y * inv_s_out lies next to a rounding boundary. Any Tq and Tk (keys stream through shared
 // memory in tiles). With params.mask_affine (q8ta_attention_mask_affine) the mask added is
-// m' = (mask * a0 + b0) * a1 + b1 of the mask read (MaskAffine), bit for bit.
+// m' = (mask * a0 + b0) * a1 + b1 of the mask read (MaskAffine), bit for bit. With
+// params.columns Q, K and V are [B, Tq, Wq], [B, Tk, Wkv] (K and V the same sizes, or all three
+// one tensor) holding the H*D columns from columns.query (.key, .value) on: the output's H*D
+// decides the heads' width; the result is bit for bit the one on those columns as tensors.
 void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
                              graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,
                              const AttentionParams& params);

@@ -8,7 +8,8 @@
 // the kernel (q8ta_attention_mask_affine): BERT's (1 - m) * -10000 of a 0/1 token mask, and
 // (1 - m) * -3.7 of random m, each checked against the reference on the mask made here in float32
 // as aten.rsub.Scalar and aten.mul.Scalar make it, and word for word against q8ta_attention
-// reading that mask (the same graph).
+// reading that mask (the same graph); Q, K, V as the column ranges 0, C, 2C of one [B, T, 3C]
+// tensor (a merged Q/K/V linear's output), word for word against the op on the three tensors.
 //
 // Checked against a double-precision reference with exact int32 Q.K sums
 // (test/reference/AttentionReference.h): each int8 output must lie between the quantizations of
@@ -73,8 +74,14 @@ int quantize(double y, const ops::QuantParams& q) {
 class AttentionCase : public CaseInstance {
  public:
   // `float_io`: the float op `attention`, Q and K uniform in +-(q_scale * 64), V in +-1.
-  AttentionCase(AttentionShape shape, MaskKind mask, float q_scale, bool float_io)
-      : shape_(std::move(shape)), mask_(mask), float_io_(float_io), amplitude_(q_scale * 64) {
+  // `packed`: Q, K, V read as column ranges of one tensor (self-attention: Tq = Tk).
+  AttentionCase(AttentionShape shape, MaskKind mask, float q_scale, bool float_io,
+                bool packed = false)
+      : shape_(std::move(shape)),
+        mask_(mask),
+        float_io_(float_io),
+        packed_(packed),
+        amplitude_(q_scale * 64) {
     params_.query = {q_scale, -4};
     params_.key = {0.066f, 3};
     params_.value = {0.02f, 33};
@@ -135,6 +142,18 @@ class AttentionCase : public CaseInstance {
     }
     for (graph::ValueRef in : {q_, k_, v_, m_}) g.add_input(in);
     g.add_output(out_);
+    if (packed_) {  // the same on the column ranges 0, C, 2C of one [.., T, 3C] tensor
+      std::vector<int64_t> wide = shape_.q_sizes;
+      wide.back() *= 3;
+      qkv_ = g.add_tensor(spec(wide), "qkv");
+      plain_out_ = g.add_tensor(spec(shape_.q_sizes), "y_columns");
+      ops::AttentionParams columns = params_;
+      const int64_t c = shape_.q_sizes.back();
+      columns.columns = ops::AttentionColumns{0, c, 2 * c};
+      ops::add_q8ta_attention_node(g, qkv_, qkv_, qkv_, m_, plain_out_, columns);
+      g.add_input(qkv_);
+      g.add_output(plain_out_);
+    }
     if (is_made(mask_)) {  // q8ta_attention on the mask made on the CPU, for the word compare
       made_m_ = g.add_tensor(
           {mask_sizes(), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "made");
@@ -168,6 +187,24 @@ class AttentionCase : public CaseInstance {
       write(q_, shape_.q_sizes, params_.query.zero_point, q_vals_);
       write(k_, shape_.k_sizes, params_.key.zero_point, k_vals_);
       write(v_, shape_.k_sizes, params_.value.zero_point, v_vals_);
+    }
+    if (packed_) {  // qkv's rows: the query's, the key's and the value's row side by side
+      const int64_t c = shape_.q_sizes.back(), rows = static_cast<int64_t>(q_vals_.size()) / c;
+      std::vector<int8_t> qkv(static_cast<size_t>(3 * rows * c));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < c; ++j) {
+          const size_t from = static_cast<size_t>(r * c + j),
+                       to = static_cast<size_t>(r * 3 * c + j);
+          qkv[to] = q_vals_[from];
+          qkv[to + static_cast<size_t>(c)] = k_vals_[from];
+          qkv[to + static_cast<size_t>(2 * c)] = v_vals_[from];
+        }
+      }
+      std::vector<int64_t> wide = shape_.q_sizes;
+      wide.back() *= 3;
+      g.write_words(
+          qkv_, testing::ref_pack(MemoryLayout::PackedInt8_4H4W, testing::ref_shape_of(wide), qkv,
+                                  params_.query.zero_point));
     }
     int64_t count = 1;
     for (int64_t d : mask_sizes()) count *= d;
@@ -234,7 +271,7 @@ class AttentionCase : public CaseInstance {
                   testing::ref_pack(MemoryLayout::PackedInt8_4H4W,
                                     testing::ref_shape_of(shape_.q_sizes), got, oq.zero_point),
                   r);
-    if (is_made(mask_)) compare_words(g.read_words(out_), g.read_words(plain_out_), r);
+    if (is_made(mask_) || packed_) compare_words(g.read_words(out_), g.read_words(plain_out_), r);
     return r;
   }
 
@@ -265,21 +302,24 @@ class AttentionCase : public CaseInstance {
   AttentionShape shape_;
   MaskKind mask_;
   bool float_io_;
+  bool packed_;
   float amplitude_;
   ops::AttentionParams params_;
-  graph::ValueRef q_ = -1, k_ = -1, v_ = -1, m_ = -1, out_ = -1, made_m_ = -1, plain_out_ = -1;
+  graph::ValueRef q_ = -1, k_ = -1, v_ = -1, m_ = -1, out_ = -1, made_m_ = -1, plain_out_ = -1,
+                  qkv_ = -1;
   std::vector<int8_t> q_vals_, k_vals_, v_vals_;
   std::vector<float> qf_, kf_, vf_;
   std::vector<float> mask_vals_, made_vals_;  // the mask as read; made (is_made)
 };
 
 void add_attention_case(Registry& registry, const std::string& prefix, const AttentionShape& shape,
-                        MaskKind mask, float q_scale, bool float_io = false) {
+                        MaskKind mask, float q_scale, bool float_io = false, bool packed = false) {
   const int64_t d = shape.q_sizes.back() / shape.heads;
   const std::string sizes = shape_string(shape.q_sizes) + "_kv" + shape_string(shape.k_sizes);
   const std::string heads = std::to_string(shape.heads) + "x" + std::to_string(d);
   const std::string op = float_io        ? "attention"
                          : is_made(mask) ? "q8ta_attention_mask_affine"
+                         : packed        ? "q8ta_attention_qkv_columns"
                                          : "q8ta_attention";
   Case c{prefix + op + "/" + heads + "/" + mask_name(mask) + "/" + sizes,
          op,
@@ -289,7 +329,7 @@ void add_attention_case(Registry& registry, const std::string& prefix, const Att
          !prefix.empty(),
          prefix.empty() && !float_io,
          Metric::GOPs,
-         [=] { return std::make_unique<AttentionCase>(shape, mask, q_scale, float_io); }};
+         [=] { return std::make_unique<AttentionCase>(shape, mask, q_scale, float_io, packed); }};
   registry.add(std::move(c));
 }
 
@@ -318,6 +358,11 @@ void register_attention_cases(Registry& registry) {
       {{{2, 7, 128}, {2, 40, 128}, 2}, MaskKind::MadeRandom, soft},     // 2 key tiles, batches
   };
   for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
+  // Q, K, V as column ranges of one tensor: MiniLM's at 16 tokens, batches and a partial block.
+  add_attention_case(registry, "", {{1, 16, 384}, {1, 16, 384}, 12}, MaskKind::Keys, sharp, false,
+                     true);
+  add_attention_case(registry, "", {{2, 7, 128}, {2, 7, 128}, 2}, MaskKind::Rows, soft, false,
+                     true);
   add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp);
   // The float op: heads of 8 to 64 (its largest), one to several key tiles of 16.
   const struct {
