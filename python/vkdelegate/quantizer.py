@@ -34,7 +34,14 @@ It annotates static int8 only, exactly the patterns the backend runs:
 - any other layer_norm has an observer of its own on the output (q8ta_layer_norm);
 - scaled_dot_product_attention: query, key and value int8, the output observed (one
   q8ta_attention); its attention mask stays float, and so do the views and element-wise
-  scalar ops that only make it (quantizing an additive mask of 0 and -10000 buys nothing).
+  scalar ops that only make it (quantizing an additive mask of 0 and -10000 buys nothing);
+- the masked mean of a sentence embedding stays float: a mul that a sum reads, whose other
+  operand derives only from a graph input through views / unsqueeze / to(dtype) / expand (a
+  token mask), that mask chain, and the reductions, divisions, clamps, norms and expand_as
+  after the mul or the mask (sentence-transformers' pooling, F.normalize) have no observer;
+  the hidden states keep their producer's parameters (dequantized on the mul's edge), and
+  `vkd compile` makes the chain one float_masked_mean(_normalize). Int8 of the token count or
+  of the pooled values bought nothing but dispatches.
 Anything else (nn.MultiheadAttention's node, a custom op) is left float: the exporter keeps it
 by name for `vkd compile --partition`, and names it.
 """
@@ -79,6 +86,12 @@ FIXED = {aten.sigmoid: (1 / 256, -128), aten.sigmoid_: (1 / 256, -128),
          aten.tanh: (2 / 256, 0), aten.tanh_: (2 / 256, 0)}
 # Ops that return several tensors: each piece a getitem reads shares the op's parameters.
 MULTI_OUTPUT = {aten.chunk, aten.split, aten.split_with_sizes}
+# What may stand between a graph input and a mul that masks tokens with it (a [B, T] 0/1 mask
+# to [B, T, 1] float), and what may follow that mul or the mask in a masked mean + L2 norm.
+TOKEN_MASK_MOVES = {aten.view, aten.reshape, aten._unsafe_view, aten.unsqueeze, aten.to,
+                    aten._to_copy, aten.expand}
+MASKED_MEAN_TAIL = {aten.sum, aten.div, aten.clamp, aten.clamp_min, aten.linalg_vector_norm,
+                    aten.expand_as, aten.expand}
 
 
 def packet(node):
@@ -124,7 +137,7 @@ class VkdQuantizer(Quantizer):
     # ---- the Quantizer interface ---------------------------------------------------------------
 
     def annotate(self, model):
-        masks = _attention_mask_makers(model.graph)
+        masks = _attention_mask_makers(model.graph) | _masked_mean(model.graph)
         residual, float_outputs = _residual_stream(model.graph)
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node) or node in masks or \
@@ -223,6 +236,35 @@ def _attention_mask_makers(graph):
                 all(user in makers for user in node.users):
             makers.add(node)
     return {n for n in makers if n.op == "call_function"}
+
+
+def _masked_mean(graph):
+    """The nodes of a masked mean over tokens left float: each mul of two float tensors that a
+    sum reads, one of them a graph input through TOKEN_MASK_MOVES only (the token mask), those
+    moves, and,
+    down from the mul and the moves, every user in MASKED_MEAN_TAIL (the sums, the clamp of
+    the token count, the divisions, F.normalize's norm, clamp_min and expand_as)."""
+    found = set()
+    for node in graph.nodes:
+        if packet(node) not in (aten.mul, aten.mul_) or _tensor_args(node) != 2 or \
+                not any(packet(user) == aten.sum for user in node.users):
+            continue
+        for operand in _tensor_inputs(node):
+            chain, x = [], operand
+            while x.op == "call_function" and packet(x) in TOKEN_MASK_MOVES:
+                chain.append(x)
+                x = x.args[0]
+            if x.op == "placeholder":
+                found.update(chain + [node])
+                break
+    todo = list(found)
+    while todo:
+        for user in todo.pop().users:
+            if user not in found and packet(user) in MASKED_MEAN_TAIL and \
+                    _is_float_tensor(user):
+                found.add(user)
+                todo.append(user)
+    return found
 
 
 def _residual_stream(graph):

@@ -187,6 +187,21 @@ class PostNormBlock(nn.Module):
         return self.norm_out(nn.functional.dropout(y, 0.1, False) + h)
 
 
+class MaskedMeanPooling(nn.Module):
+    """A LayerNorm's tokens pooled as sentence-transformers does: the mean over the tokens a
+    0/1 mask keeps, then F.normalize."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.norm = nn.Linear(16, 16), nn.LayerNorm(16)
+
+    def forward(self, x, mask):
+        hidden = self.norm(self.fc(x))
+        keep = mask.unsqueeze(-1)
+        mean = (hidden * keep).sum(1) / keep.sum(1).clamp(min=1e-9)
+        return nn.functional.normalize(mean, p=2, dim=1)
+
+
 class VkdQuantizerTest(unittest.TestCase):
     def test_weights_per_channel_symmetric(self):
         """Per output channel, scale max|w_c| / 127, zero point 0, ints in [-127, 127]."""
@@ -352,6 +367,37 @@ class VkdQuantizerTest(unittest.TestCase):
         with torch.no_grad():  # the int8 model stays close to the float one
             got, want = converted(x, mask), model(x, mask)
         self.assertLess((got - want).abs().max().item(), 0.15)
+
+    def test_masked_mean_stays_float(self):
+        """The pooling after the LayerNorm has no quantize: the mask, its view, the mul, both
+        sums, the clamp of the token count, the divisions and F.normalize's norm stay float;
+        the hidden states reach the mul as the LayerNorm's int8 output dequantized."""
+        torch.manual_seed(0)
+        x, mask = torch.randn(2, 5, 16), torch.tensor([[1.0, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+        calibration = [(x, mask)] + [(torch.randn(2, 5, 16), mask) for _ in range(3)]
+        model = MaskedMeanPooling().eval()
+        converted = quantize(model, (x, mask), calibration).converted
+        (norm,) = [n for n in converted.graph.nodes
+                   if n.target == torch.ops.aten.layer_norm.default]
+        self.assertEqual([u.target for u in norm.users], [Q])
+        (mul,) = [n for n in converted.graph.nodes if n.target == torch.ops.aten.mul.Tensor]
+        self.assertEqual(mul.args[0].target, DQ)
+        self.assertEqual(mul.args[0].args[0].args[0], norm)
+        self.assertEqual(mul.args[1].target, torch.ops.aten.unsqueeze.default)
+        self.assertEqual(mul.args[1].args[0].name, "mask")
+        after = [n for n in converted.graph.nodes if n.op == "call_function" and
+                 n.target not in (Q, DQ)][-9:]  # mul, sum, sum, clamp, div, norm, ..., div
+        self.assertIn(mul, after)
+        for node in after + [mul.args[1]]:
+            self.assertNotIn(Q, [u.target for u in node.users], node)
+            for arg in node.args:
+                if isinstance(arg, torch.fx.Node) and arg is not mul.args[0]:
+                    self.assertNotIn(arg.target, (Q, DQ), node)
+        self.assertEqual(sum(n.target == torch.ops.aten.sum.dim_IntList for n in after), 2)
+        with torch.no_grad():  # the int8 model stays close to the float one
+            got, want = converted(x, mask), model(x, mask)
+        cosine = nn.functional.cosine_similarity(got, want, dim=1)
+        self.assertGreater(cosine.min().item(), 0.999)
 
     def test_residual_stream_stays_float(self):
         """The add a LayerNorm reads is float, and so are its operands: the down projection's
