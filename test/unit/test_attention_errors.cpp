@@ -101,6 +101,29 @@ TEST_F(AttentionChecks, HeadsAndMaskShapesAreChecked) {
   expect_op_error(zp, ctx(), "q8ta_attention", "zero_point 200");
 }
 
+// Q, K, V as column ranges of wider tensors: ranges inside the rows and word-aligned, the rows'
+// batch and length those of the output (query) and of each other (key, value).
+TEST_F(AttentionChecks, ColumnRangesAreChecked) {
+  AttentionSetup packed;  // one [2, 7, 192] tensor's shape for Q, another for K and V
+  packed.q = int8_spec({2, 7, 192}, k4H4W);
+  packed.k = packed.v = int8_spec({2, 9, 192}, k4H4W);
+  packed.p.columns = vkd::ops::AttentionColumns{0, 64, 128};
+  EXPECT_EQ(packed.build(ctx()).first, -1) << packed.build(ctx()).second;
+  AttentionSetup past = packed;
+  past.p.columns->value = 132;  // columns 132 .. 195 of 192
+  expect_op_error(past, ctx(), "q8ta_attention",
+                  "the value's columns 132 .. 195 must lie in its rows of 192 columns");
+  AttentionSetup unaligned = packed;
+  unaligned.p.columns->key = 62;
+  expect_op_error(unaligned, ctx(), "q8ta_attention", "start at a multiple of 4");
+  AttentionSetup rows = packed;
+  rows.q = int8_spec({2, 8, 192}, k4H4W);
+  expect_op_error(rows, ctx(), "q8ta_attention", "must be [B, Tq, .], [B, Tk, .] and [B, Tq, H*D]");
+  AttentionSetup without = packed;  // the same tensors without the ranges: sizes differ
+  without.p.columns.reset();
+  expect_op_error(without, ctx(), "q8ta_attention", "sizes differ");
+}
+
 // The float op attention: float32 width-packed Q, K, V [2, 7 or 9, 64] and output.
 struct FloatAttentionSetup {
   TensorSpec q = float_spec({2, 7, 64}), k = float_spec({2, 9, 64}), v = float_spec({2, 9, 64});
