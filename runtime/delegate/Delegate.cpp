@@ -104,6 +104,8 @@ struct __attribute__((visibility("hidden"))) Delegate::Impl {
   static constexpr size_t kKeptLengths = 4;
   std::vector<uint8_t> blob;
   std::optional<serialization::DeserializedGraph> definition;
+  // What every length's graph shares: the constants uploaded once, the maximum's intermediates.
+  std::shared_ptr<graph::SharedGraphMemory> shared_memory;
   std::list<AtLength> shorter;
   std::optional<graph::ComputeGraph::ExecutionTiming> timing;  // set_profiling's, for each
 
@@ -144,7 +146,7 @@ Delegate::Impl::AtLength& Delegate::Impl::at_length(int64_t length) {
   made.length = length;
   made.loaded = delegate::load_graph(*context, serialization::graph_at_length(*definition, length),
                                      options.constant_batch_bytes, options.expose_intermediates,
-                                     options.profiling);
+                                     options.profiling, shared_memory);
   if (timing) made.loaded.graph->set_execution_timing(*timing);
   for (const auto& io : made.loaded.inputs) made.inputs.push_back(info_of(io));
   for (const auto& io : made.loaded.outputs) made.outputs.push_back(info_of(io));
@@ -333,10 +335,11 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     if (read.dynamic) {  // kept to build other lengths later: read again from its own copy
       impl->blob.assign(bytes, bytes + size);
       impl->definition = delegate::read_blob(impl->blob.data(), impl->blob.size());
+      impl->shared_memory = std::make_shared<graph::SharedGraphMemory>();
     }
     impl->loaded = delegate::load_graph(*impl->context, impl->definition ? *impl->definition : read,
                                         options.constant_batch_bytes, options.expose_intermediates,
-                                        options.profiling);
+                                        options.profiling, impl->shared_memory);
     impl->profiling = options.profiling;
     for (const auto& io : impl->loaded.inputs) impl->inputs.push_back(info_of(io));
     for (const auto& io : impl->loaded.outputs) impl->outputs.push_back(info_of(io));
@@ -468,6 +471,7 @@ ExecuteProfile Delegate::last_execute_profile() const {
 }
 
 MemoryReport Delegate::memory() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
   const auto& m = impl_->loaded.graph->memory_stats();
   MemoryReport r;
   r.constant_bytes = m.constant_host_bytes;
@@ -478,6 +482,15 @@ MemoryReport Delegate::memory() const {
   r.device_bytes = m.device_bytes;
   r.staging_bytes = m.staging_bytes;
   r.load_peak_bytes = m.load_peak_bytes;
+  // The graphs of the shorter lengths held now: only what each allocated itself (the constants
+  // and intermediates they share with the maximum's graph are counted there, once).
+  for (const auto& at : impl_->shorter) {
+    const auto& s = at.loaded.graph->memory_stats();
+    r.constant_device_bytes += s.constant_device_bytes;
+    r.io_device_bytes += s.io_device_bytes;
+    r.device_bytes += s.device_bytes;
+    r.staging_bytes += s.staging_bytes;
+  }
   return r;
 }
 

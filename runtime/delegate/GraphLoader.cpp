@@ -173,7 +173,8 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
 }
 
 LoadedGraph load_graph(vk::Context& context, const DeserializedGraph& g,
-                       uint64_t constant_batch_bytes, bool expose_intermediates, bool timestamps) {
+                       uint64_t constant_batch_bytes, bool expose_intermediates, bool timestamps,
+                       std::shared_ptr<graph::SharedGraphMemory> shared) {
   const ops::OpRegistry& registry = ops::op_registry();
   check_data_flow(g, registry);
   check_tensor_arguments(g);
@@ -257,6 +258,7 @@ LoadedGraph load_graph(vk::Context& context, const DeserializedGraph& g,
     }
   }
   graph.set_timestamps(timestamps);
+  if (shared) graph.set_shared_memory(std::move(shared));
   graph.prepare();
   return out;
 }

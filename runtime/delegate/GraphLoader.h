@@ -43,10 +43,12 @@ LoadedGraph load_graph(vk::Context& context, const uint8_t* blob, size_t size,
                        uint64_t constant_batch_bytes, bool expose_intermediates = false,
                        bool timestamps = true);
 // The same from a graph read already (read_blob), e.g. a dynamic-length blob's graph at one
-// length (serialization/GraphAtLength.h); its constant views must outlive the call.
+// length (serialization/GraphAtLength.h); its constant views must outlive the call. `shared`:
+// the memory it shares with the model's other graphs (ComputeGraph::set_shared_memory).
 LoadedGraph load_graph(vk::Context& context, const serialization::DeserializedGraph& g,
                        uint64_t constant_batch_bytes, bool expose_intermediates = false,
-                       bool timestamps = true);
+                       bool timestamps = true,
+                       std::shared_ptr<graph::SharedGraphMemory> shared = nullptr);
 // deserialize() against the op registry's signatures.
 serialization::DeserializedGraph read_blob(const uint8_t* blob, size_t size);
 

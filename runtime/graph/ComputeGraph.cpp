@@ -28,6 +28,11 @@ void ComputeGraph::set_direct_io(bool on) {
   memory_.set_direct_io(on);
 }
 
+void ComputeGraph::set_shared_memory(std::shared_ptr<SharedGraphMemory> shared) {
+  VKD_CHECK(!prepared(), ErrorCode::Internal, "set_shared_memory() after prepare()");
+  memory_.set_shared(std::move(shared));
+}
+
 bool ComputeGraph::direct_io(ValueRef ref) const {
   VKD_CHECK(prepared(), ErrorCode::Internal, "direct_io() before prepare()");
   tensor(ref);

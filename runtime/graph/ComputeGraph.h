@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/graph/GraphDefinition.h"
@@ -57,6 +58,8 @@ class ComputeGraph : private GraphDefinition {
   void set_execution_timing(ExecutionTiming timing) { recorder_.set_execution_timing(timing); }
   // Direct I/O (GraphMemory::set_direct_io): default on; VKD_DIRECT_IO=0 turns it off.
   void set_direct_io(bool on);
+  // Constants and intermediates shared with the model's other graphs (GraphMemory::set_shared).
+  void set_shared_memory(std::shared_ptr<SharedGraphMemory> shared);
 
   void prepare();
 

@@ -86,10 +86,11 @@ class ConstantStager {
 };
 
 // Staging bytes for the constant upload: 0 without constants.
-uint64_t constant_staging_capacity(const GraphDefinition& graph, uint64_t batch_bytes) {
+uint64_t constant_staging_capacity(const GraphDefinition& graph, const GraphMemory& memory,
+                                   uint64_t batch_bytes) {
   uint64_t total = 0, largest_image = 0;
   for (ValueRef ref = 0; static_cast<size_t>(ref) < graph.tensor_count(); ++ref) {
-    if (!graph.is_constant(ref)) continue;
+    if (!graph.is_constant(ref) || memory.constant_shared(ref)) continue;
     const GpuTensor& t = graph.tensor(ref);
     // Sizes rounded up to 16 cover the padding ConstantStager puts before images, so
     // constants below the batch limit still go in one batch.
@@ -108,12 +109,13 @@ void upload_constants(vk::Context& context, GraphDefinition& graph, GraphMemory&
   // Constants go through one host-visible staging buffer of at most `batch_bytes`
   // (larger buffer constants are copied in chunks; a texture constant is staged whole), which
   // is freed before prepare() goes on: load memory stays near the model's own size.
-  const uint64_t capacity = constant_staging_capacity(graph, batch_bytes);
+  const uint64_t capacity = constant_staging_capacity(graph, memory, batch_bytes);
   if (capacity == 0) return;
   ConstantStager stager(context, capacity);
   memory.add_staging_bytes(stager.staging_bytes());
   for (ValueRef ref = 0; static_cast<size_t>(ref) < graph.tensor_count(); ++ref) {
-    if (!graph.is_constant(ref)) continue;
+    // A constant bound in another graph's uploaded bytes has nothing to upload.
+    if (!graph.is_constant(ref) || memory.constant_shared(ref)) continue;
     const GpuTensor& t = graph.tensor(ref);
     // Taken from the graph, so whatever the packer captured is dropped once it ran.
     const std::vector<uint8_t> packed = graph.take_constant_packer(ref)();
@@ -121,6 +123,7 @@ void upload_constants(vk::Context& context, GraphDefinition& graph, GraphMemory&
     VKD_CHECK(packed.size() == t.bytes(), ErrorCode::Internal, "constant '", t.name(),
               "': packer gave ", packed.size(), " bytes, the tensor holds ", t.bytes());
     stager.add(t, packed);
+    memory.constant_uploaded(ref, packed);
   }
   stager.finish();
   memory.release_staging_bytes(stager.staging_bytes());

@@ -73,13 +73,16 @@ void check_fits_device_heap(const vk::DeviceProfile& profile, uint64_t persisten
 void GraphMemory::plan_and_bind() {
   direct_io_.assign(graph_.tensor_count(), false);
   for (size_t i = 0; i < graph_.tensor_count(); ++i) direct_io_[i] = wants_direct_io(i);
+  shared_constants_.assign(graph_.tensor_count(), nullptr);
+  if (shared_ && shared_->has_constants()) find_shared_constants();
   BufferGroup persistent{"graph constants, inputs and outputs"};
   BufferGroup intermediates{"graph intermediates"};
   collect_buffer_groups(persistent, intermediates);
   memory_ranges_.assign(graph_.tensor_count(), MemoryRange{});
   plan_buffer_groups(persistent, intermediates);
-  bind_buffer_group(persistent);
-  bind_buffer_group(intermediates);
+  bind_buffer_group(persistent, false);
+  bind_buffer_group(intermediates, shared_ != nullptr);
+  bind_shared_constants();
   bind_views();
   // Images and the direct inputs / outputs own their memory: ids after the blocks', each its
   // own.
@@ -144,6 +147,10 @@ void GraphMemory::collect_buffer_groups(BufferGroup& persistent_group, BufferGro
       continue;                   // bound in its root's memory (bind_views)
     if (direct_io_[i]) continue;  // its own host-visible memory (plan_and_bind)
     const auto& req = t.buffer().requirements();
+    if (shared_constants_[i]) {  // bound in another graph's memory (bind_shared_constants)
+      stats_.constant_shared_bytes += req.size;
+      continue;
+    }
     const bool persistent = roles[i] != GraphDefinition::kIntermediate || life.last[i] < 0;
     BufferGroup& group = persistent ? persistent_group : intermediates;
     group.items.push_back(
@@ -175,25 +182,82 @@ void GraphMemory::plan_buffer_groups(BufferGroup& persistent, BufferGroup& inter
                          intermediates.plan.planned_bytes, stats_.image_bytes);
 }
 
-void GraphMemory::bind_buffer_group(const BufferGroup& group) {
+void GraphMemory::bind_buffer_group(const BufferGroup& group, bool may_share) {
   if (group.items.empty()) return;
   const MemoryPlan& plan = group.plan;
   const size_t first_block = blocks_.size();
-  for (size_t b = 0; b < plan.block_bytes.size(); ++b) {
-    blocks_.push_back(context_.memory().allocate_block(
+  // Intermediates: in the blocks another graph of the model planned, when this plan fits them
+  // (the graphs never run at the same time), else in blocks of this graph offered to the next.
+  std::vector<std::shared_ptr<const vk::MemoryBlock>> blocks;
+  if (may_share) blocks = shared_->intermediates_for(plan.block_bytes, group.type_bits);
+  if (may_share) stats_.intermediates_shared = !blocks.empty();
+  for (size_t b = 0; blocks.size() < plan.block_bytes.size(); ++b) {
+    blocks.push_back(std::make_shared<const vk::MemoryBlock>(context_.memory().allocate_block(
         plan.block_bytes[b], group.type_bits,
-        std::string(group.what) + " (block " + std::to_string(b) + ")"));
+        std::string(group.what) + " (block " + std::to_string(b) + ")")));
     stats_.device_bytes += plan.block_bytes[b];
     note_load_bytes(0);
   }
+  if (may_share && !stats_.intermediates_shared) shared_->offer_intermediates(blocks);
+  blocks_.insert(blocks_.end(), blocks.begin(), blocks.end());
   for (size_t k = 0; k < group.refs.size(); ++k) {
     GpuTensor& t = graph_.tensor_to_bind(group.refs[k]);
     const Placement& p = plan.placements[k];
     const auto block = static_cast<uint32_t>(first_block + p.block);
-    context_.memory().bind(t.buffer_to_bind(), blocks_[block], p.offset,
+    context_.memory().bind(t.buffer_to_bind(), *blocks_[block], p.offset,
                            "tensor '" + t.name() + "'");
     memory_ranges_[group.refs[k]] = {block, p.offset, group.items[k].bytes};
   }
+}
+
+// Each buffer constant packed and fingerprinted: one whose bytes another graph of the model
+// uploaded already (whole, or as their first bytes) is bound there, its packer dropped.
+void GraphMemory::find_shared_constants() {
+  std::vector<const SharedConstant*> taken;  // each shared constant once per graph
+  for (size_t i = 0; i < graph_.tensor_count(); ++i) {
+    const auto ref = static_cast<ValueRef>(i);
+    if (!graph_.is_constant(ref) || graph_.tensor(ref).is_image()) continue;
+    const GpuTensor& t = graph_.tensor(ref);
+    const std::vector<uint8_t> packed = graph_.constant_packer(ref)();
+    note_load_bytes(packed.size());
+    if (packed.size() != t.bytes()) continue;  // the upload names the mismatch
+    const ConstantFingerprint f = fingerprint_constant(t.spec().sizes, packed);
+    const auto& req = t.buffer().requirements();
+    std::shared_ptr<const SharedConstant> c =
+        shared_->find_constant(f.bytes, f.hash, req.memoryTypeBits, req.alignment, taken);
+    if (!c || c->reserved < req.size) continue;
+    taken.push_back(c.get());
+    shared_constants_[i] = std::move(c);
+    graph_.take_constant_packer(ref);
+  }
+}
+
+void GraphMemory::bind_shared_constants() {
+  for (size_t i = 0; i < graph_.tensor_count(); ++i) {
+    const SharedConstant* c = shared_constants_[i].get();
+    if (c == nullptr) continue;
+    GpuTensor& t = graph_.tensor_to_bind(static_cast<ValueRef>(i));
+    const uint32_t block = block_index(c->block);
+    context_.memory().bind(t.buffer_to_bind(), *c->block, c->offset,
+                           "tensor '" + t.name() + "' (a constant another graph uploaded)");
+    memory_ranges_[i] = {block, c->offset, t.buffer().requirements().size};
+  }
+}
+
+uint32_t GraphMemory::block_index(const std::shared_ptr<const vk::MemoryBlock>& block) {
+  const auto it = std::find(blocks_.begin(), blocks_.end(), block);
+  if (it != blocks_.end()) return static_cast<uint32_t>(it - blocks_.begin());
+  blocks_.push_back(block);
+  return static_cast<uint32_t>(blocks_.size() - 1);
+}
+
+void GraphMemory::constant_uploaded(ValueRef ref, const std::vector<uint8_t>& packed) {
+  if (!shared_ || constant_shared(ref) || graph_.tensor(ref).is_image()) return;
+  const MemoryRange& r = memory_ranges_[ref];
+  auto c = std::make_shared<const SharedConstant>(
+      SharedConstant{blocks_[r.memory], r.offset, graph_.tensor(ref).buffer().requirements().size});
+  shared_->add_constant(fingerprint_constant(graph_.tensor(ref).spec().sizes, packed), c);
+  offered_constants_.push_back(std::move(c));
 }
 
 void GraphMemory::bind_views() {
@@ -203,7 +267,7 @@ void GraphMemory::bind_views() {
     const MemoryRange& r = memory_ranges_[root];
     GpuTensor& t = graph_.tensor_to_bind(static_cast<ValueRef>(i));
     context_.memory().bind(
-        t.buffer_to_bind(), blocks_[r.memory], r.offset + offset,
+        t.buffer_to_bind(), *blocks_[r.memory], r.offset + offset,
         "tensor '" + t.name() + "' (a view of '" + graph_.tensor(root).name() + "')");
     memory_ranges_[i] = {r.memory, r.offset + offset, t.buffer().requirements().size};
   }

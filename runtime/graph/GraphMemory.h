@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/graph/GraphDefinition.h"
 #include "runtime/graph/HazardTracker.h"
+#include "runtime/graph/SharedGraphMemory.h"
 #include "runtime/vk/Memory.h"
 
 namespace vkd::graph {
@@ -18,12 +20,14 @@ namespace vkd::graph {
 // Device memory of a prepared graph, and the peak while loading it.
 struct GraphMemoryStats {
   uint64_t constant_host_bytes = 0;         // constants as given (host NCHW)
-  uint64_t constant_device_bytes = 0;       // constants on the GPU
+  uint64_t constant_device_bytes = 0;       // constants on the GPU, uploaded by this graph
+  uint64_t constant_shared_bytes = 0;       // constants bound in another graph's (shared)
   uint64_t io_device_bytes = 0;             // graph inputs and outputs
   uint64_t intermediate_naive_bytes = 0;    // every intermediate in its own memory
   uint64_t intermediate_planned_bytes = 0;  // after lifetime-based sharing
+  bool intermediates_shared = false;        // planned in another graph's blocks (shared)
   uint64_t image_bytes = 0;                 // texture tensors (own memory, not shared)
-  uint64_t device_bytes = 0;                // all device memory held for tensors
+  uint64_t device_bytes = 0;                // device memory this graph allocated for tensors
   uint64_t staging_bytes = 0;               // input/output staging kept for execute()
   uint64_t load_peak_bytes = 0;             // device + staging + host packing, during prepare()
 };
@@ -45,6 +49,11 @@ class GraphMemory {
   // memory device), for a tensor that is not both an input and an output, not a view and not
   // viewed.
   void set_direct_io(bool on) { direct_io_on_ = on; }
+  // Memory shared with other graphs of the same model (SharedGraphMemory.h), before
+  // plan_and_bind(): constants whose bytes another graph uploaded are bound in its memory (not
+  // uploaded: constant_shared()), the intermediates in its blocks when the plan fits them; this
+  // graph's own constants and intermediates are offered to the later graphs.
+  void set_shared(std::shared_ptr<SharedGraphMemory> shared) { shared_ = std::move(shared); }
   // prepare()'s first step: plans every tensor's memory, allocates it and binds the buffers.
   void plan_and_bind();
 
@@ -53,6 +62,11 @@ class GraphMemory {
   // After plan_and_bind(). Where a tensor's bytes live: a buffer's range in its memory block
   // (intermediates whose lifetimes do not overlap may share bytes), an image's own memory.
   const MemoryRange& range(ValueRef ref) const { return memory_ranges_[ref]; }
+
+  // After plan_and_bind(): constant `ref` is bound in another graph's uploaded bytes.
+  bool constant_shared(ValueRef ref) const { return shared_constants_[ref] != nullptr; }
+  // The upload's packed bytes of this graph's own constant `ref`, offered to later graphs.
+  void constant_uploaded(ValueRef ref, const std::vector<uint8_t>& packed);
 
   const GraphMemoryStats& stats() const;
   // Host-visible staging held from now on (added) or freed (released), and a new candidate for
@@ -66,14 +80,24 @@ class GraphMemory {
   bool wants_direct_io(size_t index) const;
   void collect_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
   void plan_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
-  void bind_buffer_group(const BufferGroup& group);
+  void find_shared_constants();
+  void bind_buffer_group(const BufferGroup& group, bool may_share);
+  void bind_shared_constants();
+  uint32_t block_index(const std::shared_ptr<const vk::MemoryBlock>& block);
   void bind_views();  // each view's buffer in its root's memory
 
   vk::Context& context_;
   GraphDefinition& graph_;
   bool direct_io_on_;
-  std::vector<bool> direct_io_;             // per tensor
-  std::vector<vk::MemoryBlock> blocks_;     // shared memory the buffers are bound in
+  std::vector<bool> direct_io_;  // per tensor
+  // The memory the buffers are bound in (a range's `memory`): this graph's own blocks and
+  // those of other graphs it shares, held so none is freed while this graph uses it.
+  std::vector<std::shared_ptr<const vk::MemoryBlock>> blocks_;
+  std::shared_ptr<SharedGraphMemory> shared_;
+  // Per tensor: the other graph's constant it is bound in; null when none.
+  std::vector<std::shared_ptr<const SharedConstant>> shared_constants_;
+  // This graph's constants as offered to other graphs (they keep only weak references).
+  std::vector<std::shared_ptr<const SharedConstant>> offered_constants_;
   std::vector<MemoryRange> memory_ranges_;  // per tensor
   // constant_host_bytes is the definition's, copied in when read.
   mutable GraphMemoryStats stats_;

@@ -30,7 +30,10 @@ constexpr int64_t kMax = 16, kWidth = 8;
 
 float position(int64_t t, int64_t c) { return 0.25f * static_cast<float>(t) - 0.125f * c; }
 
-std::vector<uint8_t> dynamic_blob() {
+// With `bias`, y + a [1, 1, 8] constant, the same at every length.
+float bias_at(int64_t c) { return 0.5f - 0.0625f * static_cast<float>(c); }
+
+std::vector<uint8_t> dynamic_blob(bool bias = false) {
   GraphBuilder b;
   const vkd::TensorSpec f{
       {1, kMax, kWidth}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
@@ -51,21 +54,36 @@ std::vector<uint8_t> dynamic_blob() {
            {x, b.add_float(kScale), b.add_int(kZeroPoint), b.add_int(-128), b.add_int(127), xq});
   b.add_op("q8ta_dequantize",
            {xq, b.add_float(kScale), b.add_int(kZeroPoint), b.add_int(-128), b.add_int(127), xd});
-  b.add_op("float_add", {xd, pos, b.add_float(1.0), y});
+  ValueId sum = y, bias_value = 0;
+  if (bias) {
+    std::vector<float> bias_values;
+    for (int64_t c = 0; c < kWidth; ++c) bias_values.push_back(bias_at(c));
+    std::vector<uint8_t> bias_bytes(bias_values.size() * 4);
+    std::memcpy(bias_bytes.data(), bias_values.data(), bias_bytes.size());
+    sum = b.add_tensor(f, "sum");
+    bias_value = b.add_tensor(
+        {{1, 1, kWidth}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "bias",
+        bias_bytes);
+  }
+  b.add_op("float_add", {xd, pos, b.add_float(1.0), sum});
+  if (bias) b.add_op("float_add", {sum, bias_value, b.add_float(1.0), y});
   b.set_inputs({x}, {"x"});
   b.set_outputs({y}, {"y"});
   DynamicLength d{"T", 2, kMax, {}};
-  for (const ValueId v : {x, xq, xd, pos, y}) d.entries.push_back({v, 1, 1, 0});
+  std::vector<ValueId> following{x, xq, xd, pos, y};  // sorted by value, as entries must be
+  if (bias) following.push_back(sum);                 // made after y
+  for (const ValueId v : following) d.entries.push_back({v, 1, 1, 0});
   b.set_dynamic_length(d);
   return b.finish();
 }
 
 // The CPU reference of the graph at x's length.
-std::vector<float> reference(const std::vector<float>& x) {
+std::vector<float> reference(const std::vector<float>& x, bool bias = false) {
   std::vector<float> y = vkd::testing::reference_dequantize(
       vkd::testing::reference_quantize(x, kScale, kZeroPoint, -128, 127), kScale, kZeroPoint);
   for (size_t i = 0; i < y.size(); ++i) {
     y[i] += position(static_cast<int64_t>(i) / kWidth, static_cast<int64_t>(i) % kWidth);
+    if (bias) y[i] += bias_at(static_cast<int64_t>(i) % kWidth);
   }
   return y;
 }
@@ -106,6 +124,37 @@ TEST(DynamicLengthDelegate, RunsEveryLengthUpToTheMaximum) {
         << d->last_error();
     EXPECT_EQ(y, reference(x));
   }
+  EXPECT_EQ(d->validation_message_count(), 0u);
+}
+
+// The graphs of the shorter lengths upload no constant: the bias is the maximum's bytes, the
+// position table their first rows; their intermediates fit the maximum's blocks. What they
+// allocate themselves is their inputs and outputs only.
+TEST(DynamicLengthDelegate, EveryLengthSharesTheMaximumsConstantsAndIntermediates) {
+  const std::vector<uint8_t> blob = dynamic_blob(true);
+  std::unique_ptr<vkd::Delegate> d;
+  std::string error;
+  ASSERT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error), vkd::Status::Ok)
+      << error;
+  const vkd::MemoryReport one = d->memory();
+  // Both constants (bias, position table) and the intermediates (xq, xd, sum) on the device.
+  EXPECT_GE(one.constant_device_bytes, uint64_t(4 * (kMax + 1) * kWidth));
+  EXPECT_GT(one.intermediate_planned_bytes, 0u);
+  for (const int64_t length : {int64_t{5}, int64_t{9}, int64_t{2}, int64_t{16}}) {
+    SCOPED_TRACE(length);
+    const std::vector<int64_t> sizes{1, length, kWidth};
+    const std::vector<float> x = input(length);
+    std::vector<float> y(x.size(), -1.0f);
+    ASSERT_EQ(d->execute({{x.data(), x.size() * 4, HostDType::Float32, sizes}},
+                         {{y.data(), y.size() * 4, HostDType::Float32, sizes}}),
+              vkd::Status::Ok)
+        << d->last_error();
+    EXPECT_EQ(y, reference(x, true));
+  }
+  const vkd::MemoryReport four = d->memory();
+  EXPECT_GT(four.staging_bytes, one.staging_bytes);  // the three shorter graphs are counted
+  EXPECT_EQ(four.constant_device_bytes, one.constant_device_bytes);
+  EXPECT_EQ(four.device_bytes - four.io_device_bytes, one.device_bytes - one.io_device_bytes);
   EXPECT_EQ(d->validation_message_count(), 0u);
 }
 

@@ -192,6 +192,9 @@ class VKD_API Delegate {
   std::string last_error() const;                 // "" after a successful call
   std::vector<NodeProfile> last_profile() const;  // empty before the first run / without timestamps
   ExecuteProfile last_execute_profile() const;    // all 0 before the first run / after a failed one
+  // Device memory held now; with a dynamic length, also what the graphs of the shorter lengths
+  // held allocated themselves (their constants and intermediates shared with the maximum's
+  // graph counted once).
   MemoryReport memory() const;
   std::string device_name() const;
   uint64_t validation_message_count() const;  // with options.validation
