@@ -112,13 +112,23 @@ constexpr int64_t kGemvInvocations = 128, kGemvGroups = 2;
 // 284 workgroups of 32, 4 K words per lane). The bound is a first guess, to be swept on the
 // H200 (a longer K keeps the measured workgroup form).
 constexpr int64_t kGemvPerSubgroupMaxK4 = 256;
+// On a GPU, only where the per-subgroup grid keeps this many workgroups (a small N, 1 x 384 ->
+// 384, would otherwise run on a tenth of an H200's SMs); CPU devices (lavapipe: 16 subgroups of
+// 8 per workgroup, 1 x 512 -> 9059 15.8 -> 2.1 ms) want fewer, larger workgroups anyway.
+constexpr int64_t kGemvPerSubgroupMinWorkgroups = 128;
 
-// Whether the GEMV runs SG_REDUCE 2 on `profile` for K4 = `k4`: subgroup arithmetic, a
-// subgroup of at least 4 NG lanes dividing the workgroup, a short K.
-bool gemv_per_subgroup(const vk::DeviceProfile& profile, int64_t k4) {
+// Whether the GEMV runs SG_REDUCE 2 on `profile` for K4 = `k4`, N4 = `n4` over `row_blocks`:
+// subgroup arithmetic, a subgroup of at least 4 NG lanes dividing the workgroup, a short K,
+// enough workgroups on a GPU.
+bool gemv_per_subgroup(const vk::DeviceProfile& profile, int64_t k4, int64_t n4,
+                       int64_t row_blocks) {
   const int64_t sg = profile.subgroup_size;
-  return profile.subgroup_arithmetic && sg >= 4 * kGemvGroups && sg <= kGemvInvocations &&
-         kGemvInvocations % sg == 0 && k4 <= kGemvPerSubgroupMaxK4;
+  if (!profile.subgroup_arithmetic || sg < 4 * kGemvGroups || sg > kGemvInvocations ||
+      kGemvInvocations % sg != 0 || k4 > kGemvPerSubgroupMaxK4) {
+    return false;
+  }
+  const int64_t workgroups = row_blocks * div_up(n4, kGemvGroups * (kGemvInvocations / sg));
+  return profile.cpu_kernels || workgroups >= kGemvPerSubgroupMinWorkgroups;
 }
 
 }  // namespace
@@ -224,7 +234,7 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
   } else {
     // 128 invocations, 2 channel groups (shaders/q8ta_linear_gemv.glsl has the sweep); with a
     // short K, 2 channel groups per subgroup (SG_REDUCE 2).
-    const bool per_subgroup = gemv_per_subgroup(profile, k4);
+    const bool per_subgroup = gemv_per_subgroup(profile, k4, n4, row_blocks);
     const int reduce = per_subgroup ? 2 : profile.subgroup_arithmetic ? 1 : 0;
     const int64_t groups_per_workgroup =
         per_subgroup ? kGemvGroups * (kGemvInvocations / profile.subgroup_size) : kGemvGroups;
