@@ -223,12 +223,14 @@ struct Step {
 
 // What one output of the anchor becomes: through single-output cuts that are each the only
 // reader of the value before (x[:, :, 1:-1, 1:-1] is two slice_copy nodes) to the q reading
-// the last one.
+// the last one, or reading a view of it that only adds or drops 1s in front (x[:, 0], which the
+// exporter writes as a slice and a view: a q8ta_view after the q8ta_slice).
 struct Chain {
   size_t output = 0;                // of the anchor
   std::vector<int> cuts;            // the cut nodes after the anchor, in order
   std::vector<Step> steps;          // the anchor's piece, then each cut's
-  std::vector<std::string> values;  // the float value after each step
+  std::vector<std::string> values;  // the float value after each step (and the view)
+  int view = -1;                    // the view_copy before the q, if any
   int q = -1;
   QuantInfo out_q;
 };
@@ -256,7 +258,14 @@ std::string follow_chain(const Graph& g, const Node& anchor, size_t k, const Ste
       c.q = readers[0];
       return check_q(g, *r, c.q, c.out_q);
     }
-    if (!is_cut(r->op) || r->outputs.size() != 1) return describe_consumers(g, y);
+    if (r->op == kViewCopy && c.view < 0 && r->outputs.size() == 1 &&
+        same_packed_shape(g.value(y).shape, g.value(r->outputs[0]).shape)) {
+      c.view = readers[0];  // then the q, nothing else
+      y = r->outputs[0];
+      c.values.push_back(y);
+      continue;
+    }
+    if (c.view >= 0 || !is_cut(r->op) || r->outputs.size() != 1) return describe_consumers(g, y);
     Step s;
     std::vector<SliceRange> pieces;
     const SliceError e = slices_of(*r, g.value(y).shape, s.dim, pieces);
@@ -350,16 +359,19 @@ void commit_cut(FuseState& state, int anchor, const Cut& cut) {
   for (const Chain& c : cut.chains) {
     const std::vector<Step> runs = runs_of(c);
     std::vector<int> nodes = c.cuts;
+    if (c.view >= 0) nodes.push_back(c.view);
     nodes.push_back(c.q);
     const std::string label = state.chain_of({cut.dq}, anchor, nodes);
     std::string in = x_q;
     for (size_t j = 0; j < runs.size(); ++j) {
       const bool last = j + 1 == runs.size();
+      const bool viewed = last && c.view >= 0;  // the last run, then an identity to the q's
       Fusion f;
-      f.nodes.assign(nodes.begin() + static_cast<long>(j),
-                     last ? nodes.end() : nodes.begin() + static_cast<long>(j + 1));
+      f.nodes.assign(
+          nodes.begin() + static_cast<long>(j),
+          last ? nodes.end() - (viewed ? 1 : 0) : nodes.begin() + static_cast<long>(j + 1));
       std::string out = g.nodes[c.q].outputs[0];
-      if (!last) {  // a new int8 value of the run's shape
+      if (!last || viewed) {  // a new int8 value of the run's shape
         Value v;
         v.name = g.unique_name(c.values.back() + "_run" + std::to_string(j));
         v.dtype = DType::Int8;
@@ -368,9 +380,8 @@ void commit_cut(FuseState& state, int anchor, const Cut& cut) {
           v.shape[static_cast<size_t>(runs[r].dim)] = runs[r].r.length;
         }
         out = g.add_value(v).name;
-      } else {
-        f.dead = c.values;
       }
+      if (last) f.dead = c.values;
       if (first) {
         f.nodes.insert(f.nodes.begin(), {cut.dq, anchor});
         f.dead.push_back(g.nodes[anchor].inputs[0]);
@@ -381,15 +392,29 @@ void commit_cut(FuseState& state, int anchor, const Cut& cut) {
       state.commit(std::move(f), label, describe_run(c, outputs, runs[j]));
       in = out;
     }
+    // The view: the same int8 bytes under the q's name and shape, as q8ta_view (an identity
+    // would be folded into the slice's value, whose shape its readers then see: a linear
+    // requires its output's leading dims to be its input's).
+    if (c.view >= 0) {
+      Fusion v;
+      v.nodes = {c.q};
+      v.node.op = "q8ta_view";
+      v.node.inputs = {in};
+      v.node.outputs = {g.nodes[c.q].outputs[0]};
+      v.node.args["zero_point"] = c.out_q.zero_point;
+      v.node.origin = state.fused_origin(c.view, v.node.op);
+      state.produced[v.node.outputs[0]] = c.out_q;
+      state.commit(std::move(v), label, " (a view of the int8 data)");
+    }
   }
 }
 
-// Whether a q reads `y`, or through cuts what they cut from it.
+// Whether a q reads `y`, or through cuts (and views) what they cut from it.
 bool reaches_q(const Graph& g, const std::string& y) {
   for (int r : g.consumers(y)) {
     const Node& n = g.nodes[r];
     if (n.op == kQ) return true;
-    if (!is_cut(n.op)) continue;
+    if (!is_cut(n.op) && n.op != kViewCopy) continue;
     for (const std::string& out : n.outputs) {
       if (reaches_q(g, out)) return true;
     }
@@ -456,8 +481,12 @@ void fuse_slices(FuseState& state, int i) {
   std::vector<int> all = {cut.dq, i};
   for (const Chain& c : cut.chains) {
     all.insert(all.end(), c.cuts.begin(), c.cuts.end());
+    if (c.view >= 0) all.push_back(c.view);
     all.push_back(c.q);
   }
+  const bool viewed =
+      std::any_of(cut.chains.begin(), cut.chains.end(), [](const Chain& c) { return c.view >= 0; });
+  if (why.empty() && viewed && !state.may_target("q8ta_view")) why = "q8ta_view is ruled out";
   if (why.empty() && state.any_claimed(all)) why = "overlaps another fused pattern";
   if (!why.empty()) {
     return state.not_fused(state.chain_of({cut.dq}, i, {}) + " -> ...", all, "q8ta_slice", why);

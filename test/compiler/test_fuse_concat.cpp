@@ -268,6 +268,53 @@ TEST(Fuse, ChainsOfCutsBecomeOneQ8taSlicePerDim) {
   expect_valid(b.g);
 }
 
+// x[:, 0] (a ViT's class token: slice_copy, then a view dropping the 1) between a dq and a q
+// with other parameters: the q8ta_slice requantizes into a new int8 value, a q8ta_view gives it
+// the q's name and shape.
+TEST(Fuse, SliceThenAViewDroppingTheOneBecomesQ8taSlice) {
+  Builder b;
+  b.input("xq", DType::Int8, {1, 5, 8});
+  b.dq("xq", "x", 0.2, 4);
+  b.value("s", DType::Float32, {1, 1, 8});
+  b.node("aten.slice_copy.Tensor", {"x"},
+         {{"dim", int64_t{1}}, {"start", int64_t{0}}, {"end", int64_t{1}}, {"step", int64_t{1}}},
+         {"s"});
+  b.value("v", DType::Float32, {1, 8});
+  b.node("aten.view_copy", {"s"}, {{"size", std::vector<int64_t>{1, 8}}}, {"v"});
+  b.q("v", "vq", 0.1, -2);
+  b.output("vq");
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_slice", "q8ta_view"})) << all_lines(r);
+  const Node& slice = b.g.nodes[0];
+  const Node& view = b.g.nodes[1];
+  EXPECT_EQ(slice.inputs, (std::vector<std::string>{"xq"}));
+  EXPECT_EQ(b.g.value(slice.outputs[0]).shape, (std::vector<int64_t>{1, 1, 8}));
+  EXPECT_EQ(arg_d(slice, "output_scale"), 0.1);
+  EXPECT_EQ(arg_i(slice, "output_zero_point"), -2);
+  EXPECT_EQ(view.inputs, slice.outputs);
+  EXPECT_EQ(view.outputs, (std::vector<std::string>{"vq"}));
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.slice_copy.Tensor -> aten.view_copy -> q (node 0..2) "
+                       "into q8ta_slice 'v_run0' (output 0 of 1: dim 1, 1 from index 0)"))
+      << all_lines(r);
+  expect_valid(b.g);
+
+  // a view that moves data (not only 1s in front) is no part of it
+  Builder m;
+  m.input("xq", DType::Int8, {1, 4, 6});
+  m.dq("xq", "x", 0.2, 4);
+  m.value("s", DType::Float32, {1, 2, 6});
+  m.node("aten.slice_copy.Tensor", {"x"},
+         {{"dim", int64_t{1}}, {"start", int64_t{0}}, {"end", int64_t{2}}, {"step", int64_t{1}}},
+         {"s"});
+  m.value("v", DType::Float32, {1, 12});
+  m.node("aten.view_copy", {"s"}, {{"size", std::vector<int64_t>{1, 12}}}, {"v"});
+  m.q("v", "vq", 0.2, 4);
+  m.output("vq");
+  const PassReport none = fuse_and_lower(m.g);
+  EXPECT_EQ(count_op(m.g, "q8ta_slice"), 0) << all_lines(none);
+}
+
 TEST(Fuse, SplitWithAnOutputNoQuantizeReadsIsNotFused) {
   Builder b;
   b.input("xq", DType::Int8, {1, 6, 2, 2});

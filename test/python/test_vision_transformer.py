@@ -14,8 +14,8 @@ partition with `vkd run --intermediates` under the validation layer, the host st
 PyTorch's ops), every int8 tensor is compared with PyTorch's reference model fed the device's
 inputs (vkdelegate.per_layer): within 1 LSB, and only at rounding ties. What stays on the host
 is only what the compiler has no lowering for yet: the patch embedding's conv -> tokens move
-(view + permute) and the class token's slice (+ view) requantized for the head. The class
-token's cat with a constant is q8ta_cat reading the constant as int8x4 data.
+(view + permute). The class token's cat with a constant is q8ta_cat reading the constant as
+int8x4 data, x[:, 0] a q8ta_slice and a q8ta_view.
 """
 import json
 import os
@@ -138,7 +138,7 @@ class VisionTransformerRuns(unittest.TestCase):
                            done.stdout)
         self.assertEqual(len(fused), 2, done.stdout)
         host = [s["host"] for s in plan["steps"] if "host" in s]
-        for op in ("attention", "linear", "layer_norm", "add", "conv", "cat", "gelu"):
+        for op in ("attention", "linear", "layer_norm", "add", "conv", "cat", "gelu", "slice"):
             self.assertEqual([h for h in host if op in h], [], host)
 
         device = {k: v for k, v in written.items() if v.dtype == np.int8}
