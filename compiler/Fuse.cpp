@@ -45,15 +45,20 @@ void note_host_only(FuseState& state, const std::vector<bool>& host_only) {
 
 // Tries every pattern anchored at a node not yet taken by an earlier match, in node order; an
 // anchor beyond the device's rank only where its pattern says it takes such nodes. The patterns
-// that join the match of a later node (EdgeOp::fuses_after_its_consumers) come in a second
-// pass, once those matches exist.
+// that take nodes a smaller pattern would take first (EdgeOp::fuses_before_its_producers) come in
+// a first pass; those that join the match of a later node (EdgeOp::fuses_after_its_consumers) in
+// a last pass, once those matches exist.
 void match_patterns(FuseState& state, const std::vector<bool>& host_only) {
-  for (const bool joining_later_matches : {false, true}) {
+  enum Pass { kFirst, kInOrder, kLast };
+  for (const Pass pass : {kFirst, kInOrder, kLast}) {
     for (size_t i = 0; i < state.graph.nodes.size(); ++i) {
       if (state.claimed[i]) continue;
       const EdgeOp* op = find_edge_op(state.graph.nodes[i].op);
       if (op == nullptr || op->fuse == nullptr) continue;
-      if (op->fuses_after_its_consumers != joining_later_matches) continue;
+      const Pass its = op->fuses_before_its_producers  ? kFirst
+                       : op->fuses_after_its_consumers ? kLast
+                                                       : kInOrder;
+      if (its != pass) continue;
       if (host_only[i] && !op->fuses_beyond_device) continue;
       op->fuse(state, static_cast<int>(i));
     }

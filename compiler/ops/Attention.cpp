@@ -679,7 +679,8 @@ std::vector<EdgeOp> attention_edge_ops() {
              1,
              scaled_dot_product_attention}
           .computed_by(reference_scaled_dot_product_attention)
-          .fused_by(fusion::fuse_attention, {"q8ta_attention", "attention"}),
+          .fused_by(fusion::fuse_attention, {"q8ta_attention", "attention"})
+          .fusing_before_its_producers(),
   };
 }
 

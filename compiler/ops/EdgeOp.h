@@ -77,6 +77,10 @@ struct EdgeOp {
   // convolution reading its output), so it is tried once every other pattern has been
   // (compiler/Fuse.cpp: match_patterns).
   bool fuses_after_its_consumers = false;
+  // The pattern takes nodes before its anchor that a pattern of their own would otherwise take
+  // first (an attention's head split, a plain view at one token), so it is tried before every
+  // other pattern (compiler/Fuse.cpp: match_patterns).
+  bool fuses_before_its_producers = false;
 
   int input_index(std::string_view input_name) const;  // -1 when absent
 
@@ -89,6 +93,7 @@ struct EdgeOp {
   EdgeOp& taking_a_tensor_list();
   EdgeOp& fusing_beyond_device();
   EdgeOp& fusing_after_its_consumers();
+  EdgeOp& fusing_before_its_producers();
 };
 
 // Every edge op, families in a fixed order (the order of "accepted: ..." messages).

@@ -100,6 +100,11 @@ EdgeOp& EdgeOp::fusing_after_its_consumers() {
   return *this;
 }
 
+EdgeOp& EdgeOp::fusing_before_its_producers() {
+  fuses_before_its_producers = true;
+  return *this;
+}
+
 EdgeOp& EdgeOp::taking_a_tensor_list() {
   tensor_list = true;
   return *this;

@@ -34,6 +34,7 @@ struct Variant {
   // -> view_copy [1, 1, T] -> view_copy [1, 1, 1, T] (BERT's), nodes 21..24.
   I made_from = {};
   bool made_read_elsewhere = false;  // the mul's output is also a graph output
+  int64_t t = T;                     // the sequence length (mask_shape follows T's default)
 };
 
 // Per q, k, v: int8 [1, T, H*D] graph input -> dq -> view_copy [1, T, H, D] -> q -> dq ->
@@ -48,20 +49,20 @@ Builder attention_graph(const Variant& o = {}) {
   } sides[] = {{"q", 0.1, -4}, {"k", 0.07, 3}, {"v", 0.03, 33}};
   for (const auto& s : sides) {
     const std::string n = s.name;
-    b.input(n, DType::Int8, {1, T, H * D});
+    b.input(n, DType::Int8, {1, o.t, H * D});
     b.dq(n, n + "_f", s.scale, s.zp);
     if (o.key_without_transpose && n == "k") {
-      b.value("k_v", DType::Float32, {1, H, T, D});
-      b.node("aten.view_copy", {"k_f"}, {{"size", I{1, H, T, D}}}, {"k_v"});
+      b.value("k_v", DType::Float32, {1, H, o.t, D});
+      b.node("aten.view_copy", {"k_f"}, {{"size", I{1, H, o.t, D}}}, {"k_v"});
       b.q("k_v", "k_tq", s.scale, s.zp);
       b.dq("k_tq", "k_td", s.scale, s.zp);
       continue;
     }
-    b.value(n + "_v", DType::Float32, {1, T, H, D});
-    b.node("aten.view_copy", {n + "_f"}, {{"size", I{1, T, H, D}}}, {n + "_v"});
+    b.value(n + "_v", DType::Float32, {1, o.t, H, D});
+    b.node("aten.view_copy", {n + "_f"}, {{"size", I{1, o.t, H, D}}}, {n + "_v"});
     b.q(n + "_v", n + "_vq", s.scale, s.zp);
     b.dq(n + "_vq", n + "_vd", s.scale, s.zp);
-    b.value(n + "_t", DType::Float32, {1, H, T, D});
+    b.value(n + "_t", DType::Float32, {1, H, o.t, D});
     b.node("aten.transpose_copy.int", {n + "_vd"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}},
            {n + "_t"});
     b.q(n + "_t", n + "_tq", s.scale, s.zp);
@@ -75,28 +76,28 @@ Builder attention_graph(const Variant& o = {}) {
     b.node("aten.rsub.Scalar", {"m01"}, {{"other", 1.0}}, {"inv"});
     b.value("neg", DType::Float32, o.made_from);
     b.node("aten.mul.Scalar", {"inv"}, {{"other", -10000.0}}, {"neg"});
-    b.value("m3", DType::Float32, {1, 1, T});
-    b.node("aten.view_copy", {"neg"}, {{"size", I{1, 1, T}}}, {"m3"});
-    b.value("mask", DType::Float32, {1, 1, 1, T});
-    b.node("aten.view_copy", {"m3"}, {{"size", I{1, 1, 1, T}}}, {"mask"});
+    b.value("m3", DType::Float32, {1, 1, o.t});
+    b.node("aten.view_copy", {"neg"}, {{"size", I{1, 1, o.t}}}, {"m3"});
+    b.value("mask", DType::Float32, {1, 1, 1, o.t});
+    b.node("aten.view_copy", {"m3"}, {{"size", I{1, 1, 1, o.t}}}, {"mask"});
     if (o.made_read_elsewhere) b.output("neg");
     in.push_back("mask");
   } else if (o.mask) {
     b.input("mask", DType::Float32, o.mask_shape);
     in.push_back("mask");
   }
-  b.value("a", DType::Float32, {1, H, T, D});
+  b.value("a", DType::Float32, {1, H, o.t, D});
   Args args = {{"scale", 0.25}};
   if (o.causal) args["is_causal"] = true;
   b.node(kSdpa, in, args, {"a"});
   b.q("a", "aq", 0.02, 51);
   b.dq("aq", "ad", 0.02, 51);
-  b.value("at", DType::Float32, {1, T, H, D});
+  b.value("at", DType::Float32, {1, o.t, H, D});
   b.node("aten.transpose_copy.int", {"ad"}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {"at"});
   b.q("at", "atq", 0.02, 51);
   b.dq("atq", "atd", 0.02, 51);
-  b.value("y", DType::Float32, {1, T, H * D});
-  b.node("aten.view_copy", {"atd"}, {{"size", I{1, T, H * D}}}, {"y"});
+  b.value("y", DType::Float32, {1, o.t, H * D});
+  b.node("aten.view_copy", {"atd"}, {{"size", I{1, o.t, H * D}}}, {"y"});
   b.q("y", "yq", 0.02, 51);
   b.output("yq");
   return b;
@@ -132,6 +133,28 @@ TEST(Fuse, AttentionWithItsHeadMovesFuses) {
   EXPECT_EQ(arg_d(n, "output_scale"), 0.02);
   EXPECT_EQ(arg_i(n, "output_zero_point"), 51);
   expect_valid(b.g);
+}
+
+// At one token the head split and merge only reshape ([1, 1, H, D] -> [1, H, 1, D] keeps the
+// flat order), which a view's own pattern would take first: the attention is tried before it.
+TEST(Fuse, AttentionAtOneTokenFuses) {
+  Variant o;
+  o.t = 1;
+  o.mask_shape = {1, 1, 1, 1};
+  Builder b = attention_graph(o);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_attention"})) << all_lines(r);
+  EXPECT_TRUE(has_line(r, "fused " + kChain +
+                              " (node 0..28) into q8ta_attention 'yq' (2 heads of 8, mask "
+                              "'mask' [1, 1, 1, 1])"))
+      << all_lines(r);
+  expect_valid(b.g);
+  o.made_from = {1, 1};  // BERT's mask, made in the kernel
+  Builder made = attention_graph(o);
+  const PassReport m = fuse_and_lower(made.g);
+  EXPECT_EQ(ops_of(made.g), (std::vector<std::string>{"q8ta_attention_mask_affine"}))
+      << all_lines(m);
+  expect_valid(made.g);
 }
 
 // Without a mask the op reads zeros (a constant of Tk elements); a per-query-row mask is taken.
