@@ -4,13 +4,13 @@ length, and a longer input is refused with a message naming the input, the dim a
 
 A small BERT-like encoder layer (token + position embeddings, layer norm, SDPA self-attention
 with an additive mask from a 0/1 mask, output linear, residual, layer norm) quantized by
-vkdelegate.export.quantize with torch.export's Dim("T", min=2, max=16), exported by
+vkdelegate.export.quantize with torch.export's Dim("T", min=1, max=16), exported by
 to_graph_ir with the same dynamic_shapes and compiled by `vkd compile` (without --partition: the
-whole graph is one blob). `vkd run` of that blob at T = 16, 7 and 2 against `vkd run` of a blob
-exported and compiled at exactly that T (the same quantized model), under the validation layer,
-and vkdelegate.runtime's Program.run of the one blob at each length equal to both;
-T = 1 is not in the range because the attention has no kernel for one token yet (a blob
-compiled at T = 1 is refused too).
+whole graph is one blob). `vkd run` of that blob at T = 16, 7, 2 and 1 against `vkd run` of a
+blob exported and compiled at exactly that T (the same quantized model), under the validation
+layer, and vkdelegate.runtime's Program.run of the one blob at each length equal to both. At
+T = 1 the head split only reshapes; the attention still fuses (compiler/Fuse.cpp's first pass),
+so the blob compiled at T = 1 has no host step either.
 """
 import os
 import subprocess
@@ -90,7 +90,7 @@ class DynamicLengthTest(unittest.TestCase):
         from vkdelegate.export import quantize, to_graph_ir
         torch.manual_seed(0)
         model = Encoder().eval()
-        T = Dim("T", min=2, max=MAX)
+        T = Dim("T", min=1, max=MAX)
         dynamic = {"ids": {1: T}, "mask": {1: T}}
         calibration = [sample(length, s) for s, length in enumerate((16, 9, 12, 5, 16, 3))]
         converted = quantize(model, sample(MAX, 1), calibration, dynamic_shapes=dynamic).converted
@@ -99,12 +99,12 @@ class DynamicLengthTest(unittest.TestCase):
             graph, tensors = to_graph_ir(converted, sample(MAX, 1), name="enc",
                                          dynamic_shapes=dynamic)
             self.assertEqual((graph["dynamic"]["name"], graph["dynamic"]["min"],
-                              graph["dynamic"]["max"]), ("T", 2, MAX))
+                              graph["dynamic"]["max"]), ("T", 1, MAX))
             self.assertEqual(graph["dynamic"]["values"]["ids"], [[1, 1, 0]])
             blob = self.export(folder, "dyn", graph, tensors)
             inspect = run(["inspect", blob])
             self.assertEqual(inspect.returncode, 0, inspect.stderr)
-            self.assertIn("dynamic length: T from 2 to 16 (any length runs without recompiling)\n"
+            self.assertIn("dynamic length: T from 1 to 16 (any length runs without recompiling)\n"
                           "  inputs: ids dim 1 = 1*T, mask dim 1 = 1*T\n"
                           "  outputs: output dim 1 = 1*T\n", inspect.stdout)
 
@@ -112,15 +112,15 @@ class DynamicLengthTest(unittest.TestCase):
             from vkdelegate.export import export
             written = export(model, sample(MAX, 1), folder / "export", "enc", calibration,
                              dynamic_shapes=dynamic)
-            self.assertIn('"dynamic": {"name": "T", "min": 2, "max": 16',
+            self.assertIn('"dynamic": {"name": "T", "min": 1, "max": 16',
                           Path(written["graph"]).read_text())
 
             from vkdelegate.runtime import VkdError, load
             program = load(blob, validation=True)
             self.addCleanup(program.close)
-            self.assertEqual(program.length_range, (2, MAX))
+            self.assertEqual(program.length_range, (1, MAX))
 
-            for length in (MAX, 7, 2):
+            for length in (MAX, 7, 2, 1):
                 with self.subTest(length=length):
                     inputs = sample(length, 100 + length)
                     fixed = self.export(folder, f"fixed{length}",
@@ -128,7 +128,7 @@ class DynamicLengthTest(unittest.TestCase):
                     got, got_path = self.run_blob(folder, blob, inputs, f"dyn{length}")
                     self.assertEqual(got.returncode, 0, got.stdout + got.stderr)
                     self.assertIn("validation: no messages", got.stdout)
-                    self.assertIn(f"length: T = {length} (the model takes 2 to 16)", got.stdout)
+                    self.assertIn(f"length: T = {length} (the model takes 1 to 16)", got.stdout)
                     want, want_path = self.run_blob(folder, fixed, inputs, f"fixed{length}")
                     self.assertEqual(want.returncode, 0, want.stdout + want.stderr)
                     out, ref = np.load(got_path), np.load(want_path)
@@ -160,13 +160,13 @@ class DynamicLengthTest(unittest.TestCase):
                           check.stderr)
             self.assertEqual(program.validation_message_count, 0)
             with self.assertRaisesRegex(VkdError, r"input 0 'ids' has shape \[1,17\]: dim 1 is "
-                                                  r"1\*T for the length T from 2 to 16"):
+                                                  r"1\*T for the length T from 1 to 16"):
                 program.run(*(t.numpy() for t in sample(MAX + 1, 7)))
 
             longer, _ = self.run_blob(folder, blob, sample(MAX + 1, 7), "longer")
             self.assertEqual(longer.returncode, 2, longer.stdout + longer.stderr)
-            self.assertIn("input 0 'ids' has shape [1,17]: dim 1 is 1*T for the length T from 2 "
-                          "to 16 (2 to 16), got 17 (longer than the maximum the model was "
+            self.assertIn("input 0 'ids' has shape [1,17]: dim 1 is 1*T for the length T from 1 "
+                          "to 16 (1 to 16), got 17 (longer than the maximum the model was "
                           "compiled for)", longer.stderr)
 
 
