@@ -4,7 +4,7 @@
 //   NORM 1 float_vector_norm: y = sqrt(x_0 * x_0 + ... + x_{L-1} * x_{L-1})
 // One invocation per output element adds its L inputs in order along the reduced dim, from
 // +0.0, each product and each sum rounded on its own (`precise`), and takes a correctly rounded
-// square root (sqrt_rn below): the order and the roundings of the CPU reference interpreter
+// square root (sqrt_rn.glslh): the order and the roundings of the CPU reference interpreter
 // (compiler/ops/Reduce.cpp), so the results are its bits wherever the device keeps subnormals.
 // The outputs are few (a sentence embedding's pooling: C of them, L = T) and each invocation's
 // reads along the reduced dim are, across neighbouring invocations, contiguous along W.
@@ -12,7 +12,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
 #if NORM
-#include "exact_div.glslh"  // exact_div_unpack
+#include "sqrt_rn.glslh"
 #endif
 
 layout(set = 0, binding = 0) writeonly buffer OutFloats { float out_floats[]; };
@@ -25,45 +25,6 @@ layout(push_constant) uniform Params {
   int dim;            // the reduced dim: 0 n, 1 c, 2 h, 3 w
   int outputs;        // the output's element count
 } p;
-
-#if NORM
-// Whether x > m^2, m the midpoint between s and the next float up: with s = S 2^(es - 23) and
-// x = X 2^(ex - 23) (24-bit significands), m = (2 S + 1) 2^(es - 24) (also across a binade:
-// the next float is (S + 1) 2^(es - 23)); compared as 64-bit integers, X 2^d against
-// (2 S + 1)^2, d = ex - 2 es + 25. Never equal: (2 S + 1)^2 is odd and wider than X.
-bool above_upper_midpoint(float x, float s) {
-  uint xm, sm;
-  int xe, se;
-  exact_div_unpack(floatBitsToUint(x), xm, xe);
-  exact_div_unpack(floatBitsToUint(s), sm, se);
-  const int d = xe - 2 * se + 25;
-  if (d < 0) return false;  // X 2^d < 2^24 < (2 S + 1)^2
-  if (d > 38) return true;  // X 2^d >= 2^61 > (2 S + 1)^2
-  const uint xhi = d >= 32 ? xm << uint(d - 32) : (d == 0 ? 0u : xm >> uint(32 - d));
-  const uint xlo = d >= 32 ? 0u : xm << uint(d);
-  uint mhi, mlo;
-  umulExtended(2u * sm + 1u, 2u * sm + 1u, mhi, mlo);
-  return xhi > mhi || (xhi == mhi && xlo > mlo);
-}
-
-// sqrt(x) rounded to nearest (Vulkan's sqrt may be off by a few ulps): the device's value, then
-// stepped to the float r with mid(prev r, r)^2 < x < mid(r, next r)^2.
-float sqrt_rn(float x) {
-  if (!(x > 0.0) || isinf(x)) return x < 0.0 ? uintBitsToFloat(0x7FC00000u) : x;
-  float s = sqrt(x);
-  for (int k = 0; k < 8; ++k) {
-    const uint bits = floatBitsToUint(s);
-    if (above_upper_midpoint(x, s)) {
-      s = uintBitsToFloat(bits + 1u);
-    } else if (!above_upper_midpoint(x, uintBitsToFloat(bits - 1u))) {
-      s = uintBitsToFloat(bits - 1u);
-    } else {
-      break;
-    }
-  }
-  return s;
-}
-#endif
 
 void main() {
   const int i = int(linear_invocation_id());

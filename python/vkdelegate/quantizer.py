@@ -37,11 +37,12 @@ It annotates static int8 only, exactly the patterns the backend runs:
   scalar ops that only make it (quantizing an additive mask of 0 and -10000 buys nothing);
 - the masked mean of a sentence embedding stays float: a mul that a sum reads, whose other
   operand derives only from a graph input through views / unsqueeze / to(dtype) / expand (a
-  token mask), that mask chain, and the reductions, divisions, clamps, norms and expand_as
-  after the mul or the mask (sentence-transformers' pooling, F.normalize) have no observer;
-  the hidden states keep their producer's parameters (dequantized on the mul's edge), and
-  `vkd compile` makes the chain one float_masked_mean(_normalize). Int8 of the token count or
-  of the pooled values bought nothing but dispatches.
+  token mask), that mask chain (where only the mean reads it), and the reductions,
+  divisions, clamps, norms and expand_as after the mul or the mask (sentence-transformers'
+  pooling, F.normalize) have no observer; the hidden states keep their producer's
+  parameters (dequantized on the mul's edge), and `vkd compile` makes the chain one
+  q8ta_masked_mean_normalize. Int8 of the token count or of the pooled values bought
+  nothing but dispatches.
 Anything else (nn.MultiheadAttention's node, a custom op) is left float: the exporter keeps it
 by name for `vkd compile --partition`, and names it.
 """
@@ -241,10 +242,11 @@ def _attention_mask_makers(graph):
 def _masked_mean(graph):
     """The nodes of a masked mean over tokens left float: each mul of two float tensors that a
     sum reads, one of them a graph input through TOKEN_MASK_MOVES only (the token mask), those
-    moves, and,
-    down from the mul and the moves, every user in MASKED_MEAN_TAIL (the sums, the clamp of
-    the token count, the divisions, F.normalize's norm, clamp_min and expand_as)."""
-    found = set()
+    moves where only the mean reads them, and, down from the mul and the moves, every user in
+    MASKED_MEAN_TAIL (the sums, the clamp of the token count, the divisions, F.normalize's
+    norm, clamp_min and expand_as). A move something else also reads (a mask bias made from
+    the same view) keeps its parameters: its float readers read it dequantized."""
+    found, moves = set(), set()
     for node in graph.nodes:
         if packet(node) not in (aten.mul, aten.mul_) or _tensor_args(node) != 2 or \
                 not any(packet(user) == aten.sum for user in node.users):
@@ -255,16 +257,27 @@ def _masked_mean(graph):
                 chain.append(x)
                 x = x.args[0]
             if x.op == "placeholder":
-                found.update(chain + [node])
+                found.add(node)
+                moves.update(chain)
                 break
-    todo = list(found)
+    todo = list(found | moves)
     while todo:
         for user in todo.pop().users:
-            if user not in found and packet(user) in MASKED_MEAN_TAIL and \
-                    _is_float_tensor(user):
+            if user not in found and user not in moves and \
+                    packet(user) in MASKED_MEAN_TAIL and _is_float_tensor(user):
                 found.add(user)
                 todo.append(user)
-    return found
+    # A move stays float only when the mean's nodes and float moves alone read it (torch.export
+    # checks a to(dtype)'s input with _assert_tensor_metadata, which reads no data).
+    changed = True
+    while changed:
+        changed = False
+        for move in list(moves):
+            if any(u not in found and u not in moves and
+                   packet(u) != aten._assert_tensor_metadata for u in move.users):
+                moves.discard(move)
+                changed = True
+    return found | moves
 
 
 def _residual_stream(graph):

@@ -1,9 +1,11 @@
 // Op family: float reductions over one dim (float_sum, float_vector_norm), one shader
-// (float_reduce.glsl) with the norm as its variant.
+// (float_reduce.glsl) with the norm as its variant; the masked mean over tokens, optionally
+// L2-normalised (float_masked_mean.glsl), its input float32 or int8 as variants.
 // Anatomy: push-constant struct (mirroring the shader), the output's strides, the node
 // function, the registry entries.
 #include "runtime/ops/Reduce.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <string>
@@ -52,7 +54,71 @@ std::array<int32_t, 4> kept_strides(const std::string& op, const TensorSpec& in,
   return strides;
 }
 
+// Mirrors `Params` in shaders/float_masked_mean.glsl.
+struct MaskedMeanPush {
+  std::array<int32_t, 4> sizes, in_strides, strides;
+  float mask_min, eps, scale;
+  int32_t zero_point;
+};
+
+constexpr int64_t kMaxPooledChannels = 4096;  // MAX_CHANNELS of the shader
+constexpr uint32_t kMaxMeanWorkgroup = 256;
+
 }  // namespace
+
+void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef mask,
+                          graph::ValueRef output, const MaskedMeanParams& params) {
+  const bool int8 = params.input.has_value();
+  const std::string op =
+      std::string(int8 ? "q8ta" : "float") + "_masked_mean" + (params.eps ? "_normalize" : "");
+  const auto& in = graph.tensor(input);
+  const auto& m = graph.tensor(mask);
+  const auto& out = graph.tensor(output);
+  if (int8) {
+    check_int8x4_tensor(op, in);
+    check_quant_params(op, *params.input);
+  } else {
+    check_operand(op, in, "input");
+  }
+  check_operand(op, m, "mask");
+  check_operand(op, out, "output");
+  const std::vector<int64_t>& x = in.spec().sizes;
+  VKD_CHECK(x.size() == 3, ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
+            " must be [B, T, C]");
+  const int64_t B = x[0], T = x[1], C = x[2];
+  VKD_CHECK(C >= 1 && C <= kMaxPooledChannels, ErrorCode::Unsupported, op, ": input ",
+            in.spec().describe(), " has ", C, " channels (1 .. ", kMaxPooledChannels, " pooled)");
+  const std::vector<int64_t>& ms = m.spec().sizes;
+  const bool column = ms.size() == 3;  // [B, T, 1]: b and t are its dims 1 and 2 of NCHW
+  const std::vector<int64_t> rows = {B, T}, column_rows = {B, T, 1};
+  VKD_CHECK(ms == rows || ms == column_rows, ErrorCode::InvalidArgument, op, ": mask ",
+            m.spec().describe(), " must be [", B, ", ", T, "] or [", B, ", ", T,
+            ", 1] for the input ", in.spec().describe());
+  VKD_CHECK(out.spec().sizes == (std::vector<int64_t>{B, C}), ErrorCode::InvalidArgument, op,
+            ": output ", out.spec().describe(), " must be [", B, ", ", C, "]");
+  MaskedMeanPush push{};
+  push.sizes = {1, static_cast<int32_t>(B), static_cast<int32_t>(T), static_cast<int32_t>(C)};
+  if (!int8) push.in_strides = float_tile_meta(in.spec());
+  const std::array<int32_t, 4> mask_meta = float_tile_meta(m.spec());
+  const std::array<int32_t, 4> out_meta = float_tile_meta(out.spec());
+  push.strides = {mask_meta[column ? 1 : 2], mask_meta[column ? 2 : 3], out_meta[2], out_meta[3]};
+  push.mask_min = params.mask_min;
+  push.eps = params.eps.value_or(0.0f);
+  push.scale = int8 ? params.input->scale : 1.0f;
+  push.zero_point = int8 ? params.input->zero_point : 0;
+  graph::DispatchNode node;
+  node.op = op;
+  node.kernel = shaders::variants::float_masked_mean[int8 ? 1 + int8_layout_index(in.spec().layout)
+                                                          : 0][params.eps ? 1 : 0];
+  node.bindings = {output, input, mask};
+  node.push_constants = graph::push_constant_bytes(push);
+  // One workgroup per batch row, an invocation per channel up to the device's linear size.
+  const uint32_t linear =
+      std::min(vk::default_linear_local_size(graph.profile()), kMaxMeanWorkgroup);
+  node.plan.local_size = {std::min(linear, static_cast<uint32_t>(C)), 1, 1};
+  node.plan.group_count = {static_cast<uint32_t>(B), 1, 1};
+  graph.add_node(std::move(node));
+}
 
 void add_float_reduce_node(graph::ComputeGraph& graph, graph::ValueRef input,
                            graph::ValueRef output, int64_t dim, bool norm) {
@@ -91,11 +157,28 @@ void build_reduce(const OpCall& call) {
                         call.int_arg("dim"), Norm);
 }
 
+template <bool Int8, bool Normalize>
+void build_masked_mean(const OpCall& call) {
+  MaskedMeanParams p;
+  p.mask_min = static_cast<float>(call.float_arg("mask_min"));
+  if (Normalize) p.eps = static_cast<float>(call.float_arg("eps"));
+  if (Int8) {
+    p.input = call.quant("input");
+    call.set_zero_point("input", p.input->zero_point);
+  }
+  add_masked_mean_node(call.graph(), call.tensor("input"), call.tensor("mask"),
+                       call.tensor("output"), p);
+}
+
 }  // namespace
 
 void register_reduce_ops(OpRegistry& registry) {
   registry.add("float_sum", build_reduce<false>);
   registry.add("float_vector_norm", build_reduce<true>);
+  registry.add("float_masked_mean", build_masked_mean<false, false>);
+  registry.add("float_masked_mean_normalize", build_masked_mean<false, true>);
+  registry.add("q8ta_masked_mean", build_masked_mean<true, false>);
+  registry.add("q8ta_masked_mean_normalize", build_masked_mean<true, true>);
 }
 
 }  // namespace vkd::ops

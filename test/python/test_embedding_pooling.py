@@ -7,8 +7,13 @@ aten.expand_as); `vkd compile --partition` runs those the float kernels take on 
 (test_float_ops.py) and leaves the rest to the host, `vkd run PLAN.partition.json` must run
 the plan, and its output must match the converted
 (reference-quantized) model within 1e-5 relative, each row of unit L2 norm.
+With VkdQuantizer the pooling stays float after the linear's int8 output, and `vkd compile`
+makes it one q8ta_masked_mean_normalize: a batch of two sentences with different masks runs as
+three dispatches (the input's quantize, the linear, the pooling), the output equal to the CPU reference interpreter's
+(`vkd run --check`: max abs error 0) and to the converted model within float rounding.
 """
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -71,6 +76,48 @@ class EmbeddingPoolingTest(unittest.TestCase):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(np.linalg.norm(got.astype(np.float64), axis=1), 1.0,
                                    rtol=1e-6)
+
+    def test_pooling_is_one_dispatch_equal_to_the_reference(self):
+        vkd = os.environ.get("VKD")
+        self.assertTrue(vkd, "no vkd binary: CTest passes VKD=<the built vkd>")
+        from vkdelegate.export import quantize, safetensors, to_graph_ir
+        from vkdelegate.export.ir import to_json_text
+        torch.manual_seed(1)
+        x = torch.randn(2, 8, 16)
+        mask = torch.ones(2, 8)
+        mask[0, 5:] = 0
+        mask[1, 7:] = 0
+        q = quantize(Pool().eval(), (x, mask), [(torch.randn(2, 8, 16), mask)]).converted
+        graph, tensors = to_graph_ir(q, (x, mask), name="pool")
+        with tempfile.TemporaryDirectory() as d:
+            m = os.path.join(d, "pool")
+            with open(m + ".json", "w") as f:
+                f.write(to_json_text(graph))
+            safetensors.save(m + ".safetensors", tensors)
+            np.save(m + ".x.npy", x.numpy())
+            np.save(m + ".mask.npy", mask.numpy())
+            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
+                                   "--report", "-o", m + ".vkd"], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertIn("into q8ta_masked_mean_normalize 'output' (B 2, T 8, C 16, mask 'mask'",
+                          done.stdout)
+            run = subprocess.run([vkd, "run", m + ".vkd", "--input", f"x={m}.x.npy", "--input",
+                                  f"mask={m}.mask.npy", "--output-dir", os.path.join(d, "run"),
+                                  "--profile", "--check", m + ".json", "--weights",
+                                  m + ".safetensors"], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            # The input's quantize, the linear, the whole pooling.
+            self.assertIn("profile (last run, 3 dispatch nodes)", run.stdout)
+            dispatched = re.findall(r"^\s+\d+\s+(\S+)\s", run.stdout, re.M)
+            self.assertEqual(dispatched, ["q8ta_quantize", "q8ta_linear",
+                                          "q8ta_masked_mean_normalize"], run.stdout)
+            self.assertIn("end to end: output max abs err 0,", run.stdout)
+            self.assertIn("check: every compared tensor matches the reference", run.stdout)
+            got = np.load(os.path.join(d, "run", "output.npy"))
+        with torch.no_grad():
+            want = q(x, mask).numpy()
+        self.assertEqual(got.shape, (2, 16))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
 if __name__ == "__main__":
