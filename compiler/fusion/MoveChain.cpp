@@ -244,7 +244,7 @@ std::string Movement::describe() const {
   switch (kind) {
     case View: return "a view";
     case ChannelShuffle: return "channel shuffle (groups " + std::to_string(groups) + ")";
-    case Permute: return "permute " + shape_str(dims);
+    case Permute: return "permute " + shape_str(dims) + (then_view ? ", then a view" : "");
   }
   return "?";
 }
@@ -284,6 +284,16 @@ std::string classify_movement(const Graph& g, const std::vector<const Node*>& mo
     const std::vector<PermuteStep> one{{{s.begin(), s.end()}, dims}};
     if (sizes_fit && moves_like(steps, numel, [&](int64_t i) { return source_index(one, i); })) {
       out = {Movement::Permute, 1, dims};
+      return "";
+    }
+  }
+  // A permute whose result is then only reshaped: the same flat order as the permute's own.
+  dims = {0, 1, 2, 3};
+  while (std::next_permutation(dims.begin(), dims.end())) {
+    const std::vector<PermuteStep> one{{{s.begin(), s.end()}, dims}};
+    if (moves_like(steps, numel, [&](int64_t i) { return source_index(one, i); })) {
+      out = {Movement::Permute, 1, dims, true, {}};
+      for (int64_t d : dims) out.permuted.push_back(s[static_cast<size_t>(d)]);
       return "";
     }
   }

@@ -60,8 +60,12 @@ std::vector<int64_t> permutation_of(const Graph& g, const Node& n);
 // How a chain moves elements, as one backend op.
 struct Movement {
   enum Kind { View, ChannelShuffle, Permute } kind = View;
-  int64_t groups = 1;            // ChannelShuffle: out channel c = in channel (c % g) * C/g + c / g
-  std::vector<int64_t> dims;     // Permute: output dim k is input dim dims[k], over the 4-D sizes
+  int64_t groups = 1;         // ChannelShuffle: out channel c = in channel (c % g) * C/g + c / g
+  std::vector<int64_t> dims;  // Permute: output dim k is input dim dims[k], over the 4-D sizes
+  // Permute: the permuted 4-D data is then only reshaped into the result (a conv's [N, C, H, W]
+  // flattened into tokens [N, H*W, C]); `permuted` its 4-D sizes.
+  bool then_view = false;
+  std::vector<int64_t> permuted;
   std::string describe() const;  // "channel shuffle (groups 2)", "permute [0, 2, 3, 1]", ...
 };
 

@@ -136,6 +136,42 @@ Node movement_node(const Graph& g, const Movement& m, const std::string& source,
   return n;
 }
 
+// Chain `c` as `m` (a permute then a view, m.then_view): q8ta_permute into a new int8 value of
+// the permute's own 4-D sizes (requantizing as the chain does), then q8ta_view into the chain's
+// output; "" or why not.
+std::string commit_permute_then_view(FuseState& state, int anchor, const MoveChain& c,
+                                     const Movement& m,
+                                     const std::optional<std::pair<QuantInfo, QuantInfo>>& q) {
+  Graph& g = state.graph;
+  if (!q) return "a permute then a view on int8 data (no quantize to end it)";
+  if (!state.may_target("q8ta_permute") || !state.may_target("q8ta_view")) {
+    return "q8ta_permute or q8ta_view is ruled out";
+  }
+  if (state.any_claimed(c.nodes)) return "overlaps another fused pattern";
+  Value mid;
+  mid.name = g.unique_name(c.output + "_permuted");
+  mid.dtype = DType::Int8;
+  mid.shape = m.permuted;
+  g.add_value(mid);
+  const std::string chain = chain_label(g, c.nodes);
+  Fusion permute;  // every node of the chain but its final q
+  permute.nodes.assign(c.nodes.begin(), c.nodes.end() - 1);
+  permute.dead = c.dead;
+  permute.node = movement_node(g, m, c.source, mid.name, q);
+  permute.node.origin = state.fused_origin(anchor, permute.node.op);
+  state.consume_quant(c.source, c.dq, q->first);
+  state.produced[mid.name] = q->second;
+  state.commit(std::move(permute), chain, " (" + m.describe() + ")");
+  Fusion view;  // the final q
+  view.nodes = {c.nodes.back()};
+  view.node =
+      movement_node(g, Movement{}, mid.name, c.output, std::make_pair(q->second, q->second));
+  view.node.origin = state.fused_origin(anchor, view.node.op);
+  state.produced[c.output] = q->second;
+  state.commit(std::move(view), chain, " (the view after the permute)");
+  return "";
+}
+
 std::vector<const Node*> move_nodes(const Graph& g, const MoveChain& c) {
   std::vector<const Node*> out;
   for (int k : c.moves) out.push_back(&g.nodes[k]);
@@ -164,7 +200,11 @@ void fuse_chain(FuseState& state, int anchor, const MoveChain& c) {
     return;
   }
   if (why.empty() && q) why = check_requantization(q->first, q->second);
-  if (!why.empty()) return fail(why);
+  if (why.empty() && m.then_view) why = commit_permute_then_view(state, anchor, c, m, q);
+  if (!why.empty() || m.then_view) {
+    if (!why.empty()) fail(why);
+    return;
+  }
   Fusion f;
   f.nodes = c.nodes;
   f.dead = c.dead;
@@ -199,7 +239,9 @@ std::string lower_permute(FuseState& state, Node& node, int where) {
   const Value& in = g.value(node.inputs[0]);
   if (in.is_constant() || (in.dtype != DType::Int8 && in.dtype != DType::Int8x4)) return "";
   Movement m;
-  if (!classify_movement(g, {&node}, node.inputs[0], node.outputs[0], m).empty()) return "";
+  if (!classify_movement(g, {&node}, node.inputs[0], node.outputs[0], m).empty() || m.then_view) {
+    return "";
+  }
   const Node lowered = movement_node(g, m, node.inputs[0], node.outputs[0], std::nullopt);
   if (!state.may_target(lowered.op)) return "";
   node.op = lowered.op;

@@ -264,6 +264,34 @@ TEST(Fuse, RequantizingQuantizeSplitsAChain) {
   expect_valid(v.g);
 }
 
+// A conv's [1, C, H, W] flattened into tokens [1, H*W, C] (view [1, C, H*W], transpose(1, 2):
+// a ViT's patch embedding): a 4-D permute [0, 2, 3, 1] into its own sizes, then a q8ta_view.
+TEST(Fuse, PermuteThenAViewBecomesQ8taPermuteAndQ8taView) {
+  Builder b = move_chain(
+      {{"aten.view_copy", {{"size", std::vector<int64_t>{1, 6, 16}}}, {1, 6, 16}},
+       {"aten.transpose_copy.int", {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {1, 16, 6}}},
+      true);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_permute", "q8ta_view"})) << all_lines(r);
+  const Node& permute = b.g.nodes[0];
+  const Node& view = b.g.nodes[1];
+  EXPECT_EQ(permute.inputs, (std::vector<std::string>{"xq"}));
+  EXPECT_EQ(arg_l(permute, "dims"), (std::vector<int64_t>{0, 2, 3, 1}));
+  EXPECT_EQ(b.g.value(permute.outputs[0]).shape, (std::vector<int64_t>{1, 4, 4, 6}));
+  EXPECT_EQ(view.inputs, permute.outputs);
+  EXPECT_EQ(view.outputs, (std::vector<std::string>{"yq"}));
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.view_copy -> q -> dq -> aten.transpose_copy.int -> q "
+                       "(node 0..4) into q8ta_permute 'yq_permuted' (permute [0, 2, 3, 1], then "
+                       "a view)"))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r,
+                       "fused dq -> aten.view_copy -> q -> dq -> aten.transpose_copy.int -> q "
+                       "(node 5) into q8ta_view 'yq' (the view after the permute)"))
+      << all_lines(r);
+  expect_valid(b.g);
+}
+
 // A 5-D transpose that is no channel shuffle stays an edge op, reported once for the chain and
 // once per node kept beyond the device rank.
 TEST(Fuse, MovementNoOpDoesIsReported) {
