@@ -71,6 +71,11 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   if (op.name == "q8ta_mean_flat" && a.output) return {1, 5};    // keepdim = False: [N, C]
   if (op.name == "q8ta_cat" && a.output) return {2, 5, 6, 7};    // two inputs along dim 0
   if (op.name.find("layer_norm") != std::string::npos && a.constant) return {7};
+  if (op.name.find("masked_mean") != std::string::npos) {  // [B, T, C] pooled over T
+    return a.name == "mask" ? std::vector<int64_t>{1, 5}
+           : a.output       ? std::vector<int64_t>{1, 6}
+                            : std::vector<int64_t>{1, 5, 6};
+  }
   if (op.name.rfind("q8ta_attention", 0) == 0 ||
       op.name == "attention") {  // [B, T, H*D], one head of 8
     return a.name == "mask" ? std::vector<int64_t>{5, 1, 1, 6} : std::vector<int64_t>{1, 5, 6, 8};
