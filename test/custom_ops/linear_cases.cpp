@@ -895,6 +895,23 @@ void register_linear_cases(Registry& registry) {
       }
     }
   }
+  // Transformer projections (all-MiniLM-L6-v2 at 128 and 512 tokens: 384 -> 384 / 1152 /
+  // 1536, 1536 -> 384; ViT-Ti/16: 197 tokens, 192 -> 192 / 576 / 768, 768 -> 192) on every
+  // route, for the route thresholds of docs/BENCHMARKS.md.
+  for (const PerfShape& shape :
+       {PerfShape{128, 384, 384}, PerfShape{128, 384, 1152}, PerfShape{128, 384, 1536},
+        PerfShape{128, 1536, 384}, PerfShape{512, 384, 384}, PerfShape{512, 384, 1536},
+        PerfShape{512, 1536, 384}, PerfShape{197, 192, 576}, PerfShape{197, 192, 768},
+        PerfShape{197, 768, 192}}) {
+    add_perf_case(registry, shape, ops::LinearRoute::Auto, true);
+    add_perf_case(registry, shape, ops::LinearRoute::Gemm, true);
+    for (int32_t tile_n : {32, 128}) {
+      add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, tile_n);
+    }
+    for (int32_t slices : {0, 4, 12}) {
+      add_perf_case(registry, shape, ops::LinearRoute::SplitK, true, 0, 0, slices);
+    }
+  }
 }
 
 }  // namespace vkd::custom_ops
