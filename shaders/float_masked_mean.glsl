@@ -11,7 +11,8 @@
 // along its dim (t for the mean, c for the norm), each product, sum and quotient rounded once
 // (`precise`, div_rn), the square root correctly rounded (sqrt_rn), clamps passing NaN.
 // Workgroup b pools batch row b: invocation l the channels l, l + wg, ... (reads along t are
-// contiguous along C across neighbouring invocations), each also counting the tokens itself;
+// contiguous along C across neighbouring invocations, 8 tokens' loads in flight at once), each
+// also counting the tokens itself;
 // the means go to shared memory and every invocation sums their squares in channel order.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -37,6 +38,7 @@ layout(set = 0, binding = 2) readonly buffer MaskFloats { float mask_floats[]; }
 // The widest hidden size pooled (the runtime checks C against it): 16 KiB of shared memory,
 // Vulkan's guaranteed minimum.
 #define MAX_CHANNELS 4096
+#define TOKEN_BLOCK 8
 
 layout(push_constant) uniform Params {
   ivec4 sizes;       // 1, B, T, C of the input
@@ -68,10 +70,22 @@ void main() {
   for (int t = 0; t < T; ++t) count = count + mask_floats[b * p.strides.x + t * p.strides.y];
   const float denominator = count < p.mask_min ? p.mask_min : count;
   for (int c = l; c < C; c += wg) {
+    // Tokens in blocks of TOKEN_BLOCK: the block's loads are issued together (independent of
+    // the sum), then added in token order; one load in flight at a time left a loop of T
+    // memory latencies (float_sum of MiniLM's [1, 128, 384]: 32 us on an H200).
     precise float acc = 0.0;
-    for (int t = 0; t < T; ++t) {
-      precise float kept = hidden(b, t, c) * mask_floats[b * p.strides.x + t * p.strides.y];
-      acc = acc + kept;
+    for (int t0 = 0; t0 < T; t0 += TOKEN_BLOCK) {
+      const int n = min(TOKEN_BLOCK, T - t0);
+      float x[TOKEN_BLOCK], m[TOKEN_BLOCK];
+      for (int k = 0; k < TOKEN_BLOCK; ++k) {
+        const int t = t0 + min(k, n - 1);  // past the end: the last token again, unused
+        x[k] = hidden(b, t, c);
+        m[k] = mask_floats[b * p.strides.x + t * p.strides.y];
+      }
+      for (int k = 0; k < n; ++k) {
+        precise float kept = x[k] * m[k];
+        acc = acc + kept;
+      }
     }
     const float mean = div_rn(acc, denominator);
 #if NORMALIZE
