@@ -78,8 +78,10 @@ std::vector<HostTensor> reference_transpose(const ReferenceContext& c) {
 //   on int8 data (what sink_dequantize leaves in front of a float consumer) => the op that moves
 //   the elements the same way: q8ta_channel_shuffle for view [N, g, C/g, H, W] -> transpose(1, 2)
 //   -> view [N, C, H, W] (ShuffleNet's channel shuffle, with or without a contiguous clone), or
-//   anything equivalent; q8ta_permute for a permute of the 4 dims; identity / q8ta_view when
-//   the chain only reshapes (a permute and its inverse). Which one is decided by evaluating the
+//   anything equivalent; q8ta_permute for a permute of the 4 dims; q8ta_permute into the
+//   permute's own sizes and a q8ta_view when the permuted data is then only reshaped (a conv's
+//   [N, C, H, W] flattened into tokens [N, H*W, C]); identity / q8ta_view when the chain only
+//   reshapes (a permute and its inverse). Which one is decided by evaluating the
 //   chain for every element, not by the node sequence. Intermediate quantizations must give
 //   back every int8 value; the final quantize may requantize (full int8 range), which the op
 //   then does per element, checked for all 256 values against the reference arithmetic (a
