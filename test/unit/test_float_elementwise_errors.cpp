@@ -1,6 +1,7 @@
 // The argument checks of float_add / float_mul / float_div / float_affine_scalar / float_clamp
 // and float_sum / float_vector_norm (wrong dtypes, storage, ranks, shapes that do not broadcast,
-// a bad reduced dim or output: errors naming the op, raised while the graph is built).
+// a bad reduced dim or output: errors naming the op, raised while the graph is built), and the
+// masked mean's (input rank and width, the mask's and the output's shapes).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -61,12 +62,29 @@ struct ReduceSetup {
   }
 };
 
+// q8ta_masked_mean_normalize of int8 [2, 7, 10] with a [2, 7] mask into [2, 10].
+struct MaskedMeanSetup {
+  TensorSpec in = int8_spec({2, 7, 10}), mask = float_spec({2, 7}), out = float_spec({2, 10});
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::MaskedMeanParams p;
+      p.mask_min = 1e-9f;
+      p.eps = 1e-12f;
+      p.input = vkd::ops::QuantParams{0.5f, 3};
+      vkd::ops::add_masked_mean_node(g, g.add_tensor(in, "x"), g.add_tensor(mask, "m"),
+                                     g.add_tensor(out, "y"), p);
+    });
+  }
+};
+
 class FloatElementwiseChecks : public GpuTest {};
 
 TEST_F(FloatElementwiseChecks, TheSetupsBuild) {
   EXPECT_EQ(BinarySetup{}.build(ctx()).first, -1) << BinarySetup{}.build(ctx()).second;
   EXPECT_EQ(UnarySetup{}.build(ctx()).first, -1) << UnarySetup{}.build(ctx()).second;
   EXPECT_EQ(ReduceSetup{}.build(ctx()).first, -1) << ReduceSetup{}.build(ctx()).second;
+  EXPECT_EQ(MaskedMeanSetup{}.build(ctx()).first, -1) << MaskedMeanSetup{}.build(ctx()).second;
 }
 
 TEST_F(FloatElementwiseChecks, BinaryOperandsAreChecked) {
@@ -101,6 +119,27 @@ TEST_F(FloatElementwiseChecks, ReductionDimAndOutputAreChecked) {
   ReduceSetup int8;
   int8.in = int8_spec({2, 7, 10});
   expect_op_error(int8, ctx(), "float_sum", "must be float32");
+}
+
+TEST_F(FloatElementwiseChecks, MaskedMeanShapesAreChecked) {
+  const std::string op = "q8ta_masked_mean_normalize";
+  MaskedMeanSetup rank;
+  rank.in = int8_spec({2, 7, 10, 1});
+  expect_op_error(rank, ctx(), op, "must be [B, T, C]");
+  MaskedMeanSetup wide;
+  wide.in = int8_spec({1, 2, 4097});
+  wide.mask = float_spec({1, 2});
+  wide.out = float_spec({1, 4097});
+  expect_op_error(wide, ctx(), op, "has 4097 channels (1 .. 4096 pooled)", ErrorCode::Unsupported);
+  MaskedMeanSetup mask;
+  mask.mask = float_spec({2, 10});
+  expect_op_error(mask, ctx(), op, "must be [2, 7] or [2, 7, 1]");
+  MaskedMeanSetup out;
+  out.out = float_spec({2, 1, 10});
+  expect_op_error(out, ctx(), op, "must be [2, 10]");
+  MaskedMeanSetup float_in;
+  float_in.in = float_spec({2, 7, 10});  // int8 parameters given: the input must be int8
+  expect_op_error(float_in, ctx(), op, "int8");
 }
 
 }  // namespace
