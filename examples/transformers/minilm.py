@@ -82,6 +82,22 @@ def export(tokenizer, bert, length, folder, name="minilm"):
     return graph_path, weights_path, converted
 
 
+def export_dynamic(tokenizer, bert, length, folder, name="minilm_dynamic"):
+    """Dynamic int8 (torchao's Int8DynamicActivationInt8WeightConfig: every linear's input
+    quantized per token at run time, int8 per-channel weights; everything else float) graph IR
+    of SentenceEncoder at `length` tokens: the paths of the graph and its weights."""
+    import copy
+
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+    from vkdelegate.export import export as export_model
+
+    encoder = copy.deepcopy(SentenceEncoder(bert)).eval()
+    quantize_(encoder, Int8DynamicActivationInt8WeightConfig())
+    example = tokenize(tokenizer, SENTENCES[0], length)
+    paths = export_model(encoder, example, folder, name, None)
+    return paths["graph"], paths["weights"]
+
+
 def compile_plan(vkd, graph_path, weights_path):
     """`vkd compile --partition --report`: (the plan's path, the report's text)."""
     blob = graph_path[:-len(".json")] + ".vkd"
