@@ -2,13 +2,15 @@
 (PT2E, VkdQuantizer), `vkd compile --partition`, run through vkdelegate.runtime, and compare with
 the float model, sentence by sentence and by the similarity ranking of sentence pairs.
 
-    PYTHONPATH=python .venv/bin/python examples/transformers/minilm.py --vkd build/vkd -o out
+    PYTHONPATH=python .venv/bin/python examples/transformers/minilm.py --vkd build/vkd -o out \
+        [--quantization static|dynamic] [--length 32]
 
 prints what ran where (GPU partitions, host steps), each sentence's cosine with the float
 model's embedding, the ranking of the pairs by similarity in both, and the mean host wall of
 an inference (--bench N). The test (test/python/test_minilm.py) asserts on the same figures.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -140,13 +142,24 @@ def main():
     parser.add_argument("-o", "--out", required=True, help="folder for the graph, blobs, plan")
     parser.add_argument("--length", type=int, default=32, help="tokens per sentence (padded)")
     parser.add_argument("--bench", type=int, default=20, help="timed runs per sentence")
+    parser.add_argument("--quantization", choices=["static", "dynamic"], default="static",
+                        help="static int8 (VkdQuantizer, calibrated) or dynamic int8 (torchao's "
+                             "Int8DynamicActivationInt8WeightConfig)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     from vkdelegate.runtime import load
 
     tokenizer, bert = load_minilm()
-    graph_path, weights_path, _ = export(tokenizer, bert, args.length, args.out)
+    if args.quantization == "static":
+        graph_path, weights_path, _ = export(tokenizer, bert, args.length, args.out)
+    else:
+        graph_path, weights_path = export_dynamic(tokenizer, bert, args.length, args.out)
     plan, _ = compile_plan(args.vkd, graph_path, weights_path)
+    with open(plan) as f:
+        steps = json.load(f)["steps"]
+    host = [step["host"] for step in steps if "host" in step]
+    print(f"{args.quantization} int8: {len(steps) - len(host)} GPU partition(s), "
+          f"{len(host)} host step(s) {host}")
     with load(plan, weights=weights_path) as program:
         got = run_embeddings(program, tokenizer, args.length)
         ids, mask = tokenize(tokenizer, SENTENCES[0], args.length)
