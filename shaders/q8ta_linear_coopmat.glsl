@@ -30,7 +30,7 @@
 // names) once the toolchain's glslang knows GL_KHR_cooperative_matrix.
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
-// of GELU erf / tanh) x
+// of GELU erf / tanh, 7 int8 column blocks with their own parameters) x
 // NARROW_N (the tile shape below).
 #version 450
 #extension GL_GOOGLE_include_directive : require

@@ -1,5 +1,6 @@
 // The schema entries of runtime/ops/Linear.cpp's ops: q8ta_linear, q8ta_linear_dq,
-// q8ta_linear_add, q8ta_linear_dq_add, q8ta_linear_gelu, q8da_linear, q8csw_linear.
+// q8ta_linear_add, q8ta_linear_dq_add, q8ta_linear_gelu, q8ta_linear_qkv, q8da_linear,
+// q8csw_linear.
 #include "partitioner_schema/ops/SchemaBuilders.h"
 
 namespace vkd::schema {
@@ -28,6 +29,13 @@ void linear_schemas(std::vector<OpSchema>& s) {
       "q8ta_linear_gelu", "int8 linear, GELU, requantized output",
       arg_list(head, per_tensor_qparams("output_"), activation_range(),
                scalar("approximate", ArgKind::Int), tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
+  // Q, K and V projections of one input as one GEMM: weights [3 C, K] (q's rows, then k's, then
+  // v's), the output [..., 3 C] whose three column blocks of C (a multiple of 4) are requantized
+  // each with its own parameters (LinearParams::output_blocks), no activation range.
+  s.push_back(kernel_op(
+      "q8ta_linear_qkv", "int8 linear into three column blocks, each with its own qparams",
+      arg_list(head, per_tensor_qparams("q_"), per_tensor_qparams("k_"), per_tensor_qparams("v_"),
+               tensor_out("output", i8x4, {k4H4W}, {k4H4W}))));
   // Float activations: quantized per row at run time (torchao's int8 dynamic activation), or
   // multiplied in float with the int8 weights (weight-only int8).
   const std::vector<ArgSchema> float_head =

@@ -1,5 +1,5 @@
 // Op family: quantized linear (q8ta_linear, q8ta_linear_dq, q8ta_linear_add,
-// q8ta_linear_dq_add, q8ta_linear_gelu, q8da_linear, q8csw_linear).
+// q8ta_linear_dq_add, q8ta_linear_gelu, q8ta_linear_qkv, q8da_linear, q8csw_linear).
 // Anatomy: push-constant structs (mirroring the shaders), weight/channel prepacking, add_*_node
 // running the kernel, tile and grid plan_linear_kernel decides (runtime/ops/ConvPlan.h),
 // registry entries.
@@ -97,10 +97,18 @@ std::vector<uint8_t> pack_weights(const LinearWeights& w, bool channel_major) {
 }
 
 // Per channel, padded to 4 N4: weight sums (for the input zero point), the float32 product of
-// the input scale and the channel's weight scale, the bias.
-std::vector<uint8_t> pack_channels(const LinearWeights& w, float input_scale) {
+// the input scale and the channel's weight scale, the bias; with output blocks, each channel's
+// block's float32(1 / s_y) and zero point.
+std::vector<uint8_t> pack_channels(const LinearWeights& w, float input_scale,
+                                   const std::vector<QuantParams>& blocks) {
   const int64_t n_pad = 4 * div_up(w.n, 4);
-  std::vector<int32_t> words(static_cast<size_t>(3 * n_pad), 0);
+  std::vector<int32_t> words(static_cast<size_t>((blocks.empty() ? 3 : 5) * n_pad), 0);
+  for (int64_t n = 0; !blocks.empty() && n < w.n; ++n) {
+    const QuantParams& q = blocks[static_cast<size_t>(n * int64_t(blocks.size()) / w.n)];
+    const float inv = inverse_scale(q.scale);
+    std::memcpy(&words[static_cast<size_t>(3 * n_pad + n)], &inv, 4);
+    words[static_cast<size_t>(4 * n_pad + n)] = q.zero_point;
+  }
   for (int64_t n = 0; n < w.n; ++n) {
     int32_t sum = 0;
     for (int64_t k = 0; k < w.k; ++k) sum += w.weight[n * w.k + k];
@@ -117,11 +125,9 @@ std::vector<uint8_t> pack_channels(const LinearWeights& w, float input_scale) {
 
 // Adds the prepacked weights (pack_weights' layout) and channel data as constants (packed
 // during prepare()).
-std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeGraph& graph,
-                                                                 const LinearWeights& w,
-                                                                 float input_scale,
-                                                                 const std::string& name,
-                                                                 bool channel_major) {
+std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(
+    graph::ComputeGraph& graph, const LinearWeights& w, float input_scale, const std::string& name,
+    bool channel_major, const std::vector<QuantParams>& blocks) {
   const TensorSpec wspec{
       {packed_weight_blocks(w), 4}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
   const LinearWeights copy = w;
@@ -129,7 +135,7 @@ std::pair<graph::ValueRef, graph::ValueRef> add_linear_constants(graph::ComputeG
       wspec, name + ".weight_packed",
       [copy, channel_major] { return pack_weights(copy, channel_major); },
       static_cast<uint64_t>(w.n * w.k));
-  return {weights, add_channel_constants(graph, w, input_scale, name)};
+  return {weights, add_channel_constants(graph, w, input_scale, name, blocks)};
 }
 
 // q8ta_conv2d_coopmat.glsl's tile (Im2colInput::window): two segments of kWindowSegment output
@@ -183,23 +189,45 @@ void check_linear_shapes(const std::string& op, const TensorSpec& in, const Tens
             " must have sizes of the input with the last dim = N = ", w.n);
 }
 
+// q8ta_linear_qkv's column blocks: an int8 output without another epilogue or activation
+// range, N split into equal blocks of a multiple of 4 channels (an output word is then one
+// block's), each block's parameters valid.
+void check_output_blocks(const std::string& op, const LinearParams& p, int64_t n) {
+  const auto count = static_cast<int64_t>(p.output_blocks.size());
+  VKD_CHECK(p.output && !p.residual && p.gelu == LinearGelu::None, ErrorCode::InvalidArgument, op,
+            ": column blocks need a plain int8 output");
+  VKD_CHECK(p.activation_min == -128 && p.activation_max == 127, ErrorCode::InvalidArgument, op,
+            ": column blocks take no activation range (got [", p.activation_min, ", ",
+            p.activation_max, "])");
+  VKD_CHECK(n % count == 0 && (n / count) % 4 == 0, ErrorCode::InvalidArgument, op, ": N = ", n,
+            " does not split into ", count, " column blocks of a multiple of 4 channels");
+  for (const QuantParams& q : p.output_blocks) check_requantized_output(op, q, -128, 127);
+}
+
 // OUT_DTYPE of shaders/common/linear_common.glslh for `p`.
 int linear_out_form(const LinearParams& p) {
   if (p.row_scales >= 0) return 3;
   if (!p.output) return p.float_residual >= 0 ? 4 : 1;
   if (p.residual) return 2;
+  if (!p.output_blocks.empty()) return 7;
   return p.gelu == LinearGelu::Erf ? 5 : p.gelu == LinearGelu::Tanh ? 6 : 0;
 }
 
 }  // namespace
 
 graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWeights& w,
-                                      float input_scale, const std::string& name) {
-  const TensorSpec spec{
-      {3, 4 * div_up(w.n, 4)}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
+                                      float input_scale, const std::string& name,
+                                      const std::vector<QuantParams>& output_blocks) {
+  const TensorSpec spec{{output_blocks.empty() ? 3 : 5, 4 * div_up(w.n, 4)},
+                        DType::Int32,
+                        StorageType::Buffer,
+                        MemoryLayout::WidthPacked};
   const LinearWeights copy = w;
   return graph.add_constant(
-      spec, name + ".channels", [copy, input_scale] { return pack_channels(copy, input_scale); },
+      spec, name + ".channels",
+      [copy, input_scale, output_blocks] {
+        return pack_channels(copy, input_scale, output_blocks);
+      },
       static_cast<uint64_t>(w.n * 8));
 }
 
@@ -282,6 +310,7 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                              ? (p.float_residual >= 0 ? "q8ta_linear_dq_add" : "q8ta_linear_dq")
                          : p.residual                 ? "q8ta_linear_add"
                          : p.gelu != LinearGelu::None ? "q8ta_linear_gelu"
+                         : !p.output_blocks.empty()   ? "q8ta_linear_qkv"
                                                       : "q8ta_linear";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
@@ -306,6 +335,7 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
               ": the added tensor ", r.spec().describe(), " must have the output's sizes (",
               out.spec().describe(), ")");
   }
+  if (!p.output_blocks.empty()) check_output_blocks(op, p, weights.n);
   if (p.residual) check_residual_add(op, graph, output, *p.residual);
   check_quant_params(op, p.input);
   check_weights(op, weights);
@@ -345,7 +375,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   const int64_t n4 = div_up(weights.n, 4), k4 = div_up(weights.k, 4);
   const auto [packed, channels] =
       add_linear_constants(graph, weights, p.input.scale, out.name().empty() ? op : out.name(),
-                           k.route == LinearRoute::Gemv);
+                           k.route == LinearRoute::Gemv, p.output_blocks);
   const QuantParams q = p.output.value_or(QuantParams{});
   const LinearPush push{int32_t(rows.row_blocks()),
                         int32_t(rows.h),
@@ -481,7 +511,7 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const int64_t rows = in.spec().numel() / weights.k;
   const int64_t n4 = div_up(weights.n, 4);
   const auto [packed, channels] =
-      add_linear_constants(graph, weights, 1.0f, out.name().empty() ? op : out.name(), false);
+      add_linear_constants(graph, weights, 1.0f, out.name().empty() ? op : out.name(), false, {});
   const Q8cswPush push{int32_t(rows),      int32_t(weights.k), int32_t(div_up(weights.k, 4)),
                        int32_t(weights.n), int32_t(n4),        int32_t(4 * n4)};
   graph::DispatchNode node;
@@ -592,6 +622,17 @@ void build_q8ta_linear_gelu(const OpCall& call) {
                        call.tensor("output"), p);
 }
 
+// Q, K and V as one GEMM: the output's three column blocks with q's, k's and v's parameters.
+void build_q8ta_linear_qkv(const OpCall& call) {
+  LinearParams p;
+  p.input = call.quant("input");
+  p.output_blocks = {call.quant("q"), call.quant("k"), call.quant("v")};
+  p.output = p.output_blocks[0];
+  call.set_zero_point("input", p.input.zero_point);
+  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
+                       call.tensor("output"), p);
+}
+
 void build_q8da_linear(const OpCall& call) {
   add_q8da_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
                        call.tensor("output"), call.int32_arg("quant_min", -128, 127),
@@ -612,6 +653,7 @@ void register_linear_ops(OpRegistry& registry) {
   registry.add("q8ta_linear_add", build_q8ta_linear_add);
   registry.add("q8ta_linear_dq_add", build_q8ta_linear_dq_add);
   registry.add("q8ta_linear_gelu", build_q8ta_linear_gelu);
+  registry.add("q8ta_linear_qkv", build_q8ta_linear_qkv);
   registry.add("q8da_linear", build_q8da_linear);
   registry.add("q8csw_linear", build_q8csw_linear);
 }

@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/graph/ComputeGraph.h"
 #include "runtime/ops/OpUtils.h"
@@ -112,6 +113,11 @@ struct LinearParams {
   // Int8 output only, without `residual`: GELU of y before the quantize (q8ta_linear_gelu,
   // OUT_DTYPE 5 / 6); activation_min / max then only clamp the quantized GELU.
   LinearGelu gelu = LinearGelu::None;
+  // Int8 output only, without residual, GELU or activation range (q8ta_linear_qkv, OUT_DTYPE
+  // 7): the N channels are output_blocks.size() equal column blocks (each a multiple of 4), block
+  // b written with output_blocks[b] (Q, K and V as one GEMM, the bytes of one q8ta_linear per
+  // block); `output` must be set and is then unused.
+  std::vector<QuantParams> output_blocks;
 };
 
 // `input`: int8x4 buffer PackedInt8_4H4W, sizes [..., M, K] (leading dims are flattened into
@@ -124,9 +130,11 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
 
 // The per-channel epilogue constant of the int8 GEMM-like ops (shaders/common/
 // quant_epilogue.glslh): [wsum | float32(s_x * s_w[n]) | bias] over 4 * ceil(N / 4) channels,
-// wsum[n] the sum of row n of the [N, K] weights; packed during prepare().
+// wsum[n] the sum of row n of the [N, K] weights; packed during prepare(). With `output_blocks`
+// (LinearParams'), two more rows: float32(1 / s_y) and zp_y of the block holding channel n.
 graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWeights& w,
-                                      float input_scale, const std::string& name);
+                                      float input_scale, const std::string& name,
+                                      const std::vector<QuantParams>& output_blocks = {});
 
 // Specialization constant 3 of the kernels that include quant_epilogue.glslh: 1 when at most
 // 128 products make an output (|acc - zp_x * wsum| <= 128 * 128 * 255 < 2^22), which lets the

@@ -62,7 +62,13 @@ struct LinearSetup {
   bool float_residual = false;
   // Int8 output of gelu(y) (q8ta_linear_gelu; ACCU only).
   ops::LinearGelu gelu = ops::LinearGelu::None;
+  // Int8 output in this many equal column blocks, each with its own output parameters
+  // (q8ta_linear_qkv; ACCU only, no activation range): the bytes of one linear per block.
+  int32_t column_blocks = 0;
 };
+
+// The blocks' output zero points (q8ta_linear_qkv): both ends of the range and between.
+constexpr int32_t kBlockZeroPoints[] = {-7, 127, -128, 30};
 
 // Where the GELU epilogue may write 1 off the reference: |t - round(t)| within this of 0.5,
 // t = gelu * (1 / s_y). The shader's erf is within 4.5e-7 of erf (shaders/common/gelu.glslh),
@@ -183,6 +189,7 @@ class Q8taLinearCase : public CaseInstance {
       expected_ = testing::reference_quantize(quantized, p_.output->scale, s_.out.zero_point,
                                               s_.out.act_min, s_.out.act_max);
     }
+    if (s_.column_blocks > 0) draw_column_blocks();
 
     const auto out_sizes = output_sizes(s_.input_sizes, s_.n);
     const TensorSpec out_spec =
@@ -243,7 +250,9 @@ class Q8taLinearCase : public CaseInstance {
       if (s_.gelu != ops::LinearGelu::None) accept_gelu_ties(g.read_int8(out_refs_[0]), expected);
       const int32_t zp = residual_ ? residual_->sum_zero_point() : s_.out.zero_point;
       const auto out_shape = ref_shape(output_sizes(s_.input_sizes, s_.n));
-      compare_words(g.read_words(out_refs_[0]), testing::ref_pack(k4H4W, out_shape, expected, zp),
+      compare_words(g.read_words(out_refs_[0]),
+                    s_.column_blocks > 0 ? column_block_words(out_shape)
+                                         : testing::ref_pack(k4H4W, out_shape, expected, zp),
                     r);
       // (read_int8 unpacks with the runtime's code: used only to name the first difference.)
       if (r.mismatches)
@@ -304,6 +313,36 @@ class Q8taLinearCase : public CaseInstance {
         ++gelu_ties_;
       }
     }
+  }
+
+  // q8ta_linear_qkv: block b of the columns quantized as its own linear would be, with zero
+  // point kBlockZeroPoints[b] and a scale fitted to its own outputs (the blocks' scales differ).
+  void draw_column_blocks() {
+    const int64_t width = s_.n / s_.column_blocks;
+    for (int32_t b = 0; b < s_.column_blocks; ++b) {
+      std::vector<float> y;
+      for (int64_t m = 0; m < rows_; ++m)
+        for (int64_t n = b * width; n < (b + 1) * width; ++n) y.push_back(y_[m * s_.n + n]);
+      const int32_t zp = kBlockZeroPoints[b % 4];
+      const ops::QuantParams q{output_scale_for(y, zp) * float(b + 1), zp, -128, 127};
+      const std::vector<int8_t> block = testing::reference_quantize(y, q.scale, zp, -128, 127);
+      for (int64_t m = 0; m < rows_; ++m)
+        for (int64_t n = 0; n < width; ++n)
+          expected_[m * s_.n + b * width + n] = block[m * width + n];
+      p_.output_blocks.push_back(q);
+    }
+  }
+  // The expected words of a column-block output: each 4-channel word (one block's) packed with
+  // its block's zero point in the padding, as that block's own linear writes it.
+  std::vector<int32_t> column_block_words(const RefShape& shape) const {
+    std::vector<std::vector<int32_t>> packed;
+    for (const ops::QuantParams& q : p_.output_blocks)
+      packed.push_back(testing::ref_pack(k4H4W, shape, expected_, q.zero_point));
+    const int64_t n4 = s_.n / 4, width = s_.n / s_.column_blocks;
+    std::vector<int32_t> words = packed[0];
+    for (size_t w = 0; w < words.size(); ++w)
+      words[w] = packed[static_cast<size_t>(4 * ((int64_t(w) / 4) % n4) / width)][w];
+    return words;
   }
 
   // The output's words (int8) or float bits.
@@ -669,6 +708,41 @@ void add_epilogue_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
   registry.add(std::move(c));
 }
 
+// A q8ta_linear_qkv ACCU case: N in `blocks` column blocks, each with its own output
+// parameters (Q, K and V as one GEMM), on `route`.
+void add_column_blocks_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
+                                 int32_t blocks, uint32_t index, int32_t slices = 0) {
+  LinearSetup s;
+  s.input_sizes = shape.input;
+  s.n = shape.n;
+  set_route(s, route, slices);
+  s.input_zp = kInputZeroPoints[index % 3];
+  s.bias = index % 2 == 0;
+  s.seed = 13000 + index;
+  s.column_blocks = blocks;
+  const std::string name = "q8ta_linear_qkv " + route_name(s) + " " +
+                           dims_name(shape.input, shape.n) + " zpx" + std::to_string(s.input_zp) +
+                           " blocks" + std::to_string(blocks) + (s.bias ? " bias" : " nobias");
+  const bool coopmat = route == ops::LinearRoute::CoopMat;
+  Case c{name,
+         "q8ta_linear_qkv",
+         shape_string(shape.input) + "->" + std::to_string(s.n),
+         layout_name(true),
+         true,
+         false,
+         !coopmat,
+         Metric::GOPs,
+         [s] { return std::make_unique<Q8taLinearCase>(s); }};
+  if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
+  registry.add(std::move(c));
+}
+
+// q8ta_linear_qkv's shapes: MiniLM's projections at T = 16 (K 384, N 3 x 384), batched planes
+// that pad their rows (padding words hold their block's zero point), GEMV rows, blocks of one
+// word, a long K for split-K.
+const AccuShape kColumnBlockShapes[] = {
+    {{1, 16, 384}, 1152}, {{2, 5, 24}, 36}, {{3, 40}, 12}, {{63, 1000}, 96}};
+
 // q8ta_linear_add's shapes: GEMV rows, N off a multiple of 4 (padding lanes hold the sum's
 // zero point), batched planes that pad their rows, GEMM row and channel tiles.
 const AccuShape kResidualShapes[] = {{{1, 17}, 257},   {{4, 63}, 5},   {{5, 63}, 3},
@@ -779,6 +853,20 @@ void register_linear_cases(Registry& registry) {
                              sk.slices.back());
     }
   }
+  // Column blocks (q8ta_linear_qkv) on every route that runs them: GEMV up to 4 rows, the
+  // GEMM (the CPU kernel on CPU devices), the cooperative matrix (both tiles) and split-K.
+  for (const AccuShape& shape : kColumnBlockShapes) {
+    const int64_t rows = numel(shape.input) / shape.input.back();
+    for (ops::LinearRoute route : {ops::LinearRoute::Auto, ops::LinearRoute::Gemm,
+                                   ops::LinearRoute::CoopMat, ops::LinearRoute::Gemv}) {
+      if (route == ops::LinearRoute::Gemv && rows > 4) continue;
+      add_column_blocks_accu_case(registry, shape, route, 3, index++);
+    }
+  }
+  add_column_blocks_accu_case(registry, kColumnBlockShapes[3], ops::LinearRoute::SplitK, 4, index++,
+                              5);
+  add_column_blocks_accu_case(registry, kColumnBlockShapes[1], ops::LinearRoute::SplitK, 3, index++,
+                              0);
   for (const SplitKShape& sk : kSplitKShapes) {
     for (int32_t slices : sk.slices) {
       for (bool int8_out : {true, false}) {

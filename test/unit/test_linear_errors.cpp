@@ -1,6 +1,7 @@
 // q8da_linear's and q8csw_linear's argument checks (float activations with int8 per-channel
-// weights): wrong dtypes, layouts and sizes, q8da_linear's activation range and eps — one
-// error naming the op and the problem, raised while the graph is built.
+// weights): wrong dtypes, layouts and sizes, q8da_linear's activation range and eps; and
+// q8ta_linear_qkv's column blocks — one error naming the op and the problem, raised while the
+// graph is built.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -94,6 +95,50 @@ TEST_F(FloatLinearChecks, ActivationRangeAndEpsAreChecked) {
   FloatLinearSetup eps;
   eps.eps = 0.0f;
   expect_op_error(eps, ctx(), "q8da_linear", "eps must be finite and > 0");
+}
+
+// x [1, 7, 8] int8 -> y [1, 7, 12] in column blocks (q8ta_linear_qkv): three of 4 channels.
+struct ColumnBlocksSetup {
+  std::vector<int8_t> weight = std::vector<int8_t>(96, 3);
+  std::vector<float> scales = std::vector<float>(12, 0.1f);
+  int64_t n = 12;
+  vkd::ops::LinearParams p;
+  ColumnBlocksSetup() {
+    p.input = {0.5f, 1, -128, 127};
+    p.output = vkd::ops::QuantParams{0.25f, -3, -128, 127};
+    p.output_blocks = {{0.25f, -3, -128, 127}, {0.5f, 7, -128, 127}, {0.125f, 0, -128, 127}};
+  }
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      const vkd::ops::LinearWeights w{weight.data(), scales.data(), nullptr, n, 8};
+      const auto x = g.add_tensor(int8_spec({1, 7, 8}, MemoryLayout::PackedInt8_4H4W), "x");
+      const auto y = g.add_tensor(int8_spec({1, 7, n}, MemoryLayout::PackedInt8_4H4W), "y");
+      vkd::ops::add_q8ta_linear_node(g, x, w, y, p);
+    });
+  }
+};
+
+// The blocks split N into equal words (an output word is one block's), take no activation
+// range (padding lanes are y = 0 rounded with their block's parameters) and no other epilogue.
+class ColumnBlockLinearChecks : public GpuTest {};
+
+TEST_F(ColumnBlockLinearChecks, BlocksAreChecked) {
+  const ColumnBlocksSetup ok;
+  EXPECT_EQ(ok.build(ctx()).first, -1) << ok.build(ctx()).second;
+  ColumnBlocksSetup uneven;  // 12 channels into 2 blocks of 6
+  uneven.p.output_blocks.pop_back();
+  expect_op_error(uneven, ctx(), "q8ta_linear_qkv",
+                  "N = 12 does not split into 2 column blocks of a multiple of 4 channels");
+  ColumnBlocksSetup relu;
+  relu.p.activation_min = -3;
+  expect_op_error(relu, ctx(), "q8ta_linear_qkv", "column blocks take no activation range");
+  ColumnBlocksSetup gelu;
+  gelu.p.gelu = vkd::ops::LinearGelu::Erf;
+  expect_op_error(gelu, ctx(), "q8ta_linear_gelu", "column blocks need a plain int8 output");
+  ColumnBlocksSetup bad_scale;
+  bad_scale.p.output_blocks[2].scale = 0.0f;
+  expect_op_error(bad_scale, ctx(), "q8ta_linear_qkv", "scale");
 }
 
 }  // namespace

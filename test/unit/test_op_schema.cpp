@@ -32,6 +32,12 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
   // q8ta_conv_transpose2d's weights are in q8ta_conv2d's order; with stride and padding 1 (and
   // output_padding 0) a 3x3 kernel also keeps 6 x 7.
   const bool conv = op.name.rfind("q8ta_conv2d", 0) == 0 || op.name == "q8ta_conv_transpose2d";
+  // q8ta_linear_qkv: three column blocks of 4 channels (N = 12).
+  if (op.name == "q8ta_linear_qkv") {
+    if (a.name == "weight") return {12, 7};
+    if (a.constant) return {12};
+    if (a.output) return {1, 5, 6, 12};
+  }
   if (linear && a.name == "weight") return {3, 7};
   // q8ta_conv2d_ps / _add (upscale_factor 2): 16 = 4 * 2^2 channels shuffled; the added
   // tensor has the output's sizes.
@@ -60,7 +66,8 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
     if (a.name == "weight") return {3, 4, 1, 1};
     if (a.output) return {1, 3, 12, 14};
   }
-  if (op.name == "q8ta_linear_add" && a.name == "other") return {1, 5, 6, 3};
+  if ((op.name == "q8ta_linear_add" || op.name == "q8ta_linear_dq_add") && a.name == "other")
+    return {1, 5, 6, 3};
   if (conv && a.name == "weight") return {3, 5, 3, 3};
   if ((linear || conv) && a.constant) return {3};
   if (linear && a.output) return {1, 5, 6, 3};
