@@ -176,7 +176,8 @@ PROBES = [
      lambda: nn.Sequential(nn.Dropout(0.2), nn.Identity()), IMG, FRAMED),
     ("`F.dropout2d` / `F.alpha_dropout` / `torch.dropout` calls, torchvision `StochasticDepth` "
      "(eval)", "", lambda: StochasticProbe(), IMG, FRAMED),
-    ("`nn.LayerNorm`", "", lambda: nn.LayerNorm(16), SEQ, FRAMED),
+    ("`nn.LayerNorm` (last dim)", "on a float residual stream: `layer_norm_dual` / `layer_norm_q`",
+     lambda: nn.LayerNorm(16), SEQ, FRAMED),
     ("`nn.MultiheadAttention`", "", lambda: MhaProbe(), SEQ, FRAMED),
     ("`F.scaled_dot_product_attention` with the head split / merge around it (BERT)",
      "one kernel, no permute", lambda: SdpaProbe(), SEQ, FRAMED, 1),
