@@ -100,78 +100,18 @@ shared ivec4 part_s2[MAX_WG];
 
 #define WG int(gl_WorkGroupSize.x)
 
-// Widths of chunk w4 inside the tensor (1..4).
-int chunk_widths(int w4) { return min(4, p.sizes.w - 4 * w4); }
-
-#if INT8_LAYOUT == LAYOUT_4W4C || INT8_LAYOUT == LAYOUT_4C1W
-#define ROWS_ARE_CHANNELS 1
-#else
-#define ROWS_ARE_CHANNELS 0
-#endif
-
-// The rows of this workgroup inside the tensor (1..4) and the element offset of (first row,
-// width 0) for element strides `st`.
-int rows_inside() {
-  const int b = int(gl_WorkGroupID.x);
-  return ROWS_ARE_CHANNELS == 1 ? min(4, p.sizes.y - 4 * b) : min(4, p.sizes.z - 4 * b);
-}
-int row_origin(ivec4 st) {
-  const ivec3 b = ivec3(gl_WorkGroupID);
-#if ROWS_ARE_CHANNELS
-  return b.z * st.x + 4 * b.x * st.y + b.y * st.z;
-#else
-  return b.z * st.x + b.y * st.y + 4 * b.x * st.z;
-#endif
-}
-// The element stride from one row to the next.
-int row_stride(ivec4 st) { return ROWS_ARE_CHANNELS == 1 ? st.y : st.z; }
-// Whether chunk w4 of each row is one aligned vec4 of a float buffer of element strides `st`
-// (W its packed dim, 4 widths inside), its first row's at element `base`.
-bool vec4_rows(ivec4 st, int base, int w4) {
-  return st.w == 1 && chunk_widths(w4) == 4 && base % 4 == 0 && row_stride(st) % 4 == 0;
-}
-
-#if !IN_FLOAT || OUTPUT_INT8
-// The first word of chunk w4 of this workgroup's rows in the int8 tensor (4C1W: the word of
-// width 4*w4).
-int chunk_base(int w4) {
-  const ivec3 b = ivec3(gl_WorkGroupID);
-  const int C = p.sizes.y, H = p.sizes.z, W = p.sizes.w;
-  const int W4 = div_up(W, 4);
-#if INT8_LAYOUT == LAYOUT_4H4W
-  return 4 * (((b.z * C + b.y) * div_up(H, 4) + b.x) * W4 + w4);
-#elif INT8_LAYOUT == LAYOUT_4W4C
-  return 4 * (((b.z * H + b.y) * W4 + w4) * div_up(C, 4) + b.x);
-#else
-  return ((b.z * H + b.y) * div_up(C, 4) + b.x) * W + 4 * w4;
-#endif
-}
-#endif
-
 #if !IN_FLOAT
+#define ROW_CHUNKS_LOAD
+#endif
+#if OUTPUT_FLOAT
+#define ROW_CHUNKS_STORE_FLOATS
+#endif
+#if OUTPUT_INT8
+#define ROW_CHUNKS_STORE
+#endif
+#include "row_chunks.glslh"  // the rows and chunks of this workgroup
 
-// The int8 values of chunk w4: v[ww][j] = row j at width 4*w4 + ww; widths past W unspecified.
-void load_chunk(int w4, out ivec4 v[4]) {
-  const int base = chunk_base(w4);
-#if INT8_LAYOUT == LAYOUT_4C1W
-  for (int ww = 0; ww < 4; ++ww) {
-    const int word = in_words[base + min(ww, chunk_widths(w4) - 1)];
-    v[ww] = ivec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2), lane_of(word, 3));
-  }
-#else
-  const ivec4 m = in_words4[base / 4];
-  for (int ww = 0; ww < 4; ++ww) {
-    for (int j = 0; j < 4; ++j) {
-#if INT8_LAYOUT == LAYOUT_4H4W
-      v[ww][j] = lane_of(m[j], ww);
-#else
-      v[ww][j] = lane_of(m[ww], j);
-#endif
-    }
-  }
-#endif
-}
-#else
+#if IN_FLOAT
 // The float values of chunk w4: v[ww][j] = row j at width 4*w4 + ww; rows past the tensor and
 // widths past W read as 0.
 void load_chunk(int w4, out vec4 v[4]) {
@@ -193,23 +133,6 @@ void load_chunk(int w4, out vec4 v[4]) {
 }
 #endif
 
-#if OUTPUT_FLOAT
-// Writes the chunk's elements inside the tensor.
-void store_floats(int w4, vec4 y[4]) {
-  const int base = row_origin(p.out_strides) + 4 * w4 * p.out_strides.w;
-  const int step = row_stride(p.out_strides);
-  const bool vec4_store = vec4_rows(p.out_strides, base, w4);
-  for (int j = 0; j < rows_inside(); ++j) {
-    if (vec4_store) {
-      out_floats4[(base + j * step) / 4] = vec4(y[0][j], y[1][j], y[2][j], y[3][j]);
-      continue;
-    }
-    for (int ww = 0; ww < chunk_widths(w4); ++ww) {
-      out_floats[base + j * step + ww * p.out_strides.w] = y[ww][j];
-    }
-  }
-}
-#endif
 #if OUTPUT_INT8
 // Quantizes the chunk and writes its words; padding rows and widths hold out_zp. An int8 input
 // requantizes (requantized_byte); a float input quantizes as q8ta_quantize does (quantize_float):
@@ -228,24 +151,14 @@ void store_words(int w4, vec4 y[4]) {
 #endif
     }
   }
-  const int base = chunk_base(w4);
-#if INT8_LAYOUT == LAYOUT_4H4W
-  ivec4 words;
-  for (int j = 0; j < 4; ++j) words[j] = pack_lanes(ivec4(q[0][j], q[1][j], q[2][j], q[3][j]));
-  out_words4[base / 4] = words;
-#elif INT8_LAYOUT == LAYOUT_4W4C
-  out_words4[base / 4] = ivec4(pack_lanes(q[0]), pack_lanes(q[1]), pack_lanes(q[2]),
-                               pack_lanes(q[3]));
-#else
-  for (int ww = 0; ww < chunk_widths(w4); ++ww) out_words[base + ww] = pack_lanes(q[ww]);
-#endif
+  store_chunk_words(w4, q);
 }
 #endif
 
 // Writes the chunk's results into every output.
 void store_chunk(int w4, vec4 y[4]) {
 #if OUTPUT_FLOAT
-  store_floats(w4, y);
+  store_chunk_floats(w4, y);
 #endif
 #if OUTPUT_INT8
   store_words(w4, y);

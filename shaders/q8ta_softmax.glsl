@@ -47,79 +47,20 @@ layout(push_constant) uniform Params {
 shared ivec4 part_max[WG];
 shared vec4 part_sum[WG];
 
-// The first word of chunk w4 of this workgroup's rows (4C1W: the word of width 4*w4).
-int chunk_base(int w4) {
-  const ivec3 b = ivec3(gl_WorkGroupID);
-  const int C = p.sizes.y, H = p.sizes.z, W = p.sizes.w;
-  const int W4 = div_up(W, 4);
-#if INT8_LAYOUT == LAYOUT_4H4W
-  return 4 * (((b.z * C + b.y) * div_up(H, 4) + b.x) * W4 + w4);
-#elif INT8_LAYOUT == LAYOUT_4W4C
-  return 4 * (((b.z * H + b.y) * W4 + w4) * div_up(C, 4) + b.x);
+#if OUTPUT_FLOAT
+#define ROW_CHUNKS_STORE_FLOATS
 #else
-  return ((b.z * H + b.y) * div_up(C, 4) + b.x) * W + 4 * w4;
+#define ROW_CHUNKS_STORE
 #endif
-}
-
-// Widths of chunk w4 inside the tensor (1..4).
-int chunk_widths(int w4) { return min(4, p.sizes.w - 4 * w4); }
-
-// The int8 values of chunk w4: v[ww][j] = row j at width 4*w4 + ww; widths past W unspecified.
-void load_chunk(int w4, out ivec4 v[4]) {
-  const int base = chunk_base(w4);
-#if INT8_LAYOUT == LAYOUT_4C1W
-  for (int ww = 0; ww < 4; ++ww) {
-    const int word = in_words[base + min(ww, chunk_widths(w4) - 1)];
-    v[ww] = ivec4(lane_of(word, 0), lane_of(word, 1), lane_of(word, 2), lane_of(word, 3));
-  }
-#else
-  const ivec4 m = in_words4[base / 4];
-  for (int ww = 0; ww < 4; ++ww) {
-    for (int j = 0; j < 4; ++j) {
-#if INT8_LAYOUT == LAYOUT_4H4W
-      v[ww][j] = lane_of(m[j], ww);
-#else
-      v[ww][j] = lane_of(m[ww], j);
-#endif
-    }
-  }
-#endif
-}
+#define ROW_CHUNKS_LOAD
+#include "row_chunks.glslh"  // the rows and chunks of this workgroup
 
 #if OUTPUT_FLOAT
-// Writes the chunk's elements inside the tensor.
-void store_chunk(int w4, vec4 y[4]) {
-  const ivec3 b = ivec3(gl_WorkGroupID);
-#if INT8_LAYOUT == LAYOUT_4H4W
-  const int c0 = b.y, h0 = 4 * b.x, rows = min(4, p.sizes.z - h0);
-  const int row_stride = p.out_strides.z;
-#else
-  const int c0 = 4 * b.x, h0 = b.y, rows = min(4, p.sizes.y - c0);
-  const int row_stride = p.out_strides.y;
-#endif
-  const int base = b.z * p.out_strides.x + c0 * p.out_strides.y + h0 * p.out_strides.z +
-                   4 * w4 * p.out_strides.w;
-  const bool vec4_rows = p.out_strides.w == 1 && chunk_widths(w4) == 4 && base % 4 == 0 &&
-                         row_stride % 4 == 0;
-  for (int j = 0; j < rows; ++j) {
-    if (vec4_rows) {
-      out_floats4[(base + j * row_stride) / 4] = vec4(y[0][j], y[1][j], y[2][j], y[3][j]);
-      continue;
-    }
-    for (int ww = 0; ww < chunk_widths(w4); ++ww) {
-      out_floats[base + j * row_stride + ww * p.out_strides.w] = y[ww][j];
-    }
-  }
-}
+void store_chunk(int w4, vec4 y[4]) { store_chunk_floats(w4, y); }
 #else
 // Requantizes the chunk and writes its words; padding rows and widths hold out_zp.
 void store_chunk(int w4, vec4 y[4]) {
-  const ivec3 b = ivec3(gl_WorkGroupID);
-#if INT8_LAYOUT == LAYOUT_4H4W
-  const int rows = min(4, p.sizes.z - 4 * b.x);
-#else
-  const int rows = min(4, p.sizes.y - 4 * b.x);
-#endif
+  const int rows = rows_inside();
   const float lo = float(-128 - p.out_zp), hi = float(127 - p.out_zp);
   ivec4 q[4];
   for (int ww = 0; ww < 4; ++ww) {
@@ -130,17 +71,7 @@ void store_chunk(int w4, vec4 y[4]) {
                         : p.out_zp;
     }
   }
-  const int base = chunk_base(w4);
-#if INT8_LAYOUT == LAYOUT_4H4W
-  ivec4 words;
-  for (int j = 0; j < 4; ++j) words[j] = pack_lanes(ivec4(q[0][j], q[1][j], q[2][j], q[3][j]));
-  out_words4[base / 4] = words;
-#elif INT8_LAYOUT == LAYOUT_4W4C
-  out_words4[base / 4] = ivec4(pack_lanes(q[0]), pack_lanes(q[1]), pack_lanes(q[2]),
-                               pack_lanes(q[3]));
-#else
-  for (int ww = 0; ww < chunk_widths(w4); ++ww) out_words[base + ww] = pack_lanes(q[ww]);
-#endif
+  store_chunk_words(w4, q);
 }
 #endif
 
