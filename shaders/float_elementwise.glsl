@@ -6,9 +6,21 @@
 //   OP 3 float_affine: y = a * s0 + s1          (two roundings; mul.Scalar's s1 is -0.0, which
 //                                                adds nothing to any value, -0.0 included)
 //   OP 4 float_clamp:  y = a < s0 ? s0 : a, then > s1 ? s1   (NaN passes; absent bounds +-inf)
-// Every float32 operation is rounded on its own (`precise`: no fused multiply-add), as the CPU
-// reference interpreter computes it (compiler/ops/Elementwise.cpp), so the results are its bits
-// wherever the device keeps subnormals (a device that flushes them flushes here too).
+//   OP 5 float_gelu:   y = gelu_erf(a)          (approximate 'none', common/gelu.glslh)
+//   OP 6 float_gelu:   y = gelu_tanh(a)         (approximate 'tanh')
+// Ops 0-4: every float32 operation is rounded on its own (`precise`: no fused multiply-add), as
+// the CPU reference interpreter computes it (compiler/ops/Elementwise.cpp), so the results are its
+// bits wherever the device keeps subnormals (a device that flushes them flushes here too).
+// float_gelu cannot be: the reference evaluates gelu in double and rounds once, GLSL has no erf.
+// Its bound against that reference is |y - ref| <= 1e-6 |x| for every float32 x (the tests check
+// it). Erf form: erf_approx is within 4.5e-7 of erf, the GPU's division adds <= 2.5 ulp (1.5e-7)
+// and the roundings of x / sqrt(2) and 1 + erf add <= 1.8e-7, so 1 + erf is off by <= 7.8e-7 and
+// 0.5 x (1 + erf) by <= 3.9e-7 |x|, plus y's rounding (and the reference's), 0.6e-7 |x| each.
+// Tanh form x / (1 + exp(-2u)): exp's 3 + 2|arg| ulp and u's roundings move the sigmoid by at most
+// ~4 ulp where it is not saturated (its slope s (1 - s) decays as fast as the error grows), the
+// division 2.5 ulp; beyond |2u| = 80 (clamped) the value is below |x| e^-80. So a large |x|
+// keeps its relative error when y ~ x and a tiny absolute one when y ~ -0; -inf gives NaN, as
+// the reference's -inf * (1 + -1) does, +inf gives +inf, NaN gives NaN.
 // Broadcasting: an operand's stride is 0 along each dim it is broadcast over (numpy rules, the
 // builder's strides), so [.., T, 1] against [.., T, C] or a [C] constant cost no copy.
 // Invocation i takes 4 consecutive widths of one row (n, c, h): chunk w4 = i % ceil(W / 4) of
@@ -18,6 +30,8 @@
 #include "common.glslh"
 #if OP == 2
 #include "exact_div.glslh"
+#elif OP >= 5
+#include "gelu.glslh"
 #endif
 
 #define BINARY (OP <= 2)
@@ -86,6 +100,13 @@ void main() {
 #elif OP == 3
   precise vec4 scaled = a * p.s0;
   y = scaled + p.s1;
+#elif OP >= 5
+  for (int k = 0; k < 4; ++k) {
+    const float x = a[k];
+    // -inf: the reference's -inf * (1 + -1) is NaN; the tanh form's x / (1 + e^80) is not.
+    const float g = OP == 5 ? gelu_erf(x) : gelu_tanh(x);
+    y[k] = isinf(x) && x < 0.0 ? uintBitsToFloat(0x7fc00000u) : g;
+  }
 #else
   for (int k = 0; k < 4; ++k) {
     float x = a[k];

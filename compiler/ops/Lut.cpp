@@ -1,15 +1,19 @@
 // The smooth activations: aten.hardswish, aten.hardsigmoid, aten.sigmoid, aten.tanh, aten.silu,
 // aten.gelu, aten.elu, aten.leaky_relu. Between int8 tensors (dq -> op -> q) each becomes
 // q8ta_lut: the 256 outputs are computed here, by the reference, and looked up on the GPU. A
-// float one (no quantize after it) has no backend op and stays on the host.
+// float aten.gelu that no int8 pattern took (a dynamically quantized FFN's, between q8da_linear)
+// becomes float_gelu; the other float ones have no backend op and stay on the host.
 #include "compiler/ops/EdgeOp.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/Lowering.h"
 #include "compiler/fusion/Patterns.h"
 #include "compiler/ops/ShapeContext.h"
 #include "compiler/reference/ReferenceContext.h"
@@ -194,7 +198,26 @@ std::string table_constant(Graph& g, const std::string& output, const std::vecto
   return v.name;
 }
 
+// Whether `v` is float32 of rank 1 to 4 with int-indexable elements (float_gelu's tensors).
+bool float_gelu_tensor(const Value& v) {
+  return v.dtype == DType::Float32 && !v.shape.empty() && v.shape.size() <= 4 &&
+         element_count(v.shape) <= std::numeric_limits<int32_t>::max();
+}
+
 }  // namespace
+
+// A float32 aten.gelu left after fusion (neither q8ta_lut nor a linear's GELU epilogue took
+// it): float_gelu, approximate 0 = 'none' (erf), 1 = 'tanh'. Its values are within 1e-6 |x| of
+// the reference's, not its bits (shaders/float_elementwise.glsl).
+std::string lower_float_gelu(FuseState& state, Node& node, int where) {
+  const Value* in = unary_input(state.graph, node);
+  if (in == nullptr || !float_gelu_tensor(*in)) return "";
+  if (!float_gelu_tensor(state.graph.value(node.outputs[0]))) return "";
+  const std::string approximate = opt_string(node, "approximate").value_or("none");
+  if (approximate != "none" && approximate != "tanh") return "";
+  return rewrite_unary(state, node, where, "float_gelu",
+                       {{"approximate", int64_t{approximate == "tanh" ? 1 : 0}}});
+}
 
 void fuse_lut(FuseState& state, int i) {
   const std::optional<DqAnchor> m = state.match_dq_anchor(i, kLut);
@@ -288,7 +311,8 @@ std::vector<EdgeOp> lut_edge_ops() {
       table_op("aten.silu", {}, unary_float_shape, reference_silu),
       table_op("aten.gelu",
                {optional_arg("approximate", Lit::String, ArgValue(std::string("none")), false)},
-               gelu, reference_gelu),
+               gelu, reference_gelu)
+          .lowered_by(fusion::lower_float_gelu, {"float_gelu"}),
       table_op("aten.elu", {number("alpha", 1.0), number("scale", 1.0), number("input_scale", 1.0)},
                elu, reference_elu),
       table_op("aten.leaky_relu", {number("negative_slope", 0.01)}, leaky_relu,

@@ -1,6 +1,7 @@
 // The schema entries of runtime/ops/FloatElementwise.cpp's ops: float_add, float_mul, float_div,
-// float_affine_scalar, float_clamp (what a quantizer leaves float: a transformer's residual
-// stream, its attention mask, the sentence pooling's scaling).
+// float_affine_scalar, float_clamp, float_gelu (what a quantizer leaves float: a transformer's
+// residual stream, its attention mask, the sentence pooling's scaling, a dynamically quantized
+// FFN's activation).
 #include "partitioner_schema/ops/SchemaBuilders.h"
 
 namespace vkd::schema {
@@ -29,6 +30,10 @@ void float_elementwise_schemas(std::vector<OpSchema>& s) {
       "float_clamp", "float32 clamp to [min, max] (NaN passes)",
       arg_list(tensor_in("input", f32, floats, {kBufW}), scalar("min", ArgKind::Float),
                scalar("max", ArgKind::Float), tensor_out("output", f32, floats, {kBufW}))));
+  s.push_back(kernel_op(
+      "float_gelu", "float32 GELU, approximate 0 = erf, 1 = tanh (within 1e-6 |x|)",
+      arg_list(tensor_in("input", f32, floats, {kBufW}), scalar("approximate", ArgKind::Int),
+               tensor_out("output", f32, floats, {kBufW}))));
 }
 
 }  // namespace vkd::schema

@@ -1,5 +1,5 @@
 // Op family: float element-wise ops (float_add, float_mul, float_div, float_affine_scalar,
-// float_clamp), one shader (float_elementwise.glsl) with the op as its variant.
+// float_clamp, float_gelu), one shader (float_elementwise.glsl) with the op as its variant.
 // Anatomy: push-constant struct (mirroring the shader), the broadcast strides, the node
 // functions, the registry entries.
 #include "runtime/ops/FloatElementwise.h"
@@ -24,7 +24,7 @@ struct FloatElementwisePush {
 };
 
 // The variant index of each op (the OP axis of shaders/float_elementwise.variants.json).
-enum Variant { kAdd = 0, kMul = 1, kDiv = 2, kAffine = 3, kClamp = 4 };
+enum Variant { kAdd = 0, kMul = 1, kDiv = 2, kAffine = 3, kClamp = 4, kGelu = 5, kGeluTanh = 6 };
 
 const char* op_name(FloatBinaryOp op) {
   switch (op) {
@@ -125,6 +125,12 @@ void add_float_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
   add_unary_node(graph, "float_clamp", kClamp, input, output, lo, hi);
 }
 
+void add_float_gelu_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                         GeluApproximate approximate) {
+  add_unary_node(graph, "float_gelu", approximate == GeluApproximate::Tanh ? kGeluTanh : kGelu,
+                 input, output, 0.0f, 0.0f);
+}
+
 // --- registry entries -------------------------------------------------------------
 
 namespace {
@@ -150,6 +156,13 @@ void build_clamp(const OpCall& call) {
                        float32_arg(call, "min"), float32_arg(call, "max"));
 }
 
+// approximate 0 = erf ('none'), 1 = tanh, as q8ta_linear_gelu takes it.
+void build_gelu(const OpCall& call) {
+  const GeluApproximate approximate =
+      call.int32_arg("approximate", 0, 1) == 0 ? GeluApproximate::Erf : GeluApproximate::Tanh;
+  add_float_gelu_node(call.graph(), call.tensor("input"), call.tensor("output"), approximate);
+}
+
 }  // namespace
 
 void register_float_elementwise_ops(OpRegistry& registry) {
@@ -158,6 +171,7 @@ void register_float_elementwise_ops(OpRegistry& registry) {
   registry.add("float_div", build_binary<FloatBinaryOp::Div>);
   registry.add("float_affine_scalar", build_affine_scalar);
   registry.add("float_clamp", build_clamp);
+  registry.add("float_gelu", build_gelu);
 }
 
 }  // namespace vkd::ops

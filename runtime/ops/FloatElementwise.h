@@ -1,5 +1,5 @@
-// float_add / float_mul / float_div / float_affine_scalar / float_clamp: float32 element-wise ops
-// over float buffers of any layout, the binary ones broadcasting their operands.
+// float_add / float_mul / float_div / float_affine_scalar / float_clamp / float_gelu: float32
+// element-wise ops over float buffers of any layout, the binary ones broadcasting their operands.
 #pragma once
 
 #include "runtime/graph/ComputeGraph.h"
@@ -28,5 +28,14 @@ void add_float_affine_scalar_node(graph::ComputeGraph& graph, graph::ValueRef in
 // input broadcast.
 void add_float_clamp_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
                           float lo, float hi);
+
+enum class GeluApproximate { Erf, Tanh };
+
+// output = gelu(input), PyTorch's erf form (approximate 'none') or tanh form, through
+// shaders/common/gelu.glslh: not the reference's bits (it evaluates in double, rounded once) but
+// within 1e-6 |x| of them (shaders/float_elementwise.glsl derives the bound). Same sizes in and
+// out, or the input broadcast.
+void add_float_gelu_node(graph::ComputeGraph& graph, graph::ValueRef input, graph::ValueRef output,
+                         GeluApproximate approximate);
 
 }  // namespace vkd::ops

@@ -1,7 +1,7 @@
 // fuse_and_lower of what a quantizer leaves float (FuseTestUtil.h graphs): the float32 element-wise
 // ops and one-dim reductions lowered to runtime/ops/FloatElementwise's and Reduce's ops (the
-// lowerings in compiler/ops/Elementwise.cpp, Reduce.cpp, Convert.cpp), their arguments, and what
-// stays an edge op for the host.
+// lowerings in compiler/ops/Elementwise.cpp, Reduce.cpp, Convert.cpp, Lut.cpp), their arguments,
+// and what stays an edge op for the host.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -101,6 +101,46 @@ TEST(Fuse, FloatPoolingAndMaskLowerToFloatOps) {
                        "lowered 12 node(s): 1 float_add, 3 float_affine_scalar, 2 float_clamp, 2 "
                        "float_div, 1 float_mul, 2 float_sum, 1 float_vector_norm"))
       << all_lines(r);
+  expect_valid(g);
+}
+
+// A float32 aten.gelu (a dynamically quantized FFN's, between two q8da_linear) is float_gelu,
+// approximate 'none' (or absent) 0 and 'tanh' 1; a rank-5 one stays an edge op; one between int8
+// tensors is still q8ta_lut.
+TEST(Fuse, FloatGeluLowersToFloatGelu) {
+  Builder b;
+  b.input("x", DType::Float32, {1, 16, 1536});
+  const std::vector<std::string> forms = {"none", "", "tanh"};
+  for (size_t k = 0; k < forms.size(); ++k) {
+    const std::string y = "g" + std::to_string(k);
+    b.value(y, DType::Float32, {1, 16, 1536});
+    Args args;
+    if (!forms[k].empty()) args["approximate"] = forms[k];
+    b.node("aten.gelu", {"x"}, args, {y});  // 0..2
+    b.output(y);
+  }
+  b.input("f", DType::Float32, {1, 2, 1, 2, 2});
+  b.value("f2", DType::Float32, {1, 2, 1, 2, 2});
+  b.node("aten.gelu", {"f"}, {}, {"f2"});  // 3: rank 5
+  b.output("f2");
+  b.input("xq", DType::Int8, {1, 4, 6});
+  b.dq("xq", "xd", 0.05, 0);  // 4
+  b.value("l", DType::Float32, {1, 4, 6});
+  b.node("aten.gelu", {"xd"}, {}, {"l"});  // 5
+  b.q("l", "lq", 0.04, -100);              // 6
+  b.output("lq");
+  const PassReport r = fuse_and_lower(b.g);
+  const Graph& g = b.g;
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"float_gelu", "float_gelu", "float_gelu",
+                                                 "aten.gelu", "q8ta_lut"}))
+      << all_lines(r);
+  for (size_t k = 0; k < forms.size(); ++k) {
+    EXPECT_EQ(g.nodes[k].inputs, (std::vector<std::string>{"x"}));
+    EXPECT_EQ(arg_i(g.nodes[k], "approximate"), forms[k] == "tanh" ? 1 : 0);
+    EXPECT_EQ(g.nodes[k].origin, "node " + std::to_string(k) + " (aten.gelu)");
+  }
+  EXPECT_TRUE(has_line(r, "lowered 3 node(s): 3 float_gelu")) << all_lines(r);
+  EXPECT_TRUE(has_line(r, "left 1 node(s) as edge ops: aten.gelu (node 3)")) << all_lines(r);
   expect_valid(g);
 }
 

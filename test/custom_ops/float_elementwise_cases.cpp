@@ -1,11 +1,14 @@
-// ACCU and PERF cases for float_add / float_mul / float_div / float_affine_scalar / float_clamp
-// (runtime/ops/FloatElementwise.h): equal shapes (the awkward ones: widths not a multiple of 4,
-// ranks 1 to 4), a [.., T, 1] operand against [.., T, C] in either position, a [C] operand, a
-// float32 constant operand of the full shape or broadcast, outputs in every float buffer layout,
-// and the unary ops broadcasting (expand_as). Inputs mix ordinary values with +-0, +-inf, NaN and
-// values whose products overflow; every output is compared bit for bit with
-// test/reference/FloatElementwiseReference.h (two NaNs match whatever their payloads). PERF:
-// MiniLM's residual add and pooling product, [1, 128, 384].
+// ACCU and PERF cases for float_add / float_mul / float_div / float_affine_scalar / float_clamp /
+// float_gelu (runtime/ops/FloatElementwise.h): equal shapes (the awkward ones: widths not a
+// multiple of 4, ranks 1 to 4), a [.., T, 1] operand against [.., T, C] in either position, a [C]
+// operand, a float32 constant operand of the full shape or broadcast, outputs in every float buffer
+// layout, and the unary ops broadcasting (expand_as). Inputs mix ordinary values with +-0, +-inf,
+// NaN and values whose products overflow; every output is compared bit for bit with
+// test/reference/FloatElementwiseReference.h (two NaNs match whatever their payloads), except
+// float_gelu's: within its bound 1e-6 |x| of the reference's (an erf approximation; the shader's
+// header derives the bound), on MiniLM's FFN shape [1, 128, 1536], awkward shapes and values
+// spread over [-12, 12] with +-0, +-inf, NaN and +-1e20. PERF: MiniLM's residual add and pooling
+// product, [1, 128, 384], and its FFN's gelu.
 #include <cstring>
 #include <limits>
 
@@ -17,7 +20,7 @@
 namespace vkd::custom_ops {
 namespace {
 
-enum class Op { Add, Mul, Div, Affine, Clamp };
+enum class Op { Add, Mul, Div, Affine, Clamp, Gelu, GeluTanh };
 
 const char* op_name(Op op) {
   switch (op) {
@@ -26,6 +29,8 @@ const char* op_name(Op op) {
     case Op::Div: return "float_div";
     case Op::Affine: return "float_affine_scalar";
     case Op::Clamp: return "float_clamp";
+    case Op::Gelu: return "float_gelu";
+    case Op::GeluTanh: return "float_gelu";
   }
   return "?";
 }
@@ -44,6 +49,35 @@ std::vector<float> special_floats(size_t n, std::mt19937& rng) {
     x = k < 7 ? specials[k] : value(rng);
   }
   return v;
+}
+
+// What float_gelu is checked on: values over [-12, 12] (the erf form's clamp at |x / sqrt(2)| = 4,
+// the tanh form's exp clamp and both saturations), now and then a special of special_floats.
+std::vector<float> gelu_floats(size_t n, std::mt19937& rng) {
+  std::vector<float> v = special_floats(n, rng);
+  std::uniform_real_distribution<float> value(-12.0f, 12.0f);
+  for (size_t i = 0; i < n; i += 2) v[i] = value(rng);
+  return v;
+}
+
+// Within 1e-6 |x| of the reference (float_gelu's bound); NaN where it is NaN, infinities equal.
+void compare_within_gelu_bound(const std::vector<float>& x, const std::vector<float>& got,
+                               const std::vector<float>& want, AccuResult& r) {
+  if (got.size() != want.size() || x.size() != want.size()) {
+    r.mismatches += static_cast<int64_t>(std::max(got.size(), want.size()));
+    return;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - double(want[i]));
+    const bool ok = std::isnan(want[i])   ? std::isnan(got[i])
+                    : std::isinf(want[i]) ? got[i] == want[i]
+                                          : err <= 1e-6 * std::fabs(double(x[i]));
+    if (!ok) {
+      ++r.mismatches;
+      r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
+    }
+    ++r.checked;
+  }
 }
 
 // Bit for bit; two NaNs match (x86's 0 / 0 is the negative default NaN, a GPU's another).
@@ -102,6 +136,10 @@ class FloatElementwiseCase : public CaseInstance {
                                     : s_.op == Op::Mul ? ops::FloatBinaryOp::Mul
                                                        : ops::FloatBinaryOp::Div;
       ops::add_float_binary_node(g, op, a_, b_, out_, s_.s0);
+    } else if (gelu()) {
+      ops::add_float_gelu_node(
+          g, a_, out_,
+          s_.op == Op::GeluTanh ? ops::GeluApproximate::Tanh : ops::GeluApproximate::Erf);
     } else if (s_.op == Op::Affine) {
       ops::add_float_affine_scalar_node(g, a_, out_, s_.s0, s_.s1);
     } else {
@@ -110,7 +148,8 @@ class FloatElementwiseCase : public CaseInstance {
     g.add_output(out_);
   }
   void write_inputs(graph::ComputeGraph& g, std::mt19937& rng) override {
-    a_values_ = special_floats(static_cast<size_t>(testing::ref_numel(s_.a_shape)), rng);
+    const auto n = static_cast<size_t>(testing::ref_numel(s_.a_shape));
+    a_values_ = gelu() ? gelu_floats(n, rng) : special_floats(n, rng);
     g.write_float(a_, a_values_);
     if (binary() && !s_.b_constant) {
       b_values_ = special_floats(static_cast<size_t>(testing::ref_numel(s_.b_shape)), rng);
@@ -119,7 +158,14 @@ class FloatElementwiseCase : public CaseInstance {
   }
   AccuResult check(const graph::ComputeGraph& g) override {
     AccuResult r;
-    compare_bits(g.read_float(out_), expected(), r);
+    if (gelu()) {
+      const std::vector<float> none = {0.0f};
+      const std::vector<float> x = testing::ref_float_binary(
+          a_values_, s_.a_shape, none, {1}, s_.out_shape, [](float v, float) { return v; });
+      compare_within_gelu_bound(x, g.read_float(out_), expected(), r);
+    } else {
+      compare_bits(g.read_float(out_), expected(), r);
+    }
     return r;
   }
   PerfWork work() const override {
@@ -131,6 +177,7 @@ class FloatElementwiseCase : public CaseInstance {
 
  private:
   bool binary() const { return s_.op == Op::Add || s_.op == Op::Mul || s_.op == Op::Div; }
+  bool gelu() const { return s_.op == Op::Gelu || s_.op == Op::GeluTanh; }
 
   std::vector<float> expected() const {
     const float s0 = s_.s0, s1 = s_.s1;
@@ -146,6 +193,7 @@ class FloatElementwiseCase : public CaseInstance {
     const std::vector<float> none = {0.0f};
     return testing::ref_float_binary(
         a_values_, s_.a_shape, none, {1}, s_.out_shape, [&](float x, float) {
+          if (gelu()) return testing::ref_float_gelu(x, s_.op == Op::GeluTanh);
           return s_.op == Op::Affine ? testing::ref_float_affine(x, s0, s1)
                                      : testing::ref_float_clamp(x, s0, s1);
         });
@@ -227,6 +275,15 @@ void register_float_elementwise_cases(Registry& registry) {
   add_case(registry, "", unary(Op::Affine, {1, 1}, {1, 10}, 1.0f, -0.0f), true, "/expand_as");
   add_case(registry, "", unary(Op::Clamp, {1, 7, 10}, {1, 7, 10}, 1e-9f, inf), true, "/clamp_min");
   add_case(registry, "", unary(Op::Clamp, {1, 7, 10}, {1, 7, 10}, 2.0f, -1.0f), true, "/lo>hi");
+  // gelu, both forms: MiniLM's FFN at T = 128, the awkward shapes, a broadcast input.
+  for (Op op : {Op::Gelu, Op::GeluTanh}) {
+    const std::string form = op == Op::Gelu ? "/erf" : "/tanh";
+    add_case(registry, "", unary(op, {1, 128, 1536}, {1, 128, 1536}, 0, 0), true, form);
+    for (const auto& shape : awkward_shapes()) {
+      add_case(registry, "", unary(op, shape, shape, 0, 0), true, form);
+    }
+    add_case(registry, "", unary(op, {1, 7, 1}, {1, 7, 10}, 0, 0), true, form + "/broadcast");
+  }
   // MiniLM at T = 128: the residual add, the pooling product, the attention mask's scaling.
   add_case(registry, "perf/", binary(Op::Add, {1, 128, 384}, {1, 128, 384}, {1, 128, 384}), false);
   add_case(registry, "perf/", binary(Op::Mul, {1, 128, 384}, {1, 128, 1}, {1, 128, 384}), false);
@@ -234,6 +291,7 @@ void register_float_elementwise_cases(Registry& registry) {
            false);
   add_case(registry, "perf/", unary(Op::Affine, {1, 128, 384}, {1, 128, 384}, -10000.0f, -0.0f),
            false, "/mul_scalar");
+  add_case(registry, "perf/", unary(Op::Gelu, {1, 128, 1536}, {1, 128, 1536}, 0, 0), false, "/erf");
 }
 
 }  // namespace vkd::custom_ops

@@ -1,4 +1,5 @@
-// CPU reference for float_add / float_mul / float_div / float_affine_scalar / float_clamp and
+// CPU reference for float_add / float_mul / float_div / float_affine_scalar / float_clamp,
+// float_gelu and
 // float_sum / float_vector_norm, written for the tests (it shares no code with the compiler, the
 // shaders or the runtime): float32 C-order tensors, operands broadcast to the output's shape by
 // numpy's rules (right-aligned, each dim equal or 1). Each float32 operation is rounded on its own:
@@ -73,6 +74,15 @@ inline float ref_float_clamp(float x, float lo, float hi) {
   if (x < lo) x = lo;
   if (x > hi) x = hi;
   return x;
+}
+
+// PyTorch's gelu of float32 x in double, rounded once: 0.5 x (1 + erf(x / sqrt(2))), or with
+// `tanh_form` 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+inline float ref_float_gelu(float x, bool tanh_form) {
+  const double d = x;
+  const double inner = tanh_form ? std::tanh(std::sqrt(2.0 / M_PI) * (d + 0.044715 * d * d * d))
+                                 : std::erf(d / std::sqrt(2.0));
+  return static_cast<float>(0.5 * d * (1.0 + inner));
 }
 
 // The sum (norm: sqrt of the sum of squares) over dim `dim` of `x` (C order, `shape`), in the

@@ -1,7 +1,7 @@
-// The argument checks of float_add / float_mul / float_div / float_affine_scalar / float_clamp
-// and float_sum / float_vector_norm (wrong dtypes, storage, ranks, shapes that do not broadcast,
-// a bad reduced dim or output: errors naming the op, raised while the graph is built), and the
-// masked mean's (input rank and width, the mask's and the output's shapes).
+// The argument checks of float_add / float_mul / float_div / float_affine_scalar / float_clamp /
+// float_gelu and float_sum / float_vector_norm (wrong dtypes, storage, ranks, shapes that do not
+// broadcast, a bad reduced dim or output: errors naming the op, raised while the graph is built),
+// and the masked mean's (input rank and width, the mask's and the output's shapes).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -46,6 +46,18 @@ struct UnarySetup {
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
     return build_result(ctx, [&](ComputeGraph& g) {
       vkd::ops::add_float_clamp_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"), 0.0f, 1.0f);
+    });
+  }
+};
+
+// float_gelu (tanh form) of [1, 7, 10].
+struct GeluSetup {
+  TensorSpec in = float_spec({1, 7, 10}), out = float_spec({1, 7, 10});
+
+  std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
+    return build_result(ctx, [&](ComputeGraph& g) {
+      vkd::ops::add_float_gelu_node(g, g.add_tensor(in, "x"), g.add_tensor(out, "y"),
+                                    vkd::ops::GeluApproximate::Tanh);
     });
   }
 };
@@ -107,6 +119,20 @@ TEST_F(FloatElementwiseChecks, UnaryInputMustBroadcast) {
   shrink.in = float_spec({1, 10});
   shrink.out = float_spec({1, 1});
   expect_op_error(shrink, ctx(), "float_clamp", "does not broadcast to the output");
+}
+
+TEST_F(FloatElementwiseChecks, GeluTensorsAreChecked) {
+  GeluSetup plain;
+  EXPECT_EQ(plain.build(ctx()).first, -1) << plain.build(ctx()).second;
+  GeluSetup int8;
+  int8.in = int8_spec({1, 7, 10});
+  expect_op_error(int8, ctx(), "float_gelu", "must be float32");
+  GeluSetup texture;
+  texture.out.storage = StorageType::Texture3D;
+  expect_op_error(texture, ctx(), "float_gelu", "must be a float32 buffer");
+  GeluSetup shrink;
+  shrink.out = float_spec({1, 7, 9});
+  expect_op_error(shrink, ctx(), "float_gelu", "does not broadcast to the output");
 }
 
 TEST_F(FloatElementwiseChecks, ReductionDimAndOutputAreChecked) {
