@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "core/Error.h"
 #include "runtime/ops/ConvPlan.h"
@@ -565,72 +567,66 @@ LinearWeights blob_weights(const OpCall& call) {
   return lw;
 }
 
-void build_q8ta_linear(const OpCall& call) {
+// Every q8ta_linear form: an int8 input (its zero point set on the tensor) and blob weights.
+LinearParams int8_input_params(const OpCall& call) {
   LinearParams p;
   p.input = call.quant("input");
-  p.output = call.quant("output");
-  p.activation_min = call.int32_arg("activation_min", -128, 127);
-  p.activation_max = call.int32_arg("activation_max", -128, 127);
   call.set_zero_point("input", p.input.zero_point);
-  call.set_zero_point("output", p.output->zero_point);
+  return p;
+}
+
+// An int8 output `name` with the activation range `<prefix>activation_min` / `_max`.
+void set_int8_output(const OpCall& call, LinearParams& p, std::string_view name,
+                     const std::string& prefix) {
+  p.output = call.quant(name);
+  p.activation_min = call.int32_arg(prefix + "activation_min", -128, 127);
+  p.activation_max = call.int32_arg(prefix + "activation_max", -128, 127);
+}
+
+void add_linear_node(const OpCall& call, const LinearParams& p) {
   add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
                        call.tensor("output"), p);
+}
+
+void build_q8ta_linear(const OpCall& call) {
+  LinearParams p = int8_input_params(call);
+  set_int8_output(call, p, "output", "");
+  call.set_zero_point("output", p.output->zero_point);
+  add_linear_node(call, p);
 }
 
 // The linear's own int8 output ("linear_") is the add's a.
 void build_q8ta_linear_add(const OpCall& call) {
-  LinearParams p;
-  p.input = call.quant("input");
-  p.output = call.quant("linear");
-  p.activation_min = call.int32_arg("linear_activation_min", -128, 127);
-  p.activation_max = call.int32_arg("linear_activation_max", -128, 127);
+  LinearParams p = int8_input_params(call);
+  set_int8_output(call, p, "linear", "linear_");
   p.residual = residual_add(call);
-  call.set_zero_point("input", p.input.zero_point);
-  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
-                       call.tensor("output"), p);
+  add_linear_node(call, p);
 }
 
-void build_q8ta_linear_dq(const OpCall& call) {
-  LinearParams p;
-  p.input = call.quant("input");
-  call.set_zero_point("input", p.input.zero_point);
-  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
-                       call.tensor("output"), p);
-}
+void build_q8ta_linear_dq(const OpCall& call) { add_linear_node(call, int8_input_params(call)); }
 
 // q8ta_linear_dq + float_add (alpha 1) with `other` in one dispatch.
 void build_q8ta_linear_dq_add(const OpCall& call) {
-  LinearParams p;
-  p.input = call.quant("input");
+  LinearParams p = int8_input_params(call);
   p.float_residual = call.tensor("other");
-  call.set_zero_point("input", p.input.zero_point);
-  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
-                       call.tensor("output"), p);
+  add_linear_node(call, p);
 }
 
 // q8ta_linear with gelu (approximate 0 = erf, 1 = tanh) before the output quantize.
 void build_q8ta_linear_gelu(const OpCall& call) {
-  LinearParams p;
-  p.input = call.quant("input");
-  p.output = call.quant("output");
-  p.activation_min = call.int32_arg("activation_min", -128, 127);
-  p.activation_max = call.int32_arg("activation_max", -128, 127);
+  LinearParams p = int8_input_params(call);
+  set_int8_output(call, p, "output", "");
   p.gelu = call.int32_arg("approximate", 0, 1) == 0 ? LinearGelu::Erf : LinearGelu::Tanh;
-  call.set_zero_point("input", p.input.zero_point);
   call.set_zero_point("output", p.output->zero_point);
-  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
-                       call.tensor("output"), p);
+  add_linear_node(call, p);
 }
 
 // Q, K and V as one GEMM: the output's three column blocks with q's, k's and v's parameters.
 void build_q8ta_linear_qkv(const OpCall& call) {
-  LinearParams p;
-  p.input = call.quant("input");
+  LinearParams p = int8_input_params(call);
   p.output_blocks = {call.quant("q"), call.quant("k"), call.quant("v")};
   p.output = p.output_blocks[0];
-  call.set_zero_point("input", p.input.zero_point);
-  add_q8ta_linear_node(call.graph(), call.tensor("input"), blob_weights(call),
-                       call.tensor("output"), p);
+  add_linear_node(call, p);
 }
 
 void build_q8da_linear(const OpCall& call) {
