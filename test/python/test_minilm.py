@@ -102,6 +102,9 @@ class MiniLMTest(unittest.TestCase):
             graph, weights = m.export_dynamic(self.tokenizer, self.bert, LENGTH, d)
             plan, report = m.compile_plan(self.vkd, graph, weights)
             self.assertEqual(report.count("into q8da_linear"), 36, report)
+            with open(plan) as f:
+                steps = json.load(f)["steps"]
+            self.assertEqual([s.get("host") for s in steps], [None], steps)  # one GPU blob
             got = self.run_plan(plan, weights)
         self.check_embeddings(got, "dynamic int8")
 
