@@ -73,6 +73,14 @@ void FuseState::commit(Fusion f, const std::string& chain, const std::string& de
   fusions.push_back(std::move(f));
 }
 
+void FuseState::take_quantized_tail(Fusion& f, const Tail& tail) {
+  f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
+  f.node.outputs = {graph.nodes[tail.q].outputs[0]};
+  f.node.args["output_scale"] = tail.out_q.scale;
+  f.node.args["output_zero_point"] = tail.out_q.zero_point;
+  produced[f.node.outputs[0]] = tail.out_q;
+}
+
 Fusion* FuseState::fusion_writing(const std::string& v) {
   for (auto& f : fusions) {
     if (f.node.outputs.size() == 1 && f.node.outputs[0] == v) return &f;

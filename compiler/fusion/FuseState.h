@@ -82,6 +82,9 @@ struct FuseState {
                  const std::string& backend, const std::string& why);
   // Claims `f`'s nodes, reports the match (`detail` appended) and keeps `f` for applying.
   void commit(Fusion f, const std::string& chain, const std::string& detail);
+  // Match `f`'s node writes the matched quantize `tail`'s int8 output: the tail's intermediates
+  // go, its qparams become output_scale / output_zero_point and the output's produced qparams.
+  void take_quantized_tail(Fusion& f, const Tail& tail);
   // The committed match whose node writes `v`, or nullptr.
   Fusion* fusion_writing(const std::string& v);
   // Grows committed match `f` by `nodes` (a chain reading its output): its node now writes

@@ -126,11 +126,7 @@ void fuse_softmax(FuseState& state, int i) {
   out.args["input_zero_point"] = in_q.zero_point;
   out.args["log"] = n.op.find("log_softmax") != std::string::npos;
   if (int8_out) {
-    f.dead.insert(f.dead.end(), m->tail.values.begin(), m->tail.values.end());
-    out.outputs = {g.nodes[m->tail.q].outputs[0]};
-    out.args["output_scale"] = m->tail.out_q.scale;
-    out.args["output_zero_point"] = m->tail.out_q.zero_point;
-    state.produced[out.outputs[0]] = m->tail.out_q;
+    state.take_quantized_tail(f, m->tail);
   } else {
     out.outputs = {n.outputs[0]};
   }
