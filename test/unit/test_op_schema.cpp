@@ -87,6 +87,11 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
       op.name == "attention") {  // [B, T, H*D], one head of 8
     return a.name == "mask" ? std::vector<int64_t>{5, 1, 1, 6} : std::vector<int64_t>{1, 5, 6, 8};
   }
+  if (op.name == "embedding" || op.name == "q8ta_embedding") {  // rows of a [9, 7] table
+    return a.name == "weight"    ? std::vector<int64_t>{9, 7}
+           : a.name == "indices" ? std::vector<int64_t>{1, 5}
+                                 : std::vector<int64_t>{1, 5, 7};
+  }
   if (op.name == "q8ta_pixel_shuffle" || op.name == "pixel_shuffle") {  // upscale_factor 2
     return a.output ? std::vector<int64_t>{1, 2, 12, 14} : std::vector<int64_t>{1, 8, 6, 7};
   }
