@@ -68,7 +68,7 @@ std::string ModelTest::write_add_weights() const {
   const std::vector<float> other = {0.5f, -0.25f, 1.0f, 2.0f};
   std::vector<uint8_t> bytes(other.size() * 4);
   std::memcpy(bytes.data(), other.data(), bytes.size());
-  write_safetensors(path("weights.safetensors"), {{"add.other", "F32", {1, 4, 1, 1}, bytes}});
+  write_safetensors(path("weights.safetensors"), {{"add.other", "F32", {1, 1, 4, 1, 1}, bytes}});
   return path("weights.safetensors");
 }
 

@@ -56,9 +56,9 @@ TEST_F(ModelTest, PartitionedModelMatchesTheInterpreterOnTheWholeGraph) {
   EXPECT_EQ(model->validation_message_count(), 0u);
 }
 
-// add_constant.json: the float add of a [1,4,1,1] constant is a host step; the plan names the
-// constant's tensor in the original weights file ("data": "add.other"), so those weights are
-// what the model takes.
+// add_constant.json: the float add of a [1,1,4,1,1] constant (rank 5: no device tensor) is a
+// host step; the plan names the constant's tensor in the original weights file ("data":
+// "add.other"), so those weights are what the model takes.
 TEST_F(ModelTest, HostStepReadsItsConstantFromTheOriginalWeights) {
   const std::string graph = kCliGraphs + "/add_constant.json";
   const std::string weights = write_add_weights();
