@@ -18,6 +18,13 @@
 
 namespace vkd_test {
 
+// The names every error test spells out.
+using vkd::DType;
+using vkd::MemoryLayout;
+using vkd::StorageType;
+using vkd::TensorSpec;
+using vkd::graph::ComputeGraph;
+
 // An int8x4 buffer tensor (the quantized ops' usual operand), 4W4C unless told otherwise.
 inline vkd::TensorSpec int8_spec(std::vector<int64_t> sizes,
                                  vkd::MemoryLayout layout = vkd::MemoryLayout::PackedInt8_4W4C) {

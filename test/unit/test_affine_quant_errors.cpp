@@ -19,12 +19,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 enum class Op { Quantize, Dequantize, Choose };
 
 // A [2, 6, 64] float tensor, per group of 32 along the last dim (24 blocks), int8 4H4W, one

@@ -15,12 +15,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 constexpr MemoryLayout k4H4W = MemoryLayout::PackedInt8_4H4W;
 
 // Q [2, 7, 64], K and V [2, 9, 64]: 2 heads of 32, a [2, 1, 1, 9] mask.

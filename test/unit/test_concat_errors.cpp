@@ -19,12 +19,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 // [1, 3, 5, 6] and [1, 6, 5, 6] joined along channels into [1, 9, 5, 6].
 struct CatSetup {
   std::vector<TensorSpec> in = {int8_spec({1, 3, 5, 6}), int8_spec({1, 6, 5, 6})};

@@ -14,12 +14,7 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
 using vkd::ErrorCode;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
 using vkd::ops::Conv2dParams;
 using vkd::ops::Conv2dRoute;
 using vkd::ops::Conv2dWeights;

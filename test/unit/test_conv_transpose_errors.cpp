@@ -16,9 +16,6 @@ namespace vkd_test {
 namespace {
 
 using vkd::ErrorCode;
-using vkd::MemoryLayout;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
 using vkd::ops::Conv2dRoute;
 using vkd::ops::Conv2dWeights;
 using vkd::ops::ConvTranspose2dParams;

@@ -17,12 +17,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 // [1, 8, 5, 3] + (or *) [1, 8, 5, 3] -> [1, 8, 5, 3], with one thing changed by the test.
 struct AddSetup {
   bool mul = false;  // q8ta_mul instead of q8ta_add

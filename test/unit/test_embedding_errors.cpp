@@ -15,12 +15,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 // int8 rows of a [6, 10] table gathered by ids [2, 7] into [2, 7, 10] 4H4W.
 struct EmbeddingSetup {
   std::vector<int8_t> table = std::vector<int8_t>(60, 1);

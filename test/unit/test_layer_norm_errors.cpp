@@ -17,12 +17,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 // A layer norm over W (10) of [2, 3, 10] in 4H4W, requantized (float32 out when p.output is
 // reset, a float32 input when p.input is).
 struct LayerNormSetup {

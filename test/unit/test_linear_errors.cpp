@@ -15,12 +15,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 // x [1, 7, 8] float32 -> y [1, 7, 5] through int8 weights [5, 8]; `dynamic`: q8da_linear.
 struct FloatLinearSetup {
   bool dynamic = true;

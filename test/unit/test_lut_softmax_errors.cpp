@@ -15,12 +15,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
-
 // A table lookup of [1, 5, 3, 7] in 4W4C.
 struct LutSetup {
   TensorSpec in = int8_spec({1, 5, 3, 7});

@@ -15,11 +15,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
 using vkd::ops::QuantParams;
 
 // A channel shuffle [1, 6, 3, 5] with groups 2, or (permute) [1, 6, 3, 5] -> [1, 3, 5, 6] with

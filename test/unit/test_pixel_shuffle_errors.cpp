@@ -15,11 +15,6 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
 using vkd::ops::QuantParams;
 
 // [1, 8, 3, 5] -> [1, 2, 6, 10] with r = 2, one thing changed by the test.

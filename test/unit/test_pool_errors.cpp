@@ -16,12 +16,7 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
 using vkd::ErrorCode;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
 
 // 3x3 stride-2 padding-1 max pool over [1, 8, 7, 6] -> [1, 8, 4, 3], input and output
 // quantized alike.

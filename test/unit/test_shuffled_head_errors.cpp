@@ -15,12 +15,7 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
 using vkd::ErrorCode;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
 using vkd::ops::Conv2dWeights;
 using vkd::ops::ShuffledHeadForm;
 using vkd::ops::ShuffledHeadParams;

@@ -17,12 +17,7 @@
 namespace vkd_test {
 namespace {
 
-using vkd::DType;
 using vkd::ErrorCode;
-using vkd::MemoryLayout;
-using vkd::StorageType;
-using vkd::TensorSpec;
-using vkd::graph::ComputeGraph;
 using vkd::ops::UpsampleMode;
 using vkd::ops::UpsampleParams;
 
