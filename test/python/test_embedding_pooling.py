@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from test_exporter import quantized_with_mask, write_model
+
 POOLING_OPS = ("aten.to.dtype", "aten.sum.dim_IntList", "aten.div.Tensor",
                "aten.linalg_vector_norm", "aten.clamp_min", "aten.expand_as")
 
@@ -43,24 +45,14 @@ class EmbeddingPoolingTest(unittest.TestCase):
     def test_vkd_runs_masked_mean_and_l2_norm_as_pytorch_does(self):
         vkd = os.environ.get("VKD")
         self.assertTrue(vkd, "no vkd binary: CTest passes VKD=<the built vkd>")
-        from vkdelegate.export import quantize, safetensors, to_graph_ir
-        from vkdelegate.export.ir import to_json_text
-        torch.manual_seed(0)
-        x = torch.randn(1, 8, 16)
-        mask = torch.ones(1, 8)
-        mask[0, 6:] = 0  # padding tokens at the end
-        q = quantize(Pool().eval(), (x, mask), [(torch.randn(1, 8, 16), mask)]).converted
+        from vkdelegate.export import to_graph_ir
+        q, x, mask = quantized_with_mask(Pool, 0, (1, 8, 16), [6])
         graph, tensors = to_graph_ir(q, (x, mask), name="pool")
         ops = {n["op"] for n in graph["nodes"]}
         for op in POOLING_OPS:
             self.assertIn(op, ops)
         with tempfile.TemporaryDirectory() as d:
-            m = os.path.join(d, "pool")
-            with open(m + ".json", "w") as f:
-                f.write(to_json_text(graph))
-            safetensors.save(m + ".safetensors", tensors)
-            np.save(m + ".x.npy", x.numpy())
-            np.save(m + ".mask.npy", mask.numpy())
+            m = write_model(d, "pool", graph, tensors, {"x": x, "mask": mask})
             done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
                                    "--partition", "-o", m + ".vkd"], capture_output=True, text=True)
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
@@ -80,22 +72,11 @@ class EmbeddingPoolingTest(unittest.TestCase):
     def test_pooling_is_one_dispatch_equal_to_the_reference(self):
         vkd = os.environ.get("VKD")
         self.assertTrue(vkd, "no vkd binary: CTest passes VKD=<the built vkd>")
-        from vkdelegate.export import quantize, safetensors, to_graph_ir
-        from vkdelegate.export.ir import to_json_text
-        torch.manual_seed(1)
-        x = torch.randn(2, 8, 16)
-        mask = torch.ones(2, 8)
-        mask[0, 5:] = 0
-        mask[1, 7:] = 0
-        q = quantize(Pool().eval(), (x, mask), [(torch.randn(2, 8, 16), mask)]).converted
+        from vkdelegate.export import to_graph_ir
+        q, x, mask = quantized_with_mask(Pool, 1, (2, 8, 16), [5, 7])
         graph, tensors = to_graph_ir(q, (x, mask), name="pool")
         with tempfile.TemporaryDirectory() as d:
-            m = os.path.join(d, "pool")
-            with open(m + ".json", "w") as f:
-                f.write(to_json_text(graph))
-            safetensors.save(m + ".safetensors", tensors)
-            np.save(m + ".x.npy", x.numpy())
-            np.save(m + ".mask.npy", mask.numpy())
+            m = write_model(d, "pool", graph, tensors, {"x": x, "mask": mask})
             done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
                                    "--report", "-o", m + ".vkd"], capture_output=True, text=True)
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)

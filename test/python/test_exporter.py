@@ -82,6 +82,32 @@ def write_and_read(graph, tensors, directory, name):
         return json.load(f), read_safetensors(weights_path)
 
 
+def write_model(directory, name, graph, tensors, inputs):
+    """Writes the graph IR, its weights and each input ({name: tensor}) as the CLI reads them:
+    <name>.json, <name>.safetensors, <name>.<input>.npy in `directory`; returns the path prefix
+    <directory>/<name>."""
+    m = os.path.join(directory, name)
+    with open(m + ".json", "w") as f:
+        f.write(to_json_text(graph))
+    safetensors.save(m + ".safetensors", tensors)
+    for key, value in inputs.items():
+        np.save(f"{m}.{key}.npy", value.numpy())
+    return m
+
+
+def quantized_with_mask(make_model, seed, shape, kept):
+    """A token model quantized as VkdQuantizer does: seeds torch, draws x [B, T, C] = `shape`
+    and a 0/1 mask [B, T] keeping the first kept[b] tokens of sentence b, then quantizes
+    make_model() on (x, mask), calibrated on one more random x; (converted, x, mask)."""
+    torch.manual_seed(seed)
+    x = torch.randn(*shape)
+    mask = torch.ones(shape[:2])
+    for b, k in enumerate(kept):
+        mask[b, k:] = 0  # padding tokens at the end
+    q = quantize(make_model().eval(), (x, mask), [(torch.randn(*shape), mask)]).converted
+    return q, x, mask
+
+
 # ---- a numpy interpreter of the graph IR ------------------------------------------------------
 
 def ref_quantize(x, a):

@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from test_exporter import quantized_with_mask, write_model
+
 FLOAT_OPS = ("float_add", "float_affine_scalar", "float_clamp", "float_div", "float_mul",
              "float_sum", "float_vector_norm")
 
@@ -43,21 +45,11 @@ class FloatOpsTest(unittest.TestCase):
     def test_float_tail_and_pooling_run_on_the_gpu_as_the_reference_does(self):
         vkd = os.environ.get("VKD")
         self.assertTrue(vkd, "no vkd binary: CTest passes VKD=<the built vkd>")
-        from vkdelegate.export import quantize, safetensors, to_graph_ir
-        from vkdelegate.export.ir import to_json_text
-        torch.manual_seed(0)
-        x = torch.randn(1, 8, 16)
-        mask = torch.ones(1, 8)
-        mask[0, 6:] = 0  # padding tokens at the end
-        q = quantize(FloatTail().eval(), (x, mask), [(torch.randn(1, 8, 16), mask)]).converted
+        from vkdelegate.export import to_graph_ir
+        q, x, mask = quantized_with_mask(FloatTail, 0, (1, 8, 16), [6])
         graph, tensors = to_graph_ir(q, (x, mask), name="tail")
         with tempfile.TemporaryDirectory() as d:
-            m = os.path.join(d, "tail")
-            with open(m + ".json", "w") as f:
-                f.write(to_json_text(graph))
-            safetensors.save(m + ".safetensors", tensors)
-            np.save(m + ".x.npy", x.numpy())
-            np.save(m + ".mask.npy", mask.numpy())
+            m = write_model(d, "tail", graph, tensors, {"x": x, "mask": mask})
             done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
                                    "--partition", "--report", "-o", m + ".vkd"],
                                   capture_output=True, text=True)
