@@ -4,6 +4,7 @@ SentenceEncoder as examples/transformers/minilm.py, a vocabulary of 1000 rows so
 stay small (the gather's time does not depend on it).
 
     bench_minilm.py export --length 128 -o DIR     graph IR + weights + inputs for `vkd compile`
+                                                   (--dynamic: torchao dynamic int8)
     bench_minilm.py torch --length 128 512          PyTorch on CUDA: fp16 eager and fp16 with a
                                                    captured CUDA graph (the same-GPU anchors)
 
@@ -42,20 +43,28 @@ def inputs(length, seed=1):
     return torch.randint(0, VOCAB, (1, length), generator=g), torch.ones(1, length)
 
 
-def export(length, out):
+def export(length, out, dynamic=False):
+    from vkdelegate.export import export as export_model
     from vkdelegate.export import quantize, safetensors, to_graph_ir
     from vkdelegate.export.ir import to_json_text
 
     encoder = SentenceEncoder(random_minilm())
     example = inputs(length)
-    calibration = [inputs(length, seed) for seed in range(2, 6)]
-    converted = quantize(encoder, example, calibration).converted
-    graph, tensors = to_graph_ir(converted, example, name=f"minilm{length}")
+    name = f"minilm{length}" + ("_dynamic" if dynamic else "")
+    base = os.path.join(out, name)
     os.makedirs(out, exist_ok=True)
-    base = os.path.join(out, f"minilm{length}")
-    with open(base + ".json", "w") as f:
-        f.write(to_json_text(graph))
-    safetensors.save(base + ".safetensors", tensors)
+    if dynamic:  # torchao's per-token dynamic int8 linears, everything else float
+        from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
+        quantize_(encoder, Int8DynamicActivationInt8WeightConfig())
+        export_model(encoder, example, out, name, None)
+    else:
+        calibration = [inputs(length, seed) for seed in range(2, 6)]
+        converted = quantize(encoder, example, calibration).converted
+        graph, tensors = to_graph_ir(converted, example, name=name)
+        with open(base + ".json", "w") as f:
+            f.write(to_json_text(graph))
+        safetensors.save(base + ".safetensors", tensors)
     np.save(base + ".ids.npy", example[0].numpy())
     np.save(base + ".mask.npy", example[1].numpy())
     print(json.dumps({"exported": base, "length": length}))
@@ -103,10 +112,12 @@ def main():
     parser.add_argument("what", choices=["export", "torch"])
     parser.add_argument("--length", type=int, nargs="+", default=[128])
     parser.add_argument("-o", "--out", default="out/bench_minilm")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="export: torchao dynamic int8 instead of VkdQuantizer static int8")
     args = parser.parse_args()
     for length in args.length:
         if args.what == "export":
-            export(length, args.out)
+            export(length, args.out, args.dynamic)
         else:
             torch_anchor(length)
 
