@@ -84,6 +84,24 @@ def run_blob(blob_path, x, folder):
     return np.load(result)
 
 
+def delegated_and_direct(program, graph, tensors, sample):
+    """`sample` run through the program's delegate payload and through the blob `vkd compile`
+    makes of the converted model's graph IR (`graph`, `tensors`): (delegated, direct) outputs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        payload = folder / "payload.vkd"
+        payload.write_bytes(program.backend_delegate_data[0].data)
+        (folder / "direct.json").write_text(to_json_text(graph))
+        safetensors.save(str(folder / "direct.safetensors"), tensors)
+        subprocess.run([str(vkd_binary()), "compile", str(folder / "direct.json"),
+                        "--weights", str(folder / "direct.safetensors"),
+                        "-o", str(folder / "direct.vkd")], check=True, capture_output=True)
+        os.mkdir(folder / "a")
+        os.mkdir(folder / "b")
+        return (run_blob(payload, sample, folder / "a"),
+                run_blob(folder / "direct.vkd", sample, folder / "b"))
+
+
 class TinyUNetFullyDelegated(unittest.TestCase):
     def test_one_delegate_computing_the_direct_route(self):
         torch.manual_seed(0)
@@ -94,21 +112,9 @@ class TinyUNetFullyDelegated(unittest.TestCase):
         self.assertEqual([o.name for o in plan.operators], [])  # no CPU operator
         self.assertEqual(instructions(plan), [("delegate", "VkdBackend")])
         self.assertIn("0 node(s) left", printed[-1])
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            payload = folder / "payload.vkd"
-            payload.write_bytes(program.backend_delegate_data[0].data)
-            graph, tensors = to_graph_ir(converted, (x,), name="direct")
-            (folder / "direct.json").write_text(to_json_text(graph))
-            safetensors.save(str(folder / "direct.safetensors"), tensors)
-            subprocess.run([str(vkd_binary()), "compile", str(folder / "direct.json"),
-                            "--weights", str(folder / "direct.safetensors"),
-                            "-o", str(folder / "direct.vkd")], check=True, capture_output=True)
-            os.mkdir(folder / "a")
-            os.mkdir(folder / "b")
-            sample = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
-            delegated = run_blob(payload, sample, folder / "a")
-            direct = run_blob(folder / "direct.vkd", sample, folder / "b")
+        graph, tensors = to_graph_ir(converted, (x,), name="direct")
+        sample = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+        delegated, direct = delegated_and_direct(program, graph, tensors, sample)
         self.assertEqual(delegated.shape, (1, 4, 32, 32))
         self.assertEqual(delegated.tobytes(), direct.tobytes())
         # `import vkdelegate.executorch` registered VkdBackend with ExecuTorch's runtime, where
@@ -156,21 +162,9 @@ class LayerNormDelegated(unittest.TestCase):
         self.assertEqual([o.name for o in plan.operators], [])
         self.assertEqual(instructions(plan), [("delegate", "VkdBackend")])
         self.assertIn("aten::native_layer_norm x1", printed[1])
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            payload = folder / "payload.vkd"
-            payload.write_bytes(program.backend_delegate_data[0].data)
-            graph, tensors = to_graph_ir(converted, (x,), name="direct")
-            self.assertIn("aten.layer_norm", [n["op"] for n in graph["nodes"]])
-            (folder / "direct.json").write_text(to_json_text(graph))
-            safetensors.save(str(folder / "direct.safetensors"), tensors)
-            subprocess.run([str(vkd_binary()), "compile", str(folder / "direct.json"),
-                            "--weights", str(folder / "direct.safetensors"),
-                            "-o", str(folder / "direct.vkd")], check=True, capture_output=True)
-            os.mkdir(folder / "a")
-            os.mkdir(folder / "b")
-            delegated = run_blob(payload, x, folder / "a")
-            direct = run_blob(folder / "direct.vkd", x, folder / "b")
+        graph, tensors = to_graph_ir(converted, (x,), name="direct")
+        self.assertIn("aten.layer_norm", [n["op"] for n in graph["nodes"]])
+        delegated, direct = delegated_and_direct(program, graph, tensors, x)
         self.assertEqual(delegated.shape, (1, 8, 16, 16))
         self.assertEqual(delegated.tobytes(), direct.tobytes())
 
