@@ -95,6 +95,21 @@ def write_model(directory, name, graph, tensors, inputs):
     return m
 
 
+def compile_partitioned(converted, x, folder, *flags):
+    """The converted model's graph IR on input x written to `folder` (a Path) as m.json,
+    m.safetensors and x.npy, then `vkd compile --partition` (plus `flags`) into m.vkd, which
+    must succeed: (graph, tensors, compile's stdout)."""
+    graph, tensors = to_graph_ir(converted, (x,), name="m")
+    (folder / "m.json").write_text(to_json_text(graph))
+    safetensors.save(str(folder / "m.safetensors"), tensors)
+    np.save(folder / "x.npy", x.numpy())
+    done = subprocess.run([os.environ["VKD"], "compile", str(folder / "m.json"), "--weights",
+                           str(folder / "m.safetensors"), "--partition", "-o",
+                           str(folder / "m.vkd"), *flags], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return graph, tensors, done.stdout
+
+
 def quantized_with_mask(make_model, seed, shape, kept):
     """A token model quantized as VkdQuantizer does: seeds torch, draws x [B, T, C] = `shape`
     and a 0/1 mask [B, T] keeping the first kept[b] tokens of sentence b, then quantizes

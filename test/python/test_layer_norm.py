@@ -20,9 +20,9 @@ import torch
 from torch import nn
 
 from vkdelegate import per_layer
-from vkdelegate.export import quantize, safetensors, to_graph_ir
-from vkdelegate.export.ir import to_json_text
+from vkdelegate.export import quantize
 
+from test_exporter import compile_partitioned
 from test_quantizer import PostNormBlock
 
 
@@ -44,25 +44,17 @@ class LinearNormLinear(nn.Module):
 def compile_and_run(converted, x, folder):
     """`vkd compile --partition` of the converted model (its report and plan), then `vkd run
     --intermediates` of its one GPU partition: (report, plan, {name: array})."""
-    graph, tensors = to_graph_ir(converted, (x,), name="m")
-    (folder / "m.json").write_text(to_json_text(graph))
-    safetensors.save(str(folder / "m.safetensors"), tensors)
-    np.save(folder / "x.npy", x.numpy())
-    vkd = os.environ["VKD"]
-    done = subprocess.run([vkd, "compile", str(folder / "m.json"), "--weights",
-                           str(folder / "m.safetensors"), "--partition", "-o",
-                           str(folder / "m.vkd"), "--report"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    _, _, report = compile_partitioned(converted, x, folder, "--report")
     plan = json.loads((folder / "m.partition.json").read_text())
     steps = plan["steps"]
     assert len(steps) == 1 and "delegate" in steps[0], steps  # no host step
-    run = subprocess.run([vkd, "run", str(folder / steps[0]["delegate"]), "--input",
+    run = subprocess.run([os.environ["VKD"], "run", str(folder / steps[0]["delegate"]), "--input",
                           f"input0={folder / 'x.npy'}", "--intermediates", "--output-dir",
                           str(folder / "out")], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     out = folder / "out"
     arrays = {p.stem: np.load(p) for p in out.glob("*.npy")}
-    return done.stdout, plan, arrays
+    return report, plan, arrays
 
 
 class LayerNormOnTheGpu(unittest.TestCase):

@@ -23,9 +23,9 @@ is_causal=True runs its attention as q8ta_attention's causal flag, as exact.
 import json
 import os
 import re
-import subprocess
 import tempfile
 import unittest
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -68,22 +68,13 @@ def compile_and_run(converted, x, folder):
     (plan_steps: every partition with --intermediates, validation on): (report text, plan,
     graph, {value name: array} of every tensor the run wrote)."""
     from plan_steps import run_steps
-    from vkdelegate.export import safetensors, to_graph_ir
-    from vkdelegate.export.ir import to_json_text
-    vkd = os.environ["VKD"]
-    graph, tensors = to_graph_ir(converted, (x,), name="m")
-    m = os.path.join(folder, "m")
-    with open(m + ".json", "w") as f:
-        f.write(to_json_text(graph))
-    safetensors.save(m + ".safetensors", tensors)
-    done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                           "--partition", "--report", "-o", m + ".vkd"],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    with open(m + ".partition.json") as f:
+    from test_exporter import compile_partitioned
+    graph, tensors, report = compile_partitioned(converted, x, Path(folder), "--report")
+    with open(os.path.join(folder, "m.partition.json")) as f:
         plan = json.load(f)
-    written = run_steps(vkd, folder, plan, graph, tensors, {graph["inputs"][0]: x.numpy()})
-    return done.stdout, plan, graph, written
+    written = run_steps(os.environ["VKD"], folder, plan, graph, tensors,
+                        {graph["inputs"][0]: x.numpy()})
+    return report, plan, graph, written
 
 
 class TransformerEncoderTest(unittest.TestCase):

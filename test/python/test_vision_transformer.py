@@ -32,6 +32,8 @@ from torchvision.models.vision_transformer import VisionTransformer
 from vkdelegate.export import quantize, safetensors, to_graph_ir
 from vkdelegate.export.ir import to_json_text
 
+from test_exporter import compile_partitioned
+
 SHAPE = (1, 3, 32, 32)
 
 
@@ -67,16 +69,8 @@ def output_step(converted):
 
 def run_partitioned(converted, x, folder):
     """`vkd compile --partition` and `vkd run` of the converted model: (output, graph)."""
-    graph, tensors = to_graph_ir(converted, (x,), name="m")
-    (folder / "m.json").write_text(to_json_text(graph))
-    safetensors.save(str(folder / "m.safetensors"), tensors)
-    np.save(folder / "x.npy", x.numpy())
-    vkd = os.environ["VKD"]
-    done = subprocess.run([vkd, "compile", str(folder / "m.json"), "--weights",
-                           str(folder / "m.safetensors"), "--partition", "-o",
-                           str(folder / "m.vkd")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run = subprocess.run([vkd, "run", str(folder / "m.partition.json"), "--weights",
+    graph, _, _ = compile_partitioned(converted, x, folder)
+    run = subprocess.run([os.environ["VKD"], "run", str(folder / "m.partition.json"), "--weights",
                           str(folder / "m.safetensors"), "--input",
                           f"input0={folder / 'x.npy'}", "--output-dir", str(folder / "out")],
                          capture_output=True, text=True)
