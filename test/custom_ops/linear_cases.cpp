@@ -605,30 +605,27 @@ const SplitKShape kSplitKShapes[] = {
     {{{2, 5, 1210}, 63}, {6}},       // batched; 38 stages: 7 x 5 + 3
 };
 
-// One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
-// periods (3, 5, 7), so every route and output type meets each of them.
-void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                   bool int8_out, uint32_t index, int32_t slices = 0, int32_t tile_n = 0) {
+// An ACCU case's setup: `shape` on `route` (split-K `slices`), the input zero point rotating
+// with `index`.
+LinearSetup accu_setup(const AccuShape& shape, ops::LinearRoute route, int32_t slices,
+                       uint32_t index) {
   LinearSetup s;
   s.input_sizes = shape.input;
   s.n = shape.n;
   set_route(s, route, slices);
-  s.coopmat_tile_n = tile_n;
-  s.int8_out = int8_out;
   s.input_zp = kInputZeroPoints[index % 3];
-  s.out = kOutputQuants[index % 5];
-  s.bias = (index % 7) % 2 == 0;
-  s.seed = 1000 + index;
-  std::string name = "q8ta_linear " + route_name(s) + " " + dims_name(shape.input, shape.n) +
-                     " zpx" + std::to_string(s.input_zp);
-  name +=
-      int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name : " floatout";
-  name += s.bias ? " bias" : " nobias";
-  const bool coopmat = route == ops::LinearRoute::CoopMat;
-  Case c{name,
-         "q8ta_linear",
-         shape_string(shape.input) + "->" + std::to_string(s.n),
-         layout_name(int8_out),
+  return s;
+}
+
+// Registers ACCU case `name` of `op` running `s`; a cooperative-matrix case only where the
+// device has cooperative matrices.
+void add_linear_accu_case(Registry& registry, const LinearSetup& s, std::string name,
+                          const std::string& op) {
+  const bool coopmat = s.route == ops::LinearRoute::CoopMat;
+  Case c{std::move(name),
+         op,
+         shape_string(s.input_sizes) + "->" + std::to_string(s.n),
+         layout_name(s.int8_out),
          true,
          false,
          !coopmat,
@@ -638,16 +635,30 @@ void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute 
   registry.add(std::move(c));
 }
 
+// One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
+// periods (3, 5, 7), so every route and output type meets each of them.
+void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
+                   bool int8_out, uint32_t index, int32_t slices = 0, int32_t tile_n = 0) {
+  LinearSetup s = accu_setup(shape, route, slices, index);
+  s.coopmat_tile_n = tile_n;
+  s.int8_out = int8_out;
+  s.out = kOutputQuants[index % 5];
+  s.bias = (index % 7) % 2 == 0;
+  s.seed = 1000 + index;
+  std::string name = "q8ta_linear " + route_name(s) + " " + dims_name(shape.input, shape.n) +
+                     " zpx" + std::to_string(s.input_zp);
+  name +=
+      int8_out ? " int8out zpy" + std::to_string(s.out.zero_point) + " " + s.out.name : " floatout";
+  name += s.bias ? " bias" : " nobias";
+  add_linear_accu_case(registry, s, name, "q8ta_linear");
+}
+
 // A q8ta_linear_add ACCU case (the output plus a residual tensor, q8ta_add's arithmetic in the
 // epilogue) on `route`, its quantization rotating with `index`.
 void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
                             uint32_t index, int32_t slices = 0, int32_t tile_n = 0) {
-  LinearSetup s;
-  s.input_sizes = shape.input;
-  s.n = shape.n;
-  set_route(s, route, slices);
+  LinearSetup s = accu_setup(shape, route, slices, index);
   s.coopmat_tile_n = tile_n;
-  s.input_zp = kInputZeroPoints[index % 3];
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
   s.seed = 9000 + index;
@@ -658,29 +669,14 @@ void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
       std::to_string(s.input_zp) + " zpy" + std::to_string(s.out.zero_point) + " " + s.out.name +
       (s.bias ? " bias" : " nobias") + " + zpb" + std::to_string(s.residual->first) + " -> zps" +
       std::to_string(s.residual->second.zero_point) + " " + s.residual->second.name;
-  const bool coopmat = route == ops::LinearRoute::CoopMat;
-  Case c{name,
-         "q8ta_linear_add",
-         shape_string(shape.input) + "->" + std::to_string(s.n),
-         layout_name(true),
-         true,
-         false,
-         !coopmat,
-         Metric::GOPs,
-         [s] { return std::make_unique<Q8taLinearCase>(s); }};
-  if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
-  registry.add(std::move(c));
+  add_linear_accu_case(registry, s, name, "q8ta_linear_add");
 }
 
 // A q8ta_linear_dq_add (`gelu` None: float output + a float residual) or q8ta_linear_gelu ACCU
 // case on `route`, quantization and bias rotating with `index`.
 void add_epilogue_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
                             ops::LinearGelu gelu, uint32_t index, int32_t slices = 0) {
-  LinearSetup s;
-  s.input_sizes = shape.input;
-  s.n = shape.n;
-  set_route(s, route, slices);
-  s.input_zp = kInputZeroPoints[index % 3];
+  LinearSetup s = accu_setup(shape, route, slices, index);
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
   s.seed = 11000 + index;
@@ -694,47 +690,21 @@ void add_epilogue_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
     name += std::string(gelu == ops::LinearGelu::Tanh ? " tanh" : " erf") + " zpy" +
             std::to_string(s.out.zero_point) + " " + s.out.name;
   }
-  const bool coopmat = route == ops::LinearRoute::CoopMat;
-  Case c{name,
-         op,
-         shape_string(shape.input) + "->" + std::to_string(s.n),
-         layout_name(s.int8_out),
-         true,
-         false,
-         !coopmat,
-         Metric::GOPs,
-         [s] { return std::make_unique<Q8taLinearCase>(s); }};
-  if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
-  registry.add(std::move(c));
+  add_linear_accu_case(registry, s, name, op);
 }
 
 // A q8ta_linear_qkv ACCU case: N in `blocks` column blocks, each with its own output
 // parameters (Q, K and V as one GEMM), on `route`.
 void add_column_blocks_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
                                  int32_t blocks, uint32_t index, int32_t slices = 0) {
-  LinearSetup s;
-  s.input_sizes = shape.input;
-  s.n = shape.n;
-  set_route(s, route, slices);
-  s.input_zp = kInputZeroPoints[index % 3];
+  LinearSetup s = accu_setup(shape, route, slices, index);
   s.bias = index % 2 == 0;
   s.seed = 13000 + index;
   s.column_blocks = blocks;
   const std::string name = "q8ta_linear_qkv " + route_name(s) + " " +
                            dims_name(shape.input, shape.n) + " zpx" + std::to_string(s.input_zp) +
                            " blocks" + std::to_string(blocks) + (s.bias ? " bias" : " nobias");
-  const bool coopmat = route == ops::LinearRoute::CoopMat;
-  Case c{name,
-         "q8ta_linear_qkv",
-         shape_string(shape.input) + "->" + std::to_string(s.n),
-         layout_name(true),
-         true,
-         false,
-         !coopmat,
-         Metric::GOPs,
-         [s] { return std::make_unique<Q8taLinearCase>(s); }};
-  if (coopmat) c.unavailable = ops::linear_coopmat_unavailable;
-  registry.add(std::move(c));
+  add_linear_accu_case(registry, s, name, "q8ta_linear_qkv");
 }
 
 // q8ta_linear_qkv's shapes: MiniLM's projections at T = 16 (K 384, N 3 x 384), batched planes
