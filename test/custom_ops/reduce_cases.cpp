@@ -40,6 +40,27 @@ struct Setup {
   }
 };
 
+// Bit-for-bit comparison of two float vectors (two NaNs match).
+AccuResult compare_bits(const std::vector<float>& got, const std::vector<float>& want) {
+  AccuResult r;
+  if (got.size() != want.size()) {
+    r.mismatches = static_cast<int64_t>(std::max(got.size(), want.size()));
+    return r;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    uint32_t gb = 0, wb = 0;
+    std::memcpy(&gb, &got[i], 4);
+    std::memcpy(&wb, &want[i], 4);
+    if (gb != wb && !(std::isnan(got[i]) && std::isnan(want[i]))) {
+      ++r.mismatches;
+      const double err = std::fabs(double(got[i]) - double(want[i]));
+      r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
+    }
+    ++r.checked;
+  }
+  return r;
+}
+
 class ReduceCase : public CaseInstance {
  public:
   explicit ReduceCase(Setup s) : s_(std::move(s)) {}
@@ -65,25 +86,8 @@ class ReduceCase : public CaseInstance {
     g.write_float(in_, x_);
   }
   AccuResult check(const graph::ComputeGraph& g) override {
-    AccuResult r;
-    const std::vector<float> got = g.read_float(out_);
-    const std::vector<float> want = testing::ref_float_reduce(x_, s_.shape, s_.dim, s_.norm);
-    if (got.size() != want.size()) {
-      r.mismatches = static_cast<int64_t>(std::max(got.size(), want.size()));
-      return r;
-    }
-    for (size_t i = 0; i < got.size(); ++i) {
-      uint32_t gb = 0, wb = 0;
-      std::memcpy(&gb, &got[i], 4);
-      std::memcpy(&wb, &want[i], 4);
-      if (gb != wb && !(std::isnan(got[i]) && std::isnan(want[i]))) {
-        ++r.mismatches;
-        const double err = std::fabs(double(got[i]) - double(want[i]));
-        r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
-      }
-      ++r.checked;
-    }
-    return r;
+    return compare_bits(g.read_float(out_),
+                        testing::ref_float_reduce(x_, s_.shape, s_.dim, s_.norm));
   }
   PerfWork work() const override {
     const double in = static_cast<double>(testing::ref_numel(s_.shape));
@@ -107,27 +111,6 @@ void add_case(Registry& registry, const std::string& prefix, const Setup& s, boo
                                  : "buffer/channels_packed";
   registry.add({prefix + op + "/" + shape + "/" + layout, op, shape, layout, accu, !accu, false,
                 Metric::GBps, [=] { return std::make_unique<ReduceCase>(s); }});
-}
-
-// Bit-for-bit comparison of two float vectors (two NaNs match).
-AccuResult compare_bits(const std::vector<float>& got, const std::vector<float>& want) {
-  AccuResult r;
-  if (got.size() != want.size()) {
-    r.mismatches = static_cast<int64_t>(std::max(got.size(), want.size()));
-    return r;
-  }
-  for (size_t i = 0; i < got.size(); ++i) {
-    uint32_t gb = 0, wb = 0;
-    std::memcpy(&gb, &got[i], 4);
-    std::memcpy(&wb, &want[i], 4);
-    if (gb != wb && !(std::isnan(got[i]) && std::isnan(want[i]))) {
-      ++r.mismatches;
-      const double err = std::fabs(double(got[i]) - double(want[i]));
-      r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
-    }
-    ++r.checked;
-  }
-  return r;
 }
 
 struct MaskedMeanSetup {
