@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace vkd::testing {
@@ -34,6 +35,51 @@ struct AttentionRef {
   std::vector<double> tol;  // per element: |kernel - y| may reach it
 };
 
+// The loop both references share: per (b, h, l), score(b, h, l, j, m) gives the unmasked-by-
+// causality score s[j] (mask value m added) and the kernel's error bound on it; the softmax in
+// double; y = out_scale * sum_j w[j] value(b, j, h, d), and its tolerance (as below).
+template <typename Score, typename Value>
+AttentionRef attention_rows(const std::vector<float>& mask, const AttentionRefShape& s,
+                            double out_scale, Score score, Value value) {
+  const int64_t width = s.heads * s.head_dim, D = s.head_dim;
+  AttentionRef r;
+  r.y.assign(static_cast<size_t>(s.batches * s.tq * width), 0.0);
+  r.tol.assign(r.y.size(), 1e-6);
+  std::vector<double> weights(static_cast<size_t>(s.tk));
+  for (int64_t b = 0; b < s.batches; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t l = 0; l < s.tq; ++l) {
+        double top = -INFINITY, err = 0.0;
+        for (int64_t j = 0; j < s.tk; ++j) {
+          const int64_t mb = s.mask_batches == 1 ? 0 : b, ml = s.mask_rows == 1 ? 0 : l;
+          const double m = mask[static_cast<size_t>((mb * s.mask_rows + ml) * s.tk + j)];
+          const auto [unmasked, bound] = score(b, h, l, j, m);
+          const double x = s.causal && j > l ? -INFINITY : unmasked;
+          weights[static_cast<size_t>(j)] = x;
+          top = std::max(top, x);
+          if (std::isfinite(x)) err = std::max(err, bound);
+        }
+        if (top == -INFINITY) continue;  // every key masked out: y = 0
+        double sum = 0.0;
+        for (double& x : weights) sum += x = std::exp(x - top);
+        for (int64_t d = 0; d < D; ++d) {
+          double y = 0.0, spread = 0.0;
+          for (int64_t j = 0; j < s.tk; ++j) {
+            const double val = value(b, j, h, d);
+            const double w = weights[static_cast<size_t>(j)] / sum;
+            y += w * val;
+            spread += w * std::fabs(val);
+          }
+          const size_t at = static_cast<size_t>((b * s.tq + l) * width + h * D + d);
+          r.y[at] = y * out_scale;
+          r.tol[at] += (4.0 * err + 1e-5) * spread * out_scale;
+        }
+      }
+    }
+  }
+  return r;
+}
+
 // The kernel computes s in float32 (an error of a few ulps of |a * qk_scale| + |mask|: a -10000
 // mask leaves ~1e-3), exp with a relative error of a few 1e-7 and sums in float32; an error e in
 // each s moves each weight by a factor within exp(+-2e), so |dy| <= (4e + 1e-5) * s_v * sum_j
@@ -42,47 +88,19 @@ inline AttentionRef ref_attention(const std::vector<int8_t>& q, const std::vecto
                                   const std::vector<int8_t>& v, const std::vector<float>& mask,
                                   const AttentionRefShape& s, const AttentionRefQuant& z) {
   const int64_t width = s.heads * s.head_dim, D = s.head_dim;
-  AttentionRef r;
-  r.y.assign(static_cast<size_t>(s.batches * s.tq * width), 0.0);
-  r.tol.assign(r.y.size(), 1e-6);
-  std::vector<double> score(static_cast<size_t>(s.tk));
-  for (int64_t b = 0; b < s.batches; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      for (int64_t l = 0; l < s.tq; ++l) {
-        double top = -INFINITY, err = 0.0;
-        for (int64_t j = 0; j < s.tk; ++j) {
-          int32_t a = 0;
-          for (int64_t d = 0; d < D; ++d) {
-            a += (q[static_cast<size_t>((b * s.tq + l) * width + h * D + d)] - z.zp_q) *
-                 (k[static_cast<size_t>((b * s.tk + j) * width + h * D + d)] - z.zp_k);
-          }
-          const int64_t mb = s.mask_batches == 1 ? 0 : b, ml = s.mask_rows == 1 ? 0 : l;
-          const double m = mask[static_cast<size_t>((mb * s.mask_rows + ml) * s.tk + j)];
-          const double x = s.causal && j > l ? -INFINITY : a * z.qk_scale + m;
-          score[static_cast<size_t>(j)] = x;
-          top = std::max(top, x);
-          if (std::isfinite(x))
-            err = std::max(err, 2.4e-7 * (std::fabs(a * z.qk_scale) + std::fabs(m)));
-        }
-        if (top == -INFINITY) continue;  // every key masked out: y = 0
-        double sum = 0.0;
-        for (double& x : score) sum += x = std::exp(x - top);
-        for (int64_t d = 0; d < D; ++d) {
-          double y = 0.0, spread = 0.0;
-          for (int64_t j = 0; j < s.tk; ++j) {
-            const int dv = v[static_cast<size_t>((b * s.tk + j) * width + h * D + d)] - z.zp_v;
-            const double w = score[static_cast<size_t>(j)] / sum;
-            y += w * dv;
-            spread += w * std::abs(dv);
-          }
-          const size_t at = static_cast<size_t>((b * s.tq + l) * width + h * D + d);
-          r.y[at] = y * z.v_scale;
-          r.tol[at] += (4.0 * err + 1e-5) * spread * z.v_scale;
-        }
-      }
+  auto score = [&](int64_t b, int64_t h, int64_t l, int64_t j, double m) {
+    int32_t a = 0;
+    for (int64_t d = 0; d < D; ++d) {
+      a += (q[static_cast<size_t>((b * s.tq + l) * width + h * D + d)] - z.zp_q) *
+           (k[static_cast<size_t>((b * s.tk + j) * width + h * D + d)] - z.zp_k);
     }
-  }
-  return r;
+    return std::pair<double, double>{a * z.qk_scale + m,
+                                     2.4e-7 * (std::fabs(a * z.qk_scale) + std::fabs(m))};
+  };
+  auto value = [&](int64_t b, int64_t j, int64_t h, int64_t d) {
+    return static_cast<double>(v[static_cast<size_t>((b * s.tk + j) * width + h * D + d)] - z.zp_v);
+  };
+  return attention_rows(mask, s, z.v_scale, score, value);
 }
 
 // The float op: float32 Q, K, V of the same layout; s[j] = (q . k[j]) * scale + mask in double,
@@ -92,51 +110,22 @@ inline AttentionRef ref_attention_float(const std::vector<float>& q, const std::
                                         const std::vector<float>& v, const std::vector<float>& mask,
                                         const AttentionRefShape& s, double scale) {
   const int64_t width = s.heads * s.head_dim, D = s.head_dim;
-  AttentionRef r;
-  r.y.assign(static_cast<size_t>(s.batches * s.tq * width), 0.0);
-  r.tol.assign(r.y.size(), 1e-6);
-  std::vector<double> score(static_cast<size_t>(s.tk));
-  for (int64_t b = 0; b < s.batches; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      for (int64_t l = 0; l < s.tq; ++l) {
-        double top = -INFINITY, err = 0.0;
-        for (int64_t j = 0; j < s.tk; ++j) {
-          double a = 0.0, size = 0.0;
-          for (int64_t d = 0; d < D; ++d) {
-            const double x =
-                q[static_cast<size_t>((b * s.tq + l) * width + h * D + d)] *
-                static_cast<double>(k[static_cast<size_t>((b * s.tk + j) * width + h * D + d)]);
-            a += x;
-            size += std::fabs(x);
-          }
-          const int64_t mb = s.mask_batches == 1 ? 0 : b, ml = s.mask_rows == 1 ? 0 : l;
-          const double m = mask[static_cast<size_t>((mb * s.mask_rows + ml) * s.tk + j)];
-          const double x = s.causal && j > l ? -INFINITY : a * scale + m;
-          score[static_cast<size_t>(j)] = x;
-          top = std::max(top, x);
-          if (std::isfinite(x)) {
-            err = std::max(err, 6e-8 * D * size * std::fabs(scale) + 2.4e-7 * std::fabs(x));
-          }
-        }
-        if (top == -INFINITY) continue;  // every key masked out: y = 0
-        double sum = 0.0;
-        for (double& x : score) sum += x = std::exp(x - top);
-        for (int64_t d = 0; d < D; ++d) {
-          double y = 0.0, spread = 0.0;
-          for (int64_t j = 0; j < s.tk; ++j) {
-            const double val = v[static_cast<size_t>((b * s.tk + j) * width + h * D + d)];
-            const double w = score[static_cast<size_t>(j)] / sum;
-            y += w * val;
-            spread += w * std::fabs(val);
-          }
-          const size_t at = static_cast<size_t>((b * s.tq + l) * width + h * D + d);
-          r.y[at] = y;
-          r.tol[at] += (4.0 * err + 1e-5) * spread;
-        }
-      }
+  auto score = [&](int64_t b, int64_t h, int64_t l, int64_t j, double m) {
+    double a = 0.0, size = 0.0;
+    for (int64_t d = 0; d < D; ++d) {
+      const double x =
+          q[static_cast<size_t>((b * s.tq + l) * width + h * D + d)] *
+          static_cast<double>(k[static_cast<size_t>((b * s.tk + j) * width + h * D + d)]);
+      a += x;
+      size += std::fabs(x);
     }
-  }
-  return r;
+    const double x = a * scale + m;
+    return std::pair<double, double>{x, 6e-8 * D * size * std::fabs(scale) + 2.4e-7 * std::fabs(x)};
+  };
+  auto value = [&](int64_t b, int64_t j, int64_t h, int64_t d) {
+    return static_cast<double>(v[static_cast<size_t>((b * s.tk + j) * width + h * D + d)]);
+  };
+  return attention_rows(mask, s, 1.0, score, value);
 }
 
 }  // namespace vkd::testing
