@@ -73,6 +73,28 @@ void FuseState::commit(Fusion f, const std::string& chain, const std::string& de
   fusions.push_back(std::move(f));
 }
 
+Fusion FuseState::dq_anchor_fusion(int anchor, const DqAnchor& m, const std::vector<int>& nodes,
+                                   const std::string& backend, const QuantInfo& in_q,
+                                   bool int8_out) {
+  Fusion f;
+  f.nodes = nodes;
+  f.dead = {m.x};
+  Node& out = f.node;
+  const std::string x_q = graph.nodes[m.dq].inputs[0];
+  out.op = backend;
+  out.inputs = {x_q};
+  out.args["input_scale"] = in_q.scale;
+  out.args["input_zero_point"] = in_q.zero_point;
+  if (int8_out) {
+    take_quantized_tail(f, m.tail);
+  } else {
+    out.outputs = {graph.nodes[anchor].outputs[0]};
+  }
+  out.origin = fused_origin(anchor, backend);
+  consume_quant(x_q, m.dq, in_q);
+  return f;
+}
+
 void FuseState::take_quantized_tail(Fusion& f, const Tail& tail) {
   f.dead.insert(f.dead.end(), tail.values.begin(), tail.values.end());
   f.node.outputs = {graph.nodes[tail.q].outputs[0]};

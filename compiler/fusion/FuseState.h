@@ -82,6 +82,12 @@ struct FuseState {
                  const std::string& backend, const std::string& why);
   // Claims `f`'s nodes, reports the match (`detail` appended) and keeps `f` for applying.
   void commit(Fusion f, const std::string& chain, const std::string& detail);
+  // The match of dq anchor `m` (node `anchor`; `nodes`: what it takes) into `backend`: its node
+  // reads the dq's int8 input (inputs[0]; `in_q` as input_scale / input_zero_point, consumed)
+  // and writes the tail's int8 output (`int8_out`) or the anchor's float output. The caller adds
+  // its own inputs and args, then commits it.
+  Fusion dq_anchor_fusion(int anchor, const DqAnchor& m, const std::vector<int>& nodes,
+                          const std::string& backend, const QuantInfo& in_q, bool int8_out);
   // Match `f`'s node writes the matched quantize `tail`'s int8 output: the tail's intermediates
   // go, its qparams become output_scale / output_zero_point and the output's produced qparams.
   void take_quantized_tail(Fusion& f, const Tail& tail);

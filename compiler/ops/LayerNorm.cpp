@@ -261,25 +261,11 @@ void fuse_layer_norm(FuseState& state, int i) {
   if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
   if (!why.empty()) return state.not_fused(chain, nodes, backend, why);
 
-  Fusion f;
-  f.nodes = nodes;
-  f.dead = {m->x};
-  Node& out = f.node;
-  const std::string x_q = g.nodes[m->dq].inputs[0];
-  out.op = backend;
+  Fusion f = state.dq_anchor_fusion(i, *m, nodes, backend, in_q, int8_out);
   // The absent weight / bias are added only now that the match is taken.
-  out.inputs = {x_q, affine_constant(state, n, 1, row, 1.0f, true, why),
-                affine_constant(state, n, 2, row, 0.0f, true, why)};
-  out.args["input_scale"] = in_q.scale;
-  out.args["input_zero_point"] = in_q.zero_point;
-  out.args["eps"] = eps;
-  if (int8_out) {
-    state.take_quantized_tail(f, m->tail);
-  } else {
-    out.outputs = {n.outputs[0]};
-  }
-  out.origin = state.fused_origin(i, backend);
-  state.consume_quant(x_q, m->dq, in_q);
+  f.node.inputs.push_back(affine_constant(state, n, 1, row, 1.0f, true, why));
+  f.node.inputs.push_back(affine_constant(state, n, 2, row, 0.0f, true, why));
+  f.node.args["eps"] = eps;
   state.commit(std::move(f), chain, " (rows of " + std::to_string(row) + ", eps " + fmt(eps) + ")");
 }
 

@@ -115,23 +115,8 @@ void fuse_softmax(FuseState& state, int i) {
   if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
   if (!why.empty()) return state.not_fused(chain, nodes, backend, why);
 
-  Fusion f;
-  f.nodes = nodes;
-  f.dead = {m->x};
-  Node& out = f.node;
-  const std::string x_q = g.nodes[m->dq].inputs[0];
-  out.op = backend;
-  out.inputs = {x_q};
-  out.args["input_scale"] = in_q.scale;
-  out.args["input_zero_point"] = in_q.zero_point;
-  out.args["log"] = n.op.find("log_softmax") != std::string::npos;
-  if (int8_out) {
-    state.take_quantized_tail(f, m->tail);
-  } else {
-    out.outputs = {n.outputs[0]};
-  }
-  out.origin = state.fused_origin(i, backend);
-  state.consume_quant(x_q, m->dq, in_q);
+  Fusion f = state.dq_anchor_fusion(i, *m, nodes, backend, in_q, int8_out);
+  f.node.args["log"] = n.op.find("log_softmax") != std::string::npos;
   state.commit(std::move(f), chain, "");
 }
 
