@@ -11,10 +11,13 @@ Both print one JSON line.
 import argparse
 import json
 import os
-import time
+import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_minilm import time_cuda  # noqa: E402  (median host wall, synchronized)
 
 SHAPE = (1, 3, 224, 224)
 
@@ -53,16 +56,6 @@ def export(out):
     print(json.dumps({"exported": base}))
 
 
-def median_wall(fn, runs=200):
-    walls = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        walls.append(time.perf_counter() - start)
-    return float(np.median(walls))
-
-
 def torch_anchor():
     model = vit_tiny().cuda().half()
     x = torch.randn(SHAPE, device="cuda", dtype=torch.half)
@@ -70,7 +63,7 @@ def torch_anchor():
         for _ in range(10):
             model(x)
         torch.cuda.synchronize()
-        eager = median_wall(lambda: model(x))
+        eager = time_cuda(lambda: model(x))
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -82,7 +75,7 @@ def torch_anchor():
             model(x)
         graph.replay()
         torch.cuda.synchronize()
-        captured = median_wall(graph.replay)
+        captured = time_cuda(graph.replay)
     print(json.dumps({"torch": torch.__version__, "device": torch.cuda.get_device_name(),
                       "model": "vit_tiny_patch16_224", "fp16_eager_us": eager * 1e6,
                       "fp16_cuda_graph_us": captured * 1e6}))
