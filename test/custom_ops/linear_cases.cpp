@@ -127,6 +127,22 @@ std::string matrix_position(int64_t n, int64_t i) {
   return "row " + std::to_string(i / n) + " col " + std::to_string(i % n);
 }
 
+// Compares a float32 output matrix of n columns with `expected` within `tolerance` (into `r`),
+// reporting the first mismatch by its row and column.
+void compare_matrix(const std::vector<float>& actual, const std::vector<float>& expected,
+                    double tolerance, int64_t n, AccuResult& r) {
+  compare_floats(actual, expected, tolerance, r);
+  if (r.mismatches)
+    report_first_mismatch(actual, expected, tolerance,
+                          [&](int64_t i) { return matrix_position(n, i); });
+}
+
+// A float-activation linear's work: its host weights plus float32 input and output rows read
+// and written once, 2 K N operations a row.
+PerfWork float_linear_work(double weight_bytes, int64_t rows, double k, int64_t n) {
+  return {weight_bytes + 4.0 * double(rows) * (k + double(n)), 2.0 * double(rows) * k * double(n)};
+}
+
 // Weight copies a memory-bound (M <= 4) PERF case rotates through, one linear node each, so
 // the weights streamed per iteration (>= 128 MiB) exceed any L2 (~50 MB). Capped so the graph
 // stays under 2 GiB of device memory and a sensible node count (a tiny layer is launch-bound
@@ -269,11 +285,7 @@ class Q8taLinearCase : public CaseInstance {
     } else {
       // Same arithmetic in the same order: exact in practice; 1e-5 of the output range allowed.
       const double tolerance = 1e-5 * max_abs(y_);
-      const auto actual = g.read_float(out_refs_[0]);
-      compare_floats(actual, y_, tolerance, r);
-      if (r.mismatches)
-        report_first_mismatch(actual, y_, tolerance,
-                              [&](int64_t i) { return matrix_position(s_.n, i); });
+      compare_matrix(g.read_float(out_refs_[0]), y_, tolerance, s_.n, r);
     }
     return r;
   }
@@ -384,18 +396,12 @@ class Q8cswLinearCase : public CaseInstance {
                                                           n_, host_.scales, host_.bias);
     // The shader sums in float32 (another order than the double reference).
     const double tolerance = 1e-4 * max_abs(expected);
-    const auto actual = g.read_float(out_ref_);
     AccuResult r;
-    compare_floats(actual, expected, tolerance, r);
-    if (r.mismatches)
-      report_first_mismatch(actual, expected, tolerance,
-                            [&](int64_t i) { return matrix_position(n_, i); });
+    compare_matrix(g.read_float(out_ref_), expected, tolerance, n_, r);
     return r;
   }
   PerfWork work() const override {
-    const double k = double(sizes_.back());
-    return {host_.bytes() + 4.0 * double(rows_) * (k + double(n_)),
-            2.0 * double(rows_) * k * double(n_)};
+    return float_linear_work(host_.bytes(), rows_, double(sizes_.back()), n_);
   }
 
  private:
@@ -456,18 +462,12 @@ class Q8daLinearCase : public CaseInstance {
     const auto acc = testing::reference_linear_acc(qx, host_.weight, rows_, k, n_, 0);
     const auto expected = testing::reference_linear_row_scaled_epilogue(acc, rows_, n_, q.scale,
                                                                         host_.scales, host_.bias);
-    const auto actual = g.read_float(out_ref_);
     AccuResult r;
-    compare_floats(actual, expected, 0.0, r);  // bit for bit
-    if (r.mismatches)
-      report_first_mismatch(actual, expected, 0.0,
-                            [&](int64_t i) { return matrix_position(n_, i); });
+    compare_matrix(g.read_float(out_ref_), expected, 0.0, n_, r);  // bit for bit
     return r;
   }
   PerfWork work() const override {
-    const double k = double(sizes_.back());
-    return {host_.bytes() + 4.0 * double(rows_) * (k + double(n_)),
-            2.0 * double(rows_) * k * double(n_)};
+    return float_linear_work(host_.bytes(), rows_, double(sizes_.back()), n_);
   }
 
  private:
