@@ -191,6 +191,16 @@ void check_linear_shapes(const std::string& op, const TensorSpec& in, const Tens
             " must have sizes of the input with the last dim = N = ", w.n);
 }
 
+// A float-activation linear (q8da_linear, q8csw_linear): float32 buffers in and out, the
+// weights and the shapes they imply.
+void check_float_linear(const std::string& op, const graph::GpuTensor& in,
+                        const graph::GpuTensor& out, const LinearWeights& w) {
+  check_float_buffer(op, in);
+  check_float_buffer(op, out);
+  check_weights(op, w);
+  check_linear_shapes(op, in.spec(), out.spec(), w);
+}
+
 // q8ta_linear_qkv's column blocks: an int8 output without another epilogue or activation
 // range, N split into equal blocks of a multiple of 4 channels (an output word is then one
 // block's), each block's parameters valid.
@@ -445,10 +455,7 @@ void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const std::string op = "q8da_linear";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_float_buffer(op, in);
-  check_float_buffer(op, out);
-  check_weights(op, weights);
-  check_linear_shapes(op, in.spec(), out.spec(), weights);
+  check_float_linear(op, in, out, weights);
   // torchao's symmetric zero point, int((quant_max + quant_min + 1) / 2), must be 0: the
   // epilogue has no per-row zero-point correction.
   VKD_CHECK(-128 <= quant_min && quant_min < quant_max && quant_max <= 127 &&
@@ -505,10 +512,7 @@ void add_q8csw_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const std::string op = "q8csw_linear";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_float_buffer(op, in);
-  check_float_buffer(op, out);
-  check_weights(op, weights);
-  check_linear_shapes(op, in.spec(), out.spec(), weights);
+  check_float_linear(op, in, out, weights);
 
   const int64_t rows = in.spec().numel() / weights.k;
   const int64_t n4 = div_up(weights.n, 4);
