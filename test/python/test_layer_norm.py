@@ -57,6 +57,20 @@ def compile_and_run(converted, x, folder):
     return report, plan, arrays
 
 
+def check_every_quantize(test, converted, x, arrays):
+    """The run's int8 tensors against the reference (vkdelegate.per_layer): no real difference,
+    every quantize of the reference compared, at most a few ties in a tensor. Returns them."""
+    int8 = {k: v for k, v in arrays.items() if v.dtype == np.int8}
+    result = per_layer.compare(converted, (x,), int8)
+    test.assertIsNone(result.first_real, result.summary())
+    quantizes = [n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target)
+                 and "dequantize" not in str(n.target)]
+    test.assertEqual(len(result.layers), len(quantizes), result.summary())
+    for layer in result.layers:
+        test.assertLessEqual(layer.ties, max(1, layer.elements // 50), result.summary())
+    return int8
+
+
 class LayerNormOnTheGpu(unittest.TestCase):
     def check(self, shape, backend, **kwargs):
         self.assertTrue(os.environ.get("VKD"), "no vkd binary: CTest passes VKD=<the built vkd>")
@@ -71,17 +85,8 @@ class LayerNormOnTheGpu(unittest.TestCase):
         self.assertIn("fused dq -> aten.layer_norm -> q (node", report)
         self.assertIn(f"into {backend} 'layer_norm_q'", report)
         self.assertNotIn("aten.layer_norm", json.dumps(plan))
-        int8 = {k: v for k, v in arrays.items() if v.dtype == np.int8}
-        result = per_layer.compare(converted, (x,), int8)
-        self.assertIsNone(result.first_real, result.summary())
-        # every quantize of the reference is compared: the layer norm's output among them
-        quantizes = [n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target)
-                     and "dequantize" not in str(n.target)]
-        self.assertEqual(len(result.layers), len(quantizes), result.summary())
-        self.assertIn("layer_norm_q", int8)
-        # at most a few ties in a tensor
-        for layer in result.layers:
-            self.assertLessEqual(layer.ties, max(1, layer.elements // 50), result.summary())
+        int8 = check_every_quantize(self, converted, x, arrays)
+        self.assertIn("layer_norm_q", int8)  # the layer norm's output among those compared
 
     def test_row_of_10(self):
         self.check((1, 7, 10), "q8ta_layer_norm")
@@ -142,14 +147,7 @@ class QuantizedFloatLayerNorm(unittest.TestCase):
         self.assertEqual(len(norms), 2, final)
         self.assertFalse([n for n in backend_nodes if n.startswith("layer_norm(")], final)
         self.assertFalse([n for n in backend_nodes if n.startswith("q8ta_quantize(")], final)
-        int8 = {k: v for k, v in arrays.items() if v.dtype == np.int8}
-        result = per_layer.compare(converted, (x,), int8)
-        self.assertIsNone(result.first_real, result.summary())
-        quantizes = [n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target)
-                     and "dequantize" not in str(n.target)]
-        self.assertEqual(len(result.layers), len(quantizes), result.summary())
-        for layer in result.layers:
-            self.assertLessEqual(layer.ties, max(1, layer.elements // 50), result.summary())
+        check_every_quantize(self, converted, x, arrays)
         # The dual form's float32 output (the add's operand) against PyTorch's.
         values = {}
 
