@@ -113,6 +113,7 @@ PassReport fuse_and_lower(Graph& g, const FuseOptions& options) {
   match_patterns(state, host_only);
   fusion::join_depthwise_pointwise(state);
   fusion::join_shuffled_head(state);
+  fusion::join_qkv_linears(state);
   note_host_only(state, host_only);
   std::vector<int> origin = fusion::apply_fusions(state);
   fusion::fold_weight_dqs(state, origin);

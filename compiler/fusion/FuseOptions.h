@@ -11,9 +11,9 @@ struct FuseOptions {
   // Run a byte-moving pixel shuffle, a residual add or the last dequantize in the epilogue of
   // the convolution / linear before it, the first quantize in the load of the convolution
   // after it (fusion/Epilogue.cpp), a depthwise convolution with the 1x1 reading its output
-  // (fusion/DepthwisePointwise.cpp), and a pixel-shuffled 1x1 with the dequantizing 1x1 head
-  // reading it (fusion/ShuffledHead.cpp); false: each its own op (`vkd compile
-  // --no-fuse-epilogue`).
+  // (fusion/DepthwisePointwise.cpp), a pixel-shuffled 1x1 with the dequantizing 1x1 head
+  // reading it (fusion/ShuffledHead.cpp), and an attention's Q, K, V linears as one
+  // (fusion/QkvLinear.cpp); false: each its own op (`vkd compile --no-fuse-epilogue`).
   bool fuse_epilogues = true;
 };
 

@@ -84,6 +84,13 @@ void join_depthwise_pointwise(FuseState& state);
 // join_depthwise_pointwise, before the matches are applied.
 void join_shuffled_head(FuseState& state);
 
+// Each committed q8ta_attention / _mask_affine match whose query, key and value are written by
+// three committed plain q8ta_linear matches of one input (each output read by the attention
+// alone) takes them as one q8ta_linear_qkv writing [B, T, 3C], read as column blocks by
+// q8ta_attention_qkv / _mask_affine_qkv (QkvLinear.cpp; reported either way). Run before the
+// matches are applied.
+void join_qkv_linears(FuseState& state);
+
 // The quantize at node `anchor` whose float input nothing else reads joins the load of the
 // q8ta_conv2d match reading its int8 output when nothing else reads that: it becomes
 // q8ta_conv2d_fq reading the float input (Epilogue.cpp; reported, with the reason when it does

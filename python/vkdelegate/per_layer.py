@@ -17,6 +17,7 @@ node and, at each quantize whose tensor the device also wrote:
 Tensors the device does not keep (fused away) are left to PyTorch's own values.
 """
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -193,6 +194,28 @@ def compare(reference_module, inputs, device_tensors, tol=TIE_TOLERANCE, names=N
         replay = _Replay(reference_module, device_tensors, tol, names or {})
         replay.run(*inputs)
     return replay.report
+
+
+# `vkd compile --report`'s line for an attention's Q, K and V linears merged into one
+# q8ta_linear_qkv (compiler/fusion/QkvLinear.cpp).
+_MERGED_QKV = re.compile(r"merged 3 linears \(q, k, v\) '([^']+)' \([^)]*\), '([^']+)' "
+                         r"\([^)]*\), '([^']+)' \([^)]*\) into one q8ta_linear_qkv .* reads "
+                         r"'([^']+)''s column blocks 0, (\d+), (\d+)")
+
+
+def split_merged_qkv(report, device_tensors):
+    """Adds to `device_tensors` ({IR value name: int8 array}) the three linears' values each
+    q8ta_linear_qkv output the compiler `report` names holds (its column blocks 0, C, 2C), so
+    compare() finds them as written; returns how many merged outputs it split."""
+    merged = _MERGED_QKV.findall(report)
+    for q, k, v, qkv, c, c2 in merged:
+        width = int(c)
+        if int(c2) != 2 * width:
+            raise ValueError(f"'{qkv}': column blocks 0, {c}, {c2} are not three of one width")
+        if qkv in device_tensors:
+            for i, name in enumerate((q, k, v)):
+                device_tensors[name] = device_tensors[qkv][..., i * width:(i + 1) * width]
+    return len(merged)
 
 
 def load_intermediates(directory):

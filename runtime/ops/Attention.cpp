@@ -187,14 +187,20 @@ void add_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph
 
 namespace {
 
-void build_q8ta_attention(const OpCall& call, bool mask_affine) {
+// `columns`: the _qkv form, Q, K and V the three column blocks of C (the output's width) of
+// tensor `qkv`, which pads with the query's zero point (q8ta_linear_qkv's output does).
+void build_q8ta_attention(const OpCall& call, bool mask_affine, bool columns) {
   AttentionParams p;
   p.query = call.quant("query");
   p.key = call.quant("key");
   p.value = call.quant("value");
   p.output = call.quant("output");
-  for (const char* t : {"query", "key", "value", "output"}) {
-    call.set_zero_point(t, call.quant(t).zero_point);
+  call.set_zero_point("output", p.output.zero_point);
+  if (columns) {
+    call.set_zero_point("qkv", p.query.zero_point);
+  } else {
+    for (const char* t : {"query", "key", "value"})
+      call.set_zero_point(t, call.quant(t).zero_point);
   }
   p.num_heads = call.int32_arg("num_heads", 1, 1 << 16);
   p.scale = static_cast<float>(call.float_arg("scale"));
@@ -207,6 +213,14 @@ void build_q8ta_attention(const OpCall& call, bool mask_affine) {
       m.b[step] = static_cast<float>(call.float_arg("mask_addend_" + n));
     }
     p.mask_affine = m;
+  }
+  if (columns) {
+    const int64_t c = call.graph().tensor(call.tensor("output")).spec().dims4().w;
+    p.columns = AttentionColumns{0, c, 2 * c};
+    const graph::ValueRef qkv = call.tensor("qkv");
+    add_q8ta_attention_node(call.graph(), qkv, qkv, qkv, call.tensor("mask"), call.tensor("output"),
+                            p);
+    return;
   }
   add_q8ta_attention_node(call.graph(), call.tensor("query"), call.tensor("key"),
                           call.tensor("value"), call.tensor("mask"), call.tensor("output"), p);
@@ -222,9 +236,14 @@ void build_attention(const OpCall& call) {
 }  // namespace
 
 void register_attention_ops(OpRegistry& registry) {
-  registry.add("q8ta_attention", [](const OpCall& call) { build_q8ta_attention(call, false); });
+  registry.add("q8ta_attention",
+               [](const OpCall& call) { build_q8ta_attention(call, false, false); });
   registry.add("q8ta_attention_mask_affine",
-               [](const OpCall& call) { build_q8ta_attention(call, true); });
+               [](const OpCall& call) { build_q8ta_attention(call, true, false); });
+  registry.add("q8ta_attention_qkv",
+               [](const OpCall& call) { build_q8ta_attention(call, false, true); });
+  registry.add("q8ta_attention_mask_affine_qkv",
+               [](const OpCall& call) { build_q8ta_attention(call, true, true); });
   registry.add("attention", build_attention);
 }
 

@@ -35,7 +35,39 @@ struct Variant {
   I made_from = {};
   bool made_read_elsewhere = false;  // the mul's output is also a graph output
   int64_t t = T;                     // the sequence length (mask_shape follows T's default)
+  // q, k and v written by three linears of one input 'xq' [1, T, K] instead of graph inputs
+  // (qkv_linears below); `q_read_elsewhere`: 'q' is also a graph output.
+  bool linears = false;
+  bool q_read_elsewhere = false;
 };
+
+constexpr int64_t K = 12;
+
+// The test's own weights of linear `side` (0 q, 1 k, 2 v): [H*D, K] int8, per-channel scales
+// and a bias, different for every side so their order in the merged op shows.
+std::vector<uint8_t> side_weight(int side) {
+  std::vector<uint8_t> w(static_cast<size_t>(H * D * K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 7 + side * 91 + 5);
+  return w;
+}
+std::vector<float> side_floats(int side, float base) {
+  std::vector<float> v(static_cast<size_t>(H * D));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = base * static_cast<float>(side + 1) + 0.001f * i;
+  return v;
+}
+
+// Per side: 'xq' -> dq (0.05, 1) -> aten.linear (the side's weight dq, bias) -> q (the side's
+// parameters) -> the side's int8 [1, T, H*D] value.
+void qkv_linear(Builder& b, const std::string& n, int side, double scale, int64_t zp, int64_t t) {
+  b.per_channel_weight({H * D, K}, side_floats(side, 0.01f),
+                       std::vector<int32_t>(static_cast<size_t>(H * D), 0), n + "w");
+  b.g.value(n + "w").data = side_weight(side);
+  b.constant(n + "b", DType::Float32, {H * D}, f32_bytes(side_floats(side, 0.5f)));
+  b.dq("xq", n + "_x", 0.05, 1);
+  b.value(n + "_y", DType::Float32, {1, t, H * D});
+  b.node("aten.linear", {n + "_x", n + "wf", n + "b"}, {}, {n + "_y"});
+  b.q(n + "_y", n, scale, zp);
+}
 
 // Per q, k, v: int8 [1, T, H*D] graph input -> dq -> view_copy [1, T, H, D] -> q -> dq ->
 // transpose_copy(1, 2) -> q -> dq; SDPA(q, k, v, mask) -> q -> dq -> transpose_copy(1, 2) -> q ->
@@ -49,7 +81,12 @@ Builder attention_graph(const Variant& o = {}) {
   } sides[] = {{"q", 0.1, -4}, {"k", 0.07, 3}, {"v", 0.03, 33}};
   for (const auto& s : sides) {
     const std::string n = s.name;
-    b.input(n, DType::Int8, {1, o.t, H * D});
+    if (o.linears) {
+      if (n == "q") b.input("xq", DType::Int8, {1, o.t, K});
+      qkv_linear(b, n, static_cast<int>(&s - sides), s.scale, s.zp, o.t);
+    } else {
+      b.input(n, DType::Int8, {1, o.t, H * D});
+    }
     b.dq(n, n + "_f", s.scale, s.zp);
     if (o.key_without_transpose && n == "k") {
       b.value("k_v", DType::Float32, {1, H, o.t, D});
@@ -69,6 +106,7 @@ Builder attention_graph(const Variant& o = {}) {
     b.dq(n + "_tq", n + "_td", n == "v" ? o.value_read_scale : s.scale, s.zp);
   }
   if (o.query_view_read_elsewhere) b.output("q_v");
+  if (o.q_read_elsewhere) b.output("q");
   std::vector<std::string> in = {"q_td", "k_td", "v_td"};
   if (!o.made_from.empty()) {
     b.input("m01", DType::Float32, o.made_from);
@@ -132,6 +170,81 @@ TEST(Fuse, AttentionWithItsHeadMovesFuses) {
   EXPECT_EQ(std::get<bool>(n.args.at("is_causal")), false);
   EXPECT_EQ(arg_d(n, "output_scale"), 0.02);
   EXPECT_EQ(arg_i(n, "output_zero_point"), 51);
+  expect_valid(b.g);
+}
+
+// Three plain linears of one input writing Q, K and V, each read by the attention alone, become
+// one q8ta_linear_qkv whose weights, scales and biases are the three's, q's rows first, and the
+// attention reads its column blocks.
+TEST(Fuse, AttentionTakesItsThreeLinearsAsOne) {
+  Variant o;
+  o.linears = true;
+  Builder b = attention_graph(o);
+  const PassReport r = fuse_and_lower(b.g);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"q8ta_linear_qkv", "q8ta_attention_qkv"}))
+      << all_lines(r);
+  EXPECT_TRUE(has_line(r,
+                       "merged 3 linears (q, k, v) 'q' (node 1..3), 'k' (node 12..14), 'v' (node "
+                       "23..25) into one q8ta_linear_qkv (N 48) feeding q8ta_attention 'yq': "
+                       "q8ta_attention_qkv reads 'q_qkv''s column blocks 0, 16, 32"))
+      << all_lines(r);
+  const Node& linear = b.g.nodes[0];
+  const Node& attention = b.g.nodes[1];
+  ASSERT_EQ(linear.inputs.size(), 4u);
+  EXPECT_EQ(linear.inputs[0], "xq");
+  EXPECT_EQ(linear.outputs, (std::vector<std::string>{"q_qkv"}));
+  EXPECT_EQ(b.g.value("q_qkv").shape, (I{1, T, 3 * H * D}));
+  std::vector<uint8_t> weight;
+  std::vector<float> scales, bias;
+  for (int side = 0; side < 3; ++side) {
+    const std::vector<uint8_t> w = side_weight(side);
+    weight.insert(weight.end(), w.begin(), w.end());
+    const std::vector<float> s = side_floats(side, 0.01f), c = side_floats(side, 0.5f);
+    scales.insert(scales.end(), s.begin(), s.end());
+    bias.insert(bias.end(), c.begin(), c.end());
+  }
+  EXPECT_EQ(b.g.value(linear.inputs[1]).shape, (I{3 * H * D, K}));
+  EXPECT_EQ(*b.g.value(linear.inputs[1]).data, weight);
+  EXPECT_EQ(floats_of(b.g.value(linear.inputs[2])), scales);
+  EXPECT_EQ(floats_of(b.g.value(linear.inputs[3])), bias);
+  EXPECT_EQ(arg_d(linear, "q_scale"), 0.1);
+  EXPECT_EQ(arg_i(linear, "q_zero_point"), -4);
+  EXPECT_EQ(arg_d(linear, "k_scale"), 0.07);
+  EXPECT_EQ(arg_i(linear, "k_zero_point"), 3);
+  EXPECT_EQ(arg_d(linear, "v_scale"), 0.03);
+  EXPECT_EQ(arg_i(linear, "v_zero_point"), 33);
+  EXPECT_EQ(attention.inputs, (std::vector<std::string>{"q_qkv", "mask"}));
+  EXPECT_EQ(arg_d(attention, "key_scale"), 0.07);
+  for (const char* gone : {"q", "k", "v", "qw", "kw", "vw", "qb", "kb", "vb"}) {
+    EXPECT_FALSE(b.g.has_value(gone)) << gone;
+  }
+  expect_valid(b.g);
+}
+
+// Q's output read by the graph too, or epilogue fusion off: the three linears stay apart.
+TEST(Fuse, AttentionLinearsThatMustNotMergeStayApart) {
+  const std::vector<std::string> apart = {"q8ta_linear", "q8ta_linear", "q8ta_linear",
+                                          "q8ta_attention"};
+  const std::string what =
+      "not merged: 3 linears (q, k, v) 'q' (node 1..3), 'k' (node 12..14), 'v' (node 23..25) "
+      "into one q8ta_linear_qkv (N 48) feeding q8ta_attention 'yq': ";
+  Variant o;
+  o.linears = true;
+  o.q_read_elsewhere = true;
+  Builder b = attention_graph(o);
+  PassReport r = fuse_and_lower(b.g);
+  EXPECT_EQ(ops_of(b.g), apart) << all_lines(r);
+  EXPECT_TRUE(has_line(r, what + "the query's linear output 'q': 'q' is a graph output"))
+      << all_lines(r);
+  expect_valid(b.g);
+
+  o.q_read_elsewhere = false;
+  b = attention_graph(o);
+  FuseOptions options;
+  options.fuse_epilogues = false;
+  r = fuse_and_lower(b.g, options);
+  EXPECT_EQ(ops_of(b.g), apart) << all_lines(r);
+  EXPECT_TRUE(has_line(r, what + "epilogue fusion is off (--no-fuse-epilogue)")) << all_lines(r);
   expect_valid(b.g);
 }
 

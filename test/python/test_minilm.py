@@ -89,6 +89,8 @@ class MiniLMTest(unittest.TestCase):
             self.assertIn("validation: no messages", run.stdout + run.stderr)
             device = per_layer.load_intermediates(os.path.join(d, "layers"))
         self.check_embeddings(got, "static int8")
+        # Each layer's Q, K and V linears are one q8ta_linear_qkv: its column blocks are theirs.
+        self.assertEqual(per_layer.split_merged_qkv(report, device), 6, report)
         result = per_layer.compare(converted, (ids, mask), device)
         print(f"MiniLM static int8: {result.summary()}")
         self.assertGreaterEqual(len(result.layers), 30)  # the layers' int8 tensors

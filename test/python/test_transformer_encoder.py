@@ -99,6 +99,10 @@ class TransformerEncoderTest(unittest.TestCase):
         self.assertEqual(len(plan["steps"]) - len(host), 1 if batch_first else 3, plan)
 
         device = {k: v for k, v in written.items() if v.dtype == np.int8}
+        # Batch first, each layer's Q, K and V linears are one q8ta_linear_qkv (its column blocks
+        # are theirs); sequence first, transposes write what the attention reads.
+        self.assertEqual(per_layer.split_merged_qkv(report, device), 2 if batch_first else 0,
+                         report)
         result = per_layer.compare(converted, (x,), device)
         names = ir_value_names(converted)
         compared = {names.get(r.name, r.name) for r in result.layers}

@@ -135,6 +135,8 @@ class VisionTransformerRuns(unittest.TestCase):
         self.assertEqual(len(plan["steps"]), 1, plan)  # the whole ViT, one GPU partition
 
         device = {k: v for k, v in written.items() if v.dtype == np.int8}
+        # Each block's Q, K and V linears are one q8ta_linear_qkv: its column blocks are theirs.
+        self.assertEqual(per_layer.split_merged_qkv(done.stdout, device), 2, done.stdout)
         result = per_layer.compare(converted, (x,), device)
         names = ir_value_names(converted)
         compared = {names.get(r.name, r.name) for r in result.layers}

@@ -84,7 +84,8 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
                             : std::vector<int64_t>{1, 5, 6};
   }
   if (op.name.rfind("q8ta_attention", 0) == 0 ||
-      op.name == "attention") {  // [B, T, H*D], one head of 8
+      op.name == "attention") {  // [B, T, H*D], one head of 8; _qkv: Q, K, V in [B, T, 3 H*D]
+    if (a.name == "qkv") return {1, 5, 6, 24};
     return a.name == "mask" ? std::vector<int64_t>{5, 1, 1, 6} : std::vector<int64_t>{1, 5, 6, 8};
   }
   if (op.name == "embedding" || op.name == "q8ta_embedding") {  // rows of a [9, 7] table
