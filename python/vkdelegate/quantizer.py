@@ -260,13 +260,13 @@ def _masked_mean(graph):
                 found.add(node)
                 moves.update(chain)
                 break
-    todo = list(found | moves)
-    while todo:
-        for user in todo.pop().users:
+    pending = list(found | moves)
+    while pending:
+        for user in pending.pop().users:
             if user not in found and user not in moves and \
                     packet(user) in MASKED_MEAN_TAIL and _is_float_tensor(user):
                 found.add(user)
-                todo.append(user)
+                pending.append(user)
     # A move stays float only when the mean's nodes and float moves alone read it (torch.export
     # checks a to(dtype)'s input with _assert_tensor_metadata, which reads no data).
     changed = True
