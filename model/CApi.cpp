@@ -158,6 +158,11 @@ VKD_C_API vkd_status vkd_model_execute(vkd_model* handle, const vkd_tensor* inpu
                         output_count, handle->timings);
 }
 
+VKD_C_API vkd_status vkd_model_set_profiling(vkd_model* handle, int mode) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return set_profiling(handle, *handle->impl, mode, "vkd_model_set_profiling");
+}
+
 VKD_C_API size_t vkd_model_timing_count(vkd_model* handle) {
   if (handle == nullptr) return 0;
   try {

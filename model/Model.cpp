@@ -149,6 +149,11 @@ Status Model::infos_at_length(int64_t length, std::vector<TensorInfo>* inputs,
   return st;
 }
 
+Status Model::set_profiling(Delegate::Profiling mode) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return api::guarded(impl_->last_error, [&] { impl_->model->set_profiling(mode); });
+}
+
 std::string Model::last_error() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->last_error;

@@ -165,6 +165,7 @@ std::unique_ptr<PartitionedModel> PartitionedModel::create(PlanFiles files,
     check_delegate_io(plan, s, *m->delegates_[s.index]);
   }
   m->direct_ = takes_the_model_io(plan);
+  m->profiling_ = options.profiling;
   return m;
 }
 
@@ -231,6 +232,20 @@ uint64_t PartitionedModel::validation_message_count() const {
   uint64_t n = 0;
   for (const auto& d : delegates_) n += d ? d->validation_message_count() : 0;
   return n;
+}
+
+void PartitionedModel::set_profiling(Delegate::Profiling mode) {
+  VKD_CHECK(mode == Delegate::Profiling::Off || profiling_, ErrorCode::InvalidArgument,
+            "set_profiling(", mode == Delegate::Profiling::Span ? "Span" : "PerDispatch",
+            "): the model was loaded with options.delegate.profiling off, so its GPU steps "
+            "record no timestamps");
+  for (const PlanStep& s : plan().steps) {
+    if (!s.on_gpu) continue;
+    Delegate& d = *delegates_[s.index];
+    const Status status = d.set_profiling(mode);
+    VKD_CHECK(status == Status::Ok, api::error_code_of(status), plan().path, ": ", s.label(),
+              ": set_profiling failed (", status_name(status), "): ", d.last_error());
+  }
 }
 
 StepTiming PartitionedModel::run_gpu_step(const PlanStep& s, TensorMap& values) {

@@ -31,6 +31,9 @@ class PartitionedModel {
   std::vector<StepInfo> step_infos() const;
   std::string device_name() const;
   uint64_t validation_message_count() const;  // summed over the delegates
+  // Delegate::set_profiling on every delegate; anything but Off without the options' profiling
+  // is an InvalidArgument Error (also with no delegate: the rule does not depend on the plan).
+  void set_profiling(Delegate::Profiling mode);
 
   // Runs every step in order. `inputs`: each model input by name, with the plan's dtype and
   // shape. Returns every tensor (inputs, constants, each step's outputs); `timings` gets one
@@ -56,6 +59,7 @@ class PartitionedModel {
   PlanFiles files_;
   std::vector<std::unique_ptr<Delegate>> delegates_;  // per step; null for a host step
   bool direct_ = false;                               // see runs_direct()
+  bool profiling_ = false;                            // the delegates' options.profiling
 };
 
 }  // namespace vkd::model

@@ -344,6 +344,27 @@ vkd_status with_handle_locked(const CHandle* handle, std::string* error, const c
   }
 }
 
+// vkd_<handle>_set_profiling over `impl` (a vkd::Delegate or vkd::Model): the C mode
+// (VKD_PROFILING_*) as the C++ one; any other value is InvalidArgument naming the three.
+template <typename Impl>
+vkd_status set_profiling(CHandle* handle, Impl& impl, int mode, const char* fn) {
+  if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
+  return with_handle_locked(handle, &handle->error, fn, [&]() -> vkd_status {
+    if (mode < VKD_PROFILING_OFF || mode > VKD_PROFILING_SPAN) {
+      handle->error = std::string(fn) + ": mode " + std::to_string(mode) +
+                      " is none of VKD_PROFILING_OFF (0), _NODES (1), _SPAN (2)";
+      return VKD_ERROR_INVALID_ARGUMENT;
+    }
+    using Mode = Delegate::Profiling;
+    const Mode m = mode == VKD_PROFILING_NODES  ? Mode::PerDispatch
+                   : mode == VKD_PROFILING_SPAN ? Mode::Span
+                                                : Mode::Off;
+    const vkd_status status = from_status(impl.set_profiling(m));
+    handle->error = status == VKD_OK ? std::string() : impl.last_error();
+    return status;
+  });
+}
+
 // vkd_<handle>_input_info / _output_info; `fn` names the function in messages.
 inline vkd_status tensor_info(CHandle* handle, size_t index, vkd_tensor_info* info, bool input,
                               const char* fn) {

@@ -221,21 +221,7 @@ VKD_C_API vkd_status vkd_delegate_staging_output(vkd_delegate* handle, size_t in
 
 VKD_C_API vkd_status vkd_delegate_set_profiling(vkd_delegate* handle, int mode) {
   if (handle == nullptr) return VKD_ERROR_INVALID_ARGUMENT;
-  return with_handle_locked(
-      handle, &handle->error, "vkd_delegate_set_profiling", [&]() -> vkd_status {
-        using Mode = vkd::Delegate::Profiling;
-        if (mode < VKD_PROFILING_OFF || mode > VKD_PROFILING_SPAN) {
-          handle->error = "vkd_delegate_set_profiling: mode " + std::to_string(mode) +
-                          " is none of VKD_PROFILING_OFF (0), _NODES (1), _SPAN (2)";
-          return VKD_ERROR_INVALID_ARGUMENT;
-        }
-        const Mode m = mode == VKD_PROFILING_NODES  ? Mode::PerDispatch
-                       : mode == VKD_PROFILING_SPAN ? Mode::Span
-                                                    : Mode::Off;
-        const vkd_status status = from_status(handle->impl->set_profiling(m));
-        handle->error = status == VKD_OK ? std::string() : handle->impl->last_error();
-        return status;
-      });
+  return set_profiling(handle, *handle->impl, mode, "vkd_delegate_set_profiling");
 }
 
 VKD_C_API size_t vkd_delegate_profile_count(vkd_delegate* handle) {

@@ -527,7 +527,11 @@ elseif(CASE STREQUAL "run_partitioned")
                 "step 1  host  aten.max_pool2d +xd -> m +CPU [0-9.]+ [^\n]+ \\(node 3 \\(aten.max_pool2d\\), reference interpreter\\)\n"
                 "step 2  GPU   m.p1.vkd +m -> y +GPU [^\n]+ over 2 dispatch node\\(s\\), execute [0-9.]+ ms host wall\n"
                 "run: 3 step\\(s\\) in [0-9.]+ ms host wall: GPU [^\n]+ over 4 dispatch nodes, host steps [0-9.]+ ")
-  expect_stdout("\nbench: 3 warm-up \\+ 2 timed runs of every step: host wall median ")
+  # The host wall of runs without GPU timestamps (as an app runs), the GPU total of profiled
+  # ones (the timestamps serialize the dispatches); --profile prints the last profiled run.
+  expect_stdout("\nbench: 3 warm-up \\+ 2 timed runs of every step, no GPU timestamps: host wall "
+                "median [0-9.]+ ms, min [0-9.]+ ms; then 2 profiled: GPU total median [0-9.]+ "
+                "µs, min [0-9.]+ µs\n")
   expect_stdout("\noutput y: float32 \\[1,4,3,5\\][^\n]* -> out/y.npy\n  min ")
   expect_stdout("\nstep 2 \\(GPU m.p1.vkd\\) profile \\(last run, 2 dispatch nodes\\):\n")
   expect_stdout("validation: no messages\n$")

@@ -5,10 +5,15 @@
 // reference's, README "Numerics"); the steps and timings the API describes.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "test/model/ModelFixture.h"
 
 namespace vkd_test {
 namespace {
+
+using Profiling = vkd::Delegate::Profiling;
 
 // qdq_maxpool.json: quantize -> clone -> dequantize on the GPU, the float max_pool on the host
 // (no kernel writes its q's range -127..127), quantize -> dequantize on the GPU again.
@@ -118,6 +123,83 @@ TEST_F(ModelTest, PlainBlobIsOneGpuStep) {
   EXPECT_TRUE(same_outputs(interpret_file(graph, "", inputs), run_model(*model, inputs)));
   ASSERT_EQ(model->last_timings().size(), 1u);
   EXPECT_EQ(model->validation_message_count(), 0u);
+}
+
+// The dispatch nodes a delegate of `blob_path` lists (Delegate::describe(): a "node N: kernel"
+// line each), counted apart from any profile.
+size_t dispatch_nodes(const std::string& blob_path) {
+  std::ifstream file(blob_path, std::ios::binary);
+  const std::vector<uint8_t> blob((std::istreambuf_iterator<char>(file)), {});
+  std::unique_ptr<vkd::Delegate> d;
+  std::string error;
+  EXPECT_EQ(vkd::Delegate::create(blob.data(), blob.size(), {}, &d, &error), vkd::Status::Ok)
+      << error;
+  if (!d) return 0;
+  const std::string text = d->describe();
+  size_t n = 0;
+  for (size_t at = text.find(": kernel "); at != std::string::npos;
+       at = text.find(": kernel ", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// set_profiling reaches every GPU step's delegate: Off (and Span) leave no per-dispatch profile,
+// PerDispatch gives one entry per dispatch node the step's blob has; the outputs stay the
+// reference's in every mode.
+TEST_F(ModelTest, SetProfilingTimesEveryGpuStepOrNone) {
+  const std::string graph = kCompilerGraphs + "/qdq_maxpool.json";
+  const std::unique_ptr<vkd::Model> model = load(compile_partitioned(graph, "", "m"));
+  ASSERT_TRUE(model);
+  const TensorMap inputs = {{"x", random_input({1, 4, 6, 10}, 6)}};
+  const TensorMap expected = interpret_file(graph, "", inputs);
+  for (const Profiling mode : {Profiling::Off, Profiling::Span, Profiling::PerDispatch}) {
+    ASSERT_EQ(model->set_profiling(mode), vkd::Status::Ok) << model->last_error();
+    EXPECT_TRUE(same_outputs(expected, run_model(*model, inputs)));
+    const std::vector<vkd::StepTiming> timings = model->last_timings();
+    ASSERT_EQ(timings.size(), 3u);
+    for (const vkd::StepTiming& t : timings) {
+      const vkd::StepInfo step = model->step(t.step);
+      const bool gpu = step.place == vkd::StepPlace::Gpu;
+      const size_t nodes = gpu ? dispatch_nodes(step.blob_path) : 0;
+      EXPECT_EQ(nodes > 0, gpu) << t.label;
+      EXPECT_EQ(t.profile.size(), mode == Profiling::PerDispatch ? nodes : 0u)
+          << t.label << ", mode " << static_cast<int>(mode);
+    }
+  }
+  EXPECT_EQ(model->validation_message_count(), 0u);
+}
+
+// Without options.delegate.profiling only Off is taken, also by a model of host steps alone
+// (the rule does not depend on where the steps run); with it, such a model takes every mode.
+TEST_F(ModelTest, SetProfilingNeedsProfilingAtLoad) {
+  vkd::ModelOptions untimed;
+  untimed.delegate.profiling = false;
+  const std::string plan = compile_partitioned(kCompilerGraphs + "/qdq_maxpool.json", "", "m");
+  write_text("host_only.json", R"({ "vkd_graph": 1, "inputs": ["x"], "outputs": ["n"],
+  "values": { "x": {"dtype": "float32", "shape": [1, 4, 6, 10]} },
+  "nodes": [
+    {"op": "aten.layer_norm", "inputs": ["x"], "args": {"normalized_shape": [6, 10], "eps": 1e-5},
+     "outputs": ["n"]} ] })");
+  const std::string host_plan = compile_partitioned(path("host_only.json"), "", "h");
+  for (const std::string& p : {plan, host_plan}) {
+    const std::unique_ptr<vkd::Model> model = load(p, untimed);
+    ASSERT_TRUE(model);
+    for (const Profiling mode : {Profiling::PerDispatch, Profiling::Span}) {
+      EXPECT_EQ(model->set_profiling(mode), vkd::Status::InvalidArgument) << p;
+      EXPECT_EQ(model->last_error(),
+                std::string("set_profiling(") + (mode == Profiling::Span ? "Span" : "PerDispatch") +
+                    "): the model was loaded with options.delegate.profiling off, so its GPU "
+                    "steps record no timestamps");
+    }
+    EXPECT_EQ(model->set_profiling(Profiling::Off), vkd::Status::Ok) << model->last_error();
+    EXPECT_EQ(model->last_error(), "");
+  }
+  const std::unique_ptr<vkd::Model> host = load(host_plan);
+  ASSERT_TRUE(host);
+  ASSERT_EQ(host->step_count(), 1u);
+  EXPECT_EQ(host->step(0).place, vkd::StepPlace::Host);
+  EXPECT_EQ(host->set_profiling(Profiling::PerDispatch), vkd::Status::Ok) << host->last_error();
 }
 
 }  // namespace

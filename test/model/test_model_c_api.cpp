@@ -143,6 +143,21 @@ TEST_F(ModelTest, CApiTimingsAndProfile) {
   EXPECT_STREQ(vkd_model_last_error(model), "vkd_model_timing: timing is NULL");
   EXPECT_EQ(vkd_model_validation_message_count(model), 0u);
 
+  // VKD_PROFILING_OFF: the GPU steps record no timestamps; a mode that is none of the three
+  // is refused, naming them.
+  ASSERT_EQ(vkd_model_set_profiling(model, VKD_PROFILING_OFF), VKD_OK);
+  ASSERT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_OK) << vkd_model_last_error(model);
+  ASSERT_EQ(vkd_model_timing(model, 0, &gpu), VKD_OK);
+  EXPECT_EQ(gpu.profile_count, 0u);
+  EXPECT_EQ(vkd_model_set_profiling(model, 3), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(vkd_model_last_error(model),
+               "vkd_model_set_profiling: mode 3 is none of VKD_PROFILING_OFF (0), _NODES (1), "
+               "_SPAN (2)");
+  ASSERT_EQ(vkd_model_set_profiling(model, VKD_PROFILING_NODES), VKD_OK);
+  ASSERT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_OK) << vkd_model_last_error(model);
+  ASSERT_EQ(vkd_model_timing(model, 0, &gpu), VKD_OK);
+  EXPECT_EQ(gpu.profile_count, expected[0].profile.size());
+
   in.dtype = VKD_INT8;  // a failed execute leaves no timings behind
   EXPECT_EQ(vkd_model_execute(model, &in, 1, &out, 1), VKD_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkd_model_timing_count(model), 0u);
@@ -167,6 +182,7 @@ TEST_F(ModelTest, CApiErrorsWithoutAHandle) {
   EXPECT_EQ(vkd_model_timing_count(nullptr), 0u);
   EXPECT_EQ(vkd_model_timing(nullptr, 0, nullptr), VKD_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkd_model_profile_entry(nullptr, 0, 0, nullptr), VKD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkd_model_set_profiling(nullptr, VKD_PROFILING_OFF), VKD_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(vkd_model_device_name(nullptr), "");
   EXPECT_EQ(vkd_model_validation_message_count(nullptr), 0u);
   vkd_model_destroy(nullptr);

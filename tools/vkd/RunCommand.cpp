@@ -188,11 +188,7 @@ TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
                        const std::vector<OutputSlot>& outputs) {
   std::vector<std::vector<uint8_t>> first;
   for (const OutputSlot& o : outputs) first.push_back(o.data);
-  const auto set_profiling = [&d](Delegate::Profiling mode) {
-    const Status s = d.set_profiling(mode);
-    if (s != Status::Ok) throw CliError(exit_code_for(s), d.last_error());
-  };
-  set_profiling(Delegate::Profiling::Off);
+  set_profiling_or_fail(d, Delegate::Profiling::Off);
   for (int i = 0; i < kWarmupRuns; ++i) execute_timed(d, views);
   std::vector<double> wall_ms, gpu_us;
   std::vector<ExecuteProfile> plain, profiled;
@@ -201,25 +197,20 @@ TimedRun run_benchmark(Delegate& d, const RunViews& views, int bench,
     plain.push_back(d.last_execute_profile());
   }
   std::vector<ExecuteProfile> span;
-  set_profiling(Delegate::Profiling::Span);
+  set_profiling_or_fail(d, Delegate::Profiling::Span);
   for (int i = 0; i < bench; ++i) span.push_back(run_once(d, views).phases);
-  set_profiling(Delegate::Profiling::PerDispatch);
+  set_profiling_or_fail(d, Delegate::Profiling::PerDispatch);
   TimedRun last;
   for (int i = 0; i < bench; ++i) {
     last = run_once(d, views);
     gpu_us.push_back(total_gpu_us(last.profile));
     profiled.push_back(last.phases);
   }
-  std::printf("bench: %d warm-up + %d timed runs: host wall median %.3f ms, min %.3f ms",
-              kWarmupRuns, bench, median(wall_ms),
-              *std::min_element(wall_ms.begin(), wall_ms.end()));
-  if (last.profile.empty()) {
-    std::printf("; GPU time n/a\n");
+  if (last.profile.empty()) {  // no dispatch timed
+    gpu_us.clear();
     profiled.clear();
-  } else {
-    std::printf("; then %d profiled: GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n", bench,
-                median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()));
   }
+  print_bench_summary("", wall_ms, gpu_us);
   print_phases(plain, span, profiled);
   warn_if_outputs_changed(outputs, first);
   return last;

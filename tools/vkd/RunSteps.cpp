@@ -121,6 +121,19 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+void print_bench_summary(const std::string& runs, const std::vector<double>& wall_ms,
+                         const std::vector<double>& gpu_us) {
+  std::printf("bench: %d warm-up + %zu timed runs%s: host wall median %.3f ms, min %.3f ms",
+              kWarmupRuns, wall_ms.size(), runs.c_str(), median(wall_ms),
+              *std::min_element(wall_ms.begin(), wall_ms.end()));
+  if (gpu_us.empty()) {
+    std::printf("; GPU time n/a\n");
+  } else {
+    std::printf("; then %zu profiled: GPU total median %.2f \xC2\xB5s, min %.2f \xC2\xB5s\n",
+                gpu_us.size(), median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()));
+  }
+}
+
 double total_gpu_us(const std::vector<NodeProfile>& profile) {
   double t = 0.0;
   for (const auto& n : profile) t += n.gpu_us;

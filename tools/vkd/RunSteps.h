@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "tools/vkd/Args.h"
+#include "tools/vkd/Common.h"
 #include "tools/vkd/Npy.h"
 #include "vkdelegate/Delegate.hpp"
 
@@ -111,5 +113,19 @@ std::string fixed(double v, int decimals);  // "%.*f"
 std::string pad(const std::string& s, size_t width, bool right = false);
 // The per-dispatch table of --profile.
 void print_profile(const std::vector<NodeProfile>& profile);
+
+// Delegate::set_profiling or Model::set_profiling on `runner`; CliError with the status's exit
+// code and the runner's message when it fails.
+template <typename Runner>
+void set_profiling_or_fail(Runner& runner, Delegate::Profiling mode) {
+  const Status s = runner.set_profiling(mode);
+  if (s != Status::Ok) throw CliError(exit_code_for(s), runner.last_error());
+}
+
+// --bench's summary line: kWarmupRuns warm-up runs and `wall_ms.size()` timed runs without
+// timestamps (the host wall an app sees), then the GPU totals of as many profiled runs (`gpu_us`;
+// empty: GPU time n/a). `runs` says what one run is ("" for one blob).
+void print_bench_summary(const std::string& runs, const std::vector<double>& wall_ms,
+                         const std::vector<double>& gpu_us);
 
 }  // namespace vkd::cli

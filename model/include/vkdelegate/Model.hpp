@@ -97,6 +97,14 @@ class VKD_API Model {
   Status infos_at_length(int64_t length, std::vector<TensorInfo>* inputs,
                          std::vector<TensorInfo>* outputs);
 
+  // How the GPU steps time the following executes: Delegate::set_profiling on every GPU step's
+  // delegate. PerDispatch (the default with options.delegate.profiling) gives last_timings() a
+  // profile entry per dispatch node; Span and Off none (Off records and reads no timestamp
+  // query: the host wall an app sees). Anything but Off for a model loaded without
+  // options.delegate.profiling is InvalidArgument, whether or not it has a GPU step; a model
+  // with no GPU step takes every mode and has nothing to change (host steps are always timed).
+  Status set_profiling(Delegate::Profiling mode);
+
   std::string last_error() const;  // "" after a successful call
   // Per step of the last execute(); empty before the first and after a failed one.
   std::vector<StepTiming> last_timings() const;

@@ -52,6 +52,13 @@ VKD_C_API vkd_status vkd_model_execute(vkd_model* handle, const vkd_tensor* inpu
                                        size_t input_count, vkd_tensor* outputs,
                                        size_t output_count);
 
+/* How the following executes time their GPU steps: vkd_delegate_set_profiling (the same
+ * VKD_PROFILING_* modes and errors) on every GPU step's delegate. VKD_PROFILING_NODES (the
+ * default) gives each GPU step a profile entry per dispatch; _SPAN and _OFF none (_OFF reads no
+ * timestamp query: the host wall an app sees). Any mode but OFF fails for a model loaded without
+ * options->profiling, with or without a GPU step; a model of host steps alone takes the rest. */
+VKD_C_API vkd_status vkd_model_set_profiling(vkd_model* handle, int mode);
+
 /* Where the time of the last vkd_model_execute went, per step in execution order
  * (vkd::Model::last_timings): vkd_model_timing_count is 0 before the first execute and after a
  * failed one; each step's dispatches (a GPU step with options.profiling) are
