@@ -3,7 +3,7 @@
 // the tensor cores.
 //
 // A workgroup of WARPS_M x WARPS_N subgroups of 32 computes a tile of BM = 16 FM WARPS_M rows x
-// BN = WN WARPS_N channels (128 x 128, or 128 x 32 with NARROW_N). K is walked in stages of BKW words (4 int8 each):
+// BN = WN WARPS_N channels (128 x 128, or 128 x 32 with TILE 1; TILE 2 below). K is walked in stages of BKW words (4 int8 each):
 // the invocations copy the stage's input blocks (4H4W: 4 rows x 4 K per 16 bytes) and weight
 // blocks (4 channels x 4 K) into shared memory as row-major [row][K] and [channel][K] int8
 // tiles; subgroup s then multiplies rows 16 FM (s % WARPS_M) .. + 16 FM - 1 with channels
@@ -31,7 +31,8 @@
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
 // of GELU erf / tanh, 7 int8 column blocks with their own parameters) x
-// NARROW_N (the tile shape below).
+// TILE (the tile shape below: 0 the wide 128 x 128, 1 the narrow 128 x 32, 2 the short 32 x 32
+// with K split over the subgroups).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -59,22 +60,38 @@
 // (to be read from its SASS) and the store -> barrier -> load round trip per stage. Loading the
 // B fragments straight from global memory (weights packed [N][K], no B staging) measured
 // 85 TOPS: 3.3x slower, so staging both operands stays.
-// NARROW_N (few output channels or a short K, runtime/ops/Linear.cpp: kNarrowMaxN4 and
-// kNarrowMaxK with the measurements): 4 x 1 subgroups of 32 rows x 32 channels, a 128 x 32 tile
-// of 128 invocations: no workgroup multiplies 96 zero channels where N <= 32, and a small
-// layer gets 4x the workgroups, each with a quarter of the epilogue.
-#if NARROW_N
+// TILE 1, narrow (few output channels or a short K; runtime/ops/ConvPlan.cpp's narrow_max_*
+// with the measurements): 4 x 1 subgroups of 32 rows x 32 channels, a 128 x 32 tile of 128
+// invocations: no workgroup multiplies 96 zero channels where N <= 32, and a small layer gets
+// 4x the workgroups, each with a quarter of the epilogue.
+// TILE 2, short (few rows: a transformer's 128 tokens, where even the narrow grid leaves most
+// SMs idle and each workgroup walks all of K one latency-bound stage after another): a 32 x 32
+// tile of 4 subgroups, subgroup s multiplying the whole tile over K's stages s, s + 4, ... out
+// of its own shared buffers (subgroup barriers only, one stage ahead in registers); then the
+// four partial tiles are added up through shared memory and each invocation stores 2 words.
+// 16x the narrow grid's workgroups, each with a quarter of its K chain.
+#if TILE == 1
 #define WARPS_M 4
 #define WARPS_N 1
 #define FM 2
+#elif TILE == 2
+#define WARPS_M 1
+#define WARPS_N 1
+#define FM 2
+#define K_SPLIT 4
 #else
 #define WARPS_M 2
 #define WARPS_N 4
 #define FM 4
 #endif
+#ifndef K_SPLIT
+#define K_SPLIT 1
+#endif
 #define WN 32
 #define BKW 16
-#define NT (32 * WARPS_M * WARPS_N)  // invocations
+#define NT (32 * WARPS_M * WARPS_N * K_SPLIT)  // invocations
+// Who loads and stores a stage: the workgroup, or (short tile) each subgroup its own.
+#define LOADERS (K_SPLIT > 1 ? 32 : NT)
 layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
 #include "coopmat_nv.glslh"
@@ -89,21 +106,22 @@ layout(local_size_x = NT, local_size_y = 1, local_size_z = 1) in;
 #define B_WORDS (BN * STRIDE)
 #define A_TOTAL (BM / 4 * BKW)  // 16-byte blocks per stage, and per invocation (A_PER, B_PER)
 #define B_TOTAL (BN / 4 * BKW)
-#define A_PER ((A_TOTAL + NT - 1) / NT)
-#define B_PER ((B_TOTAL + NT - 1) / NT)
-
+#define A_PER ((A_TOTAL + LOADERS - 1) / LOADERS)
+#define B_PER ((B_TOTAL + LOADERS - 1) / LOADERS)
+// Shared buffers: two for the workgroup's stages, or one per subgroup (short tile).
+#define BUFFERS (K_SPLIT > 1 ? K_SPLIT : 2)
 
 // [buffer][row][K word] and [buffer][channel][K word], declared as 16-byte vectors so the
 // cooperative-matrix loads read whole vectors (offsets and the stride are multiples of 4
 // words); the A buffers double as the epilogue's scratch (256 words per subgroup) once the
 // products are done. SH(arr, w) is word w of a tile array.
-shared uvec4 a_sh[2 * A_WORDS / 4];
-shared uvec4 b_sh[2 * B_WORDS / 4];
+shared uvec4 a_sh[BUFFERS * A_WORDS / 4];
+shared uvec4 b_sh[BUFFERS * B_WORDS / 4];
 #define SH(arr, w) arr[(w) >> 2][(w) & 3]
 #define EPILOGUE_SCRATCH a_sh
 #include "coopmat_epilogue.glslh"
 
-// Blocks lid + NT i of a stage: row block / channel group idx / BKW, K word idx % BKW (BKW
+// Blocks lid + LOADERS i of a stage: row block / channel group idx / BKW, K word idx % BKW (BKW
 // consecutive invocations read one contiguous run).
 struct StageBlocks {
   ivec4 a[A_PER];
@@ -113,28 +131,28 @@ struct StageBlocks {
 StageBlocks load_stage(int rb0, int n40, int lid, int k0) {
   StageBlocks s;
   [[unroll]] for (int i = 0; i < A_PER; ++i) {
-    const int idx = lid + NT * i;
-    s.a[i] = (A_TOTAL % NT == 0 || idx < A_TOTAL) ? load_input(rb0 + idx / BKW, k0 + idx % BKW) : ivec4(0);
+    const int idx = lid + LOADERS * i;
+    s.a[i] = (A_TOTAL % LOADERS == 0 || idx < A_TOTAL) ? load_input(rb0 + idx / BKW, k0 + idx % BKW) : ivec4(0);
   }
   [[unroll]] for (int i = 0; i < B_PER; ++i) {
-    const int idx = lid + NT * i;
-    s.b[i] = (B_TOTAL % NT == 0 || idx < B_TOTAL) ? load_weight(n40 + idx / BKW, k0 + idx % BKW) : ivec4(0);
+    const int idx = lid + LOADERS * i;
+    s.b[i] = (B_TOTAL % LOADERS == 0 || idx < B_TOTAL) ? load_weight(n40 + idx / BKW, k0 + idx % BKW) : ivec4(0);
   }
   return s;
 }
 
 void store_stage(StageBlocks s, int buf, int lid) {
   [[unroll]] for (int i = 0; i < A_PER; ++i) {
-    const int idx = lid + NT * i;
-    if (A_TOTAL % NT == 0 || idx < A_TOTAL) {
+    const int idx = lid + LOADERS * i;
+    if (A_TOTAL % LOADERS == 0 || idx < A_TOTAL) {
       [[unroll]] for (int r = 0; r < 4; ++r) {
         SH(a_sh, buf * A_WORDS + (4 * (idx / BKW) + r) * STRIDE + idx % BKW) = s.a[i][r];
       }
     }
   }
   [[unroll]] for (int i = 0; i < B_PER; ++i) {
-    const int idx = lid + NT * i;
-    if (B_TOTAL % NT == 0 || idx < B_TOTAL) {
+    const int idx = lid + LOADERS * i;
+    if (B_TOTAL % LOADERS == 0 || idx < B_TOTAL) {
       [[unroll]] for (int c = 0; c < 4; ++c) {
         SH(b_sh, buf * B_WORDS + (4 * (idx / BKW) + c) * STRIDE + idx % BKW) = s.b[i][c];
       }
@@ -160,6 +178,53 @@ void multiply_stage(int buf, int a_frag0, int b_frag0) {
   }
 }
 
+#if K_SPLIT > 1
+// Subgroup sg's partial 32 x 32 tile, row-major int32 (stride BN), in its own shared buffers:
+// rows 0-15 over its A buffer, rows 16-31 over its B buffer (each BM x STRIDE >= 16 x BN words).
+#define PARTIAL_WORD(sg, words, row, col) ((sg) * (words) + ((row) % 16) * BN + (col))
+
+void main() {
+  const int lane = int(gl_SubgroupInvocationID), sg = int(gl_SubgroupID);
+  const int row0 = int(gl_WorkGroupID.y) * BM;
+  const int n4_0 = int(gl_WorkGroupID.x) * (BN / 4);
+  [[unroll]] for (int i = 0; i < FM; ++i) {
+    [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = MatC(0);
+  }
+  // Stages sg, sg + K_SPLIT, ...: the next one's loads in flight while this one is multiplied.
+  StageBlocks next = load_stage(row0 / 4, n4_0, lane, sg * BKW);
+  for (int k0 = sg * BKW; k0 < p.k4; k0 += K_SPLIT * BKW) {
+    const StageBlocks cur = next;
+    if (k0 + K_SPLIT * BKW < p.k4) next = load_stage(row0 / 4, n4_0, lane, k0 + K_SPLIT * BKW);
+    subgroupMemoryBarrierShared();  // the previous stage's fragment reads are done
+    subgroupBarrier();
+    store_stage(cur, sg, lane);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    multiply_stage(sg, 0, 0);
+  }
+  // The partial tile over this subgroup's own buffers, then every subgroup's.
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  [[unroll]] for (int j = 0; j < FN; ++j) {
+    coopMatStoreNV(acc[0][j], a_sh, PARTIAL_WORD(sg, A_WORDS, 0, 16 * j) / 4, BN / 4, false);
+    coopMatStoreNV(acc[1][j], b_sh, PARTIAL_WORD(sg, B_WORDS, 16, 16 * j) / 4, BN / 4, false);
+  }
+  barrier();
+  // Invocation lid: the tile's words lid and lid + NT (row w / 8, channel group w % 8), each the
+  // sum of the K_SPLIT partials.
+  const int lid = int(gl_LocalInvocationIndex);
+  [[unroll]] for (int t = 0; t < BM * BN / 4 / NT; ++t) {
+    const int w = lid + NT * t, row = w / (BN / 4), g = w % (BN / 4);
+    ivec4 sum = ivec4(0);
+    [[unroll]] for (int s = 0; s < K_SPLIT; ++s) {
+      sum += ivec4(row < 16 ? a_sh[PARTIAL_WORD(s, A_WORDS, row, 4 * g) / 4]
+                            : b_sh[PARTIAL_WORD(s, B_WORDS, row, 4 * g) / 4]);
+    }
+    const int r = row0 + row, g4 = n4_0 + g;
+    if (r < 4 * p.row_blocks && g4 < p.n4) store_output(sum, r, g4);
+  }
+}
+#else
 void main() {
   const int lid = int(gl_LocalInvocationIndex);
   const int sg = int(gl_SubgroupID);
@@ -189,6 +254,7 @@ void main() {
 
   STORE_ACCUMULATORS();
 }
+#endif
 
 // Fragment (i, j) of subgroup (sg % WARPS_M, sg / WARPS_M): rows row0 + 16 FM (sg % WARPS_M) +
 // 16 i .., channels WN (sg / WARPS_M) + 16 j ..; padded rows past the last row block are not

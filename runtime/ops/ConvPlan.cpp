@@ -40,6 +40,7 @@ constexpr ConvTuning kGpuTuning = [] {
   t.narrow_max_n4 = 8;
   t.narrow_max_k = 1024;
   t.narrow_max_wide_tiles = 64;
+  t.short_max_narrow_tiles = 64;
   t.dw_pw_fused = true;
   t.dw_pw_max_fused_out = 32;
   t.dw_pw_max_expansion_products = 32 * 192;
@@ -150,8 +151,14 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
   // Every tiled kernel takes 128 rows per workgroup; the wide tiles 32 channel words.
   const int64_t row_tiles = div_up(row_blocks * 4, 128), wide_n4_tiles = div_up(n4, 32);
   const int64_t tiles = wide_n4_tiles * row_tiles;
+  // The cooperative-matrix short tile's case (few narrow tiles, no tile asked for), where it
+  // beats split-K too.
+  const int64_t narrow_tiles = div_up(n4, 8) * row_tiles;
+  const bool short_fits = !im2col && lp.coopmat_tile_m == 0 && lp.coopmat_tile_n == 0 &&
+                          narrow_tiles < t.short_max_narrow_tiles;
   if (route == LinearRoute::Auto) {
     route = lp.groups * lp.rows <= 4             ? LinearRoute::Gemv
+            : no_coopmat.empty() && short_fits   ? LinearRoute::CoopMat
             : use_split_k(profile, t, tiles, k4) ? LinearRoute::SplitK
             : no_coopmat.empty()                 ? LinearRoute::CoopMat
                                                  : LinearRoute::Gemm;
@@ -162,6 +169,10 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
   VKD_CHECK(lp.coopmat_tile_n == 0 || lp.coopmat_tile_n == 32 || lp.coopmat_tile_n == 128,
             ErrorCode::InvalidArgument, op, ": cooperative-matrix tile width ", lp.coopmat_tile_n,
             " asked for (0 = chosen, 32 or 128)");
+  VKD_CHECK(lp.coopmat_tile_m == 0 || lp.coopmat_tile_m == 128 ||
+                (lp.coopmat_tile_m == 32 && lp.coopmat_tile_n != 128 && !im2col),
+            ErrorCode::InvalidArgument, op, ": cooperative-matrix tile height ", lp.coopmat_tile_m,
+            " asked for (0 = chosen, 128, or 32 with 32 channels and no im2col input)");
   const int64_t stages = div_up(k4, kStageK4);
   if (route == LinearRoute::SplitK) {
     const std::string no_split = split_k_unavailable(profile);
@@ -204,20 +215,23 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
     k.plan.group_count = {static_cast<uint32_t>(grid.groups_x),
                           static_cast<uint32_t>(grid.groups_y), 1};
   } else if (route == LinearRoute::CoopMat) {
-    // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (NARROW_N)
-    // for few channels or a short K.
+    // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (TILE 1)
+    // for few channels or a short K, or 32 x 32 of 128 (TILE 2) where even the narrow grid is
+    // small (few rows).
+    const bool short_tile = lp.coopmat_tile_m == 32 || short_fits;
     const bool narrow =
-        lp.coopmat_tile_n == 32 ||
-        (lp.coopmat_tile_n == 0 &&
-         (n4 <= t.narrow_max_n4 || (4 * k4 <= t.narrow_max_k && tiles < t.narrow_max_wide_tiles)));
-    k.kernel =
-        im2col
-            ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out][narrow ? 1 : 0]
-            : shaders::variants::q8ta_linear_coopmat[out][narrow ? 1 : 0];
+        !short_tile &&
+        (lp.coopmat_tile_n == 32 ||
+         (lp.coopmat_tile_n == 0 && (n4 <= t.narrow_max_n4 || (4 * k4 <= t.narrow_max_k &&
+                                                               tiles < t.narrow_max_wide_tiles))));
+    const int tile = short_tile ? 2 : narrow ? 1 : 0;
+    k.kernel = im2col ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out][tile]
+                      : shaders::variants::q8ta_linear_coopmat[out][tile];
     k.narrow = narrow;
-    k.plan.local_size = {narrow ? 128u : 256u, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, narrow ? 8 : 32)),
-                          static_cast<uint32_t>(row_tiles), 1};
+    k.short_tile = short_tile;
+    k.plan.local_size = {tile == 0 ? 256u : 128u, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, tile == 0 ? 32 : 8)),
+                          static_cast<uint32_t>(short_tile ? div_up(row_blocks, 8) : row_tiles), 1};
   } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
     // 128 rows x 128 channels per workgroup of 256 invocations.
     const bool split = route == LinearRoute::SplitK;
@@ -497,11 +511,14 @@ void plan_linear_conv(const ConvProblem& c, const vk::DeviceProfile& profile, co
     plan.gemm = plan_linear_kernel(c.op, lp, profile);
     return;
   }
-  // Im2col: the rows are the output pixels, K the matrix's.
+  // Im2col: the rows are the output pixels, K the matrix's. Not the short tile, which has no
+  // gathering form: its explicit matrix (a dispatch more) is not measured against the implicit
+  // split-K and narrow forms.
   const int64_t k = im2col_k(c);
   lp.groups = c.out.n * c.out.h;
   lp.rows = c.out.w;
   lp.k4 = k / 4;
+  lp.coopmat_tile_m = 128;
   plan.im2col_geometry = im2col_geometry(c);
   const LinearKernel gemm = plan_linear_kernel(c.op, lp, profile);
   plan.im2col_form = im2col_form(c, profile, t, gemm, plan.im2col_geometry);

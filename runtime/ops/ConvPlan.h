@@ -56,7 +56,9 @@ struct ConvTuning {
   // Linear kernels. Split-K (Auto) where the GEMM has fewer than split_k_max_tiles 128 x 128
   // tiles and K >= split_k_min_k, aiming at split_k_groups workgroups of at least
   // split_k_min_stages stages; the cooperative-matrix narrow tile where N4 <= narrow_max_n4,
-  // or K <= narrow_max_k with fewer than narrow_max_wide_tiles wide tiles.
+  // or K <= narrow_max_k with fewer than narrow_max_wide_tiles wide tiles; the short tile
+  // (32 x 32, K split over its subgroups) where the narrow tiles are fewer than
+  // short_max_narrow_tiles (0: never).
   bool split_k = false;
   int64_t split_k_max_tiles = 0;
   int64_t split_k_min_k = 0;
@@ -65,6 +67,7 @@ struct ConvTuning {
   int64_t narrow_max_n4 = 0;
   int64_t narrow_max_k = 0;
   int64_t narrow_max_wide_tiles = 0;
+  int64_t short_max_narrow_tiles = 0;
   // The fused convolution ops' Auto forms. q8ta_conv2d_dw_pw: fused up to dw_pw_max_fused_out
   // output channels and, with an expansion, C_x x C up to dw_pw_max_expansion_products;
   // q8ta_conv2d_ps_pw_q_dq fused where it fits.
@@ -90,6 +93,7 @@ struct LinearProblem {
   LinearRoute route = LinearRoute::Auto;
   int32_t split_k_slices = 0;
   int32_t coopmat_tile_n = 0;
+  int32_t coopmat_tile_m = 0;
   std::optional<Im2colInput> im2col;
 };
 
@@ -99,7 +103,8 @@ struct LinearKernel {
   shaders::Kernel kernel{};
   vk::DispatchPlan plan;
   bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
-  bool narrow = false;            // CoopMat: the 128 x 32 tile (NARROW_N)
+  bool narrow = false;            // CoopMat: the 128 x 32 tile (TILE 1)
+  bool short_tile = false;        // CoopMat: the 32 x 32 tile with K split (TILE 2)
 };
 
 // The one place the linear tiles and workgroups are chosen; the errors of a route asked for

@@ -370,6 +370,7 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
   problem.route = p.route;
   problem.split_k_slices = p.split_k_slices;
   problem.coopmat_tile_n = p.coopmat_tile_n;
+  problem.coopmat_tile_m = p.coopmat_tile_m;
   problem.im2col = im2col;
   const LinearKernel k = plan_linear_kernel(op, problem, graph.profile());
   return add_q8ta_linear_rows_node(graph, op, input, groups, row_count, weights, output, p, k,

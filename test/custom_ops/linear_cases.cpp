@@ -42,6 +42,7 @@ struct LinearSetup {
   ops::LinearRoute route = ops::LinearRoute::Auto;
   int32_t split_k_slices = 0;  // SplitK: the slices asked for (0: the op's choice)
   int32_t coopmat_tile_n = 0;  // CoopMat: the tile's channels asked for (0: the op's choice)
+  int32_t coopmat_tile_m = 0;  // CoopMat: the tile's rows asked for (32: the short tile)
   // ACCU: execute once before the checked execution, which must write the same bytes (the
   // split-K scratch left at zero).
   bool reexecute = false;
@@ -184,6 +185,7 @@ class Q8taLinearCase : public CaseInstance {
     p_.route = s_.route;
     p_.split_k_slices = s_.split_k_slices;
     p_.coopmat_tile_n = s_.coopmat_tile_n;
+    p_.coopmat_tile_m = s_.coopmat_tile_m;
     if (s_.accu) {
       const auto acc =
           testing::reference_linear_acc(qx_, host_.weight, rows_, k, s_.n, s_.input_zp);
@@ -537,6 +539,13 @@ const CoopMatTileShape kCoopMatTileShapes[] = {
     {{{257, 17}, 22}, 128}, {{{2, 5, 17}, 9}, 128}, {{{1029, 37}, 6657}, 128},
     {{{257, 63}, 63}, 128}};
 
+// The short tile: MiniLM's projections at 128 tokens (K 384: 6 stages of 64 for 4 subgroups;
+// K 1536: 24), batched planes that pad their rows with K's last stage partial and N over
+// three channel tiles (the last partial), one stage (three subgroups add nothing), exactly one
+// stage per subgroup, and many row tiles with a tiny K.
+const AccuShape kShortTileShapes[] = {{{128, 384}, 384}, {{1, 128, 1536}, 384}, {{2, 5, 1000}, 70},
+                                      {{63, 40}, 36},    {{33, 256}, 130},      {{257, 17}, 9}};
+
 // K below and above the workgroup's 256-value stride (shaders/q8csw_linear.glsl), N off a multiple
 // of its 16 channels, batched rows; torchao weight-only shapes of MiniLM and a wide GEMV.
 const AccuShape kQ8cswShapes[] = {
@@ -583,11 +592,12 @@ void set_route(LinearSetup& s, ops::LinearRoute route, int32_t slices) {
 }
 
 // "splitk/S3" (the slices asked for; "splitk" = the op's choice), "coopmat/n32" (the tile's
-// channels asked for), else the route's name.
+// channels asked for), "coopmat/m32" (the short tile), else the route's name.
 std::string route_name(const LinearSetup& s) {
   return ops::to_string(s.route) +
          (s.split_k_slices ? "/S" + std::to_string(s.split_k_slices) : "") +
-         (s.coopmat_tile_n ? "/n" + std::to_string(s.coopmat_tile_n) : "");
+         (s.coopmat_tile_n ? "/n" + std::to_string(s.coopmat_tile_n) : "") +
+         (s.coopmat_tile_m ? "/m" + std::to_string(s.coopmat_tile_m) : "");
 }
 
 // Split-K (forced; Auto takes it on GPUs only): K of 9 to 38 stages of 32 values split into
@@ -605,13 +615,21 @@ const SplitKShape kSplitKShapes[] = {
     {{{2, 5, 1210}, 63}, {6}},       // batched; 38 stages: 7 x 5 + 3
 };
 
-// An ACCU case's setup: `shape` on `route` (split-K `slices`), the input zero point rotating
-// with `index`.
+// The cooperative-matrix tile a case asks for (0: the op's choice): channels 32 / 128, rows
+// 32 (the short tile) / 128.
+struct CoopMatTile {
+  int32_t n = 0, m = 0;
+};
+
+// An ACCU case's setup: `shape` on `route` (split-K `slices`, the cooperative-matrix `tile`),
+// the input zero point rotating with `index`.
 LinearSetup accu_setup(const AccuShape& shape, ops::LinearRoute route, int32_t slices,
-                       uint32_t index) {
+                       uint32_t index, CoopMatTile tile = {}) {
   LinearSetup s;
   s.input_sizes = shape.input;
   s.n = shape.n;
+  s.coopmat_tile_n = tile.n;
+  s.coopmat_tile_m = tile.m;
   set_route(s, route, slices);
   s.input_zp = kInputZeroPoints[index % 3];
   return s;
@@ -638,9 +656,8 @@ void add_linear_accu_case(Registry& registry, const LinearSetup& s, std::string 
 // One ACCU case. Zero points, output quantization and bias rotate with `index` with coprime
 // periods (3, 5, 7), so every route and output type meets each of them.
 void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                   bool int8_out, uint32_t index, int32_t slices = 0, int32_t tile_n = 0) {
-  LinearSetup s = accu_setup(shape, route, slices, index);
-  s.coopmat_tile_n = tile_n;
+                   bool int8_out, uint32_t index, int32_t slices = 0, CoopMatTile tile = {}) {
+  LinearSetup s = accu_setup(shape, route, slices, index, tile);
   s.int8_out = int8_out;
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
@@ -656,9 +673,8 @@ void add_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute 
 // A q8ta_linear_add ACCU case (the output plus a residual tensor, q8ta_add's arithmetic in the
 // epilogue) on `route`, its quantization rotating with `index`.
 void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                            uint32_t index, int32_t slices = 0, int32_t tile_n = 0) {
-  LinearSetup s = accu_setup(shape, route, slices, index);
-  s.coopmat_tile_n = tile_n;
+                            uint32_t index, int32_t slices = 0, CoopMatTile tile = {}) {
+  LinearSetup s = accu_setup(shape, route, slices, index, tile);
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
   s.seed = 9000 + index;
@@ -675,8 +691,9 @@ void add_residual_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
 // A q8ta_linear_dq_add (`gelu` None: float output + a float residual) or q8ta_linear_gelu ACCU
 // case on `route`, quantization and bias rotating with `index`.
 void add_epilogue_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                            ops::LinearGelu gelu, uint32_t index, int32_t slices = 0) {
-  LinearSetup s = accu_setup(shape, route, slices, index);
+                            ops::LinearGelu gelu, uint32_t index, int32_t slices = 0,
+                            CoopMatTile tile = {}) {
+  LinearSetup s = accu_setup(shape, route, slices, index, tile);
   s.out = kOutputQuants[index % 5];
   s.bias = (index % 7) % 2 == 0;
   s.seed = 11000 + index;
@@ -696,8 +713,9 @@ void add_epilogue_accu_case(Registry& registry, const AccuShape& shape, ops::Lin
 // A q8ta_linear_qkv ACCU case: N in `blocks` column blocks, each with its own output
 // parameters (Q, K and V as one GEMM), on `route`.
 void add_column_blocks_accu_case(Registry& registry, const AccuShape& shape, ops::LinearRoute route,
-                                 int32_t blocks, uint32_t index, int32_t slices = 0) {
-  LinearSetup s = accu_setup(shape, route, slices, index);
+                                 int32_t blocks, uint32_t index, int32_t slices = 0,
+                                 CoopMatTile tile = {}) {
+  LinearSetup s = accu_setup(shape, route, slices, index, tile);
   s.bias = index % 2 == 0;
   s.seed = 13000 + index;
   s.column_blocks = blocks;
@@ -734,12 +752,14 @@ std::vector<ops::LinearRoute> perf_routes(const PerfShape& s) {
 // stream from memory), or with the reference backend's latency for the same shape (EtvkShapes.h)
 // "etvk/q8ta_linear ..." (one node, measured as the reference measures).
 void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute route,
-                   bool int8_out, double reference_us = 0, int32_t tile_n = 0, int32_t slices = 0) {
+                   bool int8_out, double reference_us = 0, CoopMatTile tile = {},
+                   int32_t slices = 0) {
   LinearSetup s;
   s.input_sizes = {shape.m, shape.k};
   s.n = shape.n;
   s.route = route;
-  s.coopmat_tile_n = tile_n;
+  s.coopmat_tile_n = tile.n;
+  s.coopmat_tile_m = tile.m;
   s.split_k_slices = slices;
   s.int8_out = int8_out;
   s.input_zp = -2;
@@ -791,9 +811,27 @@ void register_linear_cases(Registry& registry) {
   }
   for (const CoopMatTileShape& t : kCoopMatTileShapes) {
     for (bool int8_out : {true, false}) {
-      add_accu_case(registry, t.shape, ops::LinearRoute::CoopMat, int8_out, index++, 0, t.tile_n);
+      add_accu_case(registry, t.shape, ops::LinearRoute::CoopMat, int8_out, index++, 0,
+                    {t.tile_n, 0});
     }
-    add_residual_accu_case(registry, t.shape, ops::LinearRoute::CoopMat, index++, 0, t.tile_n);
+    add_residual_accu_case(registry, t.shape, ops::LinearRoute::CoopMat, index++, 0, {t.tile_n, 0});
+  }
+  // The short tile (32 x 32, K's stages split over 4 subgroups) forced, every epilogue.
+  const CoopMatTile short_tile{0, 32};
+  for (const AccuShape& shape : kShortTileShapes) {
+    for (bool int8_out : {true, false}) {
+      add_accu_case(registry, shape, ops::LinearRoute::CoopMat, int8_out, index++, 0, short_tile);
+    }
+    add_residual_accu_case(registry, shape, ops::LinearRoute::CoopMat, index++, 0, short_tile);
+    add_epilogue_accu_case(registry, shape, ops::LinearRoute::CoopMat, ops::LinearGelu::None,
+                           index++, 0, short_tile);
+    const ops::LinearGelu gelu = index % 2 ? ops::LinearGelu::Tanh : ops::LinearGelu::Erf;
+    add_epilogue_accu_case(registry, shape, ops::LinearRoute::CoopMat, gelu, index++, 0,
+                           short_tile);
+  }
+  for (const AccuShape& shape : {kColumnBlockShapes[0], kColumnBlockShapes[1]}) {
+    add_column_blocks_accu_case(registry, shape, ops::LinearRoute::CoopMat, 3, index++, 0,
+                                short_tile);
   }
   for (const AccuShape& shape : kResidualShapes) {
     const int64_t rows = numel(shape.input) / shape.input.back();
@@ -936,7 +974,7 @@ void register_linear_cases(Registry& registry) {
         PerfShape{3136, 576, 128}, PerfShape{1024, 2048, 2048}, PerfShape{4096, 4096, 4096},
         PerfShape{512, 4096, 4096}}) {
     for (int32_t tile_n : {32, 128}) {
-      add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, tile_n);
+      add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, {tile_n, 0});
     }
   }
   // Few row tiles with a mid-sized K (mobilenet_v2's pointwise layers at 14 x 14 and 7 x 7):
@@ -947,9 +985,10 @@ void register_linear_cases(Registry& registry) {
         PerfShape{49, 960, 160}, PerfShape{49, 960, 320}, PerfShape{196, 2304, 256},
         PerfShape{49, 4608, 512}}) {
     add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true);
+    add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, {0, 32});
     for (int32_t slices : {0, 4, 8, 16, 24, 36, 48, 72}) {
       if (32 * slices <= shape.k) {
-        add_perf_case(registry, shape, ops::LinearRoute::SplitK, true, 0, 0, slices);
+        add_perf_case(registry, shape, ops::LinearRoute::SplitK, true, 0, {}, slices);
       }
     }
   }
@@ -964,10 +1003,11 @@ void register_linear_cases(Registry& registry) {
     add_perf_case(registry, shape, ops::LinearRoute::Auto, true);
     add_perf_case(registry, shape, ops::LinearRoute::Gemm, true);
     for (int32_t tile_n : {32, 128}) {
-      add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, tile_n);
+      add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, {tile_n, 0});
     }
+    add_perf_case(registry, shape, ops::LinearRoute::CoopMat, true, 0, {0, 32});
     for (int32_t slices : {0, 4, 12}) {
-      add_perf_case(registry, shape, ops::LinearRoute::SplitK, true, 0, 0, slices);
+      add_perf_case(registry, shape, ops::LinearRoute::SplitK, true, 0, {}, slices);
     }
   }
 }

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "core/Error.h"
 #include "runtime/ops/ConvPlan.h"
@@ -271,6 +273,74 @@ TEST(ConvPlan, AskedRoutesThatDoNotFitAreRefused) {
   c.route = Conv2dRoute::Im2col;
   c.im2col_form = Im2colForm::Implicit;
   EXPECT_THROW(plan_conv2d(c, cpu_device()), vkd::Error);  // no implicit form on the CPU GEMM
+}
+
+// --- the linear kernels ----------------------------------------------------------------------
+
+// A q8ta_linear of `rows` rows, K -> N (int8 output), the route and tiles asked for.
+vkd::ops::LinearProblem linear(int64_t rows, int64_t k, int64_t n,
+                               LinearRoute route = LinearRoute::Auto) {
+  vkd::ops::LinearProblem lp;
+  lp.rows = rows;
+  lp.k4 = (k + 3) / 4;
+  lp.n4 = (n + 3) / 4;
+  lp.route = route;
+  return lp;
+}
+
+TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
+  // MiniLM's FFN output at 128 tokens, 128 x 1536 -> 384: one row tile, 12 narrow tiles (< 64);
+  // split-K's bounds hold too (3 wide tiles, K >= 1024), but the short tile goes first.
+  const auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), desktop_gpu());
+  EXPECT_EQ(k.route, LinearRoute::CoopMat);
+  EXPECT_TRUE(k.short_tile);
+  EXPECT_FALSE(k.narrow);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][2]);
+  EXPECT_EQ(local_of(k.plan), (Grid{128, 1, 1}));
+  EXPECT_EQ(groups_of(k.plan), (Grid{12, 4, 1}));  // 32 channels x 32 rows each
+  // 512 x 384 -> 1536: 4 row tiles x 48 narrow tiles = 192: the narrow tile (K <= 1024).
+  const auto wide =
+      vkd::ops::plan_linear_kernel("q8ta_linear", linear(512, 384, 1536), desktop_gpu());
+  EXPECT_EQ(wide.route, LinearRoute::CoopMat);
+  EXPECT_FALSE(wide.short_tile);
+  EXPECT_TRUE(wide.narrow);
+  // Without cooperative matrices the same shape keeps split-K.
+  EXPECT_EQ(vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), dot_gpu()).route,
+            LinearRoute::SplitK);
+}
+
+TEST(LinearPlan, TilesAskedForWinOverTheShortTile) {
+  vkd::ops::LinearProblem lp = linear(128, 384, 384, LinearRoute::CoopMat);
+  lp.coopmat_tile_n = 32;
+  auto k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
+  EXPECT_TRUE(k.narrow);
+  EXPECT_FALSE(k.short_tile);
+  lp.coopmat_tile_n = 0;
+  lp.coopmat_tile_m = 128;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
+  EXPECT_FALSE(k.short_tile);
+  // The short tile asked for over many tiles: 4096 rows, 128 row tiles of 32.
+  lp = linear(4096, 64, 64, LinearRoute::CoopMat);
+  lp.coopmat_tile_m = 32;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
+  EXPECT_TRUE(k.short_tile);
+  EXPECT_EQ(groups_of(k.plan), (Grid{2, 128, 1}));
+}
+
+TEST(LinearPlan, ShortTileRequestsThatCannotRunAreRefused) {
+  vkd::ops::LinearProblem lp = linear(128, 384, 384, LinearRoute::CoopMat);
+  for (const auto [m, n] : {std::pair{32, 128}, std::pair{64, 0}}) {
+    lp.coopmat_tile_m = m;
+    lp.coopmat_tile_n = n;
+    try {
+      vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
+      FAIL() << "tile " << m << " x " << n << " was planned";
+    } catch (const vkd::Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("tile height " + std::to_string(m)), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
