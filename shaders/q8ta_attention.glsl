@@ -48,6 +48,9 @@
 #extension GL_GOOGLE_include_directive : require
 #define VKD_FIXED_LOCAL_SIZE
 #define WG 128
+#ifndef SMALL_HEAD
+#define SMALL_HEAD 0  // the float family has the one form
+#endif
 #define BQ 8                                    // query rows per workgroup (two 4-row chunks)
 #define PARTS (WG / BQ)                         // invocations per query row: 16
 #define WORD_PARTS 8                            // P.V: invocations sharing a row's words
@@ -58,6 +61,15 @@
 #define CHUNK_ROWS 1   // rows of one loaded chunk: a vec4 of one row
 #define Chunk vec4
 #define Elem vec4      // a shared tile's element: 4 dims of one row
+#elif SMALL_HEAD
+// Heads of D <= 32 (BERT-class encoders: MiniLM's 12 x 32): one tile of 128 keys instead of 4
+// of 32 (a sequence of 128 is one pass: a quarter of the barriers and load round trips), the
+// same shared K / V words as the large form's 32 x 32.
+#define TK 128         // keys per tile
+#define MAX_D4 8       // words of one head's row: D <= 32
+#define CHUNK_ROWS 4   // rows of one loaded chunk: 16 bytes of 4H4W, one word of 4 rows
+#define Chunk ivec4
+#define Elem int
 #else
 #define TK 32          // keys per tile
 #define MAX_D4 32      // words of one head's row: D <= 128

@@ -38,7 +38,8 @@ struct Tiles {
                                  4 * (kQueryRows * (keys + 1) + 2 * kWorkgroup));
   }
 };
-constexpr Tiles kInt8Tiles{32, 32, 4}, kFloatTiles{16, 16, 16};
+// int8: heads up to 128 (tiles of 32 keys), or up to 32 (SMALL_HEAD: one tile of 128 keys).
+constexpr Tiles kInt8Tiles{32, 32, 4}, kInt8SmallHeadTiles{128, 8, 4}, kFloatTiles{16, 16, 16};
 
 // The checks of Q, K, V and output: 4H4W int8x4, or float32 width-packed buffers.
 void check_operand(const std::string& op, const graph::GpuTensor& t, const char* what,
@@ -73,10 +74,12 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   check_operand(op, v, "value", float_io);
   check_operand(op, out, "output", float_io);
   check_same_sizes(op, k, v);
-  const Tiles tiles = float_io ? kFloatTiles : kInt8Tiles;
   const Dims4 dq = q.spec().dims4(), dk = k.spec().dims4(), dm = m.spec().dims4();
   const Dims4 dout = out.spec().dims4();
   const int64_t batches = dq.n * dq.c, width = dout.w, heads = params.num_heads;
+  const bool small_head = !float_io && heads >= 1 && width % heads == 0 &&
+                          width / heads <= 4 * kInt8SmallHeadTiles.max_head_elems;
+  const Tiles tiles = float_io ? kFloatTiles : small_head ? kInt8SmallHeadTiles : kInt8Tiles;
   const AttentionColumns columns = params.columns.value_or(AttentionColumns{});
   if (!params.columns) {
     check_same_sizes(op, q, out);
@@ -149,7 +152,8 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   graph::DispatchNode node;
   node.op = op;
   node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
-                         : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1];
+                         : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1]
+                                                            [small_head ? 1 : 0];
   node.bindings = {output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per (block of 8 query rows, head, batch); the shader's size is fixed (its

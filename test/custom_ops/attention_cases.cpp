@@ -356,6 +356,10 @@ void register_attention_cases(Registry& registry) {
       {{{1, 5, 32}, {1, 40, 32}, 1}, MaskKind::Causal, soft},           // causal, Tq < Tk
       {{{1, 16, 384}, {1, 16, 384}, 12}, MaskKind::MadeBert, sharp},    // MiniLM's made mask
       {{{2, 7, 128}, {2, 40, 128}, 2}, MaskKind::MadeRandom, soft},     // 2 key tiles, batches
+      // Heads of at most 32 (one tile of 128 keys): three tiles, the last partial; batches with
+      // a mask per query row over two tiles.
+      {{{1, 300, 64}, {1, 300, 64}, 2}, MaskKind::Keys, sharp},
+      {{{2, 130, 96}, {2, 130, 96}, 3}, MaskKind::Rows, soft},
   };
   for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
   // Q, K, V as column ranges of one tensor: MiniLM's at 16 tokens, batches and a partial block.
@@ -364,6 +368,8 @@ void register_attention_cases(Registry& registry) {
   add_attention_case(registry, "", {{2, 7, 128}, {2, 7, 128}, 2}, MaskKind::Rows, soft, false,
                      true);
   add_attention_case(registry, "perf/", {{1, 128, 384}, {1, 128, 384}, 12}, MaskKind::Keys, sharp);
+  add_attention_case(registry, "perf/", {{1, 512, 384}, {1, 512, 384}, 12}, MaskKind::Keys, sharp);
+  add_attention_case(registry, "perf/", {{1, 197, 192}, {1, 197, 192}, 3}, MaskKind::None, sharp);
   // The float op: heads of 8 to 64 (its largest), one to several key tiles of 16.
   const struct {
     AttentionShape shape;
