@@ -10,12 +10,30 @@
 // linalg_vector_norm, clamp_min, div; compiler/ops/Reduce.cpp): every sum from +0.0 in order
 // along its dim (t for the mean, c for the norm), each product, sum and quotient rounded once
 // (`precise`, div_rn), the square root correctly rounded (sqrt_rn), clamps passing NaN.
-// Workgroup b pools batch row b: invocation l the channels l, l + wg, ... (reads along t are
-// contiguous along C across neighbouring invocations, 8 tokens' loads in flight at once), each
-// also counting the tokens itself;
-// the means go to shared memory and every invocation sums their squares in channel order.
+// STAGED 1 (GPUs). The sums are sequential along t, so with an invocation walking its channel's
+// tokens the kernel was T / 8 rounds of memory latency per channel (MiniLM's [1, 128, 384] int8:
+// 37-43 us on an H200, 6% of the model). The loads and the products x * m do not depend on the
+// sums, so the whole workgroup issues them together and only the adds stay in order:
+// - A workgroup (512 invocations where the device allows: runtime/ops/Reduce.cpp) pools batch
+//   row b (gl_WorkGroupID.x) over blocks of p.block channels (<= the workgroup): every
+//   block of the row (NORMALIZE 1: the norm needs all the means in one workgroup), else block
+//   gl_WorkGroupID.y (plain means: more workgroups share the loads).
+// - A block's tokens go in chunks of `tokens` tokens x its cb channels, at most LOADS * wg
+//   elements: invocation l loads and multiplies the chunk's elements l, l + wg, ... (element e:
+//   token e / cb, channel e % cb; neighbouring invocations read neighbouring channels) into
+//   registers, stores them in shared memory, then issues the NEXT chunk's loads, which are in
+//   flight while invocation l < cb adds its channel's values of this chunk in token order.
+//   One round of memory latency per chunk, not per token.
+// - NORMALIZE 1: a block's means go to staged[c0 ..], below the staging area of the later
+//   blocks (which starts at their first channel, so MAX_CHANNELS floats hold both).
+// STAGED 0 (CPU devices: one thread runs the workgroup, barriers are coroutine switches and
+// there is no latency to hide; staged took 1.0 ms on lavapipe at MiniLM's shape, this 0.2 ms): invocation l walks the
+// channels l, l + wg, ... itself, TOKEN_BLOCK tokens' loads at a time, then adds them in order.
+// Both: every invocation counts the tokens itself (TOKEN_BLOCK mask loads at a time); the
+// means of NORMALIZE 1 in staged[c], whose squares every invocation sums in channel order.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 #include "exact_div.glslh"  // div_rn
 #if NORMALIZE
@@ -35,10 +53,11 @@ layout(set = 0, binding = 1) readonly buffer InFloats { float in_floats[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer MaskFloats { float mask_floats[]; };
 
-// The widest hidden size pooled (the runtime checks C against it): 16 KiB of shared memory,
-// Vulkan's guaranteed minimum.
+// The widest hidden size pooled (the runtime checks C against it), and the staging area: 16 KiB
+// of shared memory, Vulkan's guaranteed minimum.
 #define MAX_CHANNELS 4096
 #define TOKEN_BLOCK 8
+#define LOADS 8
 
 layout(push_constant) uniform Params {
   ivec4 sizes;       // 1, B, T, C of the input
@@ -48,10 +67,12 @@ layout(push_constant) uniform Params {
   float eps;         // the norm's lower bound (F.normalize's clamp_min)
   float scale;       // int8 input: its dequantization
   int zero_point;
+  int block;  // channels per block (<= the workgroup size)
 } p;
 
-#if NORMALIZE
-shared float means[MAX_CHANNELS];
+#if STAGED || NORMALIZE
+// STAGED: chunks of products; NORMALIZE: the means (the staged chunks of a block above them).
+shared float staged[MAX_CHANNELS];
 #endif
 
 float hidden(int b, int t, int c) {
@@ -62,47 +83,104 @@ float hidden(int b, int t, int c) {
 #endif
 }
 
+float mask(int b, int t) { return mask_floats[b * p.strides.x + t * p.strides.y]; }
+
+// x * m, rounded once as the reference's mul.
+float kept_value(int b, int t, int c) {
+  precise float product = hidden(b, t, c) * mask(b, t);
+  return product;
+}
+
+void store_mean(int b, int c, float mean) {
+#if NORMALIZE
+  staged[c] = mean;
+#else
+  out_floats[b * p.strides.z + c * p.strides.w] = mean;
+#endif
+}
+
+#if STAGED
+// This invocation's elements of the chunk of tokens t0 .. and channels c0 .. c0 + cb - 1 that
+// has n elements (zeros past n). Element l + j * wg is token t0 + dt, channel c0 + dc.
+void load_chunk(int b, int t0, int c0, int cb, int n, out float kept[LOADS]) {
+  const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
+  const int step_t = wg / cb, step_c = wg % cb;
+  int dt = l / cb, dc = l % cb;
+  [[unroll]] for (int j = 0; j < LOADS; ++j) {
+    kept[j] = 0.0;
+    if (l + j * wg < n) kept[j] = kept_value(b, t0 + dt, c0 + dc);
+    dt += step_t;
+    dc += step_c;
+    if (dc >= cb) {
+      dc -= cb;
+      ++dt;
+    }
+  }
+}
+#endif
+
 void main() {
   const int b = int(gl_WorkGroupID.x);
   const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
   const int T = p.sizes.z, C = p.sizes.w;
   precise float count = 0.0;
-  for (int t = 0; t < T; ++t) count = count + mask_floats[b * p.strides.x + t * p.strides.y];
+  for (int t0 = 0; t0 < T; t0 += TOKEN_BLOCK) {
+    const int n = min(TOKEN_BLOCK, T - t0);
+    float m[TOKEN_BLOCK];
+    for (int k = 0; k < TOKEN_BLOCK; ++k) m[k] = mask(b, t0 + min(k, n - 1));  // past T: unused
+    for (int k = 0; k < n; ++k) count = count + m[k];
+  }
   const float denominator = count < p.mask_min ? p.mask_min : count;
-  for (int c = l; c < C; c += wg) {
-    // Tokens in blocks of TOKEN_BLOCK: the block's loads are issued together (independent of
-    // the sum), then added in token order; one load in flight at a time left a loop of T
-    // memory latencies (float_sum of MiniLM's [1, 128, 384]: 32 us on an H200).
+#if STAGED
+#if NORMALIZE
+  const int first = 0, last = C;
+#else
+  const int first = int(gl_WorkGroupID.y) * p.block, last = min(C, first + p.block);
+#endif
+  for (int c0 = first; c0 < last; c0 += p.block) {
+    const int cb = min(p.block, last - c0);
+    const int base = NORMALIZE == 1 ? c0 : 0;  // staged[0 .. c0): the means so far
+    const int tokens = min(LOADS * wg, MAX_CHANNELS - base) / cb;  // >= 1: cb <= C - c0
+    float kept[LOADS];
+    load_chunk(b, 0, c0, cb, min(tokens, T) * cb, kept);
     precise float acc = 0.0;
-    for (int t0 = 0; t0 < T; t0 += TOKEN_BLOCK) {
-      const int n = min(TOKEN_BLOCK, T - t0);
-      float x[TOKEN_BLOCK], m[TOKEN_BLOCK];
-      for (int k = 0; k < TOKEN_BLOCK; ++k) {
-        const int t = t0 + min(k, n - 1);  // past the end: the last token again, unused
-        x[k] = hidden(b, t, c);
-        m[k] = mask_floats[b * p.strides.x + t * p.strides.y];
+    for (int t0 = 0; t0 < T; t0 += tokens) {
+      const int n = min(tokens, T - t0);
+      barrier();  // the previous chunk is summed
+      [[unroll]] for (int j = 0; j < LOADS; ++j) {
+        if (l + j * wg < n * cb) staged[base + l + j * wg] = kept[j];
       }
-      for (int k = 0; k < n; ++k) {
-        precise float kept = x[k] * m[k];
-        acc = acc + kept;
+      barrier();
+      if (t0 + n < T) load_chunk(b, t0 + n, c0, cb, min(tokens, T - t0 - n) * cb, kept);
+      if (l < cb) {
+        for (int k = 0; k < n; ++k) acc = acc + staged[base + k * cb + l];
       }
     }
     const float mean = div_rn(acc, denominator);
-#if NORMALIZE
-    means[c] = mean;
-#else
-    out_floats[b * p.strides.z + c * p.strides.w] = mean;
-#endif
+    barrier();  // NORMALIZE 1: the last chunk is summed, its area holds the block's means now
+    if (l < cb) store_mean(b, c0 + l, mean);
   }
+#else
+  for (int c = l; c < C; c += wg) {
+    precise float acc = 0.0;
+    for (int t0 = 0; t0 < T; t0 += TOKEN_BLOCK) {
+      const int n = min(TOKEN_BLOCK, T - t0);
+      float kept[TOKEN_BLOCK];
+      for (int k = 0; k < TOKEN_BLOCK; ++k) kept[k] = kept_value(b, t0 + min(k, n - 1), c);
+      for (int k = 0; k < n; ++k) acc = acc + kept[k];
+    }
+    store_mean(b, c, div_rn(acc, denominator));
+  }
+#endif
 #if NORMALIZE
   barrier();
   precise float squares = 0.0;
   for (int c = 0; c < C; ++c) {
-    precise float sq = means[c] * means[c];
+    precise float sq = staged[c] * staged[c];
     squares = squares + sq;
   }
   float norm = sqrt_rn(squares);
   norm = norm < p.eps ? p.eps : norm;
-  for (int c = l; c < C; c += wg) out_floats[b * p.strides.z + c * p.strides.w] = div_rn(means[c], norm);
+  for (int c = l; c < C; c += wg) out_floats[b * p.strides.z + c * p.strides.w] = div_rn(staged[c], norm);
 #endif
 }

@@ -7,8 +7,11 @@
 // float_masked_mean / q8ta_masked_mean [_normalize] (the whole pooling in one dispatch): float32
 // hidden states and int8 ones in each packed layout, masks [B, T] and [B, T, 1] of 0/1 (rows
 // with no token: the count clamped) or any values, C past the workgroup (several channels per
-// invocation) and below it, against test/reference/MaskedMeanReference.h bit for bit. PERF:
-// MiniLM's pooling at T = 128 from its last layer norm's int8 output.
+// invocation) and below it, against test/reference/MaskedMeanReference.h bit for bit; on a CPU
+// device also with its CPU kernels off (the GPUs' staged kernel: chunks of tokens, the last one
+// partial, T not a multiple of 4, several channel blocks, the last one partial, C = 4096 where
+// the last blocks stage one token a chunk, T = 1, T = 3000 over 5 channels). PERF: MiniLM's
+// pooling at T = 128 from its last layer norm's int8 output.
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -206,7 +209,8 @@ void add_masked_mean_case(Registry& registry, const std::string& prefix, const M
                             std::to_string(s.C) + (s.column_mask ? "/mask_BxTx1" : "") +
                             (s.binary_mask ? "" : "/any_mask");
   const std::string layout = layout_name(s.int8);
-  registry.add({prefix + op + "/" + shape + "/" + layout, op, shape, layout, accu, !accu, false,
+  // with_and_without_int8_dot: on a CPU device also its GPU kernel (STAGED 1).
+  registry.add({prefix + op + "/" + shape + "/" + layout, op, shape, layout, accu, !accu, accu,
                 Metric::GBps, [=] { return std::make_unique<MaskedMeanCase>(s); }});
 }
 
@@ -217,11 +221,26 @@ void register_reduce_cases(Registry& registry) {
     std::vector<std::optional<MemoryLayout>> inputs = {std::nullopt};
     for (MemoryLayout l : kAllPackedInt8Layouts) inputs.push_back(l);
     for (const auto& input : inputs) {
-      for (const auto& [B, T, C] :
-           std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {3, 7, 10}, {2, 33, 384}, {1, 5, 515}}) {
+      // The staged kernel on a 512-invocation workgroup (normalize: blocks of 512 channels,
+      // chunks of 4096 / C tokens; means: blocks of 128 channels, chunks of 32 tokens):
+      // [1, 128, 384] 13 chunks, the last of 8 tokens; [3, 37, 700] two blocks, the second of
+      // 188 channels; [2, 1, 700] one token.
+      for (const auto& [B, T, C] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
+                                                                       {3, 7, 10},
+                                                                       {2, 33, 384},
+                                                                       {1, 5, 515},
+                                                                       {1, 128, 384},
+                                                                       {3, 37, 700},
+                                                                       {2, 1, 700}}) {
         add_masked_mean_case(registry, "", {B, T, C, input, normalize}, true);
       }
     }
+    // The widest pooled (the last normalize blocks stage one token a chunk); many tokens over
+    // few channels (chunks of 819 tokens).
+    add_masked_mean_case(registry, "", {2, 3, 4096, std::nullopt, normalize}, true);
+    add_masked_mean_case(registry, "", {1, 3, 4096, MemoryLayout::PackedInt8_4H4W, normalize},
+                         true);
+    add_masked_mean_case(registry, "", {2, 3000, 5, std::nullopt, normalize}, true);
     add_masked_mean_case(registry, "", {2, 9, 6, std::nullopt, normalize, true}, true);
     add_masked_mean_case(registry, "", {3, 9, 70, std::nullopt, normalize, false, false}, true);
   }
