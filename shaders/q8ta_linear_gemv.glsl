@@ -32,6 +32,9 @@
 #if SG_REDUCE
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#if SG_REDUCE == 2
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;
 #include "common.glslh"
 #include "int8_dot.glslh"
@@ -51,11 +54,36 @@ void accumulate(inout ivec4 acc[NG * 4], int g, ivec4 x, ivec4 w) {
 }
 
 #if SG_REDUCE == 2
+// The subgroup's totals of the 8 = NG * 4 words, scattered: lane l gets word (l / (lanes / 8)) % 8
+// (each word's total lands in lanes / 8 lanes). Three halving steps over lane bits lanes / 2,
+// lanes / 4, lanes / 8 (each lane keeps the half its bit selects and adds its partner's copy of
+// that half: 4 + 2 + 1 words shuffled), then plain butterfly adds over the lower bits: 7 +
+// log2(lanes / 8) shuffles of a word instead of subgroupAdd's 8 log2(lanes).
+ivec4 reduce_scatter(ivec4 acc[NG * 4], int lane, int lanes) {
+  ivec4 v4[4], v2[2];
+  bool hi = (lane & (lanes / 2)) != 0;
+  [[unroll]] for (int i = 0; i < 4; ++i) {
+    v4[i] = (hi ? acc[i + 4] : acc[i]) + subgroupShuffleXor(hi ? acc[i] : acc[i + 4], lanes / 2);
+  }
+  hi = (lane & (lanes / 4)) != 0;
+  [[unroll]] for (int i = 0; i < 2; ++i) {
+    v2[i] = (hi ? v4[i + 2] : v4[i]) + subgroupShuffleXor(hi ? v4[i] : v4[i + 2], lanes / 4);
+  }
+  hi = (lane & (lanes / 8)) != 0;
+  ivec4 v = (hi ? v2[1] : v2[0]) + subgroupShuffleXor(hi ? v2[0] : v2[1], lanes / 8);
+  for (int m = lanes / 16; m >= 1; m /= 2) v += subgroupShuffleXor(v, m);
+  return v;
+}
+
 void main() {
   const int lane = int(gl_SubgroupInvocationID), lanes = int(gl_SubgroupSize);
   const int rb = int(gl_WorkGroupID.y);
   const int n4_0 = (int(gl_WorkGroupID.x) * int(gl_NumSubgroups) + int(gl_SubgroupID)) * NG;
   if (n4_0 >= p.n4) return;  // a whole subgroup past N (no barrier follows)
+  // The word this lane will hold (reduce_scatter): group `word / 4`, row `word % 4`; its
+  // channels' epilogue constants are loaded now, in flight with the products' loads.
+  const int word = (lane / (lanes / 8)) % 8, g4 = n4_0 + word / 4;
+  const ChannelWord k_out = load_channel_word(min(g4, p.n4 - 1));
 
   ivec4 acc[NG * 4];
   [[unroll]] for (int i = 0; i < NG * 4; ++i) acc[i] = ivec4(0);
@@ -76,14 +104,9 @@ void main() {
     const ivec4 x = in_blocks[rb * p.k4 + k];
     [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[weight_block_channel_major(g4s[g], k, p.k4)]);
   }
-  // Every lane gets the sums; lane g * 4 + row stores channel group g of that row.
-  ivec4 mine = ivec4(0);
-  [[unroll]] for (int i = 0; i < NG * 4; ++i) {
-    const ivec4 total = subgroupAdd(acc[i]);
-    if (i == lane) mine = total;
-  }
-  const int g4 = n4_0 + lane / 4;
-  if (lane < NG * 4 && g4 < p.n4) store_output(mine, rb * 4 + lane % 4, g4);
+  // The first of the lanes holding each word stores it.
+  const ivec4 total = reduce_scatter(acc, lane, lanes);
+  if (lane % (lanes / 8) == 0 && g4 < p.n4) store_output_with(total, rb * 4 + word % 4, g4, k_out);
 }
 #else
 void main() {

@@ -119,12 +119,12 @@ constexpr int64_t kGemvPerSubgroupMaxK4 = 256;
 constexpr int64_t kGemvPerSubgroupMinWorkgroups = 128;
 
 // Whether the GEMV runs SG_REDUCE 2 on `profile` for K4 = `k4`, N4 = `n4` over `row_blocks`:
-// subgroup arithmetic, a subgroup of at least 4 NG lanes dividing the workgroup, a short K,
+// subgroup shuffles, a subgroup of at least 4 NG lanes dividing the workgroup, a short K,
 // enough workgroups on a GPU.
 bool gemv_per_subgroup(const vk::DeviceProfile& profile, int64_t k4, int64_t n4,
                        int64_t row_blocks) {
   const int64_t sg = profile.subgroup_size;
-  if (!profile.subgroup_arithmetic || sg < 4 * kGemvGroups || sg > kGemvInvocations ||
+  if (!profile.subgroup_shuffle || sg < 4 * kGemvGroups || sg > kGemvInvocations ||
       kGemvInvocations % sg != 0 || k4 > kGemvPerSubgroupMaxK4) {
     return false;
   }

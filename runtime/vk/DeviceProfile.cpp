@@ -179,6 +179,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  p.subgroup_shuffle =
+      p.subgroup_arithmetic && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   p.subgroup_ballot = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                       (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
   const auto& lim = base.limits;
@@ -250,7 +252,7 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   }
   if (switch_off(p.subgroup_arithmetic, overrides.disable_subgroup_arithmetic,
                  "VKD_DISABLE_SUBGROUP_ARITH", "subgroup arithmetic")) {
-    p.subgroup_arithmetic = false;
+    p.subgroup_arithmetic = p.subgroup_shuffle = false;
   }
   if (switch_off(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16",
                  "float16")) {

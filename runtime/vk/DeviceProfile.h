@@ -47,6 +47,7 @@ struct DeviceProfile {
   // Subgroups and workgroups
   uint32_t subgroup_size = 1;
   bool subgroup_arithmetic = false;  // basic + arithmetic subgroup operations in compute shaders
+  bool subgroup_shuffle = false;     // and shuffles (subgroupShuffleXor)
   bool subgroup_ballot =
       false;  // ballot subgroup operations (subgroupBroadcast) in compute shaders
   // Kernels shaped for a CPU device (Mesa lavapipe: llvmpipe runs a workgroup on one thread,

@@ -274,6 +274,7 @@ void check_kernel_supported(const DeviceProfile& p, shaders::Kernel kernel) {
   need(shaders::kReqCooperativeMatrixNV, p.cooperative_matrix_nv, "VK_NV_cooperative_matrix");
   need(shaders::kReqVulkanMemoryModel, p.vulkan_memory_model, "the Vulkan memory model");
   need(shaders::kReqSubgroup, p.subgroup_arithmetic, "subgroup operations in compute shaders");
+  need(shaders::kReqSubgroupShuffle, p.subgroup_shuffle, "subgroup shuffles in compute shaders");
   need(shaders::kReqCooperativeMatrixKHR, p.cooperative_matrix_khr, "VK_KHR_cooperative_matrix");
 }
 

@@ -25,8 +25,13 @@ struct CopyPush {
 // one workgroup: what a dispatch costs with (almost) no work, the floor under every small layer.
 // Layer: 4 MiB each way, the traffic of an int8 op over 1x64x256x256 in and out: the best any
 // single dispatch of that size reaches (the dispatch cost is a large part of it), the ceiling
-// the memory-bound ops of that size are compared with besides the peak.
-enum class CopySize { Peak, Accu, Floor, Layer };
+// the memory-bound ops of that size are compared with besides the peak. Head: the traffic of
+// the wide-N GEMV 1 x 512 -> 9059 (its 4.6 MB of int8 weights), half of it each way: the best a
+// dispatch moving that many bytes reaches, the GEMV's ceiling besides the peak.
+enum class CopySize { Peak, Accu, Floor, Layer, Head };
+
+// The bytes the GEMV 1 x 512 -> 9059 reads: its weights, 9060 channels (4 a word) x 512.
+constexpr uint64_t kHeadGemvBytes = uint64_t(9060) * 512;
 
 class CopyPeakCase : public CaseInstance {
  public:
@@ -35,6 +40,7 @@ class CopyPeakCase : public CaseInstance {
   void build(graph::ComputeGraph& g) override {
     uint64_t bytes = size_ == CopySize::Floor   ? 256
                      : size_ == CopySize::Layer ? (4u << 20)
+                     : size_ == CopySize::Head  ? kHeadGemvBytes / 2
                      : small_                   ? (1u << 20)
                      : g.profile().is_cpu()     ? (32u << 20)
                                                 : (256u << 20);
@@ -260,6 +266,9 @@ void register_peak_cases(Registry& registry) {
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Floor); }});
   registry.add({"ceiling/copy_4MiB", "bench_copy", "4 MiB", "buffer -> buffer", false, true, false,
                 Metric::GBps, [] { return std::make_unique<CopyPeakCase>(CopySize::Layer); }});
+  registry.add({"ceiling/copy_gemv_head", "bench_copy", "2.3 MB", "buffer -> buffer", false, true,
+                false, Metric::GBps,
+                [] { return std::make_unique<CopyPeakCase>(CopySize::Head); }});
   registry.add({"peak/int8_dot", "bench_int8_dot", "", "registers", false, true, false,
                 Metric::GOPs, [] { return std::make_unique<DotPeakCase>(DotSize::Peak); }});
   registry.add(

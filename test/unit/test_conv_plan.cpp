@@ -38,7 +38,7 @@ vkd::vk::DeviceProfile desktop_gpu() {
   p.cooperative_matrix_nv = true;
   p.int8_cooperative_matrix_shapes = {{16, 16, 32, false}};
   p.subgroup_size = 32;
-  p.subgroup_arithmetic = p.subgroup_ballot = true;
+  p.subgroup_arithmetic = p.subgroup_shuffle = p.subgroup_ballot = true;
   p.max_workgroup_size = {1024, 1024, 64};
   p.max_workgroup_invocations = 1024;
   p.max_workgroup_count = {2147483647u, 65535, 65535};

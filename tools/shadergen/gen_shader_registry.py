@@ -526,6 +526,7 @@ REQUIREMENTS = [
     ("kReqSubgroup", "Subgroup"),
     ("kReqImageWithoutFormat", "ImageWithoutFormat"),
     ("kReqVulkanMemoryModel", "VulkanMemoryModel"),
+    ("kReqSubgroupShuffle", "SubgroupShuffle"),
 ]
 REQ_BIT = {cpp: 1 << i for i, (cpp, _) in enumerate(REQUIREMENTS)}
 
@@ -550,8 +551,8 @@ CAPABILITIES = {
     62: ("GroupNonUniformVote", "kReqSubgroup"),
     63: ("GroupNonUniformArithmetic", "kReqSubgroup"),
     64: ("GroupNonUniformBallot", "kReqSubgroup"),
-    65: ("GroupNonUniformShuffle", "kReqSubgroup"),
-    66: ("GroupNonUniformShuffleRelative", "kReqSubgroup"),
+    65: ("GroupNonUniformShuffle", "kReqSubgroupShuffle"),
+    66: ("GroupNonUniformShuffleRelative", "kReqSubgroupShuffle"),
     67: ("GroupNonUniformClustered", "kReqSubgroup"),
     68: ("GroupNonUniformQuad", "kReqSubgroup"),
     4433: ("StorageBuffer16BitAccess", "kReqStorage16Bit"),
