@@ -53,11 +53,14 @@ layout(set = 0, binding = 1) readonly buffer InFloats { float in_floats[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer MaskFloats { float mask_floats[]; };
 
-// The widest hidden size pooled (the runtime checks C against it), and the staging area: 16 KiB
-// of shared memory, Vulkan's guaranteed minimum.
+// The widest hidden size pooled (the runtime checks C against it): 16 KiB of shared memory,
+// Vulkan's guaranteed minimum. The staging area (STAGED) is STAGE_FLOATS >= MAX_CHANNELS floats,
+// as much as LOADS per invocation fill where the device has the shared memory
+// (runtime/ops/Reduce.cpp: on an H200 32 tokens of 384 channels a chunk, 4 chunks at T = 128).
 #define MAX_CHANNELS 4096
 #define TOKEN_BLOCK 8
-#define LOADS 8
+#define LOADS 24
+layout(constant_id = 3) const int STAGE_FLOATS = MAX_CHANNELS;
 
 layout(push_constant) uniform Params {
   ivec4 sizes;       // 1, B, T, C of the input
@@ -71,8 +74,9 @@ layout(push_constant) uniform Params {
 } p;
 
 #if STAGED || NORMALIZE
-// STAGED: chunks of products; NORMALIZE: the means (the staged chunks of a block above them).
-shared float staged[MAX_CHANNELS];
+// STAGED: the mask's tokens, then chunks of products; NORMALIZE: the means (the staged chunks of
+// a block above them).
+shared float staged[STAGE_FLOATS];
 #endif
 
 float hidden(int b, int t, int c) {
@@ -124,12 +128,25 @@ void main() {
   const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
   const int T = p.sizes.z, C = p.sizes.w;
   precise float count = 0.0;
+#if STAGED
+  // The token count: the mask staged a workgroup of tokens at a time (one load each, together),
+  // every invocation adding them in order from shared memory.
+  for (int t0 = 0; t0 < T; t0 += wg) {
+    const int n = min(wg, T - t0);
+    barrier();  // the previous tokens are added
+    if (l < n) staged[l] = mask(b, t0 + l);
+    barrier();
+    for (int k = 0; k < n; ++k) count = count + staged[k];
+  }
+  barrier();  // every invocation has its count: the area is the chunks' now
+#else
   for (int t0 = 0; t0 < T; t0 += TOKEN_BLOCK) {
     const int n = min(TOKEN_BLOCK, T - t0);
     float m[TOKEN_BLOCK];
     for (int k = 0; k < TOKEN_BLOCK; ++k) m[k] = mask(b, t0 + min(k, n - 1));  // past T: unused
     for (int k = 0; k < n; ++k) count = count + m[k];
   }
+#endif
   const float denominator = count < p.mask_min ? p.mask_min : count;
 #if STAGED
 #if NORMALIZE
@@ -140,7 +157,7 @@ void main() {
   for (int c0 = first; c0 < last; c0 += p.block) {
     const int cb = min(p.block, last - c0);
     const int base = NORMALIZE == 1 ? c0 : 0;  // staged[0 .. c0): the means so far
-    const int tokens = min(LOADS * wg, MAX_CHANNELS - base) / cb;  // >= 1: cb <= C - c0
+    const int tokens = min(LOADS * wg, STAGE_FLOATS - base) / cb;  // >= 1: cb <= C - c0
     float kept[LOADS];
     load_chunk(b, 0, c0, cb, min(tokens, T) * cb, kept);
     precise float acc = 0.0;

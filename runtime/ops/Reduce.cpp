@@ -62,9 +62,13 @@ struct MaskedMeanPush {
 };
 
 constexpr int64_t kMaxPooledChannels = 4096;  // MAX_CHANNELS of the shader
-// GPUs (STAGED): a chunk of tokens is LOADS (8) loads per invocation, so the workgroup's size is
-// what hides the memory latency: 512 makes MiniLM's [1, 128, 384] 13 chunks of 10 tokens.
+// GPUs (STAGED): a chunk of tokens is up to LOADS (24) loads per invocation and STAGE_FLOATS
+// floats of shared memory (its spec constant: what the device has, from MAX_CHANNELS up to
+// LOADS x the workgroup), so the workgroup's size and the shared memory are what hide the
+// memory latency: MiniLM's [1, 128, 384] is 4 chunks of 32 tokens on an H200 (48 KiB), 13 of
+// 10 on a device with 16 KiB.
 constexpr uint32_t kStagedWorkgroup = 512;
+constexpr uint32_t kStagedLoads = 24;
 // Plain means: channels per workgroup, so that more workgroups share the loads (32 tokens a
 // chunk).
 constexpr uint32_t kStagedMeanBlock = 128;
@@ -126,12 +130,17 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
     blocks = params.eps ? 1 : (channels + block - 1) / block;
   }
   push.block = static_cast<int32_t>(block);
+  const uint32_t stage_floats =
+      staged ? std::max(uint32_t(kMaxPooledChannels),
+                        std::min(profile.max_shared_memory_bytes / 4, kStagedLoads * local))
+             : uint32_t(kMaxPooledChannels);
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::variants::float_masked_mean[int8 ? 1 + int8_layout_index(in.spec().layout)
                                                           : 0][params.eps ? 1 : 0][staged ? 1 : 0];
   node.bindings = {output, input, mask};
   node.push_constants = graph::push_constant_bytes(push);
+  node.spec_constants = {stage_floats};
   node.plan.local_size = {local, 1, 1};
   node.plan.group_count = {static_cast<uint32_t>(B), blocks, 1};
   graph.add_node(std::move(node));
