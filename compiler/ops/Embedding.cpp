@@ -3,9 +3,12 @@
 // graph input of ids is narrowed at the API: Value::caller_int64).
 #include "compiler/ops/EdgeOp.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/EdgeOpNames.h"
 #include "compiler/fusion/Lowering.h"
 #include "compiler/fusion/Patterns.h"
 #include "compiler/ops/ShapeContext.h"
@@ -46,12 +49,22 @@ std::vector<HostTensor> reference_embedding(const ReferenceContext& c) {
 
 // aten.embedding (float32 table [V, C], int32 ids) -> q => q8ta_embedding: the table quantized
 // here with the quantize's parameters, by the reference (exact: quantize(W)[ids] =
-// quantize(W[ids]) element by element), so the kernel only gathers int8 rows. With no quantize
-// after it, the float32 rows (lower_embedding) => embedding.
+// quantize(W[ids]) element by element), so the kernel only gathers int8 rows.
+// aten.embedding (float32 rows) -> aten.add.Tensor (alpha 1) with a float32 constant
+// [-> aten.add.Tensor with another] => embedding_add: the rows plus the constants, added in the
+// graph's order, each add rounded to float32 (never c1 + c2 folded first: float addition is
+// not associative), float_add's bits. BERT's word rows + position rows + token type rows: one
+// dispatch, not three. At most kMaxAddends (2) adds (the kernel's bindings); a longer chain
+// leaves the rest to float_add. Each add: alpha 1, its input read by it alone, its other operand
+// a float32 constant, not a graph output, whose sizes after leading 1s end the rows' (the kernel
+// reads it at i % its count), and its output of the rows' shape. With none of this after it,
+// the float32 rows (lower_embedding) => embedding.
 namespace vkd::compiler::fusion {
 namespace {
 
 constexpr const char* kQ8taEmbedding = "q8ta_embedding";
+constexpr const char* kEmbeddingAdd = "embedding_add";
+constexpr size_t kMaxAddends = 2;  // runtime/ops/Embedding.h, kMaxEmbeddingAddends
 
 // "" when embedding `n` reads a float32 constant table and int32 ids the device holds.
 std::string check_embedding_operands(const Graph& g, const Node& n) {
@@ -98,6 +111,96 @@ std::vector<uint8_t> quantized_table(InterpretFn interpret, const Graph& g, cons
   }
 }
 
+// "" when add node `add` reading the rows so far (`rows`) adds `other` as embedding_add does.
+std::string check_addend(const Graph& g, const Node& add, const std::string& rows,
+                         const std::string& other) {
+  const std::optional<double> alpha = opt_float(add, "alpha");
+  if (arg_present(add, "alpha") && (!alpha || *alpha != 1.0)) return "alpha is not 1";
+  if (other == rows) return "both operands are the rows";
+  const Value& c = g.value(other);
+  if (!c.is_constant()) return quoted(other) + " is not a constant";
+  if (c.dtype != DType::Float32) return quoted(other) + " is not float32";
+  if (std::find(g.outputs.begin(), g.outputs.end(), other) != g.outputs.end()) {
+    return quoted(other) + " is a graph output";
+  }
+  const std::vector<int64_t>& shape = g.value(rows).shape;
+  if (g.value(add.outputs[0]).shape != shape || g.value(add.outputs[0]).dtype != DType::Float32) {
+    return "the sum " + shape_str(g.value(add.outputs[0]).shape) + " is not float32 of the rows' " +
+           shape_str(shape);
+  }
+  std::vector<int64_t> dims = c.shape;
+  while (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
+  if (dims.size() > shape.size() ||
+      !std::equal(dims.begin(), dims.end(), shape.end() - static_cast<int64_t>(dims.size()))) {
+    return quoted(other) + " " + shape_str(c.shape) +
+           " is broadcast along an inner dim; embedding_add takes the rows' trailing dims " +
+           shape_str(shape);
+  }
+  return "";
+}
+
+// The float rows `rows` plus the chain of adds after them, as far as it fits (at most
+// kMaxAddends); the first add's reason when it does not fit.
+struct AddChain {
+  std::vector<int> nodes;
+  std::vector<std::string> addends, dead;
+  std::string output, why;
+  int refused = -1;  // the first add, when it does not fit
+};
+
+AddChain match_add_chain(const Graph& g, const std::string& rows) {
+  AddChain c;
+  std::string v = rows;
+  while (c.nodes.size() < kMaxAddends && single_use(g, v).empty()) {
+    const int a = g.consumers(v)[0];
+    const Node& add = g.nodes[a];
+    if (add.op != kAdd || add.inputs.size() != 2 || add.outputs.size() != 1) break;
+    const std::string other = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
+    const std::string why = check_addend(g, add, v, other);
+    if (!why.empty()) {
+      if (c.nodes.empty()) c.refused = a, c.why = why;
+      break;
+    }
+    c.nodes.push_back(a);
+    c.addends.push_back(other);
+    c.dead.push_back(v);
+    v = add.outputs[0];
+  }
+  c.output = v;
+  return c;
+}
+
+// Float embedding `i` followed by adds of constants => embedding_add (reported), or nothing.
+void fuse_embedding_adds(FuseState& state, int i) {
+  const Graph& g = state.graph;
+  const Node& n = g.nodes[i];
+  if (!state.may_target(kEmbeddingAdd)) return;  // the rows and the adds apart
+  const AddChain c = match_add_chain(g, n.outputs[0]);
+  if (c.nodes.empty() && c.refused < 0) return;  // no add after the rows: lower_embedding
+  std::vector<int> nodes = {i};
+  nodes.insert(nodes.end(), c.nodes.begin(), c.nodes.end());
+  if (c.refused >= 0) nodes.push_back(c.refused);
+  const std::string chain = state.chain_of({}, i, std::vector<int>(nodes.begin() + 1, nodes.end()));
+  std::string why = c.why;
+  if (why.empty()) why = check_embedding_operands(g, n);
+  if (why.empty() && state.any_claimed(nodes)) why = "overlaps another fused pattern";
+  if (!why.empty()) return state.not_fused(chain, nodes, kEmbeddingAdd, why);
+
+  Fusion f;
+  f.nodes = nodes;
+  f.dead = c.dead;
+  Node fused;
+  fused.op = kEmbeddingAdd;
+  fused.inputs = {n.inputs[1], n.inputs[0]};
+  fused.inputs.insert(fused.inputs.end(), c.addends.begin(), c.addends.end());
+  fused.outputs = {c.output};
+  fused.origin = state.fused_origin(i, fused.op);
+  std::string added;
+  for (const std::string& a : c.addends) added += (added.empty() ? "" : " then ") + quoted(a);
+  f.node = std::move(fused);
+  state.commit(std::move(f), chain, " (adds " + added + " in order)");
+}
+
 }  // namespace
 
 void fuse_embedding(FuseState& state, int i) {
@@ -105,7 +208,7 @@ void fuse_embedding(FuseState& state, int i) {
   const Node& n = g.nodes[i];
   if (n.outputs.size() != 1) return;
   const Tail tail = match_tail(g, n.outputs[0]);
-  if (tail.kind == Tail::None) return;  // float rows: lower_embedding
+  if (tail.kind == Tail::None) return fuse_embedding_adds(state, i);  // float rows
   if (!state.allowed(i, kQ8taEmbedding)) return;
   std::vector<int> nodes = {i};
   nodes.insert(nodes.end(), tail.nodes.begin(), tail.nodes.end());
@@ -188,7 +291,7 @@ std::vector<EdgeOp> embedding_edge_ops() {
                  1,
                  embedding}
               .computed_by(reference_embedding)
-              .fused_by(fusion::fuse_embedding, {"q8ta_embedding"})
+              .fused_by(fusion::fuse_embedding, {"q8ta_embedding", "embedding_add"})
               .lowered_by(fusion::lower_embedding, {"embedding"})};
 }
 

@@ -1,8 +1,10 @@
-// Op family: embedding (q8ta_embedding: int8 rows; embedding: float32 rows).
+// Op family: embedding (q8ta_embedding: int8 rows; embedding: float32 rows; embedding_add:
+// float32 rows plus one or two float32 tensors).
 // Anatomy: push-constant struct (mirroring the shader), the table packer, add_embedding_node, the
 // registry entries.
 #include "runtime/ops/Embedding.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -17,6 +19,7 @@ namespace {
 // Mirrors `Params` in shaders/q8ta_embedding.glsl.
 struct EmbeddingPush {
   int32_t word_count, row_words, tokens, rows, pad_word, stride;
+  int32_t first_words, second_words;  // embedding_add: the addends' element counts
 };
 
 // Output words each invocation copies (the shader loops with a stride).
@@ -55,12 +58,36 @@ void check_output(const std::string& op, const TensorSpec& ids, const TensorSpec
   }
 }
 
+// The addends' checks: float rows only, at most two, each a width-packed float32 buffer whose
+// sizes without leading 1s end the output's (what the kernel's i % count reads).
+void check_addends(const graph::ComputeGraph& graph, const std::string& op, const TensorSpec& out,
+                   const EmbeddingParams& params) {
+  VKD_CHECK(params.addends.empty() || !params.output, ErrorCode::InvalidArgument, op,
+            ": the int8 rows take no addends");
+  VKD_CHECK(params.addends.size() <= kMaxEmbeddingAddends, ErrorCode::InvalidArgument, op, ": ",
+            params.addends.size(), " addends, the kernel adds at most ", kMaxEmbeddingAddends);
+  for (const graph::ValueRef a : params.addends) {
+    const TensorSpec& s = graph.spec(a);
+    std::vector<int64_t> dims = s.sizes;
+    while (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
+    const bool trailing =
+        dims.size() <= out.sizes.size() &&
+        std::equal(dims.begin(), dims.end(), out.sizes.end() - static_cast<int64_t>(dims.size()));
+    VKD_CHECK(s.dtype == DType::Float32 && s.storage == StorageType::Buffer &&
+                  s.layout == MemoryLayout::WidthPacked && trailing && s.numel() >= 1,
+              ErrorCode::InvalidArgument, op, ": addend ", s.describe(),
+              " must be a width-packed float32 buffer of the output's trailing dims (output ",
+              out.describe(), ")");
+  }
+}
+
 }  // namespace
 
 void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, graph::ValueRef output,
                         const EmbeddingParams& params) {
   const bool int8 = params.output.has_value();
-  const std::string op = int8 ? "q8ta_embedding" : "embedding";
+  const size_t addends = params.addends.size();
+  const std::string op = int8 ? "q8ta_embedding" : addends > 0 ? "embedding_add" : "embedding";
   const TensorSpec& ids = graph.spec(indices);
   const TensorSpec& out = graph.spec(output);
   VKD_CHECK(ids.dtype == DType::Int32 && ids.storage == StorageType::Buffer &&
@@ -71,6 +98,7 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
             ErrorCode::InvalidArgument, op, ": the table [", params.rows, ", ", params.cols,
             "] must have rows and columns");
   check_output(op, ids, out, params);
+  check_addends(graph, op, out, params);
   const int64_t row_words = int8 ? div_up(params.cols, 4) : params.cols;
   const int64_t tokens = ids.sizes.back();
   const int64_t planes = ids.numel() / tokens;
@@ -98,11 +126,15 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
                            int32_t(tokens),
                            int32_t(params.rows),
                            static_cast<int32_t>(pad_lane * 0x01010101u),
-                           int32_t(stride)};
+                           int32_t(stride),
+                           addends > 0 ? int32_t(graph.spec(params.addends[0]).numel()) : 1,
+                           addends > 1 ? int32_t(graph.spec(params.addends[1]).numel()) : 1};
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_embedding[int8 ? 0 : 1];
+  // Variants: int8 rows, float rows, float rows + 1 addend, + 2 addends.
+  node.kernel = shaders::variants::q8ta_embedding[int8 ? 0 : 1 + addends];
   node.bindings = {output, indices, table};
+  node.bindings.insert(node.bindings.end(), params.addends.begin(), params.addends.end());
   node.push_constants = graph::push_constant_bytes(push);
   node.plan = vk::plan_linear(graph.profile(), static_cast<uint64_t>(stride));
   graph.add_node(std::move(node));
@@ -136,11 +168,19 @@ void build_embedding(const OpCall& call) {
   add_embedding_node(call.graph(), call.tensor("indices"), call.tensor("output"), blob_table(call));
 }
 
+// The float rows plus the blob's one or two addends (constants, made graph tensors as stored).
+void build_embedding_add(const OpCall& call) {
+  EmbeddingParams p = blob_table(call);
+  p.addends = call.tensor_list("addends");
+  add_embedding_node(call.graph(), call.tensor("indices"), call.tensor("output"), p);
+}
+
 }  // namespace
 
 void register_embedding_ops(OpRegistry& registry) {
   registry.add("q8ta_embedding", build_q8ta_embedding);
   registry.add("embedding", build_embedding);
+  registry.add("embedding_add", build_embedding_add);
 }
 
 }  // namespace vkd::ops

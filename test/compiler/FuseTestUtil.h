@@ -223,11 +223,14 @@ inline void expect_valid(const Graph& g) {
     }
     const OpSchema* s = find_op_schema(n.op);
     if (s == nullptr) continue;
-    size_t tin = 0, tout = 0, scalars = 0, fixed_inputs = 0;
-    for (const auto& a : s->args) fixed_inputs += a.kind == ArgKind::Tensor && !a.output;
+    size_t tin = 0, tout = 0, scalars = 0, fixed_after = 0;
     for (const auto& a : s->args) {
-      if (a.kind == ArgKind::TensorList) {  // every input the other tensor args leave
-        for (; tin + fixed_inputs < n.inputs.size(); ++tin) {
+      if (a.kind == ArgKind::TensorList) {  // every input the tensor args after it leave
+        fixed_after = 0;
+        for (const auto* b = &a + 1; b != s->args.data() + s->args.size(); ++b) {
+          fixed_after += b->kind == ArgKind::Tensor && !b->output;
+        }
+        for (; tin + fixed_after < n.inputs.size(); ++tin) {
           const Value& v = g.value(n.inputs[tin]);
           EXPECT_NE(std::find(a.dtypes.begin(), a.dtypes.end(), v.dtype), a.dtypes.end())
               << n.op << " " << a.name << " is " << vkd::to_string(v.dtype);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -164,3 +165,129 @@ TEST(Fuse, ConstantAddOperandLimits) {
 }
 
 }  // namespace
+
+namespace {
+
+// ids int32 [2, 3] -> aten.embedding(table) -> e [2, 3, 6] -> + pos -> s1 -> + type -> s2,
+// where pos and type are float32 constants of `pos_shape` and `type_shape` (BERT's position and
+// token type rows, folded by the exporter).
+Builder embedding_add_graph(const std::vector<int64_t>& pos_shape,
+                            const std::vector<int64_t>& type_shape) {
+  Builder b = embedding_graph(false);
+  b.g.outputs.clear();
+  const auto ramp = [](const std::vector<int64_t>& shape, float step) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = step * static_cast<float>(i) - 1.0f;
+    return f32_bytes(v);
+  };
+  b.constant("pos", DType::Float32, pos_shape, ramp(pos_shape, 0.37f));
+  b.constant("type", DType::Float32, type_shape, ramp(type_shape, 0.011f));
+  b.value("s1", DType::Float32, {2, 3, 6});
+  b.value("s2", DType::Float32, {2, 3, 6});
+  b.node("aten.add.Tensor", {"e", "pos"}, {}, {"s1"});
+  b.node("aten.add.Tensor", {"type", "s1"}, {{"alpha", int64_t{1}}}, {"s2"});
+  b.output("s2");
+  return b;
+}
+
+}  // namespace
+
+// The float rows + two float32 constants: one embedding_add reading the constants in the
+// graph's order (not folded into one: float addition is not associative); a constant of the
+// rows' trailing dims ([1, 3, 6], [6]) is broadcast along the leading ones.
+TEST(Fuse, EmbeddingPlusConstantsRunsAsOneEmbeddingAdd) {
+  for (const std::vector<int64_t>& type_shape :
+       {std::vector<int64_t>{2, 3, 6}, std::vector<int64_t>{6}}) {
+    Builder b = embedding_add_graph({1, 3, 6}, type_shape);
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"embedding_add"})) << all_lines(r);
+    const Node& n = b.g.nodes[0];
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{"ids", "table", "pos", "type"}));
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{"s2"}));
+    EXPECT_TRUE(n.args.empty());
+    EXPECT_FALSE(b.g.has_value("e"));
+    EXPECT_FALSE(b.g.has_value("s1"));
+    EXPECT_TRUE(has_line(r,
+                         "fused aten.embedding -> aten.add.Tensor -> aten.add.Tensor (node 0..2) "
+                         "into embedding_add 's2' (adds 'pos' then 'type' in order)"))
+        << all_lines(r);
+    expect_valid(b.g);
+  }
+}
+
+// What embedding_add does not take stays apart, with the reason: an operand computed at run
+// time, alpha 2, a constant broadcast along an inner dim, a constant that is a graph output.
+TEST(Fuse, EmbeddingAddLimits) {
+  struct Refused {
+    const char* what;
+    std::function<void(Builder&)> change;
+    std::string why;
+  };
+  const std::vector<Refused> refused = {
+      {"input",
+       [](Builder& b) {
+         b.g.nodes[1].inputs[1] = "pos_in";
+         b.input("pos_in", DType::Float32, {2, 3, 6});
+       },
+       "'pos_in' is not a constant"},
+      {"alpha", [](Builder& b) { b.g.nodes[1].args["alpha"] = 2.0; }, "alpha is not 1"},
+      {"inner broadcast",
+       [](Builder& b) {
+         b.constant("col", DType::Float32, {3, 1}, f32_bytes({1.0f, 2.0f, 3.0f}));
+         b.g.nodes[1].inputs[1] = "col";
+       },
+       "'col' [3, 1] is broadcast along an inner dim; embedding_add takes the rows' trailing "
+       "dims [2, 3, 6]"},
+      {"output", [](Builder& b) { b.output("pos"); }, "'pos' is a graph output"},
+  };
+  for (const Refused& c : refused) {
+    Builder b = embedding_add_graph({1, 3, 6}, {1, 3, 6});
+    c.change(b);
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"embedding", "float_add", "float_add"}))
+        << c.what << "\n"
+        << all_lines(r);
+    EXPECT_TRUE(has_line(r,
+                         "not fused: aten.embedding -> aten.add.Tensor (node 0..1) as "
+                         "embedding_add: " +
+                             c.why))
+        << c.what << "\n"
+        << all_lines(r);
+  }
+}
+
+// The chain stops where its value has another reader (or is a graph output) and after two adds
+// (the kernel's bindings): the rest stays float_add, the first adds still fused.
+TEST(Fuse, EmbeddingAddChainStops) {
+  {
+    Builder b = embedding_add_graph({1, 3, 6}, {1, 3, 6});
+    b.output("e");  // the rows are read twice: nothing fused
+    const PassReport r = fuse_and_lower(b.g);
+    EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"embedding", "float_add", "float_add"}))
+        << all_lines(r);
+  }
+  {
+    Builder b = embedding_add_graph({1, 3, 6}, {1, 3, 6});
+    b.output("s1");  // the first sum is read twice: the second add stays apart
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"embedding_add", "float_add"}))
+        << all_lines(r);
+    EXPECT_EQ(b.g.nodes[0].inputs, (std::vector<std::string>{"ids", "table", "pos"}));
+    EXPECT_EQ(b.g.nodes[0].outputs, (std::vector<std::string>{"s1"}));
+    expect_valid(b.g);
+  }
+  {
+    Builder b = embedding_add_graph({1, 3, 6}, {1, 3, 6});
+    b.g.outputs.clear();
+    b.value("s3", DType::Float32, {2, 3, 6});
+    b.node("aten.add.Tensor", {"s2", "pos"}, {}, {"s3"});
+    b.output("s3");  // a third add: float_add after the fused two
+    const PassReport r = fuse_and_lower(b.g);
+    ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"embedding_add", "float_add"}))
+        << all_lines(r);
+    EXPECT_EQ(b.g.nodes[0].outputs, (std::vector<std::string>{"s2"}));
+    expect_valid(b.g);
+  }
+}

@@ -1,6 +1,6 @@
-// q8ta_embedding's and embedding's argument checks (wrong dtypes, layouts, sizes, quantization:
-// InvalidArgument errors naming the op, raised while the graph is built), and the ids the graph
-// refuses once an op declared the table's rows (ComputeGraph::limit_ids): an id outside
+// q8ta_embedding's, embedding's and embedding_add's argument checks (wrong dtypes, layouts, sizes,
+// quantization: InvalidArgument errors naming the op, raised while the graph is built), and the ids
+// the graph refuses once an op declared the table's rows (ComputeGraph::limit_ids): an id outside
 // [0, V) is an error naming the input, the element and the value, before the GPU reads it.
 #include <gtest/gtest.h>
 
@@ -21,11 +21,13 @@ struct EmbeddingSetup {
   TensorSpec ids{{2, 7}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked};
   TensorSpec out = int8_spec({2, 7, 10}, MemoryLayout::PackedInt8_4H4W);
   vkd::ops::EmbeddingParams p{6, 10, nullptr, vkd::ops::QuantParams{0.1f, 3, -128, 127}};
+  std::vector<TensorSpec> addends;  // embedding_add's
 
   std::pair<int, std::string> build(vkd::vk::Context& ctx) const {
     return build_result(ctx, [&](ComputeGraph& g) {
       vkd::ops::EmbeddingParams q = p;
       if (q.rows * q.cols == static_cast<int64_t>(table.size())) q.table = table.data();
+      for (const TensorSpec& a : addends) q.addends.push_back(g.add_tensor(a, "a"));
       vkd::ops::add_embedding_node(g, g.add_tensor(ids, "ids"), g.add_tensor(out, "y"), q);
     });
   }
@@ -56,6 +58,33 @@ TEST_F(EmbeddingChecks, TensorsAreChecked) {
   EmbeddingSetup float_rows;  // float32 rows need a float32 output
   float_rows.p.output.reset();
   expect_op_error(float_rows, ctx(), "embedding", "must be a width-packed float32 buffer");
+}
+
+// embedding_add: float rows only, at most two addends, each a float32 buffer of the output's
+// trailing dims ([7, 10] and [1, 1, 10] of [2, 7, 10] build; [2, 10] does not).
+TEST_F(EmbeddingChecks, AddendsAreChecked) {
+  const TensorSpec rows{{1, 7, 10}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  EmbeddingSetup fits;
+  fits.p.output.reset();
+  fits.out = TensorSpec{{2, 7, 10}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked};
+  fits.addends = {
+      TensorSpec{{7, 10}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
+      TensorSpec{{1, 1, 10}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}};
+  EXPECT_EQ(fits.build(ctx()).first, -1) << fits.build(ctx()).second;
+  EmbeddingSetup int8_rows;
+  int8_rows.addends = {rows};
+  expect_op_error(int8_rows, ctx(), "q8ta_embedding", "the int8 rows take no addends");
+  EmbeddingSetup three = fits;
+  three.addends.push_back(rows);
+  expect_op_error(three, ctx(), "embedding_add", "3 addends, the kernel adds at most 2");
+  EmbeddingSetup inner = fits;
+  inner.addends[1].sizes = {2, 10};
+  expect_op_error(inner, ctx(), "embedding_add",
+                  "must be a width-packed float32 buffer of the output's trailing dims");
+  EmbeddingSetup int_addend = fits;
+  int_addend.addends[0].dtype = DType::Int32;
+  expect_op_error(int_addend, ctx(), "embedding_add",
+                  "must be a width-packed float32 buffer of the output's trailing dims");
 }
 
 // The ids written to a graph whose op declared the table's 6 rows: in range they run; -1 and 6

@@ -88,7 +88,8 @@ std::vector<int64_t> sizes_of(const OpSchema& op, const ArgSchema& a) {
     if (a.name == "qkv") return {1, 5, 6, 24};
     return a.name == "mask" ? std::vector<int64_t>{5, 1, 1, 6} : std::vector<int64_t>{1, 5, 6, 8};
   }
-  if (op.name == "embedding" || op.name == "q8ta_embedding") {  // rows of a [9, 7] table
+  // Rows of a [9, 7] table (embedding_add: plus addends of the output's sizes).
+  if (op.name == "embedding" || op.name == "q8ta_embedding" || op.name == "embedding_add") {
     return a.name == "weight"    ? std::vector<int64_t>{9, 7}
            : a.name == "indices" ? std::vector<int64_t>{1, 5}
                                  : std::vector<int64_t>{1, 5, 7};
