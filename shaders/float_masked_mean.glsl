@@ -89,6 +89,22 @@ float hidden(int b, int t, int c) {
 
 float mask(int b, int t) { return mask_floats[b * p.strides.x + t * p.strides.y]; }
 
+#if STAGED || NORMALIZE
+// The in-order sum from `acc` of the n values staged[first + k * step]: 8 shared loads issued
+// before their 8 adds, so the adds' chain does not wait on a load each (the order is unchanged).
+float add_staged(float acc, int first, int step, int n) {
+  precise float sum = acc;
+  int k = 0;
+  for (; k + 8 <= n; k += 8) {
+    float v[8];
+    [[unroll]] for (int i = 0; i < 8; ++i) v[i] = staged[first + (k + i) * step];
+    [[unroll]] for (int i = 0; i < 8; ++i) sum = sum + v[i];
+  }
+  for (; k < n; ++k) sum = sum + staged[first + k * step];
+  return sum;
+}
+#endif
+
 // x * m, rounded once as the reference's mul.
 float kept_value(int b, int t, int c) {
   precise float product = hidden(b, t, c) * mask(b, t);
@@ -136,7 +152,7 @@ void main() {
     barrier();  // the previous tokens are added
     if (l < n) staged[l] = mask(b, t0 + l);
     barrier();
-    for (int k = 0; k < n; ++k) count = count + staged[k];
+    count = add_staged(count, 0, 1, n);
   }
   barrier();  // every invocation has its count: the area is the chunks' now
 #else
@@ -170,7 +186,7 @@ void main() {
       barrier();
       if (t0 + n < T) load_chunk(b, t0 + n, c0, cb, min(tokens, T - t0 - n) * cb, kept);
       if (l < cb) {
-        for (int k = 0; k < n; ++k) acc = acc + staged[base + k * cb + l];
+        acc = add_staged(acc, base + l, cb, n);
       }
     }
     const float mean = div_rn(acc, denominator);
@@ -191,8 +207,18 @@ void main() {
 #endif
 #if NORMALIZE
   barrier();
+  // The squares in channel order, 8 loads ahead of their adds (as add_staged).
   precise float squares = 0.0;
-  for (int c = 0; c < C; ++c) {
+  int c = 0;
+  for (; c + 8 <= C; c += 8) {
+    float v[8];
+    [[unroll]] for (int i = 0; i < 8; ++i) v[i] = staged[c + i];
+    [[unroll]] for (int i = 0; i < 8; ++i) {
+      precise float sq = v[i] * v[i];
+      squares = squares + sq;
+    }
+  }
+  for (; c < C; ++c) {
     precise float sq = staged[c] * staged[c];
     squares = squares + sq;
   }

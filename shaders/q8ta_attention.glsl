@@ -215,6 +215,12 @@ void main() {
   const int r = t / PARTS, part = t % PARTS, row = q0 + r;
   const int word_part = part % WORD_PARTS, key_range = part / WORD_PARTS;
 
+  // The first tile's K, V and mask loads go out first, in flight with the query words'.
+  const int mrow = p.mask_rows == 1 ? 0 : min(row, p.tq - 1);
+  const int mask_base = ((p.mask_batches == 1 ? 0 : b) * p.mask_rows + mrow) * p.tk;
+  Chunk kc[LOADS], vc[LOADS];
+  float mk[TK / PARTS];
+  fetch(b, 0, w0, mask_base, kc, vc, mk);
   // The block's query words (int8: rows past tq in a chunk hold the padding; others zeros).
   for (int i = t; i < (BQ / CHUNK_ROWS) * d4; i += WG) {
     const int c4 = i / d4, w = i - c4 * d4;
@@ -224,11 +230,6 @@ void main() {
                : Chunk(0);
     for (int j = 0; j < CHUNK_ROWS; ++j) q_tile[(CHUNK_ROWS * c4 + j) * ROW + w] = chunk_row(c, j);
   }
-  const int mrow = p.mask_rows == 1 ? 0 : min(row, p.tq - 1);
-  const int mask_base = ((p.mask_batches == 1 ? 0 : b) * p.mask_rows + mrow) * p.tk;
-  Chunk kc[LOADS], vc[LOADS];
-  float mk[TK / PARTS];
-  fetch(b, 0, w0, mask_base, kc, vc, mk);
   barrier();
   int row_fold = 0;
 #if !FLOAT_IO
