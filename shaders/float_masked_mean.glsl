@@ -70,7 +70,8 @@ layout(push_constant) uniform Params {
   float eps;         // the norm's lower bound (F.normalize's clamp_min)
   float scale;       // int8 input: its dequantization
   int zero_point;
-  int block;  // channels per block (<= the workgroup size)
+  int block;   // channels per block (<= the workgroup size)
+  int blocks;  // STAGED, a 4H4W input: 1 = chunks loaded as whole 16-byte blocks (below)
 } p;
 
 #if STAGED || NORMALIZE
@@ -143,6 +144,49 @@ void load_chunk(int b, int t0, int c0, int cb, int n, out float kept[LOADS]) {
 }
 #endif
 
+#if STAGED && INPUT == LAYOUT_4H4W
+// A 4H4W input (p.blocks 1: the runtime checks that 4-token chunks fit the staging area): the
+// chunk is loaded as whole 16-byte blocks of 4 tokens x 4 channels, 16 products each, instead of
+// one element per load (each of which reads a 16-byte vector for its byte). Block e = l + j * wg
+// of a chunk of n tokens from t0 (a multiple of 4) and cb channels from c0 (likewise): token
+// block e / cg, channel group e % cg (cg = cb / 4 rounded up).
+#define BLOCK_LOADS 4
+struct Blocks {
+  ivec4 q[BLOCK_LOADS];  // component i: token 4 tb + i, 4 channels as int8 lanes
+  vec4 m[BLOCK_LOADS];   // the mask of those 4 tokens
+};
+
+void load_blocks(int b, int t0, int c0, int cb, int n, out Blocks blk) {
+  const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
+  const int cg = div_up(cb, 4), count = div_up(n, 4) * cg;
+  [[unroll]] for (int j = 0; j < BLOCK_LOADS; ++j) {
+    const int e = l + j * wg < count ? l + j * wg : 0;  // past the chunk: block 0, unused
+    const int t = t0 + 4 * (e / cg), c = c0 + 4 * (e % cg);
+    blk.q[j] = in_words[int8x4_position(LAYOUT_4H4W, p.sizes, 0, b, t, c).x / 4];
+    [[unroll]] for (int i = 0; i < 4; ++i) blk.m[j][i] = mask(b, min(t + i, p.sizes.z - 1));
+  }
+}
+
+// Each block's products x * m (as kept_value: the dequantization, then the mul, each rounded
+// once) into the chunk's staging area at base + token * cb + channel.
+void store_blocks(Blocks blk, int base, int cb, int n) {
+  const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
+  const int cg = div_up(cb, 4), count = div_up(n, 4) * cg;
+  [[unroll]] for (int j = 0; j < BLOCK_LOADS; ++j) {
+    const int e = l + j * wg;
+    if (e >= count) break;
+    const int dt0 = 4 * (e / cg), dc0 = 4 * (e % cg);
+    for (int i = 0; i < 4 && dt0 + i < n; ++i) {
+      for (int k = 0; k < 4 && dc0 + k < cb; ++k) {
+        const float x = float(lane_of(blk.q[j][i], k) - p.zero_point) * p.scale;
+        precise float product = x * blk.m[j][i];
+        staged[base + (dt0 + i) * cb + dc0 + k] = product;
+      }
+    }
+  }
+}
+#endif
+
 void main() {
   const int b = int(gl_WorkGroupID.x);
   const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
@@ -177,20 +221,37 @@ void main() {
   for (int c0 = first; c0 < last; c0 += p.block) {
     const int cb = min(p.block, last - c0);
     const int base = NORMALIZE == 1 ? c0 : 0;  // staged[0 .. c0): the means so far
-    const int tokens = min(LOADS * wg, STAGE_FLOATS - base) / cb;  // >= 1: cb <= C - c0
-    float kept[LOADS];
-    load_chunk(b, 0, c0, cb, min(tokens, T) * cb, kept);
     precise float acc = 0.0;
-    for (int t0 = 0; t0 < T; t0 += tokens) {
-      const int n = min(tokens, T - t0);
-      barrier();  // the previous chunk is summed
-      [[unroll]] for (int j = 0; j < LOADS; ++j) {
-        if (l + j * wg < n * cb) staged[base + l + j * wg] = kept[j];
+#if INPUT == LAYOUT_4H4W
+    if (p.blocks == 1) {
+      // Chunks of whole token blocks: at most BLOCK_LOADS blocks per invocation.
+      const int tokens =
+          4 * min(BLOCK_LOADS * wg / div_up(cb, 4), (STAGE_FLOATS - base) / (4 * cb));
+      Blocks blk;
+      load_blocks(b, 0, c0, cb, min(tokens, T), blk);
+      for (int t0 = 0; t0 < T; t0 += tokens) {
+        const int n = min(tokens, T - t0);
+        barrier();  // the previous chunk is summed
+        store_blocks(blk, base, cb, n);
+        barrier();
+        if (t0 + n < T) load_blocks(b, t0 + n, c0, cb, min(tokens, T - t0 - n), blk);
+        if (l < cb) acc = add_staged(acc, base + l, cb, n);
       }
-      barrier();
-      if (t0 + n < T) load_chunk(b, t0 + n, c0, cb, min(tokens, T - t0 - n) * cb, kept);
-      if (l < cb) {
-        acc = add_staged(acc, base + l, cb, n);
+    } else
+#endif
+    {
+      const int tokens = min(LOADS * wg, STAGE_FLOATS - base) / cb;  // >= 1: cb <= C - c0
+      float kept[LOADS];
+      load_chunk(b, 0, c0, cb, min(tokens, T) * cb, kept);
+      for (int t0 = 0; t0 < T; t0 += tokens) {
+        const int n = min(tokens, T - t0);
+        barrier();  // the previous chunk is summed
+        [[unroll]] for (int j = 0; j < LOADS; ++j) {
+          if (l + j * wg < n * cb) staged[base + l + j * wg] = kept[j];
+        }
+        barrier();
+        if (t0 + n < T) load_chunk(b, t0 + n, c0, cb, min(tokens, T - t0 - n) * cb, kept);
+        if (l < cb) acc = add_staged(acc, base + l, cb, n);
       }
     }
     const float mean = div_rn(acc, denominator);

@@ -58,7 +58,7 @@ std::array<int32_t, 4> kept_strides(const std::string& op, const TensorSpec& in,
 struct MaskedMeanPush {
   std::array<int32_t, 4> sizes, in_strides, strides;
   float mask_min, eps, scale;
-  int32_t zero_point, block;
+  int32_t zero_point, block, blocks;
 };
 
 constexpr int64_t kMaxPooledChannels = 4096;  // MAX_CHANNELS of the shader
@@ -134,6 +134,16 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
       staged ? std::max(uint32_t(kMaxPooledChannels),
                         std::min(profile.max_shared_memory_bytes / 4, kStagedLoads * local))
              : uint32_t(kMaxPooledChannels);
+  // A staged 4H4W input loads whole 16-byte blocks (4 tokens x 4 channels) where a chunk of 4
+  // tokens fits the staging area above the means so far (NORMALIZE: c0 floats).
+  if (staged && int8 && in.spec().layout == MemoryLayout::PackedInt8_4H4W) {
+    bool fits = true;
+    for (uint32_t c0 = 0; c0 < (params.eps ? channels : std::min(channels, block)); c0 += block) {
+      const uint32_t base = params.eps ? c0 : 0;
+      fits = fits && base + 4 * std::min(block, channels - c0) <= stage_floats;
+    }
+    push.blocks = fits ? 1 : 0;
+  }
   graph::DispatchNode node;
   node.op = op;
   node.kernel = shaders::variants::float_masked_mean[int8 ? 1 + int8_layout_index(in.spec().layout)
