@@ -62,11 +62,12 @@
 #define Chunk vec4
 #define Elem vec4      // a shared tile's element: 4 dims of one row
 #elif SMALL_HEAD
-// Heads of D <= 32 (BERT-class encoders: MiniLM's 12 x 32): one tile of 128 keys instead of 4
-// of 32 (a sequence of 128 is one pass: a quarter of the barriers and load round trips), the
-// same shared K / V words as the large form's 32 x 32.
-#define TK 128         // keys per tile
-#define MAX_D4 8       // words of one head's row: D <= 32
+// Heads of D <= 32 (BERT-class encoders: MiniLM's 12 x 32; SMALL_HEAD 1) or D <= 64 (ViT-Ti's
+// 3 x 64; SMALL_HEAD 2): tiles of 128 / 64 keys instead of 32 (a sequence of 128 is one pass:
+// a quarter of the barriers and load round trips), the same shared K / V words as the large
+// form's 32 x 32.
+#define TK (SMALL_HEAD == 1 ? 128 : 64)       // keys per tile
+#define MAX_D4 (SMALL_HEAD == 1 ? 8 : 16)     // words of one head's row: D <= 32 / 64
 #define CHUNK_ROWS 4   // rows of one loaded chunk: 16 bytes of 4H4W, one word of 4 rows
 #define Chunk ivec4
 #define Elem int

@@ -38,8 +38,17 @@ struct Tiles {
                                  4 * (kQueryRows * (keys + 1) + 2 * kWorkgroup));
   }
 };
-// int8: heads up to 128 (tiles of 32 keys), or up to 32 (SMALL_HEAD: one tile of 128 keys).
-constexpr Tiles kInt8Tiles{32, 32, 4}, kInt8SmallHeadTiles{128, 8, 4}, kFloatTiles{16, 16, 16};
+// int8, by the head's size (SMALL_HEAD 0, 1, 2): up to 128 (tiles of 32 keys), up to 32 (tiles
+// of 128 keys) and up to 64 (tiles of 64 keys); the float op's tiles.
+constexpr Tiles kInt8Tiles[] = {{32, 32, 4}, {128, 8, 4}, {64, 16, 4}};
+constexpr Tiles kFloatTiles{16, 16, 16};
+
+// The int8 form for heads of `head` columns: the smallest tile of heads that holds them.
+int small_head_form(int64_t head) {
+  return head <= 4 * kInt8Tiles[1].max_head_elems   ? 1
+         : head <= 4 * kInt8Tiles[2].max_head_elems ? 2
+                                                    : 0;
+}
 
 // The checks of Q, K, V and output: 4H4W int8x4, or float32 width-packed buffers.
 void check_operand(const std::string& op, const graph::GpuTensor& t, const char* what,
@@ -77,9 +86,9 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   const Dims4 dq = q.spec().dims4(), dk = k.spec().dims4(), dm = m.spec().dims4();
   const Dims4 dout = out.spec().dims4();
   const int64_t batches = dq.n * dq.c, width = dout.w, heads = params.num_heads;
-  const bool small_head = !float_io && heads >= 1 && width % heads == 0 &&
-                          width / heads <= 4 * kInt8SmallHeadTiles.max_head_elems;
-  const Tiles tiles = float_io ? kFloatTiles : small_head ? kInt8SmallHeadTiles : kInt8Tiles;
+  const int small_head =
+      !float_io && heads >= 1 && width % heads == 0 ? small_head_form(width / heads) : 0;
+  const Tiles tiles = float_io ? kFloatTiles : kInt8Tiles[small_head];
   const AttentionColumns columns = params.columns.value_or(AttentionColumns{});
   if (!params.columns) {
     check_same_sizes(op, q, out);
@@ -151,9 +160,9 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            static_cast<int32_t>(columns.value / 4)};
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
-                         : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1]
-                                                            [small_head ? 1 : 0];
+  node.kernel =
+      float_io ? shaders::variants::q8ta_attention_float[0][0]
+               : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1][small_head];
   node.bindings = {output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per (block of 8 query rows, head, batch); the shader's size is fixed (its
