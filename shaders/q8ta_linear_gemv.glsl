@@ -89,20 +89,21 @@ void main() {
   [[unroll]] for (int i = 0; i < NG * 4; ++i) acc[i] = ivec4(0);
   int g4s[NG];
   [[unroll]] for (int g = 0; g < NG; ++g) g4s[g] = min(n4_0 + g, p.n4 - 1);
-  int k = lane;
-  for (; k + (UNROLL - 1) * lanes < p.k4; k += UNROLL * lanes) {
+  // UNROLL steps per iteration, every load issued unconditionally: a step past K reads this
+  // lane's first word again with a zero input (adding nothing), so a K that is not a multiple
+  // of UNROLL x lanes (384: 3 words a lane) keeps all its loads in flight at once.
+  for (int k = lane; k < p.k4; k += UNROLL * lanes) {
     ivec4 x[UNROLL], w[UNROLL][NG];
     [[unroll]] for (int u = 0; u < UNROLL; ++u) {
-      x[u] = in_blocks[rb * p.k4 + k + u * lanes];
-      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[weight_block_channel_major(g4s[g], k + u * lanes, p.k4)];
+      const bool in_k = k + u * lanes < p.k4;
+      const int ku = in_k ? k + u * lanes : k;
+      x[u] = in_blocks[rb * p.k4 + ku];
+      if (!in_k) x[u] = ivec4(0);
+      [[unroll]] for (int g = 0; g < NG; ++g) w[u][g] = w_blocks[weight_block_channel_major(g4s[g], ku, p.k4)];
     }
     [[unroll]] for (int u = 0; u < UNROLL; ++u) {
       [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x[u], w[u][g]);
     }
-  }
-  for (; k < p.k4; k += lanes) {
-    const ivec4 x = in_blocks[rb * p.k4 + k];
-    [[unroll]] for (int g = 0; g < NG; ++g) accumulate(acc, g, x, w_blocks[weight_block_channel_major(g4s[g], k, p.k4)]);
   }
   // The first of the lanes holding each word stores it.
   const ivec4 total = reduce_scatter(acc, lane, lanes);

@@ -106,13 +106,14 @@ int64_t split_k_slices(const ConvTuning& t, int64_t tiles, int64_t stages, int32
 
 // The GEMV kernel's WG and NG (shaders/q8ta_linear_gemv.glsl).
 constexpr int64_t kGemvInvocations = 128, kGemvGroups = 2;
-// Up to this many K words (K <= 1024), the GEMV gives each subgroup its own channel groups
+// Up to this many K words (K <= 4096), the GEMV gives each subgroup its own channel groups
 // (SG_REDUCE 2) instead of reducing every K across the workgroup: at a short K the workgroup
 // reduction (subgroupAdd of 8 words, shared memory, a barrier) outweighs the products (the
 // 1 x 512 -> 9059 head: one K word per invocation, 1133 workgroups of 8 channels; per subgroup,
-// 284 workgroups of 32, 4 K words per lane). The bound is a first guess, to be swept on the
-// H200 (a longer K keeps the measured workgroup form).
-constexpr int64_t kGemvPerSubgroupMaxK4 = 256;
+// 284 workgroups of 32, 4 K words per lane), and at K = 4096 the streaming GEMVs still gain
+// (H200, GB/s, workgroup / per subgroup: 4096 -> 4096 2647 / 3277, 4096 -> 11008 2758 / 3191,
+// 4096 -> 32000 3019 / 3728: docs/BENCHMARKS.md). Longer K is not measured.
+constexpr int64_t kGemvPerSubgroupMaxK4 = 1024;
 // On a GPU, only where the per-subgroup grid keeps this many workgroups (a small N, 1 x 384 ->
 // 384, would otherwise run on a tenth of an H200's SMs); CPU devices (lavapipe: 16 subgroups of
 // 8 per workgroup, 1 x 512 -> 9059 15.8 -> 2.1 ms) want fewer, larger workgroups anyway.

@@ -580,6 +580,10 @@ std::vector<PerfShape> perf_shapes() {
   for (int64_t m : {64, 512, 4096}) list.push_back({m, 4096, 4096});
   list.push_back({1024, 2048, 2048});
   list.push_back({1, 1280, 1000});  // image classifier head
+  // Vocabulary heads, wide N: BERT's 384 -> 30522, GPT-2's 768 -> 50257, an LLM's 4096 -> 32000.
+  list.push_back({1, 384, 30522});
+  list.push_back({1, 768, 50257});
+  list.push_back({1, 4096, 32000});
   return list;
 }
 
