@@ -6,10 +6,19 @@
 //
 // Nothing here aborts: the blob is untrusted and the library validates it; every failure is an
 // ExecuTorch Error with the library's message logged through ET_LOG.
+//
+// Token ids: torch.export gives them as int64, the blob holds them as int32 (the compiler
+// narrows a graph's int64 ids; docs/DELEGATE_API.md "Token ids": the caller narrows them). So an
+// int64 tensor for an int32 input is narrowed here, each id checked to fit int32; whether it is
+// a row of the embedding table the library checks in execute(), before the GPU reads it, and
+// its message (input, element, id, the table's rows) is logged like any other.
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
+#include <executorch/runtime/core/exec_aten/util/scalar_type_util.h>
 #include <executorch/runtime/platform/log.h>
 
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -64,13 +73,37 @@ vkd::DelegateOptions backend_options() {
   return options;
 }
 
+// The host dtype ExecuTorch's `type` is handed to the library as; int64 (token ids) goes as
+// int32, narrowed by narrow_ids.
 bool host_dtype_of(ScalarType type, vkd::HostDType* out) {
   switch (type) {
     case ScalarType::Float: *out = vkd::HostDType::Float32; return true;
     case ScalarType::Int: *out = vkd::HostDType::Int32; return true;
+    case ScalarType::Long: *out = vkd::HostDType::Int32; return true;
     case ScalarType::Char: *out = vkd::HostDType::Int8; return true;
     default: return false;
   }
+}
+
+// Input `index`'s int64 token ids as the int32 the blob holds, into `ids`; an id outside int32
+// (so a row of no table the blob can hold) logs one line naming the input, the element and the
+// id, and returns false. The table's rows the library checks in execute().
+bool narrow_ids(const Tensor& tensor, const vkd::TensorInfo& info, size_t index,
+                std::vector<int32_t>* ids) {
+  const int64_t* wide = tensor.const_data_ptr<int64_t>();
+  ids->resize(static_cast<size_t>(tensor.numel()));
+  for (size_t i = 0; i < ids->size(); ++i) {
+    if (wide[i] < std::numeric_limits<int32_t>::min() ||
+        wide[i] > std::numeric_limits<int32_t>::max()) {
+      ET_LOG(Error,
+             "VkdBackend: input %zu ('%s'): element %zu is %lld, outside int32, not a row of "
+             "the embedding table (the blob holds these ids as int32)",
+             index, info.name.c_str(), i, static_cast<long long>(wide[i]));
+      return false;
+    }
+    (*ids)[i] = static_cast<int32_t>(wide[i]);
+  }
+  return true;
 }
 
 std::string sizes_text(const std::vector<int64_t>& sizes) {
@@ -81,14 +114,18 @@ std::string sizes_text(const std::vector<int64_t>& sizes) {
 
 // Checks that `tensor` is exactly what the delegate's tensor `info` expects (dtype, sizes, a
 // contiguous CPU tensor); on a mismatch logs one line naming the tensor and returns false.
-bool tensor_matches(const Tensor& tensor, const vkd::TensorInfo& info, const char* role,
+bool tensor_matches(const Tensor& tensor, const vkd::TensorInfo& info, bool is_input,
                     size_t index) {
+  const char* role = is_input ? "input" : "output";
   std::vector<int64_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
   vkd::HostDType dtype;
-  if (!host_dtype_of(tensor.scalar_type(), &dtype) || dtype != info.host_dtype) {
-    ET_LOG(Error, "VkdBackend: %s %zu ('%s'): ExecuTorch dtype %d, the blob expects %s", role,
-           index, info.name.c_str(), static_cast<int>(tensor.scalar_type()),
-           vkd::host_dtype_name(info.host_dtype));
+  const bool ids = tensor.scalar_type() == ScalarType::Long;  // narrowed: inputs only
+  if (!host_dtype_of(tensor.scalar_type(), &dtype) || dtype != info.host_dtype ||
+      (ids && !is_input)) {
+    ET_LOG(Error, "VkdBackend: %s %zu ('%s'): ExecuTorch dtype %s, the blob expects %s%s", role,
+           index, info.name.c_str(), executorch::runtime::toString(tensor.scalar_type()),
+           vkd::host_dtype_name(info.host_dtype),
+           info.host_dtype == vkd::HostDType::Int32 && is_input ? " (or int64 ids)" : "");
     return false;
   }
   if (sizes != info.sizes) {
@@ -165,6 +202,7 @@ class VkdBackend final : public BackendInterface {
     }
     std::vector<vkd::ConstTensorView> inputs(n_in);
     std::vector<vkd::TensorView> outputs(n_out);
+    std::vector<std::vector<int32_t>> narrowed(n_in);  // int64 ids as int32, per input
     for (size_t i = 0; i < n_in + n_out; ++i) {
       const bool is_input = i < n_in;
       const size_t index = is_input ? i : i - n_in;
@@ -175,7 +213,7 @@ class VkdBackend final : public BackendInterface {
       }
       Tensor& tensor = args[i]->toTensor();
       const vkd::TensorInfo info = is_input ? delegate.input(index) : delegate.output(index);
-      if (!tensor_matches(tensor, info, role, index)) return Error::InvalidArgument;
+      if (!tensor_matches(tensor, info, is_input, index)) return Error::InvalidArgument;
       if (tensor.nbytes() > 0 && tensor.const_data_ptr() == nullptr) {
         ET_LOG(Error,
                "VkdBackend: %s %zu ('%s') has no memory (a .pte that does not plan its "
@@ -183,7 +221,11 @@ class VkdBackend final : public BackendInterface {
                role, index, info.name.c_str());
         return Error::InvalidArgument;
       }
-      if (is_input) {
+      if (is_input && tensor.scalar_type() == ScalarType::Long) {
+        if (!narrow_ids(tensor, info, index, &narrowed[index])) return Error::InvalidArgument;
+        inputs[index] = {narrowed[index].data(), narrowed[index].size() * sizeof(int32_t),
+                         info.host_dtype, info.sizes};
+      } else if (is_input) {
         inputs[index] = {tensor.const_data_ptr(), tensor.nbytes(), info.host_dtype, info.sizes};
       } else {
         outputs[index] = {tensor.mutable_data_ptr(), tensor.nbytes(), info.host_dtype, info.sizes};

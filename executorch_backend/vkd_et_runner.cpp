@@ -80,11 +80,13 @@ bool parse_args(int argc, char** argv, Args* args) {
   return !args->model.empty();
 }
 
-// The three dtypes VkdBackend exchanges; .npy files of others are refused by name.
+// The dtypes VkdBackend exchanges (int64: token ids, which it narrows to int32); .npy files of
+// others are refused by name.
 bool npy_of(ScalarType type, NpyDType* out) {
   switch (type) {
     case ScalarType::Float: *out = NpyDType::Float32; return true;
     case ScalarType::Int: *out = NpyDType::Int32; return true;
+    case ScalarType::Long: *out = NpyDType::Int64; return true;
     case ScalarType::Char: *out = NpyDType::Int8; return true;
     default: return false;
   }

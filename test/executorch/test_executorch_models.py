@@ -12,6 +12,13 @@ VkdBackend), on the default device under the validation layer:
   with the converted model's (cosine >= 0.999: the CPU ops are ExecuTorch's float kernels).
 - A device that cannot run a kernel (VKD_DISABLE_FLOAT16=1, a float16 blob): loading the .pte
   raises RuntimeError naming the failure, in a child process that must exit normally.
+- Token ids (issue 35): BERT's embedding pattern (word rows by int64 id + position rows, a
+  LayerNorm, a linear), VkdQuantizer-quantized, lowered whole: the one delegate holds the
+  embedding and takes the int64 ids torch.export gives; VkdBackend narrows them to int32.
+  executorch.runtime's output equals `vkd run` of the payload byte for byte and the converted
+  model's within 1 LSB; vkd_et_runner on an int64 .npy the same bytes. An id outside the table
+  (and one outside int32) is an ExecuTorch error whose log line names the input, the element,
+  the id (and the table's rows), in process and in the runner, and the method runs on after.
 Environment (CMake): PYTHONPATH (python/, test/python/), VKD, VKD_ET_RUNNER, VKD_TEST_KERNELS;
 VKD_VALIDATION=1.
 """
@@ -43,6 +50,7 @@ from executorch.runtime import Runtime
 ctypes.CDLL(os.environ["VKD_TEST_KERNELS"])
 
 HERE = Path(__file__).resolve().parent
+TOKENS, VOCAB = 8, 100
 
 
 def output_lsb(converted):
@@ -145,8 +153,9 @@ def lower_tapped(model, shape):
     return converted, x, edge.to_executorch().buffer, delegates, printed
 
 
-def run_cpp_runner(pte, x):
-    """The outputs of vkd_et_runner (with the custom op's kernel library) on `x`."""
+def run_cpp_runner(pte, x, expect_failure=False):
+    """The outputs of vkd_et_runner (with the custom op's kernel library) on `x`; with
+    `expect_failure`, the runner's stderr (it must fail)."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "m.pte").write_bytes(pte)
@@ -155,6 +164,9 @@ def run_cpp_runner(pte, x):
                             str(folder / "x.npy"), "--output-dir", str(folder / "out"),
                             "--kernels", os.environ["VKD_TEST_KERNELS"]],
                            capture_output=True, text=True, timeout=300)
+        if expect_failure:
+            assert r.returncode == 1, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+            return r.stderr
         assert r.returncode == 0, r.stderr[-2000:]
         count = len(list((folder / "out").glob("output*.npy")))
         return [np.load(folder / "out" / f"output{i}.npy") for i in range(count)]
@@ -197,6 +209,103 @@ class PartlyDelegated(unittest.TestCase):
             self.assertIn(("kernel", op), steps)
         print(f"attention block: {len(delegates)} VkdBackend delegates, "
               f"{sum(1 for s in steps if s[0] == 'kernel')} CPU kernel calls", file=sys.stderr)
+
+
+class BertEmbeddings(nn.Module):
+    """BERT's embedding pattern: word rows by id + position rows (a position_ids buffer), a
+    LayerNorm, then a linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.word = nn.Embedding(VOCAB, 32)
+        self.pos = nn.Embedding(TOKENS, 32)
+        self.norm = nn.LayerNorm(32)
+        self.lin = nn.Linear(32, 16)
+        self.register_buffer("position_ids", torch.arange(TOKENS).unsqueeze(0))
+
+    def forward(self, ids):
+        return self.lin(self.norm(self.word(ids) + self.pos(self.position_ids)))
+
+
+class StderrOfThisProcess:
+    """What C code of this process (ExecuTorch's ET_LOG) writes to fd 2 inside the block, in
+    `.text`."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self.file = tempfile.TemporaryFile()
+        self.saved = os.dup(2)
+        os.dup2(self.file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.file.seek(0)
+        self.text = self.file.read().decode(errors="replace")
+        self.file.close()
+
+
+class TokenIds(unittest.TestCase):
+    """int64 token ids into a delegate that holds the embedding (VkdBackend narrows them)."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(0)
+        gen = torch.Generator().manual_seed(1)
+        cls.ids = torch.randint(0, VOCAB, (1, TOKENS), generator=gen)
+        cls.ids[0, :2] = torch.tensor([0, VOCAB - 1])  # the table's first and last rows
+        calibration = [(torch.randint(0, VOCAB, (1, TOKENS), generator=gen),) for _ in range(3)]
+        cls.converted = quantize(BertEmbeddings().eval(), (cls.ids,), calibration).converted
+        ep = torch.export.export(cls.converted, (cls.ids,))
+        cls.program, cls.printed, cls.pte = lower(ep)
+        cls.method = Runtime.get().load_program(cls.pte).load_method("forward")
+
+    def test_embedding_delegated_with_int64_ids(self):
+        (plan,) = self.program.execution_plan
+        self.assertEqual(instructions(plan), [("delegate", "VkdBackend")])
+        self.assertEqual([o.name for o in plan.operators], [])  # no CPU operator, no cast
+        (delegated,) = [line for line in self.printed if "delegated vkd0" in line]
+        self.assertIn("aten::embedding", delegated)
+        self.assertIn("VkdPartitioner: 0 node(s) left", "\n".join(self.printed))
+        self.assertEqual(self.ids.dtype, torch.int64)
+        (got,) = self.method.execute([self.ids])
+        got = got.numpy()
+        self.assertEqual(got.shape, (1, TOKENS, 16))
+        with tempfile.TemporaryDirectory() as tmp:
+            payload = Path(tmp) / "payload.vkd"
+            payload.write_bytes(self.program.backend_delegate_data[0].data)
+            want = run_blob(payload, self.ids, Path(tmp))  # `vkd run` narrows an int64 .npy
+        self.assertEqual(got.tobytes(), want.tobytes())
+        ref = self.converted(self.ids).detach().numpy()
+        lsb = output_lsb(self.converted)
+        self.assertLessEqual(np.abs(got - ref).max(), lsb * 1.001)  # 1 LSB: a rounding tie
+        self.assertGreaterEqual(accuracy.cosine(ref, got), 0.999)
+        self.assertGreater(np.abs(ref).max(), 20 * lsb)  # not a near-constant output
+        (cpp,) = run_cpp_runner(self.pte, self.ids)
+        self.assertEqual(cpp.tobytes(), got.tobytes())
+
+    def check_refused(self, element, value, message):
+        bad = self.ids.clone()
+        bad[0, element] = value
+        with StderrOfThisProcess() as log, self.assertRaises(RuntimeError):
+            self.method.execute([bad])
+        self.assertIn(message, log.text)
+        self.assertIn(message, run_cpp_runner(self.pte, bad, expect_failure=True))
+        (again,) = self.method.execute([self.ids])  # the method runs on
+        want = self.converted(self.ids).detach().numpy()
+        self.assertLessEqual(np.abs(again.numpy() - want).max(),
+                             output_lsb(self.converted) * 1.001)
+
+    def test_id_outside_the_table_is_an_error(self):
+        self.check_refused(3, VOCAB, f"input 'ids': element 3 is {VOCAB}, not a row of the "
+                           f"embedding table [0, {VOCAB})")
+        self.check_refused(5, -1, "input 'ids': element 5 is -1, not a row of the embedding "
+                           f"table [0, {VOCAB})")
+
+    def test_id_outside_int32_is_an_error(self):
+        self.check_refused(2, 2**40, "input 0 ('ids'): element 2 is 1099511627776, outside "
+                           "int32, not a row of the embedding table")
 
 
 # A float16-only blob (x -> clone -> z, float16), made into a .pte by test_vkd_backend's
