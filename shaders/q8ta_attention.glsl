@@ -51,8 +51,13 @@
 #ifndef SMALL_HEAD
 #define SMALL_HEAD 0  // the float family has the one form
 #endif
-#define BQ 8                                    // query rows per workgroup (two 4-row chunks)
-#define PARTS (WG / BQ)                         // invocations per query row: 16
+// Query rows per workgroup: 8 (two 4-row chunks), or 4 (QUERY_ROWS 4, int8: twice the
+// workgroups, each with half the rows, for grids too small to fill the device).
+#ifndef QUERY_ROWS
+#define QUERY_ROWS 8
+#endif
+#define BQ QUERY_ROWS
+#define PARTS (WG / BQ)                         // invocations per query row: 16 (32)
 #define WORD_PARTS 8                            // P.V: invocations sharing a row's words
 #define KEY_SPLIT (PARTS / WORD_PARTS)          // P.V: the tile's keys in this many ranges
 #if FLOAT_IO

@@ -31,6 +31,12 @@ struct AttentionPush {
 // (rows padded by an element), the tile's p (likewise) and one float per invocation twice.
 constexpr uint32_t kWorkgroup = 128;
 constexpr int64_t kQueryRows = 8;
+// The int8 kernel takes 4 query rows per workgroup (QUERY_ROWS 4: twice the workgroups, each
+// half the rows) where 8 make at most this many workgroups, about two per SM of a large GPU.
+// H200, the attentions of a whole model (`vkd run --profile`, sum over its layers), 8 / 4 rows:
+// ViT-Ti (197 tokens, 3 heads: 75 workgroups) 267 / 203 us, MiniLM at 128 tokens (12 heads:
+// 192) 68 / 57, at 512 tokens (768) 352 / 390.
+constexpr int64_t kFourRowsMaxGroups = 256;
 struct Tiles {
   int64_t keys, max_head_elems, elem_bytes;
   uint32_t shared_bytes() const {
@@ -158,18 +164,21 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            static_cast<int32_t>(columns.query / 4),
                            static_cast<int32_t>(columns.key / 4),
                            static_cast<int32_t>(columns.value / 4)};
+  // int8: 4 query rows per workgroup where 8 leave the grid small (kFourRowsMaxGroups).
+  const bool four_rows =
+      !float_io && div_up(dq.h, kQueryRows) * heads * batches <= kFourRowsMaxGroups;
   graph::DispatchNode node;
   node.op = op;
-  node.kernel =
-      float_io ? shaders::variants::q8ta_attention_float[0][0]
-               : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1][small_head];
+  node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
+                         : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1]
+                                                            [small_head][four_rows ? 1 : 0];
   node.bindings = {output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
-  // One workgroup per (block of 8 query rows, head, batch); the shader's size is fixed (its
+  // One workgroup per (block of 8 or 4 query rows, head, batch); the shader's size is fixed (its
   // invocations split the block's rows and keys), so no chooser picks it. Group counts past the
   // device's limits are reported by ComputeGraph's per-node checks.
   node.plan.local_size = {kWorkgroup, 1, 1};
-  node.plan.group_count = {static_cast<uint32_t>(div_up(dq.h, kQueryRows)),
+  node.plan.group_count = {static_cast<uint32_t>(div_up(dq.h, four_rows ? 4 : kQueryRows)),
                            static_cast<uint32_t>(heads), static_cast<uint32_t>(batches)};
   graph.add_node(std::move(node));
 }

@@ -360,6 +360,9 @@ void register_attention_cases(Registry& registry) {
       // a mask per query row over two tiles.
       {{{1, 300, 64}, {1, 300, 64}, 2}, MaskKind::Keys, sharp},
       {{{2, 130, 96}, {2, 130, 96}, 3}, MaskKind::Rows, soft},
+      // A grid of more than 256 workgroups of 8 query rows (the others take 4 rows each):
+      // 33 blocks x 16 heads of 4 x 2 batches.
+      {{{2, 264, 64}, {2, 264, 64}, 16}, MaskKind::Keys, soft},
   };
   for (const auto& c : cases) add_attention_case(registry, "", c.shape, c.mask, c.q_scale);
   // Q, K, V as column ranges of one tensor: MiniLM's at 16 tokens, batches and a partial block.
