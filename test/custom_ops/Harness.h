@@ -5,6 +5,8 @@
 // every one, from a list the build makes from the folder (test/CMakeLists.txt).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +23,13 @@ struct AccuResult {
   int64_t mismatches = 0;
   int64_t checked = 0;
 };
+
+// One checked value: its error (NaN counts as infinite) and whether it is out of tolerance.
+inline void record(AccuResult& r, double err, bool bad) {
+  r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
+  r.mismatches += bad;
+  ++r.checked;
+}
 
 // Work done by one execution, for throughput figures.
 struct PerfWork {

@@ -213,12 +213,6 @@ class LayerNormCase : public CaseInstance {
     }
   }
 
-  static void record(AccuResult& r, double err, bool bad) {
-    r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
-    r.mismatches += bad;
-    ++r.checked;
-  }
-
   std::vector<int64_t> sizes_;
   LayerNormForm form_;
   ops::QuantParams in_q_;

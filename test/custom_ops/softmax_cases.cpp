@@ -104,12 +104,6 @@ class SoftmaxCase : public CaseInstance {
   }
 
  private:
-  static void record(AccuResult& r, double err, bool bad) {
-    r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
-    r.mismatches += bad;
-    ++r.checked;
-  }
-
   std::vector<int64_t> sizes_;
   MemoryLayout layout_;
   std::optional<MemoryLayout> float_layout_;
