@@ -5,11 +5,18 @@ VkdBackend), on the default device under the validation layer:
   converted (PyTorch reference-quantized) model's within 1 output LSB everywhere, cosine >= 0.999.
 - Partly delegated: convs around a LayerNorm and the custom op vkd_test::shift (its ExecuTorch
   kernel: vkd_test_shift_kernel.cpp), and an attention block (LayerNorm, self-attention, the
-  custom op) between convs. The .pte also returns every delegate's inputs and outputs
-  (delegate_taps): each delegate's output equals `vkd run` of its payload on the inputs
-  ExecuTorch gave it byte for byte, and PyTorch's reference of its partition within one LSB;
-  vkd_et_runner's outputs equal executorch.runtime's byte for byte; the model's output agrees
-  with the converted model's (cosine >= 0.999: the CPU ops are ExecuTorch's float kernels).
+  custom op) between convs, only the custom op on the CPU. The .pte also returns every
+  delegate's inputs and outputs (delegate_taps): each delegate's output equals `vkd run` of
+  its payload on the inputs ExecuTorch gave it byte for byte, and PyTorch's reference of its
+  partition within one LSB; vkd_et_runner's outputs equal executorch.runtime's byte for byte;
+  the model's output agrees with the converted model's (cosine >= 0.999: the CPU ops are
+  ExecuTorch's float kernels).
+- Attention kept whole (issue 35): BERT's attention in small (the additive mask made from a 0/1
+  mask, q / k / v linears, F.scaled_dot_product_attention, the out projection, a residual
+  LayerNorm) and sentence-transformers' masked mean + F.normalize: one delegate, no CPU
+  operator (ExecuTorch's edge lowering would decompose the SDPA and the norm into ops the
+  compiler does not take); the outputs equal `vkd run` of the payload byte for byte, the
+  converted model's within 1 LSB (the pooled one within an LSB / the kept tokens).
 - A device that cannot run a kernel (VKD_DISABLE_FLOAT16=1, a float16 blob): loading the .pte
   raises RuntimeError naming the failure, in a child process that must exit normally.
 - Token ids (issue 35): BERT's embedding pattern (word rows by int64 id + position rows, a
@@ -25,6 +32,7 @@ VKD_VALIDATION=1.
 import ctypes
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,10 +41,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from cli_models import _register_shift as register_shift
-from delegate_taps import check_delegates, tap_delegates
+from delegate_taps import check_delegates, tap_delegates, vkd_run
 from test_executorch_aot import instructions, lower, quantized_program, run_blob
 from vkdelegate import accuracy, examples_models
 from vkdelegate import executorch as vkd_executorch  # registers VkdBackend with the runtime
@@ -188,25 +197,23 @@ class PartlyDelegated(unittest.TestCase):
         left = [line for line in printed if line.strip().startswith("left ")]
         self.assertTrue(any("vkd_test.shift: not supported by the backend" in line
                             for line in left), printed)
-        return program_of(pte), delegates
+        return program_of(pte), delegates, printed
 
     def test_layer_norm_and_custom_op(self):
-        program, _ = self.check(ConvsAroundCpuOps(), (1, 3, 32, 32))
+        program, _, _ = self.check(ConvsAroundCpuOps(), (1, 3, 32, 32))
         self.assertEqual(instructions(program.execution_plan[0]),
                          [("delegate", "VkdBackend"), ("kernel", "vkd_test::shift"),
                           ("delegate", "VkdBackend")])
 
     def test_attention_block_and_custom_op(self):
-        program, delegates = self.check(AttentionBlock(), (1, 3, 8, 8))
+        program, delegates, printed = self.check(AttentionBlock(), (1, 3, 8, 8))
         steps = instructions(program.execution_plan[0])
-        # The convolutions on the GPU (the first before the attention, the head last); the
-        # attention's float ops on ExecuTorch's kernels (the layer norm is delegated where its
-        # partition compiles: PartlyDelegated.test_layer_norm_and_custom_op checks that).
-        self.assertLess(steps.index(("delegate", "VkdBackend")),
-                        steps.index(("kernel", "aten::bmm")))
-        self.assertEqual(steps[-1], ("delegate", "VkdBackend"))
-        for op in ("aten::bmm", "aten::_softmax", "vkd_test::shift"):
-            self.assertIn(("kernel", op), steps)
+        # The convolutions, the layer norm and the attention (its SDPA kept whole) on the GPU,
+        # only the custom op between them on the CPU.
+        self.assertEqual(steps, [("delegate", "VkdBackend"), ("kernel", "vkd_test::shift"),
+                                 ("delegate", "VkdBackend")])
+        (first,) = [line for line in printed if "delegated vkd0" in line]
+        self.assertIn("aten::scaled_dot_product_attention x1", first)
         print(f"attention block: {len(delegates)} VkdBackend delegates, "
               f"{sum(1 for s in steps if s[0] == 'kernel')} CPU kernel calls", file=sys.stderr)
 
@@ -306,6 +313,87 @@ class TokenIds(unittest.TestCase):
     def test_id_outside_int32_is_an_error(self):
         self.check_refused(2, 2**40, "input 0 ('ids'): element 2 is 1099511627776, outside "
                            "int32, not a row of the embedding table")
+
+
+class SentenceAttention(nn.Module):
+    """BERT's attention and sentence-transformers' pooling in small: the additive mask made from
+    the 0/1 mask in the graph ((1 - keep) * -10000, as SentenceEncoder makes it), q / k / v
+    linears split into heads, F.scaled_dot_product_attention with that float mask, the heads
+    merged, the output projection, a residual LayerNorm (output 0); the mean over the kept
+    tokens, L2-normalised (output 1)."""
+
+    def __init__(self, width=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.out = (nn.Linear(width, width) for _ in range(4))
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x, keep):
+        b, t, c = x.shape
+        additive = ((1.0 - keep) * -10000.0)[:, None, None, :]
+
+        def split(y):
+            return y.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        a = F.scaled_dot_product_attention(split(self.q(x)), split(self.k(x)), split(self.v(x)),
+                                           attn_mask=additive)
+        hidden = self.norm(x + self.out(a.transpose(1, 2).reshape(b, t, c)))
+        weights = keep.unsqueeze(-1)
+        mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        return hidden, F.normalize(mean, p=2, dim=1)
+
+
+def payload_kernels(payload):
+    """The kernel of each dispatch of a delegate payload, as `vkd inspect` prints them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        blob = Path(tmp) / "payload.vkd"
+        blob.write_bytes(payload)
+        r = subprocess.run([os.environ["VKD"], "inspect", str(blob)], capture_output=True,
+                           text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return re.findall(r"^ +node \d+.*?: kernel (\w+)", r.stdout, re.M)
+
+
+class AttentionKeptWhole(unittest.TestCase):
+    """ExecuTorch's edge lowering would decompose the SDPA into bmm / softmax / masking ops and
+    F.normalize's norm into pow / sum, which the compiler does not take (they ran on ExecuTorch's
+    CPU kernels between a dozen delegates); VkdPartitioner keeps them whole where the compiler
+    takes them, so the block is one delegate."""
+
+    def test_attention_and_pooling_in_one_delegate(self):
+        torch.manual_seed(0)
+        gen = torch.Generator().manual_seed(0)
+        keep = torch.ones(1, TOKENS)
+        keep[0, -3:] = 0.0  # three padding tokens: their scores masked, left out of the mean
+        x = torch.randn(1, TOKENS, 32, generator=gen)
+        calibration = [(torch.randn(1, TOKENS, 32, generator=gen), keep) for _ in range(2)]
+        converted = quantize(SentenceAttention().eval(), (x, keep), calibration).converted
+        program, printed, pte = lower(torch.export.export(converted, (x, keep)))
+        (plan,) = program.execution_plan
+        self.assertEqual(instructions(plan), [("delegate", "VkdBackend")], printed)
+        self.assertEqual([o.name for o in plan.operators], [])  # no CPU operator
+        (delegated,) = [line for line in printed if "delegated vkd0" in line]
+        for op in ("aten::scaled_dot_product_attention x1", "aten::linalg_vector_norm x1"):
+            self.assertIn(op, delegated)
+        self.assertIn("VkdPartitioner: 0 node(s) left", "\n".join(printed))
+        kernels = payload_kernels(program.backend_delegate_data[0].data)
+        # The SDPA with its head moves one int8 attention that makes the mask from the 0/1 mask
+        # itself (no float element-wise step before it), the pooling one masked mean.
+        self.assertEqual(sum("q8ta_attention" in k for k in kernels), 1, kernels)
+        self.assertFalse([k for k in kernels if k.startswith("float_elementwise")], kernels)
+        self.assertEqual(sum("masked_mean" in k and "normalize" in k for k in kernels), 1,
+                         kernels)
+        got = [o.numpy() for o in execute(pte, [x, keep])]
+        want = vkd_run(program.backend_delegate_data[0].data, [x.numpy(), keep.numpy()])
+        self.assertEqual([g.tobytes() for g in got], [w.tobytes() for w in want])
+        hidden, pooled = (r.detach().numpy() for r in converted(x, keep))
+        lsb = output_lsb(converted)
+        self.assertLessEqual(np.abs(got[0] - hidden).max(), lsb * 1.001)  # 1 LSB: a rounding tie
+        self.assertGreaterEqual(accuracy.cosine(hidden, got[0]), 0.999)
+        self.assertGreater(np.abs(hidden).max(), 20 * lsb)  # not a near-constant output
+        # The pooled embedding: a mean of int8 steps, normalised (a step of `hidden` / 5 tokens
+        # at most where a tie rounded the other way).
+        self.assertLessEqual(np.abs(got[1] - pooled).max(), lsb / 5 * 1.001)
+        self.assertAlmostEqual(float(np.linalg.norm(got[1])), 1.0, places=5)
 
 
 # A float16-only blob (x -> clone -> z, float16), made into a .pte by test_vkd_backend's

@@ -185,7 +185,9 @@ class LayerNormDelegated(unittest.TestCase):
 class WalkReadsTheEdgeDialect(unittest.TestCase):
     def test_edge_ops_and_the_edge_clone(self):
         """The edge dialect's ops are EdgeOpOverloads (the ATen op inside) and its clone is
-        dim_order_ops._clone_dim_order: the walk writes them as their ATen ops."""
+        dim_order_ops._clone_dim_order: the walk writes them as their ATen ops. The edge dialect
+        lifts the number of `* 2` into a 0-d constant: the product is mul.Scalar again, as the
+        exporter writes it from ATen."""
         class ReluCloneMul(nn.Module):
             def forward(self, x):
                 return torch.relu(x).clone() * 2
@@ -194,7 +196,8 @@ class WalkReadsTheEdgeDialect(unittest.TestCase):
         edge = to_edge(torch.export.export(ReluCloneMul(), (x,))).exported_program()
         graph, _ = to_graph_ir(edge, (x,))
         self.assertEqual([n["op"] for n in graph["nodes"]],
-                         ["aten.relu", "aten.clone", "aten.mul.Tensor"])
+                         ["aten.relu", "aten.clone", "aten.mul.Scalar"])
+        self.assertEqual(graph["nodes"][2]["args"], {"other": 2.0})
 
 
 class PreprocessFailsLoudly(unittest.TestCase):

@@ -14,17 +14,23 @@ from vkdelegate.export.ops import aten_overload
 from .backend import VkdBackend
 from .compiler_check import (VkdLoweringError, compile_nodes, compile_program,
                              with_real_constants)
+from .edge_no_decomp import fake_like_aten
 
 aten = torch.ops.aten
 # Ops the edge dialect would otherwise decompose into pieces the walk does not reassemble:
 # pixel_shuffle into view / permute / _clone_dim_order, max_pool2d into
 # max_pool2d_with_indices (an int64 index output the graph IR refuses), conv2d into
 # convolution, linear into permute_copy + addmm (which left a classifier's head on the CPU,
-# its per-channel dequantize without an ExecuTorch kernel). A decomposition choice, not a
+# its per-channel dequantize without an ExecuTorch kernel), scaled_dot_product_attention into
+# bmm / softmax / masking ops (BERT's attention on the CPU between two dozen delegates; whole,
+# the compiler makes it one q8ta_attention with its head moves), rsub into sub.Tensor (BERT's
+# (1 - mask) * -10000, which the attention makes in its kernel), linalg_vector_norm into pow /
+# sum (F.normalize after sentence-transformers' mean pooling). A decomposition choice, not a
 # support list: ExecuTorch keeps one of them whole only where the compiler takes that node
 # (ExecuTorch requires a kept op to be delegated), the others decompose for its CPU kernels.
 KEEP_UNDECOMPOSED = [aten.pixel_shuffle.default, aten.max_pool2d.default, aten.conv2d.default,
-                     aten.linear.default]
+                     aten.linear.default, aten.scaled_dot_product_attention.default,
+                     aten.rsub.Scalar, aten.linalg_vector_norm.default]
 
 
 class _CompilerSays(OperatorSupportBase):
@@ -84,6 +90,8 @@ class VkdPartitioner(Partitioner):
             if "refused" not in verdict:
                 verdict["refused"] = _refused_by_compiler(ep, "undecomposed")
             return node.name not in verdict["refused"]
+        for op in KEEP_UNDECOMPOSED:  # the kept nodes traced with the strides export gave them
+            fake_like_aten(op)
         return KEEP_UNDECOMPOSED, compiler_takes
 
     def partition(self, ep):

@@ -15,7 +15,8 @@ import operator
 
 import torch
 
-from .walk import DQ_PER_CHANNEL, DQ_PER_TENSOR, Literal, Param, Tensor, int8_data, int8_qargs
+from .walk import (DQ_PER_CHANNEL, DQ_PER_TENSOR, Literal, Param, Tensor, dtype_name, int8_data,
+                   int8_qargs)
 
 _HANDLERS = {}  # node key -> fn(walker, node) -> ref
 _REQUIRED = object()
@@ -294,8 +295,11 @@ def _add(w, node):
 @handles("aten.mul.Tensor", "aten.mul.Scalar")
 def _mul(w, node):
     """A product of two tensors is aten.mul.Tensor; of a tensor and a number (either first:
-    multiplication commutes) aten.mul.Scalar(self, other)."""
+    multiplication commutes) aten.mul.Scalar(self, other), also where the number is a 0-d float
+    constant (ExecuTorch's edge dialect lifts a Python number so: BERT's mask * -10000)."""
     a, b = node.args[0], arg(node, 1, "other")
+    a, b = (_number_of_scalar_constant(w, a), b) if w.is_tensor(b) else (a, b)
+    b = _number_of_scalar_constant(w, b) if w.is_tensor(a) else b
     if w.is_tensor(a) and w.is_tensor(b):
         return w.emit("aten.mul.Tensor", [w.input(a), w.input(b)], {}, w.out())
     if w.is_tensor(b):
@@ -304,6 +308,15 @@ def _mul(w, node):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return generic(w, node)
     return w.emit("aten.mul.Scalar", [w.input(a)], {"other": value}, w.out())
+
+
+def _number_of_scalar_constant(w, x):
+    """A float32 0-d constant's value as a Python float (the product rounds it to float32 as
+    PyTorch's does with a number), anything else as it is."""
+    ref = w.ref(x)
+    if isinstance(ref, Param) and ref.tensor.dim() == 0 and ref.tensor.dtype == torch.float32:
+        return float(ref.tensor.item())
+    return x
 
 
 @handles("aten.relu.default")
@@ -420,11 +433,29 @@ def _mean(w, node):
 @handles("aten.view.default", "aten.view_copy.default", "aten.reshape.default",
          "aten._unsafe_view.default", "aten.flatten.using_ints", "aten.unflatten.int",
          "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
-         "aten.unsqueeze.default")
+         "aten.unsqueeze.default", "aten.unsqueeze_copy.default")
 def _view(w, node):
     """Every reshape is a view_copy to the concrete output shape (the IR has no -1 or dims)."""
     out = w.out()
     return w.emit("aten.view_copy", [w.input(node.args[0])], {"size": out.shape}, out)
+
+
+@handles("aten.expand_copy.default")
+def _expand(w, node):
+    """expand_copy(self, size) read only by a two-tensor op whose other operand (walked already) has
+    the expanded dtype and shape: aten.expand_as(self, that operand), the graph IR's broadcast
+    (ExecuTorch's edge dialect writes F.normalize's expand_as(norm, mean) so). Otherwise the
+    generic node."""
+    out = w.out()
+    readers = list(node.users)
+    operands = [a for a in readers[0].args if isinstance(a, torch.fx.Node)] \
+        if len(readers) == 1 else []
+    other = next((a for a in operands if a is not node), None) if len(operands) == 2 else None
+    meta = other.meta.get("tensor_meta") if other in w.env else None
+    if hasattr(meta, "shape") and list(meta.shape) == out.shape and \
+            dtype_name(meta.dtype) == out.dtype and w.is_tensor(other):
+        return w.emit("aten.expand_as", [w.input(node.args[0]), w.input(other)], {}, out)
+    return generic(w, node, out)
 
 
 @handles("aten.transpose.int", "aten.transpose_copy.int", "aten.swapaxes.default",
