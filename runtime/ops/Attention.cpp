@@ -49,13 +49,6 @@ struct Tiles {
 constexpr Tiles kInt8Tiles[] = {{32, 32, 4}, {128, 8, 4}, {64, 16, 4}};
 constexpr Tiles kFloatTiles{16, 16, 16};
 
-// The int8 form for heads of `head` columns: the smallest tile of heads that holds them.
-int small_head_form(int64_t head) {
-  return head <= 4 * kInt8Tiles[1].max_head_elems   ? 1
-         : head <= 4 * kInt8Tiles[2].max_head_elems ? 2
-                                                    : 0;
-}
-
 // The checks of Q, K, V and output: 4H4W int8x4, or float32 width-packed buffers.
 void check_operand(const std::string& op, const graph::GpuTensor& t, const char* what,
                    bool float_io) {
@@ -92,9 +85,10 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   const Dims4 dq = q.spec().dims4(), dk = k.spec().dims4(), dm = m.spec().dims4();
   const Dims4 dout = out.spec().dims4();
   const int64_t batches = dq.n * dq.c, width = dout.w, heads = params.num_heads;
-  const int small_head =
-      !float_io && heads >= 1 && width % heads == 0 ? small_head_form(width / heads) : 0;
-  const Tiles tiles = float_io ? kFloatTiles : kInt8Tiles[small_head];
+  const AttentionForm form = !float_io && heads >= 1 && width % heads == 0
+                                 ? plan_int8_attention(width / heads, dq.h, heads, dq.n * dq.c)
+                                 : AttentionForm{};
+  const Tiles tiles = float_io ? kFloatTiles : kInt8Tiles[form.small_head];
   const AttentionColumns columns = params.columns.value_or(AttentionColumns{});
   if (!params.columns) {
     check_same_sizes(op, q, out);
@@ -164,14 +158,12 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            static_cast<int32_t>(columns.query / 4),
                            static_cast<int32_t>(columns.key / 4),
                            static_cast<int32_t>(columns.value / 4)};
-  // int8: 4 query rows per workgroup where 8 leave the grid small (kFourRowsMaxGroups).
-  const bool four_rows =
-      !float_io && div_up(dq.h, kQueryRows) * heads * batches <= kFourRowsMaxGroups;
+  const bool four_rows = !float_io && form.rows_per_workgroup == 4;
   graph::DispatchNode node;
   node.op = op;
   node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
                          : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1]
-                                                            [small_head][four_rows ? 1 : 0];
+                                                            [form.small_head][four_rows ? 1 : 0];
   node.bindings = {output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per (block of 8 or 4 query rows, head, batch); the shader's size is fixed (its
@@ -184,6 +176,17 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
 }
 
 }  // namespace
+
+AttentionForm plan_int8_attention(int64_t head_columns, int64_t query_rows, int64_t heads,
+                                  int64_t batches) {
+  AttentionForm f;
+  f.small_head = head_columns <= 4 * kInt8Tiles[1].max_head_elems   ? 1
+                 : head_columns <= 4 * kInt8Tiles[2].max_head_elems ? 2
+                                                                    : 0;
+  f.rows_per_workgroup =
+      div_up(query_rows, kQueryRows) * heads * batches <= kFourRowsMaxGroups ? 4 : kQueryRows;
+  return f;
+}
 
 void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, graph::ValueRef key,
                              graph::ValueRef value, graph::ValueRef mask, graph::ValueRef output,

@@ -309,6 +309,29 @@ TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
             LinearRoute::SplitK);
 }
 
+TEST(LinearPlan, TheGemvGivesEachSubgroupItsChannelsUpToK4096) {
+  // One row, K = 4096 (1024 words) over 11008 channels: 2752 groups, 344 workgroups of 4
+  // subgroups x 2 groups: the per-subgroup form (SG_REDUCE 2).
+  auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(1, 4096, 11008), desktop_gpu());
+  EXPECT_EQ(k.route, LinearRoute::Gemv);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_gemv[0][0][2]);
+  EXPECT_EQ(groups_of(k.plan), (Grid{344, 1, 1}));
+  // K = 4100: past the bound, the workgroup's reduction (SG_REDUCE 1), 2 groups a workgroup.
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(1, 4100, 11008), desktop_gpu());
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_gemv[0][0][1]);
+  EXPECT_EQ(groups_of(k.plan), (Grid{1376, 1, 1}));
+  // A narrow N keeps the workgroup form on a GPU: 512 channels make 16 workgroups (< 128).
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(1, 4096, 512), desktop_gpu());
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_gemv[0][0][1]);
+  // Without subgroup shuffles, no per-subgroup form.
+  vkd::vk::DeviceProfile no_shuffle = desktop_gpu();
+  no_shuffle.subgroup_shuffle = false;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(1, 512, 9059), no_shuffle);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_gemv[0][0][1]);
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(1, 512, 9059), desktop_gpu());
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_gemv[0][0][2]);
+}
+
 TEST(LinearPlan, TilesAskedForWinOverTheShortTile) {
   vkd::ops::LinearProblem lp = linear(128, 384, 384, LinearRoute::CoopMat);
   lp.coopmat_tile_n = 32;
