@@ -5,7 +5,6 @@
 #include "runtime/ops/FloatElementwise.h"
 
 #include <array>
-#include <limits>
 #include <string>
 #include <utility>
 
@@ -33,16 +32,6 @@ const char* op_name(FloatBinaryOp op) {
     case FloatBinaryOp::Div: return "float_div";
   }
   return "?";
-}
-
-// A float32 buffer (of rank 1 to 4, as every device tensor) whose elements a kernel can index
-// with int.
-void check_operand(const std::string& op, const graph::GpuTensor& t, const char* what) {
-  check_float_tensor(op, t);
-  VKD_CHECK(t.spec().storage == StorageType::Buffer, ErrorCode::InvalidArgument, op, ": ", what,
-            " ", t.spec().describe(), " must be a float32 buffer");
-  VKD_CHECK(t.spec().numel() <= std::numeric_limits<int32_t>::max(), ErrorCode::Unsupported, op,
-            ": ", what, " ", t.spec().describe(), " has more than 2^31 - 1 elements");
 }
 
 // The element strides of operand `t` read at the output's [N, C, H, W] coordinates: its own
@@ -85,8 +74,8 @@ void add_unary_node(graph::ComputeGraph& graph, const std::string& op, Variant v
                     graph::ValueRef input, graph::ValueRef output, float s0, float s1) {
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_operand(op, in, "input");
-  check_operand(op, out, "output");
+  check_float_operand(op, in, "input");
+  check_float_operand(op, out, "output");
   FloatElementwisePush push{};
   push.out_strides = float_tile_meta(out.spec());
   push.a_strides = broadcast_strides(op, in, out, "input");
@@ -103,9 +92,9 @@ void add_float_binary_node(graph::ComputeGraph& graph, FloatBinaryOp op, graph::
   const auto& ta = graph.tensor(a);
   const auto& tb = graph.tensor(b);
   const auto& out = graph.tensor(output);
-  check_operand(name, ta, "a");
-  check_operand(name, tb, "b");
-  check_operand(name, out, "output");
+  check_float_operand(name, ta, "a");
+  check_float_operand(name, tb, "b");
+  check_float_operand(name, out, "output");
   FloatElementwisePush push{};
   push.out_strides = float_tile_meta(out.spec());
   push.a_strides = broadcast_strides(name, ta, out, "a");

@@ -1,6 +1,8 @@
 #include "runtime/ops/OpUtils.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "core/Env.h"
 #include "core/Error.h"
@@ -46,6 +48,14 @@ void check_float_buffer(const std::string& op, const graph::GpuTensor& t) {
   VKD_CHECK(t.spec().storage == StorageType::Buffer && t.spec().layout == MemoryLayout::WidthPacked,
             ErrorCode::InvalidArgument, op, ": tensor '", t.name(), "' ", t.spec().describe(),
             " must be a width-packed float32 buffer");
+}
+
+void check_float_operand(const std::string& op, const graph::GpuTensor& t, const char* what) {
+  check_float_tensor(op, t);
+  VKD_CHECK(t.spec().storage == StorageType::Buffer, ErrorCode::InvalidArgument, op, ": ", what,
+            " ", t.spec().describe(), " must be a float32 buffer");
+  VKD_CHECK(t.spec().numel() <= std::numeric_limits<int32_t>::max(), ErrorCode::Unsupported, op,
+            ": ", what, " ", t.spec().describe(), " has more than 2^31 - 1 elements");
 }
 
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,

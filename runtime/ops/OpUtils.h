@@ -35,6 +35,9 @@ void check_same_sizes(const std::string& op, const graph::GpuTensor& a, const gr
 bool is_channels_packed_int8(const TensorSpec& s);
 // A float32 width-packed buffer (the float operands of the GEMM-like ops).
 void check_float_buffer(const std::string& op, const graph::GpuTensor& t);
+// A float32 buffer of any float layout (rank 1 to 4, as every device tensor) whose elements a
+// kernel indexes with int (the float element-wise and reduction ops); `what` names it.
+void check_float_operand(const std::string& op, const graph::GpuTensor& t, const char* what);
 // A requantized int8 output: its parameters, and a fused activation range [act_min, act_max]
 // inside [-128, 127] and not empty.
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,

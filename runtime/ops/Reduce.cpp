@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,14 +22,6 @@ struct FloatReducePush {
   std::array<int32_t, 4> sizes, in_strides, out_strides;
   int32_t dim, outputs;
 };
-
-void check_operand(const std::string& op, const graph::GpuTensor& t, const char* what) {
-  check_float_tensor(op, t);
-  VKD_CHECK(t.spec().storage == StorageType::Buffer, ErrorCode::InvalidArgument, op, ": ", what,
-            " ", t.spec().describe(), " must be a float32 buffer");
-  VKD_CHECK(t.spec().numel() <= std::numeric_limits<int32_t>::max(), ErrorCode::Unsupported, op,
-            ": ", what, " ", t.spec().describe(), " has more than 2^31 - 1 elements");
-}
 
 // The output's element strides at the input's [N, C, H, W] positions, 0 at the reduced one:
 // the output is the input's sizes with dim `dim` (of rank `rank`) 1 or dropped.
@@ -87,10 +78,10 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
     check_int8x4_tensor(op, in);
     check_quant_params(op, *params.input);
   } else {
-    check_operand(op, in, "input");
+    check_float_operand(op, in, "input");
   }
-  check_operand(op, m, "mask");
-  check_operand(op, out, "output");
+  check_float_operand(op, m, "mask");
+  check_float_operand(op, out, "output");
   const std::vector<int64_t>& x = in.spec().sizes;
   VKD_CHECK(x.size() == 3, ErrorCode::InvalidArgument, op, ": input ", in.spec().describe(),
             " must be [B, T, C]");
@@ -161,7 +152,7 @@ void add_float_reduce_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const std::string op = norm ? "float_vector_norm" : "float_sum";
   const auto& in = graph.tensor(input);
   const auto& out = graph.tensor(output);
-  check_operand(op, in, "input");
+  check_float_operand(op, in, "input");
   check_float_tensor(op, out);
   VKD_CHECK(out.spec().storage == StorageType::Buffer, ErrorCode::InvalidArgument, op, ": output ",
             out.spec().describe(), " must be a float32 buffer");
