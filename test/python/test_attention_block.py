@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from test_exporter import vkd_compile
+
 HIDDEN, HEADS = 64, 4
 
 
@@ -90,10 +92,7 @@ class AttentionBlockTest(unittest.TestCase):
                 with open(m + ".json", "w") as f:
                     f.write(to_json_text(graph))
                 safetensors.save(m + ".safetensors", tensors)
-                done = subprocess.run([vkd, "compile", m + ".json", "--weights",
-                                       m + ".safetensors", "--partition", "-o", m + ".vkd",
-                                       "--report"], capture_output=True, text=True)
-                self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+                done = vkd_compile(m, "--partition", "--report")
                 fused = [line for line in done.stdout.splitlines() if "into q8ta_attention" in line]
                 self.assertEqual(len(fused), 1, done.stdout)
                 self.assertIn("aten.scaled_dot_product_attention", fused[0])
@@ -147,10 +146,7 @@ class AttentionBlockTest(unittest.TestCase):
             with open(m + ".json", "w") as f:
                 f.write(to_json_text(graph))
             safetensors.save(m + ".safetensors", tensors)
-            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                                   "--partition", "-o", m + ".vkd", "--report"],
-                                  capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            done = vkd_compile(m, "--partition", "--report")
             self.assertIn("into attention 'reshape' (4 heads of 16, mask 'mask' [1, 1, 1, 7])",
                           done.stdout)
             with open(m + ".partition.json") as f:

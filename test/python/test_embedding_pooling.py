@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from test_exporter import quantized_with_mask, write_model
+from test_exporter import quantized_with_mask, vkd_compile, write_model
 
 POOLING_OPS = ("aten.to.dtype", "aten.sum.dim_IntList", "aten.div.Tensor",
                "aten.linalg_vector_norm", "aten.clamp_min", "aten.expand_as")
@@ -53,9 +53,7 @@ class EmbeddingPoolingTest(unittest.TestCase):
             self.assertIn(op, ops)
         with tempfile.TemporaryDirectory() as d:
             m = write_model(d, "pool", graph, tensors, {"x": x, "mask": mask})
-            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                                   "--partition", "-o", m + ".vkd"], capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            done = vkd_compile(m, "--partition")
             run = subprocess.run([vkd, "run", m + ".partition.json", "--input", f"x={m}.x.npy",
                                   "--input", f"mask={m}.mask.npy", "--output-dir",
                                   os.path.join(d, "run")],
@@ -77,9 +75,7 @@ class EmbeddingPoolingTest(unittest.TestCase):
         graph, tensors = to_graph_ir(q, (x, mask), name="pool")
         with tempfile.TemporaryDirectory() as d:
             m = write_model(d, "pool", graph, tensors, {"x": x, "mask": mask})
-            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                                   "--report", "-o", m + ".vkd"], capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            done = vkd_compile(m, "--report")
             self.assertIn("into q8ta_masked_mean_normalize 'output' (B 2, T 8, C 16, mask 'mask'",
                           done.stdout)
             run = subprocess.run([vkd, "run", m + ".vkd", "--input", f"x={m}.x.npy", "--input",

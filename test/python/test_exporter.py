@@ -95,6 +95,16 @@ def write_model(directory, name, graph, tensors, inputs):
     return m
 
 
+def vkd_compile(m, *flags):
+    """`vkd compile <m>.json --weights <m>.safetensors -o <m>.vkd` plus `flags` (the CTest's VKD
+    binary), which must succeed: the finished process (its stdout is the report)."""
+    done = subprocess.run([os.environ["VKD"], "compile", m + ".json", "--weights",
+                           m + ".safetensors", "-o", m + ".vkd", *flags],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 def compile_partitioned(converted, x, folder, *flags):
     """The converted model's graph IR on input x written to `folder` (a Path) as m.json,
     m.safetensors and x.npy, then `vkd compile --partition` (plus `flags`) into m.vkd, which
@@ -103,11 +113,7 @@ def compile_partitioned(converted, x, folder, *flags):
     (folder / "m.json").write_text(to_json_text(graph))
     safetensors.save(str(folder / "m.safetensors"), tensors)
     np.save(folder / "x.npy", x.numpy())
-    done = subprocess.run([os.environ["VKD"], "compile", str(folder / "m.json"), "--weights",
-                           str(folder / "m.safetensors"), "--partition", "-o",
-                           str(folder / "m.vkd"), *flags], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return graph, tensors, done.stdout
+    return graph, tensors, vkd_compile(str(folder / "m"), "--partition", *flags).stdout
 
 
 def quantized_with_mask(make_model, seed, shape, kept):

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from test_exporter import quantized_with_mask, write_model
+from test_exporter import quantized_with_mask, vkd_compile, write_model
 
 FLOAT_OPS = ("float_add", "float_affine_scalar", "float_clamp", "float_div", "float_mul",
              "float_sum", "float_vector_norm")
@@ -50,10 +50,7 @@ class FloatOpsTest(unittest.TestCase):
         graph, tensors = to_graph_ir(q, (x, mask), name="tail")
         with tempfile.TemporaryDirectory() as d:
             m = write_model(d, "tail", graph, tensors, {"x": x, "mask": mask})
-            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                                   "--partition", "--report", "-o", m + ".vkd"],
-                                  capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            done = vkd_compile(m, "--partition", "--report")
             with open(m + ".partition.json") as f:
                 plan = json.load(f)
             self.assertEqual([s["host"] for s in plan["steps"] if "host" in s], [], plan)

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from test_exporter import vkd_compile
+
 
 def mlp(bias=True):
     torch.manual_seed(0)
@@ -127,9 +129,7 @@ class TorchaoLinearTest(unittest.TestCase):
             with open(m + ".json", "w") as f:
                 f.write(to_json_text(graph))
             safetensors.save(m + ".safetensors", tensors)
-            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                                   "-o", m + ".vkd", "--report"], capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            done = vkd_compile(m, "--report")
             self.assertIn("into q8da_linear", done.stdout)
             for t in (16, 5):
                 x = torch.randn(1, t, 64)

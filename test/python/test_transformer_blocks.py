@@ -255,7 +255,7 @@ class TransformerBlocksTest(unittest.TestCase):
         vkd = os.environ.get("VKD")
         if not vkd:
             self.skipTest("no vkd binary: CTest passes VKD=<the built vkd>")
-        from test_exporter import run_cli  # the CLI in this process
+        from test_exporter import run_cli, vkd_compile  # the CLI in this process
         with tempfile.TemporaryDirectory() as d:
             status, _, err = run_cli(
                 "--model", f"{os.path.abspath(__file__)}:transformer_blocks", "--input-shape",
@@ -263,10 +263,7 @@ class TransformerBlocksTest(unittest.TestCase):
                 str(SEED), "-o", d, "--name", "m")
             self.assertEqual(status, 0, err)
             m = os.path.join(d, "m")
-            done = subprocess.run([vkd, "compile", m + ".json", "--weights", m + ".safetensors",
-                                   "--partition", "--report", "-o", m + ".vkd"],
-                                  capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            done = vkd_compile(m, "--partition", "--report")
             fused = [line for line in done.stdout.splitlines() if "into q8ta_attention" in line]
             self.assertEqual(len(fused), 2, done.stdout)  # both modules' attention: one GPU op
             with open(m + ".partition.json") as f:
