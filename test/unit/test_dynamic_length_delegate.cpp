@@ -94,6 +94,18 @@ std::vector<float> input(int64_t length) {
   return x;
 }
 
+// Executes `d` on input(length) [1, length, kWidth]; the output (-1 where nothing was written).
+std::vector<float> execute_at(vkd::Delegate& d, int64_t length) {
+  const std::vector<int64_t> sizes{1, length, kWidth};
+  const std::vector<float> x = input(length);
+  std::vector<float> y(x.size(), -1.0f);
+  EXPECT_EQ(d.execute({{x.data(), x.size() * 4, HostDType::Float32, sizes}},
+                      {{y.data(), y.size() * 4, HostDType::Float32, sizes}}),
+            vkd::Status::Ok)
+      << d.last_error();
+  return y;
+}
+
 TEST(DynamicLengthDelegate, RunsEveryLengthUpToTheMaximum) {
   const std::vector<uint8_t> blob = dynamic_blob();
   std::unique_ptr<vkd::Delegate> d;
@@ -116,13 +128,7 @@ TEST(DynamicLengthDelegate, RunsEveryLengthUpToTheMaximum) {
     std::vector<vkd::TensorInfo> ins, outs;
     ASSERT_EQ(d->infos_at_length(length, &ins, &outs), vkd::Status::Ok) << d->last_error();
     EXPECT_EQ(outs.at(0).sizes, sizes);
-    const std::vector<float> x = input(length);
-    std::vector<float> y(x.size(), -1.0f);
-    ASSERT_EQ(d->execute({{x.data(), x.size() * 4, HostDType::Float32, sizes}},
-                         {{y.data(), y.size() * 4, HostDType::Float32, sizes}}),
-              vkd::Status::Ok)
-        << d->last_error();
-    EXPECT_EQ(y, reference(x));
+    EXPECT_EQ(execute_at(*d, length), reference(input(length)));
   }
   EXPECT_EQ(d->validation_message_count(), 0u);
 }
@@ -142,14 +148,7 @@ TEST(DynamicLengthDelegate, EveryLengthSharesTheMaximumsConstantsAndIntermediate
   EXPECT_GT(one.intermediate_planned_bytes, 0u);
   for (const int64_t length : {int64_t{5}, int64_t{9}, int64_t{2}, int64_t{16}}) {
     SCOPED_TRACE(length);
-    const std::vector<int64_t> sizes{1, length, kWidth};
-    const std::vector<float> x = input(length);
-    std::vector<float> y(x.size(), -1.0f);
-    ASSERT_EQ(d->execute({{x.data(), x.size() * 4, HostDType::Float32, sizes}},
-                         {{y.data(), y.size() * 4, HostDType::Float32, sizes}}),
-              vkd::Status::Ok)
-        << d->last_error();
-    EXPECT_EQ(y, reference(x, true));
+    EXPECT_EQ(execute_at(*d, length), reference(input(length), true));
   }
   const vkd::MemoryReport four = d->memory();
   EXPECT_GT(four.staging_bytes, one.staging_bytes);  // the three shorter graphs are counted
