@@ -117,17 +117,19 @@ shared ivec4 part_s2[MAX_WG];
 void load_chunk(int w4, out vec4 v[4]) {
   const int base = row_origin(p.in_strides) + 4 * w4 * p.in_strides.w;
   const int step = row_stride(p.in_strides);
+  // Every load issued, clamped into the tensor, then the values outside it replaced by 0.
+  const int rows = rows_inside(), widths = chunk_widths(w4);
   if (vec4_rows(p.in_strides, base, w4)) {
     for (int j = 0; j < 4; ++j) {
-      const vec4 row = j < rows_inside() ? in_floats4[(base + j * step) / 4] : vec4(0.0);
-      for (int ww = 0; ww < 4; ++ww) v[ww][j] = row[ww];
+      const vec4 row = in_floats4[(base + min(j, rows - 1) * step) / 4];
+      for (int ww = 0; ww < 4; ++ww) v[ww][j] = j < rows ? row[ww] : 0.0;
     }
     return;
   }
   for (int ww = 0; ww < 4; ++ww) {
     for (int j = 0; j < 4; ++j) {
-      const bool inside = j < rows_inside() && ww < chunk_widths(w4);
-      v[ww][j] = inside ? in_floats[base + j * step + ww * p.in_strides.w] : 0.0;
+      const float x = in_floats[base + min(j, rows - 1) * step + min(ww, widths - 1) * p.in_strides.w];
+      v[ww][j] = j < rows && ww < widths ? x : 0.0;
     }
   }
 }
@@ -229,21 +231,55 @@ void reduce_sums(inout ivec4 s1, inout ivec4 s2) {
 }
 #endif
 
-// y = (d * r) * weight + bias for the 4 rows of width 4*w4 + ww, each operation rounded.
-vec4 affine_map(vec4 d, vec4 r, int w4, int ww) {
+// y = (d * r) * weight + bias for the 4 rows of width 4*w4 + ww, each operation rounded; `a`
+// is chunk w4's affine pair (affine[2 w4], affine[2 w4 + 1]).
+vec4 affine_map(vec4 d, vec4 r, vec4 a[2], int ww) {
   precise vec4 scaled = d * r;
-  precise vec4 y = scaled * affine[2 * w4][ww] + affine[2 * w4 + 1][ww];
+  precise vec4 y = scaled * a[0][ww] + a[1][ww];
   return y;
+}
+
+void load_affine(int w4, out vec4 a[2]) {
+  a[0] = affine[2 * w4];
+  a[1] = affine[2 * w4 + 1];
+}
+
+// The values of chunk w4 into v: the invocation's first chunk (t, its only one where W4 <= WG,
+// as at MiniLM's and BERT's rows) from `first`, loaded once before the passes with its affine
+// pair; any later chunk (wider rows) loaded again by each pass.
+#if IN_FLOAT
+#define CHUNK_TYPE vec4
+#else
+#define CHUNK_TYPE ivec4
+#endif
+void chunk_values(int w4, int t, CHUNK_TYPE first[4], out CHUNK_TYPE v[4]) {
+  if (w4 == t) {
+    v = first;
+  } else {
+    load_chunk(w4, v);
+  }
+}
+void chunk_affine(int w4, int t, vec4 first[2], out vec4 a[2]) {
+  if (w4 == t) {
+    a = first;
+  } else {
+    load_affine(w4, a);
+  }
 }
 
 void main() {
   const int t = int(gl_LocalInvocationIndex);
   const int C = p.sizes.w, W4 = div_up(C, 4);
+  // Every load of the first chunk issued at once, clamped into the row (a branch per load
+  // would serialize them); an invocation past the row's chunks never uses its values.
+  CHUNK_TYPE v[4], first[4];
+  vec4 a[2], first_affine[2];
+  load_chunk(min(t, W4 - 1), first);
+  load_affine(min(t, W4 - 1), first_affine);
 #if !IN_FLOAT
-  ivec4 v[4];
   ivec4 s1 = ivec4(0), s2 = ivec4(0);
   for (int w4 = t; w4 < W4; w4 += WG) {
-    load_chunk(w4, v);
+    chunk_values(w4, t, first, v);
     for (int ww = 0; ww < chunk_widths(w4); ++ww) {
       s1 += v[ww];
       s2 += v[ww] * v[ww];
@@ -264,31 +300,32 @@ void main() {
     r[j] = inversesqrt(denominator);
   }
   for (int w4 = t; w4 < W4; w4 += WG) {
-    load_chunk(w4, v);
+    chunk_values(w4, t, first, v);
+    chunk_affine(w4, t, first_affine, a);
     vec4 y[4];
-    for (int ww = 0; ww < 4; ++ww) y[ww] = affine_map(vec4(C * v[ww] - S1), r, w4, ww);
+    for (int ww = 0; ww < 4; ++ww) y[ww] = affine_map(vec4(C * v[ww] - S1), r, a, ww);
     store_chunk(w4, y);
   }
 #else
-  vec4 v[4];
   precise vec4 sum = vec4(0.0);
   for (int w4 = t; w4 < W4; w4 += WG) {
-    load_chunk(w4, v);
+    chunk_values(w4, t, first, v);
     for (int ww = 0; ww < 4; ++ww) sum += v[ww];  // outside the tensor: 0
   }
   precise vec4 mean = reduce_sum(sum) / float(C);
   precise vec4 m2 = vec4(0.0);
   for (int w4 = t; w4 < W4; w4 += WG) {
-    load_chunk(w4, v);
+    chunk_values(w4, t, first, v);
     for (int ww = 0; ww < chunk_widths(w4); ++ww) m2 += (v[ww] - mean) * (v[ww] - mean);
   }
   precise vec4 var = reduce_sum(m2) / float(C);
   precise vec4 denominator = var + p.eps;
   const vec4 r = inversesqrt(denominator);
   for (int w4 = t; w4 < W4; w4 += WG) {
-    load_chunk(w4, v);
+    chunk_values(w4, t, first, v);
+    chunk_affine(w4, t, first_affine, a);
     vec4 y[4];
-    for (int ww = 0; ww < 4; ++ww) y[ww] = affine_map(v[ww] - mean, r, w4, ww);
+    for (int ww = 0; ww < 4; ++ww) y[ww] = affine_map(v[ww] - mean, r, a, ww);
     store_chunk(w4, y);
   }
 #endif
