@@ -63,8 +63,8 @@ struct Case {
   // What the device must offer for the case to run ("" = it has it); an ACCU case whose
   // device lacks it is reported as not run, never as passed. Empty function: runs anywhere.
   std::function<std::string(const vk::DeviceProfile&)> unavailable;
-  // The peak case whose rate is this case's 100% ("" = peak/copy for GB/s, peak/int8_dot for
-  // GOP/s).
+  // The peak or ceiling case whose rate is this case's 100% ("" = peak/copy for GB/s,
+  // peak/int8_dot for GOP/s).
   std::string peak;
   // The reference backend's latency for the same problem on an H100 (EtvkShapes.h), printed
   // next to ours with the ratio; 0: none.
@@ -82,6 +82,12 @@ class Registry {
 
 // The clock probe's kernel (PerfChecks.h): the int8 dot-product peak loop, ~2^18 invocations.
 std::unique_ptr<CaseInstance> make_clock_probe();
+
+// A copy moving `node_bytes` (half read, half written) in each of `nodes(profile)` independent
+// dispatches, each with its own buffers (peak_cases.cpp): the copy bandwidth a memory-bound
+// case moving the same bytes the same way (one node per streamed weight copy) is held to.
+std::unique_ptr<CaseInstance> make_copy_case(
+    uint64_t node_bytes, std::function<int64_t(const vk::DeviceProfile&)> nodes);
 
 // Shapes that exercise partial blocks in every dimension.
 const std::vector<std::vector<int64_t>>& awkward_shapes();

@@ -752,6 +752,11 @@ std::vector<ops::LinearRoute> perf_routes(const PerfShape& s) {
   return {ops::LinearRoute::Gemm, ops::LinearRoute::CoopMat};
 }
 
+// "ceiling/copy_gemv M1 K384 N30522": the copy a streamed GEMV of that shape is held to.
+std::string copy_ceiling_name(const PerfShape& shape) {
+  return "ceiling/copy_gemv " + dims_name({shape.m, shape.k}, shape.n);
+}
+
 // "perf/q8ta_linear <route> M.. K.. N.. int8out" (at most 4 rows: through weight copies that
 // stream from memory), or with the reference backend's latency for the same shape (EtvkShapes.h)
 // "etvk/q8ta_linear ..." (one node, measured as the reference measures).
@@ -785,8 +790,29 @@ void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute 
          shape.m <= 4 ? Metric::GBps : Metric::GOPs,  // few rows: memory-bound
          [s] { return std::make_unique<Q8taLinearCase>(s); }};
   if (route == ops::LinearRoute::CoopMat) c.peak = "peak/int8_coopmat";
+  // A memory-bound case streaming its weights: against a copy of its bytes, node for node.
+  if (shape.m <= 4 && s.stream_weights) c.peak = copy_ceiling_name(shape);
   c.reference_us = reference_us;
   registry.add(std::move(c));
+}
+
+// The copy a streamed GEMV case is held to (its 100%, add_perf_case): each of its nodes' bytes
+// (int8 weights, scales and bias, the input and int8 output words) copied by as many
+// independent dispatches as the case has weight copies.
+void add_copy_ceiling(Registry& registry, const PerfShape& shape) {
+  const double weight_bytes =
+      double(shape.n) * double(shape.k) + 4.0 * double(shape.n) * (shape.bias ? 2.0 : 1.0);
+  const double in_bytes = double(int8x4_bytes({shape.m, shape.k}));
+  const double out_bytes = double(int8x4_bytes({shape.m, shape.n}));
+  const auto node_bytes = static_cast<uint64_t>(weight_bytes + in_bytes + out_bytes);
+  const int64_t rows = shape.m;
+  registry.add({copy_ceiling_name(shape), "bench_copy",
+                std::to_string(node_bytes) + " B a node", "buffer -> buffer", false, true, false,
+                Metric::GBps, [=] {
+                  return make_copy_case(node_bytes, [=](const vk::DeviceProfile& profile) {
+                    return weight_copies(profile, rows, weight_bytes, out_bytes, in_bytes);
+                  });
+                }});
 }
 
 }  // namespace
@@ -951,6 +977,7 @@ void register_linear_cases(Registry& registry) {
   }
 
   for (const PerfShape& shape : perf_shapes()) {
+    if (shape.m <= 4) add_copy_ceiling(registry, shape);
     for (bool int8_out : {true, false}) {
       if (!int8_out && !perf_float_out(shape)) continue;
       for (ops::LinearRoute route : perf_routes(shape)) {

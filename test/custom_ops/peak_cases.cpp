@@ -28,7 +28,7 @@ struct CopyPush {
 // the memory-bound ops of that size are compared with besides the peak. Head: the traffic of
 // the wide-N GEMV 1 x 512 -> 9059 (its 4.6 MB of int8 weights), half of it each way: the best a
 // dispatch moving that many bytes reaches, the GEMV's ceiling besides the peak.
-enum class CopySize { Peak, Accu, Floor, Layer, Head };
+enum class CopySize { Peak, Accu, Floor, Layer, Head, Nodes };
 
 // The bytes the GEMV 1 x 512 -> 9059 reads: its weights, 9060 channels (4 a word) x 512.
 constexpr uint64_t kHeadGemvBytes = uint64_t(9060) * 512;
@@ -36,31 +36,22 @@ constexpr uint64_t kHeadGemvBytes = uint64_t(9060) * 512;
 class CopyPeakCase : public CaseInstance {
  public:
   explicit CopyPeakCase(CopySize size) : small_(size == CopySize::Accu), size_(size) {}
+  // CopySize::Nodes: node_bytes / 2 copied by each of nodes(profile) dispatches.
+  CopyPeakCase(uint64_t node_bytes, std::function<int64_t(const vk::DeviceProfile&)> nodes)
+      : small_(false), size_(CopySize::Nodes), node_bytes_(node_bytes), nodes_(std::move(nodes)) {}
 
   void build(graph::ComputeGraph& g) override {
     uint64_t bytes = size_ == CopySize::Floor   ? 256
                      : size_ == CopySize::Layer ? (4u << 20)
                      : size_ == CopySize::Head  ? kHeadGemvBytes / 2
+                     : size_ == CopySize::Nodes ? node_bytes_ / 2
                      : small_                   ? (1u << 20)
                      : g.profile().is_cpu()     ? (32u << 20)
                                                 : (256u << 20);
     bytes = std::min<uint64_t>(bytes, g.profile().max_storage_buffer_range_bytes / 2);
     words_ = static_cast<int64_t>(bytes / 4);
-    src_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
-                        "src");
-    dst_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
-                        "dst");
-    const uint64_t vec4s = static_cast<uint64_t>(words_ / 4);
-    // Enough invocations to fill any GPU, each looping over a few 16-byte chunks.
-    const uint64_t invocations = std::max<uint64_t>(std::min<uint64_t>(vec4s, 1u << 20), 1);
-    graph::DispatchNode node;
-    node.op = "bench_copy";
-    node.kernel = shaders::Kernel::bench_copy;
-    node.bindings = {dst_, src_};
-    node.plan = vk::plan_linear(g.profile(), invocations, 256);
-    CopyPush push{static_cast<uint32_t>(vec4s), static_cast<uint32_t>(node.plan.invocations())};
-    node.push_constants = graph::push_constant_bytes(push);
-    g.add_node(std::move(node));
+    node_count_ = size_ == CopySize::Nodes ? std::max<int64_t>(nodes_(g.profile()), 1) : 1;
+    for (int64_t i = 0; i < node_count_; ++i) add_copy_node(g);
     if (small_) {
       g.add_input(src_);
       g.add_output(dst_);
@@ -77,12 +68,34 @@ class CopyPeakCase : public CaseInstance {
     compare_words(g.read_int32(dst_), data_, r);
     return r;
   }
-  PerfWork work() const override { return {8.0 * words_, 0.0}; }
+  PerfWork work() const override { return {8.0 * double(words_) * double(node_count_), 0.0}; }
 
  private:
+  // One dispatch copying words_ words from a buffer of its own into another (src_ and dst_:
+  // the last node's).
+  void add_copy_node(graph::ComputeGraph& g) {
+    src_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                        "src");
+    dst_ = g.add_tensor({{words_}, DType::Int32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                        "dst");
+    const uint64_t vec4s = static_cast<uint64_t>(words_ / 4);
+    // Enough invocations to fill any GPU, each looping over a few 16-byte chunks.
+    const uint64_t invocations = std::max<uint64_t>(std::min<uint64_t>(vec4s, 1u << 20), 1);
+    graph::DispatchNode node;
+    node.op = "bench_copy";
+    node.kernel = shaders::Kernel::bench_copy;
+    node.bindings = {dst_, src_};
+    node.plan = vk::plan_linear(g.profile(), invocations, 256);
+    CopyPush push{static_cast<uint32_t>(vec4s), static_cast<uint32_t>(node.plan.invocations())};
+    node.push_constants = graph::push_constant_bytes(push);
+    g.add_node(std::move(node));
+  }
+
   bool small_;
   CopySize size_;
-  int64_t words_ = 0;
+  uint64_t node_bytes_ = 0;
+  std::function<int64_t(const vk::DeviceProfile&)> nodes_;
+  int64_t words_ = 0, node_count_ = 1;
   graph::ValueRef src_ = -1, dst_ = -1;
   std::vector<int32_t> data_;
 };
@@ -257,6 +270,11 @@ class CoopMatPeakCase : public CaseInstance {
 
 std::unique_ptr<CaseInstance> make_clock_probe() {
   return std::make_unique<DotPeakCase>(DotSize::Probe);
+}
+
+std::unique_ptr<CaseInstance> make_copy_case(
+    uint64_t node_bytes, std::function<int64_t(const vk::DeviceProfile&)> nodes) {
+  return std::make_unique<CopyPeakCase>(node_bytes, std::move(nodes));
 }
 
 void register_peak_cases(Registry& registry) {
