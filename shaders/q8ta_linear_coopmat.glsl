@@ -32,7 +32,7 @@
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
 // of GELU erf / tanh, 7 int8 column blocks with their own parameters) x
 // TILE (the tile shape below: 0 the wide 128 x 128, 1 the narrow 128 x 32, 2 the short 32 x 32
-// with K split over the subgroups).
+// with K split over 4 subgroups, 3 the same over 8).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -70,15 +70,21 @@
 // of its own shared buffers (subgroup barriers only, one stage ahead in registers); then the
 // four partial tiles are added up through shared memory and each invocation stores 2 words.
 // 16x the narrow grid's workgroups, each with a quarter of its K chain.
+// TILE 3, the short tile over 8 subgroups (256 invocations, 40 KiB of shared buffers): each
+// with an eighth of K's stages, for grids of few tiles (ConvPlan.cpp's short_split8_max_tiles).
 #if TILE == 1
 #define WARPS_M 4
 #define WARPS_N 1
 #define FM 2
-#elif TILE == 2
+#elif TILE == 2 || TILE == 3
 #define WARPS_M 1
 #define WARPS_N 1
 #define FM 2
+#if TILE == 2
 #define K_SPLIT 4
+#else
+#define K_SPLIT 8
+#endif
 #else
 #define WARPS_M 2
 #define WARPS_N 4

@@ -41,6 +41,7 @@ constexpr ConvTuning kGpuTuning = [] {
   t.narrow_max_k = 1024;
   t.narrow_max_wide_tiles = 64;
   t.short_max_narrow_tiles = 64;
+  t.short_split8_max_tiles = 64;
   t.dw_pw_fused = true;
   t.dw_pw_max_fused_out = 32;
   t.dw_pw_max_expansion_products = 32 * 192;
@@ -77,6 +78,9 @@ const ConvTuning& conv_tuning(DeviceClass device) {
 namespace {
 
 constexpr int64_t kStageK4 = 8;  // the GEMM's BK4
+// The short tile over 8 subgroups (q8ta_linear_coopmat.glsl's TILE 3): 8 x 2 stage buffers of
+// 32 rows x 20 words.
+constexpr uint32_t kShortSplit8SharedBytes = 8 * 2 * 32 * 20 * 4;
 
 // "" when the device can run the split-K kernel, else what it lacks.
 std::string split_k_unavailable(const vk::DeviceProfile& profile) {
@@ -225,12 +229,18 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
         (lp.coopmat_tile_n == 32 ||
          (lp.coopmat_tile_n == 0 && (n4 <= t.narrow_max_n4 || (4 * k4 <= t.narrow_max_k &&
                                                                tiles < t.narrow_max_wide_tiles))));
-    const int tile = short_tile ? 2 : narrow ? 1 : 0;
+    // The short tile's K over 8 subgroups where its grid is small (its 4 subgroups then leave
+    // most SMs idle while each walks a quarter of K).
+    const int64_t short_tiles = div_up(n4, 8) * div_up(row_blocks, 8);
+    const bool split8 = short_tile && short_tiles < t.short_split8_max_tiles &&
+                        profile.max_shared_memory_bytes >= kShortSplit8SharedBytes;
+    const int tile = split8 ? 3 : short_tile ? 2 : narrow ? 1 : 0;
     k.kernel = im2col ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out][tile]
                       : shaders::variants::q8ta_linear_coopmat[out][tile];
     k.narrow = narrow;
     k.short_tile = short_tile;
-    k.plan.local_size = {tile == 0 ? 256u : 128u, 1, 1};
+    k.short_split8 = split8;
+    k.plan.local_size = {tile == 0 || tile == 3 ? 256u : 128u, 1, 1};
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, tile == 0 ? 32 : 8)),
                           static_cast<uint32_t>(short_tile ? div_up(row_blocks, 8) : row_tiles), 1};
   } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {

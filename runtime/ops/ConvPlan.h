@@ -57,8 +57,9 @@ struct ConvTuning {
   // tiles and K >= split_k_min_k, aiming at split_k_groups workgroups of at least
   // split_k_min_stages stages; the cooperative-matrix narrow tile where N4 <= narrow_max_n4,
   // or K <= narrow_max_k with fewer than narrow_max_wide_tiles wide tiles; the short tile
-  // (32 x 32, K split over its subgroups) where the narrow tiles are fewer than
-  // short_max_narrow_tiles (0: never).
+  // (32 x 32, K split over its 4 subgroups) where the narrow tiles are fewer than
+  // short_max_narrow_tiles (0: never), over 8 subgroups where its own tiles are fewer than
+  // short_split8_max_tiles (and the device has its 40 KiB of shared memory).
   bool split_k = false;
   int64_t split_k_max_tiles = 0;
   int64_t split_k_min_k = 0;
@@ -68,6 +69,7 @@ struct ConvTuning {
   int64_t narrow_max_k = 0;
   int64_t narrow_max_wide_tiles = 0;
   int64_t short_max_narrow_tiles = 0;
+  int64_t short_split8_max_tiles = 0;
   // The fused convolution ops' Auto forms. q8ta_conv2d_dw_pw: fused up to dw_pw_max_fused_out
   // output channels and, with an expansion, C_x x C up to dw_pw_max_expansion_products;
   // q8ta_conv2d_ps_pw_q_dq fused where it fits.
@@ -105,6 +107,7 @@ struct LinearKernel {
   bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
   bool narrow = false;            // CoopMat: the 128 x 32 tile (TILE 1)
   bool short_tile = false;        // CoopMat: the 32 x 32 tile with K split (TILE 2)
+  bool short_split8 = false;      // CoopMat: that tile with K over 8 subgroups (TILE 3)
 };
 
 // The one place the linear tiles and workgroups are chosen; the errors of a route asked for

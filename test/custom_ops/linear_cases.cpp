@@ -542,9 +542,11 @@ const CoopMatTileShape kCoopMatTileShapes[] = {
 // The short tile: MiniLM's projections at 128 tokens (K 384: 6 stages of 64 for 4 subgroups;
 // K 1536: 24), batched planes that pad their rows with K's last stage partial and N over
 // three channel tiles (the last partial), one stage (three subgroups add nothing), exactly one
-// stage per subgroup, and many row tiles with a tiny K.
+// stage per subgroup, and many row tiles with a tiny K; all of them K over 8 subgroups (fewer
+// than 64 tiles) but the last, 10 x 19 tiles with partial ones, over 4.
 const AccuShape kShortTileShapes[] = {{{128, 384}, 384}, {{1, 128, 1536}, 384}, {{2, 5, 1000}, 70},
-                                      {{63, 40}, 36},    {{33, 256}, 130},      {{257, 17}, 9}};
+                                      {{63, 40}, 36},    {{33, 256}, 130},      {{257, 17}, 9},
+                                      {{300, 200}, 600}};
 
 // K below and above the workgroup's 256-value stride (shaders/q8csw_linear.glsl), N off a multiple
 // of its 16 channels, batched rows; torchao weight-only shapes of MiniLM and a wide GEMV.

@@ -295,8 +295,6 @@ TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
   EXPECT_EQ(k.route, LinearRoute::CoopMat);
   EXPECT_TRUE(k.short_tile);
   EXPECT_FALSE(k.narrow);
-  EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][2]);
-  EXPECT_EQ(local_of(k.plan), (Grid{128, 1, 1}));
   EXPECT_EQ(groups_of(k.plan), (Grid{12, 4, 1}));  // 32 channels x 32 rows each
   // 512 x 384 -> 1536: 4 row tiles x 48 narrow tiles = 192: the narrow tile (K <= 1024).
   const auto wide =
@@ -307,6 +305,32 @@ TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
   // Without cooperative matrices the same shape keeps split-K.
   EXPECT_EQ(vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), dot_gpu()).route,
             LinearRoute::SplitK);
+}
+
+TEST(LinearPlan, TheShortTileSplitsKOverEightSubgroupsOnSmallGrids) {
+  // 128 x 1536 -> 384: 12 x 4 = 48 short tiles (< 64): K over 8 subgroups (TILE 3).
+  auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), desktop_gpu());
+  EXPECT_TRUE(k.short_split8);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][3]);
+  EXPECT_EQ(local_of(k.plan), (Grid{256, 1, 1}));
+  // 128 x 384 -> 1152: 36 x 4 = 144 short tiles: over 4 (TILE 2).
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 384, 1152), desktop_gpu());
+  EXPECT_TRUE(k.short_tile);
+  EXPECT_FALSE(k.short_split8);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][2]);
+  EXPECT_EQ(local_of(k.plan), (Grid{128, 1, 1}));
+  // 63 tiles split over 8, 64 over 4: 9 x 7 (ViT-Ti's 197 rows, N 288) and 8 x 8 (256 x 256).
+  EXPECT_TRUE(vkd::ops::plan_linear_kernel("q8ta_linear", linear(197, 768, 288), desktop_gpu())
+                  .short_split8);
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(256, 768, 256), desktop_gpu());
+  EXPECT_TRUE(k.short_tile);
+  EXPECT_FALSE(k.short_split8);
+  // Without the 40 KiB of shared memory: over 4.
+  vkd::vk::DeviceProfile small = desktop_gpu();
+  small.max_shared_memory_bytes = 32768;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), small);
+  EXPECT_TRUE(k.short_tile);
+  EXPECT_FALSE(k.short_split8);
 }
 
 TEST(LinearPlan, TheGemvGivesEachSubgroupItsChannelsUpToK4096) {
@@ -352,7 +376,7 @@ TEST(LinearPlan, TilesAskedForWinOverTheShortTile) {
 
 TEST(LinearPlan, ShortTileRequestsThatCannotRunAreRefused) {
   vkd::ops::LinearProblem lp = linear(128, 384, 384, LinearRoute::CoopMat);
-  for (const auto [m, n] : {std::pair{32, 128}, std::pair{64, 0}}) {
+  for (const auto& [m, n] : {std::pair{32, 128}, std::pair{64, 0}}) {
     lp.coopmat_tile_m = m;
     lp.coopmat_tile_n = n;
     try {
