@@ -26,6 +26,8 @@
 //   One round of memory latency per chunk, not per token.
 // - NORMALIZE 1: a block's means go to staged[c0 ..], below the staging area of the later
 //   blocks (which starts at their first channel, so MAX_CHANNELS floats hold both).
+// - A 4H4W int8 input whose mask fits after the C means (p.blocks 1): no chunks; each channel's
+//   invocation loads its 16-byte token blocks ahead of its adds (chain_means below).
 // STAGED 0 (CPU devices: one thread runs the workgroup, barriers are coroutine switches and
 // there is no latency to hide; staged took 1.0 ms on lavapipe at MiniLM's shape, this 0.2 ms): invocation l walks the
 // channels l, l + wg, ... itself, TOKEN_BLOCK tokens' loads at a time, then adds them in order.
@@ -53,9 +55,9 @@ layout(set = 0, binding = 1) readonly buffer InFloats { float in_floats[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer MaskFloats { float mask_floats[]; };
 
-// The widest hidden size pooled (the runtime checks C against it): 16 KiB of shared memory,
-// Vulkan's guaranteed minimum. The staging area (STAGED) is STAGE_FLOATS >= MAX_CHANNELS floats,
-// as much as LOADS per invocation fill where the device has the shared memory
+// The widest hidden size pooled (the runtime checks C against it; a normalized row's means must
+// also fit the staging area). The staging area (STAGED) is STAGE_FLOATS floats, as much as
+// LOADS per invocation fill where the device has the shared memory (less the two scalars below)
 // (runtime/ops/Reduce.cpp: on an H200 32 tokens of 384 channels a chunk, 4 chunks at T = 128).
 #define MAX_CHANNELS 4096
 #define TOKEN_BLOCK 8
@@ -71,13 +73,19 @@ layout(push_constant) uniform Params {
   float scale;       // int8 input: its dequantization
   int zero_point;
   int block;   // channels per block (<= the workgroup size)
-  int blocks;  // STAGED, a 4H4W input: 1 = chunks loaded as whole 16-byte blocks (below)
+  int blocks;  // STAGED, a 4H4W input: 1 = each channel summed by its own invocation (below)
 } p;
 
 #if STAGED || NORMALIZE
 // STAGED: the mask's tokens, then chunks of products; NORMALIZE: the means (the staged chunks of
 // a block above them).
 shared float staged[STAGE_FLOATS];
+#endif
+#if NORMALIZE
+shared float shared_norm;  // the norm of the means, from invocation 0
+#endif
+#if STAGED && INPUT == LAYOUT_4H4W
+shared float shared_count;  // chain_means: the token count, from invocation 0
 #endif
 
 float hidden(int b, int t, int c) {
@@ -145,50 +153,66 @@ void load_chunk(int b, int t0, int c0, int cb, int n, out float kept[LOADS]) {
 #endif
 
 #if STAGED && INPUT == LAYOUT_4H4W
-// A 4H4W input (p.blocks 1: the runtime checks that 4-token chunks fit the staging area): the
-// chunk is loaded as whole 16-byte blocks of 4 tokens x 4 channels, 16 products each, instead of
-// one element per load (each of which reads a 16-byte vector for its byte). Block e = l + j * wg
-// of a chunk of n tokens from t0 (a multiple of 4) and cb channels from c0 (likewise): token
-// block e / cg, channel group e % cg (cg = cb / 4 rounded up).
-#define BLOCK_LOADS 4
-struct Blocks {
-  ivec4 q[BLOCK_LOADS];  // component i: token 4 tb + i, 4 channels as int8 lanes
-  vec4 m[BLOCK_LOADS];   // the mask of those 4 tokens
-};
+// A 4H4W input where the mask fits the staging area after the C means (p.blocks 1, the
+// runtime's check): invocation l sums channel c itself, in token order, from its 16-byte token
+// blocks (4 tokens x its 4-channel group, the 4 invocations of a group reading the same block),
+// CHAIN_BLOCKS of them loaded ahead of the adds, and the mask from shared memory (staged[C + t]).
+// The chain of adds then waits on no load (the products are off the chain): MiniLM's [1, 128,
+// 384] took 19 us on an H200 through chunks staged in shared memory, each add a shared load.
+#define CHAIN_BLOCKS 8
 
-void load_blocks(int b, int t0, int c0, int cb, int n, out Blocks blk) {
-  const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
-  const int cg = div_up(cb, 4), count = div_up(n, 4) * cg;
-  [[unroll]] for (int j = 0; j < BLOCK_LOADS; ++j) {
-    const int e = l + j * wg < count ? l + j * wg : 0;  // past the chunk: block 0, unused
-    const int t = t0 + 4 * (e / cg), c = c0 + 4 * (e % cg);
-    blk.q[j] = in_words[int8x4_position(LAYOUT_4H4W, p.sizes, 0, b, t, c).x / 4];
-    [[unroll]] for (int i = 0; i < 4; ++i) blk.m[j][i] = mask(b, min(t + i, p.sizes.z - 1));
+void load_token_blocks(int b, int tb0, int c4, out ivec4 q[CHAIN_BLOCKS]) {
+  const int last = div_up(p.sizes.z, 4) - 1;
+  [[unroll]] for (int g = 0; g < CHAIN_BLOCKS; ++g) {
+    const int t = 4 * min(tb0 + g, last);  // past the tokens: the last block again, unused
+    q[g] = in_words[int8x4_position(LAYOUT_4H4W, p.sizes, 0, b, t, c4).x / 4];
   }
 }
 
-// Each block's products x * m (as kept_value: the dequantization, then the mul, each rounded
-// once) into the chunk's staging area at base + token * cb + channel.
-void store_blocks(Blocks blk, int base, int cb, int n) {
-  const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
-  const int cg = div_up(cb, 4), count = div_up(n, 4) * cg;
-  [[unroll]] for (int j = 0; j < BLOCK_LOADS; ++j) {
-    const int e = l + j * wg;
-    if (e >= count) break;
-    const int dt0 = 4 * (e / cg), dc0 = 4 * (e % cg);
-    for (int i = 0; i < 4 && dt0 + i < n; ++i) {
-      for (int k = 0; k < 4 && dc0 + k < cb; ++k) {
-        const float x = float(lane_of(blk.q[j][i], k) - p.zero_point) * p.scale;
-        precise float product = x * blk.m[j][i];
-        staged[base + (dt0 + i) * cb + dc0 + k] = product;
+// The in-order sum from +0.0 of x[b, t, c] * m[b, t] over the tokens (kept_value's products).
+float channel_sum(int b, int c) {
+  const int T = p.sizes.z, C = p.sizes.w, lane = c % 4;
+  precise float acc = 0.0;
+  ivec4 q[CHAIN_BLOCKS], next[CHAIN_BLOCKS];
+  load_token_blocks(b, 0, c - lane, q);
+  for (int tb0 = 0; 4 * tb0 < T; tb0 += CHAIN_BLOCKS) {
+    load_token_blocks(b, tb0 + CHAIN_BLOCKS, c - lane, next);
+    [[unroll]] for (int g = 0; g < CHAIN_BLOCKS; ++g) {
+      [[unroll]] for (int i = 0; i < 4; ++i) {
+        const int t = 4 * (tb0 + g) + i;
+        const float x = float(lane_of(q[g][i], lane) - p.zero_point) * p.scale;
+        precise float product = x * staged[C + min(t, T - 1)];
+        if (t < T) acc = acc + product;
       }
     }
+    q = next;
   }
+  return acc;
+}
+
+// The means of channels first .. last - 1 of batch row b, one channel per invocation.
+void chain_means(int b, int first, int last) {
+  const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
+  const int T = p.sizes.z, C = p.sizes.w;
+  for (int t = l; t < T; t += wg) staged[C + t] = mask(b, t);
+  barrier();
+  // The token count, in order, by invocation 0 (before its channel sums; the others start
+  // theirs).
+  if (l == 0) shared_count = add_staged(0.0, C, 1, T);
+  // The invocation's first channel (its only one where the block fits the workgroup) summed
+  // before the count is read; any further channel after.
+  const int c0 = first + l;
+  const float sum0 = c0 < last ? channel_sum(b, c0) : 0.0;
+  barrier();
+  const float count = shared_count;
+  const float denominator = count < p.mask_min ? p.mask_min : count;
+  if (c0 < last) store_mean(b, c0, div_rn(sum0, denominator));
+  for (int c = c0 + wg; c < last; c += wg) store_mean(b, c, div_rn(channel_sum(b, c), denominator));
 }
 #endif
 
-void main() {
-  const int b = int(gl_WorkGroupID.x);
+// The means of the chunked paths (the staged chunks, or the CPU devices' walk).
+void chunk_means(int b) {
   const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
   const int T = p.sizes.z, C = p.sizes.w;
   precise float count = 0.0;
@@ -222,23 +246,6 @@ void main() {
     const int cb = min(p.block, last - c0);
     const int base = NORMALIZE == 1 ? c0 : 0;  // staged[0 .. c0): the means so far
     precise float acc = 0.0;
-#if INPUT == LAYOUT_4H4W
-    if (p.blocks == 1) {
-      // Chunks of whole token blocks: at most BLOCK_LOADS blocks per invocation.
-      const int tokens =
-          4 * min(BLOCK_LOADS * wg / div_up(cb, 4), (STAGE_FLOATS - base) / (4 * cb));
-      Blocks blk;
-      load_blocks(b, 0, c0, cb, min(tokens, T), blk);
-      for (int t0 = 0; t0 < T; t0 += tokens) {
-        const int n = min(tokens, T - t0);
-        barrier();  // the previous chunk is summed
-        store_blocks(blk, base, cb, n);
-        barrier();
-        if (t0 + n < T) load_blocks(b, t0 + n, c0, cb, min(tokens, T - t0 - n), blk);
-        if (l < cb) acc = add_staged(acc, base + l, cb, n);
-      }
-    } else
-#endif
     {
       const int tokens = min(LOADS * wg, STAGE_FLOATS - base) / cb;  // >= 1: cb <= C - c0
       float kept[LOADS];
@@ -270,25 +277,51 @@ void main() {
     store_mean(b, c, div_rn(acc, denominator));
   }
 #endif
+}
+
+void main() {
+  const int b = int(gl_WorkGroupID.x);
+  const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
+  const int C = p.sizes.w;
+#if STAGED && INPUT == LAYOUT_4H4W
+  if (p.blocks == 1) {
+#if NORMALIZE
+    chain_means(b, 0, C);
+#else
+    const int first = int(gl_WorkGroupID.y) * p.block;
+    chain_means(b, first, min(C, first + p.block));
+#endif
+  } else
+#endif
+  {
+    chunk_means(b);
+  }
 #if NORMALIZE
   barrier();
-  // The squares in channel order, 8 loads ahead of their adds (as add_staged).
-  precise float squares = 0.0;
-  int c = 0;
-  for (; c + 8 <= C; c += 8) {
-    float v[8];
-    [[unroll]] for (int i = 0; i < 8; ++i) v[i] = staged[c + i];
-    [[unroll]] for (int i = 0; i < 8; ++i) {
-      precise float sq = v[i] * v[i];
+  // The squares in channel order, 8 loads ahead of their adds (as add_staged), by invocation 0
+  // alone (the whole workgroup repeating the chain made it issue-bound on its one SM), which
+  // hands the norm to the others through shared memory.
+  if (l == 0) {
+    precise float squares = 0.0;
+    int c = 0;
+    for (; c + 8 <= C; c += 8) {
+      float v[8];
+      [[unroll]] for (int i = 0; i < 8; ++i) v[i] = staged[c + i];
+      [[unroll]] for (int i = 0; i < 8; ++i) {
+        precise float sq = v[i] * v[i];
+        squares = squares + sq;
+      }
+    }
+    for (; c < C; ++c) {
+      precise float sq = staged[c] * staged[c];
       squares = squares + sq;
     }
+    const float norm = sqrt_rn(squares);
+    shared_norm = norm < p.eps ? p.eps : norm;
   }
-  for (; c < C; ++c) {
-    precise float sq = staged[c] * staged[c];
-    squares = squares + sq;
+  barrier();
+  for (int c = l; c < C; c += wg) {
+    out_floats[b * p.strides.z + c * p.strides.w] = div_rn(staged[c], shared_norm);
   }
-  float norm = sqrt_rn(squares);
-  norm = norm < p.eps ? p.eps : norm;
-  for (int c = l; c < C; c += wg) out_floats[b * p.strides.z + c * p.strides.w] = div_rn(staged[c], norm);
 #endif
 }

@@ -60,6 +60,7 @@ constexpr int64_t kMaxPooledChannels = 4096;  // MAX_CHANNELS of the shader
 // 10 on a device with 16 KiB.
 constexpr uint32_t kStagedWorkgroup = 512;
 constexpr uint32_t kStagedLoads = 24;
+constexpr uint32_t kSharedScalars = 2;  // shared_count and shared_norm of the shader
 // Plain means: channels per workgroup, so that more workgroups share the loads (32 tokens a
 // chunk).
 constexpr uint32_t kStagedMeanBlock = 128;
@@ -121,19 +122,19 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
     blocks = params.eps ? 1 : (channels + block - 1) / block;
   }
   push.block = static_cast<int32_t>(block);
+  // The staging area: the shared memory less the kernel's two scalars (the token count, the
+  // norm); the means of a normalized row all live in it.
   const uint32_t stage_floats =
-      staged ? std::max(uint32_t(kMaxPooledChannels),
-                        std::min(profile.max_shared_memory_bytes / 4, kStagedLoads * local))
+      staged ? std::min(profile.max_shared_memory_bytes / 4 - kSharedScalars, kStagedLoads * local)
              : uint32_t(kMaxPooledChannels);
-  // A staged 4H4W input loads whole 16-byte blocks (4 tokens x 4 channels) where a chunk of 4
-  // tokens fits the staging area above the means so far (NORMALIZE: c0 floats).
+  VKD_CHECK(!params.eps || channels <= stage_floats, ErrorCode::Unsupported, op, ": ", C,
+            " channels to normalize need ", 4 * (C + kSharedScalars),
+            " bytes of shared memory; device '", profile.name, "' has ",
+            profile.max_shared_memory_bytes);
+  // A staged 4H4W input: each channel summed by an invocation of its own from its 16-byte
+  // token blocks, where the mask fits the staging area after the C means.
   if (staged && int8 && in.spec().layout == MemoryLayout::PackedInt8_4H4W) {
-    bool fits = true;
-    for (uint32_t c0 = 0; c0 < (params.eps ? channels : std::min(channels, block)); c0 += block) {
-      const uint32_t base = params.eps ? c0 : 0;
-      fits = fits && base + 4 * std::min(block, channels - c0) <= stage_floats;
-    }
-    push.blocks = fits ? 1 : 0;
+    push.blocks = channels + static_cast<uint64_t>(T) <= stage_floats ? 1 : 0;
   }
   graph::DispatchNode node;
   node.op = op;
