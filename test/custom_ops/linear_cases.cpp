@@ -808,9 +808,8 @@ void add_copy_ceiling(Registry& registry, const PerfShape& shape) {
   const double out_bytes = double(int8x4_bytes({shape.m, shape.n}));
   const auto node_bytes = static_cast<uint64_t>(weight_bytes + in_bytes + out_bytes);
   const int64_t rows = shape.m;
-  registry.add({copy_ceiling_name(shape), "bench_copy",
-                std::to_string(node_bytes) + " B a node", "buffer -> buffer", false, true, false,
-                Metric::GBps, [=] {
+  registry.add({copy_ceiling_name(shape), "bench_copy", std::to_string(node_bytes) + " B a node",
+                "buffer -> buffer", false, true, false, Metric::GBps, [=] {
                   return make_copy_case(node_bytes, [=](const vk::DeviceProfile& profile) {
                     return weight_copies(profile, rows, weight_bytes, out_bytes, in_bytes);
                   });
