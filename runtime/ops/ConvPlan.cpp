@@ -234,14 +234,16 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
     const int64_t short_tiles = div_up(n4, 8) * div_up(row_blocks, 8);
     const bool split8 = short_tile && short_tiles < t.short_split8_max_tiles &&
                         profile.max_shared_memory_bytes >= kShortSplit8SharedBytes;
-    const int tile = split8 ? 3 : short_tile ? 2 : narrow ? 1 : 0;
+    k.tile = split8       ? LinearTile::ShortSplit8
+             : short_tile ? LinearTile::Short
+             : narrow     ? LinearTile::Narrow
+                          : LinearTile::Wide;
+    const int tile = static_cast<int>(k.tile);
     k.kernel = im2col ? shaders::variants::q8ta_linear_coopmat_im2col[gather_in][gather_out][tile]
                       : shaders::variants::q8ta_linear_coopmat[out][tile];
-    k.narrow = narrow;
-    k.short_tile = short_tile;
-    k.short_split8 = split8;
-    k.plan.local_size = {tile == 0 || tile == 3 ? 256u : 128u, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, tile == 0 ? 32 : 8)),
+    const bool wide = k.tile == LinearTile::Wide;
+    k.plan.local_size = {wide || split8 ? 256u : 128u, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(n4, wide ? 32 : 8)),
                           static_cast<uint32_t>(short_tile ? div_up(row_blocks, 8) : row_tiles), 1};
   } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
     // 128 rows x 128 channels per workgroup of 256 invocations.
@@ -415,7 +417,8 @@ bool pointwise_runs_direct(const ConvProblem& c, const ConvTuning& t) {
 // dot-product GEMM kernels and the cooperative-matrix kernel's wide tile; its narrow tile (small
 // grids with every stage's latency exposed) only where the table says so.
 bool prefer_implicit_im2col(const LinearKernel& gemm, const ConvTuning& t) {
-  return !(gemm.route == LinearRoute::CoopMat && gemm.narrow && !t.implicit_im2col_narrow_coopmat);
+  return !(gemm.route == LinearRoute::CoopMat && gemm.tile == LinearTile::Narrow &&
+           !t.implicit_im2col_narrow_coopmat);
 }
 
 // Whether Auto takes the window form (q8ta_conv2d_coopmat) where it fits: a grid of at least

@@ -99,15 +99,19 @@ struct LinearProblem {
   std::optional<Im2colInput> im2col;
 };
 
+// The cooperative-matrix kernel's tiles, numbered as q8ta_linear_coopmat.glsl's TILE: 128 x
+// 128 (Wide), 128 x 32 (Narrow), 32 x 32 with K over 4 subgroups (Short) or over 8
+// (ShortSplit8).
+enum class LinearTile { Wide = 0, Narrow = 1, Short = 2, ShortSplit8 = 3 };
+
 // The kernel, variant, tile and grid of a linear problem.
 struct LinearKernel {
   LinearRoute route = LinearRoute::Auto;
   shaders::Kernel kernel{};
   vk::DispatchPlan plan;
   bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
-  bool narrow = false;            // CoopMat: the 128 x 32 tile (TILE 1)
-  bool short_tile = false;        // CoopMat: the 32 x 32 tile with K split (TILE 2)
-  bool short_split8 = false;      // CoopMat: that tile with K over 8 subgroups (TILE 3)
+  LinearTile tile = LinearTile::Wide;  // CoopMat: its tile
+  bool short_tile() const { return tile == LinearTile::Short || tile == LinearTile::ShortSplit8; }
 };
 
 // The one place the linear tiles and workgroups are chosen; the errors of a route asked for

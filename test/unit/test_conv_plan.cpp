@@ -23,6 +23,7 @@ using vkd::ops::ConvPlan;
 using vkd::ops::ConvProblem;
 using vkd::ops::Im2colForm;
 using vkd::ops::LinearRoute;
+using vkd::ops::LinearTile;
 using vkd::ops::plan_conv2d;
 namespace variants = vkd::shaders::variants;
 using Grid = std::array<uint32_t, 3>;
@@ -118,7 +119,7 @@ TEST(ConvPlan, PointwiseOnCooperativeMatricesTakesTheNarrowTileForAShortK) {
   EXPECT_EQ(plan.route, Conv2dRoute::Pointwise);
   ASSERT_TRUE(plan.linear);
   EXPECT_EQ(plan.gemm.route, LinearRoute::CoopMat);
-  EXPECT_TRUE(plan.gemm.narrow);
+  EXPECT_EQ(plan.gemm.tile, LinearTile::Narrow);
   EXPECT_EQ(plan.gemm.kernel, variants::q8ta_linear_coopmat[0][1]);
   EXPECT_EQ(local_of(plan.gemm.plan), (Grid{128, 1, 1}));
   EXPECT_EQ(groups_of(plan.gemm.plan), (Grid{3, 25, 1}));
@@ -197,7 +198,7 @@ TEST(ConvPlan, Im2colFromSixtyFourProductsPerOutput) {
   // 14 x 14 outputs: 2 row tiles; K 64: the narrow cooperative-matrix tile, whose implicit
   // gather measured slower; the window's grid (14 workgroups) is under 100: explicit.
   EXPECT_EQ(plan.gemm.route, LinearRoute::CoopMat);
-  EXPECT_TRUE(plan.gemm.narrow);
+  EXPECT_EQ(plan.gemm.tile, LinearTile::Narrow);
   EXPECT_EQ(plan.im2col_form, Im2colForm::Explicit);
   EXPECT_EQ(plan.im2col_kernel, variants::q8ta_im2col[0]);
   EXPECT_EQ(plan.gemm.kernel, variants::q8ta_linear_coopmat[0][1]);
@@ -293,15 +294,13 @@ TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
   // split-K's bounds hold too (3 wide tiles, K >= 1024), but the short tile goes first.
   const auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), desktop_gpu());
   EXPECT_EQ(k.route, LinearRoute::CoopMat);
-  EXPECT_TRUE(k.short_tile);
-  EXPECT_FALSE(k.narrow);
+  EXPECT_TRUE(k.short_tile());
   EXPECT_EQ(groups_of(k.plan), (Grid{12, 4, 1}));  // 32 channels x 32 rows each
   // 512 x 384 -> 1536: 4 row tiles x 48 narrow tiles = 192: the narrow tile (K <= 1024).
   const auto wide =
       vkd::ops::plan_linear_kernel("q8ta_linear", linear(512, 384, 1536), desktop_gpu());
   EXPECT_EQ(wide.route, LinearRoute::CoopMat);
-  EXPECT_FALSE(wide.short_tile);
-  EXPECT_TRUE(wide.narrow);
+  EXPECT_EQ(wide.tile, LinearTile::Narrow);
   // Without cooperative matrices the same shape keeps split-K.
   EXPECT_EQ(vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), dot_gpu()).route,
             LinearRoute::SplitK);
@@ -310,27 +309,25 @@ TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
 TEST(LinearPlan, TheShortTileSplitsKOverEightSubgroupsOnSmallGrids) {
   // 128 x 1536 -> 384: 12 x 4 = 48 short tiles (< 64): K over 8 subgroups (TILE 3).
   auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), desktop_gpu());
-  EXPECT_TRUE(k.short_split8);
+  EXPECT_EQ(k.tile, LinearTile::ShortSplit8);
   EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][3]);
   EXPECT_EQ(local_of(k.plan), (Grid{256, 1, 1}));
   // 128 x 384 -> 1152: 36 x 4 = 144 short tiles: over 4 (TILE 2).
   k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 384, 1152), desktop_gpu());
-  EXPECT_TRUE(k.short_tile);
-  EXPECT_FALSE(k.short_split8);
+  EXPECT_EQ(k.tile, LinearTile::Short);
   EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][2]);
   EXPECT_EQ(local_of(k.plan), (Grid{128, 1, 1}));
   // 63 tiles split over 8, 64 over 4: 9 x 7 (ViT-Ti's 197 rows, N 288) and 8 x 8 (256 x 256).
-  EXPECT_TRUE(vkd::ops::plan_linear_kernel("q8ta_linear", linear(197, 768, 288), desktop_gpu())
-                  .short_split8);
+  EXPECT_TRUE(
+      vkd::ops::plan_linear_kernel("q8ta_linear", linear(197, 768, 288), desktop_gpu()).tile ==
+      LinearTile::ShortSplit8);
   k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(256, 768, 256), desktop_gpu());
-  EXPECT_TRUE(k.short_tile);
-  EXPECT_FALSE(k.short_split8);
+  EXPECT_EQ(k.tile, LinearTile::Short);
   // Without the 40 KiB of shared memory: over 4.
   vkd::vk::DeviceProfile small = desktop_gpu();
   small.max_shared_memory_bytes = 32768;
   k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), small);
-  EXPECT_TRUE(k.short_tile);
-  EXPECT_FALSE(k.short_split8);
+  EXPECT_EQ(k.tile, LinearTile::Short);
 }
 
 TEST(LinearPlan, TheGemvGivesEachSubgroupItsChannelsUpToK4096) {
@@ -360,17 +357,16 @@ TEST(LinearPlan, TilesAskedForWinOverTheShortTile) {
   vkd::ops::LinearProblem lp = linear(128, 384, 384, LinearRoute::CoopMat);
   lp.coopmat_tile_n = 32;
   auto k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
-  EXPECT_TRUE(k.narrow);
-  EXPECT_FALSE(k.short_tile);
+  EXPECT_EQ(k.tile, LinearTile::Narrow);
   lp.coopmat_tile_n = 0;
   lp.coopmat_tile_m = 128;
   k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
-  EXPECT_FALSE(k.short_tile);
+  EXPECT_FALSE(k.short_tile());
   // The short tile asked for over many tiles: 4096 rows, 128 row tiles of 32.
   lp = linear(4096, 64, 64, LinearRoute::CoopMat);
   lp.coopmat_tile_m = 32;
   k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
-  EXPECT_TRUE(k.short_tile);
+  EXPECT_TRUE(k.short_tile());
   EXPECT_EQ(groups_of(k.plan), (Grid{2, 128, 1}));
 }
 
