@@ -37,6 +37,11 @@ struct GraphMemoryStats {
 // and the tensor may be bound in it (direct I/O).
 bool staging_is_host_form(const TensorSpec& spec);
 
+// The largest output bound directly in the CPU's cached (not device-local) memory: the GPU's
+// stores then cross the bus (~2 GB/s for shader stores on an H100: 1.2 MB took 595 us), which
+// for a few KB costs less than the staging copy and its barrier (~3 us).
+inline constexpr uint64_t kDirectHostOutputMaxBytes = 4096;
+
 class GraphMemory {
  public:
   // VKD_DIRECT_IO=0 turns direct I/O's default off (to compare).
@@ -46,8 +51,9 @@ class GraphMemory {
   // (staging_is_host_form) straight in host-visible memory, so that memory is its staging:
   // no staging copy on the GPU, and the kernels read the input from / write the output to it.
   // Only where that memory is device-local (and host-cached for an output: a CPU or unified-
-  // memory device), for a tensor that is not both an input and an output, not a view and not
-  // viewed.
+  // memory device), or for an output of at most kDirectHostOutputMaxBytes that only its writer
+  // binds, in host-cached memory; for a tensor that is not both an input and an output, not a
+  // view and not viewed.
   void set_direct_io(bool on) { direct_io_on_ = on; }
   // Memory shared with other graphs of the same model (SharedGraphMemory.h), before
   // plan_and_bind(): constants whose bytes another graph uploaded are bound in its memory (not
@@ -78,6 +84,8 @@ class GraphMemory {
  private:
   struct BufferGroup;  // buffers whose memory is planned together (GraphMemory.cpp)
   bool wants_direct_io(size_t index) const;
+  // How many node bindings name tensor `ref`.
+  int bindings_of(ValueRef ref) const;
   void collect_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
   void plan_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
   void find_shared_constants();
