@@ -79,6 +79,7 @@ void apply_limit_overrides(const ProfileOverrides::Limits& caps, DeviceProfile& 
   lower_to(p.max_per_stage_storage_buffers, caps.max_per_stage_storage_buffers);
   for (auto& count : p.max_workgroup_count) lower_to(count, caps.max_workgroup_count);
   lower_to(p.device_local_heap_bytes, caps.device_local_heap_bytes);
+  lower_to(p.max_shared_memory_bytes, caps.max_shared_memory_bytes);
 }
 
 }  // namespace

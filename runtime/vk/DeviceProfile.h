@@ -143,6 +143,7 @@ struct ProfileOverrides {
     uint32_t max_per_stage_storage_buffers = 0;
     uint32_t max_workgroup_count = 0;  // every axis
     uint64_t device_local_heap_bytes = 0;
+    uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize
   } limits;
 };
 

@@ -168,5 +168,26 @@ TEST_F(FloatElementwiseChecks, MaskedMeanShapesAreChecked) {
   expect_op_error(float_in, ctx(), op, "int8");
 }
 
+// The GPU kernel normalizes a row in shared memory: on a device with 16 KiB of it (the GPU
+// kernels forced on lavapipe, its limit lowered) 4096 channels do not fit beside the kernel's
+// two scalars, 4094 do.
+TEST_F(FloatElementwiseChecks, MaskedMeanNormalizeNeedsItsRowInSharedMemory) {
+  auto options = test_context_options();
+  options.overrides.disable_cpu_kernels = true;
+  options.overrides.limits.max_shared_memory_bytes = 16384;
+  vkd::vk::Context small(options);
+  MaskedMeanSetup wide;
+  wide.in = int8_spec({1, 2, 4096});
+  wide.mask = float_spec({1, 2});
+  wide.out = float_spec({1, 4096});
+  expect_op_error(wide, small, "q8ta_masked_mean_normalize",
+                  "4096 channels to normalize need 16392 bytes of shared memory",
+                  ErrorCode::Unsupported);
+  MaskedMeanSetup fits = wide;
+  fits.in = int8_spec({1, 2, 4094});
+  fits.out = float_spec({1, 4094});
+  EXPECT_EQ(fits.build(small).first, -1) << fits.build(small).second;
+}
+
 }  // namespace
 }  // namespace vkd_test
