@@ -26,18 +26,20 @@
 //   One round of memory latency per chunk, not per token.
 // - NORMALIZE 1: a block's means go to staged[c0 ..], below the staging area of the later
 //   blocks (which starts at their first channel, so MAX_CHANNELS floats hold both).
-// - A 4H4W int8 input whose mask fits after the C means (p.blocks 1): no chunks; each channel's
+// - A 4H4W int8 input whose mask fits after the C means (p.channel_chains 1): no chunks; each channel's
 //   invocation loads its 16-byte token blocks ahead of its adds (chain_means below).
 // STAGED 0 (CPU devices: one thread runs the workgroup, barriers are coroutine switches and
 // there is no latency to hide; staged took 1.0 ms on lavapipe at MiniLM's shape, this 0.2 ms): invocation l walks the
 // channels l, l + wg, ... itself, TOKEN_BLOCK tokens' loads at a time, then adds them in order.
-// Both: every invocation counts the tokens itself (TOKEN_BLOCK mask loads at a time); the
-// means of NORMALIZE 1 in staged[c], whose squares every invocation sums in channel order.
+// Both: the token count in order from +0.0 (STAGED: from the mask staged in shared memory;
+// STAGED 0: TOKEN_BLOCK mask loads at a time); the means of NORMALIZE 1 in staged[c], whose
+// squares invocation 0 sums in channel order for the norm it hands to the others.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glslh"
 #include "exact_div.glslh"  // div_rn
+#include "requant.glslh"    // dequantized_lane
 #if NORMALIZE
 #include "sqrt_rn.glslh"
 #endif
@@ -73,7 +75,7 @@ layout(push_constant) uniform Params {
   float scale;       // int8 input: its dequantization
   int zero_point;
   int block;   // channels per block (<= the workgroup size)
-  int blocks;  // STAGED, a 4H4W input: 1 = each channel summed by its own invocation (below)
+  int channel_chains;  // STAGED, a 4H4W input: 1 = each channel summed by its own invocation
 } p;
 
 #if STAGED || NORMALIZE
@@ -153,7 +155,7 @@ void load_chunk(int b, int t0, int c0, int cb, int n, out float kept[LOADS]) {
 #endif
 
 #if STAGED && INPUT == LAYOUT_4H4W
-// A 4H4W input where the mask fits the staging area after the C means (p.blocks 1, the
+// A 4H4W input where the mask fits the staging area after the C means (p.channel_chains 1, the
 // runtime's check): invocation l sums channel c itself, in token order, from its 16-byte token
 // blocks (4 tokens x its 4-channel group, the 4 invocations of a group reading the same block),
 // CHAIN_BLOCKS of them loaded ahead of the adds, and the mask from shared memory (staged[C + t]).
@@ -180,7 +182,7 @@ float channel_sum(int b, int c) {
     [[unroll]] for (int g = 0; g < CHAIN_BLOCKS; ++g) {
       [[unroll]] for (int i = 0; i < 4; ++i) {
         const int t = 4 * (tb0 + g) + i;
-        const float x = float(lane_of(q[g][i], lane) - p.zero_point) * p.scale;
+        const float x = dequantized_lane(q[g][i], lane, p.zero_point, p.scale);
         precise float product = x * staged[C + min(t, T - 1)];
         if (t < T) acc = acc + product;
       }
@@ -246,20 +248,18 @@ void chunk_means(int b) {
     const int cb = min(p.block, last - c0);
     const int base = NORMALIZE == 1 ? c0 : 0;  // staged[0 .. c0): the means so far
     precise float acc = 0.0;
-    {
-      const int tokens = min(LOADS * wg, STAGE_FLOATS - base) / cb;  // >= 1: cb <= C - c0
-      float kept[LOADS];
-      load_chunk(b, 0, c0, cb, min(tokens, T) * cb, kept);
-      for (int t0 = 0; t0 < T; t0 += tokens) {
-        const int n = min(tokens, T - t0);
-        barrier();  // the previous chunk is summed
-        [[unroll]] for (int j = 0; j < LOADS; ++j) {
-          if (l + j * wg < n * cb) staged[base + l + j * wg] = kept[j];
-        }
-        barrier();
-        if (t0 + n < T) load_chunk(b, t0 + n, c0, cb, min(tokens, T - t0 - n) * cb, kept);
-        if (l < cb) acc = add_staged(acc, base + l, cb, n);
+    const int tokens = min(LOADS * wg, STAGE_FLOATS - base) / cb;  // >= 1: cb <= C - c0
+    float kept[LOADS];
+    load_chunk(b, 0, c0, cb, min(tokens, T) * cb, kept);
+    for (int t0 = 0; t0 < T; t0 += tokens) {
+      const int n = min(tokens, T - t0);
+      barrier();  // the previous chunk is summed
+      [[unroll]] for (int j = 0; j < LOADS; ++j) {
+        if (l + j * wg < n * cb) staged[base + l + j * wg] = kept[j];
       }
+      barrier();
+      if (t0 + n < T) load_chunk(b, t0 + n, c0, cb, min(tokens, T - t0 - n) * cb, kept);
+      if (l < cb) acc = add_staged(acc, base + l, cb, n);
     }
     const float mean = div_rn(acc, denominator);
     barrier();  // NORMALIZE 1: the last chunk is summed, its area holds the block's means now
@@ -284,7 +284,7 @@ void main() {
   const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
   const int C = p.sizes.w;
 #if STAGED && INPUT == LAYOUT_4H4W
-  if (p.blocks == 1) {
+  if (p.channel_chains == 1) {
 #if NORMALIZE
     chain_means(b, 0, C);
 #else

@@ -49,15 +49,15 @@ std::array<int32_t, 4> kept_strides(const std::string& op, const TensorSpec& in,
 struct MaskedMeanPush {
   std::array<int32_t, 4> sizes, in_strides, strides;
   float mask_min, eps, scale;
-  int32_t zero_point, block, blocks;
+  int32_t zero_point, block, channel_chains;
 };
 
 constexpr int64_t kMaxPooledChannels = 4096;  // MAX_CHANNELS of the shader
 // GPUs (STAGED): a chunk of tokens is up to LOADS (24) loads per invocation and STAGE_FLOATS
-// floats of shared memory (its spec constant: what the device has, from MAX_CHANNELS up to
-// LOADS x the workgroup), so the workgroup's size and the shared memory are what hide the
-// memory latency: MiniLM's [1, 128, 384] is 4 chunks of 32 tokens on an H200 (48 KiB), 13 of
-// 10 on a device with 16 KiB.
+// floats of shared memory (its spec constant: what the device has less the kernel's two
+// scalars, at most LOADS x the workgroup), so the workgroup's size and the shared memory are
+// what hide the memory latency (a float or 4C1W / 4W4C input; a 4H4W one sums each channel in
+// an invocation of its own where the mask fits after the means).
 constexpr uint32_t kStagedWorkgroup = 512;
 constexpr uint32_t kStagedLoads = 24;
 constexpr uint32_t kSharedScalars = 2;  // shared_count and shared_norm of the shader
@@ -134,7 +134,7 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
   // A staged 4H4W input: each channel summed by an invocation of its own from its 16-byte
   // token blocks, where the mask fits the staging area after the C means.
   if (staged && int8 && in.spec().layout == MemoryLayout::PackedInt8_4H4W) {
-    push.blocks = channels + static_cast<uint64_t>(T) <= stage_floats ? 1 : 0;
+    push.channel_chains = channels + static_cast<uint64_t>(T) <= stage_floats ? 1 : 0;
   }
   graph::DispatchNode node;
   node.op = op;
