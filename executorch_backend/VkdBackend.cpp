@@ -49,9 +49,13 @@ using executorch::runtime::Span;
 std::mutex g_device_mutex;
 std::string g_device_name;
 
-// What a delegate call keeps between init and destroy.
+// What a delegate call keeps between init and destroy: the delegate, and execute()'s views and
+// narrowed ids, kept so that an execute after the first allocates nothing.
 struct VkdHandle {
   std::unique_ptr<vkd::Delegate> delegate;
+  std::vector<vkd::ConstTensorView> inputs;
+  std::vector<vkd::TensorView> outputs;
+  std::vector<std::vector<int32_t>> narrowed;  // int64 ids as int32, per input
 };
 
 // The library's Status as the closest ExecuTorch Error.
@@ -182,7 +186,8 @@ class VkdBackend final : public BackendInterface {
       const std::lock_guard<std::mutex> lock(g_device_mutex);
       g_device_name = delegate->device_name();
     }
-    new (handle) VkdHandle{std::move(delegate)};
+    new (handle) VkdHandle();
+    handle->delegate = std::move(delegate);
     return handle;
   }
 
@@ -190,7 +195,8 @@ class VkdBackend final : public BackendInterface {
   // memory plan), in the order the blob lists them.
   Error execute(BackendExecutionContext& /*context*/, DelegateHandle* opaque,
                 Span<EValue*> args) const override {
-    vkd::Delegate& delegate = *static_cast<VkdHandle*>(opaque)->delegate;
+    VkdHandle& handle = *static_cast<VkdHandle*>(opaque);
+    vkd::Delegate& delegate = *handle.delegate;
     const size_t n_in = delegate.input_count();
     const size_t n_out = delegate.output_count();
     if (args.size() != n_in + n_out) {
@@ -200,9 +206,12 @@ class VkdBackend final : public BackendInterface {
              args.size(), n_in, n_out);
       return Error::InvalidArgument;
     }
-    std::vector<vkd::ConstTensorView> inputs(n_in);
-    std::vector<vkd::TensorView> outputs(n_out);
-    std::vector<std::vector<int32_t>> narrowed(n_in);  // int64 ids as int32, per input
+    std::vector<vkd::ConstTensorView>& inputs = handle.inputs;
+    std::vector<vkd::TensorView>& outputs = handle.outputs;
+    std::vector<std::vector<int32_t>>& narrowed = handle.narrowed;
+    inputs.resize(n_in);
+    outputs.resize(n_out);
+    narrowed.resize(n_in);
     for (size_t i = 0; i < n_in + n_out; ++i) {
       const bool is_input = i < n_in;
       const size_t index = is_input ? i : i - n_in;
