@@ -72,7 +72,10 @@ void check_fits_device_heap(const vk::DeviceProfile& profile, uint64_t persisten
 
 void GraphMemory::plan_and_bind() {
   direct_io_.assign(graph_.tensor_count(), false);
-  for (size_t i = 0; i < graph_.tensor_count(); ++i) direct_io_[i] = wants_direct_io(i);
+  const Lifetimes life = tensor_lifetimes(graph_.nodes(), graph_.tensor_count());
+  for (size_t i = 0; i < graph_.tensor_count(); ++i) {
+    direct_io_[i] = wants_direct_io(i, life.first[i] == life.last[i]);
+  }
   shared_constants_.assign(graph_.tensor_count(), nullptr);
   if (shared_ && shared_->has_constants()) find_shared_constants();
   BufferGroup persistent{"graph constants, inputs and outputs"};
@@ -99,7 +102,7 @@ void GraphMemory::plan_and_bind() {
   }
 }
 
-bool GraphMemory::wants_direct_io(size_t index) const {
+bool GraphMemory::wants_direct_io(size_t index, bool one_node) const {
   const auto ref = static_cast<ValueRef>(index);
   const uint8_t role = graph_.roles()[index];
   if (!direct_io_on_ || (role & GraphDefinition::kConstant) ||
@@ -120,19 +123,11 @@ bool GraphMemory::wants_direct_io(size_t index) const {
   const VkMemoryPropertyFlags needed =
       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | (input ? 0 : VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
   if ((flags & needed) == needed) return true;
-  // A small output that only its writer binds may live in the CPU's cached memory anyway: the
-  // GPU writing its few bytes across the bus costs less than the copy and barrier of a staging
-  // copy (H200: 3.2 us for MiniLM's 1.5 KB sentence embedding).
+  // A small output that only its writer binds (one node in its lifetime) may live in the CPU's
+  // cached memory anyway: the GPU writing its few bytes across the bus costs less than the copy and
+  // barrier of a staging copy (H200: 3.2 us for MiniLM's 1.5 KB sentence embedding).
   return !input && (flags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) &&
-         graph_.tensor(ref).bytes() <= kDirectHostOutputMaxBytes && bindings_of(ref) == 1;
-}
-
-int GraphMemory::bindings_of(ValueRef ref) const {
-  int count = 0;
-  for (const DispatchNode& node : graph_.nodes()) {
-    count += static_cast<int>(std::count(node.bindings.begin(), node.bindings.end(), ref));
-  }
-  return count;
+         graph_.tensor(ref).bytes() <= kDirectHostOutputMaxBytes && one_node;
 }
 
 void GraphMemory::collect_buffer_groups(BufferGroup& persistent_group, BufferGroup& intermediates) {

@@ -83,9 +83,8 @@ class GraphMemory {
 
  private:
   struct BufferGroup;  // buffers whose memory is planned together (GraphMemory.cpp)
-  bool wants_direct_io(size_t index) const;
-  // How many node bindings name tensor `ref`.
-  int bindings_of(ValueRef ref) const;
+  // `one_node`: only one dispatch node binds the tensor (its lifetime's first and last).
+  bool wants_direct_io(size_t index, bool one_node) const;
   void collect_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
   void plan_buffer_groups(BufferGroup& persistent, BufferGroup& intermediates);
   void find_shared_constants();
