@@ -108,7 +108,11 @@ struct HostLinear {
     return {weight.data(), scales.data(), bias.empty() ? nullptr : bias.data(), n, k};
   }
   // What a node reads of them: int8 weights, float scales and bias.
-  double bytes() const { return double(weight.size()) + 4.0 * (scales.size() + bias.size()); }
+  double bytes() const { return bytes_of(n, k, !bias.empty()); }
+  // Those of an N x K layer.
+  static double bytes_of(int64_t n, int64_t k, bool with_bias) {
+    return double(n) * double(k) + 4.0 * double(n) * (with_bias ? 2.0 : 1.0);
+  }
 };
 
 HostLinear random_linear(int64_t n, int64_t k, bool with_bias, float input_scale, float typical_acc,
@@ -802,8 +806,7 @@ void add_perf_case(Registry& registry, const PerfShape& shape, ops::LinearRoute 
 // (int8 weights, scales and bias, the input and int8 output words) copied by as many
 // independent dispatches as the case has weight copies.
 void add_copy_ceiling(Registry& registry, const PerfShape& shape) {
-  const double weight_bytes =
-      double(shape.n) * double(shape.k) + 4.0 * double(shape.n) * (shape.bias ? 2.0 : 1.0);
+  const double weight_bytes = HostLinear::bytes_of(shape.n, shape.k, shape.bias);
   const double in_bytes = double(int8x4_bytes({shape.m, shape.k}));
   const double out_bytes = double(int8x4_bytes({shape.m, shape.n}));
   const auto node_bytes = static_cast<uint64_t>(weight_bytes + in_bytes + out_bytes);
