@@ -4,6 +4,7 @@
 // of aten.scaled_dot_product_attention; the float chain into the float op attention.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -72,18 +73,29 @@ void qkv_linear(Builder& b, const std::string& n, int side, double scale, int64_
 // Per q, k, v: int8 [1, T, H*D] graph input -> dq -> view_copy [1, T, H, D] -> q -> dq ->
 // transpose_copy(1, 2) -> q -> dq; SDPA(q, k, v, mask) -> q -> dq -> transpose_copy(1, 2) -> q ->
 // dq -> view_copy [1, T, H*D] -> q -> 'yq' (nodes 0..28).
+// The q, k and v sides' quantization.
+const struct Side {
+  const char* name;
+  double scale;
+  int64_t zp;
+} kSides[] = {{"q", 0.1, -4}, {"k", 0.07, 3}, {"v", 0.03, 33}};
+
+// Node n carries the sides' quantization as arguments `<prefix>scale` and `<prefix>zero_point`,
+// prefixes[i] for side i.
+void expect_side_qparams(const Node& n, const std::array<std::string, 3>& prefixes) {
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(arg_d(n, prefixes[i] + "scale"), kSides[i].scale) << prefixes[i];
+    EXPECT_EQ(arg_i(n, prefixes[i] + "zero_point"), kSides[i].zp) << prefixes[i];
+  }
+}
+
 Builder attention_graph(const Variant& o = {}) {
   Builder b;
-  const struct {
-    const char* name;
-    double scale;
-    int64_t zp;
-  } sides[] = {{"q", 0.1, -4}, {"k", 0.07, 3}, {"v", 0.03, 33}};
-  for (const auto& s : sides) {
+  for (const Side& s : kSides) {
     const std::string n = s.name;
     if (o.linears) {
       if (n == "q") b.input("xq", DType::Int8, {1, o.t, K});
-      qkv_linear(b, n, static_cast<int>(&s - sides), s.scale, s.zp, o.t);
+      qkv_linear(b, n, static_cast<int>(&s - kSides), s.scale, s.zp, o.t);
     } else {
       b.input(n, DType::Int8, {1, o.t, H * D});
     }
@@ -159,12 +171,7 @@ TEST(Fuse, AttentionWithItsHeadMovesFuses) {
   const Node& n = b.g.nodes[0];
   EXPECT_EQ(n.inputs, (std::vector<std::string>{"q", "k", "v", "mask"}));
   EXPECT_EQ(n.outputs, (std::vector<std::string>{"yq"}));
-  EXPECT_EQ(arg_d(n, "query_scale"), 0.1);
-  EXPECT_EQ(arg_i(n, "query_zero_point"), -4);
-  EXPECT_EQ(arg_d(n, "key_scale"), 0.07);
-  EXPECT_EQ(arg_i(n, "key_zero_point"), 3);
-  EXPECT_EQ(arg_d(n, "value_scale"), 0.03);
-  EXPECT_EQ(arg_i(n, "value_zero_point"), 33);
+  expect_side_qparams(n, {"query_", "key_", "value_"});
   EXPECT_EQ(arg_i(n, "num_heads"), H);
   EXPECT_EQ(arg_d(n, "scale"), 0.25);
   EXPECT_EQ(std::get<bool>(n.args.at("is_causal")), false);
@@ -207,12 +214,7 @@ TEST(Fuse, AttentionTakesItsThreeLinearsAsOne) {
   EXPECT_EQ(*b.g.value(linear.inputs[1]).data, weight);
   EXPECT_EQ(floats_of(b.g.value(linear.inputs[2])), scales);
   EXPECT_EQ(floats_of(b.g.value(linear.inputs[3])), bias);
-  EXPECT_EQ(arg_d(linear, "q_scale"), 0.1);
-  EXPECT_EQ(arg_i(linear, "q_zero_point"), -4);
-  EXPECT_EQ(arg_d(linear, "k_scale"), 0.07);
-  EXPECT_EQ(arg_i(linear, "k_zero_point"), 3);
-  EXPECT_EQ(arg_d(linear, "v_scale"), 0.03);
-  EXPECT_EQ(arg_i(linear, "v_zero_point"), 33);
+  expect_side_qparams(linear, {"q_", "k_", "v_"});
   EXPECT_EQ(attention.inputs, (std::vector<std::string>{"q_qkv", "mask"}));
   EXPECT_EQ(arg_d(attention, "key_scale"), 0.07);
   for (const char* gone : {"q", "k", "v", "qw", "kw", "vw", "qb", "kb", "vb"}) {
