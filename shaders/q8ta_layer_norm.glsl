@@ -29,7 +29,15 @@
 // clamp(roundEven(y * inv_s_out) + zp_out, -128, 127), inv_s_out = float32(1 / s_out)): so
 // layer_norm_q and layer_norm_dual write exactly what layer_norm followed by q8ta_quantize writes.
 //
-// One workgroup of WG invocations (the workgroup chooser's linear size, at most MAX_WG) per
+// ONE_ROW 1 (family q8ta_layer_norm_row; a float input, no int8 output or a 4H4W one, where a
+// row's 4 widths are one word): one workgroup per row, group (x, y, z) = (h, c, n), x running on
+// to the int8 output's padding rows (h >= H: only their zero-point words). Invocation t holds
+// widths 4t .. 4t+3, then 4(t + WG) .., of its row as the 4-row form's invocation t holds them of
+// its 4 rows, and the same WG is chosen, so a row's sums run in the same order and give the
+// same bits in either form; with a quarter of the work per invocation and four times the
+// workgroups (each invocation's chain of loads, sums and stores is what a small layer norm
+// waits on).
+// Otherwise one workgroup of WG invocations (the workgroup chooser's linear size, at most MAX_WG) per
 // block of 4 rows that share the int8 tensor's 16-byte chunks (INT8_LAYOUT): 4H4W and no int8
 // tensor (group x = h4, y = c, z = n): rows h = 4*h4 .. 4*h4+3 of channel c, a chunk = 4 rows x 4
 // widths (word = row, lane = width); 4W4C and 4C1W (group x = c4, y = h, z = n): rows
@@ -52,6 +60,9 @@
 // The int8-input family sets no IN_FLOAT axis.
 #ifndef IN_FLOAT
 #define IN_FLOAT 0
+#endif
+#ifndef ONE_ROW
+#define ONE_ROW 0
 #endif
 #define OUTPUT_INT8 ((OUTPUTS & 1) != 0)
 #define OUTPUT_FLOAT ((OUTPUTS & 2) != 0)
@@ -194,6 +205,29 @@ vec4 reduce_sum(vec4 mine) {
   return part_sum[0];
 #endif
 }
+// The same for one float of each invocation, in the same order as a vec4 lane of reduce_sum.
+float reduce_row_sum(float mine) {
+  const int t = int(gl_LocalInvocationIndex);
+  barrier();  // the previous total was read by everyone
+#if SG_REDUCE
+  mine = subgroupAdd(mine);
+  if (subgroupElect()) part_sum[gl_SubgroupID].x = mine;
+  barrier();
+  float total = part_sum[0].x;
+  for (int s = 1; s < int(gl_NumSubgroups); ++s) total += part_sum[s].x;
+  return total;
+#else
+  part_sum[t].x = mine;
+  barrier();
+  for (int live = WG; live > 1;) {
+    const int half_size = (live + 1) / 2;
+    if (t < live - half_size) part_sum[t].x += part_sum[t + half_size].x;
+    barrier();
+    live = half_size;
+  }
+  return part_sum[0].x;
+#endif
+}
 #else
 // Integer sums: exact in any order.
 void reduce_sums(inout ivec4 s1, inout ivec4 s2) {
@@ -267,7 +301,7 @@ void chunk_affine(int w4, int t, vec4 first[2], out vec4 a[2]) {
   }
 }
 
-void main() {
+void main_rows4() {
   const int t = int(gl_LocalInvocationIndex);
   const int C = p.sizes.w, W4 = div_up(C, 4);
   // Every load of the first chunk issued at once, clamped into the row (a branch per load
@@ -328,5 +362,99 @@ void main() {
     for (int ww = 0; ww < 4; ++ww) y[ww] = affine_map(v[ww] - mean, r, a, ww);
     store_chunk(w4, y);
   }
+#endif
+}
+
+#if ONE_ROW
+// The element offset of this workgroup's row for element strides `st`.
+int row_offset(ivec4 st) {
+  const ivec3 b = ivec3(gl_WorkGroupID);
+  return b.z * st.x + b.y * st.y + b.x * st.z;
+}
+
+// Widths 4 w4 .. 4 w4 + 3 of the row (0 past W).
+vec4 load_row_chunk(int w4) {
+  const int base = row_offset(p.in_strides) + 4 * w4 * p.in_strides.w;
+  const int widths = chunk_widths(w4);
+  if (p.in_strides.w == 1 && widths == 4 && base % 4 == 0) return in_floats4[base / 4];
+  vec4 v;
+  for (int ww = 0; ww < 4; ++ww) {
+    const float x = in_floats[base + min(ww, widths - 1) * p.in_strides.w];
+    v[ww] = ww < widths ? x : 0.0;
+  }
+  return v;
+}
+
+#if OUTPUT_INT8
+// The 4H4W word of this row (h = group x, padding rows too) at widths 4 w4 .. 4 w4 + 3.
+int row_word(int w4) {
+  const ivec3 b = ivec3(gl_WorkGroupID);
+  const int C = p.sizes.y, H = p.sizes.z, W4 = div_up(p.sizes.w, 4);
+  return 4 * (((b.z * C + b.y) * div_up(H, 4) + b.x / 4) * W4 + w4) + b.x % 4;
+}
+#endif
+
+// Writes y (widths 4 w4 .. +3 of the row) into every output; int8 widths past W hold out_zp.
+void store_row_chunk(int w4, vec4 y) {
+  const int widths = chunk_widths(w4);
+#if OUTPUT_FLOAT
+  const int base = row_offset(p.out_strides) + 4 * w4 * p.out_strides.w;
+  if (p.out_strides.w == 1 && widths == 4 && base % 4 == 0) {
+    out_floats4[base / 4] = y;
+  } else {
+    for (int ww = 0; ww < widths; ++ww) out_floats[base + ww * p.out_strides.w] = y[ww];
+  }
+#endif
+#if OUTPUT_INT8
+  ivec4 q;
+  for (int ww = 0; ww < 4; ++ww) {
+    q[ww] = ww < widths ? quantize_float(y[ww], p.inv_out_scale, p.out_zp, -128, 127) : p.out_zp;
+  }
+  out_words[row_word(w4)] = pack_lanes(q);
+#endif
+}
+
+void main_row() {
+  const int t = int(gl_LocalInvocationIndex);
+  const int C = p.sizes.w, W4 = div_up(C, 4);
+#if OUTPUT_INT8
+  if (int(gl_WorkGroupID.x) >= p.sizes.z) {  // a padding row of the last 4-row group
+    for (int w4 = t; w4 < W4; w4 += WG) out_words[row_word(w4)] = pack_lanes(ivec4(p.out_zp));
+    return;
+  }
+#endif
+  // The first chunk and its affine pair loaded once, clamped into the row, for the passes.
+  const vec4 first = load_row_chunk(min(t, W4 - 1));
+  vec4 first_affine[2], a[2];
+  load_affine(min(t, W4 - 1), first_affine);
+  precise float sum = 0.0;
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    const vec4 v = w4 == t ? first : load_row_chunk(w4);
+    for (int ww = 0; ww < 4; ++ww) sum += v[ww];  // outside the tensor: 0
+  }
+  precise float mean = reduce_row_sum(sum) / float(C);
+  precise float m2 = 0.0;
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    const vec4 v = w4 == t ? first : load_row_chunk(w4);
+    for (int ww = 0; ww < chunk_widths(w4); ++ww) m2 += (v[ww] - mean) * (v[ww] - mean);
+  }
+  precise float var = reduce_row_sum(m2) / float(C);
+  precise float denominator = var + p.eps;
+  const float r = inversesqrt(denominator);
+  for (int w4 = t; w4 < W4; w4 += WG) {
+    const vec4 v = w4 == t ? first : load_row_chunk(w4);
+    chunk_affine(w4, t, first_affine, a);
+    precise vec4 scaled = (v - mean) * r;
+    precise vec4 y = scaled * a[0] + a[1];
+    store_row_chunk(w4, y);
+  }
+}
+#endif
+
+void main() {
+#if ONE_ROW
+  main_row();
+#else
+  main_rows4();
 #endif
 }

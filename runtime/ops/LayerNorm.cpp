@@ -151,9 +151,18 @@ void add_layer_norm(graph::ComputeGraph& graph, graph::ValueRef input, graph::Va
   node.op = op;
   // The reductions through subgroupAdd where the device has subgroup arithmetic, else a tree.
   const int reduce = graph.profile().subgroup_arithmetic ? 1 : 0;
+  // A float input whose rows are along H (no int8 output, or a 4H4W one: a row's 4 widths are
+  // one word) takes a workgroup per row: the same sums, a quarter of the work per invocation.
+  // (while the rows fit the device's group count along x).
+  const bool one_row = !params.input &&
+                       (int8 == nullptr || int8->spec().layout == MemoryLayout::PackedInt8_4H4W) &&
+                       4 * div_up(d.h, 4) <= int64_t{graph.profile().max_workgroup_count[0]};
   if (params.input) {
     node.kernel = shaders::variants::q8ta_layer_norm[params.output ? 0 : 1]
                                                     [int8_layout_index(in.spec().layout)][reduce];
+  } else if (one_row) {
+    const int outputs = int8 == nullptr ? 0 : dual ? 2 : 1;
+    node.kernel = shaders::variants::q8ta_layer_norm_row[outputs][0][0][0][reduce];
   } else if (int8 != nullptr) {
     node.kernel =
         shaders::variants::q8ta_layer_norm_float_q[dual ? 1 : 0][0]
@@ -180,7 +189,10 @@ void add_layer_norm(graph::ComputeGraph& graph, graph::ValueRef input, graph::Va
     local = std::min(linear, (local + sg - 1) / sg * sg);
   }
   node.plan.local_size = {local, 1, 1};
-  node.plan.group_count = {static_cast<uint32_t>(div_up(rows_are_channels ? d.c : d.h, 4)),
+  // The row form's x runs on over the int8 output's padding rows (their zero-point words).
+  const int64_t row_groups = one_row ? (int8 == nullptr ? d.h : 4 * div_up(d.h, 4))
+                                     : div_up(rows_are_channels ? d.c : d.h, 4);
+  node.plan.group_count = {static_cast<uint32_t>(row_groups),
                            static_cast<uint32_t>(rows_are_channels ? d.h : d.c),
                            static_cast<uint32_t>(d.n)};
   graph.add_node(std::move(node));
