@@ -188,6 +188,7 @@ void multiply_stage(int buf, int a_frag0, int b_frag0) {
 // Subgroup sg's partial 32 x 32 tile, row-major int32 (stride BN), in its own shared buffers:
 // rows 0-15 over its A buffer, rows 16-31 over its B buffer (each BM x STRIDE >= 16 x BN words).
 #define PARTIAL_WORD(sg, words, row, col) ((sg) * (words) + ((row) % 16) * BN + (col))
+#define WORDS_PER_INVOCATION (BM * BN / 4 / NT)  // output words each invocation stores
 
 void main() {
   const int lane = int(gl_SubgroupInvocationID), sg = int(gl_SubgroupID);
@@ -195,6 +196,14 @@ void main() {
   const int n4_0 = int(gl_WorkGroupID.x) * (BN / 4);
   [[unroll]] for (int i = 0; i < FM; ++i) {
     [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = MatC(0);
+  }
+  // Invocation lid stores the tile's words lid + NT t (row w / 8, channel group w % 8, below);
+  // what their epilogue reads goes out first, in flight with the products.
+  const int lid = int(gl_LocalInvocationIndex);
+  OutputOperands operands[WORDS_PER_INVOCATION];
+  [[unroll]] for (int t = 0; t < WORDS_PER_INVOCATION; ++t) {
+    const int w = lid + NT * t;
+    operands[t] = load_output_operands(row0 + w / (BN / 4), n4_0 + w % (BN / 4));
   }
   // Stages sg, sg + K_SPLIT, ...: the next one's loads in flight while this one is multiplied.
   StageBlocks next = load_stage(row0 / 4, n4_0, lane, sg * BKW);
@@ -216,10 +225,8 @@ void main() {
     coopMatStoreNV(acc[1][j], b_sh, PARTIAL_WORD(sg, B_WORDS, 16, 16 * j) / 4, BN / 4, false);
   }
   barrier();
-  // Invocation lid: the tile's words lid and lid + NT (row w / 8, channel group w % 8), each the
-  // sum of the K_SPLIT partials.
-  const int lid = int(gl_LocalInvocationIndex);
-  [[unroll]] for (int t = 0; t < BM * BN / 4 / NT; ++t) {
+  // Invocation lid: the tile's words lid + NT t, each the sum of the K_SPLIT partials.
+  [[unroll]] for (int t = 0; t < WORDS_PER_INVOCATION; ++t) {
     const int w = lid + NT * t, row = w / (BN / 4), g = w % (BN / 4);
     ivec4 sum = ivec4(0);
     [[unroll]] for (int s = 0; s < K_SPLIT; ++s) {
@@ -227,7 +234,7 @@ void main() {
                             : b_sh[PARTIAL_WORD(s, B_WORDS, row, 4 * g) / 4]);
     }
     const int r = row0 + row, g4 = n4_0 + g;
-    if (r < 4 * p.row_blocks && g4 < p.n4) store_output(sum, r, g4);
+    if (r < 4 * p.row_blocks && g4 < p.n4) store_output_with(sum, r, g4, operands[t]);
   }
 }
 #else

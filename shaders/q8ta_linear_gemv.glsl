@@ -80,10 +80,10 @@ void main() {
   const int rb = int(gl_WorkGroupID.y);
   const int n4_0 = (int(gl_WorkGroupID.x) * int(gl_NumSubgroups) + int(gl_SubgroupID)) * NG;
   if (n4_0 >= p.n4) return;  // a whole subgroup past N (no barrier follows)
-  // The word this lane will hold (reduce_scatter): group `word / 4`, row `word % 4`; its
-  // channels' epilogue constants are loaded now, in flight with the products' loads.
+  // The word this lane will hold (reduce_scatter): group `word / 4`, row `word % 4`; what its
+  // epilogue reads (constants, residual) is loaded now, in flight with the products' loads.
   const int word = (lane / (lanes / 8)) % 8, g4 = n4_0 + word / 4;
-  const ChannelWord k_out = load_channel_word(min(g4, p.n4 - 1));
+  const OutputOperands out_operands = load_output_operands(rb * 4 + word % 4, g4);
 
   ivec4 acc[NG * 4];
   [[unroll]] for (int i = 0; i < NG * 4; ++i) acc[i] = ivec4(0);
@@ -107,7 +107,7 @@ void main() {
   }
   // The first of the lanes holding each word stores it.
   const ivec4 total = reduce_scatter(acc, lane, lanes);
-  if (lane % (lanes / 8) == 0 && g4 < p.n4) store_output_with(total, rb * 4 + word % 4, g4, k_out);
+  if (lane % (lanes / 8) == 0 && g4 < p.n4) store_output_with(total, rb * 4 + word % 4, g4, out_operands);
 }
 #else
 void main() {
