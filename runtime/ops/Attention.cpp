@@ -28,7 +28,8 @@ struct AttentionPush {
 
 // The shader's workgroup (WG), query rows per workgroup (BQ), keys per tile (TK), the largest
 // head (MAX_D4 words, float: vec4s) and its shared memory: the block's Q, a tile of K and of V
-// (rows padded by an element), the tile's p (likewise) and one float per invocation twice.
+// (rows padded by an element), the tile's p (likewise) and one float per invocation twice. The
+// 4-row form of a small head (tiles of 64 or 128 keys) has twice the invocations.
 constexpr uint32_t kWorkgroup = 128;
 constexpr int64_t kQueryRows = 8;
 // The int8 kernel takes 4 query rows per workgroup (QUERY_ROWS 4: twice the workgroups, each
@@ -41,7 +42,7 @@ struct Tiles {
   int64_t keys, max_head_elems, elem_bytes;
   uint32_t shared_bytes() const {
     return static_cast<uint32_t>((kQueryRows + 2 * keys) * (max_head_elems + 1) * elem_bytes +
-                                 4 * (kQueryRows * (keys + 1) + 2 * kWorkgroup));
+                                 4 * (kQueryRows * (keys + 1) + 4 * kWorkgroup));
   }
 };
 // int8, by the head's size (SMALL_HEAD 0, 1, 2): up to 128 (tiles of 32 keys), up to 32 (tiles
@@ -169,7 +170,7 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   // One workgroup per (block of 8 or 4 query rows, head, batch); the shader's size is fixed (its
   // invocations split the block's rows and keys), so no chooser picks it. Group counts past the
   // device's limits are reported by ComputeGraph's per-node checks.
-  node.plan.local_size = {kWorkgroup, 1, 1};
+  node.plan.local_size = {four_rows && form.small_head != 0 ? 2 * kWorkgroup : kWorkgroup, 1, 1};
   node.plan.group_count = {static_cast<uint32_t>(div_up(dq.h, four_rows ? 4 : kQueryRows)),
                            static_cast<uint32_t>(heads), static_cast<uint32_t>(batches)};
   graph.add_node(std::move(node));
