@@ -32,7 +32,7 @@
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
 // of GELU erf / tanh, 7 int8 column blocks with their own parameters) x
 // TILE (the tile shape below: 0 the wide 128 x 128, 1 the narrow 128 x 32, 2 the short 32 x 32
-// with K split over 4 subgroups, 3 the same over 8).
+// with K split over 4 subgroups, 3 the same over 8, 4 and 5 those with 16 x 32 tiles).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -72,15 +72,22 @@
 // 16x the narrow grid's workgroups, each with a quarter of its K chain.
 // TILE 3, the short tile over 8 subgroups (256 invocations, 40 KiB of shared buffers): each
 // with an eighth of K's stages, for grids of few tiles (ConvPlan.cpp's short_split8_max_tiles).
+// TILE 4 and 5: TILE 2 and 3 with 16-row tiles (FM 1): twice the workgroups, each with half the
+// products and loads of A (the partial tiles go through the B buffers alone). The planner's
+// choice for few rows (H200, MiniLM-L6 at 128 tokens: 262 -> 251 us host wall).
 #if TILE == 1
 #define WARPS_M 4
 #define WARPS_N 1
 #define FM 2
-#elif TILE == 2 || TILE == 3
+#elif TILE >= 2
 #define WARPS_M 1
 #define WARPS_N 1
+#if TILE >= 4
+#define FM 1
+#else
 #define FM 2
-#if TILE == 2
+#endif
+#if TILE == 2 || TILE == 4
 #define K_SPLIT 4
 #else
 #define K_SPLIT 8
@@ -188,7 +195,14 @@ void multiply_stage(int buf, int a_frag0, int b_frag0) {
 // Subgroup sg's partial 32 x 32 tile, row-major int32 (stride BN), in its own shared buffers:
 // rows 0-15 over its A buffer, rows 16-31 over its B buffer (each BM x STRIDE >= 16 x BN words).
 #define PARTIAL_WORD(sg, words, row, col) ((sg) * (words) + ((row) % 16) * BN + (col))
-#define WORDS_PER_INVOCATION (BM * BN / 4 / NT)  // output words each invocation stores
+#define TILE_WORDS (BM * BN / 4)
+#define WORDS_PER_INVOCATION ((TILE_WORDS + NT - 1) / NT)  // output words each invocation stores
+// FM 1 (16-row tiles): the partial tiles over the B buffers alone (16 x BN words each).
+#if FM == 1
+#define PARTIAL_IN_A(row) false
+#else
+#define PARTIAL_IN_A(row) ((row) < 16)
+#endif
 
 void main() {
   const int lane = int(gl_SubgroupInvocationID), sg = int(gl_SubgroupID);
@@ -203,7 +217,7 @@ void main() {
   OutputOperands operands[WORDS_PER_INVOCATION];
   [[unroll]] for (int t = 0; t < WORDS_PER_INVOCATION; ++t) {
     const int w = lid + NT * t;
-    operands[t] = load_output_operands(row0 + w / (BN / 4), n4_0 + w % (BN / 4));
+    operands[t] = load_output_operands(row0 + min(w, TILE_WORDS - 1) / (BN / 4), n4_0 + w % (BN / 4));
   }
   // Stages sg, sg + K_SPLIT, ...: the next one's loads in flight while this one is multiplied.
   StageBlocks next = load_stage(row0 / 4, n4_0, lane, sg * BKW);
@@ -221,17 +235,22 @@ void main() {
   subgroupMemoryBarrierShared();
   subgroupBarrier();
   [[unroll]] for (int j = 0; j < FN; ++j) {
+#if FM == 1
+    coopMatStoreNV(acc[0][j], b_sh, PARTIAL_WORD(sg, B_WORDS, 0, 16 * j) / 4, BN / 4, false);
+#else
     coopMatStoreNV(acc[0][j], a_sh, PARTIAL_WORD(sg, A_WORDS, 0, 16 * j) / 4, BN / 4, false);
     coopMatStoreNV(acc[1][j], b_sh, PARTIAL_WORD(sg, B_WORDS, 16, 16 * j) / 4, BN / 4, false);
+#endif
   }
   barrier();
   // Invocation lid: the tile's words lid + NT t, each the sum of the K_SPLIT partials.
   [[unroll]] for (int t = 0; t < WORDS_PER_INVOCATION; ++t) {
     const int w = lid + NT * t, row = w / (BN / 4), g = w % (BN / 4);
+    if (TILE_WORDS % NT != 0 && w >= TILE_WORDS) break;
     ivec4 sum = ivec4(0);
     [[unroll]] for (int s = 0; s < K_SPLIT; ++s) {
-      sum += ivec4(row < 16 ? a_sh[PARTIAL_WORD(s, A_WORDS, row, 4 * g) / 4]
-                            : b_sh[PARTIAL_WORD(s, B_WORDS, row, 4 * g) / 4]);
+      sum += ivec4(PARTIAL_IN_A(row) ? a_sh[PARTIAL_WORD(s, A_WORDS, row, 4 * g) / 4]
+                                     : b_sh[PARTIAL_WORD(s, B_WORDS, row, 4 * g) / 4]);
     }
     const int r = row0 + row, g4 = n4_0 + g;
     if (r < 4 * p.row_blocks && g4 < p.n4) store_output_with(sum, r, g4, operands[t]);

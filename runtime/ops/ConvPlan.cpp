@@ -42,6 +42,7 @@ constexpr ConvTuning kGpuTuning = [] {
   t.narrow_max_wide_tiles = 64;
   t.short_max_narrow_tiles = 64;
   t.short_split8_max_tiles = 64;
+  t.short16_max_rows = 256;
   t.dw_pw_fused = true;
   t.dw_pw_max_fused_out = 32;
   t.dw_pw_max_expansion_products = 32 * 192;
@@ -78,9 +79,11 @@ const ConvTuning& conv_tuning(DeviceClass device) {
 namespace {
 
 constexpr int64_t kStageK4 = 8;  // the GEMM's BK4
-// The short tile over 8 subgroups (q8ta_linear_coopmat.glsl's TILE 3): 8 x 2 stage buffers of
-// 32 rows x 20 words.
-constexpr uint32_t kShortSplit8SharedBytes = 8 * 2 * 32 * 20 * 4;
+// The short tile over 8 subgroups (q8ta_linear_coopmat.glsl's TILE 3 and 5): per subgroup a
+// stage buffer of the tile's rows and one of its 32 channels, each row of 20 words.
+constexpr uint32_t short_split8_shared_bytes(int64_t rows) {
+  return static_cast<uint32_t>(8 * (rows + 32) * 20 * 4);
+}
 
 // "" when the device can run the split-K kernel, else what it lacks.
 std::string split_k_unavailable(const vk::DeviceProfile& profile) {
@@ -175,9 +178,10 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
             ErrorCode::InvalidArgument, op, ": cooperative-matrix tile width ", lp.coopmat_tile_n,
             " asked for (0 = chosen, 32 or 128)");
   VKD_CHECK(lp.coopmat_tile_m == 0 || lp.coopmat_tile_m == 128 ||
-                (lp.coopmat_tile_m == 32 && lp.coopmat_tile_n != 128 && !im2col),
+                ((lp.coopmat_tile_m == 32 || lp.coopmat_tile_m == 16) && lp.coopmat_tile_n != 128 &&
+                 !im2col),
             ErrorCode::InvalidArgument, op, ": cooperative-matrix tile height ", lp.coopmat_tile_m,
-            " asked for (0 = chosen, 128, or 32 with 32 channels and no im2col input)");
+            " asked for (0 = chosen, 128, or 32 or 16 with 32 channels and no im2col input)");
   const int64_t stages = div_up(k4, kStageK4);
   if (route == LinearRoute::SplitK) {
     const std::string no_split = split_k_unavailable(profile);
@@ -221,21 +225,26 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
                           static_cast<uint32_t>(grid.groups_y), 1};
   } else if (route == LinearRoute::CoopMat) {
     // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (TILE 1)
-    // for few channels or a short K, or 32 x 32 of 128 (TILE 2) where even the narrow grid is
-    // small (few rows).
-    const bool short_tile = lp.coopmat_tile_m == 32 || short_fits;
+    // for few channels or a short K, or the short tile (16 x 32 of 128 invocations, TILE 4;
+    // 32 x 32 when asked for, TILE 2) where even the narrow grid is small (few rows).
+    const bool short_tile = lp.coopmat_tile_m == 32 || lp.coopmat_tile_m == 16 || short_fits;
+    // The short tile's rows: 16 or 32 as asked for, else 16 for few rows.
+    const bool rows16 = lp.coopmat_tile_m == 16 ||
+                        (lp.coopmat_tile_m != 32 && 4 * row_blocks <= t.short16_max_rows);
     const bool narrow =
         !short_tile &&
         (lp.coopmat_tile_n == 32 ||
          (lp.coopmat_tile_n == 0 && (n4 <= t.narrow_max_n4 || (4 * k4 <= t.narrow_max_k &&
                                                                tiles < t.narrow_max_wide_tiles))));
     // The short tile's K over 8 subgroups where its grid is small (its 4 subgroups then leave
-    // most SMs idle while each walks a quarter of K).
+    // most SMs idle while each walks a quarter of K); the grid counted in 32 x 32 tiles, as
+    // short_split8_max_tiles was measured.
     const int64_t short_tiles = div_up(n4, 8) * div_up(row_blocks, 8);
-    const bool split8 = short_tile && short_tiles < t.short_split8_max_tiles &&
-                        profile.max_shared_memory_bytes >= kShortSplit8SharedBytes;
-    k.tile = split8       ? LinearTile::ShortSplit8
-             : short_tile ? LinearTile::Short
+    const bool split8 =
+        short_tile && short_tiles < t.short_split8_max_tiles &&
+        profile.max_shared_memory_bytes >= short_split8_shared_bytes(rows16 ? 16 : 32);
+    k.tile = split8       ? (rows16 ? LinearTile::Short16Split8 : LinearTile::ShortSplit8)
+             : short_tile ? (rows16 ? LinearTile::Short16 : LinearTile::Short)
              : narrow     ? LinearTile::Narrow
                           : LinearTile::Wide;
     const int tile = static_cast<int>(k.tile);
@@ -243,8 +252,9 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
                       : shaders::variants::q8ta_linear_coopmat[out][tile];
     const bool wide = k.tile == LinearTile::Wide;
     k.plan.local_size = {wide || split8 ? 256u : 128u, 1, 1};
+    const int64_t short_row_tiles = div_up(row_blocks, rows16 ? 4 : 8);
     k.plan.group_count = {static_cast<uint32_t>(div_up(n4, wide ? 32 : 8)),
-                          static_cast<uint32_t>(short_tile ? div_up(row_blocks, 8) : row_tiles), 1};
+                          static_cast<uint32_t>(short_tile ? short_row_tiles : row_tiles), 1};
   } else if (route == LinearRoute::Gemm || route == LinearRoute::SplitK) {
     // 128 rows x 128 channels per workgroup of 256 invocations.
     const bool split = route == LinearRoute::SplitK;

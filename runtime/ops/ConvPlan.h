@@ -59,7 +59,8 @@ struct ConvTuning {
   // or K <= narrow_max_k with fewer than narrow_max_wide_tiles wide tiles; the short tile
   // (32 x 32, K split over its 4 subgroups) where the narrow tiles are fewer than
   // short_max_narrow_tiles (0: never), over 8 subgroups where its own tiles are fewer than
-  // short_split8_max_tiles (and the device has its 40 KiB of shared memory).
+  // short_split8_max_tiles (and the device has its 30 or 40 KiB of shared memory), its tiles 16
+  // rows high (not 32) where the rows are at most short16_max_rows.
   bool split_k = false;
   int64_t split_k_max_tiles = 0;
   int64_t split_k_min_k = 0;
@@ -70,6 +71,7 @@ struct ConvTuning {
   int64_t narrow_max_wide_tiles = 0;
   int64_t short_max_narrow_tiles = 0;
   int64_t short_split8_max_tiles = 0;
+  int64_t short16_max_rows = 0;
   // The fused convolution ops' Auto forms. q8ta_conv2d_dw_pw: fused up to dw_pw_max_fused_out
   // output channels and, with an expansion, C_x x C up to dw_pw_max_expansion_products;
   // q8ta_conv2d_ps_pw_q_dq fused where it fits.
@@ -101,8 +103,16 @@ struct LinearProblem {
 
 // The cooperative-matrix kernel's tiles, numbered as q8ta_linear_coopmat.glsl's TILE: 128 x
 // 128 (Wide), 128 x 32 (Narrow), 32 x 32 with K over 4 subgroups (Short) or over 8
-// (ShortSplit8).
-enum class LinearTile { Wide = 0, Narrow = 1, Short = 2, ShortSplit8 = 3 };
+// (ShortSplit8), and those two with 16 x 32 tiles (Short16, Short16Split8: the planner's short
+// tiles; the 32-row ones only when asked for).
+enum class LinearTile {
+  Wide = 0,
+  Narrow = 1,
+  Short = 2,
+  ShortSplit8 = 3,
+  Short16 = 4,
+  Short16Split8 = 5
+};
 
 // The kernel, variant, tile and grid of a linear problem.
 struct LinearKernel {
@@ -111,7 +121,10 @@ struct LinearKernel {
   vk::DispatchPlan plan;
   bool compact_constant = false;  // the kernel has COMPACT (q8ta_linear_gemm.glsl's constant 7)
   LinearTile tile = LinearTile::Wide;  // CoopMat: its tile
-  bool short_tile() const { return tile == LinearTile::Short || tile == LinearTile::ShortSplit8; }
+  bool short_tile() const { return tile >= LinearTile::Short; }
+  bool split8() const {
+    return tile == LinearTile::ShortSplit8 || tile == LinearTile::Short16Split8;
+  }
 };
 
 // The one place the linear tiles and workgroups are chosen; the errors of a route asked for

@@ -100,9 +100,9 @@ struct LinearParams {
   LinearRoute route = LinearRoute::Auto;
   // SplitK: the K slices (0 = chosen by the op); for tests and tuning. Ignored by other routes.
   int32_t split_k_slices = 0;
-  // CoopMat: the output channels per workgroup, 32 or 128, and its rows, 32 (the short tile,
-  // then 32 channels) or 128 (0 = chosen by the shape); for tests and tuning. Ignored by other
-  // routes.
+  // CoopMat: the output channels per workgroup, 32 or 128, and its rows, 16 or 32 (the short
+  // tiles, then 32 channels) or 128 (0 = chosen by the shape); for tests and tuning. Ignored by
+  // other routes.
   int32_t coopmat_tile_n = 0;
   int32_t coopmat_tile_m = 0;
   std::optional<ResidualAdd> residual;  // int8 output only: q8ta_linear_add

@@ -295,7 +295,7 @@ TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
   const auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), desktop_gpu());
   EXPECT_EQ(k.route, LinearRoute::CoopMat);
   EXPECT_TRUE(k.short_tile());
-  EXPECT_EQ(groups_of(k.plan), (Grid{12, 4, 1}));  // 32 channels x 32 rows each
+  EXPECT_EQ(groups_of(k.plan), (Grid{12, 8, 1}));  // 32 channels x 16 rows each
   // 512 x 384 -> 1536: 4 row tiles x 48 narrow tiles = 192: the narrow tile (K <= 1024).
   const auto wide =
       vkd::ops::plan_linear_kernel("q8ta_linear", linear(512, 384, 1536), desktop_gpu());
@@ -307,27 +307,50 @@ TEST(LinearPlan, FewRowsTakeTheShortCooperativeMatrixTileOverSplitK) {
 }
 
 TEST(LinearPlan, TheShortTileSplitsKOverEightSubgroupsOnSmallGrids) {
-  // 128 x 1536 -> 384: 12 x 4 = 48 short tiles (< 64): K over 8 subgroups (TILE 3).
+  // 128 x 1536 -> 384: 12 x 4 = 48 tiles of 32 x 32 (< 64): K over 8 subgroups, 16-row tiles
+  // (TILE 5).
   auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), desktop_gpu());
+  EXPECT_EQ(k.tile, LinearTile::Short16Split8);
+  EXPECT_TRUE(k.split8());
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][5]);
+  EXPECT_EQ(local_of(k.plan), (Grid{256, 1, 1}));
+  // 128 x 384 -> 1152: 36 x 4 = 144 tiles: over 4 (TILE 4).
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 384, 1152), desktop_gpu());
+  EXPECT_EQ(k.tile, LinearTile::Short16);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][4]);
+  EXPECT_EQ(local_of(k.plan), (Grid{128, 1, 1}));
+  // More than 256 rows: 32-row tiles (512 x 384 -> 384: 192 tiles, over 4: TILE 2).
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(512, 384, 384), desktop_gpu());
+  EXPECT_EQ(k.tile, LinearTile::Short);
+  EXPECT_EQ(groups_of(k.plan), (Grid{12, 16, 1}));
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(256, 384, 384), desktop_gpu());
+  EXPECT_EQ(k.tile, LinearTile::Short16);
+  // The 32-row tiles when asked for: TILE 3 and TILE 2.
+  vkd::ops::LinearProblem lp = linear(128, 1536, 384, LinearRoute::CoopMat);
+  lp.coopmat_tile_m = 32;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
   EXPECT_EQ(k.tile, LinearTile::ShortSplit8);
   EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][3]);
-  EXPECT_EQ(local_of(k.plan), (Grid{256, 1, 1}));
-  // 128 x 384 -> 1152: 36 x 4 = 144 short tiles: over 4 (TILE 2).
-  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 384, 1152), desktop_gpu());
+  EXPECT_EQ(groups_of(k.plan), (Grid{12, 4, 1}));
+  lp = linear(128, 384, 1152, LinearRoute::CoopMat);
+  lp.coopmat_tile_m = 32;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
   EXPECT_EQ(k.tile, LinearTile::Short);
   EXPECT_EQ(k.kernel, variants::q8ta_linear_coopmat[0][2]);
-  EXPECT_EQ(local_of(k.plan), (Grid{128, 1, 1}));
   // 63 tiles split over 8, 64 over 4: 9 x 7 (ViT-Ti's 197 rows, N 288) and 8 x 8 (256 x 256).
   EXPECT_TRUE(
       vkd::ops::plan_linear_kernel("q8ta_linear", linear(197, 768, 288), desktop_gpu()).tile ==
-      LinearTile::ShortSplit8);
+      LinearTile::Short16Split8);
   k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(256, 768, 256), desktop_gpu());
-  EXPECT_EQ(k.tile, LinearTile::Short);
-  // Without the 40 KiB of shared memory: over 4.
+  EXPECT_EQ(k.tile, LinearTile::Short16);
+  // Without the 30 KiB of shared memory (16 rows: 8 x (16 + 32) x 80 bytes): over 4.
   vkd::vk::DeviceProfile small = desktop_gpu();
-  small.max_shared_memory_bytes = 32768;
+  small.max_shared_memory_bytes = 30719;
   k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), small);
-  EXPECT_EQ(k.tile, LinearTile::Short);
+  EXPECT_EQ(k.tile, LinearTile::Short16);
+  small.max_shared_memory_bytes = 30720;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(128, 1536, 384), small);
+  EXPECT_EQ(k.tile, LinearTile::Short16Split8);
 }
 
 TEST(LinearPlan, TheGemvGivesEachSubgroupItsChannelsUpToK4096) {
@@ -362,12 +385,16 @@ TEST(LinearPlan, TilesAskedForWinOverTheShortTile) {
   lp.coopmat_tile_m = 128;
   k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
   EXPECT_FALSE(k.short_tile());
-  // The short tile asked for over many tiles: 4096 rows, 128 row tiles of 32.
+  // The short tile asked for over many tiles: 4096 rows, 128 row tiles of 32 (256 of 16).
   lp = linear(4096, 64, 64, LinearRoute::CoopMat);
   lp.coopmat_tile_m = 32;
   k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
   EXPECT_TRUE(k.short_tile());
   EXPECT_EQ(groups_of(k.plan), (Grid{2, 128, 1}));
+  lp.coopmat_tile_m = 16;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, desktop_gpu());
+  EXPECT_EQ(k.tile, LinearTile::Short16);
+  EXPECT_EQ(groups_of(k.plan), (Grid{2, 256, 1}));
 }
 
 TEST(LinearPlan, ShortTileRequestsThatCannotRunAreRefused) {
