@@ -208,6 +208,9 @@ vec4 reduce_sum(vec4 mine) {
 // The same for one float of each invocation, in the same order as a vec4 lane of reduce_sum.
 float reduce_row_sum(float mine) {
   const int t = int(gl_LocalInvocationIndex);
+#if SG_REDUCE
+  if (gl_NumSubgroups == 1) return subgroupAdd(mine);  // no shared memory needed
+#endif
   barrier();  // the previous total was read by everyone
 #if SG_REDUCE
   mine = subgroupAdd(mine);
