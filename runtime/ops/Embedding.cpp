@@ -22,8 +22,11 @@ struct EmbeddingPush {
   int32_t first_words, second_words;  // embedding_add: the addends' element counts
 };
 
-// Output words each invocation copies (the shader loops with a stride).
-constexpr int64_t kWordsPerInvocation = 4;
+// Output words each invocation copies (the shader loops with a stride): 4 with CPU-shaped kernels;
+// one on GPUs, where each word is a chain of two dependent loads (the id, then its row) that a
+// loop runs one after another (H200, MiniLM at 128 tokens: embedding_add 8.6 -> 7.2 us profiled,
+// the kernel alone 5.3 -> 4.2).
+constexpr int64_t kWordsPerInvocationCpu = 4;
 
 // The int8 table as the kernel reads it: row v = ceil(C / 4) little-endian words, lane j of
 // word w = element 4w + j, lanes past C the output's zero point.
@@ -119,7 +122,7 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
   const auto table =
       graph.add_constant(table_spec, graph.tensor(output).name() + ".table", packer,
                          static_cast<uint64_t>(params.rows * params.cols * (int8 ? 1 : 4)));
-  const int64_t stride = div_up(words, kWordsPerInvocation);
+  const int64_t stride = div_up(words, graph.profile().cpu_kernels ? kWordsPerInvocationCpu : 1);
   const uint32_t pad_lane = static_cast<uint8_t>(zp);
   const EmbeddingPush push{int32_t(words),
                            int32_t(row_words),
