@@ -49,8 +49,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #define VKD_FIXED_LOCAL_SIZE
 // 256 invocations for 4 query rows of a small head (tiles of 64 or 128 keys): each invocation
-// half the keys of the 128-invocation form (H200, MiniLM's 1x128x384: 9.1 -> 8.8 us; ViT-Ti's
-// 1x197x192: 14.9 -> 14.3).
+// half the keys of the 128-invocation form (measured in docs/BENCHMARKS.md).
 #if defined(QUERY_ROWS) && QUERY_ROWS == 4 && defined(SMALL_HEAD) && SMALL_HEAD != 0
 #define WG 256
 #else

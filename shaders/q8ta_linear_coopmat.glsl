@@ -74,7 +74,7 @@
 // with an eighth of K's stages, for grids of few tiles (ConvPlan.cpp's short_split8_max_tiles).
 // TILE 4 and 5: TILE 2 and 3 with 16-row tiles (FM 1): twice the workgroups, each with half the
 // products and loads of A (the partial tiles go through the B buffers alone). The planner's
-// choice for few rows (H200, MiniLM-L6 at 128 tokens: 262 -> 251 us host wall).
+// choice for few rows (ConvPlan.cpp's short16_max_rows; measured in docs/BENCHMARKS.md).
 #if TILE == 1
 #define WARPS_M 4
 #define WARPS_N 1
@@ -192,8 +192,9 @@ void multiply_stage(int buf, int a_frag0, int b_frag0) {
 }
 
 #if K_SPLIT > 1
-// Subgroup sg's partial 32 x 32 tile, row-major int32 (stride BN), in its own shared buffers:
-// rows 0-15 over its A buffer, rows 16-31 over its B buffer (each BM x STRIDE >= 16 x BN words).
+// Subgroup sg's partial BM x 32 tile, row-major int32 (stride BN), in its own shared buffers:
+// rows 0-15 over its A buffer, rows 16-31 over its B buffer (each BM x STRIDE >= 16 x BN words;
+// FM 1: its 16 rows over the B buffer, 32 x STRIDE words).
 #define PARTIAL_WORD(sg, words, row, col) ((sg) * (words) + ((row) % 16) * BN + (col))
 #define TILE_WORDS (BM * BN / 4)
 #define WORDS_PER_INVOCATION ((TILE_WORDS + NT - 1) / NT)  // output words each invocation stores

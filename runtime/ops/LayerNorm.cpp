@@ -152,8 +152,8 @@ void add_layer_norm(graph::ComputeGraph& graph, graph::ValueRef input, graph::Va
   // The reductions through subgroupAdd where the device has subgroup arithmetic, else a tree.
   const int reduce = graph.profile().subgroup_arithmetic ? 1 : 0;
   // A float input whose rows are along H (no int8 output, or a 4H4W one: a row's 4 widths are
-  // one word) takes a workgroup per row: the same sums, a quarter of the work per invocation.
-  // (while the rows fit the device's group count along x).
+  // one word) takes a workgroup per row while the rows fit the device's group count along x:
+  // the same sums, a quarter of the work per invocation.
   const bool one_row = !params.input &&
                        (int8 == nullptr || int8->spec().layout == MemoryLayout::PackedInt8_4H4W) &&
                        4 * div_up(d.h, 4) <= int64_t{graph.profile().max_workgroup_count[0]};
