@@ -183,7 +183,11 @@ vk::CommandBuffer GraphRecorder::record_execution(const GraphIO& io, const vk::T
     ts.begin(cb, regions.dispatch0);
     ts.end(cb, regions.dispatch0);
   }
-  cb.memory_barrier();
+  // The dispatches' writes before the output copies; with no copy (every output bound in host
+  // memory) and no timestamps, only the host barrier below.
+  const bool copies_out = std::any_of(io.outputs().begin(), io.outputs().end(),
+                                      [](const auto& s) { return !s.direct; });
+  if (copies_out || ts.enabled()) cb.memory_barrier();
   ts.begin(cb, regions.copy_out);
   for (const auto& s : io.outputs()) {
     if (!s.direct) record_copy(cb, graph_.tensor(s.tensor), s.buffer.handle(), false);

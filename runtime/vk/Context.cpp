@@ -122,9 +122,11 @@ Context::Context(const ContextOptions& options) : options_(options) {
   command_pool_ = UniqueCommandPool(device, pool);
   memory_ = std::make_unique<MemoryAllocator>(physical_, device, profile_);
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VkFence fence = VK_NULL_HANDLE;
-  VKD_VK_CHECK(vkCreateFence(device, &fi, nullptr, &fence), "vkCreateFence");
-  fence_ = UniqueFence(device, fence);
+  for (UniqueFence* f : {&fence_, &spare_fence_}) {
+    VkFence fence = VK_NULL_HANDLE;
+    VKD_VK_CHECK(vkCreateFence(device, &fi, nullptr, &fence), "vkCreateFence");
+    *f = UniqueFence(device, fence);
+  }
   fence_spin_us_ = options.fence_spin_us.value_or(profile_.fence_spin_us);
   host_copies_ =
       std::make_unique<CopyWorkers>(options.host_copy_threads.value_or(profile_.host_copy_threads));
@@ -166,9 +168,16 @@ void Context::submit_and_wait(const CommandBuffer& cmd, const std::string& what)
   si.commandBufferCount = 1;
   si.pCommandBuffers = &handle;
   VKD_VK_CHECK(vkQueueSubmit(queue_, 1, &si, fence_.get()), "vkQueueSubmit (", what, ")");
+  // The previous submission's fence is reset while the GPU runs this one (not after the wait,
+  // on the caller's time); the two then trade places.
+  if (spare_signalled_) {
+    VkFence spare = spare_fence_.get();
+    VKD_VK_CHECK(vkResetFences(device_.get(), 1, &spare), "vkResetFences (", what, ")");
+    spare_signalled_ = false;
+  }
   wait_for_fence(what);
-  VkFence fence = fence_.get();
-  VKD_VK_CHECK(vkResetFences(device_.get(), 1, &fence), "vkResetFences (", what, ")");
+  std::swap(fence_, spare_fence_);
+  spare_signalled_ = true;
 }
 
 // Polls for up to fence_spin_us_, then sleeps in vkWaitForFences for the rest of the timeout.

@@ -106,9 +106,12 @@ class Context {
   bool timed_out_ = false;
   std::string timed_out_what_;                          // the submission that timed out
   std::vector<std::shared_ptr<void>> kept_until_idle_;  // includes the timed-out fence
-  // One fence for every submission (unsignalled between them): creating one per execute
-  // costs a driver call on the latency path.
+  // Two fences taking turns (creating one per execute costs a driver call on the latency path):
+  // fence_ unsignalled for the next submission, spare_fence_ the last one's, reset during the
+  // next (spare_signalled_ until then).
   UniqueFence fence_;
+  UniqueFence spare_fence_;
+  bool spare_signalled_ = false;
   uint32_t fence_spin_us_ = 0;
 
   void wait_for_fence(const std::string& what);
