@@ -179,58 +179,40 @@ void store_chunk(int w4, vec4 y[4]) {
 }
 
 // The workgroup's total of every invocation's partial sums, in every invocation. SG_REDUCE 1:
-// subgroupAdd, one partial per subgroup in shared memory, each invocation adds those up;
-// SG_REDUCE 0 (devices without subgroup arithmetic): a tree, part[t] += part[t + half] until
-// part[0] holds the total (any WG), one barrier per level.
+// subgroupAdd (a workgroup of one subgroup needs no more), one partial per subgroup in shared
+// memory, each invocation adds those up; SG_REDUCE 0 (devices without subgroup arithmetic): a
+// tree, part[t] += part[t + half] until part[0] holds the total (any WG), one barrier per level.
+// One body for both forms: reduce_sum the 4-row form's vec4 (a row per lane), reduce_row_sum
+// the row form's float in lane x of the same shared array, so a row's sum is added in the same
+// order in either.
 #if IN_FLOAT
-vec4 reduce_sum(vec4 mine) {
-  const int t = int(gl_LocalInvocationIndex);
-  barrier();  // the previous total was read by everyone
 #if SG_REDUCE
-  mine = subgroupAdd(mine);
-  if (subgroupElect()) part_sum[gl_SubgroupID] = mine;
-  barrier();
-  vec4 total = part_sum[0];
-  for (int s = 1; s < int(gl_NumSubgroups); ++s) total += part_sum[s];
+#define REDUCE_SUM_BODY(TYPE, LANE)                                                     \
+  if (gl_NumSubgroups == 1) return subgroupAdd(mine);                                  \
+  barrier(); /* the previous total was read by everyone */                              \
+  mine = subgroupAdd(mine);                                                             \
+  if (subgroupElect()) part_sum[gl_SubgroupID] LANE = mine;                             \
+  barrier();                                                                            \
+  TYPE total = part_sum[0] LANE;                                                        \
+  for (int s = 1; s < int(gl_NumSubgroups); ++s) total += part_sum[s] LANE;             \
   return total;
 #else
-  part_sum[t] = mine;
-  barrier();
-  for (int live = WG; live > 1;) {
-    const int half_size = (live + 1) / 2;
-    if (t < live - half_size) part_sum[t] += part_sum[t + half_size];
-    barrier();
-    live = half_size;
-  }
-  return part_sum[0];
+#define REDUCE_SUM_BODY(TYPE, LANE)                                                     \
+  const int t = int(gl_LocalInvocationIndex);                                           \
+  barrier(); /* the previous total was read by everyone */                              \
+  part_sum[t] LANE = mine;                                                              \
+  barrier();                                                                            \
+  for (int live = WG; live > 1;) {                                                      \
+    const int half_size = (live + 1) / 2;                                               \
+    if (t < live - half_size) part_sum[t] LANE += part_sum[t + half_size] LANE;         \
+    barrier();                                                                          \
+    live = half_size;                                                                   \
+  }                                                                                     \
+  return part_sum[0] LANE;
 #endif
-}
-// The same for one float of each invocation, in the same order as a vec4 lane of reduce_sum.
-float reduce_row_sum(float mine) {
-  const int t = int(gl_LocalInvocationIndex);
-#if SG_REDUCE
-  if (gl_NumSubgroups == 1) return subgroupAdd(mine);  // no shared memory needed
-#endif
-  barrier();  // the previous total was read by everyone
-#if SG_REDUCE
-  mine = subgroupAdd(mine);
-  if (subgroupElect()) part_sum[gl_SubgroupID].x = mine;
-  barrier();
-  float total = part_sum[0].x;
-  for (int s = 1; s < int(gl_NumSubgroups); ++s) total += part_sum[s].x;
-  return total;
-#else
-  part_sum[t].x = mine;
-  barrier();
-  for (int live = WG; live > 1;) {
-    const int half_size = (live + 1) / 2;
-    if (t < live - half_size) part_sum[t].x += part_sum[t + half_size].x;
-    barrier();
-    live = half_size;
-  }
-  return part_sum[0].x;
-#endif
-}
+#define ALL_LANES
+vec4 reduce_sum(vec4 mine) { REDUCE_SUM_BODY(vec4, ALL_LANES) }
+float reduce_row_sum(float mine) { REDUCE_SUM_BODY(float, .x) }
 #else
 // Integer sums: exact in any order.
 void reduce_sums(inout ivec4 s1, inout ivec4 s2) {
@@ -392,8 +374,7 @@ vec4 load_row_chunk(int w4) {
 // The 4H4W word of this row (h = group x, padding rows too) at widths 4 w4 .. 4 w4 + 3.
 int row_word(int w4) {
   const ivec3 b = ivec3(gl_WorkGroupID);
-  const int C = p.sizes.y, H = p.sizes.z, W4 = div_up(p.sizes.w, 4);
-  return 4 * (((b.z * C + b.y) * div_up(H, 4) + b.x / 4) * W4 + w4) + b.x % 4;
+  return int8x4_position(LAYOUT_4H4W, p.sizes, b.z, b.y, b.x, 4 * w4).x;
 }
 #endif
 
