@@ -49,7 +49,8 @@
 #extension GL_EXT_control_flow_attributes : require
 #define VKD_FIXED_LOCAL_SIZE
 // 256 invocations for 4 query rows of a small head (tiles of 64 or 128 keys): each invocation
-// half the keys of the 128-invocation form (measured in docs/BENCHMARKS.md).
+// half the keys of the 128-invocation form (measured in docs/BENCHMARKS.md); the runtime's
+// AttentionForm::workgroup (plan_int8_attention) mirrors this.
 #if defined(QUERY_ROWS) && QUERY_ROWS == 4 && defined(SMALL_HEAD) && SMALL_HEAD != 0
 #define WG 256
 #else

@@ -170,7 +170,7 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   // One workgroup per (block of 8 or 4 query rows, head, batch); the shader's size is fixed (its
   // invocations split the block's rows and keys), so no chooser picks it. Group counts past the
   // device's limits are reported by ComputeGraph's per-node checks.
-  node.plan.local_size = {four_rows && form.small_head != 0 ? 2 * kWorkgroup : kWorkgroup, 1, 1};
+  node.plan.local_size = {float_io ? kWorkgroup : form.workgroup, 1, 1};
   node.plan.group_count = {static_cast<uint32_t>(div_up(dq.h, four_rows ? 4 : kQueryRows)),
                            static_cast<uint32_t>(heads), static_cast<uint32_t>(batches)};
   graph.add_node(std::move(node));
@@ -186,6 +186,7 @@ AttentionForm plan_int8_attention(int64_t head_columns, int64_t query_rows, int6
                                                                     : 0;
   f.rows_per_workgroup =
       div_up(query_rows, kQueryRows) * heads * batches <= kFourRowsMaxGroups ? 4 : kQueryRows;
+  f.workgroup = f.rows_per_workgroup == 4 && f.small_head != 0 ? 2 * kWorkgroup : kWorkgroup;
   return f;
 }
 

@@ -58,11 +58,13 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
 // The int8 kernel's form for heads of `head_columns` columns over a grid of `query_rows` x
 // `heads` x `batches` (the one place it is chosen): the smallest tile of heads that holds them
 // (small_head: 1 for D <= 32, tiles of 128 keys; 2 for D <= 64, tiles of 64; 0 up to 128,
-// tiles of 32) and 4 query rows per workgroup where 8 would make at most kFourRowsMaxGroups
-// workgroups (docs/BENCHMARKS.md has the H200 numbers), else 8.
+// tiles of 32), 4 query rows per workgroup where 8 would make at most kFourRowsMaxGroups
+// workgroups (docs/BENCHMARKS.md has the H200 numbers), else 8, and the workgroup's size, the
+// shader's WG: 256 for 4 rows of a small head, else 128.
 struct AttentionForm {
   int small_head = 0;
   int64_t rows_per_workgroup = 8;
+  uint32_t workgroup = 128;
 };
 AttentionForm plan_int8_attention(int64_t head_columns, int64_t query_rows, int64_t heads,
                                   int64_t batches);
