@@ -28,18 +28,9 @@ Context::Context(const ContextOptions& options) : options_(options) {
   EnabledExtensions ext;
   profile_ = read_device_profile(instance_->handle(), physical_, options.overrides, &ext);
 
-  uint32_t qcount = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qcount, nullptr);
-  std::vector<VkQueueFamilyProperties> families(qcount);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qcount, families.data());
-  bool found = false;
-  for (uint32_t i = 0; i < qcount && !found; ++i) {
-    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-      queue_family_ = i;
-      found = true;
-    }
-  }
-  VKD_CHECK(found, ErrorCode::Unsupported, "device '", profile_.name, "' has no compute queue");
+  VKD_CHECK(profile_.queue_family.has_value(), ErrorCode::Unsupported, "device '", profile_.name,
+            "' has no compute queue");
+  queue_family_ = *profile_.queue_family;
 
   // Enable exactly the features the profile reports (after overrides, so a switched-off
   // feature cannot be used by accident).

@@ -84,6 +84,22 @@ void apply_limit_overrides(const ProfileOverrides::Limits& caps, DeviceProfile& 
 
 }  // namespace
 
+std::optional<uint32_t> choose_queue_family(const std::vector<VkQueueFamilyProperties>& families) {
+  std::optional<uint32_t> best;
+  int best_rank = 0;
+  for (uint32_t i = 0; i < families.size(); ++i) {
+    const VkQueueFamilyProperties& f = families[i];
+    if (!(f.queueFlags & VK_QUEUE_COMPUTE_BIT) || f.queueCount == 0) continue;
+    const int rank =
+        1 + (f.timestampValidBits > 0 ? 2 : 0) + ((f.queueFlags & VK_QUEUE_GRAPHICS_BIT) ? 0 : 1);
+    if (rank > best_rank) {
+      best = i;
+      best_rank = rank;
+    }
+  }
+  return best;
+}
+
 DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
                                   const ProfileOverrides& overrides, EnabledExtensions* ext) {
   DeviceProfile p;
@@ -211,12 +227,8 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   vkGetPhysicalDeviceQueueFamilyProperties(device, &qcount, nullptr);
   std::vector<VkQueueFamilyProperties> queues(qcount);
   vkGetPhysicalDeviceQueueFamilyProperties(device, &qcount, queues.data());
-  for (const auto& q : queues) {
-    if (q.queueFlags & VK_QUEUE_COMPUTE_BIT) {
-      p.timestamp_valid_bits = q.timestampValidBits;
-      break;
-    }
-  }
+  p.queue_family = choose_queue_family(queues);
+  if (p.queue_family) p.timestamp_valid_bits = queues[*p.queue_family].timestampValidBits;
   p.timestamps = p.timestamp_valid_bits > 0 && lim.timestampPeriod > 0.0f;
   p.timestamp_period_ns = lim.timestampPeriod;
   p.fence_spin_us = p.is_cpu() ? 0 : 20000;
@@ -308,7 +320,13 @@ std::string DeviceProfile::summary() const {
   os << "  shared memory " << max_shared_memory_bytes << " B, storage buffer range "
      << max_storage_buffer_range_bytes << " B, push constants " << max_push_constant_bytes
      << " B, image 3D " << max_image_dimension_3d << " texels\n";
-  os << "  device-local heap " << (device_local_heap_bytes >> 20) << " MiB, timestamps "
+  os << "  queue family ";
+  if (queue_family) {
+    os << *queue_family;
+  } else {
+    os << "none with compute";
+  }
+  os << ", device-local heap " << (device_local_heap_bytes >> 20) << " MiB, timestamps "
      << (timestamps ? "yes" : "no") << " (period " << timestamp_period_ns << " ns, "
      << timestamp_valid_bits << " bits), fence polled " << fence_spin_us << " us before sleeping\n";
   os << "  pipelines created on up to " << pipeline_threads << " threads, host copies on up to "

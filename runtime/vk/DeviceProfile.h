@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,11 @@ struct DeviceProfile {
   uint32_t max_per_stage_storage_images = 0;
   uint64_t device_local_heap_bytes = 0;
 
-  // GPU timing
+  // The queue family submissions go to (choose_queue_family; empty: the device has no compute
+  // queue, which Context refuses).
+  std::optional<uint32_t> queue_family;
+
+  // GPU timing, on the queue family's queues
   bool timestamps = false;
   double timestamp_period_ns = 1.0;
   uint32_t timestamp_valid_bits = 0;
@@ -146,6 +151,13 @@ struct ProfileOverrides {
     uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize
   } limits;
 };
+
+// The queue family to submit to, of a device's `families`: one with compute and timestamps,
+// preferring one without graphics (a dedicated compute family: on an H200 a submission there
+// reached its fence 1.4-7 us sooner than on the universal family 0, docs/BENCHMARKS.md),
+// then one without timestamps (no GPU timing), again without graphics first. Empty when
+// none has compute.
+std::optional<uint32_t> choose_queue_family(const std::vector<VkQueueFamilyProperties>& families);
 
 DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
                                   const ProfileOverrides& overrides,
