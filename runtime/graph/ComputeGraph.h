@@ -41,6 +41,7 @@ class ComputeGraph : private GraphDefinition {
   using GraphDefinition::is_constant;
   using GraphDefinition::limit_ids;
   using GraphDefinition::nodes;
+  using GraphDefinition::output_refs;
   using GraphDefinition::prepared;
   using GraphDefinition::profile;
   using GraphDefinition::set_zero_point;

@@ -451,7 +451,8 @@ Im2colForm im2col_form(const ConvProblem& c, const vk::DeviceProfile& profile, c
   switch (c.im2col_form) {
     case Im2colForm::Explicit: return c.im2col_form;
     case Im2colForm::Implicit:
-      VKD_CHECK(can, ErrorCode::InvalidArgument, op,
+      // Unsupported: which kernel runs the GEMM is the device's (and its class's) choice.
+      VKD_CHECK(can, ErrorCode::Unsupported, op,
                 ": the implicit im2col needs the cooperative-matrix, GEMM or split-K kernel; this "
                 "convolution's GEMM runs the ",
                 to_string(route), " kernel", profile.cpu_kernels ? " of a CPU device" : "");

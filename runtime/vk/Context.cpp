@@ -18,15 +18,30 @@ ContextOptions ContextOptions::from_env() {
   if (const auto spin = env_uint("VKD_FENCE_SPIN_US", 0, 60000000)) o.fence_spin_us = *spin;
   if (const auto threads = env_uint("VKD_PIPELINE_THREADS", 1, 64)) o.pipeline_threads = *threads;
   if (const auto threads = env_uint("VKD_HOST_COPY_THREADS", 1, 64)) o.host_copy_threads = *threads;
+  const std::string device_class = env_string("VKD_DEVICE_CLASS");
+  if (!device_class.empty()) {
+    o.overrides.device_class = find_device_class(device_class);
+    VKD_CHECK(o.overrides.device_class != nullptr, ErrorCode::InvalidArgument,
+              "VKD_DEVICE_CLASS: unknown device class '", device_class,
+              "'; the classes are: ", device_class_names());
+  }
   return o;
 }
 
 Context::Context(const ContextOptions& options) : options_(options) {
-  instance_ = std::make_unique<Instance>(options.validation);
+  // A device class's drivers offer its API version: the instance asks for no newer one, so
+  // the device is used (and validated) as that version.
+  const DeviceClass* device_class = options.overrides.device_class;
+  instance_ = std::make_unique<Instance>(
+      options.validation,
+      device_class ? VK_MAKE_API_VERSION(0, 1, device_class->api_minor, 0) : VK_API_VERSION_1_3);
   const auto chosen = instance_->select(options.device_selector);
   physical_ = chosen.handle;
   EnabledExtensions ext;
-  profile_ = read_device_profile(instance_->handle(), physical_, options.overrides, &ext);
+  profile_ = read_device_profile(instance_->handle(), instance_->api_version(), physical_,
+                                 options.overrides, &ext);
+  VKD_CHECK(profile_.unusable.empty(), ErrorCode::Unsupported, "device '", profile_.name,
+            "': ", profile_.unusable);
 
   VKD_CHECK(profile_.queue_family.has_value(), ErrorCode::Unsupported, "device '", profile_.name,
             "' has no compute queue");
@@ -57,11 +72,23 @@ Context::Context(const ContextOptions& options) : options_(options) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   executable_info.pipelineExecutableInfo = VK_TRUE;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  features.pNext = &s16;
-  s16.pNext = &s8;
-  s8.pNext = &f16i8;
-  void** tail = &f16i8.pNext;
+  // Each structure only where a feature of it is on: the profile reports a 1.2 one (8-bit
+  // storage, int8 / float16 arithmetic) only where the version or its extension defines it.
+  void** tail = &features.pNext;
   std::vector<const char*> extensions;
+  *tail = &s16;  // core 1.1
+  tail = &s16.pNext;
+  if (profile_.storage_8bit) {
+    *tail = &s8;
+    tail = &s8.pNext;
+  }
+  if (profile_.int8_arithmetic || profile_.float16_arithmetic) {
+    *tail = &f16i8;
+    tail = &f16i8.pNext;
+    if (ext.float16_int8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  }
+  // A portability driver (MoltenVK) requires the subset extension enabled.
+  if (ext.portability_subset) extensions.push_back("VK_KHR_portability_subset");
   if (profile_.int8_dot_product) {
     *tail = &dot;
     tail = &dot.pNext;

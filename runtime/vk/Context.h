@@ -49,7 +49,8 @@ struct ContextOptions {
   std::optional<uint32_t> host_copy_threads;
 
   // VKD_DEVICE, VKD_VALIDATION, VKD_PIPELINE_CACHE, VKD_FENCE_SPIN_US, VKD_PIPELINE_THREADS,
-  // VKD_HOST_COPY_THREADS.
+  // VKD_HOST_COPY_THREADS, VKD_DEVICE_CLASS (overrides.device_class; an unknown name is an
+  // error listing the classes).
   static ContextOptions from_env();
 };
 

@@ -77,9 +77,27 @@ void apply_limit_overrides(const ProfileOverrides::Limits& caps, DeviceProfile& 
   lower_to(p.max_push_constant_bytes, caps.max_push_constant_bytes);
   lower_to(p.max_image_dimension_3d, caps.max_image_dimension_3d);
   lower_to(p.max_per_stage_storage_buffers, caps.max_per_stage_storage_buffers);
+  lower_to(p.max_per_stage_storage_images, caps.max_per_stage_storage_images);
   for (auto& count : p.max_workgroup_count) lower_to(count, caps.max_workgroup_count);
+  lower_to(p.max_workgroup_invocations, caps.max_workgroup_invocations);
+  for (int i = 0; i < 3; ++i) lower_to(p.max_workgroup_size[i], caps.max_workgroup_size[i]);
   lower_to(p.device_local_heap_bytes, caps.device_local_heap_bytes);
   lower_to(p.max_shared_memory_bytes, caps.max_shared_memory_bytes);
+}
+
+// A device class's limits, as the overrides' limits.
+ProfileOverrides::Limits class_limits(const DeviceClass& c) {
+  ProfileOverrides::Limits l;
+  l.max_storage_buffer_range_bytes = c.max_storage_buffer_range_bytes;
+  l.max_push_constant_bytes = c.max_push_constant_bytes;
+  l.max_image_dimension_3d = c.max_image_dimension_3d;
+  l.max_per_stage_storage_buffers = c.max_per_stage_storage_buffers;
+  l.max_per_stage_storage_images = c.max_per_stage_storage_images;
+  l.max_workgroup_count = c.max_workgroup_count;
+  l.max_workgroup_invocations = c.max_workgroup_invocations;
+  l.max_workgroup_size = c.max_workgroup_size;
+  l.max_shared_memory_bytes = c.max_shared_memory_bytes;
+  return l;
 }
 
 }  // namespace
@@ -100,9 +118,11 @@ std::optional<uint32_t> choose_queue_family(const std::vector<VkQueueFamilyPrope
   return best;
 }
 
-DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
-                                  const ProfileOverrides& overrides, EnabledExtensions* ext) {
+DeviceProfile read_device_profile(VkInstance instance, uint32_t instance_api_version,
+                                  VkPhysicalDevice device, const ProfileOverrides& overrides,
+                                  EnabledExtensions* ext) {
   DeviceProfile p;
+  const DeviceClass* cls = overrides.device_class;
   uint32_t ext_count = 0;
   vkEnumerateDeviceExtensionProperties(device, nullptr, &ext_count, nullptr);
   std::vector<VkExtensionProperties> exts(ext_count);
@@ -110,12 +130,33 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
 
   VkPhysicalDeviceProperties base;
   vkGetPhysicalDeviceProperties(device, &base);
-  const bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
-  const bool v13 = base.apiVersion >= VK_API_VERSION_1_3;
+  p.name = base.deviceName;
+  p.vendor_id = base.vendorID;
+  p.device_id = base.deviceID;
+  p.type = base.deviceType;
+  p.driver_version = base.driverVersion;
+  // The version the device is used as: an instance (or a device class) older than the device
+  // makes the newer core features unusable without their extensions.
+  p.api_version = std::min(base.apiVersion, instance_api_version);
+  if (p.api_version < VK_API_VERSION_1_1) {
+    p.unusable = "its driver offers Vulkan " + version_string(base.apiVersion) +
+                 "; vkdelegate needs 1.1 or newer (SPIR-V 1.3 kernels, subgroup operations)";
+    return p;
+  }
+  const bool v12 = p.api_version >= VK_API_VERSION_1_2;
+  const bool v13 = p.api_version >= VK_API_VERSION_1_3;
   // Enabled whenever present: the instance may have been created for an older API version
   // than the device's, and then the Vulkan 1.3 core feature alone does not count.
   ext->integer_dot_product = has_extension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   ext->storage_8bit = !v12 && has_extension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  ext->float16_int8 = !v12 && has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  ext->portability_subset = has_extension(exts, "VK_KHR_portability_subset");
+  // Before 1.2 these structures exist only with their extension: chained without it they are
+  // invalid usage (Vulkan 1.1 drivers: Android 10-12 phones).
+  const bool has_storage_8bit = v12 || ext->storage_8bit;
+  const bool has_float16_int8 = v12 || ext->float16_int8;
+  const bool has_driver_properties =
+      v12 || has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   ext->cooperative_matrix_nv = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   ext->cooperative_matrix_khr = has_extension(exts, "VK_KHR_cooperative_matrix");
   ext->pipeline_executable_properties =
@@ -133,9 +174,9 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
   subgroup.pNext = &maint3;
-  maint3.pNext = v12 ? static_cast<void*>(&driver) : nullptr;
+  maint3.pNext = has_driver_properties ? static_cast<void*>(&driver) : nullptr;
   driver.pNext = dot_available ? &dot_props : nullptr;
-  if (!v12 && dot_available) maint3.pNext = &dot_props;
+  if (!has_driver_properties && dot_available) maint3.pNext = &dot_props;
   vkGetPhysicalDeviceProperties2(device, &props2);
 
   // Features chain.
@@ -150,28 +191,25 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   VkPhysicalDeviceFeatures2 feats2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  feats2.pNext = v12 ? static_cast<void*>(&memory_model) : &storage16;
-  memory_model.pNext = &storage16;
-  storage16.pNext = &storage8;
-  storage8.pNext = &f16i8;
-  f16i8.pNext = dot_available ? &dot_feat : nullptr;
+  // The chain, each structure only where the version or its extension defines it.
+  void** tail = &feats2.pNext;
+  auto chain = [&tail](auto& feature) {
+    *tail = &feature;
+    tail = &feature.pNext;
+  };
+  chain(storage16);  // core 1.1
+  if (v12) chain(memory_model);
+  if (has_storage_8bit) chain(storage8);
+  if (has_float16_int8) chain(f16i8);
+  if (dot_available) chain(dot_feat);
   // Only chained when the extension exists: an unknown structure in the chain is invalid usage.
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_feat{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  if (ext->pipeline_executable_properties) {
-    executable_feat.pNext = feats2.pNext;
-    feats2.pNext = &executable_feat;
-  }
+  if (ext->pipeline_executable_properties) chain(executable_feat);
   vkGetPhysicalDeviceFeatures2(device, &feats2);
 
-  p.name = base.deviceName;
-  p.vendor_id = base.vendorID;
-  p.device_id = base.deviceID;
-  p.type = base.deviceType;
-  p.api_version = base.apiVersion;
-  p.driver_version = base.driverVersion;
   std::memcpy(p.pipeline_cache_uuid.data(), base.pipelineCacheUUID, VK_UUID_SIZE);
-  if (v12) {
+  if (has_driver_properties) {
     p.driver_id = driver.driverID;
     p.driver_name = driver.driverName;
     p.driver_info = driver.driverInfo;
@@ -180,10 +218,10 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
   p.int8_dot_product = dot_available && dot_feat.shaderIntegerDotProduct;
   p.int8_dot_product_accelerated =
       p.int8_dot_product && dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
-  p.storage_8bit = storage8.storageBuffer8BitAccess;
+  p.storage_8bit = has_storage_8bit && storage8.storageBuffer8BitAccess;
   p.storage_16bit = storage16.storageBuffer16BitAccess;
-  p.int8_arithmetic = f16i8.shaderInt8;
-  p.float16_arithmetic = f16i8.shaderFloat16;
+  p.int8_arithmetic = has_float16_int8 && f16i8.shaderInt8;
+  p.float16_arithmetic = has_float16_int8 && f16i8.shaderFloat16;
   p.vulkan_memory_model = v12 && memory_model.vulkanMemoryModel;
   p.memory_model_device_scope = p.vulkan_memory_model && memory_model.vulkanMemoryModelDeviceScope;
   p.cooperative_matrix_nv = ext->cooperative_matrix_nv;
@@ -271,16 +309,49 @@ DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
                  "float16")) {
     p.float16_arithmetic = p.storage_16bit = false;
   }
-  // After the subgroup override: the CPU kernels need subgroup operations (kReqSubgroup).
+  // A device class: the features its GPUs cannot count on go too.
+  auto class_lacks = [&p, cls](bool present, bool class_has, const char* feature) {
+    if (!cls || !present || class_has) return false;
+    p.disabled.push_back(std::string(feature) + " (device class " + cls->name + ")");
+    return true;
+  };
+  if (class_lacks(p.int8_dot_product, cls && cls->int8_dot_product, "int8 dot product")) {
+    p.int8_dot_product = p.int8_dot_product_accelerated = false;
+  }
+  if (class_lacks(p.cooperative_matrix_nv || p.cooperative_matrix_khr,
+                  cls && cls->cooperative_matrix, "cooperative matrix")) {
+    p.cooperative_matrix_nv = p.cooperative_matrix_khr = false;
+    p.int8_cooperative_matrix_shapes.clear();
+  }
+  if (class_lacks(p.subgroup_arithmetic, cls && cls->subgroup_arithmetic, "subgroup arithmetic")) {
+    p.subgroup_arithmetic = p.subgroup_shuffle = false;
+  }
+  if (class_lacks(p.storage_16bit, cls && cls->storage_16bit, "16-bit storage")) {
+    p.storage_16bit = false;
+  }
+  if (class_lacks(p.float16_arithmetic, cls && cls->float16_arithmetic, "float16 arithmetic")) {
+    p.float16_arithmetic = false;
+  }
+  if (class_lacks(p.vulkan_memory_model, cls && cls->vulkan_memory_model,
+                  "the Vulkan memory model")) {
+    p.vulkan_memory_model = p.memory_model_device_scope = false;
+  }
+  // After the subgroup override: the CPU kernels need subgroup operations (kReqSubgroup). A
+  // device class is a GPU's: its kernels are the GPU kernels.
   p.cpu_kernels = p.is_cpu() && p.subgroup_size == 8 && p.subgroup_arithmetic && p.subgroup_ballot;
   if (switch_off(p.cpu_kernels, overrides.disable_cpu_kernels, "VKD_DISABLE_CPU_KERNELS",
-                 "CPU-shaped kernels")) {
+                 "CPU-shaped kernels") ||
+      class_lacks(p.cpu_kernels, false, "CPU-shaped kernels")) {
     p.cpu_kernels = false;
   }
   if (const auto compact = env_uint("VKD_COMPACT_KERNELS", 0, 1)) {
     p.compact_kernels = *compact == 1;
   }
   apply_limit_overrides(overrides.limits, p);
+  if (cls) {
+    p.device_class = cls->name;
+    apply_limit_overrides(class_limits(*cls), p);
+  }
   return p;
 }
 
@@ -296,6 +367,13 @@ std::string DeviceProfile::summary() const {
   auto yes = [](bool b) { return b ? "yes" : "no"; };
   os << name << " (" << device_type_name(type) << ", vendor 0x" << std::hex << vendor_id
      << " device 0x" << device_id << std::dec << ")\n";
+  if (!unusable.empty()) {
+    os << "  not usable: " << unusable << "\n";
+    return os.str();
+  }
+  if (!device_class.empty()) {
+    os << "  as device class " << device_class << " (its limits and features, VKD_DEVICE_CLASS)\n";
+  }
   os << "  Vulkan " << version_string(api_version) << ", driver " << driver_name << " "
      << driver_info << "\n";
   os << "  int8 dot product: " << yes(int8_dot_product)
@@ -319,7 +397,9 @@ std::string DeviceProfile::summary() const {
      << "x" << max_workgroup_count[1] << "x" << max_workgroup_count[2] << "\n";
   os << "  shared memory " << max_shared_memory_bytes << " B, storage buffer range "
      << max_storage_buffer_range_bytes << " B, push constants " << max_push_constant_bytes
-     << " B, image 3D " << max_image_dimension_3d << " texels\n";
+     << " B, image 3D " << max_image_dimension_3d << " texels, per stage "
+     << max_per_stage_storage_buffers << " storage buffers and " << max_per_stage_storage_images
+     << " storage images\n";
   os << "  queue family ";
   if (queue_family) {
     os << *queue_family;

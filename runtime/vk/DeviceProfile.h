@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/DeviceClass.h"
+
 namespace vkd::vk {
 
 struct CooperativeMatrixShape {
@@ -103,6 +105,13 @@ struct DeviceProfile {
   // ACC_BELOW_2_22 (Linear.h) and the GEMM's COMPACT. VKD_COMPACT_KERNELS=0/1 overrides it.
   bool compact_kernels = false;
 
+  // The device class the profile was lowered to (ProfileOverrides::device_class), empty for the
+  // device as it is.
+  std::string device_class;
+  // Why vkdelegate cannot use the device (a Vulkan 1.0 driver), empty when it can; Context
+  // refuses such a device with this text, `vkd devices` lists it.
+  std::string unusable;
+
   // Named driver-bug flags; each one is documented where it is set (DeviceProfile.cpp).
   struct Quirks {
     bool int8_dot_untrusted = false;  // AMD proprietary driver: claims dot4, gives wrong sums
@@ -130,10 +139,15 @@ struct EnabledExtensions {
   bool cooperative_matrix_nv = false;           // VK_NV_cooperative_matrix
   bool cooperative_matrix_khr = false;          // VK_KHR_cooperative_matrix
   bool pipeline_executable_properties = false;  // VK_KHR_pipeline_executable_properties
+  bool float16_int8 = false;                    // VK_KHR_shader_float16_int8 (pre-1.2)
+  bool portability_subset = false;  // VK_KHR_portability_subset: enabled whenever offered
 };
 
 // Features the caller switches off in code (same effect as the environment overrides).
 struct ProfileOverrides {
+  // A device class: its limits lower the device's and the features it lacks are switched off
+  // (the instance takes its API version: ContextOptions::device_class).
+  const DeviceClass* device_class = nullptr;
   bool disable_int8_dot = false;
   bool disable_cooperative_matrix = false;
   bool disable_subgroup_arithmetic = false;
@@ -146,7 +160,10 @@ struct ProfileOverrides {
     uint32_t max_push_constant_bytes = 0;
     uint32_t max_image_dimension_3d = 0;
     uint32_t max_per_stage_storage_buffers = 0;
+    uint32_t max_per_stage_storage_images = 0;
     uint32_t max_workgroup_count = 0;  // every axis
+    uint32_t max_workgroup_invocations = 0;
+    std::array<uint32_t, 3> max_workgroup_size{};
     uint64_t device_local_heap_bytes = 0;
     uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize
   } limits;
@@ -159,8 +176,10 @@ struct ProfileOverrides {
 // none has compute.
 std::optional<uint32_t> choose_queue_family(const std::vector<VkQueueFamilyProperties>& families);
 
-DeviceProfile read_device_profile(VkInstance instance, VkPhysicalDevice device,
-                                  const ProfileOverrides& overrides,
+// The profile of `device` as an instance of API version `instance_api_version` uses it (the
+// older of the two), lowered by `overrides`.
+DeviceProfile read_device_profile(VkInstance instance, uint32_t instance_api_version,
+                                  VkPhysicalDevice device, const ProfileOverrides& overrides,
                                   EnabledExtensions* extensions_out);
 
 }  // namespace vkd::vk

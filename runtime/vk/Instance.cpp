@@ -49,6 +49,16 @@ bool layer_available(const char* name) {
   });
 }
 
+bool instance_extension_available(const char* name) {
+  uint32_t count = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateInstanceExtensionProperties(nullptr, &count, extensions.data());
+  return std::any_of(extensions.begin(), extensions.end(), [&](const VkExtensionProperties& e) {
+    return std::strcmp(e.extensionName, name) == 0;
+  });
+}
+
 }  // namespace
 
 void ValidationLog::add(bool is_error, const char* message) {
@@ -72,7 +82,8 @@ const char* device_type_name(VkPhysicalDeviceType type) {
   }
 }
 
-Instance::Instance(bool validation) : log_(std::make_unique<ValidationLog>()) {
+Instance::Instance(bool validation, uint32_t max_api_version)
+    : log_(std::make_unique<ValidationLog>()) {
   VKD_CHECK(!validation || layer_available(kValidationLayer), ErrorCode::Unsupported,
             "validation requested (VKD_VALIDATION=1) but ", kValidationLayer,
             " is not installed (Debian package vulkan-validationlayers)");
@@ -80,12 +91,25 @@ Instance::Instance(bool validation) : log_(std::make_unique<ValidationLog>()) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "vkdelegate";
   app.pEngineName = "vkdelegate";
-  // Ask for the newest API the loader offers, up to 1.3 (core integer dot product).
+  // Ask for the newest API the loader offers, up to 1.3 (core integer dot product). 1.1 at
+  // least: the kernels are SPIR-V 1.3 with subgroup operations, and the device queries are
+  // vkGetPhysicalDeviceProperties2's.
   uint32_t loader_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&loader_version);
-  app.apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
+  VKD_CHECK(loader_version >= VK_API_VERSION_1_1, ErrorCode::Unsupported,
+            "the Vulkan loader offers API 1.0; vkdelegate needs 1.1 or newer (update libvulkan1)");
+  api_version_ = std::max<uint32_t>(
+      VK_API_VERSION_1_1, std::min({loader_version, VK_API_VERSION_1_3, max_api_version}));
+  app.apiVersion = api_version_;
 
   std::vector<const char*> layers, extensions;
+  // Portability drivers (MoltenVK on macOS and iOS) are only listed to an instance that
+  // enumerates them; their devices then enable VK_KHR_portability_subset (Context).
+  VkInstanceCreateFlags flags = 0;
+  if (instance_extension_available(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
   VkDebugUtilsMessengerCreateInfoEXT messenger_info{
       VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
@@ -101,6 +125,7 @@ Instance::Instance(bool validation) : log_(std::make_unique<ValidationLog>()) {
   }
 
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.flags = flags;
   info.pApplicationInfo = &app;
   info.enabledLayerCount = static_cast<uint32_t>(layers.size());
   info.ppEnabledLayerNames = layers.data();

@@ -41,12 +41,17 @@ class ValidationLog {
 class Instance {
  public:
   // `validation`: enable VK_LAYER_KHRONOS_validation (error if the layer is not installed).
-  explicit Instance(bool validation);
+  // `max_api_version`: the newest Vulkan API the instance asks for (at most 1.3 and the
+  // loader's); a device class's version, so that a newer device is used as that version
+  // (and the validation layer holds it to that version's rules).
+  explicit Instance(bool validation, uint32_t max_api_version = VK_API_VERSION_1_3);
   ~Instance();
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
 
   VkInstance handle() const { return instance_; }
+  // The API version the instance was created for: a device is used as min(this, its own).
+  uint32_t api_version() const { return api_version_; }
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
   const ValidationLog& validation_log() const { return *log_; }
   std::vector<PhysicalDeviceSummary> devices() const;
@@ -57,6 +62,7 @@ class Instance {
 
  private:
   VkInstance instance_ = VK_NULL_HANDLE;
+  uint32_t api_version_ = VK_API_VERSION_1_1;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   std::unique_ptr<ValidationLog> log_;
 };

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/Env.h"
+#include "runtime/vk/KernelLimits.h"
 #include "runtime/vk/ParallelFor.h"
 #include "runtime/vk/VkError.h"
 
@@ -405,16 +406,9 @@ PipelineCache::Built PipelineCache::build(const PipelineKey& key) {
   VKD_CHECK(key.spec_constants.size() == info.spec_constant_count, ErrorCode::Internal, "kernel ",
             info.name, " declares ", info.spec_constant_count,
             " specialization constants but the op passed ", key.spec_constants.size());
-  VKD_CHECK(info.push_constant_bytes <= profile_.max_push_constant_bytes, ErrorCode::Unsupported,
-            "kernel ", info.name, " needs ", info.push_constant_bytes,
-            " bytes of push constants; the device allows ", profile_.max_push_constant_bytes);
-  const uint64_t invocations = uint64_t(key.local_size[0]) * key.local_size[1] * key.local_size[2];
-  VKD_CHECK(!info.local_size_from_spec || (invocations <= profile_.max_workgroup_invocations &&
-                                           key.local_size[0] <= profile_.max_workgroup_size[0] &&
-                                           key.local_size[1] <= profile_.max_workgroup_size[1] &&
-                                           key.local_size[2] <= profile_.max_workgroup_size[2]),
-            ErrorCode::Internal, "kernel ", info.name, ": local size ", key.local_size[0], "x",
-            key.local_size[1], "x", key.local_size[2], " exceeds the device's workgroup limits");
+  const std::string too_big =
+      kernel_limit_problem(profile_, info, key.local_size, key.spec_constants);
+  VKD_CHECK(too_big.empty(), ErrorCode::Unsupported, too_big);
 
   std::vector<VkSpecializationMapEntry> entries;
   std::vector<uint32_t> values;

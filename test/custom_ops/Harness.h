@@ -21,6 +21,7 @@ namespace vkd::custom_ops {
 struct AccuResult {
   double max_abs_error = 0.0;
   int64_t mismatches = 0;
+  int64_t repeat_mismatches = 0;  // --repeat: output words that differ on a second execute
   int64_t checked = 0;
 };
 

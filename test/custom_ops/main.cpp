@@ -26,6 +26,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,13 +59,14 @@ struct Options {
   // measured 2-7x slow (issue 20 item 6; docs/BENCHMARKS.md).
   int settle_ms = 2000;
   int seed = 1234;
+  bool repeat = false;  // ACCU: every graph executed twice, its outputs byte for byte equal
 };
 
 constexpr const char* kUsage =
     "usage: vkd_custom_ops [--mode accu|perf|all] [--filter REGEX] [--device SEL]\n"
     "                      [--json FILE] [--iterations N] [--warmup N] [--warmup-ms N]\n"
     "                      [--seed N] [--list] [--settle-ms N]\n"
-    "                      [--kernel-stats]\n"
+    "                      [--kernel-stats] [--repeat]\n"
     "  --mode      accu (default): correctness vs CPU reference; perf: GPU timings; all: both\n"
     "  --filter    run only cases whose name matches REGEX (std::regex, search); selecting no\n"
     "              case of the mode is an error (exit 2)\n"
@@ -74,7 +76,11 @@ constexpr const char* kUsage =
     "  --settle-ms on a GPU, before each PERF case run the clock probe until it reaches 90% of\n"
     "              its best in the run, for up to N ms (default 2000; 0: off)\n"
     "  --kernel-stats  PERF: print what the driver compiled each node's kernel into (registers,\n"
-    "              shared memory, ...; VK_KHR_pipeline_executable_properties), also in --json\n";
+    "              shared memory, ...; VK_KHR_pipeline_executable_properties), also in --json\n"
+    "  --repeat    ACCU: execute each case's graph a second time and require the same output\n"
+    "              bytes (a driver that races or reads memory nothing wrote differs)\n"
+    "  Under VKD_DEVICE_CLASS a case the class cannot run is REFUSED (an Unsupported error\n"
+    "  naming the limit), not failed; the kernels each case ran are listed at the end.\n";
 
 bool parse_int(const char* s, int& out) {
   char* end = nullptr;
@@ -139,6 +145,8 @@ bool parse_options(int argc, char** argv, Options& o) {
       o.list = true;
     } else if (a == "--kernel-stats") {
       o.kernel_stats = true;
+    } else if (a == "--repeat") {
+      o.repeat = true;
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -154,15 +162,37 @@ bool parse_options(int argc, char** argv, Options& o) {
 // ---------------------------------------------------------------------------------------
 // ACCU
 
-AccuResult run_accu_case(vk::Context& ctx, const Case& c, int seed) {
+// Every output's bytes as the last execute left them.
+std::vector<std::vector<int32_t>> output_words(const graph::ComputeGraph& g) {
+  std::vector<std::vector<int32_t>> words;
+  for (graph::ValueRef ref : g.output_refs()) words.push_back(g.read_words(ref));
+  return words;
+}
+
+// One case: its result against the reference; with `repeat`, the graph executed again on the
+// same inputs must give the same bytes (mismatches counts the words that differ). `kernels`
+// gets the kernels its nodes ran.
+AccuResult run_accu_case(vk::Context& ctx, const Case& c, int seed, bool repeat,
+                         std::set<std::string>& kernels) {
   auto instance = c.make();
   graph::ComputeGraph g(ctx);
   instance->build(g);
   g.prepare();
+  for (const auto& node : g.nodes()) kernels.insert(shaders::shader_info(node.kernel).name);
   std::mt19937 rng(static_cast<uint32_t>(seed));
   instance->write_inputs(g, rng);
   g.execute();
-  return instance->check(g);
+  AccuResult result = instance->check(g);
+  if (repeat) {
+    const auto first = output_words(g);
+    g.execute();
+    const auto second = output_words(g);
+    for (size_t o = 0; o < first.size(); ++o) {
+      for (size_t i = 0; i < first[o].size(); ++i)
+        result.repeat_mismatches += first[o][i] != second[o][i];
+    }
+  }
+  return result;
 }
 
 // A further ACCU pass over the cases with int8-dot and fallback paths: a context with some
@@ -178,19 +208,33 @@ const char* main_pass_label(const vk::DeviceProfile& p) {
 }
 
 int run_accu(vk::Context& ctx, const std::vector<AccuPass>& passes,
-             const std::vector<const Case*>& cases, int seed) {
-  int passed = 0, failed = 0, not_run = 0;
+             const std::vector<const Case*>& cases, int seed, bool repeat) {
+  int passed = 0, failed = 0, not_run = 0, refused = 0;
+  std::map<std::string, std::set<std::string>> kernels_of_op;   // case op -> kernels it ran
+  std::map<std::string, std::set<std::string>> refusals_of_op;  // case op -> why refused
   auto run_one = [&](vk::Context& context, const Case& c, const char* variant) {
     try {
-      const AccuResult r = run_accu_case(context, c, seed);
-      const bool ok = r.mismatches == 0 && r.checked > 0;
+      const AccuResult r = run_accu_case(context, c, seed, repeat, kernels_of_op[c.op]);
+      const bool ok = r.mismatches == 0 && r.checked > 0 && r.repeat_mismatches == 0;
       (ok ? passed : failed)++;
-      std::printf("%s  %-60s %-9s max_abs_err=%-10.3g mismatches=%lld/%lld\n", ok ? "PASS" : "FAIL",
+      std::printf("%s  %-60s %-9s max_abs_err=%-10.3g mismatches=%lld/%lld", ok ? "PASS" : "FAIL",
                   c.name.c_str(), variant, r.max_abs_error, static_cast<long long>(r.mismatches),
                   static_cast<long long>(r.checked));
+      if (r.repeat_mismatches) {
+        std::printf(" repeat: %lld words differ", static_cast<long long>(r.repeat_mismatches));
+      }
+      std::printf("\n");
     } catch (const Error& e) {
-      ++failed;
-      std::printf("FAIL  %-60s %-9s error: %s\n", c.name.c_str(), variant, e.what());
+      // A device class holds the kernels to limits below the driver's: a case it cannot run
+      // is refused by name (Unsupported), which is the class's answer, not a failure.
+      if (!context.profile().device_class.empty() && e.code() == ErrorCode::Unsupported) {
+        ++refused;
+        refusals_of_op[c.op].insert(e.what());
+        std::printf("REFUSED  %-57s %-9s %s\n", c.name.c_str(), variant, e.what());
+      } else {
+        ++failed;
+        std::printf("FAIL  %-60s %-9s error: %s\n", c.name.c_str(), variant, e.what());
+      }
     }
     std::fflush(stdout);
   };
@@ -205,7 +249,20 @@ int run_accu(vk::Context& ctx, const std::vector<AccuPass>& passes,
     if (!c->with_and_without_int8_dot) continue;
     for (const AccuPass& pass : passes) run_one(*pass.ctx, *c, pass.label);
   }
+  // Which kernels each op ran, and why the class refused it where it did: the table of
+  // kernels by device class (docs/DEVICES.md).
+  std::printf("kernels by op (%s):\n", ctx.profile().device_class.empty()
+                                           ? ctx.profile().name.c_str()
+                                           : ctx.profile().device_class.c_str());
+  for (const auto& [op, kernels] : kernels_of_op) {
+    std::string list;
+    for (const auto& k : kernels) list += (list.empty() ? "" : " ") + k;
+    std::printf("  %-34s runs: %s\n", op.c_str(), list.empty() ? "-" : list.c_str());
+    for (const auto& why : refusals_of_op[op])
+      std::printf("  %-34s refused: %s\n", "", why.c_str());
+  }
   std::printf("ACCU: %d passed, %d failed", passed, failed);
+  if (refused) std::printf(", %d refused (beyond the device class's limits)", refused);
   if (not_run) std::printf(", %d not run (the device lacks what they need)", not_run);
   std::printf("\n");
   return failed;
@@ -624,7 +681,7 @@ int run(int argc, char** argv) {
       passes.push_back({std::make_unique<vk::Context>(gpu_options),
                         ctx.profile().int8_dot_product ? "gpu-sdot" : "gpu"});
     }
-    failures += run_accu(ctx, passes, accu_cases, o.seed);
+    failures += run_accu(ctx, passes, accu_cases, o.seed, o.repeat);
     for (const AccuPass& pass : passes) {
       const auto& log = pass.ctx->instance().validation_log();
       failures += static_cast<int>(log.error_count() + log.warning_count());

@@ -227,7 +227,7 @@ TEST_F(Conv2dChecks, ForcedImplicitIm2colWithoutAGatheringKernelSaysWhy) {
   s.out = int8_spec({1, 4, 2, 2});
   s.p.route = Conv2dRoute::Im2col;
   s.p.im2col_form = vkd::ops::Im2colForm::Implicit;
-  expect_error(s, ctx(), ErrorCode::InvalidArgument,
+  expect_error(s, ctx(), ErrorCode::Unsupported,
                "implicit im2col needs the cooperative-matrix, GEMM or split-K kernel; this "
                "convolution's GEMM runs the gemv kernel");
   s.p.im2col_form = vkd::ops::Im2colForm::Explicit;

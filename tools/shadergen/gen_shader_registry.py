@@ -504,6 +504,7 @@ EXEC_MODE_LOCAL_SIZE_ID = 38
 
 SC_UNIFORM_CONSTANT = 0
 SC_UNIFORM = 2
+SC_WORKGROUP = 4
 SC_PUSH_CONSTANT = 9
 SC_STORAGE_BUFFER = 12
 SC_PHYSICAL_STORAGE_BUFFER = 5349
@@ -588,6 +589,11 @@ class Reflection:
         self.fixed_local_size = (0, 0, 0)
         self.requirements = 0
         self.capabilities = []        # capability names, for the JSON dump
+        # Workgroup (shared) memory: bytes of the variables of constant size, and a postfix
+        # program for those whose array length is a specialization constant expression
+        # ([(op, value)], SHARED_OPS; empty when there is none).
+        self.shared_bytes = 0
+        self.shared_program = []
 
     def writable_mask(self):
         return sum(1 << i for i, w in enumerate(self.binding_writable) if w)
@@ -603,6 +609,8 @@ class Reflection:
             "fixed_local_size": list(self.fixed_local_size),
             "requirements": [cpp for cpp, _ in REQUIREMENTS if self.requirements & REQ_BIT[cpp]],
             "capabilities": self.capabilities,
+            "shared_bytes": self.shared_bytes,
+            "shared_program": [[op, v] for op, v in self.shared_program],
         }
 
 
@@ -771,6 +779,75 @@ def _struct_size(mod, sid, path):
     return size
 
 
+# The postfix program of a shared size (C++: SharedSizeOp): push a constant, push a
+# specialization constant's value (by constant_id; 0-2 the local size), or combine the top two.
+SHARED_OPS = ("Const", "Spec", "Add", "Sub", "Mul", "Div", "Shl", "Shr")
+# OpSpecConstantOp opcodes a shared array's length may use, and their program op.
+_SPEC_OP_CODES = {128: "Add", 130: "Sub", 132: "Mul", 134: "Div", 135: "Div", 194: "Shr",
+                  195: "Shr", 196: "Shl"}
+
+
+def _length_program(mod, cid, path):
+    """Postfix program of an array length: a constant, a specialization constant or an
+    OpSpecConstantOp expression of them. Raises ShaderGenError for anything else."""
+    c = mod.constants.get(cid)
+    if c is None:
+        raise ShaderGenError(f"shared '{path}': array length %{cid} is not a constant")
+    op, _, operands = c
+    if op == OP_CONSTANT:
+        return [("Const", operands[0])]
+    if op == OP_SPEC_CONSTANT:
+        sid = mod.decoration(cid, DEC_SPEC_ID)
+        if sid is None:
+            return [("Const", operands[0])]  # cannot be specialized: its default
+        return [("Spec", sid[0])]
+    if op == OP_SPEC_CONSTANT_OP:
+        opcode, args = operands[0], operands[1:]
+        if opcode in (113, 114) and len(args) == 1:  # UConvert, SConvert: the value
+            return _length_program(mod, args[0], path)
+        if opcode not in _SPEC_OP_CODES or len(args) != 2:
+            raise ShaderGenError(
+                f"shared '{path}': array length uses OpSpecConstantOp opcode {opcode}, which the "
+                "shared-memory reflection does not evaluate (add it to _SPEC_OP_CODES)")
+        return (_length_program(mod, args[0], path) + _length_program(mod, args[1], path) +
+                [(_SPEC_OP_CODES[opcode], 0)])
+    raise ShaderGenError(f"shared '{path}': unsupported array length (opcode {op})")
+
+
+def _shared_size(mod, tid, path):
+    """(fixed bytes, postfix program or None) of a Workgroup variable's type: natural sizes
+    (no layout decorations in Workgroup memory), as the validation layer counts them."""
+    t = mod.types.get(tid)
+    if t is None:
+        raise ShaderGenError(f"shared '{path}': unknown type %{tid}")
+    kind = t[0]
+    if kind in ("int", "float"):
+        return t[1] // 8, None
+    if kind == "bool":
+        return 4, None
+    if kind == "vector":
+        return t[2] * _shared_size(mod, t[1], path)[0], None
+    if kind == "matrix":
+        return t[2] * _shared_size(mod, t[1], path)[0], None
+    if kind == "struct":
+        total, program = 0, []
+        for m, mtid in enumerate(t[1]):
+            fixed, part = _shared_size(mod, mtid, f"{path}.{m}")
+            total += fixed
+            if part:
+                program += part + ([("Add", 0)] if program else [])
+        return total, program or None
+    if kind == "array":
+        elem_fixed, elem_program = _shared_size(mod, t[1], path)
+        if elem_program:
+            raise ShaderGenError(f"shared '{path}': arrays of specialized arrays are not reflected")
+        length = _length_program(mod, t[2], path)
+        if len(length) == 1 and length[0][0] == "Const":
+            return elem_fixed * length[0][1], None
+        return 0, length + [("Const", elem_fixed), ("Mul", 0)]
+    raise ShaderGenError(f"shared '{path}': unsupported type {kind} in shared memory")
+
+
 def _unwrap_pointer(mod, ptr_tid):
     t = mod.types.get(ptr_tid)
     if not t or t[0] != "pointer":
@@ -930,6 +1007,16 @@ def reflect(spv_bytes):
                 f"push-constant block is {r.push_constant_bytes} bytes; "
                 f"the limit is {MAX_PUSH_CONSTANT_BYTES}")
 
+    # Shared memory.
+    for var_id, ptr_tid, sc in mod.variables:
+        if sc != SC_WORKGROUP:
+            continue
+        name = mod.name(var_id) or f"%{var_id}"
+        fixed, program = _shared_size(mod, _unwrap_pointer(mod, ptr_tid), name)
+        r.shared_bytes += fixed
+        if program:
+            r.shared_program += program + ([("Add", 0)] if r.shared_program else [])
+
     # Specialization constants.
     spec = {}  # const id -> (spec id, type, name)
     by_spec_id = {}
@@ -1042,6 +1129,15 @@ def emit_header(families, manifest_rel):
         L.append(f"  {cpp} = 1u << {i},")
     L.append("};")
     L.append("")
+    L.append("// One step of a shared-memory size program (postfix, evaluated with the pipeline's")
+    L.append("// specialization values: runtime/vk/KernelLimits.h).")
+    L.append("enum class SharedSizeOpKind : uint8_t { " +
+             ", ".join(f"k{o}" for o in SHARED_OPS) + " };")
+    L.append("struct SharedSizeOp {")
+    L.append("  SharedSizeOpKind kind;")
+    L.append("  uint32_t value;  // kConst: the constant; kSpec: the constant_id (0-2: local size)")
+    L.append("};")
+    L.append("")
     L.append("struct ShaderInfo {")
     L.append("  const char* name;")
     L.append("  const uint32_t* spirv;")
@@ -1059,6 +1155,11 @@ def emit_header(families, manifest_rel):
     L.append("  // NonWritable (GLSL `readonly`) or for a uniform buffer or sampler: the graph")
     L.append("  // records a barrier between dispatches only where one writes what another uses.")
     L.append("  uint32_t writable_bindings;")
+    L.append("  // Workgroup memory: the bytes of constant size, plus the value of the program (its")
+    L.append("  // arrays sized by specialization constants) where there is one.")
+    L.append("  uint32_t shared_bytes;")
+    L.append("  const SharedSizeOp* shared_program;")
+    L.append("  uint32_t shared_program_length;")
     L.append("};")
     L.append("")
     L.append("inline bool writes_binding(const ShaderInfo& info, uint32_t binding) {")
@@ -1132,6 +1233,11 @@ def emit_cpp(families, reflections, spirvs, manifest_rel):
             for sid, stype, name in r.spec_constants:
                 L.append(f"    {{{sid}u, SpecConstType::{stype}, {_cpp_string(name)}}},")
             L.append("};")
+        if r.shared_program:
+            L.append(f"const SharedSizeOp kShared_{v.name}[{len(r.shared_program)}] = {{")
+            for op, value in r.shared_program:
+                L.append(f"    {{SharedSizeOpKind::k{op}, {value}u}},")
+            L.append("};")
     L.append("")
     L.append("const ShaderInfo kShaderInfos[kKernelCount] = {")
     for v in variants:
@@ -1146,7 +1252,9 @@ def emit_cpp(families, reflections, spirvs, manifest_rel):
         L.append(f"     {bindings}, {len(r.bindings)}u, {r.push_constant_bytes}u,")
         L.append(f"     {spec}, {len(r.spec_constants)}u,")
         L.append(f"     {'true' if r.local_size_from_spec else 'false'}, {{{ls}}},")
-        L.append(f"     {req_expr}, 0x{r.writable_mask():x}u}},")
+        shared = f"kShared_{v.name}" if r.shared_program else "nullptr"
+        L.append(f"     {req_expr}, 0x{r.writable_mask():x}u,")
+        L.append(f"     {r.shared_bytes}u, {shared}, {len(r.shared_program)}u}},")
     L.append("};")
     L.append("")
     L.append("}  // namespace")

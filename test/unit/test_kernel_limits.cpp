@@ -1,0 +1,104 @@
+// Kernels against device limits without a GPU (runtime/vk/KernelLimits.h): the shared memory
+// the shader registry reflects (fixed arrays, and arrays sized by specialization constants
+// evaluated with a pipeline's values) and the local size, against a profile lowered to a
+// device class (core/DeviceClass.h). The expected sizes are worked out from the shaders'
+// declarations in the comments.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/DeviceClass.h"
+#include "runtime/vk/KernelLimits.h"
+
+namespace vkd_test {
+namespace {
+
+using vkd::shaders::Kernel;
+using vkd::shaders::shader_info;
+using vkd::vk::kernel_limit_problem;
+using vkd::vk::shared_memory_bytes;
+
+// A desktop GPU's limits, then lowered to `cls` the way read_device_profile lowers them.
+vkd::vk::DeviceProfile profile_of(const vkd::DeviceClass* cls) {
+  vkd::vk::DeviceProfile p;
+  p.name = "desktop";
+  p.max_workgroup_invocations = 1024;
+  p.max_workgroup_size = {1024, 1024, 64};
+  p.max_shared_memory_bytes = 49152;
+  p.max_push_constant_bytes = 256;
+  if (cls) {
+    p.device_class = cls->name;
+    p.max_workgroup_invocations = cls->max_workgroup_invocations;
+    p.max_workgroup_size = cls->max_workgroup_size;
+    p.max_shared_memory_bytes = cls->max_shared_memory_bytes;
+    p.max_push_constant_bytes = cls->max_push_constant_bytes;
+  }
+  return p;
+}
+
+TEST(KernelLimits, SharedMemoryOfFixedArrays) {
+  // q8ta_linear_gemm: a_tile[BK4][BM] ints + b_tile[BK4][BN / 4] ivec4s + a bool, all fixed.
+  const auto& gemm = shader_info(Kernel::q8ta_linear_coopmat_int8_m16k8);
+  EXPECT_EQ(gemm.shared_program_length, 0u);
+  EXPECT_EQ(shared_memory_bytes(gemm, {256, 1, 1}, {}), gemm.shared_bytes);
+  EXPECT_EQ(gemm.shared_bytes, 30720u);
+}
+
+TEST(KernelLimits, SharedMemorySizedBySpecializationConstants) {
+  // float_masked_mean (4H4W, normalize, staged): staged[STAGE_FLOATS] floats (constant_id 3)
+  // plus shared_norm and shared_count.
+  const auto& mean = shader_info(Kernel::float_masked_mean_4h4w_normalize_staged);
+  ASSERT_GT(mean.shared_program_length, 0u);
+  EXPECT_EQ(shared_memory_bytes(mean, {512, 1, 1}, {4094}), 4u * 4094 + 8);
+  EXPECT_EQ(shared_memory_bytes(mean, {512, 1, 1}, {100}), 4u * 100 + 8);
+}
+
+TEST(KernelLimits, DeviceClassRefusesByName) {
+  const vkd::DeviceClass* baseline = vkd::find_device_class("android-baseline-2022");
+  ASSERT_NE(baseline, nullptr);
+  const vkd::vk::DeviceProfile desktop = profile_of(nullptr), phone = profile_of(baseline);
+  // The 16-row cooperative-matrix tile: 256 fixed invocations and 30720 bytes of shared memory.
+  const auto& coopmat = shader_info(Kernel::q8ta_linear_coopmat_int8_m16k8);
+  EXPECT_EQ(kernel_limit_problem(desktop, coopmat, {1, 1, 1}, {}), "");
+  EXPECT_EQ(kernel_limit_problem(phone, coopmat, {1, 1, 1}, {}),
+            "kernel q8ta_linear_coopmat_int8_m16k8 runs 256 invocations a workgroup (256x1x1); "
+            "device 'desktop' as class android-baseline-2022 allows 128 "
+            "(maxComputeWorkGroupInvocations)");
+  // The masked mean at 128 invocations: 4 * 4094 + 8 = 16384 bytes of shared memory fit the
+  // class exactly; one float more does not.
+  const auto& mean = shader_info(Kernel::float_masked_mean_4h4w_normalize_staged);
+  EXPECT_EQ(kernel_limit_problem(phone, mean, {128, 1, 1}, {4094}), "");
+  EXPECT_EQ(kernel_limit_problem(desktop, mean, {128, 1, 1}, {4095}), "");
+  EXPECT_EQ(kernel_limit_problem(phone, mean, {128, 1, 1}, {4095}),
+            "kernel float_masked_mean_4h4w_normalize_staged needs 16388 bytes of shared memory; "
+            "device 'desktop' as class android-baseline-2022 has 16384 "
+            "(maxComputeSharedMemorySize)");
+}
+
+TEST(KernelLimits, SpecializedLocalSizeAlongOneAxis) {
+  const vkd::vk::DeviceProfile phone = profile_of(vkd::find_device_class("mali-g7x"));
+  const auto& mean = shader_info(Kernel::float_masked_mean_4h4w_normalize_staged);
+  EXPECT_EQ(kernel_limit_problem(phone, mean, {256, 1, 1}, {64}),
+            "kernel float_masked_mean_4h4w_normalize_staged runs 256 invocations a workgroup "
+            "(256x1x1); device 'desktop' as class mali-g7x allows 128 "
+            "(maxComputeWorkGroupInvocations)");
+}
+
+TEST(DeviceClasses, NamesAndStrictestFirst) {
+  EXPECT_EQ(vkd::device_class_names(), "android-baseline-2022, mali-g7x, adreno-6xx, apple-m1");
+  EXPECT_EQ(vkd::find_device_class("nope"), nullptr);
+  const auto& classes = vkd::device_classes();
+  for (const auto& c : classes) {
+    EXPECT_LE(classes.front().max_workgroup_invocations, c.max_workgroup_invocations) << c.name;
+    EXPECT_LE(classes.front().max_shared_memory_bytes, c.max_shared_memory_bytes) << c.name;
+    EXPECT_LE(classes.front().max_per_stage_storage_buffers, c.max_per_stage_storage_buffers)
+        << c.name;
+    EXPECT_GE(c.api_minor, 1u) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace vkd_test
