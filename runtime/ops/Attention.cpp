@@ -87,7 +87,8 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
   const Dims4 dout = out.spec().dims4();
   const int64_t batches = dq.n * dq.c, width = dout.w, heads = params.num_heads;
   const AttentionForm form = !float_io && heads >= 1 && width % heads == 0
-                                 ? plan_int8_attention(width / heads, dq.h, heads, dq.n * dq.c)
+                                 ? plan_int8_attention(width / heads, dq.h, heads, dq.n * dq.c,
+                                                       graph.profile().max_workgroup_invocations)
                                  : AttentionForm{};
   const Tiles tiles = float_io ? kFloatTiles : kInt8Tiles[form.small_head];
   const AttentionColumns columns = params.columns.value_or(AttentionColumns{});
@@ -179,13 +180,16 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
 }  // namespace
 
 AttentionForm plan_int8_attention(int64_t head_columns, int64_t query_rows, int64_t heads,
-                                  int64_t batches) {
+                                  int64_t batches, uint32_t max_invocations) {
   AttentionForm f;
   f.small_head = head_columns <= 4 * kInt8Tiles[1].max_head_elems   ? 1
                  : head_columns <= 4 * kInt8Tiles[2].max_head_elems ? 2
                                                                     : 0;
+  const bool four_rows_fit = f.small_head == 0 || 2 * kWorkgroup <= max_invocations;
   f.rows_per_workgroup =
-      div_up(query_rows, kQueryRows) * heads * batches <= kFourRowsMaxGroups ? 4 : kQueryRows;
+      four_rows_fit && div_up(query_rows, kQueryRows) * heads * batches <= kFourRowsMaxGroups
+          ? 4
+          : kQueryRows;
   f.workgroup = f.rows_per_workgroup == 4 && f.small_head != 0 ? 2 * kWorkgroup : kWorkgroup;
   return f;
 }

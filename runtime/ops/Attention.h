@@ -60,14 +60,15 @@ void add_q8ta_attention_node(graph::ComputeGraph& graph, graph::ValueRef query, 
 // (small_head: 1 for D <= 32, tiles of 128 keys; 2 for D <= 64, tiles of 64; 0 up to 128,
 // tiles of 32), 4 query rows per workgroup where 8 would make at most kFourRowsMaxGroups
 // workgroups (docs/BENCHMARKS.md has the H200 numbers), else 8, and the workgroup's size, the
-// shader's WG: 256 for 4 rows of a small head, else 128.
+// shader's WG: 256 for 4 rows of a small head, else 128. A device allowing fewer than 256
+// invocations a workgroup (`max_invocations`: phones, device classes) takes 8 rows of 128.
 struct AttentionForm {
   int small_head = 0;
   int64_t rows_per_workgroup = 8;
   uint32_t workgroup = 128;
 };
 AttentionForm plan_int8_attention(int64_t head_columns, int64_t query_rows, int64_t heads,
-                                  int64_t batches);
+                                  int64_t batches, uint32_t max_invocations);
 
 // The float op `attention`: query, key, value and output float32 width-packed buffers of the
 // sizes above, D a multiple of 4 and at most 64, the same mask; per row

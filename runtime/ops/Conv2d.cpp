@@ -498,6 +498,14 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   const std::string op = conv2d_op_name(p);
   // d_out: the convolution's own output (the output's sizes, unless it is pixel-shuffled).
   const Dims4 d_out = check_conv2d_args(op, graph, input, given, output, p);
+  if (p.residual && residual_add_separately(graph.profile())) {
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    Conv2dParams plain = p;
+    plain.residual.reset();
+    const Conv2dRoute route = add_q8ta_conv2d_node(graph, input, given, before_add, plain);
+    add_separate_residual_add(graph, before_add, *p.output, *p.residual, output);
+    return route;
+  }
   const TensorSpec &in = graph.spec(input), &out = graph.spec(output);
   const Dims4 d_in = in.dims4();
   const Conv2dWeights weights = p.upscale > 1 ? phase_major_weights(given, p.upscale) : given;

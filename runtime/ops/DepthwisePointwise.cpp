@@ -144,16 +144,29 @@ int64_t tiles_per_workgroup(const DepthwisePointwiseParams& p, int64_t c4, int64
   return std::min<int64_t>(std::clamp<int64_t>(busy, 2, 16), fit);
 }
 
-// Auto's form: Split where the device class's tuning table does not fuse (CPU devices) and
-// where the 1x1 has more than dw_pw_max_fused_out output channels: the fused kernel's few
+// The fused form's kernel: with or without the expansion and the residual add.
+shaders::Kernel fused_kernel(const vk::DeviceProfile& profile, const DepthwisePointwiseParams& p) {
+  return shaders::variants::q8ta_conv2d_dw_pw[p.expansion ? 1 : 0][p.residual ? 1 : 0]
+                                             [profile.int8_dot_product ? 0 : 1];
+}
+
+// Auto's form: Split where the device class's tuning table does not fuse (CPU devices), where
+// the 1x1 has more than dw_pw_max_fused_out output channels: the fused kernel's few
 // workgroups (one per TP tiles) each sum all C mid channels for every output channel in turn
-// (ConvTuning; measured: docs/BENCHMARKS.md, "Convolution plan thresholds").
+// (ConvTuning; measured: docs/BENCHMARKS.md, "Convolution plan thresholds"), and where the
+// fused kernel does not fit the device: its 6 to 9 storage buffers (the Android baseline
+// allows 4 a stage) or its workgroup.
 DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_out,
-                                   DepthwisePointwiseForm asked) {
-  if (asked != DepthwisePointwiseForm::Auto) return asked;
+                                   const DepthwisePointwiseParams& p) {
+  if (p.form != DepthwisePointwiseForm::Auto) return p.form;
   const ConvTuning& t = conv_tuning(profile);
-  return !t.dw_pw_fused || n_out > t.dw_pw_max_fused_out ? DepthwisePointwiseForm::Split
-                                                         : DepthwisePointwiseForm::Fused;
+  const shaders::ShaderInfo& fused = shaders::shader_info(fused_kernel(profile, p));
+  const uint32_t workgroup = p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup;
+  const bool fits = fused.binding_count <= profile.max_per_stage_storage_buffers &&
+                    workgroup <= profile.max_workgroup_invocations &&
+                    workgroup <= profile.max_workgroup_size[0];
+  return !fits || !t.dw_pw_fused || n_out > t.dw_pw_max_fused_out ? DepthwisePointwiseForm::Split
+                                                                  : DepthwisePointwiseForm::Fused;
 }
 
 // Output rows per workgroup with an expansion (shaders/q8ta_conv2d_dw_pw.glsl's ROWS): as
@@ -229,10 +242,9 @@ void add_fused(graph::ComputeGraph& graph, const std::string& op, graph::ValueRe
   const auto dw_channels = add_channel_constants(graph, as_matrix(dw), dw_in.scale, name + ".dw");
   const auto pw_channels = add_channel_constants(graph, as_matrix(pw), p.mid.scale, name);
 
-  const int dot = graph.profile().int8_dot_product ? 0 : 1;
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = shaders::variants::q8ta_conv2d_dw_pw[p.expansion ? 1 : 0][p.residual ? 1 : 0][dot];
+  node.kernel = fused_kernel(graph.profile(), p);
   node.bindings = {output, input, dw_packed, pw_channels, pw_packed, dw_channels};
   node.push_constants = graph::push_constant_bytes(
       DwPwPush{int32_t(d_in.n), int32_t(d_in.h), int32_t(d_in.w), int32_t(d_out.h),
@@ -310,7 +322,7 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph, gr
   const Dims4 d_mid = check_dw_pw(op, graph, input, depthwise, pointwise, output, p);
   const Dims4 d_in{d_mid.n, d_mid.c, graph.tensor(input).spec().dims4().h,
                    graph.tensor(input).spec().dims4().w};
-  const DepthwisePointwiseForm form = chosen_form(graph.profile(), pointwise.out_channels, p.form);
+  const DepthwisePointwiseForm form = chosen_form(graph.profile(), pointwise.out_channels, p);
   const std::string& out_name = graph.tensor(output).name();
   const std::string name = out_name.empty() ? op : out_name;
   const auto int8_4w4c = [](const Dims4& d) {

@@ -14,6 +14,7 @@
 
 #include "core/Error.h"
 #include "runtime/ops/ConvPlan.h"
+#include "runtime/ops/Elementwise.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
@@ -315,9 +316,39 @@ void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
   check_requantized_output(op, r.output, r.activation_min, r.activation_max);
 }
 
+bool residual_add_separately(const vk::DeviceProfile& profile) {
+  return profile.max_per_stage_storage_buffers < kResidualKernelBuffers;
+}
+
+graph::ValueRef add_before_residual_tensor(graph::ComputeGraph& graph, graph::ValueRef output) {
+  const std::string& name = graph.tensor(output).name();
+  return graph.add_tensor(graph.spec(output), (name.empty() ? "output" : name) + ".before_add");
+}
+
+void add_separate_residual_add(graph::ComputeGraph& graph, graph::ValueRef before_add,
+                               const QuantParams& quant, const ResidualAdd& r,
+                               graph::ValueRef output) {
+  AddParams add;
+  add.a = quant;
+  add.b = r.other_quant;
+  add.output = r.output;
+  add.activation_min = r.activation_min;
+  add.activation_max = r.activation_max;
+  add_q8ta_add_node(graph, before_add, r.other, output, add);
+}
+
 void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p) {
+  if (p.residual && p.output && residual_add_separately(graph.profile())) {
+    check_residual_add("q8ta_linear_add", graph, output, *p.residual);
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    LinearParams plain = p;
+    plain.residual.reset();
+    add_q8ta_linear_node(graph, input, weights, before_add, plain);
+    add_separate_residual_add(graph, before_add, *p.output, *p.residual, output);
+    return;
+  }
   const std::string op = !p.output
                              ? (p.float_residual >= 0 ? "q8ta_linear_dq_add" : "q8ta_linear_dq")
                          : p.residual                 ? "q8ta_linear_add"

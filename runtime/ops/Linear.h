@@ -229,6 +229,21 @@ bool linear_gathers_im2col(const vk::DeviceProfile& profile, LinearRoute route);
 void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
                         graph::ValueRef output, const ResidualAdd& r);
 
+// The way down of a fused residual add (q8ta_linear_add, q8ta_conv2d_add, the 1x1 of
+// q8ta_conv2d_dw_pw_add's split form): its kernels bind the op's kResidualKernelBuffers storage
+// buffers (output, input, weights, channel constants and the added tensor), one more than a
+// device at the Android baseline's 4 a stage allows. There the op writes its int8 output
+// (`quant`, its activation range applied) into a tensor of its own and q8ta_add adds
+// `other`: the epilogue's arithmetic (ResidualAdd), the same bits, one dispatch more.
+inline constexpr uint32_t kResidualKernelBuffers = 5;
+bool residual_add_separately(const vk::DeviceProfile& profile);
+// The op's int8 output before the add (the output's spec) and, after the op's own nodes,
+// q8ta_add of it and r.other into `output`.
+graph::ValueRef add_before_residual_tensor(graph::ComputeGraph& graph, graph::ValueRef output);
+void add_separate_residual_add(graph::ComputeGraph& graph, graph::ValueRef before_add,
+                               const QuantParams& quant, const ResidualAdd& r,
+                               graph::ValueRef output);
+
 // The residual add of a q8ta_conv2d_add / q8ta_linear_add blob op: `other`, its quantization,
 // the sum's (`output`) and its activation range; records the zero points of `other` and
 // `output`.

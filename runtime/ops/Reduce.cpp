@@ -122,10 +122,14 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
     blocks = params.eps ? 1 : (channels + block - 1) / block;
   }
   push.block = static_cast<int32_t>(block);
-  // The staging area: the shared memory less the kernel's two scalars (the token count, the
-  // norm); the means of a normalized row all live in it.
+  // The staging area: what LOADS per invocation fill, within the shared memory less the
+  // kernel's two scalars (the token count, the norm); the means of a normalized row (and the
+  // mask after them) all live in it, so it grows to hold them where the device has the memory
+  // (a small workgroup: phones' 128 invocations fill 3072 floats).
+  const uint64_t wanted = std::max<uint64_t>(kStagedLoads * local, params.eps ? C + T : 0);
   const uint32_t stage_floats =
-      staged ? std::min(profile.max_shared_memory_bytes / 4 - kSharedScalars, kStagedLoads * local)
+      staged ? static_cast<uint32_t>(std::min<uint64_t>(
+                   profile.max_shared_memory_bytes / 4 - kSharedScalars, wanted))
              : uint32_t(kMaxPooledChannels);
   VKD_CHECK(!params.eps || channels <= stage_floats, ErrorCode::Unsupported, op, ": ", C,
             " channels to normalize need ", 4 * (C + kSharedScalars),

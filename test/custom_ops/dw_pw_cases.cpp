@@ -179,9 +179,17 @@ class DwPwCase : public CaseInstance {
     const size_t before = g.nodes().size();
     const DepthwisePointwiseForm taken =
         ops::add_q8ta_conv2d_dw_pw_node(g, in_ref_, dw_.view(), pw_.view(), out_ref_, p_);
+    // The fused kernel fits the device: its storage buffers (as reflected) and its workgroup
+    // (128 invocations unless the case sets it; a device class may allow fewer of either).
+    const auto& fused = shaders::shader_info(
+        shaders::variants::q8ta_conv2d_dw_pw[p_.expansion ? 1 : 0][p_.residual ? 1 : 0]
+                                            [g.profile().int8_dot_product ? 0 : 1]);
+    const bool fits = fused.binding_count <= g.profile().max_per_stage_storage_buffers &&
+                      g.profile().max_workgroup_invocations >=
+                          (p_.workgroup_size > 0 ? uint32_t(p_.workgroup_size) : 128u);
     const DepthwisePointwiseForm want =
         s_.form != DepthwisePointwiseForm::Auto ? s_.form
-        : g.profile().cpu_kernels || s_.n_out > 32 || s_.c_x * s_.c > 32 * 192
+        : !fits || g.profile().cpu_kernels || s_.n_out > 32 || s_.c_x * s_.c > 32 * 192
             ? DepthwisePointwiseForm::Split
             : DepthwisePointwiseForm::Fused;
     const size_t dispatches = g.nodes().size() - before;

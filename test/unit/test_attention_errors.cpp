@@ -155,29 +155,35 @@ TEST_F(AttentionChecks, FloatOpChecksItsTensorsAndHeads) {
 TEST(AttentionPlan, HeadSizeAndGridChooseTheForm) {
   using vkd::ops::plan_int8_attention;
   // MiniLM at 128 tokens: 12 heads of 32, 16 blocks of 8 rows x 12 = 192 workgroups (<= 256).
-  auto f = plan_int8_attention(32, 128, 12, 1);
+  auto f = plan_int8_attention(32, 128, 12, 1, 1024);
   EXPECT_EQ(f.small_head, 1);
   EXPECT_EQ(f.rows_per_workgroup, 4);
   EXPECT_EQ(f.workgroup, 256u);  // 4 rows of a small head: 256 invocations
   // At 512 tokens: 64 x 12 = 768 workgroups of 8 rows.
-  f = plan_int8_attention(32, 512, 12, 1);
+  f = plan_int8_attention(32, 512, 12, 1, 1024);
   EXPECT_EQ(f.small_head, 1);
   EXPECT_EQ(f.rows_per_workgroup, 8);
   EXPECT_EQ(f.workgroup, 128u);
   // ViT-Ti: 3 heads of 64 over 197 tokens (25 x 3 = 75 workgroups).
-  f = plan_int8_attention(64, 197, 3, 1);
+  f = plan_int8_attention(64, 197, 3, 1, 1024);
   EXPECT_EQ(f.small_head, 2);
   EXPECT_EQ(f.rows_per_workgroup, 4);
   EXPECT_EQ(f.workgroup, 256u);
   // Heads of 68 and 128 columns: the general form; the boundary of 256 workgroups, batches
   // counted.
-  EXPECT_EQ(plan_int8_attention(68, 8, 1, 1).small_head, 0);
-  EXPECT_EQ(plan_int8_attention(36, 8, 1, 1).small_head, 2);
-  EXPECT_EQ(plan_int8_attention(128, 8, 1, 1).small_head, 0);
-  EXPECT_EQ(plan_int8_attention(128, 8, 1, 1).workgroup, 128u);  // 4 rows, tiles of 32 keys
-  EXPECT_EQ(plan_int8_attention(32, 8 * 64, 4, 1).rows_per_workgroup, 4);
-  EXPECT_EQ(plan_int8_attention(32, 8 * 64, 4, 2).rows_per_workgroup, 8);
-  EXPECT_EQ(plan_int8_attention(32, 8 * 64 + 1, 4, 1).rows_per_workgroup, 8);
+  EXPECT_EQ(plan_int8_attention(68, 8, 1, 1, 1024).small_head, 0);
+  EXPECT_EQ(plan_int8_attention(36, 8, 1, 1, 1024).small_head, 2);
+  EXPECT_EQ(plan_int8_attention(128, 8, 1, 1, 1024).small_head, 0);
+  EXPECT_EQ(plan_int8_attention(128, 8, 1, 1, 1024).workgroup, 128u);  // 4 rows, tiles of 32 keys
+  EXPECT_EQ(plan_int8_attention(32, 8 * 64, 4, 1, 1024).rows_per_workgroup, 4);
+  EXPECT_EQ(plan_int8_attention(32, 8 * 64, 4, 2, 1024).rows_per_workgroup, 8);
+  EXPECT_EQ(plan_int8_attention(32, 8 * 64 + 1, 4, 1, 1024).rows_per_workgroup, 8);
+  // A device of at most 128 invocations (Mali, the Android baseline): MiniLM's heads take 8
+  // rows of 128 invocations; the general form keeps its 4 rows of 128.
+  f = plan_int8_attention(32, 128, 12, 1, 128);
+  EXPECT_EQ(f.rows_per_workgroup, 8);
+  EXPECT_EQ(f.workgroup, 128u);
+  EXPECT_EQ(plan_int8_attention(128, 8, 1, 1, 128).rows_per_workgroup, 4);
 }
 
 }  // namespace
