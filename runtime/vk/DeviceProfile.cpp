@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/Env.h"
+#include "runtime/vk/DeviceQuirks.h"
 #include "runtime/vk/Instance.h"
 
 namespace vkd::vk {
@@ -274,14 +275,8 @@ DeviceProfile read_device_profile(VkInstance instance, uint32_t instance_api_ver
   p.host_copy_threads = p.is_cpu() ? 1u : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   p.compact_kernels = p.is_cpu();
 
-  // Quirks. The AMD proprietary driver advertises accelerated packed dot4 on GPUs without
-  // the instruction and returns wrong sums (public reports against llama.cpp / ollama); RADV
-  // on the same hardware is fine, so the flag keys on the driver, not the vendor.
-  if (p.driver_id == VK_DRIVER_ID_AMD_PROPRIETARY) p.quirks.int8_dot_untrusted = true;
-  if (p.quirks.int8_dot_untrusted && p.int8_dot_product) {
-    p.int8_dot_product = p.int8_dot_product_accelerated = false;
-    p.disabled.push_back("int8 dot product (quirk int8_dot_untrusted)");
-  }
+  // Known driver bugs (DeviceQuirks.h): each matching entry's workaround, by name.
+  p.quirks_applied = apply_device_quirks(p);
 
   // Overrides (context options or environment): switch features off so fallback paths run on
   // any device. switch_off says whether `feature` (present) is to go, and records why.
@@ -414,6 +409,9 @@ std::string DeviceProfile::summary() const {
      << (compact_kernels ? ", compact kernels (no speed-only specializations or unrolling)" : "")
      << "\n  CPU-shaped kernels: " << yes(cpu_kernels) << "\n";
   for (const auto& d : disabled) os << "  disabled: " << d << "\n";
+  for (const auto& q : quirks_applied) {
+    os << "  quirk: " << q << " (vkd devices --quirks: the table and its sources)\n";
+  }
   return os.str();
 }
 

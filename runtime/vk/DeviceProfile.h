@@ -112,10 +112,12 @@ struct DeviceProfile {
   // refuses such a device with this text, `vkd devices` lists it.
   std::string unusable;
 
-  // Named driver-bug flags; each one is documented where it is set (DeviceProfile.cpp).
+  // Named driver-bug flags, set by the quirk table (DeviceQuirks.h), and the names of the
+  // table's entries that applied.
   struct Quirks {
     bool int8_dot_untrusted = false;  // AMD proprietary driver: claims dot4, gives wrong sums
   } quirks;
+  std::vector<std::string> quirks_applied;
 
   // Which features an environment variable or a quirk switched off, for `vkd devices`.
   std::vector<std::string> disabled;

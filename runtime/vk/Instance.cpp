@@ -13,13 +13,24 @@ namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
+// Counts the validation layer's messages about the application's use of Vulkan (type
+// VALIDATION or PERFORMANCE). GENERAL ones are the loader's and the layers' own news (an ICD
+// manifest of another architecture on a multiarch machine: "Failed loading library"): printed,
+// not counted, since nothing the application does can change them.
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   const bool is_error = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  static_cast<ValidationLog*>(user)->add(is_error, data->pMessage ? data->pMessage : "");
-  std::fprintf(stderr, "[vkd validation %s] %s\n", is_error ? "error" : "warning",
-               data->pMessage ? data->pMessage : "");
+  const char* message = data->pMessage ? data->pMessage : "";
+  const bool about_usage = type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                                   VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT);
+  if (!about_usage) {
+    std::fprintf(stderr, "[vkd vulkan %s, not counted] %s\n", is_error ? "error" : "warning",
+                 message);
+    return VK_FALSE;
+  }
+  static_cast<ValidationLog*>(user)->add(is_error, message);
+  std::fprintf(stderr, "[vkd validation %s] %s\n", is_error ? "error" : "warning", message);
   return VK_FALSE;
 }
 

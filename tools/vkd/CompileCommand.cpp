@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "compiler/Compiler.h"
+#include "core/DeviceClass.h"
 #include "core/Error.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
@@ -101,6 +102,7 @@ int cmd_compile(const std::vector<std::string>& args) {
                                          {"--force", false},
                                          {"--partition", false},
                                          {"--max-texture-extent", true},
+                                         {"--target", true},
                                          {"--no-fuse-epilogue", false}});
   if (a.positional.size() != 1) {
     throw UsageError(a.positional.empty() ? "missing GRAPH.json" : "one graph expected");
@@ -113,6 +115,16 @@ int cmd_compile(const std::vector<std::string>& args) {
   const bool force = a.has("--force");
   compiler::CompileOptions options;
   options.fuse_epilogues = !a.has("--no-fuse-epilogue");
+  // A device class's texture extent (its maxImageDimension3D): a blob for phones keeps every
+  // texture within it (a tensor wider goes to a buffer); the runtime checks it again at load.
+  if (const auto v = a.last("--target")) {
+    const DeviceClass* target = find_device_class(*v);
+    if (!target) {
+      throw UsageError("--target: unknown device class '" + *v +
+                       "'; the classes are: " + device_class_names());
+    }
+    options.layout.max_texture_extent = target->max_image_dimension_3d;
+  }
   if (const auto v = a.last("--max-texture-extent")) {
     options.layout.max_texture_extent = parse_int_option("--max-texture-extent", *v, 1, 1 << 20);
   }

@@ -4,14 +4,23 @@
 
 #include "core/Env.h"
 #include "runtime/vk/Context.h"
+#include "runtime/vk/DeviceQuirks.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 
 namespace vkd::cli {
 
 int cmd_devices(const std::vector<std::string>& args) {
-  const ParsedArgs a = parse_args(args, {{"--device", true}});
+  const ParsedArgs a = parse_args(args, {{"--device", true}, {"--quirks", false}});
   if (!a.positional.empty()) throw UsageError("unexpected argument '" + a.positional[0] + "'");
+  if (a.has("--quirks")) {
+    for (const auto& q : vkd::vk::device_quirks()) {
+      std::printf("%s\n  devices:    %s\n  symptom:    %s\n  workaround: %s\n  source:     %s\n",
+                  q.name.c_str(), q.devices.c_str(), q.symptom.c_str(), q.workaround.c_str(),
+                  q.source.c_str());
+    }
+    return 0;
+  }
   const std::string selector = a.last("--device").value_or(vkd::env_string("VKD_DEVICE"));
   vkd::vk::Instance instance(vkd::env_flag("VKD_VALIDATION"));
   const auto devices = instance.devices();

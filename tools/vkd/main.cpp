@@ -27,13 +27,17 @@ struct Command {
 
 constexpr const char* kCompileUsage =
     "usage: vkd compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]\n"
-    "                   [--max-texture-extent N] [--partition] [--no-fuse-epilogue]\n"
+    "                   [--max-texture-extent N] [--target CLASS] [--partition]\n"
+    "                   [--no-fuse-epilogue]\n"
     "compile a graph IR file (its format: compiler/README.md) into a delegate blob\n"
     "  --weights FILE          the safetensors file the graph's constants name\n"
     "  -o, --output FILE       the blob to write\n"
     "  --report                print each pass's decisions and every tensor's final layout\n"
     "  --force                 replace an existing output (never the graph or the weights)\n"
     "  --max-texture-extent N  largest texture extent the layouts may assume (default 16384)\n"
+    "  --target CLASS          the texture extent of a device class (android-baseline-2022:\n"
+    "                          512, mali-g7x 512, adreno-6xx 2048, apple-m1 2048); checked\n"
+    "                          again against the device at load\n"
     "  --partition             leave unsupported nodes to the host: MODEL.p<i>.vkd per\n"
     "                          partition plus MODEL.partition.json (steps, host nodes, boundary\n"
     "                          tensors)\n"
@@ -45,10 +49,12 @@ constexpr const char* kCompileUsage =
     "                          _dw_pw[_add], _pw_dw_pw[_add], _ps_pw_q_dq; same bytes)\n";
 
 constexpr const char* kDevicesUsage =
-    "usage: vkd devices [--device SEL]\n"
+    "usage: vkd devices [--device SEL] [--quirks]\n"
     "list the Vulkan devices and the profile vkdelegate reads of the selected one\n"
     "  --device SEL  device index or name substring (default: $VKD_DEVICE, else discrete >\n"
-    "                integrated > virtual > CPU)\n";
+    "                integrated > virtual > CPU)\n"
+    "  --quirks      list the driver-bug table instead: which devices, what goes wrong, the\n"
+    "                workaround applied, the public report it comes from\n";
 
 constexpr const char* kInspectUsage =
     "usage: vkd inspect MODEL.vkd [--device SEL] [--dot FILE.dot [--force]]\n"
@@ -119,6 +125,9 @@ constexpr const char* kEnvironmentAndExitCodes =
     "  VKD_DISABLE_FLOAT16=1         no float16 arithmetic or 16-bit storage\n"
     "  VKD_DISABLE_COOPMAT=1         no cooperative matrices (no cooperative-matrix linear route)\n"
     "  VKD_DISABLE_CPU_KERNELS=1     a CPU device runs the GPU-shaped kernels, not its own\n"
+    "  VKD_DEVICE_CLASS=NAME         the device behaves as a class of GPU (its API version,\n"
+    "                                limits and features): android-baseline-2022, mali-g7x,\n"
+    "                                adreno-6xx, apple-m1 (docs/DEVICES.md)\n"
     "exit codes:\n"
     "  0  success\n"
     "  1  failure: a --check mismatch, validation messages, a device/driver/runtime error,\n"
