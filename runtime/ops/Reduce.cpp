@@ -128,8 +128,8 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
   // (a small workgroup: phones' 128 invocations fill 3072 floats).
   const uint64_t wanted = std::max<uint64_t>(kStagedLoads * local, params.eps ? C + T : 0);
   const uint32_t stage_floats =
-      staged ? static_cast<uint32_t>(std::min<uint64_t>(
-                   profile.max_shared_memory_bytes / 4 - kSharedScalars, wanted))
+      staged ? static_cast<uint32_t>(
+                   std::min<uint64_t>(profile.max_shared_memory_bytes / 4 - kSharedScalars, wanted))
              : uint32_t(kMaxPooledChannels);
   VKD_CHECK(!params.eps || channels <= stage_floats, ErrorCode::Unsupported, op, ": ", C,
             " channels to normalize need ", 4 * (C + kSharedScalars),

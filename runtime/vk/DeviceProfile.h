@@ -171,6 +171,10 @@ struct ProfileOverrides {
   } limits;
 };
 
+// The driver-bug table (DeviceQuirks.h) as text: each entry's devices, symptom, workaround
+// and source (`vkd devices --quirks`).
+std::string describe_device_quirks();
+
 // The queue family to submit to, of a device's `families`: one with compute and timestamps,
 // preferring one without graphics (a dedicated compute family: on an H200 a submission there
 // reached its fence 1.4-7 us sooner than on the universal family 0, docs/BENCHMARKS.md),

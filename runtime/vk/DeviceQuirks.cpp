@@ -117,6 +117,15 @@ const std::vector<DeviceQuirk>& device_quirks() {
   return quirks;
 }
 
+std::string describe_device_quirks() {
+  std::string text;
+  for (const DeviceQuirk& q : device_quirks()) {
+    text += q.name + "\n  devices:    " + q.devices + "\n  symptom:    " + q.symptom +
+            "\n  workaround: " + q.workaround + "\n  source:     " + q.source + "\n";
+  }
+  return text;
+}
+
 std::vector<std::string> apply_device_quirks(DeviceProfile& p) {
   std::vector<std::string> applied;
   for (const DeviceQuirk& q : device_quirks()) {

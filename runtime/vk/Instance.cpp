@@ -13,10 +13,10 @@ namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
-// Counts the validation layer's messages about the application's use of Vulkan (type
-// VALIDATION or PERFORMANCE). GENERAL ones are the loader's and the layers' own news (an ICD
-// manifest of another architecture on a multiarch machine: "Failed loading library"): printed,
-// not counted, since nothing the application does can change them.
+// Prints and counts the validation layer's messages about the application's use of Vulkan
+// (type VALIDATION or PERFORMANCE). GENERAL ones are the loader's and the layers' own news, such
+// as an ICD manifest of another architecture on a multiarch machine ("Failed loading library");
+// nothing the application does changes them, and VK_LOADER_DEBUG=error shows them.
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
     VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
@@ -24,11 +24,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
   const char* message = data->pMessage ? data->pMessage : "";
   const bool about_usage = type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                                    VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT);
-  if (!about_usage) {
-    std::fprintf(stderr, "[vkd vulkan %s, not counted] %s\n", is_error ? "error" : "warning",
-                 message);
-    return VK_FALSE;
-  }
+  if (!about_usage) return VK_FALSE;
   static_cast<ValidationLog*>(user)->add(is_error, message);
   std::fprintf(stderr, "[vkd validation %s] %s\n", is_error ? "error" : "warning", message);
   return VK_FALSE;

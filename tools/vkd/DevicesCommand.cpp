@@ -4,7 +4,6 @@
 
 #include "core/Env.h"
 #include "runtime/vk/Context.h"
-#include "runtime/vk/DeviceQuirks.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 
@@ -14,11 +13,7 @@ int cmd_devices(const std::vector<std::string>& args) {
   const ParsedArgs a = parse_args(args, {{"--device", true}, {"--quirks", false}});
   if (!a.positional.empty()) throw UsageError("unexpected argument '" + a.positional[0] + "'");
   if (a.has("--quirks")) {
-    for (const auto& q : vkd::vk::device_quirks()) {
-      std::printf("%s\n  devices:    %s\n  symptom:    %s\n  workaround: %s\n  source:     %s\n",
-                  q.name.c_str(), q.devices.c_str(), q.symptom.c_str(), q.workaround.c_str(),
-                  q.source.c_str());
-    }
+    std::fputs(vkd::vk::describe_device_quirks().c_str(), stdout);
     return 0;
   }
   const std::string selector = a.last("--device").value_or(vkd::env_string("VKD_DEVICE"));
