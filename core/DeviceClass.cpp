@@ -39,6 +39,7 @@ std::vector<DeviceClass> make_classes() {
     c.max_storage_buffer_range_bytes = 134217728;
     c.max_push_constant_bytes = 128;
     c.storage_16bit = true;
+    c.shared_memory_pays = false;
     c.subgroup_sizes = "4, 8 (Bifrost), 16 (Valhall)";
     classes.push_back(c);
   }

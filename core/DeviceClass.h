@@ -37,6 +37,9 @@ struct DeviceClass {
   bool float16_arithmetic = false;
   bool vulkan_memory_model = false;
   bool cooperative_matrix = false;
+  // Whether shared memory is faster than the caches (no on Mali: ordinary cached memory, so
+  // the GEMM runs register-tiled; DeviceProfile::register_tiled_gemm).
+  bool shared_memory_pays = true;
   // The subgroup sizes the class's GPUs run (for reports; a device's own size cannot be
   // changed: CI runs lavapipe at subgroup 4 for the small end).
   std::string subgroup_sizes;

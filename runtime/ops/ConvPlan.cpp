@@ -66,12 +66,12 @@ constexpr ConvTuning kCpuTuning = [] {
 
 }  // namespace
 
-DeviceClass device_class(const vk::DeviceProfile& profile) {
-  return profile.cpu_kernels ? DeviceClass::CpuKernels : DeviceClass::Gpu;
+TuningClass tuning_class(const vk::DeviceProfile& profile) {
+  return profile.cpu_kernels ? TuningClass::CpuKernels : TuningClass::Gpu;
 }
 
-const ConvTuning& conv_tuning(DeviceClass device) {
-  return device == DeviceClass::CpuKernels ? kCpuTuning : kGpuTuning;
+const ConvTuning& conv_tuning(TuningClass device) {
+  return device == TuningClass::CpuKernels ? kCpuTuning : kGpuTuning;
 }
 
 // --- the linear kernels ------------------------------------------------------------
@@ -191,7 +191,8 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
               ": ", lp.split_k_slices, " split-K slices asked for, but K = ", 4 * k4, " has ",
               stages, " stages of 32 values (0 = chosen, else 1..", stages, ")");
   }
-  if (route == LinearRoute::Gemm && profile.max_workgroup_invocations < 256)
+  const bool register_tiled = profile.cpu_kernels || profile.register_tiled_gemm;
+  if (route == LinearRoute::Gemm && !register_tiled && profile.max_workgroup_invocations < 256)
     route = LinearRoute::Gemv;
   const int dot = profile.int8_dot_product ? 0 : 1;
   LinearKernel k;
@@ -205,15 +206,19 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
   // The im2col variants' axes (shaders/q8ta_im2col.variants.json): the input's layout, OUT_DTYPE
   // int8 / int8_add.
   const int gather_in = im2col && im2col->in_4w4c ? 0 : 1, gather_out = out == 2 ? 1 : 0;
-  if (route == LinearRoute::Gemm && profile.cpu_kernels) {
-    // CPU devices (shaders/q8ta_linear_cpu.glsl): an invocation = one row block x the
-    // workgroup's 32 channels (16 where N <= 16), a workgroup = one subgroup of 8 row blocks
-    // (on lavapipe at resnet18's shapes 16, 32 and 64 invocations were no faster, and fewer
-    // workgroups spread worse over the cores in the small late layers).
+  if (route == LinearRoute::Gemm && register_tiled) {
+    // The register-tiled GEMM (shaders/q8ta_linear_cpu.glsl): an invocation = one row block x
+    // the workgroup's 32 channels (16 where N <= 16). CPU devices: a workgroup = one subgroup
+    // of 8 row blocks sharing the weights by broadcast (on lavapipe at resnet18's shapes 16, 32
+    // and 64 invocations were no faster, and fewer workgroups spread worse over the cores in
+    // the small late layers). GPUs without a fast shared memory: 64 row blocks, each loading
+    // its own weights (64 invocations: ARM's advised workgroup size).
     const int64_t tile_n4 = n4 <= 4 ? 4 : 8;
-    k.kernel = shaders::variants::q8ta_linear_cpu[out][tile_n4 == 4 ? 0 : 1];
-    k.plan.local_size = {8, 1, 1};
-    k.plan.group_count = {static_cast<uint32_t>(div_up(row_blocks, 8)),
+    const uint32_t local = profile.cpu_kernels ? 8u : std::min(64u, profile.max_workgroup_size[0]);
+    k.kernel =
+        shaders::variants::q8ta_linear_cpu[out][tile_n4 == 4 ? 0 : 1][profile.cpu_kernels ? 1 : 0];
+    k.plan.local_size = {local, 1, 1};
+    k.plan.group_count = {static_cast<uint32_t>(div_up(row_blocks, int64_t(local))),
                           static_cast<uint32_t>(div_up(n4, tile_n4)), 1};
   } else if (route == LinearRoute::CoopMat && im2col && im2col->window) {
     // q8ta_conv2d_coopmat.glsl: two segments of 64 pixels of an image row x 64 channels per

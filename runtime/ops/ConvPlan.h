@@ -18,10 +18,11 @@
 
 namespace vkd::ops {
 
-// Device classes with a tuning table of their own. CpuKernels: a device running the kernels
-// shaped for a CPU (DeviceProfile::cpu_kernels, Mesa lavapipe); Gpu: everything else.
-enum class DeviceClass { Gpu, CpuKernels };
-DeviceClass device_class(const vk::DeviceProfile& profile);
+// The devices with a tuning table of their own (not core/DeviceClass.h's classes of limits).
+// CpuKernels: a device running the kernels shaped for a CPU (DeviceProfile::cpu_kernels, Mesa
+// lavapipe); Gpu: everything else.
+enum class TuningClass { Gpu, CpuKernels };
+TuningClass tuning_class(const vk::DeviceProfile& profile);
 
 // The thresholds of the convolution and linear kernel choices. Each member's measurements:
 // docs/BENCHMARKS.md, "Convolution plan thresholds", under the member's name.
@@ -80,9 +81,9 @@ struct ConvTuning {
   int64_t dw_pw_max_expansion_products = 0;
   bool shuffled_head_fused = false;
 };
-const ConvTuning& conv_tuning(DeviceClass device);
+const ConvTuning& conv_tuning(TuningClass device);
 inline const ConvTuning& conv_tuning(const vk::DeviceProfile& profile) {
-  return conv_tuning(device_class(profile));
+  return conv_tuning(tuning_class(profile));
 }
 
 // --- the linear kernels ------------------------------------------------------------

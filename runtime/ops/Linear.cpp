@@ -246,7 +246,7 @@ graph::ValueRef add_channel_constants(graph::ComputeGraph& graph, const LinearWe
 
 bool linear_gathers_im2col(const vk::DeviceProfile& profile, LinearRoute route) {
   return route == LinearRoute::CoopMat || route == LinearRoute::SplitK ||
-         (route == LinearRoute::Gemm && !profile.cpu_kernels &&
+         (route == LinearRoute::Gemm && !profile.cpu_kernels && !profile.register_tiled_gemm &&
           profile.max_workgroup_invocations >= 256);
 }
 

@@ -12,6 +12,8 @@
 namespace vkd::vk {
 namespace {
 
+constexpr uint32_t kVendorArm = 0x13B5;
+
 bool has_extension(const std::vector<VkExtensionProperties>& all, const char* name) {
   for (const auto& e : all) {
     if (std::strcmp(e.extensionName, name) == 0) return true;
@@ -341,6 +343,11 @@ DeviceProfile read_device_profile(VkInstance instance, uint32_t instance_api_ver
   }
   if (const auto compact = env_uint("VKD_COMPACT_KERNELS", 0, 1)) {
     p.compact_kernels = *compact == 1;
+  }
+  p.register_tiled_gemm =
+      !p.cpu_kernels && (p.vendor_id == kVendorArm || (cls && !cls->shared_memory_pays));
+  if (const auto tiled = env_uint("VKD_REGISTER_TILED_GEMM", 0, 1)) {
+    p.register_tiled_gemm = *tiled == 1 && !p.cpu_kernels;
   }
   apply_limit_overrides(overrides.limits, p);
   if (cls) {

@@ -97,6 +97,12 @@ struct DeviceProfile {
   // 10-15 GB/s; more than 4 did not help, see BENCHMARKS); CPU devices 1, as their copies
   // are into the device's own memory and the device's workers want the cores.
   uint32_t host_copy_threads = 1;
+  // The GEMM route runs register-tiled, without shared memory (q8ta_linear_cpu.glsl's SHARE 0
+  // form): GPUs whose shared memory is ordinary cached memory, ARM Mali (vendor 0x13B5; ARM's
+  // OpenCL guide: local memory has "no performance advantage" there) and the mali-g7x class.
+  // CPU devices run the same kernel's subgroup form (cpu_kernels). VKD_REGISTER_TILED_GEMM=0/1
+  // overrides it (measurements).
+  bool register_tiled_gemm = false;
   // Kernels built for a short compile rather than the last bit of GPU speed: specializations
   // that only make a kernel faster stay at their general value (fewer distinct pipelines) and
   // long unrolled loops stay loops. CPU devices: lavapipe compiles every pipeline with LLVM at

@@ -141,7 +141,7 @@ TEST(ConvPlan, PointwiseOnACpuDeviceRunsTheCpuGemm) {
   EXPECT_EQ(plan.route, Conv2dRoute::Pointwise);
   ASSERT_TRUE(plan.linear);
   EXPECT_EQ(plan.gemm.route, LinearRoute::Gemm);
-  EXPECT_EQ(plan.gemm.kernel, variants::q8ta_linear_cpu[0][1]);
+  EXPECT_EQ(plan.gemm.kernel, variants::q8ta_linear_cpu[0][1][1]);
   EXPECT_EQ(local_of(plan.gemm.plan), (Grid{8, 1, 1}));
   EXPECT_EQ(groups_of(plan.gemm.plan), (Grid{98, 3, 1}));
 }
@@ -234,7 +234,7 @@ TEST(ConvPlan, Im2colOnACpuDeviceWritesTheMatrixFirst) {
   EXPECT_EQ(plan.route, Conv2dRoute::Im2col);
   EXPECT_EQ(plan.gemm.route, LinearRoute::Gemm);
   EXPECT_EQ(plan.im2col_form, Im2colForm::Explicit);
-  EXPECT_EQ(plan.gemm.kernel, variants::q8ta_linear_cpu[0][1]);
+  EXPECT_EQ(plan.gemm.kernel, variants::q8ta_linear_cpu[0][1][1]);
 }
 
 TEST(ConvPlan, Im2colOverTheDevicesBindingRunsDirect) {
@@ -411,6 +411,35 @@ TEST(LinearPlan, ShortTileRequestsThatCannotRunAreRefused) {
           << e.what();
     }
   }
+}
+
+TEST(LinearPlan, MaliRunsTheRegisterTiledGemm) {
+  // A GPU whose shared memory does not pay (register_tiled_gemm: Mali, the mali-g7x class) at
+  // 128 invocations: the GEMM route takes the register-tiled kernel in its loads form (no
+  // subgroup operation, no shared memory), 64 row blocks a workgroup, 32 channels per
+  // invocation (16 for N <= 16); not the 256-invocation shared-memory GEMM, not GEMV.
+  vkd::vk::DeviceProfile mali = dot_gpu();
+  mali.name = "mali";
+  mali.cooperative_matrix_nv = false;
+  mali.int8_cooperative_matrix_shapes.clear();
+  mali.max_workgroup_invocations = 128;
+  mali.max_workgroup_size = {128, 128, 64};
+  mali.register_tiled_gemm = true;
+  // 512 x 384 -> 1536: 128 row blocks of 4 rows, 384 channel groups of 4.
+  auto k = vkd::ops::plan_linear_kernel("q8ta_linear", linear(512, 384, 1536), mali);
+  EXPECT_EQ(k.route, LinearRoute::Gemm);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_cpu[0][1][0]);
+  EXPECT_EQ(k.plan.local_size, (Grid{64, 1, 1}));
+  EXPECT_EQ(groups_of(k.plan), (Grid{2, 48, 1}));  // 128 / 64 row blocks x 384 / 8 groups
+  // N = 16: the 16-channel tile; float output: its variant.
+  auto lp = linear(512, 384, 16);
+  lp.out_form = 1;
+  k = vkd::ops::plan_linear_kernel("q8ta_linear", lp, mali);
+  EXPECT_EQ(k.kernel, variants::q8ta_linear_cpu[1][0][0]);
+  // Without the flag the same device takes GEMV (no 256-invocation workgroup).
+  mali.register_tiled_gemm = false;
+  EXPECT_EQ(vkd::ops::plan_linear_kernel("q8ta_linear", linear(512, 384, 1536), mali).route,
+            LinearRoute::Gemv);
 }
 
 }  // namespace
