@@ -69,6 +69,11 @@ class ModelFailure(Exception):
     """A model that did not make it (compile, run, check or threshold): the reason, printed."""
 
 
+class ModelRefused(Exception):
+    """Under a device class (VKD_DEVICE_CLASS), a model the class cannot run, refused at load
+    by an Unsupported error naming the limit: the class's answer, not a failure."""
+
+
 def parse_args(argv):
     """The command line (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -182,6 +187,9 @@ def bench(vkd, paths, runs, out_dir):
     """Median GPU time (ms) and host wall (ms) from `vkd run --bench`, and the output array."""
     rc, text = run_vkd([vkd, "run", paths["blob"], "--input", "x=" + paths["input"],
                         "--output-dir", out_dir, "--force", "--bench", str(runs)])
+    refusal = re.search(r"\(unsupported\): (.*)", text)
+    if rc != 0 and refusal and os.environ.get("VKD_DEVICE_CLASS"):
+        raise ModelRefused(refusal.group(1))
     if rc != 0:
         raise ModelFailure(f"vkd run failed (exit {rc}):\n{text.strip()[-2000:]}")
     m = re.search(r"host wall median ([\d.]+) ms.*GPU total median ([\d.]+) µs", text)
@@ -363,10 +371,15 @@ def print_result(r):
 def main(argv=None):
     """Runs every selected model; exit 1 when any failed."""
     args = parse_args(argv)
-    results, failed = [], 0
+    results, failed, refused = [], 0, 0
     for name in args.models:
         try:
             r = run_one(name, args)
+        except ModelRefused as e:
+            print(f"{name}: refused by device class {os.environ['VKD_DEVICE_CLASS']}: {e}")
+            results.append({"model": name, "refused": str(e)})
+            refused += 1
+            continue
         except ModelFailure as e:
             print(f"{name}: FAILED: {e}", file=sys.stderr)
             results.append({"model": name, "error": str(e)})
@@ -383,7 +396,8 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
             f.write("\n")
-    print(f"{len(results) - failed} of {len(results)} model(s) passed")
+    print(f"{len(results) - failed - refused} of {len(results)} model(s) passed" +
+          (f", {refused} refused by the device class" if refused else ""))
     return 1 if failed else 0
 
 
