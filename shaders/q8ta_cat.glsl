@@ -24,7 +24,9 @@
 // Inputs without the bit keep their bytes (same scale and zero point as the output, full int8
 // range: the requantization would give every value back). Elements outside the output are
 // stored as zp_out (store_tile).
-// Variants: INT8_LAYOUT (4W4C, 4H4W, 4C1W); DIM is specialization constant 4.
+// Variants: INT8_LAYOUT (4W4C, 4H4W, 4C1W) x WINDOW, the inputs a dispatch binds: 4, or 2 for a
+// device allowing fewer than 5 storage buffers a stage (the Android baseline's 4; its windows
+// then hold 2 inputs each); DIM is specialization constant 4.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glslh"
@@ -45,7 +47,8 @@ const int SPAN = DIM == 0 ? 1 : 4;          // elements of a tile along DIM
 #undef TILE_FN
 #undef TILE_STORE
 
-// Inputs 0..3 at bindings 1..4 (the host repeats an input in the slots it does not use).
+// Inputs 0..WINDOW-1 at bindings 1..WINDOW (the host repeats an input in the slots it does not
+// use).
 #define TILE_QUALIFIER readonly
 #define TILE_LOAD
 #define TILE_BINDING 1
@@ -58,6 +61,7 @@ const int SPAN = DIM == 0 ? 1 : 4;          // elements of a tile along DIM
 #include "int8x4_tile.glslh"
 #undef TILE_BINDING
 #undef TILE_FN
+#if WINDOW == 4
 #define TILE_BINDING 3
 #define TILE_FN(x) in2_##x
 #include "int8x4_tile.glslh"
@@ -68,6 +72,7 @@ const int SPAN = DIM == 0 ? 1 : 4;          // elements of a tile along DIM
 #include "int8x4_tile.glslh"
 #undef TILE_BINDING
 #undef TILE_FN
+#endif
 #undef TILE_QUALIFIER
 #undef TILE_LOAD
 #undef TILE_LAYOUT
@@ -112,10 +117,12 @@ void load_input_tile(int i, ivec4 tc, out ivec4 tile[4]) {
     in0_load_tile(s, tc, tile);
   } else if (i == 1) {
     in1_load_tile(s, tc, tile);
+#if WINDOW == 4
   } else if (i == 2) {
     in2_load_tile(s, tc, tile);
   } else {
     in3_load_tile(s, tc, tile);
+#endif
   }
 }
 
@@ -127,9 +134,13 @@ void load_input_tile(int i, ivec4 tc, out ivec4 tile[4]) {
 #endif
 int input_word(int i, int word) {
   if (i == 0) return WORD_OF(in0, word);
+#if WINDOW == 4
   if (i == 1) return WORD_OF(in1, word);
   if (i == 2) return WORD_OF(in2, word);
   return WORD_OF(in3, word);
+#else
+  return WORD_OF(in1, word);
+#endif
 }
 
 bool requantizes(int i) { return ((p.requant >> i) & 1) != 0; }

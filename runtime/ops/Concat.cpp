@@ -13,7 +13,12 @@ namespace vkd::ops {
 namespace {
 
 // Inputs one dispatch of shaders/q8ta_cat.glsl binds.
+// Inputs a dispatch binds (the shader's WINDOW): 4, or 2 where the device allows fewer storage
+// buffers a stage than 4 inputs and the output take (the Android baseline's 4).
 constexpr size_t kMaxInputs = 4;
+size_t window_inputs(const vk::DeviceProfile& profile) {
+  return profile.max_per_stage_storage_buffers >= kMaxInputs + 1 ? kMaxInputs : 2;
+}
 
 // Mirrors `Params` in shaders/q8ta_cat.glsl.
 struct CatPush {
@@ -92,8 +97,8 @@ int check_tensors(const std::string& op, const graph::ComputeGraph& graph,
   return dim4;
 }
 
-// One dispatch over inputs `window` (at most kMaxInputs), writing the output tiles that start
-// along the dim in [own_lo, own_hi).
+// One dispatch over inputs `window` (at most window_inputs), writing the output tiles that
+// start along the dim in [own_lo, own_hi).
 void add_dispatch(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef output,
                   const CatGeometry& geo, const std::vector<CatInput>& window, int64_t own_lo,
                   int64_t own_hi) {
@@ -103,9 +108,10 @@ void add_dispatch(graph::ComputeGraph& graph, const std::string& op, graph::Valu
   CatPush push{};
   push.out_sizes = nchw_sizes(geo.out);
   std::vector<graph::ValueRef> bindings = {output};
+  const size_t slots = window_inputs(graph.profile());
   for (size_t k = 0; k < kMaxInputs; ++k) {
     const CatInput& in = window[std::min(k, window.size() - 1)];
-    bindings.push_back(in.tensor);  // unused slots repeat the last input; never read
+    if (k < slots) bindings.push_back(in.tensor);  // unused slots repeat the last input
     push.in_extent[k] = static_cast<int32_t>(in.extent);
     push.in_lo[k] = static_cast<int32_t>(in.lo);
     push.in_zp[k] = in.quant.zero_point;
@@ -122,9 +128,11 @@ void add_dispatch(graph::ComputeGraph& graph, const std::string& op, graph::Valu
   push.inv_out_scale = inverse_scale(q.scale);
   push.t_min = static_cast<float>(q.quant_min - q.zero_point);
   push.t_max = static_cast<float>(q.quant_max - q.zero_point);
-  add_tile_node(graph, op, shaders::variants::q8ta_cat[int8_layout_index(so.layout)],
-                std::move(bindings), graph::push_constant_bytes(push), walk,
-                {static_cast<uint32_t>(geo.dim4)});
+  add_tile_node(
+      graph, op,
+      shaders::variants::q8ta_cat[int8_layout_index(so.layout)][slots == kMaxInputs ? 0 : 1],
+      std::move(bindings), graph::push_constant_bytes(push), walk,
+      {static_cast<uint32_t>(geo.dim4)});
 }
 
 // The output ranges along the dim (tile-aligned, merged) holding an element of an input that
@@ -147,11 +155,13 @@ std::vector<std::pair<int64_t, int64_t>> copied_ranges(const std::vector<CatInpu
   return ranges;
 }
 
-// The dispatches of a cat of `inputs` (in order along the dim): windows of up to kMaxInputs
-// consecutive inputs. A tile (`span` elements along the dim: 1 for N, else 4) holds elements
-// of up to 4 inputs, so a window owns the tiles starting from where the previous one stopped up
-// to the last tile that needs no input after the window; it always owns at least one, as its
-// first input holds the first owned tile's start and each input is at least one element long.
+// The dispatches of a cat of `inputs` (in order along the dim): windows of up to
+// window_inputs consecutive inputs. A tile (`span` elements along the dim: 1 for N, else 4)
+// holds elements of up to 4 inputs, so a window owns the tiles starting from where the previous
+// one stopped up to the last tile that needs no input after the window; a window of 4 always
+// owns at least one, as its first input holds the first owned tile's start and each input is
+// at least one element long. A window of 2 owns none where a tile holds elements of 3 inputs
+// (inputs of 1-2 channels): such a cat is refused on those devices.
 // A window dispatches over the parts of its tiles that copied_ranges leaves (none when all its
 // inputs are written in place).
 void add_cat_dispatches(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef output,
@@ -163,9 +173,13 @@ void add_cat_dispatches(graph::ComputeGraph& graph, const std::string& op, graph
   while (own_lo < total) {
     size_t first = 0;
     while (first + 1 < inputs.size() && inputs[first + 1].lo <= own_lo) ++first;
-    const size_t end = std::min(first + kMaxInputs, inputs.size());
+    const size_t end = std::min(first + window_inputs(graph.profile()), inputs.size());
     const int64_t own_hi = end == inputs.size() ? total : inputs[end].lo / span * span;
-    VKD_CHECK(own_hi > own_lo, ErrorCode::Internal, op, ": no progress at index ", own_lo);
+    VKD_CHECK(own_hi > own_lo, ErrorCode::Unsupported, op, ": a tile of the output at index ",
+              own_lo, " holds elements of more than ", end - first,
+              " inputs, the most a dispatch binds on device '", graph.profile().name,
+              "' (maxPerStageDescriptorStorageBuffers ",
+              graph.profile().max_per_stage_storage_buffers, ")");
     const std::vector<CatInput> window(inputs.begin() + static_cast<long>(first),
                                        inputs.begin() + static_cast<long>(end));
     for (const auto& [a, b] : copied) {
