@@ -105,10 +105,22 @@ layout(set = 0, binding = 0) writeonly buffer OutFloats { vec4 out_vec4s[]; };
 #else
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
 #endif
+#ifndef ONE_QKV
+#define ONE_QKV 0
+#endif
 layout(set = 0, binding = 1) readonly buffer QWords { Chunk q_chunks[]; };
+#if ONE_QKV
+// Q, K and V are column blocks of one tensor (q8ta_linear_qkv's output, p's column offsets):
+// one binding, 3 storage buffers in all, for a device allowing fewer than 5 a stage (the
+// Android baseline's 4).
+#define k_chunks q_chunks
+#define v_chunks q_chunks
+layout(set = 0, binding = 2) readonly buffer Mask { float mask[]; };
+#else
 layout(set = 0, binding = 2) readonly buffer KWords { Chunk k_chunks[]; };
 layout(set = 0, binding = 3) readonly buffer VWords { Chunk v_chunks[]; };
 layout(set = 0, binding = 4) readonly buffer Mask { float mask[]; };
+#endif
 
 layout(push_constant) uniform Params {
   int tq, tk;          // query rows, key rows

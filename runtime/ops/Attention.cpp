@@ -161,12 +161,19 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            static_cast<int32_t>(columns.key / 4),
                            static_cast<int32_t>(columns.value / 4)};
   const bool four_rows = !float_io && form.rows_per_workgroup == 4;
+  // Q, K and V one tensor (the qkv columns) on a device allowing fewer than 5 storage buffers a
+  // stage: the variant binding it once (ONE_QKV, 3 buffers).
+  const bool one_qkv =
+      !float_io && query == key && key == value && profile.max_per_stage_storage_buffers < 5;
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0]
-                         : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1]
-                                                            [form.small_head][four_rows ? 1 : 0];
-  node.bindings = {output, query, key, value, mask};
+  node.kernel =
+      float_io
+          ? shaders::variants::q8ta_attention_float[0][0]
+          : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1][form.small_head]
+                                             [four_rows ? 1 : 0][one_qkv ? 1 : 0];
+  node.bindings = one_qkv ? std::vector<graph::ValueRef>{output, query, mask}
+                          : std::vector<graph::ValueRef>{output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per (block of 8 or 4 query rows, head, batch); the shader's size is fixed (its
   // invocations split the block's rows and keys), so no chooser picks it. Group counts past the
