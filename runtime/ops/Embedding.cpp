@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/ops/FloatElementwise.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
@@ -92,6 +93,27 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
   const std::string op = int8 ? "q8ta_embedding" : addends > 0 ? "embedding_add" : "embedding";
   const TensorSpec& ids = graph.spec(indices);
   const TensorSpec& out = graph.spec(output);
+  // The way down where the kernel's 3 + addends storage buffers exceed a stage's (the Android
+  // baseline's 4): the rows into a tensor of their own, then float_add of each addend in order,
+  // the unfused ops the kernel's adds are bit for bit.
+  if (!int8 && addends > 0 && 3 + addends > graph.profile().max_per_stage_storage_buffers) {
+    check_output(op, ids, out, params);
+    check_addends(graph, op, out, params);
+    const std::string& name = graph.tensor(output).name();
+    graph::ValueRef sum = graph.add_tensor(out, (name.empty() ? op : name) + ".rows");
+    EmbeddingParams rows = params;
+    rows.addends.clear();
+    add_embedding_node(graph, indices, sum, rows);
+    for (size_t i = 0; i < addends; ++i) {
+      const graph::ValueRef next =
+          i + 1 == addends
+              ? output
+              : graph.add_tensor(out, (name.empty() ? op : name) + ".sum" + std::to_string(i));
+      add_float_binary_node(graph, FloatBinaryOp::Add, sum, params.addends[i], next);
+      sum = next;
+    }
+    return;
+  }
   VKD_CHECK(ids.dtype == DType::Int32 && ids.storage == StorageType::Buffer &&
                 ids.layout == MemoryLayout::WidthPacked && ids.sizes.size() <= 3,
             ErrorCode::InvalidArgument, op, ": indices ", ids.describe(),

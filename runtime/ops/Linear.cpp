@@ -15,6 +15,7 @@
 #include "core/Error.h"
 #include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/Elementwise.h"
+#include "runtime/ops/FloatElementwise.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
@@ -340,6 +341,16 @@ void add_separate_residual_add(graph::ComputeGraph& graph, graph::ValueRef befor
 void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p) {
+  // The float residual's way down (q8ta_linear_dq_add: 5 storage buffers): the float output
+  // into a tensor of its own, then float_add, whose a + 1 * b is the epilogue's one rounded add.
+  if (p.float_residual >= 0 && !p.output && residual_add_separately(graph.profile())) {
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    LinearParams plain = p;
+    plain.float_residual = -1;
+    add_q8ta_linear_node(graph, input, weights, before_add, plain);
+    add_float_binary_node(graph, FloatBinaryOp::Add, before_add, p.float_residual, output);
+    return;
+  }
   if (p.residual && p.output && residual_add_separately(graph.profile())) {
     check_residual_add("q8ta_linear_add", graph, output, *p.residual);
     const graph::ValueRef before_add = add_before_residual_tensor(graph, output);

@@ -230,11 +230,12 @@ void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
                         graph::ValueRef output, const ResidualAdd& r);
 
 // The way down of a fused residual add (q8ta_linear_add, q8ta_conv2d_add, the 1x1 of
-// q8ta_conv2d_dw_pw_add's split form): its kernels bind the op's kResidualKernelBuffers storage
-// buffers (output, input, weights, channel constants and the added tensor), one more than a
-// device at the Android baseline's 4 a stage allows. There the op writes its int8 output
-// (`quant`, its activation range applied) into a tensor of its own and q8ta_add adds
-// `other`: the epilogue's arithmetic (ResidualAdd), the same bits, one dispatch more.
+// q8ta_conv2d_dw_pw_add's split form; q8ta_linear_dq_add's float residual): its kernels bind
+// the op's kResidualKernelBuffers storage buffers (output, input, weights, channel constants
+// and the added tensor), one more than a device at the Android baseline's 4 a stage allows.
+// There the op writes its int8 output (`quant`, its activation range applied) into a tensor of
+// its own and q8ta_add adds `other`: the epilogue's arithmetic (ResidualAdd), the same bits,
+// one dispatch more (a float output: float_add).
 inline constexpr uint32_t kResidualKernelBuffers = 5;
 bool residual_add_separately(const vk::DeviceProfile& profile);
 // The op's int8 output before the add (the output's spec) and, after the op's own nodes,
