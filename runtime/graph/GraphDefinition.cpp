@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/Error.h"
+#include "runtime/vk/KernelLimits.h"
 #include "runtime/vk/PipelineCache.h"
 
 namespace vkd::graph {
@@ -96,10 +97,7 @@ void GraphDefinition::add_node(DispatchNode node) {
             node.op, ": kernel ", info.name, " needs ", info.push_constant_bytes,
             " push-constant bytes; the device's maxPushConstantsSize is ",
             profile().max_push_constant_bytes, " bytes");
-  uint32_t buffers = 0, images = 0;
-  for (uint32_t i = 0; i < info.binding_count; ++i) {
-    (info.bindings[i] == DescriptorKind::StorageImage ? images : buffers) += 1;
-  }
+  const uint32_t buffers = vk::storage_buffers_of(info), images = info.binding_count - buffers;
   VKD_CHECK(buffers <= profile().max_per_stage_storage_buffers, ErrorCode::Unsupported, node.op,
             ": kernel ", info.name, " binds ", buffers,
             " storage buffers; the device's maxPerStageDescriptorStorageBuffers is ",

@@ -10,6 +10,7 @@
 #include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
 #include "runtime/vk/DeviceProfile.h"
+#include "runtime/vk/KernelLimits.h"
 
 namespace vkd::ops {
 namespace {
@@ -161,17 +162,17 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
                            static_cast<int32_t>(columns.key / 4),
                            static_cast<int32_t>(columns.value / 4)};
   const bool four_rows = !float_io && form.rows_per_workgroup == 4;
-  // Q, K and V one tensor (the qkv columns) on a device allowing fewer than 5 storage buffers a
-  // stage: the variant binding it once (ONE_QKV, 3 buffers).
-  const bool one_qkv =
-      !float_io && query == key && key == value && profile.max_per_stage_storage_buffers < 5;
+  const auto int8_kernel = [&](bool one_qkv) {
+    return shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1][form.small_head]
+                                            [four_rows ? 1 : 0][one_qkv ? 1 : 0];
+  };
+  // Q, K and V one tensor (the qkv columns) where the kernel's 5 storage buffers exceed a stage
+  // (the Android baseline's 4): the variant binding it once (ONE_QKV, 3 buffers).
+  const bool one_qkv = !float_io && query == key && key == value &&
+                       !vk::fits_storage_buffers(profile, int8_kernel(false));
   graph::DispatchNode node;
   node.op = op;
-  node.kernel =
-      float_io
-          ? shaders::variants::q8ta_attention_float[0][0]
-          : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1][form.small_head]
-                                             [four_rows ? 1 : 0][one_qkv ? 1 : 0];
+  node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0] : int8_kernel(one_qkv);
   node.bindings = one_qkv ? std::vector<graph::ValueRef>{output, query, mask}
                           : std::vector<graph::ValueRef>{output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);

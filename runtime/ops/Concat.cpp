@@ -8,16 +8,17 @@
 #include "core/Error.h"
 #include "core/PackedInt8Layout.h"
 #include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/KernelLimits.h"
 
 namespace vkd::ops {
 namespace {
 
 // Inputs one dispatch of shaders/q8ta_cat.glsl binds.
-// Inputs a dispatch binds (the shader's WINDOW): 4, or 2 where the device allows fewer storage
-// buffers a stage than 4 inputs and the output take (the Android baseline's 4).
+// Inputs a dispatch binds (the shader's WINDOW): 4, or 2 where the 4-input kernel's storage
+// buffers (the inputs and the output) exceed a stage's (the Android baseline's 4).
 constexpr size_t kMaxInputs = 4;
 size_t window_inputs(const vk::DeviceProfile& profile) {
-  return profile.max_per_stage_storage_buffers >= kMaxInputs + 1 ? kMaxInputs : 2;
+  return vk::fits_storage_buffers(profile, shaders::variants::q8ta_cat[0][0]) ? kMaxInputs : 2;
 }
 
 // Mirrors `Params` in shaders/q8ta_cat.glsl.

@@ -11,6 +11,7 @@
 #include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/KernelLimits.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
@@ -160,9 +161,8 @@ DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_o
                                    const DepthwisePointwiseParams& p) {
   if (p.form != DepthwisePointwiseForm::Auto) return p.form;
   const ConvTuning& t = conv_tuning(profile);
-  const shaders::ShaderInfo& fused = shaders::shader_info(fused_kernel(profile, p));
   const uint32_t workgroup = p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup;
-  const bool fits = fused.binding_count <= profile.max_per_stage_storage_buffers &&
+  const bool fits = vk::fits_storage_buffers(profile, fused_kernel(profile, p)) &&
                     workgroup <= profile.max_workgroup_invocations &&
                     workgroup <= profile.max_workgroup_size[0];
   return !fits || !t.dw_pw_fused || n_out > t.dw_pw_max_fused_out ? DepthwisePointwiseForm::Split

@@ -12,6 +12,7 @@
 
 #include "runtime/ops/FloatElementwise.h"
 #include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/KernelLimits.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
@@ -93,12 +94,21 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
   const std::string op = int8 ? "q8ta_embedding" : addends > 0 ? "embedding_add" : "embedding";
   const TensorSpec& ids = graph.spec(indices);
   const TensorSpec& out = graph.spec(output);
-  // The way down where the kernel's 3 + addends storage buffers exceed a stage's (the Android
+  VKD_CHECK(ids.dtype == DType::Int32 && ids.storage == StorageType::Buffer &&
+                ids.layout == MemoryLayout::WidthPacked && ids.sizes.size() <= 3,
+            ErrorCode::InvalidArgument, op, ": indices ", ids.describe(),
+            " must be a width-packed int32 buffer of rank 1 to 3");
+  VKD_CHECK(params.rows >= 1 && params.cols >= 1 && params.table != nullptr,
+            ErrorCode::InvalidArgument, op, ": the table [", params.rows, ", ", params.cols,
+            "] must have rows and columns");
+  check_output(op, ids, out, params);
+  check_addends(graph, op, out, params);
+  // Variants: int8 rows, float rows, float rows + 1 addend, + 2 addends.
+  const shaders::Kernel kernel = shaders::variants::q8ta_embedding[int8 ? 0 : 1 + addends];
+  // The way down where the kernel's storage buffers (3 + addends) exceed a stage's (the Android
   // baseline's 4): the rows into a tensor of their own, then float_add of each addend in order,
   // the unfused ops the kernel's adds are bit for bit.
-  if (!int8 && addends > 0 && 3 + addends > graph.profile().max_per_stage_storage_buffers) {
-    check_output(op, ids, out, params);
-    check_addends(graph, op, out, params);
+  if (addends > 0 && !vk::fits_storage_buffers(graph.profile(), kernel)) {
     const std::string& name = graph.tensor(output).name();
     graph::ValueRef sum = graph.add_tensor(out, (name.empty() ? op : name) + ".rows");
     EmbeddingParams rows = params;
@@ -114,15 +124,6 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
     }
     return;
   }
-  VKD_CHECK(ids.dtype == DType::Int32 && ids.storage == StorageType::Buffer &&
-                ids.layout == MemoryLayout::WidthPacked && ids.sizes.size() <= 3,
-            ErrorCode::InvalidArgument, op, ": indices ", ids.describe(),
-            " must be a width-packed int32 buffer of rank 1 to 3");
-  VKD_CHECK(params.rows >= 1 && params.cols >= 1 && params.table != nullptr,
-            ErrorCode::InvalidArgument, op, ": the table [", params.rows, ", ", params.cols,
-            "] must have rows and columns");
-  check_output(op, ids, out, params);
-  check_addends(graph, op, out, params);
   const int64_t row_words = int8 ? div_up(params.cols, 4) : params.cols;
   const int64_t tokens = ids.sizes.back();
   const int64_t planes = ids.numel() / tokens;
@@ -155,8 +156,7 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
                            addends > 1 ? int32_t(graph.spec(params.addends[1]).numel()) : 1};
   graph::DispatchNode node;
   node.op = op;
-  // Variants: int8 rows, float rows, float rows + 1 addend, + 2 addends.
-  node.kernel = shaders::variants::q8ta_embedding[int8 ? 0 : 1 + addends];
+  node.kernel = kernel;
   node.bindings = {output, indices, table};
   node.bindings.insert(node.bindings.end(), params.addends.begin(), params.addends.end());
   node.push_constants = graph::push_constant_bytes(push);

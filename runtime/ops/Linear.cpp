@@ -341,25 +341,6 @@ void add_separate_residual_add(graph::ComputeGraph& graph, graph::ValueRef befor
 void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                           const LinearWeights& weights, graph::ValueRef output,
                           const LinearParams& p) {
-  // The float residual's way down (q8ta_linear_dq_add: 5 storage buffers): the float output
-  // into a tensor of its own, then float_add, whose a + 1 * b is the epilogue's one rounded add.
-  if (p.float_residual >= 0 && !p.output && residual_add_separately(graph.profile())) {
-    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
-    LinearParams plain = p;
-    plain.float_residual = -1;
-    add_q8ta_linear_node(graph, input, weights, before_add, plain);
-    add_float_binary_node(graph, FloatBinaryOp::Add, before_add, p.float_residual, output);
-    return;
-  }
-  if (p.residual && p.output && residual_add_separately(graph.profile())) {
-    check_residual_add("q8ta_linear_add", graph, output, *p.residual);
-    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
-    LinearParams plain = p;
-    plain.residual.reset();
-    add_q8ta_linear_node(graph, input, weights, before_add, plain);
-    add_separate_residual_add(graph, before_add, *p.output, *p.residual, output);
-    return;
-  }
   const std::string op = !p.output
                              ? (p.float_residual >= 0 ? "q8ta_linear_dq_add" : "q8ta_linear_dq")
                          : p.residual                 ? "q8ta_linear_add"
@@ -394,6 +375,25 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   check_quant_params(op, p.input);
   check_weights(op, weights);
   check_linear_shapes(op, in.spec(), out.spec(), weights);
+  // The residual adds' ways down (residual_add_separately), once the op is checked: the float
+  // residual (q8ta_linear_dq_add) by float_add, whose a + 1 * b is the epilogue's one rounded
+  // add; the int8 one (q8ta_linear_add) by q8ta_add.
+  if (p.float_residual >= 0 && residual_add_separately(graph.profile())) {
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    LinearParams plain = p;
+    plain.float_residual = -1;
+    add_q8ta_linear_node(graph, input, weights, before_add, plain);
+    add_float_binary_node(graph, FloatBinaryOp::Add, before_add, p.float_residual, output);
+    return;
+  }
+  if (p.residual && residual_add_separately(graph.profile())) {
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    LinearParams plain = p;
+    plain.residual.reset();
+    add_q8ta_linear_node(graph, input, weights, before_add, plain);
+    add_separate_residual_add(graph, before_add, *p.output, *p.residual, output);
+    return;
+  }
   const RowShape rows = row_shape(in.spec());
   add_q8ta_linear_rows_node(graph, op, input, rows.batches, rows.h, weights, output, p);
 }

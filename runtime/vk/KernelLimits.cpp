@@ -45,6 +45,18 @@ uint64_t shared_memory_bytes(const shaders::ShaderInfo& info,
   return info.shared_bytes + (stack.empty() ? 0 : stack.back());
 }
 
+uint32_t storage_buffers_of(const shaders::ShaderInfo& info) {
+  uint32_t buffers = 0;
+  for (uint32_t i = 0; i < info.binding_count; ++i) {
+    buffers += info.bindings[i] == shaders::DescriptorKind::StorageImage ? 0 : 1;
+  }
+  return buffers;
+}
+
+bool fits_storage_buffers(const DeviceProfile& profile, shaders::Kernel kernel) {
+  return storage_buffers_of(shaders::shader_info(kernel)) <= profile.max_per_stage_storage_buffers;
+}
+
 std::string kernel_limit_problem(const DeviceProfile& profile, const shaders::ShaderInfo& info,
                                  const std::array<uint32_t, 3>& local_size,
                                  const std::vector<uint32_t>& spec_constants) {

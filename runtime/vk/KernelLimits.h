@@ -22,6 +22,12 @@ uint64_t shared_memory_bytes(const shaders::ShaderInfo& info,
                              const std::array<uint32_t, 3>& local_size,
                              const std::vector<uint32_t>& spec_constants);
 
+// The storage buffers a kernel binds (its bindings that are not storage images), and whether
+// they fit a stage of `profile` (maxPerStageDescriptorStorageBuffers): the one count the graph's
+// check at add_node and the ops' ways down (a kernel's smaller form where it does not fit) use.
+uint32_t storage_buffers_of(const shaders::ShaderInfo& info);
+bool fits_storage_buffers(const DeviceProfile& profile, shaders::Kernel kernel);
+
 // What of the kernel exceeds `profile`, in words naming the limit and both values; empty
 // when it fits.
 std::string kernel_limit_problem(const DeviceProfile& profile, const shaders::ShaderInfo& info,

@@ -8,9 +8,11 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/DeviceClass.h"
+#include "runtime/ops/Linear.h"
 #include "runtime/vk/KernelLimits.h"
 
 namespace vkd_test {
@@ -85,6 +87,30 @@ TEST(KernelLimits, SpecializedLocalSizeAlongOneAxis) {
             "kernel float_masked_mean_4h4w_normalize_staged runs 256 invocations a workgroup "
             "(256x1x1); device 'desktop' as class mali-g7x allows 128 "
             "(maxComputeWorkGroupInvocations)");
+}
+
+TEST(KernelLimits, ResidualKernelsBindOneBufferMoreThanTheirOps) {
+  // residual_add_separately's count (kResidualKernelBuffers): every fused residual kernel a
+  // route can take binds it (the split-K GEMM adds its scratch, and needs 256 invocations,
+  // which a 4-buffer class does not offer), its plain form one fewer.
+  using vkd::vk::storage_buffers_of;
+  const std::pair<Kernel, Kernel> fused_and_plain[] = {
+      {Kernel::q8ta_linear_gemv_int8_add_fallback_tree,
+       Kernel::q8ta_linear_gemv_int8_fallback_tree},
+      {Kernel::q8ta_linear_gemv_float_add_fallback_tree,
+       Kernel::q8ta_linear_gemv_float_fallback_tree},
+      {Kernel::q8ta_linear_cpu_int8_add_n32_loads, Kernel::q8ta_linear_cpu_int8_n32_loads},
+      {Kernel::q8ta_linear_gemm_int8_add_fallback_whole,
+       Kernel::q8ta_linear_gemm_int8_fallback_whole},
+      {Kernel::q8ta_conv2d_4w4c_int8_4w4c_add_fallback,
+       Kernel::q8ta_conv2d_4w4c_int8_4w4c_fallback},
+  };
+  for (const auto& [fused, plain] : fused_and_plain) {
+    EXPECT_EQ(storage_buffers_of(shader_info(fused)), vkd::ops::kResidualKernelBuffers)
+        << shader_info(fused).name;
+    EXPECT_EQ(storage_buffers_of(shader_info(plain)) + 1, vkd::ops::kResidualKernelBuffers)
+        << shader_info(plain).name;
+  }
 }
 
 TEST(DeviceClasses, NamesAndStrictestFirst) {
