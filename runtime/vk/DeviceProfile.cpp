@@ -280,65 +280,62 @@ DeviceProfile read_device_profile(VkInstance instance, uint32_t instance_api_ver
   // Known driver bugs (DeviceQuirks.h): each matching entry's workaround, by name.
   p.quirks_applied = apply_device_quirks(p);
 
-  // Overrides (context options or environment): switch features off so fallback paths run on
-  // any device. switch_off says whether `feature` (present) is to go, and records why.
-  auto switch_off = [&p](bool present, bool by_option, const char* env, const char* feature) {
-    if (!present || !(by_option || env_flag(env))) return false;
-    p.disabled.push_back(std::string(feature) +
-                         (by_option ? " (context option)" : " (" + std::string(env) + ")"));
+  // Features switched off: by a context option or its environment variable (so fallback paths
+  // run on any device), or because the device class cannot count on them. goes() says whether
+  // `feature` (present) is to go, and records the first reason.
+  auto goes = [&p, cls](bool present, bool by_option, const char* env, bool class_has,
+                        const char* feature) {
+    if (!present) return false;
+    std::string why;
+    if (by_option) {
+      why = "context option";
+    } else if (env && env_flag(env)) {
+      why = env;
+    } else if (cls && !class_has) {
+      why = "device class " + cls->name;
+    } else {
+      return false;
+    }
+    p.disabled.push_back(std::string(feature) + " (" + why + ")");
     return true;
   };
-  if (switch_off(p.int8_dot_product, overrides.disable_int8_dot, "VKD_DISABLE_INT8_DOT",
-                 "int8 dot product")) {
+  const auto class_has = [cls](bool DeviceClass::* feature) { return !cls || cls->*feature; };
+  if (goes(p.int8_dot_product, overrides.disable_int8_dot, "VKD_DISABLE_INT8_DOT",
+           class_has(&DeviceClass::int8_dot_product), "int8 dot product")) {
     p.int8_dot_product = p.int8_dot_product_accelerated = false;
   }
-  if (switch_off(p.cooperative_matrix_nv || p.cooperative_matrix_khr,
-                 overrides.disable_cooperative_matrix, "VKD_DISABLE_COOPMAT",
-                 "cooperative matrix")) {
+  if (goes(p.cooperative_matrix_nv || p.cooperative_matrix_khr,
+           overrides.disable_cooperative_matrix, "VKD_DISABLE_COOPMAT",
+           class_has(&DeviceClass::cooperative_matrix), "cooperative matrix")) {
     p.cooperative_matrix_nv = p.cooperative_matrix_khr = false;
     p.int8_cooperative_matrix_shapes.clear();
   }
-  if (switch_off(p.subgroup_arithmetic, overrides.disable_subgroup_arithmetic,
-                 "VKD_DISABLE_SUBGROUP_ARITH", "subgroup arithmetic")) {
+  if (goes(p.subgroup_arithmetic, overrides.disable_subgroup_arithmetic,
+           "VKD_DISABLE_SUBGROUP_ARITH", class_has(&DeviceClass::subgroup_arithmetic),
+           "subgroup arithmetic")) {
     p.subgroup_arithmetic = p.subgroup_shuffle = false;
   }
-  if (switch_off(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16",
-                 "float16")) {
+  if (goes(p.float16_arithmetic || p.storage_16bit, false, "VKD_DISABLE_FLOAT16", true,
+           "float16")) {
     p.float16_arithmetic = p.storage_16bit = false;
   }
-  // A device class: the features its GPUs cannot count on go too.
-  auto class_lacks = [&p, cls](bool present, bool class_has, const char* feature) {
-    if (!cls || !present || class_has) return false;
-    p.disabled.push_back(std::string(feature) + " (device class " + cls->name + ")");
-    return true;
-  };
-  if (class_lacks(p.int8_dot_product, cls && cls->int8_dot_product, "int8 dot product")) {
-    p.int8_dot_product = p.int8_dot_product_accelerated = false;
-  }
-  if (class_lacks(p.cooperative_matrix_nv || p.cooperative_matrix_khr,
-                  cls && cls->cooperative_matrix, "cooperative matrix")) {
-    p.cooperative_matrix_nv = p.cooperative_matrix_khr = false;
-    p.int8_cooperative_matrix_shapes.clear();
-  }
-  if (class_lacks(p.subgroup_arithmetic, cls && cls->subgroup_arithmetic, "subgroup arithmetic")) {
-    p.subgroup_arithmetic = p.subgroup_shuffle = false;
-  }
-  if (class_lacks(p.storage_16bit, cls && cls->storage_16bit, "16-bit storage")) {
+  if (goes(p.storage_16bit, false, nullptr, class_has(&DeviceClass::storage_16bit),
+           "16-bit storage")) {
     p.storage_16bit = false;
   }
-  if (class_lacks(p.float16_arithmetic, cls && cls->float16_arithmetic, "float16 arithmetic")) {
+  if (goes(p.float16_arithmetic, false, nullptr, class_has(&DeviceClass::float16_arithmetic),
+           "float16 arithmetic")) {
     p.float16_arithmetic = false;
   }
-  if (class_lacks(p.vulkan_memory_model, cls && cls->vulkan_memory_model,
-                  "the Vulkan memory model")) {
+  if (goes(p.vulkan_memory_model, false, nullptr, class_has(&DeviceClass::vulkan_memory_model),
+           "the Vulkan memory model")) {
     p.vulkan_memory_model = p.memory_model_device_scope = false;
   }
   // After the subgroup override: the CPU kernels need subgroup operations (kReqSubgroup). A
   // device class is a GPU's: its kernels are the GPU kernels.
   p.cpu_kernels = p.is_cpu() && p.subgroup_size == 8 && p.subgroup_arithmetic && p.subgroup_ballot;
-  if (switch_off(p.cpu_kernels, overrides.disable_cpu_kernels, "VKD_DISABLE_CPU_KERNELS",
-                 "CPU-shaped kernels") ||
-      class_lacks(p.cpu_kernels, false, "CPU-shaped kernels")) {
+  if (goes(p.cpu_kernels, overrides.disable_cpu_kernels, "VKD_DISABLE_CPU_KERNELS", !cls,
+           "CPU-shaped kernels")) {
     p.cpu_kernels = false;
   }
   if (const auto compact = env_uint("VKD_COMPACT_KERNELS", 0, 1)) {
