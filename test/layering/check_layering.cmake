@@ -29,9 +29,10 @@ set(_allowed_compiler/ops
   "core/;partitioner_schema/;${_compiler_vocabulary};compiler/reference/;compiler/fusion/")
 set(_allowed_runtime/vk "core/;vkd/generated/")
 set(_allowed_runtime/graph "core/;runtime/vk/;serialization/;vkd/generated/")
-# Ops read the device profile and the workgroup chooser, never the Vulkan handles.
+# Ops read the device profile, the workgroup chooser and the kernels' limits (pure functions of
+# the profile and the shader registry), never the Vulkan handles.
 set(_allowed_runtime/ops
-  "core/;runtime/graph/;serialization/;partitioner_schema/;vkd/generated/;runtime/vk/DeviceProfile.h;runtime/vk/WorkgroupChooser.h")
+  "core/;runtime/graph/;serialization/;partitioner_schema/;vkd/generated/;runtime/vk/DeviceProfile.h;runtime/vk/WorkgroupChooser.h;runtime/vk/KernelLimits.h")
 set(_allowed_runtime/delegate
   "core/;runtime/vk/;runtime/graph/;runtime/ops/;serialization/;partitioner_schema/;vkdelegate/")
 # The model layer sits above both the runtime and the compiler: the delegate only through its
