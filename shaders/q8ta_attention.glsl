@@ -105,17 +105,19 @@ layout(set = 0, binding = 0) writeonly buffer OutFloats { vec4 out_vec4s[]; };
 #else
 layout(set = 0, binding = 0) writeonly buffer OutWords { int out_words[]; };
 #endif
-#ifndef ONE_QKV
-#define ONE_QKV 0
+#ifndef SHARED_KV
+#define SHARED_KV 0
 #endif
 layout(set = 0, binding = 1) readonly buffer QWords { Chunk q_chunks[]; };
-#if ONE_QKV
-// Q, K and V are column blocks of one tensor (q8ta_linear_qkv's output, p's column offsets):
-// one binding, 3 storage buffers in all, for a device allowing fewer than 5 a stage (the
-// Android baseline's 4).
-#define k_chunks q_chunks
-#define v_chunks q_chunks
-layout(set = 0, binding = 2) readonly buffer Mask { float mask[]; };
+#if SHARED_KV
+// K and V are views of one tensor, read at their first chunks k_w0 and v_w0 (the column blocks
+// of q8ta_linear_qkv's output, or two tensors placed in one buffer by the runtime): one
+// binding, 4 storage buffers in all, for a device allowing fewer than 5 a stage (the Android
+// baseline's 4).
+layout(set = 0, binding = 2) readonly buffer KvWords { Chunk kv_chunks[]; };
+#define k_chunks kv_chunks
+#define v_chunks kv_chunks
+layout(set = 0, binding = 3) readonly buffer Mask { float mask[]; };
 #else
 layout(set = 0, binding = 2) readonly buffer KWords { Chunk k_chunks[]; };
 layout(set = 0, binding = 3) readonly buffer VWords { Chunk v_chunks[]; };
@@ -136,7 +138,9 @@ layout(push_constant) uniform Params {
   int mask_affine;     // 1: the mask read is made into m' (the header): a0, b0, a1, b1
   float mask_a0, mask_b0, mask_a1, mask_b1;
   int q_w4, kv_w4;       // words of a row of Q, of K and V (w4 unless they are column ranges)
-  int q_w0, k_w0, v_w0;  // the first word of Q, K, V in their rows (0 unless column ranges)
+  int q_w0;            // the first word of Q in its rows (0 unless a column range)
+  int k_w0, v_w0;      // the chunk K, V start at: their first word in their rows (0 unless
+                       // column ranges) plus their place in their one binding (SHARED_KV)
 } p;
 
 shared Elem q_tile[BQ * ROW];

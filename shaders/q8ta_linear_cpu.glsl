@@ -20,7 +20,8 @@
 // every broadcast.
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + a residual add, 3 float32
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
-// of GELU erf / tanh, 7 int8 column blocks with their own parameters) x
+// of GELU erf / tanh, 7 int8 column blocks with their own parameters, 8 = 3 with the row
+// scales after the rows in binding 1) x
 // TILE_N4 (4: 16 channels, for N <= 16; 8: 32 channels, 32 ivec4 accumulators, which measured
 // ~20% faster than 16 where N fills them) x
 // SHARE: subgroup (1: the 8 weight blocks of a step loaded once per subgroup of 8 and

@@ -17,7 +17,8 @@
 // (int8) or not written (float).
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
-// of GELU erf / tanh, 7 int8 column blocks with their own parameters) x
+// of GELU erf / tanh, 7 int8 column blocks with their own parameters, 8 = 3 with the row
+// scales after the rows in binding 1) x
 // INT8_DOT_FALLBACK x SPLIT_K.
 //
 // K slices (the split-K route, LinearRoute::SplitK: few output tiles, a long K): the grid's z

@@ -20,7 +20,8 @@
 // gemv_per_subgroup says where; subgroups of at least 4 NG lanes).
 // Variants: OUT_DTYPE (0 int8 4H4W, 1 float32 width-packed, 2 int8 + residual add, 3 float32
 // with per-row activation scales, 4 float32 + a float32 residual, 5 / 6 int8
-// of GELU erf / tanh, 7 int8 column blocks with their own parameters) x
+// of GELU erf / tanh, 7 int8 column blocks with their own parameters, 8 = 3 with the row
+// scales after the rows in binding 1) x
 // INT8_DOT_FALLBACK x SG_REDUCE.
 #version 450
 #extension GL_GOOGLE_include_directive : require

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/DeviceClass.h"
 #include "core/Error.h"
 #include "core/TensorSpec.h"
 #include "runtime/delegate/ApiBoundary.h"
@@ -299,6 +300,9 @@ std::string Delegate::Impl::describe() const {
      << (nodes.empty() ? 0 : nodes.size() - 1)
      << " (only before a node that touches memory written, or writes memory read, since the last "
         "one)\n";
+  os << "ways down (" << graph.ways_down().size() << ")"
+     << (graph.ways_down().empty() ? ": none, every kernel fits the device\n" : ":\n");
+  for (const std::string& line : graph.ways_down()) os << "  " << line << "\n";
   const auto& m = graph.memory_stats();
   os << "memory: constants " << vk::format_bytes(m.constant_host_bytes) << " in the blob, "
      << vk::format_bytes(m.constant_device_bytes) << " on the device; inputs+outputs "
@@ -326,6 +330,12 @@ Status Delegate::create(const void* blob, size_t size, const DelegateOptions& op
     impl->options = options;
     vk::ContextOptions ctx = vk::ContextOptions::from_env();
     if (!options.device.empty()) ctx.device_selector = options.device;
+    if (!options.device_class.empty()) {
+      ctx.overrides.device_class = find_device_class(options.device_class);
+      VKD_CHECK(ctx.overrides.device_class != nullptr, ErrorCode::InvalidArgument,
+                "Delegate::create: unknown device class '", options.device_class,
+                "'; the classes are: ", device_class_names());
+    }
     ctx.validation = ctx.validation || options.validation;
     if (!options.pipeline_cache_file.empty()) ctx.pipeline_cache_file = options.pipeline_cache_file;
     ctx.gpu_timeout = std::chrono::milliseconds(options.gpu_timeout_ms);
@@ -499,6 +509,11 @@ std::string Delegate::device_name() const { return impl_->context->profile().nam
 uint64_t Delegate::validation_message_count() const {
   const auto& log = impl_->context->instance().validation_log();
   return uint64_t{log.error_count()} + log.warning_count();
+}
+
+std::vector<std::string> Delegate::ways_down() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->loaded.graph->ways_down();
 }
 
 std::string Delegate::describe() const {

@@ -32,6 +32,7 @@ class ComputeGraph : private GraphDefinition {
   using GraphDefinition::add_node;
   using GraphDefinition::add_output;
   using GraphDefinition::add_tensor;
+  using GraphDefinition::add_way_down;
   using GraphDefinition::alias;
   using GraphDefinition::alias_root;
   using GraphDefinition::constant_packer;
@@ -48,6 +49,7 @@ class ComputeGraph : private GraphDefinition {
   using GraphDefinition::spec;
   using GraphDefinition::tensor;
   using GraphDefinition::tensor_count;
+  using GraphDefinition::ways_down;
   using GraphDefinition::zero_point;
 
   // Settings, before prepare() only. The upper bound of the host-visible staging used to

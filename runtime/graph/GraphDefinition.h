@@ -90,6 +90,12 @@ class GraphDefinition {
   // The tensor whose bytes `ref` shares and where in them (itself and 0 when it is no view).
   std::pair<ValueRef, uint64_t> alias_root(ValueRef ref) const;
 
+  // The smaller forms ops took because a kernel exceeds this device (their "ways down",
+  // docs/DEVICES.md): one line each, "op 'tensor': what instead (why)", in build order, for
+  // `vkd inspect` and `vkd compile --target` to show.
+  void add_way_down(std::string line) { ways_down_.push_back(std::move(line)); }
+  const std::vector<std::string>& ways_down() const { return ways_down_; }
+
   bool prepared() const { return prepared_; }
 
   // For the parts prepare() hands the graph to, not for op builders.
@@ -121,6 +127,7 @@ class GraphDefinition {
   std::vector<Alias> aliases_;  // per tensor, see alias()
   std::vector<DispatchNode> nodes_;
   std::vector<ValueRef> input_refs_, output_refs_;
+  std::vector<std::string> ways_down_;
   uint64_t constant_host_bytes_ = 0;
   bool prepared_ = false;
 };

@@ -3,7 +3,9 @@
 // entry.
 #include "runtime/ops/Attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -67,6 +69,43 @@ void check_operand(const std::string& op, const graph::GpuTensor& t, const char*
             " must be a 4H4W int8x4 buffer of rank 2 to 4 ([B, T, H*D])");
   VKD_CHECK(packed_int8_word_count(t.spec().layout, t.spec().dims4()) < (int64_t(1) << 31),
             ErrorCode::Unsupported, op, ": ", what, "'s words exceed the 2^31 a kernel can index");
+}
+
+// K and V as views of one tensor, so a kernel binds them once (SHARED_KV): the tensor they
+// already share (Q, K and V the column blocks of q8ta_linear_qkv's output), else one made to
+// hold both (their bytes, K's first), no copy. The tensor and the 16-byte chunks K and V start
+// at in it; nullopt where they cannot share one (a constant or an image among them, an offset
+// the device's buffer alignment refuses).
+struct KvBinding {
+  graph::ValueRef tensor;
+  int64_t key_chunk, value_chunk;
+};
+std::optional<KvBinding> bind_kv_once(graph::ComputeGraph& graph, graph::ValueRef key,
+                                      graph::ValueRef value, graph::ValueRef output) {
+  if (graph.tensor(key).is_image() || graph.tensor(value).is_image()) return std::nullopt;
+  const auto [key_root, key_at] = graph.alias_root(key);
+  const auto [value_root, value_at] = graph.alias_root(value);
+  uint64_t value_root_at = 0;
+  if (key_root != value_root) {
+    const VkMemoryRequirements& k = graph.tensor(key_root).buffer().requirements();
+    const VkMemoryRequirements& v = graph.tensor(value_root).buffer().requirements();
+    const uint64_t align = std::max<uint64_t>({256, k.alignment, v.alignment});
+    value_root_at = (k.size + align - 1) / align * align;
+    const std::string& name = graph.tensor(output).name();
+    const graph::ValueRef both =
+        graph.add_tensor(TensorSpec{{static_cast<int64_t>((value_root_at + v.size + 3) / 4)},
+                                    DType::Int32,
+                                    StorageType::Buffer,
+                                    MemoryLayout::WidthPacked},
+                         (name.empty() ? "attention" : name) + ".key_value");
+    if (!graph.alias(key_root, both, 0) || !graph.alias(value_root, both, value_root_at)) {
+      return std::nullopt;
+    }
+  }
+  const uint64_t value_byte = value_root_at + value_at;
+  if (key_at % 16 != 0 || value_byte % 16 != 0) return std::nullopt;
+  return KvBinding{graph.alias_root(key).first, static_cast<int64_t>(key_at / 16),
+                   static_cast<int64_t>(value_byte / 16)};
 }
 
 // Both ops: the checks every operand shares, the push constants and the dispatch. `params`'
@@ -137,44 +176,64 @@ void add_attention(graph::ComputeGraph& graph, const std::string& op, bool float
             profile.max_shared_memory_bytes);
 
   const MaskAffine affine = params.mask_affine.value_or(MaskAffine{});
-  const AttentionPush push{static_cast<int32_t>(dq.h),
-                           static_cast<int32_t>(dk.h),
-                           static_cast<int32_t>(width / 4),
-                           static_cast<int32_t>(width / heads / 4),
-                           static_cast<int32_t>(dm.h),
-                           static_cast<int32_t>(mask_batches),
-                           params.query.zero_point,
-                           params.key.zero_point,
-                           params.value.zero_point,
-                           params.output.zero_point,
-                           params.query.scale * params.key.scale * params.scale,
-                           params.value.scale,
-                           inverse_scale(params.output.scale),
-                           params.causal ? 1 : 0,
-                           params.mask_affine ? 1 : 0,
-                           affine.a[0],
-                           affine.b[0],
-                           affine.a[1],
-                           affine.b[1],
-                           static_cast<int32_t>(dq.w / 4),
-                           static_cast<int32_t>(dk.w / 4),
-                           static_cast<int32_t>(columns.query / 4),
-                           static_cast<int32_t>(columns.key / 4),
-                           static_cast<int32_t>(columns.value / 4)};
+  AttentionPush push{static_cast<int32_t>(dq.h),
+                     static_cast<int32_t>(dk.h),
+                     static_cast<int32_t>(width / 4),
+                     static_cast<int32_t>(width / heads / 4),
+                     static_cast<int32_t>(dm.h),
+                     static_cast<int32_t>(mask_batches),
+                     params.query.zero_point,
+                     params.key.zero_point,
+                     params.value.zero_point,
+                     params.output.zero_point,
+                     params.query.scale * params.key.scale * params.scale,
+                     params.value.scale,
+                     inverse_scale(params.output.scale),
+                     params.causal ? 1 : 0,
+                     params.mask_affine ? 1 : 0,
+                     affine.a[0],
+                     affine.b[0],
+                     affine.a[1],
+                     affine.b[1],
+                     static_cast<int32_t>(dq.w / 4),
+                     static_cast<int32_t>(dk.w / 4),
+                     static_cast<int32_t>(columns.query / 4),
+                     static_cast<int32_t>(columns.key / 4),
+                     static_cast<int32_t>(columns.value / 4)};
   const bool four_rows = !float_io && form.rows_per_workgroup == 4;
-  const auto int8_kernel = [&](bool one_qkv) {
-    return shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1][form.small_head]
-                                            [four_rows ? 1 : 0][one_qkv ? 1 : 0];
+  const auto kernel_of = [&](bool shared_kv) {
+    return float_io ? shaders::variants::q8ta_attention_float[0][0][shared_kv ? 1 : 0]
+                    : shaders::variants::q8ta_attention[0][profile.int8_dot_product ? 0 : 1]
+                                                       [form.small_head][four_rows ? 1 : 0]
+                                                       [shared_kv ? 1 : 0];
   };
-  // Q, K and V one tensor (the qkv columns) where the kernel's 5 storage buffers exceed a stage
-  // (the Android baseline's 4): the variant binding it once (ONE_QKV, 3 buffers).
-  const bool one_qkv = !float_io && query == key && key == value &&
-                       !vk::fits_storage_buffers(profile, int8_kernel(false));
+  // The way down where the kernel's 5 storage buffers exceed a stage (the Android baseline's
+  // 4): K and V one binding (SHARED_KV, 4 buffers), the same bits.
+  std::optional<KvBinding> kv;
+  if (!vk::fits_storage_buffers(profile, kernel_of(false))) {
+    kv = bind_kv_once(graph, key, value, output);
+    VKD_CHECK(kv.has_value(), ErrorCode::Unsupported, op, " on device '", profile.name,
+              "': ", vk::storage_buffers_problem(profile, kernel_of(false)),
+              ", and key and value cannot share one buffer (a constant or an image among them)");
+    note_way_down(
+        graph, op, output,
+        "key and value read through one binding ('" + graph.tensor(kv->tensor).name() + "')",
+        vk::storage_buffers_problem(profile, kernel_of(false)));
+    push.k_w0 += static_cast<int32_t>(kv->key_chunk);
+    push.v_w0 += static_cast<int32_t>(kv->value_chunk);
+  }
+  if (!float_io && form.rows_per_workgroup == kQueryRows &&
+      plan_int8_attention(width / heads, dq.h, heads, batches, UINT32_MAX).rows_per_workgroup ==
+          4) {
+    note_way_down(graph, op, output, "8 query rows a workgroup of 128 invocations",
+                  "the 4-row form of a small head runs 256 invocations; device '" + profile.name +
+                      "' allows " + std::to_string(profile.max_workgroup_invocations));
+  }
   graph::DispatchNode node;
   node.op = op;
-  node.kernel = float_io ? shaders::variants::q8ta_attention_float[0][0] : int8_kernel(one_qkv);
-  node.bindings = one_qkv ? std::vector<graph::ValueRef>{output, query, mask}
-                          : std::vector<graph::ValueRef>{output, query, key, value, mask};
+  node.kernel = kernel_of(kv.has_value());
+  node.bindings = kv ? std::vector<graph::ValueRef>{output, query, kv->tensor, mask}
+                     : std::vector<graph::ValueRef>{output, query, key, value, mask};
   node.push_constants = graph::push_constant_bytes(push);
   // One workgroup per (block of 8 or 4 query rows, head, batch); the shader's size is fixed (its
   // invocations split the block's rows and keys), so no chooser picks it. Group counts past the

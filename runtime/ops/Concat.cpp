@@ -191,6 +191,16 @@ void add_cat_dispatches(graph::ComputeGraph& graph, const std::string& op, graph
   }
 }
 
+// Whether a tile (`span` elements along the dim) holds elements of 3 or more of `inputs`: no
+// window of 2 inputs can write it.
+bool tile_holds_three(const std::vector<CatInput>& inputs, int64_t span) {
+  for (size_t i = 2; i < inputs.size(); ++i) {
+    const CatInput& first = inputs[i - 2];
+    if ((first.lo + first.extent - 1) / span == inputs[i].lo / span) return true;
+  }
+  return false;
+}
+
 // Input `in` of a cat into `output` written in place by its producer: its part of the output
 // is one contiguous byte range (PackedInt8Layout.h) and it is quantized like the output.
 bool write_in_place(graph::ComputeGraph& graph, graph::ValueRef output, const CatGeometry& geo,
@@ -222,11 +232,39 @@ void add_q8ta_cat_node(graph::ComputeGraph& graph, const std::vector<graph::Valu
     list.push_back({inputs[i], lo, extent, params.inputs[i]});
     lo += extent;
   }
-  for (CatInput& in : list) in.in_place = write_in_place(graph, output, geo, in);
   VKD_CHECK(lo == dim4_size(geo.out, geo.dim4), ErrorCode::InvalidArgument, op,
             ": the inputs' sizes along dim ", params.dim, " add up to ", lo, ", the output '",
             graph.tensor(output).name(), "' ", graph.spec(output).describe(), " has ",
             dim4_size(geo.out, geo.dim4));
+  if (list.size() > 2 && window_inputs(graph.profile()) < kMaxInputs) {
+    const std::string problem =
+        vk::storage_buffers_problem(graph.profile(), shaders::variants::q8ta_cat[0][0]);
+    if (tile_holds_three(list, geo.dim4 == 0 ? 1 : 4)) {
+      // Where a tile holds 3 or more inputs (inputs of 1-2 channels): cats of 2 inputs in a
+      // chain, each into the output's quantization, so the later steps copy what the earlier
+      // ones wrote byte for byte (an int8 value requantized to its own scale and zero point is
+      // itself): the same bits, the output's prefix copied once more per step.
+      note_way_down(graph, op, output, "a chain of 2-input cats", problem);
+      const std::string& name = graph.tensor(output).name();
+      graph::ValueRef joined = inputs[0];
+      QuantParams joined_quant = params.inputs[0];
+      for (size_t i = 1; i < inputs.size(); ++i) {
+        TensorSpec spec = graph.spec(output);
+        spec.sizes[static_cast<size_t>(params.dim)] = list[i].lo + list[i].extent;
+        const graph::ValueRef next =
+            i + 1 == inputs.size()
+                ? output
+                : graph.add_tensor(spec, (name.empty() ? op : name) + ".cat" + std::to_string(i));
+        CatParams pair{params.dim, {joined_quant, params.inputs[i]}, params.output};
+        add_q8ta_cat_node(graph, {joined, inputs[i]}, next, pair);
+        joined = next;
+        joined_quant = params.output;
+      }
+      return;
+    }
+    note_way_down(graph, op, output, "windows of 2 inputs, a dispatch each (WINDOW 2)", problem);
+  }
+  for (CatInput& in : list) in.in_place = write_in_place(graph, output, geo, in);
   add_cat_dispatches(graph, op, output, geo, list);
 }
 

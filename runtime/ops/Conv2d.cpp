@@ -499,7 +499,7 @@ Conv2dRoute add_q8ta_conv2d_node(graph::ComputeGraph& graph, graph::ValueRef inp
   // d_out: the convolution's own output (the output's sizes, unless it is pixel-shuffled).
   const Dims4 d_out = check_conv2d_args(op, graph, input, given, output, p);
   if (p.residual && residual_add_separately(graph.profile())) {
-    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, op, output);
     Conv2dParams plain = p;
     plain.residual.reset();
     const Conv2dRoute route = add_q8ta_conv2d_node(graph, input, given, before_add, plain);

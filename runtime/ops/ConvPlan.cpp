@@ -229,6 +229,10 @@ LinearKernel plan_linear_kernel(const std::string& op, const LinearProblem& lp,
     k.plan.group_count = {static_cast<uint32_t>(grid.groups_x),
                           static_cast<uint32_t>(grid.groups_y), 1};
   } else if (route == LinearRoute::CoopMat) {
+    VKD_CHECK(out != 8, ErrorCode::Unsupported, op,
+              ": the cooperative-matrix route has no form reading the row scales after the rows "
+              "(device '",
+              profile.name, "' binds 4 storage buffers a stage)");
     // 128 rows x 128 channels per workgroup of 256 invocations, or 128 x 32 of 128 (TILE 1)
     // for few channels or a short K, or the short tile (16 x 32 of 128 invocations, TILE 4;
     // 32 x 32 when asked for, TILE 2) where even the narrow grid is small (few rows).

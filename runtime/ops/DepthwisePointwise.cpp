@@ -157,16 +157,28 @@ shaders::Kernel fused_kernel(const vk::DeviceProfile& profile, const DepthwisePo
 // (ConvTuning; measured: docs/BENCHMARKS.md, "Convolution plan thresholds"), and where the
 // fused kernel does not fit the device: its 6 to 9 storage buffers (the Android baseline
 // allows 4 a stage) or its workgroup.
+// What of the fused kernel exceeds the device; empty when it fits.
+std::string fused_kernel_problem(const vk::DeviceProfile& profile,
+                                 const DepthwisePointwiseParams& p) {
+  const shaders::Kernel kernel = fused_kernel(profile, p);
+  if (!vk::fits_storage_buffers(profile, kernel))
+    return vk::storage_buffers_problem(profile, kernel);
+  const uint32_t workgroup = p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup;
+  if (workgroup > profile.max_workgroup_invocations || workgroup > profile.max_workgroup_size[0]) {
+    return "the fused kernel's workgroup of " + std::to_string(workgroup) +
+           " invocations exceeds the device's " + std::to_string(profile.max_workgroup_invocations);
+  }
+  return "";
+}
+
 DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_out,
                                    const DepthwisePointwiseParams& p) {
   if (p.form != DepthwisePointwiseForm::Auto) return p.form;
   const ConvTuning& t = conv_tuning(profile);
-  const uint32_t workgroup = p.workgroup_size > 0 ? uint32_t(p.workgroup_size) : kFusedWorkgroup;
-  const bool fits = vk::fits_storage_buffers(profile, fused_kernel(profile, p)) &&
-                    workgroup <= profile.max_workgroup_invocations &&
-                    workgroup <= profile.max_workgroup_size[0];
-  return !fits || !t.dw_pw_fused || n_out > t.dw_pw_max_fused_out ? DepthwisePointwiseForm::Split
-                                                                  : DepthwisePointwiseForm::Fused;
+  return !fused_kernel_problem(profile, p).empty() || !t.dw_pw_fused ||
+                 n_out > t.dw_pw_max_fused_out
+             ? DepthwisePointwiseForm::Split
+             : DepthwisePointwiseForm::Fused;
 }
 
 // Output rows per workgroup with an expansion (shaders/q8ta_conv2d_dw_pw.glsl's ROWS): as
@@ -323,6 +335,15 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph, gr
   const Dims4 d_in{d_mid.n, d_mid.c, graph.tensor(input).spec().dims4().h,
                    graph.tensor(input).spec().dims4().w};
   const DepthwisePointwiseForm form = chosen_form(graph.profile(), pointwise.out_channels, p);
+  if (p.form == DepthwisePointwiseForm::Auto) {
+    const std::string problem = fused_kernel_problem(graph.profile(), p);
+    if (!problem.empty()) {
+      note_way_down(graph, op, output,
+                    p.expansion ? "the expanding 1x1 on its own, then depthwise -> 1x1"
+                                : "the split form: depthwise, then the 1x1",
+                    problem);
+    }
+  }
   const std::string& out_name = graph.tensor(output).name();
   const std::string name = out_name.empty() ? op : out_name;
   const auto int8_4w4c = [](const Dims4& d) {

@@ -110,6 +110,8 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
   // the unfused ops the kernel's adds are bit for bit.
   if (addends > 0 && !vk::fits_storage_buffers(graph.profile(), kernel)) {
     const std::string& name = graph.tensor(output).name();
+    note_way_down(graph, op, output, "the rows into a tensor of their own, then float_add",
+                  vk::storage_buffers_problem(graph.profile(), kernel));
     graph::ValueRef sum = graph.add_tensor(out, (name.empty() ? op : name) + ".rows");
     EmbeddingParams rows = params;
     rows.addends.clear();

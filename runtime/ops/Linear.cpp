@@ -17,6 +17,7 @@
 #include "runtime/ops/Elementwise.h"
 #include "runtime/ops/FloatElementwise.h"
 #include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/KernelLimits.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
@@ -33,6 +34,10 @@ struct LinearPush {
 struct LinearAddPush {
   LinearPush linear;
   BinaryQuantPush add;
+};
+struct LinearScalesAtPush {
+  LinearPush linear;
+  int32_t scales_at;
 };
 
 // Mirrors `Params` in shaders/q8da_quantize_rows.glsl.
@@ -220,7 +225,7 @@ void check_output_blocks(const std::string& op, const LinearParams& p, int64_t n
 
 // OUT_DTYPE of shaders/common/linear_common.glslh for `p`.
 int linear_out_form(const LinearParams& p) {
-  if (p.row_scales >= 0) return 3;
+  if (p.row_scales >= 0) return p.row_scales_after_rows ? 8 : 3;
   if (!p.output) return p.float_residual >= 0 ? 4 : 1;
   if (p.residual) return 2;
   if (!p.output_blocks.empty()) return 7;
@@ -321,9 +326,14 @@ bool residual_add_separately(const vk::DeviceProfile& profile) {
   return profile.max_per_stage_storage_buffers < kResidualKernelBuffers;
 }
 
-graph::ValueRef add_before_residual_tensor(graph::ComputeGraph& graph, graph::ValueRef output) {
+graph::ValueRef add_before_residual_tensor(graph::ComputeGraph& graph, const std::string& op,
+                                           graph::ValueRef output) {
   const std::string& name = graph.tensor(output).name();
-  return graph.add_tensor(graph.spec(output), (name.empty() ? "output" : name) + ".before_add");
+  const std::string before = (name.empty() ? "output" : name) + ".before_add";
+  note_way_down(
+      graph, op, output, "the output into '" + before + "', then the add on its own",
+      vk::storage_buffers_problem(graph.profile(), "the fused kernel", kResidualKernelBuffers));
+  return graph.add_tensor(graph.spec(output), before);
 }
 
 void add_separate_residual_add(graph::ComputeGraph& graph, graph::ValueRef before_add,
@@ -379,7 +389,7 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   // residual (q8ta_linear_dq_add) by float_add, whose a + 1 * b is the epilogue's one rounded
   // add; the int8 one (q8ta_linear_add) by q8ta_add.
   if (p.float_residual >= 0 && residual_add_separately(graph.profile())) {
-    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, op, output);
     LinearParams plain = p;
     plain.float_residual = -1;
     add_q8ta_linear_node(graph, input, weights, before_add, plain);
@@ -387,7 +397,7 @@ void add_q8ta_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
     return;
   }
   if (p.residual && residual_add_separately(graph.profile())) {
-    const graph::ValueRef before_add = add_before_residual_tensor(graph, output);
+    const graph::ValueRef before_add = add_before_residual_tensor(graph, op, output);
     LinearParams plain = p;
     plain.residual.reset();
     add_q8ta_linear_node(graph, input, weights, before_add, plain);
@@ -455,7 +465,18 @@ LinearRoute add_q8ta_linear_rows_node(graph::ComputeGraph& graph, const std::str
     node.push_constants = graph::push_constant_bytes(LinearAddPush{
         push, binary_quant_push(q, r.other_quant, r.output, r.activation_min, r.activation_max)});
   }
-  if (p.row_scales >= 0) node.bindings.push_back(p.row_scales);          // binding 4 (OUT_DTYPE 3)
+  if (p.row_scales >= 0 && p.row_scales_after_rows) {  // binding 1 holds both (OUT_DTYPE 8)
+    const auto [root, rows_at] = graph.alias_root(input);
+    const auto [scales_root, scales_at] = graph.alias_root(p.row_scales);
+    VKD_CHECK(root == scales_root && rows_at == 0 && scales_at % 16 == 0 &&
+                  scales_at / 16 < (uint64_t(1) << 31),
+              ErrorCode::Internal, op, ": the row scales are not after the rows in one tensor");
+    node.bindings[1] = root;
+    node.push_constants =
+        graph::push_constant_bytes(LinearScalesAtPush{push, static_cast<int32_t>(scales_at / 16)});
+  } else if (p.row_scales >= 0) {
+    node.bindings.push_back(p.row_scales);  // binding 4 (OUT_DTYPE 3)
+  }
   if (p.float_residual >= 0) node.bindings.push_back(p.float_residual);  // binding 4 (4)
   if (im2col) {
     // The convolution's geometry after the other members (linear_common.glslh's p.conv).
@@ -516,6 +537,30 @@ void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   const graph::ValueRef quantized =
       graph.add_tensor({x.sizes, DType::Int8x4, StorageType::Buffer, MemoryLayout::PackedInt8_4H4W},
                        name + ".act_q");
+  // The way down where the linear's row-scale kernels (5 storage buffers) exceed a stage (the
+  // Android baseline's 4): the rows and then the scales in one tensor, read through one binding.
+  const bool after_rows =
+      !vk::fits_storage_buffers(graph.profile(), shaders::variants::q8ta_linear_gemv[3][0][0]);
+  if (after_rows) {
+    const VkMemoryRequirements& q = graph.tensor(quantized).buffer().requirements();
+    const VkMemoryRequirements& sc = graph.tensor(scales).buffer().requirements();
+    const uint64_t align = std::max<uint64_t>({256, q.alignment, sc.alignment});
+    const uint64_t scales_at = div_up(q.size, align) * align;
+    const graph::ValueRef both =
+        graph.add_tensor({{static_cast<int64_t>(div_up(scales_at + sc.size, uint64_t{4}))},
+                          DType::Int32,
+                          StorageType::Buffer,
+                          MemoryLayout::WidthPacked},
+                         name + ".act");
+    VKD_CHECK(
+        graph.alias(quantized, both, 0) && graph.alias(scales, both, scales_at),
+        ErrorCode::Unsupported, op, " on device '", graph.profile().name, "': ",
+        vk::storage_buffers_problem(graph.profile(), shaders::variants::q8ta_linear_gemv[3][0][0]),
+        ", and its rows and row scales cannot share one buffer");
+    note_way_down(
+        graph, op, output, "the row scales after the rows in '" + name + ".act', one binding",
+        vk::storage_buffers_problem(graph.profile(), shaders::variants::q8ta_linear_gemv[3][0][0]));
+  }
   const RowShape shape = row_shape(x);
   VKD_CHECK(std::isfinite(eps) && eps > 0.0f, ErrorCode::InvalidArgument, op,
             ": eps must be finite and > 0, got ", eps);
@@ -546,6 +591,7 @@ void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
   LinearParams p;
   p.input = QuantParams{1.0f, 0};  // the channel constants then hold s_w[n] alone
   p.row_scales = scales;
+  p.row_scales_after_rows = after_rows;
   p.route = route;
   add_q8ta_linear_rows_node(graph, op, quantized, shape.batches, shape.h, weights, output, p);
 }

@@ -109,6 +109,10 @@ struct LinearParams {
   // Float output only: one float32 activation scale per row (a buffer of M), applied before
   // s_w[n] (q8da_linear's epilogue, OUT_DTYPE 3); `input` must then be scale 1, zero point 0.
   graph::ValueRef row_scales = -1;
+  // With row_scales: they and `input` are views of one tensor, the scales after the rows at a
+  // multiple of 16 bytes; the kernel reads both through binding 1 (OUT_DTYPE 8: a device of 4
+  // storage buffers a stage).
+  bool row_scales_after_rows = false;
   // Float output only: a float32 buffer of the output's sizes added to y (q8ta_linear_dq_add,
   // OUT_DTYPE 4).
   graph::ValueRef float_residual = -1;
@@ -238,9 +242,10 @@ void check_residual_add(const std::string& op, const graph::ComputeGraph& graph,
 // one dispatch more (a float output: float_add).
 inline constexpr uint32_t kResidualKernelBuffers = 5;
 bool residual_add_separately(const vk::DeviceProfile& profile);
-// The op's int8 output before the add (the output's spec) and, after the op's own nodes,
-// q8ta_add of it and r.other into `output`.
-graph::ValueRef add_before_residual_tensor(graph::ComputeGraph& graph, graph::ValueRef output);
+// The op's output before the add (the output's spec; the way down recorded under `op`) and,
+// after the op's own nodes, q8ta_add of it and r.other into `output`.
+graph::ValueRef add_before_residual_tensor(graph::ComputeGraph& graph, const std::string& op,
+                                           graph::ValueRef output);
 void add_separate_residual_add(graph::ComputeGraph& graph, graph::ValueRef before_add,
                                const QuantParams& quant, const ResidualAdd& r,
                                graph::ValueRef output);

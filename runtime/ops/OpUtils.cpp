@@ -58,6 +58,11 @@ void check_float_operand(const std::string& op, const graph::GpuTensor& t, const
             ": ", what, " ", t.spec().describe(), " has more than 2^31 - 1 elements");
 }
 
+void note_way_down(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef output,
+                   const std::string& instead, const std::string& why) {
+  graph.add_way_down(op + " '" + graph.tensor(output).name() + "': " + instead + " (" + why + ")");
+}
+
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
                               int32_t act_max) {
   check_quant_params(op, q);

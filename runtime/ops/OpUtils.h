@@ -43,6 +43,10 @@ void check_float_operand(const std::string& op, const graph::GpuTensor& t, const
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
                               int32_t act_max);
 
+// Records a way down the op took (ComputeGraph::add_way_down): "op 'output': instead (why)".
+void note_way_down(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef output,
+                   const std::string& instead, const std::string& why);
+
 // The operands of a one-tensor element-wise int8 kernel (q8ta_clamp, q8ta_mul_scalar,
 // q8ta_lut): `input` and `output` int8x4 of the same sizes in one packed layout. Returns their
 // word count (Unsupported from 2^31 on: the kernels index words with int).

@@ -57,6 +57,19 @@ bool fits_storage_buffers(const DeviceProfile& profile, shaders::Kernel kernel) 
   return storage_buffers_of(shaders::shader_info(kernel)) <= profile.max_per_stage_storage_buffers;
 }
 
+std::string storage_buffers_problem(const DeviceProfile& profile, const std::string& what,
+                                    uint32_t buffers) {
+  return what + " binds " + std::to_string(buffers) + " storage buffers, the device " +
+         std::to_string(profile.max_per_stage_storage_buffers) +
+         " a stage (maxPerStageDescriptorStorageBuffers)";
+}
+
+std::string storage_buffers_problem(const DeviceProfile& profile, shaders::Kernel kernel) {
+  const shaders::ShaderInfo& info = shaders::shader_info(kernel);
+  return storage_buffers_problem(profile, "kernel " + std::string(info.name),
+                                 storage_buffers_of(info));
+}
+
 std::string kernel_limit_problem(const DeviceProfile& profile, const shaders::ShaderInfo& info,
                                  const std::array<uint32_t, 3>& local_size,
                                  const std::vector<uint32_t>& spec_constants) {

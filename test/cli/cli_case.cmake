@@ -457,6 +457,32 @@ elseif(CASE STREQUAL "device_class")
   expect_files("${WORK}" out qdq_clone.json)
   vkd(compile qdq_clone.json -o m.vkd --target android-baseline-2022)
   expect_exit(0)
+  expect_stdout("target android-baseline-2022: the blob loads as the class on [^\n]+; 0 way\\(s\\) down\n")
+  # A fused residual add binds 5 storage buffers, one more than the class allows: the blob is
+  # loaded as the class before it is written, and --report names the way down its kernel takes
+  # there; vkd inspect under the class lists it, runs there match the reference interpreter.
+  copy_to_work("${GRAPHS}/residual_conv.json" "${GRAPHS}/pixel_shuffle_f16.json"
+               "${FIXTURE}/conv.safetensors" "${FIXTURE}/conv_x.npy")
+  vkd(compile residual_conv.json --weights conv.safetensors -o rc.vkd --target android-baseline-2022
+      --report)
+  expect_exit(0)
+  expect_stdout("into the epilogue of q8ta_conv2d 'cq': q8ta_conv2d_add adds 'xq' and writes 'aq'")
+  expect_stdout("\ntarget android-baseline-2022: the blob loads as the class on [^\n]+; 1 way\\(s\\) down\n"
+                "  way down: q8ta_conv2d_add 'aq': the output into 'aq.before_add', then the add on "
+                "its own \\(the fused kernel binds 5 storage buffers, the device 4 a stage "
+                "\\(maxPerStageDescriptorStorageBuffers\\)\\)\n")
+  vkd(inspect rc.vkd)
+  expect_exit(0)
+  expect_stdout("\n  ways down \\(0\\): none, every kernel fits the device\n")
+  # A class that cannot run the blob (float16 storage, which the baseline lacks): refused by
+  # name, nothing written.
+  vkd(compile pixel_shuffle_f16.json -o f16.vkd --target android-baseline-2022)
+  expect_exit(2)
+  expect_stderr("pixel_shuffle_f16.json: the blob cannot run on device class android-baseline-2022 "
+                "\\(unsupported, loaded as the class here\\): op 0 'pixel_shuffle': kernel "
+                "[^\n]+ needs 16-bit storage[^\n]+; nothing written\n$")
+  expect_files("${WORK}" out qdq_clone.json m.vkd residual_conv.json pixel_shuffle_f16.json
+               conv.safetensors conv_x.npy rc.vkd)
   # The runtime under the class (VKD_DEVICE_CLASS): the profile says so, the blob runs.
   set(ENV{VKD_DEVICE_CLASS} android-baseline-2022)
   vkd(devices)
@@ -466,6 +492,13 @@ elseif(CASE STREQUAL "device_class")
   vkd(run m.vkd --input "x=${X}" --output-dir out)
   expect_exit(0)
   expect_files("${OUT}" y.npy)
+  vkd(inspect rc.vkd)
+  expect_exit(0)
+  expect_stdout("\n  ways down \\(1\\):\n    q8ta_conv2d_add 'aq': the output into 'aq.before_add'")
+  vkd(run rc.vkd --input x=conv_x.npy --output-dir out --force --check residual_conv.json
+      --weights conv.safetensors)
+  expect_exit(0)
+  expect_stdout("check: every compared tensor matches the reference\n")
   set(ENV{VKD_DEVICE_CLASS} phone)
   vkd(devices)
   expect_exit(2)

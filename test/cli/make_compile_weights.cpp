@@ -83,7 +83,10 @@ void write_conv_fixture(const std::string& dir) {
        SafetensorsTensor{"epi_pw.scale", "F32", {16}, f32_bytes(std::vector<float>(16, 0.125f))},
        SafetensorsTensor{"epi_c3.weight", "I8", {16, 5, 3, 3}, weight_bytes(16, 45, 10)},
        SafetensorsTensor{"epi_c3.scale", "F32", {16}, f32_bytes(std::vector<float>(16, 0.0625f))},
-       SafetensorsTensor{"epi_c3.bias", "F32", {16}, f32_bytes(std::vector<float>(16, 0.5f))}});
+       SafetensorsTensor{"epi_c3.bias", "F32", {16}, f32_bytes(std::vector<float>(16, 0.5f))},
+       // test/cli/graphs/residual_conv.json: a pointwise 5 -> 5 whose output x is added to.
+       SafetensorsTensor{"res_pw.weight", "I8", {5, 5, 1, 1}, weight_bytes(5, 5, 12)},
+       SafetensorsTensor{"res_pw.scale", "F32", {5}, f32_bytes(std::vector<float>(5, 0.125f))}});
   vkd::cli::NpyArray x;
   x.dtype = vkd::cli::NpyDType::Float32;
   x.shape = {2, 5, 7, 6};

@@ -134,11 +134,7 @@ class AttentionCase : public CaseInstance {
     m_ = g.add_tensor(
         {mask_sizes(), DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked}, "mask");
     out_ = g.add_tensor(spec(shape_.q_sizes), "y");
-    // A device allowing fewer than 5 storage buffers a stage (a device class) runs the attention
-    // only on one Q, K, V tensor (ONE_QKV): the packed case then checks that form alone.
-    columns_only_ = packed_ && g.profile().max_per_stage_storage_buffers < 5;
-    if (columns_only_) {
-    } else if (float_io_) {
+    if (float_io_) {
       ops::add_attention_node(g, q_, k_, v_, m_, out_, params_.num_heads, params_.scale,
                               params_.causal);
     } else {
@@ -150,14 +146,13 @@ class AttentionCase : public CaseInstance {
       std::vector<int64_t> wide = shape_.q_sizes;
       wide.back() *= 3;
       qkv_ = g.add_tensor(spec(wide), "qkv");
-      if (!columns_only_) plain_out_ = g.add_tensor(spec(shape_.q_sizes), "y_columns");
+      plain_out_ = g.add_tensor(spec(shape_.q_sizes), "y_columns");
       ops::AttentionParams columns = params_;
       const int64_t c = shape_.q_sizes.back();
       columns.columns = ops::AttentionColumns{0, c, 2 * c};
-      ops::add_q8ta_attention_node(g, qkv_, qkv_, qkv_, m_, columns_only_ ? out_ : plain_out_,
-                                   columns);
+      ops::add_q8ta_attention_node(g, qkv_, qkv_, qkv_, m_, plain_out_, columns);
       g.add_input(qkv_);
-      if (!columns_only_) g.add_output(plain_out_);
+      g.add_output(plain_out_);
     }
     if (is_made(mask_)) {  // q8ta_attention on the mask made on the CPU, for the word compare
       made_m_ = g.add_tensor(
@@ -308,7 +303,6 @@ class AttentionCase : public CaseInstance {
   MaskKind mask_;
   bool float_io_;
   bool packed_;
-  bool columns_only_ = false;  // the packed case's one-tensor attention alone
   float amplitude_;
   ops::AttentionParams params_;
   graph::ValueRef q_ = -1, k_ = -1, v_ = -1, m_ = -1, out_ = -1, made_m_ = -1, plain_out_ = -1,

@@ -41,7 +41,8 @@ set(_allowed_runtime/delegate
 set(_allowed_model
   "core/;serialization/;partitioner_schema/;compiler/;vkdelegate/;runtime/delegate/ApiBoundary.h")
 # The CLI: the public APIs, the model layer and the compiler; of the Vulkan runtime only the
-# context (`vkd devices` prints the device profile).
+# context (`vkd devices` prints the device profile; `vkd compile --target` asks whether a device
+# is there).
 set(_allowed_tools/vkd
   "core/;serialization/;partitioner_schema/;compiler/;model/;vkdelegate/;runtime/vk/Context.h")
 # A folder inside another layer's folder (compiler/ops in compiler) is a layer of its own: its

@@ -1,15 +1,17 @@
 // vkd compile GRAPH.json [--weights W.safetensors] -o MODEL.vkd [--report] [--force]
-//   [--max-texture-extent N] [--partition] [--no-fuse-epilogue]: runs the ahead-of-time compiler
-// (compiler/Compiler.h) and writes the blob atomically; an existing output is
-// replaced only with --force. With --partition, unsupported nodes are left to the host: it
-// writes MODEL.p0.vkd, MODEL.p1.vkd, ... (one per partition) and MODEL.partition.json (the
-// host's plan), every target checked before any is written.
+//   [--max-texture-extent N] [--target CLASS] [--partition] [--no-fuse-epilogue]: runs the
+// ahead-of-time compiler (compiler/Compiler.h) and writes the blob atomically; an existing
+// output is replaced only with --force. --target keeps the class's texture extent and loads
+// the blob as the class before writing it (check_on_target). With --partition, unsupported nodes
+// are left to the host: it writes MODEL.p0.vkd, MODEL.p1.vkd, ... (one per partition) and
+// MODEL.partition.json (the host's plan), every target checked before any is written.
 #include <cstdio>
 #include <filesystem>
 
 #include "compiler/Compiler.h"
 #include "core/DeviceClass.h"
 #include "core/Error.h"
+#include "runtime/vk/Context.h"
 #include "tools/vkd/Args.h"
 #include "tools/vkd/Common.h"
 #include "tools/vkd/Files.h"
@@ -49,9 +51,51 @@ void print_pass_report(const compiler::PassReport& r) {
   for (const auto& line : r.lines) std::printf("  %s\n", line.c_str());
 }
 
+bool vulkan_device_present() {
+  try {
+    return !vk::Instance(false).devices().empty();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// --target: each blob loaded as the class on this machine's Vulkan device (its limits and
+// features lowered to the class's: the runtime's own decisions, nothing predicted twice), so
+// a blob the class cannot run is never written and the report lists the ways down its
+// kernels take there. Without a Vulkan device this is said, and only the texture extent holds.
+void check_on_target(const std::vector<std::pair<std::string, const std::vector<uint8_t>*>>& blobs,
+                     const DeviceClass& target, const std::string& graph, bool report) {
+  if (!vulkan_device_present()) {
+    std::printf(
+        "target %s: not loaded (no Vulkan device here): its texture extent is kept, its "
+        "kernels' limits are checked when the blob is loaded\n",
+        target.name.c_str());
+    return;
+  }
+  DelegateOptions options = delegate_options(std::nullopt);
+  options.device_class = target.name;
+  for (const auto& [name, blob] : blobs) {
+    std::unique_ptr<Delegate> d;
+    std::string error;
+    const Status s = Delegate::create(blob->data(), blob->size(), options, &d, &error);
+    if (s != Status::Ok || !d) {
+      throw CliError(s == Status::Unsupported || s == Status::InvalidArgument ? 2 : 1,
+                     graph + ": " + name + " cannot run on device class " + target.name + " (" +
+                         status_name(s) + ", loaded as the class here): " + error +
+                         "; nothing written");
+    }
+    const std::vector<std::string> ways = d->ways_down();
+    std::printf("target %s: %s loads as the class on %s; %zu way(s) down\n", target.name.c_str(),
+                name.c_str(), d->device_name().c_str(), ways.size());
+    if (report) {
+      for (const std::string& line : ways) std::printf("  way down: %s\n", line.c_str());
+    }
+  }
+}
+
 int compile_partitioned(const std::string& graph, const std::string& weights,
                         const compiler::CompileOptions& options, const fs::path& out, bool force,
-                        bool report) {
+                        bool report, const DeviceClass* target) {
   // model.vkd -> model.p0.vkd ... and model.partition.json
   const std::string stem =
       out.extension() == ".vkd" ? (out.parent_path() / out.stem()).string() : out.string();
@@ -79,6 +123,13 @@ int compile_partitioned(const std::string& graph, const std::string& weights,
   }
   const std::string plan =
       run_compiler(graph, [&] { return partition_plan_json(result, blob_names); });
+  if (target) {
+    std::vector<std::pair<std::string, const std::vector<uint8_t>*>> blobs;
+    for (size_t i = 0; i < result.parts.size(); ++i) {
+      blobs.emplace_back("partition " + blob_names[i], &result.parts[i].blob);
+    }
+    check_on_target(blobs, *target, graph, report);
+  }
   for (size_t i = 0; i < result.parts.size(); ++i) {
     const auto& blob = result.parts[i].blob;
     write_file(blob_paths[i], blob.data(), blob.size(), force);
@@ -117,8 +168,9 @@ int cmd_compile(const std::vector<std::string>& args) {
   options.fuse_epilogues = !a.has("--no-fuse-epilogue");
   // A device class's texture extent (its maxImageDimension3D): a blob for phones keeps every
   // texture within it (a tensor wider goes to a buffer); the runtime checks it again at load.
+  const DeviceClass* target = nullptr;
   if (const auto v = a.last("--target")) {
-    const DeviceClass* target = find_device_class(*v);
+    target = find_device_class(*v);
     if (!target) {
       throw UsageError("--target: unknown device class '" + *v +
                        "'; the classes are: " + device_class_names());
@@ -132,7 +184,7 @@ int cmd_compile(const std::vector<std::string>& args) {
   const std::string weights = a.last("--weights").value_or("");
   if (a.has("--weights") && weights.empty()) throw UsageError("--weights needs a file name");
   if (a.has("--partition")) {
-    return compile_partitioned(graph, weights, options, out_path, force, a.has("--report"));
+    return compile_partitioned(graph, weights, options, out_path, force, a.has("--report"), target);
   }
 
   check_files(graph, weights, {{option + " " + *out, *out}}, force);
@@ -144,6 +196,7 @@ int cmd_compile(const std::vector<std::string>& args) {
     result.throw_if_unsupported();
     return 0;
   });
+  if (target) check_on_target({{"the blob", &result.blob}}, *target, graph, a.has("--report"));
 
   write_file(out_path.string(), result.blob, force);
   std::printf("wrote %s (%zu bytes, %zu nodes)\n", out->c_str(), result.blob.size(),

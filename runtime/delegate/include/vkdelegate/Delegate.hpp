@@ -93,6 +93,11 @@ struct DelegateOptions {
   // Debugging (`vkd run --check`): every tensor an op writes becomes an extra output, after
   // the model's own outputs, in op order, named as in the blob. Costs memory (no sharing).
   bool expose_intermediates = false;
+  // A device class (android-baseline-2022, mali-g7x, adreno-6xx, apple-m1; `vkd help` lists
+  // them): the device is used as one of that class, its limits and features lowered to the
+  // class's (docs/DEVICES.md). "" = $VKD_DEVICE_CLASS, else the device as it is; an unknown
+  // name is InvalidArgument.
+  std::string device_class;
 };
 
 // GPU time of one dispatch node in the last execute().
@@ -201,6 +206,9 @@ class VKD_API Delegate {
   // The loaded graph as text: values (storage, layout), op calls, dispatch nodes with their
   // kernels, constants and planned memory (what `vkd inspect` prints).
   std::string describe() const;
+  // The smaller forms kernels took because they exceed the device (docs/DEVICES.md, "Ways
+  // down"), one line each: "op 'tensor': what instead (the limit)". Empty when all fit.
+  std::vector<std::string> ways_down() const;
 
  private:
   struct Impl;
