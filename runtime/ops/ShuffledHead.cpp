@@ -10,12 +10,17 @@
 #include "runtime/ops/ConvPlan.h"
 #include "runtime/ops/Linear.h"
 #include "runtime/ops/OpRegistry.h"
+#include "runtime/vk/KernelLimits.h"
 #include "runtime/vk/WorkgroupChooser.h"
 
 namespace vkd::ops {
 namespace {
 
 constexpr const char* kOp = "q8ta_conv2d_ps_pw_q_dq";
+
+shaders::Kernel fused_kernel(const vk::DeviceProfile& profile) {
+  return shaders::variants::q8ta_conv2d_ps_pw[profile.int8_dot_product ? 0 : 1];
+}
 
 // Mirrors `Params` in shaders/q8ta_conv2d_ps_pw.glsl.
 struct ShuffledHeadPush {
@@ -107,10 +112,9 @@ void add_fused(graph::ComputeGraph& graph, graph::ValueRef input, const Conv2dWe
       add_channel_constants(graph, as_matrix(phased), p.input.scale, name + ".ps");
   const auto head_channels = add_channel_constants(graph, as_matrix(head), p.mid.scale, name);
 
-  const int dot = graph.profile().int8_dot_product ? 0 : 1;
   graph::DispatchNode node;
   node.op = kOp;
-  node.kernel = shaders::variants::q8ta_conv2d_ps_pw[dot];
+  node.kernel = fused_kernel(graph.profile());
   node.bindings = {output, input, ps_packed, head_channels, head_packed, ps_channels};
   node.push_constants = graph::push_constant_bytes(ShuffledHeadPush{
       int32_t(d_in.n), int32_t(d_in.h), int32_t(d_in.w), int32_t(head.out_channels),
@@ -140,9 +144,17 @@ ShuffledHeadForm add_q8ta_conv2d_ps_pw_q_dq_node(graph::ComputeGraph& graph, gra
   // Auto: as the device class's tuning table says (CPU devices: Split, whose first dispatch
   // would compile the fused kernel's unrolled loops; docs/BENCHMARKS.md, "Convolution plan
   // thresholds", shuffled_head_fused).
-  const bool fuse =
-      p.form == ShuffledHeadForm::Fused ||
-      (p.form == ShuffledHeadForm::Auto && conv_tuning(graph.profile()).shuffled_head_fused);
+  // Its 6 storage buffers past a stage's (the Android baseline's 4): Split, whose two
+  // convolutions bind 4.
+  const shaders::Kernel fused = fused_kernel(graph.profile());
+  const bool buffers_fit = vk::fits_storage_buffers(graph.profile(), fused);
+  const bool fuse = p.form == ShuffledHeadForm::Fused ||
+                    (p.form == ShuffledHeadForm::Auto &&
+                     conv_tuning(graph.profile()).shuffled_head_fused && buffers_fit);
+  if (p.form == ShuffledHeadForm::Auto && fits && !buffers_fit) {
+    note_way_down(graph, kOp, output, "the split form: the pixel-shuffled conv, then the head",
+                  vk::storage_buffers_problem(graph.profile(), fused));
+  }
   if (fuse && fits) {
     add_fused(graph, input, shuffle, head, output, d_in, d_mid, p);
     return ShuffledHeadForm::Fused;

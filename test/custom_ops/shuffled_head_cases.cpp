@@ -106,10 +106,12 @@ class ShuffledHeadCase : public CaseInstance {
     const size_t before = g.nodes().size();
     const ShuffledHeadForm taken =
         ops::add_q8ta_conv2d_ps_pw_q_dq_node(g, in_ref_, ps_.view(), head_.view(), out_ref_, p_);
-    // Auto: fused wherever the kernel takes the pair (every case here), but on CPU devices.
+    // Auto: fused wherever the kernel takes the pair (every case here), but on CPU devices and
+    // where its 6 storage buffers exceed a stage (a device class's 4).
+    const bool auto_splits =
+        g.profile().cpu_kernels || g.profile().max_per_stage_storage_buffers < 6;
     const ShuffledHeadForm want =
-        s_.form == ShuffledHeadForm::Split ||
-                (s_.form == ShuffledHeadForm::Auto && g.profile().cpu_kernels)
+        s_.form == ShuffledHeadForm::Split || (s_.form == ShuffledHeadForm::Auto && auto_splits)
             ? ShuffledHeadForm::Split
             : ShuffledHeadForm::Fused;
     const size_t dispatches = g.nodes().size() - before;
