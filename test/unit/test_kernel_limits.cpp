@@ -113,6 +113,32 @@ TEST(KernelLimits, ResidualKernelsBindOneBufferMoreThanTheirOps) {
   }
 }
 
+TEST(KernelLimits, WaysDownFitTheBaselinesFourBuffers) {
+  // Each way down's kernel fits the strictest class's storage buffers a stage where the form
+  // it replaces does not: the attention with K and V one binding (SHARED_KV), the dynamic
+  // linear with its row scales after its rows (OUT_DTYPE 8), the 2-input cat window.
+  using vkd::vk::storage_buffers_of;
+  const uint32_t baseline = vkd::device_classes().front().max_per_stage_storage_buffers;
+  ASSERT_EQ(baseline, 4u);
+  const std::pair<Kernel, Kernel> fused_and_down[] = {
+      {Kernel::q8ta_attention_int8_fallback_d32_q8_kv2,
+       Kernel::q8ta_attention_int8_fallback_d32_q8_kv1},
+      {Kernel::q8ta_attention_float_float32_none_kv2,
+       Kernel::q8ta_attention_float_float32_none_kv1},
+      {Kernel::q8ta_linear_gemv_float_rows_fallback_tree,
+       Kernel::q8ta_linear_gemv_float_rows_after_fallback_tree},
+      {Kernel::q8ta_linear_cpu_float_rows_n32_loads,
+       Kernel::q8ta_linear_cpu_float_rows_after_n32_loads},
+      {Kernel::q8ta_linear_gemm_float_rows_fallback_whole,
+       Kernel::q8ta_linear_gemm_float_rows_after_fallback_whole},
+      {Kernel::q8ta_cat_4w4c_w4, Kernel::q8ta_cat_4w4c_w2},
+  };
+  for (const auto& [fused, down] : fused_and_down) {
+    EXPECT_GT(storage_buffers_of(shader_info(fused)), baseline) << shader_info(fused).name;
+    EXPECT_LE(storage_buffers_of(shader_info(down)), baseline) << shader_info(down).name;
+  }
+}
+
 TEST(DeviceClasses, NamesAndStrictestFirst) {
   EXPECT_EQ(vkd::device_class_names(), "android-baseline-2022, mali-g7x, adreno-6xx, apple-m1");
   EXPECT_EQ(vkd::find_device_class("nope"), nullptr);
