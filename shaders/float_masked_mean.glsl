@@ -34,6 +34,10 @@
 // Both: the token count in order from +0.0 (STAGED: from the mask staged in shared memory;
 // STAGED 0: TOKEN_BLOCK mask loads at a time); the means of NORMALIZE 1 in staged[c], whose
 // squares invocation 0 sums in channel order for the norm it hands to the others.
+// NORMALIZE 2 (the float_masked_mean_rows family): the normalization alone, of means [B, C] a
+// plain float_masked_mean wrote into binding 1 (INPUT 0), read where NORMALIZE 1 reads
+// staged[c]: the way down of a row too wide for the device's staging area
+// (runtime/ops/Reduce.cpp), with the same bits. Its mask binding is the means again, unread.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -279,10 +283,17 @@ void chunk_means(int b) {
 #endif
 }
 
+#if NORMALIZE == 2
+float mean_of(int b, int c) { return in_floats[b * p.in_strides.y + c * p.in_strides.w]; }
+#elif NORMALIZE
+float mean_of(int b, int c) { return staged[c]; }
+#endif
+
 void main() {
   const int b = int(gl_WorkGroupID.x);
   const int l = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
   const int C = p.sizes.w;
+#if NORMALIZE != 2
 #if STAGED && INPUT == LAYOUT_4H4W
   if (p.channel_chains == 1) {
 #if NORMALIZE
@@ -296,6 +307,7 @@ void main() {
   {
     chunk_means(b);
   }
+#endif
 #if NORMALIZE
   barrier();
   // The squares in channel order, 8 loads ahead of their adds (as add_staged), by invocation 0
@@ -306,14 +318,15 @@ void main() {
     int c = 0;
     for (; c + 8 <= C; c += 8) {
       float v[8];
-      [[unroll]] for (int i = 0; i < 8; ++i) v[i] = staged[c + i];
+      [[unroll]] for (int i = 0; i < 8; ++i) v[i] = mean_of(b, c + i);
       [[unroll]] for (int i = 0; i < 8; ++i) {
         precise float sq = v[i] * v[i];
         squares = squares + sq;
       }
     }
     for (; c < C; ++c) {
-      precise float sq = staged[c] * staged[c];
+      const float v = mean_of(b, c);
+      precise float sq = v * v;
       squares = squares + sq;
     }
     const float norm = sqrt_rn(squares);
@@ -321,7 +334,7 @@ void main() {
   }
   barrier();
   for (int c = l; c < C; c += wg) {
-    out_floats[b * p.strides.z + c * p.strides.w] = div_rn(staged[c], shared_norm);
+    out_floats[b * p.strides.z + c * p.strides.w] = div_rn(mean_of(b, c), shared_norm);
   }
 #endif
 }

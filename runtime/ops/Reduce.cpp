@@ -131,10 +131,39 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
       staged ? static_cast<uint32_t>(
                    std::min<uint64_t>(profile.max_shared_memory_bytes / 4 - kSharedScalars, wanted))
              : uint32_t(kMaxPooledChannels);
-  VKD_CHECK(!params.eps || channels <= stage_floats, ErrorCode::Unsupported, op, ": ", C,
-            " channels to normalize need ", 4 * (C + kSharedScalars),
-            " bytes of shared memory; device '", profile.name, "' has ",
-            profile.max_shared_memory_bytes);
+  // The way down of a normalized row whose means do not fit the staging area (a phone's 16 KiB
+  // at 4096 channels): the plain means into a tensor of their own, then their normalization
+  // alone (float_masked_mean_rows: the same norm and quotients, the same bits).
+  if (params.eps && channels > stage_floats) {
+    note_way_down(graph, op, output, "the plain means, then their normalization on its own",
+                  std::to_string(C) + " channels to normalize need " +
+                      std::to_string(4 * (C + kSharedScalars)) +
+                      " bytes of shared memory, the device " +
+                      std::to_string(profile.max_shared_memory_bytes));
+    const std::string& name = out.name();
+    const graph::ValueRef means =
+        graph.add_tensor({{B, C}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
+                         (name.empty() ? op : name) + ".means");
+    MaskedMeanParams plain = params;
+    plain.eps.reset();
+    add_masked_mean_node(graph, input, mask, means, plain);
+    const std::array<int32_t, 4> means_meta = float_tile_meta(graph.spec(means));
+    MaskedMeanPush rows{};
+    rows.sizes = {1, static_cast<int32_t>(B), 1, static_cast<int32_t>(C)};
+    rows.in_strides = {0, means_meta[2], 0, means_meta[3]};
+    rows.strides = {0, 0, out_meta[2], out_meta[3]};
+    rows.eps = *params.eps;
+    graph::DispatchNode node;
+    node.op = op;
+    node.kernel = shaders::variants::float_masked_mean_rows[0][0][0];
+    node.bindings = {output, means, means};  // its mask binding unread
+    node.push_constants = graph::push_constant_bytes(rows);
+    node.spec_constants = {1};  // no staging area
+    node.plan.local_size = {std::min(vk::default_linear_local_size(profile), channels), 1, 1};
+    node.plan.group_count = {static_cast<uint32_t>(B), 1, 1};
+    graph.add_node(std::move(node));
+    return;
+  }
   // A staged 4H4W input: each channel summed by an invocation of its own from its 16-byte
   // token blocks, where the mask fits the staging area after the C means.
   if (staged && int8 && in.spec().layout == MemoryLayout::PackedInt8_4H4W) {
