@@ -171,22 +171,34 @@ TEST_F(FloatElementwiseChecks, MaskedMeanShapesAreChecked) {
 // The GPU kernel normalizes a row in shared memory: on a device with 16 KiB of it (the GPU
 // kernels forced on lavapipe, its limit lowered) 4096 channels do not fit beside the kernel's
 // two scalars, 4094 do.
-TEST_F(FloatElementwiseChecks, MaskedMeanNormalizeNeedsItsRowInSharedMemory) {
+// A normalized row whose means do not fit the shared memory takes the way down: the plain
+// means, then their normalization on its own (two dispatches, the way down recorded); a row
+// that fits stays one dispatch.
+TEST_F(FloatElementwiseChecks, MaskedMeanNormalizeTooWideForSharedMemoryGoesDown) {
   auto options = test_context_options();
   options.overrides.disable_cpu_kernels = true;
   options.overrides.limits.max_shared_memory_bytes = 16384;
   vkd::vk::Context small(options);
-  MaskedMeanSetup wide;
-  wide.in = int8_spec({1, 2, 4096});
-  wide.mask = float_spec({1, 2});
-  wide.out = float_spec({1, 4096});
-  expect_op_error(wide, small, "q8ta_masked_mean_normalize",
-                  "4096 channels to normalize need 16392 bytes of shared memory",
-                  ErrorCode::Unsupported);
-  MaskedMeanSetup fits = wide;
-  fits.in = int8_spec({1, 2, 4094});
-  fits.out = float_spec({1, 4094});
-  EXPECT_EQ(fits.build(small).first, -1) << fits.build(small).second;
+  for (const int64_t channels : {4096, 4094}) {
+    ComputeGraph g(small);
+    vkd::ops::MaskedMeanParams p;
+    p.eps = 1e-12f;
+    p.input = vkd::ops::QuantParams{0.5f, 3};
+    vkd::ops::add_masked_mean_node(g, g.add_tensor(int8_spec({1, 2, channels}), "x"),
+                                   g.add_tensor(float_spec({1, 2}), "m"),
+                                   g.add_tensor(float_spec({1, channels}), "y"), p);
+    if (channels == 4096) {
+      ASSERT_EQ(g.nodes().size(), 2u);
+      ASSERT_EQ(g.ways_down().size(), 1u);
+      EXPECT_EQ(g.ways_down()[0],
+                "q8ta_masked_mean_normalize 'y': the plain means, then their normalization on "
+                "its own (4096 channels to normalize need 16392 bytes of shared memory, the "
+                "device 16384)");
+    } else {
+      EXPECT_EQ(g.nodes().size(), 1u);
+      EXPECT_TRUE(g.ways_down().empty());
+    }
+  }
 }
 
 }  // namespace
