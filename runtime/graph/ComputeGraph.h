@@ -43,6 +43,7 @@ class ComputeGraph : private GraphDefinition {
   using GraphDefinition::limit_ids;
   using GraphDefinition::nodes;
   using GraphDefinition::output_refs;
+  using GraphDefinition::place_together;
   using GraphDefinition::prepared;
   using GraphDefinition::profile;
   using GraphDefinition::set_zero_point;

@@ -137,6 +137,29 @@ bool GraphDefinition::alias(ValueRef view, ValueRef base, uint64_t byte_offset) 
   return true;
 }
 
+std::optional<std::pair<ValueRef, uint64_t>> GraphDefinition::place_together(ValueRef first,
+                                                                             ValueRef second,
+                                                                             std::string name) {
+  for (ValueRef ref : {first, second}) {
+    if (is_constant(ref) || tensor(ref).is_image() || aliases_[ref].base >= 0) return std::nullopt;
+  }
+  // The base at 256 bytes or the views' own alignment, the largest (the most any driver asks
+  // of a storage buffer's offset), rounded sizes as the driver reports them.
+  const VkMemoryRequirements& a = tensor(first).buffer().requirements();
+  const VkMemoryRequirements& b = tensor(second).buffer().requirements();
+  const uint64_t align = std::max<uint64_t>({256, a.alignment, b.alignment});
+  const uint64_t second_at = (a.size + align - 1) / align * align;
+  const ValueRef both = add_tensor({{static_cast<int64_t>((second_at + b.size + 3) / 4)},
+                                    DType::Int32,
+                                    StorageType::Buffer,
+                                    MemoryLayout::WidthPacked},
+                                   std::move(name));
+  VKD_CHECK(alias(first, both, 0) && alias(second, both, second_at), ErrorCode::Internal,
+            "tensors '", tensor(first).name(), "' and '", tensor(second).name(),
+            "' cannot be placed in one buffer");
+  return std::make_pair(both, second_at);
+}
+
 std::pair<ValueRef, uint64_t> GraphDefinition::alias_root(ValueRef ref) const {
   uint64_t offset = 0;
   while (aliases_.at(ref).base >= 0) {

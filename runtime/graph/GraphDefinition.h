@@ -89,6 +89,13 @@ class GraphDefinition {
   bool alias(ValueRef view, ValueRef base, uint64_t byte_offset);
   // The tensor whose bytes `ref` shares and where in them (itself and 0 when it is no view).
   std::pair<ValueRef, uint64_t> alias_root(ValueRef ref) const;
+  // Makes buffer tensors `first` and `second` (neither a view) views of one new tensor `name`,
+  // `first` at 0 and `second` after it at an offset the device's alignment allows, so a kernel
+  // can bind both once (a way down where a stage's storage buffers run short). Returns the new
+  // tensor and `second`'s byte offset; nullopt, changing nothing, when either is a constant,
+  // an image or a view. Before prepare() only.
+  std::optional<std::pair<ValueRef, uint64_t>> place_together(ValueRef first, ValueRef second,
+                                                              std::string name);
 
   // The smaller forms ops took because a kernel exceeds this device (their "ways down",
   // docs/DEVICES.md): one line each, "op 'tensor': what instead (why)", in build order, for

@@ -3,7 +3,6 @@
 // entry.
 #include "runtime/ops/Attention.h"
 
-#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -82,25 +81,15 @@ struct KvBinding {
 };
 std::optional<KvBinding> bind_kv_once(graph::ComputeGraph& graph, graph::ValueRef key,
                                       graph::ValueRef value, graph::ValueRef output) {
-  if (graph.tensor(key).is_image() || graph.tensor(value).is_image()) return std::nullopt;
   const auto [key_root, key_at] = graph.alias_root(key);
   const auto [value_root, value_at] = graph.alias_root(value);
   uint64_t value_root_at = 0;
   if (key_root != value_root) {
-    const VkMemoryRequirements& k = graph.tensor(key_root).buffer().requirements();
-    const VkMemoryRequirements& v = graph.tensor(value_root).buffer().requirements();
-    const uint64_t align = std::max<uint64_t>({256, k.alignment, v.alignment});
-    value_root_at = (k.size + align - 1) / align * align;
     const std::string& name = graph.tensor(output).name();
-    const graph::ValueRef both =
-        graph.add_tensor(TensorSpec{{static_cast<int64_t>((value_root_at + v.size + 3) / 4)},
-                                    DType::Int32,
-                                    StorageType::Buffer,
-                                    MemoryLayout::WidthPacked},
-                         (name.empty() ? "attention" : name) + ".key_value");
-    if (!graph.alias(key_root, both, 0) || !graph.alias(value_root, both, value_root_at)) {
-      return std::nullopt;
-    }
+    const auto placed = graph.place_together(key_root, value_root,
+                                             (name.empty() ? "attention" : name) + ".key_value");
+    if (!placed) return std::nullopt;
+    value_root_at = placed->second;
   }
   const uint64_t value_byte = value_root_at + value_at;
   if (key_at % 16 != 0 || value_byte % 16 != 0) return std::nullopt;

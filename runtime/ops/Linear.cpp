@@ -539,27 +539,15 @@ void add_q8da_linear_node(graph::ComputeGraph& graph, graph::ValueRef input,
                        name + ".act_q");
   // The way down where the linear's row-scale kernels (5 storage buffers) exceed a stage (the
   // Android baseline's 4): the rows and then the scales in one tensor, read through one binding.
-  const bool after_rows =
-      !vk::fits_storage_buffers(graph.profile(), shaders::variants::q8ta_linear_gemv[3][0][0]);
+  const shaders::Kernel rows_kernel = shaders::variants::q8ta_linear_gemv[3][0][0];
+  const bool after_rows = !vk::fits_storage_buffers(graph.profile(), rows_kernel);
   if (after_rows) {
-    const VkMemoryRequirements& q = graph.tensor(quantized).buffer().requirements();
-    const VkMemoryRequirements& sc = graph.tensor(scales).buffer().requirements();
-    const uint64_t align = std::max<uint64_t>({256, q.alignment, sc.alignment});
-    const uint64_t scales_at = div_up(q.size, align) * align;
-    const graph::ValueRef both =
-        graph.add_tensor({{static_cast<int64_t>(div_up(scales_at + sc.size, uint64_t{4}))},
-                          DType::Int32,
-                          StorageType::Buffer,
-                          MemoryLayout::WidthPacked},
-                         name + ".act");
-    VKD_CHECK(
-        graph.alias(quantized, both, 0) && graph.alias(scales, both, scales_at),
-        ErrorCode::Unsupported, op, " on device '", graph.profile().name, "': ",
-        vk::storage_buffers_problem(graph.profile(), shaders::variants::q8ta_linear_gemv[3][0][0]),
-        ", and its rows and row scales cannot share one buffer");
-    note_way_down(
-        graph, op, output, "the row scales after the rows in '" + name + ".act', one binding",
-        vk::storage_buffers_problem(graph.profile(), shaders::variants::q8ta_linear_gemv[3][0][0]));
+    // Two fresh tensors: they always can be placed together.
+    VKD_CHECK(graph.place_together(quantized, scales, name + ".act").has_value(),
+              ErrorCode::Internal, op, ": its rows and row scales cannot share one buffer");
+    note_way_down(graph, op, output,
+                  "the row scales after the rows in '" + name + ".act', one binding",
+                  vk::storage_buffers_problem(graph.profile(), rows_kernel));
   }
   const RowShape shape = row_shape(x);
   VKD_CHECK(std::isfinite(eps) && eps > 0.0f, ErrorCode::InvalidArgument, op,
