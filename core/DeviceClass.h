@@ -14,22 +14,29 @@
 
 namespace vkd {
 
+// Limits a device is lowered to, each 0 for none: a device above one is lowered to it; below,
+// it keeps its own (a class's, and ProfileOverrides::limits).
+struct DeviceLimits {
+  uint64_t max_storage_buffer_range_bytes = 0;
+  uint64_t max_memory_allocation_bytes = 0;
+  uint32_t max_push_constant_bytes = 0;
+  uint32_t max_image_dimension_3d = 0;  // a class's: also the compiler's texture extent for it
+  uint32_t max_per_stage_storage_buffers = 0;
+  uint32_t max_per_stage_storage_images = 0;
+  uint32_t max_workgroup_count = 0;  // every axis
+  uint32_t max_workgroup_invocations = 0;
+  std::array<uint32_t, 3> max_workgroup_size{};
+  uint64_t device_local_heap_bytes = 0;
+  uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize
+};
+
 struct DeviceClass {
   std::string name;         // VKD_DEVICE_CLASS value, `vkd compile --target`
   std::string description;  // which devices, which source
 
   // Vulkan API version the class's drivers offer (1.minor).
   uint32_t api_minor = 1;
-  // Limits (a device above them is lowered to them; below, it keeps its own).
-  uint32_t max_shared_memory_bytes = 0;
-  uint32_t max_workgroup_invocations = 0;
-  std::array<uint32_t, 3> max_workgroup_size{};
-  uint32_t max_workgroup_count = 0;  // every axis
-  uint32_t max_per_stage_storage_buffers = 0;
-  uint32_t max_per_stage_storage_images = 0;
-  uint32_t max_image_dimension_3d = 0;  // also the compiler's texture extent for the class
-  uint64_t max_storage_buffer_range_bytes = 0;
-  uint32_t max_push_constant_bytes = 0;
+  DeviceLimits limits;
   // Features the class cannot count on: switched off where the device has them.
   bool int8_dot_product = false;
   bool subgroup_arithmetic = false;

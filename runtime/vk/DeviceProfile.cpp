@@ -88,21 +88,6 @@ void apply_limit_overrides(const ProfileOverrides::Limits& caps, DeviceProfile& 
   lower_to(p.max_shared_memory_bytes, caps.max_shared_memory_bytes);
 }
 
-// A device class's limits, as the overrides' limits.
-ProfileOverrides::Limits class_limits(const DeviceClass& c) {
-  ProfileOverrides::Limits l;
-  l.max_storage_buffer_range_bytes = c.max_storage_buffer_range_bytes;
-  l.max_push_constant_bytes = c.max_push_constant_bytes;
-  l.max_image_dimension_3d = c.max_image_dimension_3d;
-  l.max_per_stage_storage_buffers = c.max_per_stage_storage_buffers;
-  l.max_per_stage_storage_images = c.max_per_stage_storage_images;
-  l.max_workgroup_count = c.max_workgroup_count;
-  l.max_workgroup_invocations = c.max_workgroup_invocations;
-  l.max_workgroup_size = c.max_workgroup_size;
-  l.max_shared_memory_bytes = c.max_shared_memory_bytes;
-  return l;
-}
-
 }  // namespace
 
 std::optional<uint32_t> choose_queue_family(const std::vector<VkQueueFamilyProperties>& families) {
@@ -349,7 +334,7 @@ DeviceProfile read_device_profile(VkInstance instance, uint32_t instance_api_ver
   apply_limit_overrides(overrides.limits, p);
   if (cls) {
     p.device_class = cls->name;
-    apply_limit_overrides(class_limits(*cls), p);
+    apply_limit_overrides(cls->limits, p);
   }
   return p;
 }

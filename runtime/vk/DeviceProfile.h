@@ -162,19 +162,8 @@ struct ProfileOverrides {
   bool disable_cpu_kernels = false;
   // Lower a limit to emulate a smaller device (0 = keep the device's own): lets tests and
   // users check that a graph fits e.g. a mobile GPU's limits on any machine.
-  struct Limits {
-    uint64_t max_storage_buffer_range_bytes = 0;
-    uint64_t max_memory_allocation_bytes = 0;
-    uint32_t max_push_constant_bytes = 0;
-    uint32_t max_image_dimension_3d = 0;
-    uint32_t max_per_stage_storage_buffers = 0;
-    uint32_t max_per_stage_storage_images = 0;
-    uint32_t max_workgroup_count = 0;  // every axis
-    uint32_t max_workgroup_invocations = 0;
-    std::array<uint32_t, 3> max_workgroup_size{};
-    uint64_t device_local_heap_bytes = 0;
-    uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize
-  } limits;
+  using Limits = DeviceLimits;
+  Limits limits;
 };
 
 // The driver-bug table (DeviceQuirks.h) as text: each entry's devices, symptom, workaround

@@ -33,10 +33,10 @@ vkd::vk::DeviceProfile profile_of(const vkd::DeviceClass* cls) {
   p.max_push_constant_bytes = 256;
   if (cls) {
     p.device_class = cls->name;
-    p.max_workgroup_invocations = cls->max_workgroup_invocations;
-    p.max_workgroup_size = cls->max_workgroup_size;
-    p.max_shared_memory_bytes = cls->max_shared_memory_bytes;
-    p.max_push_constant_bytes = cls->max_push_constant_bytes;
+    p.max_workgroup_invocations = cls->limits.max_workgroup_invocations;
+    p.max_workgroup_size = cls->limits.max_workgroup_size;
+    p.max_shared_memory_bytes = cls->limits.max_shared_memory_bytes;
+    p.max_push_constant_bytes = cls->limits.max_push_constant_bytes;
   }
   return p;
 }
@@ -118,7 +118,7 @@ TEST(KernelLimits, WaysDownFitTheBaselinesFourBuffers) {
   // it replaces does not: the attention with K and V one binding (SHARED_KV), the dynamic
   // linear with its row scales after its rows (OUT_DTYPE 8), the 2-input cat window.
   using vkd::vk::storage_buffers_of;
-  const uint32_t baseline = vkd::device_classes().front().max_per_stage_storage_buffers;
+  const uint32_t baseline = vkd::device_classes().front().limits.max_per_stage_storage_buffers;
   ASSERT_EQ(baseline, 4u);
   const std::pair<Kernel, Kernel> fused_and_down[] = {
       {Kernel::q8ta_attention_int8_fallback_d32_q8_kv2,
@@ -144,9 +144,12 @@ TEST(DeviceClasses, NamesAndStrictestFirst) {
   EXPECT_EQ(vkd::find_device_class("nope"), nullptr);
   const auto& classes = vkd::device_classes();
   for (const auto& c : classes) {
-    EXPECT_LE(classes.front().max_workgroup_invocations, c.max_workgroup_invocations) << c.name;
-    EXPECT_LE(classes.front().max_shared_memory_bytes, c.max_shared_memory_bytes) << c.name;
-    EXPECT_LE(classes.front().max_per_stage_storage_buffers, c.max_per_stage_storage_buffers)
+    EXPECT_LE(classes.front().limits.max_workgroup_invocations, c.limits.max_workgroup_invocations)
+        << c.name;
+    EXPECT_LE(classes.front().limits.max_shared_memory_bytes, c.limits.max_shared_memory_bytes)
+        << c.name;
+    EXPECT_LE(classes.front().limits.max_per_stage_storage_buffers,
+              c.limits.max_per_stage_storage_buffers)
         << c.name;
     EXPECT_GE(c.api_minor, 1u) << c.name;
   }

@@ -175,7 +175,7 @@ int cmd_compile(const std::vector<std::string>& args) {
       throw UsageError("--target: unknown device class '" + *v +
                        "'; the classes are: " + device_class_names());
     }
-    options.layout.max_texture_extent = target->max_image_dimension_3d;
+    options.layout.max_texture_extent = target->limits.max_image_dimension_3d;
   }
   if (const auto v = a.last("--max-texture-extent")) {
     options.layout.max_texture_extent = parse_int_option("--max-texture-extent", *v, 1, 1 << 20);
