@@ -151,12 +151,6 @@ shaders::Kernel fused_kernel(const vk::DeviceProfile& profile, const DepthwisePo
                                              [profile.int8_dot_product ? 0 : 1];
 }
 
-// Auto's form: Split where the device class's tuning table does not fuse (CPU devices), where
-// the 1x1 has more than dw_pw_max_fused_out output channels: the fused kernel's few
-// workgroups (one per TP tiles) each sum all C mid channels for every output channel in turn
-// (ConvTuning; measured: docs/BENCHMARKS.md, "Convolution plan thresholds"), and where the
-// fused kernel does not fit the device: its 6 to 9 storage buffers (the Android baseline
-// allows 4 a stage) or its workgroup.
 // What of the fused kernel exceeds the device; empty when it fits.
 std::string fused_kernel_problem(const vk::DeviceProfile& profile,
                                  const DepthwisePointwiseParams& p) {
@@ -171,12 +165,17 @@ std::string fused_kernel_problem(const vk::DeviceProfile& profile,
   return "";
 }
 
+// Auto's form: Split where the device class's tuning table does not fuse (CPU devices), where
+// the 1x1 has more than dw_pw_max_fused_out output channels: the fused kernel's few
+// workgroups (one per TP tiles) each sum all C mid channels for every output channel in turn
+// (ConvTuning; measured: docs/BENCHMARKS.md, "Convolution plan thresholds"), and where the
+// fused kernel does not fit the device: its 6 to 9 storage buffers (the Android baseline
+// allows 4 a stage) or its workgroup (`fused_fits` false: fused_kernel_problem named one).
 DepthwisePointwiseForm chosen_form(const vk::DeviceProfile& profile, int64_t n_out,
-                                   const DepthwisePointwiseParams& p) {
+                                   const DepthwisePointwiseParams& p, bool fused_fits) {
   if (p.form != DepthwisePointwiseForm::Auto) return p.form;
   const ConvTuning& t = conv_tuning(profile);
-  return !fused_kernel_problem(profile, p).empty() || !t.dw_pw_fused ||
-                 n_out > t.dw_pw_max_fused_out
+  return !fused_fits || !t.dw_pw_fused || n_out > t.dw_pw_max_fused_out
              ? DepthwisePointwiseForm::Split
              : DepthwisePointwiseForm::Fused;
 }
@@ -334,15 +333,15 @@ DepthwisePointwiseForm add_q8ta_conv2d_dw_pw_node(graph::ComputeGraph& graph, gr
   const Dims4 d_mid = check_dw_pw(op, graph, input, depthwise, pointwise, output, p);
   const Dims4 d_in{d_mid.n, d_mid.c, graph.tensor(input).spec().dims4().h,
                    graph.tensor(input).spec().dims4().w};
-  const DepthwisePointwiseForm form = chosen_form(graph.profile(), pointwise.out_channels, p);
-  if (p.form == DepthwisePointwiseForm::Auto) {
-    const std::string problem = fused_kernel_problem(graph.profile(), p);
-    if (!problem.empty()) {
-      note_way_down(graph, op, output,
-                    p.expansion ? "the expanding 1x1 on its own, then depthwise -> 1x1"
-                                : "the split form: depthwise, then the 1x1",
-                    problem);
-    }
+  const std::string unfit =
+      p.form == DepthwisePointwiseForm::Auto ? fused_kernel_problem(graph.profile(), p) : "";
+  const DepthwisePointwiseForm form =
+      chosen_form(graph.profile(), pointwise.out_channels, p, unfit.empty());
+  if (!unfit.empty()) {
+    note_way_down(graph, op, output,
+                  p.expansion ? "the expanding 1x1 on its own, then depthwise -> 1x1"
+                              : "the split form: depthwise, then the 1x1",
+                  unfit);
   }
   const std::string& out_name = graph.tensor(output).name();
   const std::string name = out_name.empty() ? op : out_name;
