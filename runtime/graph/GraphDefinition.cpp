@@ -99,9 +99,8 @@ void GraphDefinition::add_node(DispatchNode node) {
             profile().max_push_constant_bytes, " bytes");
   const uint32_t buffers = vk::storage_buffers_of(info), images = info.binding_count - buffers;
   VKD_CHECK(buffers <= profile().max_per_stage_storage_buffers, ErrorCode::Unsupported, node.op,
-            ": kernel ", info.name, " binds ", buffers,
-            " storage buffers; the device's maxPerStageDescriptorStorageBuffers is ",
-            profile().max_per_stage_storage_buffers);
+            ": ",
+            vk::storage_buffers_problem(profile(), "kernel " + std::string(info.name), buffers));
   VKD_CHECK(images <= profile().max_per_stage_storage_images, ErrorCode::Unsupported, node.op,
             ": kernel ", info.name, " binds ", images,
             " storage images; the device's maxPerStageDescriptorStorageImages is ",

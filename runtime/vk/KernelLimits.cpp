@@ -59,9 +59,9 @@ bool fits_storage_buffers(const DeviceProfile& profile, shaders::Kernel kernel) 
 
 std::string storage_buffers_problem(const DeviceProfile& profile, const std::string& what,
                                     uint32_t buffers) {
-  return what + " binds " + std::to_string(buffers) + " storage buffers, the device " +
-         std::to_string(profile.max_per_stage_storage_buffers) +
-         " a stage (maxPerStageDescriptorStorageBuffers)";
+  return what + " binds " + std::to_string(buffers) +
+         " storage buffers; the device's maxPerStageDescriptorStorageBuffers is " +
+         std::to_string(profile.max_per_stage_storage_buffers);
 }
 
 std::string storage_buffers_problem(const DeviceProfile& profile, shaders::Kernel kernel) {

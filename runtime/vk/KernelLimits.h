@@ -27,9 +27,9 @@ uint64_t shared_memory_bytes(const shaders::ShaderInfo& info,
 // check at add_node and the ops' ways down (a kernel's smaller form where it does not fit) use.
 uint32_t storage_buffers_of(const shaders::ShaderInfo& info);
 bool fits_storage_buffers(const DeviceProfile& profile, shaders::Kernel kernel);
-// Why a kernel does not fit, for a way down's line: "kernel K binds 5 storage buffers, the
-// device 4 a stage (maxPerStageDescriptorStorageBuffers)"; `what` names the kernel(s) in the
-// second form.
+// Why a kernel does not fit, in the words of the graph's check at add_node and of a way down's
+// line: "kernel K binds 5 storage buffers; the device's maxPerStageDescriptorStorageBuffers is
+// 4"; `what` names the kernel(s) in the second form.
 std::string storage_buffers_problem(const DeviceProfile& profile, shaders::Kernel kernel);
 std::string storage_buffers_problem(const DeviceProfile& profile, const std::string& what,
                                     uint32_t buffers);

@@ -469,8 +469,8 @@ elseif(CASE STREQUAL "device_class")
   expect_stdout("into the epilogue of q8ta_conv2d 'cq': q8ta_conv2d_add adds 'xq' and writes 'aq'")
   expect_stdout("\ntarget android-baseline-2022: the blob loads as the class on [^\n]+; 1 way\\(s\\) down\n"
                 "  way down: q8ta_conv2d_add 'aq': the output into 'aq.before_add', then the add on "
-                "its own \\(the fused kernel binds 5 storage buffers, the device 4 a stage "
-                "\\(maxPerStageDescriptorStorageBuffers\\)\\)\n")
+                "its own \\(the fused kernel binds 5 storage buffers; the device's "
+                "maxPerStageDescriptorStorageBuffers is 4\\)\n")
   vkd(inspect rc.vkd)
   expect_exit(0)
   expect_stdout("\n  ways down \\(0\\): none, every kernel fits the device\n")

@@ -825,9 +825,7 @@ def _shared_size(mod, tid, path):
         return t[1] // 8, None
     if kind == "bool":
         return 4, None
-    if kind == "vector":
-        return t[2] * _shared_size(mod, t[1], path)[0], None
-    if kind == "matrix":
+    if kind in ("vector", "matrix"):  # t[2] components (vector) or columns (matrix) of t[1]
         return t[2] * _shared_size(mod, t[1], path)[0], None
     if kind == "struct":
         total, program = 0, []
