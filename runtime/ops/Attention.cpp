@@ -85,9 +85,8 @@ std::optional<KvBinding> bind_kv_once(graph::ComputeGraph& graph, graph::ValueRe
   const auto [value_root, value_at] = graph.alias_root(value);
   uint64_t value_root_at = 0;
   if (key_root != value_root) {
-    const std::string& name = graph.tensor(output).name();
-    const auto placed = graph.place_together(key_root, value_root,
-                                             (name.empty() ? "attention" : name) + ".key_value");
+    const auto placed = graph.place_together(
+        key_root, value_root, own_tensor_name(graph, output, "attention", ".key_value"));
     if (!placed) return std::nullopt;
     value_root_at = placed->second;
   }

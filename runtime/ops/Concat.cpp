@@ -245,7 +245,6 @@ void add_q8ta_cat_node(graph::ComputeGraph& graph, const std::vector<graph::Valu
       // ones wrote byte for byte (an int8 value requantized to its own scale and zero point is
       // itself): the same bits, the output's prefix copied once more per step.
       note_way_down(graph, op, output, "a chain of 2-input cats", problem);
-      const std::string& name = graph.tensor(output).name();
       graph::ValueRef joined = inputs[0];
       QuantParams joined_quant = params.inputs[0];
       for (size_t i = 1; i < inputs.size(); ++i) {
@@ -254,7 +253,8 @@ void add_q8ta_cat_node(graph::ComputeGraph& graph, const std::vector<graph::Valu
         const graph::ValueRef next =
             i + 1 == inputs.size()
                 ? output
-                : graph.add_tensor(spec, (name.empty() ? op : name) + ".cat" + std::to_string(i));
+                : graph.add_tensor(spec,
+                                   own_tensor_name(graph, output, op, ".cat" + std::to_string(i)));
         CatParams pair{params.dim, {joined_quant, params.inputs[i]}, params.output};
         add_q8ta_cat_node(graph, {joined, inputs[i]}, next, pair);
         joined = next;

@@ -109,18 +109,17 @@ void add_embedding_node(graph::ComputeGraph& graph, graph::ValueRef indices, gra
   // baseline's 4): the rows into a tensor of their own, then float_add of each addend in order,
   // the unfused ops the kernel's adds are bit for bit.
   if (addends > 0 && !vk::fits_storage_buffers(graph.profile(), kernel)) {
-    const std::string& name = graph.tensor(output).name();
     note_way_down(graph, op, output, "the rows into a tensor of their own, then float_add",
                   vk::storage_buffers_problem(graph.profile(), kernel));
-    graph::ValueRef sum = graph.add_tensor(out, (name.empty() ? op : name) + ".rows");
+    graph::ValueRef sum = graph.add_tensor(out, own_tensor_name(graph, output, op, ".rows"));
     EmbeddingParams rows = params;
     rows.addends.clear();
     add_embedding_node(graph, indices, sum, rows);
     for (size_t i = 0; i < addends; ++i) {
       const graph::ValueRef next =
-          i + 1 == addends
-              ? output
-              : graph.add_tensor(out, (name.empty() ? op : name) + ".sum" + std::to_string(i));
+          i + 1 == addends ? output
+                           : graph.add_tensor(out, own_tensor_name(graph, output, op,
+                                                                   ".sum" + std::to_string(i)));
       add_float_binary_node(graph, FloatBinaryOp::Add, sum, params.addends[i], next);
       sum = next;
     }

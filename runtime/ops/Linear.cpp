@@ -328,8 +328,7 @@ bool residual_add_separately(const vk::DeviceProfile& profile) {
 
 graph::ValueRef add_before_residual_tensor(graph::ComputeGraph& graph, const std::string& op,
                                            graph::ValueRef output) {
-  const std::string& name = graph.tensor(output).name();
-  const std::string before = (name.empty() ? "output" : name) + ".before_add";
+  const std::string before = own_tensor_name(graph, output, op, ".before_add");
   note_way_down(
       graph, op, output, "the output into '" + before + "', then the add on its own",
       vk::storage_buffers_problem(graph.profile(), "the fused kernel", kResidualKernelBuffers));

@@ -58,6 +58,12 @@ void check_float_operand(const std::string& op, const graph::GpuTensor& t, const
             ": ", what, " ", t.spec().describe(), " has more than 2^31 - 1 elements");
 }
 
+std::string own_tensor_name(const graph::ComputeGraph& graph, graph::ValueRef output,
+                            const std::string& op, const std::string& suffix) {
+  const std::string& name = graph.tensor(output).name();
+  return (name.empty() ? op : name) + suffix;
+}
+
 void note_way_down(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef output,
                    const std::string& instead, const std::string& why) {
   graph.add_way_down(op + " '" + graph.tensor(output).name() + "': " + instead + " (" + why + ")");

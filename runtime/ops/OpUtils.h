@@ -43,6 +43,11 @@ void check_float_operand(const std::string& op, const graph::GpuTensor& t, const
 void check_requantized_output(const std::string& op, const QuantParams& q, int32_t act_min,
                               int32_t act_max);
 
+// The name of a tensor an op adds for itself (a way down's intermediate): its output's name,
+// or `op` for an unnamed output, then `suffix` (".rows", ".means", ...).
+std::string own_tensor_name(const graph::ComputeGraph& graph, graph::ValueRef output,
+                            const std::string& op, const std::string& suffix);
+
 // Records a way down the op took (ComputeGraph::add_way_down): "op 'output': instead (why)".
 void note_way_down(graph::ComputeGraph& graph, const std::string& op, graph::ValueRef output,
                    const std::string& instead, const std::string& why);

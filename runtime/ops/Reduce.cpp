@@ -140,10 +140,9 @@ void add_masked_mean_node(graph::ComputeGraph& graph, graph::ValueRef input, gra
                       std::to_string(4 * (C + kSharedScalars)) +
                       " bytes of shared memory, the device " +
                       std::to_string(profile.max_shared_memory_bytes));
-    const std::string& name = out.name();
     const graph::ValueRef means =
         graph.add_tensor({{B, C}, DType::Float32, StorageType::Buffer, MemoryLayout::WidthPacked},
-                         (name.empty() ? op : name) + ".means");
+                         own_tensor_name(graph, output, op, ".means"));
     MaskedMeanParams plain = params;
     plain.eps.reset();
     add_masked_mean_node(graph, input, mask, means, plain);
